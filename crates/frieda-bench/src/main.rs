@@ -1,0 +1,2 @@
+//! `frieda-bench` (placeholder: the load generator lands with the benchmark issue).
+fn main() {}

@@ -1,0 +1,1 @@
+//! Frieda's partition log (placeholder: the storage engine lands in the next commit).
