@@ -1,0 +1,141 @@
+//! One partition as the handlers see it: the log's read side, the writer-owned state, and the
+//! wake-up for fetches waiting on new data.
+
+use super::writer::{AppendOutcome, WriterHandle, WriterJob};
+use crate::coordinator::producer_state::ProducerStateTable;
+use bytes::BytesMut;
+use frieda_log::{BatchHeader, LogReader, PartitionLog};
+use kafka_protocol::error::ResponseError;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::sync::{oneshot, Notify};
+
+/// State owned by the log writer thread of this partition; locked only by that thread, and by
+/// admin operations (delete) that must exclude it.
+pub struct PartitionState {
+    /// The partition log (single writer).
+    pub log: PartitionLog,
+    /// Idempotent-producer sequence state.
+    pub producers: ProducerStateTable,
+}
+
+/// A topic partition on this broker (the leader; Frieda runs one replica).
+pub struct Partition {
+    /// Topic name.
+    pub topic: Arc<str>,
+    /// Partition index.
+    pub index: i32,
+    reader: LogReader,
+    /// Writer-side state; `None` once the partition was deleted and its log closed.
+    pub(crate) state: Mutex<Option<PartitionState>>,
+    data_arrived: Notify,
+    deleted: AtomicBool,
+    max_message_bytes: AtomicUsize,
+    writer: WriterHandle,
+}
+
+impl Partition {
+    /// Wraps an opened log. Rebuilds idempotent-producer state from the batches of the last two
+    /// segments (the window Kafka's producer snapshots cover in practice).
+    pub fn new(topic: Arc<str>, index: i32, log: PartitionLog, writer: WriterHandle) -> Self {
+        let mut producers = ProducerStateTable::default();
+        match log.recent_batch_headers(2) {
+            Ok(headers) => {
+                for h in headers.iter().filter(|h| h.producer_id >= 0) {
+                    producers.record(h, h.base_offset);
+                }
+            }
+            Err(e) => tracing::warn!(topic = %topic, partition = index, error = %e,
+                "could not rebuild producer state from the log; idempotent retries across the restart are not deduplicated"),
+        }
+        Partition {
+            topic,
+            index,
+            max_message_bytes: AtomicUsize::new(log.config().max_message_bytes),
+            reader: log.reader(),
+            state: Mutex::new(Some(PartitionState { log, producers })),
+            data_arrived: Notify::new(),
+            deleted: AtomicBool::new(false),
+            writer,
+        }
+    }
+
+    /// Read side of the log, usable from any thread.
+    pub fn reader(&self) -> &LogReader {
+        &self.reader
+    }
+
+    /// High watermark: with a single replica, the log end offset (exclusive).
+    pub fn high_watermark(&self) -> i64 {
+        self.reader.log_end_offset()
+    }
+
+    /// First offset still in the log.
+    pub fn log_start_offset(&self) -> i64 {
+        self.reader.log_start_offset()
+    }
+
+    /// Largest record batch accepted, bytes (`max.message.bytes`); read without locking so
+    /// produce validation never waits for the writer thread.
+    pub fn max_message_bytes(&self) -> usize {
+        self.max_message_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Applies a new log configuration (on the caller's thread; briefly takes the writer lock).
+    pub fn set_log_config(&self, config: frieda_log::LogConfig) {
+        self.max_message_bytes
+            .store(config.max_message_bytes, Ordering::Relaxed);
+        if let Some(state) = self.state.lock().as_mut() {
+            state.log.set_config(config);
+        }
+    }
+
+    /// True once the topic was deleted.
+    pub fn is_deleted(&self) -> bool {
+        self.deleted.load(Ordering::Acquire)
+    }
+
+    /// Appends validated batches through this partition's writer thread and waits for the
+    /// outcome (after the write, and after the fsync when the flush policy asks for one).
+    ///
+    /// Errors: the Kafka error to put in the partition's produce response
+    /// (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR,
+    /// UNKNOWN_TOPIC_OR_PARTITION if deleted meanwhile).
+    pub async fn append(
+        self: &Arc<Self>,
+        records: BytesMut,
+        header: BatchHeader,
+    ) -> Result<AppendOutcome, ResponseError> {
+        let (tx, rx) = oneshot::channel();
+        self.writer.send(WriterJob::Append {
+            partition: self.clone(),
+            records,
+            header,
+            reply: tx,
+        });
+        rx.await.unwrap_or(Err(ResponseError::KafkaStorageError))
+    }
+
+    /// A future that completes at the next append (or deletion). Create it, `enable()` it, then
+    /// check for data, then await it, so no wake-up is missed.
+    pub fn data_arrived(&self) -> tokio::sync::futures::Notified<'_> {
+        self.data_arrived.notified()
+    }
+
+    /// Wakes every fetch waiting on this partition (one wake-up for the whole batch of appends).
+    pub(crate) fn notify_data(&self) {
+        self.data_arrived.notify_waiters();
+    }
+
+    /// Marks the partition deleted and wakes its waiters.
+    pub(crate) fn mark_deleted(&self) {
+        self.deleted.store(true, Ordering::Release);
+        self.notify_data();
+    }
+
+    /// The writer thread this partition's jobs go to.
+    pub(crate) fn writer(&self) -> &WriterHandle {
+        &self.writer
+    }
+}

@@ -1,0 +1,84 @@
+//! A topic: its id, partitions and config overrides, persisted in `meta/topics/<name>.json`.
+
+use super::partition::Partition;
+use super::topic_config::TopicConfigs;
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// What is persisted of a topic (the partitions' data lives in `<topic>-<partition>/`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TopicMeta {
+    /// Topic name.
+    pub name: String,
+    /// Topic id (KIP-516), used by Fetch v13+ and Produce v13.
+    pub id: Uuid,
+    /// Number of partitions.
+    pub partitions: i32,
+    /// Explicitly set configs (Kafka names).
+    pub configs: TopicConfigs,
+}
+
+/// A live topic.
+pub struct Topic {
+    /// Topic name.
+    pub name: Arc<str>,
+    /// Topic id (KIP-516).
+    pub id: Uuid,
+    /// Partitions by index; grows with CreatePartitions.
+    pub partitions: RwLock<Vec<Arc<Partition>>>,
+    /// Explicitly set configs.
+    pub configs: RwLock<TopicConfigs>,
+}
+
+impl Topic {
+    /// Partition by index.
+    pub fn partition(&self, index: i32) -> Option<Arc<Partition>> {
+        if index < 0 {
+            return None;
+        }
+        self.partitions.read().get(index as usize).cloned()
+    }
+
+    /// Number of partitions.
+    pub fn partition_count(&self) -> i32 {
+        self.partitions.read().len() as i32
+    }
+
+    /// The persisted form.
+    pub fn meta(&self) -> TopicMeta {
+        TopicMeta {
+            name: self.name.to_string(),
+            id: self.id,
+            partitions: self.partition_count(),
+            configs: self.configs.read().clone(),
+        }
+    }
+}
+
+/// Kafka's topic name rule: 1..=249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
+/// Violations are answered with INVALID_TOPIC_EXCEPTION (17).
+pub fn valid_topic_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_names() {
+        assert!(valid_topic_name("orders.v1_x-2"));
+        assert!(!valid_topic_name(""));
+        assert!(!valid_topic_name(".."));
+        assert!(!valid_topic_name("a/b"));
+        assert!(!valid_topic_name(&"x".repeat(250)));
+    }
+}

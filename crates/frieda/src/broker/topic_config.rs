@@ -1,0 +1,183 @@
+//! Topic-level configuration under Kafka's names, and its mapping onto the log's [`LogConfig`].
+//!
+//! Values are kept as the strings clients send (CreateTopics configs, AlterConfigs,
+//! IncrementalAlterConfigs) and validated on the way in, so DescribeConfigs can return them as they
+//! were set. Invalid values are refused with INVALID_CONFIG (40); unknown names with
+//! INVALID_CONFIG as well (Kafka answers the same for a name it does not know).
+
+use frieda_log::{LogConfig, TimestampType};
+use std::collections::BTreeMap;
+
+/// How a config value is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// A signed 64-bit integer, at least `min`.
+    Long { min: i64 },
+    /// One of a fixed list of words.
+    Choice(&'static [&'static str]),
+    /// `true` or `false`.
+    Boolean,
+}
+
+/// One supported topic config: its Kafka name, default as Kafka documents it, and check.
+#[derive(Debug, Clone, Copy)]
+pub struct TopicConfigKey {
+    /// Kafka's name, e.g. `retention.ms`.
+    pub name: &'static str,
+    /// Default value, as a string.
+    pub default: &'static str,
+    /// How values are validated.
+    pub kind: ValueKind,
+}
+
+/// Every topic config Frieda accepts. `cleanup.policy=compact` and `min.insync.replicas` are
+/// stored and reported; compaction is not performed yet and a single broker has one replica.
+pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
+    TopicConfigKey { name: "cleanup.policy", default: "delete", kind: ValueKind::Choice(&["delete", "compact", "compact,delete", "delete,compact"]) },
+    TopicConfigKey { name: "compression.type", default: "producer", kind: ValueKind::Choice(&["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"]) },
+    TopicConfigKey { name: "flush.messages", default: "9223372036854775807", kind: ValueKind::Long { min: 1 } },
+    TopicConfigKey { name: "flush.ms", default: "9223372036854775807", kind: ValueKind::Long { min: 0 } },
+    TopicConfigKey { name: "index.interval.bytes", default: "4096", kind: ValueKind::Long { min: 0 } },
+    TopicConfigKey { name: "max.message.bytes", default: "1048588", kind: ValueKind::Long { min: 0 } },
+    TopicConfigKey { name: "message.timestamp.type", default: "CreateTime", kind: ValueKind::Choice(&["CreateTime", "LogAppendTime"]) },
+    TopicConfigKey { name: "min.insync.replicas", default: "1", kind: ValueKind::Long { min: 1 } },
+    TopicConfigKey { name: "retention.bytes", default: "-1", kind: ValueKind::Long { min: -1 } },
+    TopicConfigKey { name: "retention.ms", default: "604800000", kind: ValueKind::Long { min: -1 } },
+    TopicConfigKey { name: "segment.bytes", default: "1073741824", kind: ValueKind::Long { min: 14 } },
+    TopicConfigKey { name: "segment.ms", default: "604800000", kind: ValueKind::Long { min: 1 } },
+    TopicConfigKey { name: "unclean.leader.election.enable", default: "false", kind: ValueKind::Boolean },
+];
+
+/// Finds a supported key by name.
+pub fn key(name: &str) -> Option<&'static TopicConfigKey> {
+    TOPIC_CONFIG_KEYS.iter().find(|k| k.name == name)
+}
+
+/// A set of explicitly set topic configs (name -> value), validated.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TopicConfigs(pub BTreeMap<String, String>);
+
+/// Why a config could not be set; answered as INVALID_CONFIG (40) with this text.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("unknown topic config `{0}`")]
+    Unknown(String),
+    #[error("invalid value `{value}` for `{name}`: {why}")]
+    Invalid { name: String, value: String, why: String },
+}
+
+impl TopicConfigs {
+    /// Validates and sets one value.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        validate(name, value)?;
+        self.0.insert(name.to_string(), value.to_string());
+        Ok(())
+    }
+
+    /// Removes an explicitly set value (back to the default).
+    pub fn remove(&mut self, name: &str) -> Result<(), ConfigError> {
+        if key(name).is_none() {
+            return Err(ConfigError::Unknown(name.to_string()));
+        }
+        self.0.remove(name);
+        Ok(())
+    }
+
+    /// The explicitly set value, if any.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// Effective value: this set, then `defaults`, then Kafka's default.
+    pub fn effective<'a>(&'a self, defaults: &'a TopicConfigs, name: &str) -> Option<&'a str> {
+        self.get(name)
+            .or_else(|| defaults.get(name))
+            .or_else(|| key(name).map(|k| k.default))
+    }
+
+    /// The log's configuration for a topic with these overrides over `defaults`.
+    pub fn log_config(&self, defaults: &TopicConfigs) -> LogConfig {
+        let long = |name: &str| -> i64 {
+            self.effective(defaults, name)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        let unsigned = |name: &str| -> u64 { long(name).max(0) as u64 };
+        LogConfig {
+            segment_bytes: unsigned("segment.bytes"),
+            segment_ms: long("segment.ms"),
+            retention_ms: long("retention.ms"),
+            retention_bytes: long("retention.bytes"),
+            max_message_bytes: unsigned("max.message.bytes") as usize,
+            index_interval_bytes: unsigned("index.interval.bytes") as usize,
+            flush_messages: unsigned("flush.messages"),
+            flush_ms: unsigned("flush.ms"),
+            message_timestamp_type: match self.effective(defaults, "message.timestamp.type") {
+                Some("LogAppendTime") => TimestampType::LogAppendTime,
+                _ => TimestampType::CreateTime,
+            },
+            ..LogConfig::default()
+        }
+    }
+}
+
+fn validate(name: &str, value: &str) -> Result<(), ConfigError> {
+    let k = key(name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;
+    let invalid = |why: String| ConfigError::Invalid {
+        name: name.to_string(),
+        value: value.to_string(),
+        why,
+    };
+    match k.kind {
+        ValueKind::Long { min } => {
+            let v: i64 = value
+                .trim()
+                .parse()
+                .map_err(|_| invalid("not an integer".into()))?;
+            if v < min {
+                return Err(invalid(format!("must be at least {min}")));
+            }
+        }
+        ValueKind::Choice(options) => {
+            if !options.contains(&value) {
+                return Err(invalid(format!("must be one of {}", options.join(", "))));
+            }
+        }
+        ValueKind::Boolean => {
+            if value != "true" && value != "false" {
+                return Err(invalid("must be true or false".into()));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_win_over_defaults_and_map_to_log_config() {
+        let mut defaults = TopicConfigs::default();
+        defaults.set("retention.ms", "1000").unwrap();
+        defaults.set("segment.bytes", "4096").unwrap();
+        let mut topic = TopicConfigs::default();
+        topic.set("segment.bytes", "8192").unwrap();
+        topic.set("message.timestamp.type", "LogAppendTime").unwrap();
+        let log = topic.log_config(&defaults);
+        assert_eq!(log.retention_ms, 1000);
+        assert_eq!(log.segment_bytes, 8192);
+        assert_eq!(log.max_message_bytes, 1048588);
+        assert_eq!(log.message_timestamp_type, TimestampType::LogAppendTime);
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let mut c = TopicConfigs::default();
+        assert!(matches!(c.set("retention.ms", "x"), Err(ConfigError::Invalid { .. })));
+        assert!(matches!(c.set("retention.ms", "-2"), Err(ConfigError::Invalid { .. })));
+        assert!(matches!(c.set("nope", "1"), Err(ConfigError::Unknown(_))));
+        assert!(matches!(c.set("cleanup.policy", "shred"), Err(ConfigError::Invalid { .. })));
+        assert!(c.0.is_empty());
+    }
+}

@@ -1,0 +1,209 @@
+//! Broker configuration: defaults embedded, overridden by a TOML file and the command line.
+//!
+//! The TOML file uses Kafka's property names. Dotted names may be written quoted
+//! (`"retention.ms" = 60000`) or as TOML dotted keys (`retention.ms = 60000`); both mean the
+//! same. Topic-level names (`retention.ms`, `segment.bytes`, ...) set the defaults of every topic;
+//! a topic's own overrides (CreateTopics configs, AlterConfigs) win over them.
+
+use crate::broker::topic_config::{TopicConfigs, TOPIC_CONFIG_KEYS};
+use anyhow::{bail, Context};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// Everything the broker needs to start. Units are in the field names' docs.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// Address the listener binds (`listen`), default `127.0.0.1:9092`.
+    pub listen: SocketAddr,
+    /// `host:port` advertised in Metadata (`advertised.listener`); defaults to `listen`.
+    pub advertised_listener: Option<String>,
+    /// Root of the partition directories and topic metadata (`data.dir`), default `./frieda-data`.
+    pub data_dir: PathBuf,
+    /// This broker's id in Metadata and DescribeCluster (`node.id`), default 1.
+    pub node_id: i32,
+    /// Partitions of an auto-created topic or a CreateTopics with -1 partitions (`num.partitions`), default 1.
+    pub num_partitions: i32,
+    /// Create unknown topics named in Metadata requests (`auto.create.topics.enable`), default true.
+    pub auto_create_topics: bool,
+    /// Largest request frame accepted, bytes (`socket.request.max.bytes`), default 100 MiB as in Kafka.
+    /// A larger frame length closes the connection.
+    pub max_request_bytes: usize,
+    /// Requests of one connection being processed at once (`max.inflight.requests.per.connection`),
+    /// default 64. The connection stops reading when it is reached (backpressure).
+    pub max_inflight_per_connection: usize,
+    /// Open client connections accepted at once (`max.connections`), default 10000.
+    pub max_connections: usize,
+    /// Threads that append to partition logs and fsync them (`log.writer.threads`), default 1.
+    pub log_writer_threads: usize,
+    /// Tokio worker threads serving the network (`num.network.threads`), default = cores.
+    pub network_threads: usize,
+    /// How often retention and time-based flushes are checked, ms (`log.retention.check.interval.ms`),
+    /// default 300000 (Kafka's default).
+    pub retention_check_interval_ms: u64,
+    /// Defaults of every topic-level config (Kafka names).
+    pub topic_defaults: TopicConfigs,
+    /// Design switches for ablation (see DESIGN.md): process many requests of a connection at once.
+    pub overlapped_processing: bool,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        BrokerConfig {
+            listen: "127.0.0.1:9092".parse().expect("static address"),
+            advertised_listener: None,
+            data_dir: PathBuf::from("./frieda-data"),
+            node_id: 1,
+            num_partitions: 1,
+            auto_create_topics: true,
+            max_request_bytes: 100 * 1024 * 1024,
+            max_inflight_per_connection: 64,
+            max_connections: 10_000,
+            log_writer_threads: 1,
+            network_threads: cores,
+            retention_check_interval_ms: 300_000,
+            topic_defaults: TopicConfigs::default(),
+            overlapped_processing: true,
+        }
+    }
+}
+
+impl BrokerConfig {
+    /// Reads a TOML file over the defaults. Errors name the file and the offending key.
+    pub fn load(path: &Path) -> anyhow::Result<BrokerConfig> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config file {}", path.display()))?;
+        Self::from_toml(&text).with_context(|| format!("in config file {}", path.display()))
+    }
+
+    /// Parses TOML text over the defaults.
+    pub fn from_toml(text: &str) -> anyhow::Result<BrokerConfig> {
+        let table: toml::Table = text.parse().context("invalid TOML")?;
+        let mut flat = BTreeMap::new();
+        flatten("", &table, &mut flat);
+        let mut cfg = BrokerConfig::default();
+        for (key, value) in flat {
+            cfg.set(&key, &value)
+                .with_context(|| format!("config key `{key}`"))?;
+        }
+        Ok(cfg)
+    }
+
+    fn set(&mut self, key: &str, value: &toml::Value) -> anyhow::Result<()> {
+        let text = match value {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        match key {
+            "listen" | "listeners" => self.listen = text.parse().context("expected HOST:PORT")?,
+            "advertised.listener" | "advertised.listeners" => {
+                self.advertised_listener = Some(text)
+            }
+            "data.dir" | "log.dirs" | "log.dir" => self.data_dir = PathBuf::from(text),
+            "node.id" | "broker.id" => self.node_id = text.parse()?,
+            "num.partitions" => {
+                let n: i32 = text.parse()?;
+                if n < 1 {
+                    bail!("must be at least 1");
+                }
+                self.num_partitions = n;
+            }
+            "auto.create.topics.enable" => self.auto_create_topics = text.parse()?,
+            "socket.request.max.bytes" => self.max_request_bytes = text.parse()?,
+            "max.inflight.requests.per.connection" => {
+                self.max_inflight_per_connection = text.parse::<usize>()?.max(1)
+            }
+            "max.connections" => self.max_connections = text.parse::<usize>()?.max(1),
+            "log.writer.threads" => self.log_writer_threads = text.parse::<usize>()?.max(1),
+            "num.network.threads" => self.network_threads = text.parse::<usize>()?.max(1),
+            "log.retention.check.interval.ms" => {
+                self.retention_check_interval_ms = text.parse::<u64>()?.max(10)
+            }
+            "overlapped.processing" => self.overlapped_processing = text.parse()?,
+            "default.replication.factor" | "offsets.topic.replication.factor" => {}
+            _ => {
+                // Broker-level `log.` prefixed forms of topic configs are accepted too, as in Kafka.
+                let topic_key = key.strip_prefix("log.").unwrap_or(key);
+                let topic_key = match topic_key {
+                    "retention.hours" => {
+                        let h: i64 = text.parse()?;
+                        self.topic_defaults.set("retention.ms", &(h * 3_600_000).to_string())?;
+                        return Ok(());
+                    }
+                    "roll.ms" => "segment.ms",
+                    "flush.interval.messages" => "flush.messages",
+                    "flush.interval.ms" => "flush.ms",
+                    other => other,
+                };
+                if !TOPIC_CONFIG_KEYS.iter().any(|k| k.name == topic_key) {
+                    bail!("unknown setting");
+                }
+                self.topic_defaults.set(topic_key, &text)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `host:port` clients are told to connect to.
+    pub fn advertised(&self) -> (String, i32) {
+        if let Some(adv) = &self.advertised_listener {
+            let adv = adv.rsplit("://").next().unwrap_or(adv);
+            if let Some((h, p)) = adv.rsplit_once(':') {
+                if let Ok(port) = p.parse() {
+                    return (h.to_string(), port);
+                }
+            }
+        }
+        (self.listen.ip().to_string(), self.listen.port() as i32)
+    }
+}
+
+fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::Value>) {
+    for (k, v) in table {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(t) => flatten(&key, t, out),
+            other => {
+                out.insert(key, other.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotted_and_quoted_keys_mean_the_same() {
+        let a = BrokerConfig::from_toml("\"retention.ms\" = 1000\nnum.partitions = 3").unwrap();
+        let b = BrokerConfig::from_toml("retention.ms = 1000\n\"num.partitions\" = 3").unwrap();
+        assert_eq!(a.topic_defaults.get("retention.ms"), Some("1000"));
+        assert_eq!(b.topic_defaults.get("retention.ms"), Some("1000"));
+        assert_eq!(a.num_partitions, 3);
+        assert_eq!(b.num_partitions, 3);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_errors() {
+        assert!(BrokerConfig::from_toml("no.such.thing = 1").is_err());
+        assert!(BrokerConfig::from_toml("retention.ms = \"soon\"").is_err());
+        assert!(BrokerConfig::from_toml("num.partitions = 0").is_err());
+    }
+
+    #[test]
+    fn broker_level_log_prefix_and_listen() {
+        let c = BrokerConfig::from_toml(
+            "listen = \"127.0.0.1:19999\"\nlog.segment.bytes = 4096\nadvertised.listener = \"PLAINTEXT://localhost:7\"",
+        )
+        .unwrap();
+        assert_eq!(c.listen.port(), 19999);
+        assert_eq!(c.topic_defaults.get("segment.bytes"), Some("4096"));
+        assert_eq!(c.advertised(), ("localhost".to_string(), 7));
+    }
+}

@@ -1,0 +1,222 @@
+//! Topic administration: CreateTopics (key 19, v2-7), DeleteTopics (key 20, v1-6),
+//! CreatePartitions (key 37, v0-3).
+
+use super::configs::topic_config_entries;
+use super::{str_bytes, RequestContext};
+use crate::broker::{AdminError, Broker};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
+};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+fn err_fields(e: &AdminError) -> (i16, Option<kafka_protocol::protocol::StrBytes>) {
+    (e.code.code(), Some(str_bytes(&e.message)))
+}
+
+/// Creates each topic. Errors per topic as [`Broker::create_topic`], plus INVALID_REQUEST (42)
+/// for a topic named twice in one request and INVALID_REPLICA_ASSIGNMENT (39) for an
+/// assignment naming another broker. v5+ results carry the partition count, replication factor
+/// and the topic's configs.
+pub async fn create_topics(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let mut seen = HashSet::new();
+    let duplicates: HashSet<String> = req
+        .topics
+        .iter()
+        .filter(|t| !seen.insert(t.name.0.to_string()))
+        .map(|t| t.name.0.to_string())
+        .collect();
+    let mut results = Vec::with_capacity(req.topics.len());
+    for t in req.topics {
+        let name = t.name.0.to_string();
+        let result = CreatableTopicResult::default()
+            .with_name(t.name.clone())
+            .with_num_partitions(-1)
+            .with_replication_factor(-1);
+        let outcome = if duplicates.contains(&name) {
+            Err(AdminError {
+                code: ResponseError::InvalidRequest,
+                message: format!("topic `{name}` appears more than once in the request"),
+            })
+        } else if !t.assignments.is_empty()
+            && (t.num_partitions != -1 || t.replication_factor != -1)
+        {
+            Err(AdminError {
+                code: ResponseError::InvalidRequest,
+                message: "both replica assignments and partitions/replication factor given".into(),
+            })
+        } else if t.assignments.iter().any(|a| {
+            a.broker_ids.len() != 1 || a.broker_ids[0].0 != broker.config.node_id
+        }) {
+            Err(AdminError {
+                code: ResponseError::InvalidReplicaAssignment,
+                message: format!(
+                    "assignments may only name broker {} once",
+                    broker.config.node_id
+                ),
+            })
+        } else {
+            let partitions = if t.assignments.is_empty() {
+                t.num_partitions
+            } else {
+                t.assignments.len() as i32
+            };
+            let configs: Vec<(String, Option<String>)> = t
+                .configs
+                .iter()
+                .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
+                .collect();
+            broker
+                .create_topic(&name, partitions, t.replication_factor, &configs, req.validate_only)
+                .await
+        };
+        results.push(match outcome {
+            Ok(topic) => {
+                let mut r = result
+                    .with_topic_id(topic.id)
+                    .with_num_partitions(if req.validate_only {
+                        if t.num_partitions == -1 && t.assignments.is_empty() {
+                            broker.config.num_partitions
+                        } else if t.assignments.is_empty() {
+                            t.num_partitions
+                        } else {
+                            t.assignments.len() as i32
+                        }
+                    } else {
+                        topic.partition_count()
+                    })
+                    .with_replication_factor(1);
+                if ctx.api_version >= 5 {
+                    let configs = topic.configs.read().clone();
+                    r = r.with_configs(Some(
+                        topic_config_entries(&configs, &broker.config.topic_defaults, None)
+                            .into_iter()
+                            .map(|e| {
+                                CreatableTopicConfigs::default()
+                                    .with_name(e.name)
+                                    .with_value(e.value)
+                                    .with_read_only(false)
+                                    .with_config_source(e.config_source)
+                                    .with_is_sensitive(false)
+                            })
+                            .collect(),
+                    ));
+                }
+                r
+            }
+            Err(e) => {
+                if e.code != ResponseError::TopicAlreadyExists {
+                    tracing::info!(topic = %name, error = %e.message, "create topic refused");
+                }
+                let (code, msg) = err_fields(&e);
+                result.with_error_code(code).with_error_message(msg)
+            }
+        });
+    }
+    CreateTopicsResponse::default().with_topics(results)
+}
+
+/// Deletes topics named (v0-5) or named/identified (v6). Errors: UNKNOWN_TOPIC_OR_PARTITION (3),
+/// UNKNOWN_TOPIC_ID (100).
+pub async fn delete_topics(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: DeleteTopicsRequest,
+) -> DeleteTopicsResponse {
+    let wanted: Vec<(Option<TopicName>, uuid::Uuid)> = if ctx.api_version >= 6 {
+        req.topics
+            .into_iter()
+            .map(|t| (t.name, t.topic_id))
+            .collect()
+    } else {
+        req.topic_names
+            .into_iter()
+            .map(|n| (Some(n), uuid::Uuid::nil()))
+            .collect()
+    };
+    let mut responses = Vec::with_capacity(wanted.len());
+    for (name, id) in wanted {
+        let (topic, unknown) = match &name {
+            Some(n) => (broker.topic(n.0.as_str()), ResponseError::UnknownTopicOrPartition),
+            None => (broker.topic_by_id(&id), ResponseError::UnknownTopicId),
+        };
+        let result = DeletableTopicResult::default()
+            .with_name(name.clone())
+            .with_topic_id(id);
+        responses.push(match topic {
+            None => result.with_error_code(unknown.code()),
+            Some(topic) => {
+                let result = result
+                    .with_name(Some(TopicName(str_bytes(&topic.name))))
+                    .with_topic_id(topic.id);
+                match broker.delete_topic(topic).await {
+                    Ok(()) => result,
+                    Err(e) => {
+                        let (code, msg) = err_fields(&e);
+                        result.with_error_code(code).with_error_message(msg)
+                    }
+                }
+            }
+        });
+    }
+    DeleteTopicsResponse::default().with_responses(responses)
+}
+
+/// Adds partitions. Errors: UNKNOWN_TOPIC_OR_PARTITION (3), INVALID_PARTITIONS (37) for a count
+/// not above the current one, INVALID_REPLICA_ASSIGNMENT (39) for assignments naming another
+/// broker.
+pub async fn create_partitions(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
+    let mut results = Vec::with_capacity(req.topics.len());
+    for t in req.topics {
+        let result = CreatePartitionsTopicResult::default().with_name(t.name.clone());
+        let outcome = match broker.topic(t.name.0.as_str()) {
+            None => Err(AdminError {
+                code: ResponseError::UnknownTopicOrPartition,
+                message: format!("unknown topic `{}`", t.name.0.as_str()),
+            }),
+            Some(_)
+                if t.assignments.as_ref().is_some_and(|a| {
+                    a.iter().any(|x| {
+                        x.broker_ids.len() != 1 || x.broker_ids[0].0 != broker.config.node_id
+                    })
+                }) =>
+            {
+                Err(AdminError {
+                    code: ResponseError::InvalidReplicaAssignment,
+                    message: format!(
+                        "assignments may only name broker {} once",
+                        broker.config.node_id
+                    ),
+                })
+            }
+            Some(topic) => {
+                broker
+                    .create_partitions(topic, t.count, req.validate_only)
+                    .await
+            }
+        };
+        results.push(match outcome {
+            Ok(()) => result,
+            Err(e) => {
+                let (code, msg) = err_fields(&e);
+                result.with_error_code(code).with_error_message(msg)
+            }
+        });
+    }
+    CreatePartitionsResponse::default().with_results(results)
+}

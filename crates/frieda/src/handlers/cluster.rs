@@ -1,0 +1,33 @@
+//! DescribeCluster (key 60, KIP-700): the cluster id and this broker.
+
+use super::{str_bytes, RequestContext};
+use crate::broker::Broker;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+use std::sync::Arc;
+
+/// One broker, which is also the controller. Endpoint type 1 (brokers) is the only one served;
+/// a request for controllers (type 2, v1+) gets UNSUPPORTED_ENDPOINT_TYPE (120).
+pub async fn handle(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: DescribeClusterRequest,
+) -> DescribeClusterResponse {
+    let node = broker.config.node_id;
+    let (host, port) = broker.config.advertised();
+    if req.endpoint_type != 1 {
+        return DescribeClusterResponse::default()
+            .with_error_code(120)
+            .with_error_message(Some(str_bytes("only broker endpoints are served")))
+            .with_endpoint_type(req.endpoint_type)
+            .with_cluster_id(str_bytes(&broker.cluster_id));
+    }
+    DescribeClusterResponse::default()
+        .with_endpoint_type(1)
+        .with_cluster_id(str_bytes(&broker.cluster_id))
+        .with_controller_id(BrokerId(node))
+        .with_brokers(vec![DescribeClusterBroker::default()
+            .with_broker_id(BrokerId(node))
+            .with_host(str_bytes(&host))
+            .with_port(port)])
+}

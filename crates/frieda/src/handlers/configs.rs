@@ -1,0 +1,278 @@
+//! DescribeConfigs (key 32, v1-4), AlterConfigs (key 33, v0-2) and IncrementalAlterConfigs
+//! (key 44, v0-1, KIP-339) for topics; broker configs can be described (they are static).
+
+use super::{str_bytes, RequestContext};
+use crate::broker::topic_config::{TopicConfigs, ValueKind, TOPIC_CONFIG_KEYS};
+use crate::broker::{AdminError, Broker};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResult;
+use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use std::sync::Arc;
+
+/// Resource type TOPIC in the config APIs.
+pub const RESOURCE_TOPIC: i8 = 2;
+/// Resource type BROKER in the config APIs.
+pub const RESOURCE_BROKER: i8 = 4;
+
+// Config sources (DescribeConfigs v1+).
+const SOURCE_TOPIC: i8 = 1;
+const SOURCE_STATIC_BROKER: i8 = 4;
+const SOURCE_DEFAULT: i8 = 5;
+
+// Config types (DescribeConfigs v3+).
+const TYPE_BOOLEAN: i8 = 1;
+const TYPE_STRING: i8 = 2;
+const TYPE_LONG: i8 = 5;
+const TYPE_LIST: i8 = 7;
+
+/// One described config value.
+pub struct ConfigEntry {
+    /// Kafka name.
+    pub name: StrBytes,
+    /// Effective value.
+    pub value: Option<StrBytes>,
+    /// Where it comes from (1 topic, 4 static broker config, 5 default).
+    pub config_source: i8,
+    /// Value type (v3+).
+    pub config_type: i8,
+}
+
+/// The effective configs of a topic: its overrides, then the broker's topic defaults, then
+/// Kafka's defaults. `only` restricts to the named keys.
+pub fn topic_config_entries(
+    configs: &TopicConfigs,
+    defaults: &TopicConfigs,
+    only: Option<&[StrBytes]>,
+) -> Vec<ConfigEntry> {
+    TOPIC_CONFIG_KEYS
+        .iter()
+        .filter(|k| only.is_none_or(|o| o.iter().any(|n| n.as_str() == k.name)))
+        .map(|k| {
+            let (value, source) = if let Some(v) = configs.get(k.name) {
+                (v, SOURCE_TOPIC)
+            } else if let Some(v) = defaults.get(k.name) {
+                (v, SOURCE_STATIC_BROKER)
+            } else {
+                (k.default, SOURCE_DEFAULT)
+            };
+            ConfigEntry {
+                name: str_bytes(k.name),
+                value: Some(str_bytes(value)),
+                config_source: source,
+                config_type: match k.kind {
+                    ValueKind::Long { .. } => TYPE_LONG,
+                    ValueKind::Boolean => TYPE_BOOLEAN,
+                    ValueKind::Choice(_) if k.name == "cleanup.policy" => TYPE_LIST,
+                    ValueKind::Choice(_) => TYPE_STRING,
+                },
+            }
+        })
+        .collect()
+}
+
+fn broker_config_entries(broker: &Broker) -> Vec<ConfigEntry> {
+    let c = &broker.config;
+    let mut entries: Vec<ConfigEntry> = [
+        ("node.id", c.node_id.to_string(), TYPE_LONG),
+        ("num.partitions", c.num_partitions.to_string(), TYPE_LONG),
+        ("auto.create.topics.enable", c.auto_create_topics.to_string(), TYPE_BOOLEAN),
+        ("socket.request.max.bytes", c.max_request_bytes.to_string(), TYPE_LONG),
+        ("log.dirs", c.data_dir.display().to_string(), TYPE_STRING),
+    ]
+    .into_iter()
+    .map(|(n, v, t)| ConfigEntry {
+        name: str_bytes(n),
+        value: Some(str_bytes(&v)),
+        config_source: SOURCE_STATIC_BROKER,
+        config_type: t,
+    })
+    .collect();
+    for mut e in topic_config_entries(&TopicConfigs::default(), &c.topic_defaults, None) {
+        e.name = str_bytes(&format!("log.{}", e.name.as_str()));
+        entries.push(e);
+    }
+    entries
+}
+
+/// Describes topics and the broker. Errors per resource: UNKNOWN_TOPIC_OR_PARTITION (3),
+/// INVALID_REQUEST (42) for other resource types or another broker's id.
+pub async fn describe(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: DescribeConfigsRequest,
+) -> DescribeConfigsResponse {
+    let mut results = Vec::with_capacity(req.resources.len());
+    for r in req.resources {
+        let result = DescribeConfigsResult::default()
+            .with_resource_type(r.resource_type)
+            .with_resource_name(r.resource_name.clone());
+        let entries = match r.resource_type {
+            RESOURCE_TOPIC => match broker.topic(r.resource_name.as_str()) {
+                Some(t) => Ok(topic_config_entries(
+                    &t.configs.read(),
+                    &broker.config.topic_defaults,
+                    r.configuration_keys.as_deref(),
+                )),
+                None => Err((ResponseError::UnknownTopicOrPartition, "unknown topic")),
+            },
+            RESOURCE_BROKER
+                if r.resource_name.is_empty()
+                    || r.resource_name.as_str() == broker.config.node_id.to_string() =>
+            {
+                let mut all = broker_config_entries(broker);
+                if let Some(keys) = &r.configuration_keys {
+                    all.retain(|e| keys.iter().any(|k| k.as_str() == e.name.as_str()));
+                }
+                Ok(all)
+            }
+            _ => Err((ResponseError::InvalidRequest, "unsupported resource")),
+        };
+        results.push(match entries {
+            Ok(entries) => result.with_configs(
+                entries
+                    .into_iter()
+                    .map(|e| {
+                        DescribeConfigsResourceResult::default()
+                            .with_name(e.name)
+                            .with_value(e.value)
+                            .with_read_only(r.resource_type == RESOURCE_BROKER)
+                            .with_config_source(e.config_source)
+                            .with_is_sensitive(false)
+                            .with_config_type(e.config_type)
+                    })
+                    .collect(),
+            ),
+            Err((code, msg)) => result
+                .with_error_code(code.code())
+                .with_error_message(Some(str_bytes(msg))),
+        });
+    }
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+/// Checks the resource is an existing topic.
+fn topic_resource(
+    broker: &Broker,
+    resource_type: i8,
+    name: &StrBytes,
+) -> Result<Arc<crate::broker::topic::Topic>, AdminError> {
+    if resource_type != RESOURCE_TOPIC {
+        return Err(AdminError {
+            code: ResponseError::InvalidRequest,
+            message: "only topic configs can be altered; broker configs are static".into(),
+        });
+    }
+    broker.topic(name.as_str()).ok_or_else(|| AdminError {
+        code: ResponseError::UnknownTopicOrPartition,
+        message: format!("unknown topic `{}`", name.as_str()),
+    })
+}
+
+/// Replaces a topic's whole config set (the legacy, non-incremental semantics).
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION (3), INVALID_CONFIG (40), INVALID_REQUEST (42).
+pub async fn alter(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: AlterConfigsRequest,
+) -> AlterConfigsResponse {
+    let mut responses = Vec::with_capacity(req.resources.len());
+    for r in req.resources {
+        let outcome = async {
+            let topic = topic_resource(broker, r.resource_type, &r.resource_name)?;
+            let mut configs = TopicConfigs::default();
+            for c in &r.configs {
+                match &c.value {
+                    Some(v) => configs.set(c.name.as_str(), v.as_str())?,
+                    None => configs.remove(c.name.as_str())?,
+                }
+            }
+            if !req.validate_only {
+                broker.set_topic_configs(topic, configs).await?;
+            }
+            Ok::<(), AdminError>(())
+        }
+        .await;
+        let resp = AlterConfigsResourceResponse::default()
+            .with_resource_type(r.resource_type)
+            .with_resource_name(r.resource_name);
+        responses.push(match outcome {
+            Ok(()) => resp,
+            Err(e) => resp
+                .with_error_code(e.code.code())
+                .with_error_message(Some(str_bytes(&e.message))),
+        });
+    }
+    AlterConfigsResponse::default().with_responses(responses)
+}
+
+/// Applies SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) operations (KIP-339); APPEND and
+/// SUBTRACT apply to the list-typed `cleanup.policy`. Errors: UNKNOWN_TOPIC_OR_PARTITION (3),
+/// INVALID_CONFIG (40), INVALID_REQUEST (42).
+pub async fn incremental_alter(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let mut responses = Vec::with_capacity(req.resources.len());
+    for r in req.resources {
+        let outcome = async {
+            let topic = topic_resource(broker, r.resource_type, &r.resource_name)?;
+            let mut configs = topic.configs.read().clone();
+            for c in &r.configs {
+                let name = c.name.as_str();
+                let value = c.value.as_ref().map(|v| v.to_string()).unwrap_or_default();
+                match c.config_operation {
+                    0 => configs.set(name, &value)?,
+                    1 => configs.remove(name)?,
+                    2 | 3 if name == "cleanup.policy" => {
+                        let current = configs
+                            .effective(&broker.config.topic_defaults, name)
+                            .unwrap_or("delete")
+                            .to_string();
+                        let mut items: Vec<String> =
+                            current.split(',').map(str::to_string).collect();
+                        for v in value.split(',').filter(|v| !v.is_empty()) {
+                            if c.config_operation == 2 {
+                                if !items.iter().any(|i| i == v) {
+                                    items.push(v.to_string());
+                                }
+                            } else {
+                                items.retain(|i| i != v);
+                            }
+                        }
+                        configs.set(name, &items.join(","))?;
+                    }
+                    op => {
+                        return Err(AdminError {
+                            code: ResponseError::InvalidConfig,
+                            message: format!("operation {op} is not valid for `{name}`"),
+                        })
+                    }
+                }
+            }
+            if !req.validate_only {
+                broker.set_topic_configs(topic, configs).await?;
+            }
+            Ok::<(), AdminError>(())
+        }
+        .await;
+        let resp = IncrementalResult::default()
+            .with_resource_type(r.resource_type)
+            .with_resource_name(r.resource_name);
+        responses.push(match outcome {
+            Ok(()) => resp,
+            Err(e) => resp
+                .with_error_code(e.code.code())
+                .with_error_message(Some(str_bytes(&e.message))),
+        });
+    }
+    IncrementalAlterConfigsResponse::default().with_responses(responses)
+}

@@ -1,0 +1,217 @@
+//! Fetch (key 1, v4-18): stored batches returned as they are, from the in-memory tail cache
+//! when possible, else read from the segment files on a blocking thread. Long polling: when
+//! fewer than `min_bytes` are available, the request waits (up to `max_wait_ms`) for any of its
+//! partitions to receive data; one wake-up per partition append round releases every waiting
+//! fetch (DESIGN.md, batched confirmation).
+//!
+//! Fetch sessions (KIP-227) are not kept: every response carries session id 0, which clients
+//! take as "no session" and keep sending full fetch requests.
+
+use crate::broker::partition::Partition;
+use crate::broker::Broker;
+use super::RequestContext;
+use bytes::{Bytes, BytesMut};
+use frieda_log::{FetchData, LogError};
+use futures::future::select_all;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Fetch v13 names topics by id (KIP-516).
+const TOPIC_ID_VERSION: i16 = 13;
+/// Longest wait honoured, ms, whatever the client asks.
+const MAX_WAIT_CAP_MS: i32 = 30_000;
+
+struct Wanted {
+    topic_index: usize,
+    partition_index: i32,
+    partition: Result<Arc<Partition>, ResponseError>,
+    fetch_offset: i64,
+    max_bytes: usize,
+}
+
+/// Handles a fetch. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3) / UNKNOWN_TOPIC_ID
+/// (100), OFFSET_OUT_OF_RANGE (1) below the log start offset or past the high watermark,
+/// KAFKA_STORAGE_ERROR (56) if the segment cannot be read.
+pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, req: FetchRequest) -> FetchResponse {
+    let by_id = ctx.api_version >= TOPIC_ID_VERSION;
+    let mut topics_out = Vec::with_capacity(req.topics.len());
+    let mut wanted = Vec::new();
+    for (ti, ft) in req.topics.iter().enumerate() {
+        let topic = if by_id {
+            broker.topic_by_id(&ft.topic_id)
+        } else {
+            broker.topic(ft.topic.0.as_str())
+        };
+        let unknown = if by_id {
+            ResponseError::UnknownTopicId
+        } else {
+            ResponseError::UnknownTopicOrPartition
+        };
+        topics_out.push(
+            FetchableTopicResponse::default()
+                .with_topic(ft.topic.clone())
+                .with_topic_id(ft.topic_id),
+        );
+        for fp in &ft.partitions {
+            wanted.push(Wanted {
+                topic_index: ti,
+                partition_index: fp.partition,
+                partition: topic
+                    .as_ref()
+                    .and_then(|t| t.partition(fp.partition))
+                    .ok_or(unknown),
+                fetch_offset: fp.fetch_offset,
+                max_bytes: fp.partition_max_bytes.max(0) as usize,
+            });
+        }
+    }
+    let max_wait = Duration::from_millis(req.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
+    let deadline = Instant::now() + max_wait;
+    let min_bytes = req.min_bytes.max(0) as usize;
+    let response_max = if req.max_bytes <= 0 {
+        usize::MAX
+    } else {
+        req.max_bytes as usize
+    };
+
+    let results = loop {
+        let live: Vec<Arc<Partition>> = wanted
+            .iter()
+            .filter_map(|w| w.partition.as_ref().ok().cloned())
+            .collect();
+        // Arm the wake-ups before looking, so an append between the read and the wait is seen.
+        let mut waits: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> =
+            live.iter().map(|p| Box::pin(p.data_arrived())).collect();
+        for w in waits.iter_mut() {
+            w.as_mut().enable();
+        }
+        let results = read_all(&wanted, response_max).await;
+        let total: usize = results.iter().map(|r| r.bytes()).sum();
+        let any_error = results.iter().any(|r| r.is_err());
+        if total >= min_bytes.max(1) || any_error || waits.is_empty() || Instant::now() >= deadline
+        {
+            break results;
+        }
+        if min_bytes == 0 {
+            break results;
+        }
+        if tokio::time::timeout_at(deadline, select_all(waits)).await.is_err() {
+            break read_all(&wanted, response_max).await;
+        }
+    };
+
+    for (w, r) in wanted.iter().zip(results) {
+        let mut pd = PartitionData::default()
+            .with_partition_index(w.partition_index)
+            .with_high_watermark(-1)
+            .with_last_stable_offset(-1)
+            .with_log_start_offset(-1)
+            .with_aborted_transactions(Some(Vec::new()))
+            .with_preferred_read_replica((-1).into());
+        if let Ok(p) = &w.partition {
+            pd = pd
+                .with_high_watermark(p.high_watermark())
+                .with_last_stable_offset(p.high_watermark())
+                .with_log_start_offset(p.log_start_offset());
+        }
+        pd = match r {
+            PartitionRead::Data(data) => pd.with_records(Some(concat(data))),
+            PartitionRead::Empty => pd.with_records(Some(Bytes::new())),
+            PartitionRead::Error(code) => pd.with_error_code(code.code()).with_records(None),
+        };
+        topics_out[w.topic_index].partitions.push(pd);
+    }
+    FetchResponse::default()
+        .with_session_id(0)
+        .with_responses(topics_out)
+}
+
+enum PartitionRead {
+    Data(FetchData),
+    Empty,
+    Error(ResponseError),
+}
+
+impl PartitionRead {
+    fn bytes(&self) -> usize {
+        match self {
+            PartitionRead::Data(d) => d.bytes,
+            _ => 0,
+        }
+    }
+    fn is_err(&self) -> bool {
+        matches!(self, PartitionRead::Error(_))
+    }
+}
+
+/// Reads every wanted partition in request order within the response byte budget. The first
+/// partition with data may exceed the budget by one batch (KIP-74).
+async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> {
+    let mut out = Vec::with_capacity(wanted.len());
+    let mut used = 0usize;
+    for w in wanted {
+        let p = match &w.partition {
+            Ok(p) => p,
+            Err(code) => {
+                out.push(PartitionRead::Error(*code));
+                continue;
+            }
+        };
+        let hw = p.high_watermark();
+        let budget = if used == 0 {
+            w.max_bytes
+        } else {
+            w.max_bytes.min(response_max.saturating_sub(used))
+        };
+        if w.fetch_offset == hw || budget == 0 && used > 0 {
+            out.push(if w.fetch_offset >= p.log_start_offset() && w.fetch_offset <= hw {
+                PartitionRead::Empty
+            } else {
+                PartitionRead::Error(ResponseError::OffsetOutOfRange)
+            });
+            continue;
+        }
+        let read = match p.reader().read_cached(w.fetch_offset, budget.max(1), hw) {
+            Some(r) => r,
+            None => {
+                let reader = p.reader().clone();
+                let offset = w.fetch_offset;
+                let budget = budget.max(1);
+                tokio::task::spawn_blocking(move || reader.read(offset, budget, hw))
+                    .await
+                    .unwrap_or_else(|e| Err(LogError::Corrupt(e.to_string())))
+            }
+        };
+        out.push(match read {
+            Ok(d) if d.bytes == 0 => PartitionRead::Empty,
+            Ok(d) => {
+                used += d.bytes;
+                PartitionRead::Data(d)
+            }
+            Err(LogError::OffsetOutOfRange { .. }) => {
+                PartitionRead::Error(ResponseError::OffsetOutOfRange)
+            }
+            Err(e) => {
+                tracing::error!(topic = %p.topic, partition = p.index, offset = w.fetch_offset, error = %e, "fetch read failed");
+                PartitionRead::Error(ResponseError::KafkaStorageError)
+            }
+        });
+    }
+    out
+}
+
+fn concat(data: FetchData) -> Bytes {
+    if data.chunks.len() == 1 {
+        return data.chunks.into_iter().next().unwrap_or_default();
+    }
+    let mut buf = BytesMut::with_capacity(data.bytes);
+    for c in &data.chunks {
+        buf.extend_from_slice(c);
+    }
+    buf.freeze()
+}

@@ -1,0 +1,74 @@
+//! ListOffsets (key 2, v1-10): earliest (-2), latest (-1), max timestamp (-3, KIP-734),
+//! earliest local (-4, KIP-1005, same as earliest here), and offset by timestamp.
+
+use super::RequestContext;
+use crate::broker::Broker;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use std::sync::Arc;
+
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+const EARLIEST_LOCAL: i64 = -4;
+
+/// Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3); KAFKA_STORAGE_ERROR (56) when a
+/// timestamp lookup cannot read the index. A timestamp past every record gives offset -1 and
+/// timestamp -1, as in Kafka.
+pub async fn handle(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: ListOffsetsRequest,
+) -> ListOffsetsResponse {
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for t in req.topics {
+        let topic = broker.topic(t.name.0.as_str());
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for lp in t.partitions {
+            let resp = ListOffsetsPartitionResponse::default()
+                .with_partition_index(lp.partition_index)
+                .with_timestamp(-1)
+                .with_offset(-1)
+                .with_leader_epoch(0);
+            let Some(p) = topic.as_ref().and_then(|t| t.partition(lp.partition_index)) else {
+                partitions.push(
+                    resp.with_error_code(ResponseError::UnknownTopicOrPartition.code())
+                        .with_leader_epoch(-1),
+                );
+                continue;
+            };
+            let found: Result<Option<(i64, i64)>, ResponseError> = match lp.timestamp {
+                LATEST => Ok(Some((p.high_watermark(), -1))),
+                EARLIEST | EARLIEST_LOCAL => Ok(Some((p.log_start_offset(), -1))),
+                MAX_TIMESTAMP => Ok(p.reader().max_timestamp().map(|(ts, off)| (off, ts))),
+                ts if ts >= 0 => {
+                    let reader = p.reader().clone();
+                    match tokio::task::spawn_blocking(move || reader.offset_for_timestamp(ts)).await
+                    {
+                        Ok(Ok(r)) => Ok(r),
+                        Ok(Err(e)) => {
+                            tracing::error!(topic = %p.topic, partition = p.index, error = %e, "timestamp lookup failed");
+                            Err(ResponseError::KafkaStorageError)
+                        }
+                        Err(_) => Err(ResponseError::UnknownServerError),
+                    }
+                }
+                _ => Err(ResponseError::InvalidRequest),
+            };
+            partitions.push(match found {
+                Ok(Some((offset, ts))) => resp.with_offset(offset).with_timestamp(ts),
+                Ok(None) => resp,
+                Err(code) => resp.with_error_code(code.code()),
+            });
+        }
+        topics.push(
+            ListOffsetsTopicResponse::default()
+                .with_name(t.name)
+                .with_partitions(partitions),
+        );
+    }
+    ListOffsetsResponse::default().with_topics(topics)
+}

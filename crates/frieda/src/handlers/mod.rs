@@ -1,0 +1,195 @@
+//! Request handlers: one module per API family. [`parse_request`] reads the header and checks
+//! the API and version; [`handle`] decodes the body, runs the handler and encodes the response
+//! with its header, ready for the sequencer.
+//!
+//! Supported APIs and versions are listed once, in [`api_versions::SUPPORTED`].
+
+pub mod admin;
+pub mod api_versions;
+pub mod cluster;
+pub mod configs;
+pub mod fetch;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+pub mod producer_id;
+
+use crate::broker::Broker;
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The request cannot be answered and the connection must close; the reason was logged
+/// (malformed body: INVALID_REQUEST; a response that cannot be encoded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloseConnection;
+
+/// What a handler knows of its request besides the body.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// API of the request.
+    pub api_key: ApiKey,
+    /// Version of the request (and of its response).
+    pub api_version: i16,
+    /// Echoed in the response header.
+    pub correlation_id: i32,
+    /// `client.id` of the sender, if given.
+    pub client_id: Option<String>,
+    /// Remote address.
+    pub peer: SocketAddr,
+}
+
+/// Reads the request header. On `Err`, the connection is closed after the responses before it;
+/// `Err(Some(response))` is an answer to send first (ApiVersions with an unsupported version gets
+/// UNSUPPORTED_VERSION in a v0 response, so the client can pick a version: KIP-511).
+pub fn parse_request(
+    mut frame: Bytes,
+    peer: SocketAddr,
+) -> Result<(RequestContext, Bytes), Option<Bytes>> {
+    if frame.len() < 8 {
+        tracing::warn!(%peer, len = frame.len(), "closing connection: request shorter than a header");
+        return Err(None);
+    }
+    let key = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let Some(api_key) = api_versions::supported_key(key) else {
+        tracing::warn!(%peer, api_key = key, "closing connection: unknown or unsupported API key");
+        return Err(None);
+    };
+    if !api_versions::version_supported(api_key, version) {
+        if api_key == ApiKey::ApiVersions {
+            tracing::info!(%peer, version, "ApiVersions version not supported; answering with v0 and UNSUPPORTED_VERSION");
+            return Err(Some(api_versions::unsupported_version_response(correlation_id)));
+        }
+        tracing::warn!(%peer, api = ?api_key, version, "closing connection: unsupported API version");
+        return Err(None);
+    }
+    let header_version = api_key.request_header_version(version);
+    let header = match catch_decode(|| RequestHeader::decode(&mut frame, header_version)) {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::warn!(%peer, api = ?api_key, version, error = %e, "closing connection: malformed request header");
+            return Err(None);
+        }
+    };
+    let ctx = RequestContext {
+        api_key,
+        api_version: version,
+        correlation_id,
+        client_id: header.client_id.map(|s| s.to_string()),
+        peer,
+    };
+    Ok((ctx, frame))
+}
+
+/// Runs a decoder, turning a panic inside it into an error: bad input never takes the broker down.
+fn catch_decode<T>(f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => Err(anyhow::anyhow!("decoder panicked on malformed input")),
+    }
+}
+
+/// Decodes a request body; on failure logs why (INVALID_REQUEST) and the connection closes.
+pub fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, CloseConnection> {
+    match catch_decode(|| T::decode(&mut body, ctx.api_version)) {
+        Ok(req) => {
+            if body.has_remaining() {
+                tracing::debug!(peer = %ctx.peer, api = ?ctx.api_key, extra = body.remaining(), "trailing bytes after request body");
+            }
+            Ok(req)
+        }
+        Err(e) => {
+            tracing::warn!(peer = %ctx.peer, api = ?ctx.api_key, version = ctx.api_version, error = %e,
+                "closing connection: malformed request body (INVALID_REQUEST)");
+            Err(CloseConnection)
+        }
+    }
+}
+
+/// Encodes a response with its header and size prefix.
+pub fn encode<T: Encodable>(ctx: &RequestContext, response: &T) -> Result<Bytes, CloseConnection> {
+    let header = ResponseHeader::default().with_correlation_id(ctx.correlation_id);
+    let header_version = ctx.api_key.response_header_version(ctx.api_version);
+    let mut buf = BytesMut::with_capacity(256);
+    buf.put_i32(0);
+    let result = header
+        .encode(&mut buf, header_version)
+        .and_then(|_| response.encode(&mut buf, ctx.api_version));
+    if let Err(e) = result {
+        tracing::error!(peer = %ctx.peer, api = ?ctx.api_key, version = ctx.api_version, error = %e,
+            "closing connection: could not encode response");
+        return Err(CloseConnection);
+    }
+    let size = (buf.len() - 4) as i32;
+    buf[0..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.freeze())
+}
+
+/// Decodes, handles and encodes one request. `Ok(None)`: no response is due (acks=0 produce).
+/// `Err(CloseConnection)`: the connection must close (the reason is logged).
+pub async fn handle(
+    broker: Arc<Broker>,
+    ctx: RequestContext,
+    body: Bytes,
+) -> Result<Option<Bytes>, CloseConnection> {
+    macro_rules! simple {
+        ($module:ident) => {{
+            let req = decode(&ctx, body)?;
+            let resp = $module::handle(&broker, &ctx, req).await;
+            encode(&ctx, &resp).map(Some)
+        }};
+    }
+    match ctx.api_key {
+        ApiKey::Produce => {
+            let req = decode(&ctx, body)?;
+            match produce::handle(&broker, &ctx, req).await {
+                Some(resp) => encode(&ctx, &resp).map(Some),
+                None => Ok(None),
+            }
+        }
+        ApiKey::Fetch => simple!(fetch),
+        ApiKey::ListOffsets => simple!(list_offsets),
+        ApiKey::Metadata => simple!(metadata),
+        ApiKey::ApiVersions => simple!(api_versions),
+        ApiKey::InitProducerId => simple!(producer_id),
+        ApiKey::DescribeCluster => simple!(cluster),
+        ApiKey::CreateTopics => {
+            let req = decode(&ctx, body)?;
+            encode(&ctx, &admin::create_topics(&broker, &ctx, req).await).map(Some)
+        }
+        ApiKey::DeleteTopics => {
+            let req = decode(&ctx, body)?;
+            encode(&ctx, &admin::delete_topics(&broker, &ctx, req).await).map(Some)
+        }
+        ApiKey::CreatePartitions => {
+            let req = decode(&ctx, body)?;
+            encode(&ctx, &admin::create_partitions(&broker, &ctx, req).await).map(Some)
+        }
+        ApiKey::DescribeConfigs => {
+            let req = decode(&ctx, body)?;
+            encode(&ctx, &configs::describe(&broker, &ctx, req).await).map(Some)
+        }
+        ApiKey::AlterConfigs => {
+            let req = decode(&ctx, body)?;
+            encode(&ctx, &configs::alter(&broker, &ctx, req).await).map(Some)
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            let req = decode(&ctx, body)?;
+            encode(&ctx, &configs::incremental_alter(&broker, &ctx, req).await).map(Some)
+        }
+        other => {
+            // parse_request only lets supported APIs through; reaching here is a table mismatch.
+            tracing::error!(api = ?other, "no handler for an advertised API; closing connection");
+            Err(CloseConnection)
+        }
+    }
+}
+
+/// `StrBytes` from a `&str`.
+pub fn str_bytes(s: &str) -> kafka_protocol::protocol::StrBytes {
+    kafka_protocol::protocol::StrBytes::from_string(s.to_string())
+}
