@@ -42,17 +42,27 @@ pub struct BatchHeader {
     pub base_offset: i64,
     /// Bytes after the length field: total batch size is `LOG_OVERHEAD + batch_length`.
     pub batch_length: i32,
+    /// Leader epoch of the partition leader that appended the batch (KIP-101); outside the CRC.
     pub partition_leader_epoch: i32,
+    /// Format version: 2 for RecordBatch v2 (KIP-98).
     pub magic: i8,
     /// CRC-32C of bytes `[attributes..end]`.
     pub crc: u32,
+    /// Bits 0-2 compression, bit 3 timestamp type, bit 4 transactional, bit 5 control.
     pub attributes: i16,
+    /// Last record's offset minus `base_offset` (records - 1 for producer batches).
     pub last_offset_delta: i32,
+    /// Timestamp of the first record (ms); records store deltas from it.
     pub base_timestamp: i64,
+    /// Largest record timestamp (ms), or the append time for `LogAppendTime` batches.
     pub max_timestamp: i64,
+    /// Idempotent / transactional producer id (KIP-98), -1 if none.
     pub producer_id: i64,
+    /// Producer epoch, -1 if none.
     pub producer_epoch: i16,
+    /// Sequence number of the first record, -1 if none.
     pub base_sequence: i32,
+    /// Number of records in the batch.
     pub records_count: i32,
 }
 
@@ -160,7 +170,12 @@ pub enum BatchError {
     UnsupportedMagic(i8),
     /// A batch of `size` bytes exceeds `max.message.bytes` (`max`) (Kafka `MESSAGE_TOO_LARGE`).
     #[error("batch of {size} bytes exceeds max.message.bytes {max}")]
-    MessageTooLarge { size: usize, max: usize },
+    MessageTooLarge {
+        /// Total batch size in bytes.
+        size: usize,
+        /// The configured `max.message.bytes`.
+        max: usize,
+    },
     /// Structurally readable but not acceptable, e.g. empty input (Kafka `INVALID_RECORD`).
     #[error("invalid record: {0}")]
     InvalidRecord(String),

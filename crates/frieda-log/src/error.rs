@@ -9,8 +9,11 @@ pub enum LogError {
     /// (Kafka `OFFSET_OUT_OF_RANGE`).
     #[error("offset {offset} out of range [{log_start_offset}, {log_end_offset}]")]
     OffsetOutOfRange {
+        /// The requested offset.
         offset: i64,
+        /// First offset stored at the time of the request.
         log_start_offset: i64,
+        /// Offset the next appended record will get.
         log_end_offset: i64,
     },
     /// The appended bytes are not valid v2 batches.

@@ -160,7 +160,10 @@ impl IndexBuilder {
         let mut off = None;
         let mut time = None;
         if self.bytes_since_entry >= interval {
-            let rel = u32::try_from(h.base_offset - segment_base).ok();
+            let rel = h
+                .base_offset
+                .checked_sub(segment_base)
+                .and_then(|r| u32::try_from(r).ok());
             let pos = u32::try_from(position).ok();
             if let (Some(rel_offset), Some(position)) = (rel, pos) {
                 off = Some(OffsetEntry {
@@ -183,7 +186,7 @@ impl IndexBuilder {
 
     fn time_entry(&mut self, segment_base: i64) -> Option<TimeEntry> {
         if self.max_ts > self.last_time_entry_ts {
-            let rel_offset = u32::try_from(self.max_ts_offset - segment_base).ok()?;
+            let rel_offset = u32::try_from(self.max_ts_offset.checked_sub(segment_base)?).ok()?;
             self.last_time_entry_ts = self.max_ts;
             Some(TimeEntry {
                 timestamp: self.max_ts,
@@ -199,7 +202,7 @@ impl IndexBuilder {
         let mut b = IndexBuilder::new();
         if let Some(last) = times.last() {
             b.max_ts = last.timestamp;
-            b.max_ts_offset = segment_base + i64::from(last.rel_offset);
+            b.max_ts_offset = segment_base.saturating_add(i64::from(last.rel_offset));
             b.last_time_entry_ts = last.timestamp;
         }
         b

@@ -11,6 +11,7 @@
 //! `partition` ([`PartitionLog`], [`LogReader`]), `recovery` (torn-tail validation), `retention`.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod batch;
 mod cache;

@@ -32,6 +32,7 @@ pub struct AppendInfo {
     pub last_offset: i64,
     /// Broker append time (ms) if `message.timestamp.type=LogAppendTime`, else -1 (Produce response).
     pub log_append_time: i64,
+    /// Log start offset after the append (Produce response `log_start_offset`).
     pub log_start_offset: i64,
     /// Bytes written.
     pub bytes: usize,
@@ -44,14 +45,18 @@ pub struct RecoveryReport {
     pub segments: usize,
     /// Bytes cut from the torn tail of the active segment.
     pub truncated_bytes: u64,
+    /// First offset stored.
     pub log_start_offset: i64,
+    /// Offset the next appended record will get.
     pub log_end_offset: i64,
 }
 
 /// What [`PartitionLog::enforce_retention`] deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetentionReport {
+    /// Whole segments deleted.
     pub deleted_segments: usize,
+    /// Bytes of their `.log` files.
     pub deleted_bytes: u64,
     /// Log start offset after deletion.
     pub log_start_offset: i64,
@@ -64,6 +69,7 @@ pub struct RetentionReport {
 /// last offset is `>= max_offset` (the high watermark, exclusive). Empty when fetching at the log end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchData {
+    /// Whole batches, each chunk one or more batches, to be sent back to back.
     pub chunks: Vec<Bytes>,
     /// Sum of the chunks' lengths.
     pub bytes: usize,
@@ -377,6 +383,7 @@ impl PartitionLog {
         self.config = config;
     }
 
+    /// The current configuration.
     pub fn config(&self) -> &LogConfig {
         &self.config
     }
@@ -446,10 +453,12 @@ pub struct LogReader {
 }
 
 impl LogReader {
+    /// First offset stored (advanced by retention).
     pub fn log_start_offset(&self) -> i64 {
         self.shared.log_start.load(Ordering::Acquire)
     }
 
+    /// Offset the next appended record will get; every offset below it is readable.
     pub fn log_end_offset(&self) -> i64 {
         self.shared.log_end.load(Ordering::Acquire)
     }
@@ -606,7 +615,7 @@ impl LogReader {
                 for (od, tsd) in record_deltas(&batch[BATCH_HEADER_LEN..]) {
                     let rts = h.base_timestamp.saturating_add(tsd);
                     if rts >= ts {
-                        found = Some((h.base_offset + i64::from(od), rts));
+                        found = Some((h.base_offset.saturating_add(i64::from(od)), rts));
                         return Ok(false);
                     }
                 }

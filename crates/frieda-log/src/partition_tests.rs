@@ -829,3 +829,33 @@ fn concurrent_reader_sees_consistent_prefixes() {
     stop.store(true, Ordering::Relaxed);
     assert!(t.join().unwrap() > 0);
 }
+
+#[test]
+fn extreme_offsets_in_stored_batches_do_not_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut b = simple_batch(6, 1000, 10);
+    patch_base_offset(&mut b, i64::MAX - 2);
+    fs::write(d.join("00000000000000000000.log"), &b).unwrap();
+    fs::write(d.join("00000000000000000050.log"), &b).unwrap();
+    let (log, rep) = PartitionLog::open(d, cfg(), NOW).unwrap();
+    // Active segment: base offset does not continue the segment's base: truncated.
+    assert_eq!(
+        (rep.truncated_bytes, rep.log_end_offset),
+        (b.len() as u64, 50)
+    );
+    let r = log.reader();
+    let _ = r.read(0, 1000, i64::MAX);
+    let _ = r.offset_for_timestamp(0);
+    let _ = r.max_timestamp();
+    assert_eq!(log.recent_batch_headers(2).unwrap().len(), 1);
+}
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn send<T: Send>() {}
+    fn sync<T: Send + Sync>() {}
+    send::<PartitionLog>();
+    sync::<LogReader>();
+    sync::<FetchData>();
+}

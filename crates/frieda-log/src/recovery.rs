@@ -76,7 +76,7 @@ pub(crate) fn validate_segment(
             break Some(format!("CRC mismatch at position {pos}"));
         }
         batches.push((pos, h));
-        expected = h.last_offset() + 1;
+        expected = h.last_offset().saturating_add(1);
         pos += total;
     };
     Ok(Recovered {

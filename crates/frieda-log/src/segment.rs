@@ -176,7 +176,7 @@ impl SegmentShared {
     ) -> Result<SegRead, LogError> {
         let (mut pos, size, end_offset) = {
             let st = self.state.read();
-            let rel = u32::try_from(offset - self.base_offset).unwrap_or(u32::MAX);
+            let rel = u32::try_from(offset.saturating_sub(self.base_offset)).unwrap_or(u32::MAX);
             let pos =
                 index::lookup_offset(&st.offset_index, rel).map_or(0, |e| u64::from(e.position));
             (pos, st.size, st.end_offset)
@@ -480,7 +480,8 @@ impl Segment {
         // The last offset entry must point at a batch with that base offset.
         if let Some(last) = o.last() {
             match header_at(log, u64::from(last.position), size) {
-                Ok(h) if h.base_offset == base_offset + i64::from(last.rel_offset) => {}
+                Ok(h)
+                    if h.base_offset == base_offset.saturating_add(i64::from(last.rel_offset)) => {}
                 _ => return Ok(None),
             }
         }
@@ -534,7 +535,7 @@ impl Segment {
         let end_offset = rec
             .batches
             .last()
-            .map_or(base_offset, |(_, h)| h.last_offset() + 1);
+            .map_or(base_offset, |(_, h)| h.last_offset().saturating_add(1));
         let files = Files {
             log,
             index_file,
@@ -618,7 +619,7 @@ impl Segment {
         self.time_len += (times.len() * index::TIME_ENTRY_LEN) as u64;
         self.builder = builder;
         if let Some(last) = headers.last() {
-            self.end_offset = last.last_offset() + 1;
+            self.end_offset = last.last_offset().saturating_add(1);
         }
         self.rolling_ts.get_or_insert(now_ms);
         self.last_modified_ms = now_ms;
