@@ -1,0 +1,861 @@
+//! Tests of the partition log: append/read, indexes, rolling, retention, reopen and recovery.
+
+use super::*;
+use crate::batch::testutil::{encode_batch, rec, simple_batch, Rec};
+use crate::batch::validate_batches;
+use std::io::Write;
+
+const NOW: i64 = 1_700_000_000_000;
+
+fn cfg() -> LogConfig {
+    LogConfig::default()
+}
+
+fn no_cache() -> LogConfig {
+    LogConfig {
+        tail_cache_bytes: 0,
+        ..LogConfig::default()
+    }
+}
+
+fn bm(b: &[u8]) -> BytesMut {
+    BytesMut::from(b)
+}
+
+fn concat(f: &FetchData) -> Vec<u8> {
+    let v: Vec<u8> = f.chunks.iter().flat_map(|c| c.iter().copied()).collect();
+    assert_eq!(v.len(), f.bytes);
+    v
+}
+
+/// The bytes a batch should have once stored at `base`.
+fn patched(batch: &[u8], base: i64) -> Vec<u8> {
+    let mut b = batch.to_vec();
+    patch_base_offset(&mut b, base);
+    b
+}
+
+/// Appends `n` batches of `per` records each, returns (base offset, stored bytes) per batch.
+fn fill(
+    log: &mut PartitionLog,
+    n: usize,
+    per: usize,
+    ts: i64,
+    value_len: usize,
+) -> Vec<(i64, Vec<u8>)> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let b = simple_batch(per, ts + i as i64 * 10, value_len);
+        let info = log.append(bm(&b), NOW).unwrap();
+        out.push((info.base_offset, patched(&b, info.base_offset)));
+    }
+    out
+}
+
+#[test]
+fn append_assigns_offsets_and_reads_back_from_cache_and_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, rep) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
+    assert_eq!((rep.segments, rep.log_end_offset), (1, 0));
+    assert!(dir.path().join("00000000000000000000.log").exists());
+    assert!(dir.path().join("00000000000000000000.index").exists());
+    assert!(dir.path().join("00000000000000000000.timeindex").exists());
+
+    let a = simple_batch(3, 1000, 10);
+    let b = simple_batch(2, 2000, 20);
+    let mut two = a.clone();
+    two.extend_from_slice(&b);
+    let i1 = log.append(bm(&two), NOW).unwrap();
+    assert_eq!(
+        (i1.base_offset, i1.last_offset, i1.log_append_time),
+        (0, 4, -1)
+    );
+    assert_eq!(i1.bytes, two.len());
+    let c = simple_batch(4, 3000, 5);
+    let i2 = log.append(bm(&c), NOW).unwrap();
+    assert_eq!((i2.base_offset, i2.last_offset), (5, 8));
+    assert_eq!(log.log_end_offset(), 9);
+    assert_eq!(log.unflushed_messages(), 9);
+    assert_eq!(log.size_bytes(), (two.len() + c.len()) as u64);
+
+    let mut expect = patched(&a, 0);
+    expect.extend(patched(&b, 3));
+    expect.extend(patched(&c, 5));
+    let r = log.reader();
+    let cached = r.read_cached(0, usize::MAX, i64::MAX).unwrap().unwrap();
+    assert_eq!(concat(&cached), expect);
+    assert_eq!((cached.first_offset, cached.next_offset), (0, 9));
+    let disk = r.read_disk(0, usize::MAX, i64::MAX).unwrap();
+    assert_eq!(concat(&disk), expect);
+    assert_eq!((disk.first_offset, disk.next_offset), (0, 9));
+    let hs = validate_batches(&concat(&disk), usize::MAX).unwrap();
+    assert_eq!(
+        hs.iter().map(|h| h.base_offset).collect::<Vec<_>>(),
+        vec![0, 3, 5]
+    );
+
+    log.flush().unwrap();
+    assert_eq!(log.unflushed_messages(), 0);
+}
+
+#[test]
+fn reads_start_mid_batch_cut_at_batch_boundaries_and_respect_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
+    let stored = fill(&mut log, 5, 4, 1000, 50); // offsets 0..20, batches of 4
+    let size = stored[0].1.len();
+    let r = log.reader();
+    type ReadFn = fn(&LogReader, i64, usize, i64) -> Result<FetchData, LogError>;
+    let paths: [(&str, ReadFn); 2] = [
+        ("cache", |r, o, m, x| r.read_cached(o, m, x).unwrap()),
+        ("disk", |r, o, m, x| r.read_disk(o, m, x)),
+    ];
+    for (name, read) in paths {
+        // Mid-batch: offset 6 is in the batch 4..=7, which is returned whole.
+        let f = read(&r, 6, usize::MAX, i64::MAX).unwrap();
+        assert_eq!(f.first_offset, 4, "{name}");
+        assert_eq!(f.next_offset, 20, "{name}");
+        assert_eq!(concat(&f)[..size], stored[1].1[..], "{name}");
+        // max_bytes cuts at a batch boundary.
+        let f = read(&r, 0, 2 * size + size / 2, i64::MAX).unwrap();
+        assert_eq!((f.bytes, f.next_offset), (2 * size, 8), "{name}");
+        // KIP-74: the first batch is returned even if larger than max_bytes.
+        let f = read(&r, 9, 1, i64::MAX).unwrap();
+        assert_eq!(
+            (f.first_offset, f.bytes, f.next_offset),
+            (8, size, 12),
+            "{name}"
+        );
+        assert_eq!(concat(&f), stored[2].1, "{name}");
+        // max_offset (high watermark, exclusive): batch 8..=11 has last offset 11 >= 11.
+        let f = read(&r, 0, usize::MAX, 11).unwrap();
+        assert_eq!(f.next_offset, 8, "{name}");
+        let f = read(&r, 9, usize::MAX, 11).unwrap();
+        assert_eq!(
+            (f.bytes, f.next_offset, f.chunks.len()),
+            (0, 9, 0),
+            "{name}"
+        );
+        let f = read(&r, 0, usize::MAX, 12).unwrap();
+        assert_eq!(f.next_offset, 12, "{name}");
+        // At the log end: empty. Beyond: out of range.
+        let f = read(&r, 20, usize::MAX, i64::MAX).unwrap();
+        assert_eq!(
+            (f.bytes, f.first_offset, f.next_offset),
+            (0, 20, 20),
+            "{name}"
+        );
+        assert!(matches!(
+            read(&r, 21, 100, i64::MAX),
+            Err(LogError::OffsetOutOfRange {
+                offset: 21,
+                log_start_offset: 0,
+                log_end_offset: 20
+            })
+        ));
+        assert!(matches!(
+            read(&r, -1, 100, i64::MAX),
+            Err(LogError::OffsetOutOfRange { .. })
+        ));
+    }
+}
+
+#[test]
+fn read_cached_misses_below_cache_and_read_falls_back_to_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored_len = simple_batch(2, 0, 100).len();
+    let config = LogConfig {
+        tail_cache_bytes: 2 * stored_len,
+        ..cfg()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    let stored = fill(&mut log, 5, 2, 1000, 100);
+    let r = log.reader();
+    assert!(r.read_cached(0, usize::MAX, i64::MAX).is_none());
+    assert!(r.read_cached(5, usize::MAX, i64::MAX).is_none());
+    let f = r.read_cached(6, usize::MAX, i64::MAX).unwrap().unwrap();
+    assert_eq!(f.first_offset, 6);
+    let f = r.read(0, usize::MAX, i64::MAX).unwrap();
+    let all: Vec<u8> = stored.iter().flat_map(|(_, b)| b.clone()).collect();
+    assert_eq!(concat(&f), all);
+    // Out-of-range answers need no disk.
+    assert!(matches!(
+        r.read_cached(11, 1, i64::MAX),
+        Some(Err(LogError::OffsetOutOfRange { .. }))
+    ));
+}
+
+#[test]
+fn sparse_offset_index_and_disk_reads_at_every_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        index_interval_bytes: 1000,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    let stored = fill(&mut log, 40, 3, 1000, 100); // ~400-byte batches
+    let size = stored[0].1.len() as u64;
+    assert!(size > 300 && size < 1000, "batch size {size}");
+    let st = log.segments[0].shared.state.read();
+    let entries = st.offset_index.clone();
+    drop(st);
+    // An entry after at least 1000 bytes: every ceil(1000/size) batches, not every batch.
+    let every = 1000u64.div_ceil(size);
+    assert_eq!(entries.len() as u64, 39 / every);
+    for e in &entries {
+        assert_eq!(u64::from(e.position) % size, 0);
+        assert_eq!(u64::from(e.rel_offset), u64::from(e.position) / size * 3);
+    }
+    let idx_file = fs::read(dir.path().join("00000000000000000000.index")).unwrap();
+    assert_eq!(idx_file, crate::index::encode_offsets(&entries));
+    let r = log.reader();
+    for off in 0..120 {
+        let f = r.read(off, 1, i64::MAX).unwrap();
+        let i = (off / 3) as usize;
+        assert_eq!(concat(&f), stored[i].1, "offset {off}");
+    }
+}
+
+#[test]
+fn offset_for_timestamp_record_level_batch_level_and_max_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        index_interval_bytes: 0,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    // Batch 0: offsets 0..=2, record timestamps 100, 105, 103 (not monotonic).
+    log.append(
+        bm(&encode_batch(
+            &[rec(100, b"a"), rec(105, b"b"), rec(103, b"c")],
+            0,
+        )),
+        NOW,
+    )
+    .unwrap();
+    // Batch 1: offsets 3..=4, "gzip" compressed: batch level only.
+    log.append(bm(&encode_batch(&[rec(200, b"d"), rec(210, b"e")], 1)), NOW)
+        .unwrap();
+    // Batch 2: offsets 5..=7, timestamps 300, 310, 320.
+    let recs: Vec<Rec> = (0..3).map(|i| rec(300 + 10 * i, b"f")).collect();
+    log.append(bm(&encode_batch(&recs, 0)), NOW).unwrap();
+    let r = log.reader();
+    assert_eq!(r.offset_for_timestamp(0).unwrap(), Some((0, 100)));
+    assert_eq!(r.offset_for_timestamp(101).unwrap(), Some((1, 105)));
+    assert_eq!(r.offset_for_timestamp(104).unwrap(), Some((1, 105)));
+    assert_eq!(r.offset_for_timestamp(106).unwrap(), Some((3, 210)));
+    assert_eq!(r.offset_for_timestamp(205).unwrap(), Some((3, 210)));
+    assert_eq!(r.offset_for_timestamp(211).unwrap(), Some((5, 300)));
+    assert_eq!(r.offset_for_timestamp(305).unwrap(), Some((6, 310)));
+    assert_eq!(r.offset_for_timestamp(320).unwrap(), Some((7, 320)));
+    assert_eq!(r.offset_for_timestamp(321).unwrap(), None);
+    assert_eq!(r.max_timestamp(), Some((320, 5)));
+    // The time index has entries (interval 0: one per batch) with growing timestamps.
+    let times = log.segments[0].shared.state.read().time_index.clone();
+    assert_eq!(
+        times.iter().map(|t| t.timestamp).collect::<Vec<_>>(),
+        vec![105, 210, 320]
+    );
+}
+
+#[test]
+fn offset_for_timestamp_uses_time_index_across_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 200).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 10,
+        index_interval_bytes: 500,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    // 50 batches of 2 records; batch i has timestamps 1000+10i, 1000+10i+1.
+    fill(&mut log, 50, 2, 1000, 200);
+    assert_eq!(log.segment_count(), 5);
+    let r = log.reader();
+    for i in 0..50i64 {
+        assert_eq!(
+            r.offset_for_timestamp(1000 + 10 * i).unwrap(),
+            Some((2 * i, 1000 + 10 * i))
+        );
+        assert_eq!(
+            r.offset_for_timestamp(1000 + 10 * i + 1).unwrap(),
+            Some((2 * i + 1, 1000 + 10 * i + 1))
+        );
+        assert_eq!(
+            r.offset_for_timestamp(1000 + 10 * i + 2)
+                .unwrap()
+                .map(|x| x.0),
+            Some(2 * i + 2).filter(|&o| o < 100)
+        );
+    }
+    assert_eq!(r.max_timestamp(), Some((1491, 98)));
+}
+
+#[test]
+fn log_append_time_rewrites_timestamp_and_keeps_crc_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        message_timestamp_type: TimestampType::LogAppendTime,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    let info = log.append(bm(&simple_batch(3, 1000, 10)), NOW + 5).unwrap();
+    assert_eq!(info.log_append_time, NOW + 5);
+    let f = log.reader().read(0, usize::MAX, i64::MAX).unwrap();
+    let h = validate_batches(&concat(&f), usize::MAX).unwrap()[0];
+    assert_eq!(h.timestamp_type(), TimestampType::LogAppendTime);
+    assert_eq!(h.max_timestamp, NOW + 5);
+    assert_eq!(
+        log.reader().offset_for_timestamp(0).unwrap(),
+        Some((0, NOW + 5))
+    );
+    assert_eq!(log.reader().max_timestamp(), Some((NOW + 5, 0)));
+}
+
+#[test]
+fn rolls_by_bytes_with_kafka_file_names_and_reads_across_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 100).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 3,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    let stored = fill(&mut log, 7, 2, 1000, 100);
+    assert_eq!(log.segment_count(), 3);
+    for base in [0, 6, 12] {
+        assert!(
+            dir.path().join(format!("{base:020}.log")).exists(),
+            "segment {base}"
+        );
+    }
+    assert_eq!(
+        fs::metadata(dir.path().join("00000000000000000000.log"))
+            .unwrap()
+            .len(),
+        3 * one
+    );
+    let f = log.reader().read(1, usize::MAX, i64::MAX).unwrap();
+    let all: Vec<u8> = stored.iter().flat_map(|(_, b)| b.clone()).collect();
+    assert_eq!(concat(&f), all);
+    assert_eq!(f.next_offset, 14);
+    // A batch larger than segment.bytes still goes into a (fresh) segment.
+    let big = simple_batch(1, 5000, (one * 4) as usize);
+    let info = log.append(bm(&big), NOW).unwrap();
+    assert_eq!(info.base_offset, 14);
+    assert_eq!(log.segment_count(), 4);
+    assert_eq!(log.reader().read(14, 1, i64::MAX).unwrap().bytes, big.len());
+}
+
+#[test]
+fn rolls_by_segment_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_ms: 1000,
+        ..cfg()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    log.append(bm(&simple_batch(1, 0, 10)), NOW).unwrap();
+    log.append(bm(&simple_batch(1, 0, 10)), NOW + 1000).unwrap();
+    assert_eq!(log.segment_count(), 1);
+    log.append(bm(&simple_batch(1, 0, 10)), NOW + 1001).unwrap();
+    assert_eq!(log.segment_count(), 2);
+    assert!(dir.path().join("00000000000000000002.log").exists());
+    log.append(bm(&simple_batch(1, 0, 10)), NOW + 1500).unwrap();
+    assert_eq!(log.segment_count(), 2);
+}
+
+#[test]
+fn retention_by_time_deletes_whole_segments_and_advances_log_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 100).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 2,
+        retention_ms: 1000,
+        ..cfg()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    // Segments [0..4) ts ~NOW-5000, [4..8) ts ~NOW-3000, [8..12) ts ~NOW.
+    fill(&mut log, 2, 2, NOW - 5000, 100);
+    fill(&mut log, 2, 2, NOW - 3000, 100);
+    let recent = fill(&mut log, 2, 2, NOW, 100);
+    assert_eq!(log.segment_count(), 3);
+    let r = log.reader();
+    let rep = log.enforce_retention(NOW + 500).unwrap();
+    assert_eq!(rep.deleted_segments, 2);
+    assert_eq!(rep.deleted_bytes, 4 * one);
+    assert_eq!(rep.log_start_offset, 8);
+    assert_eq!(r.log_start_offset(), 8);
+    assert!(!dir.path().join("00000000000000000000.log").exists());
+    assert!(!dir.path().join("00000000000000000004.index").exists());
+    assert!(matches!(
+        r.read(7, 100, i64::MAX),
+        Err(LogError::OffsetOutOfRange {
+            log_start_offset: 8,
+            ..
+        })
+    ));
+    assert!(matches!(
+        r.read_cached(0, 100, i64::MAX),
+        Some(Err(LogError::OffsetOutOfRange { .. }))
+    ));
+    let f = r.read(8, usize::MAX, i64::MAX).unwrap();
+    assert_eq!(
+        concat(&f),
+        [recent[0].1.clone(), recent[1].1.clone()].concat()
+    );
+    assert_eq!(r.offset_for_timestamp(0).unwrap(), Some((8, NOW)));
+    // Nothing more expired: no change.
+    assert_eq!(
+        log.enforce_retention(NOW + 500).unwrap().deleted_segments,
+        0
+    );
+    // The active segment expires: it is rolled and deleted, the log is empty at LEO 12.
+    let rep = log.enforce_retention(NOW + 5000).unwrap();
+    assert_eq!(rep.deleted_segments, 1);
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (12, 12));
+    assert_eq!(log.size_bytes(), 0);
+    assert!(r.read(12, 100, i64::MAX).unwrap().chunks.is_empty());
+    assert_eq!(
+        log.append(bm(&simple_batch(1, NOW, 1)), NOW)
+            .unwrap()
+            .base_offset,
+        12
+    );
+    // Unlimited retention never deletes.
+    log.set_config(LogConfig {
+        retention_ms: -1,
+        segment_bytes: 1,
+        ..cfg()
+    });
+    log.append(bm(&simple_batch(1, 0, 1)), NOW).unwrap();
+    assert_eq!(log.enforce_retention(i64::MAX).unwrap().deleted_segments, 0);
+}
+
+#[test]
+fn retention_by_size_keeps_at_least_retention_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 100).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 2,
+        retention_bytes: (one * 3) as i64,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    fill(&mut log, 9, 2, NOW, 100); // 5 segments: 4 full + active with one batch
+    assert_eq!(log.segment_count(), 5);
+    assert_eq!(log.size_bytes(), 9 * one);
+    let rep = log.enforce_retention(NOW).unwrap();
+    // 9 -> 7 -> 5 -> 3 (>= 3 each time), then 3 - 2 = 1 < 3 stops.
+    assert_eq!(rep.deleted_segments, 3);
+    assert_eq!(log.size_bytes(), 3 * one);
+    assert_eq!(log.log_start_offset(), 12);
+    assert!(matches!(
+        log.reader().read(11, 1, i64::MAX),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    assert_eq!(log.reader().read(12, 1, i64::MAX).unwrap().first_offset, 12);
+}
+
+#[test]
+fn reopen_after_close_keeps_data_and_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 100).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 3,
+        index_interval_bytes: 300,
+        ..cfg()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config.clone(), NOW).unwrap();
+    let stored = fill(&mut log, 10, 2, 1000, 100);
+    let before = log.reader().read_disk(0, usize::MAX, i64::MAX).unwrap();
+    let idx_before: Vec<Vec<u8>> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "index" || e == "timeindex")
+        })
+        .map(|p| fs::read(p).unwrap())
+        .collect();
+    let max_ts = log.reader().max_timestamp();
+    log.close().unwrap();
+
+    let (mut log, rep) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    assert_eq!(
+        rep,
+        RecoveryReport {
+            segments: 4,
+            truncated_bytes: 0,
+            log_start_offset: 0,
+            log_end_offset: 20
+        }
+    );
+    let after = log.reader().read(0, usize::MAX, i64::MAX).unwrap();
+    assert_eq!(concat(&after), concat(&before));
+    assert_eq!(
+        concat(&after),
+        stored
+            .iter()
+            .flat_map(|(_, b)| b.clone())
+            .collect::<Vec<u8>>()
+    );
+    let idx_after: Vec<Vec<u8>> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "index" || e == "timeindex")
+        })
+        .map(|p| fs::read(p).unwrap())
+        .collect();
+    // Closed segments gained their final time entry on roll; nothing was rewritten on open.
+    assert_eq!(idx_before, idx_after);
+    assert_eq!(log.reader().max_timestamp(), max_ts);
+    assert_eq!(
+        log.reader().offset_for_timestamp(1031).unwrap(),
+        Some((7, 1031))
+    );
+    assert_eq!(
+        log.append(bm(&simple_batch(1, 0, 1)), NOW)
+            .unwrap()
+            .base_offset,
+        20
+    );
+    let hs = log.recent_batch_headers(2).unwrap();
+    // Last two segments: [18..20) one batch... segment bases 0, 6, 12, 18.
+    assert_eq!(
+        hs.iter().map(|h| h.base_offset).collect::<Vec<_>>(),
+        vec![12, 14, 16, 18, 20]
+    );
+    assert_eq!(log.recent_batch_headers(100).unwrap().len(), 11);
+    log.delete().unwrap();
+    assert!(!dir.path().exists());
+}
+
+/// Writes a log of `n` single-batch appends, closes it, returns (dir, stored batches).
+fn closed_log(n: usize, config: &LogConfig) -> (tempfile::TempDir, Vec<(i64, Vec<u8>)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), config.clone(), NOW).unwrap();
+    let stored = fill(&mut log, n, 3, 1000, 40);
+    log.close().unwrap();
+    (dir, stored)
+}
+
+fn active_log_path(dir: &Path) -> PathBuf {
+    let mut logs: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    logs.pop().unwrap()
+}
+
+fn assert_prefix(
+    dir: &Path,
+    config: &LogConfig,
+    stored: &[(i64, Vec<u8>)],
+    keep: usize,
+    truncated: u64,
+) {
+    let (mut log, rep) = PartitionLog::open(dir, config.clone(), NOW).unwrap();
+    assert_eq!(rep.truncated_bytes, truncated);
+    let leo = stored
+        .get(keep)
+        .map_or_else(|| stored.last().map_or(0, |(b, _)| b + 3), |(b, _)| *b);
+    assert_eq!(rep.log_end_offset, leo);
+    assert_eq!(log.log_end_offset(), leo);
+    let f = log.reader().read(0, usize::MAX, i64::MAX).unwrap();
+    let expect: Vec<u8> = stored[..keep].iter().flat_map(|(_, b)| b.clone()).collect();
+    assert_eq!(concat(&f), expect);
+    // The log is usable: the next append continues at the recovered end.
+    assert_eq!(
+        log.append(bm(&simple_batch(1, 0, 1)), NOW)
+            .unwrap()
+            .base_offset,
+        leo
+    );
+    log.close().unwrap();
+    let (_, rep) = PartitionLog::open(dir, config.clone(), NOW).unwrap();
+    assert_eq!((rep.truncated_bytes, rep.log_end_offset), (0, leo + 1));
+}
+
+#[test]
+fn recovery_truncates_random_bytes_appended() {
+    let config = LogConfig {
+        index_interval_bytes: 100,
+        ..cfg()
+    };
+    let (dir, stored) = closed_log(6, &config);
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(active_log_path(dir.path()))
+        .unwrap();
+    let garbage: Vec<u8> = (0..1000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    f.write_all(&garbage).unwrap();
+    drop(f);
+    assert_prefix(dir.path(), &config, &stored, 6, 1000);
+}
+
+#[test]
+fn recovery_truncates_last_batch_cut_midway() {
+    let config = cfg();
+    let (dir, stored) = closed_log(4, &config);
+    let path = active_log_path(dir.path());
+    let len = fs::metadata(&path).unwrap().len();
+    let cut = stored[3].1.len() as u64 / 2;
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len - cut)
+        .unwrap();
+    assert_prefix(
+        dir.path(),
+        &config,
+        &stored,
+        3,
+        stored[3].1.len() as u64 - cut,
+    );
+}
+
+#[test]
+fn recovery_truncates_from_a_flipped_bit_in_the_last_or_an_earlier_batch() {
+    let config = LogConfig {
+        index_interval_bytes: 0,
+        ..cfg()
+    };
+    for victim in [4usize, 1] {
+        let (dir, stored) = closed_log(5, &config);
+        let path = active_log_path(dir.path());
+        let mut bytes = fs::read(&path).unwrap();
+        let start: usize = stored[..victim].iter().map(|(_, b)| b.len()).sum();
+        let mid = start + stored[victim].1.len() / 2 + 10;
+        bytes[mid] ^= 0x10;
+        fs::write(&path, &bytes).unwrap();
+        let truncated = (bytes.len() - start) as u64;
+        assert_prefix(dir.path(), &config, &stored, victim, truncated);
+        // The rebuilt index has no entry at or beyond the truncation point.
+        let idx = fs::read(dir.path().join("00000000000000000000.index")).unwrap();
+        let entries = crate::index::decode_offsets(&idx).unwrap();
+        // interval 0: one entry per batch, the kept ones plus the one appended after recovery.
+        assert_eq!(entries.len(), victim + 1, "victim {victim}");
+    }
+}
+
+#[test]
+fn recovery_of_a_corrupt_length_or_magic_in_the_active_segment() {
+    let config = cfg();
+    let (dir, stored) = closed_log(3, &config);
+    let path = active_log_path(dir.path());
+    let mut bytes = fs::read(&path).unwrap();
+    let start = stored[0].1.len() + stored[1].1.len();
+    bytes[start + 8..start + 12].copy_from_slice(&i32::MAX.to_be_bytes());
+    fs::write(&path, &bytes).unwrap();
+    assert_prefix(dir.path(), &config, &stored, 2, stored[2].1.len() as u64);
+
+    let (dir, stored) = closed_log(3, &config);
+    let path = active_log_path(dir.path());
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[stored[0].1.len() + 16] = 1;
+    fs::write(&path, &bytes).unwrap();
+    let t = (stored[1].1.len() + stored[2].1.len()) as u64;
+    assert_prefix(dir.path(), &config, &stored, 1, t);
+}
+
+#[test]
+fn missing_or_garbage_index_files_are_rebuilt() {
+    let one = simple_batch(3, 0, 40).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 4,
+        index_interval_bytes: 100,
+        ..no_cache()
+    };
+    let (dir, stored) = closed_log(10, &config); // segments at 0, 12, 24
+    let d = dir.path();
+    let names = [
+        "00000000000000000000.index",
+        "00000000000000000000.timeindex",
+        "00000000000000000012.index",
+        "00000000000000000012.timeindex",
+        "00000000000000000024.index",
+        "00000000000000000024.timeindex",
+    ];
+    let originals: Vec<Vec<u8>> = names.iter().map(|n| fs::read(d.join(n)).unwrap()).collect();
+    assert!(originals.iter().all(|o| !o.is_empty()));
+    fs::remove_file(d.join(names[0])).unwrap();
+    fs::write(d.join(names[1]), b"garbage!").unwrap();
+    // Plausible-looking but wrong entries: positions not at batch starts.
+    fs::write(
+        d.join(names[2]),
+        crate::index::encode_offsets(&[crate::index::OffsetEntry {
+            rel_offset: 3,
+            position: 7,
+        }]),
+    )
+    .unwrap();
+    fs::write(d.join(names[3]), [0xffu8; 24]).unwrap();
+    fs::remove_file(d.join(names[4])).unwrap();
+    fs::write(d.join(names[5]), [1u8; 12]).unwrap();
+    let (log, rep) = PartitionLog::open(d, config, NOW).unwrap();
+    assert_eq!(
+        (rep.segments, rep.truncated_bytes, rep.log_end_offset),
+        (3, 0, 30)
+    );
+    let rebuilt: Vec<Vec<u8>> = names.iter().map(|n| fs::read(d.join(n)).unwrap()).collect();
+    assert_eq!(rebuilt, originals);
+    let r = log.reader();
+    for (i, (base, bytes)) in stored.iter().enumerate() {
+        assert_eq!(
+            concat(&r.read(*base + 1, 1, i64::MAX).unwrap()),
+            *bytes,
+            "batch {i}"
+        );
+    }
+    assert_eq!(r.offset_for_timestamp(1052).unwrap(), Some((17, 1052)));
+    assert_eq!(r.max_timestamp(), Some((1092, 27)));
+}
+
+#[test]
+fn failed_write_leaves_no_half_written_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        index_interval_bytes: 0,
+        ..cfg()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config.clone(), NOW).unwrap();
+    let stored = fill(&mut log, 2, 2, 1000, 50);
+    let [log_path, idx_path, time_path] = log.active_for_test().paths();
+    let lens = |p: &PathBuf| fs::metadata(p).unwrap().len();
+    let before = (lens(&log_path), lens(&idx_path), lens(&time_path));
+    log.active_for_test().fail_next_write = Some(30);
+    let b = simple_batch(2, 2000, 50);
+    assert!(matches!(log.append(bm(&b), NOW), Err(LogError::Io(_))));
+    assert_eq!((lens(&log_path), lens(&idx_path), lens(&time_path)), before);
+    assert_eq!(log.log_end_offset(), 4);
+    assert_eq!(log.reader().read(4, 100, i64::MAX).unwrap().bytes, 0);
+    // The log stays usable and the retried batch gets the same offsets.
+    let info = log.append(bm(&b), NOW).unwrap();
+    assert_eq!((info.base_offset, info.last_offset), (4, 5));
+    let expect: Vec<u8> = [stored[0].1.clone(), stored[1].1.clone(), patched(&b, 4)].concat();
+    assert_eq!(
+        concat(&log.reader().read_disk(0, usize::MAX, i64::MAX).unwrap()),
+        expect
+    );
+    log.close().unwrap();
+    let (_, rep) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    assert_eq!((rep.truncated_bytes, rep.log_end_offset), (0, 6));
+}
+
+#[test]
+fn malformed_append_input_is_rejected_without_storing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
+    let good = simple_batch(1, 0, 5);
+    for bad in [
+        Vec::new(),
+        vec![1, 2, 3],
+        good[..good.len() - 1].to_vec(),
+        vec![0u8; 200],
+    ] {
+        assert!(matches!(log.append(bm(&bad), NOW), Err(LogError::Batch(_))));
+    }
+    assert_eq!((log.log_end_offset(), log.size_bytes()), (0, 0));
+}
+
+#[test]
+fn open_ignores_foreign_files_and_never_panics_on_garbage_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("leader-epoch-checkpoint"), b"0\n").unwrap();
+    fs::write(d.join("123.log"), b"not a segment name").unwrap();
+    let mut x: u32 = 12345;
+    let junk: Vec<u8> = (0..5000)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (x >> 16) as u8
+        })
+        .collect();
+    fs::write(d.join("00000000000000000000.log"), &junk[..2000]).unwrap();
+    fs::write(d.join("00000000000000000000.index"), &junk[..800]).unwrap();
+    fs::write(d.join("00000000000000000000.timeindex"), &junk[..1200]).unwrap();
+    fs::write(d.join("00000000000000000050.log"), &junk[2000..]).unwrap();
+    let (log, rep) = PartitionLog::open(d, cfg(), NOW).unwrap();
+    assert_eq!(rep.segments, 2);
+    assert_eq!(rep.truncated_bytes, 3000);
+    assert_eq!((rep.log_start_offset, rep.log_end_offset), (0, 50));
+    // Reading the garbage closed segment is an error, never a panic.
+    let r = log.reader();
+    for off in [0, 10, 49] {
+        let _ = r.read(off, 1000, i64::MAX);
+    }
+    let _ = r.offset_for_timestamp(0);
+    let _ = log.recent_batch_headers(5);
+}
+
+#[test]
+fn concurrent_reader_sees_consistent_prefixes() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 64).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 16,
+        index_interval_bytes: 256,
+        tail_cache_bytes: (one * 8) as usize,
+        ..cfg()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    let r = log.reader();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let t = std::thread::spawn(move || {
+        let mut reads = 0u64;
+        while !stop2.load(Ordering::Relaxed) || reads == 0 {
+            let leo = r.log_end_offset();
+            let f = r.read(0, usize::MAX, i64::MAX).unwrap();
+            assert!(f.next_offset >= leo);
+            let hs = validate_batches(&concat(&f), usize::MAX).unwrap_or_default();
+            assert_eq!(hs.len() as i64 * 2, f.next_offset);
+            for (i, h) in hs.iter().enumerate() {
+                assert_eq!(h.base_offset, 2 * i as i64);
+            }
+            reads += 1;
+        }
+        reads
+    });
+    fill(&mut log, 200, 2, 1000, 64);
+    stop.store(true, Ordering::Relaxed);
+    assert!(t.join().unwrap() > 0);
+}
+
+#[test]
+fn extreme_offsets_in_stored_batches_do_not_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut b = simple_batch(6, 1000, 10);
+    patch_base_offset(&mut b, i64::MAX - 2);
+    fs::write(d.join("00000000000000000000.log"), &b).unwrap();
+    fs::write(d.join("00000000000000000050.log"), &b).unwrap();
+    let (log, rep) = PartitionLog::open(d, cfg(), NOW).unwrap();
+    // Active segment: base offset does not continue the segment's base: truncated.
+    assert_eq!(
+        (rep.truncated_bytes, rep.log_end_offset),
+        (b.len() as u64, 50)
+    );
+    let r = log.reader();
+    let _ = r.read(0, 1000, i64::MAX);
+    let _ = r.offset_for_timestamp(0);
+    let _ = r.max_timestamp();
+    assert_eq!(log.recent_batch_headers(2).unwrap().len(), 1);
+}
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn send<T: Send>() {}
+    fn sync<T: Send + Sync>() {}
+    send::<PartitionLog>();
+    sync::<LogReader>();
+    sync::<FetchData>();
+}

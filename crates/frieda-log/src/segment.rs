@@ -1,0 +1,758 @@
+//! One segment: `<base>.log` (concatenated batches), `<base>.index` and `<base>.timeindex`.
+//!
+//! The writer owns a [`Segment`]; readers share its [`SegmentShared`] (the `.log` file for `pread` and
+//! the in-memory indexes behind a short-held lock). File I/O is never done while holding that lock.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::RwLock;
+
+use crate::batch::{BatchHeader, BATCH_HEADER_LEN};
+use crate::error::LogError;
+use crate::index::{self, IndexBuilder, OffsetEntry, TimeEntry};
+use crate::recovery;
+
+/// Kafka's file name of a segment: base offset zero-padded to 20 digits plus `suffix`.
+pub(crate) fn file_name(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
+    dir.join(format!("{base_offset:020}{suffix}"))
+}
+
+/// Base offset from a `.log` file name of exactly 20 digits, e.g. `00000000000000000042.log`.
+pub(crate) fn parse_log_name(name: &str) -> Option<i64> {
+    let stem = name.strip_suffix(".log")?;
+    if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+/// Reader-visible mutable state of a segment, updated by the writer after each write completes.
+#[derive(Debug)]
+pub(crate) struct SegState {
+    pub offset_index: Vec<OffsetEntry>,
+    pub time_index: Vec<TimeEntry>,
+    /// Bytes of complete batches in the `.log`.
+    pub size: u64,
+    /// One past the last offset stored (the base offset when empty).
+    pub end_offset: i64,
+    /// Largest batch max-timestamp (ms), -1 if none.
+    pub max_ts: i64,
+    /// Base offset of the batch carrying `max_ts`, -1 if none.
+    pub max_ts_offset: i64,
+}
+
+/// Part of a segment shared with readers.
+#[derive(Debug)]
+pub(crate) struct SegmentShared {
+    pub base_offset: i64,
+    pub log: File,
+    pub state: RwLock<SegState>,
+}
+
+/// Result of reading batches from one segment.
+pub(crate) struct SegRead {
+    pub data: Option<Bytes>,
+    pub bytes: usize,
+    pub first_offset: i64,
+    pub next_offset: i64,
+    /// Stopped because of `max_bytes` or `max_offset` (do not continue into the next segment).
+    pub stopped: bool,
+}
+
+/// Reads `len` bytes at `pos` or fails with `Corrupt` if the file is shorter.
+pub(crate) fn read_exact_at(file: &File, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
+    let mut buf = vec![0u8; len];
+    match file.read_exact_at(&mut buf, pos) {
+        Ok(()) => Ok(buf),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(LogError::Corrupt(format!(
+            "{len} bytes at position {pos} extend past the end of the segment"
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Calls `f(position, header)` for each batch header in `[start, limit)` of `file` until `f` returns
+/// false. Headers are not CRC-checked. A header that does not fit or has an impossible length is
+/// `Corrupt`.
+pub(crate) fn scan_headers(
+    file: &File,
+    start: u64,
+    limit: u64,
+    mut f: impl FnMut(u64, &BatchHeader) -> Result<bool, LogError>,
+) -> Result<(), LogError> {
+    let mut pos = start;
+    while pos < limit {
+        let h = header_at(file, pos, limit)?;
+        if !f(pos, &h)? {
+            break;
+        }
+        pos += h.total_size() as u64;
+    }
+    Ok(())
+}
+
+/// The header at `pos`, checked to be a plausible batch lying entirely before `limit`.
+fn header_at(file: &File, pos: u64, limit: u64) -> Result<BatchHeader, LogError> {
+    if limit - pos < BATCH_HEADER_LEN as u64 {
+        return Err(LogError::Corrupt(format!(
+            "incomplete batch header at position {pos}"
+        )));
+    }
+    let buf = read_exact_at(file, pos, BATCH_HEADER_LEN)?;
+    let h = BatchHeader::parse(&buf)?;
+    check_header(&h, pos, limit)?;
+    Ok(h)
+}
+
+fn check_header(h: &BatchHeader, pos: u64, limit: u64) -> Result<(), LogError> {
+    if h.total_size() < BATCH_HEADER_LEN
+        || pos + h.total_size() as u64 > limit
+        || h.last_offset_delta < 0
+    {
+        return Err(LogError::Corrupt(format!(
+            "bad batch header at position {pos}: length {}, last offset delta {}",
+            h.batch_length, h.last_offset_delta
+        )));
+    }
+    Ok(())
+}
+
+/// Window over a segment file for scanning headers without one `pread` per batch.
+struct Window<'a> {
+    file: &'a File,
+    limit: u64,
+    chunk: usize,
+    start: u64,
+    data: Vec<u8>,
+}
+
+impl<'a> Window<'a> {
+    fn new(file: &'a File, limit: u64, chunk: usize) -> Self {
+        Window {
+            file,
+            limit,
+            chunk,
+            start: 0,
+            data: Vec::new(),
+        }
+    }
+
+    /// Bytes `[pos, pos+len)`, reading a new window if needed.
+    fn get(&mut self, pos: u64, len: usize) -> Result<&[u8], LogError> {
+        let end = pos + len as u64;
+        if pos < self.start || end > self.start + self.data.len() as u64 {
+            let want = len.max(self.chunk) as u64;
+            let avail = self.limit.saturating_sub(pos).min(want);
+            if avail < len as u64 {
+                return Err(LogError::Corrupt(format!(
+                    "{len} bytes at position {pos} extend past the segment end {}",
+                    self.limit
+                )));
+            }
+            self.data = read_exact_at(self.file, pos, avail as usize)?;
+            self.start = pos;
+        }
+        let at = (pos - self.start) as usize;
+        Ok(&self.data[at..at + len])
+    }
+}
+
+impl SegmentShared {
+    /// Reads whole batches starting with the one containing `offset`, stopping before `max_bytes`
+    /// would be exceeded (unless `include_first_anyway` and nothing was taken yet, KIP-74) and before
+    /// any batch whose last offset is `>= max_offset`.
+    pub fn read_batches(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        include_first_anyway: bool,
+        index_interval: usize,
+    ) -> Result<SegRead, LogError> {
+        let (mut pos, size, end_offset) = {
+            let st = self.state.read();
+            let rel = u32::try_from(offset.saturating_sub(self.base_offset)).unwrap_or(u32::MAX);
+            let pos =
+                index::lookup_offset(&st.offset_index, rel).map_or(0, |e| u64::from(e.position));
+            (pos, st.size, st.end_offset)
+        };
+        let mut out = SegRead {
+            data: None,
+            bytes: 0,
+            first_offset: offset,
+            next_offset: offset,
+            stopped: false,
+        };
+        if offset >= end_offset {
+            return Ok(out);
+        }
+        let chunk = max_bytes
+            .saturating_add(index_interval)
+            .saturating_add(BATCH_HEADER_LEN)
+            .clamp(4096, 8 << 20);
+        let mut win = Window::new(&self.log, size, chunk);
+        // Skip the batches before the one containing `offset`.
+        let first = loop {
+            if pos >= size {
+                return Ok(out);
+            }
+            let h = BatchHeader::parse(win.get(pos, BATCH_HEADER_LEN)?)?;
+            check_header(&h, pos, size)?;
+            if h.last_offset() >= offset {
+                break h;
+            }
+            pos += h.total_size() as u64;
+        };
+        let first_pos = pos;
+        out.first_offset = first.base_offset;
+        let mut h = first;
+        loop {
+            let total = h.total_size();
+            if h.last_offset() >= max_offset {
+                out.stopped = true;
+                break;
+            }
+            if out.bytes + total > max_bytes && (out.bytes > 0 || !include_first_anyway) {
+                out.stopped = true;
+                break;
+            }
+            out.bytes += total;
+            out.next_offset = h.last_offset() + 1;
+            pos += total as u64;
+            if pos >= size {
+                break;
+            }
+            h = BatchHeader::parse(win.get(pos, BATCH_HEADER_LEN)?)?;
+            check_header(&h, pos, size)?;
+        }
+        if out.bytes > 0 {
+            let end = first_pos + out.bytes as u64;
+            let in_window = first_pos >= win.start && end <= win.start + win.data.len() as u64;
+            let data = if in_window {
+                let a = (first_pos - win.start) as usize;
+                Bytes::from(std::mem::take(&mut win.data)).slice(a..a + out.bytes)
+            } else {
+                Bytes::from(read_exact_at(&self.log, first_pos, out.bytes)?)
+            };
+            out.data = Some(data);
+        } else {
+            out.next_offset = offset;
+            out.first_offset = offset;
+        }
+        Ok(out)
+    }
+
+    /// Position from which to scan for the first batch with max timestamp `>= ts`.
+    pub fn time_start_position(&self, ts: i64) -> u64 {
+        let st = self.state.read();
+        match index::lookup_time_before(&st.time_index, ts) {
+            Some(t) => index::lookup_offset(&st.offset_index, t.rel_offset)
+                .map_or(0, |e| u64::from(e.position)),
+            None => 0,
+        }
+    }
+}
+
+/// Writer side of a segment.
+pub(crate) struct Segment {
+    pub shared: Arc<SegmentShared>,
+    index_file: File,
+    time_file: File,
+    log_path: PathBuf,
+    index_path: PathBuf,
+    time_path: PathBuf,
+    size: u64,
+    end_offset: i64,
+    index_len: u64,
+    time_len: u64,
+    builder: IndexBuilder,
+    /// Wall-clock ms of the first batch (or its timestamp after a restart), for `segment.ms`.
+    pub rolling_ts: Option<i64>,
+    /// Ms of the last append (file mtime after a restart), used when batches carry no timestamps.
+    pub last_modified_ms: i64,
+    pub dirty: bool,
+    /// Test hook: the next log write stores this many bytes and then fails.
+    #[cfg(test)]
+    pub fail_next_write: Option<usize>,
+}
+
+/// The three files of a segment.
+struct Files {
+    log: File,
+    index_file: File,
+    time_file: File,
+}
+
+/// In-memory content of a segment loaded from disk.
+struct Loaded {
+    offset_index: Vec<OffsetEntry>,
+    time_index: Vec<TimeEntry>,
+    size: u64,
+    end_offset: i64,
+    builder: IndexBuilder,
+}
+
+/// A segment's offset and time index entries.
+type Indexes = (Vec<OffsetEntry>, Vec<TimeEntry>);
+
+fn open_rw(path: &Path, truncate: bool) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(truncate)
+        .open(path)
+}
+
+fn mtime_ms(file: &File) -> Option<i64> {
+    let m = file.metadata().ok()?.modified().ok()?;
+    let d = m.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(d.as_millis()).ok()
+}
+
+impl Segment {
+    fn assemble(
+        dir: &Path,
+        base_offset: i64,
+        files: Files,
+        loaded: Loaded,
+        now_ms: i64,
+    ) -> Segment {
+        let Files {
+            log,
+            index_file,
+            time_file,
+        } = files;
+        let Loaded {
+            offset_index,
+            time_index,
+            size,
+            end_offset,
+            builder,
+        } = loaded;
+        let last_modified_ms = mtime_ms(&log).unwrap_or(now_ms);
+        let index_len = (offset_index.len() * index::OFFSET_ENTRY_LEN) as u64;
+        let time_len = (time_index.len() * index::TIME_ENTRY_LEN) as u64;
+        let state = SegState {
+            offset_index,
+            time_index,
+            size,
+            end_offset,
+            max_ts: builder.max_ts,
+            max_ts_offset: builder.max_ts_offset,
+        };
+        Segment {
+            shared: Arc::new(SegmentShared {
+                base_offset,
+                log,
+                state: RwLock::new(state),
+            }),
+            index_file,
+            time_file,
+            log_path: file_name(dir, base_offset, ".log"),
+            index_path: file_name(dir, base_offset, ".index"),
+            time_path: file_name(dir, base_offset, ".timeindex"),
+            size,
+            end_offset,
+            index_len,
+            time_len,
+            builder,
+            rolling_ts: None,
+            last_modified_ms,
+            dirty: false,
+            #[cfg(test)]
+            fail_next_write: None,
+        }
+    }
+
+    /// Creates a new empty segment (truncating stray index files with the same base).
+    pub fn create(dir: &Path, base_offset: i64, now_ms: i64) -> Result<Segment, LogError> {
+        let log = open_rw(&file_name(dir, base_offset, ".log"), true)?;
+        let idx = open_rw(&file_name(dir, base_offset, ".index"), true)?;
+        let tim = open_rw(&file_name(dir, base_offset, ".timeindex"), true)?;
+        let files = Files {
+            log,
+            index_file: idx,
+            time_file: tim,
+        };
+        let loaded = Loaded {
+            offset_index: Vec::new(),
+            time_index: Vec::new(),
+            size: 0,
+            end_offset: base_offset,
+            builder: IndexBuilder::new(),
+        };
+        let mut s = Segment::assemble(dir, base_offset, files, loaded, now_ms);
+        s.last_modified_ms = now_ms;
+        Ok(s)
+    }
+
+    /// Opens a closed (not last) segment ending at `end_offset` (the next segment's base). Loads its
+    /// indexes, rebuilding them from the log if missing or inconsistent. The log is not CRC-checked.
+    pub fn open_closed(
+        dir: &Path,
+        base_offset: i64,
+        end_offset: i64,
+        index_interval: usize,
+        now_ms: i64,
+    ) -> Result<Segment, LogError> {
+        let log_path = file_name(dir, base_offset, ".log");
+        let log = open_rw(&log_path, false)?;
+        let size = log.metadata()?.len();
+        let idx_path = file_name(dir, base_offset, ".index");
+        let tim_path = file_name(dir, base_offset, ".timeindex");
+        let idx_exists = idx_path.exists() && tim_path.exists();
+        let index_file = open_rw(&idx_path, false)?;
+        let time_file = open_rw(&tim_path, false)?;
+        let rel_end = u64::try_from(end_offset - base_offset).unwrap_or(0);
+        let loaded = Self::load_indexes(&log, &index_file, &time_file, base_offset, size, rel_end)?;
+        let (offsets, times, builder) = match loaded {
+            Some((o, t)) => {
+                let b = IndexBuilder::from_time_index(base_offset, &t);
+                (o, t, b)
+            }
+            None => {
+                if idx_exists || size > 0 {
+                    tracing::warn!(
+                        segment = %log_path.display(),
+                        "offset/time index missing or inconsistent; rebuilding from the log"
+                    );
+                }
+                let mut headers = Vec::new();
+                // A closed segment is not truncated: index what is readable, and let reads of a
+                // corrupt part fail with `Corrupt`.
+                if let Err(e) = scan_headers(&log, 0, size, |pos, h| {
+                    headers.push((pos, *h));
+                    Ok(true)
+                }) {
+                    tracing::warn!(segment = %log_path.display(), error = %e, "corrupt closed segment");
+                }
+                let (o, t, mut b) = rebuild_indexes(base_offset, &headers, index_interval);
+                let mut t = t;
+                t.extend(b.finish(base_offset));
+                write_whole(&index_file, &index::encode_offsets(&o))?;
+                write_whole(&time_file, &index::encode_times(&t))?;
+                (o, t, b)
+            }
+        };
+        let files = Files {
+            log,
+            index_file,
+            time_file,
+        };
+        let loaded = Loaded {
+            offset_index: offsets,
+            time_index: times,
+            size,
+            end_offset,
+            builder,
+        };
+        Ok(Segment::assemble(dir, base_offset, files, loaded, now_ms))
+    }
+
+    /// Loads and sanity-checks a closed segment's indexes; `None` means "rebuild".
+    fn load_indexes(
+        log: &File,
+        index_file: &File,
+        time_file: &File,
+        base_offset: i64,
+        size: u64,
+        rel_end: u64,
+    ) -> Result<Option<Indexes>, LogError> {
+        let ib = read_all(index_file)?;
+        let tb = read_all(time_file)?;
+        let (Some(o), Some(t)) = (index::decode_offsets(&ib), index::decode_times(&tb)) else {
+            return Ok(None);
+        };
+        if !index::offsets_consistent(&o, size, rel_end) || !index::times_consistent(&t, rel_end) {
+            return Ok(None);
+        }
+        // A non-empty segment always has a final time entry unless it has no timestamps at all:
+        // rebuild to find out (cheap and rare).
+        if size > 0 && t.is_empty() {
+            return Ok(None);
+        }
+        // The last offset entry must point at a batch with that base offset.
+        if let Some(last) = o.last() {
+            match header_at(log, u64::from(last.position), size) {
+                Ok(h)
+                    if h.base_offset == base_offset.saturating_add(i64::from(last.rel_offset)) => {}
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some((o, t)))
+    }
+
+    /// Opens the active (last) segment and recovers it: validates every batch (length, magic, CRC,
+    /// offset continuity), truncates anything after the last valid one, rebuilds both indexes and
+    /// rewrites the index files if they differ. Returns the segment and the bytes truncated.
+    pub fn open_active(
+        dir: &Path,
+        base_offset: i64,
+        index_interval: usize,
+        now_ms: i64,
+    ) -> Result<(Segment, u64), LogError> {
+        let log_path = file_name(dir, base_offset, ".log");
+        let log = open_rw(&log_path, false)?;
+        let file_len = log.metadata()?.len();
+        let rec = recovery::validate_segment(&log, base_offset, file_len)?;
+        let truncated = file_len - rec.valid_len;
+        if truncated > 0 {
+            tracing::warn!(
+                segment = %log_path.display(),
+                truncated_bytes = truncated,
+                valid_bytes = rec.valid_len,
+                reason = rec.reason.as_deref().unwrap_or(""),
+                "truncating torn tail of the active segment"
+            );
+            log.set_len(rec.valid_len)?;
+            log.sync_all()?;
+        }
+        let (offsets, times, builder) = rebuild_indexes(base_offset, &rec.batches, index_interval);
+        let idx_path = file_name(dir, base_offset, ".index");
+        let tim_path = file_name(dir, base_offset, ".timeindex");
+        let index_file = open_rw(&idx_path, false)?;
+        let time_file = open_rw(&tim_path, false)?;
+        let ob = index::encode_offsets(&offsets);
+        let tb = index::encode_times(&times);
+        let mut rewritten = false;
+        if read_all(&index_file)? != ob {
+            write_whole(&index_file, &ob)?;
+            rewritten = true;
+        }
+        if read_all(&time_file)? != tb {
+            write_whole(&time_file, &tb)?;
+            rewritten = true;
+        }
+        if rewritten {
+            tracing::warn!(segment = %log_path.display(), "rebuilt offset/time index of the active segment");
+        }
+        let end_offset = rec
+            .batches
+            .last()
+            .map_or(base_offset, |(_, h)| h.last_offset().saturating_add(1));
+        let files = Files {
+            log,
+            index_file,
+            time_file,
+        };
+        let loaded = Loaded {
+            offset_index: offsets,
+            time_index: times,
+            size: rec.valid_len,
+            end_offset,
+            builder,
+        };
+        let mut seg = Segment::assemble(dir, base_offset, files, loaded, now_ms);
+        // The `segment.ms` clock restarts from the file's creation time (the roll that created it),
+        // or from now if the file system does not record one.
+        if !rec.batches.is_empty() {
+            let created = seg
+                .shared
+                .log
+                .metadata()
+                .ok()
+                .and_then(|m| m.created().ok())
+                .and_then(|t| {
+                    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+                    i64::try_from(d.as_millis()).ok()
+                });
+            seg.rolling_ts = Some(created.filter(|&c| c <= now_ms).unwrap_or(now_ms));
+        }
+        Ok((seg, truncated))
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.shared.base_offset
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    pub fn end_offset(&self) -> i64 {
+        self.end_offset
+    }
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+    /// Largest timestamp for retention: the largest batch timestamp, or the last modification time
+    /// (ms) if no batch carries one (as Kafka does).
+    pub fn largest_timestamp(&self) -> i64 {
+        if self.builder.max_ts >= 0 {
+            self.builder.max_ts
+        } else {
+            self.last_modified_ms
+        }
+    }
+
+    /// Appends `data` (whole batches whose headers, already patched, are `headers`) with one
+    /// positional write, then the new index entries. On any write error the three files are cut
+    /// back to their previous lengths and nothing changes in memory.
+    pub fn append(
+        &mut self,
+        data: &[u8],
+        headers: &[BatchHeader],
+        index_interval: usize,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        let start = self.size;
+        let mut builder = self.builder.clone();
+        let mut offs = Vec::new();
+        let mut times = Vec::new();
+        let mut pos = start;
+        for h in headers {
+            let (o, t) = builder.on_batch(self.shared.base_offset, h, pos, index_interval);
+            offs.extend(o);
+            times.extend(t);
+            pos += h.total_size() as u64;
+        }
+        if let Err(e) = self.write_all(data, &offs, &times) {
+            self.truncate_to(start, self.index_len, self.time_len);
+            return Err(e.into());
+        }
+        self.size += data.len() as u64;
+        self.index_len += (offs.len() * index::OFFSET_ENTRY_LEN) as u64;
+        self.time_len += (times.len() * index::TIME_ENTRY_LEN) as u64;
+        self.builder = builder;
+        if let Some(last) = headers.last() {
+            self.end_offset = last.last_offset().saturating_add(1);
+        }
+        self.rolling_ts.get_or_insert(now_ms);
+        self.last_modified_ms = now_ms;
+        self.dirty = true;
+        let mut st = self.shared.state.write();
+        st.offset_index.extend(offs);
+        st.time_index.extend(times);
+        st.size = self.size;
+        st.end_offset = self.end_offset;
+        st.max_ts = self.builder.max_ts;
+        st.max_ts_offset = self.builder.max_ts_offset;
+        Ok(())
+    }
+
+    fn write_all(
+        &mut self,
+        data: &[u8],
+        offs: &[OffsetEntry],
+        times: &[TimeEntry],
+    ) -> io::Result<()> {
+        #[cfg(test)]
+        if let Some(n) = self.fail_next_write.take() {
+            self.shared
+                .log
+                .write_all_at(&data[..n.min(data.len())], self.size)?;
+            return Err(io::Error::other("injected write failure"));
+        }
+        self.shared.log.write_all_at(data, self.size)?;
+        if !offs.is_empty() {
+            self.index_file
+                .write_all_at(&index::encode_offsets(offs), self.index_len)?;
+        }
+        if !times.is_empty() {
+            self.time_file
+                .write_all_at(&index::encode_times(times), self.time_len)?;
+        }
+        Ok(())
+    }
+
+    /// Cuts the three files back to the given lengths after a failed append (best effort: if this
+    /// fails too, recovery at the next open truncates the torn tail).
+    pub(crate) fn truncate_to(&self, log_len: u64, index_len: u64, time_len: u64) {
+        for (f, len, path) in [
+            (&self.shared.log, log_len, &self.log_path),
+            (&self.index_file, index_len, &self.index_path),
+            (&self.time_file, time_len, &self.time_path),
+        ] {
+            if let Err(e) = f.set_len(len) {
+                tracing::error!(file = %path.display(), error = %e, "cannot truncate after failed append");
+            }
+        }
+    }
+
+    /// Called when the segment stops being the active one: appends the final time-index entry.
+    pub fn close_active(&mut self) -> Result<(), LogError> {
+        if let Some(t) = self.builder.finish(self.shared.base_offset) {
+            self.time_file
+                .write_all_at(&index::encode_times(&[t]), self.time_len)?;
+            self.time_len += index::TIME_ENTRY_LEN as u64;
+            self.dirty = true;
+            self.shared.state.write().time_index.push(t);
+        }
+        Ok(())
+    }
+
+    /// `fdatasync` of the log and both indexes if anything was written since the last flush.
+    pub fn flush(&mut self) -> Result<(), LogError> {
+        if self.dirty {
+            self.shared.log.sync_data()?;
+            self.index_file.sync_data()?;
+            self.time_file.sync_data()?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Removes the three files. Readers holding the shared `.log` handle can finish their reads.
+    pub fn delete_files(&self) -> Result<(), LogError> {
+        for p in [&self.log_path, &self.index_path, &self.time_path] {
+            match fs::remove_file(p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Headers of every batch in this segment, oldest first.
+    pub fn headers(&self) -> Result<Vec<BatchHeader>, LogError> {
+        let mut out = Vec::new();
+        scan_headers(&self.shared.log, 0, self.size, |_, h| {
+            out.push(*h);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    #[cfg(test)]
+    pub fn paths(&self) -> [PathBuf; 3] {
+        [
+            self.log_path.clone(),
+            self.index_path.clone(),
+            self.time_path.clone(),
+        ]
+    }
+}
+
+/// Index entries for batches `(position, header)` of a segment, as appends would have produced them.
+pub(crate) fn rebuild_indexes(
+    base_offset: i64,
+    batches: &[(u64, BatchHeader)],
+    index_interval: usize,
+) -> (Vec<OffsetEntry>, Vec<TimeEntry>, IndexBuilder) {
+    let mut b = IndexBuilder::new();
+    let mut offs = Vec::new();
+    let mut times = Vec::new();
+    for (pos, h) in batches {
+        let (o, t) = b.on_batch(base_offset, h, *pos, index_interval);
+        offs.extend(o);
+        times.extend(t);
+    }
+    (offs, times, b)
+}
+
+fn read_all(file: &File) -> Result<Vec<u8>, LogError> {
+    let len = file.metadata()?.len();
+    let len = usize::try_from(len).map_err(|_| LogError::Corrupt("index file too large".into()))?;
+    read_exact_at(file, 0, len)
+}
+
+fn write_whole(file: &File, data: &[u8]) -> Result<(), LogError> {
+    file.set_len(0)?;
+    file.write_all_at(data, 0)?;
+    Ok(())
+}
