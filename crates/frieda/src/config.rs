@@ -49,7 +49,9 @@ pub struct BrokerConfig {
 
 impl Default for BrokerConfig {
     fn default() -> Self {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         BrokerConfig {
             listen: "127.0.0.1:9092".parse().expect("static address"),
             advertised_listener: None,
@@ -97,9 +99,7 @@ impl BrokerConfig {
         };
         match key {
             "listen" | "listeners" => self.listen = text.parse().context("expected HOST:PORT")?,
-            "advertised.listener" | "advertised.listeners" => {
-                self.advertised_listener = Some(text)
-            }
+            "advertised.listener" | "advertised.listeners" => self.advertised_listener = Some(text),
             "data.dir" | "log.dirs" | "log.dir" => self.data_dir = PathBuf::from(text),
             "node.id" | "broker.id" => self.node_id = text.parse()?,
             "num.partitions" => {
@@ -128,7 +128,8 @@ impl BrokerConfig {
                 let topic_key = match topic_key {
                     "retention.hours" => {
                         let h: i64 = text.parse()?;
-                        self.topic_defaults.set("retention.ms", &(h * 3_600_000).to_string())?;
+                        self.topic_defaults
+                            .set("retention.ms", &(h * 3_600_000).to_string())?;
                         return Ok(());
                     }
                     "roll.ms" => "segment.ms",

@@ -11,7 +11,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 #[derive(Parser)]
-#[command(name = "frieda", version, about = "A Kafka-protocol message broker built for low tail latency")]
+#[command(
+    name = "frieda",
+    version,
+    about = "A Kafka-protocol message broker built for low tail latency"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -39,6 +43,7 @@ enum Command {
 fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
@@ -113,7 +118,11 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
 }
 
 /// Every second: time-based flushes; every `retention_every`: retention too.
-async fn maintain(broker: std::sync::Arc<Broker>, retention_every: Duration, mut stop: watch::Receiver<bool>) {
+async fn maintain(
+    broker: std::sync::Arc<Broker>,
+    retention_every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut tick = tokio::time::interval(Duration::from_secs(1).min(retention_every));
     let mut last_retention = tokio::time::Instant::now();
     loop {

@@ -162,7 +162,10 @@ impl Broker {
         let meta = topic.meta();
         let text = serde_json::to_string_pretty(&meta).map_err(std::io::Error::other)?;
         write_durably(
-            &self.meta_dir.join("topics").join(format!("{}.json", meta.name)),
+            &self
+                .meta_dir
+                .join("topics")
+                .join(format!("{}.json", meta.name)),
             &text,
         )
     }
@@ -274,7 +277,10 @@ impl Broker {
     /// Creates a topic named in a Metadata request if auto-creation is on; returns it either way
     /// if it exists. Errors as [`Broker::create_topic`], or UNKNOWN_TOPIC_OR_PARTITION (3) when
     /// auto-creation is off.
-    pub async fn get_or_auto_create(self: &Arc<Self>, name: &str) -> Result<Arc<Topic>, AdminError> {
+    pub async fn get_or_auto_create(
+        self: &Arc<Self>,
+        name: &str,
+    ) -> Result<Arc<Topic>, AdminError> {
         if let Some(t) = self.topic(name) {
             return Ok(t);
         }
@@ -350,7 +356,9 @@ impl Broker {
         if count <= current {
             return Err(AdminError::new(
                 ResponseError::InvalidPartitions,
-                format!("topic currently has {current} partitions, {count} would not be an increase"),
+                format!(
+                    "topic currently has {current} partitions, {count} would not be an increase"
+                ),
             ));
         }
         if validate_only {
@@ -428,8 +436,8 @@ impl Broker {
 fn load_cluster_id(meta_dir: &Path) -> anyhow::Result<String> {
     let path = meta_dir.join("cluster.json");
     if let Ok(text) = std::fs::read_to_string(&path) {
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("parsing {}", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         if let Some(id) = v.get("cluster_id").and_then(|s| s.as_str()) {
             return Ok(id.to_string());
         }
@@ -441,8 +449,7 @@ fn load_cluster_id(meta_dir: &Path) -> anyhow::Result<String> {
 }
 
 fn base64_url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut out = String::new();
     let mut acc: u32 = 0;
     let mut bits = 0;

@@ -33,19 +33,71 @@ pub struct TopicConfigKey {
 /// Every topic config Frieda accepts. `cleanup.policy=compact` and `min.insync.replicas` are
 /// stored and reported; compaction is not performed yet and a single broker has one replica.
 pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
-    TopicConfigKey { name: "cleanup.policy", default: "delete", kind: ValueKind::Choice(&["delete", "compact", "compact,delete", "delete,compact"]) },
-    TopicConfigKey { name: "compression.type", default: "producer", kind: ValueKind::Choice(&["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"]) },
-    TopicConfigKey { name: "flush.messages", default: "9223372036854775807", kind: ValueKind::Long { min: 1 } },
-    TopicConfigKey { name: "flush.ms", default: "9223372036854775807", kind: ValueKind::Long { min: 0 } },
-    TopicConfigKey { name: "index.interval.bytes", default: "4096", kind: ValueKind::Long { min: 0 } },
-    TopicConfigKey { name: "max.message.bytes", default: "1048588", kind: ValueKind::Long { min: 0 } },
-    TopicConfigKey { name: "message.timestamp.type", default: "CreateTime", kind: ValueKind::Choice(&["CreateTime", "LogAppendTime"]) },
-    TopicConfigKey { name: "min.insync.replicas", default: "1", kind: ValueKind::Long { min: 1 } },
-    TopicConfigKey { name: "retention.bytes", default: "-1", kind: ValueKind::Long { min: -1 } },
-    TopicConfigKey { name: "retention.ms", default: "604800000", kind: ValueKind::Long { min: -1 } },
-    TopicConfigKey { name: "segment.bytes", default: "1073741824", kind: ValueKind::Long { min: 14 } },
-    TopicConfigKey { name: "segment.ms", default: "604800000", kind: ValueKind::Long { min: 1 } },
-    TopicConfigKey { name: "unclean.leader.election.enable", default: "false", kind: ValueKind::Boolean },
+    TopicConfigKey {
+        name: "cleanup.policy",
+        default: "delete",
+        kind: ValueKind::Choice(&["delete", "compact", "compact,delete", "delete,compact"]),
+    },
+    TopicConfigKey {
+        name: "compression.type",
+        default: "producer",
+        kind: ValueKind::Choice(&["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"]),
+    },
+    TopicConfigKey {
+        name: "flush.messages",
+        default: "9223372036854775807",
+        kind: ValueKind::Long { min: 1 },
+    },
+    TopicConfigKey {
+        name: "flush.ms",
+        default: "9223372036854775807",
+        kind: ValueKind::Long { min: 0 },
+    },
+    TopicConfigKey {
+        name: "index.interval.bytes",
+        default: "4096",
+        kind: ValueKind::Long { min: 0 },
+    },
+    TopicConfigKey {
+        name: "max.message.bytes",
+        default: "1048588",
+        kind: ValueKind::Long { min: 0 },
+    },
+    TopicConfigKey {
+        name: "message.timestamp.type",
+        default: "CreateTime",
+        kind: ValueKind::Choice(&["CreateTime", "LogAppendTime"]),
+    },
+    TopicConfigKey {
+        name: "min.insync.replicas",
+        default: "1",
+        kind: ValueKind::Long { min: 1 },
+    },
+    TopicConfigKey {
+        name: "retention.bytes",
+        default: "-1",
+        kind: ValueKind::Long { min: -1 },
+    },
+    TopicConfigKey {
+        name: "retention.ms",
+        default: "604800000",
+        kind: ValueKind::Long { min: -1 },
+    },
+    TopicConfigKey {
+        name: "segment.bytes",
+        default: "1073741824",
+        kind: ValueKind::Long { min: 14 },
+    },
+    TopicConfigKey {
+        name: "segment.ms",
+        default: "604800000",
+        kind: ValueKind::Long { min: 1 },
+    },
+    TopicConfigKey {
+        name: "unclean.leader.election.enable",
+        default: "false",
+        kind: ValueKind::Boolean,
+    },
 ];
 
 /// Finds a supported key by name.
@@ -63,7 +115,11 @@ pub enum ConfigError {
     #[error("unknown topic config `{0}`")]
     Unknown(String),
     #[error("invalid value `{value}` for `{name}`: {why}")]
-    Invalid { name: String, value: String, why: String },
+    Invalid {
+        name: String,
+        value: String,
+        why: String,
+    },
 }
 
 impl TopicConfigs {
@@ -163,7 +219,9 @@ mod tests {
         defaults.set("segment.bytes", "4096").unwrap();
         let mut topic = TopicConfigs::default();
         topic.set("segment.bytes", "8192").unwrap();
-        topic.set("message.timestamp.type", "LogAppendTime").unwrap();
+        topic
+            .set("message.timestamp.type", "LogAppendTime")
+            .unwrap();
         let log = topic.log_config(&defaults);
         assert_eq!(log.retention_ms, 1000);
         assert_eq!(log.segment_bytes, 8192);
@@ -174,10 +232,19 @@ mod tests {
     #[test]
     fn bad_values_are_refused() {
         let mut c = TopicConfigs::default();
-        assert!(matches!(c.set("retention.ms", "x"), Err(ConfigError::Invalid { .. })));
-        assert!(matches!(c.set("retention.ms", "-2"), Err(ConfigError::Invalid { .. })));
+        assert!(matches!(
+            c.set("retention.ms", "x"),
+            Err(ConfigError::Invalid { .. })
+        ));
+        assert!(matches!(
+            c.set("retention.ms", "-2"),
+            Err(ConfigError::Invalid { .. })
+        ));
         assert!(matches!(c.set("nope", "1"), Err(ConfigError::Unknown(_))));
-        assert!(matches!(c.set("cleanup.policy", "shred"), Err(ConfigError::Invalid { .. })));
+        assert!(matches!(
+            c.set("cleanup.policy", "shred"),
+            Err(ConfigError::Invalid { .. })
+        ));
         assert!(c.0.is_empty());
     }
 }

@@ -254,7 +254,9 @@ fn maintain(partition: &Partition, retention: bool) {
                 segments = r.deleted_segments, bytes = r.deleted_bytes, log_start_offset = r.log_start_offset,
                 "retention deleted segments"),
             Ok(_) => {}
-            Err(e) => tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed"),
+            Err(e) => {
+                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed")
+            }
         }
     }
 }

@@ -154,8 +154,14 @@ mod tests {
         assert_eq!(t.check(&b1), Ok(SequenceCheck::Append));
         t.record(&b1, 103);
         // retry of b0 and of b1
-        assert_eq!(t.check(&b0), Ok(SequenceCheck::Duplicate { base_offset: 100 }));
-        assert_eq!(t.check(&b1), Ok(SequenceCheck::Duplicate { base_offset: 103 }));
+        assert_eq!(
+            t.check(&b0),
+            Ok(SequenceCheck::Duplicate { base_offset: 100 })
+        );
+        assert_eq!(
+            t.check(&b1),
+            Ok(SequenceCheck::Duplicate { base_offset: 103 })
+        );
         // gap
         assert_eq!(
             t.check(&batch(7, 0, 9, 1)),
@@ -193,7 +199,10 @@ mod tests {
             t.check(&batch(2, 0, 0, 1)),
             Err(ResponseError::OutOfOrderSequenceNumber)
         );
-        assert_eq!(t.check(&batch(2, 0, 5, 1)), Ok(SequenceCheck::Duplicate { base_offset: 5 }));
+        assert_eq!(
+            t.check(&batch(2, 0, 5, 1)),
+            Ok(SequenceCheck::Duplicate { base_offset: 5 })
+        );
         assert_eq!(t.check(&batch(99, 0, 42, 1)), Ok(SequenceCheck::Append));
         assert_eq!(t.check(&batch(-1, -1, -1, 1)), Ok(SequenceCheck::Append));
     }

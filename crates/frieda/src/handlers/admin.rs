@@ -56,9 +56,11 @@ pub async fn create_topics(
                 code: ResponseError::InvalidRequest,
                 message: "both replica assignments and partitions/replication factor given".into(),
             })
-        } else if t.assignments.iter().any(|a| {
-            a.broker_ids.len() != 1 || a.broker_ids[0].0 != broker.config.node_id
-        }) {
+        } else if t
+            .assignments
+            .iter()
+            .any(|a| a.broker_ids.len() != 1 || a.broker_ids[0].0 != broker.config.node_id)
+        {
             Err(AdminError {
                 code: ResponseError::InvalidReplicaAssignment,
                 message: format!(
@@ -78,13 +80,23 @@ pub async fn create_topics(
                 .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
                 .collect();
             broker
-                .create_topic(&name, partitions, t.replication_factor, &configs, req.validate_only)
+                .create_topic(
+                    &name,
+                    partitions,
+                    t.replication_factor,
+                    &configs,
+                    req.validate_only,
+                )
                 .await
         };
         results.push(match outcome {
             Ok(topic) => {
                 let mut r = result
-                    .with_topic_id(topic.id)
+                    .with_topic_id(if ctx.api_version >= 7 {
+                        topic.id
+                    } else {
+                        uuid::Uuid::nil()
+                    })
                     .with_num_partitions(if req.validate_only {
                         if t.num_partitions == -1 && t.assignments.is_empty() {
                             broker.config.num_partitions
@@ -97,6 +109,9 @@ pub async fn create_topics(
                         topic.partition_count()
                     })
                     .with_replication_factor(1);
+                if ctx.api_version < 5 {
+                    r = r.with_num_partitions(-1).with_replication_factor(-1);
+                }
                 if ctx.api_version >= 5 {
                     let configs = topic.configs.read().clone();
                     r = r.with_configs(Some(
@@ -148,22 +163,34 @@ pub async fn delete_topics(
     let mut responses = Vec::with_capacity(wanted.len());
     for (name, id) in wanted {
         let (topic, unknown) = match &name {
-            Some(n) => (broker.topic(n.0.as_str()), ResponseError::UnknownTopicOrPartition),
+            Some(n) => (
+                broker.topic(n.0.as_str()),
+                ResponseError::UnknownTopicOrPartition,
+            ),
             None => (broker.topic_by_id(&id), ResponseError::UnknownTopicId),
         };
         let result = DeletableTopicResult::default()
             .with_name(name.clone())
-            .with_topic_id(id);
+            .with_topic_id(if ctx.api_version >= 6 {
+                id
+            } else {
+                uuid::Uuid::nil()
+            });
         responses.push(match topic {
             None => result.with_error_code(unknown.code()),
             Some(topic) => {
                 let result = result
                     .with_name(Some(TopicName(str_bytes(&topic.name))))
-                    .with_topic_id(topic.id);
+                    .with_topic_id(if ctx.api_version >= 6 {
+                        topic.id
+                    } else {
+                        uuid::Uuid::nil()
+                    });
                 match broker.delete_topic(topic).await {
                     Ok(()) => result,
                     Err(e) => {
                         let (code, msg) = err_fields(&e);
+                        let msg = if ctx.api_version >= 5 { msg } else { None };
                         result.with_error_code(code).with_error_message(msg)
                     }
                 }

@@ -100,7 +100,10 @@ mod tests {
     fn table_is_within_the_crate_ranges() {
         for (k, min, max) in SUPPORTED {
             let r = k.valid_versions();
-            assert!(*min >= r.min && *max <= r.max, "{k:?} {min}..{max} outside {r}");
+            assert!(
+                *min >= r.min && *max <= r.max,
+                "{k:?} {min}..{max} outside {r}"
+            );
         }
     }
 

@@ -5,11 +5,11 @@ use super::{str_bytes, RequestContext};
 use crate::broker::topic_config::{TopicConfigs, ValueKind, TOPIC_CONFIG_KEYS};
 use crate::broker::{AdminError, Broker};
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,
 };
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResult;
-use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
@@ -83,8 +83,16 @@ fn broker_config_entries(broker: &Broker) -> Vec<ConfigEntry> {
     let mut entries: Vec<ConfigEntry> = [
         ("node.id", c.node_id.to_string(), TYPE_LONG),
         ("num.partitions", c.num_partitions.to_string(), TYPE_LONG),
-        ("auto.create.topics.enable", c.auto_create_topics.to_string(), TYPE_BOOLEAN),
-        ("socket.request.max.bytes", c.max_request_bytes.to_string(), TYPE_LONG),
+        (
+            "auto.create.topics.enable",
+            c.auto_create_topics.to_string(),
+            TYPE_BOOLEAN,
+        ),
+        (
+            "socket.request.max.bytes",
+            c.max_request_bytes.to_string(),
+            TYPE_LONG,
+        ),
         ("log.dirs", c.data_dir.display().to_string(), TYPE_STRING),
     ]
     .into_iter()
@@ -106,7 +114,7 @@ fn broker_config_entries(broker: &Broker) -> Vec<ConfigEntry> {
 /// INVALID_REQUEST (42) for other resource types or another broker's id.
 pub async fn describe(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
     let mut results = Vec::with_capacity(req.resources.len());
@@ -146,7 +154,11 @@ pub async fn describe(
                             .with_read_only(r.resource_type == RESOURCE_BROKER)
                             .with_config_source(e.config_source)
                             .with_is_sensitive(false)
-                            .with_config_type(e.config_type)
+                            .with_config_type(if ctx.api_version >= 3 {
+                                e.config_type
+                            } else {
+                                0
+                            })
                     })
                     .collect(),
             ),

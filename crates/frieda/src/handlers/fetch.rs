@@ -7,9 +7,9 @@
 //! Fetch sessions (KIP-227) are not kept: every response carries session id 0, which clients
 //! take as "no session" and keep sending full fetch requests.
 
+use super::RequestContext;
 use crate::broker::partition::Partition;
 use crate::broker::Broker;
-use super::RequestContext;
 use bytes::{Bytes, BytesMut};
 use frieda_log::{FetchData, LogError};
 use futures::future::select_all;
@@ -37,7 +37,11 @@ struct Wanted {
 /// Handles a fetch. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3) / UNKNOWN_TOPIC_ID
 /// (100), OFFSET_OUT_OF_RANGE (1) below the log start offset or past the high watermark,
 /// KAFKA_STORAGE_ERROR (56) if the segment cannot be read.
-pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, req: FetchRequest) -> FetchResponse {
+pub async fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: FetchRequest,
+) -> FetchResponse {
     let by_id = ctx.api_version >= TOPIC_ID_VERSION;
     let mut topics_out = Vec::with_capacity(req.topics.len());
     let mut wanted = Vec::new();
@@ -100,7 +104,10 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, req: FetchReques
         if min_bytes == 0 {
             break results;
         }
-        if tokio::time::timeout_at(deadline, select_all(waits)).await.is_err() {
+        if tokio::time::timeout_at(deadline, select_all(waits))
+            .await
+            .is_err()
+        {
             break read_all(&wanted, response_max).await;
         }
     };
@@ -116,8 +123,10 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, req: FetchReques
         if let Ok(p) = &w.partition {
             pd = pd
                 .with_high_watermark(p.high_watermark())
-                .with_last_stable_offset(p.high_watermark())
-                .with_log_start_offset(p.log_start_offset());
+                .with_last_stable_offset(p.high_watermark());
+            if ctx.api_version >= 5 {
+                pd = pd.with_log_start_offset(p.log_start_offset());
+            }
         }
         pd = match r {
             PartitionRead::Data(data) => pd.with_records(Some(concat(data))),
@@ -169,11 +178,13 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
             w.max_bytes.min(response_max.saturating_sub(used))
         };
         if w.fetch_offset == hw || budget == 0 && used > 0 {
-            out.push(if w.fetch_offset >= p.log_start_offset() && w.fetch_offset <= hw {
-                PartitionRead::Empty
-            } else {
-                PartitionRead::Error(ResponseError::OffsetOutOfRange)
-            });
+            out.push(
+                if w.fetch_offset >= p.log_start_offset() && w.fetch_offset <= hw {
+                    PartitionRead::Empty
+                } else {
+                    PartitionRead::Error(ResponseError::OffsetOutOfRange)
+                },
+            );
             continue;
         }
         let read = match p.reader().read_cached(w.fetch_offset, budget.max(1), hw) {

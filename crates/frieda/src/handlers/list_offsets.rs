@@ -20,9 +20,11 @@ const EARLIEST_LOCAL: i64 = -4;
 /// timestamp -1, as in Kafka.
 pub async fn handle(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
+    // leader_epoch exists from v4; encoding a set field in an older version is an error.
+    let epoch = |e: i32| if ctx.api_version >= 4 { e } else { -1 };
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
         let topic = broker.topic(t.name.0.as_str());
@@ -32,11 +34,11 @@ pub async fn handle(
                 .with_partition_index(lp.partition_index)
                 .with_timestamp(-1)
                 .with_offset(-1)
-                .with_leader_epoch(0);
+                .with_leader_epoch(epoch(0));
             let Some(p) = topic.as_ref().and_then(|t| t.partition(lp.partition_index)) else {
                 partitions.push(
                     resp.with_error_code(ResponseError::UnknownTopicOrPartition.code())
-                        .with_leader_epoch(-1),
+                        .with_leader_epoch(epoch(-1)),
                 );
                 continue;
             };

@@ -29,10 +29,18 @@ pub async fn handle(
     let mut topics = Vec::new();
     match req.topics {
         // v0: an empty list means all topics; v1+: null means all topics.
-        None => topics.extend(broker.topics().iter().map(|t| describe(t, node))),
-        Some(list) if list.is_empty() && ctx.api_version == 0 => {
-            topics.extend(broker.topics().iter().map(|t| describe(t, node)))
-        }
+        None => topics.extend(
+            broker
+                .topics()
+                .iter()
+                .map(|t| describe(t, node, ctx.api_version)),
+        ),
+        Some(list) if list.is_empty() && ctx.api_version == 0 => topics.extend(
+            broker
+                .topics()
+                .iter()
+                .map(|t| describe(t, node, ctx.api_version)),
+        ),
         Some(list) => {
             for wanted in list {
                 let found = match &wanted.name {
@@ -40,12 +48,12 @@ pub async fn handle(
                         if auto_create {
                             broker.get_or_auto_create(name.0.as_str()).await
                         } else {
-                            broker.topic(name.0.as_str()).ok_or_else(|| {
-                                crate::broker::AdminError {
+                            broker
+                                .topic(name.0.as_str())
+                                .ok_or_else(|| crate::broker::AdminError {
                                     code: ResponseError::UnknownTopicOrPartition,
                                     message: String::new(),
-                                }
-                            })
+                                })
                         }
                     }
                     None => broker.topic_by_id(&wanted.topic_id).ok_or_else(|| {
@@ -56,36 +64,49 @@ pub async fn handle(
                     }),
                 };
                 topics.push(match found {
-                    Ok(t) => describe(&t, node),
+                    Ok(t) => describe(&t, node, ctx.api_version),
                     Err(e) => MetadataResponseTopic::default()
                         .with_error_code(e.code.code())
                         .with_name(wanted.name.clone())
-                        .with_topic_id(wanted.topic_id),
+                        .with_topic_id(if ctx.api_version >= 10 {
+                            wanted.topic_id
+                        } else {
+                            uuid::Uuid::nil()
+                        }),
                 });
             }
         }
     }
-    MetadataResponse::default()
+    let mut resp = MetadataResponse::default()
         .with_brokers(brokers)
-        .with_cluster_id(Some(str_bytes(&broker.cluster_id)))
-        .with_controller_id(BrokerId(node))
-        .with_topics(topics)
+        .with_topics(topics);
+    if ctx.api_version >= 1 {
+        resp = resp.with_controller_id(BrokerId(node));
+    }
+    if ctx.api_version >= 2 {
+        resp = resp.with_cluster_id(Some(str_bytes(&broker.cluster_id)));
+    }
+    resp
 }
 
-fn describe(topic: &Topic, node: i32) -> MetadataResponseTopic {
+fn describe(topic: &Topic, node: i32, version: i16) -> MetadataResponseTopic {
     let partitions = (0..topic.partition_count())
         .map(|i| {
             MetadataResponsePartition::default()
                 .with_partition_index(i)
                 .with_leader_id(BrokerId(node))
-                .with_leader_epoch(0)
+                .with_leader_epoch(if version >= 7 { 0 } else { -1 })
                 .with_replica_nodes(vec![BrokerId(node)])
                 .with_isr_nodes(vec![BrokerId(node)])
         })
         .collect();
     MetadataResponseTopic::default()
         .with_name(Some(TopicName(str_bytes(&topic.name))))
-        .with_topic_id(topic.id)
+        .with_topic_id(if version >= 10 {
+            topic.id
+        } else {
+            uuid::Uuid::nil()
+        })
         .with_is_internal(false)
         .with_partitions(partitions)
 }

@@ -62,7 +62,9 @@ pub fn parse_request(
     if !api_versions::version_supported(api_key, version) {
         if api_key == ApiKey::ApiVersions {
             tracing::info!(%peer, version, "ApiVersions version not supported; answering with v0 and UNSUPPORTED_VERSION");
-            return Err(Some(api_versions::unsupported_version_response(correlation_id)));
+            return Err(Some(api_versions::unsupported_version_response(
+                correlation_id,
+            )));
         }
         tracing::warn!(%peer, api = ?api_key, version, "closing connection: unsupported API version");
         return Err(None);

@@ -10,9 +10,7 @@ use bytes::{Bytes, BytesMut};
 use frieda_log::{validate_batches, BatchError};
 use futures::future::join_all;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::produce_response::{
-    PartitionProduceResponse, TopicProduceResponse,
-};
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use std::sync::Arc;
 
@@ -40,6 +38,7 @@ pub async fn handle(
         None
     };
     let by_id = ctx.api_version >= TOPIC_ID_VERSION;
+    let version = ctx.api_version;
     let mut topics = Vec::with_capacity(req.topic_data.len());
     for topic_data in req.topic_data {
         let topic = if by_id {
@@ -62,7 +61,7 @@ pub async fn handle(
                     (None, None) => Err((unknown, None)),
                     (None, Some(p)) => append(&p, records).await,
                 };
-                partition_response(index, result)
+                partition_response(version, index, result)
             }
         });
         let partitions = join_all(appends).await;
@@ -124,18 +123,32 @@ fn batch_error(e: &BatchError) -> (ResponseError, Option<String>) {
     (code, Some(e.to_string()))
 }
 
-fn partition_response(index: i32, result: AppendResult) -> PartitionProduceResponse {
+/// Builds a partition's result. Fields newer than the request version stay at their defaults:
+/// log_start_offset exists from v5, error_message from v8.
+fn partition_response(version: i16, index: i32, result: AppendResult) -> PartitionProduceResponse {
     let resp = PartitionProduceResponse::default().with_index(index);
     match result {
-        Ok((base_offset, log_append_time, log_start_offset)) => resp
-            .with_base_offset(base_offset)
-            .with_log_append_time_ms(log_append_time)
-            .with_log_start_offset(log_start_offset),
-        Err((code, message)) => resp
-            .with_error_code(code.code())
-            .with_base_offset(-1)
-            .with_log_append_time_ms(-1)
-            .with_log_start_offset(-1)
-            .with_error_message(message.map(|m| str_bytes(&m))),
+        Ok((base_offset, log_append_time, log_start_offset)) => {
+            let resp = resp
+                .with_base_offset(base_offset)
+                .with_log_append_time_ms(log_append_time);
+            if version >= 5 {
+                resp.with_log_start_offset(log_start_offset)
+            } else {
+                resp
+            }
+        }
+        Err((code, message)) => {
+            let resp = resp
+                .with_error_code(code.code())
+                .with_base_offset(-1)
+                .with_log_append_time_ms(-1)
+                .with_log_start_offset(-1);
+            if version >= 8 {
+                resp.with_error_message(message.map(|m| str_bytes(&m)))
+            } else {
+                resp
+            }
+        }
     }
 }

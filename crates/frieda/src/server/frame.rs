@@ -98,7 +98,10 @@ mod tests {
         let mut r = FrameReader::new(&data[..], 100);
         assert_eq!(&r.next().await.unwrap()[..], b"abc");
         assert_eq!(r.next().await.unwrap().len(), 0);
-        assert!(matches!(r.next().await, Err(FrameError::Truncated { have: 5, want: 6 })));
+        assert!(matches!(
+            r.next().await,
+            Err(FrameError::Truncated { have: 5, want: 6 })
+        ));
 
         let big = 0x7fff_ffffi32.to_be_bytes();
         let mut r = FrameReader::new(&big[..], 100);
