@@ -53,6 +53,19 @@ enum Cmd {
         #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
         producers_list: Vec<usize>,
     },
+    /// Create a topic (CreateTopics) and wait until all its partitions have a leader.
+    CreateTopic {
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[arg(long)]
+        topic: String,
+        #[arg(long, default_value_t = 1)]
+        partitions: usize,
+        #[arg(long, default_value_t = 1)]
+        replication_factor: i16,
+        #[arg(long = "topic-config", value_parser = parse_kv)]
+        topic_config: Vec<(String, String)>,
+    },
     /// Loopback TCP bandwidth (a roof for the roofline plot).
     RoofNet {
         #[arg(long, default_value_t = 3.0)]
@@ -182,7 +195,6 @@ impl Common {
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             drain: Duration::from_secs_f64(self.drain_secs),
             embed_timestamp,
-            progress: Duration::from_secs_f64(self.progress_secs),
         }
     }
 
@@ -236,6 +248,10 @@ fn main() -> Result<()> {
                 let s = rt.block_on(run_produce(&c, *n, "trajectory"))?;
                 emit(&c, &s, true)?;
             }
+        }
+        Cmd::CreateTopic { bootstrap, topic, partitions, replication_factor, topic_config } => {
+            let (leader, meta, _) = rt.block_on(client::prepare_topic(&bootstrap, &topic, true, partitions, replication_factor, &topic_config))?;
+            println!("topic {topic}: {} partitions, leader {leader}", meta.partitions.len());
         }
         Cmd::RoofNet { secs, streams, write_size, json } => {
             let r = roof::net(secs, streams, write_size)?;

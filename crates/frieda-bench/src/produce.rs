@@ -47,7 +47,6 @@ pub struct ProduceCfg {
     pub drain: Duration,
     /// e2e: first 8 bytes of each value = scheduled send time, ns since the Unix epoch (BE).
     pub embed_timestamp: bool,
-    pub progress: Duration,
 }
 
 /// Live counters for the progress line.
@@ -654,7 +653,6 @@ mod tests {
             request_timeout: Duration::from_secs(30),
             drain: Duration::from_secs(5),
             embed_timestamp: true,
-            progress: Duration::from_secs(5),
         };
         Ctx::new(cfg, "t", (0..partitions as i32).collect(), "127.0.0.1:1".into(), 9, Arc::new(Live::default()))
     }
