@@ -142,7 +142,6 @@ impl BatchBuilder {
         }
     }
 
-    #[allow(dead_code)]
     pub fn push(&mut self, ts_ms: i64, key: Option<&[u8]>, value: &[u8]) {
         self.push_with(ts_ms, key, value.len(), |b| b.put_slice(value));
     }

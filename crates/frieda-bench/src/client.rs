@@ -232,6 +232,44 @@ impl Conn {
         }
     }
 
+    /// Produces one small record to every partition until all accept it: right after
+    /// CreateTopics a broker can still answer NOT_LEADER_OR_FOLLOWER for a moment although
+    /// Metadata already names the leader. Returns the number of attempts.
+    pub async fn probe_writable(&mut self, topic: &str, partitions: &[i32], timeout: Duration) -> Result<u32> {
+        use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+        use kafka_protocol::messages::ProduceRequest;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let data = partitions
+                .iter()
+                .map(|&p| {
+                    let mut b = crate::batch::BatchBuilder::new(0, 64);
+                    b.push(0, None, b"frieda-bench probe");
+                    PartitionProduceData::default().with_index(p).with_records(Some(b.finish()))
+                })
+                .collect();
+            let req = ProduceRequest::default()
+                .with_acks(1)
+                .with_timeout_ms(10_000)
+                .with_topic_data(vec![TopicProduceData::default().with_name(topic_name(topic)).with_partition_data(data)]);
+            let resp = self.call(&req).await?;
+            let bad: Vec<(i32, i16)> = resp
+                .responses
+                .iter()
+                .flat_map(|t| t.partition_responses.iter().filter(|p| p.error_code != 0).map(|p| (p.index, p.error_code)))
+                .collect();
+            if bad.is_empty() {
+                return Ok(attempts);
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("topic {topic} not writable after {attempts} attempts: partition errors {bad:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// Latest offset (log end) of each partition.
     pub async fn latest_offsets(&mut self, topic: &str, partitions: &[i32]) -> Result<HashMap<i32, i64>> {
         let req = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![ListOffsetsTopic::default()
@@ -298,5 +336,9 @@ pub async fn prepare_topic(
     }
     let meta = c.wait_for_topic(topic, if create { partitions } else { 1 }, Duration::from_secs(30)).await?;
     let leader = meta.single_leader(bootstrap)?;
+    if create {
+        let parts: Vec<i32> = meta.partitions.iter().map(|p| p.0).collect();
+        c.probe_writable(topic, &parts, Duration::from_secs(30)).await?;
+    }
     Ok((leader, meta, c.versions.clone()))
 }

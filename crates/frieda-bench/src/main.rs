@@ -377,6 +377,8 @@ fn finish_produce_summary(s: &mut Summary, ctx: &Ctx, out: &ProducerOut) {
     s.errors = out.errors.record_total();
     s.error_detail = out.errors.clone();
     s.requests = out.requests;
+    s.sent_total = out.records_sent;
+    s.acked_total = ctx.live.acked.load(Ordering::Relaxed);
     s.records_per_request = if out.requests > 0 { (out.records_sent as f64 / out.requests as f64 * 10.0).round() / 10.0 } else { 0.0 };
     let span = if ctx.cfg.rate > 0.0 {
         let last = out.last_measured_ack.map(|t| t.saturating_duration_since(ctx.measure_from)).unwrap_or_default();

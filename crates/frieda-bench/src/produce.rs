@@ -281,8 +281,7 @@ async fn producer(ctx: Arc<Ctx>, p: usize) -> ProducerOut {
         }
     }
     if !ctx.unthrottled() && gen.next < gen.total {
-        let from = gen.next.max(ctx.first_measured(p));
-        let unsent = gen.total.saturating_sub(from);
+        let unsent = gen.total - gen.next;
         out.errors.unsent_records += unsent;
         ctx.live.errors.fetch_add(unsent, Ordering::Relaxed);
     }
@@ -498,10 +497,8 @@ fn account(ctx: &Ctx, p: usize, first: u64, n: u64, created: Instant, ack: Insta
             if let Some(f) = failed {
                 let pid = ctx.partitions[ctx.partition_of(p, j)];
                 if let Some(&code) = f.get(&pid) {
-                    if j >= first_measured {
-                        out.errors.code(code, 1);
-                        ctx.live.errors.fetch_add(1, Ordering::Relaxed);
-                    }
+                    out.errors.code(code, 1);
+                    ctx.live.errors.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
             }
@@ -520,19 +517,6 @@ fn account(ctx: &Ctx, p: usize, first: u64, n: u64, created: Instant, ack: Insta
     }
     ctx.live.acked.fetch_add(ok, Ordering::Relaxed);
     ctx.live.max_us.fetch_max(max_us, Ordering::Relaxed);
-}
-
-fn is_measured(ctx: &Ctx, p: usize, s: &Sent) -> u64 {
-    if ctx.unthrottled() {
-        if s.created >= ctx.measure_from && s.created < ctx.end {
-            s.n
-        } else {
-            0
-        }
-    } else {
-        let fm = ctx.first_measured(p);
-        (s.first + s.n).saturating_sub(s.first.max(fm))
-    }
 }
 
 async fn reader(ctx: Arc<Ctx>, p: usize, mut rd: OwnedReadHalf, mut rx: mpsc::UnboundedReceiver<Sent>, sem: Arc<Semaphore>) -> ProducerOut {
@@ -592,9 +576,10 @@ fn lose(ctx: &Ctx, p: usize, out: &mut ProducerOut, s: Sent, rx: &mut mpsc::Unbo
     sem.close();
     rx.close();
     out.errors.note(format!("producer {p}: {msg}"));
-    let mut lost = is_measured(ctx, p, &s);
+    // every failed record counts, warm-up included
+    let mut lost = s.n;
     while let Ok(s) = rx.try_recv() {
-        lost += is_measured(ctx, p, &s);
+        lost += s.n;
     }
     if timeout {
         out.errors.timeout_records += lost;

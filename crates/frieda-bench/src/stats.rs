@@ -192,6 +192,10 @@ pub struct Summary {
     /// Failed records (all kinds; see error_detail).
     pub errors: u64,
     pub error_detail: Errors,
+    /// All records sent and all acknowledged without error, warm-up and drain included
+    /// (a check against the log end offsets).
+    pub sent_total: u64,
+    pub acked_total: u64,
     /// Produce requests sent (all, including warm-up) and records per request.
     pub requests: u64,
     pub records_per_request: f64,
