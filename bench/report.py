@@ -293,8 +293,10 @@ def report_md(run, plots):
     L.append("| machine | %s cores (%s), %s MiB RAM, kernel %s |" % (m.get("cores"), m.get("cpu"), m.get("mem_mib"), m.get("kernel")))
     L.append("| Apache Kafka | %s (Maven Central jars), KRaft single node, %s, Java: %s; 127.0.0.1:%s |" % (
         m.get("kafka_version"), s.get("kafka_heap"), m.get("java"), s.get("kafka_port")))
-    L.append("| Frieda | `%s` (%s), git %s%s; 127.0.0.1:%s |" % (m.get("frieda_bin"), m.get("frieda_version"), m.get("git_rev"),
-                                                              " (dirty tree)" if m.get("git_dirty") else "", s.get("frieda_port")))
+    L.append("| Frieda | `%s` (%s, sha256 %s%s); 127.0.0.1:%s |" % (
+        m.get("frieda_bin"), m.get("frieda_version"), m.get("frieda_sha256") or "?",
+        ", source " + m["frieda_rev"] if m.get("frieda_rev") else "", s.get("frieda_port")))
+    L.append("| harness | git %s%s |" % (m.get("git_rev"), " (dirty tree)" if m.get("git_dirty") else ""))
     L.append("| load generator | frieda-bench (tokio + kafka-protocol), %s |" % m.get("rustc"))
     L.append("| durability | RF=1, no forced fsync on either broker (Kafka's default; Frieda's default), so acks=all means "
              "appended to the page cache; the `fsync-*` scenario (full run) sets `flush.messages=1` on both |")
@@ -315,6 +317,8 @@ def report_md(run, plots):
         L.append("| wall time | %d s for the whole run |" % end[0]["total_s"])
     L.append("")
     notes = noise_notes(run)
+    if s.get("port_note"):
+        notes.append(s["port_note"])
     if notes:
         L.append("**Noise.** " + " ".join(notes))
         L.append("")
