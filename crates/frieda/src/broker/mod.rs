@@ -6,6 +6,7 @@
 //! <data.dir>/meta/cluster.json          cluster id
 //! <data.dir>/meta/topics/<topic>.json   topic id, partition count, config overrides
 //! <data.dir>/meta/producer_ids          end of the last reserved producer-id block
+//! <data.dir>/meta/__consumer_offsets-0/ the offsets log (committed offsets, group metadata)
 //! <data.dir>/<topic>-<partition>/       the partition log (segments, indexes)
 //! ```
 
@@ -15,6 +16,7 @@ pub mod topic_config;
 pub mod writer;
 
 use crate::config::BrokerConfig;
+use crate::coordinator::group::GroupCoordinator;
 use crate::coordinator::producer_ids::{write_durably, ProducerIdAllocator};
 use anyhow::Context;
 use frieda_log::PartitionLog;
@@ -66,6 +68,8 @@ pub struct Broker {
     pub producer_ids: ProducerIdAllocator,
     admin: tokio::sync::Mutex<()>,
     meta_dir: PathBuf,
+    /// Consumer groups and committed offsets.
+    pub groups: Arc<GroupCoordinator>,
 }
 
 impl Broker {
@@ -78,6 +82,7 @@ impl Broker {
         let cluster_id = load_cluster_id(&meta_dir)?;
         let writers = LogWriters::start(config.log_writer_threads);
         let producer_ids = ProducerIdAllocator::open(&meta_dir)?;
+        let groups = Arc::new(open_offsets_log(&config, &meta_dir, &writers)?);
         let broker = Broker {
             config,
             cluster_id,
@@ -87,6 +92,7 @@ impl Broker {
             producer_ids,
             admin: tokio::sync::Mutex::new(()),
             meta_dir,
+            groups,
         };
         let mut metas = Vec::new();
         for entry in std::fs::read_dir(broker.meta_dir.join("topics"))? {
@@ -430,7 +436,37 @@ impl Broker {
                 }
             }
         }
+        if let Some(state) = self.groups.offsets.partition().state.lock().take() {
+            if let Err(e) = state.log.close() {
+                tracing::error!(error = %e, "closing the offsets log failed");
+            }
+        }
     }
+}
+
+/// Opens the offsets log (not a topic: never listed, fetched or deleted by clients) and the
+/// group coordinator on it. It keeps the broker's flush policy but never expires by time or
+/// size: compaction by rewriting bounds it instead.
+fn open_offsets_log(
+    config: &BrokerConfig,
+    meta_dir: &Path,
+    writers: &LogWriters,
+) -> anyhow::Result<GroupCoordinator> {
+    let name: Arc<str> = Arc::from("__consumer_offsets");
+    let dir = meta_dir.join("__consumer_offsets-0");
+    let mut log_config = TopicConfigs::default().log_config(&config.topic_defaults);
+    log_config.retention_ms = -1;
+    log_config.retention_bytes = -1;
+    log_config.segment_bytes = 16 << 20;
+    log_config.max_message_bytes = usize::MAX / 2;
+    log_config.tail_cache_bytes = 0;
+    let (log, report) = PartitionLog::open(&dir, log_config, now_ms())
+        .with_context(|| format!("opening the offsets log {}", dir.display()))?;
+    if report.truncated_bytes > 0 {
+        tracing::warn!(truncated_bytes = report.truncated_bytes, "recovered a torn tail of the offsets log");
+    }
+    let partition = Arc::new(Partition::new(name.clone(), 0, log, writers.for_partition(&name, 0)));
+    GroupCoordinator::open(partition, config.coordinator.clone())
 }
 
 fn load_cluster_id(meta_dir: &Path) -> anyhow::Result<String> {
