@@ -33,7 +33,12 @@ def wait_topic(bootstrap: str, name: str, partitions: int | None = None, timeout
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
-        md = a.list_topics(topic=name, timeout=10)
+        try:
+            md = a.list_topics(topic=name, timeout=10)
+        except KafkaException as e:  # e.g. a broker that is still starting up: retried like clients do
+            last = e
+            time.sleep(0.2)
+            continue
         t = md.topics.get(name)
         last = t
         if t is not None and t.error is None and t.partitions and all(
@@ -97,9 +102,9 @@ def sample_records(n: int, seed: int = 1, now_ms: int | None = None, big_every: 
         if i % 9 == 2:
             value = b""
         elif i % big_every == 7:
-            value = bytes(rnd.getrandbits(8) for _ in range(100 * 1024))
+            value = rnd.randbytes(100 * 1024)
         elif i % 5 == 1:
-            value = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 300)))  # binary incl. NUL, 0xff
+            value = rnd.randbytes(rnd.randint(1, 300))  # binary incl. NUL, 0xff
         else:
             value = ("value %d ünïcødé ✓ " % i).encode() * rnd.randint(1, 4)
         if i % 4 == 0:

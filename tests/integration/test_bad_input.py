@@ -92,12 +92,12 @@ def test_well_formed_api_versions(broker):
 def test_garbage_bytes_close_the_connection(broker, canary, kind):
     rnd = random.Random(kind)
     if kind == "random":
-        data = w.i32(252) + bytes(rnd.getrandbits(8) for _ in range(252))  # a frame of random bytes
+        data = w.i32(252) + rnd.randbytes(252)  # a frame of random bytes
     elif kind == "http":
         data = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"  # length 0x47455420: ~1.2 GB
     else:
         # a plausible length, then a header with an unknown API and random bytes
-        data = w.i32(64) + w.i16(31000) + bytes(rnd.getrandbits(8) for _ in range(62))
+        data = w.i32(64) + w.i16(31000) + rnd.randbytes(62)
     with w.connect(broker.host, broker.port) as s:
         try:
             w.send(s, data)

@@ -1,0 +1,128 @@
+package dev.frieda.it;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The broker under test: a Frieda started from {@code $FRIEDA_BIN} (default {@code target/release/frieda})
+ * on a free port with a fresh temp data dir, or the external broker named by
+ * {@code $FRIEDA_EXTERNAL_BOOTSTRAP}.
+ */
+final class Broker implements AutoCloseable {
+    final String bootstrap;
+    private final Process process;
+    private final Path dir;
+    private final Path stderr;
+
+    private Broker(String bootstrap, Process process, Path dir, Path stderr) {
+        this.bootstrap = bootstrap;
+        this.process = process;
+        this.dir = dir;
+        this.stderr = stderr;
+    }
+
+    static Broker start() throws Exception {
+        String external = System.getenv("FRIEDA_EXTERNAL_BOOTSTRAP");
+        if (external != null && !external.isBlank()) {
+            return new Broker(external.trim(), null, null, null);
+        }
+        String bin = System.getenv("FRIEDA_BIN");
+        if (bin == null || bin.isBlank()) {
+            bin = Paths.get(System.getProperty("frieda.repo.root", "../.."), "target", "release", "frieda").toString();
+        }
+        if (!Files.isExecutable(Paths.get(bin))) {
+            throw new IllegalStateException("broker binary " + bin + " not found: build it (cargo build --release), "
+                    + "set FRIEDA_BIN, or set FRIEDA_EXTERNAL_BOOTSTRAP");
+        }
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            port = s.getLocalPort();
+        }
+        Path dir = Files.createTempDirectory("frieda-java-it-");
+        Path data = Files.createDirectory(dir.resolve("data"));
+        Path err = dir.resolve("frieda.stderr");
+        String listen = "127.0.0.1:" + port;
+        ProcessBuilder pb = new ProcessBuilder(List.of(bin, "serve", "--listen", listen, "--data-dir", data.toString()))
+                .redirectErrorStream(true)
+                .redirectOutput(err.toFile());
+        pb.environment().putIfAbsent("RUST_LOG", "info");
+        Process p = pb.start();
+        Broker b = new Broker(listen, p, dir, err);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        while (System.nanoTime() < deadline) {
+            if (!p.isAlive()) {
+                throw new IllegalStateException("broker exited with " + p.exitValue() + " during start-up\n" + b.tail());
+            }
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+                return b;
+            } catch (IOException e) {
+                Thread.sleep(50);
+            }
+        }
+        p.destroyForcibly();
+        throw new IllegalStateException("broker did not listen on " + listen + " within 15 s\n" + b.tail());
+    }
+
+    boolean external() {
+        return process == null;
+    }
+
+    String tail() {
+        if (stderr == null) {
+            return "(external broker)";
+        }
+        try {
+            List<String> lines = Files.readAllLines(stderr, StandardCharsets.UTF_8);
+            return "----- broker stderr (" + stderr + ") -----\n"
+                    + String.join("\n", lines.subList(Math.max(0, lines.size() - 60), lines.size()));
+        } catch (IOException e) {
+            return "(cannot read " + stderr + ": " + e + ")";
+        }
+    }
+
+    void assertAlive() {
+        if (process != null && !process.isAlive()) {
+            throw new AssertionError("broker process is gone (exit " + process.exitValue() + ")\n" + tail());
+        }
+    }
+
+    static String uniqueTopic(String base) {
+        return "java-it-" + base + "-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    /** SIGTERM, then exit status 0 within 5 s. */
+    @Override
+    public void close() throws Exception {
+        if (process == null) {
+            return;
+        }
+        try {
+            if (!process.isAlive()) {
+                throw new AssertionError("broker died during the test (exit " + process.exitValue() + ")\n" + tail());
+            }
+            process.destroy(); // SIGTERM
+            if (!process.waitFor(5, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                process.waitFor(10, TimeUnit.SECONDS);
+                throw new AssertionError("broker did not exit within 5 s of SIGTERM\n" + tail());
+            }
+            if (process.exitValue() != 0) {
+                throw new AssertionError("broker exited with " + process.exitValue() + " after SIGTERM (want 0)\n" + tail());
+            }
+        } finally {
+            if (process.isAlive()) {
+                process.destroyForcibly();
+            }
+        }
+    }
+}
