@@ -463,9 +463,17 @@ fn open_offsets_log(
     let (log, report) = PartitionLog::open(&dir, log_config, now_ms())
         .with_context(|| format!("opening the offsets log {}", dir.display()))?;
     if report.truncated_bytes > 0 {
-        tracing::warn!(truncated_bytes = report.truncated_bytes, "recovered a torn tail of the offsets log");
+        tracing::warn!(
+            truncated_bytes = report.truncated_bytes,
+            "recovered a torn tail of the offsets log"
+        );
     }
-    let partition = Arc::new(Partition::new(name.clone(), 0, log, writers.for_partition(&name, 0)));
+    let partition = Arc::new(Partition::new(
+        name.clone(),
+        0,
+        log,
+        writers.for_partition(&name, 0),
+    ));
     GroupCoordinator::open(partition, config.coordinator.clone())
 }
 

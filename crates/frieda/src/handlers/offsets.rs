@@ -156,10 +156,10 @@ pub async fn fetch(
                                 parts
                                     .into_iter()
                                     .map(|(p, o)| {
-                                        let (offset, epoch, meta) = o.map_or(
-                                            (-1, -1, String::new()),
-                                            |o| (o.offset, o.leader_epoch, o.metadata),
-                                        );
+                                        let (offset, epoch, meta) = o
+                                            .map_or((-1, -1, String::new()), |o| {
+                                                (o.offset, o.leader_epoch, o.metadata)
+                                            });
                                         OffsetFetchResponsePartitions::default()
                                             .with_partition_index(p)
                                             .with_committed_offset(offset)
@@ -191,10 +191,9 @@ pub async fn fetch(
                     parts
                         .into_iter()
                         .map(|(p, o)| {
-                            let (offset, epoch, meta) = o
-                                .map_or((-1, -1, String::new()), |o| {
-                                    (o.offset, o.leader_epoch, o.metadata)
-                                });
+                            let (offset, epoch, meta) = o.map_or((-1, -1, String::new()), |o| {
+                                (o.offset, o.leader_epoch, o.metadata)
+                            });
                             OffsetFetchResponsePartition::default()
                                 .with_partition_index(p)
                                 .with_committed_offset(offset)
@@ -232,9 +231,11 @@ pub async fn delete(
         Err(e) => return OffsetDeleteResponse::default().with_error_code(e.code()),
     };
     let mut topics: Vec<OffsetDeleteResponseTopic> = Vec::new();
-    let all = results
-        .into_iter()
-        .chain(unknown.into_iter().map(|tp| (tp, Some(E::UnknownTopicOrPartition))));
+    let all = results.into_iter().chain(
+        unknown
+            .into_iter()
+            .map(|tp| (tp, Some(E::UnknownTopicOrPartition))),
+    );
     for ((topic, partition), e) in all {
         let part = OffsetDeleteResponsePartition::default()
             .with_partition_index(partition)

@@ -350,7 +350,10 @@ impl GroupCoordinator {
             .values()
             .filter(|g| g.state != GroupState::Dead)
             .filter(|g| {
-                states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(g.state.name()))
+                states.is_empty()
+                    || states
+                        .iter()
+                        .any(|s| s.eq_ignore_ascii_case(g.state.name()))
             })
             .map(|g| GroupListing {
                 group_id: g.id.clone(),
@@ -378,7 +381,11 @@ impl GroupCoordinator {
         GroupDescription {
             state: g.state,
             protocol_type: g.protocol_type.clone().unwrap_or_default(),
-            protocol: if stable { protocol.clone() } else { String::new() },
+            protocol: if stable {
+                protocol.clone()
+            } else {
+                String::new()
+            },
             members: g
                 .members_ordered()
                 .into_iter()
@@ -396,7 +403,11 @@ impl GroupCoordinator {
                     } else {
                         Bytes::new()
                     },
-                    assignment: if stable { m.assignment.clone() } else { Bytes::new() },
+                    assignment: if stable {
+                        m.assignment.clone()
+                    } else {
+                        Bytes::new()
+                    },
                 })
                 .collect(),
         }
@@ -476,10 +487,7 @@ impl GroupCoordinator {
 
     /// Periodic work until `stop`: timers every [`TICK`], offsets retention, compaction of the
     /// offsets log, time-based flushes of it.
-    pub async fn run(
-        self: Arc<Self>,
-        mut stop: tokio::sync::watch::Receiver<bool>,
-    ) {
+    pub async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let retention_every =

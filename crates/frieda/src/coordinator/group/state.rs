@@ -305,7 +305,9 @@ impl Group {
 
     /// Whether nothing is left of the group but (maybe) offsets.
     pub fn is_empty_state(&self) -> bool {
-        self.state == GroupState::Empty && self.members.is_empty() && self.pending_members.is_empty()
+        self.state == GroupState::Empty
+            && self.members.is_empty()
+            && self.pending_members.is_empty()
     }
 
     fn is_fenced(&self, member_id: &str, instance_id: Option<&str>) -> bool {
@@ -913,7 +915,10 @@ impl Group {
             return Some(E::CoordinatorNotAvailable);
         }
         if member_id.is_empty() {
-            let Some(id) = instance_id.and_then(|i| self.static_members.get(i)).cloned() else {
+            let Some(id) = instance_id
+                .and_then(|i| self.static_members.get(i))
+                .cloned()
+            else {
                 return Some(E::UnknownMemberId);
             };
             tracing::info!(group = %self.id, member = %id, "static member removed by LeaveGroup");

@@ -19,8 +19,7 @@ use codec::{GroupValue, LogKey, OffsetValue};
 use frieda_log::BatchHeader;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-    TimestampType,
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -412,7 +411,10 @@ impl OffsetStore {
             let inner = self.inner.lock();
             let mut records: Vec<(LogKey, Option<Bytes>)> = Vec::with_capacity(inner.live());
             for (g, v) in &inner.groups {
-                records.push((LogKey::Group { group: g.clone() }, Some(codec::encode_group(v))));
+                records.push((
+                    LogKey::Group { group: g.clone() },
+                    Some(codec::encode_group(v)),
+                ));
             }
             for (g, m) in &inner.offsets {
                 for ((t, p), v) in m {
