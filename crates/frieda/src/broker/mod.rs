@@ -26,7 +26,7 @@ use partition::Partition;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use topic::{valid_topic_name, Topic, TopicMeta};
+use topic::{valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC};
 use topic_config::{ConfigError, TopicConfigs};
 use uuid::Uuid;
 use writer::{now_ms, LogWriters, WriterJob};
@@ -106,6 +106,7 @@ impl Broker {
             metas.push(meta);
         }
         metas.sort_by(|a, b| a.name.cmp(&b.name));
+        broker.insert(broker.offsets_topic());
         for meta in metas {
             let topic = broker.open_topic(&meta, meta.partitions)?;
             broker.insert(topic);
@@ -117,6 +118,30 @@ impl Broker {
             "broker state recovered"
         );
         Ok(Arc::new(broker))
+    }
+
+    /// The offsets log as the internal topic `__consumer_offsets` (one partition; its id is
+    /// derived from the cluster id so it stays the same across restarts).
+    fn offsets_topic(&self) -> Arc<Topic> {
+        let mut id = [0u8; 16];
+        let mut h: u64 = 0xcbf29ce484222325;
+        for (i, b) in self
+            .cluster_id
+            .bytes()
+            .chain(*b"__consumer_offsets")
+            .enumerate()
+        {
+            h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+            id[i % 16] ^= (h >> 32) as u8;
+        }
+        let mut configs = TopicConfigs::default();
+        let _ = configs.set("cleanup.policy", "compact");
+        Arc::new(Topic {
+            name: Arc::from(OFFSETS_TOPIC),
+            id: Uuid::from_bytes(id),
+            partitions: RwLock::new(vec![self.groups.offsets.partition().clone()]),
+            configs: RwLock::new(configs),
+        })
     }
 
     fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
@@ -307,6 +332,7 @@ impl Broker {
 
     /// Deletes a topic and its data. Errors: UNKNOWN_TOPIC_OR_PARTITION (3).
     pub async fn delete_topic(self: &Arc<Self>, topic: Arc<Topic>) -> Result<(), AdminError> {
+        refuse_internal(&topic)?;
         let _admin = self.admin.lock().await;
         if self.topics.read().get(&topic.name).map(|t| t.id) != Some(topic.id) {
             return Err(AdminError::new(
@@ -357,6 +383,7 @@ impl Broker {
         count: i32,
         validate_only: bool,
     ) -> Result<(), AdminError> {
+        refuse_internal(&topic)?;
         let _admin = self.admin.lock().await;
         let current = topic.partition_count();
         if count <= current {
@@ -392,6 +419,7 @@ impl Broker {
         topic: Arc<Topic>,
         configs: TopicConfigs,
     ) -> Result<(), AdminError> {
+        refuse_internal(&topic)?;
         let _admin = self.admin.lock().await;
         let broker = self.clone();
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
@@ -442,6 +470,17 @@ impl Broker {
             }
         }
     }
+}
+
+/// Internal topics are not changed by clients: INVALID_TOPIC_EXCEPTION (17).
+fn refuse_internal(topic: &Topic) -> Result<(), AdminError> {
+    if topic.is_internal() {
+        return Err(AdminError::new(
+            ResponseError::InvalidTopicException,
+            format!("`{}` is an internal topic", topic.name),
+        ));
+    }
+    Ok(())
 }
 
 /// Opens the offsets log (not a topic: never listed, fetched or deleted by clients) and the

@@ -507,13 +507,10 @@ impl GroupCoordinator {
                 last_retention = Instant::now();
                 self.expire_offsets();
             }
+            // Time-based flushes of the offsets log come with the broker's maintenance of
+            // every topic (it is listed as the internal topic `__consumer_offsets`).
             if last_upkeep.elapsed() >= Duration::from_secs(1) {
                 last_upkeep = Instant::now();
-                let p = self.offsets.partition();
-                p.writer().send(crate::broker::writer::WriterJob::Maintain {
-                    partition: p.clone(),
-                    retention: false,
-                });
                 if self.offsets.needs_compaction() {
                     let me = self.clone();
                     tokio::spawn(async move {
