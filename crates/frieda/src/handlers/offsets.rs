@@ -103,12 +103,15 @@ pub async fn commit(
     OffsetCommitResponse::default().with_topics(topics)
 }
 
+/// Committed offsets of one topic: partition and offset, if any.
+type TopicOffsets = (String, Vec<(i32, Option<OffsetValue>)>);
+
 /// The committed offsets asked for (`None`: all of the group's), by topic.
 fn lookup(
     broker: &Broker,
     group: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
-) -> Vec<(String, Vec<(i32, Option<OffsetValue>)>)> {
+) -> Vec<TopicOffsets> {
     match wanted {
         Some(topics) => topics
             .into_iter()

@@ -150,7 +150,7 @@ impl GroupCoordinator {
             return;
         }
         g.meta_changed = false;
-        let _ = self.offsets.store_group(
+        drop(self.offsets.store_group(
             &g.id,
             GroupValue {
                 protocol_type: g.protocol_type.clone().unwrap_or_default(),
@@ -159,7 +159,7 @@ impl GroupCoordinator {
                 leader: g.leader.clone(),
                 state_timestamp: g.state_since_ms,
             },
-        );
+        ));
     }
 
     /// JoinGroup; waits until the rebalance completes (or an error).

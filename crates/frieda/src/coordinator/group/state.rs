@@ -355,8 +355,9 @@ impl Group {
         let mut best: Option<(&String, usize)> = None;
         for c in candidates {
             let v = votes.get(c.as_str()).copied().unwrap_or(0);
-            if best.map_or(true, |(_, bv)| v > bv) {
-                best = Some((c, v));
+            match best {
+                Some((_, bv)) if v <= bv => {}
+                _ => best = Some((c, v)),
             }
         }
         best.map(|(p, _)| p.clone())
@@ -656,7 +657,10 @@ impl Group {
         if self.state != GroupState::PreparingRebalance {
             return;
         }
-        let deadline_passed = self.join_deadline.map_or(true, |d| now >= d);
+        let deadline_passed = match self.join_deadline {
+            Some(d) => now >= d,
+            None => true,
+        };
         if let Some(init) = self.initial_delay {
             if !deadline_passed {
                 return;

@@ -117,7 +117,6 @@ fn stable_group(n: usize, now: Instant) -> (Group, Vec<String>) {
         Bytes::from(format!("a-{leader}"))
     );
     assert_eq!(g.state, GroupState::Stable);
-    let mut ids = ids;
     ids.sort_by_key(|id| (id != &leader, id.clone()));
     (g, ids)
 }
