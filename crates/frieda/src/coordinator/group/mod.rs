@@ -94,6 +94,8 @@ pub struct GroupDescription {
 /// The coordinator.
 pub struct GroupCoordinator {
     groups: Mutex<HashMap<String, Group>>,
+    /// Set at shutdown (under the groups lock): no JoinGroup or SyncGroup parks any more.
+    stopped: std::sync::atomic::AtomicBool,
     /// Committed offsets.
     pub offsets: OffsetStore,
     config: CoordinatorConfig,
@@ -133,6 +135,7 @@ impl GroupCoordinator {
         }
         Ok(GroupCoordinator {
             groups: Mutex::new(groups),
+            stopped: std::sync::atomic::AtomicBool::new(false),
             offsets,
             config,
         })
@@ -170,6 +173,9 @@ impl GroupCoordinator {
         let member_id = req.member_id.clone();
         let reply = {
             let mut groups = self.groups.lock();
+            if self.is_stopped() {
+                return JoinResult::error(&req.member_id, E::NotCoordinator);
+            }
             if !groups.contains_key(group_id) {
                 if !req.member_id.is_empty() {
                     return JoinResult::error(&req.member_id, E::UnknownMemberId);
@@ -210,6 +216,9 @@ impl GroupCoordinator {
         }
         let reply = {
             let mut groups = self.groups.lock();
+            if self.is_stopped() {
+                return error(E::NotCoordinator);
+            }
             let Some(g) = groups.get_mut(group_id) else {
                 return error(E::UnknownMemberId);
             };
@@ -480,9 +489,16 @@ impl GroupCoordinator {
 
     /// Answers every parked JoinGroup and SyncGroup (shutdown), so connections can close.
     pub fn shutdown(&self) {
-        for g in self.groups.lock().values_mut() {
+        let mut groups = self.groups.lock();
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Release);
+        for g in groups.values_mut() {
             g.fail_waiters(E::NotCoordinator);
         }
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Periodic work until `stop`: timers every [`TICK`], offsets retention, compaction of the

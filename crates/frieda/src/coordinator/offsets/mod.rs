@@ -470,3 +470,158 @@ impl OffsetStore {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker::writer::LogWriters;
+    use frieda_log::{LogConfig, PartitionLog};
+    use std::path::Path;
+
+    fn open(dir: &Path, writers: &LogWriters) -> OffsetStore {
+        let cfg = LogConfig {
+            segment_bytes: 64 << 10,
+            retention_ms: -1,
+            tail_cache_bytes: 0,
+            ..LogConfig::default()
+        };
+        let (log, _) = PartitionLog::open(dir, cfg, now_ms()).unwrap();
+        let name: Arc<str> = Arc::from("__consumer_offsets");
+        let p = Partition::new(name.clone(), 0, log, writers.for_partition(&name, 0));
+        OffsetStore::open(Arc::new(p)).unwrap()
+    }
+
+    fn close(store: OffsetStore) {
+        if let Some(st) = store.log.state.lock().take() {
+            st.log.close().unwrap();
+        }
+    }
+
+    fn segments(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "log")
+            })
+            .count()
+    }
+
+    fn value(offset: i64, ts: i64) -> OffsetValue {
+        OffsetValue {
+            offset,
+            leader_epoch: 1,
+            metadata: format!("m{offset}"),
+            commit_timestamp: ts,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn commits_survive_reopen_and_compaction_bounds_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        let store = open(dir.path(), &writers);
+        let now = now_ms();
+        for round in 0..3000i64 {
+            let entries = (0..10)
+                .map(|p| (("t".to_string(), p), value(round, now)))
+                .collect();
+            store
+                .commit(&format!("g{}", round % 3), entries)
+                .await
+                .unwrap();
+        }
+        drop(store.store_group(
+            "g0",
+            GroupValue {
+                protocol_type: "consumer".into(),
+                generation: 7,
+                protocol: Some("range".into()),
+                leader: None,
+                state_timestamp: now,
+            },
+        ));
+        written(store.delete_group("g2").unwrap()).await.unwrap();
+        let many = segments(dir.path());
+        assert!(many > 5, "{many} segments");
+        assert!(store.needs_compaction());
+        store.compact().await.unwrap();
+        assert!(!store.needs_compaction());
+        assert!(
+            segments(dir.path()) <= 2,
+            "{} segments left",
+            segments(dir.path())
+        );
+        let (in_log, live) = store.sizes();
+        assert_eq!(live, 21);
+        assert!(in_log < 1000, "{in_log} records left in the log");
+        // Commits after the compaction win over the copy.
+        store
+            .commit("g1", vec![(("t".into(), 3), value(99_999, now))])
+            .await
+            .unwrap();
+        let check = |s: &OffsetStore| {
+            assert_eq!(s.get("g0", "t", 5), Some(value(2997, now)));
+            assert_eq!(s.get("g1", "t", 3), Some(value(99_999, now)));
+            assert_eq!(s.get("g1", "t", 4), Some(value(2998, now)));
+            assert_eq!(s.get("g2", "t", 4), None);
+            assert!(!s.has_offsets("g2"));
+            let groups = s.stored_groups();
+            assert_eq!(groups.len(), 2);
+            assert_eq!(groups[0].1.as_ref().map(|g| g.generation), Some(7));
+        };
+        check(&store);
+        close(store);
+        writers.stop();
+        let writers = LogWriters::start(1);
+        let store = open(dir.path(), &writers);
+        check(&store);
+        close(store);
+        writers.stop();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn retention_expires_old_offsets_durably() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        let store = open(dir.path(), &writers);
+        let now = now_ms();
+        let entries = vec![
+            (("t".to_string(), 0), value(5, now - 10_000)),
+            (("t".to_string(), 1), value(6, now)),
+        ];
+        store.commit("g", entries).await.unwrap();
+        // Offsets-only group: each offset ages from its commit.
+        assert_eq!(store.expire("g", i64::MIN, 5_000, now), 1);
+        assert_eq!(store.get("g", "t", 0), None);
+        assert_eq!(store.get("g", "t", 1), Some(value(6, now)));
+        // A group that became empty long ago: every offset ages from then, but never from
+        // before its own commit.
+        assert_eq!(store.expire("g", now - 10_000, 5_000, now), 0);
+        assert_eq!(store.expire("g", now - 10_000, 5_000, now + 6_000), 1);
+        assert!(!store.has_offsets("g"));
+        // The deletions are in the log (tombstones): wait for them, then reopen.
+        written(store.store_group(
+            "h",
+            GroupValue {
+                protocol_type: String::new(),
+                generation: 0,
+                protocol: None,
+                leader: None,
+                state_timestamp: now,
+            },
+        ))
+        .await
+        .unwrap();
+        close(store);
+        writers.stop();
+        let writers = LogWriters::start(1);
+        let store = open(dir.path(), &writers);
+        assert!(!store.has_offsets("g"));
+        close(store);
+        writers.stop();
+    }
+}
