@@ -309,8 +309,14 @@ def test_raw_idempotent_sequences(broker, canary, topic_name):
     h.create_topic(broker.bootstrap, topic, partitions=1)
     now = int(time.time() * 1000)
     with w.connect(broker.host, broker.port) as s:
-        corr, err, pid, epoch = w.parse_init_producer_id_v4(w.request(s, w.init_producer_id_v4(1)))
-        assert corr == 1 and err == 0 and pid >= 0 and epoch >= 0
+        deadline = time.monotonic() + 30
+        while True:
+            corr, err, pid, epoch = w.parse_init_producer_id_v4(w.request(s, w.init_producer_id_v4(1)))
+            # a just-started Kafka answers COORDINATOR_LOAD_IN_PROGRESS (14) / NOT_AVAILABLE (15): retriable
+            if err not in (14, 15) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert corr == 1 and err == 0 and pid >= 0 and epoch >= 0, (corr, err, pid, epoch)
 
         def produce(seq, corr, n=3):
             recs = [w.Record(b"k", b"seq %d" % (seq + i), [], now) for i in range(n)]

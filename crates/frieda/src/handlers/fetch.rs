@@ -131,7 +131,10 @@ pub async fn handle(
         pd = match r {
             PartitionRead::Data(data) => pd.with_records(Some(concat(data))),
             PartitionRead::Empty => pd.with_records(Some(Bytes::new())),
-            PartitionRead::Error(code) => pd.with_error_code(code.code()).with_records(None),
+            // Kafka sends empty (not null) records with an error; librdkafka refuses null here.
+            PartitionRead::Error(code) => pd
+                .with_error_code(code.code())
+                .with_records(Some(Bytes::new())),
         };
         topics_out[w.topic_index].partitions.push(pd);
     }
