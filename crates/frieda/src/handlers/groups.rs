@@ -353,3 +353,262 @@ pub async fn delete_groups(
     }
     DeleteGroupsResponse::default().with_results(results)
 }
+
+#[cfg(test)]
+mod tests {
+    //! Every group and offset API answers at every advertised version with a response that
+    //! encodes (kafka-protocol refuses fields a version does not have), through a whole
+    //! group lifecycle, including static members and errors.
+    use super::super::{api_versions, encode, offsets};
+    use super::*;
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::leave_group_request::MemberIdentity;
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::offset_delete_request::{
+        OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+    };
+    use kafka_protocol::messages::offset_fetch_request::{
+        OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+    };
+    use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+    use kafka_protocol::messages::{
+        ApiKey, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, TopicName,
+    };
+    use kafka_protocol::protocol::Encodable;
+
+    fn ctx(api_key: ApiKey, api_version: i16) -> RequestContext {
+        RequestContext {
+            api_key,
+            api_version,
+            correlation_id: 7,
+            client_id: Some("test".into()),
+            peer: "127.0.0.1:5555".parse().unwrap(),
+        }
+    }
+
+    fn versions(key: ApiKey) -> std::ops::RangeInclusive<i16> {
+        let (_, min, max) = api_versions::SUPPORTED
+            .iter()
+            .find(|(k, _, _)| *k == key)
+            .copied()
+            .expect("advertised");
+        min..=max
+    }
+
+    fn encodes<T: Encodable>(c: &RequestContext, resp: &T) {
+        assert!(
+            encode(c, resp).is_ok(),
+            "{:?} v{} does not encode",
+            c.api_key,
+            c.api_version
+        );
+    }
+
+    fn join_req(group: &str, member: &str, instance: Option<&str>, v: i16) -> JoinGroupRequest {
+        JoinGroupRequest::default()
+            .with_group_id(GroupId(str_bytes(group)))
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(if v >= 1 { 10_000 } else { -1 })
+            .with_member_id(str_bytes(member))
+            .with_group_instance_id(instance.map(str_bytes))
+            .with_protocol_type(str_bytes("consumer"))
+            .with_protocols(vec![JoinGroupRequestProtocol::default()
+                .with_name(str_bytes("range"))
+                .with_metadata(bytes::Bytes::from_static(b"\0\0\0\0\0\0"))])
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_version_encodes_through_a_group_lifecycle() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = crate::config::BrokerConfig::default();
+        cfg.data_dir = dir.path().to_path_buf();
+        let broker = Broker::open(cfg).unwrap();
+        broker
+            .create_topic("t", 2, 1, &[], false)
+            .await
+            .map_err(|e| e.message)
+            .unwrap();
+        for v in versions(ApiKey::FindCoordinator) {
+            for key_type in [0i8, 1, 5] {
+                let c = ctx(ApiKey::FindCoordinator, v);
+                let req = FindCoordinatorRequest::default()
+                    .with_key(if v < 4 { str_bytes("g") } else { str_bytes("") })
+                    .with_key_type(if v >= 1 { key_type } else { 0 })
+                    .with_coordinator_keys(if v >= 4 { vec![str_bytes("g")] } else { vec![] });
+                encodes(&c, &find_coordinator(&broker, &c, req).await);
+            }
+        }
+        for v in versions(ApiKey::JoinGroup) {
+            let group = format!("g{v}");
+            let instance = (v >= 5).then(|| format!("i{v}"));
+            let c = ctx(ApiKey::JoinGroup, v);
+            // First join: a static member from v5; MEMBER_ID_REQUIRED for a dynamic one from v4.
+            let mut r = join_group(&broker, &c, join_req(&group, "", instance.as_deref(), v)).await;
+            encodes(&c, &r);
+            if r.error_code == E::MemberIdRequired.code() {
+                let id = r.member_id.to_string();
+                r = join_group(&broker, &c, join_req(&group, &id, instance.as_deref(), v)).await;
+                encodes(&c, &r);
+            }
+            assert_eq!(r.error_code, 0, "v{v}");
+            let member = r.member_id.to_string();
+            let gen = r.generation_id;
+            let sc = ctx(ApiKey::SyncGroup, v.min(5));
+            let sync = SyncGroupRequest::default()
+                .with_group_id(GroupId(str_bytes(&group)))
+                .with_generation_id(gen)
+                .with_member_id(str_bytes(&member))
+                .with_assignments(vec![SyncGroupRequestAssignment::default()
+                    .with_member_id(str_bytes(&member))
+                    .with_assignment(bytes::Bytes::from_static(b"a"))]);
+            let s = sync_group(&broker, &sc, sync).await;
+            encodes(&sc, &s);
+            assert_eq!(s.error_code, 0);
+            // The static member restarts: same generation, no rebalance.
+            if let Some(i) = &instance {
+                let r2 = join_group(&broker, &c, join_req(&group, "", Some(i), v)).await;
+                encodes(&c, &r2);
+                assert_eq!((r2.error_code, r2.generation_id), (0, gen));
+                // The old member id is fenced.
+                let hc = ctx(ApiKey::Heartbeat, 3);
+                let req = HeartbeatRequest::default()
+                    .with_group_id(GroupId(str_bytes(&group)))
+                    .with_generation_id(gen)
+                    .with_member_id(str_bytes(&member))
+                    .with_group_instance_id(Some(str_bytes(i)));
+                let hb = heartbeat(&broker, &hc, req).await;
+                assert_eq!(hb.error_code, E::FencedInstanceId.code());
+            }
+            let member = match &instance {
+                Some(i) => broker
+                    .groups
+                    .describe(&group)
+                    .members
+                    .iter()
+                    .find(|m| m.instance_id.as_deref() == Some(i.as_str()))
+                    .map(|m| m.member_id.clone())
+                    .unwrap(),
+                None => member,
+            };
+            for dv in versions(ApiKey::DescribeGroups) {
+                let dc = ctx(ApiKey::DescribeGroups, dv);
+                let req = DescribeGroupsRequest::default()
+                    .with_groups(vec![GroupId(str_bytes(&group)), GroupId(str_bytes("nope"))])
+                    .with_include_authorized_operations(dv >= 3);
+                encodes(&dc, &describe_groups(&broker, &dc, req).await);
+            }
+            for hv in versions(ApiKey::Heartbeat) {
+                let hc = ctx(ApiKey::Heartbeat, hv);
+                let req = HeartbeatRequest::default()
+                    .with_group_id(GroupId(str_bytes(&group)))
+                    .with_generation_id(gen)
+                    .with_member_id(str_bytes(&member));
+                encodes(&hc, &heartbeat(&broker, &hc, req).await);
+            }
+            for ov in versions(ApiKey::OffsetCommit) {
+                let oc = ctx(ApiKey::OffsetCommit, ov);
+                let req = OffsetCommitRequest::default()
+                    .with_group_id(GroupId(str_bytes(&group)))
+                    .with_generation_id_or_member_epoch(gen)
+                    .with_member_id(str_bytes(&member))
+                    .with_topics(vec![OffsetCommitRequestTopic::default()
+                        .with_name(TopicName(str_bytes("t")))
+                        .with_partitions(vec![
+                            OffsetCommitRequestPartition::default()
+                                .with_partition_index(0)
+                                .with_committed_offset(5),
+                            OffsetCommitRequestPartition::default()
+                                .with_partition_index(9)
+                                .with_committed_offset(5),
+                        ])]);
+                encodes(&oc, &offsets::commit(&broker, &oc, req).await);
+            }
+            for fv in versions(ApiKey::OffsetFetch) {
+                let fc = ctx(ApiKey::OffsetFetch, fv);
+                let req = if fv >= 8 {
+                    OffsetFetchRequest::default().with_groups(vec![
+                        OffsetFetchRequestGroup::default()
+                            .with_group_id(GroupId(str_bytes(&group)))
+                            .with_topics(None),
+                        OffsetFetchRequestGroup::default()
+                            .with_group_id(GroupId(str_bytes(&group)))
+                            .with_topics(Some(vec![OffsetFetchRequestTopics::default()
+                                .with_name(TopicName(str_bytes("t")))
+                                .with_partition_indexes(vec![0, 1])])),
+                    ])
+                } else {
+                    OffsetFetchRequest::default()
+                        .with_group_id(GroupId(str_bytes(&group)))
+                        .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                            .with_name(TopicName(str_bytes("t")))
+                            .with_partition_indexes(vec![0, 1])]))
+                };
+                let resp = offsets::fetch(&broker, &fc, req).await;
+                encodes(&fc, &resp);
+                let committed = if fv >= 8 {
+                    resp.groups[1].topics[0].partitions[0].committed_offset
+                } else {
+                    resp.topics[0].partitions[0].committed_offset
+                };
+                assert_eq!(committed, 5);
+            }
+            let lc = ctx(ApiKey::LeaveGroup, v.min(5));
+            let req = LeaveGroupRequest::default()
+                .with_group_id(GroupId(str_bytes(&group)))
+                .with_member_id(if v < 3 {
+                    str_bytes(&member)
+                } else {
+                    str_bytes("")
+                })
+                .with_members(if v >= 3 {
+                    vec![
+                        MemberIdentity::default().with_member_id(str_bytes(&member)),
+                        MemberIdentity::default()
+                            .with_member_id(str_bytes(""))
+                            .with_group_instance_id(Some(str_bytes("unknown-instance"))),
+                    ]
+                } else {
+                    vec![]
+                });
+            encodes(&lc, &leave_group(&broker, &lc, req).await);
+        }
+        for v in versions(ApiKey::ListGroups) {
+            let c = ctx(ApiKey::ListGroups, v);
+            let req = ListGroupsRequest::default().with_states_filter(if v >= 4 {
+                vec![str_bytes("Empty")]
+            } else {
+                vec![]
+            });
+            let resp = list_groups(&broker, &c, req).await;
+            encodes(&c, &resp);
+            assert!(!resp.groups.is_empty());
+        }
+        for v in versions(ApiKey::OffsetDelete) {
+            let c = ctx(ApiKey::OffsetDelete, v);
+            let req = OffsetDeleteRequest::default()
+                .with_group_id(GroupId(str_bytes("g1")))
+                .with_topics(vec![OffsetDeleteRequestTopic::default()
+                    .with_name(TopicName(str_bytes("t")))
+                    .with_partitions(vec![
+                        OffsetDeleteRequestPartition::default().with_partition_index(0)
+                    ])]);
+            encodes(&c, &offsets::delete(&broker, &c, req).await);
+        }
+        for v in versions(ApiKey::DeleteGroups) {
+            let c = ctx(ApiKey::DeleteGroups, v);
+            let req = DeleteGroupsRequest::default().with_groups_names(vec![
+                GroupId(str_bytes(&format!("g{v}"))),
+                GroupId(str_bytes("nope")),
+            ]);
+            let resp = delete_groups(&broker, &c, req).await;
+            encodes(&c, &resp);
+            assert_eq!(resp.results[1].error_code, E::GroupIdNotFound.code());
+        }
+        let b = broker.clone();
+        tokio::task::spawn_blocking(move || b.shutdown())
+            .await
+            .unwrap();
+    }
+}

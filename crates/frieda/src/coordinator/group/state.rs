@@ -638,6 +638,8 @@ impl Group {
         }
         tracing::info!(group = %self.id, generation = self.generation, members = self.members.len(), "preparing to rebalance");
         self.transition(GroupState::PreparingRebalance);
+        // Completes at once when nobody is left to wait for (the last member left).
+        self.try_complete_join(now);
     }
 
     fn reset_and_propagate_assignment_error(&mut self, e: E) {
