@@ -422,8 +422,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_version_encodes_through_a_group_lifecycle() {
         let dir = tempfile::tempdir().unwrap();
-        let mut cfg = crate::config::BrokerConfig::default();
-        cfg.data_dir = dir.path().to_path_buf();
+        let cfg = crate::config::BrokerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        };
         let broker = Broker::open(cfg).unwrap();
         broker
             .create_topic("t", 2, 1, &[], false)
