@@ -370,6 +370,48 @@ impl PartitionLog {
         Ok(report)
     }
 
+    /// Closes the active segment and starts a new one at the log end offset, unless the active
+    /// segment is empty (then nothing changes). Used before rewriting a log's live entries, so the
+    /// rewrite starts in a fresh segment and everything before it can later be dropped whole.
+    pub fn roll_segment(&mut self, now_ms: i64) -> Result<(), LogError> {
+        if self.active().is_empty() {
+            return Ok(());
+        }
+        self.roll(now_ms)
+    }
+
+    /// Deletes, oldest first, every closed segment whose records all lie below `offset`, and
+    /// advances the log start offset to the first remaining segment's base offset (never past
+    /// `offset`, never the active segment). For logs whose live entries were rewritten at
+    /// `offset` or later (compaction by rewriting). Readers see the new start at once.
+    pub fn delete_segments_below(&mut self, offset: i64) -> Result<RetentionReport, LogError> {
+        // Segment i may go when the next segment starts at or below `offset`.
+        let mut n = 0;
+        while n + 1 < self.segments.len() && self.segments[n + 1].base_offset() <= offset {
+            n += 1;
+        }
+        let mut report = RetentionReport {
+            deleted_segments: n,
+            deleted_bytes: 0,
+            log_start_offset: self.log_start_offset(),
+        };
+        if n == 0 {
+            return Ok(report);
+        }
+        let removed: Vec<Segment> = self.segments.drain(..n).collect();
+        let new_start = self.segments[0].base_offset();
+        self.shared.segments.write().drain(..n);
+        self.shared.log_start.store(new_start, Ordering::Release);
+        self.shared.cache.write().trim_below(new_start);
+        self.dir_dirty = true;
+        for s in &removed {
+            report.deleted_bytes += s.size();
+            s.delete_files()?;
+        }
+        report.log_start_offset = new_start;
+        Ok(report)
+    }
+
     /// Replaces the configuration (AlterConfigs). Takes effect for the next append / retention pass.
     pub fn set_config(&mut self, config: LogConfig) {
         self.shared

@@ -859,3 +859,39 @@ fn handles_are_send_and_sync() {
     sync::<LogReader>();
     sync::<FetchData>();
 }
+
+#[test]
+fn roll_segment_then_delete_segments_below_drops_whole_segments_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
+    // Rolling an empty active segment is a no-op.
+    log.roll_segment(NOW).unwrap();
+    assert_eq!(log.segment_count(), 1);
+    fill(&mut log, 3, 2, NOW, 10); // offsets 0..6
+    log.roll_segment(NOW).unwrap();
+    fill(&mut log, 2, 2, NOW, 10); // offsets 6..10
+    log.roll_segment(NOW).unwrap();
+    let kept = fill(&mut log, 1, 2, NOW, 10); // offsets 10..12
+    assert_eq!(log.segment_count(), 3);
+    // Below the first segment's end: nothing can go.
+    let r = log.delete_segments_below(5).unwrap();
+    assert_eq!((r.deleted_segments, r.log_start_offset), (0, 0));
+    // 8 lies inside the second segment: only the first goes.
+    let r = log.delete_segments_below(8).unwrap();
+    assert_eq!((r.deleted_segments, r.log_start_offset), (1, 6));
+    assert!(!dir.path().join("00000000000000000000.log").exists());
+    let reader = log.reader();
+    assert_eq!(reader.log_start_offset(), 6);
+    assert!(reader.read(2, 1 << 20, i64::MAX).is_err());
+    // Far past the end: the active segment always stays.
+    let r = log.delete_segments_below(1_000).unwrap();
+    assert_eq!((r.deleted_segments, r.log_start_offset), (1, 10));
+    assert_eq!(log.segment_count(), 1);
+    let f = reader.read(10, 1 << 20, i64::MAX).unwrap();
+    assert_eq!(concat(&f), kept[0].1);
+    drop(log);
+    // The deletion survives a reopen.
+    let (log, rep) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
+    assert_eq!((rep.log_start_offset, rep.log_end_offset), (10, 12));
+    drop(log);
+}

@@ -6,6 +6,7 @@
 //! a topic's own overrides (CreateTopics configs, AlterConfigs) win over them.
 
 use crate::broker::topic_config::{TopicConfigs, TOPIC_CONFIG_KEYS};
+use crate::coordinator::group::CoordinatorConfig;
 use anyhow::{bail, Context};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -45,6 +46,11 @@ pub struct BrokerConfig {
     pub topic_defaults: TopicConfigs,
     /// Design switches for ablation (see DESIGN.md): process many requests of a connection at once.
     pub overlapped_processing: bool,
+    /// Group coordinator settings: `group.initial.rebalance.delay.ms` (default 0, as in Kafka's
+    /// shipped server.properties; Kafka's built-in default is 3000), `group.min.session.timeout.ms`
+    /// (6000), `group.max.session.timeout.ms` (1800000), `offsets.retention.minutes` (10080),
+    /// `offsets.retention.check.interval.ms` (600000), `offset.metadata.max.bytes` (4096).
+    pub coordinator: CoordinatorConfig,
 }
 
 impl Default for BrokerConfig {
@@ -67,6 +73,7 @@ impl Default for BrokerConfig {
             retention_check_interval_ms: 300_000,
             topic_defaults: TopicConfigs::default(),
             overlapped_processing: true,
+            coordinator: CoordinatorConfig::default(),
         }
     }
 }
@@ -121,6 +128,28 @@ impl BrokerConfig {
                 self.retention_check_interval_ms = text.parse::<u64>()?.max(10)
             }
             "overlapped.processing" => self.overlapped_processing = text.parse()?,
+            "group.initial.rebalance.delay.ms" => {
+                self.coordinator.group.initial_rebalance_delay =
+                    std::time::Duration::from_millis(text.parse()?)
+            }
+            "group.min.session.timeout.ms" => {
+                self.coordinator.group.min_session_timeout =
+                    std::time::Duration::from_millis(text.parse()?)
+            }
+            "group.max.session.timeout.ms" => {
+                self.coordinator.group.max_session_timeout =
+                    std::time::Duration::from_millis(text.parse()?)
+            }
+            "offsets.retention.minutes" => {
+                self.coordinator.offsets_retention_ms = text.parse::<i64>()?.saturating_mul(60_000)
+            }
+            "offsets.retention.ms" => self.coordinator.offsets_retention_ms = text.parse()?,
+            "offsets.retention.check.interval.ms" => {
+                self.coordinator.offsets_retention_check_interval_ms = text.parse::<u64>()?.max(100)
+            }
+            "offset.metadata.max.bytes" => {
+                self.coordinator.offset_metadata_max_bytes = text.parse()?
+            }
             "default.replication.factor" | "offsets.topic.replication.factor" => {}
             _ => {
                 // Broker-level `log.` prefixed forms of topic configs are accepted too, as in Kafka.

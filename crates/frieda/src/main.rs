@@ -102,12 +102,16 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         tracing::info!(%listen, advertised = %format!("{host}:{port}"), version = env!("CARGO_PKG_VERSION"), "frieda is listening");
         let (stop_tx, stop_rx) = watch::channel(false);
         let maintenance = tokio::spawn(maintain(broker.clone(), retention_every, stop_rx.clone()));
+        // Group timers (sessions, rebalances), offsets retention and compaction; on stop it
+        // answers parked JoinGroup/SyncGroup requests so connections can finish.
+        let groups = tokio::spawn(broker.groups.clone().run(stop_rx.clone()));
         let server = tokio::spawn(frieda::server::serve(listener, broker.clone(), stop_rx));
         wait_for_signal().await;
         tracing::info!("shutting down: no new connections, finishing in-flight requests");
         let _ = stop_tx.send(true);
         let _ = server.await;
         let _ = maintenance.await;
+        let _ = groups.await;
         anyhow::Ok(())
     })?;
     let b = broker.clone();

@@ -6,6 +6,7 @@
 //! <data.dir>/meta/cluster.json          cluster id
 //! <data.dir>/meta/topics/<topic>.json   topic id, partition count, config overrides
 //! <data.dir>/meta/producer_ids          end of the last reserved producer-id block
+//! <data.dir>/meta/__consumer_offsets-0/ the offsets log (committed offsets, group metadata)
 //! <data.dir>/<topic>-<partition>/       the partition log (segments, indexes)
 //! ```
 
@@ -15,6 +16,7 @@ pub mod topic_config;
 pub mod writer;
 
 use crate::config::BrokerConfig;
+use crate::coordinator::group::GroupCoordinator;
 use crate::coordinator::producer_ids::{write_durably, ProducerIdAllocator};
 use anyhow::Context;
 use frieda_log::PartitionLog;
@@ -24,7 +26,7 @@ use partition::Partition;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use topic::{valid_topic_name, Topic, TopicMeta};
+use topic::{valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC};
 use topic_config::{ConfigError, TopicConfigs};
 use uuid::Uuid;
 use writer::{now_ms, LogWriters, WriterJob};
@@ -66,6 +68,8 @@ pub struct Broker {
     pub producer_ids: ProducerIdAllocator,
     admin: tokio::sync::Mutex<()>,
     meta_dir: PathBuf,
+    /// Consumer groups and committed offsets.
+    pub groups: Arc<GroupCoordinator>,
 }
 
 impl Broker {
@@ -78,6 +82,7 @@ impl Broker {
         let cluster_id = load_cluster_id(&meta_dir)?;
         let writers = LogWriters::start(config.log_writer_threads);
         let producer_ids = ProducerIdAllocator::open(&meta_dir)?;
+        let groups = Arc::new(open_offsets_log(&config, &meta_dir, &writers)?);
         let broker = Broker {
             config,
             cluster_id,
@@ -87,6 +92,7 @@ impl Broker {
             producer_ids,
             admin: tokio::sync::Mutex::new(()),
             meta_dir,
+            groups,
         };
         let mut metas = Vec::new();
         for entry in std::fs::read_dir(broker.meta_dir.join("topics"))? {
@@ -100,6 +106,7 @@ impl Broker {
             metas.push(meta);
         }
         metas.sort_by(|a, b| a.name.cmp(&b.name));
+        broker.insert(broker.offsets_topic());
         for meta in metas {
             let topic = broker.open_topic(&meta, meta.partitions)?;
             broker.insert(topic);
@@ -111,6 +118,30 @@ impl Broker {
             "broker state recovered"
         );
         Ok(Arc::new(broker))
+    }
+
+    /// The offsets log as the internal topic `__consumer_offsets` (one partition; its id is
+    /// derived from the cluster id so it stays the same across restarts).
+    fn offsets_topic(&self) -> Arc<Topic> {
+        let mut id = [0u8; 16];
+        let mut h: u64 = 0xcbf29ce484222325;
+        for (i, b) in self
+            .cluster_id
+            .bytes()
+            .chain(*b"__consumer_offsets")
+            .enumerate()
+        {
+            h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+            id[i % 16] ^= (h >> 32) as u8;
+        }
+        let mut configs = TopicConfigs::default();
+        let _ = configs.set("cleanup.policy", "compact");
+        Arc::new(Topic {
+            name: Arc::from(OFFSETS_TOPIC),
+            id: Uuid::from_bytes(id),
+            partitions: RwLock::new(vec![self.groups.offsets.partition().clone()]),
+            configs: RwLock::new(configs),
+        })
     }
 
     fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
@@ -301,6 +332,7 @@ impl Broker {
 
     /// Deletes a topic and its data. Errors: UNKNOWN_TOPIC_OR_PARTITION (3).
     pub async fn delete_topic(self: &Arc<Self>, topic: Arc<Topic>) -> Result<(), AdminError> {
+        refuse_internal(&topic)?;
         let _admin = self.admin.lock().await;
         if self.topics.read().get(&topic.name).map(|t| t.id) != Some(topic.id) {
             return Err(AdminError::new(
@@ -351,6 +383,7 @@ impl Broker {
         count: i32,
         validate_only: bool,
     ) -> Result<(), AdminError> {
+        refuse_internal(&topic)?;
         let _admin = self.admin.lock().await;
         let current = topic.partition_count();
         if count <= current {
@@ -386,6 +419,7 @@ impl Broker {
         topic: Arc<Topic>,
         configs: TopicConfigs,
     ) -> Result<(), AdminError> {
+        refuse_internal(&topic)?;
         let _admin = self.admin.lock().await;
         let broker = self.clone();
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
@@ -430,7 +464,56 @@ impl Broker {
                 }
             }
         }
+        if let Some(state) = self.groups.offsets.partition().state.lock().take() {
+            if let Err(e) = state.log.close() {
+                tracing::error!(error = %e, "closing the offsets log failed");
+            }
+        }
     }
+}
+
+/// Internal topics are not changed by clients: INVALID_TOPIC_EXCEPTION (17).
+fn refuse_internal(topic: &Topic) -> Result<(), AdminError> {
+    if topic.is_internal() {
+        return Err(AdminError::new(
+            ResponseError::InvalidTopicException,
+            format!("`{}` is an internal topic", topic.name),
+        ));
+    }
+    Ok(())
+}
+
+/// Opens the offsets log (not a topic: never listed, fetched or deleted by clients) and the
+/// group coordinator on it. It keeps the broker's flush policy but never expires by time or
+/// size: compaction by rewriting bounds it instead.
+fn open_offsets_log(
+    config: &BrokerConfig,
+    meta_dir: &Path,
+    writers: &LogWriters,
+) -> anyhow::Result<GroupCoordinator> {
+    let name: Arc<str> = Arc::from("__consumer_offsets");
+    let dir = meta_dir.join("__consumer_offsets-0");
+    let mut log_config = TopicConfigs::default().log_config(&config.topic_defaults);
+    log_config.retention_ms = -1;
+    log_config.retention_bytes = -1;
+    log_config.segment_bytes = 16 << 20;
+    log_config.max_message_bytes = usize::MAX / 2;
+    log_config.tail_cache_bytes = 0;
+    let (log, report) = PartitionLog::open(&dir, log_config, now_ms())
+        .with_context(|| format!("opening the offsets log {}", dir.display()))?;
+    if report.truncated_bytes > 0 {
+        tracing::warn!(
+            truncated_bytes = report.truncated_bytes,
+            "recovered a torn tail of the offsets log"
+        );
+    }
+    let partition = Arc::new(Partition::new(
+        name.clone(),
+        0,
+        log,
+        writers.for_partition(&name, 0),
+    ));
+    GroupCoordinator::open(partition, config.coordinator.clone())
 }
 
 fn load_cluster_id(meta_dir: &Path) -> anyhow::Result<String> {

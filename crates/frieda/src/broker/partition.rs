@@ -107,6 +107,19 @@ impl Partition {
         records: BytesMut,
         header: BatchHeader,
     ) -> Result<AppendOutcome, ResponseError> {
+        self.submit(records, header)
+            .await
+            .unwrap_or(Err(ResponseError::KafkaStorageError))
+    }
+
+    /// Queues an append on the writer thread at once (appends submitted one after another land
+    /// in that order) and returns the receiver of its outcome; a dropped sender means the writer
+    /// has stopped.
+    pub fn submit(
+        self: &Arc<Self>,
+        records: BytesMut,
+        header: BatchHeader,
+    ) -> oneshot::Receiver<Result<AppendOutcome, ResponseError>> {
         let (tx, rx) = oneshot::channel();
         self.writer.send(WriterJob::Append {
             partition: self.clone(),
@@ -114,7 +127,7 @@ impl Partition {
             header,
             reply: tx,
         });
-        rx.await.unwrap_or(Err(ResponseError::KafkaStorageError))
+        rx
     }
 
     /// A future that completes at the next append (or deletion). Create it, `enable()` it, then

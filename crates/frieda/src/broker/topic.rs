@@ -32,7 +32,16 @@ pub struct Topic {
     pub configs: RwLock<TopicConfigs>,
 }
 
+/// The internal topic holding committed offsets and group metadata (read-only for clients).
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
 impl Topic {
+    /// Whether this is an internal topic: listed in Metadata with `is_internal`, readable,
+    /// but not writable, deletable, growable or reconfigurable by clients.
+    pub fn is_internal(&self) -> bool {
+        &*self.name == OFFSETS_TOPIC
+    }
+
     /// Partition by index.
     pub fn partition(&self, index: i32) -> Option<Arc<Partition>> {
         if index < 0 {

@@ -2,6 +2,10 @@
 //!
 //! - [`producer_state`]: idempotent-producer sequence checks per partition (KIP-98).
 //! - [`producer_ids`]: producer id allocation for InitProducerId.
+//! - [`group`]: the consumer group coordinator (classic protocol).
+//! - [`offsets`]: committed offsets, stored in an internal log.
 
+pub mod group;
+pub mod offsets;
 pub mod producer_ids;
 pub mod producer_state;

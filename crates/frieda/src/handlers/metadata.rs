@@ -107,6 +107,6 @@ fn describe(topic: &Topic, node: i32, version: i16) -> MetadataResponseTopic {
         } else {
             uuid::Uuid::nil()
         })
-        .with_is_internal(false)
+        .with_is_internal(topic.is_internal())
         .with_partitions(partitions)
 }

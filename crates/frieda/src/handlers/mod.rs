@@ -9,8 +9,10 @@ pub mod api_versions;
 pub mod cluster;
 pub mod configs;
 pub mod fetch;
+pub mod groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offsets;
 pub mod produce;
 pub mod producer_id;
 
@@ -145,7 +147,25 @@ pub async fn handle(
             encode(&ctx, &resp).map(Some)
         }};
     }
+    macro_rules! call {
+        ($module:ident :: $f:ident) => {{
+            let req = decode(&ctx, body)?;
+            let resp = $module::$f(&broker, &ctx, req).await;
+            encode(&ctx, &resp).map(Some)
+        }};
+    }
     match ctx.api_key {
+        ApiKey::FindCoordinator => call!(groups::find_coordinator),
+        ApiKey::JoinGroup => call!(groups::join_group),
+        ApiKey::SyncGroup => call!(groups::sync_group),
+        ApiKey::Heartbeat => call!(groups::heartbeat),
+        ApiKey::LeaveGroup => call!(groups::leave_group),
+        ApiKey::ListGroups => call!(groups::list_groups),
+        ApiKey::DescribeGroups => call!(groups::describe_groups),
+        ApiKey::DeleteGroups => call!(groups::delete_groups),
+        ApiKey::OffsetCommit => call!(offsets::commit),
+        ApiKey::OffsetFetch => call!(offsets::fetch),
+        ApiKey::OffsetDelete => call!(offsets::delete),
         ApiKey::Produce => {
             let req = decode(&ctx, body)?;
             match produce::handle(&broker, &ctx, req).await {

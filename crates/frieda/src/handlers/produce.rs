@@ -51,6 +51,13 @@ pub async fn handle(
         } else {
             ResponseError::UnknownTopicOrPartition
         };
+        // Clients may not write to internal topics (Kafka: INVALID_TOPIC_EXCEPTION).
+        let request_error = match &topic {
+            Some(t) if t.is_internal() => {
+                request_error.or(Some(ResponseError::InvalidTopicException))
+            }
+            _ => request_error,
+        };
         let appends = topic_data.partition_data.into_iter().map(|pd| {
             let partition = topic.as_ref().and_then(|t| t.partition(pd.index));
             let index = pd.index;

@@ -1,0 +1,541 @@
+//! The group coordinator: every consumer group of this broker (a single broker coordinates
+//! all groups), their committed offsets, and the timers that expire members.
+//!
+//! - [`state`]: one group's membership and rebalance state machine (pure, unit-tested).
+//! - The coordinator keeps the groups behind one lock held only for in-memory work; JoinGroup
+//!   and SyncGroup answers that must wait are awaited after the lock is released.
+//! - Offsets live in [`OffsetStore`](crate::coordinator::offsets::OffsetStore); group metadata
+//!   (protocol type, generation) is stored there too when a generation starts, so groups and
+//!   their offsets come back after a restart (members rejoin: their sessions are not restored).
+
+pub mod state;
+
+use crate::broker::partition::Partition;
+use crate::broker::writer::now_ms;
+use crate::coordinator::offsets::codec::{GroupValue, OffsetValue};
+use crate::coordinator::offsets::{OffsetStore, TopicPartition};
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError as E;
+use parking_lot::Mutex;
+use state::{Group, GroupConfig, GroupState, JoinRequest, JoinResult, Reply, SyncResult};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Coordinator settings (Kafka names in the broker config).
+#[derive(Debug, Clone)]
+pub struct CoordinatorConfig {
+    /// Group timeouts and the initial rebalance delay.
+    pub group: GroupConfig,
+    /// `offsets.retention.minutes` as ms: offsets of an empty group are deleted this long after
+    /// it became empty (or after their commit, for offsets-only groups). Default 7 days.
+    pub offsets_retention_ms: i64,
+    /// `offsets.retention.check.interval.ms`, default 600000.
+    pub offsets_retention_check_interval_ms: u64,
+    /// `offset.metadata.max.bytes`, default 4096.
+    pub offset_metadata_max_bytes: usize,
+}
+
+impl Default for CoordinatorConfig {
+    fn default() -> Self {
+        CoordinatorConfig {
+            group: GroupConfig::default(),
+            offsets_retention_ms: 7 * 24 * 3600 * 1000,
+            offsets_retention_check_interval_ms: 600_000,
+            offset_metadata_max_bytes: 4096,
+        }
+    }
+}
+
+/// How often the timers run (session timeouts are enforced within this).
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// One group in a listing.
+#[derive(Debug, Clone)]
+pub struct GroupListing {
+    /// Group id.
+    pub group_id: String,
+    /// Protocol type, empty for offsets-only groups.
+    pub protocol_type: String,
+    /// State.
+    pub state: GroupState,
+}
+
+/// A member as DescribeGroups shows it.
+#[derive(Debug, Clone)]
+pub struct MemberDescription {
+    /// Member id.
+    pub member_id: String,
+    /// Instance id.
+    pub instance_id: Option<String>,
+    /// Client id.
+    pub client_id: String,
+    /// Client host.
+    pub client_host: String,
+    /// Metadata for the selected protocol (Stable groups only).
+    pub metadata: Bytes,
+    /// Assignment (Stable groups only).
+    pub assignment: Bytes,
+}
+
+/// A group as DescribeGroups shows it.
+#[derive(Debug, Clone)]
+pub struct GroupDescription {
+    /// State (`Dead` for an unknown group).
+    pub state: GroupState,
+    /// Protocol type.
+    pub protocol_type: String,
+    /// Selected protocol (Stable groups only).
+    pub protocol: String,
+    /// Members.
+    pub members: Vec<MemberDescription>,
+}
+
+/// The coordinator.
+pub struct GroupCoordinator {
+    groups: Mutex<HashMap<String, Group>>,
+    /// Set at shutdown (under the groups lock): no JoinGroup or SyncGroup parks any more.
+    stopped: std::sync::atomic::AtomicBool,
+    /// Committed offsets.
+    pub offsets: OffsetStore,
+    config: CoordinatorConfig,
+}
+
+fn valid_group_id(id: &str) -> Result<(), E> {
+    if id.is_empty() {
+        Err(E::InvalidGroupId)
+    } else {
+        Ok(())
+    }
+}
+
+async fn await_join(reply: Reply<JoinResult>, member_id: &str) -> JoinResult {
+    match reply {
+        Reply::Now(r) => r,
+        Reply::Wait(rx) => rx
+            .await
+            .unwrap_or_else(|_| JoinResult::error(member_id, E::RebalanceInProgress)),
+    }
+}
+
+impl GroupCoordinator {
+    /// Loads the offsets log and rebuilds the groups it names (as Empty groups).
+    pub fn open(log: Arc<Partition>, config: CoordinatorConfig) -> anyhow::Result<Self> {
+        let offsets = OffsetStore::open(log)?;
+        let mut groups = HashMap::new();
+        for (id, meta) in offsets.stored_groups() {
+            let mut g = Group::new(&id, config.group.clone());
+            if let Some(m) = meta {
+                if !m.protocol_type.is_empty() {
+                    g.protocol_type = Some(m.protocol_type);
+                }
+                g.generation = m.generation.max(0);
+            }
+            groups.insert(id, g);
+        }
+        Ok(GroupCoordinator {
+            groups: Mutex::new(groups),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+            offsets,
+            config,
+        })
+    }
+
+    /// Settings.
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.config
+    }
+
+    /// Persists what changed in a group (new generation, emptied). Fire and forget: the write
+    /// is queued in order, and a failure is logged by the writer.
+    fn persist(&self, g: &mut Group) {
+        if !g.meta_changed {
+            return;
+        }
+        g.meta_changed = false;
+        drop(self.offsets.store_group(
+            &g.id,
+            GroupValue {
+                protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                generation: g.generation,
+                protocol: g.protocol_name.clone(),
+                leader: g.leader.clone(),
+                state_timestamp: g.state_since_ms,
+            },
+        ));
+    }
+
+    /// JoinGroup; waits until the rebalance completes (or an error).
+    pub async fn join(&self, group_id: &str, req: JoinRequest) -> JoinResult {
+        if let Err(e) = valid_group_id(group_id) {
+            return JoinResult::error(&req.member_id, e);
+        }
+        let member_id = req.member_id.clone();
+        let reply = {
+            let mut groups = self.groups.lock();
+            if self.is_stopped() {
+                return JoinResult::error(&req.member_id, E::NotCoordinator);
+            }
+            if !groups.contains_key(group_id) {
+                if !req.member_id.is_empty() {
+                    return JoinResult::error(&req.member_id, E::UnknownMemberId);
+                }
+                groups.insert(
+                    group_id.to_string(),
+                    Group::new(group_id, self.config.group.clone()),
+                );
+            }
+            let g = groups.get_mut(group_id).expect("inserted");
+            let reply = g.join(req, Instant::now());
+            self.persist(g);
+            reply
+        };
+        await_join(reply, &member_id).await
+    }
+
+    /// SyncGroup; the leader's call distributes the assignment; others wait for it.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn sync(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        protocol_type: Option<&str>,
+        protocol_name: Option<&str>,
+        assignments: Vec<(String, Bytes)>,
+    ) -> SyncResult {
+        let error = |e| SyncResult {
+            error: Some(e),
+            protocol_type: None,
+            protocol_name: None,
+            assignment: Bytes::new(),
+        };
+        if let Err(e) = valid_group_id(group_id) {
+            return error(e);
+        }
+        let reply = {
+            let mut groups = self.groups.lock();
+            if self.is_stopped() {
+                return error(E::NotCoordinator);
+            }
+            let Some(g) = groups.get_mut(group_id) else {
+                return error(E::UnknownMemberId);
+            };
+            let reply = g.sync(
+                generation,
+                member_id,
+                instance_id,
+                protocol_type,
+                protocol_name,
+                assignments,
+                Instant::now(),
+            );
+            self.persist(g);
+            reply
+        };
+        match reply {
+            Reply::Now(r) => r,
+            Reply::Wait(rx) => rx.await.unwrap_or_else(|_| error(E::RebalanceInProgress)),
+        }
+    }
+
+    /// Heartbeat; `None` is success.
+    pub fn heartbeat(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> Option<E> {
+        if let Err(e) = valid_group_id(group_id) {
+            return Some(e);
+        }
+        let mut groups = self.groups.lock();
+        let Some(g) = groups.get_mut(group_id) else {
+            return Some(E::UnknownMemberId);
+        };
+        let r = g.heartbeat(generation, member_id, instance_id, Instant::now());
+        self.persist(g);
+        r
+    }
+
+    /// LeaveGroup of several members: the group-level error, and one result per member.
+    pub fn leave(
+        &self,
+        group_id: &str,
+        members: &[(String, Option<String>)],
+    ) -> (Option<E>, Vec<Option<E>>) {
+        if let Err(e) = valid_group_id(group_id) {
+            return (Some(e), vec![]);
+        }
+        let mut groups = self.groups.lock();
+        let Some(g) = groups.get_mut(group_id) else {
+            return (None, vec![Some(E::UnknownMemberId); members.len()]);
+        };
+        if g.state == GroupState::Dead {
+            return (Some(E::CoordinatorNotAvailable), vec![]);
+        }
+        let now = Instant::now();
+        let results = members
+            .iter()
+            .map(|(m, i)| g.leave(m, i.as_deref(), now))
+            .collect();
+        self.persist(g);
+        (None, results)
+    }
+
+    /// OffsetCommit: validates the member and generation, then stores the offsets; resolves
+    /// once they are durable. The error applies to every partition.
+    pub async fn commit(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        entries: Vec<(TopicPartition, OffsetValue)>,
+    ) -> Result<(), E> {
+        valid_group_id(group_id)?;
+        let pending = {
+            let mut groups = self.groups.lock();
+            match groups.get_mut(group_id) {
+                None if generation < 0 => {
+                    groups.insert(
+                        group_id.to_string(),
+                        Group::new(group_id, self.config.group.clone()),
+                    );
+                }
+                None => return Err(E::IllegalGeneration),
+                Some(g) => g.validate_commit(generation, member_id, instance_id, Instant::now())?,
+            }
+            self.offsets.commit(group_id, entries)
+        };
+        pending.await
+    }
+
+    /// OffsetDelete: group-level error, or per-partition errors (GROUP_SUBSCRIBED_TO_TOPIC for
+    /// topics the active members consume).
+    pub async fn delete_offsets(
+        &self,
+        group_id: &str,
+        parts: Vec<TopicPartition>,
+    ) -> Result<Vec<(TopicPartition, Option<E>)>, E> {
+        valid_group_id(group_id)?;
+        let (results, pending) = {
+            let groups = self.groups.lock();
+            let Some(g) = groups.get(group_id) else {
+                return Err(E::GroupIdNotFound);
+            };
+            let subscribed = match g.state {
+                GroupState::Dead => return Err(E::GroupIdNotFound),
+                GroupState::Empty => Default::default(),
+                _ => match g.subscribed_topics() {
+                    Some(t) => t,
+                    None => return Err(E::NonEmptyGroup),
+                },
+            };
+            let mut results = Vec::new();
+            let mut deletable = Vec::new();
+            for tp in parts {
+                if subscribed.contains(&tp.0) {
+                    results.push((tp, Some(E::GroupSubscribedToTopic)));
+                } else {
+                    deletable.push(tp.clone());
+                    results.push((tp, None));
+                }
+            }
+            (results, self.offsets.delete_offsets(group_id, &deletable))
+        };
+        if let Some(rx) = pending {
+            crate::coordinator::offsets::written(rx).await?;
+        }
+        Ok(results)
+    }
+
+    /// ListGroups, optionally filtered by state names (case-insensitive).
+    pub fn list(&self, states: &[String]) -> Vec<GroupListing> {
+        let groups = self.groups.lock();
+        let mut out: Vec<GroupListing> = groups
+            .values()
+            .filter(|g| g.state != GroupState::Dead)
+            .filter(|g| {
+                states.is_empty()
+                    || states
+                        .iter()
+                        .any(|s| s.eq_ignore_ascii_case(g.state.name()))
+            })
+            .map(|g| GroupListing {
+                group_id: g.id.clone(),
+                protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                state: g.state,
+            })
+            .collect();
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        out
+    }
+
+    /// DescribeGroups of one group (Dead with no members if unknown).
+    pub fn describe(&self, group_id: &str) -> GroupDescription {
+        let groups = self.groups.lock();
+        let Some(g) = groups.get(group_id) else {
+            return GroupDescription {
+                state: GroupState::Dead,
+                protocol_type: String::new(),
+                protocol: String::new(),
+                members: vec![],
+            };
+        };
+        let stable = g.state == GroupState::Stable;
+        let protocol = g.protocol_name.clone().unwrap_or_default();
+        GroupDescription {
+            state: g.state,
+            protocol_type: g.protocol_type.clone().unwrap_or_default(),
+            protocol: if stable {
+                protocol.clone()
+            } else {
+                String::new()
+            },
+            members: g
+                .members_ordered()
+                .into_iter()
+                .map(|m| MemberDescription {
+                    member_id: m.id.clone(),
+                    instance_id: m.instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    metadata: if stable {
+                        m.protocols
+                            .iter()
+                            .find(|(n, _)| *n == protocol)
+                            .map(|(_, b)| b.clone())
+                            .unwrap_or_default()
+                    } else {
+                        Bytes::new()
+                    },
+                    assignment: if stable {
+                        m.assignment.clone()
+                    } else {
+                        Bytes::new()
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    /// DeleteGroups of one group: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, INVALID_GROUP_ID.
+    pub async fn delete_group(&self, group_id: &str) -> Result<(), E> {
+        valid_group_id(group_id)?;
+        let pending = {
+            let mut groups = self.groups.lock();
+            match groups.get_mut(group_id) {
+                None => return Err(E::GroupIdNotFound),
+                Some(g) if g.state == GroupState::Dead => return Err(E::GroupIdNotFound),
+                Some(g) if !g.is_empty_state() => return Err(E::NonEmptyGroup),
+                Some(g) => g.mark_dead(),
+            }
+            groups.remove(group_id);
+            self.offsets.delete_group(group_id)
+        };
+        if let Some(rx) = pending {
+            crate::coordinator::offsets::written(rx).await?;
+        }
+        tracing::info!(group = group_id, "group deleted");
+        Ok(())
+    }
+
+    /// Runs every group's deadlines (call every [`TICK`]).
+    pub fn tick(&self) {
+        let now = Instant::now();
+        let mut groups = self.groups.lock();
+        for g in groups.values_mut() {
+            g.tick(now);
+            self.persist(g);
+        }
+    }
+
+    /// Offsets retention: deletes expired offsets of empty and offsets-only groups, then
+    /// removes empty groups that have no offsets left.
+    pub fn expire_offsets(&self) {
+        let now = now_ms();
+        let retention = self.config.offsets_retention_ms;
+        let mut groups = self.groups.lock();
+        let mut dead = Vec::new();
+        for g in groups.values_mut() {
+            if g.state != GroupState::Empty {
+                continue;
+            }
+            // Offsets-only groups age from each commit; consumer groups from when they emptied.
+            let since = if g.protocol_type.is_some() {
+                g.state_since_ms
+            } else {
+                i64::MIN
+            };
+            let n = self.offsets.expire(&g.id, since, retention, now);
+            if n > 0 {
+                tracing::info!(group = %g.id, offsets = n, "expired committed offsets");
+            }
+            if g.is_empty_state() && !self.offsets.has_offsets(&g.id) {
+                dead.push(g.id.clone());
+            }
+        }
+        for id in dead {
+            if let Some(mut g) = groups.remove(&id) {
+                g.mark_dead();
+                drop(self.offsets.delete_group(&id));
+                tracing::info!(group = %id, "removed empty group with no offsets");
+            }
+        }
+    }
+
+    /// Answers every parked JoinGroup and SyncGroup (shutdown), so connections can close.
+    pub fn shutdown(&self) {
+        let mut groups = self.groups.lock();
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Release);
+        for g in groups.values_mut() {
+            g.fail_waiters(E::NotCoordinator);
+        }
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Periodic work until `stop`: timers every [`TICK`], offsets retention, compaction of the
+    /// offsets log, time-based flushes of it.
+    pub async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let retention_every =
+            Duration::from_millis(self.config.offsets_retention_check_interval_ms.max(100));
+        let mut last_retention = Instant::now();
+        let mut last_upkeep = Instant::now();
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stop.changed() => {
+                    self.shutdown();
+                    return;
+                }
+            }
+            self.tick();
+            if last_retention.elapsed() >= retention_every {
+                last_retention = Instant::now();
+                self.expire_offsets();
+            }
+            // Time-based flushes of the offsets log come with the broker's maintenance of
+            // every topic (it is listed as the internal topic `__consumer_offsets`).
+            if last_upkeep.elapsed() >= Duration::from_secs(1) {
+                last_upkeep = Instant::now();
+                if self.offsets.needs_compaction() {
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = me.offsets.compact().await {
+                            tracing::error!(error = %format!("{e:#}"), "compacting the offsets log failed");
+                        }
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Records of the offsets log, in the format of Kafka's `__consumer_offsets` topic so Kafka's
+//! own formatters can read them: keys and values are big-endian, strings are `i16` length +
+//! UTF-8, nullable strings use length -1.
+//!
+//! - Offset commit: key v1 `(group, topic, partition)`, value v3
+//!   `(offset, leader_epoch, metadata, commit_timestamp)`.
+//! - Group metadata: key v2 `(group)`, value v3 `(protocol_type, generation, protocol, leader,
+//!   current_state_timestamp, members)`; Frieda writes no members (they re-join after a restart).
+//! - A null value is a tombstone: the key was deleted.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// Key of an offsets-log record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogKey {
+    /// A committed offset.
+    Offset {
+        /// Group id.
+        group: String,
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+    },
+    /// A group's metadata.
+    Group {
+        /// Group id.
+        group: String,
+    },
+}
+
+/// A committed offset as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetValue {
+    /// Next offset to consume.
+    pub offset: i64,
+    /// Leader epoch of the last consumed record, -1 if unknown.
+    pub leader_epoch: i32,
+    /// Client metadata string.
+    pub metadata: String,
+    /// When it was committed, ms since the epoch.
+    pub commit_timestamp: i64,
+}
+
+/// A group's metadata as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupValue {
+    /// Protocol type (`consumer`, `connect`, ...); empty for offsets-only groups.
+    pub protocol_type: String,
+    /// Generation of the group when written.
+    pub generation: i32,
+    /// Selected protocol (assignor) of that generation.
+    pub protocol: Option<String>,
+    /// Leader member id of that generation.
+    pub leader: Option<String>,
+    /// When the group entered its state, ms since the epoch.
+    pub state_timestamp: i64,
+}
+
+fn put_str(b: &mut BytesMut, s: &str) {
+    let s = &s.as_bytes()[..s.len().min(i16::MAX as usize)];
+    b.put_i16(s.len() as i16);
+    b.put_slice(s);
+}
+
+fn put_nullable(b: &mut BytesMut, s: Option<&str>) {
+    match s {
+        Some(s) => put_str(b, s),
+        None => b.put_i16(-1),
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Some(a)
+    }
+    fn i16(&mut self) -> Option<i16> {
+        Some(i16::from_be_bytes(self.take(2)?.try_into().ok()?))
+    }
+    fn i32(&mut self) -> Option<i32> {
+        Some(i32::from_be_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_be_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn nullable(&mut self) -> Option<Option<String>> {
+        let n = self.i16()?;
+        if n < 0 {
+            return Some(None);
+        }
+        let s = self.take(n as usize)?;
+        Some(Some(String::from_utf8_lossy(s).into_owned()))
+    }
+    fn string(&mut self) -> Option<String> {
+        self.nullable().map(Option::unwrap_or_default)
+    }
+}
+
+/// Encodes a key.
+pub fn encode_key(key: &LogKey) -> Bytes {
+    let mut b = BytesMut::with_capacity(64);
+    match key {
+        LogKey::Offset {
+            group,
+            topic,
+            partition,
+        } => {
+            b.put_i16(1);
+            put_str(&mut b, group);
+            put_str(&mut b, topic);
+            b.put_i32(*partition);
+        }
+        LogKey::Group { group } => {
+            b.put_i16(2);
+            put_str(&mut b, group);
+        }
+    }
+    b.freeze()
+}
+
+/// Decodes a key; `None` for an unknown version or malformed bytes.
+pub fn decode_key(bytes: &[u8]) -> Option<LogKey> {
+    let mut r = Reader(bytes);
+    match r.i16()? {
+        0 | 1 => Some(LogKey::Offset {
+            group: r.string()?,
+            topic: r.string()?,
+            partition: r.i32()?,
+        }),
+        2 => Some(LogKey::Group { group: r.string()? }),
+        _ => None,
+    }
+}
+
+/// Encodes a committed offset (value v3).
+pub fn encode_offset(v: &OffsetValue) -> Bytes {
+    let mut b = BytesMut::with_capacity(32 + v.metadata.len());
+    b.put_i16(3);
+    b.put_i64(v.offset);
+    b.put_i32(v.leader_epoch);
+    put_str(&mut b, &v.metadata);
+    b.put_i64(v.commit_timestamp);
+    b.freeze()
+}
+
+/// Decodes a committed offset of any of Kafka's value versions (0-4).
+pub fn decode_offset(bytes: &[u8]) -> Option<OffsetValue> {
+    let mut r = Reader(bytes);
+    let version = r.i16()?;
+    let offset = r.i64()?;
+    let leader_epoch = if version >= 3 { r.i32()? } else { -1 };
+    let metadata = r.string()?;
+    let commit_timestamp = r.i64()?;
+    Some(OffsetValue {
+        offset,
+        leader_epoch,
+        metadata,
+        commit_timestamp,
+    })
+}
+
+/// Encodes group metadata (value v3, no members).
+pub fn encode_group(v: &GroupValue) -> Bytes {
+    let mut b = BytesMut::with_capacity(64);
+    b.put_i16(3);
+    put_str(&mut b, &v.protocol_type);
+    b.put_i32(v.generation);
+    put_nullable(&mut b, v.protocol.as_deref());
+    put_nullable(&mut b, v.leader.as_deref());
+    b.put_i64(v.state_timestamp);
+    b.put_i32(0);
+    b.freeze()
+}
+
+/// Decodes group metadata (value v0-v4; members are not read).
+pub fn decode_group(bytes: &[u8]) -> Option<GroupValue> {
+    let mut r = Reader(bytes);
+    let version = r.i16()?;
+    let protocol_type = r.string()?;
+    let generation = r.i32()?;
+    let protocol = r.nullable()?;
+    let leader = r.nullable()?;
+    let state_timestamp = if version >= 2 { r.i64()? } else { -1 };
+    Some(GroupValue {
+        protocol_type,
+        generation,
+        protocol,
+        leader,
+        state_timestamp,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let k = LogKey::Offset {
+            group: "g".into(),
+            topic: "t".into(),
+            partition: 7,
+        };
+        assert_eq!(decode_key(&encode_key(&k)), Some(k));
+        let k = LogKey::Group { group: "gg".into() };
+        assert_eq!(decode_key(&encode_key(&k)), Some(k));
+        let v = OffsetValue {
+            offset: 42,
+            leader_epoch: 3,
+            metadata: "m".into(),
+            commit_timestamp: 99,
+        };
+        assert_eq!(decode_offset(&encode_offset(&v)), Some(v));
+        let g = GroupValue {
+            protocol_type: "consumer".into(),
+            generation: 5,
+            protocol: Some("range".into()),
+            leader: None,
+            state_timestamp: 1234,
+        };
+        assert_eq!(decode_group(&encode_group(&g)), Some(g));
+    }
+
+    #[test]
+    fn kafka_layout_and_garbage() {
+        // Offset key v1 as Kafka writes it: version, group, topic, partition.
+        let k = encode_key(&LogKey::Offset {
+            group: "ab".into(),
+            topic: "c".into(),
+            partition: 1,
+        });
+        assert_eq!(&k[..], &[0, 1, 0, 2, b'a', b'b', 0, 1, b'c', 0, 0, 0, 1]);
+        assert_eq!(decode_key(&[0, 9, 0, 0]), None);
+        assert_eq!(decode_key(&[0, 1, 0, 5, b'a']), None);
+        assert_eq!(decode_offset(&[0, 3, 1]), None);
+    }
+}

@@ -1,0 +1,256 @@
+//! Committed offsets: OffsetCommit (8) v2-9, OffsetFetch (9) v1-9 (several groups from v8),
+//! OffsetDelete (47) v0. Storage and group checks live in [`crate::coordinator`].
+
+use super::{str_bytes, RequestContext};
+use crate::broker::writer::now_ms;
+use crate::broker::Broker;
+use crate::coordinator::offsets::codec::OffsetValue;
+use kafka_protocol::error::ResponseError as E;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{
+    OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
+    OffsetFetchRequest, OffsetFetchResponse, TopicName,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+fn partition_exists(broker: &Broker, topic: &str, partition: i32) -> bool {
+    broker
+        .topic(topic)
+        .is_some_and(|t| partition >= 0 && partition < t.partition_count())
+}
+
+/// OffsetCommit v2-9. Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE, or
+/// the group's verdict (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
+/// FENCED_INSTANCE_ID, INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, KAFKA_STORAGE_ERROR).
+pub async fn commit(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: OffsetCommitRequest,
+) -> OffsetCommitResponse {
+    let max_meta = broker.groups.config().offset_metadata_max_bytes;
+    let now = now_ms();
+    // (topic, partition, early error)
+    let mut results: Vec<(String, i32, Option<E>)> = Vec::new();
+    let mut entries = Vec::new();
+    for t in &req.topics {
+        for p in &t.partitions {
+            let topic = t.name.0.to_string();
+            let meta = p.committed_metadata.as_deref().unwrap_or("");
+            let early = if !partition_exists(broker, &topic, p.partition_index) {
+                Some(E::UnknownTopicOrPartition)
+            } else if meta.len() > max_meta {
+                Some(E::OffsetMetadataTooLarge)
+            } else {
+                None
+            };
+            if early.is_none() {
+                entries.push((
+                    (topic.clone(), p.partition_index),
+                    OffsetValue {
+                        offset: p.committed_offset,
+                        leader_epoch: if ctx.api_version >= 6 {
+                            p.committed_leader_epoch
+                        } else {
+                            -1
+                        },
+                        metadata: meta.to_string(),
+                        commit_timestamp: now,
+                    },
+                ));
+            }
+            results.push((topic, p.partition_index, early));
+        }
+    }
+    let verdict = if entries.is_empty() {
+        Ok(())
+    } else {
+        broker
+            .groups
+            .commit(
+                &req.group_id.0,
+                req.generation_id_or_member_epoch,
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+                entries,
+            )
+            .await
+    };
+    let mut topics: Vec<OffsetCommitResponseTopic> = Vec::new();
+    for (topic, partition, early) in results {
+        let e = early.or(verdict.err());
+        let part = OffsetCommitResponsePartition::default()
+            .with_partition_index(partition)
+            .with_error_code(e.map_or(0, |e| e.code()));
+        match topics.last_mut() {
+            Some(t) if *t.name.0 == *topic => t.partitions.push(part),
+            _ => topics.push(
+                OffsetCommitResponseTopic::default()
+                    .with_name(TopicName(str_bytes(&topic)))
+                    .with_partitions(vec![part]),
+            ),
+        }
+    }
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// Committed offsets of one topic: partition and offset, if any.
+type TopicOffsets = (String, Vec<(i32, Option<OffsetValue>)>);
+
+/// The committed offsets asked for (`None`: all of the group's), by topic.
+fn lookup(
+    broker: &Broker,
+    group: &str,
+    wanted: Option<Vec<(String, Vec<i32>)>>,
+) -> Vec<TopicOffsets> {
+    match wanted {
+        Some(topics) => topics
+            .into_iter()
+            .map(|(t, parts)| {
+                let found = parts
+                    .into_iter()
+                    .map(|p| (p, broker.groups.offsets.get(group, &t, p)))
+                    .collect();
+                (t, found)
+            })
+            .collect(),
+        None => {
+            let mut by_topic: BTreeMap<String, Vec<(i32, Option<OffsetValue>)>> = BTreeMap::new();
+            for ((t, p), v) in broker.groups.offsets.group_offsets(group) {
+                by_topic.entry(t).or_default().push((p, Some(v)));
+            }
+            by_topic.into_iter().collect()
+        }
+    }
+}
+
+/// OffsetFetch v1-9. Partitions with no committed offset get offset -1 and no error.
+pub async fn fetch(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: OffsetFetchRequest,
+) -> OffsetFetchResponse {
+    let v = ctx.api_version;
+    if v >= 8 {
+        let groups = req
+            .groups
+            .iter()
+            .map(|g| {
+                let wanted = g.topics.as_ref().map(|ts| {
+                    ts.iter()
+                        .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
+                        .collect()
+                });
+                let topics = lookup(broker, &g.group_id.0, wanted)
+                    .into_iter()
+                    .map(|(t, parts)| {
+                        OffsetFetchResponseTopics::default()
+                            .with_name(TopicName(str_bytes(&t)))
+                            .with_partitions(
+                                parts
+                                    .into_iter()
+                                    .map(|(p, o)| {
+                                        let (offset, epoch, meta) = o
+                                            .map_or((-1, -1, String::new()), |o| {
+                                                (o.offset, o.leader_epoch, o.metadata)
+                                            });
+                                        OffsetFetchResponsePartitions::default()
+                                            .with_partition_index(p)
+                                            .with_committed_offset(offset)
+                                            .with_committed_leader_epoch(epoch)
+                                            .with_metadata(Some(str_bytes(&meta)))
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect();
+                OffsetFetchResponseGroup::default()
+                    .with_group_id(g.group_id.clone())
+                    .with_topics(topics)
+            })
+            .collect();
+        return OffsetFetchResponse::default().with_groups(groups);
+    }
+    let wanted = req.topics.as_ref().map(|ts| {
+        ts.iter()
+            .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
+            .collect()
+    });
+    let topics = lookup(broker, &req.group_id.0, wanted)
+        .into_iter()
+        .map(|(t, parts)| {
+            OffsetFetchResponseTopic::default()
+                .with_name(TopicName(str_bytes(&t)))
+                .with_partitions(
+                    parts
+                        .into_iter()
+                        .map(|(p, o)| {
+                            let (offset, epoch, meta) = o.map_or((-1, -1, String::new()), |o| {
+                                (o.offset, o.leader_epoch, o.metadata)
+                            });
+                            OffsetFetchResponsePartition::default()
+                                .with_partition_index(p)
+                                .with_committed_offset(offset)
+                                .with_committed_leader_epoch(if v >= 5 { epoch } else { -1 })
+                                .with_metadata(Some(str_bytes(&meta)))
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    OffsetFetchResponse::default().with_topics(topics)
+}
+
+/// OffsetDelete v0. Group errors: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, INVALID_GROUP_ID;
+/// per partition: GROUP_SUBSCRIBED_TO_TOPIC, UNKNOWN_TOPIC_OR_PARTITION.
+pub async fn delete(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: OffsetDeleteRequest,
+) -> OffsetDeleteResponse {
+    let mut parts = Vec::new();
+    let mut unknown = Vec::new();
+    for t in &req.topics {
+        for p in &t.partitions {
+            let tp = (t.name.0.to_string(), p.partition_index);
+            if partition_exists(broker, &tp.0, tp.1) {
+                parts.push(tp);
+            } else {
+                unknown.push(tp);
+            }
+        }
+    }
+    let results = match broker.groups.delete_offsets(&req.group_id.0, parts).await {
+        Ok(r) => r,
+        Err(e) => return OffsetDeleteResponse::default().with_error_code(e.code()),
+    };
+    let mut topics: Vec<OffsetDeleteResponseTopic> = Vec::new();
+    let all = results.into_iter().chain(
+        unknown
+            .into_iter()
+            .map(|tp| (tp, Some(E::UnknownTopicOrPartition))),
+    );
+    for ((topic, partition), e) in all {
+        let part = OffsetDeleteResponsePartition::default()
+            .with_partition_index(partition)
+            .with_error_code(e.map_or(0, |e| e.code()));
+        match topics.iter_mut().find(|t| *t.name.0 == *topic) {
+            Some(t) => t.partitions.push(part),
+            None => topics.push(
+                OffsetDeleteResponseTopic::default()
+                    .with_name(TopicName(str_bytes(&topic)))
+                    .with_partitions(vec![part]),
+            ),
+        }
+    }
+    OffsetDeleteResponse::default().with_topics(topics)
+}
