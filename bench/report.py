@@ -77,6 +77,7 @@ def parse_pp(path):
 class Run:
     def __init__(self, d):
         raw = d["_raw"]
+        self.raw = raw
         self.runs = load_lines(os.path.join(raw, "runs.jsonl"))
         self.machine = load_json(os.path.join(raw, "machine.json"), {})
         self.settings = load_json(os.path.join(raw, "settings.json"), {})
@@ -123,6 +124,13 @@ class Run:
                 res = load_json(path)
                 if res:
                     self.results[(b, name)] = res
+
+    def load_of(self, b, n):
+        """1-minute load average before -> after the scenario (trajectory: the whole sweep)."""
+        r = self.meta.get((b, n)) or (self.meta.get((b, "trajectory")) if n.startswith("traj-") else None)
+        if not r or "loadavg_before" not in r:
+            return "–"
+        return "%s→%s" % (r["loadavg_before"].split()[0], r["loadavg_after"].split()[0])
 
     def names(self, kind):
         seen = []
@@ -186,8 +194,8 @@ def settings_line(r):
 
 
 def table(run, names, title_fn=None, with_ratio=True):
-    lines = ["| scenario | broker | throughput | p50 | p99 | p99.9 | p99.99 | max | errors | broker CPU s / M records | broker RSS |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| scenario | broker | throughput | p50 | p99 | p99.9 | p99.99 | max | errors | broker CPU s / M records | broker RSS | load avg |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for n in names:
         per = {}
         for b in BROKERS:
@@ -196,18 +204,19 @@ def table(run, names, title_fn=None, with_ratio=True):
             if r:
                 per[b] = r
                 errs = r["errors"]
-                lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     label, b, fmt_rate(r["throughput_rps"]), fmt_us(r["p50_us"]), fmt_us(r["p99_us"]), fmt_us(r["p999_us"]),
                     fmt_us(r["p9999_us"]), fmt_us(r["max_us"]), ("**%d**" % errs) if errs else "0",
                     "%.2f" % r["broker_cpu_s_per_million"] if r.get("broker_cpu_s_per_million") is not None else "–",
-                    "%d MiB" % (r["broker_rss_max_kb"] // 1024) if r.get("broker_rss_max_kb") else "–"))
+                    "%d MiB" % (r["broker_rss_max_kb"] // 1024) if r.get("broker_rss_max_kb") else "–",
+                    run.load_of(b, n)))
             elif (b, n) in run.failed:
-                lines.append("| %s | %s | **failed**: %s |  |  |  |  |  |  |  |  |" % (label, b, run.failed[(b, n)].replace("|", "/")))
+                lines.append("| %s | %s | **failed**: %s |  |  |  |  |  |  |  |  |  |" % (label, b, run.failed[(b, n)].replace("|", "/")))
             elif b in run.start_failed:
-                lines.append("| %s | %s | not run: broker did not start |  |  |  |  |  |  |  |  |" % (label, b))
+                lines.append("| %s | %s | not run: broker did not start |  |  |  |  |  |  |  |  |  |" % (label, b))
         if with_ratio and "kafka" in per and "frieda" in per:
             k, f = per["kafka"], per["frieda"]
-            lines.append("| %s | **Frieda/Kafka** | %s | %s | %s | %s | %s | %s |  | %s |  |" % (
+            lines.append("| %s | **Frieda/Kafka** | %s | %s | %s | %s | %s | %s |  | %s |  |  |" % (
                 title_fn(n) if title_fn else n, ratio(f["throughput_rps"], k["throughput_rps"]), ratio(f["p50_us"], k["p50_us"]),
                 ratio(f["p99_us"], k["p99_us"]), ratio(f["p999_us"], k["p999_us"]), ratio(f["p9999_us"], k["p9999_us"]),
                 ratio(f["max_us"], k["max_us"]), ratio(f.get("broker_cpu_s_per_million"), k.get("broker_cpu_s_per_million"))))
@@ -373,7 +382,9 @@ def report_md(run, plots):
     section("Throughput vs producers and roofline trajectory (thesis figs. 4.11 and 4.1)", "trajectory",
             "Unthrottled, acks=all, 100 B records, 1 partition, at each producer count. The roofline plots achieved "
             "payload bandwidth against the machine's measured roofs: loopback TCP, sequential disk write with fdatasync, "
-            "and each broker's CPU roof (its measured payload bytes per broker CPU-second × %s cores)." % run.machine.get("cores", "?"),
+            "and each broker's CPU roof (its measured payload bytes per broker CPU-second × %s cores). The CPU roof "
+            "assumes the broker has every core; here the load generator runs on the same cores, so the achieved "
+            "points stay well below it." % run.machine.get("cores", "?"),
             ["throughput-vs-producers.png", "roofline.png"])
     section("fsync before acknowledge", "fsync",
             "`flush.messages=1` on the topic for both brokers: every acknowledged record is on disk. Kafka flushes per "
@@ -415,6 +426,15 @@ def report_md(run, plots):
                         p["p999_ms"], p["max_ms"], p.get("broker_cpu_s", "–")))
                 elif (b, n) in run.failed:
                     L.append("| %s | ProducerPerformance | %s | **failed**: %s | | | | | | |" % (b, load, run.failed[(b, n)]))
+        L.append("")
+    try:
+        notes_md = open(os.path.join(os.path.dirname(run.raw), "notes.md")).read().strip()
+    except OSError:
+        notes_md = ""
+    if notes_md:
+        L.append("## Notes on this run (written by hand)")
+        L.append("")
+        L.append(notes_md)
         L.append("")
     L.append("## Files")
     L.append("")
@@ -482,7 +502,7 @@ def make_plots(run, outdir):
         for b, r in rows:
             pts = [(x["us"] / 1000, x["p"] / 100) for x in r.get("percentiles", []) if x["us"] > 0]
             if pts:
-                ax.step([a for a, _ in pts], [c for _, c in pts], where="post", color=colors.get(b), label=b)
+                ax.plot([a for a, _ in pts], [c for _, c in pts], marker=".", ms=3, color=colors.get(b), label=b)
         ax.set_xscale("log")
         ax.set_xlabel("latency (ms, log)")
         ax.set_ylabel("fraction of records")

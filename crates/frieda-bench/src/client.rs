@@ -30,6 +30,7 @@ pub fn our_max(key: ApiKey) -> i16 {
         ApiKey::Fetch => 12,   // v13 addresses topics by id
         ApiKey::CreateTopics => 7,
         ApiKey::ListOffsets => 7,
+        ApiKey::DeleteTopics => 6,
         _ => 0,
     }
 }
@@ -267,6 +268,26 @@ impl Conn {
                 bail!("topic {topic} not writable after {attempts} attempts: partition errors {bad:?}");
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Deletes a topic (frees the disk a scenario used). A missing topic is fine.
+    pub async fn delete_topic(&mut self, topic: &str) -> Result<i16> {
+        use kafka_protocol::messages::{delete_topics_request::DeleteTopicState, DeleteTopicsRequest};
+        let v = self.versions.pick::<DeleteTopicsRequest>()?;
+        let mut req = DeleteTopicsRequest::default().with_timeout_ms(30_000);
+        // v6 names topics in `topics`, older versions in `topic_names`; set only the one this
+        // version has (the encoder refuses fields outside their versions)
+        if v >= 6 {
+            req = req.with_topics(vec![DeleteTopicState::default().with_name(Some(topic_name(topic)))]);
+        } else {
+            req = req.with_topic_names(vec![topic_name(topic)]);
+        }
+        let resp = self.call_raw(&req, v).await?;
+        let code = resp.responses.first().map(|r| r.error_code).unwrap_or(0);
+        match code {
+            0 | 3 => Ok(code), // 3 = UNKNOWN_TOPIC_OR_PARTITION
+            c => bail!("DeleteTopics {topic}: error code {c}"),
         }
     }
 

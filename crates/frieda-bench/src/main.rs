@@ -66,6 +66,13 @@ enum Cmd {
         #[arg(long = "topic-config", value_parser = parse_kv)]
         topic_config: Vec<(String, String)>,
     },
+    /// Delete topics (DeleteTopics), e.g. after a scenario, to give the disk back.
+    DeleteTopic {
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[arg(long, required = true)]
+        topic: Vec<String>,
+    },
     /// Loopback TCP bandwidth (a roof for the roofline plot).
     RoofNet {
         #[arg(long, default_value_t = 3.0)]
@@ -252,6 +259,16 @@ fn main() -> Result<()> {
         Cmd::CreateTopic { bootstrap, topic, partitions, replication_factor, topic_config } => {
             let (leader, meta, _) = rt.block_on(client::prepare_topic(&bootstrap, &topic, true, partitions, replication_factor, &topic_config))?;
             println!("topic {topic}: {} partitions, leader {leader}", meta.partitions.len());
+        }
+        Cmd::DeleteTopic { bootstrap, topic } => {
+            rt.block_on(async {
+                let mut c = client::Conn::connect(&bootstrap, Duration::from_secs(10)).await?;
+                for t in &topic {
+                    let code = c.delete_topic(t).await?;
+                    println!("topic {t}: {}", if code == 0 { "deleted" } else { "did not exist" });
+                }
+                anyhow::Ok(())
+            })?;
         }
         Cmd::RoofNet { secs, streams, write_size, json } => {
             let r = roof::net(secs, streams, write_size)?;

@@ -271,6 +271,8 @@ async fn producer(ctx: Arc<Ctx>, p: usize) -> ProducerOut {
             Ok(stream) => {
                 if let Err(e) = session(&ctx, &mut gen, &mut out, &pacer, stream).await {
                     out.errors.note(format!("producer {p}: {e:#}"));
+                    // a broker that accepts and drops connections must not make us spin
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
             Err(e) => {

@@ -68,7 +68,7 @@ impl Latency {
         }
     }
 
-    /// The distribution on a fixed grid of "nines": 0..90 % in steps of 10, then
+    /// The distribution on a fixed grid: 0..89 % in steps of 1, then "nines"
     /// 1 - 10^(-x) for x = 1.0, 1.1, ... 6.0 (90 % .. 99.9999 %), then 100 % (max).
     /// This is what the CDF and percentile-curve plots draw.
     pub fn distribution(&self) -> Vec<PercentilePoint> {
@@ -76,7 +76,8 @@ impl Latency {
         if self.hist.is_empty() {
             return out;
         }
-        for p in [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0] {
+        for p in 0..90 {
+            let p = p as f64;
             out.push(PercentilePoint { p, us: self.pct(p) });
         }
         for i in 10..=60 {
