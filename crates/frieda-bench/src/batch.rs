@@ -98,7 +98,12 @@ impl BatchBuilder {
         buf.put_i32(-1); // base sequence
         buf.put_i32(0); // record count, patched
         debug_assert_eq!(buf.len(), HEADER_LEN);
-        BatchBuilder { buf, count: 0, base_ts: base_ts_ms, max_ts: base_ts_ms }
+        BatchBuilder {
+            buf,
+            count: 0,
+            base_ts: base_ts_ms,
+            max_ts: base_ts_ms,
+        }
     }
 
     pub fn count(&self) -> i32 {
@@ -115,7 +120,13 @@ impl BatchBuilder {
     }
 
     /// Appends one record; `fill` writes exactly `value_len` bytes of value.
-    pub fn push_with(&mut self, ts_ms: i64, key: Option<&[u8]>, value_len: usize, fill: impl FnOnce(&mut BytesMut)) {
+    pub fn push_with(
+        &mut self,
+        ts_ms: i64,
+        key: Option<&[u8]>,
+        value_len: usize,
+        fill: impl FnOnce(&mut BytesMut),
+    ) {
         let od = self.count;
         let td = ts_ms - self.base_ts;
         let body = record_body_len(key.map(|k| k.len()), value_len, od, td);
@@ -134,7 +145,11 @@ impl BatchBuilder {
         put_zigzag(&mut self.buf, value_len as i64);
         let before = self.buf.len();
         fill(&mut self.buf);
-        assert_eq!(self.buf.len() - before, value_len, "fill wrote the wrong number of bytes");
+        assert_eq!(
+            self.buf.len() - before,
+            value_len,
+            "fill wrote the wrong number of bytes"
+        );
         put_zigzag(&mut self.buf, 0); // no headers
         self.count += 1;
         if ts_ms > self.max_ts {
@@ -151,8 +166,10 @@ impl BatchBuilder {
         self.buf[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&len.to_be_bytes());
         self.buf[LAST_OFFSET_DELTA_OFFSET..LAST_OFFSET_DELTA_OFFSET + 4]
             .copy_from_slice(&(self.count - 1).max(0).to_be_bytes());
-        self.buf[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8].copy_from_slice(&self.max_ts.to_be_bytes());
-        self.buf[RECORD_COUNT_OFFSET..RECORD_COUNT_OFFSET + 4].copy_from_slice(&self.count.to_be_bytes());
+        self.buf[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
+            .copy_from_slice(&self.max_ts.to_be_bytes());
+        self.buf[RECORD_COUNT_OFFSET..RECORD_COUNT_OFFSET + 4]
+            .copy_from_slice(&self.count.to_be_bytes());
         let crc = crc32c::crc32c(&self.buf[ATTRIBUTES_OFFSET..]);
         self.buf[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
         self.buf.freeze()
@@ -258,11 +275,20 @@ pub fn decode_batches(data: &Bytes) -> Result<Vec<DecodedBatch>> {
                 None
             };
             if !is_control {
-                records.push(DecodedRecord { offset: base_offset + od, timestamp: base_ts + td, key, value });
+                records.push(DecodedRecord {
+                    offset: base_offset + od,
+                    timestamp: base_ts + td,
+                    key,
+                    value,
+                });
             }
             p = end;
         }
-        out.push(DecodedBatch { base_offset, last_offset_delta, records });
+        out.push(DecodedBatch {
+            base_offset,
+            last_offset_delta,
+            records,
+        });
         pos += total;
     }
     Ok(out)
@@ -321,17 +347,28 @@ mod tests {
         for i in 0..n {
             let key = format!("k{i}");
             let value: Vec<u8> = (0..size).map(|j| (i + j) as u8).collect();
-            b.push(1_700_000_000_000 + i as i64, if keyed { Some(key.as_bytes()) } else { None }, &value);
+            b.push(
+                1_700_000_000_000 + i as i64,
+                if keyed { Some(key.as_bytes()) } else { None },
+                &value,
+            );
         }
         b.finish()
     }
 
     #[test]
     fn round_trip_through_kafka_protocol_decoder() {
-        for &(n, size, keyed) in &[(1, 0, false), (1, 100, true), (7, 100, false), (300, 100, true), (3, 10240, false)] {
+        for &(n, size, keyed) in &[
+            (1, 0, false),
+            (1, 100, true),
+            (7, 100, false),
+            (300, 100, true),
+            (3, 10240, false),
+        ] {
             let bytes = build(n, size, keyed);
             let mut buf = bytes.clone();
-            let set = RecordBatchDecoder::decode(&mut buf).expect("kafka-protocol decodes our batch");
+            let set =
+                RecordBatchDecoder::decode(&mut buf).expect("kafka-protocol decodes our batch");
             assert_eq!(set.records.len(), n);
             for (i, r) in set.records.iter().enumerate() {
                 assert_eq!(r.offset, i as i64);
@@ -340,7 +377,15 @@ mod tests {
                 if size > 0 {
                     assert_eq!(r.value.as_ref().unwrap()[0], i as u8);
                 }
-                assert_eq!(r.key.as_deref(), if keyed { Some(format!("k{i}").into_bytes()) } else { None }.as_deref());
+                assert_eq!(
+                    r.key.as_deref(),
+                    if keyed {
+                        Some(format!("k{i}").into_bytes())
+                    } else {
+                        None
+                    }
+                    .as_deref()
+                );
             }
             // and through our own decoder
             let ours = decode_batches(&bytes).unwrap();
@@ -372,15 +417,26 @@ mod tests {
                 // kafka-protocol splits batches unless offset - sequence is constant
                 sequence: i as i32 - 1,
                 timestamp: 1_000 + i,
-                key: if i % 2 == 0 { Some(Bytes::from(format!("key{i}"))) } else { None },
+                key: if i % 2 == 0 {
+                    Some(Bytes::from(format!("key{i}")))
+                } else {
+                    None
+                },
                 value: Some(Bytes::from(vec![i as u8; 50])),
                 headers: Default::default(),
                 delete_horizon: false,
             });
         }
         let mut theirs = BytesMut::new();
-        RecordBatchEncoder::encode(&mut theirs, &records, &RecordEncodeOptions { version: 2, compression: Compression::None })
-            .unwrap();
+        RecordBatchEncoder::encode(
+            &mut theirs,
+            &records,
+            &RecordEncodeOptions {
+                version: 2,
+                compression: Compression::None,
+            },
+        )
+        .unwrap();
         let mut b = BatchBuilder::new(1_000, 0);
         for r in &records {
             b.push(r.timestamp, r.key.as_deref(), r.value.as_deref().unwrap());
@@ -405,7 +461,19 @@ mod tests {
 
     #[test]
     fn varints() {
-        for v in [0i64, 1, -1, 63, -64, 64, 300, -300, i32::MAX as i64, i64::MIN, i64::MAX] {
+        for v in [
+            0i64,
+            1,
+            -1,
+            63,
+            -64,
+            64,
+            300,
+            -300,
+            i32::MAX as i64,
+            i64::MIN,
+            i64::MAX,
+        ] {
             let mut b = BytesMut::new();
             put_zigzag(&mut b, v);
             assert_eq!(b.len(), zigzag_len(v));
@@ -428,7 +496,10 @@ mod tests {
         assert_eq!(murmur2(b"foobar"), -790332482);
         assert_eq!(murmur2(b"a-little-bit-long-string"), -985981536);
         assert_eq!(murmur2(b"a-little-bit-longer-string"), -1486304829);
-        assert_eq!(murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"), -58897971);
+        assert_eq!(
+            murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"),
+            -58897971
+        );
         assert_eq!(murmur2(b"abc"), 479470107);
     }
 }

@@ -8,8 +8,8 @@ use kafka_protocol::messages::{
     create_topics_request::{CreatableTopic, CreatableTopicConfig},
     list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic},
     metadata_request::MetadataRequestTopic,
-    ApiKey, ApiVersionsRequest, BrokerId, CreateTopicsRequest, ListOffsetsRequest, MetadataRequest, RequestHeader,
-    ResponseHeader, TopicName,
+    ApiKey, ApiVersionsRequest, BrokerId, CreateTopicsRequest, ListOffsetsRequest, MetadataRequest,
+    RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use std::collections::{BTreeMap, HashMap};
@@ -44,17 +44,29 @@ impl ApiVersions {
     pub fn pick<R: Request>(&self) -> Result<i16> {
         let key = ApiKey::try_from(R::KEY).map_err(|_| anyhow!("unknown api key {}", R::KEY))?;
         let ours = (R::VERSIONS.min.max(0), our_max(key).min(R::VERSIONS.max));
-        let &(bmin, bmax) = self.0.get(&R::KEY).ok_or_else(|| anyhow!("broker does not support {key:?}"))?;
+        let &(bmin, bmax) = self
+            .0
+            .get(&R::KEY)
+            .ok_or_else(|| anyhow!("broker does not support {key:?}"))?;
         let v = ours.1.min(bmax);
         if v < bmin || v < ours.0 {
-            bail!("no common version for {key:?}: broker {bmin}..={bmax}, ours {}..={}", ours.0, ours.1);
+            bail!(
+                "no common version for {key:?}: broker {bmin}..={bmax}, ours {}..={}",
+                ours.0,
+                ours.1
+            );
         }
         Ok(v)
     }
 }
 
 /// Appends one request frame (length prefix, header, body) to `buf`.
-pub fn encode_request<R: Request>(buf: &mut BytesMut, corr: i32, version: i16, req: &R) -> Result<()> {
+pub fn encode_request<R: Request>(
+    buf: &mut BytesMut,
+    corr: i32,
+    version: i16,
+    req: &R,
+) -> Result<()> {
     let start = buf.len();
     buf.put_i32(0);
     let header = RequestHeader::default()
@@ -88,7 +100,11 @@ pub fn decode_header<R: Request>(frame: &mut Bytes, version: i16) -> Result<i32>
     Ok(h.correlation_id)
 }
 
-pub fn decode_response<R: Request>(mut frame: Bytes, version: i16, expect_corr: i32) -> Result<R::Response> {
+pub fn decode_response<R: Request>(
+    mut frame: Bytes,
+    version: i16,
+    expect_corr: i32,
+) -> Result<R::Response> {
     let corr = decode_header::<R>(&mut frame, version)?;
     if corr != expect_corr {
         bail!("correlation id mismatch: got {corr}, expected {expect_corr}");
@@ -111,7 +127,12 @@ impl Conn {
             .map_err(|_| anyhow!("connect to {addr} timed out"))?
             .with_context(|| format!("connecting to {addr}"))?;
         stream.set_nodelay(true)?;
-        let mut c = Conn { stream, corr: 0, versions: ApiVersions::default(), addr: addr.to_string() };
+        let mut c = Conn {
+            stream,
+            corr: 0,
+            versions: ApiVersions::default(),
+            addr: addr.to_string(),
+        };
         c.handshake(timeout).await?;
         Ok(c)
     }
@@ -143,7 +164,12 @@ impl Conn {
             if resp.error_code != 0 {
                 bail!("ApiVersions error code {}", resp.error_code);
             }
-            self.versions = ApiVersions(resp.api_keys.iter().map(|k| (k.api_key, (k.min_version, k.max_version))).collect());
+            self.versions = ApiVersions(
+                resp.api_keys
+                    .iter()
+                    .map(|k| (k.api_key, (k.min_version, k.max_version)))
+                    .collect(),
+            );
             return Ok(());
         }
         bail!("ApiVersions negotiation failed")
@@ -166,24 +192,42 @@ impl Conn {
 
     pub async fn metadata(&mut self, topic: &str) -> Result<TopicMeta> {
         let req = MetadataRequest::default()
-            .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(topic_name(topic)))]))
+            .with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(topic_name(topic)))
+            ]))
             .with_allow_auto_topic_creation(false);
         let resp = self.call(&req).await?;
-        let brokers: BTreeMap<i32, String> =
-            resp.brokers.iter().map(|b| (b.node_id.0, format!("{}:{}", b.host.as_str(), b.port))).collect();
+        let brokers: BTreeMap<i32, String> = resp
+            .brokers
+            .iter()
+            .map(|b| (b.node_id.0, format!("{}:{}", b.host.as_str(), b.port)))
+            .collect();
         let t = resp
             .topics
             .iter()
             .find(|t| t.name.as_ref().map(|n| n.0.as_str()) == Some(topic))
             .ok_or_else(|| anyhow!("topic {topic} missing from metadata response"))?;
-        let mut partitions: Vec<(i32, i32, i16)> =
-            t.partitions.iter().map(|p| (p.partition_index, p.leader_id.0, p.error_code)).collect();
+        let mut partitions: Vec<(i32, i32, i16)> = t
+            .partitions
+            .iter()
+            .map(|p| (p.partition_index, p.leader_id.0, p.error_code))
+            .collect();
         partitions.sort();
-        Ok(TopicMeta { error_code: t.error_code, partitions, brokers })
+        Ok(TopicMeta {
+            error_code: t.error_code,
+            partitions,
+            brokers,
+        })
     }
 
     /// Creates the topic (replication factor `rf`, optional configs). An existing topic is fine.
-    pub async fn create_topic(&mut self, topic: &str, partitions: i32, rf: i16, configs: &[(String, String)]) -> Result<i16> {
+    pub async fn create_topic(
+        &mut self,
+        topic: &str,
+        partitions: i32,
+        rf: i16,
+        configs: &[(String, String)],
+    ) -> Result<i16> {
         let t = CreatableTopic::default()
             .with_name(topic_name(topic))
             .with_num_partitions(partitions)
@@ -198,20 +242,33 @@ impl Conn {
                     })
                     .collect(),
             );
-        let req = CreateTopicsRequest::default().with_topics(vec![t]).with_timeout_ms(30_000);
+        let req = CreateTopicsRequest::default()
+            .with_topics(vec![t])
+            .with_timeout_ms(30_000);
         let resp = self.call(&req).await?;
-        let r = resp.topics.first().ok_or_else(|| anyhow!("empty CreateTopics response"))?;
+        let r = resp
+            .topics
+            .first()
+            .ok_or_else(|| anyhow!("empty CreateTopics response"))?;
         match r.error_code {
             0 | 36 => Ok(r.error_code), // 36 = TOPIC_ALREADY_EXISTS
             c => bail!(
                 "CreateTopics {topic}: error code {c} {}",
-                r.error_message.as_ref().map(|m| m.as_str().to_string()).unwrap_or_default()
+                r.error_message
+                    .as_ref()
+                    .map(|m| m.as_str().to_string())
+                    .unwrap_or_default()
             ),
         }
     }
 
     /// Waits until metadata shows the topic with `partitions` partitions, all with a leader.
-    pub async fn wait_for_topic(&mut self, topic: &str, partitions: usize, timeout: Duration) -> Result<TopicMeta> {
+    pub async fn wait_for_topic(
+        &mut self,
+        topic: &str,
+        partitions: usize,
+        timeout: Duration,
+    ) -> Result<TopicMeta> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let m = self.metadata(topic).await;
@@ -236,7 +293,12 @@ impl Conn {
     /// Produces one small record to every partition until all accept it: right after
     /// CreateTopics a broker can still answer NOT_LEADER_OR_FOLLOWER for a moment although
     /// Metadata already names the leader. Returns the number of attempts.
-    pub async fn probe_writable(&mut self, topic: &str, partitions: &[i32], timeout: Duration) -> Result<u32> {
+    pub async fn probe_writable(
+        &mut self,
+        topic: &str,
+        partitions: &[i32],
+        timeout: Duration,
+    ) -> Result<u32> {
         use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
         use kafka_protocol::messages::ProduceRequest;
         let deadline = tokio::time::Instant::now() + timeout;
@@ -248,18 +310,27 @@ impl Conn {
                 .map(|&p| {
                     let mut b = crate::batch::BatchBuilder::new(0, 64);
                     b.push(0, None, b"frieda-bench probe");
-                    PartitionProduceData::default().with_index(p).with_records(Some(b.finish()))
+                    PartitionProduceData::default()
+                        .with_index(p)
+                        .with_records(Some(b.finish()))
                 })
                 .collect();
             let req = ProduceRequest::default()
                 .with_acks(1)
                 .with_timeout_ms(10_000)
-                .with_topic_data(vec![TopicProduceData::default().with_name(topic_name(topic)).with_partition_data(data)]);
+                .with_topic_data(vec![TopicProduceData::default()
+                    .with_name(topic_name(topic))
+                    .with_partition_data(data)]);
             let resp = self.call(&req).await?;
             let bad: Vec<(i32, i16)> = resp
                 .responses
                 .iter()
-                .flat_map(|t| t.partition_responses.iter().filter(|p| p.error_code != 0).map(|p| (p.index, p.error_code)))
+                .flat_map(|t| {
+                    t.partition_responses
+                        .iter()
+                        .filter(|p| p.error_code != 0)
+                        .map(|p| (p.index, p.error_code))
+                })
                 .collect();
             if bad.is_empty() {
                 return Ok(attempts);
@@ -273,13 +344,17 @@ impl Conn {
 
     /// Deletes a topic (frees the disk a scenario used). A missing topic is fine.
     pub async fn delete_topic(&mut self, topic: &str) -> Result<i16> {
-        use kafka_protocol::messages::{delete_topics_request::DeleteTopicState, DeleteTopicsRequest};
+        use kafka_protocol::messages::{
+            delete_topics_request::DeleteTopicState, DeleteTopicsRequest,
+        };
         let v = self.versions.pick::<DeleteTopicsRequest>()?;
         let mut req = DeleteTopicsRequest::default().with_timeout_ms(30_000);
         // v6 names topics in `topics`, older versions in `topic_names`; set only the one this
         // version has (the encoder refuses fields outside their versions)
         if v >= 6 {
-            req = req.with_topics(vec![DeleteTopicState::default().with_name(Some(topic_name(topic)))]);
+            req = req.with_topics(vec![
+                DeleteTopicState::default().with_name(Some(topic_name(topic)))
+            ]);
         } else {
             req = req.with_topic_names(vec![topic_name(topic)]);
         }
@@ -292,21 +367,36 @@ impl Conn {
     }
 
     /// Latest offset (log end) of each partition.
-    pub async fn latest_offsets(&mut self, topic: &str, partitions: &[i32]) -> Result<HashMap<i32, i64>> {
-        let req = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![ListOffsetsTopic::default()
-            .with_name(topic_name(topic))
-            .with_partitions(
-                partitions
-                    .iter()
-                    .map(|&p| ListOffsetsPartition::default().with_partition_index(p).with_current_leader_epoch(-1).with_timestamp(-1))
-                    .collect(),
-            )]);
+    pub async fn latest_offsets(
+        &mut self,
+        topic: &str,
+        partitions: &[i32],
+    ) -> Result<HashMap<i32, i64>> {
+        let req = ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_topics(vec![ListOffsetsTopic::default()
+                .with_name(topic_name(topic))
+                .with_partitions(
+                    partitions
+                        .iter()
+                        .map(|&p| {
+                            ListOffsetsPartition::default()
+                                .with_partition_index(p)
+                                .with_current_leader_epoch(-1)
+                                .with_timestamp(-1)
+                        })
+                        .collect(),
+                )]);
         let resp = self.call(&req).await?;
         let mut out = HashMap::new();
         for t in resp.topics {
             for p in t.partitions {
                 if p.error_code != 0 {
-                    bail!("ListOffsets partition {}: error code {}", p.partition_index, p.error_code);
+                    bail!(
+                        "ListOffsets partition {}: error code {}",
+                        p.partition_index,
+                        p.error_code
+                    );
                 }
                 out.insert(p.partition_index, p.offset);
             }
@@ -353,13 +443,21 @@ pub async fn prepare_topic(
 ) -> Result<(String, TopicMeta, ApiVersions)> {
     let mut c = Conn::connect(bootstrap, Duration::from_secs(10)).await?;
     if create {
-        c.create_topic(topic, partitions as i32, rf, configs).await?;
+        c.create_topic(topic, partitions as i32, rf, configs)
+            .await?;
     }
-    let meta = c.wait_for_topic(topic, if create { partitions } else { 1 }, Duration::from_secs(30)).await?;
+    let meta = c
+        .wait_for_topic(
+            topic,
+            if create { partitions } else { 1 },
+            Duration::from_secs(30),
+        )
+        .await?;
     let leader = meta.single_leader(bootstrap)?;
     if create {
         let parts: Vec<i32> = meta.partitions.iter().map(|p| p.0).collect();
-        c.probe_writable(topic, &parts, Duration::from_secs(30)).await?;
+        c.probe_writable(topic, &parts, Duration::from_secs(30))
+            .await?;
     }
     Ok((leader, meta, c.versions.clone()))
 }

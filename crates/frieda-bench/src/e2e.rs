@@ -32,7 +32,13 @@ pub struct Stop {
     pub expected: AtomicU64,
 }
 
-pub async fn consume(ctx: Arc<Ctx>, mut conn: Conn, mut offsets: HashMap<i32, i64>, max_wait_ms: i32, stop: Arc<Stop>) -> ConsumerOut {
+pub async fn consume(
+    ctx: Arc<Ctx>,
+    mut conn: Conn,
+    mut offsets: HashMap<i32, i64>,
+    max_wait_ms: i32,
+    stop: Arc<Stop>,
+) -> ConsumerOut {
     let mut out = ConsumerOut::default();
     let from_ns = ctx.unix_ns_of(ctx.measure_from);
     let end_ns = ctx.unix_ns_of(ctx.end);
@@ -40,24 +46,28 @@ pub async fn consume(ctx: Arc<Ctx>, mut conn: Conn, mut offsets: HashMap<i32, i6
     loop {
         if stop.done.load(Ordering::Acquire) {
             let t = *done_at.get_or_insert_with(Instant::now);
-            if out.consumed_total >= stop.expected.load(Ordering::Acquire) || t.elapsed() > Duration::from_secs(10) {
+            if out.consumed_total >= stop.expected.load(Ordering::Acquire)
+                || t.elapsed() > Duration::from_secs(10)
+            {
                 break;
             }
         }
-        let topic = FetchTopic::default().with_topic(topic_name(&topic_str(&ctx))).with_partitions(
-            ctx.partitions
-                .iter()
-                .map(|&p| {
-                    FetchPartition::default()
-                        .with_partition(p)
-                        .with_current_leader_epoch(-1)
-                        .with_fetch_offset(*offsets.get(&p).unwrap_or(&0))
-                        .with_last_fetched_epoch(-1)
-                        .with_log_start_offset(-1)
-                        .with_partition_max_bytes(1 << 20)
-                })
-                .collect(),
-        );
+        let topic = FetchTopic::default()
+            .with_topic(topic_name(&topic_str(&ctx)))
+            .with_partitions(
+                ctx.partitions
+                    .iter()
+                    .map(|&p| {
+                        FetchPartition::default()
+                            .with_partition(p)
+                            .with_current_leader_epoch(-1)
+                            .with_fetch_offset(*offsets.get(&p).unwrap_or(&0))
+                            .with_last_fetched_epoch(-1)
+                            .with_log_start_offset(-1)
+                            .with_partition_max_bytes(1 << 20)
+                    })
+                    .collect(),
+            );
         let req = FetchRequest::default()
             .with_replica_id(BrokerId(-1))
             .with_max_wait_ms(max_wait_ms)
@@ -67,20 +77,31 @@ pub async fn consume(ctx: Arc<Ctx>, mut conn: Conn, mut offsets: HashMap<i32, i6
             .with_session_id(0)
             .with_session_epoch(-1)
             .with_topics(vec![topic]);
-        let resp = match tokio::time::timeout(Duration::from_millis(max_wait_ms as u64) + ctx.cfg.request_timeout, conn.call(&req)).await {
+        let resp = match tokio::time::timeout(
+            Duration::from_millis(max_wait_ms as u64) + ctx.cfg.request_timeout,
+            conn.call(&req),
+        )
+        .await
+        {
             Err(_) => {
                 *out.errors.fetch_errors.entry("timeout".into()).or_default() += 1;
                 break;
             }
             Ok(Err(e)) => {
-                *out.errors.fetch_errors.entry("connection".into()).or_default() += 1;
+                *out.errors
+                    .fetch_errors
+                    .entry("connection".into())
+                    .or_default() += 1;
                 out.errors.note(format!("fetch: {e:#}"));
                 break;
             }
             Ok(Ok(r)) => r,
         };
         if resp.error_code != 0 {
-            *out.errors.fetch_errors.entry(format!("code {}", resp.error_code)).or_default() += 1;
+            *out.errors
+                .fetch_errors
+                .entry(format!("code {}", resp.error_code))
+                .or_default() += 1;
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         }
@@ -102,8 +123,12 @@ pub async fn consume(ctx: Arc<Ctx>, mut conn: Conn, mut offsets: HashMap<i32, i6
                 let batches = match decode_batches(&records) {
                     Ok(b) => b,
                     Err(e) => {
-                        *out.errors.fetch_errors.entry("corrupt batch".into()).or_default() += 1;
-                        out.errors.note(format!("fetch partition {}: {e:#}", pd.partition_index));
+                        *out.errors
+                            .fetch_errors
+                            .entry("corrupt batch".into())
+                            .or_default() += 1;
+                        out.errors
+                            .note(format!("fetch partition {}: {e:#}", pd.partition_index));
                         continue;
                     }
                 };
@@ -127,7 +152,9 @@ pub async fn consume(ctx: Arc<Ctx>, mut conn: Conn, mut offsets: HashMap<i32, i6
                     }
                     *off = (*off).max(b.next_offset());
                 }
-                ctx.live.consumed.store(out.consumed_total, Ordering::Relaxed);
+                ctx.live
+                    .consumed
+                    .store(out.consumed_total, Ordering::Relaxed);
             }
         }
     }

@@ -24,7 +24,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
-#[command(name = "frieda-bench", version, about = "Load generator for Kafka-protocol brokers")]
+#[command(
+    name = "frieda-bench",
+    version,
+    about = "Load generator for Kafka-protocol brokers"
+)]
 struct Cli {
     /// Tokio worker threads for the load generator.
     #[arg(long, global = true, default_value_t = 2)]
@@ -181,7 +185,9 @@ fn parse_acks(s: &str) -> Result<i16, String> {
 }
 
 fn parse_kv(s: &str) -> Result<(String, String), String> {
-    s.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| format!("expected key=value, got {s}"))
+    s.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("expected key=value, got {s}"))
 }
 
 impl Common {
@@ -232,17 +238,26 @@ impl Common {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(cli.threads.max(1)).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cli.threads.max(1))
+        .enable_all()
+        .build()?;
     match cli.cmd {
         Cmd::Produce(c) => {
             let s = rt.block_on(run_produce(&c, c.producers, "produce"))?;
             emit(&c, &s, false)?;
         }
-        Cmd::E2e { common, fetch_max_wait_ms } => {
+        Cmd::E2e {
+            common,
+            fetch_max_wait_ms,
+        } => {
             let s = rt.block_on(run_e2e(&common, fetch_max_wait_ms))?;
             emit(&common, &s, false)?;
         }
-        Cmd::Trajectory { common, producers_list } => {
+        Cmd::Trajectory {
+            common,
+            producers_list,
+        } => {
             if let Some(j) = &common.json {
                 std::fs::write(j, b"").with_context(|| format!("writing {}", j.display()))?;
             }
@@ -256,21 +271,49 @@ fn main() -> Result<()> {
                 emit(&c, &s, true)?;
             }
         }
-        Cmd::CreateTopic { bootstrap, topic, partitions, replication_factor, topic_config } => {
-            let (leader, meta, _) = rt.block_on(client::prepare_topic(&bootstrap, &topic, true, partitions, replication_factor, &topic_config))?;
-            println!("topic {topic}: {} partitions, leader {leader}", meta.partitions.len());
+        Cmd::CreateTopic {
+            bootstrap,
+            topic,
+            partitions,
+            replication_factor,
+            topic_config,
+        } => {
+            let (leader, meta, _) = rt.block_on(client::prepare_topic(
+                &bootstrap,
+                &topic,
+                true,
+                partitions,
+                replication_factor,
+                &topic_config,
+            ))?;
+            println!(
+                "topic {topic}: {} partitions, leader {leader}",
+                meta.partitions.len()
+            );
         }
         Cmd::DeleteTopic { bootstrap, topic } => {
             rt.block_on(async {
                 let mut c = client::Conn::connect(&bootstrap, Duration::from_secs(10)).await?;
                 for t in &topic {
                     let code = c.delete_topic(t).await?;
-                    println!("topic {t}: {}", if code == 0 { "deleted" } else { "did not exist" });
+                    println!(
+                        "topic {t}: {}",
+                        if code == 0 {
+                            "deleted"
+                        } else {
+                            "did not exist"
+                        }
+                    );
                 }
                 anyhow::Ok(())
             })?;
         }
-        Cmd::RoofNet { secs, streams, write_size, json } => {
+        Cmd::RoofNet {
+            secs,
+            streams,
+            write_size,
+            json,
+        } => {
             let r = roof::net(secs, streams, write_size)?;
             let line = serde_json::to_string(&r)?;
             println!("{line}");
@@ -298,23 +341,38 @@ fn emit(c: &Common, s: &Summary, append_line: bool) -> Result<()> {
         let line = serde_json::to_string(s)?;
         println!("{line}");
         if let Some(j) = &c.json {
-            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(j)?;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(j)?;
             writeln!(f, "{line}")?;
         }
     } else if let Some(j) = &c.json {
-        std::fs::write(j, serde_json::to_string_pretty(s)? + "\n").with_context(|| format!("writing {}", j.display()))?;
+        std::fs::write(j, serde_json::to_string_pretty(s)? + "\n")
+            .with_context(|| format!("writing {}", j.display()))?;
     }
     std::io::stdout().flush()?;
     Ok(())
 }
 
 /// Connects, prepares the topic and builds the run context.
-async fn setup(c: &Common, producers: usize, embed: bool) -> Result<(Arc<Ctx>, client::ApiVersions, client::TopicMeta)> {
+async fn setup(
+    c: &Common,
+    producers: usize,
+    embed: bool,
+) -> Result<(Arc<Ctx>, client::ApiVersions, client::TopicMeta)> {
     if embed && c.record_size < 8 {
         bail!("e2e needs --record-size >= 8 (the send timestamp lives in the value)");
     }
-    let (leader, meta, versions) =
-        client::prepare_topic(&c.bootstrap, &c.topic, c.create_topic, c.partitions, c.replication_factor, &c.topic_config).await?;
+    let (leader, meta, versions) = client::prepare_topic(
+        &c.bootstrap,
+        &c.topic,
+        c.create_topic,
+        c.partitions,
+        c.replication_factor,
+        &c.topic_config,
+    )
+    .await?;
     let version = versions.pick::<kafka_protocol::messages::ProduceRequest>()?;
     let mut cfg = c.cfg(embed);
     cfg.producers = producers.max(1);
@@ -333,8 +391,12 @@ struct Window {
 
 /// Starts broker sampling at the end of warm-up, and the progress line.
 fn open_window(c: &Common, ctx: &Arc<Ctx>, label: String) -> Window {
-    let sampler = c.broker_pid.map(|pid| Arc::new(procstat::BrokerSampler::start(pid)));
-    let client_cpu_start = Arc::new(std::sync::Mutex::new(procstat::cpu_seconds("self").unwrap_or(0.0)));
+    let sampler = c
+        .broker_pid
+        .map(|pid| Arc::new(procstat::BrokerSampler::start(pid)));
+    let client_cpu_start = Arc::new(std::sync::Mutex::new(
+        procstat::cpu_seconds("self").unwrap_or(0.0),
+    ));
     let marker = {
         let (s, cc, at) = (sampler.clone(), client_cpu_start.clone(), ctx.measure_from);
         tokio::spawn(async move {
@@ -346,11 +408,21 @@ fn open_window(c: &Common, ctx: &Arc<Ctx>, label: String) -> Window {
         })
     };
     let progress = if c.progress_secs > 0.0 {
-        Some(produce::spawn_progress(ctx.live.clone(), Duration::from_secs_f64(c.progress_secs), label, ctx.start))
+        Some(produce::spawn_progress(
+            ctx.live.clone(),
+            Duration::from_secs_f64(c.progress_secs),
+            label,
+            ctx.start,
+        ))
     } else {
         None
     };
-    Window { sampler, client_cpu_start, marker, progress }
+    Window {
+        sampler,
+        client_cpu_start,
+        marker,
+        progress,
+    }
 }
 
 fn close_window(w: Window, s: &mut Summary, records_for_cpu: u64) {
@@ -359,14 +431,16 @@ fn close_window(w: Window, s: &mut Summary, records_for_cpu: u64) {
     }
     let marked = w.marker.is_finished();
     w.marker.abort();
-    s.client_cpu_s = procstat::cpu_seconds("self").unwrap_or(0.0) - *w.client_cpu_start.lock().unwrap();
+    s.client_cpu_s =
+        procstat::cpu_seconds("self").unwrap_or(0.0) - *w.client_cpu_start.lock().unwrap();
     if let Some(sm) = w.sampler {
         let (cpu, rss) = sm.finish();
         if marked {
             s.broker_cpu_s = cpu.map(|x| (x * 1000.0).round() / 1000.0);
             if let Some(cpu) = cpu {
                 if records_for_cpu > 0 {
-                    s.broker_cpu_s_per_million = Some((cpu / records_for_cpu as f64 * 1e6 * 1000.0).round() / 1000.0);
+                    s.broker_cpu_s_per_million =
+                        Some((cpu / records_for_cpu as f64 * 1e6 * 1000.0).round() / 1000.0);
                 }
             }
         }
@@ -396,22 +470,34 @@ fn finish_produce_summary(s: &mut Summary, ctx: &Ctx, out: &ProducerOut) {
     s.requests = out.requests;
     s.sent_total = out.records_sent;
     s.acked_total = ctx.live.acked.load(Ordering::Relaxed);
-    s.records_per_request = if out.requests > 0 { (out.records_sent as f64 / out.requests as f64 * 10.0).round() / 10.0 } else { 0.0 };
+    s.records_per_request = if out.requests > 0 {
+        (out.records_sent as f64 / out.requests as f64 * 10.0).round() / 10.0
+    } else {
+        0.0
+    };
     let span = if ctx.cfg.rate > 0.0 {
-        let last = out.last_measured_ack.map(|t| t.saturating_duration_since(ctx.measure_from)).unwrap_or_default();
+        let last = out
+            .last_measured_ack
+            .map(|t| t.saturating_duration_since(ctx.measure_from))
+            .unwrap_or_default();
         last.max(ctx.cfg.duration)
     } else {
         ctx.cfg.duration
     };
     s.throughput_rps = (out.measured_acked as f64 / span.as_secs_f64()).round();
-    s.throughput_mb_s = (s.throughput_rps * ctx.cfg.record_size as f64 / 1e6 * 1000.0).round() / 1000.0;
+    s.throughput_mb_s =
+        (s.throughput_rps * ctx.cfg.record_size as f64 / 1e6 * 1000.0).round() / 1000.0;
 }
 
 async fn run_produce(c: &Common, producers: usize, mode: &str) -> Result<Summary> {
     let (ctx, versions, meta) = setup(c, producers, false).await?;
     let mut s = c.base_summary(mode, &ctx.cfg, meta.partitions.len());
     s.api_versions = versions_map(&versions);
-    let label = if c.label.is_empty() { format!("{mode} {}p", producers) } else { c.label.clone() };
+    let label = if c.label.is_empty() {
+        format!("{mode} {}p", producers)
+    } else {
+        c.label.clone()
+    };
     let w = open_window(c, &ctx, label);
     let out = produce::run_producers(ctx.clone()).await;
     finish_produce_summary(&mut s, &ctx, &out);
@@ -430,13 +516,24 @@ async fn run_e2e(c: &Common, fetch_max_wait_ms: i32) -> Result<Summary> {
     let mut conn = client::Conn::connect(&ctx.leader, Duration::from_secs(10)).await?;
     let offsets = conn.latest_offsets(&c.topic, &ctx.partitions).await?;
     let stop = Arc::new(e2e::Stop::default());
-    let consumer = tokio::spawn(e2e::consume(ctx.clone(), conn, offsets, fetch_max_wait_ms, stop.clone()));
+    let consumer = tokio::spawn(e2e::consume(
+        ctx.clone(),
+        conn,
+        offsets,
+        fetch_max_wait_ms,
+        stop.clone(),
+    ));
     let mut s = c.base_summary("e2e", &ctx.cfg, meta.partitions.len());
     s.api_versions = versions_map(&versions);
-    let label = if c.label.is_empty() { "e2e".to_string() } else { c.label.clone() };
+    let label = if c.label.is_empty() {
+        "e2e".to_string()
+    } else {
+        c.label.clone()
+    };
     let w = open_window(&c, &ctx, label);
     let out = produce::run_producers(ctx.clone()).await;
-    stop.expected.store(ctx.live.acked.load(Ordering::Relaxed), Ordering::Release);
+    stop.expected
+        .store(ctx.live.acked.load(Ordering::Relaxed), Ordering::Release);
     stop.done.store(true, Ordering::Release);
     let t = Instant::now();
     let cons = consumer.await?;
@@ -451,16 +548,26 @@ async fn run_e2e(c: &Common, fetch_max_wait_ms: i32) -> Result<Summary> {
     errors.merge(&cons.errors);
     let missing = out.measured_acked.saturating_sub(cons.measured);
     if missing > 0 {
-        errors.note(format!("{missing} acknowledged measured records were not consumed"));
-        *errors.fetch_errors.entry("not consumed".into()).or_default() += missing;
+        errors.note(format!(
+            "{missing} acknowledged measured records were not consumed"
+        ));
+        *errors
+            .fetch_errors
+            .entry("not consumed".into())
+            .or_default() += missing;
     }
     s.errors = errors.record_total() + missing;
     s.error_detail = errors;
     s.requests = out.requests;
     s.records_per_request = pa.records_per_request;
-    let span = cons.last_measured.map(|t| t.saturating_duration_since(ctx.measure_from)).unwrap_or_default().max(ctx.cfg.duration);
+    let span = cons
+        .last_measured
+        .map(|t| t.saturating_duration_since(ctx.measure_from))
+        .unwrap_or_default()
+        .max(ctx.cfg.duration);
     s.throughput_rps = (cons.measured as f64 / span.as_secs_f64()).round();
-    s.throughput_mb_s = (s.throughput_rps * ctx.cfg.record_size as f64 / 1e6 * 1000.0).round() / 1000.0;
+    s.throughput_mb_s =
+        (s.throughput_rps * ctx.cfg.record_size as f64 / 1e6 * 1000.0).round() / 1000.0;
     close_window(w, &mut s, cons.measured);
     s.produce_ack = Some(Box::new(pa));
     Ok(s)

@@ -14,7 +14,12 @@ pub struct Pacer {
 impl Pacer {
     pub fn new() -> io::Result<Pacer> {
         // SAFETY: plain syscall; the returned fd is owned by OwnedFd.
-        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -29,11 +34,24 @@ impl Pacer {
             return Ok(());
         }
         let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as libc::c_long },
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: d.as_secs() as libc::time_t,
+                tv_nsec: d.subsec_nanos() as libc::c_long,
+            },
         };
         // SAFETY: valid fd and pointer to an initialised itimerspec.
-        let rc = unsafe { libc::timerfd_settime(self.fd.get_ref().as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+        let rc = unsafe {
+            libc::timerfd_settime(
+                self.fd.get_ref().as_raw_fd(),
+                0,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -42,7 +60,13 @@ impl Pacer {
             let res = guard.try_io(|inner| {
                 let mut buf = [0u8; 8];
                 // SAFETY: reading 8 bytes into a local buffer.
-                let n = unsafe { libc::read(inner.get_ref().as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, 8) };
+                let n = unsafe {
+                    libc::read(
+                        inner.get_ref().as_raw_fd(),
+                        buf.as_mut_ptr() as *mut libc::c_void,
+                        8,
+                    )
+                };
                 if n < 0 {
                     Err(io::Error::last_os_error())
                 } else {

@@ -29,7 +29,12 @@ pub fn cpu_seconds(pid: &str) -> Option<f64> {
 /// Resident set size in KiB.
 pub fn rss_kb(pid: &str) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// Samples a process's RSS every 250 ms in the background; CPU is read at window edges.
@@ -56,13 +61,19 @@ impl BrokerSampler {
                 }
             });
         }
-        BrokerSampler { pid, rss_max, stop, cpu_start: Mutex::new(None) }
+        BrokerSampler {
+            pid,
+            rss_max,
+            stop,
+            cpu_start: Mutex::new(None),
+        }
     }
 
     /// Marks the start of the measured window.
     pub fn mark(&self) {
         *self.cpu_start.lock().unwrap() = cpu_seconds(&self.pid);
-        self.rss_max.store(rss_kb(&self.pid).unwrap_or(0), Ordering::Relaxed);
+        self.rss_max
+            .store(rss_kb(&self.pid).unwrap_or(0), Ordering::Relaxed);
     }
 
     /// (cpu seconds since mark, max rss KiB since mark).

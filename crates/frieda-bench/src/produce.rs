@@ -78,14 +78,28 @@ pub struct Ctx {
 
 impl Ctx {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(cfg: ProduceCfg, topic: &str, partitions: Vec<i32>, leader: String, version: i16, live: Arc<Live>) -> Ctx {
+    pub fn new(
+        cfg: ProduceCfg,
+        topic: &str,
+        partitions: Vec<i32>,
+        leader: String,
+        version: i16,
+        live: Arc<Live>,
+    ) -> Ctx {
         let start = Instant::now() + Duration::from_millis(50);
         let start_unix_ns = unix_ns_now() + 50_000_000;
         let measure_from = start + cfg.warmup;
         let end = measure_from + cfg.duration;
-        let key_len = if cfg.keys > 0 { Some(key_bytes(0).len()) } else { None };
+        let key_len = if cfg.keys > 0 {
+            Some(key_bytes(0).len())
+        } else {
+            None
+        };
         let per_record = record_encoded_len(key_len, cfg.record_size, 1000);
-        let cap = cfg.batch_records.unwrap_or_else(|| (cfg.batch_bytes.saturating_sub(HEADER_LEN) / per_record).max(1)).max(1);
+        let cap = cfg
+            .batch_records
+            .unwrap_or_else(|| (cfg.batch_bytes.saturating_sub(HEADER_LEN) / per_record).max(1))
+            .max(1);
         Ctx {
             hard_end: end + cfg.drain,
             cfg,
@@ -177,7 +191,10 @@ impl Ctx {
 }
 
 pub fn unix_ns_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 fn key_bytes(k: u64) -> [u8; 10] {
@@ -251,7 +268,11 @@ pub async fn run_producers(ctx: Arc<Ctx>) -> ProducerOut {
 
 async fn producer(ctx: Arc<Ctx>, p: usize) -> ProducerOut {
     let mut out = ProducerOut::default();
-    let total = if ctx.unthrottled() { u64::MAX } else { ctx.total(p) };
+    let total = if ctx.unthrottled() {
+        u64::MAX
+    } else {
+        ctx.total(p)
+    };
     let mut gen = Gen { p, next: 0, total };
     let pacer = match Pacer::new() {
         Ok(x) => x,
@@ -263,7 +284,11 @@ async fn producer(ctx: Arc<Ctx>, p: usize) -> ProducerOut {
     // Connect before the schedule starts.
     loop {
         let now = Instant::now();
-        let finished = if ctx.unthrottled() { now >= ctx.end } else { gen.next >= gen.total };
+        let finished = if ctx.unthrottled() {
+            now >= ctx.end
+        } else {
+            gen.next >= gen.total
+        };
         if finished || now >= ctx.hard_end {
             break;
         }
@@ -302,14 +327,22 @@ async fn connect(addr: &str) -> Result<TcpStream> {
 }
 
 /// One connection's life: a writer (this task) and a reader (spawned).
-async fn session(ctx: &Arc<Ctx>, gen: &mut Gen, out: &mut ProducerOut, pacer: &Pacer, stream: TcpStream) -> Result<()> {
+async fn session(
+    ctx: &Arc<Ctx>,
+    gen: &mut Gen,
+    out: &mut ProducerOut,
+    pacer: &Pacer,
+    stream: TcpStream,
+) -> Result<()> {
     let (rd, wr) = stream.into_split();
     let sem = Arc::new(Semaphore::new(ctx.cfg.max_in_flight));
     let (tx, rx) = mpsc::unbounded_channel::<Sent>();
     let reader = if ctx.cfg.acks != 0 {
         let (ctx2, sem2) = (ctx.clone(), sem.clone());
         let p = gen.p;
-        Some(tokio::spawn(async move { reader(ctx2, p, rd, rx, sem2).await }))
+        Some(tokio::spawn(
+            async move { reader(ctx2, p, rd, rx, sem2).await },
+        ))
     } else {
         drop(rx);
         None
@@ -387,21 +420,38 @@ async fn writer(
             Err(_) => return Err(anyhow!("connection closed by reader")),
         }
         let now = Instant::now();
-        let due = if unthrottled { gen.next + cap_total } else { ctx.due(p, now).min(gen.total) };
+        let due = if unthrottled {
+            gen.next + cap_total
+        } else {
+            ctx.due(p, now).min(gen.total)
+        };
         let base_ts_ms = (ctx.unix_ns_of(now) / 1_000_000) as i64;
         let (n, batches) = build_batches(ctx, p, gen.next, due, now, base_ts_ms, fill_byte);
-        let req = ProduceRequest::default().with_acks(ctx.cfg.acks).with_timeout_ms(ctx.cfg.request_timeout.as_millis() as i32).with_topic_data(
-            vec![TopicProduceData::default().with_name(ctx.topic.clone()).with_partition_data(
-                batches
-                    .into_iter()
-                    .map(|(pi, b)| PartitionProduceData::default().with_index(ctx.partitions[pi]).with_records(Some(b)))
-                    .collect(),
-            )],
-        );
+        let req = ProduceRequest::default()
+            .with_acks(ctx.cfg.acks)
+            .with_timeout_ms(ctx.cfg.request_timeout.as_millis() as i32)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(ctx.topic.clone())
+                .with_partition_data(
+                    batches
+                        .into_iter()
+                        .map(|(pi, b)| {
+                            PartitionProduceData::default()
+                                .with_index(ctx.partitions[pi])
+                                .with_records(Some(b))
+                        })
+                        .collect(),
+                )]);
         corr = corr.wrapping_add(1);
         buf.clear();
         encode_request(&mut buf, corr, ctx.version, &req)?;
-        let sent = Sent { corr, first: gen.next, n, created: now, sent_at: now };
+        let sent = Sent {
+            corr,
+            first: gen.next,
+            n,
+            created: now,
+            sent_at: now,
+        };
         let first = gen.next;
         gen.next += n;
         out.requests += 1;
@@ -433,7 +483,15 @@ async fn writer(
 
 /// Builds one batch per partition from records [from, due), stopping when a partition's batch
 /// is full. Returns (records taken, [(partition index, batch bytes)]).
-fn build_batches(ctx: &Ctx, p: usize, from: u64, due: u64, now: Instant, base_ts_ms: i64, fill: u8) -> (u64, Vec<(usize, Bytes)>) {
+fn build_batches(
+    ctx: &Ctx,
+    p: usize,
+    from: u64,
+    due: u64,
+    now: Instant,
+    base_ts_ms: i64,
+    fill: u8,
+) -> (u64, Vec<(usize, Bytes)>) {
     let np = ctx.partitions.len();
     let mut builders: Vec<Option<BatchBuilder>> = (0..np).map(|_| None).collect();
     let size = ctx.cfg.record_size;
@@ -441,34 +499,70 @@ fn build_batches(ctx: &Ctx, p: usize, from: u64, due: u64, now: Instant, base_ts
     let mut j = from;
     while j < due {
         let pi = ctx.partition_of(p, j);
-        let b = builders[pi].get_or_insert_with(|| BatchBuilder::new(base_ts_ms, ctx.cap.min((due - j) as usize) * (size + 24)));
+        let b = builders[pi].get_or_insert_with(|| {
+            BatchBuilder::new(base_ts_ms, ctx.cap.min((due - j) as usize) * (size + 24))
+        });
         if b.count() as usize >= ctx.cap {
             break;
         }
-        let key = if ctx.cfg.keys > 0 { Some(key_bytes(ctx.key_index(p, j))) } else { None };
-        let ts_ns = if unthrottled { ctx.unix_ns_of(now) } else { ctx.start_unix_ns + ctx.sched_ns(p, j) as u64 };
+        let key = if ctx.cfg.keys > 0 {
+            Some(key_bytes(ctx.key_index(p, j)))
+        } else {
+            None
+        };
+        let ts_ns = if unthrottled {
+            ctx.unix_ns_of(now)
+        } else {
+            ctx.start_unix_ns + ctx.sched_ns(p, j) as u64
+        };
         let embed = ctx.cfg.embed_timestamp && size >= 8;
-        b.push_with((ts_ns / 1_000_000) as i64, key.as_ref().map(|k| &k[..]), size, |buf| {
-            if embed {
-                buf.put_u64(ts_ns);
-                buf.put_bytes(fill, size - 8);
-            } else {
-                buf.put_bytes(fill, size);
-            }
-        });
+        b.push_with(
+            (ts_ns / 1_000_000) as i64,
+            key.as_ref().map(|k| &k[..]),
+            size,
+            |buf| {
+                if embed {
+                    buf.put_u64(ts_ns);
+                    buf.put_bytes(fill, size - 8);
+                } else {
+                    buf.put_bytes(fill, size);
+                }
+            },
+        );
         j += 1;
     }
-    let batches = builders.into_iter().enumerate().filter_map(|(i, b)| b.filter(|b| !b.is_empty()).map(|b| (i, b.finish()))).collect();
+    let batches = builders
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, b)| b.filter(|b| !b.is_empty()).map(|b| (i, b.finish())))
+        .collect();
     (j - from, batches)
 }
 
 /// Records the latencies of records [first, first+n) acknowledged at `ack`.
-fn account_ok(ctx: &Ctx, p: usize, first: u64, n: u64, created: Instant, ack: Instant, out: &mut ProducerOut) {
+fn account_ok(
+    ctx: &Ctx,
+    p: usize,
+    first: u64,
+    n: u64,
+    created: Instant,
+    ack: Instant,
+    out: &mut ProducerOut,
+) {
     account(ctx, p, first, n, created, ack, out, None);
 }
 
 #[allow(clippy::too_many_arguments)]
-fn account(ctx: &Ctx, p: usize, first: u64, n: u64, created: Instant, ack: Instant, out: &mut ProducerOut, failed: Option<&HashMap<i32, i16>>) {
+fn account(
+    ctx: &Ctx,
+    p: usize,
+    first: u64,
+    n: u64,
+    created: Instant,
+    ack: Instant,
+    out: &mut ProducerOut,
+    failed: Option<&HashMap<i32, i16>>,
+) {
     let mut ok = 0u64;
     let mut max_us = 0u64;
     let mut measured_any = false;
@@ -521,7 +615,13 @@ fn account(ctx: &Ctx, p: usize, first: u64, n: u64, created: Instant, ack: Insta
     ctx.live.max_us.fetch_max(max_us, Ordering::Relaxed);
 }
 
-async fn reader(ctx: Arc<Ctx>, p: usize, mut rd: OwnedReadHalf, mut rx: mpsc::UnboundedReceiver<Sent>, sem: Arc<Semaphore>) -> ProducerOut {
+async fn reader(
+    ctx: Arc<Ctx>,
+    p: usize,
+    mut rd: OwnedReadHalf,
+    mut rx: mpsc::UnboundedReceiver<Sent>,
+    sem: Arc<Semaphore>,
+) -> ProducerOut {
     let mut out = ProducerOut::default();
     let mut failed: HashMap<i32, i16> = HashMap::new();
     while let Some(s) = rx.recv().await {
@@ -530,23 +630,63 @@ async fn reader(ctx: Arc<Ctx>, p: usize, mut rd: OwnedReadHalf, mut rx: mpsc::Un
         let ack = Instant::now();
         let frame = match res {
             Err(_) => {
-                lose(&ctx, p, &mut out, s, &mut rx, &sem, true, "request timed out".into());
+                lose(
+                    &ctx,
+                    p,
+                    &mut out,
+                    s,
+                    &mut rx,
+                    &sem,
+                    true,
+                    "request timed out".into(),
+                );
                 break;
             }
             Ok(Err(e)) => {
-                lose(&ctx, p, &mut out, s, &mut rx, &sem, false, format!("read: {e:#}"));
+                lose(
+                    &ctx,
+                    p,
+                    &mut out,
+                    s,
+                    &mut rx,
+                    &sem,
+                    false,
+                    format!("read: {e:#}"),
+                );
                 break;
             }
             Ok(Ok(f)) => f,
         };
         match decode_produce(frame, ctx.version, s.corr, &mut failed) {
             Ok(()) => {
-                account(&ctx, p, s.first, s.n, s.created, ack, &mut out, if failed.is_empty() { None } else { Some(&failed) });
+                account(
+                    &ctx,
+                    p,
+                    s.first,
+                    s.n,
+                    s.created,
+                    ack,
+                    &mut out,
+                    if failed.is_empty() {
+                        None
+                    } else {
+                        Some(&failed)
+                    },
+                );
                 sem.add_permits(1);
             }
             Err(e) => {
                 out.errors.protocol_errors += 1;
-                lose(&ctx, p, &mut out, s, &mut rx, &sem, false, format!("bad produce response: {e:#}"));
+                lose(
+                    &ctx,
+                    p,
+                    &mut out,
+                    s,
+                    &mut rx,
+                    &sem,
+                    false,
+                    format!("bad produce response: {e:#}"),
+                );
                 break;
             }
         }
@@ -555,7 +695,12 @@ async fn reader(ctx: Arc<Ctx>, p: usize, mut rd: OwnedReadHalf, mut rx: mpsc::Un
 }
 
 /// Decodes a ProduceResponse; fills `failed` with partition -> error code for failed partitions.
-fn decode_produce(mut frame: Bytes, version: i16, corr: i32, failed: &mut HashMap<i32, i16>) -> Result<()> {
+fn decode_produce(
+    mut frame: Bytes,
+    version: i16,
+    corr: i32,
+    failed: &mut HashMap<i32, i16>,
+) -> Result<()> {
     failed.clear();
     let got = decode_header::<ProduceRequest>(&mut frame, version)?;
     if got != corr {
@@ -574,7 +719,16 @@ fn decode_produce(mut frame: Bytes, version: i16, corr: i32, failed: &mut HashMa
 
 /// The connection failed: this request and every one queued behind it are lost.
 #[allow(clippy::too_many_arguments)]
-fn lose(ctx: &Ctx, p: usize, out: &mut ProducerOut, s: Sent, rx: &mut mpsc::UnboundedReceiver<Sent>, sem: &Semaphore, timeout: bool, msg: String) {
+fn lose(
+    ctx: &Ctx,
+    p: usize,
+    out: &mut ProducerOut,
+    s: Sent,
+    rx: &mut mpsc::UnboundedReceiver<Sent>,
+    sem: &Semaphore,
+    timeout: bool,
+    msg: String,
+) {
     sem.close();
     rx.close();
     out.errors.note(format!("producer {p}: {msg}"));
@@ -592,7 +746,12 @@ fn lose(ctx: &Ctx, p: usize, out: &mut ProducerOut, s: Sent, rx: &mut mpsc::Unbo
 }
 
 /// Prints a progress line to stderr every `every` until `stop` is set.
-pub fn spawn_progress(live: Arc<Live>, every: Duration, label: String, start: Instant) -> tokio::task::JoinHandle<()> {
+pub fn spawn_progress(
+    live: Arc<Live>,
+    every: Duration,
+    label: String,
+    start: Instant,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut last = (0u64, 0u64, Instant::now());
         loop {
@@ -641,7 +800,14 @@ mod tests {
             drain: Duration::from_secs(5),
             embed_timestamp: true,
         };
-        Ctx::new(cfg, "t", (0..partitions as i32).collect(), "127.0.0.1:1".into(), 9, Arc::new(Live::default()))
+        Ctx::new(
+            cfg,
+            "t",
+            (0..partitions as i32).collect(),
+            "127.0.0.1:1".into(),
+            9,
+            Arc::new(Live::default()),
+        )
     }
 
     #[test]

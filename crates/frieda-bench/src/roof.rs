@@ -61,7 +61,14 @@ pub fn net(secs: f64, streams: usize, write_size: usize) -> Result<NetRoof> {
     }
     let elapsed = t.elapsed().as_secs_f64();
     let bytes: u64 = readers.into_iter().map(|r| r.join().unwrap_or(0)).sum();
-    Ok(NetRoof { kind: "loopback_tcp", streams, write_size, seconds: elapsed, bytes, bytes_per_s: bytes as f64 / elapsed })
+    Ok(NetRoof {
+        kind: "loopback_tcp",
+        streams,
+        write_size,
+        seconds: elapsed,
+        bytes,
+        bytes_per_s: bytes as f64 / elapsed,
+    })
 }
 
 #[derive(Serialize, Debug)]
@@ -79,7 +86,8 @@ pub struct DiskRoof {
 pub fn disk(dir: &Path, mb: usize) -> Result<DiskRoof> {
     std::fs::create_dir_all(dir)?;
     let path = dir.join(format!(".frieda-bench-roof-{}", std::process::id()));
-    let mut f = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    let mut f =
+        std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
     let chunk = vec![0xa5u8; 1 << 20];
     let t = Instant::now();
     for _ in 0..mb {

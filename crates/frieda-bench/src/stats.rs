@@ -22,7 +22,10 @@ impl Default for Latency {
 
 impl Latency {
     pub fn new() -> Self {
-        Latency { hist: Histogram::new_with_bounds(1, MAX_TRACKABLE_US, 3).expect("histogram bounds"), clamped: 0 }
+        Latency {
+            hist: Histogram::new_with_bounds(1, MAX_TRACKABLE_US, 3).expect("histogram bounds"),
+            clamped: 0,
+        }
     }
 
     /// Records a latency; sub-microsecond values count as 1 µs.
@@ -87,7 +90,10 @@ impl Latency {
             let p = (p * 1e6).round() / 1e6;
             out.push(PercentilePoint { p, us: self.pct(p) });
         }
-        out.push(PercentilePoint { p: 100.0, us: self.hist.max() });
+        out.push(PercentilePoint {
+            p: 100.0,
+            us: self.hist.max(),
+        });
         out
     }
 }
@@ -121,7 +127,10 @@ pub struct Errors {
 
 impl Errors {
     pub fn record_total(&self) -> u64 {
-        self.by_code.values().sum::<u64>() + self.timeout_records + self.connection_lost_records + self.unsent_records
+        self.by_code.values().sum::<u64>()
+            + self.timeout_records
+            + self.connection_lost_records
+            + self.unsent_records
     }
 
     pub fn code(&mut self, code: i16, n: u64) {
@@ -222,14 +231,22 @@ impl Summary {
         self.p999_us = l.pct(99.9);
         self.p9999_us = l.pct(99.99);
         self.max_us = if l.hist.is_empty() { 0 } else { l.hist.max() };
-        self.mean_us = if l.hist.is_empty() { 0.0 } else { (l.hist.mean() * 10.0).round() / 10.0 };
+        self.mean_us = if l.hist.is_empty() {
+            0.0
+        } else {
+            (l.hist.mean() * 10.0).round() / 10.0
+        };
         self.records = l.count();
         self.percentiles = l.distribution();
     }
 
     pub fn human(&self) -> String {
         let mut s = String::new();
-        let rate = if self.offered_rate > 0.0 { format!("{:.0} rec/s offered", self.offered_rate) } else { "unthrottled".into() };
+        let rate = if self.offered_rate > 0.0 {
+            format!("{:.0} rec/s offered", self.offered_rate)
+        } else {
+            "unthrottled".into()
+        };
         s += &format!(
             "{} {}{}: {} producers, {} partitions, {} B records, acks={}, {}, in-flight {}, linger {} µs, batch {} B, {:.0}s (+{:.0}s warm-up)\n",
             self.mode,
@@ -248,11 +265,21 @@ impl Summary {
         );
         s += &format!(
             "  throughput {:.0} rec/s ({:.2} MB/s), {} records, {} errors, {:.1} records/request\n",
-            self.throughput_rps, self.throughput_mb_s, self.records, self.errors, self.records_per_request
+            self.throughput_rps,
+            self.throughput_mb_s,
+            self.records,
+            self.errors,
+            self.records_per_request
         );
         s += &format!(
             "  latency µs: p50 {}  p90 {}  p99 {}  p99.9 {}  p99.99 {}  max {}  mean {:.0}\n",
-            self.p50_us, self.p90_us, self.p99_us, self.p999_us, self.p9999_us, self.max_us, self.mean_us
+            self.p50_us,
+            self.p90_us,
+            self.p99_us,
+            self.p999_us,
+            self.p9999_us,
+            self.max_us,
+            self.mean_us
         );
         if let Some(pa) = &self.produce_ack {
             s += &format!(
@@ -271,8 +298,14 @@ impl Summary {
         } else {
             s += &format!("  client cpu {:.2} s\n", self.client_cpu_s);
         }
-        if self.errors > 0 || self.error_detail.connect_failures > 0 || self.error_detail.protocol_errors > 0 {
-            s += &format!("  errors: {}\n", serde_json::to_string(&self.error_detail).unwrap_or_default());
+        if self.errors > 0
+            || self.error_detail.connect_failures > 0
+            || self.error_detail.protocol_errors > 0
+        {
+            s += &format!(
+                "  errors: {}\n",
+                serde_json::to_string(&self.error_detail).unwrap_or_default()
+            );
         }
         s
     }
@@ -290,7 +323,8 @@ mod tests {
         }
         assert_eq!(l.count(), 10_000);
         // 3 significant digits: values within 0.1 %
-        let within = |got: u64, want: u64| (got as f64 - want as f64).abs() <= want as f64 * 0.001 + 1.0;
+        let within =
+            |got: u64, want: u64| (got as f64 - want as f64).abs() <= want as f64 * 0.001 + 1.0;
         assert!(within(l.pct(50.0), 5_000), "{}", l.pct(50.0));
         assert!(within(l.pct(99.0), 9_900), "{}", l.pct(99.0));
         assert!(within(l.pct(99.9), 9_990), "{}", l.pct(99.9));
