@@ -128,4 +128,17 @@ mod tests {
         stream.extend_from_slice(&[0, 0, 0, 5, 1]);
         assert_eq!(request_stream(&stream, 1000), 1);
     }
+
+    #[test]
+    fn hostile_array_lengths_do_not_allocate() {
+        // Metadata v1 claiming 2^31-1 topics in 27 bytes: kafka-protocol 0.18 reserved 154 GB
+        // for them and the allocation failure aborted the broker (vendor/kafka-protocol/PATCHED.md)
+        let mut m = vec![0, 3, 0, 1, 0, 0, 0, 7, 0, 1, b'x'];
+        m.extend_from_slice(&i32::MAX.to_be_bytes());
+        assert_eq!(request_frame(&m), FrameOutcome::BadBody);
+        // Metadata v12 (flexible): a compact array length of 2^32-1
+        let mut m = vec![0, 3, 0, 12, 0, 0, 0, 7, 0, 1, b'x', 0];
+        m.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert_eq!(request_frame(&m), FrameOutcome::BadBody);
+    }
 }
