@@ -563,9 +563,13 @@ def run(a) -> dict:
             failures.append("broker stderr contains a panic")
         if verified == 0:
             failures.append("no acknowledged record verified: the run tested nothing")
-        stalled = [c["cycle"] for c in cycle_log if c["new_acks"] == 0 and c["up_s"] >= a.min_up]
-        if len(stalled) > max(1, a.cycles // 4):
-            failures.append(f"production made no progress in cycles {stalled}")
+        # a broker that stops serving after a restart: production stalls. Single short stalls
+        # happen on a loaded machine (client back-off after the restart), so the bound is loose;
+        # a broker that never recovers also fails the final flush (unacked records)
+        stalled = [c for c in cycle_log if c["new_acks"] == 0 and c["up_s"] >= a.min_up]
+        result["stalled_cycles"] = len(stalled)
+        if len(stalled) > a.cycles // 2 or sum(c["up_s"] for c in stalled) > 8:
+            failures.append(f"production made no progress in cycles {[c['cycle'] for c in stalled]}")
         rc = broker.stop()
         if rc != 0:
             failures.append(f"broker exited {rc} on the final SIGTERM (want 0)")
