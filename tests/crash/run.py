@@ -89,6 +89,8 @@ def producer_worker(a) -> int:
         "message.timeout.ms": 600000, "retry.backoff.ms": 100, "retry.backoff.max.ms": 1000,
         "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500,
         "queue.buffering.max.messages": 5000, "error_cb": on_error,
+        # e.g. FRIEDA_CRASH_RDKAFKA_DEBUG=eos,msg,protocol (with FRIEDA_TEST_RDKAFKA_LOG_LEVEL=7)
+        **({"debug": os.environ["FRIEDA_CRASH_RDKAFKA_DEBUG"]} if os.environ.get("FRIEDA_CRASH_RDKAFKA_DEBUG") else {}),
     })
     seq = 0
 
