@@ -35,6 +35,26 @@ pub struct BrokerConfig {
     pub max_inflight_per_connection: usize,
     /// Open client connections accepted at once (`max.connections`), default 10000.
     pub max_connections: usize,
+    /// A connection with no request in flight that receives no request for this long is closed
+    /// (`connections.max.idle.ms`, Kafka's name and default: 600000). A client that stops reading
+    /// its responses is closed when no response could be handed to its socket for this long.
+    pub connections_max_idle_ms: u64,
+    /// Time allowed to receive the rest of a request once its first byte arrived
+    /// (`request.read.timeout.ms`), default 30000: a peer trickling a request a byte at a time
+    /// (slowloris) is closed when it runs out.
+    pub request_read_timeout_ms: u64,
+    /// SO_SNDBUF of client connections, bytes (`socket.send.buffer.bytes`); default -1: the
+    /// operating system's (autotuned). Kafka's default is 102400.
+    pub socket_send_buffer_bytes: Option<u32>,
+    /// SO_RCVBUF of client connections, bytes (`socket.receive.buffer.bytes`); default -1: the
+    /// operating system's (autotuned). Kafka's default is 102400.
+    pub socket_receive_buffer_bytes: Option<u32>,
+    /// Bytes of large requests (over 64 KiB) being read or processed, summed over every
+    /// connection (`queued.max.request.bytes`), default 512 MiB; -1 for no limit. A connection
+    /// whose next large request does not fit waits (stops reading its socket) until others
+    /// finish. A single request larger than the budget takes the whole budget. Smaller requests
+    /// are bounded per connection by `max.inflight.requests.per.connection` and never wait here.
+    pub queued_max_request_bytes: usize,
     /// Threads that append to partition logs and fsync them (`log.writer.threads`), default 1.
     pub log_writer_threads: usize,
     /// Tokio worker threads serving the network (`num.network.threads`), default = cores.
@@ -68,6 +88,11 @@ impl Default for BrokerConfig {
             max_request_bytes: 100 * 1024 * 1024,
             max_inflight_per_connection: 64,
             max_connections: 10_000,
+            connections_max_idle_ms: 600_000,
+            request_read_timeout_ms: 30_000,
+            queued_max_request_bytes: 512 * 1024 * 1024,
+            socket_send_buffer_bytes: None,
+            socket_receive_buffer_bytes: None,
             log_writer_threads: 1,
             network_threads: cores,
             retention_check_interval_ms: 300_000,
@@ -122,6 +147,18 @@ impl BrokerConfig {
                 self.max_inflight_per_connection = text.parse::<usize>()?.max(1)
             }
             "max.connections" => self.max_connections = text.parse::<usize>()?.max(1),
+            "connections.max.idle.ms" => self.connections_max_idle_ms = text.parse::<u64>()?.max(1),
+            "request.read.timeout.ms" => self.request_read_timeout_ms = text.parse::<u64>()?.max(1),
+            "socket.send.buffer.bytes" => self.socket_send_buffer_bytes = buffer_size(&text)?,
+            "socket.receive.buffer.bytes" => self.socket_receive_buffer_bytes = buffer_size(&text)?,
+            "queued.max.request.bytes" => {
+                let n: i64 = text.parse()?;
+                self.queued_max_request_bytes = match n {
+                    -1 => usize::MAX,
+                    n if n >= 1 => usize::try_from(n)?,
+                    _ => bail!("must be -1 or at least 1"),
+                };
+            }
             "log.writer.threads" => self.log_writer_threads = text.parse::<usize>()?.max(1),
             "num.network.threads" => self.network_threads = text.parse::<usize>()?.max(1),
             "log.retention.check.interval.ms" => {
@@ -189,6 +226,15 @@ impl BrokerConfig {
     }
 }
 
+/// A socket buffer size: -1 for the system default, else 1..=2^31-1 bytes.
+fn buffer_size(text: &str) -> anyhow::Result<Option<u32>> {
+    match text.parse::<i64>()? {
+        -1 => Ok(None),
+        n if (1..=i64::from(i32::MAX)).contains(&n) => Ok(Some(n as u32)),
+        _ => bail!("must be -1 (system default) or a positive size in bytes"),
+    }
+}
+
 fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::Value>) {
     for (k, v) in table {
         let key = if prefix.is_empty() {
@@ -235,5 +281,26 @@ mod tests {
         assert_eq!(c.listen.port(), 19999);
         assert_eq!(c.topic_defaults.get("segment.bytes"), Some("4096"));
         assert_eq!(c.advertised(), ("localhost".to_string(), 7));
+    }
+
+    #[test]
+    fn connection_limits() {
+        let d = BrokerConfig::default();
+        assert_eq!(d.connections_max_idle_ms, 600_000);
+        assert_eq!(d.request_read_timeout_ms, 30_000);
+        let c = BrokerConfig::from_toml(
+            "connections.max.idle.ms = 2000\nrequest.read.timeout.ms = 500\nqueued.max.request.bytes = 1048576",
+        )
+        .unwrap();
+        assert_eq!(c.connections_max_idle_ms, 2000);
+        assert_eq!(c.request_read_timeout_ms, 500);
+        assert_eq!(c.queued_max_request_bytes, 1 << 20);
+        let u = BrokerConfig::from_toml("queued.max.request.bytes = -1").unwrap();
+        assert_eq!(u.queued_max_request_bytes, usize::MAX);
+        assert!(BrokerConfig::from_toml("queued.max.request.bytes = 0").is_err());
+        let b = BrokerConfig::from_toml("socket.send.buffer.bytes = 65536").unwrap();
+        assert_eq!(b.socket_send_buffer_bytes, Some(65536));
+        assert_eq!(b.socket_receive_buffer_bytes, None);
+        assert!(BrokerConfig::from_toml("socket.receive.buffer.bytes = 0").is_err());
     }
 }

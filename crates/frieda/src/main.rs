@@ -7,7 +7,6 @@ use frieda::config::BrokerConfig;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 #[derive(Parser)]
@@ -95,8 +94,7 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
     let retention_every = Duration::from_millis(cfg.retention_check_interval_ms);
     let broker = Broker::open(cfg)?;
     runtime.block_on(async {
-        let listener = TcpListener::bind(listen)
-            .await
+        let listener = frieda::server::listener::bind(listen, &broker.config)
             .with_context(|| format!("binding {listen}"))?;
         let (host, port) = broker.config.advertised();
         tracing::info!(%listen, advertised = %format!("{host}:{port}"), version = env!("CARGO_PKG_VERSION"), "frieda is listening");

@@ -6,7 +6,7 @@
 //! the connection with a log line (Kafka does the same for a malformed header, an unknown API
 //! key, or an unsupported version of any API but ApiVersions); other connections are unaffected.
 
-use super::frame::{FrameError, FrameReader};
+use super::frame::{FrameError, FrameReader, RequestBudget};
 use super::sequencer;
 use crate::broker::Broker;
 use crate::handlers;
@@ -14,15 +14,22 @@ use futures::stream::{FuturesOrdered, StreamExt};
 use futures::FutureExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
-/// Serves one connection until the peer closes it, it sends bad input, or the broker shuts
-/// down (then in-flight requests are finished and answered first).
+/// Serves one connection until the peer closes it, it sends bad input, it stays idle past
+/// `connections.max.idle.ms`, it trickles a request slower than `request.read.timeout.ms`, or
+/// the broker shuts down (then in-flight requests are finished and answered first).
+///
+/// Request bytes are taken from the broker-wide `budget` (`queued.max.request.bytes`) before
+/// they are buffered and given back when the request's handler finishes.
 pub async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
     broker: Arc<Broker>,
+    budget: Option<RequestBudget>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
@@ -32,21 +39,39 @@ pub async fn serve_connection(
     } else {
         1
     };
+    let idle = Duration::from_millis(broker.config.connections_max_idle_ms);
+    let read_timeout = Duration::from_millis(broker.config.request_read_timeout_ms);
     let (tx, rx) = mpsc::channel(max_inflight);
-    let writer = tokio::spawn(sequencer::write_loop(wr, rx));
-    let mut frames = FrameReader::new(rd, broker.config.max_request_bytes);
+    let mut writer = tokio::spawn(sequencer::write_loop(wr, rx));
+    let mut frames =
+        FrameReader::new(rd, broker.config.max_request_bytes).with_limits(read_timeout, budget);
     let mut inflight = FuturesOrdered::new();
     let mut closing = false;
+    // Set when the peer stopped taking responses: queued responses are dropped, not awaited.
+    let mut abandon = false;
+    // The idle clock: checked lazily when the timer fires, so requests cost no timer updates.
+    let mut last_active = Instant::now();
+    let idle_timer = tokio::time::sleep(idle);
+    tokio::pin!(idle_timer);
     loop {
         tokio::select! {
             biased;
             done = inflight.next(), if !inflight.is_empty() => {
+                last_active = Instant::now();
                 match done {
                     Some(Ok(Some(bytes))) => {
-                        // A failed send means the writer is gone: the peer reset or stopped reading.
-                        let sent = tx.send(bytes).await;
-                        if sent.is_err() {
-                            break;
+                        // The channel is full only while the peer is not reading its responses;
+                        // give up on it if that lasts longer than the idle limit. A failed send
+                        // means the writer is gone: the peer reset the connection.
+                        match tokio::time::timeout(idle, tx.send(bytes)).await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(_)) => break,
+                            Err(_) => {
+                                tracing::warn!(%peer, idle_ms = idle.as_millis() as u64,
+                                    "closing connection: the client has not read its responses (connections.max.idle.ms)");
+                                abandon = true;
+                                break;
+                            }
                         }
                     }
                     Some(Ok(None)) | None => {} // acks=0 produce: no response
@@ -54,14 +79,25 @@ pub async fn serve_connection(
                 }
             }
             frame = frames.next(), if !closing && inflight.len() < max_inflight => {
+                last_active = Instant::now();
                 match frame {
                     Ok(frame) => {
-                        match handlers::parse_request(frame, peer) {
+                        let permit = frame.permit;
+                        match handlers::parse_request(frame.payload, peer) {
                             Ok((ctx, body)) => {
                                 let fut = handlers::handle(broker.clone(), ctx, body);
-                                inflight.push_back(fut.boxed());
+                                // The request's budget returns when its handler is done.
+                                inflight.push_back(
+                                    async move {
+                                        let r = fut.await;
+                                        drop(permit);
+                                        r
+                                    }
+                                    .boxed(),
+                                );
                             }
                             Err(reject) => {
+                                drop(permit);
                                 // An early answer (ApiVersions of an unsupported version) still
                                 // goes out in order; otherwise the connection closes.
                                 if let Some(resp) = reject {
@@ -73,10 +109,26 @@ pub async fn serve_connection(
                         }
                     }
                     Err(FrameError::Closed) => closing = true,
+                    Err(e @ FrameError::ReadTimeout { .. }) => {
+                        tracing::warn!(%peer, error = %e, "closing connection: request read too slowly (request.read.timeout.ms)");
+                        closing = true;
+                    }
                     Err(e) => {
                         tracing::warn!(%peer, error = %e, "closing connection: bad frame");
                         closing = true;
                     }
+                }
+            }
+            _ = &mut idle_timer, if !closing && inflight.is_empty() => {
+                let now = Instant::now();
+                let due = last_active + idle;
+                if now >= due && !frames.has_partial() {
+                    tracing::info!(%peer, idle_ms = idle.as_millis() as u64,
+                        "closing idle connection (connections.max.idle.ms)");
+                    closing = true;
+                } else {
+                    // A started request has its own, shorter clock (request.read.timeout.ms).
+                    idle_timer.as_mut().reset(if now >= due { now + idle } else { due });
                 }
             }
             _ = shutdown.changed(), if !closing => closing = true,
@@ -86,6 +138,12 @@ pub async fn serve_connection(
         }
     }
     drop(tx);
-    let _ = writer.await;
+    if abandon {
+        writer.abort();
+    } else if tokio::time::timeout(idle, &mut writer).await.is_err() {
+        // The peer stopped reading while its last responses were being written.
+        tracing::warn!(%peer, "closing connection: responses not read within connections.max.idle.ms");
+        writer.abort();
+    }
     tracing::debug!(%peer, "connection closed");
 }

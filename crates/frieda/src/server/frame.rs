@@ -2,7 +2,11 @@
 //! "Protocol Primitives" / "Requests and Responses").
 
 use bytes::{Buf, Bytes, BytesMut};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 /// Why a connection's byte stream cannot be framed; the connection is closed.
 #[derive(Debug, thiserror::Error)]
@@ -16,9 +20,67 @@ pub enum FrameError {
     /// Negative size or larger than `socket.request.max.bytes`.
     #[error("frame size {size} outside 0..={max} bytes")]
     BadSize { size: i64, max: usize },
+    /// The rest of a started request did not arrive within `request.read.timeout.ms`.
+    #[error(
+        "request not complete within {timeout_ms} ms of its first byte ({have} of {want} bytes)"
+    )]
+    ReadTimeout {
+        have: usize,
+        want: usize,
+        timeout_ms: u128,
+    },
     /// Socket error.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// Requests up to this size are not charged to the [`RequestBudget`]: they are bounded per
+/// connection (in-flight requests times this), and a flood of large requests holding the budget
+/// never delays a small one (a heartbeat, a metadata request, a small produce).
+pub const BUDGET_FREE_BYTES: usize = 64 * 1024;
+
+/// The broker-wide budget of bytes of large requests being read or processed
+/// (`queued.max.request.bytes`).
+#[derive(Clone, Debug)]
+pub struct RequestBudget {
+    sem: Arc<Semaphore>,
+    total: usize,
+}
+
+impl RequestBudget {
+    /// A budget of `total` bytes (clamped to what a semaphore can count).
+    pub fn new(total: usize) -> Self {
+        let total = total.clamp(1, Semaphore::MAX_PERMITS);
+        RequestBudget {
+            sem: Arc::new(Semaphore::new(total)),
+            total,
+        }
+    }
+
+    /// Bytes not taken at the moment.
+    pub fn available(&self) -> usize {
+        self.sem.available_permits()
+    }
+
+    /// Waits until `bytes` (at most the whole budget) are free and takes them.
+    async fn take(&self, bytes: usize) -> OwnedSemaphorePermit {
+        let n = u32::try_from(bytes.min(self.total)).unwrap_or(u32::MAX);
+        self.sem
+            .clone()
+            .acquire_many_owned(n)
+            .await
+            .expect("the request budget semaphore is never closed")
+    }
+}
+
+/// One request frame and its share of the request budget; the share returns to the budget when
+/// this is dropped (after the request was handled).
+#[derive(Debug)]
+pub struct Frame {
+    /// The frame's payload (without the size prefix).
+    pub payload: Bytes,
+    /// Budget held for the payload.
+    pub permit: Option<OwnedSemaphorePermit>,
 }
 
 /// Reads frames from a socket into one growing buffer; frames are split off it without copying.
@@ -26,23 +88,58 @@ pub struct FrameReader<R> {
     inner: R,
     buf: BytesMut,
     max_frame: usize,
+    read_timeout: Option<Duration>,
+    budget: Option<RequestBudget>,
+    /// Budget taken for the frame at the head of the buffer (kept if `next` is cancelled).
+    held: Option<OwnedSemaphorePermit>,
 }
 
-/// Initial read buffer capacity, bytes.
-const READ_BUFFER: usize = 64 * 1024;
+/// Read buffer capacity added when it runs low, bytes. Small, so that thousands of idle
+/// connections cost little; a large frame reserves its whole size at once.
+const READ_BUFFER: usize = 16 * 1024;
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
-    /// Wraps a reader; `max_frame` is the largest accepted frame size in bytes.
+    /// Wraps a reader; `max_frame` is the largest accepted frame size in bytes. No read timeout,
+    /// no budget (see [`with_limits`](Self::with_limits)).
     pub fn new(inner: R, max_frame: usize) -> Self {
         FrameReader {
             inner,
-            buf: BytesMut::with_capacity(READ_BUFFER),
+            buf: BytesMut::new(),
             max_frame,
+            read_timeout: None,
+            budget: None,
+            held: None,
         }
     }
 
-    /// The next frame's payload (without the size prefix).
-    pub async fn next(&mut self) -> Result<Bytes, FrameError> {
+    /// Sets the time a started frame may take to arrive (counted from the first of its bytes
+    /// seen by this call of [`next`](Self::next), and again after waiting for budget) and the
+    /// request budget each frame's size is taken from before its bytes are buffered.
+    pub fn with_limits(mut self, read_timeout: Duration, budget: Option<RequestBudget>) -> Self {
+        self.read_timeout = Some(read_timeout);
+        self.budget = budget;
+        self
+    }
+
+    /// True while part of a frame is buffered.
+    pub fn has_partial(&self) -> bool {
+        !self.buf.is_empty()
+    }
+
+    fn wanted(&self) -> usize {
+        if self.buf.len() >= 4 {
+            4usize.saturating_add(
+                i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]).max(0)
+                    as usize,
+            )
+        } else {
+            4
+        }
+    }
+
+    /// The next frame. Cancel-safe: bytes read and budget taken are kept for the next call.
+    pub async fn next(&mut self) -> Result<Frame, FrameError> {
+        let mut started = (!self.buf.is_empty()).then(Instant::now);
         loop {
             if self.buf.len() >= 4 {
                 let size = i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
@@ -52,33 +149,58 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                         max: self.max_frame,
                     });
                 }
-                let want = 4 + size as usize;
+                let size = size as usize;
+                if self.held.is_none() && size > BUDGET_FREE_BYTES {
+                    if let Some(budget) = &self.budget {
+                        // Waiting here stops reading this socket (backpressure); it is not the
+                        // peer's fault, so the read clock restarts afterwards.
+                        self.held = Some(budget.take(size).await);
+                        started = Some(Instant::now());
+                    }
+                }
+                let want = 4 + size;
                 if self.buf.len() >= want {
                     self.buf.advance(4);
-                    return Ok(self.buf.split_to(size as usize).freeze());
+                    let payload = self.buf.split_to(size).freeze();
+                    return Ok(Frame {
+                        payload,
+                        permit: self.held.take(),
+                    });
                 }
-                // Make room for the whole frame in one go (bounded by max_frame above).
+                // Make room for the whole frame in one go (bounded by max_frame above, and by
+                // the budget just taken).
                 self.buf.reserve(want - self.buf.len());
-            } else if self.buf.capacity() - self.buf.len() < 4096 {
+            } else if self.buf.capacity() - self.buf.len() < 1024 {
                 self.buf.reserve(READ_BUFFER);
             }
-            let n = self.inner.read_buf(&mut self.buf).await?;
+            let n = match (started, self.read_timeout) {
+                (Some(t0), Some(limit)) => {
+                    match tokio::time::timeout_at(t0 + limit, self.inner.read_buf(&mut self.buf))
+                        .await
+                    {
+                        Ok(r) => r?,
+                        Err(_) => {
+                            return Err(FrameError::ReadTimeout {
+                                have: self.buf.len(),
+                                want: self.wanted(),
+                                timeout_ms: limit.as_millis(),
+                            })
+                        }
+                    }
+                }
+                _ => self.inner.read_buf(&mut self.buf).await?,
+            };
             if n == 0 {
                 return Err(if self.buf.is_empty() {
                     FrameError::Closed
                 } else {
-                    let want = if self.buf.len() >= 4 {
-                        4 + i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]])
-                            as usize
-                    } else {
-                        4
-                    };
                     FrameError::Truncated {
                         have: self.buf.len(),
-                        want,
+                        want: self.wanted(),
                     }
                 });
             }
+            started.get_or_insert_with(Instant::now);
         }
     }
 }
@@ -96,8 +218,8 @@ mod tests {
         data.extend_from_slice(&2i32.to_be_bytes());
         data.extend_from_slice(b"x");
         let mut r = FrameReader::new(&data[..], 100);
-        assert_eq!(&r.next().await.unwrap()[..], b"abc");
-        assert_eq!(r.next().await.unwrap().len(), 0);
+        assert_eq!(&r.next().await.unwrap().payload[..], b"abc");
+        assert_eq!(r.next().await.unwrap().payload.len(), 0);
         assert!(matches!(
             r.next().await,
             Err(FrameError::Truncated { have: 5, want: 6 })
@@ -111,5 +233,70 @@ mod tests {
         assert!(matches!(r.next().await, Err(FrameError::BadSize { .. })));
         let mut r = FrameReader::new(&[][..], 100);
         assert!(matches!(r.next().await, Err(FrameError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn partial_frame_times_out_but_idle_does_not() {
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut r = FrameReader::new(server, 100).with_limits(Duration::from_millis(200), None);
+        // idle between frames: no timeout
+        let idle = tokio::time::timeout(Duration::from_millis(600), r.next()).await;
+        assert!(idle.is_err(), "an idle reader must not time out by itself");
+        use tokio::io::AsyncWriteExt;
+        client.write_all(&[0, 0, 0, 10, 1]).await.unwrap();
+        let got = r.next().await;
+        assert!(
+            matches!(
+                got,
+                Err(FrameError::ReadTimeout {
+                    have: 5,
+                    want: 14,
+                    ..
+                })
+            ),
+            "{got:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn budget_is_taken_per_large_frame_and_returned() {
+        const N: usize = BUDGET_FREE_BYTES + 6;
+        let budget = RequestBudget::new(N + 10);
+        let mut data = Vec::new();
+        for _ in 0..3 {
+            data.extend_from_slice(&(N as i32).to_be_bytes());
+            data.extend_from_slice(&[1u8; N]);
+        }
+        // small frames are free
+        data.extend_from_slice(&3i32.to_be_bytes());
+        data.extend_from_slice(b"abc");
+        let max = 1 << 20;
+        let mut r = FrameReader::new(&data[..], max)
+            .with_limits(Duration::from_secs(5), Some(budget.clone()));
+        let f1 = r.next().await.unwrap();
+        assert_eq!(budget.available(), 10);
+        // the second frame does not fit until the first is released
+        assert!(tokio::time::timeout(Duration::from_millis(50), r.next())
+            .await
+            .is_err());
+        drop(f1);
+        let f2 = r.next().await.unwrap();
+        assert_eq!(f2.payload.len(), N);
+        assert_eq!(budget.available(), 10);
+        drop(f2);
+        let f3 = r.next().await.unwrap();
+        let small = r.next().await.unwrap();
+        assert_eq!(&small.payload[..], b"abc");
+        assert!(small.permit.is_none());
+        drop(f3);
+        // a frame larger than the whole budget takes all of it
+        let big_n = N + 100;
+        let big = [&(big_n as i32).to_be_bytes()[..], &vec![7u8; big_n][..]].concat();
+        let mut r = FrameReader::new(&big[..], max)
+            .with_limits(Duration::from_secs(5), Some(budget.clone()));
+        let f = r.next().await.unwrap();
+        assert_eq!(budget.available(), 0);
+        drop(f);
+        assert_eq!(budget.available(), N + 10);
     }
 }

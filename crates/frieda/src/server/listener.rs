@@ -1,16 +1,40 @@
-//! The listener: accepts connections (bounded by `max.connections`) until shutdown, then waits
-//! for connections to finish their in-flight requests.
+//! The listener: accepts connections (bounded by `max.connections`, sharing one budget of request
+//! bytes, `queued.max.request.bytes`) until shutdown, then waits for connections to finish their
+//! in-flight requests.
 
 use super::connection::serve_connection;
+use super::frame::RequestBudget;
 use crate::broker::Broker;
+use crate::config::BrokerConfig;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
 /// How long shutdown waits for connections to finish in-flight requests.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Binds the listening socket. `socket.send.buffer.bytes` / `socket.receive.buffer.bytes` are set
+/// on it, so every accepted connection inherits them (a client that stops reading can then park
+/// only that much of its responses in the kernel before backpressure reaches its connection).
+pub fn bind(addr: SocketAddr, config: &BrokerConfig) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    if let Some(n) = config.socket_send_buffer_bytes {
+        socket.set_send_buffer_size(n)?;
+    }
+    if let Some(n) = config.socket_receive_buffer_bytes {
+        socket.set_recv_buffer_size(n)?;
+    }
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
 
 /// Accepts and serves connections until `shutdown` turns true.
 pub async fn serve(
@@ -19,6 +43,9 @@ pub async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let limit = Arc::new(Semaphore::new(broker.config.max_connections));
+    // `queued.max.request.bytes`: one budget of request bytes for every connection.
+    let budget = (broker.config.queued_max_request_bytes < Semaphore::MAX_PERMITS)
+        .then(|| RequestBudget::new(broker.config.queued_max_request_bytes));
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -38,8 +65,9 @@ pub async fn serve(
                 };
                 let broker = broker.clone();
                 let rx = shutdown.clone();
+                let budget = budget.clone();
                 conns.spawn(async move {
-                    serve_connection(stream, peer, broker, rx).await;
+                    serve_connection(stream, peer, broker, budget, rx).await;
                     drop(permit);
                 });
             }

@@ -11,6 +11,7 @@
 
 pub mod connection;
 pub mod frame;
+pub mod fuzzing;
 pub mod listener;
 pub mod sequencer;
 

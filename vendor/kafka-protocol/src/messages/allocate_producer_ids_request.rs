@@ -1,0 +1,150 @@
+//! AllocateProducerIdsRequest
+//!
+//! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/AllocateProducerIdsRequest.json).
+// WARNING: the items of this module are generated and should not be edited directly
+#![allow(unused)]
+
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use bytes::Bytes;
+use uuid::Uuid;
+
+use crate::protocol::{
+    buf::{ByteBuf, ByteBufMut},
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
+    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+};
+
+/// Valid versions: 0
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct AllocateProducerIdsRequest {
+    /// The ID of the requesting broker.
+    ///
+    /// Supported API versions: 0
+    pub broker_id: super::BrokerId,
+
+    /// The epoch of the requesting broker.
+    ///
+    /// Supported API versions: 0
+    pub broker_epoch: i64,
+
+    /// Other tagged fields
+    pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
+}
+
+impl AllocateProducerIdsRequest {
+    /// Sets `broker_id` to the passed value.
+    ///
+    /// The ID of the requesting broker.
+    ///
+    /// Supported API versions: 0
+    pub fn with_broker_id(mut self, value: super::BrokerId) -> Self {
+        self.broker_id = value;
+        self
+    }
+    /// Sets `broker_epoch` to the passed value.
+    ///
+    /// The epoch of the requesting broker.
+    ///
+    /// Supported API versions: 0
+    pub fn with_broker_epoch(mut self, value: i64) -> Self {
+        self.broker_epoch = value;
+        self
+    }
+    /// Sets unknown_tagged_fields to the passed value.
+    pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
+        self.unknown_tagged_fields = value;
+        self
+    }
+    /// Inserts an entry into unknown_tagged_fields.
+    pub fn with_unknown_tagged_field(mut self, key: i32, value: Bytes) -> Self {
+        self.unknown_tagged_fields.insert(key, value);
+        self
+    }
+}
+
+#[cfg(feature = "client")]
+impl Encodable for AllocateProducerIdsRequest {
+    fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
+        if version != 0 {
+            bail!("specified version not supported by this message type");
+        }
+        types::Int32.encode(buf, &self.broker_id)?;
+        types::Int64.encode(buf, &self.broker_epoch)?;
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
+
+        write_unknown_tagged_fields(buf, 0.., &self.unknown_tagged_fields)?;
+        Ok(())
+    }
+    fn compute_size(&self, version: i16) -> Result<usize> {
+        let mut total_size = 0;
+        total_size += types::Int32.compute_size(&self.broker_id)?;
+        total_size += types::Int64.compute_size(&self.broker_epoch)?;
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
+
+        total_size += compute_unknown_tagged_fields_size(&self.unknown_tagged_fields)?;
+        Ok(total_size)
+    }
+}
+
+#[cfg(feature = "broker")]
+impl Decodable for AllocateProducerIdsRequest {
+    fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
+        if version != 0 {
+            bail!("specified version not supported by this message type");
+        }
+        let broker_id = types::Int32.decode(buf)?;
+        let broker_epoch = types::Int64.decode(buf)?;
+        let mut unknown_tagged_fields = BTreeMap::new();
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+        Ok(Self {
+            broker_id,
+            broker_epoch,
+            unknown_tagged_fields,
+        })
+    }
+}
+
+impl Default for AllocateProducerIdsRequest {
+    fn default() -> Self {
+        Self {
+            broker_id: (0).into(),
+            broker_epoch: -1,
+            unknown_tagged_fields: BTreeMap::new(),
+        }
+    }
+}
+
+impl Message for AllocateProducerIdsRequest {
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const DEPRECATED_VERSIONS: Option<VersionRange> = None;
+}
+
+impl HeaderVersion for AllocateProducerIdsRequest {
+    fn header_version(version: i16) -> i16 {
+        2
+    }
+}

@@ -1,0 +1,467 @@
+//! AlterReplicaLogDirsRequest
+//!
+//! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/AlterReplicaLogDirsRequest.json).
+// WARNING: the items of this module are generated and should not be edited directly
+#![allow(unused)]
+
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use bytes::Bytes;
+use uuid::Uuid;
+
+use crate::protocol::{
+    buf::{ByteBuf, ByteBufMut},
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
+    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+};
+
+/// Valid versions: 1-2
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterReplicaLogDir {
+    /// The absolute directory path.
+    ///
+    /// Supported API versions: 1-2
+    pub path: StrBytes,
+
+    /// The topics to add to the directory.
+    ///
+    /// Supported API versions: 1-2
+    pub topics: Vec<AlterReplicaLogDirTopic>,
+
+    /// Other tagged fields
+    pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
+}
+
+impl AlterReplicaLogDir {
+    /// Sets `path` to the passed value.
+    ///
+    /// The absolute directory path.
+    ///
+    /// Supported API versions: 1-2
+    pub fn with_path(mut self, value: StrBytes) -> Self {
+        self.path = value;
+        self
+    }
+    /// Sets `topics` to the passed value.
+    ///
+    /// The topics to add to the directory.
+    ///
+    /// Supported API versions: 1-2
+    pub fn with_topics(mut self, value: Vec<AlterReplicaLogDirTopic>) -> Self {
+        self.topics = value;
+        self
+    }
+    /// Sets unknown_tagged_fields to the passed value.
+    pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
+        self.unknown_tagged_fields = value;
+        self
+    }
+    /// Inserts an entry into unknown_tagged_fields.
+    pub fn with_unknown_tagged_field(mut self, key: i32, value: Bytes) -> Self {
+        self.unknown_tagged_fields.insert(key, value);
+        self
+    }
+}
+
+#[cfg(feature = "client")]
+impl Encodable for AlterReplicaLogDir {
+    fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
+        if version < 1 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        if version >= 2 {
+            types::CompactString.encode(buf, &self.path)?;
+        } else {
+            types::String.encode(buf, &self.path)?;
+        }
+        if version >= 2 {
+            types::CompactArray(types::Struct { version }).encode(buf, &self.topics)?;
+        } else {
+            types::Array(types::Struct { version }).encode(buf, &self.topics)?;
+        }
+        if version >= 2 {
+            let num_tagged_fields = self.unknown_tagged_fields.len();
+            if num_tagged_fields > std::u32::MAX as usize {
+                bail!(
+                    "Too many tagged fields to encode ({} fields)",
+                    num_tagged_fields
+                );
+            }
+            types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
+
+            write_unknown_tagged_fields(buf, 0.., &self.unknown_tagged_fields)?;
+        }
+        Ok(())
+    }
+    fn compute_size(&self, version: i16) -> Result<usize> {
+        let mut total_size = 0;
+        if version >= 2 {
+            total_size += types::CompactString.compute_size(&self.path)?;
+        } else {
+            total_size += types::String.compute_size(&self.path)?;
+        }
+        if version >= 2 {
+            total_size +=
+                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+        } else {
+            total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
+        }
+        if version >= 2 {
+            let num_tagged_fields = self.unknown_tagged_fields.len();
+            if num_tagged_fields > std::u32::MAX as usize {
+                bail!(
+                    "Too many tagged fields to encode ({} fields)",
+                    num_tagged_fields
+                );
+            }
+            total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
+
+            total_size += compute_unknown_tagged_fields_size(&self.unknown_tagged_fields)?;
+        }
+        Ok(total_size)
+    }
+}
+
+#[cfg(feature = "broker")]
+impl Decodable for AlterReplicaLogDir {
+    fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
+        if version < 1 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        let path = if version >= 2 {
+            types::CompactString.decode(buf)?
+        } else {
+            types::String.decode(buf)?
+        };
+        let topics = if version >= 2 {
+            types::CompactArray(types::Struct { version }).decode(buf)?
+        } else {
+            types::Array(types::Struct { version }).decode(buf)?
+        };
+        let mut unknown_tagged_fields = BTreeMap::new();
+        if version >= 2 {
+            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            for _ in 0..num_tagged_fields {
+                let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                let size: u32 = types::UnsignedVarInt.decode(buf)?;
+                let unknown_value = buf.try_get_bytes(size as usize)?;
+                unknown_tagged_fields.insert(tag as i32, unknown_value);
+            }
+        }
+        Ok(Self {
+            path,
+            topics,
+            unknown_tagged_fields,
+        })
+    }
+}
+
+impl Default for AlterReplicaLogDir {
+    fn default() -> Self {
+        Self {
+            path: Default::default(),
+            topics: Default::default(),
+            unknown_tagged_fields: BTreeMap::new(),
+        }
+    }
+}
+
+impl Message for AlterReplicaLogDir {
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 2 };
+    const DEPRECATED_VERSIONS: Option<VersionRange> = None;
+}
+
+/// Valid versions: 1-2
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterReplicaLogDirTopic {
+    /// The topic name.
+    ///
+    /// Supported API versions: 1-2
+    pub name: super::TopicName,
+
+    /// The partition indexes.
+    ///
+    /// Supported API versions: 1-2
+    pub partitions: Vec<i32>,
+
+    /// Other tagged fields
+    pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
+}
+
+impl AlterReplicaLogDirTopic {
+    /// Sets `name` to the passed value.
+    ///
+    /// The topic name.
+    ///
+    /// Supported API versions: 1-2
+    pub fn with_name(mut self, value: super::TopicName) -> Self {
+        self.name = value;
+        self
+    }
+    /// Sets `partitions` to the passed value.
+    ///
+    /// The partition indexes.
+    ///
+    /// Supported API versions: 1-2
+    pub fn with_partitions(mut self, value: Vec<i32>) -> Self {
+        self.partitions = value;
+        self
+    }
+    /// Sets unknown_tagged_fields to the passed value.
+    pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
+        self.unknown_tagged_fields = value;
+        self
+    }
+    /// Inserts an entry into unknown_tagged_fields.
+    pub fn with_unknown_tagged_field(mut self, key: i32, value: Bytes) -> Self {
+        self.unknown_tagged_fields.insert(key, value);
+        self
+    }
+}
+
+#[cfg(feature = "client")]
+impl Encodable for AlterReplicaLogDirTopic {
+    fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
+        if version < 1 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        if version >= 2 {
+            types::CompactString.encode(buf, &self.name)?;
+        } else {
+            types::String.encode(buf, &self.name)?;
+        }
+        if version >= 2 {
+            types::CompactArray(types::Int32).encode(buf, &self.partitions)?;
+        } else {
+            types::Array(types::Int32).encode(buf, &self.partitions)?;
+        }
+        if version >= 2 {
+            let num_tagged_fields = self.unknown_tagged_fields.len();
+            if num_tagged_fields > std::u32::MAX as usize {
+                bail!(
+                    "Too many tagged fields to encode ({} fields)",
+                    num_tagged_fields
+                );
+            }
+            types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
+
+            write_unknown_tagged_fields(buf, 0.., &self.unknown_tagged_fields)?;
+        }
+        Ok(())
+    }
+    fn compute_size(&self, version: i16) -> Result<usize> {
+        let mut total_size = 0;
+        if version >= 2 {
+            total_size += types::CompactString.compute_size(&self.name)?;
+        } else {
+            total_size += types::String.compute_size(&self.name)?;
+        }
+        if version >= 2 {
+            total_size += types::CompactArray(types::Int32).compute_size(&self.partitions)?;
+        } else {
+            total_size += types::Array(types::Int32).compute_size(&self.partitions)?;
+        }
+        if version >= 2 {
+            let num_tagged_fields = self.unknown_tagged_fields.len();
+            if num_tagged_fields > std::u32::MAX as usize {
+                bail!(
+                    "Too many tagged fields to encode ({} fields)",
+                    num_tagged_fields
+                );
+            }
+            total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
+
+            total_size += compute_unknown_tagged_fields_size(&self.unknown_tagged_fields)?;
+        }
+        Ok(total_size)
+    }
+}
+
+#[cfg(feature = "broker")]
+impl Decodable for AlterReplicaLogDirTopic {
+    fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
+        if version < 1 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        let name = if version >= 2 {
+            types::CompactString.decode(buf)?
+        } else {
+            types::String.decode(buf)?
+        };
+        let partitions = if version >= 2 {
+            types::CompactArray(types::Int32).decode(buf)?
+        } else {
+            types::Array(types::Int32).decode(buf)?
+        };
+        let mut unknown_tagged_fields = BTreeMap::new();
+        if version >= 2 {
+            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            for _ in 0..num_tagged_fields {
+                let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                let size: u32 = types::UnsignedVarInt.decode(buf)?;
+                let unknown_value = buf.try_get_bytes(size as usize)?;
+                unknown_tagged_fields.insert(tag as i32, unknown_value);
+            }
+        }
+        Ok(Self {
+            name,
+            partitions,
+            unknown_tagged_fields,
+        })
+    }
+}
+
+impl Default for AlterReplicaLogDirTopic {
+    fn default() -> Self {
+        Self {
+            name: Default::default(),
+            partitions: Default::default(),
+            unknown_tagged_fields: BTreeMap::new(),
+        }
+    }
+}
+
+impl Message for AlterReplicaLogDirTopic {
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 2 };
+    const DEPRECATED_VERSIONS: Option<VersionRange> = None;
+}
+
+/// Valid versions: 1-2
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterReplicaLogDirsRequest {
+    /// The alterations to make for each directory.
+    ///
+    /// Supported API versions: 1-2
+    pub dirs: Vec<AlterReplicaLogDir>,
+
+    /// Other tagged fields
+    pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
+}
+
+impl AlterReplicaLogDirsRequest {
+    /// Sets `dirs` to the passed value.
+    ///
+    /// The alterations to make for each directory.
+    ///
+    /// Supported API versions: 1-2
+    pub fn with_dirs(mut self, value: Vec<AlterReplicaLogDir>) -> Self {
+        self.dirs = value;
+        self
+    }
+    /// Sets unknown_tagged_fields to the passed value.
+    pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
+        self.unknown_tagged_fields = value;
+        self
+    }
+    /// Inserts an entry into unknown_tagged_fields.
+    pub fn with_unknown_tagged_field(mut self, key: i32, value: Bytes) -> Self {
+        self.unknown_tagged_fields.insert(key, value);
+        self
+    }
+}
+
+#[cfg(feature = "client")]
+impl Encodable for AlterReplicaLogDirsRequest {
+    fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
+        if version < 1 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        if version >= 2 {
+            types::CompactArray(types::Struct { version }).encode(buf, &self.dirs)?;
+        } else {
+            types::Array(types::Struct { version }).encode(buf, &self.dirs)?;
+        }
+        if version >= 2 {
+            let num_tagged_fields = self.unknown_tagged_fields.len();
+            if num_tagged_fields > std::u32::MAX as usize {
+                bail!(
+                    "Too many tagged fields to encode ({} fields)",
+                    num_tagged_fields
+                );
+            }
+            types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
+
+            write_unknown_tagged_fields(buf, 0.., &self.unknown_tagged_fields)?;
+        }
+        Ok(())
+    }
+    fn compute_size(&self, version: i16) -> Result<usize> {
+        let mut total_size = 0;
+        if version >= 2 {
+            total_size +=
+                types::CompactArray(types::Struct { version }).compute_size(&self.dirs)?;
+        } else {
+            total_size += types::Array(types::Struct { version }).compute_size(&self.dirs)?;
+        }
+        if version >= 2 {
+            let num_tagged_fields = self.unknown_tagged_fields.len();
+            if num_tagged_fields > std::u32::MAX as usize {
+                bail!(
+                    "Too many tagged fields to encode ({} fields)",
+                    num_tagged_fields
+                );
+            }
+            total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
+
+            total_size += compute_unknown_tagged_fields_size(&self.unknown_tagged_fields)?;
+        }
+        Ok(total_size)
+    }
+}
+
+#[cfg(feature = "broker")]
+impl Decodable for AlterReplicaLogDirsRequest {
+    fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
+        if version < 1 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        let dirs = if version >= 2 {
+            types::CompactArray(types::Struct { version }).decode(buf)?
+        } else {
+            types::Array(types::Struct { version }).decode(buf)?
+        };
+        let mut unknown_tagged_fields = BTreeMap::new();
+        if version >= 2 {
+            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            for _ in 0..num_tagged_fields {
+                let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                let size: u32 = types::UnsignedVarInt.decode(buf)?;
+                let unknown_value = buf.try_get_bytes(size as usize)?;
+                unknown_tagged_fields.insert(tag as i32, unknown_value);
+            }
+        }
+        Ok(Self {
+            dirs,
+            unknown_tagged_fields,
+        })
+    }
+}
+
+impl Default for AlterReplicaLogDirsRequest {
+    fn default() -> Self {
+        Self {
+            dirs: Default::default(),
+            unknown_tagged_fields: BTreeMap::new(),
+        }
+    }
+}
+
+impl Message for AlterReplicaLogDirsRequest {
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 2 };
+    const DEPRECATED_VERSIONS: Option<VersionRange> = None;
+}
+
+impl HeaderVersion for AlterReplicaLogDirsRequest {
+    fn header_version(version: i16) -> i16 {
+        if version >= 2 {
+            2
+        } else {
+            1
+        }
+    }
+}

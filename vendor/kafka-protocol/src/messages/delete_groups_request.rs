@@ -1,0 +1,154 @@
+//! DeleteGroupsRequest
+//!
+//! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/DeleteGroupsRequest.json).
+// WARNING: the items of this module are generated and should not be edited directly
+#![allow(unused)]
+
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use bytes::Bytes;
+use uuid::Uuid;
+
+use crate::protocol::{
+    buf::{ByteBuf, ByteBufMut},
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
+    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+};
+
+/// Valid versions: 0-2
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeleteGroupsRequest {
+    /// The group names to delete.
+    ///
+    /// Supported API versions: 0-2
+    pub groups_names: Vec<super::GroupId>,
+
+    /// Other tagged fields
+    pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
+}
+
+impl DeleteGroupsRequest {
+    /// Sets `groups_names` to the passed value.
+    ///
+    /// The group names to delete.
+    ///
+    /// Supported API versions: 0-2
+    pub fn with_groups_names(mut self, value: Vec<super::GroupId>) -> Self {
+        self.groups_names = value;
+        self
+    }
+    /// Sets unknown_tagged_fields to the passed value.
+    pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
+        self.unknown_tagged_fields = value;
+        self
+    }
+    /// Inserts an entry into unknown_tagged_fields.
+    pub fn with_unknown_tagged_field(mut self, key: i32, value: Bytes) -> Self {
+        self.unknown_tagged_fields.insert(key, value);
+        self
+    }
+}
+
+#[cfg(feature = "client")]
+impl Encodable for DeleteGroupsRequest {
+    fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
+        if version < 0 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        if version >= 2 {
+            types::CompactArray(types::CompactString).encode(buf, &self.groups_names)?;
+        } else {
+            types::Array(types::String).encode(buf, &self.groups_names)?;
+        }
+        if version >= 2 {
+            let num_tagged_fields = self.unknown_tagged_fields.len();
+            if num_tagged_fields > std::u32::MAX as usize {
+                bail!(
+                    "Too many tagged fields to encode ({} fields)",
+                    num_tagged_fields
+                );
+            }
+            types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
+
+            write_unknown_tagged_fields(buf, 0.., &self.unknown_tagged_fields)?;
+        }
+        Ok(())
+    }
+    fn compute_size(&self, version: i16) -> Result<usize> {
+        let mut total_size = 0;
+        if version >= 2 {
+            total_size +=
+                types::CompactArray(types::CompactString).compute_size(&self.groups_names)?;
+        } else {
+            total_size += types::Array(types::String).compute_size(&self.groups_names)?;
+        }
+        if version >= 2 {
+            let num_tagged_fields = self.unknown_tagged_fields.len();
+            if num_tagged_fields > std::u32::MAX as usize {
+                bail!(
+                    "Too many tagged fields to encode ({} fields)",
+                    num_tagged_fields
+                );
+            }
+            total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
+
+            total_size += compute_unknown_tagged_fields_size(&self.unknown_tagged_fields)?;
+        }
+        Ok(total_size)
+    }
+}
+
+#[cfg(feature = "broker")]
+impl Decodable for DeleteGroupsRequest {
+    fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
+        if version < 0 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        let groups_names = if version >= 2 {
+            types::CompactArray(types::CompactString).decode(buf)?
+        } else {
+            types::Array(types::String).decode(buf)?
+        };
+        let mut unknown_tagged_fields = BTreeMap::new();
+        if version >= 2 {
+            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            for _ in 0..num_tagged_fields {
+                let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                let size: u32 = types::UnsignedVarInt.decode(buf)?;
+                let unknown_value = buf.try_get_bytes(size as usize)?;
+                unknown_tagged_fields.insert(tag as i32, unknown_value);
+            }
+        }
+        Ok(Self {
+            groups_names,
+            unknown_tagged_fields,
+        })
+    }
+}
+
+impl Default for DeleteGroupsRequest {
+    fn default() -> Self {
+        Self {
+            groups_names: Default::default(),
+            unknown_tagged_fields: BTreeMap::new(),
+        }
+    }
+}
+
+impl Message for DeleteGroupsRequest {
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
+    const DEPRECATED_VERSIONS: Option<VersionRange> = None;
+}
+
+impl HeaderVersion for DeleteGroupsRequest {
+    fn header_version(version: i16) -> i16 {
+        if version >= 2 {
+            2
+        } else {
+            1
+        }
+    }
+}

@@ -1,0 +1,517 @@
+//! DescribeTransactionsResponse
+//!
+//! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/DescribeTransactionsResponse.json).
+// WARNING: the items of this module are generated and should not be edited directly
+#![allow(unused)]
+
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use bytes::Bytes;
+use uuid::Uuid;
+
+use crate::protocol::{
+    buf::{ByteBuf, ByteBufMut},
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
+    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+};
+
+/// Valid versions: 0
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct DescribeTransactionsResponse {
+    /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
+    ///
+    /// Supported API versions: 0
+    pub throttle_time_ms: i32,
+
+    /// The current state of the transaction.
+    ///
+    /// Supported API versions: 0
+    pub transaction_states: Vec<TransactionState>,
+
+    /// Other tagged fields
+    pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
+}
+
+impl DescribeTransactionsResponse {
+    /// Sets `throttle_time_ms` to the passed value.
+    ///
+    /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
+    ///
+    /// Supported API versions: 0
+    pub fn with_throttle_time_ms(mut self, value: i32) -> Self {
+        self.throttle_time_ms = value;
+        self
+    }
+    /// Sets `transaction_states` to the passed value.
+    ///
+    /// The current state of the transaction.
+    ///
+    /// Supported API versions: 0
+    pub fn with_transaction_states(mut self, value: Vec<TransactionState>) -> Self {
+        self.transaction_states = value;
+        self
+    }
+    /// Sets unknown_tagged_fields to the passed value.
+    pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
+        self.unknown_tagged_fields = value;
+        self
+    }
+    /// Inserts an entry into unknown_tagged_fields.
+    pub fn with_unknown_tagged_field(mut self, key: i32, value: Bytes) -> Self {
+        self.unknown_tagged_fields.insert(key, value);
+        self
+    }
+}
+
+#[cfg(feature = "broker")]
+impl Encodable for DescribeTransactionsResponse {
+    fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
+        if version != 0 {
+            bail!("specified version not supported by this message type");
+        }
+        types::Int32.encode(buf, &self.throttle_time_ms)?;
+        types::CompactArray(types::Struct { version }).encode(buf, &self.transaction_states)?;
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
+
+        write_unknown_tagged_fields(buf, 0.., &self.unknown_tagged_fields)?;
+        Ok(())
+    }
+    fn compute_size(&self, version: i16) -> Result<usize> {
+        let mut total_size = 0;
+        total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
+        total_size += types::CompactArray(types::Struct { version })
+            .compute_size(&self.transaction_states)?;
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
+
+        total_size += compute_unknown_tagged_fields_size(&self.unknown_tagged_fields)?;
+        Ok(total_size)
+    }
+}
+
+#[cfg(feature = "client")]
+impl Decodable for DescribeTransactionsResponse {
+    fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
+        if version != 0 {
+            bail!("specified version not supported by this message type");
+        }
+        let throttle_time_ms = types::Int32.decode(buf)?;
+        let transaction_states = types::CompactArray(types::Struct { version }).decode(buf)?;
+        let mut unknown_tagged_fields = BTreeMap::new();
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+        Ok(Self {
+            throttle_time_ms,
+            transaction_states,
+            unknown_tagged_fields,
+        })
+    }
+}
+
+impl Default for DescribeTransactionsResponse {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            transaction_states: Default::default(),
+            unknown_tagged_fields: BTreeMap::new(),
+        }
+    }
+}
+
+impl Message for DescribeTransactionsResponse {
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const DEPRECATED_VERSIONS: Option<VersionRange> = None;
+}
+
+/// Valid versions: 0
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicData {
+    /// The topic name.
+    ///
+    /// Supported API versions: 0
+    pub topic: super::TopicName,
+
+    /// The partition ids included in the current transaction.
+    ///
+    /// Supported API versions: 0
+    pub partitions: Vec<i32>,
+
+    /// Other tagged fields
+    pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
+}
+
+impl TopicData {
+    /// Sets `topic` to the passed value.
+    ///
+    /// The topic name.
+    ///
+    /// Supported API versions: 0
+    pub fn with_topic(mut self, value: super::TopicName) -> Self {
+        self.topic = value;
+        self
+    }
+    /// Sets `partitions` to the passed value.
+    ///
+    /// The partition ids included in the current transaction.
+    ///
+    /// Supported API versions: 0
+    pub fn with_partitions(mut self, value: Vec<i32>) -> Self {
+        self.partitions = value;
+        self
+    }
+    /// Sets unknown_tagged_fields to the passed value.
+    pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
+        self.unknown_tagged_fields = value;
+        self
+    }
+    /// Inserts an entry into unknown_tagged_fields.
+    pub fn with_unknown_tagged_field(mut self, key: i32, value: Bytes) -> Self {
+        self.unknown_tagged_fields.insert(key, value);
+        self
+    }
+}
+
+#[cfg(feature = "broker")]
+impl Encodable for TopicData {
+    fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
+        if version != 0 {
+            bail!("specified version not supported by this message type");
+        }
+        types::CompactString.encode(buf, &self.topic)?;
+        types::CompactArray(types::Int32).encode(buf, &self.partitions)?;
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
+
+        write_unknown_tagged_fields(buf, 0.., &self.unknown_tagged_fields)?;
+        Ok(())
+    }
+    fn compute_size(&self, version: i16) -> Result<usize> {
+        let mut total_size = 0;
+        total_size += types::CompactString.compute_size(&self.topic)?;
+        total_size += types::CompactArray(types::Int32).compute_size(&self.partitions)?;
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
+
+        total_size += compute_unknown_tagged_fields_size(&self.unknown_tagged_fields)?;
+        Ok(total_size)
+    }
+}
+
+#[cfg(feature = "client")]
+impl Decodable for TopicData {
+    fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
+        if version != 0 {
+            bail!("specified version not supported by this message type");
+        }
+        let topic = types::CompactString.decode(buf)?;
+        let partitions = types::CompactArray(types::Int32).decode(buf)?;
+        let mut unknown_tagged_fields = BTreeMap::new();
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+        Ok(Self {
+            topic,
+            partitions,
+            unknown_tagged_fields,
+        })
+    }
+}
+
+impl Default for TopicData {
+    fn default() -> Self {
+        Self {
+            topic: Default::default(),
+            partitions: Default::default(),
+            unknown_tagged_fields: BTreeMap::new(),
+        }
+    }
+}
+
+impl Message for TopicData {
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const DEPRECATED_VERSIONS: Option<VersionRange> = None;
+}
+
+/// Valid versions: 0
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransactionState {
+    /// The error code.
+    ///
+    /// Supported API versions: 0
+    pub error_code: i16,
+
+    /// The transactional id.
+    ///
+    /// Supported API versions: 0
+    pub transactional_id: super::TransactionalId,
+
+    /// The current transaction state of the producer.
+    ///
+    /// Supported API versions: 0
+    pub transaction_state: StrBytes,
+
+    /// The timeout in milliseconds for the transaction.
+    ///
+    /// Supported API versions: 0
+    pub transaction_timeout_ms: i32,
+
+    /// The start time of the transaction in milliseconds.
+    ///
+    /// Supported API versions: 0
+    pub transaction_start_time_ms: i64,
+
+    /// The current producer id associated with the transaction.
+    ///
+    /// Supported API versions: 0
+    pub producer_id: super::ProducerId,
+
+    /// The current epoch associated with the producer id.
+    ///
+    /// Supported API versions: 0
+    pub producer_epoch: i16,
+
+    /// The set of partitions included in the current transaction (if active). When a transaction is preparing to commit or abort, this will include only partitions which do not have markers.
+    ///
+    /// Supported API versions: 0
+    pub topics: Vec<TopicData>,
+
+    /// Other tagged fields
+    pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
+}
+
+impl TransactionState {
+    /// Sets `error_code` to the passed value.
+    ///
+    /// The error code.
+    ///
+    /// Supported API versions: 0
+    pub fn with_error_code(mut self, value: i16) -> Self {
+        self.error_code = value;
+        self
+    }
+    /// Sets `transactional_id` to the passed value.
+    ///
+    /// The transactional id.
+    ///
+    /// Supported API versions: 0
+    pub fn with_transactional_id(mut self, value: super::TransactionalId) -> Self {
+        self.transactional_id = value;
+        self
+    }
+    /// Sets `transaction_state` to the passed value.
+    ///
+    /// The current transaction state of the producer.
+    ///
+    /// Supported API versions: 0
+    pub fn with_transaction_state(mut self, value: StrBytes) -> Self {
+        self.transaction_state = value;
+        self
+    }
+    /// Sets `transaction_timeout_ms` to the passed value.
+    ///
+    /// The timeout in milliseconds for the transaction.
+    ///
+    /// Supported API versions: 0
+    pub fn with_transaction_timeout_ms(mut self, value: i32) -> Self {
+        self.transaction_timeout_ms = value;
+        self
+    }
+    /// Sets `transaction_start_time_ms` to the passed value.
+    ///
+    /// The start time of the transaction in milliseconds.
+    ///
+    /// Supported API versions: 0
+    pub fn with_transaction_start_time_ms(mut self, value: i64) -> Self {
+        self.transaction_start_time_ms = value;
+        self
+    }
+    /// Sets `producer_id` to the passed value.
+    ///
+    /// The current producer id associated with the transaction.
+    ///
+    /// Supported API versions: 0
+    pub fn with_producer_id(mut self, value: super::ProducerId) -> Self {
+        self.producer_id = value;
+        self
+    }
+    /// Sets `producer_epoch` to the passed value.
+    ///
+    /// The current epoch associated with the producer id.
+    ///
+    /// Supported API versions: 0
+    pub fn with_producer_epoch(mut self, value: i16) -> Self {
+        self.producer_epoch = value;
+        self
+    }
+    /// Sets `topics` to the passed value.
+    ///
+    /// The set of partitions included in the current transaction (if active). When a transaction is preparing to commit or abort, this will include only partitions which do not have markers.
+    ///
+    /// Supported API versions: 0
+    pub fn with_topics(mut self, value: Vec<TopicData>) -> Self {
+        self.topics = value;
+        self
+    }
+    /// Sets unknown_tagged_fields to the passed value.
+    pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
+        self.unknown_tagged_fields = value;
+        self
+    }
+    /// Inserts an entry into unknown_tagged_fields.
+    pub fn with_unknown_tagged_field(mut self, key: i32, value: Bytes) -> Self {
+        self.unknown_tagged_fields.insert(key, value);
+        self
+    }
+}
+
+#[cfg(feature = "broker")]
+impl Encodable for TransactionState {
+    fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
+        if version != 0 {
+            bail!("specified version not supported by this message type");
+        }
+        types::Int16.encode(buf, &self.error_code)?;
+        types::CompactString.encode(buf, &self.transactional_id)?;
+        types::CompactString.encode(buf, &self.transaction_state)?;
+        types::Int32.encode(buf, &self.transaction_timeout_ms)?;
+        types::Int64.encode(buf, &self.transaction_start_time_ms)?;
+        types::Int64.encode(buf, &self.producer_id)?;
+        types::Int16.encode(buf, &self.producer_epoch)?;
+        types::CompactArray(types::Struct { version }).encode(buf, &self.topics)?;
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
+
+        write_unknown_tagged_fields(buf, 0.., &self.unknown_tagged_fields)?;
+        Ok(())
+    }
+    fn compute_size(&self, version: i16) -> Result<usize> {
+        let mut total_size = 0;
+        total_size += types::Int16.compute_size(&self.error_code)?;
+        total_size += types::CompactString.compute_size(&self.transactional_id)?;
+        total_size += types::CompactString.compute_size(&self.transaction_state)?;
+        total_size += types::Int32.compute_size(&self.transaction_timeout_ms)?;
+        total_size += types::Int64.compute_size(&self.transaction_start_time_ms)?;
+        total_size += types::Int64.compute_size(&self.producer_id)?;
+        total_size += types::Int16.compute_size(&self.producer_epoch)?;
+        total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
+
+        total_size += compute_unknown_tagged_fields_size(&self.unknown_tagged_fields)?;
+        Ok(total_size)
+    }
+}
+
+#[cfg(feature = "client")]
+impl Decodable for TransactionState {
+    fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
+        if version != 0 {
+            bail!("specified version not supported by this message type");
+        }
+        let error_code = types::Int16.decode(buf)?;
+        let transactional_id = types::CompactString.decode(buf)?;
+        let transaction_state = types::CompactString.decode(buf)?;
+        let transaction_timeout_ms = types::Int32.decode(buf)?;
+        let transaction_start_time_ms = types::Int64.decode(buf)?;
+        let producer_id = types::Int64.decode(buf)?;
+        let producer_epoch = types::Int16.decode(buf)?;
+        let topics = types::CompactArray(types::Struct { version }).decode(buf)?;
+        let mut unknown_tagged_fields = BTreeMap::new();
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+        Ok(Self {
+            error_code,
+            transactional_id,
+            transaction_state,
+            transaction_timeout_ms,
+            transaction_start_time_ms,
+            producer_id,
+            producer_epoch,
+            topics,
+            unknown_tagged_fields,
+        })
+    }
+}
+
+impl Default for TransactionState {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            transactional_id: Default::default(),
+            transaction_state: Default::default(),
+            transaction_timeout_ms: 0,
+            transaction_start_time_ms: 0,
+            producer_id: (0).into(),
+            producer_epoch: 0,
+            topics: Default::default(),
+            unknown_tagged_fields: BTreeMap::new(),
+        }
+    }
+}
+
+impl Message for TransactionState {
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const DEPRECATED_VERSIONS: Option<VersionRange> = None;
+}
+
+impl HeaderVersion for DescribeTransactionsResponse {
+    fn header_version(version: i16) -> i16 {
+        1
+    }
+}

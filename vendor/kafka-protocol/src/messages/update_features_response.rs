@@ -1,0 +1,342 @@
+//! UpdateFeaturesResponse
+//!
+//! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/UpdateFeaturesResponse.json).
+// WARNING: the items of this module are generated and should not be edited directly
+#![allow(unused)]
+
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use bytes::Bytes;
+use uuid::Uuid;
+
+use crate::protocol::{
+    buf::{ByteBuf, ByteBufMut},
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
+    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+};
+
+/// Valid versions: 0-2
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdatableFeatureResult {
+    /// The name of the finalized feature.
+    ///
+    /// Supported API versions: 0-2
+    pub feature: StrBytes,
+
+    /// The feature update error code or `0` if the feature update succeeded.
+    ///
+    /// Supported API versions: 0-2
+    pub error_code: i16,
+
+    /// The feature update error, or `null` if the feature update succeeded.
+    ///
+    /// Supported API versions: 0-2
+    pub error_message: Option<StrBytes>,
+
+    /// Other tagged fields
+    pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
+}
+
+impl UpdatableFeatureResult {
+    /// Sets `feature` to the passed value.
+    ///
+    /// The name of the finalized feature.
+    ///
+    /// Supported API versions: 0-2
+    pub fn with_feature(mut self, value: StrBytes) -> Self {
+        self.feature = value;
+        self
+    }
+    /// Sets `error_code` to the passed value.
+    ///
+    /// The feature update error code or `0` if the feature update succeeded.
+    ///
+    /// Supported API versions: 0-2
+    pub fn with_error_code(mut self, value: i16) -> Self {
+        self.error_code = value;
+        self
+    }
+    /// Sets `error_message` to the passed value.
+    ///
+    /// The feature update error, or `null` if the feature update succeeded.
+    ///
+    /// Supported API versions: 0-2
+    pub fn with_error_message(mut self, value: Option<StrBytes>) -> Self {
+        self.error_message = value;
+        self
+    }
+    /// Sets unknown_tagged_fields to the passed value.
+    pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
+        self.unknown_tagged_fields = value;
+        self
+    }
+    /// Inserts an entry into unknown_tagged_fields.
+    pub fn with_unknown_tagged_field(mut self, key: i32, value: Bytes) -> Self {
+        self.unknown_tagged_fields.insert(key, value);
+        self
+    }
+}
+
+#[cfg(feature = "broker")]
+impl Encodable for UpdatableFeatureResult {
+    fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
+        if version < 0 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        types::CompactString.encode(buf, &self.feature)?;
+        types::Int16.encode(buf, &self.error_code)?;
+        types::CompactString.encode(buf, &self.error_message)?;
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
+
+        write_unknown_tagged_fields(buf, 0.., &self.unknown_tagged_fields)?;
+        Ok(())
+    }
+    fn compute_size(&self, version: i16) -> Result<usize> {
+        let mut total_size = 0;
+        total_size += types::CompactString.compute_size(&self.feature)?;
+        total_size += types::Int16.compute_size(&self.error_code)?;
+        total_size += types::CompactString.compute_size(&self.error_message)?;
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
+
+        total_size += compute_unknown_tagged_fields_size(&self.unknown_tagged_fields)?;
+        Ok(total_size)
+    }
+}
+
+#[cfg(feature = "client")]
+impl Decodable for UpdatableFeatureResult {
+    fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
+        if version < 0 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        let feature = types::CompactString.decode(buf)?;
+        let error_code = types::Int16.decode(buf)?;
+        let error_message = types::CompactString.decode(buf)?;
+        let mut unknown_tagged_fields = BTreeMap::new();
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+        Ok(Self {
+            feature,
+            error_code,
+            error_message,
+            unknown_tagged_fields,
+        })
+    }
+}
+
+impl Default for UpdatableFeatureResult {
+    fn default() -> Self {
+        Self {
+            feature: Default::default(),
+            error_code: 0,
+            error_message: Some(Default::default()),
+            unknown_tagged_fields: BTreeMap::new(),
+        }
+    }
+}
+
+impl Message for UpdatableFeatureResult {
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
+    const DEPRECATED_VERSIONS: Option<VersionRange> = None;
+}
+
+/// Valid versions: 0-2
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateFeaturesResponse {
+    /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
+    ///
+    /// Supported API versions: 0-2
+    pub throttle_time_ms: i32,
+
+    /// The top-level error code, or `0` if there was no top-level error.
+    ///
+    /// Supported API versions: 0-2
+    pub error_code: i16,
+
+    /// The top-level error message, or `null` if there was no top-level error.
+    ///
+    /// Supported API versions: 0-2
+    pub error_message: Option<StrBytes>,
+
+    /// Results for each feature update.
+    ///
+    /// Supported API versions: 0-1
+    pub results: Vec<UpdatableFeatureResult>,
+
+    /// Other tagged fields
+    pub unknown_tagged_fields: BTreeMap<i32, Bytes>,
+}
+
+impl UpdateFeaturesResponse {
+    /// Sets `throttle_time_ms` to the passed value.
+    ///
+    /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
+    ///
+    /// Supported API versions: 0-2
+    pub fn with_throttle_time_ms(mut self, value: i32) -> Self {
+        self.throttle_time_ms = value;
+        self
+    }
+    /// Sets `error_code` to the passed value.
+    ///
+    /// The top-level error code, or `0` if there was no top-level error.
+    ///
+    /// Supported API versions: 0-2
+    pub fn with_error_code(mut self, value: i16) -> Self {
+        self.error_code = value;
+        self
+    }
+    /// Sets `error_message` to the passed value.
+    ///
+    /// The top-level error message, or `null` if there was no top-level error.
+    ///
+    /// Supported API versions: 0-2
+    pub fn with_error_message(mut self, value: Option<StrBytes>) -> Self {
+        self.error_message = value;
+        self
+    }
+    /// Sets `results` to the passed value.
+    ///
+    /// Results for each feature update.
+    ///
+    /// Supported API versions: 0-1
+    pub fn with_results(mut self, value: Vec<UpdatableFeatureResult>) -> Self {
+        self.results = value;
+        self
+    }
+    /// Sets unknown_tagged_fields to the passed value.
+    pub fn with_unknown_tagged_fields(mut self, value: BTreeMap<i32, Bytes>) -> Self {
+        self.unknown_tagged_fields = value;
+        self
+    }
+    /// Inserts an entry into unknown_tagged_fields.
+    pub fn with_unknown_tagged_field(mut self, key: i32, value: Bytes) -> Self {
+        self.unknown_tagged_fields.insert(key, value);
+        self
+    }
+}
+
+#[cfg(feature = "broker")]
+impl Encodable for UpdateFeaturesResponse {
+    fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
+        if version < 0 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        types::Int32.encode(buf, &self.throttle_time_ms)?;
+        types::Int16.encode(buf, &self.error_code)?;
+        types::CompactString.encode(buf, &self.error_message)?;
+        if version <= 1 {
+            types::CompactArray(types::Struct { version }).encode(buf, &self.results)?;
+        }
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
+
+        write_unknown_tagged_fields(buf, 0.., &self.unknown_tagged_fields)?;
+        Ok(())
+    }
+    fn compute_size(&self, version: i16) -> Result<usize> {
+        let mut total_size = 0;
+        total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
+        total_size += types::Int16.compute_size(&self.error_code)?;
+        total_size += types::CompactString.compute_size(&self.error_message)?;
+        if version <= 1 {
+            total_size +=
+                types::CompactArray(types::Struct { version }).compute_size(&self.results)?;
+        }
+        let num_tagged_fields = self.unknown_tagged_fields.len();
+        if num_tagged_fields > std::u32::MAX as usize {
+            bail!(
+                "Too many tagged fields to encode ({} fields)",
+                num_tagged_fields
+            );
+        }
+        total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
+
+        total_size += compute_unknown_tagged_fields_size(&self.unknown_tagged_fields)?;
+        Ok(total_size)
+    }
+}
+
+#[cfg(feature = "client")]
+impl Decodable for UpdateFeaturesResponse {
+    fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
+        if version < 0 || version > 2 {
+            bail!("specified version not supported by this message type");
+        }
+        let throttle_time_ms = types::Int32.decode(buf)?;
+        let error_code = types::Int16.decode(buf)?;
+        let error_message = types::CompactString.decode(buf)?;
+        let results = if version <= 1 {
+            types::CompactArray(types::Struct { version }).decode(buf)?
+        } else {
+            Default::default()
+        };
+        let mut unknown_tagged_fields = BTreeMap::new();
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+        Ok(Self {
+            throttle_time_ms,
+            error_code,
+            error_message,
+            results,
+            unknown_tagged_fields,
+        })
+    }
+}
+
+impl Default for UpdateFeaturesResponse {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            error_message: Some(Default::default()),
+            results: Default::default(),
+            unknown_tagged_fields: BTreeMap::new(),
+        }
+    }
+}
+
+impl Message for UpdateFeaturesResponse {
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
+    const DEPRECATED_VERSIONS: Option<VersionRange> = None;
+}
+
+impl HeaderVersion for UpdateFeaturesResponse {
+    fn header_version(version: i16) -> i16 {
+        1
+    }
+}
