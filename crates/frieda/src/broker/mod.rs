@@ -211,6 +211,23 @@ impl Broker {
         self.topic_ids.read().get(id).cloned()
     }
 
+    /// A topic as Produce/Fetch name it: by id from v13 (KIP-516), by name before. The error is
+    /// what each of its partitions gets when the topic is unknown: UNKNOWN_TOPIC_ID (100) or
+    /// UNKNOWN_TOPIC_OR_PARTITION (3).
+    pub fn find_topic(
+        &self,
+        by_id: bool,
+        name: &str,
+        id: &Uuid,
+    ) -> Result<Arc<Topic>, ResponseError> {
+        if by_id {
+            self.topic_by_id(id).ok_or(ResponseError::UnknownTopicId)
+        } else {
+            self.topic(name)
+                .ok_or(ResponseError::UnknownTopicOrPartition)
+        }
+    }
+
     /// All topics, sorted by name.
     pub fn topics(&self) -> Vec<Arc<Topic>> {
         let mut v: Vec<_> = self.topics.read().values().cloned().collect();

@@ -46,16 +46,7 @@ pub async fn handle(
     let mut topics_out = Vec::with_capacity(req.topics.len());
     let mut wanted = Vec::new();
     for (ti, ft) in req.topics.iter().enumerate() {
-        let topic = if by_id {
-            broker.topic_by_id(&ft.topic_id)
-        } else {
-            broker.topic(ft.topic.0.as_str())
-        };
-        let unknown = if by_id {
-            ResponseError::UnknownTopicId
-        } else {
-            ResponseError::UnknownTopicOrPartition
-        };
+        let topic = broker.find_topic(by_id, ft.topic.0.as_str(), &ft.topic_id);
         topics_out.push(
             FetchableTopicResponse::default()
                 .with_topic(ft.topic.clone())
@@ -65,10 +56,10 @@ pub async fn handle(
             wanted.push(Wanted {
                 topic_index: ti,
                 partition_index: fp.partition,
-                partition: topic
-                    .as_ref()
-                    .and_then(|t| t.partition(fp.partition))
-                    .ok_or(unknown),
+                partition: topic.as_ref().map_err(|e| *e).and_then(|t| {
+                    t.partition(fp.partition)
+                        .ok_or(ResponseError::UnknownTopicOrPartition)
+                }),
                 fetch_offset: fp.fetch_offset,
                 max_bytes: fp.partition_max_bytes.max(0) as usize,
             });

@@ -41,32 +41,26 @@ pub async fn handle(
     let version = ctx.api_version;
     let mut topics = Vec::with_capacity(req.topic_data.len());
     for topic_data in req.topic_data {
-        let topic = if by_id {
-            broker.topic_by_id(&topic_data.topic_id)
-        } else {
-            broker.topic(topic_data.name.0.as_str())
-        };
-        let unknown = if by_id {
-            ResponseError::UnknownTopicId
-        } else {
-            ResponseError::UnknownTopicOrPartition
-        };
+        let topic = broker.find_topic(by_id, topic_data.name.0.as_str(), &topic_data.topic_id);
         // Clients may not write to internal topics (Kafka: INVALID_TOPIC_EXCEPTION).
         let request_error = match &topic {
-            Some(t) if t.is_internal() => {
+            Ok(t) if t.is_internal() => {
                 request_error.or(Some(ResponseError::InvalidTopicException))
             }
             _ => request_error,
         };
         let appends = topic_data.partition_data.into_iter().map(|pd| {
-            let partition = topic.as_ref().and_then(|t| t.partition(pd.index));
+            let partition = topic.as_ref().map_err(|e| *e).and_then(|t| {
+                t.partition(pd.index)
+                    .ok_or(ResponseError::UnknownTopicOrPartition)
+            });
             let index = pd.index;
             let records = pd.records;
             async move {
                 let result = match (request_error, partition) {
                     (Some(e), _) => Err((e, None)),
-                    (None, None) => Err((unknown, None)),
-                    (None, Some(p)) => append(&p, records).await,
+                    (None, Err(unknown)) => Err((unknown, None)),
+                    (None, Ok(p)) => append(&p, records).await,
                 };
                 partition_response(version, index, result)
             }
