@@ -188,6 +188,31 @@ fn topic_resource(
     })
 }
 
+/// Shared by AlterConfigs and IncrementalAlterConfigs: checks the resource is a topic, builds
+/// its new config set from the current one with `edit`, and applies it unless `validate_only`.
+async fn alter_topic_configs(
+    broker: &Arc<Broker>,
+    resource_type: i8,
+    name: &StrBytes,
+    validate_only: bool,
+    edit: impl FnOnce(&TopicConfigs) -> Result<TopicConfigs, AdminError>,
+) -> Result<(), AdminError> {
+    let topic = topic_resource(broker, resource_type, name)?;
+    let configs = edit(&topic.configs.read())?;
+    if !validate_only {
+        broker.set_topic_configs(topic, configs).await?;
+    }
+    Ok(())
+}
+
+/// Error code and message of a resource's outcome (0 and no message on success).
+fn outcome_fields(outcome: &Result<(), AdminError>) -> (i16, Option<StrBytes>) {
+    match outcome {
+        Ok(()) => (0, None),
+        Err(e) => (e.code.code(), Some(str_bytes(&e.message))),
+    }
+}
+
 /// Replaces a topic's whole config set (the legacy, non-incremental semantics).
 /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3), INVALID_CONFIG (40), INVALID_REQUEST (42).
 pub async fn alter(
@@ -197,30 +222,31 @@ pub async fn alter(
 ) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
     for r in req.resources {
-        let outcome = async {
-            let topic = topic_resource(broker, r.resource_type, &r.resource_name)?;
-            let mut configs = TopicConfigs::default();
-            for c in &r.configs {
-                match &c.value {
-                    Some(v) => configs.set(c.name.as_str(), v.as_str())?,
-                    None => configs.remove(c.name.as_str())?,
+        let outcome = alter_topic_configs(
+            broker,
+            r.resource_type,
+            &r.resource_name,
+            req.validate_only,
+            |_| {
+                let mut configs = TopicConfigs::default();
+                for c in &r.configs {
+                    match &c.value {
+                        Some(v) => configs.set(c.name.as_str(), v.as_str())?,
+                        None => configs.remove(c.name.as_str())?,
+                    }
                 }
-            }
-            if !req.validate_only {
-                broker.set_topic_configs(topic, configs).await?;
-            }
-            Ok::<(), AdminError>(())
-        }
+                Ok(configs)
+            },
+        )
         .await;
-        let resp = AlterConfigsResourceResponse::default()
-            .with_resource_type(r.resource_type)
-            .with_resource_name(r.resource_name);
-        responses.push(match outcome {
-            Ok(()) => resp,
-            Err(e) => resp
-                .with_error_code(e.code.code())
-                .with_error_message(Some(str_bytes(&e.message))),
-        });
+        let (code, message) = outcome_fields(&outcome);
+        responses.push(
+            AlterConfigsResourceResponse::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name)
+                .with_error_code(code)
+                .with_error_message(message),
+        );
     }
     AlterConfigsResponse::default().with_responses(responses)
 }
@@ -235,56 +261,57 @@ pub async fn incremental_alter(
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
     for r in req.resources {
-        let outcome = async {
-            let topic = topic_resource(broker, r.resource_type, &r.resource_name)?;
-            let mut configs = topic.configs.read().clone();
-            for c in &r.configs {
-                let name = c.name.as_str();
-                let value = c.value.as_ref().map(|v| v.to_string()).unwrap_or_default();
-                match c.config_operation {
-                    0 => configs.set(name, &value)?,
-                    1 => configs.remove(name)?,
-                    2 | 3 if name == "cleanup.policy" => {
-                        let current = configs
-                            .effective(&broker.config.topic_defaults, name)
-                            .unwrap_or("delete")
-                            .to_string();
-                        let mut items: Vec<String> =
-                            current.split(',').map(str::to_string).collect();
-                        for v in value.split(',').filter(|v| !v.is_empty()) {
-                            if c.config_operation == 2 {
-                                if !items.iter().any(|i| i == v) {
-                                    items.push(v.to_string());
+        let outcome = alter_topic_configs(
+            broker,
+            r.resource_type,
+            &r.resource_name,
+            req.validate_only,
+            |current| {
+                let mut configs = current.clone();
+                for c in &r.configs {
+                    let name = c.name.as_str();
+                    let value = c.value.as_ref().map(|v| v.to_string()).unwrap_or_default();
+                    match c.config_operation {
+                        0 => configs.set(name, &value)?,
+                        1 => configs.remove(name)?,
+                        2 | 3 if name == "cleanup.policy" => {
+                            let current = configs
+                                .effective(&broker.config.topic_defaults, name)
+                                .unwrap_or("delete")
+                                .to_string();
+                            let mut items: Vec<String> =
+                                current.split(',').map(str::to_string).collect();
+                            for v in value.split(',').filter(|v| !v.is_empty()) {
+                                if c.config_operation == 2 {
+                                    if !items.iter().any(|i| i == v) {
+                                        items.push(v.to_string());
+                                    }
+                                } else {
+                                    items.retain(|i| i != v);
                                 }
-                            } else {
-                                items.retain(|i| i != v);
                             }
+                            configs.set(name, &items.join(","))?;
                         }
-                        configs.set(name, &items.join(","))?;
-                    }
-                    op => {
-                        return Err(AdminError {
-                            code: ResponseError::InvalidConfig,
-                            message: format!("operation {op} is not valid for `{name}`"),
-                        })
+                        op => {
+                            return Err(AdminError {
+                                code: ResponseError::InvalidConfig,
+                                message: format!("operation {op} is not valid for `{name}`"),
+                            })
+                        }
                     }
                 }
-            }
-            if !req.validate_only {
-                broker.set_topic_configs(topic, configs).await?;
-            }
-            Ok::<(), AdminError>(())
-        }
+                Ok(configs)
+            },
+        )
         .await;
-        let resp = IncrementalResult::default()
-            .with_resource_type(r.resource_type)
-            .with_resource_name(r.resource_name);
-        responses.push(match outcome {
-            Ok(()) => resp,
-            Err(e) => resp
-                .with_error_code(e.code.code())
-                .with_error_message(Some(str_bytes(&e.message))),
-        });
+        let (code, message) = outcome_fields(&outcome);
+        responses.push(
+            IncrementalResult::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name)
+                .with_error_code(code)
+                .with_error_message(message),
+        );
     }
     IncrementalAlterConfigsResponse::default().with_responses(responses)
 }
