@@ -9,8 +9,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.List;
+import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 
 /**
  * The broker under test: a Frieda started from {@code $FRIEDA_BIN} (default {@code target/release/frieda})
@@ -98,6 +101,14 @@ final class Broker implements AutoCloseable {
 
     static String uniqueTopic(String base) {
         return "java-it-" + base + "-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    /** An AdminClient for this broker (30 s API timeout); the caller closes it. */
+    Admin admin() {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000);
+        return Admin.create(p);
     }
 
     /** SIGTERM, then exit status 0 within 5 s. */

@@ -23,7 +23,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -64,10 +63,7 @@ class JavaClientsTest {
     }
 
     private Admin admin() {
-        Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap);
-        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000);
-        return Admin.create(p);
+        return broker.admin();
     }
 
     private void createTopic(Admin a, String topic, int partitions, Map<String, String> configs) throws Exception {
