@@ -30,5 +30,5 @@ pub use batch::{
 pub use config::{LogConfig, TimestampType};
 pub use error::LogError;
 pub use partition::{
-    AppendInfo, FetchData, LogReader, PartitionLog, RecoveryReport, RetentionReport,
+    AppendInfo, FetchData, FlushTicket, LogReader, PartitionLog, RecoveryReport, RetentionReport,
 };

@@ -895,3 +895,28 @@ fn roll_segment_then_delete_segments_below_drops_whole_segments_only() {
     assert_eq!((rep.log_start_offset, rep.log_end_offset), (10, 12));
     drop(log);
 }
+
+#[test]
+fn two_phase_flush_covers_only_appends_before_the_ticket() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
+    log.flush().unwrap(); // the new segment's directory entry
+    assert!(log.begin_flush().unwrap().is_none(), "nothing to flush yet");
+    fill(&mut log, 3, 2, 1000, 10);
+    let ticket = log.begin_flush().unwrap().expect("6 records to flush");
+    assert_eq!(ticket.messages(), 6);
+    // Appends go on while the ticket syncs without the lock.
+    fill(&mut log, 1, 4, 2000, 10);
+    ticket.sync().unwrap();
+    log.finish_flush(&ticket, true);
+    assert_eq!(log.unflushed_messages(), 4);
+    // A failed sync leaves everything counted and the files marked for the next flush.
+    let ticket = log.begin_flush().unwrap().expect("4 records to flush");
+    log.finish_flush(&ticket, false);
+    assert_eq!(log.unflushed_messages(), 4);
+    let again = log.begin_flush().unwrap().expect("still to flush");
+    again.sync().unwrap();
+    log.finish_flush(&again, true);
+    assert_eq!(log.unflushed_messages(), 0);
+    assert!(log.begin_flush().unwrap().is_none());
+}

@@ -258,6 +258,24 @@ impl SegmentShared {
     }
 }
 
+/// The files of one segment to `fdatasync`, detached from the writer so the sync can run
+/// without the partition lock (appends go on meanwhile).
+pub(crate) struct SegmentSync {
+    shared: Arc<SegmentShared>,
+    index_file: File,
+    time_file: File,
+}
+
+impl SegmentSync {
+    /// `fdatasync` of the log and both indexes.
+    pub fn sync(&self) -> Result<(), LogError> {
+        self.shared.log.sync_data()?;
+        self.index_file.sync_data()?;
+        self.time_file.sync_data()?;
+        Ok(())
+    }
+}
+
 /// Writer side of a segment.
 pub(crate) struct Segment {
     pub shared: Arc<SegmentShared>,
@@ -694,6 +712,27 @@ impl Segment {
             self.dirty = false;
         }
         Ok(())
+    }
+
+    /// Takes what a flush of this segment must sync, if anything was written since the last one,
+    /// and clears the dirty mark (writes after this call mark it again). The files are synced
+    /// by [`SegmentSync::sync`] without the caller holding the log's lock.
+    pub fn begin_flush(&mut self) -> Result<Option<SegmentSync>, LogError> {
+        if !self.dirty {
+            return Ok(None);
+        }
+        let sync = SegmentSync {
+            shared: self.shared.clone(),
+            index_file: self.index_file.try_clone()?,
+            time_file: self.time_file.try_clone()?,
+        };
+        self.dirty = false;
+        Ok(Some(sync))
+    }
+
+    /// Marks the segment as having unsynced writes again (after a failed sync).
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
     }
 
     /// Removes the three files. Readers holding the shared `.log` handle can finish their reads.
