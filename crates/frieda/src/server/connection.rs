@@ -7,7 +7,7 @@
 //! key, or an unsupported version of any API but ApiVersions); other connections are unaffected.
 
 use super::frame::{FrameError, FrameReader, RequestBudget};
-use super::sequencer;
+use super::sequencer::ResponseQueue;
 use crate::broker::Broker;
 use crate::handlers;
 use futures::stream::{FuturesOrdered, StreamExt};
@@ -15,8 +15,9 @@ use futures::FutureExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// Serves one connection until the peer closes it, it sends bad input, it stays idle past
@@ -41,44 +42,64 @@ pub async fn serve_connection(
     };
     let idle = Duration::from_millis(broker.config.connections_max_idle_ms);
     let read_timeout = Duration::from_millis(broker.config.request_read_timeout_ms);
-    let (tx, rx) = mpsc::channel(max_inflight);
-    let mut writer = tokio::spawn(sequencer::write_loop(wr, rx));
+    let mut out = ResponseQueue::new(broker.config.response_vectored_writes);
     let mut frames =
         FrameReader::new(rd, broker.config.max_request_bytes).with_limits(read_timeout, budget);
     let mut inflight = FuturesOrdered::new();
     let mut closing = false;
-    // Set when the peer stopped taking responses: queued responses are dropped, not awaited.
+    // Set when the peer stopped taking responses: queued responses are dropped, not written.
     let mut abandon = false;
     // The idle clock: checked lazily when the timer fires, so requests cost no timer updates.
     let mut last_active = Instant::now();
+    // When the socket last took response bytes (checked while responses wait for it).
+    let mut last_write = Instant::now();
     let idle_timer = tokio::time::sleep(idle);
     tokio::pin!(idle_timer);
     loop {
         tokio::select! {
             biased;
-            done = inflight.next(), if !inflight.is_empty() => {
+            done = inflight.next(), if !inflight.is_empty() && out.len() < max_inflight => {
                 last_active = Instant::now();
-                match done {
-                    Some(Ok(Some(bytes))) => {
-                        // The channel is full only while the peer is not reading its responses;
-                        // give up on it if that lasts longer than the idle limit. A failed send
-                        // means the writer is gone: the peer reset the connection.
-                        match tokio::time::timeout(idle, tx.send(bytes)).await {
-                            Ok(Ok(())) => {}
-                            Ok(Err(_)) => break,
-                            Err(_) => {
-                                tracing::warn!(%peer, idle_ms = idle.as_millis() as u64,
-                                    "closing connection: the client has not read its responses (connections.max.idle.ms)");
-                                abandon = true;
-                                break;
-                            }
-                        }
+                // Release this response and every later one already finished, then write them
+                // all at once from this task (dynamic eager flush, one vectored write).
+                let mut next = Some(done);
+                while let Some(done) = next.take() {
+                    match done {
+                        Some(Ok(Some(bytes))) => out.push(bytes),
+                        Some(Ok(None)) | None => {} // acks=0 produce: no response
+                        Some(Err(_)) => closing = true, // bad request: stop reading
                     }
-                    Some(Ok(None)) | None => {} // acks=0 produce: no response
-                    Some(Err(_)) => closing = true, // bad request: stop reading
+                    if !inflight.is_empty() && out.len() < max_inflight {
+                        next = inflight.next().now_or_never();
+                    }
+                }
+                let was_empty = out.is_empty();
+                match out.write_now(&wr) {
+                    Ok(_) if was_empty => {}
+                    Ok(_) => last_write = Instant::now(),
+                    Err(e) => {
+                        tracing::debug!(%peer, error = %e, "connection reset while writing responses");
+                        abandon = true;
+                        break;
+                    }
                 }
             }
-            frame = frames.next(), if !closing && inflight.len() < max_inflight => {
+            ready = wr.writable(), if !out.is_empty() => {
+                let queued = out.len();
+                match ready.and_then(|()| out.write_now(&wr)) {
+                    Ok(_) => {
+                        if out.len() != queued || out.is_empty() {
+                            last_write = Instant::now();
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(%peer, error = %e, "connection reset while writing responses");
+                        abandon = true;
+                        break;
+                    }
+                }
+            }
+            frame = frames.next(), if !closing && inflight.len() < max_inflight && out.len() < max_inflight => {
                 last_active = Instant::now();
                 match frame {
                     Ok(frame) => {
@@ -119,8 +140,20 @@ pub async fn serve_connection(
                     }
                 }
             }
-            _ = &mut idle_timer, if !closing && inflight.is_empty() => {
+            _ = &mut idle_timer, if (!closing && inflight.is_empty()) || !out.is_empty() => {
                 let now = Instant::now();
+                if !out.is_empty() {
+                    // Responses are waiting for the socket: the peer is not reading them.
+                    let due = last_write + idle;
+                    if now >= due {
+                        tracing::warn!(%peer, idle_ms = idle.as_millis() as u64,
+                            "closing connection: the client has not read its responses (connections.max.idle.ms)");
+                        abandon = true;
+                        break;
+                    }
+                    idle_timer.as_mut().reset(due);
+                    continue;
+                }
                 let due = last_active + idle;
                 if now >= due && !frames.has_partial() {
                     tracing::info!(%peer, idle_ms = idle.as_millis() as u64,
@@ -133,17 +166,13 @@ pub async fn serve_connection(
             }
             _ = shutdown.changed(), if !closing => closing = true,
         }
-        if closing && inflight.is_empty() {
+        if closing && inflight.is_empty() && out.is_empty() {
             break;
         }
     }
-    drop(tx);
-    if abandon {
-        writer.abort();
-    } else if tokio::time::timeout(idle, &mut writer).await.is_err() {
-        // The peer stopped reading while its last responses were being written.
-        tracing::warn!(%peer, "closing connection: responses not read within connections.max.idle.ms");
-        writer.abort();
+    if !abandon {
+        let mut wr = wr;
+        let _ = wr.shutdown().await;
     }
     tracing::debug!(%peer, "connection closed");
 }

@@ -1,97 +1,201 @@
-//! The response sequencer: responses leave in request order, each as soon as it and all before
-//! it are complete (dynamic eager flush), several per vectored write (batched confirmation).
+//! The response sequencer's write side: responses leave in request order, each as soon as it and
+//! all before it are complete (dynamic eager flush), several per vectored write (batched
+//! confirmation).
 //!
 //! Ordering itself is kept by the connection's in-flight queue (a `FuturesOrdered` of handler
-//! futures: the first contiguous run of finished responses is released in order); this module
-//! is the write side: it drains every released response waiting and writes them with one
-//! `writev`, with no size threshold and no timer (thesis §4.2.2, "Dynamic Eager Flush").
+//! futures: the first contiguous run of finished responses is released in order). Released
+//! responses are pushed here and written by the connection's own task with non-blocking
+//! `writev` calls the moment they are released: no size threshold, no timer (thesis §4.2.2,
+//! "Dynamic Eager Flush"), and no hand-off to another task or thread. What the socket does not
+//! take at once stays queued until the socket is writable again.
 
 use bytes::Bytes;
-use std::io::IoSlice;
-use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc;
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
 
 /// Responses written per vectored write at most (IOV_MAX is 1024 on Linux).
-const MAX_IOVECS: usize = 64;
+pub const MAX_IOVECS: usize = 64;
 
-/// Writes released responses to the socket until the channel closes or the peer goes away.
-/// Returns the number of responses written.
-pub async fn write_loop<W: AsyncWriteExt + Unpin>(
-    mut sock: W,
-    mut rx: mpsc::Receiver<Bytes>,
-) -> std::io::Result<u64> {
-    let mut batch: Vec<Bytes> = Vec::with_capacity(MAX_IOVECS);
-    let mut written = 0u64;
-    while let Some(first) = rx.recv().await {
-        batch.push(first);
-        while batch.len() < MAX_IOVECS {
-            match rx.try_recv() {
-                Ok(b) => batch.push(b),
-                Err(_) => break,
-            }
-        }
-        write_all_vectored(&mut sock, &mut batch).await?;
-        written += batch.len() as u64;
-        batch.clear();
-    }
-    sock.shutdown().await.ok();
-    Ok(written)
+/// A socket that can be written without waiting (`tokio::net::tcp::OwnedWriteHalf`).
+pub trait TryWrite {
+    /// Writes from several buffers at once; `WouldBlock` when the socket buffer is full.
+    fn try_write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize>;
+    /// Writes from one buffer; `WouldBlock` when the socket buffer is full.
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize>;
 }
 
-async fn write_all_vectored<W: AsyncWriteExt + Unpin>(
-    sock: &mut W,
-    bufs: &mut [Bytes],
-) -> std::io::Result<()> {
-    let mut first = 0;
-    let mut skip = 0; // bytes of bufs[first] already written
-    while first < bufs.len() {
-        let slices: Vec<IoSlice<'_>> = std::iter::once(IoSlice::new(&bufs[first][skip..]))
-            .chain(bufs[first + 1..].iter().map(|b| IoSlice::new(b)))
-            .collect();
-        let mut n = sock.write_vectored(&slices).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
+impl TryWrite for tokio::net::tcp::OwnedWriteHalf {
+    fn try_write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        tokio::net::tcp::OwnedWriteHalf::try_write_vectored(self, bufs)
+    }
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        tokio::net::tcp::OwnedWriteHalf::try_write(self, buf)
+    }
+}
+
+/// Released responses not yet taken by the socket, oldest first.
+pub struct ResponseQueue {
+    pending: VecDeque<Bytes>,
+    /// Bytes of `pending[0]` already written.
+    skip: usize,
+    /// `response.vectored.writes`: several responses per `writev` (true) or one `write` each.
+    vectored: bool,
+    /// System calls that wrote something (for tests and counters).
+    writes: u64,
+}
+
+impl ResponseQueue {
+    /// An empty queue; `vectored` as `response.vectored.writes`.
+    pub fn new(vectored: bool) -> Self {
+        ResponseQueue {
+            pending: VecDeque::new(),
+            skip: 0,
+            vectored,
+            writes: 0,
         }
-        while first < bufs.len() && n > 0 {
-            let left = bufs[first].len() - skip;
+    }
+
+    /// Appends a released response (its request's turn has come).
+    pub fn push(&mut self, response: Bytes) {
+        if !response.is_empty() {
+            self.pending.push_back(response);
+        }
+    }
+
+    /// True when everything released has been handed to the socket.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Responses (whole or partly written) still queued.
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Write system calls that made progress so far.
+    pub fn writes(&self) -> u64 {
+        self.writes
+    }
+
+    /// Writes as much as the socket takes now, without waiting. Returns true when the queue is
+    /// empty, false when the socket is full (wait for it to be writable and call again).
+    ///
+    /// Errors: the socket's (the peer reset the connection), or `WriteZero`.
+    pub fn write_now<W: TryWrite>(&mut self, sock: &W) -> io::Result<bool> {
+        while !self.pending.is_empty() {
+            let result = if self.vectored && self.pending.len() > 1 {
+                let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
+                let mut n = 0;
+                for (i, b) in self.pending.iter().take(MAX_IOVECS).enumerate() {
+                    iov[i] = IoSlice::new(if i == 0 { &b[self.skip..] } else { b });
+                    n = i + 1;
+                }
+                sock.try_write_vectored(&iov[..n])
+            } else {
+                sock.try_write(&self.pending[0][self.skip..])
+            };
+            match result {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.writes += 1;
+                    self.advance(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    fn advance(&mut self, mut n: usize) {
+        while n > 0 {
+            let Some(front) = self.pending.front() else {
+                return;
+            };
+            let left = front.len() - self.skip;
             if n >= left {
                 n -= left;
-                first += 1;
-                skip = 0;
+                self.pending.pop_front();
+                self.skip = 0;
             } else {
-                skip += n;
+                self.skip += n;
                 n = 0;
             }
         }
-        // skip empty buffers
-        while first < bufs.len() && bufs[first].len() == skip {
-            first += 1;
-            skip = 0;
-        }
     }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
+    use std::cell::{Cell, RefCell};
 
-    #[tokio::test]
-    async fn writes_everything_in_order() {
-        let (client, mut server) = tokio::io::duplex(7); // tiny pipe: forces partial writes
-        let (tx, rx) = mpsc::channel(16);
-        let task = tokio::spawn(write_loop(client, rx));
+    /// Takes at most `room` bytes per call, then reports a full buffer every other call.
+    struct TinySocket {
+        room: usize,
+        got: RefCell<Vec<u8>>,
+        calls: Cell<u32>,
+    }
+
+    impl TinySocket {
+        fn take(&self, bufs: &[&[u8]]) -> io::Result<usize> {
+            self.calls.set(self.calls.get() + 1);
+            if self.calls.get().is_multiple_of(2) {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let mut n = 0;
+            for b in bufs {
+                let k = b.len().min(self.room - n);
+                self.got.borrow_mut().extend_from_slice(&b[..k]);
+                n += k;
+                if n == self.room {
+                    break;
+                }
+            }
+            Ok(n)
+        }
+    }
+
+    impl TryWrite for TinySocket {
+        fn try_write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+            let v: Vec<&[u8]> = bufs.iter().map(|b| &b[..]).collect();
+            self.take(&v)
+        }
+        fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+            self.take(&[buf])
+        }
+    }
+
+    fn check(vectored: bool) -> u64 {
+        let sock = TinySocket {
+            room: 7, // forces partial writes inside and across responses
+            got: RefCell::new(Vec::new()),
+            calls: Cell::new(0),
+        };
+        let mut q = ResponseQueue::new(vectored);
         let mut expect = Vec::new();
         for i in 0..20u8 {
             let b = Bytes::from(vec![i; (i as usize % 5) + 1]);
             expect.extend_from_slice(&b);
-            tx.send(b).await.unwrap();
+            q.push(b);
         }
-        drop(tx);
-        let mut got = Vec::new();
-        server.read_to_end(&mut got).await.unwrap();
-        assert_eq!(got, expect);
-        assert_eq!(task.await.unwrap().unwrap(), 20);
+        let mut rounds = 0;
+        while !q.write_now(&sock).unwrap() {
+            rounds += 1;
+            assert!(rounds < 1000);
+        }
+        assert!(q.is_empty());
+        assert_eq!(*sock.got.borrow(), expect);
+        q.writes()
+    }
+
+    #[test]
+    fn writes_everything_in_order() {
+        let vectored = check(true);
+        let single = check(false);
+        // 60 bytes in 7-byte writes: vectored needs 9 calls; one response per call needs more.
+        assert_eq!(vectored, 9);
+        assert!(single > vectored, "{single} vs {vectored}");
     }
 }
