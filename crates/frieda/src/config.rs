@@ -64,13 +64,44 @@ pub struct BrokerConfig {
     pub retention_check_interval_ms: u64,
     /// Defaults of every topic-level config (Kafka names).
     pub topic_defaults: TopicConfigs,
-    /// Design switches for ablation (see DESIGN.md): process many requests of a connection at once.
+    /// Design switch (DESIGN.md 1, overlapped processing; `overlapped.processing`), default
+    /// true: process many requests of a connection at once. False: one at a time, as Kafka does.
     pub overlapped_processing: bool,
+    /// Design switch (DESIGN.md 2, eager vectored writes; `response.vectored.writes`), default
+    /// true: every released response waiting goes out in one `writev`. False: one `write` each.
+    pub response_vectored_writes: bool,
+    /// Design switch (DESIGN.md 3, the serving thread model; `log.append.mode`), default
+    /// `inline`: see [`AppendMode`].
+    pub log_append_mode: AppendMode,
+    /// Design switch (batched confirmation, group commit; `log.group.commit`), default true: a
+    /// log writer thread covers every append waiting for an fsync with one fsync per partition.
+    /// False: each append is fsync'ed on its own before the next is written (only meaningful
+    /// with `log.append.mode = "writer"`, where appends and fsyncs share the writer thread).
+    pub log_group_commit: bool,
+    /// Design switch (batched confirmation, wake-ups; `fetch.batched.wakeups`), default true:
+    /// a log writer thread wakes a partition's waiting fetches once per round of appends.
+    /// False: once per append (only meaningful with `log.append.mode = "writer"`; inline
+    /// appends wake waiters once per produced batch either way).
+    pub fetch_batched_wakeups: bool,
     /// Group coordinator settings: `group.initial.rebalance.delay.ms` (default 0, as in Kafka's
     /// shipped server.properties; Kafka's built-in default is 3000), `group.min.session.timeout.ms`
     /// (6000), `group.max.session.timeout.ms` (1800000), `offsets.retention.minutes` (10080),
     /// `offsets.retention.check.interval.ms` (600000), `offset.metadata.max.bytes` (4096).
     pub coordinator: CoordinatorConfig,
+}
+
+/// Which thread appends a produced batch to its partition log (`log.append.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendMode {
+    /// The network thread that decoded the request appends it (a copy into the page cache under
+    /// the partition's lock), wakes waiting fetches and answers, with no thread hand-off. An
+    /// append that the flush policy (`flush.messages`) says must be fsync'ed before the
+    /// acknowledgement waits for a log writer thread's group commit; network threads never
+    /// call fsync.
+    Inline,
+    /// Every append goes to the partition's log writer thread and back (two thread hand-offs
+    /// per produce; the thread model before the issue-5 measurements).
+    Writer,
 }
 
 impl Default for BrokerConfig {
@@ -98,6 +129,10 @@ impl Default for BrokerConfig {
             retention_check_interval_ms: 300_000,
             topic_defaults: TopicConfigs::default(),
             overlapped_processing: true,
+            response_vectored_writes: true,
+            log_append_mode: AppendMode::Inline,
+            log_group_commit: true,
+            fetch_batched_wakeups: true,
             coordinator: CoordinatorConfig::default(),
         }
     }
@@ -165,6 +200,16 @@ impl BrokerConfig {
                 self.retention_check_interval_ms = text.parse::<u64>()?.max(10)
             }
             "overlapped.processing" => self.overlapped_processing = text.parse()?,
+            "response.vectored.writes" => self.response_vectored_writes = text.parse()?,
+            "log.append.mode" => {
+                self.log_append_mode = match text.as_str() {
+                    "inline" => AppendMode::Inline,
+                    "writer" => AppendMode::Writer,
+                    _ => bail!("expected \"inline\" or \"writer\""),
+                }
+            }
+            "log.group.commit" => self.log_group_commit = text.parse()?,
+            "fetch.batched.wakeups" => self.fetch_batched_wakeups = text.parse()?,
             "group.initial.rebalance.delay.ms" => {
                 self.coordinator.group.initial_rebalance_delay =
                     std::time::Duration::from_millis(text.parse()?)
@@ -270,6 +315,23 @@ mod tests {
         assert!(BrokerConfig::from_toml("no.such.thing = 1").is_err());
         assert!(BrokerConfig::from_toml("retention.ms = \"soon\"").is_err());
         assert!(BrokerConfig::from_toml("num.partitions = 0").is_err());
+        assert!(BrokerConfig::from_toml("\"log.append.mode\" = \"sometimes\"").is_err());
+    }
+
+    #[test]
+    fn design_switches_parse() {
+        let d = BrokerConfig::default();
+        assert_eq!(d.log_append_mode, AppendMode::Inline);
+        assert!(d.log_group_commit && d.fetch_batched_wakeups && d.response_vectored_writes);
+        let c = BrokerConfig::from_toml(
+            "\"log.append.mode\" = \"writer\"\n\"log.group.commit\" = false\n\
+             \"fetch.batched.wakeups\" = false\n\"response.vectored.writes\" = false\n\
+             \"overlapped.processing\" = false",
+        )
+        .unwrap();
+        assert_eq!(c.log_append_mode, AppendMode::Writer);
+        assert!(!c.log_group_commit && !c.fetch_batched_wakeups);
+        assert!(!c.response_vectored_writes && !c.overlapped_processing);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use topic::{valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC};
 use topic_config::{ConfigError, TopicConfigs};
 use uuid::Uuid;
-use writer::{now_ms, LogWriters, WriterJob};
+use writer::{now_ms, LogWriters, WriterJob, WriterOptions};
 
 /// An admin operation's failure: the Kafka error code and a message for the response.
 #[derive(Debug, Clone)]
@@ -80,7 +80,14 @@ impl Broker {
         std::fs::create_dir_all(meta_dir.join("topics"))
             .with_context(|| format!("creating data directory {}", data_dir.display()))?;
         let cluster_id = load_cluster_id(&meta_dir)?;
-        let writers = LogWriters::start(config.log_writer_threads);
+        let writers = LogWriters::start_with(
+            config.log_writer_threads,
+            WriterOptions {
+                append_mode: config.log_append_mode,
+                group_commit: config.log_group_commit,
+                batched_wakeups: config.fetch_batched_wakeups,
+            },
+        );
         let producer_ids = ProducerIdAllocator::open(&meta_dir)?;
         let groups = Arc::new(open_offsets_log(&config, &meta_dir, &writers)?);
         let broker = Broker {

@@ -1,10 +1,10 @@
 //! One partition as the handlers see it: the log's read side, the writer-owned state, and the
 //! wake-up for fetches waiting on new data.
 
-use super::writer::{AppendOutcome, WriterHandle, WriterJob};
-use crate::coordinator::producer_state::ProducerStateTable;
+use super::writer::{now_ms, AppendOutcome, WriterHandle, WriterJob};
+use crate::coordinator::producer_state::{ProducerStateTable, SequenceCheck};
 use bytes::BytesMut;
-use frieda_log::{BatchHeader, LogReader, PartitionLog};
+use frieda_log::{BatchHeader, LogError, LogReader, PartitionLog};
 use kafka_protocol::error::ResponseError;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -18,6 +18,21 @@ pub struct PartitionState {
     pub log: PartitionLog,
     /// Idempotent-producer sequence state.
     pub producers: ProducerStateTable,
+}
+
+impl PartitionState {
+    /// True when the flush policy wants the appends so far fsync'ed now
+    /// (`flush.messages` records written since the last flush).
+    pub fn flush_due(&self) -> bool {
+        let unflushed = self.log.unflushed_messages();
+        unflushed > 0 && unflushed >= self.log.config().flush_messages
+    }
+}
+
+/// An append that finished at once, or one waiting for a log writer thread.
+enum Submitted {
+    Done(Result<AppendOutcome, ResponseError>),
+    Waiting(oneshot::Receiver<Result<AppendOutcome, ResponseError>>),
 }
 
 /// A topic partition on this broker (the leader; Frieda runs one replica).
@@ -96,8 +111,10 @@ impl Partition {
         self.deleted.load(Ordering::Acquire)
     }
 
-    /// Appends validated batches through this partition's writer thread and waits for the
-    /// outcome (after the write, and after the fsync when the flush policy asks for one).
+    /// Appends one validated batch and waits for the outcome: after the write, and after the
+    /// fsync when the flush policy asks for one. With `log.append.mode = "inline"` the write
+    /// happens on the calling thread before this returns its first `Poll`; otherwise on the
+    /// partition's log writer thread.
     ///
     /// Errors: the Kafka error to put in the partition's produce response
     /// (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR,
@@ -107,27 +124,108 @@ impl Partition {
         records: BytesMut,
         header: BatchHeader,
     ) -> Result<AppendOutcome, ResponseError> {
-        self.submit(records, header)
-            .await
-            .unwrap_or(Err(ResponseError::KafkaStorageError))
+        match self.start_append(records, header) {
+            Submitted::Done(result) => result,
+            Submitted::Waiting(rx) => rx.await.unwrap_or(Err(ResponseError::KafkaStorageError)),
+        }
     }
 
-    /// Queues an append on the writer thread at once (appends submitted one after another land
-    /// in that order) and returns the receiver of its outcome; a dropped sender means the writer
-    /// has stopped.
+    /// Starts an append at once (appends submitted one after another land in that order) and
+    /// returns the receiver of its outcome; a dropped sender means the writer has stopped.
     pub fn submit(
         self: &Arc<Self>,
         records: BytesMut,
         header: BatchHeader,
     ) -> oneshot::Receiver<Result<AppendOutcome, ResponseError>> {
-        let (tx, rx) = oneshot::channel();
-        self.writer.send(WriterJob::Append {
-            partition: self.clone(),
-            records,
-            header,
-            reply: tx,
-        });
-        rx
+        match self.start_append(records, header) {
+            Submitted::Waiting(rx) => rx,
+            Submitted::Done(result) => {
+                let (tx, rx) = oneshot::channel();
+                let _ = tx.send(result);
+                rx
+            }
+        }
+    }
+
+    fn start_append(self: &Arc<Self>, records: BytesMut, header: BatchHeader) -> Submitted {
+        if !self.writer.appends_inline() {
+            let (tx, rx) = oneshot::channel();
+            self.writer.send(WriterJob::Append {
+                partition: self.clone(),
+                records,
+                header,
+                reply: tx,
+            });
+            return Submitted::Waiting(rx);
+        }
+        let (result, flush_due) = {
+            let mut guard = self.state.lock();
+            let result = self.append_to(guard.as_mut(), records, &header);
+            let due = result.is_ok() && guard.as_ref().is_some_and(PartitionState::flush_due);
+            (result, due)
+        };
+        if result.is_ok() {
+            self.notify_data();
+        }
+        match result {
+            Ok(outcome) if flush_due => {
+                // Durable before acknowledged: the writer thread's group commit answers.
+                let (tx, rx) = oneshot::channel();
+                self.writer.send(WriterJob::Flush {
+                    partition: self.clone(),
+                    outcome,
+                    reply: tx,
+                });
+                Submitted::Waiting(rx)
+            }
+            result => Submitted::Done(result),
+        }
+    }
+
+    /// Appends under the partition's lock (taken here): for the log writer thread.
+    pub(crate) fn append_locked(
+        &self,
+        records: BytesMut,
+        header: &BatchHeader,
+    ) -> Result<AppendOutcome, ResponseError> {
+        self.append_to(self.state.lock().as_mut(), records, header)
+    }
+
+    /// Checks the idempotent-producer sequence, appends, and records the sequence. A duplicate
+    /// of one of the producer's last five batches is answered with its original offset.
+    fn append_to(
+        &self,
+        state: Option<&mut PartitionState>,
+        records: BytesMut,
+        header: &BatchHeader,
+    ) -> Result<AppendOutcome, ResponseError> {
+        let Some(state) = state else {
+            return Err(ResponseError::UnknownTopicOrPartition);
+        };
+        if let SequenceCheck::Duplicate { base_offset } = state.producers.check(header)? {
+            return Ok(AppendOutcome {
+                base_offset,
+                log_append_time: -1,
+                log_start_offset: state.log.log_start_offset(),
+            });
+        }
+        match state.log.append(records, now_ms()) {
+            Ok(info) => {
+                state.producers.record(header, info.base_offset);
+                Ok(AppendOutcome {
+                    base_offset: info.base_offset,
+                    log_append_time: info.log_append_time,
+                    log_start_offset: info.log_start_offset,
+                })
+            }
+            Err(e) => {
+                tracing::error!(topic = %self.topic, partition = self.index, error = %e, "append failed");
+                Err(match e {
+                    LogError::Batch(_) => ResponseError::CorruptMessage,
+                    _ => ResponseError::KafkaStorageError,
+                })
+            }
+        }
     }
 
     /// A future that completes at the next append (or deletion). Create it, `enable()` it, then

@@ -1,14 +1,17 @@
-//! Log writer threads: the only threads that write partition logs and call fsync.
+//! Log writer threads: the threads that call fsync, and, with `log.append.mode = "writer"`,
+//! the only threads that append to partition logs.
 //!
-//! Network threads never do disk writes (DESIGN.md, continuous polling): a produce hands its
-//! validated batch to the partition's writer thread and awaits a oneshot. Each writer drains every
-//! job waiting in its queue, appends them all, then applies the flush policy once per touched
-//! partition (group commit: one fsync covers every append waiting for it), wakes each
-//! partition's waiting fetches once, and only then answers the producers (batched confirmation,
-//! HiPower seed 003).
+//! With inline appends (the default) a network thread appends a produced batch itself and
+//! sends a `Flush` job here only when the flush policy (`flush.messages`) says the append must
+//! be durable before it is acknowledged. With `log.append.mode = "writer"` a produce hands its
+//! validated batch here and awaits a oneshot. Either way each writer drains every job waiting
+//! in its queue, appends what it was given, then syncs each touched partition once (group
+//! commit: one fsync covers every append waiting for it), wakes each partition's waiting
+//! fetches once, and only then answers (batched confirmation, HiPower seed 003). The fsync
+//! runs without the partition's lock, so inline appends go on meanwhile.
 
-use super::partition::Partition;
-use crate::coordinator::producer_state::SequenceCheck;
+use super::partition::{Partition, PartitionState};
+use crate::config::AppendMode;
 use bytes::BytesMut;
 use frieda_log::{BatchHeader, LogError};
 use kafka_protocol::error::ResponseError;
@@ -32,6 +35,9 @@ pub struct AppendOutcome {
     pub log_start_offset: i64,
 }
 
+/// The answer to one append: its outcome or the Kafka error for the produce response.
+pub type AppendReply = oneshot::Sender<Result<AppendOutcome, ResponseError>>;
+
 /// Work for a writer thread.
 pub enum WriterJob {
     /// Append one validated record batch (exactly one, as Produce v3+ requires).
@@ -39,7 +45,14 @@ pub enum WriterJob {
         partition: Arc<Partition>,
         records: BytesMut,
         header: BatchHeader,
-        reply: oneshot::Sender<Result<AppendOutcome, ResponseError>>,
+        reply: AppendReply,
+    },
+    /// Answer `outcome` once the partition's appends so far are fsync'ed (an inline append the
+    /// flush policy wants durable before its acknowledgement).
+    Flush {
+        partition: Arc<Partition>,
+        outcome: AppendOutcome,
+        reply: AppendReply,
     },
     /// Periodic upkeep of one partition: time-based flush (`flush.ms`), and retention if asked.
     Maintain {
@@ -50,10 +63,33 @@ pub enum WriterJob {
     Stop,
 }
 
+/// The design switches of the append path (`log.append.mode`, `log.group.commit`,
+/// `fetch.batched.wakeups`; see [`crate::config::BrokerConfig`]).
+#[derive(Debug, Clone, Copy)]
+pub struct WriterOptions {
+    /// Which thread appends.
+    pub append_mode: AppendMode,
+    /// One fsync per partition per round (true) or one per append (false).
+    pub group_commit: bool,
+    /// One wake-up of waiting fetches per partition per round (true) or one per append (false).
+    pub batched_wakeups: bool,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            append_mode: AppendMode::Inline,
+            group_commit: true,
+            batched_wakeups: true,
+        }
+    }
+}
+
 /// Sends jobs to one writer thread.
 #[derive(Clone)]
 pub struct WriterHandle {
     tx: mpsc::Sender<WriterJob>,
+    append_mode: AppendMode,
 }
 
 impl WriterHandle {
@@ -61,6 +97,11 @@ impl WriterHandle {
     /// reply sender and so answers KAFKA_STORAGE_ERROR.
     pub fn send(&self, job: WriterJob) {
         let _ = self.tx.send(job);
+    }
+
+    /// Whether appends run on the caller's thread (`log.append.mode = "inline"`).
+    pub fn appends_inline(&self) -> bool {
+        self.append_mode == AppendMode::Inline
     }
 }
 
@@ -79,17 +120,25 @@ pub fn now_ms() -> i64 {
 }
 
 impl LogWriters {
-    /// Starts `threads` writer threads.
+    /// Starts `threads` writer threads with the default options.
     pub fn start(threads: usize) -> LogWriters {
+        Self::start_with(threads, WriterOptions::default())
+    }
+
+    /// Starts `threads` writer threads.
+    pub fn start_with(threads: usize, options: WriterOptions) -> LogWriters {
         let mut handles = Vec::new();
         let mut joins = Vec::new();
         for i in 0..threads.max(1) {
             let (tx, rx) = mpsc::channel();
-            handles.push(WriterHandle { tx });
+            handles.push(WriterHandle {
+                tx,
+                append_mode: options.append_mode,
+            });
             joins.push(
                 std::thread::Builder::new()
                     .name(format!("log-writer-{i}"))
-                    .spawn(move || run(rx))
+                    .spawn(move || run(rx, options))
                     .expect("spawn log writer thread"),
             );
         }
@@ -122,13 +171,19 @@ impl LogWriters {
 
 struct Pending {
     partition: Arc<Partition>,
-    reply: oneshot::Sender<Result<AppendOutcome, ResponseError>>,
+    reply: AppendReply,
     result: Result<AppendOutcome, ResponseError>,
 }
 
-fn run(rx: mpsc::Receiver<WriterJob>) {
+/// A partition touched in this round, and whether this thread appended to it.
+struct Touched {
+    partition: Arc<Partition>,
+    appended: bool,
+}
+
+fn run(rx: mpsc::Receiver<WriterJob>, options: WriterOptions) {
     let mut pending: Vec<Pending> = Vec::new();
-    let mut touched: HashMap<*const Partition, Arc<Partition>> = HashMap::new();
+    let mut touched: HashMap<*const Partition, Touched> = HashMap::new();
     loop {
         let Ok(first) = rx.recv() else { return };
         let mut stop = false;
@@ -143,12 +198,46 @@ fn run(rx: mpsc::Receiver<WriterJob>) {
                     header,
                     reply,
                 } => {
-                    let result = append_one(&partition, records, &header);
-                    touched.insert(Arc::as_ptr(&partition), partition.clone());
+                    let mut result = partition.append_locked(records, &header);
+                    if result.is_ok() && !options.group_commit {
+                        // Ablation: every append is made durable on its own.
+                        if let Err(e) = flush_if_due(&partition) {
+                            tracing::error!(topic = %partition.topic, partition = partition.index, error = %e,
+                                "flush failed; failing the append with KAFKA_STORAGE_ERROR");
+                            result = Err(ResponseError::KafkaStorageError);
+                        }
+                    }
+                    if !options.batched_wakeups {
+                        partition.notify_data();
+                    }
+                    touched
+                        .entry(Arc::as_ptr(&partition))
+                        .or_insert_with(|| Touched {
+                            partition: partition.clone(),
+                            appended: false,
+                        })
+                        .appended = true;
                     pending.push(Pending {
                         partition,
                         reply,
                         result,
+                    });
+                }
+                WriterJob::Flush {
+                    partition,
+                    outcome,
+                    reply,
+                } => {
+                    touched
+                        .entry(Arc::as_ptr(&partition))
+                        .or_insert_with(|| Touched {
+                            partition: partition.clone(),
+                            appended: false,
+                        });
+                    pending.push(Pending {
+                        partition,
+                        reply,
+                        result: Ok(outcome),
                     });
                 }
                 WriterJob::Maintain {
@@ -162,17 +251,19 @@ fn run(rx: mpsc::Receiver<WriterJob>) {
             }
         }
         // Group commit: one flush per partition for all of this round's appends.
-        for partition in touched.values() {
-            if let Err(e) = flush_if_due(partition) {
-                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e,
+        for t in touched.values() {
+            if let Err(e) = flush_if_due(&t.partition) {
+                tracing::error!(topic = %t.partition.topic, partition = t.partition.index, error = %e,
                     "flush failed; failing this round's appends with KAFKA_STORAGE_ERROR");
                 for p in pending.iter_mut() {
-                    if Arc::ptr_eq(&p.partition, partition) {
+                    if Arc::ptr_eq(&p.partition, &t.partition) {
                         p.result = Err(ResponseError::KafkaStorageError);
                     }
                 }
             }
-            partition.notify_data();
+            if t.appended && options.batched_wakeups {
+                t.partition.notify_data();
+            }
         }
         touched.clear();
         for p in pending.drain(..) {
@@ -184,79 +275,62 @@ fn run(rx: mpsc::Receiver<WriterJob>) {
     }
 }
 
-fn append_one(
-    partition: &Partition,
-    records: BytesMut,
-    header: &BatchHeader,
-) -> Result<AppendOutcome, ResponseError> {
-    let mut guard = partition.state.lock();
-    let Some(state) = guard.as_mut() else {
-        return Err(ResponseError::UnknownTopicOrPartition);
-    };
-    match state.producers.check(header)? {
-        SequenceCheck::Duplicate { base_offset } => {
-            return Ok(AppendOutcome {
-                base_offset,
-                log_append_time: -1,
-                log_start_offset: state.log.log_start_offset(),
-            })
-        }
-        SequenceCheck::Append => {}
-    }
-    match state.log.append(records, now_ms()) {
-        Ok(info) => {
-            state.producers.record(header, info.base_offset);
-            Ok(AppendOutcome {
-                base_offset: info.base_offset,
-                log_append_time: info.log_append_time,
-                log_start_offset: info.log_start_offset,
-            })
-        }
-        Err(e) => {
-            tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "append failed");
-            Err(match e {
-                LogError::Batch(_) => ResponseError::CorruptMessage,
-                _ => ResponseError::KafkaStorageError,
-            })
-        }
-    }
+/// Syncs the partition if its flush policy says so (`flush.messages` records unflushed). The
+/// fsync runs without the partition's lock.
+fn flush_if_due(partition: &Partition) -> Result<(), LogError> {
+    flush_unlocked(partition, PartitionState::flush_due)
 }
 
-fn flush_if_due(partition: &Partition) -> Result<(), LogError> {
-    let mut guard = partition.state.lock();
-    let Some(state) = guard.as_mut() else {
-        return Ok(());
+/// Takes a flush ticket under the lock when `due` says so, syncs it without the lock, and
+/// records the result under the lock again.
+fn flush_unlocked(
+    partition: &Partition,
+    due: impl Fn(&PartitionState) -> bool,
+) -> Result<(), LogError> {
+    let ticket = {
+        let mut guard = partition.state.lock();
+        let Some(state) = guard.as_mut() else {
+            return Ok(());
+        };
+        if !due(state) {
+            return Ok(());
+        }
+        match state.log.begin_flush()? {
+            Some(t) => t,
+            None => return Ok(()),
+        }
     };
-    let unflushed = state.log.unflushed_messages();
-    if unflushed > 0 && unflushed >= state.log.config().flush_messages {
-        state.log.flush()?;
+    let synced = ticket.sync();
+    if let Some(state) = partition.state.lock().as_mut() {
+        state.log.finish_flush(&ticket, synced.is_ok());
     }
-    Ok(())
+    synced
 }
 
 fn maintain(partition: &Partition, retention: bool) {
+    let now = now_ms();
+    let flush_ms_due = |state: &PartitionState| {
+        let flush_ms = state.log.config().flush_ms;
+        state.log.unflushed_messages() > 0
+            && flush_ms < i64::MAX as u64
+            && now - state.log.last_flush_ms() >= flush_ms as i64
+    };
+    if let Err(e) = flush_unlocked(partition, flush_ms_due) {
+        tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "time-based flush failed");
+    }
+    if !retention {
+        return;
+    }
     let mut guard = partition.state.lock();
     let Some(state) = guard.as_mut() else { return };
-    let now = now_ms();
-    let flush_ms = state.log.config().flush_ms;
-    if state.log.unflushed_messages() > 0
-        && flush_ms < i64::MAX as u64
-        && now - state.log.last_flush_ms() >= flush_ms as i64
-    {
-        if let Err(e) = state.log.flush() {
-            tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "time-based flush failed");
-        }
-    }
-    if retention {
-        match state.log.enforce_retention(now) {
-            Ok(r) if r.deleted_segments > 0 => tracing::info!(
-                topic = %partition.topic, partition = partition.index,
-                segments = r.deleted_segments, bytes = r.deleted_bytes, log_start_offset = r.log_start_offset,
-                "retention deleted segments"),
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed")
-            }
+    match state.log.enforce_retention(now) {
+        Ok(r) if r.deleted_segments > 0 => tracing::info!(
+            topic = %partition.topic, partition = partition.index,
+            segments = r.deleted_segments, bytes = r.deleted_bytes, log_start_offset = r.log_start_offset,
+            "retention deleted segments"),
+        Ok(_) => {}
+        Err(e) => {
+            tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed")
         }
     }
 }
