@@ -410,6 +410,17 @@ def goals_report(d):
     lines += ["## Goals", "", "| # | goal | target (Frieda) | Kafka | Frieda | Frieda/Kafka | verdict |",
               "|---|---|---|---|---|---|---|"]
     lines += ["| %s |" % " | ".join(r) for r in rows]
+    floors = [load_json(os.path.join(d.raw, f)) for f in sorted(os.listdir(d.raw)) if f.startswith("roof-wake")]
+    floors = [x for x in floors if x]
+    if floors:
+        m = lambda k: median([x[k] for x in floors])
+        lines += ["", "### The machine's floor (`frieda-bench roof-wake`, no broker running, median of %d)" % len(floors), "",
+                  "A do-nothing loopback TCP echo (1 byte each way, blocking threads) at 10,000 round trips/s, "
+                  "timed from each scheduled send like the load generator; and the overshoot of a 100 µs sleep. "
+                  "No broker can show lower percentiles on this machine than its threads wake up.", "",
+                  "| probe | p50 | p99 | p99.9 | p99.99 | max (µs) |", "|---|---|---|---|---|---|",
+                  "| echo round trip | %s | %s | %s | %s | %s |" % tuple(f_int(m("echo_%s_us" % q)) for q in ("p50", "p99", "p999", "p9999", "max")),
+                  "| 100 µs sleep overshoot | %s | %s | %s | %s | %s |" % tuple(f_int(m("sleep_overshoot_%s_us" % q)) for q in ("p50", "p99", "p999", "p9999", "max"))]
     lines += ["", "### Goal 2, cell by cell (p99.9 µs)", "", "| cell | Kafka | Frieda | Frieda/Kafka | below Kafka | ≤ 0.2× |",
               "|---|---|---|---|---|---|"]
     for c, k, f, r in g2:

@@ -88,6 +88,16 @@ enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// The machine's wake-up floor: a do-nothing loopback echo at a fixed rate, and 100 µs
+    /// sleeps' overshoot (percentiles in µs).
+    RoofWake {
+        #[arg(long, default_value_t = 5.0)]
+        secs: f64,
+        #[arg(long, default_value_t = 10000)]
+        rate: u64,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Sequential write bandwidth with fdatasync in a directory (a roof for the roofline plot).
     RoofDisk {
         #[arg(long)]
@@ -315,6 +325,14 @@ fn main() -> Result<()> {
             json,
         } => {
             let r = roof::net(secs, streams, write_size)?;
+            let line = serde_json::to_string(&r)?;
+            println!("{line}");
+            if let Some(j) = json {
+                std::fs::write(j, line + "\n")?;
+            }
+        }
+        Cmd::RoofWake { secs, rate, json } => {
+            let r = roof::wake(secs, rate)?;
             let line = serde_json::to_string(&r)?;
             println!("{line}");
             if let Some(j) = json {

@@ -111,3 +111,90 @@ pub fn disk(dir: &Path, mb: usize) -> Result<DiskRoof> {
         synced_bytes_per_s: bytes as f64 / synced,
     })
 }
+
+/// The machine's wake-up floor: latency percentiles (µs) of a do-nothing loopback TCP echo
+/// (one byte each way, a blocking server thread) paced at `rate` round trips per second, and of
+/// a bare 100 µs `nanosleep`'s overshoot. No broker can answer faster than its machine wakes
+/// threads: these bound from below what a broker's percentiles can show here.
+#[derive(Serialize, Debug)]
+pub struct WakeRoof {
+    pub kind: &'static str,
+    pub seconds: f64,
+    pub rate: u64,
+    pub echo_samples: u64,
+    pub echo_p50_us: u64,
+    pub echo_p99_us: u64,
+    pub echo_p999_us: u64,
+    pub echo_p9999_us: u64,
+    pub echo_max_us: u64,
+    pub sleep_samples: u64,
+    pub sleep_overshoot_p50_us: u64,
+    pub sleep_overshoot_p99_us: u64,
+    pub sleep_overshoot_p999_us: u64,
+    pub sleep_overshoot_p9999_us: u64,
+    pub sleep_overshoot_max_us: u64,
+}
+
+/// Measures [`WakeRoof`]: `secs` of echo round trips at `rate`/s, then `secs` of 100 µs sleeps.
+pub fn wake(secs: f64, rate: u64) -> Result<WakeRoof> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let server = std::thread::spawn(move || -> std::io::Result<()> {
+        let (mut s, _) = listener.accept()?;
+        s.set_nodelay(true)?;
+        let mut b = [0u8; 1];
+        loop {
+            if s.read(&mut b)? == 0 {
+                return Ok(());
+            }
+            s.write_all(&b)?;
+        }
+    });
+    let mut echo = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+    {
+        let mut c = TcpStream::connect(addr)?;
+        c.set_nodelay(true)?;
+        let interval = Duration::from_nanos(1_000_000_000 / rate.max(1));
+        let start = Instant::now();
+        let end = start + Duration::from_secs_f64(secs);
+        let mut due = start;
+        let mut b = [1u8; 1];
+        while due < end {
+            let now = Instant::now();
+            if now < due {
+                std::thread::sleep(due - now);
+            }
+            c.write_all(&b)?;
+            c.read_exact(&mut b)?;
+            // from the scheduled time: a late wake-up of the client counts too (open loop)
+            echo.saturating_record(due.elapsed().as_micros() as u64);
+            due += interval;
+        }
+    }
+    let _ = server.join();
+    let mut sleep = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let nap = Duration::from_micros(100);
+    while Instant::now() < end {
+        let t = Instant::now();
+        std::thread::sleep(nap);
+        sleep.saturating_record(t.elapsed().saturating_sub(nap).as_micros() as u64);
+    }
+    Ok(WakeRoof {
+        kind: "wake",
+        seconds: secs,
+        rate,
+        echo_samples: echo.len(),
+        echo_p50_us: echo.value_at_quantile(0.5),
+        echo_p99_us: echo.value_at_quantile(0.99),
+        echo_p999_us: echo.value_at_quantile(0.999),
+        echo_p9999_us: echo.value_at_quantile(0.9999),
+        echo_max_us: echo.max(),
+        sleep_samples: sleep.len(),
+        sleep_overshoot_p50_us: sleep.value_at_quantile(0.5),
+        sleep_overshoot_p99_us: sleep.value_at_quantile(0.99),
+        sleep_overshoot_p999_us: sleep.value_at_quantile(0.999),
+        sleep_overshoot_p9999_us: sleep.value_at_quantile(0.9999),
+        sleep_overshoot_max_us: sleep.max(),
+    })
+}
