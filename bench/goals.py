@@ -122,6 +122,9 @@ class Data:
             if "event" in r:
                 self.events.append(r)
                 continue
+            if r.get("kind") == "burnin":   # unreported load after each broker start
+                self.burnins = getattr(self, "burnins", 0) + 1
+                continue
             name = r["name"]
             m = re.match(r"^(.*)-r(\d+)$", name)
             scen, rep = (m.group(1), int(m.group(2))) if m else (name, 1)
