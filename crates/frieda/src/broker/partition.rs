@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{oneshot, Notify};
 
-/// State owned by the log writer thread of this partition; locked only by that thread, and by
-/// admin operations (delete) that must exclude it.
+/// The partition's writer-side state, behind its lock: taken by the thread that appends (a
+/// network thread with inline appends, else the log writer thread), briefly by the log writer
+/// around an fsync (never during it), and by admin operations (delete) that must exclude both.
 pub struct PartitionState {
     /// The partition log (single writer).
     pub log: PartitionLog,

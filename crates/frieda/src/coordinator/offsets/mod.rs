@@ -1,7 +1,7 @@
 //! Committed offsets and group metadata, kept in memory and made durable in an internal log
 //! (`<data.dir>/meta/__consumer_offsets-0`, Kafka's record format, see [`codec`]).
 //!
-//! Writes go through the partition's log writer thread like produce appends, so a commit is
+//! Writes go through the partition's append path like produce appends, so a commit is
 //! answered only after its append (and after the fsync when the flush policy asks for one), and
 //! one fsync covers every commit waiting for it. The in-memory map is updated when a write is
 //! queued, under the same lock that queues it, so the map and the log always agree on the order
