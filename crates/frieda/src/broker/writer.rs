@@ -5,10 +5,11 @@
 //! sends a `Flush` job here only when the flush policy (`flush.messages`) says the append must
 //! be durable before it is acknowledged. With `log.append.mode = "writer"` a produce hands its
 //! validated batch here and awaits a oneshot. Either way each writer drains every job waiting
-//! in its queue, appends what it was given, then syncs each touched partition once (group
-//! commit: one fsync covers every append waiting for it), wakes each partition's waiting
-//! fetches once, and only then answers (batched confirmation, HiPower seed 003). The fsync
-//! runs without the partition's lock, so inline appends go on meanwhile.
+//! in its queue, appends what it was given (waking the partition's waiting fetches after each
+//! append, or once per round with `fetch.batched.wakeups`), then syncs each touched partition
+//! once (group commit: one fsync covers every append waiting for it), and only then answers
+//! (batched confirmation, HiPower seed 003). The fsync runs without the partition's lock, so
+//! inline appends go on meanwhile.
 
 use super::partition::{Partition, PartitionState};
 use crate::config::AppendMode;
@@ -80,7 +81,7 @@ impl Default for WriterOptions {
         WriterOptions {
             append_mode: AppendMode::Inline,
             group_commit: true,
-            batched_wakeups: true,
+            batched_wakeups: false,
         }
     }
 }
