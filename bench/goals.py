@@ -13,6 +13,9 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import acks_str, load_json, load_lines  # noqa: E402  (the full-run report's readers)
+
 BROKERS = ["kafka", "frieda"]
 METRICS = ["throughput_rps", "p50_us", "p99_us", "p999_us", "p9999_us", "max_us", "errors", "broker_cpu_s_per_million"]
 SETTING_KEYS = ["acks", "record_size", "producers", "partitions", "offered_rate"]
@@ -29,32 +32,6 @@ ABL_COLUMNS = [("1p 100 B 50k/s p99.9 µs", "a-lat-100B-1p", "p999_us"),
                ("unthrottled 16 part. rec/s", "a-unth-16part", "throughput_rps"),
                ("fsync 16p rec/s", "a-fsync-16p", "throughput_rps"),
                ("e2e 10k/s p99.9 µs", "a-e2e-10k", "p999_us")]
-
-
-def load_json(path, default=None):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return default
-
-
-def load_lines(path):
-    out = []
-    try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-    except OSError:
-        pass
-    return out
-
-
-def acks_str(a):
-    return "all" if a in (-1, "-1", "all") else str(a)
 
 
 def border(b):
