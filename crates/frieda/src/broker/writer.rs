@@ -182,6 +182,19 @@ struct Touched {
     appended: bool,
 }
 
+/// The round's entry for `partition`, added on first touch.
+fn touch<'a>(
+    touched: &'a mut HashMap<*const Partition, Touched>,
+    partition: &Arc<Partition>,
+) -> &'a mut Touched {
+    touched
+        .entry(Arc::as_ptr(partition))
+        .or_insert_with(|| Touched {
+            partition: partition.clone(),
+            appended: false,
+        })
+}
+
 fn run(rx: mpsc::Receiver<WriterJob>, options: WriterOptions) {
     let mut pending: Vec<Pending> = Vec::new();
     let mut touched: HashMap<*const Partition, Touched> = HashMap::new();
@@ -211,13 +224,7 @@ fn run(rx: mpsc::Receiver<WriterJob>, options: WriterOptions) {
                     if !options.batched_wakeups {
                         partition.notify_data();
                     }
-                    touched
-                        .entry(Arc::as_ptr(&partition))
-                        .or_insert_with(|| Touched {
-                            partition: partition.clone(),
-                            appended: false,
-                        })
-                        .appended = true;
+                    touch(&mut touched, &partition).appended = true;
                     pending.push(Pending {
                         partition,
                         reply,
@@ -229,12 +236,7 @@ fn run(rx: mpsc::Receiver<WriterJob>, options: WriterOptions) {
                     outcome,
                     reply,
                 } => {
-                    touched
-                        .entry(Arc::as_ptr(&partition))
-                        .or_insert_with(|| Touched {
-                            partition: partition.clone(),
-                            appended: false,
-                        });
+                    touch(&mut touched, &partition);
                     pending.push(Pending {
                         partition,
                         reply,
