@@ -85,10 +85,11 @@ pub async fn serve_connection(
                 }
             }
             ready = wr.writable(), if !out.is_empty() => {
-                let queued = out.len();
+                let writes = out.writes();
                 match ready.and_then(|()| out.write_now(&wr)) {
                     Ok(_) => {
-                        if out.len() != queued || out.is_empty() {
+                        // Any bytes taken count, also part of one large response.
+                        if out.writes() != writes {
                             last_write = Instant::now();
                         }
                     }
