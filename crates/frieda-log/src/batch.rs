@@ -19,6 +19,9 @@
 //! | 57..61 | recordsCount (i32)     |                                   |
 //! | 61..   | records                |                                   |
 
+use std::borrow::Cow;
+
+use crate::compression::{self, Codec};
 use crate::config::TimestampType;
 
 /// Size in bytes of a v2 batch header, from baseOffset through recordsCount.
@@ -33,6 +36,8 @@ const CRC_OFFSET: usize = 17;
 const ATTRIBUTES_OFFSET: usize = 21;
 const MAX_TIMESTAMP_OFFSET: usize = 35;
 const TIMESTAMP_TYPE_BIT: i16 = 0x08;
+/// Attributes bit 6: the base timestamp is the cleaner's delete horizon (KIP-534).
+pub(crate) const DELETE_HORIZON_BIT: i16 = 0x40;
 
 /// Parsed fixed-size header of one RecordBatch v2 (Kafka protocol guide, "Record Batch").
 /// Timestamps are milliseconds since the Unix epoch (-1 = none).
@@ -157,6 +162,12 @@ impl BatchHeader {
     pub fn is_control(&self) -> bool {
         self.attributes & 0x20 != 0
     }
+
+    /// The delete horizon (ms) the log cleaner stamped on this batch (attributes bit 6, KIP-534:
+    /// the base timestamp then holds the time after which its tombstones may be removed), if any.
+    pub fn delete_horizon_ms(&self) -> Option<i64> {
+        (self.attributes & DELETE_HORIZON_BIT != 0).then_some(self.base_timestamp)
+    }
 }
 
 /// Why a produce request's record bytes were rejected. Each variant maps to a Kafka error code.
@@ -179,6 +190,20 @@ pub enum BatchError {
     /// Structurally readable but not acceptable, e.g. empty input (Kafka `INVALID_RECORD`).
     #[error("invalid record: {0}")]
     InvalidRecord(String),
+    /// One record of the batch broke a per-record rule (Kafka `LogValidator.validateRecord`): a
+    /// missing key on a compacted topic (`INVALID_RECORD`), or a timestamp outside
+    /// `message.timestamp.before/after.max.ms` or a producer claiming `LogAppendTime`
+    /// (`INVALID_TIMESTAMP`). The whole batch is refused; Produce v8+ reports the record's index
+    /// and this message in `record_errors`.
+    #[error("record {index} rejected: {message}")]
+    RecordRejected {
+        /// True for a timestamp error (`INVALID_TIMESTAMP`), false for `INVALID_RECORD`.
+        timestamp: bool,
+        /// 0-based index of the record in the batch (`record_errors.batch_index`).
+        index: i32,
+        /// Why (`record_errors.batch_index_error_message`).
+        message: String,
+    },
 }
 
 /// CRC-32C of a whole batch's `[attributes..end]` bytes. `batch` must be at least 21 bytes.
@@ -191,8 +216,9 @@ fn batch_crc(batch: &[u8]) -> u32 {
 /// Each batch must have magic 2 (else `UnsupportedMagic`; v0/v1 message sets also carry their magic at
 /// byte 16), `batch_length >= 49` and fit in the input exactly (a trailing partial batch is
 /// `CorruptMessage`), a total size `<= max_message_bytes` (else `MessageTooLarge`), a CRC-32C over
-/// `[attributes..end]` that matches, `last_offset_delta >= 0` (else `InvalidRecord`) and
-/// `records_count == last_offset_delta + 1` when `records_count > 0`. Empty input is `InvalidRecord`.
+/// `[attributes..end]` that matches and `last_offset_delta >= 0` (else `InvalidRecord`). Empty input
+/// is `InvalidRecord`. The records count and the records themselves are checked by
+/// [`validate_records`](crate::validate_records).
 /// Returns the parsed headers in order (base offsets as sent by the client).
 pub fn validate_batches(
     records: &[u8],
@@ -249,15 +275,6 @@ pub fn validate_batches(
                 header.last_offset_delta
             )));
         }
-        if header.records_count < 0
-            || (header.records_count > 0
-                && i64::from(header.records_count) != i64::from(header.last_offset_delta) + 1)
-        {
-            return Err(BatchError::CorruptMessage(format!(
-                "records count {} inconsistent with last offset delta {}",
-                header.records_count, header.last_offset_delta
-            )));
-        }
         headers.push(header);
         pos += total;
     }
@@ -287,6 +304,48 @@ pub fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
     batch[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// Builds a whole v2 batch from a header's fields and an uncompressed records section: the
+/// records are compressed with `codec` (whose id replaces attribute bits 0-2; the other attribute
+/// bits, offsets, timestamps, producer fields and `records_count` come from `h`), the batch length
+/// and the CRC-32C are computed. Used to recompress for a topic's `compression.type` and by the
+/// log cleaner.
+pub fn build_batch(h: &BatchHeader, codec: Codec, records: &[u8]) -> Vec<u8> {
+    let body = compression::compress(codec, records);
+    let mut b = Vec::with_capacity(BATCH_HEADER_LEN + body.len());
+    let attributes = (h.attributes & !0x7) | i16::from(codec.id());
+    b.extend_from_slice(&h.base_offset.to_be_bytes());
+    b.extend_from_slice(&((BATCH_HEADER_LEN - LOG_OVERHEAD + body.len()) as i32).to_be_bytes());
+    b.extend_from_slice(&h.partition_leader_epoch.to_be_bytes());
+    b.push(2);
+    b.extend_from_slice(&[0; 4]);
+    b.extend_from_slice(&attributes.to_be_bytes());
+    b.extend_from_slice(&h.last_offset_delta.to_be_bytes());
+    b.extend_from_slice(&h.base_timestamp.to_be_bytes());
+    b.extend_from_slice(&h.max_timestamp.to_be_bytes());
+    b.extend_from_slice(&h.producer_id.to_be_bytes());
+    b.extend_from_slice(&h.producer_epoch.to_be_bytes());
+    b.extend_from_slice(&h.base_sequence.to_be_bytes());
+    b.extend_from_slice(&h.records_count.to_be_bytes());
+    b.extend_from_slice(&body);
+    let crc = batch_crc(&b);
+    b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
+/// The uncompressed records section of a whole batch whose header is `h`: borrowed when the batch
+/// is not compressed, else decompressed (bounded, see [`compression::MAX_DECOMPRESSED_BYTES`]).
+///
+/// Errors: `CorruptMessage` for a short batch, an unknown codec or undecodable records.
+pub fn records_section<'a>(batch: &'a [u8], h: &BatchHeader) -> Result<Cow<'a, [u8]>, BatchError> {
+    let section = batch
+        .get(BATCH_HEADER_LEN..h.total_size())
+        .ok_or_else(|| BatchError::CorruptMessage("batch shorter than its length".into()))?;
+    match Codec::from_id(h.compression())? {
+        Codec::None => Ok(Cow::Borrowed(section)),
+        codec => Ok(Cow::Owned(compression::decompress(codec, section)?)),
+    }
+}
+
 /// True if the stored CRC of a whole batch matches its content (used by recovery).
 pub(crate) fn crc_ok(batch: &[u8]) -> bool {
     match BatchHeader::parse(batch) {
@@ -295,69 +354,12 @@ pub(crate) fn crc_ok(batch: &[u8]) -> bool {
     }
 }
 
-/// Reads a zigzag varint (Kafka `varint`/`varlong`, protobuf encoding) of at most `max_bytes` bytes.
-fn read_zigzag(buf: &[u8], pos: &mut usize, max_bytes: usize) -> Option<i64> {
-    let mut value: u64 = 0;
-    for i in 0..max_bytes {
-        let b = *buf.get(*pos)?;
-        *pos += 1;
-        value |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some(((value >> 1) as i64) ^ -((value & 1) as i64));
-        }
-    }
-    None
-}
-
-/// `(offset delta, timestamp delta)` of each record of an uncompressed batch's records section
-/// (Kafka protocol guide, "Record": length varint, attributes i8, timestampDelta varlong,
-/// offsetDelta varint, ...). Stops silently at the first malformed record.
-pub(crate) fn record_deltas(records: &[u8]) -> Vec<(i32, i64)> {
-    let mut out = Vec::new();
-    let mut pos = 0usize;
-    while pos < records.len() {
-        let Some(len) = read_zigzag(records, &mut pos, 5) else {
-            break;
-        };
-        let Ok(len) = usize::try_from(len) else {
-            break;
-        };
-        let end = match pos.checked_add(len) {
-            Some(e) if e <= records.len() && len > 0 => e,
-            _ => break,
-        };
-        let body = &records[pos..end];
-        let mut p = 1usize; // skip attributes
-        let Some(ts_delta) = read_zigzag(body, &mut p, 10) else {
-            break;
-        };
-        let Some(off_delta) = read_zigzag(body, &mut p, 5) else {
-            break;
-        };
-        out.push((off_delta as i32, ts_delta));
-        pos = end;
-    }
-    out
-}
-
 #[cfg(test)]
 pub(crate) mod testutil {
     //! Test-only encoder of real v2 batches (records with keys, values, headers, timestamps).
 
     use super::*;
-
-    pub fn put_varint(out: &mut Vec<u8>, v: i64) {
-        let mut z = ((v << 1) ^ (v >> 63)) as u64;
-        loop {
-            let b = (z & 0x7f) as u8;
-            z >>= 7;
-            if z == 0 {
-                out.push(b);
-                break;
-            }
-            out.push(b | 0x80);
-        }
-    }
+    use crate::records::put_varint;
 
     fn put_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
         match b {
@@ -558,14 +560,6 @@ mod tests {
         );
         assert!(validate_batches(&a, a.len()).is_ok());
 
-        let mut c = a.clone();
-        c[57..61].copy_from_slice(&9i32.to_be_bytes());
-        let crc = crc32c::crc32c(&c[21..]);
-        c[17..21].copy_from_slice(&crc.to_be_bytes());
-        assert!(
-            matches!(validate_batches(&c, 1 << 20), Err(BatchError::CorruptMessage(m)) if m.contains("records count"))
-        );
-
         let mut d = a.clone();
         d[23..27].copy_from_slice(&(-1i32).to_be_bytes());
         let crc = crc32c::crc32c(&d[21..]);
@@ -590,7 +584,6 @@ mod tests {
                 .collect();
             let _ = validate_batches(&buf, 1 << 20);
             let _ = BatchHeader::parse(&buf);
-            let _ = record_deltas(&buf);
             let mut m = buf.clone();
             patch_base_offset(&mut m, 5);
             set_log_append_time(&mut m, 5);
@@ -615,14 +608,5 @@ mod tests {
         assert_eq!(h.max_timestamp, 999_999);
         assert_eq!(h.base_timestamp, 100);
         assert!(crc_ok(&a));
-    }
-
-    #[test]
-    fn record_deltas_decodes_records() {
-        let a = encode_batch(&[rec(1000, b"x"), rec(990, b"yy"), rec(1300, b"zzz")], 0);
-        assert_eq!(
-            record_deltas(&a[BATCH_HEADER_LEN..]),
-            vec![(0, 0), (1, -10), (2, 300)]
-        );
     }
 }

@@ -36,6 +36,22 @@ pub struct LogConfig {
     /// Bytes of the most recent batches kept in memory so tail fetches skip the disk. Default 4 MiB;
     /// 0 disables the cache.
     pub tail_cache_bytes: usize,
+    /// `cleanup.policy` contains `delete`: retention by time and size applies. Default true.
+    pub cleanup_delete: bool,
+    /// `cleanup.policy` contains `compact`: the log cleaner keeps the latest record of each key.
+    /// Default false.
+    pub cleanup_compact: bool,
+    /// `min.cleanable.dirty.ratio`: the cleaner starts when the dirty (never cleaned) part is at
+    /// least this fraction of the cleanable log. Default 0.5.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms`: a record stays uncompacted at least this long. Default 0.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: a record is compacted at most this long after it was written,
+    /// whatever the dirty ratio. Default `i64::MAX`.
+    pub max_compaction_lag_ms: i64,
+    /// `delete.retention.ms`: a tombstone (null value) stays readable this long after the cleaner
+    /// first saw it, so consumers catch up with the deletion. Default 1 day.
+    pub delete_retention_ms: i64,
 }
 
 /// 7 days in milliseconds.
@@ -54,6 +70,12 @@ impl Default for LogConfig {
             flush_ms: u64::MAX,
             message_timestamp_type: TimestampType::CreateTime,
             tail_cache_bytes: 4 << 20,
+            cleanup_delete: true,
+            cleanup_compact: false,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 24 * 60 * 60 * 1000,
         }
     }
 }

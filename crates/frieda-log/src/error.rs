@@ -25,4 +25,8 @@ pub enum LogError {
     /// Stored data that cannot be read back (e.g. a bad batch header inside a closed segment).
     #[error("corrupt log data: {0}")]
     Corrupt(String),
+    /// The log went offline after a failed fsync or write; the broker answers
+    /// `KAFKA_STORAGE_ERROR` until it restarts and recovers the log from disk.
+    #[error("the partition log is offline after a failed fsync or write")]
+    Offline,
 }

@@ -178,6 +178,20 @@ impl IndexBuilder {
         (off, time)
     }
 
+    /// Accounts for a batch that is already indexed (restoring the builder of a flushed active
+    /// segment from the headers after its last offset entry): only the largest timestamp.
+    pub fn observe(&mut self, h: &BatchHeader) {
+        if h.max_timestamp > self.max_ts {
+            self.max_ts = h.max_timestamp;
+            self.max_ts_offset = h.base_offset;
+        }
+    }
+
+    /// Sets the bytes written since the last offset entry (restoring a builder).
+    pub fn set_bytes_since_entry(&mut self, bytes: usize) {
+        self.bytes_since_entry = bytes;
+    }
+
     /// Final time entry written when a segment is closed (as Kafka does on roll), so the time index
     /// of a closed segment ends with the segment's largest timestamp.
     pub fn finish(&mut self, segment_base: i64) -> Option<TimeEntry> {

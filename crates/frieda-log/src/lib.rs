@@ -6,29 +6,44 @@
 //! `.timeindex`). One writer thread owns each [`PartitionLog`]; any number of threads read through
 //! cloned [`LogReader`]s with `pread`, never blocked by the writer's I/O.
 //!
-//! Modules: `batch` (v2 header parsing, validation, CRC-32C, patching), `config`, `error`, `index`
+//! Modules: `batch` (v2 header parsing, validation, CRC-32C, patching, building), `compression`
+//! (codecs, bounded), `records` (the records inside a batch), `validator` (Kafka's LogValidator
+//! checks of produced records), `config`, `error`, `index`
 //! (offset and time indexes), `segment` (one `.log` + indexes), `cache` (in-memory tail cache),
-//! `partition` ([`PartitionLog`], [`LogReader`]), `recovery` (torn-tail validation), `retention`.
+//! `partition` ([`PartitionLog`], [`LogReader`]), `recovery` (batch-by-batch validation after an
+//! unclean shutdown), `retention`, `cleaner` (log compaction).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod batch;
 mod cache;
+mod cleaner;
+mod compression;
 mod config;
 mod error;
 mod index;
 mod partition;
+mod records;
 mod recovery;
 mod retention;
 mod segment;
+mod validator;
 
 pub use batch::{
-    patch_base_offset, set_log_append_time, validate_batches, BatchError, BatchHeader,
-    BATCH_HEADER_LEN, LOG_OVERHEAD,
+    build_batch, patch_base_offset, records_section, set_log_append_time, validate_batches,
+    BatchError, BatchHeader, BATCH_HEADER_LEN, LOG_OVERHEAD,
 };
+pub use cleaner::{
+    CleanContext, CleanReason, CleanStats, CleanedLog, CleaningCandidate, PendingSwap, Throttle,
+    BYTES_PER_MAP_ENTRY,
+};
+pub use compression::{Codec, MAX_DECOMPRESSED_BYTES};
 pub use config::{LogConfig, TimestampType};
 pub use error::LogError;
 pub use partition::{
-    AppendInfo, FetchData, FlushTicket, LogReader, PartitionLog, RecoveryReport, RetentionReport,
+    create_dir_durably, AppendInfo, FetchData, FlushTicket, LogReader, PartitionLog,
+    RecoveryReport, RemovedSegments, RetentionReport,
 };
+pub use records::{encode_record, parse_records, RecordRef};
+pub use validator::{validate_header, validate_records, RecordPolicy};

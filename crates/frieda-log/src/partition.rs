@@ -7,19 +7,21 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
 
 use crate::batch::{
-    crc_ok, patch_base_offset, record_deltas, set_log_append_time, BatchError, BatchHeader,
+    crc_ok, patch_base_offset, records_section, set_log_append_time, BatchError, BatchHeader,
     BATCH_HEADER_LEN,
 };
 use crate::cache::TailCache;
+use crate::cleaner::{self, CleanedLog, CleaningCandidate, PendingSwap};
 use crate::config::{LogConfig, TimestampType};
 use crate::error::LogError;
+use crate::records::parse_records;
 use crate::retention::{self, SegmentInfo};
 use crate::segment::{self, scan_headers, Segment, SegmentShared};
 
@@ -43,8 +45,12 @@ pub struct AppendInfo {
 pub struct RecoveryReport {
     /// Segments loaded.
     pub segments: usize,
-    /// Bytes cut from the torn tail of the active segment.
+    /// Segments validated batch by batch (those above the recovery point).
+    pub validated_segments: usize,
+    /// Bytes cut from the torn tail of the log (from the first invalid batch on).
     pub truncated_bytes: u64,
+    /// Whole segments deleted because they came after an invalid batch.
+    pub dropped_segments: usize,
     /// First offset stored.
     pub log_start_offset: i64,
     /// Offset the next appended record will get.
@@ -98,6 +104,11 @@ struct Shared {
     index_interval: AtomicI64,
     segments: RwLock<Vec<Arc<SegmentShared>>>,
     cache: RwLock<TailCache>,
+    /// Set after an fsync or write failed: the unsynced data is suspect, nothing more is
+    /// appended or served until the log is reopened from disk.
+    offline: AtomicBool,
+    /// The writer's recovery point, readable without its lock (every offset below is fsync'ed).
+    recovery_point: AtomicI64,
 }
 
 /// What one flush must make durable, taken by [`PartitionLog::begin_flush`].
@@ -105,6 +116,8 @@ pub struct FlushTicket {
     segments: Vec<crate::segment::SegmentSync>,
     dir: Option<PathBuf>,
     messages: u64,
+    /// Log end offset when the ticket was taken: everything below it is durable after the sync.
+    end_offset: i64,
 }
 
 impl FlushTicket {
@@ -139,6 +152,82 @@ pub struct PartitionLog {
     unflushed: u64,
     last_flush_ms: i64,
     dir_dirty: bool,
+    /// Every offset below this is known to be on disk (fsync'ed): Kafka's recovery point.
+    recovery_point: i64,
+}
+
+/// Segments removed from a log (retention, cleaning) whose files are still to be deleted; the
+/// caller deletes them with [`RemovedSegments::delete_files`] after releasing the partition's
+/// lock, so housekeeping never holds up a produce.
+#[must_use = "the removed segments' files must be deleted"]
+pub struct RemovedSegments {
+    segments: Vec<Segment>,
+}
+
+impl RemovedSegments {
+    /// Nothing removed.
+    pub fn none() -> Self {
+        RemovedSegments {
+            segments: Vec::new(),
+        }
+    }
+
+    /// Unlinks the files of every removed segment. Readers still holding a segment finish their
+    /// reads from the open file. Errors: the first `LogError::Io` (the other files are still
+    /// attempted); a file already gone is not an error.
+    pub fn delete_files(self) -> Result<(), LogError> {
+        let mut first = None;
+        for s in &self.segments {
+            if let Err(e) = s.delete_files() {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// How many segments were removed.
+    pub fn len(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// True if no segment was removed.
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+}
+
+/// Creates `dir` and any missing parents, fsyncing each new directory's parent so the new
+/// entries survive a power cut (a file fsync'ed inside a directory whose own entry was never
+/// synced can vanish with it).
+///
+/// Errors: the `std::io::Error` of the creation or a sync.
+pub fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        if d.as_os_str().is_empty() || d.exists() {
+            break;
+        }
+        missing.push(d);
+        at = d.parent();
+    }
+    fs::create_dir_all(dir)?;
+    for d in missing.iter().rev() {
+        let parent = d
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        fs::File::open(parent)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// ENOSPC or EDQUOT: a write refused for space, which leaves the log intact once cut back.
+fn is_out_of_space(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
 }
 
 fn wall_clock_ms() -> i64 {
@@ -148,20 +237,39 @@ fn wall_clock_ms() -> i64 {
 }
 
 impl PartitionLog {
-    /// Opens (creating the directory if missing) and recovers the log in `dir`.
-    ///
-    /// Loads segments named by 20-digit zero-padded base offset (`00000000000000000000.log`, `.index`,
-    /// `.timeindex`, Kafka's naming; other files are ignored), validates the active (last) segment batch
-    /// by batch (length, magic, offset continuity, CRC-32C) and truncates anything after the last valid
-    /// batch with a `tracing::warn!` naming the file and byte count, and rebuilds indexes that are
-    /// missing or inconsistent. `now_ms` (ms since epoch) starts the active segment's `segment.ms` clock
-    /// if it is empty.
+    /// Opens (creating the directory if missing) the log in `dir`, validating every segment: the
+    /// recovery after an unclean shutdown with no recovery point known. See
+    /// [`open_from`](Self::open_from).
     pub fn open(
         dir: &Path,
         config: LogConfig,
         now_ms: i64,
     ) -> Result<(PartitionLog, RecoveryReport), LogError> {
-        fs::create_dir_all(dir)?;
+        Self::open_from(dir, config, now_ms, 0)
+    }
+
+    /// Opens (creating the directory if missing) and recovers the log in `dir`, trusting what
+    /// lies below `recovery_point` (an offset every byte below which was fsync'ed, from Kafka's
+    /// `recovery-point-offset-checkpoint`).
+    ///
+    /// Loads segments named by 20-digit zero-padded base offset (`00000000000000000000.log`,
+    /// `.index`, `.timeindex`, Kafka's naming; other files are ignored) after finishing or undoing
+    /// an interrupted cleaning (`.cleaned` / `.swap` files, see the cleaner). Every segment that
+    /// ends above `recovery_point` is validated batch by batch (length, magic, increasing offsets,
+    /// CRC-32C); at the first invalid batch the log is truncated: the rest of that segment and
+    /// every later segment are deleted, with a `tracing::warn!` naming the file and the bytes.
+    /// Indexes that are missing or inconsistent are rebuilt. `now_ms` (ms since epoch) starts the
+    /// active segment's `segment.ms` clock if it is empty.
+    ///
+    /// Errors: `LogError::Io` from the file system (nothing is deleted by a failed open).
+    pub fn open_from(
+        dir: &Path,
+        config: LogConfig,
+        now_ms: i64,
+        recovery_point: i64,
+    ) -> Result<(PartitionLog, RecoveryReport), LogError> {
+        create_dir_durably(dir)?;
+        crate::cleaner::finish_interrupted_swaps(dir)?;
         let mut bases = Vec::new();
         for entry in fs::read_dir(dir)? {
             let entry = entry?;
@@ -170,19 +278,55 @@ impl PartitionLog {
             }
         }
         bases.sort_unstable();
-        let mut segments = Vec::with_capacity(bases.len().max(1));
+        let mut segments: Vec<Segment> = Vec::with_capacity(bases.len().max(1));
         let mut truncated_bytes = 0;
+        let mut validated = 0;
+        let mut dropped = 0;
         let interval = config.index_interval_bytes;
-        if bases.is_empty() {
-            segments.push(Segment::create(dir, 0, now_ms)?);
-        } else {
-            for w in bases.windows(2) {
-                segments.push(Segment::open_closed(dir, w[0], w[1], interval, now_ms)?);
+        for (i, &base) in bases.iter().enumerate() {
+            let next = bases.get(i + 1).copied();
+            let trusted = next.is_some_and(|n| n <= recovery_point);
+            if trusted {
+                segments.push(Segment::open_closed(
+                    dir,
+                    base,
+                    next.unwrap_or(base),
+                    interval,
+                    now_ms,
+                )?);
+                continue;
             }
-            let last = bases[bases.len() - 1];
-            let (seg, t) = Segment::open_active(dir, last, interval, now_ms)?;
-            truncated_bytes = t;
+            if next.is_none() && recovery_point > base {
+                if let Some(seg) = Segment::open_flushed_active(dir, base, now_ms, recovery_point)?
+                {
+                    segments.push(seg);
+                    continue;
+                }
+            }
+            validated += 1;
+            let (mut seg, t) = Segment::recover(dir, base, interval, now_ms, next)?;
+            // Recovered bytes may still be only in the page cache (a crashed process): the next
+            // flush syncs them before the recovery point moves past them.
+            seg.dirty = true;
+            truncated_bytes += t;
             segments.push(seg);
+            let end = segments[segments.len() - 1].end_offset();
+            let ends_early = next.is_some_and(|n| end < n);
+            if (t > 0 || ends_early) && next.is_some() {
+                // Everything after an invalid batch is suspect: the log ends here.
+                for &later in &bases[i + 1..] {
+                    let path = segment::file_name(dir, later, ".log");
+                    tracing::warn!(segment = %path.display(), log_end_offset = end,
+                        "deleting a segment that follows an invalid batch");
+                    truncated_bytes += fs::metadata(&path).map_or(0, |m| m.len());
+                    segment::delete_segment_files(dir, later)?;
+                    dropped += 1;
+                }
+                break;
+            }
+        }
+        if segments.is_empty() {
+            segments.push(Segment::create(dir, 0, now_ms)?);
         }
         let log_start = segments[0].base_offset();
         let log_end = segments[segments.len() - 1].end_offset();
@@ -192,24 +336,65 @@ impl PartitionLog {
             index_interval: AtomicI64::new(i64::try_from(interval).unwrap_or(i64::MAX)),
             segments: RwLock::new(segments.iter().map(|s| s.shared.clone()).collect()),
             cache: RwLock::new(TailCache::new(config.tail_cache_bytes)),
+            offline: AtomicBool::new(false),
+            recovery_point: AtomicI64::new(recovery_point.min(log_end)),
         });
         let report = RecoveryReport {
             segments: segments.len(),
+            validated_segments: validated,
             truncated_bytes,
+            dropped_segments: dropped,
             log_start_offset: log_start,
             log_end_offset: log_end,
         };
         tracing::debug!(dir = %dir.display(), ?report, "partition log opened");
-        let log = PartitionLog {
+        let mut log = PartitionLog {
             dir: dir.to_path_buf(),
             config,
             segments,
             shared,
             unflushed: 0,
             last_flush_ms: now_ms,
-            dir_dirty: bases.is_empty(),
+            dir_dirty: bases.is_empty() || dropped > 0,
+            recovery_point: recovery_point.min(log_end),
         };
+        // What recovery kept may still be only in the page cache (a crashed process): make it
+        // durable now, so the recovery point (and a high watermark that follows it) is the log end.
+        if validated > 0 || dropped > 0 {
+            log.flush()?;
+        }
         Ok((log, report))
+    }
+
+    /// Every offset below this was fsync'ed (Kafka's recovery point): persist it in the
+    /// broker's checkpoint and pass it to [`open_from`](Self::open_from) after a restart.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
+    /// Why the log went offline (a failed fsync or write), if it did.
+    pub fn offline_reason(&self) -> Option<&'static str> {
+        self.shared
+            .offline
+            .load(Ordering::Acquire)
+            .then_some("an fsync or write of this log failed; its unsynced data is suspect until the broker restarts and recovers it from disk")
+    }
+
+    /// Takes the log offline after a failed fsync or write (PostgreSQL's "fsyncgate": the kernel
+    /// may have dropped the unsynced pages, so a retried fsync could succeed without them). Appends
+    /// and reads then fail with `LogError::Offline` until the log is reopened.
+    fn go_offline(&self, what: &str, e: &dyn std::fmt::Display) {
+        if !self.shared.offline.swap(true, Ordering::AcqRel) {
+            tracing::error!(dir = %self.dir.display(), error = %e,
+                "{what} failed: the partition log is offline (appends and reads answer KAFKA_STORAGE_ERROR) until the broker restarts and recovers it from disk");
+        }
+    }
+
+    fn check_online(&self) -> Result<(), LogError> {
+        if self.shared.offline.load(Ordering::Acquire) {
+            return Err(LogError::Offline);
+        }
+        Ok(())
     }
 
     fn active(&self) -> &Segment {
@@ -232,6 +417,7 @@ impl PartitionLog {
     /// length and `LogError::Io` is returned; the log stays usable. Malformed input (which
     /// `validate_batches` would have rejected) gives `LogError::Batch` and stores nothing.
     pub fn append(&mut self, mut records: BytesMut, now_ms: i64) -> Result<AppendInfo, LogError> {
+        self.check_online()?;
         // Cheap structural pass (no CRC): batch boundaries must be sound so we never write garbage.
         let mut spans = Vec::new();
         let mut pos = 0usize;
@@ -276,8 +462,17 @@ impl PartitionLog {
             self.roll(now_ms)?;
         }
         let interval = self.config.index_interval_bytes;
-        self.active_mut()
-            .append(&records, &headers, interval, now_ms)?;
+        if let Err(e) = self
+            .active_mut()
+            .append(&records, &headers, interval, now_ms)
+        {
+            // A full disk is refused cleanly (the write was cut back); any other write error
+            // leaves the log suspect.
+            if !matches!(&e, LogError::Io(io) if is_out_of_space(io)) {
+                self.go_offline("a write", &e);
+            }
+            return Err(e);
+        }
 
         let data = records.freeze();
         if self.config.tail_cache_bytes > 0 {
@@ -306,7 +501,20 @@ impl PartitionLog {
         new_size > self.config.segment_bytes
             || new_size > u64::from(u32::MAX) // index positions are u32
             || last_offset - a.base_offset() > i64::from(i32::MAX) // relative offsets
-            || a.rolling_ts.is_some_and(|t| now_ms.saturating_sub(t) > self.config.segment_ms)
+            || a.rolling_ts.is_some_and(|t| now_ms.saturating_sub(t) > self.max_segment_ms())
+    }
+
+    /// How long the active segment may stay open, ms: `segment.ms`, or for a compacted log
+    /// `min(segment.ms, max.compaction.lag.ms)` so records become cleanable in time (Kafka's
+    /// `LogConfig.maxSegmentMs`, KIP-354).
+    fn max_segment_ms(&self) -> i64 {
+        if self.config.cleanup_compact {
+            self.config
+                .segment_ms
+                .min(self.config.max_compaction_lag_ms)
+        } else {
+            self.config.segment_ms
+        }
     }
 
     /// Closes the active segment and starts a new one at the log end offset.
@@ -322,18 +530,20 @@ impl PartitionLog {
     }
 
     /// `fdatasync` of every segment file and index with unflushed data (and the directory after
-    /// segments were created or deleted). Resets [`unflushed_messages`](Self::unflushed_messages).
+    /// segments were created or deleted). Resets [`unflushed_messages`](Self::unflushed_messages)
+    /// and advances the recovery point to the log end offset.
+    ///
+    /// Errors: `LogError::Offline` if the log is offline; a failed sync takes it offline and
+    /// returns the `LogError::Io` (it is never retried: see [`FlushTicket`]).
     pub fn flush(&mut self) -> Result<(), LogError> {
-        for s in &mut self.segments {
-            s.flush()?;
+        match self.begin_flush()? {
+            None => Ok(()),
+            Some(ticket) => {
+                let r = ticket.sync();
+                self.finish_flush(&ticket, r.is_ok());
+                r
+            }
         }
-        if self.dir_dirty {
-            fs::File::open(&self.dir)?.sync_all()?;
-            self.dir_dirty = false;
-        }
-        self.unflushed = 0;
-        self.last_flush_ms = wall_clock_ms();
-        Ok(())
     }
 
     /// First half of a flush that does not hold the writer's lock while syncing: notes which
@@ -344,7 +554,13 @@ impl PartitionLog {
     ///
     /// Errors: `LogError::Io` if a file handle cannot be duplicated.
     pub fn begin_flush(&mut self) -> Result<Option<FlushTicket>, LogError> {
-        if self.unflushed == 0 && !self.dir_dirty {
+        self.check_online()?;
+        let dirty = self.segments.iter().any(|s| s.dirty);
+        if self.unflushed == 0
+            && !self.dir_dirty
+            && !dirty
+            && self.recovery_point >= self.log_end_offset()
+        {
             return Ok(None);
         }
         let mut segments = Vec::new();
@@ -358,24 +574,34 @@ impl PartitionLog {
             segments,
             dir,
             messages: self.unflushed,
+            end_offset: self.log_end_offset(),
         }))
     }
 
     /// Second half of [`begin_flush`](Self::begin_flush): on success the records the ticket
-    /// covered stop counting as unflushed and the `flush.ms` clock restarts; on failure every
-    /// segment is marked for the next flush again.
+    /// covered stop counting as unflushed, the recovery point advances to the ticket's log end
+    /// offset and the `flush.ms` clock restarts. On failure the log goes offline: a failed fsync
+    /// is never retried, because the kernel may already have dropped the unsynced pages and a
+    /// second fsync would then "succeed" without them (PostgreSQL's fsyncgate, 2018). Appends and
+    /// reads fail with `LogError::Offline` until the broker reopens the log from disk.
     pub fn finish_flush(&mut self, ticket: &FlushTicket, synced: bool) {
         if synced {
             self.unflushed = self.unflushed.saturating_sub(ticket.messages);
+            self.recovery_point = self.recovery_point.max(ticket.end_offset);
+            self.shared
+                .recovery_point
+                .store(self.recovery_point, Ordering::Release);
             self.last_flush_ms = wall_clock_ms();
         } else {
-            for s in &mut self.segments {
-                s.mark_dirty();
-            }
-            if ticket.dir.is_some() {
-                self.dir_dirty = true;
-            }
+            self.go_offline("an fsync", &"the flush ticket's sync returned an error");
         }
+    }
+
+    /// True when segments were rolled (or recovered) since the last flush: the recovery point
+    /// lies below the active segment, and a flush is due to move it, as Kafka flushes a segment
+    /// when it rolls.
+    pub fn has_unflushed_closed_segments(&self) -> bool {
+        self.recovery_point < self.active().base_offset()
     }
 
     /// Records appended since the last flush (for `flush.messages`).
@@ -388,12 +614,26 @@ impl PartitionLog {
         self.last_flush_ms
     }
 
-    /// Deletes whole closed segments, oldest first, while the oldest is expired by `retention.ms`
+    /// Removes whole closed segments, oldest first, while the oldest is expired by `retention.ms`
     /// (`now_ms - its largest timestamp > retention_ms`) or `retention.bytes` (total size minus its
-    /// size `>= retention_bytes`). The active segment is never deleted, but if it is expired by time
-    /// and non-empty it is rolled first (as Kafka does), so its data is deleted in the same pass.
-    /// Advances the log start offset; readers see it at once.
-    pub fn enforce_retention(&mut self, now_ms: i64) -> Result<RetentionReport, LogError> {
+    /// size `>= retention_bytes`); only when `cleanup.policy` contains `delete` (a `compact`-only
+    /// log is never cut by time or size). The active segment is never removed, but if it is
+    /// expired by time and non-empty it is rolled first (as Kafka does), so its data goes in the
+    /// same pass. Advances the log start offset; readers see it at once. The removed segments'
+    /// files are deleted by the caller, after releasing the partition's lock.
+    pub fn enforce_retention(
+        &mut self,
+        now_ms: i64,
+    ) -> Result<(RetentionReport, RemovedSegments), LogError> {
+        let mut report = RetentionReport {
+            deleted_segments: 0,
+            deleted_bytes: 0,
+            log_start_offset: self.log_start_offset(),
+        };
+        if !self.config.cleanup_delete {
+            return Ok((report, RemovedSegments::none()));
+        }
+        self.check_online()?;
         let active = self.active();
         if !active.is_empty()
             && retention::expired_by_time(&self.config, active.largest_timestamp(), now_ms)
@@ -408,78 +648,118 @@ impl PartitionLog {
             })
             .collect();
         let n = retention::deletable_prefix(&self.config, &closed, self.size_bytes(), now_ms);
-        let mut report = RetentionReport {
-            deleted_segments: n,
-            deleted_bytes: 0,
-            log_start_offset: self.log_start_offset(),
-        };
         if n == 0 {
-            return Ok(report);
+            return Ok((report, RemovedSegments::none()));
         }
-        let removed: Vec<Segment> = self.segments.drain(..n).collect();
-        let new_start = self.segments[0].base_offset();
-        {
-            let mut segs = self.shared.segments.write();
-            segs.drain(..n);
-        }
-        self.shared.log_start.store(new_start, Ordering::Release);
-        self.shared.cache.write().trim_below(new_start);
-        self.dir_dirty = true;
-        for s in &removed {
-            report.deleted_bytes += s.size();
-            s.delete_files()?;
-        }
-        report.log_start_offset = new_start;
-        tracing::info!(
-            dir = %self.dir.display(),
-            deleted_segments = n,
-            deleted_bytes = report.deleted_bytes,
-            log_start_offset = new_start,
-            "retention deleted segments"
-        );
-        Ok(report)
+        let removed = self.remove_oldest(n);
+        report.deleted_segments = n;
+        report.deleted_bytes = removed.segments.iter().map(Segment::size).sum();
+        report.log_start_offset = self.log_start_offset();
+        Ok((report, removed))
     }
 
-    /// Closes the active segment and starts a new one at the log end offset, unless the active
-    /// segment is empty (then nothing changes). Used before rewriting a log's live entries, so the
-    /// rewrite starts in a fresh segment and everything before it can later be dropped whole.
-    pub fn roll_segment(&mut self, now_ms: i64) -> Result<(), LogError> {
-        if self.active().is_empty() {
-            return Ok(());
-        }
-        self.roll(now_ms)
-    }
-
-    /// Deletes, oldest first, every closed segment whose records all lie below `offset`, and
-    /// advances the log start offset to the first remaining segment's base offset (never past
-    /// `offset`, never the active segment). For logs whose live entries were rewritten at
-    /// `offset` or later (compaction by rewriting). Readers see the new start at once.
-    pub fn delete_segments_below(&mut self, offset: i64) -> Result<RetentionReport, LogError> {
-        // Segment i may go when the next segment starts at or below `offset`.
-        let mut n = 0;
-        while n + 1 < self.segments.len() && self.segments[n + 1].base_offset() <= offset {
-            n += 1;
-        }
-        let mut report = RetentionReport {
-            deleted_segments: n,
-            deleted_bytes: 0,
-            log_start_offset: self.log_start_offset(),
-        };
-        if n == 0 {
-            return Ok(report);
-        }
+    /// Takes the `n` oldest segments out of the log (never the active one) and advances the log
+    /// start offset to the next segment's base.
+    fn remove_oldest(&mut self, n: usize) -> RemovedSegments {
+        let n = n.min(self.segments.len() - 1);
         let removed: Vec<Segment> = self.segments.drain(..n).collect();
         let new_start = self.segments[0].base_offset();
         self.shared.segments.write().drain(..n);
         self.shared.log_start.store(new_start, Ordering::Release);
         self.shared.cache.write().trim_below(new_start);
         self.dir_dirty = true;
-        for s in &removed {
-            report.deleted_bytes += s.size();
-            s.delete_files()?;
+        RemovedSegments { segments: removed }
+    }
+
+    /// Whether the log cleaner should clean this log now, and what it may rewrite (step 1 of the
+    /// cleaner, see [`crate::cleaner`]): call under the partition's lock, then
+    /// [`CleaningCandidate::clean`] without it. `checkpoint` is the first dirty offset the last
+    /// pass left (the cleaner checkpoint; any value outside the log means "from the start"),
+    /// `latest_delete_horizon` the latest horizon that pass stamped (-1 if none). `None` for
+    /// logs without `compact` in `cleanup.policy`, offline logs, and logs not dirty enough.
+    pub fn cleaning_candidate(
+        &self,
+        checkpoint: i64,
+        latest_delete_horizon: i64,
+        now_ms: i64,
+    ) -> Option<CleaningCandidate> {
+        if self.check_online().is_err() {
+            return None;
         }
-        report.log_start_offset = new_start;
-        Ok(report)
+        cleaner::candidate(
+            &self.dir,
+            &self.config,
+            &self.segments,
+            checkpoint,
+            latest_delete_horizon,
+            now_ms,
+        )
+    }
+
+    /// Installs what [`CleaningCandidate::clean`] wrote (step 3 of the cleaner): under the
+    /// partition's lock, replaces each cleaned group of segments by its cleaned segment if the
+    /// group is still there unchanged, and drops the tail cache below it. Call
+    /// [`PendingSwap::finish`] after releasing the lock; it renames and deletes the files (or,
+    /// when the log changed meanwhile, discards the cleaned files).
+    pub fn install_cleaned(&mut self, cleaned: CleanedLog) -> PendingSwap {
+        let bases: Vec<i64> = cleaned.groups.iter().map(|g| g.new.base_offset()).collect();
+        let positions: Option<Vec<usize>> = cleaned
+            .groups
+            .iter()
+            .map(|g| {
+                let i = self
+                    .segments
+                    .iter()
+                    .position(|s| Arc::ptr_eq(&s.shared, &g.old[0]))?;
+                let unchanged = i + g.old.len() < self.segments.len()
+                    && g.old
+                        .iter()
+                        .zip(&self.segments[i..])
+                        .all(|(o, s)| Arc::ptr_eq(o, &s.shared));
+                unchanged.then_some(i)
+            })
+            .collect();
+        let Some(positions) = positions.filter(|_| self.check_online().is_ok()) else {
+            tracing::warn!(dir = %self.dir.display(), "the log changed while it was cleaned; discarding the cleaned segments");
+            return PendingSwap {
+                dir: self.dir.clone(),
+                bases,
+                replaced: Vec::new(),
+                installed: false,
+            };
+        };
+        let mut replaced = Vec::new();
+        let mut cleaned_end = self.log_start_offset();
+        // Back to front, so earlier positions stay valid.
+        for (g, &i) in cleaned.groups.into_iter().zip(&positions).rev() {
+            let k = g.old.len();
+            let end = self.segments[i + k].base_offset();
+            debug_assert_eq!(
+                g.new.end_offset(),
+                end,
+                "a cleaned group ends where it began"
+            );
+            cleaned_end = cleaned_end.max(end);
+            replaced.extend(g.old[1..].iter().map(|s| s.base_offset));
+            self.shared
+                .segments
+                .write()
+                .splice(i..i + k, [g.new.shared.clone()]);
+            self.segments.splice(i..i + k, [g.new]);
+        }
+        self.shared.cache.write().trim_below(cleaned_end);
+        debug_assert!(
+            self.segments
+                .windows(2)
+                .all(|w| w[0].end_offset() == w[1].base_offset()),
+            "every closed segment ends where the next begins"
+        );
+        PendingSwap {
+            dir: self.dir.clone(),
+            bases,
+            replaced,
+            installed: true,
+        }
     }
 
     /// Replaces the configuration (AlterConfigs). Takes effect for the next append / retention pass.
@@ -575,6 +855,17 @@ impl LogReader {
         self.shared.log_end.load(Ordering::Acquire)
     }
 
+    /// The recovery point: every offset below it is fsync'ed (see
+    /// [`PartitionLog::recovery_point`]).
+    pub fn recovery_point(&self) -> i64 {
+        self.shared.recovery_point.load(Ordering::Acquire)
+    }
+
+    /// True once the log went offline (see [`PartitionLog::offline_reason`]).
+    pub fn is_offline(&self) -> bool {
+        self.shared.offline.load(Ordering::Acquire)
+    }
+
     fn out_of_range(&self, offset: i64) -> LogError {
         LogError::OffsetOutOfRange {
             offset,
@@ -585,6 +876,9 @@ impl LogReader {
 
     /// Checks `offset` against the log bounds. `Ok(Some(leo))` to go on reading, `Ok(None)` at the end.
     fn bounds(&self, offset: i64) -> Result<Option<i64>, LogError> {
+        if self.is_offline() {
+            return Err(LogError::Offline);
+        }
         let leo = self.log_end_offset();
         let start = self.log_start_offset();
         if offset < start || offset > leo {
@@ -688,54 +982,20 @@ impl LogReader {
     }
 
     /// ListOffsets by timestamp: the earliest offset whose timestamp is `>= ts` (ms), with that
-    /// timestamp. Record-level for uncompressed `CreateTime` batches (record varints are parsed); for
-    /// compressed or `LogAppendTime` batches the batch's base offset and max timestamp. `None` if no
-    /// record is that recent.
+    /// timestamp, record by record (compressed batches are decompressed; every record of a
+    /// `LogAppendTime` batch carries the batch's max timestamp). `None` if no record is that
+    /// recent. Reads files: call from a blocking thread.
+    ///
+    /// Errors: `LogError::Corrupt` for a stored batch that fails its CRC or does not parse.
     pub fn offset_for_timestamp(&self, ts: i64) -> Result<Option<(i64, i64)>, LogError> {
         let leo = self.log_end_offset();
         let segs: Vec<Arc<SegmentShared>> = self.shared.segments.read().clone();
         for s in &segs {
-            let (max_ts, size) = {
-                let st = s.state.read();
-                (st.max_ts, st.size)
-            };
-            if max_ts < ts {
+            if s.state.read().max_ts < ts {
                 continue;
             }
             let start = s.time_start_position(ts);
-            let mut found = None;
-            let mut err = None;
-            scan_headers(&s.log, start, size, |pos, h| {
-                if h.base_offset >= leo {
-                    return Ok(false);
-                }
-                if h.max_timestamp < ts {
-                    return Ok(true);
-                }
-                if h.compression() != 0 || h.timestamp_type() == TimestampType::LogAppendTime {
-                    found = Some((h.base_offset, h.max_timestamp));
-                    return Ok(false);
-                }
-                let batch = segment::read_exact_at(&s.log, pos, h.total_size())?;
-                if !crc_ok(&batch) {
-                    err = Some(LogError::Corrupt(format!(
-                        "CRC mismatch in batch at offset {}",
-                        h.base_offset
-                    )));
-                    return Ok(false);
-                }
-                for (od, tsd) in record_deltas(&batch[BATCH_HEADER_LEN..]) {
-                    let rts = h.base_timestamp.saturating_add(tsd);
-                    if rts >= ts {
-                        found = Some((h.base_offset.saturating_add(i64::from(od)), rts));
-                        return Ok(false);
-                    }
-                }
-                Ok(true)
-            })?;
-            if let Some(e) = err {
-                return Err(e);
-            }
+            let found = first_record_where(s, start, leo, |h| h.max_timestamp >= ts, |t| t >= ts)?;
             if found.is_some() {
                 return Ok(found);
             }
@@ -743,22 +1003,79 @@ impl LogReader {
         Ok(None)
     }
 
-    /// Largest timestamp in the log (ms) and the base offset of the earliest batch carrying it
-    /// (ListOffsets `MAX_TIMESTAMP`, KIP-734). `None` if the log has no timestamped batch.
-    pub fn max_timestamp(&self) -> Option<(i64, i64)> {
-        let segs = self.shared.segments.read();
-        let mut best: Option<(i64, i64)> = None;
-        for s in segs.iter() {
-            let st = s.state.read();
-            let better = match best {
-                Some((t, _)) => st.max_ts > t,
-                None => true,
+    /// ListOffsets `MAX_TIMESTAMP` (KIP-734): the largest timestamp in the log (ms) and the
+    /// offset of the earliest record carrying it (Kafka's `RecordBatch.offsetOfMaxTimestamp`:
+    /// the first such record of the first batch reaching it; for a `LogAppendTime` batch its
+    /// first record). `None` for a log without timestamped records. Reads files: call from a
+    /// blocking thread.
+    ///
+    /// Errors: `LogError::Corrupt` for a stored batch that fails its CRC or does not parse.
+    pub fn max_timestamp(&self) -> Result<Option<(i64, i64)>, LogError> {
+        let leo = self.log_end_offset();
+        let best = {
+            let segs = self.shared.segments.read();
+            let mut best: Option<(i64, Arc<SegmentShared>, i64)> = None;
+            for s in segs.iter() {
+                let st = s.state.read();
+                if st.max_ts >= 0 && best.as_ref().is_none_or(|(t, _, _)| st.max_ts > *t) {
+                    best = Some((st.max_ts, s.clone(), st.max_ts_offset));
+                }
+            }
+            best
+        };
+        let Some((max, seg, batch_offset)) = best else {
+            return Ok(None);
+        };
+        let start = seg.position_of(batch_offset);
+        let found = first_record_where(&seg, start, leo, |h| h.max_timestamp == max, |t| t == max)?;
+        Ok(found.map(|(offset, ts)| (ts, offset)))
+    }
+}
+
+/// In segment `s` from position `start`, the first batch (below `leo`) that `batch_ok` accepts
+/// and in it the first record whose timestamp `record_ok` accepts: `(offset, timestamp)`.
+fn first_record_where(
+    s: &SegmentShared,
+    start: u64,
+    leo: i64,
+    batch_ok: impl Fn(&BatchHeader) -> bool,
+    record_ok: impl Fn(i64) -> bool,
+) -> Result<Option<(i64, i64)>, LogError> {
+    let size = s.state.read().size;
+    let mut found = None;
+    let mut err = None;
+    scan_headers(&s.log, start, size, |pos, h| {
+        if h.base_offset >= leo {
+            return Ok(false);
+        }
+        if !batch_ok(h) || h.records_count == 0 {
+            return Ok(true);
+        }
+        let batch = segment::read_exact_at(&s.log, pos, h.total_size())?;
+        if !crc_ok(&batch) {
+            err = Some(LogError::Corrupt(format!(
+                "CRC mismatch in batch at offset {}",
+                h.base_offset
+            )));
+            return Ok(false);
+        }
+        let section = records_section(&batch, h)?;
+        for r in parse_records(&section, h.records_count)? {
+            let rts = if h.timestamp_type() == TimestampType::LogAppendTime {
+                h.max_timestamp
+            } else {
+                h.base_timestamp.saturating_add(r.timestamp_delta)
             };
-            if st.max_ts >= 0 && better {
-                best = Some((st.max_ts, st.max_ts_offset));
+            if record_ok(rts) {
+                found = Some((h.base_offset.saturating_add(i64::from(r.offset_delta)), rts));
+                return Ok(false);
             }
         }
-        best
+        Ok(true)
+    })?;
+    match err {
+        Some(e) => Err(e),
+        None => Ok(found),
     }
 }
 

@@ -22,6 +22,15 @@ fn bm(b: &[u8]) -> BytesMut {
     BytesMut::from(b)
 }
 
+/// Runs retention and deletes the removed segments' files, as the broker does after releasing
+/// the partition's lock.
+fn retain(log: &mut PartitionLog, now: i64) -> Result<RetentionReport, LogError> {
+    let (report, removed) = log.enforce_retention(now)?;
+    assert_eq!(removed.len(), report.deleted_segments);
+    removed.delete_files()?;
+    Ok(report)
+}
+
 fn concat(f: &FetchData) -> Vec<u8> {
     let v: Vec<u8> = f.chunks.iter().flat_map(|c| c.iter().copied()).collect();
     assert_eq!(v.len(), f.bytes);
@@ -233,9 +242,11 @@ fn offset_for_timestamp_record_level_batch_level_and_max_timestamp() {
         NOW,
     )
     .unwrap();
-    // Batch 1: offsets 3..=4, "gzip" compressed: batch level only.
-    log.append(bm(&encode_batch(&[rec(200, b"d"), rec(210, b"e")], 1)), NOW)
-        .unwrap();
+    // Batch 1: offsets 3..=4, gzip compressed: decompressed for the lookup.
+    let plain = encode_batch(&[rec(200, b"d"), rec(210, b"e")], 0);
+    let h = BatchHeader::parse(&plain).unwrap();
+    let gzip = crate::batch::build_batch(&h, crate::Codec::Gzip, &plain[BATCH_HEADER_LEN..]);
+    log.append(bm(&gzip), NOW).unwrap();
     // Batch 2: offsets 5..=7, timestamps 300, 310, 320.
     let recs: Vec<Rec> = (0..3).map(|i| rec(300 + 10 * i, b"f")).collect();
     log.append(bm(&encode_batch(&recs, 0)), NOW).unwrap();
@@ -243,13 +254,14 @@ fn offset_for_timestamp_record_level_batch_level_and_max_timestamp() {
     assert_eq!(r.offset_for_timestamp(0).unwrap(), Some((0, 100)));
     assert_eq!(r.offset_for_timestamp(101).unwrap(), Some((1, 105)));
     assert_eq!(r.offset_for_timestamp(104).unwrap(), Some((1, 105)));
-    assert_eq!(r.offset_for_timestamp(106).unwrap(), Some((3, 210)));
-    assert_eq!(r.offset_for_timestamp(205).unwrap(), Some((3, 210)));
+    assert_eq!(r.offset_for_timestamp(106).unwrap(), Some((3, 200)));
+    assert_eq!(r.offset_for_timestamp(205).unwrap(), Some((4, 210)));
     assert_eq!(r.offset_for_timestamp(211).unwrap(), Some((5, 300)));
     assert_eq!(r.offset_for_timestamp(305).unwrap(), Some((6, 310)));
     assert_eq!(r.offset_for_timestamp(320).unwrap(), Some((7, 320)));
     assert_eq!(r.offset_for_timestamp(321).unwrap(), None);
-    assert_eq!(r.max_timestamp(), Some((320, 5)));
+    // MAX_TIMESTAMP: the record carrying the largest timestamp, not its batch's base offset.
+    assert_eq!(r.max_timestamp().unwrap(), Some((320, 7)));
     // The time index has entries (interval 0: one per batch) with growing timestamps.
     let times = log.segments[0].shared.state.read().time_index.clone();
     assert_eq!(
@@ -288,7 +300,7 @@ fn offset_for_timestamp_uses_time_index_across_segments() {
             Some(2 * i + 2).filter(|&o| o < 100)
         );
     }
-    assert_eq!(r.max_timestamp(), Some((1491, 98)));
+    assert_eq!(r.max_timestamp().unwrap(), Some((1491, 99)));
 }
 
 #[test]
@@ -309,7 +321,7 @@ fn log_append_time_rewrites_timestamp_and_keeps_crc_valid() {
         log.reader().offset_for_timestamp(0).unwrap(),
         Some((0, NOW + 5))
     );
-    assert_eq!(log.reader().max_timestamp(), Some((NOW + 5, 0)));
+    assert_eq!(log.reader().max_timestamp().unwrap(), Some((NOW + 5, 0)));
 }
 
 #[test]
@@ -381,7 +393,7 @@ fn retention_by_time_deletes_whole_segments_and_advances_log_start() {
     let recent = fill(&mut log, 2, 2, NOW, 100);
     assert_eq!(log.segment_count(), 3);
     let r = log.reader();
-    let rep = log.enforce_retention(NOW + 500).unwrap();
+    let rep = retain(&mut log, NOW + 500).unwrap();
     assert_eq!(rep.deleted_segments, 2);
     assert_eq!(rep.deleted_bytes, 4 * one);
     assert_eq!(rep.log_start_offset, 8);
@@ -406,12 +418,9 @@ fn retention_by_time_deletes_whole_segments_and_advances_log_start() {
     );
     assert_eq!(r.offset_for_timestamp(0).unwrap(), Some((8, NOW)));
     // Nothing more expired: no change.
-    assert_eq!(
-        log.enforce_retention(NOW + 500).unwrap().deleted_segments,
-        0
-    );
+    assert_eq!(retain(&mut log, NOW + 500).unwrap().deleted_segments, 0);
     // The active segment expires: it is rolled and deleted, the log is empty at LEO 12.
-    let rep = log.enforce_retention(NOW + 5000).unwrap();
+    let rep = retain(&mut log, NOW + 5000).unwrap();
     assert_eq!(rep.deleted_segments, 1);
     assert_eq!((log.log_start_offset(), log.log_end_offset()), (12, 12));
     assert_eq!(log.size_bytes(), 0);
@@ -429,7 +438,7 @@ fn retention_by_time_deletes_whole_segments_and_advances_log_start() {
         ..cfg()
     });
     log.append(bm(&simple_batch(1, 0, 1)), NOW).unwrap();
-    assert_eq!(log.enforce_retention(i64::MAX).unwrap().deleted_segments, 0);
+    assert_eq!(retain(&mut log, i64::MAX).unwrap().deleted_segments, 0);
 }
 
 #[test]
@@ -445,7 +454,7 @@ fn retention_by_size_keeps_at_least_retention_bytes() {
     fill(&mut log, 9, 2, NOW, 100); // 5 segments: 4 full + active with one batch
     assert_eq!(log.segment_count(), 5);
     assert_eq!(log.size_bytes(), 9 * one);
-    let rep = log.enforce_retention(NOW).unwrap();
+    let rep = retain(&mut log, NOW).unwrap();
     // 9 -> 7 -> 5 -> 3 (>= 3 each time), then 3 - 2 = 1 < 3 stops.
     assert_eq!(rep.deleted_segments, 3);
     assert_eq!(log.size_bytes(), 3 * one);
@@ -478,7 +487,7 @@ fn reopen_after_close_keeps_data_and_offsets() {
         })
         .map(|p| fs::read(p).unwrap())
         .collect();
-    let max_ts = log.reader().max_timestamp();
+    let max_ts = log.reader().max_timestamp().unwrap();
     log.close().unwrap();
 
     let (mut log, rep) = PartitionLog::open(dir.path(), config, NOW).unwrap();
@@ -486,7 +495,9 @@ fn reopen_after_close_keeps_data_and_offsets() {
         rep,
         RecoveryReport {
             segments: 4,
+            validated_segments: 4,
             truncated_bytes: 0,
+            dropped_segments: 0,
             log_start_offset: 0,
             log_end_offset: 20
         }
@@ -511,7 +522,7 @@ fn reopen_after_close_keeps_data_and_offsets() {
         .collect();
     // Closed segments gained their final time entry on roll; nothing was rewritten on open.
     assert_eq!(idx_before, idx_after);
-    assert_eq!(log.reader().max_timestamp(), max_ts);
+    assert_eq!(log.reader().max_timestamp().unwrap(), max_ts);
     assert_eq!(
         log.reader().offset_for_timestamp(1031).unwrap(),
         Some((7, 1031))
@@ -716,7 +727,7 @@ fn missing_or_garbage_index_files_are_rebuilt() {
         );
     }
     assert_eq!(r.offset_for_timestamp(1052).unwrap(), Some((17, 1052)));
-    assert_eq!(r.max_timestamp(), Some((1092, 27)));
+    assert_eq!(r.max_timestamp().unwrap(), Some((1092, 29)));
 }
 
 #[test]
@@ -731,9 +742,10 @@ fn failed_write_leaves_no_half_written_data() {
     let [log_path, idx_path, time_path] = log.active_for_test().paths();
     let lens = |p: &PathBuf| fs::metadata(p).unwrap().len();
     let before = (lens(&log_path), lens(&idx_path), lens(&time_path));
-    log.active_for_test().fail_next_write = Some(30);
+    log.active_for_test().fail_next_write = Some((30, std::io::ErrorKind::StorageFull));
     let b = simple_batch(2, 2000, 50);
     assert!(matches!(log.append(bm(&b), NOW), Err(LogError::Io(_))));
+    assert!(log.offline_reason().is_none(), "a full disk is not a fault");
     assert_eq!((lens(&log_path), lens(&idx_path), lens(&time_path)), before);
     assert_eq!(log.log_end_offset(), 4);
     assert_eq!(log.reader().read(4, 100, i64::MAX).unwrap().bytes, 0);
@@ -746,8 +758,13 @@ fn failed_write_leaves_no_half_written_data() {
         expect
     );
     log.close().unwrap();
-    let (_, rep) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    let (mut log, rep) = PartitionLog::open(dir.path(), config, NOW).unwrap();
     assert_eq!((rep.truncated_bytes, rep.log_end_offset), (0, 6));
+    // Any other write error (EIO) leaves the log suspect: offline until reopened.
+    log.active_for_test().fail_next_write = Some((10, std::io::ErrorKind::Other));
+    assert!(matches!(log.append(bm(&b), NOW), Err(LogError::Io(_))));
+    assert!(log.offline_reason().is_some());
+    assert!(matches!(log.append(bm(&b), NOW), Err(LogError::Offline)));
 }
 
 #[test]
@@ -784,9 +801,11 @@ fn open_ignores_foreign_files_and_never_panics_on_garbage_segments() {
     fs::write(d.join("00000000000000000000.timeindex"), &junk[..1200]).unwrap();
     fs::write(d.join("00000000000000000050.log"), &junk[2000..]).unwrap();
     let (log, rep) = PartitionLog::open(d, cfg(), NOW).unwrap();
-    assert_eq!(rep.segments, 2);
-    assert_eq!(rep.truncated_bytes, 3000);
-    assert_eq!((rep.log_start_offset, rep.log_end_offset), (0, 50));
+    // Nothing valid from the first byte on: the log ends there and the later segment goes.
+    assert_eq!((rep.segments, rep.dropped_segments), (1, 1));
+    assert_eq!(rep.truncated_bytes, 5000);
+    assert_eq!((rep.log_start_offset, rep.log_end_offset), (0, 0));
+    assert!(!d.join("00000000000000000050.log").exists());
     // Reading the garbage closed segment is an error, never a panic.
     let r = log.reader();
     for off in [0, 10, 49] {
@@ -839,16 +858,29 @@ fn extreme_offsets_in_stored_batches_do_not_overflow() {
     fs::write(d.join("00000000000000000000.log"), &b).unwrap();
     fs::write(d.join("00000000000000000050.log"), &b).unwrap();
     let (log, rep) = PartitionLog::open(d, cfg(), NOW).unwrap();
-    // Active segment: base offset does not continue the segment's base: truncated.
+    // Offsets beyond the next segment's base (and the relative range): the log ends at 0.
     assert_eq!(
-        (rep.truncated_bytes, rep.log_end_offset),
-        (b.len() as u64, 50)
+        (
+            rep.truncated_bytes,
+            rep.log_end_offset,
+            rep.dropped_segments
+        ),
+        (2 * b.len() as u64, 0, 1)
     );
     let r = log.reader();
     let _ = r.read(0, 1000, i64::MAX);
     let _ = r.offset_for_timestamp(0);
     let _ = r.max_timestamp();
-    assert_eq!(log.recent_batch_headers(2).unwrap().len(), 1);
+    assert_eq!(log.recent_batch_headers(2).unwrap().len(), 0);
+    drop(log);
+    // The same batch in a lone segment: its offsets lie outside the 32-bit relative range.
+    let d2 = tempfile::tempdir().unwrap();
+    fs::write(d2.path().join("00000000000000000000.log"), &b).unwrap();
+    let (_, rep) = PartitionLog::open(d2.path(), cfg(), NOW).unwrap();
+    assert_eq!(
+        (rep.truncated_bytes, rep.log_end_offset),
+        (b.len() as u64, 0)
+    );
 }
 
 #[test]
@@ -858,42 +890,6 @@ fn handles_are_send_and_sync() {
     send::<PartitionLog>();
     sync::<LogReader>();
     sync::<FetchData>();
-}
-
-#[test]
-fn roll_segment_then_delete_segments_below_drops_whole_segments_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut log, _) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
-    // Rolling an empty active segment is a no-op.
-    log.roll_segment(NOW).unwrap();
-    assert_eq!(log.segment_count(), 1);
-    fill(&mut log, 3, 2, NOW, 10); // offsets 0..6
-    log.roll_segment(NOW).unwrap();
-    fill(&mut log, 2, 2, NOW, 10); // offsets 6..10
-    log.roll_segment(NOW).unwrap();
-    let kept = fill(&mut log, 1, 2, NOW, 10); // offsets 10..12
-    assert_eq!(log.segment_count(), 3);
-    // Below the first segment's end: nothing can go.
-    let r = log.delete_segments_below(5).unwrap();
-    assert_eq!((r.deleted_segments, r.log_start_offset), (0, 0));
-    // 8 lies inside the second segment: only the first goes.
-    let r = log.delete_segments_below(8).unwrap();
-    assert_eq!((r.deleted_segments, r.log_start_offset), (1, 6));
-    assert!(!dir.path().join("00000000000000000000.log").exists());
-    let reader = log.reader();
-    assert_eq!(reader.log_start_offset(), 6);
-    assert!(reader.read(2, 1 << 20, i64::MAX).is_err());
-    // Far past the end: the active segment always stays.
-    let r = log.delete_segments_below(1_000).unwrap();
-    assert_eq!((r.deleted_segments, r.log_start_offset), (1, 10));
-    assert_eq!(log.segment_count(), 1);
-    let f = reader.read(10, 1 << 20, i64::MAX).unwrap();
-    assert_eq!(concat(&f), kept[0].1);
-    drop(log);
-    // The deletion survives a reopen.
-    let (log, rep) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
-    assert_eq!((rep.log_start_offset, rep.log_end_offset), (10, 12));
-    drop(log);
 }
 
 #[test]
@@ -910,13 +906,53 @@ fn two_phase_flush_covers_only_appends_before_the_ticket() {
     ticket.sync().unwrap();
     log.finish_flush(&ticket, true);
     assert_eq!(log.unflushed_messages(), 4);
-    // A failed sync leaves everything counted and the files marked for the next flush.
+    assert_eq!(
+        log.recovery_point(),
+        6,
+        "the first ticket covered offsets 0..6"
+    );
     let ticket = log.begin_flush().unwrap().expect("4 records to flush");
-    log.finish_flush(&ticket, false);
-    assert_eq!(log.unflushed_messages(), 4);
-    let again = log.begin_flush().unwrap().expect("still to flush");
-    again.sync().unwrap();
-    log.finish_flush(&again, true);
+    ticket.sync().unwrap();
+    log.finish_flush(&ticket, true);
     assert_eq!(log.unflushed_messages(), 0);
+    assert_eq!(log.recovery_point(), 10);
     assert!(log.begin_flush().unwrap().is_none());
+}
+
+#[test]
+fn a_failed_fsync_takes_the_log_offline_and_is_never_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
+    let acked = fill(&mut log, 2, 2, 1000, 10);
+    log.flush().unwrap();
+    fill(&mut log, 1, 2, 2000, 10);
+    let reader = log.reader();
+    let ticket = log.begin_flush().unwrap().expect("2 records to flush");
+    log.finish_flush(&ticket, false);
+    // fsyncgate: no second fsync may "succeed" without the pages the kernel dropped.
+    assert!(log.offline_reason().is_some());
+    assert!(reader.is_offline());
+    assert!(matches!(log.begin_flush(), Err(LogError::Offline)));
+    assert!(matches!(log.flush(), Err(LogError::Offline)));
+    assert!(matches!(
+        log.append(bm(&simple_batch(1, 3000, 1)), NOW),
+        Err(LogError::Offline)
+    ));
+    assert!(matches!(
+        reader.read(0, 1 << 20, i64::MAX),
+        Err(LogError::Offline)
+    ));
+    assert_eq!(log.recovery_point(), 4);
+    drop(log);
+    // Reopening recovers from disk: everything synced is there.
+    let (log, _) = PartitionLog::open_from(dir.path(), cfg(), NOW, 4).unwrap();
+    assert!(log.offline_reason().is_none());
+    let f = log.reader().read(0, 1 << 20, 4).unwrap();
+    assert_eq!(
+        concat(&f),
+        acked
+            .iter()
+            .flat_map(|(_, b)| b.clone())
+            .collect::<Vec<u8>>()
+    );
 }

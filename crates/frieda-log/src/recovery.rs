@@ -1,10 +1,10 @@
-//! Torn-tail validation of the active segment after a restart.
+//! Validation of a segment after an unclean shutdown (every segment above the recovery point).
 //!
-//! Without fsync on every append (Kafka's default durability) a crash can leave the end of the active
-//! segment half-written or garbage. Every batch is checked in order: a complete header, magic 2, a
-//! sane length that fits in the file, the expected base offset (contiguous with the previous batch),
-//! `records_count` consistent with `last_offset_delta`, and the CRC-32C. Everything from the first
-//! batch that fails is cut off.
+//! Without fsync on every append (Kafka's default durability) a crash can leave the end of the log
+//! half-written or garbage. Every batch is checked in order: a complete header, magic 2, a sane
+//! length that fits in the file, a base offset at or above the end of the previous batch (gaps are
+//! normal after compaction), no more records than its offset range, and the CRC-32C. Everything
+//! from the first batch that fails is cut off.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -24,12 +24,15 @@ pub(crate) struct Recovered {
     pub reason: Option<String>,
 }
 
-/// Validates the batches of a segment based at `base_offset` whose file is `file_len` bytes long.
-/// I/O errors are returned; corruption is not an error but a shorter `valid_len`.
+/// Validates the batches of a segment based at `base_offset` whose file is `file_len` bytes long;
+/// every offset must lie below `end_limit` (the next segment's base, or `i64::MAX` for the last
+/// segment) and within the 32-bit relative range of the segment's indexes. I/O errors are
+/// returned; corruption is not an error but a shorter `valid_len`.
 pub(crate) fn validate_segment(
     file: &File,
     base_offset: i64,
     file_len: u64,
+    end_limit: i64,
 ) -> Result<Recovered, LogError> {
     let mut pos = 0u64;
     let mut expected = base_offset;
@@ -57,16 +60,22 @@ pub(crate) fn validate_segment(
                 h.batch_length
             ));
         }
-        if h.base_offset != expected {
+        if h.base_offset < expected {
             break Some(format!(
-                "base offset {} at position {pos}, expected {expected}",
+                "base offset {} at position {pos} is below {expected}, the end of the previous batch",
                 h.base_offset
             ));
         }
+        if h.last_offset() >= end_limit || h.last_offset() - base_offset > i64::from(i32::MAX) {
+            break Some(format!(
+                "last offset {} at position {pos} lies outside the segment [{base_offset}, {end_limit})",
+                h.last_offset()
+            ));
+        }
+        // A cleaned batch keeps its offset range with fewer (or no) records.
         if h.last_offset_delta < 0
             || h.records_count < 0
-            || (h.records_count > 0
-                && i64::from(h.records_count) != i64::from(h.last_offset_delta) + 1)
+            || i64::from(h.records_count) > i64::from(h.last_offset_delta) + 1
         {
             break Some(format!("inconsistent record count at position {pos}"));
         }

@@ -22,6 +22,18 @@ pub(crate) fn file_name(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
     dir.join(format!("{base_offset:020}{suffix}"))
 }
 
+/// Deletes the three files of the segment based at `base_offset` (missing files are fine).
+pub(crate) fn delete_segment_files(dir: &Path, base_offset: i64) -> Result<(), LogError> {
+    for suffix in [".log", ".index", ".timeindex"] {
+        match fs::remove_file(file_name(dir, base_offset, suffix)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
 /// Base offset from a `.log` file name of exactly 20 digits, e.g. `00000000000000000042.log`.
 pub(crate) fn parse_log_name(name: &str) -> Option<i64> {
     let stem = name.strip_suffix(".log")?;
@@ -247,6 +259,14 @@ impl SegmentShared {
         Ok(out)
     }
 
+    /// Position of the batch at or before `offset` that the sparse offset index knows (0 if
+    /// none): where a scan for `offset` starts.
+    pub fn position_of(&self, offset: i64) -> u64 {
+        let st = self.state.read();
+        let rel = u32::try_from(offset.saturating_sub(self.base_offset)).unwrap_or(u32::MAX);
+        index::lookup_offset(&st.offset_index, rel).map_or(0, |e| u64::from(e.position))
+    }
+
     /// Position from which to scan for the first batch with max timestamp `>= ts`.
     pub fn time_start_position(&self, ts: i64) -> u64 {
         let st = self.state.read();
@@ -296,7 +316,7 @@ pub(crate) struct Segment {
     pub dirty: bool,
     /// Test hook: the next log write stores this many bytes and then fails.
     #[cfg(test)]
-    pub fail_next_write: Option<usize>,
+    pub fail_next_write: Option<(usize, io::ErrorKind)>,
 }
 
 /// The three files of a segment.
@@ -390,9 +410,27 @@ impl Segment {
 
     /// Creates a new empty segment (truncating stray index files with the same base).
     pub fn create(dir: &Path, base_offset: i64, now_ms: i64) -> Result<Segment, LogError> {
-        let log = open_rw(&file_name(dir, base_offset, ".log"), true)?;
-        let idx = open_rw(&file_name(dir, base_offset, ".index"), true)?;
-        let tim = open_rw(&file_name(dir, base_offset, ".timeindex"), true)?;
+        Self::create_as(dir, base_offset, now_ms, "")
+    }
+
+    /// Creates a new empty segment whose files carry `suffix` after their usual names (the
+    /// cleaner writes `<base>.log.cleaned` and renames it later); the segment remembers the usual
+    /// names for deletion. Its open files stay valid across those renames.
+    pub fn create_as(
+        dir: &Path,
+        base_offset: i64,
+        now_ms: i64,
+        suffix: &str,
+    ) -> Result<Segment, LogError> {
+        let log = open_rw(&file_name(dir, base_offset, &format!(".log{suffix}")), true)?;
+        let idx = open_rw(
+            &file_name(dir, base_offset, &format!(".index{suffix}")),
+            true,
+        )?;
+        let tim = open_rw(
+            &file_name(dir, base_offset, &format!(".timeindex{suffix}")),
+            true,
+        )?;
         let files = Files {
             log,
             index_file: idx,
@@ -506,19 +544,25 @@ impl Segment {
         Ok(Some((o, t)))
     }
 
-    /// Opens the active (last) segment and recovers it: validates every batch (length, magic, CRC,
-    /// offset continuity), truncates anything after the last valid one, rebuilds both indexes and
-    /// rewrites the index files if they differ. Returns the segment and the bytes truncated.
-    pub fn open_active(
+    /// Opens a segment after an unclean shutdown and recovers it: validates every batch (length,
+    /// magic, CRC, increasing offsets below `next_base`), truncates anything after the last valid
+    /// one, rebuilds both indexes (with the final time entry when it is a closed segment, i.e.
+    /// `next_base` is known) and rewrites the
+    /// index files if they differ. Returns the segment and the bytes truncated; a segment that
+    /// lost bytes becomes the log's active segment (the caller drops the ones after it).
+    pub fn recover(
         dir: &Path,
         base_offset: i64,
         index_interval: usize,
         now_ms: i64,
+        next_base: Option<i64>,
     ) -> Result<(Segment, u64), LogError> {
         let log_path = file_name(dir, base_offset, ".log");
         let log = open_rw(&log_path, false)?;
         let file_len = log.metadata()?.len();
-        let rec = recovery::validate_segment(&log, base_offset, file_len)?;
+        let limit = next_base.unwrap_or(i64::MAX);
+        let rec = recovery::validate_segment(&log, base_offset, file_len, limit)?;
+        let closed = next_base.is_some();
         let truncated = file_len - rec.valid_len;
         if truncated > 0 {
             tracing::warn!(
@@ -526,12 +570,17 @@ impl Segment {
                 truncated_bytes = truncated,
                 valid_bytes = rec.valid_len,
                 reason = rec.reason.as_deref().unwrap_or(""),
-                "truncating torn tail of the active segment"
+                "truncating torn tail: everything from the first invalid batch on"
             );
             log.set_len(rec.valid_len)?;
             log.sync_all()?;
         }
-        let (offsets, times, builder) = rebuild_indexes(base_offset, &rec.batches, index_interval);
+        let closed = closed && truncated == 0;
+        let (offsets, mut times, mut builder) =
+            rebuild_indexes(base_offset, &rec.batches, index_interval);
+        if closed {
+            times.extend(builder.finish(base_offset));
+        }
         let idx_path = file_name(dir, base_offset, ".index");
         let tim_path = file_name(dir, base_offset, ".timeindex");
         let index_file = open_rw(&idx_path, false)?;
@@ -548,7 +597,7 @@ impl Segment {
             rewritten = true;
         }
         if rewritten {
-            tracing::warn!(segment = %log_path.display(), "rebuilt offset/time index of the active segment");
+            tracing::warn!(segment = %log_path.display(), "rebuilt offset/time index of a recovered segment");
         }
         let end_offset = rec
             .batches
@@ -567,22 +616,78 @@ impl Segment {
             builder,
         };
         let mut seg = Segment::assemble(dir, base_offset, files, loaded, now_ms);
-        // The `segment.ms` clock restarts from the file's creation time (the roll that created it),
-        // or from now if the file system does not record one.
-        if !rec.batches.is_empty() {
-            let created = seg
-                .shared
-                .log
-                .metadata()
-                .ok()
-                .and_then(|m| m.created().ok())
-                .and_then(|t| {
-                    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
-                    i64::try_from(d.as_millis()).ok()
-                });
-            seg.rolling_ts = Some(created.filter(|&c| c <= now_ms).unwrap_or(now_ms));
+        if !closed && !rec.batches.is_empty() {
+            seg.rolling_ts = Some(creation_ms(&seg.shared.log, now_ms));
         }
         Ok((seg, truncated))
+    }
+
+    /// Opens the active (last) segment of a log that was flushed up to at least its end (a clean
+    /// shutdown): no CRC validation, the indexes are loaded and checked, and only the headers
+    /// after the last offset-index entry are read to find the end and restore the index
+    /// builder. `None` when anything is inconsistent or the segment ends above
+    /// `recovery_point` (then [`recover`](Self::recover) it).
+    pub fn open_flushed_active(
+        dir: &Path,
+        base_offset: i64,
+        now_ms: i64,
+        recovery_point: i64,
+    ) -> Result<Option<Segment>, LogError> {
+        let log_path = file_name(dir, base_offset, ".log");
+        let idx_path = file_name(dir, base_offset, ".index");
+        let tim_path = file_name(dir, base_offset, ".timeindex");
+        if !idx_path.exists() || !tim_path.exists() {
+            return Ok(None);
+        }
+        let log = open_rw(&log_path, false)?;
+        let size = log.metadata()?.len();
+        let index_file = open_rw(&idx_path, false)?;
+        let time_file = open_rw(&tim_path, false)?;
+        let rel_end = u64::try_from(recovery_point.saturating_sub(base_offset)).unwrap_or(0);
+        let Some((offsets, times)) =
+            Self::load_indexes(&log, &index_file, &time_file, base_offset, size, rel_end)?
+        else {
+            return Ok(None);
+        };
+        let mut builder = IndexBuilder::from_time_index(base_offset, &times);
+        let start = offsets.last().map_or(0, |e| u64::from(e.position));
+        let mut end_offset = base_offset;
+        let mut scan_ok = true;
+        let mut last_base = i64::MIN;
+        let scanned = scan_headers(&log, start, size, |_, h| {
+            if h.base_offset < base_offset || h.base_offset <= last_base || h.magic != 2 {
+                scan_ok = false;
+                return Ok(false);
+            }
+            last_base = h.base_offset;
+            builder.observe(h);
+            end_offset = h.last_offset().saturating_add(1);
+            Ok(true)
+        });
+        if scanned.is_err() || !scan_ok || end_offset > recovery_point {
+            return Ok(None);
+        }
+        if start == 0 && size == 0 {
+            end_offset = base_offset;
+        }
+        builder.set_bytes_since_entry(usize::try_from(size - start).unwrap_or(usize::MAX));
+        let files = Files {
+            log,
+            index_file,
+            time_file,
+        };
+        let loaded = Loaded {
+            offset_index: offsets,
+            time_index: times,
+            size,
+            end_offset,
+            builder,
+        };
+        let mut seg = Segment::assemble(dir, base_offset, files, loaded, now_ms);
+        if size > 0 {
+            seg.rolling_ts = Some(creation_ms(&seg.shared.log, now_ms));
+        }
+        Ok(Some(seg))
     }
 
     pub fn base_offset(&self) -> i64 {
@@ -597,6 +702,16 @@ impl Segment {
     pub fn is_empty(&self) -> bool {
         self.size == 0
     }
+    /// The first batch's max timestamp (ms), as Kafka's `LogSegment.getFirstBatchTimestamp`;
+    /// `None` for an empty or unreadable segment.
+    pub fn first_batch_timestamp(&self) -> Option<i64> {
+        if self.size < BATCH_HEADER_LEN as u64 {
+            return None;
+        }
+        let buf = read_exact_at(&self.shared.log, 0, BATCH_HEADER_LEN).ok()?;
+        BatchHeader::parse(&buf).ok().map(|h| h.max_timestamp)
+    }
+
     /// Largest timestamp for retention: the largest batch timestamp, or the last modification time
     /// (ms) if no batch carries one (as Kafka does).
     pub fn largest_timestamp(&self) -> i64 {
@@ -659,11 +774,11 @@ impl Segment {
         times: &[TimeEntry],
     ) -> io::Result<()> {
         #[cfg(test)]
-        if let Some(n) = self.fail_next_write.take() {
+        if let Some((n, kind)) = self.fail_next_write.take() {
             self.shared
                 .log
                 .write_all_at(&data[..n.min(data.len())], self.size)?;
-            return Err(io::Error::other("injected write failure"));
+            return Err(io::Error::new(kind, "injected write failure"));
         }
         self.shared.log.write_all_at(data, self.size)?;
         if !offs.is_empty() {
@@ -730,11 +845,6 @@ impl Segment {
         Ok(Some(sync))
     }
 
-    /// Marks the segment as having unsynced writes again (after a failed sync).
-    pub fn mark_dirty(&mut self) {
-        self.dirty = true;
-    }
-
     /// Removes the three files. Readers holding the shared `.log` handle can finish their reads.
     pub fn delete_files(&self) -> Result<(), LogError> {
         for p in [&self.log_path, &self.index_path, &self.time_path] {
@@ -782,6 +892,20 @@ pub(crate) fn rebuild_indexes(
         times.extend(t);
     }
     (offs, times, b)
+}
+
+/// The `segment.ms` clock of a reopened segment restarts from the file's creation time (the roll
+/// that created it), or from now if the file system does not record one.
+fn creation_ms(log: &File, now_ms: i64) -> i64 {
+    log.metadata()
+        .ok()
+        .and_then(|m| m.created().ok())
+        .and_then(|t| {
+            let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+            i64::try_from(d.as_millis()).ok()
+        })
+        .filter(|&c| c <= now_ms)
+        .unwrap_or(now_ms)
 }
 
 fn read_all(file: &File) -> Result<Vec<u8>, LogError> {
