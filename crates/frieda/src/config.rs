@@ -9,16 +9,117 @@ use crate::broker::topic_config::{TopicConfigs, TOPIC_CONFIG_KEYS};
 use crate::coordinator::group::CoordinatorConfig;
 use anyhow::{bail, Context};
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
+
+/// One listener endpoint in Kafka's syntax, `NAME://host:port` (`listeners`,
+/// `advertised.listeners`; Kafka's `SocketServerConfigs`): an empty host means every interface
+/// when bound, and the machine's host name when advertised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Listener name, upper-cased (`PLAINTEXT`).
+    pub name: String,
+    /// Host name or address; may be empty.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+impl Endpoint {
+    /// Parses `NAME://host:port` (Kafka's pattern `^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)`,
+    /// IPv6 literals in brackets) or a bare `host:port` (a `PLAINTEXT` listener, for `--listen`).
+    ///
+    /// Errors: a message naming the entry (Kafka: "Unable to parse ... to a broker endpoint").
+    pub fn parse(entry: &str) -> anyhow::Result<Endpoint> {
+        let entry = entry.trim();
+        let (name, rest) = match entry.split_once("://") {
+            Some((n, r)) => (n.to_ascii_uppercase(), r),
+            None => ("PLAINTEXT".to_string(), entry),
+        };
+        let bad = || {
+            anyhow::anyhow!(
+                "unable to parse `{entry}` to a broker endpoint (expected NAME://host:port)"
+            )
+        };
+        let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        let host_ok = host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-%._:".contains(c));
+        if name.is_empty() || !host_ok {
+            return Err(bad());
+        }
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        Ok(Endpoint {
+            name,
+            host: host.to_string(),
+            port,
+        })
+    }
+
+    /// Parses a comma-separated list; names must be unique.
+    pub fn parse_list(text: &str) -> anyhow::Result<Vec<Endpoint>> {
+        let list = text
+            .split(',')
+            .filter(|e| !e.trim().is_empty())
+            .map(Endpoint::parse)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if list.is_empty() {
+            bail!("no listener given");
+        }
+        for (i, e) in list.iter().enumerate() {
+            if list[..i].iter().any(|o| o.name == e.name) {
+                bail!(
+                    "each listener must have a different name: `{}` twice",
+                    e.name
+                );
+            }
+        }
+        Ok(list)
+    }
+
+    /// The socket address to bind: the host resolved (first address), or every IPv4 interface
+    /// for an empty host.
+    ///
+    /// Errors: a host name that does not resolve.
+    pub fn bind_addr(&self) -> anyhow::Result<SocketAddr> {
+        if self.host.is_empty() {
+            return Ok(SocketAddr::from(([0, 0, 0, 0], self.port)));
+        }
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .with_context(|| format!("resolving listener host `{}`", self.host))?
+            .next()
+            .with_context(|| format!("listener host `{}` has no address", self.host))
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "{}://[{}]:{}", self.name, self.host, self.port)
+        } else {
+            write!(f, "{}://{}:{}", self.name, self.host, self.port)
+        }
+    }
+}
 
 /// Everything the broker needs to start. Units are in the field names' docs.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
-    /// Address the listener binds (`listen`), default `127.0.0.1:9092`.
-    pub listen: SocketAddr,
-    /// `host:port` advertised in Metadata (`advertised.listener`); defaults to `listen`.
-    pub advertised_listener: Option<String>,
+    /// Where the broker listens (`listeners`, Kafka's syntax, or `listen` = `host:port`),
+    /// default `PLAINTEXT://127.0.0.1:9092`. Every listener must map to the `PLAINTEXT` security
+    /// protocol (`listener.security.protocol.map`); TLS and SASL are not implemented yet.
+    pub listeners: Vec<Endpoint>,
+    /// What Metadata tells clients to connect to (`advertised.listeners`); by default the
+    /// listeners themselves (an empty host becomes this machine's host name).
+    pub advertised_listeners: Option<Vec<Endpoint>>,
+    /// `listener.security.protocol.map`: listener name -> security protocol. Default: each
+    /// protocol name maps to itself.
+    pub security_protocol_map: BTreeMap<String, String>,
     /// Root of the partition directories and topic metadata (`data.dir`), default `./frieda-data`.
     pub data_dir: PathBuf,
     /// This broker's id in Metadata and DescribeCluster (`node.id`), default 1.
@@ -49,11 +150,11 @@ pub struct BrokerConfig {
     /// SO_RCVBUF of client connections, bytes (`socket.receive.buffer.bytes`); default -1: the
     /// operating system's (autotuned). Kafka's default is 102400.
     pub socket_receive_buffer_bytes: Option<u32>,
-    /// Bytes of large requests (over 64 KiB) being read or processed, summed over every
-    /// connection (`queued.max.request.bytes`), default 512 MiB; -1 for no limit. A connection
-    /// whose next large request does not fit waits (stops reading its socket) until others
-    /// finish. A single request larger than the budget takes the whole budget. Smaller requests
-    /// are bounded per connection by `max.inflight.requests.per.connection` and never wait here.
+    /// Bytes of requests being read or processed, summed over every connection and every
+    /// request size (`queued.max.request.bytes`), default 512 MiB; -1 for no limit (Kafka's
+    /// default). One eighth is kept for requests up to 64 KiB, so large requests cannot starve
+    /// heartbeats. A connection whose next request does not fit waits (stops reading its socket)
+    /// until others finish. A request larger than its share takes the whole share.
     pub queued_max_request_bytes: usize,
     /// Threads that append to partition logs and fsync them (`log.writer.threads`), default 1.
     pub log_writer_threads: usize,
@@ -85,11 +186,60 @@ pub struct BrokerConfig {
     /// appends wake waiters once per produced batch. Measured (bench/results/ablation-wakeups-*,
     /// 3 repeats): produce-to-consume p99.9 at 10k/s 18.0 ms batched per round vs 5.2 ms per append.
     pub fetch_batched_wakeups: bool,
+    /// Largest fetch response, bytes (`fetch.max.bytes`, Kafka's default 57671680 = 55 MiB): a
+    /// fetch asking for more gets at most this (and at least one batch, KIP-74).
+    pub fetch_max_bytes: usize,
+    /// How often the recovery points are checkpointed, ms (`log.flush.offset.checkpoint.interval.ms`,
+    /// default 60000).
+    pub recovery_checkpoint_interval_ms: u64,
+    /// Log cleaner settings (`log.cleaner.*`).
+    pub cleaner: CleanerConfig,
+    /// An idempotent producer silent this long is forgotten by each partition, ms
+    /// (`producer.id.expiration.ms`, default 86400000 = 1 day).
+    pub producer_id_expiration_ms: i64,
+    /// How often expired producers are looked for, ms
+    /// (`producer.id.expiration.check.interval.ms`, default 600000).
+    pub producer_id_expiration_check_interval_ms: u64,
+    /// Segment size of the offsets log, bytes (`offsets.topic.segment.bytes`, Kafka's default
+    /// 104857600); smaller segments let the log cleaner compact it sooner.
+    pub offsets_topic_segment_bytes: u64,
+    /// Most partitions one topic may have (`max.partitions.per.topic`, default 10000); more is
+    /// INVALID_PARTITIONS. Not a Kafka setting: each partition holds at least three open files.
+    pub max_partitions_per_topic: i32,
+    /// Most partitions the broker hosts (`max.broker.partitions`, KIP-578's name, default 10000);
+    /// more is INVALID_PARTITIONS.
+    pub max_broker_partitions: i32,
     /// Group coordinator settings: `group.initial.rebalance.delay.ms` (default 0, as in Kafka's
     /// shipped server.properties; Kafka's built-in default is 3000), `group.min.session.timeout.ms`
     /// (6000), `group.max.session.timeout.ms` (1800000), `offsets.retention.minutes` (10080),
     /// `offsets.retention.check.interval.ms` (600000), `offset.metadata.max.bytes` (4096).
     pub coordinator: CoordinatorConfig,
+}
+
+/// The log cleaner's settings (Kafka's `CleanerConfig`; defaults as in Kafka 4.x).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CleanerConfig {
+    /// `log.cleaner.enable`, default true: compacted topics are cleaned.
+    pub enable: bool,
+    /// `log.cleaner.backoff.ms`, default 15000: sleep when no log needs cleaning.
+    pub backoff_ms: u64,
+    /// `log.cleaner.dedupe.buffer.size`, default 134217728 (128 MiB): memory for the offset map
+    /// of one pass (24 bytes per distinct key).
+    pub dedupe_buffer_bytes: usize,
+    /// `log.cleaner.io.max.bytes.per.second`, default unlimited: bytes read plus written per
+    /// second by the cleaner.
+    pub io_max_bytes_per_second: f64,
+}
+
+impl Default for CleanerConfig {
+    fn default() -> Self {
+        CleanerConfig {
+            enable: true,
+            backoff_ms: 15_000,
+            dedupe_buffer_bytes: 128 << 20,
+            io_max_bytes_per_second: f64::INFINITY,
+        }
+    }
 }
 
 /// Which thread appends a produced batch to its partition log (`log.append.mode`).
@@ -112,8 +262,16 @@ impl Default for BrokerConfig {
             .map(|n| n.get())
             .unwrap_or(2);
         BrokerConfig {
-            listen: "127.0.0.1:9092".parse().expect("static address"),
-            advertised_listener: None,
+            listeners: vec![Endpoint {
+                name: "PLAINTEXT".into(),
+                host: "127.0.0.1".into(),
+                port: 9092,
+            }],
+            advertised_listeners: None,
+            security_protocol_map: ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+                .iter()
+                .map(|p| (p.to_string(), p.to_string()))
+                .collect(),
             data_dir: PathBuf::from("./frieda-data"),
             node_id: 1,
             num_partitions: 1,
@@ -135,6 +293,14 @@ impl Default for BrokerConfig {
             log_append_mode: AppendMode::Inline,
             log_group_commit: true,
             fetch_batched_wakeups: false,
+            fetch_max_bytes: 57_671_680,
+            recovery_checkpoint_interval_ms: 60_000,
+            cleaner: CleanerConfig::default(),
+            producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
+            offsets_topic_segment_bytes: 104_857_600,
+            max_partitions_per_topic: 10_000,
+            max_broker_partitions: 10_000,
             coordinator: CoordinatorConfig::default(),
         }
     }
@@ -158,7 +324,54 @@ impl BrokerConfig {
             cfg.set(&key, &value)
                 .with_context(|| format!("config key `{key}`"))?;
         }
+        cfg.check()?;
         Ok(cfg)
+    }
+
+    /// Checks what no single key can: every listener speaks a supported security protocol, and
+    /// what is advertised is routable. Called after the file and the command line are applied.
+    ///
+    /// Errors: a message naming the setting.
+    pub fn check(&self) -> anyhow::Result<()> {
+        for l in &self.listeners {
+            match self.security_protocol_map.get(&l.name).map(String::as_str) {
+                Some("PLAINTEXT") => {}
+                Some(other) => bail!(
+                    "config key `listeners`: listener {} uses security protocol {other}, which Frieda does not support yet (only PLAINTEXT)",
+                    l.name
+                ),
+                None => bail!(
+                    "config key `listener.security.protocol.map`: no security protocol defined for listener {}",
+                    l.name
+                ),
+            }
+        }
+        for (i, a) in self.listeners.iter().enumerate() {
+            if self.listeners[..i]
+                .iter()
+                .any(|b| b.port == a.port && a.port != 0)
+            {
+                bail!(
+                    "config key `listeners`: each listener must have a different port ({} twice)",
+                    a.port
+                );
+            }
+        }
+        if let Some(adv) = &self.advertised_listeners {
+            for a in adv {
+                if !self.listeners.iter().any(|l| l.name == a.name) {
+                    bail!(
+                        "config key `advertised.listeners`: {} is not one of the listeners' names",
+                        a.name
+                    );
+                }
+            }
+        }
+        let (host, _) = self.advertised();
+        if host == "0.0.0.0" {
+            bail!("config key `advertised.listeners`: cannot use the nonroutable meta-address 0.0.0.0; use a routable IP address (set advertised.listeners)");
+        }
+        Ok(())
     }
 
     fn set(&mut self, key: &str, value: &toml::Value) -> anyhow::Result<()> {
@@ -166,11 +379,45 @@ impl BrokerConfig {
             toml::Value::String(s) => s.clone(),
             other => other.to_string(),
         };
+        let positive = |text: &str| -> anyhow::Result<u64> {
+            let n: u64 = text.parse().context("expected a positive integer")?;
+            if n == 0 {
+                bail!("must be at least 1");
+            }
+            Ok(n)
+        };
         match key {
-            "listen" | "listeners" => self.listen = text.parse().context("expected HOST:PORT")?,
-            "advertised.listener" | "advertised.listeners" => self.advertised_listener = Some(text),
-            "data.dir" | "log.dirs" | "log.dir" => self.data_dir = PathBuf::from(text),
-            "node.id" | "broker.id" => self.node_id = text.parse()?,
+            "listen" => self.listeners = vec![Endpoint::parse(&text)?],
+            "listeners" => self.listeners = Endpoint::parse_list(&text)?,
+            "advertised.listener" | "advertised.listeners" => {
+                self.advertised_listeners = Some(Endpoint::parse_list(&text)?)
+            }
+            "listener.security.protocol.map" => {
+                let mut map = BTreeMap::new();
+                for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
+                    let (name, proto) = pair
+                        .split_once(':')
+                        .with_context(|| format!("expected NAME:PROTOCOL, got `{pair}`"))?;
+                    map.insert(
+                        name.trim().to_ascii_uppercase(),
+                        proto.trim().to_ascii_uppercase(),
+                    );
+                }
+                self.security_protocol_map = map;
+            }
+            "data.dir" | "log.dirs" | "log.dir" => {
+                if text.contains(',') {
+                    bail!("one data directory only (a list of log.dirs is not supported)");
+                }
+                self.data_dir = PathBuf::from(text)
+            }
+            "node.id" | "broker.id" => {
+                let id: i32 = text.parse().context("expected an integer")?;
+                if id < 0 {
+                    bail!("must be 0 or more (it names this broker in Metadata)");
+                }
+                self.node_id = id;
+            }
             "num.partitions" => {
                 let n: i32 = text.parse()?;
                 if n < 1 {
@@ -179,13 +426,13 @@ impl BrokerConfig {
                 self.num_partitions = n;
             }
             "auto.create.topics.enable" => self.auto_create_topics = text.parse()?,
-            "socket.request.max.bytes" => self.max_request_bytes = text.parse()?,
+            "socket.request.max.bytes" => self.max_request_bytes = positive(&text)? as usize,
             "max.inflight.requests.per.connection" => {
-                self.max_inflight_per_connection = text.parse::<usize>()?.max(1)
+                self.max_inflight_per_connection = positive(&text)? as usize
             }
-            "max.connections" => self.max_connections = text.parse::<usize>()?.max(1),
-            "connections.max.idle.ms" => self.connections_max_idle_ms = text.parse::<u64>()?.max(1),
-            "request.read.timeout.ms" => self.request_read_timeout_ms = text.parse::<u64>()?.max(1),
+            "max.connections" => self.max_connections = positive(&text)? as usize,
+            "connections.max.idle.ms" => self.connections_max_idle_ms = positive(&text)?,
+            "request.read.timeout.ms" => self.request_read_timeout_ms = positive(&text)?,
             "socket.send.buffer.bytes" => self.socket_send_buffer_bytes = buffer_size(&text)?,
             "socket.receive.buffer.bytes" => self.socket_receive_buffer_bytes = buffer_size(&text)?,
             "queued.max.request.bytes" => {
@@ -196,10 +443,60 @@ impl BrokerConfig {
                     _ => bail!("must be -1 or at least 1"),
                 };
             }
-            "log.writer.threads" => self.log_writer_threads = text.parse::<usize>()?.max(1),
-            "num.network.threads" => self.network_threads = text.parse::<usize>()?.max(1),
+            "log.writer.threads" => self.log_writer_threads = positive(&text)? as usize,
+            "num.network.threads" => self.network_threads = positive(&text)? as usize,
             "log.retention.check.interval.ms" => {
-                self.retention_check_interval_ms = text.parse::<u64>()?.max(10)
+                self.retention_check_interval_ms = positive(&text)?.max(10)
+            }
+            "log.flush.offset.checkpoint.interval.ms" => {
+                self.recovery_checkpoint_interval_ms = positive(&text)?
+            }
+            "fetch.max.bytes" => {
+                let n = positive(&text)?;
+                if n < 1024 {
+                    bail!("must be at least 1024");
+                }
+                self.fetch_max_bytes = n as usize;
+            }
+            "log.cleaner.enable" => self.cleaner.enable = text.parse()?,
+            "log.cleaner.threads" => {
+                if positive(&text)? != 1 {
+                    bail!("Frieda runs one cleaner thread");
+                }
+            }
+            "log.cleaner.backoff.ms" => self.cleaner.backoff_ms = positive(&text)?,
+            "log.cleaner.dedupe.buffer.size" => {
+                let n = positive(&text)?;
+                if n < 1 << 20 {
+                    bail!("must be at least 1048576 (1 MiB)");
+                }
+                self.cleaner.dedupe_buffer_bytes = n as usize;
+            }
+            "log.cleaner.io.max.bytes.per.second" => {
+                let n: f64 = text.parse().context("expected a number")?;
+                if n.is_nan() || n <= 0.0 {
+                    bail!("must be positive");
+                }
+                self.cleaner.io_max_bytes_per_second = n;
+            }
+            "producer.id.expiration.ms" => {
+                self.producer_id_expiration_ms = i64::try_from(positive(&text)?)?
+            }
+            "producer.id.expiration.check.interval.ms" => {
+                self.producer_id_expiration_check_interval_ms = positive(&text)?
+            }
+            "offsets.topic.segment.bytes" => {
+                let n = positive(&text)?;
+                if n < 1024 {
+                    bail!("must be at least 1024");
+                }
+                self.offsets_topic_segment_bytes = n;
+            }
+            "max.partitions.per.topic" => {
+                self.max_partitions_per_topic = i32::try_from(positive(&text)?)?
+            }
+            "max.broker.partitions" => {
+                self.max_broker_partitions = i32::try_from(positive(&text)?)?
             }
             "overlapped.processing" => self.overlapped_processing = text.parse()?,
             "response.vectored.writes" => self.response_vectored_writes = text.parse()?,
@@ -259,18 +556,32 @@ impl BrokerConfig {
         Ok(())
     }
 
-    /// The `host:port` clients are told to connect to.
+    /// The `host:port` clients are told to connect to: the advertised endpoint of the first
+    /// listener (or the listener itself); an empty host is this machine's host name, as Kafka
+    /// advertises a wildcard listener.
     pub fn advertised(&self) -> (String, i32) {
-        if let Some(adv) = &self.advertised_listener {
-            let adv = adv.rsplit("://").next().unwrap_or(adv);
-            if let Some((h, p)) = adv.rsplit_once(':') {
-                if let Ok(port) = p.parse() {
-                    return (h.to_string(), port);
-                }
-            }
-        }
-        (self.listen.ip().to_string(), self.listen.port() as i32)
+        let first = &self.listeners[0];
+        let e = self
+            .advertised_listeners
+            .as_ref()
+            .and_then(|a| a.iter().find(|e| e.name == first.name).or(a.first()))
+            .unwrap_or(first);
+        let host = if e.host.is_empty() {
+            local_host_name()
+        } else {
+            e.host.clone()
+        };
+        (host, i32::from(e.port))
     }
+}
+
+/// This machine's host name (the kernel's, `/proc/sys/kernel/hostname`), or `localhost`.
+fn local_host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
 }
 
 /// A socket buffer size: -1 for the system default, else 1..=2^31-1 bytes.
@@ -342,9 +653,68 @@ mod tests {
             "listen = \"127.0.0.1:19999\"\nlog.segment.bytes = 4096\nadvertised.listener = \"PLAINTEXT://localhost:7\"",
         )
         .unwrap();
-        assert_eq!(c.listen.port(), 19999);
+        assert_eq!(c.listeners[0].port, 19999);
         assert_eq!(c.topic_defaults.get("segment.bytes"), Some("4096"));
         assert_eq!(c.advertised(), ("localhost".to_string(), 7));
+    }
+
+    #[test]
+    fn kafka_listener_syntax_and_host_names() {
+        let c = BrokerConfig::from_toml(
+            "listeners = \"PLAINTEXT://localhost:19092,internal://[::1]:19093\"\n\
+             \"listener.security.protocol.map\" = \"PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT\"",
+        )
+        .unwrap();
+        assert_eq!(c.listeners.len(), 2);
+        assert_eq!(c.listeners[1].name, "INTERNAL");
+        assert_eq!(c.listeners[1].host, "::1");
+        assert_eq!(c.listeners[0].bind_addr().unwrap().port(), 19092);
+        assert!(c.listeners[0].bind_addr().unwrap().ip().is_loopback());
+        assert_eq!(c.advertised(), ("localhost".to_string(), 19092));
+        // An empty host binds every interface and is advertised by host name.
+        let w = BrokerConfig::from_toml("listeners = \"PLAINTEXT://:9092\"").unwrap();
+        assert_eq!(
+            w.listeners[0].bind_addr().unwrap().ip().to_string(),
+            "0.0.0.0"
+        );
+        assert!(!w.advertised().0.is_empty());
+        for bad in [
+            "listeners = \"PLAINTEXT://0.0.0.0:9092\"",
+            "listeners = \"SSL://localhost:9093\"",
+            "listeners = \"FOO://localhost:9093\"",
+            "listeners = \"PLAINTEXT://a:1,PLAINTEXT://b:2\"",
+            "listeners = \"PLAINTEXT://a:1,X://b:1\"",
+            "listeners = \"nonsense\"",
+            "listeners = \"PLAINTEXT://host:99999\"",
+        ] {
+            assert!(BrokerConfig::from_toml(bad).is_err(), "{bad}");
+        }
+        assert!(BrokerConfig::from_toml(
+            "listeners = \"PLAINTEXT://0.0.0.0:9092\"\n\"advertised.listeners\" = \"PLAINTEXT://broker1:9092\""
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn impossible_settings_name_their_key() {
+        for (text, key) in [
+            ("node.id = -1", "node.id"),
+            ("max.connections = 0", "max.connections"),
+            (
+                "\"max.inflight.requests.per.connection\" = 0",
+                "max.inflight.requests.per.connection",
+            ),
+            ("\"log.writer.threads\" = 0", "log.writer.threads"),
+            ("\"fetch.max.bytes\" = 10", "fetch.max.bytes"),
+            ("\"log.dirs\" = \"/a,/b\"", "log.dirs"),
+            (
+                "\"log.cleaner.dedupe.buffer.size\" = 5",
+                "log.cleaner.dedupe.buffer.size",
+            ),
+        ] {
+            let e = format!("{:#}", BrokerConfig::from_toml(text).unwrap_err());
+            assert!(e.contains(key), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -2,9 +2,10 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use frieda::broker::cleaner::LogCleaner;
+use frieda::broker::writer::Upkeep;
 use frieda::broker::Broker;
-use frieda::config::BrokerConfig;
-use std::net::SocketAddr;
+use frieda::config::{BrokerConfig, Endpoint};
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -24,16 +25,18 @@ struct Cli {
 enum Command {
     /// Run the broker (defaults: 127.0.0.1:9092, data in ./frieda-data).
     Serve {
-        /// Address to listen on (HOST:PORT); overrides the config file.
+        /// Where to listen: HOST:PORT or Kafka's NAME://HOST:PORT (host names resolve; an empty
+        /// host means every interface); overrides the config file's `listeners`.
         #[arg(long)]
-        listen: Option<SocketAddr>,
+        listen: Option<String>,
         /// Data directory; overrides the config file.
         #[arg(long)]
         data_dir: Option<PathBuf>,
         /// TOML config file with Kafka-named settings (see README).
         #[arg(long)]
         config: Option<PathBuf>,
-        /// HOST:PORT advertised to clients in Metadata; defaults to the listen address.
+        /// HOST:PORT (or NAME://HOST:PORT) advertised to clients in Metadata; defaults to the
+        /// listen address.
         #[arg(long)]
         advertised_listener: Option<String>,
     },
@@ -62,14 +65,16 @@ fn main() -> std::process::ExitCode {
                     None => BrokerConfig::default(),
                 };
                 if let Some(l) = listen {
-                    cfg.listen = l;
+                    cfg.listeners = vec![Endpoint::parse(&l).context("--listen")?];
                 }
                 if let Some(d) = data_dir {
                     cfg.data_dir = d;
                 }
                 if let Some(a) = advertised_listener {
-                    cfg.advertised_listener = Some(a);
+                    cfg.advertised_listeners =
+                        Some(Endpoint::parse_list(&a).context("--advertised-listener")?);
                 }
+                cfg.check()?;
                 serve(cfg)
             })();
             match result {
@@ -90,51 +95,82 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    let listen = cfg.listen;
-    let retention_every = Duration::from_millis(cfg.retention_check_interval_ms);
     let broker = Broker::open(cfg)?;
-    runtime.block_on(async {
-        let listener = frieda::server::listener::bind(listen, &broker.config)
-            .with_context(|| format!("binding {listen}"))?;
+    let cleaner = LogCleaner::start(broker.clone());
+    let served = runtime.block_on(async {
+        let mut listeners = Vec::new();
+        for l in &broker.config.listeners {
+            let addr = l.bind_addr()?;
+            let socket = frieda::server::listener::bind(addr, &broker.config)
+                .with_context(|| format!("binding {l} ({addr})"))?;
+            tracing::info!(listener = %l, %addr, "listening");
+            listeners.push(socket);
+        }
         let (host, port) = broker.config.advertised();
-        tracing::info!(%listen, advertised = %format!("{host}:{port}"), version = env!("CARGO_PKG_VERSION"), "frieda is listening");
+        tracing::info!(advertised = %format!("{host}:{port}"), version = env!("CARGO_PKG_VERSION"), "frieda is listening");
         let (stop_tx, stop_rx) = watch::channel(false);
-        let maintenance = tokio::spawn(maintain(broker.clone(), retention_every, stop_rx.clone()));
-        // Group timers (sessions, rebalances), offsets retention and compaction; on stop it
-        // answers parked JoinGroup/SyncGroup requests so connections can finish.
+        let maintenance = tokio::spawn(maintain(broker.clone(), stop_rx.clone()));
+        // Group timers (sessions, rebalances) and offsets retention; on stop it answers parked
+        // JoinGroup/SyncGroup requests so connections can finish.
         let groups = tokio::spawn(broker.groups.clone().run(stop_rx.clone()));
-        let server = tokio::spawn(frieda::server::serve(listener, broker.clone(), stop_rx));
+        let servers: Vec<_> = listeners
+            .into_iter()
+            .map(|l| tokio::spawn(frieda::server::serve(l, broker.clone(), stop_rx.clone())))
+            .collect();
         wait_for_signal().await;
         tracing::info!("shutting down: no new connections, finishing in-flight requests");
         let _ = stop_tx.send(true);
-        let _ = server.await;
+        for s in servers {
+            let _ = s.await;
+        }
         let _ = maintenance.await;
         let _ = groups.await;
         anyhow::Ok(())
-    })?;
+    });
+    cleaner.stop();
     let b = broker.clone();
     runtime.block_on(async move { tokio::task::spawn_blocking(move || b.shutdown()).await })?;
     runtime.shutdown_timeout(Duration::from_millis(500));
+    served?;
     tracing::info!("stopped");
     Ok(())
 }
 
-/// Every second: time-based flushes; every `retention_every`: retention too.
-async fn maintain(
-    broker: std::sync::Arc<Broker>,
-    retention_every: Duration,
-    mut stop: watch::Receiver<bool>,
-) {
+/// Every second: flushes that are due (`flush.ms`, rolled segments); every
+/// `log.retention.check.interval.ms`: retention; every `producer.id.expiration.check.interval.ms`:
+/// producer expiration; every `log.flush.offset.checkpoint.interval.ms`: the recovery point
+/// checkpoint.
+async fn maintain(broker: std::sync::Arc<Broker>, mut stop: watch::Receiver<bool>) {
+    let c = &broker.config;
+    let every = |ms: u64| Duration::from_millis(ms.max(1));
+    let retention_every = every(c.retention_check_interval_ms);
+    let expiration_every = every(c.producer_id_expiration_check_interval_ms);
+    let checkpoint_every = every(c.recovery_checkpoint_interval_ms);
     let mut tick = tokio::time::interval(Duration::from_secs(1).min(retention_every));
-    let mut last_retention = tokio::time::Instant::now();
+    let start = tokio::time::Instant::now();
+    let (mut last_retention, mut last_expiration, mut last_checkpoint) = (start, start, start);
     loop {
         tokio::select! {
             _ = tick.tick() => {
-                let retention = last_retention.elapsed() >= retention_every;
-                if retention {
-                    last_retention = tokio::time::Instant::now();
+                let now = tokio::time::Instant::now();
+                let mut upkeep = Upkeep::default();
+                if now - last_retention >= retention_every {
+                    last_retention = now;
+                    upkeep.retention = true;
                 }
-                broker.schedule_maintenance(retention);
+                if now - last_expiration >= expiration_every {
+                    last_expiration = now;
+                    upkeep.producer_expiration_ms = Some(broker.config.producer_id_expiration_ms);
+                }
+                broker.schedule_maintenance(upkeep);
+                if now - last_checkpoint >= checkpoint_every {
+                    last_checkpoint = now;
+                    let b = broker.clone();
+                    let written = tokio::task::spawn_blocking(move || b.write_recovery_checkpoint()).await;
+                    if let Ok(Err(e)) = written {
+                        tracing::warn!(error = %e, "writing the recovery point checkpoint failed");
+                    }
+                }
             }
             _ = stop.changed() => return,
         }

@@ -3,13 +3,22 @@
 //!
 //! Layout of the data directory:
 //! ```text
-//! <data.dir>/meta/cluster.json          cluster id
-//! <data.dir>/meta/topics/<topic>.json   topic id, partition count, config overrides
-//! <data.dir>/meta/producer_ids          end of the last reserved producer-id block
-//! <data.dir>/meta/__consumer_offsets-0/ the offsets log (committed offsets, group metadata)
-//! <data.dir>/<topic>-<partition>/       the partition log (segments, indexes)
+//! <data.dir>/.lock                             held (flock) while a broker uses the directory
+//! <data.dir>/recovery-point-offset-checkpoint  fsync'ed offsets per partition (Kafka's format)
+//! <data.dir>/cleaner-offset-checkpoint         where the log cleaner goes on (Kafka's format)
+//! <data.dir>/meta/cluster.json                 cluster id
+//! <data.dir>/meta/topics/<topic>.json          topic id, partition count, config overrides
+//! <data.dir>/meta/producer_ids                 end of the last reserved producer-id block
+//! <data.dir>/meta/__consumer_offsets-0/        the offsets log (committed offsets, group metadata)
+//! <data.dir>/<topic>-<partition>/              the partition log (segments, indexes)
 //! ```
+//!
+//! Persist before apply: every change to a topic (create, delete, configs, partitions) is written
+//! durably to `meta/` before memory changes, so a failed write changes nothing and a crash
+//! leaves either the old or the new state.
 
+pub mod checkpoint;
+pub mod cleaner;
 pub mod partition;
 pub mod topic;
 pub mod topic_config;
@@ -29,7 +38,7 @@ use std::sync::Arc;
 use topic::{valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC};
 use topic_config::{ConfigError, TopicConfigs};
 use uuid::Uuid;
-use writer::{now_ms, LogWriters, WriterJob, WriterOptions};
+use writer::{now_ms, LogWriters, Upkeep, WriterJob, WriterOptions};
 
 /// An admin operation's failure: the Kafka error code and a message for the response.
 #[derive(Debug, Clone)]
@@ -70,16 +79,28 @@ pub struct Broker {
     meta_dir: PathBuf,
     /// Consumer groups and committed offsets.
     pub groups: Arc<GroupCoordinator>,
+    /// The data directory's `.lock`, held for the broker's life (released when the file closes).
+    _dir_lock: std::fs::File,
 }
 
 impl Broker {
-    /// Opens the data directory: recovers every topic's partitions (torn tails truncated).
+    /// Opens the data directory: locks it, recovers every topic's partitions (segments above
+    /// the checkpointed recovery point validated, torn tails truncated), finishes deletions a
+    /// crash interrupted and sets aside partition directories no topic owns.
+    ///
+    /// Errors: the data directory is locked by another process; `meta/cluster.json`,
+    /// `meta/producer_ids` or a topic file is unreadable or corrupt (named in the message:
+    /// refusing to start beats reusing producer ids or changing the cluster id); a log cannot
+    /// be opened.
     pub fn open(config: BrokerConfig) -> anyhow::Result<Arc<Broker>> {
         let data_dir = config.data_dir.clone();
         let meta_dir = data_dir.join("meta");
-        std::fs::create_dir_all(meta_dir.join("topics"))
+        frieda_log::create_dir_durably(&meta_dir.join("topics"))
             .with_context(|| format!("creating data directory {}", data_dir.display()))?;
+        let dir_lock = lock_data_dir(&data_dir)?;
         let cluster_id = load_cluster_id(&meta_dir)?;
+        finish_deletions(&data_dir);
+        let recovery = checkpoint::read(&data_dir.join(checkpoint::RECOVERY_POINT_FILE));
         let writers = LogWriters::start_with(
             config.log_writer_threads,
             WriterOptions {
@@ -89,7 +110,11 @@ impl Broker {
             },
         );
         let producer_ids = ProducerIdAllocator::open(&meta_dir)?;
-        let groups = Arc::new(open_offsets_log(&config, &meta_dir, &writers)?);
+        let offsets_rp = recovery
+            .get(&(OFFSETS_TOPIC.to_string(), 0))
+            .copied()
+            .unwrap_or(0);
+        let groups = Arc::new(open_offsets_log(&config, &meta_dir, &writers, offsets_rp)?);
         let broker = Broker {
             config,
             cluster_id,
@@ -100,6 +125,7 @@ impl Broker {
             admin: tokio::sync::Mutex::new(()),
             meta_dir,
             groups,
+            _dir_lock: dir_lock,
         };
         let mut metas = Vec::new();
         for entry in std::fs::read_dir(broker.meta_dir.join("topics"))? {
@@ -107,17 +133,19 @@ impl Broker {
             if path.extension().and_then(|e| e.to_str()) != Some("json") {
                 continue;
             }
-            let text = std::fs::read_to_string(&path)?;
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading topic metadata {}", path.display()))?;
             let meta: TopicMeta = serde_json::from_str(&text)
                 .with_context(|| format!("parsing topic metadata {}", path.display()))?;
             metas.push(meta);
         }
         metas.sort_by(|a, b| a.name.cmp(&b.name));
         broker.insert(broker.offsets_topic());
-        for meta in metas {
-            let topic = broker.open_topic(&meta, meta.partitions)?;
+        for meta in &metas {
+            let topic = broker.open_topic(meta, meta.partitions, Some(&recovery))?;
             broker.insert(topic);
         }
+        set_aside_strays(&data_dir, &metas);
         tracing::info!(
             topics = broker.topics.read().len(),
             data_dir = %data_dir.display(),
@@ -141,8 +169,7 @@ impl Broker {
             h = (h ^ b as u64).wrapping_mul(0x100000001b3);
             id[i % 16] ^= (h >> 32) as u8;
         }
-        let mut configs = TopicConfigs::default();
-        let _ = configs.set("cleanup.policy", "compact");
+        let configs = offsets_topic_configs(&self.config);
         Arc::new(Topic {
             name: Arc::from(OFFSETS_TOPIC),
             id: Uuid::from_bytes(id),
@@ -155,19 +182,42 @@ impl Broker {
         self.config.data_dir.join(format!("{topic}-{index}"))
     }
 
+    /// Opens one partition's log. `recovery` holds the checkpointed recovery points of an
+    /// existing partition; `None` means a new partition, whose directory must start empty (one
+    /// left by a crash in the middle of a deletion is removed first).
     fn open_partition(
         &self,
         topic: &Arc<str>,
         index: i32,
         configs: &TopicConfigs,
+        recovery: Option<&checkpoint::Offsets>,
     ) -> anyhow::Result<Arc<Partition>> {
         let dir = self.partition_dir(topic, index);
+        let recovery_point = match recovery {
+            Some(points) => points
+                .get(&(topic.to_string(), index))
+                .copied()
+                .unwrap_or(0),
+            None => {
+                if dir.exists() {
+                    tracing::warn!(dir = %dir.display(), "removing a partition directory left by an interrupted deletion");
+                    std::fs::remove_dir_all(&dir)
+                        .with_context(|| format!("removing stale {}", dir.display()))?;
+                }
+                0
+            }
+        };
         let log_config = configs.log_config(&self.config.topic_defaults);
-        let (log, report) = PartitionLog::open(&dir, log_config, now_ms())
+        let (log, report) = PartitionLog::open_from(&dir, log_config, now_ms(), recovery_point)
             .with_context(|| format!("opening partition log {}", dir.display()))?;
         if report.truncated_bytes > 0 {
             tracing::warn!(topic = %topic, partition = index, truncated_bytes = report.truncated_bytes,
+                dropped_segments = report.dropped_segments,
                 log_end_offset = report.log_end_offset, "recovered a torn log tail");
+        }
+        if report.validated_segments > 0 {
+            tracing::debug!(topic = %topic, partition = index, validated = report.validated_segments,
+                recovery_point, "validated segments above the recovery point");
         }
         let writer = self
             .writers
@@ -175,13 +225,25 @@ impl Broker {
             .as_ref()
             .map(|w| w.for_partition(topic, index))
             .context("broker is shutting down")?;
-        Ok(Arc::new(Partition::new(topic.clone(), index, log, writer)))
+        let policy = configs.produce_policy(&self.config.topic_defaults);
+        Ok(Arc::new(Partition::new(
+            topic.clone(),
+            index,
+            log,
+            writer,
+            policy,
+        )))
     }
 
-    fn open_topic(&self, meta: &TopicMeta, partitions: i32) -> anyhow::Result<Arc<Topic>> {
+    fn open_topic(
+        &self,
+        meta: &TopicMeta,
+        partitions: i32,
+        recovery: Option<&checkpoint::Offsets>,
+    ) -> anyhow::Result<Arc<Topic>> {
         let name: Arc<str> = Arc::from(meta.name.as_str());
         let parts = (0..partitions)
-            .map(|i| self.open_partition(&name, i, &meta.configs))
+            .map(|i| self.open_partition(&name, i, &meta.configs, recovery))
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(Arc::new(Topic {
             name,
@@ -196,16 +258,48 @@ impl Broker {
         self.topics.write().insert(topic.name.clone(), topic);
     }
 
-    fn persist(&self, topic: &Topic) -> std::io::Result<()> {
-        let meta = topic.meta();
-        let text = serde_json::to_string_pretty(&meta).map_err(std::io::Error::other)?;
-        write_durably(
-            &self
-                .meta_dir
-                .join("topics")
-                .join(format!("{}.json", meta.name)),
-            &text,
-        )
+    fn meta_file(&self, topic: &str) -> PathBuf {
+        self.meta_dir.join("topics").join(format!("{topic}.json"))
+    }
+
+    /// Writes a topic's metadata durably (before memory changes: persist before apply).
+    fn persist(&self, meta: &TopicMeta) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(meta).map_err(std::io::Error::other)?;
+        write_durably(&self.meta_file(&meta.name), &text)
+    }
+
+    /// Partitions hosted now (every topic's, the offsets log's included).
+    fn partition_total(&self) -> i64 {
+        self.topics
+            .read()
+            .values()
+            .map(|t| i64::from(t.partition_count()))
+            .sum()
+    }
+
+    /// INVALID_PARTITIONS (37) if `adding` more partitions would pass `max.broker.partitions`,
+    /// or a topic would have more than `max.partitions.per.topic`.
+    fn check_partition_bounds(&self, topic_total: i32, adding: i32) -> Result<(), AdminError> {
+        if topic_total > self.config.max_partitions_per_topic {
+            return Err(AdminError::new(
+                ResponseError::InvalidPartitions,
+                format!(
+                    "{topic_total} partitions exceed max.partitions.per.topic ({})",
+                    self.config.max_partitions_per_topic
+                ),
+            ));
+        }
+        let total = self.partition_total() + i64::from(adding);
+        if total > i64::from(self.config.max_broker_partitions) {
+            return Err(AdminError::new(
+                ResponseError::InvalidPartitions,
+                format!(
+                    "the broker would host {total} partitions, more than max.broker.partitions ({})",
+                    self.config.max_broker_partitions
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Topic by name.
@@ -298,6 +392,7 @@ impl Broker {
                 format!("topic `{}` already exists", existing.name),
             ));
         }
+        self.check_partition_bounds(partitions, partitions)?;
         let meta = TopicMeta {
             name: name.to_string(),
             id: Uuid::new_v4(),
@@ -314,8 +409,10 @@ impl Broker {
         }
         let broker = self.clone();
         let topic = tokio::task::spawn_blocking(move || -> anyhow::Result<Arc<Topic>> {
-            let topic = broker.open_topic(&meta, meta.partitions)?;
-            broker.persist(&topic)?;
+            // The partitions exist before the topic does: a crash in between leaves directories
+            // no topic owns, set aside at the next start.
+            let topic = broker.open_topic(&meta, meta.partitions, None)?;
+            broker.persist(&meta)?;
             Ok(topic)
         })
         .await
@@ -354,7 +451,12 @@ impl Broker {
         }
     }
 
-    /// Deletes a topic and its data. Errors: UNKNOWN_TOPIC_OR_PARTITION (3).
+    /// Deletes a topic and its data. The metadata file goes first (durably): once it is gone the
+    /// topic is gone, even if a crash interrupts the removal of its directories (renamed
+    /// `<dir>.<id>-delete` first and removed at the next start if need be).
+    ///
+    /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); KAFKA_STORAGE_ERROR (56) if the metadata file
+    /// cannot be removed (then nothing changed).
     pub async fn delete_topic(self: &Arc<Self>, topic: Arc<Topic>) -> Result<(), AdminError> {
         refuse_internal(&topic)?;
         let _admin = self.admin.lock().await;
@@ -364,43 +466,52 @@ impl Broker {
                 "unknown topic",
             ));
         }
-        self.topics.write().remove(&topic.name);
-        self.topic_ids.write().remove(&topic.id);
-        let meta_file = self
-            .meta_dir
-            .join("topics")
-            .join(format!("{}.json", topic.name));
-        let name = topic.name.clone();
-        let result = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-            std::fs::remove_file(&meta_file)?;
-            for p in topic.partitions.read().iter() {
-                p.mark_deleted();
-                if let Some(state) = p.state.lock().take() {
-                    if let Err(e) = state.log.delete() {
-                        tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "could not remove partition directory");
-                    }
-                }
-            }
-            Ok(())
-        })
-        .await;
-        match result {
-            Ok(Ok(())) => {
-                tracing::info!(topic = %name, "deleted topic");
-                Ok(())
-            }
-            Ok(Err(e)) => Err(AdminError::new(
+        let meta_file = self.meta_file(&topic.name);
+        let removed = tokio::task::spawn_blocking(move || remove_durably(&meta_file))
+            .await
+            .map_err(|e| AdminError::new(ResponseError::UnknownServerError, e.to_string()))?;
+        if let Err(e) = removed {
+            tracing::error!(topic = %topic.name, error = %e, "deleting a topic's metadata failed; the topic stays");
+            return Err(AdminError::new(
                 ResponseError::KafkaStorageError,
                 e.to_string(),
-            )),
-            Err(e) => Err(AdminError::new(
-                ResponseError::UnknownServerError,
-                e.to_string(),
-            )),
+            ));
         }
+        self.topics.write().remove(&topic.name);
+        self.topic_ids.write().remove(&topic.id);
+        let name = topic.name.clone();
+        let data_dir = self.config.data_dir.clone();
+        let broker = self.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            for p in topic.partitions.read().iter() {
+                p.mark_deleted();
+                drop(p.state.lock().take());
+                let dir = broker.partition_dir(&p.topic, p.index);
+                let doomed = data_dir.join(format!(
+                    "{}-{}.{}-delete",
+                    p.topic,
+                    p.index,
+                    topic.id.simple()
+                ));
+                let result = std::fs::rename(&dir, &doomed)
+                    .and_then(|()| sync_dir(&data_dir))
+                    .and_then(|()| std::fs::remove_dir_all(&doomed));
+                if let Err(e) = result {
+                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e,
+                        "could not remove the partition directory; it is removed at the next start");
+                }
+            }
+        })
+        .await;
+        tracing::info!(topic = %name, "deleted topic");
+        Ok(())
     }
 
-    /// Grows a topic to `count` partitions. Errors: INVALID_PARTITIONS (37) if not larger.
+    /// Grows a topic to `count` partitions: the new partitions' logs are created, then the
+    /// topic's metadata is written durably, then they serve.
+    ///
+    /// Errors: INVALID_PARTITIONS (37) if not larger or past the partition bounds;
+    /// KAFKA_STORAGE_ERROR (56) if the disk refuses (nothing changed).
     pub async fn create_partitions(
         self: &Arc<Self>,
         topic: Arc<Topic>,
@@ -418,17 +529,28 @@ impl Broker {
                 ),
             ));
         }
+        self.check_partition_bounds(count, count - current)?;
         if validate_only {
             return Ok(());
         }
         let broker = self.clone();
         tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
             let configs = topic.configs.read().clone();
-            for i in current..count {
-                let p = broker.open_partition(&topic.name, i, &configs)?;
-                topic.partitions.write().push(p);
+            let added = (current..count)
+                .map(|i| broker.open_partition(&topic.name, i, &configs, None))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let mut meta = topic.meta();
+            meta.partitions = count;
+            if let Err(e) = broker.persist(&meta) {
+                for p in &added {
+                    p.mark_deleted();
+                    if let Some(state) = p.state.lock().take() {
+                        let _ = state.log.delete();
+                    }
+                }
+                return Err(e.into());
             }
-            broker.persist(&topic)?;
+            topic.partitions.write().extend(added);
             tracing::info!(topic = %topic.name, from = current, to = count, "added partitions");
             Ok(())
         })
@@ -437,7 +559,10 @@ impl Broker {
         .map_err(|e| AdminError::new(ResponseError::KafkaStorageError, format!("{e:#}")))
     }
 
-    /// Replaces a topic's explicit configs (already validated) and applies them to its logs.
+    /// Replaces a topic's explicit configs (already validated): written durably first, then
+    /// applied to the topic and its logs.
+    ///
+    /// Errors: KAFKA_STORAGE_ERROR (56) if the metadata cannot be written (nothing changed).
     pub async fn set_topic_configs(
         self: &Arc<Self>,
         topic: Arc<Topic>,
@@ -447,11 +572,14 @@ impl Broker {
         let _admin = self.admin.lock().await;
         let broker = self.clone();
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            let mut meta = topic.meta();
+            meta.configs = configs.clone();
+            broker.persist(&meta)?;
             let log_config = configs.log_config(&broker.config.topic_defaults);
+            let policy = configs.produce_policy(&broker.config.topic_defaults);
             *topic.configs.write() = configs;
-            broker.persist(&topic)?;
             for p in topic.partitions.read().iter() {
-                p.set_log_config(log_config.clone());
+                p.set_configs(log_config.clone(), policy);
             }
             Ok(())
         })
@@ -460,40 +588,162 @@ impl Broker {
         .map_err(|e| AdminError::new(ResponseError::KafkaStorageError, e.to_string()))
     }
 
-    /// Queues upkeep (time-based flush; retention when `retention`) for every partition on its
-    /// writer thread.
-    pub fn schedule_maintenance(&self, retention: bool) {
+    /// Queues upkeep (flushes that are due always; retention, producer expiration as `upkeep`
+    /// says) for every partition on its writer thread.
+    pub fn schedule_maintenance(&self, upkeep: Upkeep) {
         for topic in self.topics() {
             for p in topic.partitions.read().iter() {
-                p.writer().send(WriterJob::Maintain {
+                let queued = p.writer().try_send(WriterJob::Maintain {
                     partition: p.clone(),
-                    retention,
+                    upkeep,
                 });
+                if !queued {
+                    tracing::debug!(topic = %p.topic, partition = p.index, "writer queue full; upkeep skipped this round");
+                }
             }
         }
     }
 
-    /// Stops the writers (after their queued appends) and closes every log, flushing it.
+    /// Every partition's recovery point (the offsets log's too), for the checkpoint file.
+    fn recovery_points(&self) -> checkpoint::Offsets {
+        let mut points = checkpoint::Offsets::new();
+        for topic in self.topics() {
+            for p in topic.partitions.read().iter() {
+                if let Some(rp) = p.recovery_point() {
+                    points.insert((p.topic.to_string(), p.index), rp);
+                }
+            }
+        }
+        points
+    }
+
+    /// Writes `recovery-point-offset-checkpoint` (every `log.flush.offset.checkpoint.interval.ms`,
+    /// and at shutdown). Errors: the file could not be written (the old one stays).
+    pub fn write_recovery_checkpoint(&self) -> std::io::Result<()> {
+        checkpoint::write(
+            &self.config.data_dir.join(checkpoint::RECOVERY_POINT_FILE),
+            &self.recovery_points(),
+        )
+    }
+
+    /// Stops the writers (after their queued appends), flushes and closes every log, then
+    /// checkpoints the recovery points (all at the log end after a clean shutdown, so the next
+    /// start validates nothing).
     pub fn shutdown(&self) {
         if let Some(w) = self.writers.lock().take() {
             w.stop();
         }
+        let mut points = checkpoint::Offsets::new();
         for topic in self.topics() {
             for p in topic.partitions.read().iter() {
                 p.mark_deleted();
-                if let Some(state) = p.state.lock().take() {
-                    if let Err(e) = state.log.close() {
-                        tracing::error!(topic = %p.topic, partition = p.index, error = %e, "closing log failed");
+                if let Some(mut state) = p.state.lock().take() {
+                    match state.log.flush() {
+                        Ok(()) => {
+                            points
+                                .insert((p.topic.to_string(), p.index), state.log.recovery_point());
+                        }
+                        Err(e) => {
+                            tracing::error!(topic = %p.topic, partition = p.index, error = %e, "flushing a log at shutdown failed")
+                        }
                     }
                 }
             }
         }
-        if let Some(state) = self.groups.offsets.partition().state.lock().take() {
-            if let Err(e) = state.log.close() {
-                tracing::error!(error = %e, "closing the offsets log failed");
+        let path = self.config.data_dir.join(checkpoint::RECOVERY_POINT_FILE);
+        if let Err(e) = checkpoint::write(&path, &points) {
+            tracing::error!(error = %e, "writing the recovery point checkpoint failed; the next start validates every segment");
+        }
+    }
+}
+
+/// Takes the data directory's `.lock` (an exclusive `flock`), as Kafka locks its log directories.
+///
+/// Errors: another process holds it (two brokers on one directory would corrupt it).
+fn lock_data_dir(data_dir: &Path) -> anyhow::Result<std::fs::File> {
+    let path = data_dir.join(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "Failed to acquire lock on file .lock in {}. Another Frieda (or Kafka) process is using this directory.",
+            data_dir.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("locking {}", path.display()))
+        }
+    }
+}
+
+/// Removes `<dir>.<id>-delete` directories a crash left behind mid-deletion.
+fn finish_deletions(data_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(data_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name.ends_with("-delete") && entry.path().is_dir() {
+            match std::fs::remove_dir_all(entry.path()) {
+                Ok(()) => tracing::info!(dir = %name, "removed the data of a deleted topic"),
+                Err(e) => {
+                    tracing::warn!(dir = %name, error = %e, "cannot remove a deleted topic's data")
+                }
             }
         }
     }
+}
+
+/// Renames partition directories (`<topic>-<n>`) that no topic owns to `<dir>.<time>-stray`
+/// with a warning: left by a crash between creating a topic's (or partition's) logs and
+/// writing its metadata. They are kept for inspection, never served.
+fn set_aside_strays(data_dir: &Path, metas: &[TopicMeta]) {
+    let Ok(entries) = std::fs::read_dir(data_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some((topic, index)) = name.rsplit_once('-') else {
+            continue;
+        };
+        let Ok(index) = index.parse::<i32>() else {
+            continue;
+        };
+        if !entry.path().is_dir() || !valid_topic_name(topic) {
+            continue;
+        }
+        if metas
+            .iter()
+            .any(|m| m.name == topic && index < m.partitions)
+        {
+            continue;
+        }
+        let stray = data_dir.join(format!("{name}.{}-stray", now_ms()));
+        match std::fs::rename(entry.path(), &stray) {
+            Ok(()) => tracing::warn!(dir = %name, renamed = %stray.display(),
+                "a partition directory no topic owns was set aside"),
+            Err(e) => {
+                tracing::warn!(dir = %name, error = %e, "cannot set aside a stray partition directory")
+            }
+        }
+    }
+}
+
+/// Removes a file and fsyncs its directory, so the removal survives a crash.
+fn remove_durably(path: &Path) -> std::io::Result<()> {
+    std::fs::remove_file(path)?;
+    match path.parent() {
+        Some(dir) => sync_dir(dir),
+        None => Ok(()),
+    }
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// Internal topics are not changed by clients: INVALID_TOPIC_EXCEPTION (17).
@@ -507,23 +757,33 @@ fn refuse_internal(topic: &Topic) -> Result<(), AdminError> {
     Ok(())
 }
 
-/// Opens the offsets log (not a topic: never listed, fetched or deleted by clients) and the
-/// group coordinator on it. It keeps the broker's flush policy but never expires by time or
-/// size: compaction by rewriting bounds it instead.
+/// The offsets log's topic configs: `cleanup.policy=compact` (the log cleaner keeps the latest
+/// commit of each group and partition), `offsets.topic.segment.bytes`.
+fn offsets_topic_configs(config: &BrokerConfig) -> TopicConfigs {
+    let mut configs = TopicConfigs::default();
+    let _ = configs.set("cleanup.policy", "compact");
+    let _ = configs.set(
+        "segment.bytes",
+        &config.offsets_topic_segment_bytes.to_string(),
+    );
+    configs
+}
+
+/// Opens the offsets log (listed as the read-only internal topic `__consumer_offsets`) and the
+/// group coordinator on it. It keeps the broker's flush policy; the log cleaner compacts it.
 fn open_offsets_log(
     config: &BrokerConfig,
     meta_dir: &Path,
     writers: &LogWriters,
+    recovery_point: i64,
 ) -> anyhow::Result<GroupCoordinator> {
-    let name: Arc<str> = Arc::from("__consumer_offsets");
+    let name: Arc<str> = Arc::from(OFFSETS_TOPIC);
     let dir = meta_dir.join("__consumer_offsets-0");
-    let mut log_config = TopicConfigs::default().log_config(&config.topic_defaults);
-    log_config.retention_ms = -1;
-    log_config.retention_bytes = -1;
-    log_config.segment_bytes = 16 << 20;
+    let configs = offsets_topic_configs(config);
+    let mut log_config = configs.log_config(&config.topic_defaults);
     log_config.max_message_bytes = usize::MAX / 2;
     log_config.tail_cache_bytes = 0;
-    let (log, report) = PartitionLog::open(&dir, log_config, now_ms())
+    let (log, report) = PartitionLog::open_from(&dir, log_config, now_ms(), recovery_point)
         .with_context(|| format!("opening the offsets log {}", dir.display()))?;
     if report.truncated_bytes > 0 {
         tracing::warn!(
@@ -536,18 +796,39 @@ fn open_offsets_log(
         0,
         log,
         writers.for_partition(&name, 0),
+        configs.produce_policy(&config.topic_defaults),
     ));
     GroupCoordinator::open(partition, config.coordinator.clone())
 }
 
+/// The cluster id from `meta/cluster.json`, made (a random base64 UUID) on the first start.
+///
+/// Errors: the file exists but cannot be read or holds no cluster id: refusing to start beats
+/// silently becoming a new cluster.
 fn load_cluster_id(meta_dir: &Path) -> anyhow::Result<String> {
     let path = meta_dir.join("cluster.json");
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let v: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        if let Some(id) = v.get("cluster_id").and_then(|s| s.as_str()) {
-            return Ok(id.to_string());
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let v: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "{} is corrupt (not JSON); refusing to start with a new cluster id",
+                    path.display()
+                )
+            })?;
+            return v
+                .get("cluster_id")
+                .and_then(|s| s.as_str())
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .with_context(|| {
+                    format!(
+                        "{} holds no cluster_id; refusing to start with a new cluster id",
+                        path.display()
+                    )
+                });
         }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     }
     // Kafka cluster ids are 22-character URL-safe base64 UUIDs.
     let id = base64_url(Uuid::new_v4().as_bytes());

@@ -1,13 +1,14 @@
 //! One partition as the handlers see it: the log's read side, the writer-owned state, and the
 //! wake-up for fetches waiting on new data.
 
+use super::topic_config::ProducePolicy;
 use super::writer::{now_ms, AppendOutcome, WriterHandle, WriterJob};
 use crate::coordinator::producer_state::{ProducerStateTable, SequenceCheck};
 use bytes::BytesMut;
 use frieda_log::{BatchHeader, LogError, LogReader, PartitionLog};
 use kafka_protocol::error::ResponseError;
-use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use parking_lot::{Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::{oneshot, Notify};
 
@@ -47,14 +48,20 @@ pub struct Partition {
     pub(crate) state: Mutex<Option<PartitionState>>,
     data_arrived: Notify,
     deleted: AtomicBool,
-    max_message_bytes: AtomicUsize,
+    policy: RwLock<ProducePolicy>,
     writer: WriterHandle,
 }
 
 impl Partition {
     /// Wraps an opened log. Rebuilds idempotent-producer state from the batches of the last two
     /// segments (the window Kafka's producer snapshots cover in practice).
-    pub fn new(topic: Arc<str>, index: i32, log: PartitionLog, writer: WriterHandle) -> Self {
+    pub fn new(
+        topic: Arc<str>,
+        index: i32,
+        log: PartitionLog,
+        writer: WriterHandle,
+        policy: ProducePolicy,
+    ) -> Self {
         let mut producers = ProducerStateTable::default();
         match log.recent_batch_headers(2) {
             Ok(headers) => {
@@ -68,7 +75,7 @@ impl Partition {
         Partition {
             topic,
             index,
-            max_message_bytes: AtomicUsize::new(log.config().max_message_bytes),
+            policy: RwLock::new(policy),
             reader: log.reader(),
             state: Mutex::new(Some(PartitionState { log, producers })),
             data_arrived: Notify::new(),
@@ -82,9 +89,17 @@ impl Partition {
         &self.reader
     }
 
-    /// High watermark: with a single replica, the log end offset (exclusive).
+    /// High watermark (exclusive): what consumers may read. With a single replica the log end
+    /// offset; but when every append must be fsync'ed before it is acknowledged
+    /// (`flush.messages=1`) only what is fsync'ed, as in Kafka, whose append flushes before the
+    /// high watermark moves: a power cut can then never take back a record a consumer saw.
     pub fn high_watermark(&self) -> i64 {
-        self.reader.log_end_offset()
+        let leo = self.reader.log_end_offset();
+        if self.policy.read().flush_every_append {
+            leo.min(self.reader.recovery_point())
+        } else {
+            leo
+        }
     }
 
     /// First offset still in the log.
@@ -92,19 +107,31 @@ impl Partition {
         self.reader.log_start_offset()
     }
 
-    /// Largest record batch accepted, bytes (`max.message.bytes`); read without locking so
-    /// produce validation never waits for the writer thread.
-    pub fn max_message_bytes(&self) -> usize {
-        self.max_message_bytes.load(Ordering::Relaxed)
+    /// What a produce must check and do (`max.message.bytes`, keys on compacted topics,
+    /// timestamp bounds, `compression.type`); read without the partition's lock so produce
+    /// validation never waits for an append.
+    pub fn produce_policy(&self) -> ProducePolicy {
+        *self.policy.read()
     }
 
-    /// Applies a new log configuration (on the caller's thread; briefly takes the writer lock).
-    pub fn set_log_config(&self, config: frieda_log::LogConfig) {
-        self.max_message_bytes
-            .store(config.max_message_bytes, Ordering::Relaxed);
+    /// Applies a new configuration (on the caller's thread; briefly takes the writer lock).
+    pub fn set_configs(&self, config: frieda_log::LogConfig, policy: ProducePolicy) {
+        *self.policy.write() = policy;
         if let Some(state) = self.state.lock().as_mut() {
             state.log.set_config(config);
         }
+    }
+
+    /// True while the log accepts appends and serves reads (false after a failed fsync or
+    /// write, until the broker restarts and recovers it from disk).
+    pub fn is_online(&self) -> bool {
+        !self.reader.is_offline()
+    }
+
+    /// The log's recovery point (every offset below it was fsync'ed), or `None` once the
+    /// partition was deleted or closed.
+    pub fn recovery_point(&self) -> Option<i64> {
+        self.state.lock().as_ref().map(|s| s.log.recovery_point())
     }
 
     /// True once the topic was deleted.
@@ -219,6 +246,7 @@ impl Partition {
                     log_start_offset: info.log_start_offset,
                 })
             }
+            Err(LogError::Offline) => Err(ResponseError::KafkaStorageError),
             Err(e) => {
                 tracing::error!(topic = %self.topic, partition = self.index, error = %e, "append failed");
                 Err(match e {

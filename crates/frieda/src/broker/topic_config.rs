@@ -5,11 +5,11 @@
 //! were set. Invalid values are refused with INVALID_CONFIG (40); unknown names with
 //! INVALID_CONFIG as well (Kafka answers the same for a name it does not know).
 
-use frieda_log::{LogConfig, TimestampType};
+use frieda_log::{Codec, LogConfig, RecordPolicy, TimestampType};
 use std::collections::BTreeMap;
 
 /// How a config value is checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ValueKind {
     /// A signed 64-bit integer, at least `min`.
     Long { min: i64 },
@@ -17,6 +17,8 @@ pub enum ValueKind {
     Choice(&'static [&'static str]),
     /// `true` or `false`.
     Boolean,
+    /// A floating-point number in `[min, max]`.
+    Ratio { min: f64, max: f64 },
 }
 
 /// One supported topic config: its Kafka name, default as Kafka documents it, and check.
@@ -30,13 +32,18 @@ pub struct TopicConfigKey {
     pub kind: ValueKind,
 }
 
-/// Every topic config Frieda accepts. `cleanup.policy=compact` and `min.insync.replicas` are
-/// stored and reported; compaction is not performed yet and a single broker has one replica.
+/// Every topic config Frieda accepts, with Kafka 4.x's defaults (`LogConfig`). `min.insync.replicas`
+/// and `unclean.leader.election.enable` are stored and reported; a single broker has one replica.
 pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
     TopicConfigKey {
         name: "cleanup.policy",
         default: "delete",
         kind: ValueKind::Choice(&["delete", "compact", "compact,delete", "delete,compact"]),
+    },
+    TopicConfigKey {
+        name: "delete.retention.ms",
+        default: "86400000",
+        kind: ValueKind::Long { min: 0 },
     },
     TopicConfigKey {
         name: "compression.type",
@@ -64,9 +71,34 @@ pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
         kind: ValueKind::Long { min: 0 },
     },
     TopicConfigKey {
+        name: "max.compaction.lag.ms",
+        default: "9223372036854775807",
+        kind: ValueKind::Long { min: 1 },
+    },
+    TopicConfigKey {
+        name: "message.timestamp.after.max.ms",
+        default: "3600000",
+        kind: ValueKind::Long { min: 0 },
+    },
+    TopicConfigKey {
+        name: "message.timestamp.before.max.ms",
+        default: "9223372036854775807",
+        kind: ValueKind::Long { min: 0 },
+    },
+    TopicConfigKey {
         name: "message.timestamp.type",
         default: "CreateTime",
         kind: ValueKind::Choice(&["CreateTime", "LogAppendTime"]),
+    },
+    TopicConfigKey {
+        name: "min.cleanable.dirty.ratio",
+        default: "0.5",
+        kind: ValueKind::Ratio { min: 0.0, max: 1.0 },
+    },
+    TopicConfigKey {
+        name: "min.compaction.lag.ms",
+        default: "0",
+        kind: ValueKind::Long { min: 0 },
     },
     TopicConfigKey {
         name: "min.insync.replicas",
@@ -159,7 +191,19 @@ impl TopicConfigs {
                 .unwrap_or(0)
         };
         let unsigned = |name: &str| -> u64 { long(name).max(0) as u64 };
+        let policy = self
+            .effective(defaults, "cleanup.policy")
+            .unwrap_or("delete");
         LogConfig {
+            cleanup_delete: policy.split(',').any(|p| p.trim() == "delete"),
+            cleanup_compact: policy.split(',').any(|p| p.trim() == "compact"),
+            min_cleanable_dirty_ratio: self
+                .effective(defaults, "min.cleanable.dirty.ratio")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.5),
+            min_compaction_lag_ms: long("min.compaction.lag.ms"),
+            max_compaction_lag_ms: long("max.compaction.lag.ms"),
+            delete_retention_ms: long("delete.retention.ms"),
             segment_bytes: unsigned("segment.bytes"),
             segment_ms: long("segment.ms"),
             retention_ms: long("retention.ms"),
@@ -173,6 +217,63 @@ impl TopicConfigs {
                 _ => TimestampType::CreateTime,
             },
             ..LogConfig::default()
+        }
+    }
+}
+
+/// What a produce to a topic must check and do, read on the request path without locking the
+/// partition (see [`crate::broker::partition::Partition::produce_policy`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProducePolicy {
+    /// `max.message.bytes`: largest batch accepted, bytes (MESSAGE_TOO_LARGE beyond).
+    pub max_message_bytes: usize,
+    /// `cleanup.policy` contains `compact`: every record needs a key (INVALID_RECORD).
+    pub compacted: bool,
+    /// `message.timestamp.type`.
+    pub timestamp_type: TimestampType,
+    /// `message.timestamp.before.max.ms` (INVALID_TIMESTAMP beyond), ms.
+    pub timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms` (INVALID_TIMESTAMP beyond), ms.
+    pub timestamp_after_max_ms: i64,
+    /// `compression.type`: the codec batches are stored with, `None` for `producer` (as sent).
+    pub target_codec: Option<Codec>,
+    /// `flush.messages=1`: every append is fsync'ed before it is acknowledged, and the high
+    /// watermark follows what is fsync'ed.
+    pub flush_every_append: bool,
+}
+
+impl ProducePolicy {
+    /// The record checks at `now_ms` (ms since the epoch).
+    pub fn record_policy(&self, now_ms: i64) -> RecordPolicy {
+        RecordPolicy {
+            compacted: self.compacted,
+            timestamp_type: self.timestamp_type,
+            timestamp_before_max_ms: self.timestamp_before_max_ms,
+            timestamp_after_max_ms: self.timestamp_after_max_ms,
+            now_ms,
+        }
+    }
+}
+
+impl TopicConfigs {
+    /// The produce policy of a topic with these overrides over `defaults`.
+    pub fn produce_policy(&self, defaults: &TopicConfigs) -> ProducePolicy {
+        let log = self.log_config(defaults);
+        let long = |name: &str| -> i64 {
+            self.effective(defaults, name)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(i64::MAX)
+        };
+        ProducePolicy {
+            max_message_bytes: log.max_message_bytes,
+            compacted: log.cleanup_compact,
+            timestamp_type: log.message_timestamp_type,
+            timestamp_before_max_ms: long("message.timestamp.before.max.ms"),
+            timestamp_after_max_ms: long("message.timestamp.after.max.ms"),
+            target_codec: self
+                .effective(defaults, "compression.type")
+                .and_then(Codec::from_topic_config),
+            flush_every_append: log.flush_messages <= 1,
         }
     }
 }
@@ -204,6 +305,15 @@ fn validate(name: &str, value: &str) -> Result<(), ConfigError> {
                 return Err(invalid("must be true or false".into()));
             }
         }
+        ValueKind::Ratio { min, max } => {
+            let v: f64 = value
+                .trim()
+                .parse()
+                .map_err(|_| invalid("not a number".into()))?;
+            if !(min..=max).contains(&v) {
+                return Err(invalid(format!("must be within [{min}, {max}]")));
+            }
+        }
     }
     Ok(())
 }
@@ -227,6 +337,19 @@ mod tests {
         assert_eq!(log.segment_bytes, 8192);
         assert_eq!(log.max_message_bytes, 1048588);
         assert_eq!(log.message_timestamp_type, TimestampType::LogAppendTime);
+        assert!(log.cleanup_delete && !log.cleanup_compact);
+        topic.set("cleanup.policy", "compact").unwrap();
+        topic.set("min.cleanable.dirty.ratio", "0.25").unwrap();
+        topic.set("delete.retention.ms", "5000").unwrap();
+        let log = topic.log_config(&defaults);
+        assert!(!log.cleanup_delete && log.cleanup_compact);
+        assert_eq!(log.min_cleanable_dirty_ratio, 0.25);
+        assert_eq!(log.delete_retention_ms, 5000);
+        assert_eq!(log.max_compaction_lag_ms, i64::MAX);
+        topic.set("cleanup.policy", "compact,delete").unwrap();
+        let log = topic.log_config(&defaults);
+        assert!(log.cleanup_delete && log.cleanup_compact);
+        assert!(topic.set("min.cleanable.dirty.ratio", "1.5").is_err());
     }
 
     #[test]

@@ -55,13 +55,25 @@ pub enum WriterJob {
         outcome: AppendOutcome,
         reply: AppendReply,
     },
-    /// Periodic upkeep of one partition: time-based flush (`flush.ms`), and retention if asked.
+    /// Periodic upkeep of one partition: see [`Upkeep`].
     Maintain {
         partition: Arc<Partition>,
-        retention: bool,
+        upkeep: Upkeep,
     },
     /// Finish queued work and exit.
     Stop,
+}
+
+/// What a [`WriterJob::Maintain`] does besides the flushes that are due (`flush.ms` elapsed,
+/// or segments rolled since the last flush: Kafka flushes a segment when it rolls, which is
+/// what advances the recovery point under the default flush policy).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Upkeep {
+    /// Retention by time and size (`log.retention.check.interval.ms`); compacted logs get it
+    /// from the log cleaner instead.
+    pub retention: bool,
+    /// Forget idempotent producers silent this long, ms (`producer.id.expiration.ms`).
+    pub producer_expiration_ms: Option<i64>,
 }
 
 /// The design switches of the append path (`log.append.mode`, `log.group.commit`,
@@ -86,18 +98,28 @@ impl Default for WriterOptions {
     }
 }
 
+/// Jobs one writer thread's queue holds; a producer finding it full waits (backpressure: the
+/// disk is behind). Periodic upkeep is skipped instead of waiting (it comes again next second).
+pub const WRITER_QUEUE_BOUND: usize = 65_536;
+
 /// Sends jobs to one writer thread.
 #[derive(Clone)]
 pub struct WriterHandle {
-    tx: mpsc::Sender<WriterJob>,
+    tx: mpsc::SyncSender<WriterJob>,
     append_mode: AppendMode,
 }
 
 impl WriterHandle {
-    /// Queues a job. If the writer has exited (shutdown), the job is dropped, which drops its
-    /// reply sender and so answers KAFKA_STORAGE_ERROR.
+    /// Queues a job, waiting while the queue is full ([`WRITER_QUEUE_BOUND`]). If the writer has
+    /// exited (shutdown), the job is dropped, which drops its reply sender and so answers
+    /// KAFKA_STORAGE_ERROR.
     pub fn send(&self, job: WriterJob) {
         let _ = self.tx.send(job);
+    }
+
+    /// Queues a job unless the queue is full; returns whether it was queued.
+    pub fn try_send(&self, job: WriterJob) -> bool {
+        self.tx.try_send(job).is_ok()
     }
 
     /// Whether appends run on the caller's thread (`log.append.mode = "inline"`).
@@ -131,7 +153,7 @@ impl LogWriters {
         let mut handles = Vec::new();
         let mut joins = Vec::new();
         for i in 0..threads.max(1) {
-            let (tx, rx) = mpsc::channel();
+            let (tx, rx) = mpsc::sync_channel(WRITER_QUEUE_BOUND);
             handles.push(WriterHandle {
                 tx,
                 append_mode: options.append_mode,
@@ -243,10 +265,7 @@ fn run(rx: mpsc::Receiver<WriterJob>, options: WriterOptions) {
                         result: Ok(outcome),
                     });
                 }
-                WriterJob::Maintain {
-                    partition,
-                    retention,
-                } => maintain(&partition, retention),
+                WriterJob::Maintain { partition, upkeep } => maintain(&partition, upkeep),
                 WriterJob::Stop => stop = true,
             }
             if n < MAX_JOBS_PER_ROUND && !stop {
@@ -307,33 +326,65 @@ fn flush_unlocked(
     if let Some(state) = partition.state.lock().as_mut() {
         state.log.finish_flush(&ticket, synced.is_ok());
     }
+    if synced.is_ok() {
+        // The high watermark may follow the recovery point (flush.messages=1): wake fetches.
+        partition.notify_data();
+    }
     synced
 }
 
-fn maintain(partition: &Partition, retention: bool) {
+fn maintain(partition: &Partition, upkeep: Upkeep) {
     let now = now_ms();
-    let flush_ms_due = |state: &PartitionState| {
+    let flush_due = |state: &PartitionState| {
         let flush_ms = state.log.config().flush_ms;
-        state.log.unflushed_messages() > 0
+        let by_time = state.log.unflushed_messages() > 0
             && flush_ms < i64::MAX as u64
-            && now - state.log.last_flush_ms() >= flush_ms as i64
+            && now - state.log.last_flush_ms() >= flush_ms as i64;
+        by_time || state.log.has_unflushed_closed_segments()
     };
-    if let Err(e) = flush_unlocked(partition, flush_ms_due) {
-        tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "time-based flush failed");
+    if let Err(e) = flush_unlocked(partition, flush_due) {
+        tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "periodic flush failed");
     }
-    if !retention {
-        return;
-    }
-    let mut guard = partition.state.lock();
-    let Some(state) = guard.as_mut() else { return };
-    match state.log.enforce_retention(now) {
-        Ok(r) if r.deleted_segments > 0 => tracing::info!(
-            topic = %partition.topic, partition = partition.index,
-            segments = r.deleted_segments, bytes = r.deleted_bytes, log_start_offset = r.log_start_offset,
-            "retention deleted segments"),
-        Ok(_) => {}
-        Err(e) => {
-            tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed")
+    if let Some(ms) = upkeep.producer_expiration_ms {
+        if let Some(state) = partition.state.lock().as_mut() {
+            let n = state.producers.expire(now, ms);
+            if n > 0 {
+                tracing::debug!(topic = %partition.topic, partition = partition.index, expired = n,
+                    "forgot idle idempotent producers (producer.id.expiration.ms)");
+            }
         }
+    }
+    // A compacted log's retention runs on the log cleaner's thread, never beside a cleaning.
+    if upkeep.retention && !partition.produce_policy().compacted {
+        enforce_retention(partition, now);
+    }
+}
+
+/// Retention by time and size of a partition (a no-op unless `cleanup.policy` has `delete`). The
+/// segments are taken out of the log under the partition's lock; their files are deleted after
+/// it is released.
+pub(crate) fn enforce_retention(partition: &Partition, now: i64) {
+    let removed = {
+        let mut guard = partition.state.lock();
+        let Some(state) = guard.as_mut() else { return };
+        match state.log.enforce_retention(now) {
+            Ok((r, removed)) => {
+                if r.deleted_segments > 0 {
+                    tracing::info!(
+                        topic = %partition.topic, partition = partition.index,
+                        segments = r.deleted_segments, bytes = r.deleted_bytes,
+                        log_start_offset = r.log_start_offset, "retention deleted segments");
+                }
+                removed
+            }
+            Err(e) => {
+                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed");
+                return;
+            }
+        }
+    };
+    if let Err(e) = removed.delete_files() {
+        tracing::error!(topic = %partition.topic, partition = partition.index, error = %e,
+            "deleting segments removed by retention failed");
     }
 }

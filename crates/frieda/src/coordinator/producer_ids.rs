@@ -20,12 +20,23 @@ pub struct ProducerIdAllocator {
 
 impl ProducerIdAllocator {
     /// Opens the allocator; the first id after a restart is the end of the last reserved block.
-    pub fn open(meta_dir: &Path) -> std::io::Result<Self> {
+    ///
+    /// Errors: the file exists but cannot be read or does not hold a non-negative integer (a
+    /// silent reset would hand out producer ids again, and idempotent producers would collide).
+    pub fn open(meta_dir: &Path) -> anyhow::Result<Self> {
         let path = meta_dir.join("producer_ids");
         let next = match std::fs::read_to_string(&path) {
-            Ok(s) => s.trim().parse::<i64>().unwrap_or(0),
+            Ok(s) => s.trim().parse::<i64>().ok().filter(|&n| n >= 0).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{} is corrupt ({:?}); refusing to start, since producer ids could be handed out twice",
+                    path.display(),
+                    s.chars().take(40).collect::<String>()
+                )
+            })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(e),
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context(format!("reading {}", path.display())))
+            }
         };
         Ok(ProducerIdAllocator {
             path,
@@ -65,6 +76,16 @@ pub fn write_durably(path: &Path, contents: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_corrupt_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("producer_ids"), "12x").unwrap();
+        let e = ProducerIdAllocator::open(dir.path()).unwrap_err();
+        assert!(format!("{e:#}").contains("producer_ids"), "{e:#}");
+        std::fs::write(dir.path().join("producer_ids"), "-5").unwrap();
+        assert!(ProducerIdAllocator::open(dir.path()).is_err());
+    }
 
     #[test]
     fn ids_are_unique_across_restarts() {

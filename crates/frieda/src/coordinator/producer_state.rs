@@ -3,7 +3,10 @@
 //!
 //! For each producer id the partition remembers the epoch and the last five batches appended
 //! (first/last sequence and offsets), as many as a producer may have in flight
-//! (`max.in.flight.requests.per.connection` <= 5 with idempotence).
+//! (`max.in.flight.requests.per.connection` <= 5 with idempotence), and the max timestamp of its
+//! last batch. A producer silent for `producer.id.expiration.ms` is forgotten (Kafka's
+//! `ProducerStateManager.removeExpiredProducers`: the batch's own max timestamp, not the broker's
+//! clock, counts), and the table never holds more than [`MAX_PRODUCERS_PER_PARTITION`] ids.
 
 use frieda_log::BatchHeader;
 use kafka_protocol::error::ResponseError;
@@ -11,6 +14,12 @@ use std::collections::{HashMap, VecDeque};
 
 /// Batches remembered per producer, as in Kafka (`NUM_BATCHES_TO_RETAIN`).
 pub const BATCHES_TO_RETAIN: usize = 5;
+
+/// Most producer ids one partition remembers. Past it the producers with the oldest last
+/// timestamps are forgotten first (a forgotten producer's next batch is accepted as from a new
+/// producer, as Kafka does after expiration). Kafka has no such bound; each entry costs about
+/// 200 bytes, so this caps a partition's table near 20 MB.
+pub const MAX_PRODUCERS_PER_PARTITION: usize = 100_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct BatchMeta {
@@ -24,6 +33,8 @@ struct BatchMeta {
 struct ProducerEntry {
     epoch: i16,
     batches: VecDeque<BatchMeta>,
+    /// Max timestamp of the producer's last batch (ms): its expiration clock.
+    last_timestamp: i64,
 }
 
 /// What to do with an incoming batch of an idempotent producer.
@@ -109,6 +120,46 @@ impl ProducerStateTable {
             base_offset,
             last_offset: base_offset + batch.last_offset_delta as i64,
         });
+        entry.last_timestamp = entry.last_timestamp.max(batch.max_timestamp);
+        if self.producers.len() > MAX_PRODUCERS_PER_PARTITION {
+            self.evict_oldest(MAX_PRODUCERS_PER_PARTITION / 100);
+        }
+    }
+
+    /// Forgets the `n` producers with the oldest last timestamps.
+    fn evict_oldest(&mut self, n: usize) {
+        let mut by_age: Vec<(i64, i64)> = self
+            .producers
+            .iter()
+            .map(|(&pid, e)| (e.last_timestamp, pid))
+            .collect();
+        by_age.sort_unstable();
+        for (_, pid) in by_age.into_iter().take(n.max(1)) {
+            self.producers.remove(&pid);
+        }
+        tracing::warn!(
+            kept = self.producers.len(),
+            "a partition's producer table reached its bound; forgot the producers idle longest"
+        );
+    }
+
+    /// Forgets producers whose last batch's max timestamp is at least `expiration_ms` older
+    /// than `now_ms` (`producer.id.expiration.ms`). Returns how many were forgotten.
+    pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.producers.len();
+        self.producers
+            .retain(|_, e| now_ms.saturating_sub(e.last_timestamp) < expiration_ms);
+        before - self.producers.len()
+    }
+
+    /// Each known producer's id and the last offset of its last batch: the batch the log
+    /// cleaner keeps (as a bare header if all its records go) so the producer's sequence state
+    /// survives a rebuild from the log.
+    pub fn last_batch_offsets(&self) -> HashMap<i64, i64> {
+        self.producers
+            .iter()
+            .filter_map(|(&pid, e)| e.batches.back().map(|b| (pid, b.last_offset)))
+            .collect()
     }
 
     /// Number of producer ids known.
@@ -186,6 +237,30 @@ mod tests {
         assert_eq!(t.check(&batch(1, 4, 0, 1)), Ok(SequenceCheck::Append));
         t.record(&batch(1, 4, 0, 1), 1);
         assert_eq!(t.check(&batch(1, 4, 1, 1)), Ok(SequenceCheck::Append));
+    }
+
+    #[test]
+    fn producers_expire_by_their_last_batch_timestamp_and_the_table_is_bounded() {
+        let mut t = ProducerStateTable::default();
+        let mut b = batch(1, 0, 0, 1);
+        b.max_timestamp = 1_000;
+        t.record(&b, 0);
+        let mut b2 = batch(2, 0, 0, 1);
+        b2.max_timestamp = 5_000;
+        t.record(&b2, 1);
+        assert_eq!(t.last_batch_offsets(), HashMap::from([(1, 0), (2, 1)]));
+        assert_eq!(t.expire(5_999, 5_000), 0);
+        assert_eq!(t.expire(6_000, 5_000), 1);
+        assert_eq!(t.len(), 1);
+        for pid in 0..(MAX_PRODUCERS_PER_PARTITION as i64 + 10) {
+            let mut b = batch(100 + pid, 0, 0, 1);
+            b.max_timestamp = pid;
+            t.record(&b, pid);
+        }
+        assert!(t.len() <= MAX_PRODUCERS_PER_PARTITION);
+        // The newest survive.
+        let last = 100 + MAX_PRODUCERS_PER_PARTITION as i64 + 9;
+        assert!(t.last_batch_offsets().contains_key(&last));
     }
 
     #[test]

@@ -31,6 +31,7 @@ const SOURCE_DEFAULT: i8 = 5;
 const TYPE_BOOLEAN: i8 = 1;
 const TYPE_STRING: i8 = 2;
 const TYPE_LONG: i8 = 5;
+const TYPE_DOUBLE: i8 = 6;
 const TYPE_LIST: i8 = 7;
 
 /// One described config value.
@@ -72,6 +73,7 @@ pub fn topic_config_entries(
                     ValueKind::Boolean => TYPE_BOOLEAN,
                     ValueKind::Choice(_) if k.name == "cleanup.policy" => TYPE_LIST,
                     ValueKind::Choice(_) => TYPE_STRING,
+                    ValueKind::Ratio { .. } => TYPE_DOUBLE,
                 },
             }
         })

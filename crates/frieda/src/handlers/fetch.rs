@@ -36,7 +36,9 @@ struct Wanted {
 
 /// Handles a fetch. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3) / UNKNOWN_TOPIC_ID
 /// (100), OFFSET_OUT_OF_RANGE (1) below the log start offset or past the high watermark,
-/// KAFKA_STORAGE_ERROR (56) if the segment cannot be read.
+/// KAFKA_STORAGE_ERROR (56) if the segment cannot be read or the log went offline after a
+/// failed fsync. The response holds at most `fetch.max.bytes` (broker setting) and the
+/// request's `max_bytes`, whichever is smaller, except for a single larger first batch.
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -67,12 +69,14 @@ pub async fn handle(
     }
     let max_wait = Duration::from_millis(req.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
     let deadline = Instant::now() + max_wait;
-    let min_bytes = req.min_bytes.max(0) as usize;
+    // The broker's `fetch.max.bytes` caps what a fetch may ask for (and so its min_bytes), as
+    // Kafka's KafkaApis does; one batch larger than it still goes out (KIP-74).
     let response_max = if req.max_bytes <= 0 {
-        usize::MAX
+        broker.config.fetch_max_bytes
     } else {
-        req.max_bytes as usize
+        (req.max_bytes as usize).min(broker.config.fetch_max_bytes)
     };
+    let min_bytes = (req.min_bytes.max(0) as usize).min(response_max);
 
     let results = loop {
         let live: Vec<Arc<Partition>> = wanted
@@ -201,6 +205,8 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
             Err(LogError::OffsetOutOfRange { .. }) => {
                 PartitionRead::Error(ResponseError::OffsetOutOfRange)
             }
+            // Logged once when the log went offline.
+            Err(LogError::Offline) => PartitionRead::Error(ResponseError::KafkaStorageError),
             Err(e) => {
                 tracing::error!(topic = %p.topic, partition = p.index, offset = w.fetch_offset, error = %e, "fetch read failed");
                 PartitionRead::Error(ResponseError::KafkaStorageError)

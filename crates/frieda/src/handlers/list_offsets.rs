@@ -2,7 +2,9 @@
 //! earliest local (-4, KIP-1005, same as earliest here), and offset by timestamp.
 
 use super::RequestContext;
+use crate::broker::partition::Partition;
 use crate::broker::Broker;
+use frieda_log::LogError;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -16,8 +18,9 @@ const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 
 /// Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3); KAFKA_STORAGE_ERROR (56) when a
-/// timestamp lookup cannot read the index. A timestamp past every record gives offset -1 and
-/// timestamp -1, as in Kafka.
+/// timestamp lookup cannot read the log. A timestamp past every record, or MAX_TIMESTAMP on an
+/// empty partition, gives offset -1 and timestamp -1, as in Kafka. MAX_TIMESTAMP returns the
+/// earliest record carrying the largest timestamp (Kafka's `RecordBatch.offsetOfMaxTimestamp`).
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -45,18 +48,16 @@ pub async fn handle(
             let found: Result<Option<(i64, i64)>, ResponseError> = match lp.timestamp {
                 LATEST => Ok(Some((p.high_watermark(), -1))),
                 EARLIEST | EARLIEST_LOCAL => Ok(Some((p.log_start_offset(), -1))),
-                MAX_TIMESTAMP => Ok(p.reader().max_timestamp().map(|(ts, off)| (off, ts))),
+                MAX_TIMESTAMP => {
+                    let reader = p.reader().clone();
+                    lookup(&p, move || {
+                        Ok(reader.max_timestamp()?.map(|(ts, off)| (off, ts)))
+                    })
+                    .await
+                }
                 ts if ts >= 0 => {
                     let reader = p.reader().clone();
-                    match tokio::task::spawn_blocking(move || reader.offset_for_timestamp(ts)).await
-                    {
-                        Ok(Ok(r)) => Ok(r),
-                        Ok(Err(e)) => {
-                            tracing::error!(topic = %p.topic, partition = p.index, error = %e, "timestamp lookup failed");
-                            Err(ResponseError::KafkaStorageError)
-                        }
-                        Err(_) => Err(ResponseError::UnknownServerError),
-                    }
+                    lookup(&p, move || reader.offset_for_timestamp(ts)).await
                 }
                 _ => Err(ResponseError::InvalidRequest),
             };
@@ -73,4 +74,20 @@ pub async fn handle(
         );
     }
     ListOffsetsResponse::default().with_topics(topics)
+}
+
+/// Runs a lookup that reads the log on a blocking thread: `(offset, timestamp)` or nothing.
+async fn lookup(
+    p: &Partition,
+    f: impl FnOnce() -> Result<Option<(i64, i64)>, LogError> + Send + 'static,
+) -> Result<Option<(i64, i64)>, ResponseError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(LogError::Offline)) => Err(ResponseError::KafkaStorageError),
+        Ok(Err(e)) => {
+            tracing::error!(topic = %p.topic, partition = p.index, error = %e, "offset lookup failed");
+            Err(ResponseError::KafkaStorageError)
+        }
+        Err(_) => Err(ResponseError::UnknownServerError),
+    }
 }

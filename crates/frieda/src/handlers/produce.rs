@@ -1,16 +1,23 @@
 //! Produce (key 0, v3-13): validate each partition's record batch on the network thread
-//! (length, magic 2, CRC-32C, size), hand it to the partition's log writer, and answer once
-//! every partition's append is done. Batches are stored exactly as received with the base
-//! offset patched in (DESIGN.md, "ordering without CPU cost").
+//! (length, magic 2, CRC-32C, size, then Kafka's `LogValidator` rules: record count, keys on
+//! compacted topics, timestamp bounds), recompress it if the topic's `compression.type` asks,
+//! append it, and answer once every partition's append is done. Batches are otherwise stored
+//! exactly as received with the base offset patched in (DESIGN.md, "ordering without CPU cost").
 
 use super::{str_bytes, RequestContext};
 use crate::broker::partition::Partition;
+use crate::broker::writer::now_ms;
 use crate::broker::Broker;
 use bytes::{Bytes, BytesMut};
-use frieda_log::{validate_batches, BatchError};
+use frieda_log::{
+    build_batch, records_section, validate_batches, validate_records, BatchError, BatchHeader,
+    Codec,
+};
 use futures::future::join_all;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use std::sync::Arc;
 
@@ -21,10 +28,14 @@ const TOPIC_ID_VERSION: i16 = 13;
 /// before the next request of the connection is answered).
 ///
 /// Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3) / UNKNOWN_TOPIC_ID (100),
-/// CORRUPT_MESSAGE (2) for a bad length or CRC, INVALID_RECORD (87) for magic v0/v1, several
-/// batches, or transactional/control batches (transactions are not implemented),
-/// MESSAGE_TOO_LARGE (10) past `max.message.bytes`, INVALID_REQUIRED_ACKS (21),
-/// OUT_OF_ORDER_SEQUENCE_NUMBER (45), INVALID_PRODUCER_EPOCH (47), KAFKA_STORAGE_ERROR (56).
+/// CORRUPT_MESSAGE (2) for a bad length, CRC or record structure, INVALID_RECORD (87) for magic
+/// v0/v1, several batches, a record count that does not match the offset range, control or
+/// transactional batches (transactions are not implemented), or a record without a key on a
+/// compacted topic (with `record_errors`, v8+), INVALID_TIMESTAMP (32) for a record outside
+/// `message.timestamp.before/after.max.ms` (with `record_errors`), MESSAGE_TOO_LARGE (10) past
+/// `max.message.bytes`, INVALID_REQUIRED_ACKS (21), OUT_OF_ORDER_SEQUENCE_NUMBER (45),
+/// INVALID_PRODUCER_EPOCH (47), KAFKA_STORAGE_ERROR (56) when the disk refuses or the partition
+/// went offline after a failed fsync.
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -58,8 +69,8 @@ pub async fn handle(
             let records = pd.records;
             async move {
                 let result = match (request_error, partition) {
-                    (Some(e), _) => Err((e, None)),
-                    (None, Err(unknown)) => Err((unknown, None)),
+                    (Some(e), _) => Err(e.into()),
+                    (None, Err(unknown)) => Err(unknown.into()),
                     (None, Ok(p)) => append(&p, records).await,
                 };
                 partition_response(version, index, result)
@@ -79,49 +90,125 @@ pub async fn handle(
     Some(ProduceResponse::default().with_responses(topics))
 }
 
-type AppendResult = Result<(i64, i64, i64), (ResponseError, Option<String>)>;
+/// Why a partition's append failed: the error code, the `error_message` (v8+) and the
+/// `record_errors` (v8+, record index and message).
+struct AppendError {
+    code: ResponseError,
+    message: Option<String>,
+    record_errors: Vec<(i32, String)>,
+}
+
+impl From<ResponseError> for AppendError {
+    fn from(code: ResponseError) -> Self {
+        AppendError {
+            code,
+            message: None,
+            record_errors: Vec::new(),
+        }
+    }
+}
+
+type AppendResult = Result<(i64, i64, i64), AppendError>;
 
 async fn append(partition: &Arc<Partition>, records: Option<Bytes>) -> AppendResult {
     let Some(records) = records.filter(|r| !r.is_empty()) else {
-        return Err((ResponseError::InvalidRecord, Some("no record batch".into())));
+        return Err(AppendError {
+            code: ResponseError::InvalidRecord,
+            message: Some("no record batch".into()),
+            record_errors: Vec::new(),
+        });
     };
-    let max = partition.max_message_bytes();
-    let headers = validate_batches(&records, max).map_err(|e| {
+    let policy = partition.produce_policy();
+    let rejected = |e: BatchError| {
         tracing::info!(topic = %partition.topic, partition = partition.index, error = %e, "rejected produce batch");
-        batch_error(&e)
-    })?;
+        batch_error(e)
+    };
+    let headers = validate_batches(&records, policy.max_message_bytes).map_err(rejected)?;
     if headers.len() != 1 {
-        return Err((
-            ResponseError::InvalidRecord,
-            Some("produce requests v3+ must carry exactly one record batch per partition".into()),
-        ));
+        return Err(AppendError {
+            code: ResponseError::InvalidRecord,
+            message: Some(
+                "produce requests v3+ must carry exactly one record batch per partition".into(),
+            ),
+            record_errors: Vec::new(),
+        });
     }
     let header = headers[0];
-    if header.is_transactional() || header.is_control() {
-        return Err((
-            ResponseError::InvalidRecord,
-            Some("transactional and control batches are not supported".into()),
-        ));
+    if header.is_transactional() {
+        return Err(AppendError {
+            code: ResponseError::InvalidRecord,
+            message: Some("transactional batches are not supported".into()),
+            record_errors: Vec::new(),
+        });
     }
-    let buf = records
-        .try_into_mut()
-        .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+    validate_records(&records, &header, &policy.record_policy(now_ms())).map_err(rejected)?;
+    let (buf, header) = match policy.target_codec {
+        Some(codec) if codec.id() != header.compression() => {
+            recompress(&records, &header, codec).map_err(rejected)?
+        }
+        _ => (
+            records
+                .try_into_mut()
+                .unwrap_or_else(|shared| BytesMut::from(&shared[..])),
+            header,
+        ),
+    };
     partition
         .append(buf, header)
         .await
         .map(|o| (o.base_offset, o.log_append_time, o.log_start_offset))
-        .map_err(|e| (e, None))
+        .map_err(AppendError::from)
 }
 
-fn batch_error(e: &BatchError) -> (ResponseError, Option<String>) {
-    let code = match e {
+/// Rewrites a batch with the topic's `compression.type` (Kafka's `LogValidator` rebuild: the
+/// producer id, epoch, base sequence, offsets and timestamps are kept; the CRC is new).
+fn recompress(
+    batch: &[u8],
+    h: &BatchHeader,
+    codec: Codec,
+) -> Result<(BytesMut, BatchHeader), BatchError> {
+    let records = records_section(batch, h)?;
+    let rebuilt = build_batch(h, codec, &records);
+    let header = BatchHeader::parse(&rebuilt)?;
+    Ok((BytesMut::from(&rebuilt[..]), header))
+}
+
+/// The Kafka error for a refused batch, with Kafka's `error_message` and `record_errors` for
+/// per-record failures (`LogValidator.processRecordErrors`).
+fn batch_error(e: BatchError) -> AppendError {
+    let code = match &e {
         BatchError::CorruptMessage(_) => ResponseError::CorruptMessage,
         BatchError::UnsupportedMagic(_) | BatchError::InvalidRecord(_) => {
             ResponseError::InvalidRecord
         }
         BatchError::MessageTooLarge { .. } => ResponseError::MessageTooLarge,
+        BatchError::RecordRejected {
+            timestamp: true, ..
+        } => ResponseError::InvalidTimestamp,
+        BatchError::RecordRejected { .. } => ResponseError::InvalidRecord,
     };
-    (code, Some(e.to_string()))
+    match e {
+        BatchError::RecordRejected {
+            timestamp,
+            index,
+            message,
+        } => AppendError {
+            code,
+            message: Some(if timestamp {
+                "One or more records have been rejected due to invalid timestamp".into()
+            } else {
+                format!(
+                    "One or more records have been rejected due to 1 record errors in total, and only showing the first three errors at most: [RecordError(batchIndex={index}, message='{message}')]"
+                )
+            }),
+            record_errors: vec![(index, message)],
+        },
+        other => AppendError {
+            code,
+            message: Some(other.to_string()),
+            record_errors: Vec::new(),
+        },
+    }
 }
 
 /// Builds a partition's result. Fields newer than the request version stay at their defaults:
@@ -139,14 +226,24 @@ fn partition_response(version: i16, index: i32, result: AppendResult) -> Partiti
                 resp
             }
         }
-        Err((code, message)) => {
+        Err(e) => {
             let resp = resp
-                .with_error_code(code.code())
+                .with_error_code(e.code.code())
                 .with_base_offset(-1)
                 .with_log_append_time_ms(-1)
                 .with_log_start_offset(-1);
             if version >= 8 {
-                resp.with_error_message(message.map(|m| str_bytes(&m)))
+                resp.with_error_message(e.message.map(|m| str_bytes(&m)))
+                    .with_record_errors(
+                        e.record_errors
+                            .into_iter()
+                            .map(|(i, m)| {
+                                BatchIndexAndErrorMessage::default()
+                                    .with_batch_index(i)
+                                    .with_batch_index_error_message(Some(str_bytes(&m)))
+                            })
+                            .collect(),
+                    )
             } else {
                 resp
             }

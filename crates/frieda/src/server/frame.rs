@@ -34,42 +34,56 @@ pub enum FrameError {
     Io(#[from] std::io::Error),
 }
 
-/// Requests up to this size are not charged to the [`RequestBudget`]: they are bounded per
-/// connection (in-flight requests times this), and a flood of large requests holding the budget
-/// never delays a small one (a heartbeat, a metadata request, a small produce).
-pub const BUDGET_FREE_BYTES: usize = 64 * 1024;
+/// Requests up to this size are small: they draw from their own share of the
+/// [`RequestBudget`], so a flood of large requests holding the rest never delays a heartbeat, a
+/// metadata request or a small produce.
+pub const SMALL_REQUEST_BYTES: usize = 64 * 1024;
 
-/// The broker-wide budget of bytes of large requests being read or processed
-/// (`queued.max.request.bytes`).
+/// The broker-wide budget of bytes of requests being read or processed
+/// (`queued.max.request.bytes`): every request's size is taken from it before its bytes are
+/// buffered and given back when its handler finishes (as Kafka's request memory pool does for
+/// every data-plane request). One eighth (at least 64 KiB) is kept for small requests
+/// ([`SMALL_REQUEST_BYTES`]), the rest serves large ones; the two never exceed the total.
 #[derive(Clone, Debug)]
 pub struct RequestBudget {
-    sem: Arc<Semaphore>,
-    total: usize,
+    small: Arc<Semaphore>,
+    large: Arc<Semaphore>,
+    small_total: usize,
+    large_total: usize,
 }
 
 impl RequestBudget {
-    /// A budget of `total` bytes (clamped to what a semaphore can count).
+    /// A budget of `total` bytes (clamped to what semaphores can count).
     pub fn new(total: usize) -> Self {
-        let total = total.clamp(1, Semaphore::MAX_PERMITS);
+        let total = total.clamp(2 * SMALL_REQUEST_BYTES, Semaphore::MAX_PERMITS);
+        let small_total = (total / 8).max(SMALL_REQUEST_BYTES);
+        let large_total = total - small_total;
         RequestBudget {
-            sem: Arc::new(Semaphore::new(total)),
-            total,
+            small: Arc::new(Semaphore::new(small_total)),
+            large: Arc::new(Semaphore::new(large_total)),
+            small_total,
+            large_total,
         }
     }
 
-    /// Bytes not taken at the moment.
+    /// Bytes not taken at the moment (both shares).
     pub fn available(&self) -> usize {
-        self.sem.available_permits()
+        self.small.available_permits() + self.large.available_permits()
     }
 
-    /// Waits until `bytes` (at most the whole budget) are free and takes them.
+    /// Waits until `bytes` (at most the whole share) are free in the share its size belongs to
+    /// and takes them.
     async fn take(&self, bytes: usize) -> OwnedSemaphorePermit {
-        let n = u32::try_from(bytes.min(self.total)).unwrap_or(u32::MAX);
-        self.sem
-            .clone()
+        let (sem, total) = if bytes <= SMALL_REQUEST_BYTES {
+            (&self.small, self.small_total)
+        } else {
+            (&self.large, self.large_total)
+        };
+        let n = u32::try_from(bytes.min(total)).unwrap_or(u32::MAX);
+        sem.clone()
             .acquire_many_owned(n)
             .await
-            .expect("the request budget semaphore is never closed")
+            .expect("the request budget semaphores are never closed")
     }
 }
 
@@ -150,7 +164,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     });
                 }
                 let size = size as usize;
-                if self.held.is_none() && size > BUDGET_FREE_BYTES {
+                if self.held.is_none() {
                     if let Some(budget) = &self.budget {
                         // Waiting here stops reading this socket (backpressure); it is not the
                         // peer's fault, so the read clock restarts afterwards.
@@ -259,44 +273,49 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn budget_is_taken_per_large_frame_and_returned() {
-        const N: usize = BUDGET_FREE_BYTES + 6;
-        let budget = RequestBudget::new(N + 10);
+    async fn budget_is_taken_per_frame_and_returned() {
+        const N: usize = SMALL_REQUEST_BYTES + 6;
+        // 2 MiB: 256 KiB for small requests, the rest for large ones.
+        let total = 2 << 20;
+        let budget = RequestBudget::new(total);
+        let large = total - total / 8;
+        let k = large / N; // large frames that fit at once
         let mut data = Vec::new();
-        for _ in 0..3 {
+        for _ in 0..k + 1 {
             data.extend_from_slice(&(N as i32).to_be_bytes());
             data.extend_from_slice(&[1u8; N]);
         }
-        // small frames are free
         data.extend_from_slice(&3i32.to_be_bytes());
         data.extend_from_slice(b"abc");
-        let max = 1 << 20;
+        let max = 4 << 20;
         let mut r = FrameReader::new(&data[..], max)
             .with_limits(Duration::from_secs(5), Some(budget.clone()));
-        let f1 = r.next().await.unwrap();
-        assert_eq!(budget.available(), 10);
-        // the second frame does not fit until the first is released
+        let mut held = Vec::new();
+        for _ in 0..k {
+            held.push(r.next().await.unwrap());
+        }
+        assert_eq!(budget.available(), total - k * N);
+        // the next large frame does not fit until one is released
         assert!(tokio::time::timeout(Duration::from_millis(50), r.next())
             .await
             .is_err());
-        drop(f1);
-        let f2 = r.next().await.unwrap();
-        assert_eq!(f2.payload.len(), N);
-        assert_eq!(budget.available(), 10);
-        drop(f2);
-        let f3 = r.next().await.unwrap();
+        held.pop();
+        let f = r.next().await.unwrap();
+        assert_eq!(f.payload.len(), N);
+        // a small frame is counted too, from its own share, however full the large one is
         let small = r.next().await.unwrap();
         assert_eq!(&small.payload[..], b"abc");
-        assert!(small.permit.is_none());
-        drop(f3);
-        // a frame larger than the whole budget takes all of it
-        let big_n = N + 100;
+        assert_eq!(budget.available(), total - k * N - 3);
+        drop((small, f, held));
+        assert_eq!(budget.available(), total);
+        // a frame larger than the whole large share takes all of it
+        let big_n = large + 100;
         let big = [&(big_n as i32).to_be_bytes()[..], &vec![7u8; big_n][..]].concat();
         let mut r = FrameReader::new(&big[..], max)
             .with_limits(Duration::from_secs(5), Some(budget.clone()));
         let f = r.next().await.unwrap();
-        assert_eq!(budget.available(), 0);
+        assert_eq!(budget.available(), total / 8);
         drop(f);
-        assert_eq!(budget.available(), N + 10);
+        assert_eq!(budget.available(), total);
     }
 }

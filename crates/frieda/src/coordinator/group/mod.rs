@@ -501,15 +501,13 @@ impl GroupCoordinator {
         self.stopped.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Periodic work until `stop`: timers every [`TICK`], offsets retention, compaction of the
-    /// offsets log, time-based flushes of it.
+    /// Periodic work until `stop`: timers every [`TICK`] and offsets retention.
     pub async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let retention_every =
             Duration::from_millis(self.config.offsets_retention_check_interval_ms.max(100));
         let mut last_retention = Instant::now();
-        let mut last_upkeep = Instant::now();
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
@@ -523,19 +521,8 @@ impl GroupCoordinator {
                 last_retention = Instant::now();
                 self.expire_offsets();
             }
-            // Time-based flushes of the offsets log come with the broker's maintenance of
-            // every topic (it is listed as the internal topic `__consumer_offsets`).
-            if last_upkeep.elapsed() >= Duration::from_secs(1) {
-                last_upkeep = Instant::now();
-                if self.offsets.needs_compaction() {
-                    let me = self.clone();
-                    tokio::spawn(async move {
-                        if let Err(e) = me.offsets.compact().await {
-                            tracing::error!(error = %format!("{e:#}"), "compacting the offsets log failed");
-                        }
-                    });
-                }
-            }
+            // Flushes, retention and compaction of the offsets log come with the broker's
+            // maintenance and log cleaner (it is the internal topic `__consumer_offsets`).
         }
     }
 }

@@ -3,12 +3,13 @@
 //!
 //! Writes go through the partition's append path like produce appends, so a commit is
 //! answered only after its append (and after the fsync when the flush policy asks for one), and
-//! one fsync covers every commit waiting for it. The in-memory map is updated when a write is
-//! queued, under the same lock that queues it, so the map and the log always agree on the order
-//! of writes ("last value wins" on replay gives the map back).
+//! one fsync covers every commit waiting for it. Persist before apply: the in-memory map changes
+//! only once a write is in the log, and writes are applied in log order (by offset), so the map
+//! is always what a replay of the log would give. A write that fails changes nothing.
 //!
-//! The log is replayed on start. It is kept from growing without bound by [`OffsetStore::compact`]:
-//! roll a segment, append every live entry again, then drop the whole segments below that copy.
+//! The log is replayed on start. It is a compacted log (`cleanup.policy=compact`) kept small by
+//! the broker's log cleaner like any compacted topic: the latest record of each key stays,
+//! tombstones go after `delete.retention.ms`.
 
 pub mod codec;
 
@@ -24,25 +25,64 @@ use kafka_protocol::records::{
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
-/// Records per batch when many entries are written at once (compaction, group deletion).
+/// Records per batch when many entries are written at once (group deletion, expiry).
 const RECORDS_PER_BATCH: usize = 2000;
-/// Compaction runs when the log holds more than twice the live entries plus this many records.
-const COMPACTION_SLACK: i64 = 20_000;
+/// Writes in the log waiting for an earlier write to be applied first. Writes land in offset
+/// order except for a moment, so this is never approached; past it the store logs an error and
+/// applies what it has (a gap means an earlier write's outcome was lost, e.g. the log went
+/// offline after it was appended).
+const MAX_LANDED_WRITES: usize = 10_000;
 
 /// Topic and partition.
 pub type TopicPartition = (String, i32);
+
+/// The answer to a write's waiter.
+type Done = oneshot::Sender<Result<AppendOutcome, ResponseError>>;
+/// A write in the log waiting to be applied: its records, where it landed, its waiter.
+type Landed = (Vec<(LogKey, Option<Bytes>)>, AppendOutcome, Done);
 
 #[derive(Default)]
 struct Inner {
     offsets: HashMap<String, BTreeMap<TopicPartition, OffsetValue>>,
     groups: HashMap<String, GroupValue>,
+    /// Writes in the log, by base offset, not yet applied because an earlier one is pending,
+    /// with whoever waits for them (answered once applied).
+    landed: BTreeMap<i64, Landed>,
+    /// Offset of the next write to apply (the log end offset when everything is applied).
+    next_apply: i64,
 }
 
 impl Inner {
+    /// A write appended at `base_offset`: applies it and every landed write after it, in log
+    /// order, as far as they are contiguous.
+    fn land(&mut self, outcome: AppendOutcome, records: Vec<(LogKey, Option<Bytes>)>, done: Done) {
+        self.landed
+            .insert(outcome.base_offset, (records, outcome, done));
+        if self.landed.len() > MAX_LANDED_WRITES {
+            tracing::error!(
+                next = self.next_apply,
+                "offsets log writes are missing an earlier outcome; applying in offset order"
+            );
+            if let Some((&first, _)) = self.landed.first_key_value() {
+                self.next_apply = first;
+            }
+        }
+        while let Some(entry) = self.landed.first_entry() {
+            if *entry.key() != self.next_apply {
+                break;
+            }
+            let (records, outcome, done) = entry.remove();
+            self.next_apply += records.len() as i64;
+            for (k, v) in records {
+                self.apply(k, v.as_deref());
+            }
+            let _ = done.send(Ok(outcome));
+        }
+    }
+
     fn live(&self) -> usize {
         self.groups.len() + self.offsets.values().map(BTreeMap::len).sum::<usize>()
     }
@@ -83,9 +123,8 @@ impl Inner {
 
 /// The offsets store. Thread safe.
 pub struct OffsetStore {
-    inner: Mutex<Inner>,
+    inner: Arc<Mutex<Inner>>,
     log: Arc<Partition>,
-    compacting: AtomicBool,
 }
 
 /// A queued write; resolves once it is in the log (and flushed if the policy asks).
@@ -163,6 +202,7 @@ impl OffsetStore {
             }
             offset = data.next_offset;
         }
+        inner.next_apply = end;
         tracing::info!(
             records,
             skipped,
@@ -171,9 +211,8 @@ impl OffsetStore {
             "offsets log replayed"
         );
         Ok(OffsetStore {
-            inner: Mutex::new(inner),
+            inner: Arc::new(Mutex::new(inner)),
             log,
-            compacting: AtomicBool::new(false),
         })
     }
 
@@ -182,17 +221,27 @@ impl OffsetStore {
         &self.log
     }
 
-    /// Applies writes to memory and queues them, in one batch, under the lock.
-    fn write(&self, inner: &mut Inner, records: Vec<(LogKey, Option<Bytes>)>) -> WriteResult {
+    /// Appends writes to the log in one batch; they reach the in-memory map once the append
+    /// (and the fsync the flush policy asks for) succeeded, in log order. The caller holds the
+    /// lock, so writes are appended in the order they were decided on. Needs a tokio runtime
+    /// (the outcome is awaited on a task, so writes nobody awaits are applied too).
+    fn write(&self, _inner: &mut Inner, records: Vec<(LogKey, Option<Bytes>)>) -> WriteResult {
         let encoded: Vec<(Bytes, Option<Bytes>)> = records
             .iter()
             .map(|(k, v)| (codec::encode_key(k), v.clone()))
             .collect();
-        for (k, v) in records {
-            inner.apply(k, v.as_deref());
-        }
         let (batch, header) = encode_batch(&encoded, now_ms());
-        self.log.submit(batch, header)
+        let appended = self.log.submit(batch, header);
+        let (tx, rx) = oneshot::channel();
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            match appended.await {
+                Ok(Ok(outcome)) => inner.lock().land(outcome, records, tx),
+                Ok(Err(e)) => drop(tx.send(Err(e))),
+                Err(_) => drop(tx.send(Err(ResponseError::KafkaStorageError))),
+            }
+        });
+        rx
     }
 
     /// Commits offsets of a group; resolves once durable.
@@ -370,110 +419,12 @@ impl OffsetStore {
         }
         n
     }
-
-    /// Entries in the log now (from its start) and live entries in memory.
-    pub fn sizes(&self) -> (i64, usize) {
-        let r = self.log.reader();
-        (
-            r.log_end_offset() - r.log_start_offset(),
-            self.inner.lock().live(),
-        )
-    }
-
-    /// Whether the log holds enough dead entries to be worth compacting.
-    pub fn needs_compaction(&self) -> bool {
-        let (in_log, live) = self.sizes();
-        in_log > 2 * live as i64 + COMPACTION_SLACK
-    }
-
-    /// Rewrites every live entry at the end of the log and drops the whole segments before the
-    /// copy. Safe alongside commits: they are queued after or before the copy in log order,
-    /// and the copy is taken under the same lock that queues them.
-    pub async fn compact(&self) -> anyhow::Result<()> {
-        if self.compacting.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let result = self.compact_inner().await;
-        self.compacting.store(false, Ordering::Release);
-        result
-    }
-
-    async fn compact_inner(&self) -> anyhow::Result<()> {
-        let log = self.log.clone();
-        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-            if let Some(state) = log.state.lock().as_mut() {
-                state.log.roll_segment(now_ms())?;
-            }
-            Ok(())
-        })
-        .await??;
-        let receivers = {
-            let inner = self.inner.lock();
-            let mut records: Vec<(LogKey, Option<Bytes>)> = Vec::with_capacity(inner.live());
-            for (g, v) in &inner.groups {
-                records.push((
-                    LogKey::Group { group: g.clone() },
-                    Some(codec::encode_group(v)),
-                ));
-            }
-            for (g, m) in &inner.offsets {
-                for ((t, p), v) in m {
-                    records.push((
-                        LogKey::Offset {
-                            group: g.clone(),
-                            topic: t.clone(),
-                            partition: *p,
-                        },
-                        Some(codec::encode_offset(v)),
-                    ));
-                }
-            }
-            let now = now_ms();
-            records
-                .chunks(RECORDS_PER_BATCH)
-                .map(|chunk| {
-                    let encoded: Vec<_> = chunk
-                        .iter()
-                        .map(|(k, v)| (codec::encode_key(k), v.clone()))
-                        .collect();
-                    let (batch, header) = encode_batch(&encoded, now);
-                    self.log.submit(batch, header)
-                })
-                .collect::<Vec<_>>()
-        };
-        let mut copy_start = None;
-        for rx in receivers {
-            let outcome = rx
-                .await
-                .map_err(|_| anyhow::anyhow!("log writer stopped"))?
-                .map_err(|e| anyhow::anyhow!("append failed: {e:?}"))?;
-            copy_start.get_or_insert(outcome.base_offset);
-        }
-        // With no live entries at all, everything before the log end can go.
-        let below = copy_start.unwrap_or_else(|| self.log.reader().log_end_offset());
-        let log = self.log.clone();
-        let report = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-            match log.state.lock().as_mut() {
-                Some(state) => Ok(Some(state.log.delete_segments_below(below)?)),
-                None => Ok(None),
-            }
-        })
-        .await??;
-        if let Some(r) = report {
-            tracing::info!(
-                deleted_segments = r.deleted_segments,
-                deleted_bytes = r.deleted_bytes,
-                log_start_offset = r.log_start_offset,
-                "offsets log compacted"
-            );
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::broker::topic_config::TopicConfigs;
     use crate::broker::writer::LogWriters;
     use frieda_log::{LogConfig, PartitionLog};
     use std::path::Path;
@@ -487,7 +438,13 @@ mod tests {
         };
         let (log, _) = PartitionLog::open(dir, cfg, now_ms()).unwrap();
         let name: Arc<str> = Arc::from("__consumer_offsets");
-        let p = Partition::new(name.clone(), 0, log, writers.for_partition(&name, 0));
+        let p = Partition::new(
+            name.clone(),
+            0,
+            log,
+            writers.for_partition(&name, 0),
+            TopicConfigs::default().produce_policy(&TopicConfigs::default()),
+        );
         OffsetStore::open(Arc::new(p)).unwrap()
     }
 
@@ -495,19 +452,6 @@ mod tests {
         if let Some(st) = store.log.state.lock().take() {
             st.log.close().unwrap();
         }
-    }
-
-    fn segments(dir: &Path) -> usize {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "log")
-            })
-            .count()
     }
 
     fn value(offset: i64, ts: i64) -> OffsetValue {
@@ -520,12 +464,12 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn commits_survive_reopen_and_compaction_bounds_the_log() {
+    async fn commits_survive_reopen_and_the_last_write_wins() {
         let dir = tempfile::tempdir().unwrap();
         let writers = LogWriters::start(1);
         let store = open(dir.path(), &writers);
         let now = now_ms();
-        for round in 0..3000i64 {
+        for round in 0..300i64 {
             let entries = (0..10)
                 .map(|p| (("t".to_string(), p), value(round, now)))
                 .collect();
@@ -534,7 +478,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        drop(store.store_group(
+        written(store.store_group(
             "g0",
             GroupValue {
                 protocol_type: "consumer".into(),
@@ -543,30 +487,18 @@ mod tests {
                 leader: None,
                 state_timestamp: now,
             },
-        ));
+        ))
+        .await
+        .unwrap();
         written(store.delete_group("g2").unwrap()).await.unwrap();
-        let many = segments(dir.path());
-        assert!(many > 5, "{many} segments");
-        assert!(store.needs_compaction());
-        store.compact().await.unwrap();
-        assert!(!store.needs_compaction());
-        assert!(
-            segments(dir.path()) <= 2,
-            "{} segments left",
-            segments(dir.path())
-        );
-        let (in_log, live) = store.sizes();
-        assert_eq!(live, 21);
-        assert!(in_log < 1000, "{in_log} records left in the log");
-        // Commits after the compaction win over the copy.
         store
             .commit("g1", vec![(("t".into(), 3), value(99_999, now))])
             .await
             .unwrap();
         let check = |s: &OffsetStore| {
-            assert_eq!(s.get("g0", "t", 5), Some(value(2997, now)));
+            assert_eq!(s.get("g0", "t", 5), Some(value(297, now)));
             assert_eq!(s.get("g1", "t", 3), Some(value(99_999, now)));
-            assert_eq!(s.get("g1", "t", 4), Some(value(2998, now)));
+            assert_eq!(s.get("g1", "t", 4), Some(value(298, now)));
             assert_eq!(s.get("g2", "t", 4), None);
             assert!(!s.has_offsets("g2"));
             let groups = s.stored_groups();
@@ -584,6 +516,34 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_that_fails_changes_nothing_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        let store = open(dir.path(), &writers);
+        let now = now_ms();
+        store
+            .commit("g", vec![(("t".into(), 0), value(1, now))])
+            .await
+            .unwrap();
+        // The log closes under the store (as when the disk refuses): appends fail.
+        let log = store.log.state.lock().take().unwrap();
+        let err = store
+            .commit("g", vec![(("t".into(), 0), value(2, now))])
+            .await;
+        assert!(err.is_err());
+        assert_eq!(
+            store.get("g", "t", 0),
+            Some(value(1, now)),
+            "persist before apply"
+        );
+        assert!(store.delete_group("g").is_some());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(store.has_offsets("g"), "a failed deletion deletes nothing");
+        log.log.close().unwrap();
+        writers.stop();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn retention_expires_old_offsets_durably() {
         let dir = tempfile::tempdir().unwrap();
         let writers = LogWriters::start(1);
@@ -594,28 +554,30 @@ mod tests {
             (("t".to_string(), 1), value(6, now)),
         ];
         store.commit("g", entries).await.unwrap();
+        // Writes apply in log order: once a later write is answered, the expiry is applied.
+        let settle = || {
+            written(store.store_group(
+                "h",
+                GroupValue {
+                    protocol_type: String::new(),
+                    generation: 0,
+                    protocol: None,
+                    leader: None,
+                    state_timestamp: now,
+                },
+            ))
+        };
         // Offsets-only group: each offset ages from its commit.
         assert_eq!(store.expire("g", i64::MIN, 5_000, now), 1);
+        settle().await.unwrap();
         assert_eq!(store.get("g", "t", 0), None);
         assert_eq!(store.get("g", "t", 1), Some(value(6, now)));
         // A group that became empty long ago: every offset ages from then, but never from
         // before its own commit.
         assert_eq!(store.expire("g", now - 10_000, 5_000, now), 0);
         assert_eq!(store.expire("g", now - 10_000, 5_000, now + 6_000), 1);
+        settle().await.unwrap();
         assert!(!store.has_offsets("g"));
-        // The deletions are in the log (tombstones): wait for them, then reopen.
-        written(store.store_group(
-            "h",
-            GroupValue {
-                protocol_type: String::new(),
-                generation: 0,
-                protocol: None,
-                leader: None,
-                state_timestamp: now,
-            },
-        ))
-        .await
-        .unwrap();
         close(store);
         writers.stop();
         let writers = LogWriters::start(1);

@@ -1,0 +1,201 @@
+//! The log cleaner thread: compacts every partition whose `cleanup.policy` contains `compact`
+//! (user topics and `__consumer_offsets` alike), and runs those partitions' retention by time
+//! and size when the policy also has `delete` (as Kafka's cleaner thread does, so retention
+//! and cleaning of one log never overlap).
+//!
+//! One pass per partition follows `frieda_log`'s three steps: candidate under the partition's
+//! lock, cleaning without it (throttled to `log.cleaner.io.max.bytes.per.second`), install
+//! under it, file renames without it. Where each log's next pass starts (the first dirty
+//! offset) is checkpointed in `<data.dir>/cleaner-offset-checkpoint`. A partition whose
+//! cleaning fails is not retried until the broker restarts, as in Kafka (its data is untouched:
+//! a pass only ever adds files until it is installed). When no log needed cleaning the thread
+//! sleeps `log.cleaner.backoff.ms`.
+
+use super::checkpoint::{self, Offsets};
+use super::partition::Partition;
+use super::writer::{enforce_retention, now_ms};
+use super::Broker;
+use crate::config::CleanerConfig;
+use frieda_log::{CleanContext, Throttle, BYTES_PER_MAP_ENTRY};
+use parking_lot::{Condvar, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the cleaner remembers of one partition between passes.
+#[derive(Debug, Clone, Copy)]
+struct LogState {
+    /// First dirty offset: where the next pass's offset map starts.
+    checkpoint: i64,
+    /// The latest delete horizon a pass stamped (ms), -1 if none.
+    latest_delete_horizon: i64,
+}
+
+/// The running cleaner; [`stop`](Self::stop) ends it.
+pub struct LogCleaner {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LogCleaner {
+    /// Starts the cleaner thread for `broker` (if `log.cleaner.enable`).
+    pub fn start(broker: Arc<Broker>) -> LogCleaner {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let thread = broker.config.cleaner.enable.then(|| {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("log-cleaner".into())
+                .spawn(move || run(&broker, &stop))
+                .expect("spawn the log cleaner thread")
+        });
+        LogCleaner { stop, thread }
+    }
+
+    /// Stops the thread (a pass in progress is cancelled between batches; its files are
+    /// discarded or finished at the next start) and waits for it.
+    pub fn stop(mut self) {
+        *self.stop.0.lock() = true;
+        self.stop.1.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run(broker: &Broker, stop: &(Mutex<bool>, Condvar)) {
+    let config = broker.config.cleaner.clone();
+    let path = broker.config.data_dir.join(checkpoint::CLEANER_OFFSET_FILE);
+    let mut states: HashMap<(String, i32), LogState> = checkpoint::read(&path)
+        .into_iter()
+        .map(|(k, checkpoint)| {
+            (
+                k,
+                LogState {
+                    checkpoint,
+                    latest_delete_horizon: -1,
+                },
+            )
+        })
+        .collect();
+    let mut uncleanable: HashSet<(String, i32)> = HashSet::new();
+    let mut throttle = Throttle::new(config.io_max_bytes_per_second);
+    let stopped = || *stop.0.lock();
+    while !stopped() {
+        let mut cleaned_any = false;
+        let mut live = HashSet::new();
+        for topic in broker.topics() {
+            for p in topic.partitions.read().iter() {
+                if stopped() {
+                    break;
+                }
+                let key = (p.topic.to_string(), p.index);
+                live.insert(key.clone());
+                let policy = p.produce_policy();
+                if !policy.compacted || uncleanable.contains(&key) || !p.is_online() {
+                    continue;
+                }
+                let state = states.entry(key.clone()).or_insert(LogState {
+                    checkpoint: -1,
+                    latest_delete_horizon: -1,
+                });
+                match clean_once(p, state, &config, &mut throttle, &stopped) {
+                    Ok(true) => cleaned_any = true,
+                    Ok(false) => {}
+                    Err(e) if stopped() || p.is_deleted() => {
+                        tracing::debug!(topic = %p.topic, partition = p.index, error = %e, "cleaning cancelled");
+                    }
+                    Err(e) => {
+                        tracing::error!(topic = %p.topic, partition = p.index, error = %e,
+                            "cleaning failed; this partition is not cleaned again until the broker restarts");
+                        uncleanable.insert(key);
+                    }
+                }
+                // compact,delete: retention runs here, never beside a cleaning of the same log.
+                enforce_retention(p, now_ms());
+            }
+        }
+        states.retain(|k, _| live.contains(k));
+        if cleaned_any {
+            let offsets: Offsets = states
+                .iter()
+                .map(|(k, s)| (k.clone(), s.checkpoint))
+                .filter(|(_, c)| *c >= 0)
+                .collect();
+            if let Err(e) = checkpoint::write(&path, &offsets) {
+                tracing::warn!(error = %e, "writing the cleaner checkpoint failed");
+            }
+            continue;
+        }
+        let mut guard = stop.0.lock();
+        if !*guard {
+            stop.1
+                .wait_for(&mut guard, Duration::from_millis(config.backoff_ms));
+        }
+    }
+}
+
+/// One pass over one partition; `Ok(true)` when it rewrote segments.
+fn clean_once(
+    p: &Partition,
+    state: &mut LogState,
+    config: &CleanerConfig,
+    throttle: &mut Throttle,
+    stopped: &dyn Fn() -> bool,
+) -> Result<bool, frieda_log::LogError> {
+    let now = now_ms();
+    let (candidate, producers) = {
+        let guard = p.state.lock();
+        let Some(st) = guard.as_ref() else {
+            return Ok(false);
+        };
+        (
+            st.log
+                .cleaning_candidate(state.checkpoint, state.latest_delete_horizon, now),
+            st.producers.last_batch_offsets(),
+        )
+    };
+    let Some(candidate) = candidate else {
+        return Ok(false);
+    };
+    let reason = candidate.reason;
+    let ratio = candidate.dirty_ratio;
+    let cancelled = || stopped() || p.is_deleted();
+    let mut ctx = CleanContext {
+        now_ms: now,
+        max_map_entries: (config.dedupe_buffer_bytes / BYTES_PER_MAP_ENTRY).max(1),
+        active_producers: &producers,
+        throttle,
+        cancelled: &cancelled,
+    };
+    let started = std::time::Instant::now();
+    let cleaned = candidate.clean(&mut ctx)?;
+    let map_end = cleaned.map_end;
+    let horizon = cleaned.latest_delete_horizon;
+    let stats = cleaned.stats;
+    let swap = {
+        let mut guard = p.state.lock();
+        match guard.as_mut() {
+            Some(st) => st.log.install_cleaned(cleaned),
+            // Deleted meanwhile: its directory (and the cleaned files) are gone with it.
+            None => return Ok(false),
+        }
+    };
+    let installed = swap.installed();
+    swap.finish()?;
+    if !installed {
+        return Ok(false);
+    }
+    state.checkpoint = map_end;
+    state.latest_delete_horizon = horizon;
+    tracing::info!(
+        topic = %p.topic, partition = p.index, ?reason, dirty_ratio = ratio,
+        first_dirty_next = map_end,
+        bytes_read = stats.bytes_read, bytes_before = stats.bytes_replaced,
+        bytes_after = stats.bytes_written, records_removed = stats.records_removed,
+        tombstones_removed = stats.tombstones_removed,
+        segments_before = stats.segments_replaced, segments_after = stats.segments_written,
+        ms = started.elapsed().as_millis() as u64,
+        "cleaned log"
+    );
+    Ok(stats.segments_written > 0)
+}
