@@ -13,12 +13,56 @@ restarted without retention and everything is read back with CRC checks on (chec
   restart;
 - committed group offsets never go backwards, if the broker advertises OffsetCommit; otherwise
   that check is reported as not applicable;
+- committed group offsets never go backwards, and commits did happen (a run where no commit was
+  ever confirmed fails), if the broker advertises OffsetCommit; otherwise that check is reported
+  as not applicable;
+- every stored record is a value some producer sent (nothing torn or mixed up), and each
+  producer's records appear in each partition in the order it sent them;
 - the broker never exits by itself and never panics.
+
+Power loss (``--power-loss``)
+-----------------------------
+SIGKILL keeps the page cache, so the variants above cannot catch a missing fsync. With
+``--power-loss`` the broker's data dir is a syncfs mount (``tests/powerfail/syncfs.py``: a FUSE
+file system where only fsynced data and fsynced directory entries are durable, strict POSIX by
+default). At each seeded moment the harness SIGKILLs the broker, pauses the client processes
+(SIGSTOP, so that nothing is appended while it looks), and then:
+
+1. reads every segment file of the topic through the mount (the log as the page cache has it:
+   the "log before the cut") and asks syncfs for each file's durable length (what its last
+   fsync made durable) and whether its name is durable; every record in a complete batch within
+   a file's durable length is *fsynced*;
+2. cuts the power: every unsynced change is dropped, except that each unsynced 4 KiB page of a
+   file whose name is durable was written back with probability ``--writeback`` (default 0.5,
+   pages chosen by the seed), as the kernel may have done before the power failed, which leaves
+   torn batches, holes and stale bytes past the fsynced end; mounts a fresh syncfs on the same
+   backing directory, restarts the broker and reads each partition from its log start to its
+   high watermark with ``check.crcs=true``;
+3. checks: what survives is a prefix of the log before the cut (every offset served existed
+   before the cut with byte-identical content; contiguous; CRC-valid), and every fsynced record
+   is in it (the high watermark is past it). A fsynced record that does not survive is reported
+   with its cause: its segment's name was not durable (a directory the broker never fsynced),
+   or recovery dropped durable data;
+4. resumes the clients (SIGCONT).
+
+At the end, every acknowledged record missing from its offset is counted as "lost (fsynced)" if
+it was fsynced before the cut that lost it, else as "lost (allowed: not fsynced)". "lost
+(fsynced)" must be 0 always; with ``--flush-messages 1`` every acknowledged record must survive
+(nothing lost at all). High watermarks sampled before a kill may go backwards (they include
+records that were never fsynced); they are reported, not failed. Committed offsets: with
+``--flush-messages 1`` they must never go backwards; with the default policy a commit may be lost,
+but what the broker returns after a cut must be a value that was committed before (or none).
 
     tests/crash/run.py --cycles 20 --seed 7
     tests/crash/run.py --cycles 10 --seed 8 --flush-messages 1
     tests/crash/run.py --cycles 10 --seed 9 --segment-bytes 65536 --retention-ms 4000 \
         --retention-bytes 262144 --retention-check-ms 500
+    tests/crash/run.py --power-loss --cycles 6 --seed 11 --flush-messages 1
+    tests/crash/run.py --power-loss --cycles 6 --seed 12 [--syncfs-namespace journal]
+
+``--syncfs-namespace journal`` makes every fsync commit all earlier directory changes (as ext4 or
+XFS do) instead of strict POSIX; use it to see what a broker that misses a directory fsync would
+still lose on those file systems.
 
 Prints a summary and one JSON line (``RESULT {...}``); exits 0 only if every check passed.
 Everything listens on 127.0.0.1; every process started is stopped by its PID.
@@ -43,8 +87,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO / "tests" / "powerfail"))
 
 try:
+    import crc32c
     from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 except ImportError:  # re-run with the repository's venv (scripts/test creates it)
@@ -74,6 +120,13 @@ VALUE_RE = re.compile(rb"^w(\d+)-s(\d+)\|")
 # ---------------------------------------------------------------- workers (separate processes)
 
 def producer_worker(a) -> int:
+    """Produces at ``a.rate`` records/s until the stop file appears, appending each delivery
+    report to ``a.out``: ``A partition offset seq``, ``E seq error``; then ``F error`` for each
+    fatal error and ``S sent unacknowledged``. A fatal error ends production, unless
+    ``a.recreate_on_fatal``: then the producer is set aside untouched with what it still holds
+    (never acknowledged: confluent-kafka cannot flush after a fatal error) and a new one (a new
+    idempotent producer id) goes on with the next sequence numbers (used with power loss, where
+    a broker that lost acknowledged records desynchronises the producer)."""
     stop = Path(a.stop_file)
     out = open(a.out, "a", buffering=1)
     fatal = []
@@ -82,17 +135,37 @@ def producer_worker(a) -> int:
         if err.fatal():
             fatal.append(str(err))
 
-    p = Producer({
-        "bootstrap.servers": a.bootstrap, "log_level": LOG_LEVEL,
-        "acks": "all", "enable.idempotence": True, "linger.ms": 5,
-        # records must survive every restart of the run: retried, never expired
-        "message.timeout.ms": 600000, "retry.backoff.ms": 100, "retry.backoff.max.ms": 1000,
-        "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500,
-        "queue.buffering.max.messages": 5000, "error_cb": on_error,
-        # e.g. FRIEDA_CRASH_RDKAFKA_DEBUG=eos,msg,protocol (with FRIEDA_TEST_RDKAFKA_LOG_LEVEL=7)
-        **({"debug": os.environ["FRIEDA_CRASH_RDKAFKA_DEBUG"]} if os.environ.get("FRIEDA_CRASH_RDKAFKA_DEBUG") else {}),
-    })
+    def new_producer():
+        return Producer({
+            "bootstrap.servers": a.bootstrap, "log_level": LOG_LEVEL,
+            "acks": "all", "enable.idempotence": True, "linger.ms": 5,
+            # records must survive every restart of the run: retried, never expired
+            "message.timeout.ms": 600000, "retry.backoff.ms": 100, "retry.backoff.max.ms": 1000,
+            "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500,
+            "queue.buffering.max.messages": 5000, "error_cb": on_error,
+            # e.g. FRIEDA_CRASH_RDKAFKA_DEBUG=eos,msg,protocol (with FRIEDA_TEST_RDKAFKA_LOG_LEVEL=7)
+            **({"debug": os.environ["FRIEDA_CRASH_RDKAFKA_DEBUG"]} if os.environ.get("FRIEDA_CRASH_RDKAFKA_DEBUG") else {}),
+        })
+
+    p = new_producer()
+    abandoned = []  # producers set aside after a fatal error, kept until the worker exits
     seq = 0
+
+    def note_fatal(e: KafkaException) -> None:
+        """confluent-kafka raises a fatal error from produce/poll/flush too: recorded like
+        error_cb's; any other error is not expected here and propagates."""
+        err = e.args[0]
+        if not (err.fatal() or err.code() == KafkaError._FATAL):
+            raise e
+        if not fatal:
+            fatal.append(str(err))
+
+    def flush(timeout: float) -> int:
+        try:
+            return p.flush(timeout)
+        except KafkaException as e:
+            note_fatal(e)
+            return len(p)
 
     def cb_for(s):
         def cb(err, msg):
@@ -105,27 +178,41 @@ def producer_worker(a) -> int:
     w = a.worker
     delay = 1.0 / a.rate
     next_t = time.monotonic()
-    while not stop.exists() and not fatal:
+    while not stop.exists():
+        if fatal:
+            if not a.recreate_on_fatal:
+                break
+            for f in fatal:
+                out.write(f"F {f}\n")
+            fatal.clear()
+            abandoned.append(p)
+            p = new_producer()
         try:
             p.produce(a.topic, key=b"w%d-k%d" % (w, seq % 50), value=value_of(a.seed, w, seq),
                       on_delivery=cb_for(seq))
             seq += 1
+            p.poll(0)
         except BufferError:
-            p.poll(0.05)
+            try:
+                p.poll(0.05)
+            except KafkaException as e:
+                note_fatal(e)
             continue
-        p.poll(0)
+        except KafkaException as e:
+            note_fatal(e)
+            continue
         next_t += delay
         pause = next_t - time.monotonic()
         if pause > 0:
             time.sleep(pause)
         else:
             next_t = time.monotonic()
-    left = p.flush(a.flush_timeout)
+    left = flush(a.flush_timeout)
     for f in fatal:
         out.write(f"F {f}\n")
     out.write(f"S {seq} {left}\n")  # sent, still unacknowledged
     out.close()
-    return 2 if fatal else 0
+    return 2 if fatal and not a.recreate_on_fatal else 0
 
 
 def committer_worker(a) -> int:
@@ -166,9 +253,9 @@ def free_port() -> int:
 
 
 class Broker:
-    def __init__(self, binary: Path, workdir: Path, port: int):
+    def __init__(self, binary: Path, workdir: Path, port: int, data: Path):
         self.binary, self.workdir, self.port = binary, workdir, port
-        self.data = workdir / "data"
+        self.data = data
         self.data.mkdir(parents=True, exist_ok=True)
         self.stderr_path = workdir / "frieda.stderr"
         self.proc: subprocess.Popen | None = None
@@ -293,7 +380,7 @@ def committed(bootstrap: str, topic: str, partitions: int, group: str, timeout: 
             try:
                 res = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
                 return {tp.partition: tp.offset for tp in res if tp.error is None}
-            except KafkaException as e:
+            except KafkaException:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
@@ -326,6 +413,131 @@ def read_partition(bootstrap: str, topic: str, p: int, low: int, high: int, time
         raise RuntimeError(f"timed out reading {topic}[{p}] {low}..{high}: got {len(got)}")
     finally:
         c.close()
+
+
+# ---------------------------------------------------------------- power loss
+
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A zigzag varint (Kafka record fields) at ``pos``: (value, next position)."""
+    shift = raw = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+
+
+def parse_batches(data: bytes) -> list[tuple[int, list[tuple[int, bytes]]]]:
+    """The record batches (v2) of a segment file, from its start up to the first incomplete or
+    CRC-invalid one (a torn tail): [(end position, [(offset, value), ...]), ...]. The harness's
+    producers do not compress."""
+    out, pos = [], 0
+    while pos + 61 <= len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        end = pos + 12 + length
+        if length < 49 or end > len(data) or data[pos + 16] != 2:
+            break
+        crc, attributes = struct.unpack_from(">Ih", data, pos + 17)
+        if crc32c.crc32c(data[pos + 21:end]) != crc:
+            break
+        if attributes & 0x07:
+            raise RuntimeError(f"compressed batch at {pos}: the harness's producers do not compress")
+        count = struct.unpack_from(">i", data, pos + 57)[0]
+        records, r = [], pos + 61
+        for _ in range(count):
+            _length, r = read_varint(data, r)
+            r += 1  # attributes
+            _ts, r = read_varint(data, r)
+            delta, r = read_varint(data, r)
+            klen, r = read_varint(data, r)
+            r += max(klen, 0)
+            vlen, r = read_varint(data, r)
+            value = data[r:r + vlen] if vlen >= 0 else None
+            r += max(vlen, 0)
+            nheaders, r = read_varint(data, r)
+            for _ in range(nheaders):
+                hk, r = read_varint(data, r)
+                r += hk
+                hv, r = read_varint(data, r)
+                r += max(hv, 0)
+            records.append((base + delta, value))
+        out.append((end, records))
+        pos = end
+    return out
+
+
+class PowerLoss:
+    """The broker's data dir on syncfs, power cuts, and what each cut may and may not lose (see
+    the module docstring). ``mount`` is the data dir."""
+
+    def __init__(self, workdir: Path, namespace: str):
+        from syncfs import SyncFs  # tests/powerfail/syncfs.py
+
+        self.mount = workdir / "mnt"
+        self.fs = SyncFs(workdir / "backing", self.mount, workdir, namespace=namespace)
+        self.fsynced_keys: dict[tuple[int, int], tuple[int, int]] = {}  # (producer, seq) -> (partition, offset)
+        self.problems: list[str] = []  # a fsynced record lost, or a record served that was never written
+        self.fsynced_lost = 0
+        self.fsyncs = 0
+        self.pages_written_back = 0
+        self.hw_behind_sample = 0
+
+    def capture(self, topic: str, partitions: int):
+        """After the kill, before the cut: per partition, the log the page cache holds
+        ({offset: value}) and its fsynced records ({offset: value}); the files with fsynced data
+        whose names are not durable; the directories with pending entries."""
+        st = self.fs.stats()
+        files = {f["path"]: f for f in st["files"]}
+        self.fsyncs += st["counters"]["fsyncs"]
+        log: dict[int, dict[int, bytes]] = {}
+        fsynced: dict[int, dict[int, bytes]] = {}
+        names_not_durable = [f["path"] for f in st["files"] if f["durable"] and not f["name_durable"]]
+        for p in range(partitions):
+            log[p], fsynced[p] = {}, {}
+            pdir = self.mount / f"{topic}-{p}"
+            segments = sorted(f for f in os.listdir(pdir) if re.fullmatch(r"\d{20}\.log", f)) if pdir.is_dir() else []
+            for name in segments:
+                rel = f"{topic}-{p}/{name}"
+                durable = files.get(rel, {}).get("durable", 0)
+                for end, records in parse_batches((pdir / name).read_bytes()):
+                    for off, value in records:
+                        log[p][off] = value
+                        if end <= durable:
+                            fsynced[p][off] = value
+                            m = VALUE_RE.match(value or b"")
+                            if m:
+                                self.fsynced_keys[(int(m.group(1)), int(m.group(2)))] = (p, off)
+        return log, fsynced, names_not_durable, st["dirty_dirs"]
+
+    def cut(self, writeback: float, seed: int) -> None:
+        self.pages_written_back += self.fs.crash(writeback=writeback, seed=seed)["written_back_pages"]
+        self.fs.remount()
+
+    def check(self, cycle: int, bootstrap: str, topic: str, wm: dict[int, tuple[int, int]], before) -> None:
+        """After the restart (clients still paused): the surviving log is a prefix of the log
+        before the cut and holds every fsynced record."""
+        log, fsynced, names_not_durable, dirty_dirs = before
+        for p, (lo, hi) in wm.items():
+            got = read_partition(bootstrap, topic, p, lo, hi, timeout=max(60, (hi - lo) / 2000))
+            wrong = [o for o in range(lo, hi) if o not in got or got[o] != log[p].get(o)]
+            if wrong:
+                o = wrong[0]
+                self.problems.append(
+                    f"cycle {cycle}: partition {p}: {len(wrong)} offsets served after the cut differ from the log "
+                    f"before it, first {o}: {got.get(o, b'')[:24]!r} (before: {log[p].get(o, b'<none>')[:24]!r})")
+            lost = sorted(o for o in fsynced[p] if o >= hi)
+            if lost:
+                self.fsynced_lost += len(lost)
+                mine = [n for n in names_not_durable if n.startswith(f"{topic}-{p}/")]
+                cause = (f"the segment names {mine} were not durable (pending entries in {dirty_dirs}): "
+                         "a directory was never fsynced" if mine else "recovery dropped durable data")
+                self.problems.append(f"cycle {cycle}: partition {p}: {len(lost)} fsynced records lost "
+                                     f"(offsets {lost[0]}..{lost[-1]}, high watermark now {hi}): {cause}")
+
+    def close(self) -> None:
+        self.fs.unmount()
 
 
 # ---------------------------------------------------------------- the run
@@ -376,12 +588,19 @@ def count_lines(paths, prefix: str) -> int:
     return n
 
 
+def signal_workers(workers: list[subprocess.Popen], sig: int) -> None:
+    for pr in workers:
+        if pr.poll() is None:
+            os.kill(pr.pid, sig)
+
+
 def run(a) -> dict:
     rnd = random.Random(a.seed)
     binary = Path(a.bin or os.environ.get("FRIEDA_BIN", REPO / "target" / "release" / "frieda")).resolve()
     workdir = Path(a.workdir) if a.workdir else Path(tempfile.mkdtemp(prefix="frieda-crash-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    broker = Broker(binary, workdir, a.port or free_port())
+    power = PowerLoss(workdir, a.syncfs_namespace) if a.power_loss else None
+    broker = Broker(binary, workdir, a.port or free_port(), power.mount if power else workdir / "data")
     topic = f"crash-{a.seed}-{os.getpid()}"
     group = f"crash-group-{a.seed}"
     stop_file = workdir / "stop"
@@ -394,7 +613,10 @@ def run(a) -> dict:
     t_start = time.monotonic()
     deadline = t_start + a.max_seconds
     result: dict = {"seed": a.seed, "cycles": 0, "variant": a.variant, "workdir": str(workdir)}
+    topic_gone = False
     try:
+        if power:
+            power.fs.mount()
         broker.start(broker_config(a))
         admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": LOG_LEVEL})
         admin.create_topics([NewTopic(topic, a.partitions, 1)])[topic].result(timeout=30)
@@ -403,17 +625,24 @@ def run(a) -> dict:
         me = [sys.executable, str(Path(__file__).resolve())]
         common = ["--bootstrap", broker.bootstrap, "--topic", topic, "--seed", str(a.seed),
                   "--stop-file", str(stop_file), "--partitions", str(a.partitions)]
+        # losing acknowledged records (allowed with power loss and no flush.messages) makes an
+        # idempotent producer's sequence numbers disagree with the broker's: a fatal error
+        loss_allowed = bool(power) and not a.flush_messages
         for w in range(a.producers):
             out = workdir / f"producer-{w}.acked"
             out_files.append(out)
             workers.append(subprocess.Popen(me + ["--worker", "producer", "--id", str(w), "--out", str(out),
-                                                  "--rate", str(a.rate)] + common, stdin=subprocess.DEVNULL))
+                                                  "--rate", str(a.rate)] + common
+                                            + (["--recreate-on-fatal"] if loss_allowed else []),
+                                            stdin=subprocess.DEVNULL))
         commit_file = workdir / "committer.log"
         if groups_supported:
             workers.append(subprocess.Popen(me + ["--worker", "committer", "--out", str(commit_file),
                                                   "--group", group] + common, stdin=subprocess.DEVNULL))
         hw_seen = {p: (0, 0) for p in range(a.partitions)}
         commits_seen: dict[int, int] = {}
+        commits_confirmed: dict[int, set[int]] = {}  # every value the broker confirmed, per partition
+        commits_before_last_cut = 0  # confirmed commits (lines) written before the last cut
         for cycle in range(a.cycles):
             if time.monotonic() > deadline:
                 failures.append(f"time limit of {a.max_seconds}s reached after {cycle} cycles")
@@ -435,53 +664,104 @@ def run(a) -> dict:
             if groups_supported and commit_file.exists():
                 for p, o in parse_worker_file(commit_file, -1)[3]:
                     commits_seen[p] = max(commits_seen.get(p, -1), o)
+                    commits_confirmed.setdefault(p, set()).add(o)
             broker.kill()
+            before_cut = None
+            if power:
+                # nothing may append while the log before the cut is compared with what survives
+                signal_workers(workers, signal.SIGSTOP)
+                before_cut = power.capture(topic, a.partitions)
+                power.cut(a.writeback, rnd.randrange(1 << 30))
             acked_after = count_lines(out_files, "A")
             broker.start(broker_config(a))
-            # after the restart: nothing sampled before the kill went backwards
-            wm = watermarks(broker.bootstrap, topic, a.partitions, timeout=60)
+            try:
+                wm = watermarks(broker.bootstrap, topic, a.partitions, timeout=60 if not power else 20)
+            except KafkaException as e:
+                if not power:
+                    raise
+                _, fsynced, names_not_durable, dirty_dirs = before_cut
+                failures.append(
+                    f"cycle {cycle}: the topic is gone after the power cut ({e.args[0].str()}); "
+                    f"{sum(map(len, fsynced.values()))} fsynced records with it; files with fsynced data "
+                    f"whose names were not durable: {names_not_durable[:8]}; directories with pending entries: "
+                    f"{dirty_dirs[:6]} (a directory the broker never fsynced)")
+                topic_gone = True
+                result["cycles"] = cycle + 1
+                break
+            if power:
+                power.check(cycle, broker.bootstrap, topic, wm, before_cut)
+            # after the restart: nothing sampled before the kill went backwards (with power loss,
+            # records that were never fsynced may go: reported, not failed)
             for p, (lo, hi) in wm.items():
                 if hi < hw_seen[p][1]:
-                    hw_regressions.append(f"cycle {cycle}: partition {p} high watermark {hi} < {hw_seen[p][1]} before the kill")
+                    if power:
+                        power.hw_behind_sample += 1
+                    else:
+                        hw_regressions.append(f"cycle {cycle}: partition {p} high watermark {hi} < {hw_seen[p][1]} before the kill")
                 if lo < hw_seen[p][0]:
                     hw_regressions.append(f"cycle {cycle}: partition {p} log start {lo} < {hw_seen[p][0]} before the kill")
-                hw_seen[p] = (max(hw_seen[p][0], lo), max(hw_seen[p][1], hi))
+                hw_seen[p] = (lo, hi) if power else (max(hw_seen[p][0], lo), max(hw_seen[p][1], hi))
             if groups_supported and commits_seen:
                 now = committed(broker.bootstrap, topic, a.partitions, group)
                 for p, o in commits_seen.items():
-                    if now.get(p, -1) < o:
+                    c = now.get(p, -1)
+                    if power and not a.flush_messages:
+                        # unsynced commits may be lost, but only to a value committed before (or none)
+                        if c >= 0 and c not in commits_confirmed.get(p, set()):
+                            commit_regressions.append(f"cycle {cycle}: partition {p} committed {c}, never confirmed")
+                        commits_seen[p] = c
+                    elif c < o:
                         commit_regressions.append(f"cycle {cycle}: partition {p} committed {now.get(p)} < {o} confirmed before the kill")
+            if power:
+                if groups_supported and commit_file.exists():
+                    commits_before_last_cut = len(parse_worker_file(commit_file, -1)[3])
+                signal_workers(workers, signal.SIGCONT)
             cycle_log.append({"cycle": cycle, "up_s": round(up, 3), "acked": acked_after,
                               "new_acks": acked_after - acked_before, "sampled": sampled,
                               "hw": {p: hi for p, (_, hi) in wm.items()}})
             print(f"cycle {cycle + 1}/{a.cycles}: up {up:.2f}s, acked {acked_after} (+{acked_after - acked_before}), "
                   f"high watermarks {[hi for _, (_, hi) in sorted(wm.items())]}", flush=True)
             result["cycles"] = cycle + 1
-        # let production run a little after the last restart, then stop the workers
-        time.sleep(a.max_up)
-        stop_file.touch()
-        for pr in workers:
-            try:
-                rc = pr.wait(timeout=max(30.0, a.flush_timeout + 30))
-            except subprocess.TimeoutExpired:
-                failures.append(f"worker {pr.pid} did not stop")
-                continue
-            if rc != 0:
-                failures.append(f"worker {pr.pid} exited with {rc}")
-        broker.check_running()
+        if topic_gone:
+            # nothing left to produce to: stop the clients without waiting for their flush
+            signal_workers(workers, signal.SIGKILL)
+            for pr in workers:
+                pr.wait(timeout=10)
+        else:
+            # let production run a little after the last restart, then stop the workers
+            time.sleep(a.max_up)
+            stop_file.touch()
+            for pr in workers:
+                try:
+                    rc = pr.wait(timeout=max(30.0, a.flush_timeout + 30))
+                except subprocess.TimeoutExpired:
+                    failures.append(f"worker {pr.pid} did not stop")
+                    continue
+                if rc != 0:
+                    failures.append(f"worker {pr.pid} exited with {rc}")
+            broker.check_running()
+        commits_total = 0
         if groups_supported:
-            for p, o in parse_worker_file(commit_file, -1)[3]:
+            all_commits = parse_worker_file(commit_file, -1)[3]
+            commits_total = len(all_commits)
+            if loss_allowed:  # what the final (clean) restart must keep: commits since the last cut
+                commits_seen = {}
+                all_commits = all_commits[commits_before_last_cut:]
+            for p, o in all_commits:
                 commits_seen[p] = max(commits_seen.get(p, -1), o)
         rc = broker.stop()
         if rc != 0:
             failures.append(f"broker exited {rc} on SIGTERM (want 0)")
         # verification: no retention any more, so nothing disappears while we read
         broker.start(broker_config(a, verify=True))
-        wm = watermarks(broker.bootstrap, topic, a.partitions, timeout=60)
+        if topic_gone:
+            wm = {p: (0, 0) for p in range(a.partitions)}
+        else:
+            wm = watermarks(broker.bootstrap, topic, a.partitions, timeout=60)
         for p, (lo, hi) in wm.items():
-            if hi < hw_seen[p][1] or lo < hw_seen[p][0]:
+            if lo < hw_seen[p][0] or (hi < hw_seen[p][1] and not power):
                 hw_regressions.append(f"final: partition {p} watermarks {(lo, hi)} < {hw_seen[p]}")
-        if groups_supported and commits_seen:
+        if groups_supported and commits_seen and not topic_gone:
             now = committed(broker.bootstrap, topic, a.partitions, group)
             for p, o in commits_seen.items():
                 if now.get(p, -1) < o:
@@ -497,7 +777,7 @@ def run(a) -> dict:
         logs = {}
         for p, (lo, hi) in wm.items():
             logs[p] = read_partition(broker.bootstrap, topic, p, lo, hi, timeout=max(60, (hi - lo) / 2000))
-        verified = below_start = lost = corrupt = 0
+        verified = below_start = lost = corrupt = lost_fsynced = 0
         lost_examples = []
         for p, off, w, seq in acked:
             lo, hi = wm[p]
@@ -505,28 +785,40 @@ def run(a) -> dict:
                 below_start += 1
                 continue
             v = logs[p].get(off)
-            if v is None:
+            if v == value_of(a.seed, w, seq):
+                verified += 1
+                continue
+            if power:  # a lost record's offset may have been reused by a later one
+                lost += 1
+                if power.fsynced_keys.get((w, seq)) == (p, off):
+                    lost_fsynced += 1
+                    lost_examples.append(f"{p}@{off} (w{w} s{seq}): fsynced, then lost")
+            elif v is None:
                 lost += 1
                 lost_examples.append(f"{p}@{off} (w{w} s{seq}): missing, log {lo}..{hi}")
-            elif v != value_of(a.seed, w, seq):
+            else:
                 corrupt += 1
                 lost_examples.append(f"{p}@{off} (w{w} s{seq}): different value {v[:24]!r}")
-            else:
-                verified += 1
         gaps = sum(1 for p, (lo, hi) in wm.items() for o in range(lo, hi) if o not in logs[p])
         seen: dict[tuple[int, int], tuple[int, int]] = {}
-        duplicates = []
+        duplicates, not_sent, reordered = [], [], []
         stored = 0
         for p, recs in logs.items():
-            for off, v in recs.items():
+            last_seq: dict[int, int] = {}
+            for off in sorted(recs):
+                v = recs[off]
                 m = VALUE_RE.match(v or b"")
-                if not m:
+                k = (int(m.group(1)), int(m.group(2))) if m else None
+                if k is None or v != value_of(a.seed, *k):
+                    not_sent.append(f"{p}@{off}: {(v or b'')[:24]!r}")
                     continue
                 stored += 1
-                k = (int(m.group(1)), int(m.group(2)))
                 if k in seen:
                     duplicates.append(f"w{k[0]} s{k[1]} at {seen[k]} and {(p, off)}")
                 seen[k] = (p, off)
+                if k[1] <= last_seq.get(k[0], -1):
+                    reordered.append(f"{p}@{off}: w{k[0]} s{k[1]} after s{last_seq[k[0]]}")
+                last_seq[k[0]] = k[1]
         acked_keys = {(w, seq) for _, _, w, seq in acked}
         if len(acked_keys) != len(acked):
             duplicates.append(f"{len(acked) - len(acked_keys)} records acknowledged twice")
@@ -534,36 +826,65 @@ def run(a) -> dict:
         result.update({
             "records_acked": len(acked), "records_verified": verified, "deleted_by_retention": below_start,
             "lost": lost, "corrupt": corrupt, "gaps_below_hw": gaps, "duplicates": len(duplicates),
+            "not_sent_values": len(not_sent), "reordered": len(reordered),
             "stored_records": stored, "sent": sent, "unacked_at_end": unacked, "delivery_errors": len(errors),
             "producer_fatal_errors": len(fatal), "hw_regressions": len(hw_regressions),
-            "committed_offsets_check": ("passed" if not commit_regressions else "FAILED") if groups_supported
-            else "not applicable (OffsetCommit not advertised)",
+            "committed_offsets_check": "not applicable (OffsetCommit not advertised)" if not groups_supported
+            else "not checked (the topic is gone)" if topic_gone
+            else "passed" if not commit_regressions and commits_total else "FAILED",
             "commit_regressions": len(commit_regressions), "commits_checked": len(commits_seen),
+            "commits_confirmed": commits_total,
             "broker_crashes": len(broker.unexpected_exits) + panics, "broker_starts": broker.starts,
             "log_start_offsets": {p: lo for p, (lo, _) in wm.items()},
             "high_watermarks": {p: hi for p, (_, hi) in wm.items()},
             "truncations_logged": len(re.findall(r"truncating torn tail", broker.text())),
             "seconds": round(time.monotonic() - t_start, 1),
         })
-        if lost or corrupt:
+        if power:
+            result.update({
+                "power_cuts": power.fs.crashes, "syncfs_namespace": a.syncfs_namespace,
+                "lost_fsynced": lost_fsynced, "lost_not_fsynced": lost - lost_fsynced,
+                "fsynced_records_lost_at_cuts": power.fsynced_lost, "fsynced_records": len(power.fsynced_keys),
+                "power_loss_problems": len(power.problems), "fsyncs": power.fsyncs,
+                "pages_written_back": power.pages_written_back,
+                "hw_behind_sample_after_cut": power.hw_behind_sample,
+            })
+            if power.problems:
+                failures.append(f"power loss: {power.problems[:5]}")
+            if lost_fsynced:
+                failures.append(f"{lost_fsynced} acknowledged records lost although fsynced: {lost_examples[:5]}")
+            if lost and a.flush_messages:
+                failures.append(f"{lost} acknowledged records lost with flush.messages={a.flush_messages} "
+                                f"({lost_fsynced} of them fsynced)")
+        elif lost or corrupt:
             failures.append(f"{lost} lost and {corrupt} corrupt acknowledged records: {lost_examples[:5]}")
         if gaps:
             failures.append(f"{gaps} offsets below the high watermark unreadable")
         if duplicates:
             failures.append(f"duplicates: {duplicates[:5]}")
-        if fatal:
-            failures.append(f"producer fatal errors: {fatal[:3]}")
-        if errors:
-            failures.append(f"{len(errors)} delivery errors: {errors[:3]}")
+        if not_sent:
+            failures.append(f"{len(not_sent)} stored records are no value a producer sent: {not_sent[:3]}")
+        if reordered:
+            failures.append(f"{len(reordered)} records stored out of their producer's order: {reordered[:3]}")
+        if loss_allowed and lost:
+            # the producers noticed the loss (sequence desynchronisation): allowed, reported
+            result["errors_after_allowed_loss"] = {"fatal": len(fatal), "delivery": len(errors)}
+        else:
+            if fatal:
+                failures.append(f"producer fatal errors: {fatal[:3]}")
+            if errors:
+                failures.append(f"{len(errors)} delivery errors: {errors[:3]}")
         if unacked:
             failures.append(f"{unacked} records neither acknowledged nor failed at the end")
         if hw_regressions:
             failures.append(f"watermarks went backwards: {hw_regressions[:5]}")
         if commit_regressions:
             failures.append(f"committed offsets went backwards: {commit_regressions[:5]}")
+        if groups_supported and not commits_total and not topic_gone:
+            failures.append("OffsetCommit is advertised but no commit was ever confirmed: the committed-offsets check tested nothing")
         if panics:
             failures.append("broker stderr contains a panic")
-        if verified == 0:
+        if verified == 0 and not topic_gone:
             failures.append("no acknowledged record verified: the run tested nothing")
         # a broker that stops serving after a restart: production stalls. Single short stalls
         # happen on a loaded machine (client back-off after the restart), so the bound is loose;
@@ -579,6 +900,7 @@ def run(a) -> dict:
         failures.append(f"{type(e).__name__}: {e}")
     finally:
         stop_file.touch()
+        signal_workers(workers, signal.SIGCONT)
         for pr in workers:
             if pr.poll() is None:
                 try:
@@ -587,6 +909,8 @@ def run(a) -> dict:
                     pr.kill()
                     pr.wait(timeout=10)
         broker.cleanup()
+        if power:
+            power.close()
     result["failures"] = failures
     result["ok"] = not failures
     if failures:
@@ -608,6 +932,12 @@ def main(argv=None) -> int:
     ap.add_argument("--retention-ms", type=int, default=0)
     ap.add_argument("--retention-bytes", type=int, default=0)
     ap.add_argument("--retention-check-ms", type=int, default=0)
+    ap.add_argument("--power-loss", action="store_true",
+                    help="data dir on syncfs; every kill also cuts the power (unsynced changes are lost)")
+    ap.add_argument("--syncfs-namespace", choices=["strict", "journal"], default="strict",
+                    help="with --power-loss: when directory changes become durable (see the docstring)")
+    ap.add_argument("--writeback", type=float, default=0.5,
+                    help="with --power-loss: probability that an unsynced page reached the disk before the cut")
     ap.add_argument("--max-seconds", type=float, default=0, help="time limit (default: 30 s per cycle + 180)")
     ap.add_argument("--flush-timeout", type=float, default=90)
     ap.add_argument("--bin", default="")
@@ -623,6 +953,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out")
     ap.add_argument("--stop-file")
     ap.add_argument("--group", default="")
+    ap.add_argument("--recreate-on-fatal", action="store_true")
     a = ap.parse_args(argv)
     if a.worker == "producer":
         a.worker = a.worker_id
@@ -640,12 +971,21 @@ def main(argv=None) -> int:
         if a.retention_ms or a.retention_bytes:
             parts.append(f"retention.ms={a.retention_ms} retention.bytes={a.retention_bytes}")
         a.variant = ", ".join(parts) or "default durability"
+        if a.power_loss:
+            a.variant = f"power loss ({a.syncfs_namespace} namespace), {a.variant}"
+    if a.power_loss and (a.retention_ms or a.retention_bytes):
+        ap.error("--power-loss checks every record from the log start: no retention")
     r = run(a)
+    lost = f"lost {r.get('lost', '?')}"
+    if a.power_loss:
+        lost += (f" (allowed: not fsynced {r.get('lost_not_fsynced', '?')}, fsynced {r.get('lost_fsynced', '?')}), "
+                 f"{r.get('power_cuts', '?')} power cuts")
     print(f"\n{'PASSED' if r['ok'] else 'FAILED'}: {r['variant']}, seed {r['seed']}: {r['cycles']} kill/restart cycles, "
           f"{r.get('records_acked', 0)} acknowledged, {r.get('records_verified', 0)} verified byte for byte, "
-          f"{r.get('deleted_by_retention', 0)} deleted by retention, lost {r.get('lost', '?')}, "
+          f"{r.get('deleted_by_retention', 0)} deleted by retention, {lost}, "
           f"duplicates {r.get('duplicates', '?')}, watermark regressions {r.get('hw_regressions', '?')}, "
-          f"committed offsets: {r.get('committed_offsets_check', '?')}, broker crashes {r.get('broker_crashes', '?')}")
+          f"committed offsets: {r.get('committed_offsets_check', '?')} ({r.get('commits_confirmed', '?')} confirmed), "
+          f"broker crashes {r.get('broker_crashes', '?')}")
     for f in r["failures"]:
         print(f"  failure: {f}")
     print("RESULT " + json.dumps(r, sort_keys=True), flush=True)
