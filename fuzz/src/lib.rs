@@ -3,7 +3,10 @@
 //! real finding: a panic inside the broker's code, or a broken invariant checked here.
 
 use bytes::BytesMut;
-use frieda_log::{validate_batches, BatchHeader, LogConfig, PartitionLog, BATCH_HEADER_LEN};
+use frieda_log::{
+    validate_batches, validate_records, BatchHeader, LogConfig, PartitionLog, RecordPolicy,
+    TimestampType, BATCH_HEADER_LEN,
+};
 
 /// One request frame payload through the broker's header parsing and per-API body decoding
 /// (`frieda::handlers::parse_request` + the decoder of that API and version).
@@ -35,6 +38,21 @@ pub fn record_batch(data: &[u8]) {
         let crc = u32::from_be_bytes([batch[17], batch[18], batch[19], batch[20]]);
         assert_eq!(crc32c::crc32c(&batch[21..]), crc, "accepted a batch with a bad CRC");
         assert!(h.last_offset_delta >= 0);
+        // Kafka's LogValidator rules on the records (decompressing where a compacted topic
+        // needs keys): never a panic, and an accepted batch has as many records as offsets.
+        for compacted in [false, true] {
+            let policy = RecordPolicy {
+                compacted,
+                timestamp_type: TimestampType::CreateTime,
+                timestamp_before_max_ms: i64::MAX,
+                timestamp_after_max_ms: 3_600_000,
+                now_ms: 1_700_000_000_000,
+            };
+            if validate_records(batch, h, &policy).is_ok() {
+                assert!(h.records_count >= 1);
+                assert_eq!(i64::from(h.records_count), i64::from(h.last_offset_delta) + 1);
+            }
+        }
         pos += total;
     }
     assert_eq!(pos, data.len(), "accepted batches do not cover the input exactly");
@@ -85,8 +103,9 @@ pub fn one_record_batch(value: &[u8], ts: i64) -> Vec<u8> {
 
 /// Arbitrary bytes as the active segment of a partition after a crash: the log opens (never an
 /// error for corrupt content), keeps exactly a byte-identical valid prefix, serves only whole
-/// CRC-valid batches with contiguous offsets up to its log end, takes a new append at the log
-/// end, and reopens with nothing more to cut.
+/// CRC-valid batches in increasing, non-overlapping offset order (gaps are legal: compaction
+/// leaves them) up to its log end, takes a new append at the log end, and reopens with nothing
+/// more to cut.
 pub fn log_recovery(data: &[u8]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let seg = dir.path().join("00000000000000000000.log");
@@ -111,7 +130,11 @@ pub fn log_recovery(data: &[u8]) {
         for chunk in &d.chunks {
             let headers = validate_batches(chunk, usize::MAX).expect("served a corrupt batch");
             for h in headers {
-                assert!(h.base_offset <= expect && h.last_offset() >= expect, "offset gap");
+                assert!(h.last_offset() >= expect, "served a batch below the requested offset");
+                assert!(
+                    expect == off || h.base_offset >= expect,
+                    "batches overlap or go back"
+                );
                 expect = h.last_offset() + 1;
             }
         }

@@ -409,6 +409,8 @@ impl Broker {
         }
         let broker = self.clone();
         let topic = tokio::task::spawn_blocking(move || -> anyhow::Result<Arc<Topic>> {
+            // No recovery point of an earlier topic of this name may vouch for the new logs.
+            broker.write_recovery_checkpoint()?;
             // The partitions exist before the topic does: a crash in between leaves directories
             // no topic owns, set aside at the next start.
             let topic = broker.open_topic(&meta, meta.partitions, None)?;
@@ -503,6 +505,15 @@ impl Broker {
             }
         })
         .await;
+        // The checkpoint must not vouch for a new topic of the same name with the old one's
+        // recovery points.
+        let broker = self.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Err(e) = broker.write_recovery_checkpoint() {
+                tracing::warn!(error = %e, "writing the recovery point checkpoint failed");
+            }
+        })
+        .await;
         tracing::info!(topic = %name, "deleted topic");
         Ok(())
     }
@@ -535,6 +546,7 @@ impl Broker {
         }
         let broker = self.clone();
         tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+            broker.write_recovery_checkpoint()?;
             let configs = topic.configs.read().clone();
             let added = (current..count)
                 .map(|i| broker.open_partition(&topic.name, i, &configs, None))

@@ -189,7 +189,15 @@ impl Partition {
         let (result, flush_due) = {
             let mut guard = self.state.lock();
             let result = self.append_to(guard.as_mut(), records, &header);
-            let due = result.is_ok() && guard.as_ref().is_some_and(PartitionState::flush_due);
+            // A retried batch answered with its original offset is acknowledged only once that
+            // original is as durable as the policy asks: its Flush job runs after the original's
+            // on the same writer thread (or itself covers it).
+            let dup_needs_flush = self.policy.read().flush_every_append
+                && result
+                    .as_ref()
+                    .is_ok_and(|o| o.base_offset >= self.reader.recovery_point());
+            let due = result.is_ok()
+                && (guard.as_ref().is_some_and(PartitionState::flush_due) || dup_needs_flush);
             (result, due)
         };
         if result.is_ok() {
@@ -230,6 +238,10 @@ impl Partition {
         let Some(state) = state else {
             return Err(ResponseError::UnknownTopicOrPartition);
         };
+        if state.log.offline_reason().is_some() {
+            // Not even a duplicate is confirmed by a log whose fsync failed.
+            return Err(ResponseError::KafkaStorageError);
+        }
         if let SequenceCheck::Duplicate { base_offset } = state.producers.check(header)? {
             return Ok(AppendOutcome {
                 base_offset,

@@ -388,3 +388,28 @@ pub(crate) fn enforce_retention(partition: &Partition, now: i64) {
             "deleting segments removed by retention failed");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_writer_queue_is_bounded() {
+        // A handle whose writer never drains: the queue holds WRITER_QUEUE_BOUND jobs, then
+        // refuses (try_send) or would wait (send).
+        let (tx, rx) = mpsc::sync_channel(WRITER_QUEUE_BOUND);
+        let h = WriterHandle {
+            tx,
+            append_mode: AppendMode::Inline,
+        };
+        for _ in 0..WRITER_QUEUE_BOUND {
+            assert!(h.try_send(WriterJob::Stop));
+        }
+        assert!(!h.try_send(WriterJob::Stop), "the queue must be full");
+        drop(rx.recv().unwrap());
+        assert!(
+            h.try_send(WriterJob::Stop),
+            "room again once the writer took one"
+        );
+    }
+}

@@ -1,0 +1,52 @@
+"""The README's quickstart, run as written (only the broker address is this test's broker):
+the kcat commands must print `identical` twice, the Python snippet must print every line of the
+corpus at consecutive offsets."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+GPL3 = Path("/usr/share/common-licenses/GPL-3")
+
+
+def block(marker: str, lang: str) -> str:
+    """The fenced code block right after `<!-- marker ... -->` in the README."""
+    text = README.read_text()
+    m = re.search(re.escape(f"<!-- {marker}") + r"[^\n]*-->\n```" + lang + r"\n(.*?)\n```", text, re.S)
+    assert m, f"README has no {marker} block"
+    return m.group(1)
+
+
+def at(code: str, broker) -> str:
+    assert "127.0.0.1:9092" in code
+    return code.replace("127.0.0.1:9092", broker.bootstrap)
+
+
+@pytest.mark.skipif(not GPL3.exists(), reason="/usr/share/common-licenses/GPL-3 missing")
+def test_kcat_quickstart_prints_identical(broker, tmp_path):
+    code = at(block("quickstart-kcat", "bash"), broker)
+    code = code.replace("/tmp/gpl3.out", str(tmp_path / "gpl3.out")).replace("/tmp/lines.out", str(tmp_path / "lines.out"))
+    p = subprocess.run(["bash", "-euo", "pipefail", "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("identical") == 2, p.stdout + p.stderr
+    assert (tmp_path / "gpl3.out").read_bytes() == GPL3.read_bytes()
+
+
+@pytest.mark.skipif(not GPL3.exists(), reason="/usr/share/common-licenses/GPL-3 missing")
+def test_python_quickstart_reads_every_line(broker, tmp_path):
+    code = at(block("quickstart-python", "python"), broker)
+    script = tmp_path / "quickstart.py"
+    script.write_text(code)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = GPL3.read_bytes().decode().split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    got = p.stdout.split("\n")[: len(lines)]
+    assert got == [f"{i} {line}" for i, line in enumerate(lines)]
