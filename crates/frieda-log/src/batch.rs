@@ -190,20 +190,24 @@ pub enum BatchError {
     /// Structurally readable but not acceptable, e.g. empty input (Kafka `INVALID_RECORD`).
     #[error("invalid record: {0}")]
     InvalidRecord(String),
-    /// One record of the batch broke a per-record rule (Kafka `LogValidator.validateRecord`): a
+    /// Records of the batch broke per-record rules (Kafka `LogValidator.validateRecord`): a
     /// missing key on a compacted topic (`INVALID_RECORD`), or a timestamp outside
     /// `message.timestamp.before/after.max.ms` or a producer claiming `LogAppendTime`
-    /// (`INVALID_TIMESTAMP`). The whole batch is refused; Produce v8+ reports the record's index
-    /// and this message in `record_errors`.
-    #[error("record {index} rejected: {message}")]
-    RecordRejected {
-        /// True for a timestamp error (`INVALID_TIMESTAMP`), false for `INVALID_RECORD`.
-        timestamp: bool,
-        /// 0-based index of the record in the batch (`record_errors.batch_index`).
-        index: i32,
-        /// Why (`record_errors.batch_index_error_message`).
-        message: String,
-    },
+    /// (`INVALID_TIMESTAMP`, which wins if any record has it). The whole batch is refused;
+    /// Produce v8+ lists every offending record in `record_errors`.
+    #[error("{} record(s) rejected, the first: {}", .0.len(), .0.first().map_or("", |e| e.message.as_str()))]
+    RecordsRejected(Vec<RecordError>),
+}
+
+/// One record refused by a per-record rule (see [`BatchError::RecordsRejected`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordError {
+    /// True for a timestamp error (`INVALID_TIMESTAMP`), false for `INVALID_RECORD`.
+    pub timestamp: bool,
+    /// 0-based index of the record in the batch (`record_errors.batch_index`).
+    pub index: i32,
+    /// Why (`record_errors.batch_index_error_message`).
+    pub message: String,
 }
 
 /// CRC-32C of a whole batch's `[attributes..end]` bytes. `batch` must be at least 21 bytes.

@@ -32,7 +32,7 @@ mod validator;
 
 pub use batch::{
     build_batch, patch_base_offset, records_section, set_log_append_time, validate_batches,
-    BatchError, BatchHeader, BATCH_HEADER_LEN, LOG_OVERHEAD,
+    BatchError, BatchHeader, RecordError, BATCH_HEADER_LEN, LOG_OVERHEAD,
 };
 pub use cleaner::{
     CleanContext, CleanReason, CleanStats, CleanedLog, CleaningCandidate, PendingSwap, Throttle,

@@ -37,8 +37,10 @@ pub struct RecordRef<'a> {
     pub headers: &'a [u8],
 }
 
+/// Records that do not parse: INVALID_RECORD, as Kafka's record iterator throws
+/// `InvalidRecordException` ("Found invalid record structure", "Incorrect declared batch size").
 fn malformed(what: impl std::fmt::Display) -> BatchError {
-    BatchError::CorruptMessage(format!("malformed record: {what}"))
+    BatchError::InvalidRecord(format!("malformed record: {what}"))
 }
 
 /// Reads a zigzag varint of at most `max_bytes` bytes at `*pos`, advancing it.

@@ -17,7 +17,7 @@
 //!   Kafka decompresses every compressed batch on produce. The CPU this saves is the point of
 //!   storing batches as sent (DESIGN.md, "ordering without CPU cost").
 
-use crate::batch::{BatchError, BatchHeader, BATCH_HEADER_LEN};
+use crate::batch::{BatchError, BatchHeader, RecordError, BATCH_HEADER_LEN};
 use crate::compression::{self, Codec};
 use crate::config::TimestampType;
 use crate::records::parse_records;
@@ -57,8 +57,8 @@ impl RecordPolicy {
     }
 
     /// Kafka's message for an out-of-range timestamp (`LogValidator.validateTimestamp`).
-    fn timestamp_error(&self, ts: i64, index: i32) -> BatchError {
-        BatchError::RecordRejected {
+    fn timestamp_error(&self, ts: i64, index: i32) -> RecordError {
+        RecordError {
             timestamp: true,
             index,
             message: format!(
@@ -104,9 +104,9 @@ pub fn validate_header(h: &BatchHeader) -> Result<(), BatchError> {
 /// Validates one whole produced batch (`batch`, whose parsed header is `h`) against `policy`:
 /// [`validate_header`], then the records (see the module docs).
 ///
-/// Errors: `InvalidRecord` (87) for the header and offset rules; `RecordRejected` for a missing
-/// key (87) or a bad timestamp (32), naming the first offending record; `CorruptMessage` (2) for
-/// records that cannot be decompressed or parsed.
+/// Errors: `InvalidRecord` (87) for the header and offset rules and records that do not parse;
+/// `RecordsRejected` listing every record with a missing key (87) or a bad timestamp (32);
+/// `CorruptMessage` (2) for records that cannot be decompressed.
 pub fn validate_records(
     batch: &[u8],
     h: &BatchHeader,
@@ -116,11 +116,12 @@ pub fn validate_records(
     let topic_create_time = policy.timestamp_type == TimestampType::CreateTime;
     let batch_log_append = h.timestamp_type() == TimestampType::LogAppendTime;
     if !topic_create_time && batch_log_append {
-        return Err(BatchError::RecordRejected {
+        // Kafka reports it for every record; the first says it all.
+        return Err(BatchError::RecordsRejected(vec![RecordError {
             timestamp: true,
             index: 0,
             message: "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime.".into(),
-        });
+        }]));
     }
     // A record's timestamp: its own, or the batch's max timestamp when the batch claims
     // LogAppendTime (as Kafka's readers compute it).
@@ -144,15 +145,20 @@ pub fn validate_records(
         }
         _ => {
             if topic_create_time {
-                for ts in [h.base_timestamp, h.max_timestamp] {
-                    if ts != NO_TIMESTAMP && !policy.timestamp_ok(ts) {
-                        return Err(policy.timestamp_error(ts, 0));
-                    }
+                let bad: Vec<RecordError> = [(h.base_timestamp, 0), (h.max_timestamp, -1)]
+                    .into_iter()
+                    .filter(|&(ts, _)| ts != NO_TIMESTAMP && !policy.timestamp_ok(ts))
+                    .map(|(ts, i)| policy.timestamp_error(ts, i.max(0)))
+                    .take(1)
+                    .collect();
+                if !bad.is_empty() {
+                    return Err(BatchError::RecordsRejected(bad));
                 }
             }
             return Ok(());
         }
     };
+    let mut errors = Vec::new();
     for (i, r) in parse_records(records, h.records_count)?.iter().enumerate() {
         let index = i as i32;
         if r.offset_delta != index {
@@ -161,19 +167,25 @@ pub fn validate_records(
                 r.offset_delta
             )));
         }
+        // As Kafka: the key check first, the timestamp only if the key passed.
         if policy.compacted && r.key.is_none() {
-            return Err(BatchError::RecordRejected {
+            errors.push(RecordError {
                 timestamp: false,
                 index,
                 message: "Compacted topic cannot accept message without key".into(),
             });
+            continue;
         }
         let ts = record_ts(r.timestamp_delta);
         if topic_create_time && ts != NO_TIMESTAMP && !policy.timestamp_ok(ts) {
-            return Err(policy.timestamp_error(ts, index));
+            errors.push(policy.timestamp_error(ts, index));
         }
     }
-    Ok(())
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(BatchError::RecordsRejected(errors))
+    }
 }
 
 #[cfg(test)]
@@ -227,21 +239,14 @@ mod tests {
         p.compacted = true;
         assert!(matches!(
             validate_records(&plain, &h, &p),
-            Err(BatchError::RecordRejected {
-                timestamp: false,
-                index: 1,
-                ..
-            })
+            Err(BatchError::RecordsRejected(e)) if e.len() == 1 && e[0].index == 1 && !e[0].timestamp
         ));
         let zipped = build_batch(&h, Codec::Gzip, &plain[BATCH_HEADER_LEN..]);
         let hz = BatchHeader::parse(&zipped).unwrap();
         assert_eq!(hz.compression(), 1);
         assert!(matches!(
             validate_records(&zipped, &hz, &p),
-            Err(BatchError::RecordRejected {
-                timestamp: false,
-                ..
-            })
+            Err(BatchError::RecordsRejected(e)) if !e[0].timestamp
         ));
         p.compacted = false;
         validate_records(&zipped, &hz, &p).unwrap();
@@ -262,11 +267,7 @@ mod tests {
             assert!(
                 matches!(
                     validate_records(&b, &h, &p),
-                    Err(BatchError::RecordRejected {
-                        timestamp: true,
-                        index: 1,
-                        ..
-                    })
+                    Err(BatchError::RecordsRejected(e)) if e.len() == 1 && e[0].index == 1 && e[0].timestamp
                 ),
                 "{ts}"
             );
@@ -276,10 +277,7 @@ mod tests {
             if ts > now {
                 assert!(matches!(
                     validate_records(&z, &hz, &p),
-                    Err(BatchError::RecordRejected {
-                        timestamp: true,
-                        ..
-                    })
+                    Err(BatchError::RecordsRejected(e)) if e[0].timestamp
                 ));
             }
         }
@@ -297,13 +295,24 @@ mod tests {
         let h = BatchHeader::parse(&claims_lat).unwrap();
         assert!(matches!(
             validate_records(&claims_lat, &h, &lat),
-            Err(BatchError::RecordRejected {
-                timestamp: true,
-                ..
-            })
+            Err(BatchError::RecordsRejected(e)) if e[0].timestamp
         ));
         // On a CreateTime topic such a batch's records carry its max timestamp, checked as usual.
         validate_records(&claims_lat, &h, &p).unwrap();
+        // Every bad record is listed, not only the first.
+        let two_bad = encode_batch(
+            &[
+                rec(now, b"a"),
+                rec(now + 7_200_000, b"b"),
+                rec(now + 7_200_001, b"c"),
+            ],
+            0,
+        );
+        let h = BatchHeader::parse(&two_bad).unwrap();
+        assert!(matches!(
+            validate_records(&two_bad, &h, &p),
+            Err(BatchError::RecordsRejected(e)) if e.iter().map(|e| e.index).collect::<Vec<_>>() == [1, 2]
+        ));
     }
 
     #[test]

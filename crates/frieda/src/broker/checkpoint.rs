@@ -12,7 +12,7 @@
 //! Written to a temporary file, fsync'ed and renamed over the old one, then the directory is
 //! fsync'ed, so a crash leaves the old or the new file whole.
 
-use crate::coordinator::producer_ids::write_durably;
+use crate::durable;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -77,7 +77,7 @@ pub fn write(path: &Path, offsets: &Offsets) -> std::io::Result<()> {
     for ((topic, p), o) in offsets {
         text.push_str(&format!("{topic} {p} {o}\n"));
     }
-    write_durably(path, &text)
+    durable::write(path, &text).map_err(std::io::Error::from)
 }
 
 #[cfg(test)]

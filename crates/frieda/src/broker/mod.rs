@@ -26,7 +26,8 @@ pub mod writer;
 
 use crate::config::BrokerConfig;
 use crate::coordinator::group::GroupCoordinator;
-use crate::coordinator::producer_ids::{write_durably, ProducerIdAllocator};
+use crate::coordinator::producer_ids::ProducerIdAllocator;
+use crate::durable::{self, DurableError};
 use anyhow::Context;
 use frieda_log::PartitionLog;
 use kafka_protocol::error::ResponseError;
@@ -262,10 +263,16 @@ impl Broker {
         self.meta_dir.join("topics").join(format!("{topic}.json"))
     }
 
-    /// Writes a topic's metadata durably (before memory changes: persist before apply).
+    /// Writes a topic's metadata durably (before memory changes: persist before apply). A
+    /// failure before the commit point is returned (nothing changed); one after it, when the
+    /// change may or may not survive a restart, stops the broker ([`durable::halt`]).
     fn persist(&self, meta: &TopicMeta) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(meta).map_err(std::io::Error::other)?;
-        write_durably(&self.meta_file(&meta.name), &text)
+        match durable::write(&self.meta_file(&meta.name), &text) {
+            Ok(()) => Ok(()),
+            Err(DurableError::NotDone(e)) => Err(e),
+            Err(e) => durable::halt(&format!("writing the metadata of topic {}", meta.name), &e),
+        }
     }
 
     /// Partitions hosted now (every topic's, the offsets log's included).
@@ -469,9 +476,14 @@ impl Broker {
             ));
         }
         let meta_file = self.meta_file(&topic.name);
-        let removed = tokio::task::spawn_blocking(move || remove_durably(&meta_file))
-            .await
-            .map_err(|e| AdminError::new(ResponseError::UnknownServerError, e.to_string()))?;
+        let removed = tokio::task::spawn_blocking(move || match durable::remove(&meta_file) {
+            Err(e @ DurableError::Uncertain(_)) => {
+                durable::halt(&format!("deleting {}", meta_file.display()), &e)
+            }
+            other => other,
+        })
+        .await
+        .map_err(|e| AdminError::new(ResponseError::UnknownServerError, e.to_string()))?;
         if let Err(e) = removed {
             tracing::error!(topic = %topic.name, error = %e, "deleting a topic's metadata failed; the topic stays");
             return Err(AdminError::new(
@@ -745,15 +757,6 @@ fn set_aside_strays(data_dir: &Path, metas: &[TopicMeta]) {
     }
 }
 
-/// Removes a file and fsyncs its directory, so the removal survives a crash.
-fn remove_durably(path: &Path) -> std::io::Result<()> {
-    std::fs::remove_file(path)?;
-    match path.parent() {
-        Some(dir) => sync_dir(dir),
-        None => Ok(()),
-    }
-}
-
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
@@ -844,7 +847,9 @@ fn load_cluster_id(meta_dir: &Path) -> anyhow::Result<String> {
     }
     // Kafka cluster ids are 22-character URL-safe base64 UUIDs.
     let id = base64_url(Uuid::new_v4().as_bytes());
-    write_durably(&path, &serde_json::json!({ "cluster_id": id }).to_string())?;
+    durable::write(&path, &serde_json::json!({ "cluster_id": id }).to_string())
+        .map_err(std::io::Error::from)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(id)
 }
 

@@ -4,8 +4,8 @@
 //! use, so an id is never reused after a restart or a crash, the way Kafka's controller hands
 //! out blocks (KIP-730).
 
+use crate::durable::{self, DurableError};
 use parking_lot::Mutex;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Ids reserved per durable write.
@@ -44,33 +44,24 @@ impl ProducerIdAllocator {
         })
     }
 
-    /// A fresh producer id. Errors only if the reservation cannot be written (disk full).
+    /// A fresh producer id. Errors only if the reservation cannot be written (disk full); a
+    /// reservation whose durability is unknown stops the broker (handing out ids a restart could
+    /// hand out again would break idempotence).
     pub fn next_id(&self) -> std::io::Result<i64> {
         let mut st = self.state.lock();
         if st.0 >= st.1 {
             let end = st.1 + BLOCK;
-            write_durably(&self.path, &end.to_string())?;
+            match durable::write(&self.path, &end.to_string()) {
+                Ok(()) => {}
+                Err(DurableError::NotDone(e)) => return Err(e),
+                Err(e) => durable::halt("reserving producer ids", &e),
+            }
             st.1 = end;
         }
         let id = st.0;
         st.0 += 1;
         Ok(id)
     }
-}
-
-/// Writes a small file atomically: temp file, fsync, rename, fsync of the directory.
-pub fn write_durably(path: &Path, contents: &str) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(contents.as_bytes())?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -156,8 +156,9 @@ impl PartitionRead {
     }
 }
 
-/// Reads every wanted partition in request order within the response byte budget. The first
-/// partition with data may exceed the budget by one batch (KIP-74).
+/// Reads every wanted partition in request order within the response byte budget
+/// (`min(request max_bytes, fetch.max.bytes)`) and each partition's own limit. The first
+/// partition with data returns at least one batch even if larger (KIP-74).
 async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> {
     let mut out = Vec::with_capacity(wanted.len());
     let mut used = 0usize;
@@ -170,11 +171,9 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
             }
         };
         let hw = p.high_watermark();
-        let budget = if used == 0 {
-            w.max_bytes
-        } else {
-            w.max_bytes.min(response_max.saturating_sub(used))
-        };
+        // The response limit applies to the first partition too; only its first batch may
+        // exceed it (KIP-74: read() always returns the first batch).
+        let budget = w.max_bytes.min(response_max.saturating_sub(used));
         if w.fetch_offset == hw || budget == 0 && used > 0 {
             out.push(
                 if w.fetch_offset >= p.log_start_offset() && w.fetch_offset <= hw {
@@ -196,8 +195,11 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
                     .unwrap_or_else(|e| Err(LogError::Corrupt(e.to_string())))
             }
         };
+        let first = used == 0;
         out.push(match read {
             Ok(d) if d.bytes == 0 => PartitionRead::Empty,
+            // Only the response's first batch may exceed the limits (KIP-74).
+            Ok(d) if !first && d.bytes > budget => PartitionRead::Empty,
             Ok(d) => {
                 used += d.bytes;
                 PartitionRead::Data(d)

@@ -96,6 +96,8 @@ struct AppendError {
     code: ResponseError,
     message: Option<String>,
     record_errors: Vec<(i32, String)>,
+    /// The partition's log start offset when known (Kafka fills it in for validation errors).
+    log_start_offset: i64,
 }
 
 impl From<ResponseError> for AppendError {
@@ -104,6 +106,7 @@ impl From<ResponseError> for AppendError {
             code,
             message: None,
             record_errors: Vec::new(),
+            log_start_offset: -1,
         }
     }
 }
@@ -116,12 +119,16 @@ async fn append(partition: &Arc<Partition>, records: Option<Bytes>) -> AppendRes
             code: ResponseError::InvalidRecord,
             message: Some("no record batch".into()),
             record_errors: Vec::new(),
+            log_start_offset: -1,
         });
     };
     let policy = partition.produce_policy();
     let rejected = |e: BatchError| {
         tracing::info!(topic = %partition.topic, partition = partition.index, error = %e, "rejected produce batch");
-        batch_error(e)
+        AppendError {
+            log_start_offset: partition.log_start_offset(),
+            ..batch_error(e)
+        }
     };
     let headers = validate_batches(&records, policy.max_message_bytes).map_err(rejected)?;
     if headers.len() != 1 {
@@ -131,6 +138,7 @@ async fn append(partition: &Arc<Partition>, records: Option<Bytes>) -> AppendRes
                 "produce requests v3+ must carry exactly one record batch per partition".into(),
             ),
             record_errors: Vec::new(),
+            log_start_offset: -1,
         });
     }
     let header = headers[0];
@@ -139,6 +147,7 @@ async fn append(partition: &Arc<Partition>, records: Option<Bytes>) -> AppendRes
             code: ResponseError::InvalidRecord,
             message: Some("transactional batches are not supported".into()),
             record_errors: Vec::new(),
+            log_start_offset: -1,
         });
     }
     validate_records(&records, &header, &policy.record_policy(now_ms())).map_err(rejected)?;
@@ -182,31 +191,41 @@ fn batch_error(e: BatchError) -> AppendError {
             ResponseError::InvalidRecord
         }
         BatchError::MessageTooLarge { .. } => ResponseError::MessageTooLarge,
-        BatchError::RecordRejected {
-            timestamp: true, ..
-        } => ResponseError::InvalidTimestamp,
-        BatchError::RecordRejected { .. } => ResponseError::InvalidRecord,
+        BatchError::RecordsRejected(errors) if errors.iter().any(|e| e.timestamp) => {
+            ResponseError::InvalidTimestamp
+        }
+        BatchError::RecordsRejected(_) => ResponseError::InvalidRecord,
     };
     match e {
-        BatchError::RecordRejected {
-            timestamp,
-            index,
-            message,
-        } => AppendError {
+        BatchError::RecordsRejected(errors) => AppendError {
             code,
-            message: Some(if timestamp {
+            message: Some(if code == ResponseError::InvalidTimestamp {
                 "One or more records have been rejected due to invalid timestamp".into()
             } else {
+                let shown: Vec<String> = errors
+                    .iter()
+                    .take(3)
+                    .map(|e| {
+                        format!(
+                            "RecordError(batchIndex={}, message='{}')",
+                            e.index, e.message
+                        )
+                    })
+                    .collect();
                 format!(
-                    "One or more records have been rejected due to 1 record errors in total, and only showing the first three errors at most: [RecordError(batchIndex={index}, message='{message}')]"
+                    "One or more records have been rejected due to {} record errors in total, and only showing the first three errors at most: [{}]",
+                    errors.len(),
+                    shown.join(", ")
                 )
             }),
-            record_errors: vec![(index, message)],
+            record_errors: errors.into_iter().map(|e| (e.index, e.message)).collect(),
+            log_start_offset: -1,
         },
         other => AppendError {
             code,
             message: Some(other.to_string()),
             record_errors: Vec::new(),
+            log_start_offset: -1,
         },
     }
 }
@@ -230,8 +249,12 @@ fn partition_response(version: i16, index: i32, result: AppendResult) -> Partiti
             let resp = resp
                 .with_error_code(e.code.code())
                 .with_base_offset(-1)
-                .with_log_append_time_ms(-1)
-                .with_log_start_offset(-1);
+                .with_log_append_time_ms(-1);
+            let resp = if version >= 5 {
+                resp.with_log_start_offset(e.log_start_offset)
+            } else {
+                resp
+            };
             if version >= 8 {
                 resp.with_error_message(e.message.map(|m| str_bytes(&m)))
                     .with_record_errors(
