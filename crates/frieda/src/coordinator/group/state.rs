@@ -404,6 +404,8 @@ impl Group {
     /// INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED (with the new id), FENCED_INSTANCE_ID,
     /// UNKNOWN_MEMBER_ID, INVALID_SESSION_TIMEOUT.
     pub fn join(&mut self, req: JoinRequest, now: Instant) -> Reply<JoinResult> {
+        tracing::debug!(group = %self.id, member = %req.member_id, state = self.state.name(),
+            generation = self.generation, "JoinGroup received");
         if req.session_timeout < self.config.min_session_timeout
             || req.session_timeout > self.config.max_session_timeout
         {
@@ -461,6 +463,8 @@ impl Group {
             return Reply::Now(JoinResult::error(&id, E::UnknownMemberId));
         }
         let matches = self.members[&id].protocols == req.protocols;
+        tracing::debug!(group = %self.id, member = %id, state = self.state.name(), generation = self.generation,
+            matches, awaiting_join = self.members[&id].awaiting_join(), "JoinGroup of a known member");
         match self.state {
             GroupState::PreparingRebalance => self.update_member_and_rebalance(req, now),
             GroupState::CompletingRebalance => {
