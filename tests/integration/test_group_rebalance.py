@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 
 import pytest
 from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException,
                              TopicPartition)
 
+import kafka_wire as w
 from helpers import LOG_LEVEL, admin, create_topic, producer
 
 PARTITIONS = 6
@@ -219,3 +221,75 @@ def test_round_robin_cooperative_consumers_loop(broker, topic_name, run, churn):
     stats = run_round_robin(broker.bootstrap, topic_name(), f"g-rr-{topic_name()}", churn)
     print(f"run {run} ({'churn' if churn else 'steady'}): {stats}")
 
+
+# ---- the startup race, on the wire --------------------------------------------------------------
+
+JOIN_GROUP, SYNC_GROUP = 11, 14
+MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS = 79, 27
+
+
+def _join_v5(corr: int, group: str, member_id: str) -> bytes:
+    meta = w.i16(0) + w.i32(1) + w.string("t") + w.i32(-1)  # ConsumerProtocolSubscription v0
+    protocols = w.i32(1) + w.string("range") + w.i32(len(meta)) + meta
+    body = (w.string(group) + w.i32(10000) + w.i32(10000) + w.string(member_id) + w.string(None)
+            + w.string("consumer") + protocols)
+    return w.frame(w.header_v1(JOIN_GROUP, 5, corr) + body)
+
+
+def _parse_join_v5(payload: bytes) -> dict:
+    r = w.Reader(payload)
+    out = {"corr": r.i32(), "throttle": r.i32(), "error": r.i16(), "generation": r.i32()}
+    for k in ("protocol", "leader", "member_id"):
+        n = r.i16()
+        out[k] = r.take(n).decode() if n >= 0 else None
+    out["members"] = r.i32()
+    return out
+
+
+def _sync_v3(corr: int, group: str, generation: int, member_id: str) -> bytes:
+    body = (w.string(group) + w.i32(generation) + w.string(member_id) + w.string(None) + w.i32(0))
+    return w.frame(w.header_v1(SYNC_GROUP, 3, corr) + body)
+
+
+def _join(s: socket.socket, corr: int, group: str, member_id: str, timeout: float = 15) -> dict:
+    w.send(s, _join_v5(corr, group, member_id))
+    return _parse_join_v5(w.recv_frame(s, timeout))
+
+
+@pytest.mark.timeout(60)
+def test_member_id_handed_out_before_a_generation_completes_is_still_accepted(broker, topic_name):
+    """KIP-394 handshake racing the initial rebalance, as when three consumers start at once.
+
+    X gets its member id (MEMBER_ID_REQUIRED); Y's handshake and JoinGroup complete the first
+    generation (no initial delay) before X joins with that id. Apache Kafka 4.3.1 keeps X a
+    pending member and accepts its JoinGroup, which starts the next rebalance; Frieda used to
+    answer UNKNOWN_MEMBER_ID, so the consumer started over with a new id after its join backoff
+    and forced yet another rebalance seconds later."""
+    group = f"g-pending-{topic_name()}"
+    with socket.create_connection((broker.host, broker.port), timeout=10) as sx, \
+            socket.create_connection((broker.host, broker.port), timeout=10) as sy:
+        x = _join(sx, 1, group, "")
+        assert x["error"] == MEMBER_ID_REQUIRED and x["member_id"], x
+        y = _join(sy, 1, group, "")
+        assert y["error"] == MEMBER_ID_REQUIRED, y
+        y1 = _join(sy, 2, group, y["member_id"])
+        assert (y1["error"], y1["generation"], y1["leader"]) == (0, 1, y["member_id"]), y1
+        # X joins with its id after generation 1 completed: accepted, and it waits for the
+        # rebalance it started (it is answered once Y has rejoined).
+        w.send(sx, _join_v5(2, group, x["member_id"]))
+        try:
+            early = _parse_join_v5(w.recv_frame(sx, 1.0))
+        except TimeoutError:
+            early = None
+        assert early is None, f"JoinGroup with the id from MEMBER_ID_REQUIRED refused: {early}"
+        # Y's SyncGroup of generation 1 comes too late; Y rejoins; generation 2 has both.
+        w.send(sy, _sync_v3(3, group, 1, y["member_id"]))
+        r = w.Reader(w.recv_frame(sy, 10))
+        corr = r.i32()
+        r.i32()  # throttle time
+        err = r.i16()
+        assert (corr, err) == (3, REBALANCE_IN_PROGRESS)
+        y2 = _join(sy, 4, group, y["member_id"])
+        x2 = _parse_join_v5(w.recv_frame(sx, 15))
+        assert (x2["error"], x2["generation"]) == (0, 2), x2
+        assert (y2["error"], y2["generation"], y2["members"]) == (0, 2, 2), y2

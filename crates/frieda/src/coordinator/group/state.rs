@@ -702,7 +702,10 @@ impl Group {
             tracing::info!(group = %self.id, member = %id, "member did not rejoin in time; removed");
             self.remove_member(&id);
         }
-        self.pending_members.clear();
+        // Pending members (KIP-394: given an id, not joined with it yet) stay pending as in
+        // Kafka's completeClassicGroupJoin: one whose JoinGroup with its id comes after this
+        // generation completed is accepted and starts the next rebalance, instead of getting
+        // UNKNOWN_MEMBER_ID and starting over. They leave by LeaveGroup or their deadline.
         self.initial_delay = None;
         self.new_member_added = false;
         if self.state == GroupState::Dead {
