@@ -190,7 +190,10 @@ impl GroupCoordinator {
             self.persist(g);
             reply
         };
-        await_join(reply, &member_id).await
+        let r = await_join(reply, &member_id).await;
+        tracing::debug!(group = group_id, member = %member_id, error = ?r.error, generation = r.generation,
+            leader = %r.leader, members = r.members.len(), "JoinGroup answered");
+        r
     }
 
     /// SyncGroup; the leader's call distributes the assignment; others wait for it.
@@ -234,10 +237,13 @@ impl GroupCoordinator {
             self.persist(g);
             reply
         };
-        match reply {
+        let r = match reply {
             Reply::Now(r) => r,
             Reply::Wait(rx) => rx.await.unwrap_or_else(|_| error(E::RebalanceInProgress)),
-        }
+        };
+        tracing::debug!(group = group_id, member = %member_id, generation, error = ?r.error,
+            assignment_bytes = r.assignment.len(), "SyncGroup answered");
+        r
     }
 
     /// Heartbeat; `None` is success.
@@ -257,6 +263,9 @@ impl GroupCoordinator {
         };
         let r = g.heartbeat(generation, member_id, instance_id, Instant::now());
         self.persist(g);
+        if r.is_some() {
+            tracing::debug!(group = group_id, member = %member_id, generation, error = ?r, state = g.state.name(), "Heartbeat refused");
+        }
         r
     }
 
@@ -306,7 +315,12 @@ impl GroupCoordinator {
                     );
                 }
                 None => return Err(E::IllegalGeneration),
-                Some(g) => g.validate_commit(generation, member_id, instance_id, Instant::now())?,
+                Some(g) => {
+                    let r = g.validate_commit(generation, member_id, instance_id, Instant::now());
+                    tracing::debug!(group = group_id, member = %member_id, generation, state = g.state.name(),
+                        group_generation = g.generation, result = ?r, "OffsetCommit validated");
+                    r?
+                }
             }
             self.offsets.commit(group_id, entries)
         };

@@ -404,6 +404,8 @@ impl Group {
     /// INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED (with the new id), FENCED_INSTANCE_ID,
     /// UNKNOWN_MEMBER_ID, INVALID_SESSION_TIMEOUT.
     pub fn join(&mut self, req: JoinRequest, now: Instant) -> Reply<JoinResult> {
+        tracing::debug!(group = %self.id, member = %req.member_id, state = self.state.name(),
+            generation = self.generation, "JoinGroup received");
         if req.session_timeout < self.config.min_session_timeout
             || req.session_timeout > self.config.max_session_timeout
         {
@@ -461,6 +463,8 @@ impl Group {
             return Reply::Now(JoinResult::error(&id, E::UnknownMemberId));
         }
         let matches = self.members[&id].protocols == req.protocols;
+        tracing::debug!(group = %self.id, member = %id, state = self.state.name(), generation = self.generation,
+            matches, awaiting_join = self.members[&id].awaiting_join(), "JoinGroup of a known member");
         match self.state {
             GroupState::PreparingRebalance => self.update_member_and_rebalance(req, now),
             GroupState::CompletingRebalance => {
@@ -698,7 +702,10 @@ impl Group {
             tracing::info!(group = %self.id, member = %id, "member did not rejoin in time; removed");
             self.remove_member(&id);
         }
-        self.pending_members.clear();
+        // Pending members (KIP-394: given an id, not joined with it yet) stay pending as in
+        // Kafka's completeClassicGroupJoin: one whose JoinGroup with its id comes after this
+        // generation completed is accepted and starts the next rebalance, instead of getting
+        // UNKNOWN_MEMBER_ID and starting over. They leave by LeaveGroup or their deadline.
         self.initial_delay = None;
         self.new_member_added = false;
         if self.state == GroupState::Dead {

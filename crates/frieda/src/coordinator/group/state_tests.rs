@@ -39,6 +39,13 @@ fn now_result(r: Reply<JoinResult>) -> JoinResult {
     }
 }
 
+fn now_sync(r: Reply<SyncResult>) -> SyncResult {
+    match r {
+        Reply::Now(r) => r,
+        Reply::Wait(_) => panic!("expected an immediate SyncGroup answer"),
+    }
+}
+
 fn waiting<T: std::fmt::Debug>(r: Reply<T>) -> oneshot::Receiver<T> {
     match r {
         Reply::Wait(rx) => rx,
@@ -431,6 +438,77 @@ fn pending_member_and_pending_sync_expire() {
     assert_eq!(f.try_recv().unwrap().error, Some(E::RebalanceInProgress));
     assert!(!g.members.contains_key(&ids[0]));
     assert_eq!(g.state, GroupState::PreparingRebalance);
+}
+
+/// Three consumers start at once (the scenario): X gets its member id
+/// (MEMBER_ID_REQUIRED), then Y's handshake and join complete the initial rebalance before X's
+/// JoinGroup with that id arrives. Kafka keeps X a pending member until it joins, leaves or its
+/// session expires (`completeClassicGroupJoin` removes only members that did not rejoin, never
+/// `pendingJoinMembers`), so X's join is accepted and starts the next rebalance at once. Frieda
+/// used to forget pending members when a generation completed and answered UNKNOWN_MEMBER_ID:
+/// the client started over with a new id after its join backoff, one more rebalance seconds
+/// later, in the middle of the others' cooperative rebalance.
+#[test]
+fn pending_member_survives_a_completed_generation() {
+    let t0 = Instant::now();
+    let mut g = group();
+    let x = now_result(g.join(range(""), t0));
+    assert_eq!(x.error, Some(E::MemberIdRequired));
+    let (y, mut ry) = join_new(&mut g, t0);
+    let r = ry
+        .try_recv()
+        .expect("initial rebalance (no delay) completes without X");
+    assert_eq!((r.generation, r.leader.as_str()), (1, y.as_str()));
+    assert_eq!(g.state, GroupState::CompletingRebalance);
+
+    // X's JoinGroup with its id: accepted, and it starts a rebalance (not UNKNOWN_MEMBER_ID).
+    let t1 = t0 + Duration::from_millis(1);
+    let mut rx = match g.join(range(&x.member_id), t1) {
+        Reply::Wait(rx) => rx,
+        Reply::Now(r) => panic!("pending member refused: {:?}", r.error),
+    };
+    assert_eq!(g.state, GroupState::PreparingRebalance);
+    assert!(g.members.contains_key(&x.member_id));
+    // Y's SyncGroup of generation 1 is too late; Y rejoins and generation 2 has both.
+    let s = now_sync(sync_now(&mut g, 1, &y, vec![], t1));
+    assert_eq!(s.error, Some(E::RebalanceInProgress));
+    let mut ry = waiting(g.join(range(&y), t1));
+    let (rx, ry) = (rx.try_recv().unwrap(), ry.try_recv().unwrap());
+    assert_eq!((rx.error, rx.generation), (None, 2));
+    assert_eq!(
+        (ry.generation, ry.leader.as_str(), ry.members.len()),
+        (2, y.as_str(), 2)
+    );
+    assert_eq!(g.state, GroupState::CompletingRebalance);
+}
+
+/// A pending member that never comes back still expires after its session timeout, also when a
+/// generation completed in between, and no rebalance waits for it any more.
+#[test]
+fn pending_member_kept_across_generations_still_expires() {
+    let t0 = Instant::now();
+    let mut g = group();
+    let x = now_result(g.join(range(""), t0));
+    let (y, mut ry) = join_new(&mut g, t0);
+    assert_eq!(ry.try_recv().unwrap().generation, 1);
+    let Reply::Wait(_) = sync_now(
+        &mut g,
+        1,
+        &y,
+        vec![(y.clone(), Bytes::from_static(b"a"))],
+        t0,
+    ) else {
+        panic!()
+    };
+    assert_eq!(g.state, GroupState::Stable);
+    // The leader rejoins: the rebalance waits for the pending member, up to its session timeout.
+    let mut ry = waiting(g.join(range(&y), t0));
+    g.tick(t0 + SESSION - Duration::from_millis(1));
+    assert!(ry.try_recv().is_err(), "waits for the pending member");
+    g.tick(t0 + SESSION + Duration::from_millis(1));
+    assert_eq!(ry.try_recv().unwrap().generation, 2);
+    let late = now_result(g.join(range(&x.member_id), t0 + SESSION * 2));
+    assert_eq!(late.error, Some(E::UnknownMemberId));
 }
 
 #[test]
