@@ -31,6 +31,87 @@ struct LogState {
     latest_delete_horizon: i64,
 }
 
+impl Default for LogState {
+    fn default() -> Self {
+        LogState {
+            checkpoint: -1,
+            latest_delete_horizon: -1,
+        }
+    }
+}
+
+/// The cleaner's memory of every log (loaded from and saved to `cleaner-offset-checkpoint`),
+/// shared with the broker so that a topic created under a deleted topic's name never inherits
+/// its state (a stale checkpoint would take the new log's start as already clean).
+pub struct CleanerState {
+    path: std::path::PathBuf,
+    logs: Mutex<HashMap<(String, i32), LogState>>,
+}
+
+impl CleanerState {
+    /// Loads `<data_dir>/cleaner-offset-checkpoint` (missing or damaged: empty).
+    pub fn load(data_dir: &std::path::Path) -> CleanerState {
+        let path = data_dir.join(checkpoint::CLEANER_OFFSET_FILE);
+        let logs = checkpoint::read(&path)
+            .into_iter()
+            .map(|(k, checkpoint)| {
+                (
+                    k,
+                    LogState {
+                        checkpoint,
+                        latest_delete_horizon: -1,
+                    },
+                )
+            })
+            .collect();
+        CleanerState {
+            path,
+            logs: Mutex::new(logs),
+        }
+    }
+
+    /// Forgets every partition of `topic` and saves the checkpoint: call before a topic of that
+    /// name gets new logs.
+    ///
+    /// Errors: the checkpoint could not be written.
+    pub fn forget_topic(&self, topic: &str) -> std::io::Result<()> {
+        let mut logs = self.logs.lock();
+        let before = logs.len();
+        logs.retain(|(t, _), _| t != topic);
+        if logs.len() == before {
+            return Ok(());
+        }
+        Self::save_locked(&self.path, &logs)
+    }
+
+    fn save_locked(
+        path: &std::path::Path,
+        logs: &HashMap<(String, i32), LogState>,
+    ) -> std::io::Result<()> {
+        let offsets: Offsets = logs
+            .iter()
+            .filter(|(_, s)| s.checkpoint >= 0)
+            .map(|(k, s)| (k.clone(), s.checkpoint))
+            .collect();
+        checkpoint::write(path, &offsets)
+    }
+
+    fn get(&self, key: &(String, i32)) -> LogState {
+        self.logs.lock().get(key).copied().unwrap_or_default()
+    }
+
+    fn set(&self, key: (String, i32), state: LogState) {
+        self.logs.lock().insert(key, state);
+    }
+
+    /// Keeps only the partitions in `live` and saves the checkpoint.
+    fn save(&self, live: &HashSet<(String, i32)>) -> std::io::Result<()> {
+        let mut logs = self.logs.lock();
+        logs.retain(|k, _| live.contains(k));
+        Self::save_locked(&self.path, &logs)
+    }
+}
+
 /// The running cleaner; [`stop`](Self::stop) ends it.
 pub struct LogCleaner {
     stop: Arc<(Mutex<bool>, Condvar)>,
@@ -64,20 +145,9 @@ impl LogCleaner {
 
 fn run(broker: &Broker, stop: &(Mutex<bool>, Condvar)) {
     let config = broker.config.cleaner.clone();
-    let path = broker.config.data_dir.join(checkpoint::CLEANER_OFFSET_FILE);
-    let mut states: HashMap<(String, i32), LogState> = checkpoint::read(&path)
-        .into_iter()
-        .map(|(k, checkpoint)| {
-            (
-                k,
-                LogState {
-                    checkpoint,
-                    latest_delete_horizon: -1,
-                },
-            )
-        })
-        .collect();
-    let mut uncleanable: HashSet<(String, i32)> = HashSet::new();
+    let states = &broker.cleaner_state;
+    // Partitions whose cleaning failed, by identity (a namesake created later is cleaned).
+    let mut uncleanable: HashSet<usize> = HashSet::new();
     let mut throttle = Throttle::new(config.io_max_bytes_per_second);
     let stopped = || *stop.0.lock();
     while !stopped() {
@@ -91,14 +161,20 @@ fn run(broker: &Broker, stop: &(Mutex<bool>, Condvar)) {
                 let key = (p.topic.to_string(), p.index);
                 live.insert(key.clone());
                 let policy = p.produce_policy();
-                if !policy.compacted || uncleanable.contains(&key) || !p.is_online() {
+                let identity = Arc::as_ptr(p) as usize;
+                if !policy.compacted || uncleanable.contains(&identity) || !p.is_online() {
                     continue;
                 }
-                let state = states.entry(key.clone()).or_insert(LogState {
-                    checkpoint: -1,
-                    latest_delete_horizon: -1,
-                });
-                match clean_once(p, state, &config, &mut throttle, &stopped) {
+                let mut state = states.get(&key);
+                let outcome = clean_once(p, &mut state, &config, &mut throttle, &stopped);
+                // Not kept for a topic deleted (or replaced by a namesake) meanwhile.
+                if broker
+                    .topic(&p.topic)
+                    .is_some_and(|t| Arc::ptr_eq(&t, &topic))
+                {
+                    states.set(key.clone(), state);
+                }
+                match outcome {
                     Ok(true) => cleaned_any = true,
                     Ok(false) => {}
                     Err(e) if stopped() || p.is_deleted() => {
@@ -107,21 +183,15 @@ fn run(broker: &Broker, stop: &(Mutex<bool>, Condvar)) {
                     Err(e) => {
                         tracing::error!(topic = %p.topic, partition = p.index, error = %e,
                             "cleaning failed; this partition is not cleaned again until the broker restarts");
-                        uncleanable.insert(key);
+                        uncleanable.insert(identity);
                     }
                 }
                 // compact,delete: retention runs here, never beside a cleaning of the same log.
                 enforce_retention(p, now_ms());
             }
         }
-        states.retain(|k, _| live.contains(k));
         if cleaned_any {
-            let offsets: Offsets = states
-                .iter()
-                .map(|(k, s)| (k.clone(), s.checkpoint))
-                .filter(|(_, c)| *c >= 0)
-                .collect();
-            if let Err(e) = checkpoint::write(&path, &offsets) {
+            if let Err(e) = states.save(&live) {
                 tracing::warn!(error = %e, "writing the cleaner checkpoint failed");
             }
             continue;

@@ -80,6 +80,8 @@ pub struct Broker {
     meta_dir: PathBuf,
     /// Consumer groups and committed offsets.
     pub groups: Arc<GroupCoordinator>,
+    /// The log cleaner's per-log state (checkpoints), shared so topic creation can reset it.
+    pub(crate) cleaner_state: cleaner::CleanerState,
     /// The data directory's `.lock`, held for the broker's life (released when the file closes).
     _dir_lock: std::fs::File,
 }
@@ -126,6 +128,7 @@ impl Broker {
             admin: tokio::sync::Mutex::new(()),
             meta_dir,
             groups,
+            cleaner_state: cleaner::CleanerState::load(&data_dir),
             _dir_lock: dir_lock,
         };
         let mut metas = Vec::new();
@@ -416,8 +419,10 @@ impl Broker {
         }
         let broker = self.clone();
         let topic = tokio::task::spawn_blocking(move || -> anyhow::Result<Arc<Topic>> {
-            // No recovery point of an earlier topic of this name may vouch for the new logs.
+            // No recovery point or cleaner checkpoint of an earlier topic of this name may
+            // vouch for the new logs.
             broker.write_recovery_checkpoint()?;
+            broker.cleaner_state.forget_topic(&meta.name)?;
             // The partitions exist before the topic does: a crash in between leaves directories
             // no topic owns, set aside at the next start.
             let topic = broker.open_topic(&meta, meta.partitions, None)?;
