@@ -64,6 +64,29 @@ but what the broker returns after a cut must be a value that was committed befor
 XFS do) instead of strict POSIX; use it to see what a broker that misses a directory fsync would
 still lose on those file systems.
 
+Compaction (``--compact``)
+--------------------------
+The topic is compacted (``cleanup.policy=compact``, ``--segment-bytes`` segments, default 32 KiB,
+``min.cleanable.dirty.ratio=0.01``, the broker's cleaner looking every 200 ms; the offsets log
+gets 4 KiB segments so it is cleaned too) and the producers write under a bounded key space
+(producer ``w`` sends its ``seq``-th record under key ``w<w>-k<seq % --keys>``), so every pass
+removes most of the log while the broker is SIGKILLed at the seeded moments. Superseded records
+may go; the final check is per key, after a start with the cleaner disabled (which must finish
+or discard any interrupted pass: no ``.cleaned``/``.swap`` file may be left):
+
+- the latest acknowledged record of every key is at its acknowledged offset, byte for byte;
+- every record present is an acknowledged one at its acknowledged offset (and no producer value
+  is stored twice, none out of its producer's order);
+- no key's newest surviving record is older than its latest acknowledged one;
+- every offset below the high watermark that cannot be read is a superseded acknowledged record;
+- below the offset up to which the broker's last logged pass (``cleaned log ...
+  first_dirty_next=N``) cleaned a partition, every key appears at most once;
+- the log start offset stays 0 (retention never applies to a compact-only topic);
+- cleaning did happen: ``cleaned log`` lines for the topic that removed records, and acknowledged
+  records removed as superseded (a run where nothing was cleaned fails).
+
+    tests/crash/run.py --compact --cycles 8 --seed 13 [--keys 50] [--segment-bytes 32768]
+
 Prints a summary and one JSON line (``RESULT {...}``); exits 0 only if every check passed.
 Everything listens on 127.0.0.1; every process started is stopped by its PID.
 """
@@ -115,6 +138,11 @@ def value_of(seed: int, worker: int, seq: int) -> bytes:
 
 
 VALUE_RE = re.compile(rb"^w(\d+)-s(\d+)\|")
+
+
+def key_of(worker: int, seq: int, keys: int) -> bytes:
+    """The key of producer ``worker``'s ``seq``-th record: ``keys`` keys per producer."""
+    return b"w%d-k%d" % (worker, seq % keys)
 
 
 # ---------------------------------------------------------------- workers (separate processes)
@@ -188,7 +216,7 @@ def producer_worker(a) -> int:
             abandoned.append(p)
             p = new_producer()
         try:
-            p.produce(a.topic, key=b"w%d-k%d" % (w, seq % 50), value=value_of(a.seed, w, seq),
+            p.produce(a.topic, key=key_of(w, seq, a.keys), value=value_of(a.seed, w, seq),
                       on_delivery=cb_for(seq))
             seq += 1
             p.poll(0)
@@ -555,7 +583,21 @@ def broker_config(a, verify: bool = False) -> str:
             lines.append(f"retention.bytes = {a.retention_bytes}")
         if a.retention_check_ms:
             lines.append(f'"log.retention.check.interval.ms" = {a.retention_check_ms}')
+    if a.compact:
+        lines.append('"offsets.topic.segment.bytes" = 4096')
+        if verify:  # nothing changes while the log is read back
+            lines.append('"log.cleaner.enable" = false')
+        else:
+            lines.append(f'"log.cleaner.backoff.ms" = {a.cleaner_backoff_ms}')
+            if a.cleaner_io_bytes:
+                lines.append(f'"log.cleaner.io.max.bytes.per.second" = {a.cleaner_io_bytes}')
     return "\n".join(lines) + "\n"
+
+
+def topic_configs(a) -> dict[str, str]:
+    if not a.compact:
+        return {}
+    return {"cleanup.policy": "compact", "segment.bytes": str(a.segment_bytes), "min.cleanable.dirty.ratio": "0.01"}
 
 
 def parse_worker_file(path: Path, worker: int):
@@ -594,6 +636,111 @@ def signal_workers(workers: list[subprocess.Popen], sig: int) -> None:
             os.kill(pr.pid, sig)
 
 
+# ---------------------------------------------------------------- compaction (--compact)
+
+def pass_files(data: Path, topic: str, partitions: int) -> list[str]:
+    """Files of a cleaning pass in progress (``.cleaned``) or committed but not yet in place
+    (``.swap``), in the topic's partition directories and the offsets log's."""
+    out = []
+    for d in [data / f"{topic}-{p}" for p in range(partitions)] + [data / "meta" / "__consumer_offsets-0"]:
+        try:
+            names = os.listdir(d)
+        except FileNotFoundError:
+            continue
+        out += sorted(f"{d.name}/{n}" for n in names if n.endswith((".cleaned", ".swap")))
+    return out
+
+
+def cleaned_passes(stderr: str, topic: str) -> dict[int, list[dict[str, str]]]:
+    """The broker's ``cleaned log`` lines for ``topic``: {partition: [{field: value}, ...]}."""
+    out: dict[int, list[dict[str, str]]] = {}
+    for line in stderr.splitlines():
+        if "cleaned log" not in line:
+            continue
+        f = dict(re.findall(r"(\w+)=(\S+)", line))
+        if f.get("topic", "").strip('"') == topic and "partition" in f:
+            out.setdefault(int(f["partition"]), []).append(f)
+    return out
+
+
+def check_compacted(a, acked, logs: dict[int, dict[int, bytes]], wm, passes) -> dict:
+    """The per-key checks of ``--compact`` (see the module docstring). ``acked``: [(partition,
+    offset, producer, seq)]; ``logs``: {partition: {offset: value}} read back; ``passes``: the
+    broker's ``cleaned log`` lines per partition."""
+    problems: list[str] = []
+    examples: list[str] = []
+    acked_at: dict[tuple[int, int], tuple[int, int]] = {}
+    latest: dict[tuple[int, int, int], int] = {}  # (partition, producer, key) -> offset
+    for p, off, w, seq in acked:
+        acked_at[(p, off)] = (w, seq)
+        kk = (p, w, seq % a.keys)
+        latest[kk] = max(latest.get(kk, -1), off)
+    latest_at = {(kk[0], off) for kk, off in latest.items()}
+    verified = lost = corrupt = removed = 0
+    for p, off, w, seq in acked:
+        v = logs[p].get(off)
+        if v == value_of(a.seed, w, seq):
+            verified += 1
+        elif v is None and (p, off) not in latest_at:
+            removed += 1  # superseded by a later record of its key: the cleaner may remove it
+        elif v is None:
+            lost += 1
+            examples.append(f"{p}@{off} (w{w} s{seq}, key {key_of(w, seq, a.keys).decode()}): the key's latest "
+                            f"acknowledged record is missing")
+        else:
+            corrupt += 1
+            examples.append(f"{p}@{off} (w{w} s{seq}): different value {v[:24]!r}")
+    # every record present is an acknowledged one at its acknowledged offset
+    not_there = 0
+    newest: dict[tuple[int, int, int], int] = {}
+    for p, recs in logs.items():
+        for off, v in recs.items():
+            m = VALUE_RE.match(v or b"")
+            k = (int(m.group(1)), int(m.group(2))) if m else None
+            if k is None or acked_at.get((p, off)) != k:
+                not_there += 1
+                problems.append(f"{p}@{off}: {(v or b'')[:24]!r} was not acknowledged at this offset "
+                                f"(acknowledged there: {acked_at.get((p, off))})")
+                continue
+            kk = (p, k[0], k[1] % a.keys)
+            newest[kk] = max(newest.get(kk, -1), off)
+    # no key's newest surviving record is older than its latest acknowledged one
+    stale = 0
+    for kk, off in latest.items():
+        if newest.get(kk, -1) < off:
+            stale += 1
+            problems.append(f"key w{kk[1]}-k{kk[2]} in partition {kk[0]}: newest record stored at "
+                            f"{newest.get(kk)}, latest acknowledged at {off}")
+    # offsets that cannot be read must be superseded acknowledged records
+    unexplained = [(p, o) for p, (lo, hi) in wm.items() for o in range(lo, hi)
+                   if o not in logs[p] and ((p, o) not in acked_at or (p, o) in latest_at)]
+    if unexplained:
+        problems.append(f"offsets missing that were not superseded records: {unexplained[:8]}")
+    # below what the broker logged as cleaned, one record per key
+    cleaned_through = {p: max(int(f["first_dirty_next"]) for f in ls) for p, ls in passes.items()}
+    twice = 0
+    for p, through in cleaned_through.items():
+        first_at: dict[bytes, int] = {}
+        for off in sorted(o for o in logs.get(p, {}) if o < through):
+            m = VALUE_RE.match(logs[p][off] or b"")
+            if not m:
+                continue  # reported above
+            key = key_of(int(m.group(1)), int(m.group(2)), a.keys)
+            if key in first_at:
+                twice += 1
+                problems.append(f"partition {p}: key {key.decode()} at {first_at[key]} and {off}, both below "
+                                f"{through} (first_dirty_next of the last `cleaned log` line)")
+            first_at.setdefault(key, off)
+    return {
+        "verified": verified, "lost": lost, "corrupt": corrupt, "removed_by_compaction": removed,
+        "not_acknowledged_there": not_there, "stale_keys": stale, "unexplained_gaps": len(unexplained),
+        "duplicate_keys_below_cleaned": twice, "keys": len(latest), "cleaned_through": cleaned_through,
+        "passes_logged": sum(len(ls) for ls in passes.values()),
+        "records_removed_logged": sum(int(f.get("records_removed", 0)) for ls in passes.values() for f in ls),
+        "problems": problems, "examples": examples,
+    }
+
+
 def run(a) -> dict:
     rnd = random.Random(a.seed)
     binary = Path(a.bin or os.environ.get("FRIEDA_BIN", REPO / "target" / "release" / "frieda")).resolve()
@@ -614,17 +761,18 @@ def run(a) -> dict:
     deadline = t_start + a.max_seconds
     result: dict = {"seed": a.seed, "cycles": 0, "variant": a.variant, "workdir": str(workdir)}
     topic_gone = False
+    kills_during_cleaning: list[dict] = []
     try:
         if power:
             power.fs.mount()
         broker.start(broker_config(a))
         admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": LOG_LEVEL})
-        admin.create_topics([NewTopic(topic, a.partitions, 1)])[topic].result(timeout=30)
+        admin.create_topics([NewTopic(topic, a.partitions, 1, config=topic_configs(a))])[topic].result(timeout=30)
         apis = api_versions("127.0.0.1", broker.port)
         groups_supported = API_OFFSET_COMMIT in apis
         me = [sys.executable, str(Path(__file__).resolve())]
         common = ["--bootstrap", broker.bootstrap, "--topic", topic, "--seed", str(a.seed),
-                  "--stop-file", str(stop_file), "--partitions", str(a.partitions)]
+                  "--stop-file", str(stop_file), "--partitions", str(a.partitions), "--keys", str(a.keys)]
         # losing acknowledged records (allowed with power loss and no flush.messages) makes an
         # idempotent producer's sequence numbers disagree with the broker's: a fatal error
         loss_allowed = bool(power) and not a.flush_messages
@@ -666,6 +814,10 @@ def run(a) -> dict:
                     commits_seen[p] = max(commits_seen.get(p, -1), o)
                     commits_confirmed.setdefault(p, set()).add(o)
             broker.kill()
+            if a.compact:  # was a pass under way? (its files are finished or discarded at the start)
+                interrupted = pass_files(broker.data, topic, a.partitions)
+                if interrupted:
+                    kills_during_cleaning.append({"cycle": cycle, "files": interrupted[:6]})
             before_cut = None
             if power:
                 # nothing may append while the log before the cut is compared with what survives
@@ -779,7 +931,18 @@ def run(a) -> dict:
             logs[p] = read_partition(broker.bootstrap, topic, p, lo, hi, timeout=max(60, (hi - lo) / 2000))
         verified = below_start = lost = corrupt = lost_fsynced = 0
         lost_examples = []
-        for p, off, w, seq in acked:
+        compaction = None
+        if a.compact:
+            compaction = check_compacted(a, acked, logs, wm, cleaned_passes(broker.text(), topic))
+            verified, lost, corrupt = compaction["verified"], compaction["lost"], compaction["corrupt"]
+            lost_examples = compaction.pop("examples")
+            leftover = pass_files(broker.data, topic, a.partitions)
+            if leftover:
+                failures.append(f"files of an interrupted cleaning left after the start: {leftover[:6]}")
+            compaction["kills_during_cleaning"] = len(kills_during_cleaning)
+            compaction["kills_during_cleaning_files"] = kills_during_cleaning[:4]
+            compaction["offsets_log_passes"] = len(cleaned_passes(broker.text(), "__consumer_offsets").get(0, []))
+        for p, off, w, seq in ([] if a.compact else acked):
             lo, hi = wm[p]
             if off < lo:
                 below_start += 1
@@ -799,7 +962,10 @@ def run(a) -> dict:
             else:
                 corrupt += 1
                 lost_examples.append(f"{p}@{off} (w{w} s{seq}): different value {v[:24]!r}")
-        gaps = sum(1 for p, (lo, hi) in wm.items() for o in range(lo, hi) if o not in logs[p])
+        if compaction is not None:  # offsets removed by compaction are no gaps; unexplained ones are
+            gaps = compaction["unexplained_gaps"]
+        else:
+            gaps = sum(1 for p, (lo, hi) in wm.items() for o in range(lo, hi) if o not in logs[p])
         seen: dict[tuple[int, int], tuple[int, int]] = {}
         duplicates, not_sent, reordered = [], [], []
         stored = 0
@@ -840,6 +1006,22 @@ def run(a) -> dict:
             "truncations_logged": len(re.findall(r"truncating torn tail", broker.text())),
             "seconds": round(time.monotonic() - t_start, 1),
         })
+        if compaction is not None:
+            result["compaction"] = compaction
+            result["removed_by_compaction"] = compaction["removed_by_compaction"]
+            for what, n in (("acknowledged records not at their acknowledged offset", compaction["not_acknowledged_there"]),
+                            ("keys whose newest surviving record is older than their latest acknowledged one",
+                             compaction["stale_keys"]),
+                            ("keys stored twice below the offset the broker logged as cleaned",
+                             compaction["duplicate_keys_below_cleaned"])):
+                if n:
+                    failures.append(f"compaction: {n} {what}: {compaction['problems'][:5]}")
+            if below_start or any(lo for lo, _ in wm.values()):
+                failures.append(f"compaction: the log start moved on a compact-only topic: {wm}")
+            if not compaction["records_removed_logged"] or not compaction["removed_by_compaction"]:
+                failures.append(f"compaction: nothing was cleaned during the run (`cleaned log` lines removed "
+                                f"{compaction['records_removed_logged']} records, {compaction['removed_by_compaction']} "
+                                "acknowledged records superseded and gone): the per-key check tested nothing")
         if power:
             result.update({
                 "power_cuts": power.fs.crashes, "syncfs_namespace": a.syncfs_namespace,
@@ -932,6 +1114,12 @@ def main(argv=None) -> int:
     ap.add_argument("--retention-ms", type=int, default=0)
     ap.add_argument("--retention-bytes", type=int, default=0)
     ap.add_argument("--retention-check-ms", type=int, default=0)
+    ap.add_argument("--compact", action="store_true",
+                    help="compacted topic, bounded key space, per-key checks (see the docstring)")
+    ap.add_argument("--keys", type=int, default=50, help="keys per producer (key = w<producer>-k<seq %% keys>)")
+    ap.add_argument("--cleaner-backoff-ms", type=int, default=200, help="with --compact: log.cleaner.backoff.ms")
+    ap.add_argument("--cleaner-io-bytes", type=int, default=0,
+                    help="with --compact: log.cleaner.io.max.bytes.per.second (default unlimited)")
     ap.add_argument("--power-loss", action="store_true",
                     help="data dir on syncfs; every kill also cuts the power (unsynced changes are lost)")
     ap.add_argument("--syncfs-namespace", choices=["strict", "journal"], default="strict",
@@ -962,6 +1150,8 @@ def main(argv=None) -> int:
         return committer_worker(a)
     if not a.max_seconds:
         a.max_seconds = 30 * a.cycles + 180
+    if a.compact:
+        a.segment_bytes = a.segment_bytes or 32768
     if not a.variant:
         parts = []
         if a.flush_messages:
@@ -970,16 +1160,26 @@ def main(argv=None) -> int:
             parts.append(f"segment.bytes={a.segment_bytes}")
         if a.retention_ms or a.retention_bytes:
             parts.append(f"retention.ms={a.retention_ms} retention.bytes={a.retention_bytes}")
+        if a.compact:
+            parts = [f"compaction (segment.bytes={a.segment_bytes}, {a.keys} keys per producer"
+                     + (f", cleaner {a.cleaner_io_bytes} bytes/s" if a.cleaner_io_bytes else "") + ")"] + \
+                [x for x in parts if not x.startswith("segment.bytes")]
         a.variant = ", ".join(parts) or "default durability"
         if a.power_loss:
             a.variant = f"power loss ({a.syncfs_namespace} namespace), {a.variant}"
     if a.power_loss and (a.retention_ms or a.retention_bytes):
         ap.error("--power-loss checks every record from the log start: no retention")
+    if a.compact and (a.power_loss or a.retention_ms or a.retention_bytes):
+        ap.error("--compact checks a compact-only topic: no retention, no power loss")
     r = run(a)
     lost = f"lost {r.get('lost', '?')}"
     if a.power_loss:
         lost += (f" (allowed: not fsynced {r.get('lost_not_fsynced', '?')}, fsynced {r.get('lost_fsynced', '?')}), "
                  f"{r.get('power_cuts', '?')} power cuts")
+    if a.compact and "compaction" in r:
+        c = r["compaction"]
+        lost += (f" (per key: {c['keys']} keys; {c['removed_by_compaction']} superseded records removed, "
+                 f"{c['passes_logged']} passes logged, {c['kills_during_cleaning']} kills during a pass)")
     print(f"\n{'PASSED' if r['ok'] else 'FAILED'}: {r['variant']}, seed {r['seed']}: {r['cycles']} kill/restart cycles, "
           f"{r.get('records_acked', 0)} acknowledged, {r.get('records_verified', 0)} verified byte for byte, "
           f"{r.get('deleted_by_retention', 0)} deleted by retention, {lost}, "
