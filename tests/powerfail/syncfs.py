@@ -101,6 +101,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from bisect import bisect_left, bisect_right
 from pathlib import Path
@@ -944,6 +945,10 @@ class SyncFs:
         self.namespace = namespace
         self.workdir = Path(workdir) if workdir else self.mountpoint.parent
         self.control_path = self.workdir / f"syncfs-{os.getpid()}-{id(self):x}.sock"
+        # A Unix socket path has at most 107 bytes (sun_path): a deep work dir gets its socket
+        # in the temporary directory instead.
+        if len(os.fsencode(self.control_path)) > 100:
+            self.control_path = Path(tempfile.gettempdir()) / f"syncfs-{os.getpid()}-{id(self):x}.sock"
         self.proc: subprocess.Popen | None = None
         self.mounts = 0
         self.crashes = 0
