@@ -293,6 +293,14 @@ pub fn patch_base_offset(batch: &mut [u8], base_offset: i64) {
     }
 }
 
+/// Writes the partition leader epoch (KIP-101) into bytes 12..16 of `batch` (outside the CRC,
+/// so the CRC stays valid). Does nothing if `batch` is shorter than 16 bytes.
+pub fn patch_leader_epoch(batch: &mut [u8], epoch: i32) {
+    if let Some(b) = batch.get_mut(12..16) {
+        b.copy_from_slice(&epoch.to_be_bytes());
+    }
+}
+
 /// Applies `LogAppendTime` to one batch (`message.timestamp.type=LogAppendTime`, KIP-32): sets the
 /// timestamp-type attribute bit, sets `maxTimestamp` to `now_ms` (ms since epoch) and recomputes the
 /// CRC-32C. Consumers then report `maxTimestamp` for every record. Does nothing if `batch` is shorter

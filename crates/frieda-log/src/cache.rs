@@ -76,6 +76,17 @@ impl TailCache {
         }
     }
 
+    /// Drops every batch containing an offset at or past `end_offset` (the log was truncated).
+    pub fn trim_from(&mut self, end_offset: i64) {
+        while let Some(e) = self.entries.back() {
+            if e.last_offset < end_offset {
+                break;
+            }
+            self.bytes -= e.data.len();
+            self.entries.pop_back();
+        }
+    }
+
     pub fn clear(&mut self) {
         self.entries.clear();
         self.bytes = 0;

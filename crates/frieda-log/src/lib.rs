@@ -21,6 +21,7 @@ mod cache;
 mod cleaner;
 mod compression;
 mod config;
+mod epoch;
 mod error;
 mod index;
 mod partition;
@@ -31,8 +32,8 @@ mod segment;
 mod validator;
 
 pub use batch::{
-    build_batch, patch_base_offset, records_section, set_log_append_time, validate_batches,
-    BatchError, BatchHeader, RecordError, BATCH_HEADER_LEN, LOG_OVERHEAD,
+    build_batch, patch_base_offset, patch_leader_epoch, records_section, set_log_append_time,
+    validate_batches, BatchError, BatchHeader, RecordError, BATCH_HEADER_LEN, LOG_OVERHEAD,
 };
 pub use cleaner::{
     CleanContext, CleanReason, CleanStats, CleanedLog, CleaningCandidate, PendingSwap, Throttle,
@@ -40,6 +41,7 @@ pub use cleaner::{
 };
 pub use compression::{Codec, MAX_DECOMPRESSED_BYTES};
 pub use config::{LogConfig, TimestampType};
+pub use epoch::{EpochEntry, EPOCH_CHECKPOINT_FILE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
 pub use error::LogError;
 pub use partition::{
     create_dir_durably, AppendInfo, FetchData, FlushTicket, LogReader, PartitionLog,

@@ -14,12 +14,13 @@ use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
 
 use crate::batch::{
-    crc_ok, patch_base_offset, records_section, set_log_append_time, BatchError, BatchHeader,
-    BATCH_HEADER_LEN,
+    crc_ok, patch_base_offset, patch_leader_epoch, records_section, set_log_append_time,
+    BatchError, BatchHeader, BATCH_HEADER_LEN,
 };
 use crate::cache::TailCache;
 use crate::cleaner::{self, CleanedLog, CleaningCandidate, PendingSwap};
 use crate::config::{LogConfig, TimestampType};
+use crate::epoch::EpochCache;
 use crate::error::LogError;
 use crate::records::parse_records;
 use crate::retention::{self, SegmentInfo};
@@ -154,6 +155,10 @@ pub struct PartitionLog {
     dir_dirty: bool,
     /// Every offset below this is known to be on disk (fsync'ed): Kafka's recovery point.
     recovery_point: i64,
+    /// Leader epoch stamped on appended batches (-1: the producer's value kept).
+    leader_epoch: i32,
+    /// First offset of each leader epoch (`leader-epoch-checkpoint`).
+    epochs: EpochCache,
 }
 
 /// Segments removed from a log (retention, cleaning) whose files are still to be deleted; the
@@ -220,6 +225,32 @@ pub fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
         fs::File::open(parent)?.sync_all()?;
     }
     Ok(())
+}
+
+/// Splits `records` into whole v2 batches `(position, length)` with a cheap structural pass (no
+/// CRC): batch boundaries must be sound so nothing malformed is ever written.
+fn batch_spans(records: &[u8]) -> Result<Vec<(usize, usize)>, LogError> {
+    let mut spans = Vec::new();
+    let mut pos = 0usize;
+    while pos < records.len() {
+        let h = BatchHeader::parse(&records[pos..])?;
+        let total = h.total_size();
+        if total < BATCH_HEADER_LEN
+            || total > records.len() - pos
+            || h.magic != 2
+            || h.last_offset_delta < 0
+        {
+            return Err(
+                BatchError::CorruptMessage(format!("malformed batch at position {pos}")).into(),
+            );
+        }
+        spans.push((pos, total));
+        pos += total;
+    }
+    if spans.is_empty() {
+        return Err(BatchError::InvalidRecord("empty record set".into()).into());
+    }
+    Ok(spans)
 }
 
 /// ENOSPC or EDQUOT: a write refused for space, which leaves the log intact once cut back.
@@ -330,6 +361,18 @@ impl PartitionLog {
         }
         let log_start = segments[0].base_offset();
         let log_end = segments[segments.len() - 1].end_offset();
+        // The leader epoch cache: its checkpoint, plus the epochs of what recovery validated,
+        // minus anything past the log end (Kafka's LogLoader rebuilds it the same way).
+        let mut epochs = EpochCache::load(dir);
+        let mut epochs_changed = epochs.truncate_from_end(log_end);
+        for seg in segments.iter().filter(|s| s.end_offset() > recovery_point) {
+            for h in seg.headers()? {
+                epochs_changed |= epochs.assign(h.partition_leader_epoch, h.base_offset);
+            }
+        }
+        if epochs_changed {
+            epochs.persist()?;
+        }
         let shared = Arc::new(Shared {
             log_start: AtomicI64::new(log_start),
             log_end: AtomicI64::new(log_end),
@@ -357,6 +400,8 @@ impl PartitionLog {
             last_flush_ms: now_ms,
             dir_dirty: bases.is_empty() || dropped > 0,
             recovery_point: recovery_point.min(log_end),
+            leader_epoch: -1,
+            epochs,
         };
         // What recovery kept may still be only in the page cache (a crashed process): make it
         // durable now, so the recovery point (and a high watermark that follows it) is the log end.
@@ -407,64 +452,97 @@ impl PartitionLog {
     }
 
     /// Appends one produce partition's batches (already checked by
-    /// [`validate_batches`](crate::validate_batches)).
+    /// [`validate_batches`](crate::validate_batches)) as the partition's leader.
     ///
-    /// Assigns offsets from the log end offset, patches each batch's base offset, applies
-    /// `LogAppendTime` if configured (`now_ms`, ms since epoch), rolls the segment first if the active
-    /// one is non-empty and would exceed `segment.bytes` or is older than `segment.ms`, writes all bytes
-    /// with one positional write (page cache, no fsync), adds sparse index entries, fills the tail cache
-    /// and publishes the new log end offset. On a write error the segment is cut back to its previous
-    /// length and `LogError::Io` is returned; the log stays usable. Malformed input (which
+    /// Assigns offsets from the log end offset, patches each batch's base offset (and its
+    /// partition leader epoch, when one was set with [`set_leader_epoch`](Self::set_leader_epoch)),
+    /// applies `LogAppendTime` if configured (`now_ms`, ms since epoch), rolls the segment first if
+    /// the active one is non-empty and would exceed `segment.bytes` or is older than `segment.ms`,
+    /// writes all bytes with one positional write (page cache, no fsync), adds sparse index
+    /// entries, fills the tail cache and publishes the new log end offset. On a write error the
+    /// segment is cut back to its previous length and `LogError::Io` is returned; the log stays
+    /// usable after ENOSPC and goes offline after any other error. Malformed input (which
     /// `validate_batches` would have rejected) gives `LogError::Batch` and stores nothing.
     pub fn append(&mut self, mut records: BytesMut, now_ms: i64) -> Result<AppendInfo, LogError> {
         self.check_online()?;
-        // Cheap structural pass (no CRC): batch boundaries must be sound so we never write garbage.
-        let mut spans = Vec::new();
-        let mut pos = 0usize;
-        while pos < records.len() {
-            let h = BatchHeader::parse(&records[pos..])?;
-            let total = h.total_size();
-            if total < BATCH_HEADER_LEN
-                || total > records.len() - pos
-                || h.magic != 2
-                || h.last_offset_delta < 0
-            {
-                return Err(BatchError::CorruptMessage(format!(
-                    "malformed batch at position {pos}"
-                ))
-                .into());
-            }
-            spans.push((pos, total));
-            pos += total;
-        }
-        if spans.is_empty() {
-            return Err(BatchError::InvalidRecord("empty record set".into()).into());
-        }
+        let spans = batch_spans(&records)?;
         let base_offset = self.log_end_offset();
         let log_append = self.config.message_timestamp_type == TimestampType::LogAppendTime;
         let mut next = base_offset;
         let mut headers = Vec::with_capacity(spans.len());
-        let mut record_count = 0u64;
         for &(p, total) in &spans {
             let batch = &mut records[p..p + total];
             patch_base_offset(batch, next);
+            if self.leader_epoch >= 0 {
+                patch_leader_epoch(batch, self.leader_epoch);
+            }
             if log_append {
                 set_log_append_time(batch, now_ms);
             }
             let h = BatchHeader::parse(batch)?;
             next = h.last_offset() + 1;
-            record_count += u64::try_from(h.last_offset_delta).unwrap_or(0) + 1;
             headers.push(h);
         }
-        let last_offset = next - 1;
+        let mut info = self.write_batches(records, &spans, &headers, now_ms)?;
+        info.log_append_time = if log_append { now_ms } else { -1 };
+        Ok(info)
+    }
 
+    /// Appends batches a follower fetched from its leader: their offsets, leader epochs and
+    /// timestamps are kept. Each batch must start at or after the log end offset (gaps are
+    /// legal: the leader's log may be compacted) and after the previous one.
+    ///
+    /// Errors: `LogError::Batch` (`InvalidRecord`) for a batch below the log end offset or out
+    /// of order, else as [`append`](Self::append).
+    pub fn append_replicated(
+        &mut self,
+        records: BytesMut,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
+        self.check_online()?;
+        let spans = batch_spans(&records)?;
+        let mut expected = self.log_end_offset();
+        let mut headers = Vec::with_capacity(spans.len());
+        for &(p, _) in &spans {
+            let h = BatchHeader::parse(&records[p..])?;
+            if h.base_offset < expected {
+                return Err(BatchError::InvalidRecord(format!(
+                    "replicated batch at offset {} is below the next expected offset {expected}",
+                    h.base_offset
+                ))
+                .into());
+            }
+            expected = h.last_offset() + 1;
+            headers.push(h);
+        }
+        self.write_batches(records, &spans, &headers, now_ms)
+    }
+
+    /// Writes batches whose headers are final (`headers`, one per span of `records`): rolls if
+    /// needed, one positional write, cache, epoch cache, log end offset.
+    fn write_batches(
+        &mut self,
+        records: BytesMut,
+        spans: &[(usize, usize)],
+        headers: &[BatchHeader],
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
+        let (Some(first), Some(last)) = (headers.first(), headers.last()) else {
+            return Err(BatchError::InvalidRecord("empty record set".into()).into());
+        };
+        let base_offset = first.base_offset;
+        let last_offset = last.last_offset();
+        let record_count: u64 = headers
+            .iter()
+            .map(|h| u64::try_from(h.records_count).unwrap_or(0))
+            .sum();
         if self.should_roll(records.len(), last_offset, now_ms) {
             self.roll(now_ms)?;
         }
         let interval = self.config.index_interval_bytes;
         if let Err(e) = self
             .active_mut()
-            .append(&records, &headers, interval, now_ms)
+            .append(&records, headers, interval, now_ms)
         {
             // A full disk is refused cleanly (the write was cut back); any other write error
             // leaves the log suspect.
@@ -473,23 +551,100 @@ impl PartitionLog {
             }
             return Err(e);
         }
-
+        let mut epoch_changed = false;
+        for h in headers {
+            epoch_changed |= self.epochs.assign(h.partition_leader_epoch, h.base_offset);
+        }
+        if epoch_changed {
+            // Rare (a leadership change): the checkpoint is small and written durably.
+            if let Err(e) = self.epochs.persist() {
+                self.go_offline("writing the leader epoch checkpoint", &e);
+                return Err(e);
+            }
+        }
         let data = records.freeze();
         if self.config.tail_cache_bytes > 0 {
             let mut cache = self.shared.cache.write();
-            for (&(p, total), h) in spans.iter().zip(&headers) {
+            for (&(p, total), h) in spans.iter().zip(headers) {
                 cache.push(h.base_offset, h.last_offset(), data.slice(p..p + total));
             }
         }
-        self.shared.log_end.store(next, Ordering::Release);
+        self.shared
+            .log_end
+            .store(last_offset + 1, Ordering::Release);
         self.unflushed = self.unflushed.saturating_add(record_count);
+        debug_assert_eq!(
+            self.active().end_offset(),
+            self.log_end_offset(),
+            "the active segment ends at the log end offset"
+        );
         Ok(AppendInfo {
             base_offset,
             last_offset,
-            log_append_time: if log_append { now_ms } else { -1 },
+            log_append_time: -1,
             log_start_offset: self.log_start_offset(),
             bytes: data.len(),
         })
+    }
+
+    /// The leader epoch stamped on appended batches (KIP-101); -1 (the default) leaves the
+    /// producer's value. Set by the broker when it becomes the partition's leader.
+    pub fn set_leader_epoch(&mut self, epoch: i32) {
+        self.leader_epoch = epoch;
+    }
+
+    /// The latest leader epoch in the log, or -1.
+    pub fn latest_epoch(&self) -> i32 {
+        self.epochs.latest_epoch()
+    }
+
+    /// OffsetForLeaderEpoch (KIP-101/279): the largest epoch `<= epoch` in this log and the
+    /// offset where the next epoch starts (the log end offset for the latest). `(-1, -1)` for an
+    /// unknown or future epoch.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.epochs.end_offset_for(epoch, self.log_end_offset())
+    }
+
+    /// Truncates the log to end before `offset` (a follower whose log diverged from its new
+    /// leader's; KIP-101): the batch containing `offset` and everything after go, whole later
+    /// segments are removed (their files deleted by the caller after releasing the lock), the
+    /// leader epoch cache and the recovery point follow. A no-op at or past the log end.
+    ///
+    /// Errors: `LogError::Offline`, `LogError::Io` (the log goes offline: it may be half cut).
+    pub fn truncate_to(&mut self, offset: i64) -> Result<RemovedSegments, LogError> {
+        self.check_online()?;
+        if offset >= self.log_end_offset() {
+            return Ok(RemovedSegments::none());
+        }
+        let keep = self
+            .segments
+            .iter()
+            .rposition(|s| s.base_offset() <= offset)
+            .unwrap_or(0);
+        let removed: Vec<Segment> = self.segments.drain(keep + 1..).collect();
+        self.shared.segments.write().truncate(keep + 1);
+        let interval = self.config.index_interval_bytes;
+        if let Err(e) = self.active_mut().truncate_to_offset(offset, interval) {
+            self.go_offline("truncating", &e);
+            return Err(e);
+        }
+        let leo = self.active().end_offset();
+        self.shared.log_end.store(leo, Ordering::Release);
+        self.shared.cache.write().trim_from(leo);
+        self.recovery_point = self.recovery_point.min(leo);
+        self.shared
+            .recovery_point
+            .store(self.recovery_point, Ordering::Release);
+        self.dir_dirty = true;
+        if self.epochs.truncate_from_end(leo) {
+            if let Err(e) = self.epochs.persist() {
+                self.go_offline("writing the leader epoch checkpoint", &e);
+                return Err(e);
+            }
+        }
+        tracing::info!(dir = %self.dir.display(), offset, log_end_offset = leo,
+            removed_segments = removed.len(), "truncated the log");
+        Ok(RemovedSegments { segments: removed })
     }
 
     fn should_roll(&self, len: usize, last_offset: i64, now_ms: i64) -> bool {
@@ -668,6 +823,13 @@ impl PartitionLog {
         self.shared.log_start.store(new_start, Ordering::Release);
         self.shared.cache.write().trim_below(new_start);
         self.dir_dirty = true;
+        if self.epochs.truncate_from_start(new_start) {
+            if let Err(e) = self.epochs.persist() {
+                // Not a data fault: the cache is rebuilt from its checkpoint next time, with a
+                // stale start the next successful write corrects.
+                tracing::warn!(dir = %self.dir.display(), error = %e, "writing the leader epoch checkpoint failed");
+            }
+        }
         RemovedSegments { segments: removed }
     }
 

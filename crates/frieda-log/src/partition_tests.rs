@@ -956,3 +956,98 @@ fn a_failed_fsync_takes_the_log_offline_and_is_never_retried() {
             .collect::<Vec<u8>>()
     );
 }
+
+#[test]
+fn leader_epochs_follower_appends_and_truncation() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 50).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 3,
+        index_interval_bytes: 0,
+        ..cfg()
+    };
+    let (mut leader, _) =
+        PartitionLog::open(dir.path().join("l").as_path(), config.clone(), NOW).unwrap();
+    // Epoch 1 writes offsets 0..8, epoch 3 writes 8..14: every stored batch carries its epoch.
+    leader.set_leader_epoch(1);
+    let first = fill(&mut leader, 4, 2, 1000, 50);
+    leader.set_leader_epoch(3);
+    fill(&mut leader, 3, 2, 2000, 50);
+    let all = leader.reader().read(0, usize::MAX, i64::MAX).unwrap();
+    let hs = validate_batches(&concat(&all), usize::MAX).unwrap();
+    assert_eq!(
+        hs.iter()
+            .map(|h| h.partition_leader_epoch)
+            .collect::<Vec<_>>(),
+        vec![1, 1, 1, 1, 3, 3, 3]
+    );
+    assert!(
+        crate::batch::crc_ok(&concat(&all)[..hs[0].total_size()]),
+        "epoch patch keeps the CRC"
+    );
+    assert_eq!(leader.latest_epoch(), 3);
+    assert_eq!(leader.end_offset_for_epoch(1), (1, 8));
+    assert_eq!(leader.end_offset_for_epoch(2), (1, 8));
+    assert_eq!(leader.end_offset_for_epoch(3), (3, 14));
+    assert_eq!(leader.end_offset_for_epoch(4), (-1, -1));
+
+    // A follower appends the leader's batches as they are, with their offsets and epochs.
+    let (mut follower, _) =
+        PartitionLog::open(dir.path().join("f").as_path(), config.clone(), NOW).unwrap();
+    let info = follower
+        .append_replicated(BytesMut::from(&concat(&all)[..]), NOW)
+        .unwrap();
+    assert_eq!((info.base_offset, info.last_offset), (0, 13));
+    assert_eq!(follower.end_offset_for_epoch(1), (1, 8));
+    assert_eq!(
+        concat(&follower.reader().read(0, usize::MAX, i64::MAX).unwrap()),
+        concat(&all),
+        "byte-identical replica"
+    );
+    // Below the log end is refused, nothing stored.
+    assert!(matches!(
+        follower.append_replicated(BytesMut::from(&first[0].1[..]), NOW),
+        Err(LogError::Batch(_))
+    ));
+
+    // Truncation to offset 9 (inside the batch 8..10): that batch and everything after go.
+    let removed = follower.truncate_to(9).unwrap();
+    removed.delete_files().unwrap();
+    assert_eq!(follower.log_end_offset(), 8);
+    assert_eq!(
+        follower.latest_epoch(),
+        1,
+        "epoch 3 started at 8: gone with the truncation"
+    );
+    assert_eq!(follower.end_offset_for_epoch(1), (1, 8));
+    assert!(follower
+        .reader()
+        .read_cached(8, 100, i64::MAX)
+        .unwrap()
+        .unwrap()
+        .chunks
+        .is_empty());
+    let kept = concat(&follower.reader().read(0, usize::MAX, i64::MAX).unwrap());
+    let first_bytes: usize = first.iter().map(|(_, b)| b.len()).sum();
+    assert_eq!(
+        kept,
+        concat(&all)[..first_bytes],
+        "the first four batches, as stored"
+    );
+    // Appends continue at the truncation point; a reopen sees the same log and epochs.
+    follower.set_leader_epoch(4);
+    assert_eq!(
+        follower
+            .append(bm(&simple_batch(1, 3000, 5)), NOW)
+            .unwrap()
+            .base_offset,
+        8
+    );
+    assert_eq!(follower.end_offset_for_epoch(1), (1, 8));
+    assert_eq!(follower.end_offset_for_epoch(4), (4, 9));
+    follower.close().unwrap();
+    let (reopened, rep) = PartitionLog::open(dir.path().join("f").as_path(), config, NOW).unwrap();
+    assert_eq!((rep.truncated_bytes, rep.log_end_offset), (0, 9));
+    assert_eq!(reopened.end_offset_for_epoch(1), (1, 8));
+    assert_eq!(reopened.latest_epoch(), 4);
+}

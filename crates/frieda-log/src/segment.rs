@@ -857,6 +857,50 @@ impl Segment {
         Ok(())
     }
 
+    /// Cuts the segment before the batch containing `offset` (and everything after), rebuilds
+    /// its indexes and makes it the active segment again (a follower's log truncation).
+    ///
+    /// Errors: `LogError::Io` or `Corrupt` from reading the headers or cutting the files.
+    pub fn truncate_to_offset(
+        &mut self,
+        offset: i64,
+        index_interval: usize,
+    ) -> Result<(), LogError> {
+        let mut kept = Vec::new();
+        let mut cut = 0u64;
+        scan_headers(&self.shared.log, 0, self.size, |pos, h| {
+            if h.last_offset() >= offset {
+                return Ok(false);
+            }
+            kept.push((pos, *h));
+            cut = pos + h.total_size() as u64;
+            Ok(true)
+        })?;
+        let (offsets, times, builder) =
+            rebuild_indexes(self.shared.base_offset, &kept, index_interval);
+        let ob = index::encode_offsets(&offsets);
+        let tb = index::encode_times(&times);
+        self.shared.log.set_len(cut)?;
+        write_whole(&self.index_file, &ob)?;
+        write_whole(&self.time_file, &tb)?;
+        self.size = cut;
+        self.index_len = ob.len() as u64;
+        self.time_len = tb.len() as u64;
+        self.builder = builder;
+        self.end_offset = kept
+            .last()
+            .map_or(self.shared.base_offset, |(_, h)| h.last_offset() + 1);
+        self.dirty = true;
+        let mut st = self.shared.state.write();
+        st.offset_index = offsets;
+        st.time_index = times;
+        st.size = self.size;
+        st.end_offset = self.end_offset;
+        st.max_ts = self.builder.max_ts;
+        st.max_ts_offset = self.builder.max_ts_offset;
+        Ok(())
+    }
+
     /// Headers of every batch in this segment, oldest first.
     pub fn headers(&self) -> Result<Vec<BatchHeader>, LogError> {
         let mut out = Vec::new();

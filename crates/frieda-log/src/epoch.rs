@@ -1,0 +1,239 @@
+//! The leader epoch cache (KIP-101, KIP-279): for each leader epoch, the first offset its leader
+//! appended, so a replica that follows a new leader can find where its log diverges
+//! (OffsetForLeaderEpoch) and truncate there instead of at the high watermark.
+//!
+//! Kept in `leader-epoch-checkpoint` in the partition directory, in Kafka's format:
+//! ```text
+//! 0            version
+//! 2            number of entries
+//! 0 0          <epoch> <start offset>
+//! 3 1200
+//! ```
+//! written durably (temporary file, fsync, rename, directory fsync) whenever it changes, which is
+//! only when leadership changes or the log is truncated.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::LogError;
+
+/// File name of the epoch cache (Kafka's).
+pub const EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
+
+/// No epoch (Kafka's `UNDEFINED_EPOCH`).
+pub const UNDEFINED_EPOCH: i32 = -1;
+/// No offset (Kafka's `UNDEFINED_EPOCH_OFFSET`).
+pub const UNDEFINED_EPOCH_OFFSET: i64 = -1;
+
+/// One epoch and the first offset its leader appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochEntry {
+    /// Leader epoch (>= 0).
+    pub epoch: i32,
+    /// First offset appended in that epoch.
+    pub start_offset: i64,
+}
+
+/// The cache: entries with strictly increasing epochs and non-decreasing start offsets.
+#[derive(Debug)]
+pub(crate) struct EpochCache {
+    path: PathBuf,
+    entries: Vec<EpochEntry>,
+}
+
+impl EpochCache {
+    /// Loads the cache of the partition in `dir` (missing or damaged: empty, with a warning for
+    /// damage; recovery fills it again from the batches it validates).
+    pub fn load(dir: &Path) -> EpochCache {
+        let path = dir.join(EPOCH_CHECKPOINT_FILE);
+        let entries = match fs::read_to_string(&path) {
+            Ok(text) => parse(&text).unwrap_or_else(|why| {
+                tracing::warn!(file = %path.display(), why, "ignoring a damaged leader epoch checkpoint");
+                Vec::new()
+            }),
+            Err(_) => Vec::new(),
+        };
+        EpochCache { path, entries }
+    }
+
+    /// The entries, oldest first.
+    #[cfg(test)]
+    pub fn entries(&self) -> &[EpochEntry] {
+        &self.entries
+    }
+
+    /// The latest epoch, or [`UNDEFINED_EPOCH`].
+    pub fn latest_epoch(&self) -> i32 {
+        self.entries.last().map_or(UNDEFINED_EPOCH, |e| e.epoch)
+    }
+
+    /// Records that `epoch` starts at `start_offset` if it is newer than the latest epoch
+    /// (batches of an older or the same epoch change nothing). Returns whether it changed.
+    pub fn assign(&mut self, epoch: i32, start_offset: i64) -> bool {
+        if epoch < 0 || epoch <= self.latest_epoch() {
+            return false;
+        }
+        debug_assert!(self
+            .entries
+            .last()
+            .is_none_or(|e| e.start_offset <= start_offset));
+        self.entries.push(EpochEntry {
+            epoch,
+            start_offset,
+        });
+        true
+    }
+
+    /// Drops the epochs that start at or after `end_offset` (the log was truncated there).
+    /// Returns whether it changed.
+    pub fn truncate_from_end(&mut self, end_offset: i64) -> bool {
+        let before = self.entries.len();
+        self.entries.retain(|e| e.start_offset < end_offset);
+        self.entries.len() != before
+    }
+
+    /// Drops the epochs wholly below `start_offset` (the log start moved), keeping the one
+    /// containing it with its start moved up. Returns whether it changed.
+    pub fn truncate_from_start(&mut self, start_offset: i64) -> bool {
+        let keep_from = self
+            .entries
+            .iter()
+            .rposition(|e| e.start_offset <= start_offset)
+            .unwrap_or(0);
+        let mut changed = keep_from > 0;
+        self.entries.drain(..keep_from);
+        if let Some(first) = self.entries.first_mut() {
+            if first.start_offset < start_offset {
+                first.start_offset = start_offset;
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// OffsetForLeaderEpoch (Kafka's `LeaderEpochFileCache.endOffsetFor`): the largest epoch
+    /// `<= requested` and the offset where the next epoch starts (the log end offset `leo` for
+    /// the latest epoch). `(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)` for an undefined or a
+    /// future epoch.
+    pub fn end_offset_for(&self, requested: i32, leo: i64) -> (i32, i64) {
+        if requested == UNDEFINED_EPOCH {
+            return (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET);
+        }
+        if requested == self.latest_epoch() {
+            return (requested, leo);
+        }
+        let Some(next) = self.entries.iter().find(|e| e.epoch > requested) else {
+            return (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET);
+        };
+        match self.entries.iter().rev().find(|e| e.epoch <= requested) {
+            Some(floor) => (floor.epoch, next.start_offset),
+            None => (requested, next.start_offset),
+        }
+    }
+
+    /// Writes the checkpoint durably.
+    ///
+    /// Errors: `LogError::Io`.
+    pub fn persist(&self) -> Result<(), LogError> {
+        let mut text = format!("0\n{}\n", self.entries.len());
+        for e in &self.entries {
+            text.push_str(&format!("{} {}\n", e.epoch, e.start_offset));
+        }
+        let tmp = self.path.with_extension("tmp");
+        {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+        }
+        fs::rename(&tmp, &self.path)?;
+        if let Some(dir) = self.path.parent() {
+            fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+}
+
+fn parse(text: &str) -> Result<Vec<EpochEntry>, String> {
+    let mut lines = text.lines();
+    if lines.next().map(str::trim) != Some("0") {
+        return Err("unrecognised version".into());
+    }
+    let count: usize = lines
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or("no entry count")?;
+    let mut out: Vec<EpochEntry> = Vec::new();
+    for line in lines.take(count) {
+        let mut f = line.split_whitespace();
+        let (Some(e), Some(o), None) = (f.next(), f.next(), f.next()) else {
+            return Err(format!("malformed entry {line:?}"));
+        };
+        let epoch: i32 = e.parse().map_err(|_| format!("bad epoch in {line:?}"))?;
+        let start_offset: i64 = o.parse().map_err(|_| format!("bad offset in {line:?}"))?;
+        if out
+            .last()
+            .is_some_and(|p| p.epoch >= epoch || p.start_offset > start_offset)
+        {
+            return Err(format!("entries out of order at {line:?}"));
+        }
+        out.push(EpochEntry {
+            epoch,
+            start_offset,
+        });
+    }
+    if out.len() != count {
+        return Err(format!("expected {count} entries, found {}", out.len()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn end_offsets_as_kafka_answers_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = EpochCache::load(dir.path());
+        assert_eq!(
+            c.end_offset_for(0, 10),
+            (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+        );
+        assert!(c.assign(1, 0));
+        assert!(!c.assign(1, 5), "same epoch");
+        assert!(c.assign(3, 100));
+        assert!(c.assign(5, 250));
+        assert!(!c.assign(4, 300), "older epoch");
+        assert_eq!(c.end_offset_for(5, 400), (5, 400));
+        assert_eq!(c.end_offset_for(3, 400), (3, 250));
+        assert_eq!(c.end_offset_for(4, 400), (3, 250));
+        assert_eq!(c.end_offset_for(2, 400), (1, 100));
+        assert_eq!(c.end_offset_for(0, 400), (0, 0));
+        assert_eq!(
+            c.end_offset_for(6, 400),
+            (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+        );
+        assert_eq!(
+            c.end_offset_for(-1, 400),
+            (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+        );
+        c.persist().unwrap();
+        let again = EpochCache::load(dir.path());
+        assert_eq!(again.entries(), c.entries());
+        assert!(c.truncate_from_end(250));
+        assert_eq!(c.latest_epoch(), 3);
+        assert!(c.truncate_from_start(120));
+        assert_eq!(
+            c.entries(),
+            &[EpochEntry {
+                epoch: 3,
+                start_offset: 120
+            }]
+        );
+        for bad in ["1\n0\n", "0\n2\n1 0\n", "0\n2\n3 0\n1 5\n", "0\n1\nx 0\n"] {
+            fs::write(dir.path().join(EPOCH_CHECKPOINT_FILE), bad).unwrap();
+            assert!(EpochCache::load(dir.path()).entries().is_empty(), "{bad:?}");
+        }
+    }
+}
