@@ -813,6 +813,25 @@ impl PartitionLog {
         Ok((report, removed))
     }
 
+    /// Removes, oldest first, every closed segment whose records all lie below `offset` (never the
+    /// active one) and advances the log start offset to the first remaining segment's base. For
+    /// logs that keep only what is needed past a point (a Raft log purged after a snapshot). The
+    /// caller deletes the returned segments' files after releasing the lock.
+    ///
+    /// Errors: `LogError::Offline`.
+    pub fn remove_segments_below(&mut self, offset: i64) -> Result<RemovedSegments, LogError> {
+        self.check_online()?;
+        let n = self
+            .segments
+            .windows(2)
+            .take_while(|w| w[1].base_offset() <= offset)
+            .count();
+        if n == 0 {
+            return Ok(RemovedSegments::none());
+        }
+        Ok(self.remove_oldest(n))
+    }
+
     /// Takes the `n` oldest segments out of the log (never the active one) and advances the log
     /// start offset to the next segment's base.
     fn remove_oldest(&mut self, n: usize) -> RemovedSegments {

@@ -1,0 +1,639 @@
+//! The active controller: the node that leads the Raft quorum decides, and the quorum makes the
+//! decisions durable (every decision is a [`MetaCommand`] committed before anyone acts on it).
+//!
+//! Its duties (Kafka's `QuorumController`):
+//! - broker sessions: brokers heartbeat every `broker.heartbeat.interval.ms`; an unknown or
+//!   restarted broker is registered, a fenced one that heartbeats is unfenced, and one silent
+//!   for `broker.session.timeout.ms` is fenced (leaders elected elsewhere for its partitions). A
+//!   new controller gives every broker a full session before fencing it.
+//! - topics: replica placement (striped over live brokers by id, Kafka's default placer),
+//!   creation, deletion, new partitions, configs;
+//! - partitions: ISR changes from leaders (AlterPartition), leader elections, reassignments;
+//! - producer-id blocks (KIP-730) and the cluster id.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::image::{
+    BrokerId, BrokerRegistration, Endpoint, MetaCommand, MetaError, MetaOutcome, MetadataImage,
+    PartitionState,
+};
+use crate::types::Raft;
+
+/// Producer ids handed out per block (Kafka's `PRODUCER_ID_BLOCK_SIZE`).
+pub const PRODUCER_ID_BLOCK: i64 = 1000;
+
+/// A broker's periodic heartbeat (Kafka's BrokerHeartbeat, with the registration folded in).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// `node.id`.
+    pub id: BrokerId,
+    /// The broker process's run.
+    pub incarnation: Uuid,
+    /// Its client listeners.
+    pub endpoints: Vec<Endpoint>,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+    /// Its controller-listener address (a broker-only node joins the quorum as a learner).
+    pub raft_addr: String,
+    /// Set when shutting down: the controller fences it at once (controlled shutdown).
+    pub shutting_down: bool,
+}
+
+/// A request to the active controller.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ControllerRequest {
+    /// A broker's heartbeat.
+    Heartbeat(Heartbeat),
+    /// CreateTopics: `assignment` given, or `partitions` x `replication_factor` placed here.
+    CreateTopic {
+        /// Name.
+        name: String,
+        /// Partitions (when no assignment).
+        partitions: i32,
+        /// Replication factor (when no assignment).
+        replication_factor: i16,
+        /// Explicit assignment.
+        assignment: Option<Vec<Vec<BrokerId>>>,
+        /// Explicit configs.
+        configs: BTreeMap<String, String>,
+        /// Check only.
+        validate_only: bool,
+    },
+    /// DeleteTopics.
+    DeleteTopic {
+        /// Name.
+        name: String,
+    },
+    /// CreatePartitions to `count`, placed here unless `assignment` (of the new ones) is given.
+    CreatePartitions {
+        /// Topic.
+        name: String,
+        /// New total.
+        count: i32,
+        /// Replicas of the new partitions.
+        assignment: Option<Vec<Vec<BrokerId>>>,
+        /// Check only.
+        validate_only: bool,
+    },
+    /// AlterConfigs of a topic.
+    SetTopicConfigs {
+        /// Topic.
+        name: String,
+        /// Explicit configs.
+        configs: BTreeMap<String, String>,
+    },
+    /// AlterPartition from a partition leader.
+    AlterIsr {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// Leader asking.
+        leader: BrokerId,
+        /// Its leader epoch.
+        leader_epoch: i32,
+        /// The partition epoch it saw.
+        partition_epoch: i32,
+        /// The ISR wanted.
+        isr: Vec<BrokerId>,
+    },
+    /// ElectLeaders: the preferred (first) replica, or (unclean) any live replica.
+    ElectLeader {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// Preferred election (true) or unclean (false).
+        preferred: bool,
+    },
+    /// AlterPartitionReassignments: a target, or `None` to cancel.
+    Reassign {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// Target replicas, or cancel.
+        target: Option<Vec<BrokerId>>,
+    },
+    /// A block of producer ids (InitProducerId).
+    AllocateProducerIds,
+}
+
+/// The controller's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ControllerReply {
+    /// Done.
+    Done,
+    /// A heartbeat's answer: whether the broker is fenced now.
+    Heartbeat {
+        /// Fenced (it must not lead anything).
+        fenced: bool,
+    },
+    /// A partition's new state.
+    Partition(PartitionState),
+    /// A producer-id block `[start, start + count)`.
+    ProducerIds {
+        /// First id.
+        start: i64,
+        /// Ids in the block.
+        count: i64,
+    },
+}
+
+/// Why the controller did not do it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum ControllerError {
+    /// This node is not the active controller (NOT_CONTROLLER, 41): try `leader`.
+    #[error("not the active controller (leader: {leader:?})")]
+    NotController {
+        /// The leader's node id, if known.
+        leader: Option<u64>,
+    },
+    /// The image refused the change.
+    #[error(transparent)]
+    Meta(#[from] MetaError),
+    /// INVALID_PARTITIONS (37).
+    #[error("invalid partitions: {0}")]
+    InvalidPartitions(String),
+    /// INVALID_REPLICATION_FACTOR (38).
+    #[error("invalid replication factor: {0}")]
+    InvalidReplicationFactor(String),
+    /// The quorum could not commit (REQUEST_TIMED_OUT / NOT_CONTROLLER for the client).
+    #[error("the metadata quorum is unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Settings of the controller.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// `broker.session.timeout.ms`: a broker silent this long is fenced.
+    pub session_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Session {
+    incarnation: Uuid,
+    last: Instant,
+}
+
+/// The controller; acts only while its node leads the quorum.
+pub struct Controller {
+    raft: Raft,
+    node_id: u64,
+    image: watch::Receiver<Arc<MetadataImage>>,
+    config: ControllerConfig,
+    sessions: Mutex<HashMap<BrokerId, Session>>,
+    /// The term this node last led in (sessions restart when it changes).
+    led_term: Mutex<Option<u64>>,
+    /// One decision at a time (placement reads the image the last decision left).
+    decide: tokio::sync::Mutex<()>,
+}
+
+impl Controller {
+    /// A controller for the node `node_id` of `raft`, reading applied images from `image`.
+    pub fn new(
+        raft: Raft,
+        node_id: u64,
+        image: watch::Receiver<Arc<MetadataImage>>,
+        config: ControllerConfig,
+    ) -> Controller {
+        Controller {
+            raft,
+            node_id,
+            image,
+            config,
+            sessions: Mutex::new(HashMap::new()),
+            led_term: Mutex::new(None),
+            decide: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The term this node leads in, if it leads.
+    fn leading(&self) -> Option<u64> {
+        let m = self.raft.metrics().borrow().clone();
+        (m.current_leader == Some(self.node_id) && m.state == openraft::ServerState::Leader)
+            .then_some(m.current_term)
+    }
+
+    /// Restarts broker sessions when this node starts leading a new term (a new controller
+    /// gives every registered broker a full session).
+    fn on_term(&self, term: u64) {
+        let mut led = self.led_term.lock();
+        if *led == Some(term) {
+            return;
+        }
+        *led = Some(term);
+        let now = Instant::now();
+        let image = self.image.borrow().clone();
+        let mut sessions = self.sessions.lock();
+        sessions.clear();
+        for b in image.brokers.values() {
+            sessions.insert(
+                b.id,
+                Session {
+                    incarnation: b.incarnation,
+                    last: now,
+                },
+            );
+        }
+        tracing::info!(term, "this node is the active controller");
+    }
+
+    /// Commits a command and returns what applying it gave.
+    async fn propose(&self, cmd: MetaCommand) -> Result<MetaOutcome, ControllerError> {
+        match self.raft.client_write(cmd).await {
+            Ok(resp) => resp.data.map_err(ControllerError::Meta),
+            Err(openraft::error::RaftError::APIError(
+                openraft::error::ClientWriteError::ForwardToLeader(f),
+            )) => Err(ControllerError::NotController {
+                leader: f.leader_id,
+            }),
+            Err(e) => Err(ControllerError::Unavailable(e.to_string())),
+        }
+    }
+
+    /// Handles a request if this node is the active controller.
+    ///
+    /// Errors: [`ControllerError::NotController`] elsewhere; see each request.
+    pub async fn handle(&self, req: ControllerRequest) -> Result<ControllerReply, ControllerError> {
+        let Some(term) = self.leading() else {
+            return Err(ControllerError::NotController {
+                leader: self.raft.metrics().borrow().current_leader,
+            });
+        };
+        self.on_term(term);
+        let _one = self.decide.lock().await;
+        let image = self.image.borrow().clone();
+        match req {
+            ControllerRequest::Heartbeat(hb) => self.heartbeat(&image, hb).await,
+            ControllerRequest::CreateTopic {
+                name,
+                partitions,
+                replication_factor,
+                assignment,
+                configs,
+                validate_only,
+            } => {
+                if image.topics.contains_key(&name) {
+                    return Err(MetaError::TopicExists(name).into());
+                }
+                let assignment = match assignment {
+                    Some(a) => a,
+                    None => place(&image, &name, 0, partitions, replication_factor)?,
+                };
+                if validate_only {
+                    return Ok(ControllerReply::Done);
+                }
+                self.propose(MetaCommand::CreateTopic {
+                    name,
+                    id: Uuid::new_v4(),
+                    configs,
+                    assignment,
+                })
+                .await?;
+                Ok(ControllerReply::Done)
+            }
+            ControllerRequest::DeleteTopic { name } => {
+                self.propose(MetaCommand::DeleteTopic { name }).await?;
+                Ok(ControllerReply::Done)
+            }
+            ControllerRequest::CreatePartitions {
+                name,
+                count,
+                assignment,
+                validate_only,
+            } => {
+                let t = image
+                    .topics
+                    .get(&name)
+                    .ok_or_else(|| MetaError::UnknownTopic(name.clone()))?;
+                let current = t.partitions.len() as i32;
+                if count <= current {
+                    return Err(ControllerError::InvalidPartitions(format!(
+                        "topic currently has {current} partitions, {count} would not be an increase"
+                    )));
+                }
+                let rf = t.partitions[0].replicas.len() as i16;
+                let assignment = match assignment {
+                    Some(a) if a.len() as i32 == count - current => a,
+                    Some(a) => {
+                        return Err(ControllerError::InvalidPartitions(format!(
+                            "{} assignments for {} new partitions",
+                            a.len(),
+                            count - current
+                        )))
+                    }
+                    None => place(&image, &name, current, count - current, rf)?,
+                };
+                if validate_only {
+                    return Ok(ControllerReply::Done);
+                }
+                self.propose(MetaCommand::CreatePartitions { name, assignment })
+                    .await?;
+                Ok(ControllerReply::Done)
+            }
+            ControllerRequest::SetTopicConfigs { name, configs } => {
+                self.propose(MetaCommand::SetTopicConfigs { name, configs })
+                    .await?;
+                Ok(ControllerReply::Done)
+            }
+            ControllerRequest::AlterIsr {
+                topic,
+                partition,
+                leader,
+                leader_epoch,
+                partition_epoch,
+                isr,
+            } => match self
+                .propose(MetaCommand::AlterIsr {
+                    topic,
+                    partition,
+                    leader,
+                    leader_epoch,
+                    partition_epoch,
+                    isr,
+                })
+                .await?
+            {
+                MetaOutcome::Partition(p) => Ok(ControllerReply::Partition(p)),
+                _ => Ok(ControllerReply::Done),
+            },
+            ControllerRequest::ElectLeader {
+                topic,
+                partition,
+                preferred,
+            } => {
+                let p = image
+                    .partition(&topic, partition)
+                    .ok_or_else(|| MetaError::UnknownTopic(format!("{topic}-{partition}")))?;
+                let leader = if preferred {
+                    p.replicas[0]
+                } else {
+                    // Unclean: a live in-sync replica if any, else any live replica.
+                    p.replicas
+                        .iter()
+                        .copied()
+                        .find(|b| p.isr.contains(b) && image.is_live(*b))
+                        .or_else(|| p.replicas.iter().copied().find(|b| image.is_live(*b)))
+                        .ok_or_else(|| MetaError::Ineligible("no live replica".into()))?
+                };
+                match self
+                    .propose(MetaCommand::ElectLeader {
+                        topic,
+                        partition,
+                        leader,
+                        unclean: !preferred,
+                    })
+                    .await?
+                {
+                    MetaOutcome::Partition(p) => Ok(ControllerReply::Partition(p)),
+                    _ => Ok(ControllerReply::Done),
+                }
+            }
+            ControllerRequest::Reassign {
+                topic,
+                partition,
+                target,
+            } => {
+                let p = image
+                    .partition(&topic, partition)
+                    .ok_or_else(|| MetaError::UnknownTopic(format!("{topic}-{partition}")))?;
+                let target = match target {
+                    Some(t) => t,
+                    None if p.adding.is_empty() && p.removing.is_empty() => {
+                        return Err(MetaError::NoReassignment.into())
+                    }
+                    None => p
+                        .replicas
+                        .iter()
+                        .copied()
+                        .filter(|b| !p.adding.contains(b))
+                        .collect(),
+                };
+                match self
+                    .propose(MetaCommand::Reassign {
+                        topic,
+                        partition,
+                        target,
+                    })
+                    .await?
+                {
+                    MetaOutcome::Partition(p) => Ok(ControllerReply::Partition(p)),
+                    _ => Ok(ControllerReply::Done),
+                }
+            }
+            ControllerRequest::AllocateProducerIds => match self
+                .propose(MetaCommand::AllocateProducerIds {
+                    count: PRODUCER_ID_BLOCK,
+                })
+                .await?
+            {
+                MetaOutcome::ProducerIds { start } => Ok(ControllerReply::ProducerIds {
+                    start,
+                    count: PRODUCER_ID_BLOCK,
+                }),
+                _ => Err(ControllerError::Unavailable("no producer ids".into())),
+            },
+        }
+    }
+
+    async fn heartbeat(
+        &self,
+        image: &MetadataImage,
+        hb: Heartbeat,
+    ) -> Result<ControllerReply, ControllerError> {
+        if hb.shutting_down {
+            self.sessions.lock().remove(&hb.id);
+            if image.is_live(hb.id) {
+                self.propose(MetaCommand::FenceBroker {
+                    id: hb.id,
+                    incarnation: hb.incarnation,
+                })
+                .await?;
+            }
+            return Ok(ControllerReply::Heartbeat { fenced: true });
+        }
+        self.sessions.lock().insert(
+            hb.id,
+            Session {
+                incarnation: hb.incarnation,
+                last: Instant::now(),
+            },
+        );
+        let registered = image.brokers.get(&hb.id);
+        let current = registered.is_some_and(|b| {
+            b.incarnation == hb.incarnation && b.endpoints == hb.endpoints && b.rack == hb.rack
+        });
+        if !current {
+            self.propose(MetaCommand::RegisterBroker {
+                registration: BrokerRegistration {
+                    id: hb.id,
+                    incarnation: hb.incarnation,
+                    endpoints: hb.endpoints.clone(),
+                    rack: hb.rack.clone(),
+                    fenced: false,
+                    epoch: 0,
+                },
+            })
+            .await?;
+            tracing::info!(broker = hb.id, incarnation = %hb.incarnation, "registered broker");
+        } else if registered.is_some_and(|b| b.fenced) {
+            self.propose(MetaCommand::UnfenceBroker {
+                id: hb.id,
+                incarnation: hb.incarnation,
+            })
+            .await?;
+            tracing::info!(broker = hb.id, "unfenced broker");
+        }
+        self.ensure_learner(hb.id, &hb.raft_addr).await;
+        Ok(ControllerReply::Heartbeat { fenced: false })
+    }
+
+    /// A broker-only node gets the metadata log as a Raft learner.
+    async fn ensure_learner(&self, id: BrokerId, addr: &str) {
+        let Ok(node) = u64::try_from(id) else { return };
+        let known = self
+            .raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .get_node(&node)
+            .is_some();
+        if known {
+            return;
+        }
+        let raft = self.raft.clone();
+        let addr = addr.to_string();
+        tokio::spawn(async move {
+            match raft
+                .add_learner(node, openraft::BasicNode { addr }, false)
+                .await
+            {
+                Ok(_) => tracing::info!(node, "added a broker-only node as a learner"),
+                Err(e) => tracing::warn!(node, error = %e, "adding a learner failed"),
+            }
+        });
+    }
+
+    /// One round of the controller's own work: name the cluster, fence silent brokers. Called
+    /// every few hundred milliseconds by [`run`](Self::run).
+    async fn tick(&self) {
+        let Some(term) = self.leading() else { return };
+        self.on_term(term);
+        let image = self.image.borrow().clone();
+        if image.cluster_id.is_none() {
+            let id = base64_url(Uuid::new_v4().as_bytes());
+            if let Err(e) = self
+                .propose(MetaCommand::InitCluster { cluster_id: id })
+                .await
+            {
+                tracing::warn!(error = %e, "naming the cluster failed");
+            }
+        }
+        let now = Instant::now();
+        let overdue: Vec<(BrokerId, Uuid)> = {
+            let sessions = self.sessions.lock();
+            image
+                .live_brokers()
+                .filter_map(|b| {
+                    let s = sessions.get(&b.id);
+                    let expired = match s {
+                        Some(s) => {
+                            s.incarnation != b.incarnation
+                                || now.duration_since(s.last) > self.config.session_timeout
+                        }
+                        None => true,
+                    };
+                    expired.then_some((b.id, b.incarnation))
+                })
+                .collect()
+        };
+        for (id, incarnation) in overdue {
+            let _one = self.decide.lock().await;
+            tracing::warn!(broker = id, "broker session expired: fencing it");
+            if let Err(e) = self
+                .propose(MetaCommand::FenceBroker { id, incarnation })
+                .await
+            {
+                tracing::warn!(broker = id, error = %e, "fencing failed");
+            }
+        }
+    }
+
+    /// Runs the controller's periodic work until `stop` turns true.
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => self.tick().await,
+                _ = stop.changed() => return,
+            }
+        }
+    }
+}
+
+/// Places `count` new partitions (indexes from `first`) of `topic` with `rf` replicas each over
+/// the live brokers, striped by broker id from a start that depends on the topic and partition
+/// (Kafka's default placement spreads leaders the same way).
+///
+/// Errors: INVALID_PARTITIONS for a count below 1, INVALID_REPLICATION_FACTOR when there are
+/// not enough live brokers.
+fn place(
+    image: &MetadataImage,
+    topic: &str,
+    first: i32,
+    count: i32,
+    rf: i16,
+) -> Result<Vec<Vec<BrokerId>>, ControllerError> {
+    if count < 1 {
+        return Err(ControllerError::InvalidPartitions(
+            "number of partitions must be at least 1".into(),
+        ));
+    }
+    let live: Vec<BrokerId> = image.live_brokers().map(|b| b.id).collect();
+    if rf < 1 || rf as usize > live.len() {
+        return Err(ControllerError::InvalidReplicationFactor(format!(
+            "Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached because only {} broker(s) are registered.",
+            live.len()
+        )));
+    }
+    let seed = topic
+        .bytes()
+        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b))) as usize;
+    Ok((first..first + count)
+        .map(|p| {
+            let start = seed.wrapping_add(p as usize) % live.len();
+            (0..rf as usize)
+                .map(|i| live[(start + i) % live.len()])
+                .collect()
+        })
+        .collect())
+}
+
+/// Kafka's cluster ids: 22 characters of URL-safe base64 of a UUID.
+pub fn base64_url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for &b in bytes {
+        acc = (acc << 8) | u32::from(b);
+        bits += 8;
+        while bits >= 6 {
+            bits -= 6;
+            out.push(ALPHABET[((acc >> bits) & 63) as usize] as char);
+        }
+    }
+    if bits > 0 {
+        out.push(ALPHABET[((acc << (6 - bits)) & 63) as usize] as char);
+    }
+    out
+}

@@ -1,0 +1,673 @@
+//! The cluster metadata image: what every node knows once the quorum committed it (brokers and
+//! their fencing, topics, partition assignments, leaders, leader epochs, in-sync replicas,
+//! configs), and the commands that change it.
+//!
+//! [`MetadataImage::apply`] is the replicated state machine's transition function: it must be
+//! deterministic (same image, same command, same outcome on every node), so it validates the
+//! command against the image and refuses it with a [`MetaError`] instead of trusting the
+//! controller that proposed it. Kafka's equivalents: the `__cluster_metadata` records
+//! (`RegisterBrokerRecord`, `FenceBrokerRecord`, `TopicRecord`, `PartitionRecord`,
+//! `PartitionChangeRecord`, `ConfigRecord`, `ProducerIdsRecord`) and `MetadataImage`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A broker id (`node.id`).
+pub type BrokerId = i32;
+
+/// No leader (an offline partition).
+pub const NO_LEADER: BrokerId = -1;
+
+/// One listener of a broker as clients reach it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    /// Listener name (`PLAINTEXT`).
+    pub name: String,
+    /// Host advertised to clients.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+/// A registered broker (Kafka's `BrokerRegistration`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRegistration {
+    /// `node.id`.
+    pub id: BrokerId,
+    /// Random id of the broker process's current run: a restarted broker registers again.
+    pub incarnation: Uuid,
+    /// Where clients reach it.
+    pub endpoints: Vec<Endpoint>,
+    /// `broker.rack`, if set.
+    pub rack: Option<String>,
+    /// Fenced brokers lead nothing and are out of every ISR (missed heartbeats, or shut down).
+    pub fenced: bool,
+    /// Log index of the registration (Kafka's broker epoch).
+    pub epoch: u64,
+}
+
+/// One partition's replicas and leadership (Kafka's `PartitionRegistration`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionState {
+    /// Assigned replicas, preferred leader first.
+    pub replicas: Vec<BrokerId>,
+    /// In-sync replicas: the leader and the followers caught up with it. Always contains the
+    /// leader when there is one.
+    pub isr: Vec<BrokerId>,
+    /// The leader, or [`NO_LEADER`].
+    pub leader: BrokerId,
+    /// Bumped on every leader change (KIP-101): fences a deposed leader's writes and requests.
+    pub leader_epoch: i32,
+    /// Bumped on every change of this partition (leader, ISR, replicas): AlterPartition requests
+    /// carry it so stale ones are refused (Kafka's partition epoch).
+    pub partition_epoch: i32,
+    /// Replicas being added by a reassignment (they join `replicas` as followers first).
+    #[serde(default)]
+    pub adding: Vec<BrokerId>,
+    /// Replicas being removed by a reassignment (removed once the new ones are in sync).
+    #[serde(default)]
+    pub removing: Vec<BrokerId>,
+}
+
+/// A topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicImage {
+    /// Topic id (KIP-516).
+    pub id: Uuid,
+    /// Explicitly set configs (Kafka names).
+    pub configs: BTreeMap<String, String>,
+    /// Partitions by index.
+    pub partitions: Vec<PartitionState>,
+}
+
+/// The whole metadata image.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataImage {
+    /// Cluster id (22-character base64 UUID), set by the first controller.
+    pub cluster_id: Option<String>,
+    /// Registered brokers by id.
+    pub brokers: BTreeMap<BrokerId, BrokerRegistration>,
+    /// Topics by name.
+    pub topics: BTreeMap<String, TopicImage>,
+    /// Next producer id to hand out in a block (KIP-730: the controller allocates blocks).
+    pub next_producer_id: i64,
+    /// Log index of the last applied command (the image's version).
+    pub offset: u64,
+}
+
+/// A change to the image, proposed by the active controller and applied by every node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum MetaCommand {
+    /// Names the cluster (once; later ones are no-ops).
+    InitCluster {
+        /// The cluster id.
+        cluster_id: String,
+    },
+    /// A broker (re)registers; an earlier incarnation is replaced. Registered unfenced.
+    RegisterBroker {
+        /// The registration (its `epoch` and `fenced` are set by `apply`).
+        registration: BrokerRegistration,
+    },
+    /// A broker missed its heartbeats (or shut down): fenced, out of every ISR it can leave,
+    /// and new leaders elected for what it led.
+    FenceBroker {
+        /// The broker.
+        id: BrokerId,
+        /// Only this incarnation (a newer registration is not fenced by a stale decision).
+        incarnation: Uuid,
+    },
+    /// A fenced broker heartbeats again: unfenced, and offline partitions it can lead get it.
+    UnfenceBroker {
+        /// The broker.
+        id: BrokerId,
+        /// Only this incarnation.
+        incarnation: Uuid,
+    },
+    /// Creates a topic with the given assignment (leader = first live replica, ISR = live ones).
+    CreateTopic {
+        /// Topic name.
+        name: String,
+        /// Topic id.
+        id: Uuid,
+        /// Explicit configs.
+        configs: BTreeMap<String, String>,
+        /// Replicas of each partition.
+        assignment: Vec<Vec<BrokerId>>,
+    },
+    /// Deletes a topic.
+    DeleteTopic {
+        /// Topic name.
+        name: String,
+    },
+    /// Adds partitions to a topic.
+    CreatePartitions {
+        /// Topic name.
+        name: String,
+        /// Replicas of each new partition.
+        assignment: Vec<Vec<BrokerId>>,
+    },
+    /// Replaces a topic's explicit configs.
+    SetTopicConfigs {
+        /// Topic name.
+        name: String,
+        /// The new explicit configs.
+        configs: BTreeMap<String, String>,
+    },
+    /// A partition leader's ISR change (Kafka's AlterPartition): applied only if the leader
+    /// epoch and partition epoch still match.
+    AlterIsr {
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+        /// The leader asking.
+        leader: BrokerId,
+        /// Its leader epoch.
+        leader_epoch: i32,
+        /// The partition epoch it saw.
+        partition_epoch: i32,
+        /// The ISR it wants (must contain the leader).
+        isr: Vec<BrokerId>,
+    },
+    /// Elects a leader (preferred-leader election, or an operator's choice): `leader` must be a
+    /// live, in-sync replica, or with `unclean` any live replica (the ISR becomes just it).
+    ElectLeader {
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+        /// The new leader.
+        leader: BrokerId,
+        /// Unclean election (ElectLeaders type 1): an out-of-sync replica may lead.
+        unclean: bool,
+    },
+    /// Starts (or cancels, with the current replicas) a reassignment to `target`.
+    Reassign {
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+        /// The replicas wanted.
+        target: Vec<BrokerId>,
+    },
+    /// Hands out a block of producer ids.
+    AllocateProducerIds {
+        /// Ids in the block.
+        count: i64,
+    },
+}
+
+/// What an applied command produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MetaOutcome {
+    /// Applied (or a no-op).
+    Done,
+    /// A partition's state after an AlterIsr or election.
+    Partition(PartitionState),
+    /// The first id of an allocated producer-id block.
+    ProducerIds {
+        /// First id; the block is `[start, start + count)`.
+        start: i64,
+    },
+}
+
+/// Why a command was refused (each maps to a Kafka error code where the client sees it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum MetaError {
+    /// TOPIC_ALREADY_EXISTS (36).
+    #[error("topic `{0}` already exists")]
+    TopicExists(String),
+    /// UNKNOWN_TOPIC_OR_PARTITION (3).
+    #[error("unknown topic or partition `{0}`")]
+    UnknownTopic(String),
+    /// INVALID_REPLICA_ASSIGNMENT (39).
+    #[error("invalid replica assignment: {0}")]
+    InvalidAssignment(String),
+    /// FENCED_LEADER_EPOCH (74) / NOT_LEADER_OR_FOLLOWER (6): an AlterPartition from a leader
+    /// that is no longer the leader.
+    #[error("stale leader: {0}")]
+    StaleLeader(String),
+    /// INVALID_UPDATE_VERSION (108): an AlterPartition built on an older partition state.
+    #[error("stale partition epoch: {0}")]
+    StalePartitionEpoch(String),
+    /// INELIGIBLE_REPLICA (107) / PREFERRED_LEADER_NOT_AVAILABLE (80).
+    #[error("ineligible replica: {0}")]
+    Ineligible(String),
+    /// ELECTION_NOT_NEEDED (84).
+    #[error("election not needed")]
+    ElectionNotNeeded,
+    /// NO_REASSIGNMENT_IN_PROGRESS (85).
+    #[error("no reassignment in progress")]
+    NoReassignment,
+    /// BROKER_ID_NOT_REGISTERED (102) or a stale incarnation.
+    #[error("broker {0} is not registered with that incarnation")]
+    UnknownBroker(BrokerId),
+}
+
+impl MetadataImage {
+    /// Live (registered, unfenced) brokers, by id.
+    pub fn live_brokers(&self) -> impl Iterator<Item = &BrokerRegistration> {
+        self.brokers.values().filter(|b| !b.fenced)
+    }
+
+    /// Whether `id` is registered and unfenced.
+    pub fn is_live(&self, id: BrokerId) -> bool {
+        self.brokers.get(&id).is_some_and(|b| !b.fenced)
+    }
+
+    /// The partition state of `topic`-`partition`.
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionState> {
+        self.topics
+            .get(topic)?
+            .partitions
+            .get(usize::try_from(partition).ok()?)
+    }
+
+    /// Whether unclean leader election is allowed for `topic` (`unclean.leader.election.enable`).
+    fn unclean_allowed(&self, topic: &str) -> bool {
+        self.topics
+            .get(topic)
+            .and_then(|t| t.configs.get("unclean.leader.election.enable"))
+            .is_some_and(|v| v == "true")
+    }
+
+    /// Applies `cmd`, committed at log index `offset`. Deterministic; see the module docs.
+    ///
+    /// Errors: the command does not fit the image (it changed nothing).
+    pub fn apply(&mut self, cmd: &MetaCommand, offset: u64) -> Result<MetaOutcome, MetaError> {
+        self.offset = offset;
+        match cmd {
+            MetaCommand::InitCluster { cluster_id } => {
+                self.cluster_id.get_or_insert_with(|| cluster_id.clone());
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::RegisterBroker { registration } => {
+                let mut r = registration.clone();
+                r.fenced = false;
+                r.epoch = offset;
+                let id = r.id;
+                self.brokers.insert(id, r);
+                self.elect_where_offline(id);
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::FenceBroker { id, incarnation } => {
+                match self.brokers.get_mut(id) {
+                    Some(b) if b.incarnation == *incarnation && !b.fenced => b.fenced = true,
+                    Some(b) if b.incarnation == *incarnation => return Ok(MetaOutcome::Done),
+                    _ => return Err(MetaError::UnknownBroker(*id)),
+                }
+                self.fence_in_partitions(*id);
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::UnfenceBroker { id, incarnation } => {
+                match self.brokers.get_mut(id) {
+                    Some(b) if b.incarnation == *incarnation => b.fenced = false,
+                    _ => return Err(MetaError::UnknownBroker(*id)),
+                }
+                self.elect_where_offline(*id);
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::CreateTopic {
+                name,
+                id,
+                configs,
+                assignment,
+            } => {
+                if self.topics.contains_key(name) {
+                    return Err(MetaError::TopicExists(name.clone()));
+                }
+                let partitions = assignment
+                    .iter()
+                    .map(|r| self.new_partition(r))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if partitions.is_empty() {
+                    return Err(MetaError::InvalidAssignment("no partitions".into()));
+                }
+                self.topics.insert(
+                    name.clone(),
+                    TopicImage {
+                        id: *id,
+                        configs: configs.clone(),
+                        partitions,
+                    },
+                );
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::DeleteTopic { name } => match self.topics.remove(name) {
+                Some(_) => Ok(MetaOutcome::Done),
+                None => Err(MetaError::UnknownTopic(name.clone())),
+            },
+            MetaCommand::CreatePartitions { name, assignment } => {
+                let new = assignment
+                    .iter()
+                    .map(|r| self.new_partition(r))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let t = self
+                    .topics
+                    .get_mut(name)
+                    .ok_or_else(|| MetaError::UnknownTopic(name.clone()))?;
+                t.partitions.extend(new);
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::SetTopicConfigs { name, configs } => {
+                let t = self
+                    .topics
+                    .get_mut(name)
+                    .ok_or_else(|| MetaError::UnknownTopic(name.clone()))?;
+                t.configs = configs.clone();
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::AlterIsr {
+                topic,
+                partition,
+                leader,
+                leader_epoch,
+                partition_epoch,
+                isr,
+            } => self.alter_isr(
+                topic,
+                *partition,
+                *leader,
+                *leader_epoch,
+                *partition_epoch,
+                isr,
+            ),
+            MetaCommand::ElectLeader {
+                topic,
+                partition,
+                leader,
+                unclean,
+            } => {
+                let live = self.live_set();
+                let p = self.partition_mut(topic, *partition)?;
+                if p.leader == *leader {
+                    return Err(MetaError::ElectionNotNeeded);
+                }
+                let eligible = live.contains(leader)
+                    && p.replicas.contains(leader)
+                    && (p.isr.contains(leader) || *unclean);
+                if !eligible {
+                    return Err(MetaError::Ineligible(format!(
+                        "broker {leader} is not a live in-sync replica"
+                    )));
+                }
+                if !p.isr.contains(leader) {
+                    p.isr = vec![*leader];
+                }
+                p.leader = *leader;
+                p.leader_epoch += 1;
+                p.partition_epoch += 1;
+                Ok(MetaOutcome::Partition(p.clone()))
+            }
+            MetaCommand::Reassign {
+                topic,
+                partition,
+                target,
+            } => self.reassign(topic, *partition, target),
+            MetaCommand::AllocateProducerIds { count } => {
+                let start = self.next_producer_id;
+                self.next_producer_id = start.saturating_add((*count).max(1));
+                Ok(MetaOutcome::ProducerIds { start })
+            }
+        }
+    }
+
+    fn live_set(&self) -> Vec<BrokerId> {
+        self.live_brokers().map(|b| b.id).collect()
+    }
+
+    fn partition_mut(
+        &mut self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<&mut PartitionState, MetaError> {
+        self.topics
+            .get_mut(topic)
+            .and_then(|t| t.partitions.get_mut(usize::try_from(partition).ok()?))
+            .ok_or_else(|| MetaError::UnknownTopic(format!("{topic}-{partition}")))
+    }
+
+    /// A new partition on `replicas`: ISR = the live ones, leader = the first live one.
+    fn new_partition(&self, replicas: &[BrokerId]) -> Result<PartitionState, MetaError> {
+        if replicas.is_empty() {
+            return Err(MetaError::InvalidAssignment(
+                "a partition with no replicas".into(),
+            ));
+        }
+        let mut seen = replicas.to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != replicas.len() {
+            return Err(MetaError::InvalidAssignment(format!(
+                "duplicate replicas in {replicas:?}"
+            )));
+        }
+        if let Some(b) = replicas.iter().find(|b| !self.brokers.contains_key(b)) {
+            return Err(MetaError::InvalidAssignment(format!(
+                "broker {b} is not registered"
+            )));
+        }
+        let isr: Vec<BrokerId> = replicas
+            .iter()
+            .copied()
+            .filter(|b| self.is_live(*b))
+            .collect();
+        Ok(PartitionState {
+            replicas: replicas.to_vec(),
+            leader: isr.first().copied().unwrap_or(NO_LEADER),
+            isr,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            adding: Vec::new(),
+            removing: Vec::new(),
+        })
+    }
+
+    /// `id` was fenced: it leaves every ISR with other members (Kafka keeps the last member so
+    /// the partition can come back with it), and partitions it led get the first live ISR
+    /// member (or none: offline; or, with unclean election allowed, the first live replica).
+    fn fence_in_partitions(&mut self, id: BrokerId) {
+        let live = self.live_set();
+        let unclean: Vec<String> = self
+            .topics
+            .keys()
+            .filter(|t| self.unclean_allowed(t))
+            .cloned()
+            .collect();
+        for (name, t) in self.topics.iter_mut() {
+            for p in t.partitions.iter_mut() {
+                let was_leader = p.leader == id;
+                let mut changed = false;
+                if p.isr.contains(&id) && p.isr.len() > 1 {
+                    p.isr.retain(|b| *b != id);
+                    changed = true;
+                }
+                if was_leader {
+                    let next = p
+                        .replicas
+                        .iter()
+                        .copied()
+                        .find(|b| *b != id && p.isr.contains(b) && live.contains(b))
+                        .or_else(|| {
+                            unclean.contains(name).then(|| {
+                                p.replicas
+                                    .iter()
+                                    .copied()
+                                    .find(|b| *b != id && live.contains(b))
+                            })?
+                        });
+                    p.leader = next.unwrap_or(NO_LEADER);
+                    if let Some(n) = next {
+                        if !p.isr.contains(&n) {
+                            // Unclean: the new leader's log is the truth now.
+                            p.isr = vec![n];
+                        }
+                    }
+                    p.leader_epoch += 1;
+                    changed = true;
+                }
+                if changed {
+                    p.partition_epoch += 1;
+                }
+            }
+        }
+    }
+
+    /// `id` became live: partitions without a leader that it can lead (it is in their ISR, or
+    /// unclean election is allowed and it is a replica) get it as leader.
+    fn elect_where_offline(&mut self, id: BrokerId) {
+        let unclean: Vec<String> = self
+            .topics
+            .keys()
+            .filter(|t| self.unclean_allowed(t))
+            .cloned()
+            .collect();
+        for (name, t) in self.topics.iter_mut() {
+            for p in t.partitions.iter_mut() {
+                if p.leader != NO_LEADER || !p.replicas.contains(&id) {
+                    continue;
+                }
+                if p.isr.contains(&id) {
+                    p.leader = id;
+                } else if unclean.contains(name) {
+                    p.leader = id;
+                    p.isr = vec![id];
+                } else {
+                    continue;
+                }
+                p.leader_epoch += 1;
+                p.partition_epoch += 1;
+            }
+        }
+    }
+
+    fn alter_isr(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        leader: BrokerId,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        isr: &[BrokerId],
+    ) -> Result<MetaOutcome, MetaError> {
+        let live = self.live_set();
+        let p = self.partition_mut(topic, partition)?;
+        if p.leader != leader || p.leader_epoch != leader_epoch {
+            return Err(MetaError::StaleLeader(format!(
+                "{topic}-{partition}: leader {} epoch {}, asked by {leader} epoch {leader_epoch}",
+                p.leader, p.leader_epoch
+            )));
+        }
+        if p.partition_epoch != partition_epoch {
+            return Err(MetaError::StalePartitionEpoch(format!(
+                "{topic}-{partition}: partition epoch {}, asked with {partition_epoch}",
+                p.partition_epoch
+            )));
+        }
+        if !isr.contains(&leader) {
+            return Err(MetaError::Ineligible(
+                "the ISR must contain the leader".into(),
+            ));
+        }
+        let all_replicas: Vec<BrokerId> = p.replicas.iter().chain(&p.adding).copied().collect();
+        if let Some(b) = isr
+            .iter()
+            .find(|b| !all_replicas.contains(b) || (**b != leader && !live.contains(b)))
+        {
+            // Kafka's INELIGIBLE_REPLICA: only live replicas may join the ISR.
+            return Err(MetaError::Ineligible(format!(
+                "broker {b} cannot join the ISR of {topic}-{partition}"
+            )));
+        }
+        let mut isr = isr.to_vec();
+        isr.sort_unstable();
+        isr.dedup();
+        p.isr = isr;
+        p.partition_epoch += 1;
+        // A reassignment completes once every target replica is in sync.
+        if !p.adding.is_empty() && p.adding.iter().all(|b| p.isr.contains(b)) {
+            let removing = std::mem::take(&mut p.removing);
+            p.adding.clear();
+            p.replicas.retain(|b| !removing.contains(b));
+            p.isr.retain(|b| !removing.contains(b));
+            if removing.contains(&p.leader) {
+                p.leader = p
+                    .replicas
+                    .iter()
+                    .copied()
+                    .find(|b| p.isr.contains(b) && live.contains(b))
+                    .unwrap_or(NO_LEADER);
+                p.leader_epoch += 1;
+            }
+        }
+        Ok(MetaOutcome::Partition(p.clone()))
+    }
+
+    fn reassign(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        target: &[BrokerId],
+    ) -> Result<MetaOutcome, MetaError> {
+        let registered: Vec<BrokerId> = self.brokers.keys().copied().collect();
+        let live = self.live_set();
+        let p = self.partition_mut(topic, partition)?;
+        if target.is_empty() {
+            return Err(MetaError::InvalidAssignment("no replicas".into()));
+        }
+        if let Some(b) = target.iter().find(|b| !registered.contains(b)) {
+            return Err(MetaError::InvalidAssignment(format!(
+                "broker {b} is not registered"
+            )));
+        }
+        let current: Vec<BrokerId> = p
+            .replicas
+            .iter()
+            .copied()
+            .filter(|b| !p.adding.contains(b))
+            .collect();
+        // Cancel (or a target equal to what is there): back to the original replicas.
+        let original: Vec<BrokerId> = current
+            .iter()
+            .copied()
+            .filter(|b| !p.adding.contains(b))
+            .collect();
+        let adding: Vec<BrokerId> = target
+            .iter()
+            .copied()
+            .filter(|b| !original.contains(b))
+            .collect();
+        let removing: Vec<BrokerId> = original
+            .iter()
+            .copied()
+            .filter(|b| !target.contains(b))
+            .collect();
+        p.replicas = target.to_vec();
+        p.replicas.extend(removing.iter().copied());
+        p.adding = adding;
+        p.removing = removing;
+        p.partition_epoch += 1;
+        if p.adding.is_empty() {
+            // Nothing to copy: the removed replicas go at once.
+            let removing = std::mem::take(&mut p.removing);
+            p.replicas.retain(|b| !removing.contains(b));
+            p.isr.retain(|b| !removing.contains(b));
+            if removing.contains(&p.leader) || p.leader == NO_LEADER {
+                p.leader = p
+                    .replicas
+                    .iter()
+                    .copied()
+                    .find(|b| p.isr.contains(b) && live.contains(b))
+                    .unwrap_or(NO_LEADER);
+                p.leader_epoch += 1;
+            }
+        }
+        Ok(MetaOutcome::Partition(p.clone()))
+    }
+}
+
+#[cfg(test)]
+#[path = "image_tests.rs"]
+mod tests;

@@ -1,0 +1,265 @@
+//! Tests of the metadata image's transitions.
+
+use super::*;
+
+fn broker(id: BrokerId) -> MetaCommand {
+    MetaCommand::RegisterBroker {
+        registration: BrokerRegistration {
+            id,
+            incarnation: Uuid::from_u128(id as u128),
+            endpoints: vec![Endpoint {
+                name: "PLAINTEXT".into(),
+                host: "127.0.0.1".into(),
+                port: 9000 + id as u16,
+            }],
+            rack: None,
+            fenced: true,
+            epoch: 0,
+        },
+    }
+}
+
+fn image_with(brokers: &[BrokerId]) -> MetadataImage {
+    let mut img = MetadataImage::default();
+    for (i, &b) in brokers.iter().enumerate() {
+        img.apply(&broker(b), i as u64 + 1).unwrap();
+    }
+    img
+}
+
+fn create(img: &mut MetadataImage, name: &str, assignment: Vec<Vec<BrokerId>>) {
+    img.apply(
+        &MetaCommand::CreateTopic {
+            name: name.into(),
+            id: Uuid::new_v4(),
+            configs: BTreeMap::new(),
+            assignment,
+        },
+        100,
+    )
+    .unwrap();
+}
+
+fn fence(id: BrokerId) -> MetaCommand {
+    MetaCommand::FenceBroker {
+        id,
+        incarnation: Uuid::from_u128(id as u128),
+    }
+}
+
+#[test]
+fn topics_get_leaders_and_isr_from_live_replicas() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![2, 3, 1], vec![3, 1, 2]]);
+    let p = img.partition("t", 0).unwrap();
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.leader_epoch),
+        (2, vec![2, 3, 1], 0)
+    );
+    assert_eq!(
+        img.apply(
+            &MetaCommand::CreateTopic {
+                name: "t".into(),
+                id: Uuid::new_v4(),
+                configs: BTreeMap::new(),
+                assignment: vec![vec![1]],
+            },
+            101
+        ),
+        Err(MetaError::TopicExists("t".into()))
+    );
+    for bad in [vec![], vec![1, 1], vec![9]] {
+        assert!(matches!(
+            img.apply(
+                &MetaCommand::CreateTopic {
+                    name: "u".into(),
+                    id: Uuid::new_v4(),
+                    configs: BTreeMap::new(),
+                    assignment: vec![bad.clone()],
+                },
+                102
+            ),
+            Err(MetaError::InvalidAssignment(_))
+        ));
+    }
+}
+
+#[test]
+fn fencing_moves_leadership_within_the_isr_and_back() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    img.apply(&fence(1), 200).unwrap();
+    let p = img.partition("t", 0).unwrap().clone();
+    assert_eq!((p.leader, p.isr.clone()), (2, vec![2, 3]));
+    assert_eq!((p.leader_epoch, p.partition_epoch), (1, 1));
+    // Fencing is idempotent; a stale incarnation is refused.
+    img.apply(&fence(1), 201).unwrap();
+    assert_eq!(img.partition("t", 0).unwrap(), &p);
+    assert!(img
+        .apply(
+            &MetaCommand::FenceBroker {
+                id: 2,
+                incarnation: Uuid::from_u128(99)
+            },
+            202
+        )
+        .is_err());
+    // The last ISR member stays in the ISR when it goes: the partition is offline until it
+    // comes back, and no out-of-sync replica is elected (no unclean election by default).
+    img.apply(&fence(2), 203).unwrap();
+    img.apply(&fence(3), 204).unwrap();
+    let p = img.partition("t", 0).unwrap();
+    assert_eq!((p.leader, p.isr.clone()), (NO_LEADER, vec![3]));
+    img.apply(
+        &MetaCommand::UnfenceBroker {
+            id: 1,
+            incarnation: Uuid::from_u128(1),
+        },
+        205,
+    )
+    .unwrap();
+    assert_eq!(
+        img.partition("t", 0).unwrap().leader,
+        NO_LEADER,
+        "1 is out of sync"
+    );
+    img.apply(
+        &MetaCommand::UnfenceBroker {
+            id: 3,
+            incarnation: Uuid::from_u128(3),
+        },
+        206,
+    )
+    .unwrap();
+    let p = img.partition("t", 0).unwrap();
+    assert_eq!(p.leader, 3);
+    assert!(p.leader_epoch >= 3);
+}
+
+#[test]
+fn unclean_election_when_allowed() {
+    let mut img = image_with(&[1, 2]);
+    img.apply(
+        &MetaCommand::CreateTopic {
+            name: "u".into(),
+            id: Uuid::new_v4(),
+            configs: BTreeMap::from([("unclean.leader.election.enable".into(), "true".into())]),
+            assignment: vec![vec![1, 2]],
+        },
+        10,
+    )
+    .unwrap();
+    img.apply(
+        &MetaCommand::AlterIsr {
+            topic: "u".into(),
+            partition: 0,
+            leader: 1,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            isr: vec![1],
+        },
+        11,
+    )
+    .unwrap();
+    img.apply(&fence(1), 12).unwrap();
+    let p = img.partition("u", 0).unwrap();
+    assert_eq!((p.leader, p.isr.clone()), (2, vec![2]));
+}
+
+#[test]
+fn alter_isr_is_fenced_by_epochs() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    let shrink = |le, pe, isr: Vec<BrokerId>| MetaCommand::AlterIsr {
+        topic: "t".into(),
+        partition: 0,
+        leader: 1,
+        leader_epoch: le,
+        partition_epoch: pe,
+        isr,
+    };
+    let out = img.apply(&shrink(0, 0, vec![1, 2]), 300).unwrap();
+    assert!(
+        matches!(out, MetaOutcome::Partition(p) if p.isr == vec![1, 2] && p.partition_epoch == 1)
+    );
+    assert!(matches!(
+        img.apply(&shrink(0, 0, vec![1]), 301),
+        Err(MetaError::StalePartitionEpoch(_))
+    ));
+    assert!(matches!(
+        img.apply(&shrink(1, 1, vec![1]), 302),
+        Err(MetaError::StaleLeader(_))
+    ));
+    assert!(matches!(
+        img.apply(&shrink(0, 1, vec![2]), 303),
+        Err(MetaError::Ineligible(_))
+    ));
+    // A fenced replica cannot rejoin.
+    img.apply(&fence(3), 304).unwrap();
+    let pe = img.partition("t", 0).unwrap().partition_epoch;
+    assert!(matches!(
+        img.apply(&shrink(0, pe, vec![1, 2, 3]), 305),
+        Err(MetaError::Ineligible(_))
+    ));
+}
+
+#[test]
+fn reassignment_adds_then_removes() {
+    let mut img = image_with(&[1, 2, 3, 4]);
+    create(&mut img, "t", vec![vec![1, 2]]);
+    img.apply(
+        &MetaCommand::Reassign {
+            topic: "t".into(),
+            partition: 0,
+            target: vec![3, 4],
+        },
+        400,
+    )
+    .unwrap();
+    let p = img.partition("t", 0).unwrap().clone();
+    assert_eq!(
+        (p.adding.clone(), p.removing.clone()),
+        (vec![3, 4], vec![1, 2])
+    );
+    assert_eq!(
+        p.leader, 1,
+        "the old leader leads until the new replicas are in sync"
+    );
+    let out = img
+        .apply(
+            &MetaCommand::AlterIsr {
+                topic: "t".into(),
+                partition: 0,
+                leader: 1,
+                leader_epoch: p.leader_epoch,
+                partition_epoch: p.partition_epoch,
+                isr: vec![1, 2, 3, 4],
+            },
+            401,
+        )
+        .unwrap();
+    let MetaOutcome::Partition(p) = out else {
+        panic!()
+    };
+    assert_eq!(p.replicas, vec![3, 4]);
+    assert_eq!(p.isr, vec![3, 4]);
+    assert_eq!(p.leader, 3);
+    assert!(p.adding.is_empty() && p.removing.is_empty());
+}
+
+#[test]
+fn producer_id_blocks_and_serde_round_trip() {
+    let mut img = image_with(&[1]);
+    assert_eq!(
+        img.apply(&MetaCommand::AllocateProducerIds { count: 1000 }, 5),
+        Ok(MetaOutcome::ProducerIds { start: 0 })
+    );
+    assert_eq!(
+        img.apply(&MetaCommand::AllocateProducerIds { count: 1000 }, 6),
+        Ok(MetaOutcome::ProducerIds { start: 1000 })
+    );
+    create(&mut img, "t", vec![vec![1]]);
+    let text = serde_json::to_string(&img).unwrap();
+    let back: MetadataImage = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, img);
+}

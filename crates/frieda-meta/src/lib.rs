@@ -1,0 +1,367 @@
+//! Frieda's metadata quorum: the cluster's metadata (brokers and their fencing, topics, partition
+//! assignments, leaders, leader epochs, in-sync replicas, configs) in one replicated log, run by
+//! `openraft` (Raft; no consensus code of our own), as KRaft keeps Kafka's.
+//!
+//! Layers, each using only those below:
+//! - [`image`]: the metadata image and the commands that change it (the state machine's
+//!   deterministic transition function);
+//! - `types`, `log_store` (the Raft log in a Frieda partition log), `state_machine` (the image,
+//!   its snapshots), `network` (the controller listener's protocol): openraft's plumbing;
+//! - [`controller`]: what the node leading the quorum decides (broker sessions and fencing,
+//!   placement, elections, ISR changes);
+//! - [`MetadataQuorum`]: the handle a broker holds.
+
+#![warn(missing_docs)]
+
+pub mod controller;
+pub mod image;
+mod log_store;
+mod network;
+mod state_machine;
+mod types;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use openraft::{BasicNode, Config, ServerState};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+pub use controller::{
+    ControllerError, ControllerReply, ControllerRequest, Heartbeat, PRODUCER_ID_BLOCK,
+};
+pub use image::{
+    BrokerId, BrokerRegistration, Endpoint, MetaCommand, MetaError, MetaOutcome, MetadataImage,
+    PartitionState, TopicImage, NO_LEADER,
+};
+
+use controller::{Controller, ControllerConfig};
+use log_store::LogStore;
+use network::{Conn, Network, Request, Response};
+use state_machine::StateMachine;
+use types::Raft;
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Writes `value` as JSON durably (temporary file, fsync, rename, directory fsync).
+pub(crate) fn durable_write<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        serde_json::to_writer(&mut f, value).map_err(std::io::Error::other)?;
+        f.flush()?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Reads a JSON file written by [`durable_write`]; `None` if it does not exist.
+pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> std::io::Result<Option<T>> {
+    match std::fs::read(path) {
+        Ok(b) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(|e| std::io::Error::other(format!("{}: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// How a node takes part in the quorum.
+#[derive(Debug, Clone)]
+pub struct QuorumConfig {
+    /// This node's id (`node.id`).
+    pub node_id: u64,
+    /// `controller.quorum.voters`: voter id -> controller listener address (`host:port`).
+    pub voters: BTreeMap<u64, String>,
+    /// Address to bind the controller listener to.
+    pub listen: SocketAddr,
+    /// How other nodes reach this node's controller listener (`host:port`).
+    pub advertised: String,
+    /// Where the metadata log, vote and snapshot live (`<data.dir>/meta/__cluster_metadata-0`).
+    pub dir: PathBuf,
+    /// `controller.quorum.election.timeout.ms` (openraft's minimum; the maximum is twice it).
+    pub election_timeout_ms: u64,
+    /// Raft heartbeat interval, ms (below the election timeout).
+    pub heartbeat_interval_ms: u64,
+    /// `broker.session.timeout.ms`: brokers silent this long are fenced.
+    pub broker_session_timeout_ms: u64,
+}
+
+/// One voter as DescribeQuorum reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VoterState {
+    /// Node id.
+    pub id: u64,
+    /// The last log index known replicated to it (the leader's view), -1 if unknown.
+    pub log_end_offset: i64,
+    /// When it was last heard from, ms since the epoch, -1 if unknown.
+    pub last_caught_up_ms: i64,
+}
+
+/// The quorum's state for DescribeQuorum (`kafka-metadata-quorum describe`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumStatus {
+    /// The leader's node id, if any.
+    pub leader: Option<u64>,
+    /// The Raft term (KRaft's leader epoch).
+    pub term: u64,
+    /// The highest committed index + 1 (KRaft's high watermark), -1 if none.
+    pub high_watermark: i64,
+    /// Voters (with replication state when this node leads).
+    pub voters: Vec<VoterState>,
+    /// Learners (broker-only nodes).
+    pub observers: Vec<VoterState>,
+}
+
+/// A node's handle on the metadata quorum.
+pub struct MetadataQuorum {
+    node_id: u64,
+    raft: Raft,
+    controller: Arc<Controller>,
+    image: watch::Receiver<Arc<MetadataImage>>,
+    voters: BTreeMap<u64, String>,
+    stop: watch::Sender<bool>,
+    tasks: parking_lot::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl MetadataQuorum {
+    /// Starts this node: opens (or creates) its metadata log and snapshot, binds the controller
+    /// listener, joins the quorum (the voters form it on their first start: no format step),
+    /// and runs the controller duties whenever this node leads.
+    ///
+    /// Errors: the data cannot be opened, the listener cannot be bound.
+    pub async fn start(cfg: QuorumConfig) -> anyhow::Result<Arc<MetadataQuorum>> {
+        frieda_log::create_dir_durably(&cfg.dir)?;
+        let log = LogStore::open(&cfg.dir)
+            .with_context(|| format!("opening the metadata log in {}", cfg.dir.display()))?;
+        let fresh = log.end() == 0;
+        let (tx, image) = watch::channel(Arc::new(MetadataImage::default()));
+        let sm = StateMachine::open(&cfg.dir, Arc::new(tx))
+            .with_context(|| format!("opening the metadata snapshot in {}", cfg.dir.display()))?;
+        let config = Config {
+            cluster_name: "frieda".into(),
+            election_timeout_min: cfg.election_timeout_ms,
+            election_timeout_max: cfg.election_timeout_ms * 2,
+            heartbeat_interval: cfg.heartbeat_interval_ms,
+            install_snapshot_timeout: 10_000,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(5000),
+            max_in_snapshot_log_to_keep: 1000,
+            ..Config::default()
+        }
+        .validate()
+        .context("invalid quorum timeouts")?;
+        let raft = Raft::new(cfg.node_id, Arc::new(config), Network, log, sm)
+            .await
+            .context("starting the Raft node")?;
+        let listener = tokio::net::TcpListener::bind(cfg.listen)
+            .await
+            .with_context(|| format!("binding the controller listener {}", cfg.listen))?;
+        let controller = Arc::new(Controller::new(
+            raft.clone(),
+            cfg.node_id,
+            image.clone(),
+            ControllerConfig {
+                session_timeout: Duration::from_millis(cfg.broker_session_timeout_ms),
+            },
+        ));
+        let (stop, stop_rx) = watch::channel(false);
+        let mut tasks = vec![
+            tokio::spawn(network::serve(listener, raft.clone(), controller.clone())),
+            tokio::spawn(controller.clone().run(stop_rx)),
+        ];
+        if fresh && cfg.voters.contains_key(&cfg.node_id) {
+            // Every voter proposes the same initial membership on its first start; openraft
+            // accepts it where the log is empty, and the elected leader's log wins.
+            let members: BTreeMap<u64, BasicNode> = cfg
+                .voters
+                .iter()
+                .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
+                .collect();
+            let r = raft.clone();
+            tasks.push(tokio::spawn(async move {
+                if let Err(e) = r.initialize(members).await {
+                    tracing::debug!(error = %e, "quorum already initialized");
+                }
+            }));
+        }
+        tracing::info!(node = cfg.node_id, listen = %cfg.listen, voters = ?cfg.voters, "metadata quorum started");
+        Ok(Arc::new(MetadataQuorum {
+            node_id: cfg.node_id,
+            raft,
+            controller,
+            image,
+            voters: cfg.voters,
+            stop,
+            tasks: parking_lot::Mutex::new(tasks),
+        }))
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> u64 {
+        self.node_id
+    }
+
+    /// The latest applied image.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.image.borrow().clone()
+    }
+
+    /// A receiver of every new image (one per applied batch of commands).
+    pub fn subscribe(&self) -> watch::Receiver<Arc<MetadataImage>> {
+        self.image.clone()
+    }
+
+    /// The active controller's node id, if known.
+    pub fn leader(&self) -> Option<u64> {
+        self.raft.metrics().borrow().current_leader
+    }
+
+    /// Whether this node is the active controller.
+    pub fn is_leader(&self) -> bool {
+        let m = self.raft.metrics().borrow().clone();
+        m.state == ServerState::Leader && m.current_leader == Some(self.node_id)
+    }
+
+    /// The controller-listener address of node `id`.
+    fn address_of(&self, id: u64) -> Option<String> {
+        let m = self.raft.metrics().borrow().clone();
+        m.membership_config
+            .membership()
+            .get_node(&id)
+            .map(|n| n.addr.clone())
+            .or_else(|| self.voters.get(&id).cloned())
+    }
+
+    /// Sends `req` to the active controller (this node, or forwarded), retrying while the
+    /// quorum elects a leader, for up to `timeout`.
+    ///
+    /// Errors: the controller's answer, or `Unavailable` when no leader answered in time.
+    pub async fn request(
+        &self,
+        req: ControllerRequest,
+        timeout: Duration,
+    ) -> Result<ControllerReply, ControllerError> {
+        let deadline = Instant::now() + timeout;
+        let mut last = ControllerError::Unavailable("no active controller".into());
+        let mut conns: BTreeMap<u64, Conn> = BTreeMap::new();
+        while Instant::now() < deadline {
+            let leader = self.leader();
+            let result = match leader {
+                Some(l) if l == self.node_id => self.controller.handle(req.clone()).await,
+                Some(l) => match self.address_of(l) {
+                    Some(addr) => {
+                        let conn = conns.entry(l).or_insert_with(|| Conn::new(addr));
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        match conn
+                            .call(
+                                &Request::Controller(req.clone()),
+                                left.max(Duration::from_millis(100)),
+                            )
+                            .await
+                        {
+                            Ok(Response::Controller(r)) => r,
+                            Ok(_) => Err(ControllerError::Unavailable("unexpected answer".into())),
+                            Err(e) => Err(ControllerError::Unavailable(e.to_string())),
+                        }
+                    }
+                    None => Err(ControllerError::Unavailable(format!(
+                        "no address for node {l}"
+                    ))),
+                },
+                None => Err(ControllerError::Unavailable("no active controller".into())),
+            };
+            match result {
+                Err(
+                    e @ (ControllerError::NotController { .. } | ControllerError::Unavailable(_)),
+                ) => {
+                    last = e;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                other => return other,
+            }
+        }
+        Err(last)
+    }
+
+    /// Waits until the applied image satisfies `done`, for up to `timeout`; returns it.
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        done: impl Fn(&MetadataImage) -> bool,
+    ) -> Option<Arc<MetadataImage>> {
+        let mut rx = self.image.clone();
+        let wait = async {
+            loop {
+                let img = rx.borrow_and_update().clone();
+                if done(&img) {
+                    return img;
+                }
+                if rx.changed().await.is_err() {
+                    return img;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait).await.ok()
+    }
+
+    /// The quorum's state (DescribeQuorum).
+    pub fn status(&self) -> QuorumStatus {
+        let m = self.raft.metrics().borrow().clone();
+        let now_ms = now_ms();
+        let progress = m.replication.clone().unwrap_or_default();
+        let state_of = |id: u64| {
+            let (leo, seen) =
+                if Some(id) == m.current_leader && m.current_leader == Some(self.node_id) {
+                    (m.last_log_index.map_or(-1, |i| i as i64 + 1), now_ms)
+                } else {
+                    match progress.get(&id) {
+                        Some(Some(l)) => (l.index as i64 + 1, now_ms),
+                        _ => (-1, -1),
+                    }
+                };
+            VoterState {
+                id,
+                log_end_offset: leo,
+                last_caught_up_ms: seen,
+            }
+        };
+        let membership = m.membership_config.membership().clone();
+        let voters: Vec<u64> = membership.voter_ids().collect();
+        let observers: Vec<VoterState> = membership.learner_ids().map(state_of).collect();
+        QuorumStatus {
+            leader: m.current_leader,
+            term: m.current_term,
+            high_watermark: m.last_applied.map_or(-1, |l| l.index as i64 + 1),
+            voters: voters.into_iter().map(state_of).collect(),
+            observers,
+        }
+    }
+
+    /// Stops the node's quorum tasks and Raft.
+    pub async fn shutdown(&self) {
+        let _ = self.stop.send(true);
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!(error = %e, "stopping Raft");
+        }
+        for t in self.tasks.lock().drain(..) {
+            t.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
