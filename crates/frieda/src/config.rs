@@ -209,11 +209,74 @@ pub struct BrokerConfig {
     /// Most partitions the broker hosts (`max.broker.partitions`, KIP-578's name, default 10000);
     /// more is INVALID_PARTITIONS.
     pub max_broker_partitions: i32,
+    /// The cluster settings (Kafka's KRaft names); with no `controller.quorum.voters` the
+    /// broker runs alone, as before there were clusters.
+    pub cluster: ClusterConfig,
+    /// `default.replication.factor` for topics created without one (CreateTopics -1,
+    /// auto-creation), default 1.
+    pub default_replication_factor: i16,
     /// Group coordinator settings: `group.initial.rebalance.delay.ms` (default 0, as in Kafka's
     /// shipped server.properties; Kafka's built-in default is 3000), `group.min.session.timeout.ms`
     /// (6000), `group.max.session.timeout.ms` (1800000), `offsets.retention.minutes` (10080),
     /// `offsets.retention.check.interval.ms` (600000), `offset.metadata.max.bytes` (4096).
     pub coordinator: CoordinatorConfig,
+}
+
+impl ClusterConfig {
+    /// Whether this node is part of a cluster (`controller.quorum.voters` is set).
+    pub fn enabled(&self) -> bool {
+        !self.voters.is_empty()
+    }
+}
+
+/// What makes a broker part of a cluster (Kafka's KRaft settings).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterConfig {
+    /// `process.roles`: this node votes in the metadata quorum (`controller`).
+    pub controller: bool,
+    /// `process.roles`: this node serves clients and hosts partitions (`broker`).
+    pub broker: bool,
+    /// `controller.quorum.voters`: voter id -> `host:port` of its controller listener.
+    pub voters: BTreeMap<u64, String>,
+    /// `controller.listener.names` (default `CONTROLLER`): the listeners the quorum speaks on.
+    pub controller_listener_names: Vec<String>,
+    /// `broker.session.timeout.ms` (Kafka 9000): a broker whose heartbeats stop this long is
+    /// fenced and its partitions get new leaders.
+    pub broker_session_timeout_ms: u64,
+    /// `broker.heartbeat.interval.ms` (Kafka 2000; Frieda 500 so failover takes seconds).
+    pub broker_heartbeat_interval_ms: u64,
+    /// `controller.quorum.election.timeout.ms` (Kafka 1000).
+    pub election_timeout_ms: u64,
+    /// `replica.lag.time.max.ms` (Kafka 30000): a follower not caught up with the leader for this
+    /// long leaves the ISR.
+    pub replica_lag_time_max_ms: u64,
+    /// `replica.fetch.wait.max.ms` (Kafka 500): how long a follower's fetch waits for data.
+    pub replica_fetch_wait_max_ms: u64,
+    /// `replica.fetch.max.bytes` (Kafka 1048576): bytes per partition per follower fetch.
+    pub replica_fetch_max_bytes: usize,
+    /// `offsets.topic.replication.factor` (Kafka 3; capped by the brokers alive at creation).
+    pub offsets_topic_replication_factor: i16,
+    /// `offsets.topic.num.partitions` (Kafka 50).
+    pub offsets_topic_num_partitions: i32,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            controller: true,
+            broker: true,
+            voters: BTreeMap::new(),
+            controller_listener_names: vec!["CONTROLLER".into()],
+            broker_session_timeout_ms: 9_000,
+            broker_heartbeat_interval_ms: 500,
+            election_timeout_ms: 1_000,
+            replica_lag_time_max_ms: 30_000,
+            replica_fetch_wait_max_ms: 500,
+            replica_fetch_max_bytes: 1 << 20,
+            offsets_topic_replication_factor: 3,
+            offsets_topic_num_partitions: 50,
+        }
+    }
 }
 
 /// The log cleaner's settings (Kafka's `CleanerConfig`; defaults as in Kafka 4.x).
@@ -301,6 +364,8 @@ impl Default for BrokerConfig {
             offsets_topic_segment_bytes: 104_857_600,
             max_partitions_per_topic: 10_000,
             max_broker_partitions: 10_000,
+            cluster: ClusterConfig::default(),
+            default_replication_factor: 1,
             coordinator: CoordinatorConfig::default(),
         }
     }
@@ -334,7 +399,11 @@ impl BrokerConfig {
     /// Errors: a message naming the setting.
     pub fn check(&self) -> anyhow::Result<()> {
         for l in &self.listeners {
-            match self.security_protocol_map.get(&l.name).map(String::as_str) {
+            // Controller listeners speak PLAINTEXT unless mapped otherwise (as in Kafka).
+            let protocol = self.security_protocol_map.get(&l.name).map(String::as_str).or(
+                self.is_controller_listener(&l.name).then_some("PLAINTEXT"),
+            );
+            match protocol {
                 Some("PLAINTEXT") => {}
                 Some(other) => bail!(
                     "config key `listeners`: listener {} uses security protocol {other}, which Frieda does not support yet (only PLAINTEXT)",
@@ -367,11 +436,59 @@ impl BrokerConfig {
                 }
             }
         }
-        let (host, _) = self.advertised();
-        if host == "0.0.0.0" {
+        if self.cluster.enabled() {
+            let c = &self.cluster;
+            if !c.broker && !c.controller {
+                bail!("config key `process.roles`: a node must be a broker, a controller or both");
+            }
+            let id = u64::try_from(self.node_id).unwrap_or(u64::MAX);
+            if c.controller {
+                if !c.voters.contains_key(&id) {
+                    bail!("config key `controller.quorum.voters`: this controller (node.id {}) is not one of the voters {:?}", self.node_id, c.voters);
+                }
+                if self.controller_listener().is_none() {
+                    bail!("config key `listeners`: a controller needs a listener named in controller.listener.names ({:?})", c.controller_listener_names);
+                }
+            } else if c.voters.contains_key(&id) {
+                bail!("config key `process.roles`: node {} is a voter, so its roles must include `controller`", self.node_id);
+            }
+            if c.broker && self.client_listeners().next().is_none() {
+                bail!("config key `listeners`: a broker needs a listener that is not a controller listener");
+            }
+        } else if self.client_listeners().next().is_none() {
+            bail!("config key `listeners`: controller listeners need controller.quorum.voters");
+        }
+        if !self.cluster.enabled() || self.cluster.broker {
+            let (host, _) = self.advertised();
+            if host == "0.0.0.0" {
             bail!("config key `advertised.listeners`: cannot use the nonroutable meta-address 0.0.0.0; use a routable IP address (set advertised.listeners)");
+            }
         }
         Ok(())
+    }
+
+    /// Whether listener `name` is a controller listener (`controller.listener.names`).
+    pub fn is_controller_listener(&self, name: &str) -> bool {
+        self.cluster.enabled()
+            && self
+                .cluster
+                .controller_listener_names
+                .iter()
+                .any(|n| n == name)
+    }
+
+    /// The listeners clients connect to (every listener but the controller's).
+    pub fn client_listeners(&self) -> impl Iterator<Item = &Endpoint> {
+        self.listeners
+            .iter()
+            .filter(|l| !self.is_controller_listener(&l.name))
+    }
+
+    /// This node's controller listener (cluster mode).
+    pub fn controller_listener(&self) -> Option<&Endpoint> {
+        self.listeners
+            .iter()
+            .find(|l| self.is_controller_listener(&l.name))
     }
 
     fn set(&mut self, key: &str, value: &toml::Value) -> anyhow::Result<()> {
@@ -531,7 +648,74 @@ impl BrokerConfig {
             "offset.metadata.max.bytes" => {
                 self.coordinator.offset_metadata_max_bytes = text.parse()?
             }
-            "default.replication.factor" | "offsets.topic.replication.factor" => {}
+            "default.replication.factor" => {
+                self.default_replication_factor = i16::try_from(positive(&text)?)?
+            }
+            "process.roles" => {
+                let roles: Vec<&str> = text.split(',').map(str::trim).collect();
+                if roles.is_empty() || roles.iter().any(|r| *r != "broker" && *r != "controller") {
+                    bail!("expected `broker`, `controller` or `broker,controller`");
+                }
+                let c = &mut self.cluster;
+                c.broker = roles.contains(&"broker");
+                c.controller = roles.contains(&"controller");
+            }
+            "controller.quorum.voters" => {
+                let mut voters = BTreeMap::new();
+                for v in text.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+                    let (id, addr) = v
+                        .split_once('@')
+                        .with_context(|| format!("expected ID@HOST:PORT, got `{v}`"))?;
+                    let id: u64 = id.parse().with_context(|| format!("bad voter id in `{v}`"))?;
+                    Endpoint::parse(addr).with_context(|| format!("bad voter address in `{v}`"))?;
+                    voters.insert(id, addr.to_string());
+                }
+                if voters.is_empty() {
+                    bail!("no voters");
+                }
+                self.cluster.voters = voters;
+            }
+            "controller.quorum.bootstrap.servers" => {
+                bail!("use controller.quorum.voters (static voters; dynamic quorums are not supported)")
+            }
+            "controller.listener.names" => {
+                self.cluster.controller_listener_names = text
+                    .split(',')
+                    .map(|n| n.trim().to_ascii_uppercase())
+                    .filter(|n| !n.is_empty())
+                    .collect()
+            }
+            "broker.session.timeout.ms" => {
+                self.cluster.broker_session_timeout_ms =
+                    positive(&text)?
+            }
+            "broker.heartbeat.interval.ms" => {
+                self.cluster.broker_heartbeat_interval_ms = positive(&text)?
+            }
+            "controller.quorum.election.timeout.ms" => {
+                self.cluster.election_timeout_ms =
+                    positive(&text)?.max(50)
+            }
+            "replica.lag.time.max.ms" => {
+                self.cluster.replica_lag_time_max_ms =
+                    positive(&text)?
+            }
+            "replica.fetch.wait.max.ms" => {
+                self.cluster.replica_fetch_wait_max_ms =
+                    positive(&text)?
+            }
+            "replica.fetch.max.bytes" => {
+                self.cluster.replica_fetch_max_bytes =
+                    positive(&text)? as usize
+            }
+            "offsets.topic.replication.factor" => {
+                let n = i16::try_from(positive(&text)?)?;
+                self.cluster.offsets_topic_replication_factor = n;
+            }
+            "offsets.topic.num.partitions" => {
+                let n = i32::try_from(positive(&text)?)?;
+                self.cluster.offsets_topic_num_partitions = n;
+            }
             _ => {
                 // Broker-level `log.` prefixed forms of topic configs are accepted too, as in Kafka.
                 let topic_key = key.strip_prefix("log.").unwrap_or(key);
@@ -560,7 +744,7 @@ impl BrokerConfig {
     /// listener (or the listener itself); an empty host is this machine's host name, as Kafka
     /// advertises a wildcard listener.
     pub fn advertised(&self) -> (String, i32) {
-        let first = &self.listeners[0];
+        let first = self.client_listeners().next().unwrap_or(&self.listeners[0]);
         let e = self
             .advertised_listeners
             .as_ref()
@@ -693,6 +877,47 @@ mod tests {
             "listeners = \"PLAINTEXT://0.0.0.0:9092\"\n\"advertised.listeners\" = \"PLAINTEXT://broker1:9092\""
         )
         .is_ok());
+    }
+
+    #[test]
+    fn cluster_settings_in_kafkas_kraft_names() {
+        let text = "\"node.id\" = 2\n\"process.roles\" = \"broker,controller\"\n\
+            listeners = \"PLAINTEXT://127.0.0.1:9192,CONTROLLER://127.0.0.1:9193\"\n\
+            \"controller.listener.names\" = \"CONTROLLER\"\n\
+            \"controller.quorum.voters\" = \"1@127.0.0.1:9093,2@127.0.0.1:9193,3@127.0.0.1:9293\"\n\
+            \"default.replication.factor\" = 3\n\"offsets.topic.replication.factor\" = 3\n\
+            \"offsets.topic.num.partitions\" = 12\n\"replica.lag.time.max.ms\" = 5000";
+        let c = BrokerConfig::from_toml(text).unwrap();
+        assert!(c.cluster.enabled() && c.cluster.broker && c.cluster.controller);
+        assert_eq!(c.cluster.voters.len(), 3);
+        assert_eq!(c.cluster.voters[&2], "127.0.0.1:9193");
+        assert_eq!(c.controller_listener().unwrap().port, 9193);
+        assert_eq!(c.client_listeners().count(), 1);
+        assert_eq!(c.advertised(), ("127.0.0.1".to_string(), 9192));
+        assert_eq!(c.default_replication_factor, 3);
+        assert_eq!(c.cluster.offsets_topic_num_partitions, 12);
+        assert_eq!(c.cluster.replica_lag_time_max_ms, 5000);
+        // A single broker's server.properties may set these without becoming a cluster.
+        let single = BrokerConfig::from_toml("\"offsets.topic.replication.factor\" = 1").unwrap();
+        assert!(!single.cluster.enabled());
+        for (bad, key) in [
+            (text.replace("\"node.id\" = 2", "\"node.id\" = 7"), "controller.quorum.voters"),
+            (
+                text.replace(",CONTROLLER://127.0.0.1:9193", ""),
+                "listeners",
+            ),
+            (
+                text.replace("1@127.0.0.1:9093", "x@127.0.0.1:9093"),
+                "controller.quorum.voters",
+            ),
+            (
+                text.replace("broker,controller", "broker"),
+                "process.roles",
+            ),
+        ] {
+            let e = format!("{:#}", BrokerConfig::from_toml(&bad).unwrap_err());
+            assert!(e.contains(key), "{e}");
+        }
     }
 
     #[test]

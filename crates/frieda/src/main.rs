@@ -99,7 +99,7 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
     let cleaner = LogCleaner::start(broker.clone());
     let served = runtime.block_on(async {
         let mut listeners = Vec::new();
-        for l in &broker.config.listeners {
+        for l in broker.config.client_listeners() {
             let addr = l.bind_addr()?;
             let socket = frieda::server::listener::bind(addr, &broker.config)
                 .with_context(|| format!("binding {l} ({addr})"))?;
