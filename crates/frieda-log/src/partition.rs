@@ -588,9 +588,21 @@ impl PartitionLog {
     }
 
     /// The leader epoch stamped on appended batches (KIP-101); -1 (the default) leaves the
-    /// producer's value. Set by the broker when it becomes the partition's leader.
-    pub fn set_leader_epoch(&mut self, epoch: i32) {
+    /// producer's value. Set by the broker when it becomes the partition's leader; a new epoch
+    /// is recorded at once as starting at the log end offset (Kafka's
+    /// `maybeAssignEpochStartOffset`), so OffsetForLeaderEpoch answers a follower that still has
+    /// an older epoch's unreplicated tail even before this leader appends anything.
+    ///
+    /// Errors: the leader epoch checkpoint cannot be written (the log goes offline).
+    pub fn set_leader_epoch(&mut self, epoch: i32) -> Result<(), LogError> {
         self.leader_epoch = epoch;
+        if epoch >= 0 && self.epochs.assign(epoch, self.log_end_offset()) {
+            if let Err(e) = self.epochs.persist() {
+                self.go_offline("writing the leader epoch checkpoint", &e);
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// The latest leader epoch in the log, or -1.

@@ -969,9 +969,9 @@ fn leader_epochs_follower_appends_and_truncation() {
     let (mut leader, _) =
         PartitionLog::open(dir.path().join("l").as_path(), config.clone(), NOW).unwrap();
     // Epoch 1 writes offsets 0..8, epoch 3 writes 8..14: every stored batch carries its epoch.
-    leader.set_leader_epoch(1);
+    leader.set_leader_epoch(1).unwrap();
     let first = fill(&mut leader, 4, 2, 1000, 50);
-    leader.set_leader_epoch(3);
+    leader.set_leader_epoch(3).unwrap();
     fill(&mut leader, 3, 2, 2000, 50);
     let all = leader.reader().read(0, usize::MAX, i64::MAX).unwrap();
     let hs = validate_batches(&concat(&all), usize::MAX).unwrap();
@@ -990,6 +990,13 @@ fn leader_epochs_follower_appends_and_truncation() {
     assert_eq!(leader.end_offset_for_epoch(2), (1, 8));
     assert_eq!(leader.end_offset_for_epoch(3), (3, 14));
     assert_eq!(leader.end_offset_for_epoch(4), (-1, -1));
+    // A new leader epoch starts at the log end at once, before anything is appended in it:
+    // a follower still holding epoch 3 learns where it ends.
+    leader.set_leader_epoch(5).unwrap();
+    assert_eq!(leader.latest_epoch(), 5);
+    assert_eq!(leader.end_offset_for_epoch(3), (3, 14));
+    assert_eq!(leader.end_offset_for_epoch(4), (3, 14));
+    assert_eq!(leader.end_offset_for_epoch(5), (5, 14));
 
     // A follower appends the leader's batches as they are, with their offsets and epochs.
     let (mut follower, _) =
@@ -1035,7 +1042,7 @@ fn leader_epochs_follower_appends_and_truncation() {
         "the first four batches, as stored"
     );
     // Appends continue at the truncation point; a reopen sees the same log and epochs.
-    follower.set_leader_epoch(4);
+    follower.set_leader_epoch(4).unwrap();
     assert_eq!(
         follower
             .append(bm(&simple_batch(1, 3000, 5)), NOW)

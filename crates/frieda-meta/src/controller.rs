@@ -131,10 +131,14 @@ pub enum ControllerRequest {
 pub enum ControllerReply {
     /// Done.
     Done,
-    /// A heartbeat's answer: whether the broker is fenced now.
+    /// A heartbeat's answer: whether the broker is fenced now, and how far the metadata log
+    /// was applied when the controller answered (a starting broker serves once its own image
+    /// has caught up with it, as Kafka's brokers wait for their registration's offset).
     Heartbeat {
         /// Fenced (it must not lead anything).
         fenced: bool,
+        /// The controller's applied metadata offset.
+        offset: u64,
     },
     /// A partition's new state.
     Partition(PartitionState),
@@ -458,7 +462,10 @@ impl Controller {
                 })
                 .await?;
             }
-            return Ok(ControllerReply::Heartbeat { fenced: true });
+            return Ok(ControllerReply::Heartbeat {
+                fenced: true,
+                offset: self.image.borrow().offset,
+            });
         }
         self.sessions.lock().insert(
             hb.id,
@@ -493,7 +500,10 @@ impl Controller {
             tracing::info!(broker = hb.id, "unfenced broker");
         }
         self.ensure_learner(hb.id, &hb.raft_addr).await;
-        Ok(ControllerReply::Heartbeat { fenced: false })
+        Ok(ControllerReply::Heartbeat {
+            fenced: false,
+            offset: self.image.borrow().offset,
+        })
     }
 
     /// A broker-only node gets the metadata log as a Raft learner.
@@ -618,22 +628,19 @@ fn place(
         .collect())
 }
 
-/// Kafka's cluster ids: 22 characters of URL-safe base64 of a UUID.
+/// Kafka's cluster ids and its text form of topic ids: URL-safe base64 without padding (22
+/// characters for a UUID).
 pub fn base64_url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    for &b in bytes {
-        acc = (acc << 8) | u32::from(b);
-        bits += 8;
-        while bits >= 6 {
-            bits -= 6;
-            out.push(ALPHABET[((acc >> bits) & 63) as usize] as char);
-        }
-    }
-    if bits > 0 {
-        out.push(ALPHABET[((acc << (6 - bits)) & 63) as usize] as char);
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The 16 bytes of a UUID written by [`base64_url`], `None` if `text` is not one.
+pub fn base64_url_uuid(text: &str) -> Option<[u8; 16]> {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text)
+        .ok()?
+        .try_into()
+        .ok()
 }

@@ -288,6 +288,15 @@ impl MetadataImage {
                 r.fenced = false;
                 r.epoch = offset;
                 let id = r.id;
+                // A new run of a live broker (it restarted within its session): its previous run
+                // is fenced first, so what it led moves to an in-sync replica and its restarted
+                // log, which may have lost unsynced records, rejoins as a follower.
+                if let Some(old) = self.brokers.get_mut(&id) {
+                    if old.incarnation != r.incarnation && !old.fenced {
+                        old.fenced = true;
+                        self.fence_in_partitions(id);
+                    }
+                }
                 self.brokers.insert(id, r);
                 self.elect_where_offline(id);
                 Ok(MetaOutcome::Done)

@@ -215,6 +215,8 @@ pub struct BrokerConfig {
     /// `default.replication.factor` for topics created without one (CreateTopics -1,
     /// auto-creation), default 1.
     pub default_replication_factor: i16,
+    /// `broker.rack`: reported in Metadata and DescribeCluster (not yet used for placement).
+    pub rack: Option<String>,
     /// Group coordinator settings: `group.initial.rebalance.delay.ms` (default 0, as in Kafka's
     /// shipped server.properties; Kafka's built-in default is 3000), `group.min.session.timeout.ms`
     /// (6000), `group.max.session.timeout.ms` (1800000), `offsets.retention.minutes` (10080),
@@ -366,6 +368,7 @@ impl Default for BrokerConfig {
             max_broker_partitions: 10_000,
             cluster: ClusterConfig::default(),
             default_replication_factor: 1,
+            rack: None,
             coordinator: CoordinatorConfig::default(),
         }
     }
@@ -400,9 +403,11 @@ impl BrokerConfig {
     pub fn check(&self) -> anyhow::Result<()> {
         for l in &self.listeners {
             // Controller listeners speak PLAINTEXT unless mapped otherwise (as in Kafka).
-            let protocol = self.security_protocol_map.get(&l.name).map(String::as_str).or(
-                self.is_controller_listener(&l.name).then_some("PLAINTEXT"),
-            );
+            let protocol = self
+                .security_protocol_map
+                .get(&l.name)
+                .map(String::as_str)
+                .or(self.is_controller_listener(&l.name).then_some("PLAINTEXT"));
             match protocol {
                 Some("PLAINTEXT") => {}
                 Some(other) => bail!(
@@ -451,6 +456,8 @@ impl BrokerConfig {
                 }
             } else if c.voters.contains_key(&id) {
                 bail!("config key `process.roles`: node {} is a voter, so its roles must include `controller`", self.node_id);
+            } else if self.controller_listener().is_none() {
+                bail!("config key `listeners`: a broker-only node needs a listener named in controller.listener.names ({:?}) too: the metadata log is replicated to it there", c.controller_listener_names);
             }
             if c.broker && self.client_listeners().next().is_none() {
                 bail!("config key `listeners`: a broker needs a listener that is not a controller listener");
@@ -461,7 +468,7 @@ impl BrokerConfig {
         if !self.cluster.enabled() || self.cluster.broker {
             let (host, _) = self.advertised();
             if host == "0.0.0.0" {
-            bail!("config key `advertised.listeners`: cannot use the nonroutable meta-address 0.0.0.0; use a routable IP address (set advertised.listeners)");
+                bail!("config key `advertised.listeners`: cannot use the nonroutable meta-address 0.0.0.0; use a routable IP address (set advertised.listeners)");
             }
         }
         Ok(())
@@ -648,6 +655,7 @@ impl BrokerConfig {
             "offset.metadata.max.bytes" => {
                 self.coordinator.offset_metadata_max_bytes = text.parse()?
             }
+            "broker.rack" => self.rack = Some(text.clone()).filter(|r| !r.is_empty()),
             "default.replication.factor" => {
                 self.default_replication_factor = i16::try_from(positive(&text)?)?
             }
@@ -666,7 +674,9 @@ impl BrokerConfig {
                     let (id, addr) = v
                         .split_once('@')
                         .with_context(|| format!("expected ID@HOST:PORT, got `{v}`"))?;
-                    let id: u64 = id.parse().with_context(|| format!("bad voter id in `{v}`"))?;
+                    let id: u64 = id
+                        .parse()
+                        .with_context(|| format!("bad voter id in `{v}`"))?;
                     Endpoint::parse(addr).with_context(|| format!("bad voter address in `{v}`"))?;
                     voters.insert(id, addr.to_string());
                 }
@@ -686,27 +696,20 @@ impl BrokerConfig {
                     .collect()
             }
             "broker.session.timeout.ms" => {
-                self.cluster.broker_session_timeout_ms =
-                    positive(&text)?
+                self.cluster.broker_session_timeout_ms = positive(&text)?
             }
             "broker.heartbeat.interval.ms" => {
                 self.cluster.broker_heartbeat_interval_ms = positive(&text)?
             }
             "controller.quorum.election.timeout.ms" => {
-                self.cluster.election_timeout_ms =
-                    positive(&text)?.max(50)
+                self.cluster.election_timeout_ms = positive(&text)?.max(50)
             }
-            "replica.lag.time.max.ms" => {
-                self.cluster.replica_lag_time_max_ms =
-                    positive(&text)?
-            }
+            "replica.lag.time.max.ms" => self.cluster.replica_lag_time_max_ms = positive(&text)?,
             "replica.fetch.wait.max.ms" => {
-                self.cluster.replica_fetch_wait_max_ms =
-                    positive(&text)?
+                self.cluster.replica_fetch_wait_max_ms = positive(&text)?
             }
             "replica.fetch.max.bytes" => {
-                self.cluster.replica_fetch_max_bytes =
-                    positive(&text)? as usize
+                self.cluster.replica_fetch_max_bytes = positive(&text)? as usize
             }
             "offsets.topic.replication.factor" => {
                 let n = i16::try_from(positive(&text)?)?;
@@ -738,6 +741,26 @@ impl BrokerConfig {
             }
         }
         Ok(())
+    }
+
+    /// Every client listener as clients reach it (`advertised.listeners` by name, else the
+    /// listener; an empty host is this machine's host name), for the cluster metadata.
+    pub fn advertised_endpoints(&self) -> Vec<(String, String, u16)> {
+        self.client_listeners()
+            .map(|l| {
+                let e = self
+                    .advertised_listeners
+                    .as_ref()
+                    .and_then(|a| a.iter().find(|e| e.name == l.name))
+                    .unwrap_or(l);
+                let host = if e.host.is_empty() {
+                    local_host_name()
+                } else {
+                    e.host.clone()
+                };
+                (l.name.clone(), host, e.port)
+            })
+            .collect()
     }
 
     /// The `host:port` clients are told to connect to: the advertised endpoint of the first
@@ -901,7 +924,10 @@ mod tests {
         let single = BrokerConfig::from_toml("\"offsets.topic.replication.factor\" = 1").unwrap();
         assert!(!single.cluster.enabled());
         for (bad, key) in [
-            (text.replace("\"node.id\" = 2", "\"node.id\" = 7"), "controller.quorum.voters"),
+            (
+                text.replace("\"node.id\" = 2", "\"node.id\" = 7"),
+                "controller.quorum.voters",
+            ),
             (
                 text.replace(",CONTROLLER://127.0.0.1:9193", ""),
                 "listeners",
@@ -910,10 +936,7 @@ mod tests {
                 text.replace("1@127.0.0.1:9093", "x@127.0.0.1:9093"),
                 "controller.quorum.voters",
             ),
-            (
-                text.replace("broker,controller", "broker"),
-                "process.roles",
-            ),
+            (text.replace("broker,controller", "broker"), "process.roles"),
         ] {
             let e = format!("{:#}", BrokerConfig::from_toml(&bad).unwrap_err());
             assert!(e.contains(key), "{e}");

@@ -4,14 +4,22 @@
 //! Layers, top-down (each uses only the ones below it):
 //! - [`server`]: listener, connection read loop, response sequencer.
 //! - [`handlers`]: one module per API family, decoding requests and building responses.
-//! - [`coordinator`]: cross-request state (idempotent producers).
+//! - [`cluster`]: membership of a cluster (heartbeats, fencing) and the reconciler that turns
+//!   the metadata image into local replicas and roles.
+//! - [`replication`]: each partition's role, followers' progress and high watermark; the
+//!   follower fetchers.
+//! - [`coordinator`]: cross-request state (consumer groups, committed offsets, idempotent
+//!   producers).
 //! - [`broker`]: topics and partitions, log writer threads, the log cleaner.
 //! - [`durable`]: crash-safe small metadata files.
+//! - `frieda-meta` (crate): the metadata quorum (openraft) and the active controller.
 //! - `frieda-log` (crate): the partition log itself.
 
 pub mod broker;
+pub mod cluster;
 pub mod config;
 pub mod coordinator;
 pub mod durable;
 pub mod handlers;
+pub mod replication;
 pub mod server;

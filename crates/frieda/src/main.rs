@@ -5,8 +5,12 @@ use clap::{Parser, Subcommand};
 use frieda::broker::cleaner::LogCleaner;
 use frieda::broker::writer::Upkeep;
 use frieda::broker::Broker;
+use frieda::cluster::{self, heartbeat::Registration, ClusterNode};
 use frieda::config::{BrokerConfig, Endpoint};
+use frieda::replication::fetcher::Fetchers;
+use frieda_meta::{Endpoint as MetaEndpoint, MetadataQuorum, QuorumConfig};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -48,7 +52,13 @@ fn main() -> std::process::ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                // openraft reports every failed send to a stopped node; the quorum's own
+                // warnings say what matters.
+                .unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new(
+                        "info,openraft=warn,openraft::replication=off,openraft::engine=off",
+                    )
+                }),
         )
         .init();
     let cli = Cli::parse();
@@ -98,6 +108,37 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
     let broker = Broker::open(cfg)?;
     let cleaner = LogCleaner::start(broker.clone());
     let served = runtime.block_on(async {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        // Stopped first at shutdown: the controlled shutdown moves leaderships away while the
+        // listeners still serve.
+        let (hb_stop_tx, hb_stop_rx) = watch::channel(false);
+        let mut cluster_tasks = Vec::new();
+        let mut heartbeat = None;
+        let node = if broker.config.cluster.enabled() {
+            let node = start_cluster(&broker).await?;
+            if broker.config.cluster.broker {
+                let fetchers = Fetchers::new(node.clone());
+                heartbeat = Some(tokio::spawn(cluster::heartbeat::run(
+                    node.clone(),
+                    registration(&broker.config)?,
+                    hb_stop_rx,
+                )));
+                cluster_tasks.push(tokio::spawn(cluster::reconciler::run(
+                    broker.clone(),
+                    node.clone(),
+                    fetchers,
+                    stop_rx.clone(),
+                )));
+                cluster_tasks.push(tokio::spawn(cluster::isr::run_shrink_checks(
+                    broker.clone(),
+                    node.clone(),
+                    stop_rx.clone(),
+                )));
+            }
+            Some(node)
+        } else {
+            None
+        };
         let mut listeners = Vec::new();
         for l in broker.config.client_listeners() {
             let addr = l.bind_addr()?;
@@ -108,7 +149,6 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         }
         let (host, port) = broker.config.advertised();
         tracing::info!(advertised = %format!("{host}:{port}"), version = env!("CARGO_PKG_VERSION"), "frieda is listening");
-        let (stop_tx, stop_rx) = watch::channel(false);
         let maintenance = tokio::spawn(maintain(broker.clone(), stop_rx.clone()));
         // Group timers (sessions, rebalances) and offsets retention; on stop it answers parked
         // JoinGroup/SyncGroup requests so connections can finish.
@@ -118,6 +158,11 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
             .map(|l| tokio::spawn(frieda::server::serve(l, broker.clone(), stop_rx.clone())))
             .collect();
         wait_for_signal().await;
+        if let Some(hb) = heartbeat {
+            tracing::info!("shutting down: moving leaderships to other brokers (controlled shutdown)");
+            let _ = hb_stop_tx.send(true);
+            let _ = hb.await;
+        }
         tracing::info!("shutting down: no new connections, finishing in-flight requests");
         let _ = stop_tx.send(true);
         for s in servers {
@@ -125,6 +170,12 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         }
         let _ = maintenance.await;
         let _ = groups.await;
+        for t in cluster_tasks {
+            let _ = t.await;
+        }
+        if let Some(node) = node {
+            node.quorum.shutdown().await;
+        }
         anyhow::Ok(())
     });
     cleaner.stop();
@@ -135,6 +186,68 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
     tracing::info!("stopped");
     Ok(())
 }
+
+/// Starts this node's part of the metadata quorum (controller listener bound, metadata log in
+/// `<data.dir>/meta/__cluster_metadata-0`) and attaches it to the broker.
+async fn start_cluster(broker: &Broker) -> anyhow::Result<Arc<ClusterNode>> {
+    let cfg = &broker.config;
+    let c = &cfg.cluster;
+    let listener = cfg
+        .controller_listener()
+        .context("a cluster node needs a controller listener (controller.listener.names)")?;
+    let listen = listener.bind_addr()?;
+    let node_id = u64::try_from(cfg.node_id).context("node.id must not be negative")?;
+    let quorum = MetadataQuorum::start(QuorumConfig {
+        node_id,
+        voters: c.voters.clone(),
+        listen,
+        advertised: controller_address(cfg),
+        dir: cfg.data_dir.join("meta").join("__cluster_metadata-0"),
+        election_timeout_ms: c.election_timeout_ms,
+        heartbeat_interval_ms: (c.election_timeout_ms / 5).max(10),
+        broker_session_timeout_ms: c.broker_session_timeout_ms,
+    })
+    .await
+    .context("starting the metadata quorum")?;
+    let node = ClusterNode::new(quorum, cfg.node_id, c.clone());
+    broker.attach_cluster(node.clone());
+    tracing::info!(node = cfg.node_id, voters = ?c.voters, broker = c.broker, controller = c.controller, "joined the cluster");
+    Ok(node)
+}
+
+/// `host:port` where other nodes reach this node's controller listener.
+fn controller_address(cfg: &BrokerConfig) -> String {
+    let Some(l) = cfg.controller_listener() else {
+        return String::new();
+    };
+    let e = cfg
+        .advertised_listeners
+        .as_ref()
+        .and_then(|a| a.iter().find(|e| e.name == l.name))
+        .unwrap_or(l);
+    let host = if e.host.is_empty() {
+        "localhost".to_string()
+    } else {
+        e.host.clone()
+    };
+    format!("{host}:{}", e.port)
+}
+
+/// What this broker registers with the controller.
+fn registration(cfg: &BrokerConfig) -> anyhow::Result<Registration> {
+    Ok(Registration {
+        endpoints: cfg
+            .advertised_endpoints()
+            .into_iter()
+            .map(|(name, host, port)| MetaEndpoint { name, host, port })
+            .collect(),
+        rack: cfg.rack.clone(),
+        raft_addr: controller_address(cfg),
+    })
+}
+
+/// `replica.high.watermark.checkpoint.interval.ms` (Kafka's default).
+const HW_CHECKPOINT_EVERY: Duration = Duration::from_millis(5000);
 
 /// Every second: flushes that are due (`flush.ms`, rolled segments); every
 /// `log.retention.check.interval.ms`: retention; every `producer.id.expiration.check.interval.ms`:
@@ -149,6 +262,7 @@ async fn maintain(broker: std::sync::Arc<Broker>, mut stop: watch::Receiver<bool
     let mut tick = tokio::time::interval(Duration::from_secs(1).min(retention_every));
     let start = tokio::time::Instant::now();
     let (mut last_retention, mut last_expiration, mut last_checkpoint) = (start, start, start);
+    let mut last_hw_checkpoint = start;
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -169,6 +283,14 @@ async fn maintain(broker: std::sync::Arc<Broker>, mut stop: watch::Receiver<bool
                     let written = tokio::task::spawn_blocking(move || b.write_recovery_checkpoint()).await;
                     if let Ok(Err(e)) = written {
                         tracing::warn!(error = %e, "writing the recovery point checkpoint failed");
+                    }
+                }
+                if broker.cluster().is_some() && now - last_hw_checkpoint >= HW_CHECKPOINT_EVERY {
+                    last_hw_checkpoint = now;
+                    let b = broker.clone();
+                    let written = tokio::task::spawn_blocking(move || b.write_high_watermark_checkpoint()).await;
+                    if let Ok(Err(e)) = written {
+                        tracing::warn!(error = %e, "writing the high watermark checkpoint failed");
                     }
                 }
             }

@@ -154,7 +154,7 @@ fn run(broker: &Broker, stop: &(Mutex<bool>, Condvar)) {
         let mut cleaned_any = false;
         let mut live = HashSet::new();
         for topic in broker.topics() {
-            for p in topic.partitions.read().iter() {
+            for p in topic.local_partitions().iter() {
                 if stopped() {
                     break;
                 }

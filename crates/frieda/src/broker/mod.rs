@@ -16,17 +16,26 @@
 //! Persist before apply: every change to a topic (create, delete, configs, partitions) is written
 //! durably to `meta/` before memory changes, so a failed write changes nothing and a crash
 //! leaves either the old or the new state.
+//!
+//! In a cluster the topics come from the metadata image instead of `meta/topics/` (see
+//! [`replicas`]): each partition directory holds Kafka's `partition.metadata` (the topic id),
+//! `replication-offset-checkpoint` keeps the high watermarks, and `__consumer_offsets` is an
+//! ordinary replicated topic with `offsets.topic.num.partitions` partitions.
 
 pub mod checkpoint;
 pub mod cleaner;
+pub mod cluster_admin;
 pub mod partition;
+pub mod replicas;
 pub mod topic;
 pub mod topic_config;
 pub mod writer;
 
+use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
 use crate::coordinator::group::GroupCoordinator;
 use crate::coordinator::producer_ids::ProducerIdAllocator;
+use crate::coordinator::registry::GroupCoordinators;
 use crate::durable::{self, DurableError};
 use anyhow::Context;
 use frieda_log::PartitionLog;
@@ -35,7 +44,7 @@ use parking_lot::RwLock;
 use partition::Partition;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use topic::{valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC};
 use topic_config::{ConfigError, TopicConfigs};
 use uuid::Uuid;
@@ -51,7 +60,7 @@ pub struct AdminError {
 }
 
 impl AdminError {
-    fn new(code: ResponseError, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: ResponseError, message: impl Into<String>) -> Self {
         AdminError {
             code,
             message: message.into(),
@@ -78,8 +87,16 @@ pub struct Broker {
     pub producer_ids: ProducerIdAllocator,
     admin: tokio::sync::Mutex<()>,
     meta_dir: PathBuf,
-    /// Consumer groups and committed offsets.
-    pub groups: Arc<GroupCoordinator>,
+    /// Consumer groups and committed offsets (one coordinator per offsets partition led here).
+    pub groups: Arc<GroupCoordinators>,
+    /// Cluster membership (cluster mode), set once at start.
+    cluster: OnceLock<Arc<ClusterNode>>,
+    /// Checkpointed recovery points not yet used by a partition opened (cluster mode opens
+    /// partitions as the metadata image assigns them).
+    startup_recovery: parking_lot::Mutex<checkpoint::Offsets>,
+    /// Checkpointed high watermarks (`replication-offset-checkpoint`), taken by each replica
+    /// opened (cluster mode).
+    startup_hw: parking_lot::Mutex<checkpoint::Offsets>,
     /// The log cleaner's per-log state (checkpoints), shared so topic creation can reset it.
     pub(crate) cleaner_state: cleaner::CleanerState,
     /// The data directory's `.lock`, held for the broker's life (released when the file closes).
@@ -113,11 +130,17 @@ impl Broker {
             },
         );
         let producer_ids = ProducerIdAllocator::open(&meta_dir)?;
-        let offsets_rp = recovery
-            .get(&(OFFSETS_TOPIC.to_string(), 0))
-            .copied()
-            .unwrap_or(0);
-        let groups = Arc::new(open_offsets_log(&config, &meta_dir, &writers, offsets_rp)?);
+        let clustered = config.cluster.enabled();
+        let groups = if clustered {
+            GroupCoordinators::cluster(config.coordinator.clone())
+        } else {
+            let offsets_rp = recovery
+                .get(&(OFFSETS_TOPIC.to_string(), 0))
+                .copied()
+                .unwrap_or(0);
+            GroupCoordinators::single(open_offsets_log(&config, &meta_dir, &writers, offsets_rp)?)
+        };
+        let startup_hw = checkpoint::read(&data_dir.join(replicas::HIGH_WATERMARK_FILE));
         let broker = Broker {
             config,
             cluster_id,
@@ -127,10 +150,18 @@ impl Broker {
             producer_ids,
             admin: tokio::sync::Mutex::new(()),
             meta_dir,
-            groups,
+            groups: Arc::new(groups),
+            cluster: OnceLock::new(),
+            startup_recovery: parking_lot::Mutex::new(recovery.clone()),
+            startup_hw: parking_lot::Mutex::new(startup_hw),
             cleaner_state: cleaner::CleanerState::load(&data_dir),
             _dir_lock: dir_lock,
         };
+        if clustered {
+            // Topics and their replicas come from the metadata image once the quorum is up.
+            tracing::info!(data_dir = %data_dir.display(), "broker state opened; partitions follow the cluster metadata");
+            return Ok(Arc::new(broker));
+        }
         let mut metas = Vec::new();
         for entry in std::fs::read_dir(broker.meta_dir.join("topics"))? {
             let path = entry?.path();
@@ -174,22 +205,27 @@ impl Broker {
             id[i % 16] ^= (h >> 32) as u8;
         }
         let configs = offsets_topic_configs(&self.config);
+        let partition = self
+            .groups
+            .all()
+            .first()
+            .map(|c| c.offsets.partition().clone());
         Arc::new(Topic {
             name: Arc::from(OFFSETS_TOPIC),
             id: Uuid::from_bytes(id),
-            partitions: RwLock::new(vec![self.groups.offsets.partition().clone()]),
+            partitions: RwLock::new(vec![partition]),
             configs: RwLock::new(configs),
         })
     }
 
-    fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
+    pub(crate) fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
         self.config.data_dir.join(format!("{topic}-{index}"))
     }
 
     /// Opens one partition's log. `recovery` holds the checkpointed recovery points of an
     /// existing partition; `None` means a new partition, whose directory must start empty (one
     /// left by a crash in the middle of a deletion is removed first).
-    fn open_partition(
+    pub(crate) fn open_partition(
         &self,
         topic: &Arc<str>,
         index: i32,
@@ -211,7 +247,13 @@ impl Broker {
                 0
             }
         };
-        let log_config = configs.log_config(&self.config.topic_defaults);
+        let mut log_config = configs.log_config(&self.config.topic_defaults);
+        if &**topic == OFFSETS_TOPIC {
+            // Group metadata records are as large as the group's assignment; nothing reads
+            // the offsets log but its coordinator.
+            log_config.max_message_bytes = usize::MAX / 2;
+            log_config.tail_cache_bytes = 0;
+        }
         let (log, report) = PartitionLog::open_from(&dir, log_config, now_ms(), recovery_point)
             .with_context(|| format!("opening partition log {}", dir.display()))?;
         if report.truncated_bytes > 0 {
@@ -252,12 +294,12 @@ impl Broker {
         Ok(Arc::new(Topic {
             name,
             id: meta.id,
-            partitions: RwLock::new(parts),
+            partitions: RwLock::new(parts.into_iter().map(Some).collect()),
             configs: RwLock::new(meta.configs.clone()),
         }))
     }
 
-    fn insert(&self, topic: Arc<Topic>) {
+    pub(crate) fn insert(&self, topic: Arc<Topic>) {
         self.topic_ids.write().insert(topic.id, topic.clone());
         self.topics.write().insert(topic.name.clone(), topic);
     }
@@ -312,6 +354,18 @@ impl Broker {
         Ok(())
     }
 
+    /// This broker's cluster membership, in cluster mode.
+    pub fn cluster(&self) -> Option<&Arc<ClusterNode>> {
+        self.cluster.get()
+    }
+
+    /// Joins the cluster (once, at start, before the listeners open).
+    pub fn attach_cluster(&self, node: Arc<ClusterNode>) {
+        if self.cluster.set(node).is_err() {
+            tracing::error!("attach_cluster called twice; keeping the first");
+        }
+    }
+
     /// Topic by name.
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
         self.topics.read().get(name).cloned()
@@ -355,6 +409,7 @@ impl Broker {
         name: &str,
         partitions: i32,
         replication_factor: i16,
+        assignment: Option<Vec<Vec<i32>>>,
         configs: &[(String, Option<String>)],
         validate_only: bool,
     ) -> Result<Arc<Topic>, AdminError> {
@@ -364,23 +419,15 @@ impl Broker {
                 format!("topic name `{name}` is illegal: use 1-249 of [a-zA-Z0-9._-]"),
             ));
         }
-        let partitions = if partitions == -1 {
-            self.config.num_partitions
-        } else {
-            partitions
+        let partitions = match &assignment {
+            Some(a) => a.len() as i32,
+            None if partitions == -1 => self.config.num_partitions,
+            None => partitions,
         };
         if partitions < 1 {
             return Err(AdminError::new(
                 ResponseError::InvalidPartitions,
                 "number of partitions must be at least 1",
-            ));
-        }
-        if replication_factor != -1 && replication_factor != 1 {
-            return Err(AdminError::new(
-                ResponseError::InvalidReplicationFactor,
-                format!(
-                    "replication factor {replication_factor} is larger than the 1 available broker"
-                ),
             ));
         }
         let mut topic_configs = TopicConfigs::default();
@@ -394,6 +441,51 @@ impl Broker {
                     ))
                 }
             }
+        }
+        if let Some(node) = self.cluster() {
+            if name == OFFSETS_TOPIC {
+                return Err(AdminError::new(
+                    ResponseError::InvalidRequest,
+                    format!("Creation of internal topic {OFFSETS_TOPIC} is prohibited."),
+                ));
+            }
+            let rf = if replication_factor == -1 {
+                self.config.default_replication_factor
+            } else {
+                replication_factor
+            };
+            return self
+                .cluster_create_topic(
+                    node,
+                    name,
+                    partitions,
+                    rf,
+                    assignment,
+                    topic_configs,
+                    validate_only,
+                )
+                .await;
+        }
+        if replication_factor != -1 && replication_factor != 1 {
+            return Err(AdminError::new(
+                ResponseError::InvalidReplicationFactor,
+                format!(
+                    "replication factor {replication_factor} is larger than the 1 available broker"
+                ),
+            ));
+        }
+        if assignment
+            .iter()
+            .flatten()
+            .any(|replicas| replicas.len() != 1 || replicas[0] != self.config.node_id)
+        {
+            return Err(AdminError::new(
+                ResponseError::InvalidReplicaAssignment,
+                format!(
+                    "assignments may only name broker {} once",
+                    self.config.node_id
+                ),
+            ));
         }
         let _admin = self.admin.lock().await;
         if let Some(existing) = self.topic(name) {
@@ -456,7 +548,7 @@ impl Broker {
                 "unknown topic",
             ));
         }
-        match self.create_topic(name, -1, -1, &[], false).await {
+        match self.create_topic(name, -1, -1, None, &[], false).await {
             Ok(t) => Ok(t),
             Err(e) if e.code == ResponseError::TopicAlreadyExists => self
                 .topic(name)
@@ -473,6 +565,9 @@ impl Broker {
     /// cannot be removed (then nothing changed).
     pub async fn delete_topic(self: &Arc<Self>, topic: Arc<Topic>) -> Result<(), AdminError> {
         refuse_internal(&topic)?;
+        if let Some(node) = self.cluster() {
+            return self.cluster_delete_topic(node, &topic).await;
+        }
         let _admin = self.admin.lock().await;
         if self.topics.read().get(&topic.name).map(|t| t.id) != Some(topic.id) {
             return Err(AdminError::new(
@@ -502,7 +597,7 @@ impl Broker {
         let data_dir = self.config.data_dir.clone();
         let broker = self.clone();
         let _ = tokio::task::spawn_blocking(move || {
-            for p in topic.partitions.read().iter() {
+            for p in topic.local_partitions().iter() {
                 p.mark_deleted();
                 drop(p.state.lock().take());
                 let dir = broker.partition_dir(&p.topic, p.index);
@@ -544,9 +639,28 @@ impl Broker {
         self: &Arc<Self>,
         topic: Arc<Topic>,
         count: i32,
+        assignment: Option<Vec<Vec<i32>>>,
         validate_only: bool,
     ) -> Result<(), AdminError> {
         refuse_internal(&topic)?;
+        if let Some(node) = self.cluster() {
+            return self
+                .cluster_create_partitions(node, &topic, count, assignment, validate_only)
+                .await;
+        }
+        if assignment
+            .iter()
+            .flatten()
+            .any(|replicas| replicas.len() != 1 || replicas[0] != self.config.node_id)
+        {
+            return Err(AdminError::new(
+                ResponseError::InvalidReplicaAssignment,
+                format!(
+                    "assignments may only name broker {} once",
+                    self.config.node_id
+                ),
+            ));
+        }
         let _admin = self.admin.lock().await;
         let current = topic.partition_count();
         if count <= current {
@@ -579,7 +693,7 @@ impl Broker {
                 }
                 return Err(e.into());
             }
-            topic.partitions.write().extend(added);
+            topic.partitions.write().extend(added.into_iter().map(Some));
             tracing::info!(topic = %topic.name, from = current, to = count, "added partitions");
             Ok(())
         })
@@ -598,6 +712,9 @@ impl Broker {
         configs: TopicConfigs,
     ) -> Result<(), AdminError> {
         refuse_internal(&topic)?;
+        if let Some(node) = self.cluster() {
+            return self.cluster_set_topic_configs(node, &topic, configs).await;
+        }
         let _admin = self.admin.lock().await;
         let broker = self.clone();
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
@@ -607,7 +724,7 @@ impl Broker {
             let log_config = configs.log_config(&broker.config.topic_defaults);
             let policy = configs.produce_policy(&broker.config.topic_defaults);
             *topic.configs.write() = configs;
-            for p in topic.partitions.read().iter() {
+            for p in topic.local_partitions().iter() {
                 p.set_configs(log_config.clone(), policy);
             }
             Ok(())
@@ -621,7 +738,7 @@ impl Broker {
     /// says) for every partition on its writer thread.
     pub fn schedule_maintenance(&self, upkeep: Upkeep) {
         for topic in self.topics() {
-            for p in topic.partitions.read().iter() {
+            for p in topic.local_partitions().iter() {
                 let queued = p.writer().try_send(WriterJob::Maintain {
                     partition: p.clone(),
                     upkeep,
@@ -637,7 +754,7 @@ impl Broker {
     fn recovery_points(&self) -> checkpoint::Offsets {
         let mut points = checkpoint::Offsets::new();
         for topic in self.topics() {
-            for p in topic.partitions.read().iter() {
+            for p in topic.local_partitions().iter() {
                 if let Some(rp) = p.recovery_point() {
                     points.insert((p.topic.to_string(), p.index), rp);
                 }
@@ -662,9 +779,14 @@ impl Broker {
         if let Some(w) = self.writers.lock().take() {
             w.stop();
         }
+        if self.cluster().is_some() {
+            if let Err(e) = self.write_high_watermark_checkpoint() {
+                tracing::error!(error = %e, "writing the high watermark checkpoint failed");
+            }
+        }
         let mut points = checkpoint::Offsets::new();
         for topic in self.topics() {
-            for p in topic.partitions.read().iter() {
+            for p in topic.local_partitions().iter() {
                 p.mark_deleted();
                 if let Some(mut state) = p.state.lock().take() {
                     match state.log.flush() {
@@ -762,7 +884,7 @@ fn set_aside_strays(data_dir: &Path, metas: &[TopicMeta]) {
     }
 }
 
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
@@ -779,7 +901,7 @@ fn refuse_internal(topic: &Topic) -> Result<(), AdminError> {
 
 /// The offsets log's topic configs: `cleanup.policy=compact` (the log cleaner keeps the latest
 /// commit of each group and partition), `offsets.topic.segment.bytes`.
-fn offsets_topic_configs(config: &BrokerConfig) -> TopicConfigs {
+pub(crate) fn offsets_topic_configs(config: &BrokerConfig) -> TopicConfigs {
     let mut configs = TopicConfigs::default();
     let _ = configs.set("cleanup.policy", "compact");
     let _ = configs.set(
@@ -851,28 +973,9 @@ fn load_cluster_id(meta_dir: &Path) -> anyhow::Result<String> {
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     }
     // Kafka cluster ids are 22-character URL-safe base64 UUIDs.
-    let id = base64_url(Uuid::new_v4().as_bytes());
+    let id = frieda_meta::controller::base64_url(Uuid::new_v4().as_bytes());
     durable::write(&path, &serde_json::json!({ "cluster_id": id }).to_string())
         .map_err(std::io::Error::from)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(id)
-}
-
-fn base64_url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    for &b in bytes {
-        acc = (acc << 8) | b as u32;
-        bits += 8;
-        while bits >= 6 {
-            bits -= 6;
-            out.push(ALPHABET[((acc >> bits) & 63) as usize] as char);
-        }
-    }
-    if bits > 0 {
-        out.push(ALPHABET[((acc << (6 - bits)) & 63) as usize] as char);
-    }
-    out
 }

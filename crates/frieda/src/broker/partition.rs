@@ -4,6 +4,7 @@
 use super::topic_config::ProducePolicy;
 use super::writer::{now_ms, AppendOutcome, WriterHandle, WriterJob};
 use crate::coordinator::producer_state::{ProducerStateTable, SequenceCheck};
+use crate::replication::{Leader, Replication, Role};
 use bytes::BytesMut;
 use frieda_log::{BatchHeader, LogError, LogReader, PartitionLog};
 use kafka_protocol::error::ResponseError;
@@ -37,7 +38,8 @@ enum Submitted {
     Waiting(oneshot::Receiver<Result<AppendOutcome, ResponseError>>),
 }
 
-/// A topic partition on this broker (the leader; Frieda runs one replica).
+/// A topic partition on this broker: the only replica (single-broker mode), or in a cluster its
+/// leader, a follower or an offline replica ([`Replication`]).
 pub struct Partition {
     /// Topic name.
     pub topic: Arc<str>,
@@ -50,6 +52,8 @@ pub struct Partition {
     deleted: AtomicBool,
     policy: RwLock<ProducePolicy>,
     writer: WriterHandle,
+    /// Role, followers' progress and high watermark (cluster mode).
+    pub repl: Replication,
 }
 
 impl Partition {
@@ -76,6 +80,7 @@ impl Partition {
             topic,
             index,
             policy: RwLock::new(policy),
+            repl: Replication::default(),
             reader: log.reader(),
             state: Mutex::new(Some(PartitionState { log, producers })),
             data_arrived: Notify::new(),
@@ -94,7 +99,11 @@ impl Partition {
     /// (`flush.messages=1`) only what is fsync'ed, as in Kafka, whose append flushes before the
     /// high watermark moves: a power cut can then never take back a record a consumer saw.
     pub fn high_watermark(&self) -> i64 {
-        let leo = self.reader.log_end_offset();
+        let leo = if self.repl.is_replicated() {
+            self.repl.high_watermark().min(self.reader.log_end_offset())
+        } else {
+            self.reader.log_end_offset()
+        };
         if self.policy.read().flush_every_append {
             leo.min(self.reader.recovery_point())
         } else {
@@ -201,6 +210,7 @@ impl Partition {
             (result, due)
         };
         if result.is_ok() {
+            self.advance_high_watermark();
             self.notify_data();
         }
         match result {
@@ -224,7 +234,18 @@ impl Partition {
         records: BytesMut,
         header: &BatchHeader,
     ) -> Result<AppendOutcome, ResponseError> {
-        self.append_to(self.state.lock().as_mut(), records, header)
+        let result = self.append_to(self.state.lock().as_mut(), records, header);
+        if result.is_ok() {
+            self.advance_high_watermark();
+        }
+        result
+    }
+
+    /// A leader whose ISR is itself alone has its high watermark at its log end at once.
+    fn advance_high_watermark(&self) {
+        if self.repl.is_replicated() {
+            self.repl.advance(self.reader.log_end_offset());
+        }
     }
 
     /// Checks the idempotent-producer sequence, appends, and records the sequence. A duplicate
@@ -242,9 +263,17 @@ impl Partition {
             // Not even a duplicate is confirmed by a log whose fsync failed.
             return Err(ResponseError::KafkaStorageError);
         }
-        if let SequenceCheck::Duplicate { base_offset } = state.producers.check(header)? {
+        // Under the lock: a leadership change cannot slip between this check and the append.
+        let leader_epoch = self.repl.append_epoch()?;
+        if let SequenceCheck::Duplicate {
+            base_offset,
+            last_offset,
+        } = state.producers.check(header)?
+        {
             return Ok(AppendOutcome {
                 base_offset,
+                last_offset,
+                leader_epoch,
                 log_append_time: -1,
                 log_start_offset: state.log.log_start_offset(),
             });
@@ -254,6 +283,8 @@ impl Partition {
                 state.producers.record(header, info.base_offset);
                 Ok(AppendOutcome {
                     base_offset: info.base_offset,
+                    last_offset: info.last_offset,
+                    leader_epoch,
                     log_append_time: info.log_append_time,
                     log_start_offset: info.log_start_offset,
                 })
@@ -267,6 +298,177 @@ impl Partition {
                 })
             }
         }
+    }
+
+    /// Takes the leader role in `p.leader_epoch` (cluster mode): appends are stamped with the
+    /// epoch from now on, followers start caught up, the high watermark starts at `hw` (at most
+    /// the log end). The partition's lock is held across the change, so no append straddles it.
+    pub fn become_leader(
+        &self,
+        me: frieda_meta::BrokerId,
+        p: &frieda_meta::PartitionState,
+        hw: i64,
+    ) {
+        let mut guard = self.state.lock();
+        if let Some(state) = guard.as_mut() {
+            if let Err(e) = state.log.set_leader_epoch(p.leader_epoch) {
+                // The log is offline now: appends fail with KAFKA_STORAGE_ERROR.
+                tracing::error!(topic = %self.topic, partition = self.index, error = %e,
+                    "cannot record the leader epoch");
+            }
+        }
+        let leo = self.reader.log_end_offset();
+        self.repl
+            .set_role(me, Role::Leader(Leader::new(p, me, now_ms())), hw.min(leo));
+        drop(guard);
+        self.advance_high_watermark();
+        self.notify_data();
+    }
+
+    /// Takes a follower role (or an offline one, `leader` = -1): no appends but the leader's.
+    pub fn become_follower(
+        &self,
+        me: frieda_meta::BrokerId,
+        leader: frieda_meta::BrokerId,
+        epoch: i32,
+        hw: i64,
+    ) {
+        let mut guard = self.state.lock();
+        if let Some(state) = guard.as_mut() {
+            // -1 records nothing and cannot fail.
+            let _ = state.log.set_leader_epoch(-1);
+        }
+        let role = if leader < 0 {
+            Role::Offline { epoch }
+        } else {
+            Role::Follower { leader, epoch }
+        };
+        let leo = self.reader.log_end_offset();
+        self.repl.set_role(me, role, hw.min(leo));
+        drop(guard);
+        self.notify_data();
+    }
+
+    /// Appends batches fetched from `leader` in `epoch` (a follower): offsets, epochs and
+    /// timestamps as the leader wrote them; idempotent-producer state follows, so this replica
+    /// can deduplicate retries once it leads. Returns the new log end offset.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER when the role changed meanwhile (nothing appended),
+    /// CORRUPT_MESSAGE for batches that do not parse or go backwards, KAFKA_STORAGE_ERROR.
+    pub fn append_from_leader(
+        &self,
+        leader: frieda_meta::BrokerId,
+        epoch: i32,
+        records: BytesMut,
+    ) -> Result<i64, ResponseError> {
+        let mut headers = Vec::new();
+        let mut pos = 0;
+        while pos < records.len() {
+            let h =
+                BatchHeader::parse(&records[pos..]).map_err(|_| ResponseError::CorruptMessage)?;
+            pos += h.total_size();
+            headers.push(h);
+        }
+        let mut guard = self.state.lock();
+        let Some(state) = guard.as_mut() else {
+            return Err(ResponseError::UnknownTopicOrPartition);
+        };
+        if !self.repl.is_follower_of(leader, epoch) {
+            return Err(ResponseError::NotLeaderOrFollower);
+        }
+        match state.log.append_replicated(records, now_ms()) {
+            Ok(_) => {
+                for h in headers.iter().filter(|h| h.producer_id >= 0) {
+                    state.producers.record(h, h.base_offset);
+                }
+                let leo = state.log.log_end_offset();
+                drop(guard);
+                self.notify_data();
+                Ok(leo)
+            }
+            Err(LogError::Offline) => Err(ResponseError::KafkaStorageError),
+            Err(e @ LogError::Batch(_)) => {
+                tracing::error!(topic = %self.topic, partition = self.index, error = %e, "refused batches from the leader");
+                Err(ResponseError::CorruptMessage)
+            }
+            Err(e) => {
+                tracing::error!(topic = %self.topic, partition = self.index, error = %e, "follower append failed");
+                Err(ResponseError::KafkaStorageError)
+            }
+        }
+    }
+
+    /// Truncates a follower's log to end before `offset` (its log diverged from the leader's,
+    /// KIP-101); the idempotent-producer state is rebuilt from what is left. The removed
+    /// segments' files are deleted after the lock is released.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER when the role changed meanwhile, KAFKA_STORAGE_ERROR.
+    pub fn truncate_from_leader(
+        &self,
+        leader: frieda_meta::BrokerId,
+        epoch: i32,
+        offset: i64,
+    ) -> Result<(), ResponseError> {
+        let removed = {
+            let mut guard = self.state.lock();
+            let Some(state) = guard.as_mut() else {
+                return Err(ResponseError::UnknownTopicOrPartition);
+            };
+            if !self.repl.is_follower_of(leader, epoch) {
+                return Err(ResponseError::NotLeaderOrFollower);
+            }
+            if offset >= state.log.log_end_offset() {
+                return Ok(());
+            }
+            let removed = state.log.truncate_to(offset).map_err(|e| {
+                tracing::error!(topic = %self.topic, partition = self.index, error = %e, "truncation failed");
+                ResponseError::KafkaStorageError
+            })?;
+            let mut producers = ProducerStateTable::default();
+            if let Ok(headers) = state.log.recent_batch_headers(2) {
+                for h in headers.iter().filter(|h| h.producer_id >= 0) {
+                    producers.record(h, h.base_offset);
+                }
+            }
+            state.producers = producers;
+            removed
+        };
+        if let Err(e) = removed.delete_files() {
+            tracing::warn!(topic = %self.topic, partition = self.index, error = %e, "removing truncated segment files failed");
+        }
+        Ok(())
+    }
+
+    /// Whether the flush policy wants the log fsync'ed now (`flush.messages`).
+    pub fn flush_due(&self) -> bool {
+        self.state
+            .lock()
+            .as_ref()
+            .is_some_and(PartitionState::flush_due)
+    }
+
+    /// Fsyncs the log if the flush policy says so (without holding the lock during the sync).
+    /// Blocking.
+    ///
+    /// Errors: the fsync failed (the log is offline now).
+    pub fn flush_now_if_due(&self) -> Result<(), LogError> {
+        super::writer::flush_if_due(self)
+    }
+
+    /// The log's latest leader epoch and its end offset for `epoch` (OffsetForLeaderEpoch).
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+        self.state
+            .lock()
+            .as_ref()
+            .map(|s| s.log.end_offset_for_epoch(epoch))
+    }
+
+    /// The latest leader epoch in the log, -1 if none.
+    pub fn latest_epoch(&self) -> i32 {
+        self.state
+            .lock()
+            .as_ref()
+            .map_or(-1, |s| s.log.latest_epoch())
     }
 
     /// A future that completes at the next append (or deletion). Create it, `enable()` it, then

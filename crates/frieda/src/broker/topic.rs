@@ -26,8 +26,9 @@ pub struct Topic {
     pub name: Arc<str>,
     /// Topic id (KIP-516).
     pub id: Uuid,
-    /// Partitions by index; grows with CreatePartitions.
-    pub partitions: RwLock<Vec<Arc<Partition>>>,
+    /// Partitions by index; grows with CreatePartitions. `None` for a partition of which this
+    /// broker holds no replica (cluster mode).
+    pub partitions: RwLock<Vec<Option<Arc<Partition>>>>,
     /// Explicitly set configs.
     pub configs: RwLock<TopicConfigs>,
 }
@@ -47,7 +48,33 @@ impl Topic {
         if index < 0 {
             return None;
         }
-        self.partitions.read().get(index as usize).cloned()
+        self.partitions
+            .read()
+            .get(index as usize)
+            .cloned()
+            .flatten()
+    }
+
+    /// The replica of partition `index` on this broker, for requests only its leader serves.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER (6) for a partition of the topic hosted on other brokers
+    /// only (cluster mode), UNKNOWN_TOPIC_OR_PARTITION (3) for an index the topic lacks.
+    pub fn replica(
+        &self,
+        index: i32,
+    ) -> Result<Arc<Partition>, kafka_protocol::error::ResponseError> {
+        match self.partition(index) {
+            Some(p) => Ok(p),
+            None if index >= 0 && index < self.partition_count() => {
+                Err(kafka_protocol::error::ResponseError::NotLeaderOrFollower)
+            }
+            None => Err(kafka_protocol::error::ResponseError::UnknownTopicOrPartition),
+        }
+    }
+
+    /// The partitions this broker holds a replica of.
+    pub fn local_partitions(&self) -> Vec<Arc<Partition>> {
+        self.partitions.read().iter().flatten().cloned().collect()
     }
 
     /// Number of partitions.

@@ -33,7 +33,8 @@ pub struct TopicConfigKey {
 }
 
 /// Every topic config Frieda accepts, with Kafka 4.x's defaults (`LogConfig`). `min.insync.replicas`
-/// and `unclean.leader.election.enable` are stored and reported; a single broker has one replica.
+/// is what an `acks=all` produce needs in a cluster; `unclean.leader.election.enable` is stored and
+/// reported (the controller never elects an out-of-sync replica by itself).
 pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
     TopicConfigKey {
         name: "cleanup.policy",
@@ -240,6 +241,9 @@ pub struct ProducePolicy {
     /// `flush.messages=1`: every append is fsync'ed before it is acknowledged, and the high
     /// watermark follows what is fsync'ed.
     pub flush_every_append: bool,
+    /// `min.insync.replicas`: an `acks=all` produce needs this many in-sync replicas
+    /// (NOT_ENOUGH_REPLICAS before the append, NOT_ENOUGH_REPLICAS_AFTER_APPEND after).
+    pub min_insync_replicas: usize,
 }
 
 impl ProducePolicy {
@@ -274,6 +278,7 @@ impl TopicConfigs {
                 .effective(defaults, "compression.type")
                 .and_then(Codec::from_topic_config),
             flush_every_append: log.flush_messages <= 1,
+            min_insync_replicas: long("min.insync.replicas").clamp(1, i64::from(i16::MAX)) as usize,
         }
     }
 }

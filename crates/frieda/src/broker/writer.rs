@@ -30,6 +30,10 @@ const MAX_JOBS_PER_ROUND: usize = 1024;
 pub struct AppendOutcome {
     /// Offset of the first record of the batch.
     pub base_offset: i64,
+    /// Offset of the last record of the batch (what `acks=all` waits to see replicated).
+    pub last_offset: i64,
+    /// The leader epoch it was appended in (0 on a single broker).
+    pub leader_epoch: i32,
     /// Broker time stamped on the batch with LogAppendTime, else -1.
     pub log_append_time: i64,
     /// Log start offset after the append.
@@ -299,7 +303,7 @@ fn run(rx: mpsc::Receiver<WriterJob>, options: WriterOptions) {
 
 /// Syncs the partition if its flush policy says so (`flush.messages` records unflushed). The
 /// fsync runs without the partition's lock.
-fn flush_if_due(partition: &Partition) -> Result<(), LogError> {
+pub(crate) fn flush_if_due(partition: &Partition) -> Result<(), LogError> {
     flush_unlocked(partition, PartitionState::flush_due)
 }
 

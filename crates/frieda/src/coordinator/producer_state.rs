@@ -43,7 +43,12 @@ pub enum SequenceCheck {
     /// In sequence (or the producer is new to this partition): append it.
     Append,
     /// A retry of a batch already appended: answer with its original base offset, append nothing.
-    Duplicate { base_offset: i64 },
+    Duplicate {
+        /// Where the original was appended.
+        base_offset: i64,
+        /// Its last offset.
+        last_offset: i64,
+    },
 }
 
 /// Per-partition table of producer ids.
@@ -89,6 +94,7 @@ impl ProducerStateTable {
         {
             return Ok(SequenceCheck::Duplicate {
                 base_offset: dup.base_offset,
+                last_offset: dup.last_offset,
             });
         }
         match entry.batches.back() {
@@ -207,11 +213,17 @@ mod tests {
         // retry of b0 and of b1
         assert_eq!(
             t.check(&b0),
-            Ok(SequenceCheck::Duplicate { base_offset: 100 })
+            Ok(SequenceCheck::Duplicate {
+                base_offset: 100,
+                last_offset: 102
+            })
         );
         assert_eq!(
             t.check(&b1),
-            Ok(SequenceCheck::Duplicate { base_offset: 103 })
+            Ok(SequenceCheck::Duplicate {
+                base_offset: 103,
+                last_offset: 104
+            })
         );
         // gap
         assert_eq!(
@@ -276,7 +288,10 @@ mod tests {
         );
         assert_eq!(
             t.check(&batch(2, 0, 5, 1)),
-            Ok(SequenceCheck::Duplicate { base_offset: 5 })
+            Ok(SequenceCheck::Duplicate {
+                base_offset: 5,
+                last_offset: 5
+            })
         );
         assert_eq!(t.check(&batch(99, 0, 42, 1)), Ok(SequenceCheck::Append));
         assert_eq!(t.check(&batch(-1, -1, -1, 1)), Ok(SequenceCheck::Append));

@@ -56,24 +56,14 @@ pub async fn create_topics(
                 code: ResponseError::InvalidRequest,
                 message: "both replica assignments and partitions/replication factor given".into(),
             })
-        } else if t
-            .assignments
-            .iter()
-            .any(|a| a.broker_ids.len() != 1 || a.broker_ids[0].0 != broker.config.node_id)
-        {
-            Err(AdminError {
-                code: ResponseError::InvalidReplicaAssignment,
-                message: format!(
-                    "assignments may only name broker {} once",
-                    broker.config.node_id
-                ),
-            })
         } else {
-            let partitions = if t.assignments.is_empty() {
-                t.num_partitions
-            } else {
-                t.assignments.len() as i32
-            };
+            let assignment = (!t.assignments.is_empty()).then(|| {
+                let mut a: Vec<_> = t.assignments.iter().collect();
+                a.sort_by_key(|x| x.partition_index);
+                a.iter()
+                    .map(|x| x.broker_ids.iter().map(|b| b.0).collect())
+                    .collect()
+            });
             let configs: Vec<(String, Option<String>)> = t
                 .configs
                 .iter()
@@ -82,8 +72,9 @@ pub async fn create_topics(
             broker
                 .create_topic(
                     &name,
-                    partitions,
+                    t.num_partitions,
                     t.replication_factor,
+                    assignment,
                     &configs,
                     req.validate_only,
                 )
@@ -108,7 +99,7 @@ pub async fn create_topics(
                     } else {
                         topic.partition_count()
                     })
-                    .with_replication_factor(1);
+                    .with_replication_factor(broker.replication_factor(&topic));
                 if ctx.api_version < 5 {
                     r = r.with_num_partitions(-1).with_replication_factor(-1);
                 }
@@ -216,24 +207,14 @@ pub async fn create_partitions(
                 code: ResponseError::UnknownTopicOrPartition,
                 message: format!("unknown topic `{}`", t.name.0.as_str()),
             }),
-            Some(_)
-                if t.assignments.as_ref().is_some_and(|a| {
-                    a.iter().any(|x| {
-                        x.broker_ids.len() != 1 || x.broker_ids[0].0 != broker.config.node_id
-                    })
-                }) =>
-            {
-                Err(AdminError {
-                    code: ResponseError::InvalidReplicaAssignment,
-                    message: format!(
-                        "assignments may only name broker {} once",
-                        broker.config.node_id
-                    ),
-                })
-            }
             Some(topic) => {
+                let assignment = t.assignments.as_ref().map(|a| {
+                    a.iter()
+                        .map(|x| x.broker_ids.iter().map(|b| b.0).collect())
+                        .collect()
+                });
                 broker
-                    .create_partitions(topic, t.count, req.validate_only)
+                    .create_partitions(topic, t.count, assignment, req.validate_only)
                     .await
             }
         };

@@ -37,6 +37,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
 ];
 
 /// Produce is advertised from v0 although v0-2 are refused, as Kafka 4 does: librdkafka

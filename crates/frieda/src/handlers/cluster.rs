@@ -1,4 +1,5 @@
-//! DescribeCluster (key 60, KIP-700): the cluster id and this broker.
+//! DescribeCluster (key 60, KIP-700): the cluster id and the live brokers (this one alone on a
+//! single broker).
 
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
@@ -21,6 +22,31 @@ pub async fn handle(
             .with_error_message(Some(str_bytes("only broker endpoints are served")))
             .with_endpoint_type(req.endpoint_type)
             .with_cluster_id(str_bytes(&broker.cluster_id));
+    }
+    if let Some(node) = broker.cluster() {
+        let image = node.image();
+        let brokers = image
+            .live_brokers()
+            .filter_map(|b| {
+                let e = b.endpoints.first()?;
+                Some(
+                    DescribeClusterBroker::default()
+                        .with_broker_id(BrokerId(b.id))
+                        .with_host(str_bytes(&e.host))
+                        .with_port(i32::from(e.port))
+                        .with_rack(b.rack.as_deref().map(str_bytes)),
+                )
+            })
+            .collect();
+        let cluster_id = image
+            .cluster_id
+            .clone()
+            .unwrap_or_else(|| broker.cluster_id.clone());
+        return DescribeClusterResponse::default()
+            .with_endpoint_type(1)
+            .with_cluster_id(str_bytes(&cluster_id))
+            .with_controller_id(BrokerId(node.controller_id()))
+            .with_brokers(brokers);
     }
     DescribeClusterResponse::default()
         .with_endpoint_type(1)

@@ -9,6 +9,7 @@
 
 use super::RequestContext;
 use crate::broker::partition::Partition;
+use crate::broker::writer::now_ms;
 use crate::broker::Broker;
 use bytes::{Bytes, BytesMut};
 use frieda_log::{FetchData, LogError};
@@ -32,10 +33,47 @@ struct Wanted {
     partition: Result<Arc<Partition>, ResponseError>,
     fetch_offset: i64,
     max_bytes: usize,
+    /// A follower's fetch: reads up to the log end offset, not the high watermark.
+    replica: bool,
 }
 
-/// Handles a fetch. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3) / UNKNOWN_TOPIC_ID
-/// (100), OFFSET_OUT_OF_RANGE (1) below the log start offset or past the high watermark,
+/// Fetch v15 moved `replica_id` into `replica_state` (KIP-903).
+const REPLICA_STATE_VERSION: i16 = 15;
+
+/// Checks a fetch of `p` at `fetch_offset`: a follower's (`replica` >= 0) records its progress
+/// (which may move the high watermark, or ask the controller to add it to the ISR); a
+/// consumer's must reach the leader. `leader_epoch` is the request's `current_leader_epoch`.
+///
+/// Errors: NOT_LEADER_OR_FOLLOWER (6) when this broker does not lead the partition,
+/// FENCED_LEADER_EPOCH (74) / UNKNOWN_LEADER_EPOCH (76) for an older / newer epoch than the
+/// leader's.
+fn admit(
+    broker: &Broker,
+    p: &Arc<Partition>,
+    replica: i32,
+    fetch_offset: i64,
+    leader_epoch: i32,
+) -> Result<(), ResponseError> {
+    if replica >= 0 {
+        let leo = p.reader().log_end_offset();
+        let (change, moved) =
+            p.repl
+                .on_follower_fetch(replica, fetch_offset, leader_epoch, leo, now_ms())?;
+        if moved {
+            // Consumers waiting below the high watermark may read now.
+            p.notify_data();
+        }
+        if let (Some(change), Some(node)) = (change, broker.cluster()) {
+            crate::cluster::isr::alter(node, p, change);
+        }
+        return Ok(());
+    }
+    p.repl.check_leader(leader_epoch)
+}
+
+/// Handles a fetch (a consumer's, or a follower's when `replica_id` >= 0). Per-partition errors:
+/// UNKNOWN_TOPIC_OR_PARTITION (3) / UNKNOWN_TOPIC_ID (100), OFFSET_OUT_OF_RANGE (1) below the
+/// log start offset or past the log end offset, the leadership errors of `admit`,
 /// KAFKA_STORAGE_ERROR (56) if the segment cannot be read or the log went offline after a
 /// failed fsync. The response holds at most `fetch.max.bytes` (broker setting) and the
 /// request's `max_bytes`, whichever is smaller, except for a single larger first batch.
@@ -45,6 +83,11 @@ pub async fn handle(
     req: FetchRequest,
 ) -> FetchResponse {
     let by_id = ctx.api_version >= TOPIC_ID_VERSION;
+    let replica = if ctx.api_version >= REPLICA_STATE_VERSION {
+        req.replica_state.replica_id.0
+    } else {
+        req.replica_id.0
+    };
     let mut topics_out = Vec::with_capacity(req.topics.len());
     let mut wanted = Vec::new();
     for (ti, ft) in req.topics.iter().enumerate() {
@@ -58,12 +101,23 @@ pub async fn handle(
             wanted.push(Wanted {
                 topic_index: ti,
                 partition_index: fp.partition,
-                partition: topic.as_ref().map_err(|e| *e).and_then(|t| {
-                    t.partition(fp.partition)
-                        .ok_or(ResponseError::UnknownTopicOrPartition)
-                }),
+                partition: topic
+                    .as_ref()
+                    .map_err(|e| *e)
+                    .and_then(|t| t.replica(fp.partition))
+                    .and_then(|p| {
+                        admit(
+                            broker,
+                            &p,
+                            replica,
+                            fp.fetch_offset,
+                            fp.current_leader_epoch,
+                        )?;
+                        Ok(p)
+                    }),
                 fetch_offset: fp.fetch_offset,
                 max_bytes: fp.partition_max_bytes.max(0) as usize,
+                replica: replica >= 0,
             });
         }
     }
@@ -170,13 +224,17 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
                 continue;
             }
         };
-        let hw = p.high_watermark();
+        // Consumers read below the high watermark, followers up to the log end offset.
+        let leo = p.reader().log_end_offset();
+        let limit = if w.replica { leo } else { p.high_watermark() };
         // The response limit applies to the first partition too; only its first batch may
         // exceed it (KIP-74: read() always returns the first batch).
         let budget = w.max_bytes.min(response_max.saturating_sub(used));
-        if w.fetch_offset == hw || budget == 0 && used > 0 {
+        if w.fetch_offset >= limit || budget == 0 && used > 0 {
+            // Between the high watermark and the log end is no error, only nothing to read yet
+            // (Kafka's `LocalLog.read`): a new leader's high watermark may lag for a moment.
             out.push(
-                if w.fetch_offset >= p.log_start_offset() && w.fetch_offset <= hw {
+                if w.fetch_offset >= p.log_start_offset() && w.fetch_offset <= leo {
                     PartitionRead::Empty
                 } else {
                     PartitionRead::Error(ResponseError::OffsetOutOfRange)
@@ -184,6 +242,7 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
             );
             continue;
         }
+        let hw = limit;
         let read = match p.reader().read_cached(w.fetch_offset, budget.max(1), hw) {
             Some(r) => r,
             None => {

@@ -5,8 +5,10 @@
 //! have them (kafka-protocol refuses to encode others).
 
 use super::{str_bytes, RequestContext};
+use crate::broker::topic::OFFSETS_TOPIC;
 use crate::broker::Broker;
 use crate::coordinator::group::state::JoinRequest;
+use crate::coordinator::registry::offsets_partition_for;
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
@@ -41,41 +43,113 @@ fn coordinator_for(key_type: i8) -> Result<(), (E, &'static str)> {
     }
 }
 
+/// The broker coordinating `group`: this one on a single broker; in a cluster the leader of
+/// the group's `__consumer_offsets` partition (the topic is created on first use, with
+/// `offsets.topic.num.partitions` partitions and `offsets.topic.replication.factor` replicas).
+///
+/// Errors: COORDINATOR_NOT_AVAILABLE (15) while the offsets topic cannot be created (too few
+/// brokers) or the partition has no leader.
+async fn locate(broker: &Arc<Broker>, group: &str) -> Result<(i32, String, i32), (E, String)> {
+    let Some(node) = broker.cluster() else {
+        let (host, port) = broker.config.advertised();
+        return Ok((broker.config.node_id, host, port));
+    };
+    let unavailable = |why: String| (E::CoordinatorNotAvailable, why);
+    if !node.image().topics.contains_key(OFFSETS_TOPIC) {
+        let c = &node.config;
+        let configs = [
+            ("cleanup.policy", Some("compact".to_string())),
+            (
+                "segment.bytes",
+                Some(broker.config.offsets_topic_segment_bytes.to_string()),
+            ),
+        ];
+        let mut topic_configs = crate::broker::topic_config::TopicConfigs::default();
+        for (k, v) in &configs {
+            if let Some(v) = v {
+                let _ = topic_configs.set(k, v);
+            }
+        }
+        match broker
+            .cluster_create_topic(
+                node,
+                OFFSETS_TOPIC,
+                c.offsets_topic_num_partitions,
+                c.offsets_topic_replication_factor,
+                None,
+                topic_configs,
+                false,
+            )
+            .await
+        {
+            Ok(_) => tracing::info!(
+                partitions = c.offsets_topic_num_partitions,
+                replication_factor = c.offsets_topic_replication_factor,
+                "created the offsets topic"
+            ),
+            Err(e) if e.code == E::TopicAlreadyExists => {}
+            Err(e) => {
+                return Err(unavailable(format!(
+                    "cannot create {OFFSETS_TOPIC}: {}",
+                    e.message
+                )))
+            }
+        }
+    }
+    let image = node.image();
+    let t = image
+        .topics
+        .get(OFFSETS_TOPIC)
+        .ok_or_else(|| unavailable(format!("{OFFSETS_TOPIC} does not exist yet")))?;
+    let index = offsets_partition_for(group, t.partitions.len() as i32);
+    let leader = t.partitions[index as usize].leader;
+    let endpoint = image
+        .brokers
+        .get(&leader)
+        .filter(|b| !b.fenced)
+        .and_then(|b| b.endpoints.first())
+        .ok_or_else(|| unavailable(format!("{OFFSETS_TOPIC}-{index} has no leader")))?;
+    Ok((leader, endpoint.host.clone(), i32::from(endpoint.port)))
+}
+
 /// FindCoordinator v0-6 (batched keys from v4).
 pub async fn find_coordinator(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     req: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
-    let (host, port) = broker.config.advertised();
-    let node = BrokerId(broker.config.node_id);
     let v = ctx.api_version;
     if v >= 4 {
-        let coordinators = req
-            .coordinator_keys
-            .iter()
-            .map(|key| {
-                let c = Coordinator::default().with_key(key.clone());
-                match coordinator_for(req.key_type) {
-                    Ok(()) => c
-                        .with_node_id(node)
-                        .with_host(str_bytes(&host))
-                        .with_port(port),
-                    Err((e, msg)) => c
-                        .with_error_code(e.code())
-                        .with_error_message(Some(str_bytes(msg)))
-                        .with_node_id(BrokerId(-1))
-                        .with_port(-1),
-                }
-            })
-            .collect();
+        let mut coordinators = Vec::with_capacity(req.coordinator_keys.len());
+        for key in &req.coordinator_keys {
+            let c = Coordinator::default().with_key(key.clone());
+            let found = match coordinator_for(req.key_type) {
+                Ok(()) => locate(broker, key).await,
+                Err((e, msg)) => Err((e, msg.to_string())),
+            };
+            coordinators.push(match found {
+                Ok((node, host, port)) => c
+                    .with_node_id(BrokerId(node))
+                    .with_host(str_bytes(&host))
+                    .with_port(port),
+                Err((e, msg)) => c
+                    .with_error_code(e.code())
+                    .with_error_message(Some(str_bytes(&msg)))
+                    .with_node_id(BrokerId(-1))
+                    .with_port(-1),
+            });
+        }
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
     let key_type = if v >= 1 { req.key_type } else { 0 };
     let resp = FindCoordinatorResponse::default();
-    match coordinator_for(key_type) {
-        Ok(()) => resp
-            .with_node_id(node)
+    let found = match coordinator_for(key_type) {
+        Ok(()) => locate(broker, &req.key).await,
+        Err((e, msg)) => Err((e, msg.to_string())),
+    };
+    match found {
+        Ok((node, host, port)) => resp
+            .with_node_id(BrokerId(node))
             .with_host(str_bytes(&host))
             .with_port(port),
         Err((e, msg)) => {
@@ -84,7 +158,7 @@ pub async fn find_coordinator(
                 .with_node_id(BrokerId(-1))
                 .with_port(-1);
             if v >= 1 {
-                r.with_error_message(Some(str_bytes(msg)))
+                r.with_error_message(Some(str_bytes(&msg)))
             } else {
                 r
             }
@@ -303,7 +377,17 @@ pub async fn describe_groups(
         .groups
         .iter()
         .map(|id| {
-            let d = broker.groups.describe(&id.0);
+            let d = match broker.groups.describe(&id.0) {
+                Ok(d) => d,
+                Err(e) => {
+                    return DescribedGroup::default()
+                        .with_group_id(id.clone())
+                        .with_error_code(e.code())
+                        .with_group_state(str_bytes(""))
+                        .with_protocol_type(str_bytes(""))
+                        .with_protocol_data(str_bytes(""))
+                }
+            };
             let members = d
                 .members
                 .into_iter()
@@ -428,7 +512,7 @@ mod tests {
         };
         let broker = Broker::open(cfg).unwrap();
         broker
-            .create_topic("t", 2, 1, &[], false)
+            .create_topic("t", 2, 1, None, &[], false)
             .await
             .map_err(|e| e.message)
             .unwrap();
@@ -487,6 +571,7 @@ mod tests {
                 Some(i) => broker
                     .groups
                     .describe(&group)
+                    .unwrap()
                     .members
                     .iter()
                     .find(|m| m.instance_id.as_deref() == Some(i.as_str()))

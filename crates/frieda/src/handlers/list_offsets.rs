@@ -17,7 +17,8 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 
-/// Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3); KAFKA_STORAGE_ERROR (56) when a
+/// Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3); in a cluster NOT_LEADER_OR_FOLLOWER
+/// (6), FENCED_LEADER_EPOCH (74), UNKNOWN_LEADER_EPOCH (76); KAFKA_STORAGE_ERROR (56) when a
 /// timestamp lookup cannot read the log. A timestamp past every record, or MAX_TIMESTAMP on an
 /// empty partition, gives offset -1 and timestamp -1, as in Kafka. MAX_TIMESTAMP returns the
 /// earliest record carrying the largest timestamp (Kafka's `RecordBatch.offsetOfMaxTimestamp`).
@@ -37,14 +38,28 @@ pub async fn handle(
                 .with_partition_index(lp.partition_index)
                 .with_timestamp(-1)
                 .with_offset(-1)
-                .with_leader_epoch(epoch(0));
-            let Some(p) = topic.as_ref().and_then(|t| t.partition(lp.partition_index)) else {
-                partitions.push(
-                    resp.with_error_code(ResponseError::UnknownTopicOrPartition.code())
-                        .with_leader_epoch(epoch(-1)),
-                );
-                continue;
+                .with_leader_epoch(epoch(-1));
+            let found = topic
+                .as_ref()
+                .ok_or(ResponseError::UnknownTopicOrPartition)
+                .and_then(|t| t.replica(lp.partition_index))
+                .and_then(|p| {
+                    let client_epoch = if ctx.api_version >= 4 {
+                        lp.current_leader_epoch
+                    } else {
+                        -1
+                    };
+                    p.repl.check_leader(client_epoch)?;
+                    Ok(p)
+                });
+            let p = match found {
+                Ok(p) => p,
+                Err(code) => {
+                    partitions.push(resp.with_error_code(code.code()));
+                    continue;
+                }
             };
+            let resp = resp.with_leader_epoch(epoch(p.repl.leader_epoch()));
             let found: Result<Option<(i64, i64)>, ResponseError> = match lp.timestamp {
                 LATEST => Ok(Some((p.high_watermark(), -1))),
                 EARLIEST | EARLIEST_LOCAL => Ok(Some((p.log_start_offset(), -1))),

@@ -5,6 +5,7 @@
 use super::{str_bytes, RequestContext};
 use crate::broker::topic::Topic;
 use crate::broker::Broker;
+use crate::cluster::ClusterNode;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -19,6 +20,9 @@ pub async fn handle(
     ctx: &RequestContext,
     req: MetadataRequest,
 ) -> MetadataResponse {
+    if let Some(cluster) = broker.cluster() {
+        return cluster_metadata(broker, cluster, ctx, req).await;
+    }
     let node = broker.config.node_id;
     let (host, port) = broker.config.advertised();
     let brokers = vec![MetadataResponseBroker::default()
@@ -108,5 +112,151 @@ fn describe(topic: &Topic, node: i32, version: i16) -> MetadataResponseTopic {
             uuid::Uuid::nil()
         })
         .with_is_internal(topic.is_internal())
+        .with_partitions(partitions)
+}
+
+/// Metadata in a cluster, from this broker's metadata image: the live brokers, each topic's
+/// partitions with leader (-1 and LEADER_NOT_AVAILABLE (5) when none), leader epoch, replicas,
+/// in-sync replicas and offline replicas (on fenced brokers). Topics named and unknown are
+/// created through the controller when auto-creation is allowed.
+async fn cluster_metadata(
+    broker: &Arc<Broker>,
+    cluster: &Arc<ClusterNode>,
+    ctx: &RequestContext,
+    req: MetadataRequest,
+) -> MetadataResponse {
+    let v = ctx.api_version;
+    let auto_create = v < 4 || req.allow_auto_topic_creation;
+    let mut wanted: Vec<(Option<String>, uuid::Uuid)> = Vec::new();
+    let all = match &req.topics {
+        None => true,
+        Some(list) if list.is_empty() && v == 0 => true,
+        Some(list) => {
+            for t in list {
+                wanted.push((t.name.as_ref().map(|n| n.0.to_string()), t.topic_id));
+            }
+            false
+        }
+    };
+    if auto_create {
+        let image = cluster.image();
+        for (name, _) in &wanted {
+            if let Some(name) = name {
+                if !image.topics.contains_key(name) && broker.config.auto_create_topics {
+                    if let Err(e) = broker.get_or_auto_create(name).await {
+                        tracing::debug!(topic = %name, error = %e.message, "auto-creation failed");
+                    }
+                }
+            }
+        }
+    }
+    let image = cluster.image();
+    let mut topics = Vec::new();
+    if all {
+        for (name, t) in &image.topics {
+            topics.push(describe_image_topic(name, t, &image, v));
+        }
+    } else {
+        for (name, id) in wanted {
+            let found = match &name {
+                Some(n) => image.topics.get_key_value(n.as_str()),
+                None => image.topics.iter().find(|(_, t)| t.id == id),
+            };
+            topics.push(match found {
+                Some((n, t)) => describe_image_topic(n, t, &image, v),
+                None => {
+                    let code = match &name {
+                        Some(n) if !crate::broker::topic::valid_topic_name(n) => {
+                            ResponseError::InvalidTopicException
+                        }
+                        Some(_) => ResponseError::UnknownTopicOrPartition,
+                        None => ResponseError::UnknownTopicId,
+                    };
+                    MetadataResponseTopic::default()
+                        .with_error_code(code.code())
+                        .with_name(name.map(|n| TopicName(str_bytes(&n))))
+                        .with_topic_id(if v >= 10 { id } else { uuid::Uuid::nil() })
+                }
+            });
+        }
+    }
+    let brokers = image
+        .live_brokers()
+        .filter_map(|b| {
+            let e = b.endpoints.first()?;
+            let mut mb = MetadataResponseBroker::default()
+                .with_node_id(BrokerId(b.id))
+                .with_host(str_bytes(&e.host))
+                .with_port(i32::from(e.port));
+            if v >= 1 {
+                mb = mb.with_rack(b.rack.as_deref().map(str_bytes));
+            }
+            Some(mb)
+        })
+        .collect();
+    let mut resp = MetadataResponse::default()
+        .with_brokers(brokers)
+        .with_topics(topics);
+    if v >= 1 {
+        // Clients only use it to send admin requests, which any broker forwards.
+        let controller = cluster.controller_id();
+        let id = if image.is_live(controller) {
+            controller
+        } else {
+            image.live_brokers().next().map_or(-1, |b| b.id)
+        };
+        resp = resp.with_controller_id(BrokerId(id));
+    }
+    if v >= 2 {
+        let id = image
+            .cluster_id
+            .clone()
+            .unwrap_or_else(|| broker.cluster_id.clone());
+        resp = resp.with_cluster_id(Some(str_bytes(&id)));
+    }
+    resp
+}
+
+fn describe_image_topic(
+    name: &str,
+    t: &frieda_meta::TopicImage,
+    image: &frieda_meta::MetadataImage,
+    version: i16,
+) -> MetadataResponseTopic {
+    let ids = |v: &[i32]| v.iter().map(|b| BrokerId(*b)).collect::<Vec<_>>();
+    let partitions = t
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let offline: Vec<i32> = p
+                .replicas
+                .iter()
+                .copied()
+                .filter(|b| !image.is_live(*b))
+                .collect();
+            let mut mp = MetadataResponsePartition::default()
+                .with_partition_index(i as i32)
+                .with_leader_id(BrokerId(p.leader))
+                .with_leader_epoch(if version >= 7 { p.leader_epoch } else { -1 })
+                .with_replica_nodes(ids(&p.replicas))
+                .with_isr_nodes(ids(&p.isr));
+            if version >= 5 {
+                mp = mp.with_offline_replicas(ids(&offline));
+            }
+            if p.leader == frieda_meta::NO_LEADER {
+                mp = mp.with_error_code(ResponseError::LeaderNotAvailable.code());
+            }
+            mp
+        })
+        .collect();
+    MetadataResponseTopic::default()
+        .with_name(Some(TopicName(str_bytes(name))))
+        .with_topic_id(if version >= 10 {
+            t.id
+        } else {
+            uuid::Uuid::nil()
+        })
+        .with_is_internal(name == crate::broker::topic::OFFSETS_TOPIC)
         .with_partitions(partitions)
 }

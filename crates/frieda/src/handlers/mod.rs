@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod configs;
 pub mod fetch;
 pub mod groups;
+pub mod leader_epoch;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offsets;
@@ -175,6 +176,7 @@ pub async fn handle(
         }
         ApiKey::Fetch => simple!(fetch),
         ApiKey::ListOffsets => simple!(list_offsets),
+        ApiKey::OffsetForLeaderEpoch => simple!(leader_epoch),
         ApiKey::Metadata => simple!(metadata),
         ApiKey::ApiVersions => simple!(api_versions),
         ApiKey::InitProducerId => simple!(producer_id),

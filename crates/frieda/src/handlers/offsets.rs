@@ -107,30 +107,34 @@ pub async fn commit(
 type TopicOffsets = (String, Vec<(i32, Option<OffsetValue>)>);
 
 /// The committed offsets asked for (`None`: all of the group's), by topic.
+///
+/// Errors: NOT_COORDINATOR (16) / COORDINATOR_NOT_AVAILABLE (15) when the group's coordinator
+/// is not here.
 fn lookup(
     broker: &Broker,
     group: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
-) -> Vec<TopicOffsets> {
-    match wanted {
+) -> Result<Vec<TopicOffsets>, E> {
+    let coordinator = broker.groups.for_group(group)?;
+    Ok(match wanted {
         Some(topics) => topics
             .into_iter()
             .map(|(t, parts)| {
                 let found = parts
                     .into_iter()
-                    .map(|p| (p, broker.groups.offsets.get(group, &t, p)))
+                    .map(|p| (p, coordinator.offsets.get(group, &t, p)))
                     .collect();
                 (t, found)
             })
             .collect(),
         None => {
             let mut by_topic: BTreeMap<String, Vec<(i32, Option<OffsetValue>)>> = BTreeMap::new();
-            for ((t, p), v) in broker.groups.offsets.group_offsets(group) {
+            for ((t, p), v) in coordinator.offsets.group_offsets(group) {
                 by_topic.entry(t).or_default().push((p, Some(v)));
             }
             by_topic.into_iter().collect()
         }
-    }
+    })
 }
 
 /// OffsetFetch v1-9. Partitions with no committed offset get offset -1 and no error.
@@ -150,7 +154,15 @@ pub async fn fetch(
                         .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                         .collect()
                 });
-                let topics = lookup(broker, &g.group_id.0, wanted)
+                let found = match lookup(broker, &g.group_id.0, wanted) {
+                    Ok(found) => found,
+                    Err(e) => {
+                        return OffsetFetchResponseGroup::default()
+                            .with_group_id(g.group_id.clone())
+                            .with_error_code(e.code())
+                    }
+                };
+                let topics = found
                     .into_iter()
                     .map(|(t, parts)| {
                         OffsetFetchResponseTopics::default()
@@ -185,7 +197,36 @@ pub async fn fetch(
             .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
             .collect()
     });
-    let topics = lookup(broker, &req.group_id.0, wanted)
+    let found = match lookup(broker, &req.group_id.0, wanted) {
+        Ok(found) => found,
+        Err(e) if v >= 2 => return OffsetFetchResponse::default().with_error_code(e.code()),
+        Err(e) => {
+            // v1 has no top-level error: every partition asked for carries it.
+            let topics = req
+                .topics
+                .iter()
+                .flatten()
+                .map(|t| {
+                    OffsetFetchResponseTopic::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(
+                            t.partition_indexes
+                                .iter()
+                                .map(|p| {
+                                    OffsetFetchResponsePartition::default()
+                                        .with_partition_index(*p)
+                                        .with_committed_offset(-1)
+                                        .with_metadata(Some(str_bytes("")))
+                                        .with_error_code(e.code())
+                                })
+                                .collect(),
+                        )
+                })
+                .collect();
+            return OffsetFetchResponse::default().with_topics(topics);
+        }
+    };
+    let topics = found
         .into_iter()
         .map(|(t, parts)| {
             OffsetFetchResponseTopic::default()

@@ -20,6 +20,7 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Produce v13 names topics by id (KIP-516).
 const TOPIC_ID_VERSION: i16 = 13;
@@ -35,7 +36,11 @@ const TOPIC_ID_VERSION: i16 = 13;
 /// `message.timestamp.before/after.max.ms` (with `record_errors`), MESSAGE_TOO_LARGE (10) past
 /// `max.message.bytes`, INVALID_REQUIRED_ACKS (21), OUT_OF_ORDER_SEQUENCE_NUMBER (45),
 /// INVALID_PRODUCER_EPOCH (47), KAFKA_STORAGE_ERROR (56) when the disk refuses or the partition
-/// went offline after a failed fsync.
+/// went offline after a failed fsync. In a cluster: NOT_LEADER_OR_FOLLOWER (6) when this
+/// broker does not lead the partition, NOT_ENOUGH_REPLICAS (19) when `acks=all` finds fewer
+/// than `min.insync.replicas` in sync, NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when they fell
+/// below it while waiting, REQUEST_TIMED_OUT (7) when they did not confirm within the
+/// request's `timeout_ms`.
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -50,6 +55,8 @@ pub async fn handle(
     };
     let by_id = ctx.api_version >= TOPIC_ID_VERSION;
     let version = ctx.api_version;
+    let acks = req.acks;
+    let timeout = Duration::from_millis(req.timeout_ms.max(0) as u64);
     let mut topics = Vec::with_capacity(req.topic_data.len());
     for topic_data in req.topic_data {
         let topic = broker.find_topic(by_id, topic_data.name.0.as_str(), &topic_data.topic_id);
@@ -61,17 +68,17 @@ pub async fn handle(
             _ => request_error,
         };
         let appends = topic_data.partition_data.into_iter().map(|pd| {
-            let partition = topic.as_ref().map_err(|e| *e).and_then(|t| {
-                t.partition(pd.index)
-                    .ok_or(ResponseError::UnknownTopicOrPartition)
-            });
+            let partition = topic
+                .as_ref()
+                .map_err(|e| *e)
+                .and_then(|t| t.replica(pd.index));
             let index = pd.index;
             let records = pd.records;
             async move {
                 let result = match (request_error, partition) {
                     (Some(e), _) => Err(e.into()),
                     (None, Err(unknown)) => Err(unknown.into()),
-                    (None, Ok(p)) => append(&p, records).await,
+                    (None, Ok(p)) => append(&p, records, acks, timeout).await,
                 };
                 partition_response(version, index, result)
             }
@@ -113,7 +120,14 @@ impl From<ResponseError> for AppendError {
 
 type AppendResult = Result<(i64, i64, i64), AppendError>;
 
-async fn append(partition: &Arc<Partition>, records: Option<Bytes>) -> AppendResult {
+/// Validates and appends one partition's batch; with `acks=all` on a replicated partition,
+/// answers once the in-sync replicas have it (at most `timeout`).
+async fn append(
+    partition: &Arc<Partition>,
+    records: Option<Bytes>,
+    acks: i16,
+    timeout: Duration,
+) -> AppendResult {
     let Some(records) = records.filter(|r| !r.is_empty()) else {
         return Err(AppendError {
             code: ResponseError::InvalidRecord,
@@ -162,11 +176,32 @@ async fn append(partition: &Arc<Partition>, records: Option<Bytes>) -> AppendRes
             header,
         ),
     };
-    partition
-        .append(buf, header)
-        .await
-        .map(|o| (o.base_offset, o.log_append_time, o.log_start_offset))
-        .map_err(AppendError::from)
+    let replicated = partition.repl.is_replicated();
+    let acks_all = acks == -1;
+    if replicated {
+        // Refused before the append when too few replicas are in sync (Kafka's
+        // NOT_ENOUGH_REPLICAS), so the producer can retry without a duplicate in the log.
+        partition
+            .repl
+            .check_writable(acks_all, policy.min_insync_replicas)?;
+    }
+    let outcome = partition.append(buf, header).await?;
+    if replicated && acks_all {
+        partition
+            .repl
+            .wait_replicated(
+                outcome.last_offset,
+                outcome.leader_epoch,
+                policy.min_insync_replicas,
+                timeout,
+            )
+            .await?;
+    }
+    Ok((
+        outcome.base_offset,
+        outcome.log_append_time,
+        outcome.log_start_offset,
+    ))
 }
 
 /// Rewrites a batch with the topic's `compression.type` (Kafka's `LogValidator` rebuild: the

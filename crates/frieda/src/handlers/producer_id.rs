@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 /// Allocates a fresh id (epoch 0), or bumps the epoch of the id the client holds (v3+).
 /// A bump past the last epoch (i16::MAX - 1) hands out a new id instead, as Kafka does.
-/// Errors: KAFKA_STORAGE_ERROR (56) if the id block cannot be reserved on disk.
+/// Errors: KAFKA_STORAGE_ERROR (56) if the id block cannot be reserved on disk;
+/// COORDINATOR_NOT_AVAILABLE (15) in a cluster when the controller gives no block.
 pub async fn handle(
     broker: &Arc<Broker>,
     _ctx: &RequestContext,
@@ -25,6 +26,16 @@ pub async fn handle(
         return resp
             .with_producer_id(req.producer_id)
             .with_producer_epoch(req.producer_epoch + 1);
+    }
+    if let Some(node) = broker.cluster() {
+        // In a cluster the controller hands out blocks (KIP-730), so ids are unique cluster-wide.
+        return match node.next_producer_id().await {
+            Ok(id) => resp.with_producer_id(ProducerId(id)).with_producer_epoch(0),
+            Err(e) => resp
+                .with_error_code(e.code())
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1),
+        };
     }
     let broker = broker.clone();
     match tokio::task::spawn_blocking(move || broker.producer_ids.next_id()).await {

@@ -129,7 +129,8 @@ pub struct SyncResult {
 }
 
 impl SyncResult {
-    fn error(e: E) -> SyncResult {
+    /// A SyncGroup answer with only an error.
+    pub fn error(e: E) -> SyncResult {
         SyncResult {
             error: Some(e),
             protocol_type: None,

@@ -41,8 +41,18 @@ pub type TopicPartition = (String, i32);
 
 /// The answer to a write's waiter.
 type Done = oneshot::Sender<Result<AppendOutcome, ResponseError>>;
-/// A write in the log waiting to be applied: its records, where it landed, its waiter.
-type Landed = (Vec<(LogKey, Option<Bytes>)>, AppendOutcome, Done);
+/// A write in the log waiting to be applied: its records, where it landed, its waiter and what
+/// to tell it (an error when the write is in the log but not replicated as asked).
+type Landed = (
+    Vec<(LogKey, Option<Bytes>)>,
+    AppendOutcome,
+    Done,
+    Result<(), ResponseError>,
+);
+
+/// How long a write to a replicated offsets partition waits for its in-sync replicas
+/// (Kafka's `offsets.commit.timeout.ms`, default 5000).
+const REPLICATION_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(5000);
 
 #[derive(Default)]
 struct Inner {
@@ -58,9 +68,15 @@ struct Inner {
 impl Inner {
     /// A write appended at `base_offset`: applies it and every landed write after it, in log
     /// order, as far as they are contiguous.
-    fn land(&mut self, outcome: AppendOutcome, records: Vec<(LogKey, Option<Bytes>)>, done: Done) {
+    fn land(
+        &mut self,
+        outcome: AppendOutcome,
+        records: Vec<(LogKey, Option<Bytes>)>,
+        done: Done,
+        replicated: Result<(), ResponseError>,
+    ) {
         self.landed
-            .insert(outcome.base_offset, (records, outcome, done));
+            .insert(outcome.base_offset, (records, outcome, done, replicated));
         if self.landed.len() > MAX_LANDED_WRITES {
             tracing::error!(
                 next = self.next_apply,
@@ -74,12 +90,12 @@ impl Inner {
             if *entry.key() != self.next_apply {
                 break;
             }
-            let (records, outcome, done) = entry.remove();
+            let (records, outcome, done, replicated) = entry.remove();
             self.next_apply += records.len() as i64;
             for (k, v) in records {
                 self.apply(k, v.as_deref());
             }
-            let _ = done.send(Ok(outcome));
+            let _ = done.send(replicated.map(|()| outcome));
         }
     }
 
@@ -234,9 +250,28 @@ impl OffsetStore {
         let appended = self.log.submit(batch, header);
         let (tx, rx) = oneshot::channel();
         let inner = self.inner.clone();
+        let log = self.log.clone();
         tokio::spawn(async move {
             match appended.await {
-                Ok(Ok(outcome)) => inner.lock().land(outcome, records, tx),
+                Ok(Ok(outcome)) => {
+                    // In a cluster a write counts once the partition's in-sync replicas have it
+                    // (acks=all). It is in the log either way, so the map takes it either way.
+                    let replicated = log
+                        .repl
+                        .wait_replicated(
+                            outcome.last_offset,
+                            outcome.leader_epoch,
+                            1,
+                            REPLICATION_TIMEOUT,
+                        )
+                        .await
+                        .map_err(|e| match e {
+                            // Kafka's GroupMetadataManager maps append errors the same way.
+                            ResponseError::NotLeaderOrFollower => ResponseError::NotCoordinator,
+                            _ => ResponseError::CoordinatorNotAvailable,
+                        });
+                    inner.lock().land(outcome, records, tx, replicated)
+                }
                 Ok(Err(e)) => drop(tx.send(Err(e))),
                 Err(_) => drop(tx.send(Err(ResponseError::KafkaStorageError))),
             }

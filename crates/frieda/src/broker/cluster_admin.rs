@@ -1,0 +1,207 @@
+//! Topic administration in a cluster: the active controller decides (placement, creation,
+//! deletion, configs), the metadata quorum commits it, and the request is answered once this
+//! broker's own image shows the change, so a client's next Metadata request here sees it (as
+//! Kafka's brokers wait for the controller's change to be replicated to them).
+
+use super::topic::Topic;
+use super::topic_config::TopicConfigs;
+use super::{AdminError, Broker};
+use crate::cluster::{ClusterError, ClusterNode, CONTROLLER_TIMEOUT};
+use frieda_meta::{ControllerRequest, MetadataImage};
+use kafka_protocol::error::ResponseError;
+use parking_lot::RwLock;
+use std::sync::Arc;
+
+impl From<ClusterError> for AdminError {
+    fn from(e: ClusterError) -> Self {
+        AdminError {
+            code: e.code,
+            message: e.message,
+        }
+    }
+}
+
+/// A change committed by the controller that this broker's image did not show in time.
+fn not_seen(what: &str) -> AdminError {
+    AdminError::new(
+        ResponseError::RequestTimedOut,
+        format!("{what} was committed but this broker's metadata did not show it in time"),
+    )
+}
+
+impl Broker {
+    /// The replication factor of a topic (its first partition's replica count); 1 on a single
+    /// broker.
+    pub fn replication_factor(&self, topic: &Topic) -> i16 {
+        match self.cluster() {
+            None => 1,
+            Some(node) => node
+                .image()
+                .topics
+                .get(&*topic.name)
+                .and_then(|t| t.partitions.first())
+                .map_or(-1, |p| p.replicas.len() as i16),
+        }
+    }
+
+    /// The local topic object for an image topic (made now if the reconciler has not yet).
+    fn topic_from_image(&self, image: &MetadataImage, name: &str) -> Option<Arc<Topic>> {
+        let t = image.topics.get(name)?;
+        Some(self.cluster_topic(
+            name,
+            t.id,
+            TopicConfigs(t.configs.clone()),
+            t.partitions.len(),
+        ))
+    }
+
+    /// CreateTopics in a cluster: placed by the controller (`replication_factor` replicas per
+    /// partition over the live brokers) unless `assignment` is given.
+    ///
+    /// Errors: TOPIC_ALREADY_EXISTS (36), INVALID_REPLICATION_FACTOR (38) when fewer brokers
+    /// are live, INVALID_REPLICA_ASSIGNMENT (39), REQUEST_TIMED_OUT (7) without a controller.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn cluster_create_topic(
+        self: &Arc<Self>,
+        node: &Arc<ClusterNode>,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        assignment: Option<Vec<Vec<i32>>>,
+        configs: TopicConfigs,
+        validate_only: bool,
+    ) -> Result<Arc<Topic>, AdminError> {
+        if node.image().topics.contains_key(name) {
+            return Err(AdminError::new(
+                ResponseError::TopicAlreadyExists,
+                format!("Topic '{name}' already exists."),
+            ));
+        }
+        node.controller(
+            ControllerRequest::CreateTopic {
+                name: name.to_string(),
+                partitions,
+                replication_factor,
+                assignment,
+                configs: configs.0.clone(),
+                validate_only,
+            },
+            CONTROLLER_TIMEOUT,
+        )
+        .await?;
+        if validate_only {
+            return Ok(Arc::new(Topic {
+                name: Arc::from(name),
+                id: uuid::Uuid::nil(),
+                partitions: RwLock::new(Vec::new()),
+                configs: RwLock::new(configs),
+            }));
+        }
+        if !node
+            .wait_for(CONTROLLER_TIMEOUT, |img| img.topics.contains_key(name))
+            .await
+        {
+            return Err(not_seen("the topic"));
+        }
+        tracing::info!(
+            topic = name,
+            partitions,
+            replication_factor,
+            "created topic"
+        );
+        self.topic_from_image(&node.image(), name)
+            .ok_or_else(|| not_seen("the topic"))
+    }
+
+    /// DeleteTopics in a cluster. Errors: UNKNOWN_TOPIC_OR_PARTITION (3), REQUEST_TIMED_OUT (7).
+    pub(crate) async fn cluster_delete_topic(
+        &self,
+        node: &Arc<ClusterNode>,
+        topic: &Topic,
+    ) -> Result<(), AdminError> {
+        let name = topic.name.to_string();
+        node.controller(
+            ControllerRequest::DeleteTopic { name: name.clone() },
+            CONTROLLER_TIMEOUT,
+        )
+        .await?;
+        let id = topic.id;
+        if !node
+            .wait_for(CONTROLLER_TIMEOUT, |img| {
+                img.topics.get(&name).is_none_or(|t| t.id != id)
+            })
+            .await
+        {
+            return Err(not_seen("the deletion"));
+        }
+        tracing::info!(topic = %name, "deleted topic");
+        Ok(())
+    }
+
+    /// CreatePartitions in a cluster. Errors: INVALID_PARTITIONS (37), INVALID_REPLICA_ASSIGNMENT
+    /// (39), REQUEST_TIMED_OUT (7).
+    pub(crate) async fn cluster_create_partitions(
+        &self,
+        node: &Arc<ClusterNode>,
+        topic: &Topic,
+        count: i32,
+        assignment: Option<Vec<Vec<i32>>>,
+        validate_only: bool,
+    ) -> Result<(), AdminError> {
+        let name = topic.name.to_string();
+        node.controller(
+            ControllerRequest::CreatePartitions {
+                name: name.clone(),
+                count,
+                assignment,
+                validate_only,
+            },
+            CONTROLLER_TIMEOUT,
+        )
+        .await?;
+        if validate_only {
+            return Ok(());
+        }
+        if !node
+            .wait_for(CONTROLLER_TIMEOUT, |img| {
+                img.topics
+                    .get(&name)
+                    .is_some_and(|t| t.partitions.len() as i32 >= count)
+            })
+            .await
+        {
+            return Err(not_seen("the new partitions"));
+        }
+        self.topic_from_image(&node.image(), &name);
+        Ok(())
+    }
+
+    /// AlterConfigs of a topic in a cluster (already validated). Errors: REQUEST_TIMED_OUT (7).
+    pub(crate) async fn cluster_set_topic_configs(
+        &self,
+        node: &Arc<ClusterNode>,
+        topic: &Topic,
+        configs: TopicConfigs,
+    ) -> Result<(), AdminError> {
+        let name = topic.name.to_string();
+        let wanted = configs.0.clone();
+        node.controller(
+            ControllerRequest::SetTopicConfigs {
+                name: name.clone(),
+                configs: configs.0,
+            },
+            CONTROLLER_TIMEOUT,
+        )
+        .await?;
+        if !node
+            .wait_for(CONTROLLER_TIMEOUT, |img| {
+                img.topics.get(&name).is_some_and(|t| t.configs == wanted)
+            })
+            .await
+        {
+            return Err(not_seen("the config change"));
+        }
+        self.topic_from_image(&node.image(), &name);
+        Ok(())
+    }
+}

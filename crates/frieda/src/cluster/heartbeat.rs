@@ -1,0 +1,117 @@
+//! Broker heartbeats (Kafka's `BrokerLifecycleManager`): every `broker.heartbeat.interval.ms`
+//! the broker tells the active controller it is alive, registering (again) when the controller
+//! does not know this run of it. The answer says whether it is fenced.
+//!
+//! - **Ready**: after the first answered heartbeat the broker waits until its own metadata image
+//!   has reached the controller's offset at that moment, so it never acts on a stale image (a
+//!   restarted broker must not recreate a topic deleted while it was down).
+//! - **Self-fencing**: a broker that gets no answer for a whole `broker.session.timeout.ms`
+//!   assumes the controller fenced it and gives up its leaderships (its partitions go offline
+//!   here) until heartbeats are answered again. The controller elects new leaders after the
+//!   same timeout, so two brokers do not both take writes for long; `acks=all` writes are safe
+//!   regardless, since a leader cut off from its followers cannot advance its high watermark.
+//! - **Controlled shutdown**: on stop the broker asks to be fenced; the controller moves its
+//!   leaderships first, so clients fail over before the connections close.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use frieda_meta::{ControllerReply, ControllerRequest, Endpoint, Heartbeat};
+use tokio::sync::watch;
+
+use super::ClusterNode;
+
+/// What the broker registers with.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    /// Client listeners as clients reach them.
+    pub endpoints: Vec<Endpoint>,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+    /// This node's controller-listener address (`host:port`).
+    pub raft_addr: String,
+}
+
+fn heartbeat(node: &ClusterNode, reg: &Registration, shutting_down: bool) -> ControllerRequest {
+    ControllerRequest::Heartbeat(Heartbeat {
+        id: node.me,
+        incarnation: node.incarnation,
+        endpoints: reg.endpoints.clone(),
+        rack: reg.rack.clone(),
+        raft_addr: reg.raft_addr.clone(),
+        shutting_down,
+    })
+}
+
+/// Heartbeats until `stop` turns true, then shuts down in a controlled way (see the module
+/// docs), waiting at most `broker.session.timeout.ms` for the controller.
+pub async fn run(node: Arc<ClusterNode>, reg: Registration, mut stop: watch::Receiver<bool>) {
+    let interval = Duration::from_millis(node.config.broker_heartbeat_interval_ms.max(10));
+    let session = Duration::from_millis(node.config.broker_session_timeout_ms);
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_answer = Instant::now();
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => break,
+        }
+        match node
+            .controller(heartbeat(&node, &reg, false), interval * 2)
+            .await
+        {
+            Ok(ControllerReply::Heartbeat { fenced, offset }) => {
+                last_answer = Instant::now();
+                if !node.is_ready() && node.wait_for(interval, |img| img.offset >= offset).await {
+                    tracing::info!(offset, "metadata caught up with the controller; serving");
+                    node.set_ready();
+                }
+                if fenced != node.is_fenced() {
+                    tracing::info!(fenced, "fencing changed");
+                }
+                node.set_fenced(fenced);
+            }
+            Ok(other) => tracing::warn!(reply = ?other, "unexpected heartbeat answer"),
+            Err(e) => {
+                tracing::debug!(error = %e.message, "heartbeat not answered");
+                if last_answer.elapsed() > session && !node.is_fenced() {
+                    tracing::warn!(
+                        session_ms = session.as_millis() as u64,
+                        "no heartbeat answered for a whole session: fencing this broker (it leads nothing until the controller answers)"
+                    );
+                    node.set_fenced(true);
+                }
+            }
+        }
+    }
+    controlled_shutdown(&node, &reg, session).await;
+}
+
+/// Asks the controller to fence this broker and waits until the image shows its leaderships
+/// moved (or `timeout`).
+async fn controlled_shutdown(node: &ClusterNode, reg: &Registration, timeout: Duration) {
+    let started = Instant::now();
+    match node.controller(heartbeat(node, reg, true), timeout).await {
+        Ok(_) => {
+            let me = node.me;
+            let moved = node
+                .wait_for(timeout.saturating_sub(started.elapsed()), |img| {
+                    img.brokers.get(&me).is_none_or(|b| b.fenced)
+                        && img
+                            .topics
+                            .values()
+                            .all(|t| t.partitions.iter().all(|p| p.leader != me))
+                })
+                .await;
+            tracing::info!(
+                moved,
+                ms = started.elapsed().as_millis() as u64,
+                "controlled shutdown: leaderships moved"
+            );
+        }
+        Err(e) => {
+            tracing::warn!(error = %e.message, "controlled shutdown not acknowledged; stopping anyway")
+        }
+    }
+    node.set_fenced(true);
+}

@@ -1,0 +1,86 @@
+//! In-sync replica changes (Kafka's `AlterPartition`, KIP-497): a leader asks the controller to
+//! add a follower that caught up with the high watermark, or to remove one that has not been
+//! caught up for `replica.lag.time.max.ms`. The controller commits the change to the metadata
+//! log (refusing one built on a stale leader or partition epoch), and the leader takes the new
+//! state from the answer. Until then the leader counts the larger of the old and the asked-for
+//! ISR for its high watermark ([`crate::replication::state`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use frieda_meta::{ControllerReply, ControllerRequest};
+use tokio::sync::watch;
+
+use super::ClusterNode;
+use crate::broker::partition::Partition;
+use crate::broker::writer::now_ms;
+use crate::broker::Broker;
+use crate::replication::IsrChange;
+
+/// How long an AlterPartition may wait for the controller.
+const ALTER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Sends `change` of `partition` to the controller in the background and applies the answer.
+pub fn alter(node: &Arc<ClusterNode>, partition: &Arc<Partition>, change: IsrChange) {
+    let node = node.clone();
+    let partition = partition.clone();
+    tokio::spawn(async move {
+        tracing::info!(topic = %partition.topic, partition = partition.index, isr = ?change.isr,
+            leader_epoch = change.leader_epoch, partition_epoch = change.partition_epoch, "asking for an ISR change");
+        let req = ControllerRequest::AlterIsr {
+            topic: partition.topic.to_string(),
+            partition: partition.index,
+            leader: node.me,
+            leader_epoch: change.leader_epoch,
+            partition_epoch: change.partition_epoch,
+            isr: change.isr.clone(),
+        };
+        match node.controller(req, ALTER_TIMEOUT).await {
+            Ok(ControllerReply::Partition(state)) => {
+                if !partition.repl.update_leader(
+                    &state,
+                    partition.reader().log_end_offset(),
+                    now_ms(),
+                ) {
+                    partition.repl.isr_change_failed();
+                }
+                partition.notify_data();
+            }
+            Ok(other) => {
+                tracing::warn!(reply = ?other, "unexpected AlterPartition answer");
+                partition.repl.isr_change_failed();
+            }
+            Err(e) => {
+                tracing::info!(topic = %partition.topic, partition = partition.index,
+                    error = %e.message, "ISR change refused");
+                partition.repl.isr_change_failed();
+            }
+        }
+    });
+}
+
+/// Every `replica.lag.time.max.ms / 2` (as Kafka checks), asks to remove lagging followers
+/// from the ISR of every partition this broker leads. Runs until `stop`.
+pub async fn run_shrink_checks(
+    broker: Arc<Broker>,
+    node: Arc<ClusterNode>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let lag_max = node.config.replica_lag_time_max_ms as i64;
+    let every = Duration::from_millis((lag_max as u64 / 2).clamp(100, 5000));
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let now = now_ms();
+        for topic in broker.topics() {
+            for p in topic.local_partitions() {
+                if let Some(change) = p.repl.shrink_check(now, lag_max) {
+                    alter(&node, &p, change);
+                }
+            }
+        }
+    }
+}

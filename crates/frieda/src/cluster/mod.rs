@@ -1,0 +1,211 @@
+//! This broker as a member of a cluster: its handle on the metadata quorum (the image every
+//! broker acts on, the active controller it forwards admin requests to), whether it may serve
+//! yet (its image caught up with the controller's at registration) and whether it is fenced.
+//!
+//! - [`heartbeat`]: registers and heartbeats with the controller; fences itself when the
+//!   controller cannot be reached for a whole session; controlled shutdown.
+//! - [`isr`]: in-sync replica changes a leader asks the controller for (AlterPartition).
+//! - [`reconciler`]: turns each new image into local state (partition replicas opened or
+//!   removed, leader and follower roles, follower fetchers, group coordinators).
+//!
+//! Kafka's equivalents: `BrokerLifecycleManager`, `BrokerMetadataPublisher`,
+//! `ReplicaManager.applyDelta`. The design (Kafka's ISR protocol over a Raft metadata log) is in
+//! `docs/cluster.md`.
+
+pub mod heartbeat;
+pub mod isr;
+pub mod reconciler;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use frieda_meta::{
+    BrokerId, ControllerError, ControllerReply, ControllerRequest, MetaError, MetadataImage,
+    MetadataQuorum,
+};
+use kafka_protocol::error::ResponseError;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::config::ClusterConfig;
+
+/// How long an admin request forwarded to the controller may take before REQUEST_TIMED_OUT.
+pub const CONTROLLER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A refused controller request: the Kafka error and the controller's message.
+#[derive(Debug, Clone)]
+pub struct ClusterError {
+    /// Error code for the client.
+    pub code: ResponseError,
+    /// Detail for `error_message`.
+    pub message: String,
+}
+
+/// The Kafka error a client sees for a controller's refusal.
+pub fn error_code(e: &ControllerError) -> ResponseError {
+    match e {
+        ControllerError::NotController { .. } | ControllerError::Unavailable(_) => {
+            ResponseError::RequestTimedOut
+        }
+        ControllerError::InvalidPartitions(_) => ResponseError::InvalidPartitions,
+        ControllerError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
+        ControllerError::Meta(m) => match m {
+            MetaError::TopicExists(_) => ResponseError::TopicAlreadyExists,
+            MetaError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition,
+            MetaError::InvalidAssignment(_) => ResponseError::InvalidReplicaAssignment,
+            MetaError::StaleLeader(_) => ResponseError::FencedLeaderEpoch,
+            MetaError::StalePartitionEpoch(_) => ResponseError::InvalidUpdateVersion,
+            MetaError::Ineligible(_) => ResponseError::EligibleLeadersNotAvailable,
+            MetaError::ElectionNotNeeded => ResponseError::ElectionNotNeeded,
+            MetaError::NoReassignment => ResponseError::NoReassignmentInProgress,
+            MetaError::UnknownBroker(_) => ResponseError::BrokerIdNotRegistered,
+        },
+    }
+}
+
+/// This broker's membership of the cluster.
+pub struct ClusterNode {
+    /// The metadata quorum (this node votes in it or learns from it).
+    pub quorum: Arc<MetadataQuorum>,
+    /// `node.id`.
+    pub me: BrokerId,
+    /// This process's run: a restart registers anew.
+    pub incarnation: Uuid,
+    /// Settings.
+    pub config: ClusterConfig,
+    /// Set once this broker's image has caught up with the controller's at its first
+    /// successful heartbeat: before that it hosts nothing (its image may be stale).
+    ready: AtomicBool,
+    /// Fenced by the controller, or by itself after a session without an answered heartbeat:
+    /// it leads nothing.
+    fenced: AtomicBool,
+    /// Bumped when `ready` or `fenced` changes (the reconciler re-applies the image).
+    changed: watch::Sender<u64>,
+    /// The current producer-id block `[next, end)` (KIP-730).
+    producer_ids: tokio::sync::Mutex<(i64, i64)>,
+}
+
+impl ClusterNode {
+    /// A node on `quorum`.
+    pub fn new(
+        quorum: Arc<MetadataQuorum>,
+        me: BrokerId,
+        config: ClusterConfig,
+    ) -> Arc<ClusterNode> {
+        Arc::new(ClusterNode {
+            quorum,
+            me,
+            incarnation: Uuid::new_v4(),
+            config,
+            ready: AtomicBool::new(false),
+            fenced: AtomicBool::new(true),
+            changed: watch::Sender::new(0),
+            producer_ids: tokio::sync::Mutex::new((0, 0)),
+        })
+    }
+
+    /// The latest applied metadata image.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.quorum.image()
+    }
+
+    /// Whether this broker serves its image yet.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Whether this broker is fenced (leads nothing).
+    pub fn is_fenced(&self) -> bool {
+        self.fenced.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_ready(&self) {
+        if !self.ready.swap(true, Ordering::AcqRel) {
+            self.changed.send_modify(|n| *n += 1);
+        }
+    }
+
+    pub(crate) fn set_fenced(&self, fenced: bool) {
+        if self.fenced.swap(fenced, Ordering::AcqRel) != fenced {
+            self.changed.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Bumped whenever readiness or fencing changes.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// The active controller's id (Metadata's `controller_id`), -1 if none is known.
+    pub fn controller_id(&self) -> i32 {
+        self.quorum
+            .leader()
+            .and_then(|l| i32::try_from(l).ok())
+            .unwrap_or(-1)
+    }
+
+    /// `host:port` of a live broker's first client listener (where followers fetch).
+    pub fn address_of(&self, id: BrokerId) -> Option<String> {
+        let image = self.image();
+        let b = image.brokers.get(&id)?;
+        let e = b.endpoints.first()?;
+        Some(if e.host.contains(':') {
+            format!("[{}]:{}", e.host, e.port)
+        } else {
+            format!("{}:{}", e.host, e.port)
+        })
+    }
+
+    /// Sends a request to the active controller (forwarded if another node leads the quorum).
+    ///
+    /// Errors: the controller's refusal as a Kafka error ([`error_code`]), REQUEST_TIMED_OUT
+    /// when no controller answered within `timeout`.
+    pub async fn controller(
+        &self,
+        req: ControllerRequest,
+        timeout: Duration,
+    ) -> Result<ControllerReply, ClusterError> {
+        self.quorum
+            .request(req, timeout)
+            .await
+            .map_err(|e| ClusterError {
+                code: error_code(&e),
+                message: e.to_string(),
+            })
+    }
+
+    /// Waits (up to `timeout`) until this broker's image satisfies `done`, e.g. shows a topic
+    /// the controller just created, so a following Metadata request sees it.
+    pub async fn wait_for(&self, timeout: Duration, done: impl Fn(&MetadataImage) -> bool) -> bool {
+        self.quorum.wait_for(timeout, done).await.is_some()
+    }
+
+    /// The next producer id (InitProducerId), from a block the controller hands out.
+    ///
+    /// Errors: COORDINATOR_NOT_AVAILABLE when no block can be had from the controller.
+    pub async fn next_producer_id(&self) -> Result<i64, ResponseError> {
+        let mut block = self.producer_ids.lock().await;
+        if block.0 >= block.1 {
+            match self
+                .controller(ControllerRequest::AllocateProducerIds, CONTROLLER_TIMEOUT)
+                .await
+            {
+                Ok(ControllerReply::ProducerIds { start, count }) => {
+                    *block = (start, start + count)
+                }
+                Ok(other) => {
+                    tracing::warn!(reply = ?other, "unexpected answer to a producer-id request");
+                    return Err(ResponseError::CoordinatorNotAvailable);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e.message, "no producer-id block from the controller");
+                    return Err(ResponseError::CoordinatorNotAvailable);
+                }
+            }
+        }
+        let id = block.0;
+        block.0 += 1;
+        Ok(id)
+    }
+}

@@ -1,0 +1,193 @@
+//! Applies each metadata image to this broker (Kafka's `ReplicaManager.applyDelta` and
+//! `BrokerMetadataPublisher`): the image says which partitions this broker hosts and who leads
+//! them; the reconciler makes it so.
+//!
+//! For every partition assigned here: its replica is opened (or created), and it becomes
+//! - the **leader** when the image names this broker (and it is not fenced): appends are
+//!   stamped with the leader epoch, followers are tracked; for `__consumer_offsets` the group
+//!   coordinator of that partition is loaded;
+//! - a **follower** of the named leader otherwise: the fetcher for that leader copies its log;
+//! - **offline** when the partition has no leader (or this broker leads it but is fenced).
+//!
+//! Replicas no longer assigned here and topics no longer in the image are removed. The same
+//! image applied twice changes nothing, so the reconciler simply re-applies the latest image
+//! whenever anything changes (and every second, to retry what failed).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use frieda_meta::{MetadataImage, PartitionState, NO_LEADER};
+use tokio::sync::watch;
+
+use super::ClusterNode;
+use crate::broker::partition::Partition;
+use crate::broker::topic::{Topic, OFFSETS_TOPIC};
+use crate::broker::topic_config::TopicConfigs;
+use crate::broker::writer::now_ms;
+use crate::broker::Broker;
+use crate::replication::fetcher::Fetchers;
+use crate::replication::Role;
+
+/// Re-applies the image at least this often (retries of replicas that failed to open).
+const RETRY_EVERY: Duration = Duration::from_secs(1);
+
+/// Runs until `stop`: applies the latest image whenever it, or this broker's readiness or
+/// fencing, changes.
+pub async fn run(
+    broker: Arc<Broker>,
+    node: Arc<ClusterNode>,
+    fetchers: Arc<Fetchers>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut images = node.quorum.subscribe();
+    let mut changes = node.changes();
+    let mut cleaned = false;
+    loop {
+        tokio::select! {
+            _ = images.changed() => {}
+            _ = changes.changed() => {}
+            _ = tokio::time::sleep(RETRY_EVERY) => {}
+            _ = stop.changed() => return,
+        }
+        if !node.is_ready() {
+            continue;
+        }
+        let image = node.image();
+        apply(&broker, &node, &fetchers, &image).await;
+        if !cleaned {
+            cleaned = true;
+            let (b, img, me) = (broker.clone(), image.clone(), node.me);
+            let _ = tokio::task::spawn_blocking(move || b.clean_unclaimed_dirs(&img, me)).await;
+        }
+    }
+}
+
+/// Makes local state match `image` (idempotent).
+pub async fn apply(
+    broker: &Arc<Broker>,
+    node: &Arc<ClusterNode>,
+    fetchers: &Arc<Fetchers>,
+    image: &MetadataImage,
+) {
+    // Topics gone from the image, or replaced by a namesake with another id.
+    for t in broker.topics() {
+        if image.topics.get(&*t.name).map(|ti| ti.id) != Some(t.id) {
+            let (b, t) = (broker.clone(), t.clone());
+            let _ = tokio::task::spawn_blocking(move || b.remove_topic_locally(&t)).await;
+        }
+    }
+    for (name, ti) in &image.topics {
+        let topic = broker.cluster_topic(
+            name,
+            ti.id,
+            TopicConfigs(ti.configs.clone()),
+            ti.partitions.len(),
+        );
+        if topic.is_internal() {
+            broker
+                .groups
+                .set_partition_count(ti.partitions.len() as i32);
+        }
+        for (i, p) in ti.partitions.iter().enumerate() {
+            let index = i as i32;
+            let assigned = p.replicas.contains(&node.me) || p.adding.contains(&node.me);
+            if !assigned {
+                if topic.partition(index).is_some() {
+                    let (b, t) = (broker.clone(), topic.clone());
+                    let _ = tokio::task::spawn_blocking(move || b.remove_replica(&t, index)).await;
+                }
+                continue;
+            }
+            let partition = match topic.partition(index) {
+                Some(p) => p,
+                None => match open(broker, &topic, index).await {
+                    Some(p) => p,
+                    None => continue,
+                },
+            };
+            take_role(broker, node, fetchers, &topic, &partition, p).await;
+        }
+    }
+}
+
+async fn open(broker: &Arc<Broker>, topic: &Arc<Topic>, index: i32) -> Option<Arc<Partition>> {
+    let (b, t) = (broker.clone(), topic.clone());
+    match tokio::task::spawn_blocking(move || b.open_replica(&t, index)).await {
+        Ok(Ok(p)) => Some(p),
+        Ok(Err(e)) => {
+            tracing::error!(topic = %topic.name, partition = index, error = %format!("{e:#}"),
+                "cannot open a replica; retrying");
+            None
+        }
+        Err(e) => {
+            tracing::error!(topic = %topic.name, partition = index, error = %e, "opening a replica panicked");
+            None
+        }
+    }
+}
+
+/// Gives `partition` the role `p` says it has here.
+async fn take_role(
+    broker: &Arc<Broker>,
+    node: &Arc<ClusterNode>,
+    fetchers: &Arc<Fetchers>,
+    topic: &Arc<Topic>,
+    partition: &Arc<Partition>,
+    p: &PartitionState,
+) {
+    let me = node.me;
+    let leads = p.leader == me && !node.is_fenced();
+    let internal = &*topic.name == OFFSETS_TOPIC;
+    if leads {
+        let current = partition.repl.role();
+        let same_epoch = matches!(&current, Role::Leader(l) if l.epoch == p.leader_epoch);
+        if !same_epoch
+            || !partition
+                .repl
+                .update_leader(p, partition.reader().log_end_offset(), now_ms())
+        {
+            partition.become_leader(me, p, partition.repl.high_watermark());
+            tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch,
+                isr = ?p.isr, log_end_offset = partition.reader().log_end_offset(), "leading");
+        } else {
+            // Same epoch: the ISR or replicas may have changed; update_leader took them.
+        }
+        if internal && !broker.groups.is_loaded(partition.index) {
+            let (b, part) = (broker.clone(), partition.clone());
+            let index = partition.index;
+            match tokio::task::spawn_blocking(move || b.groups.load(index, part)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::error!(partition = index, error = %format!("{e:#}"),
+                    "cannot load the group coordinator; retrying"),
+                Err(e) => {
+                    tracing::error!(partition = index, error = %e, "loading the group coordinator panicked")
+                }
+            }
+        }
+        return;
+    }
+    if internal {
+        broker.groups.unload(partition.index);
+    }
+    let leader = if p.leader == me || p.leader == NO_LEADER {
+        NO_LEADER
+    } else {
+        p.leader
+    };
+    let unchanged = match partition.repl.role() {
+        Role::Follower { leader: l, epoch } => l == leader && epoch == p.leader_epoch,
+        Role::Offline { epoch } => leader == NO_LEADER && epoch == p.leader_epoch,
+        _ => false,
+    };
+    if !unchanged {
+        partition.become_follower(me, leader, p.leader_epoch, partition.repl.high_watermark());
+        if leader == NO_LEADER {
+            tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch, "offline (no leader here)");
+        } else {
+            tracing::info!(topic = %topic.name, partition = partition.index, leader, epoch = p.leader_epoch, "following");
+        }
+    }
+    if leader != NO_LEADER {
+        fetchers.follow(partition.clone(), leader, p.leader_epoch);
+    }
+}

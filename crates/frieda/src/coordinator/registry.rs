@@ -1,0 +1,294 @@
+//! The group coordinators this broker runs: one per partition of `__consumer_offsets` it leads
+//! (Kafka's `GroupCoordinator` sharded by `GroupMetadataManager.partitionFor`). A group belongs
+//! to partition `abs(hash(group id)) % partitions`, with Java's `String.hashCode`, so every
+//! broker, and Kafka's own tools, agree on which broker coordinates it.
+//!
+//! On a single broker the offsets log has one partition, always loaded. In a cluster the
+//! reconciler loads a partition's coordinator when this broker becomes its leader (replaying
+//! the log) and unloads it when leadership moves; requests for a group whose partition is not
+//! loaded here get NOT_COORDINATOR (16), so clients look the coordinator up again.
+
+use super::group::state::{JoinRequest, JoinResult, SyncResult};
+use super::group::{CoordinatorConfig, GroupCoordinator, GroupDescription, GroupListing, TICK};
+use super::offsets::codec::OffsetValue;
+use super::offsets::TopicPartition;
+use crate::broker::partition::Partition;
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError as E;
+use parking_lot::RwLock;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Java's `String.hashCode` over the UTF-16 code units.
+fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
+/// The offsets partition of a group among `partitions` (Kafka's `Utils.abs(hashCode) % n`;
+/// `Utils.abs` maps `i32::MIN` to 0).
+pub fn offsets_partition_for(group: &str, partitions: i32) -> i32 {
+    let h = java_string_hash(group);
+    let abs = if h == i32::MIN { 0 } else { h.abs() };
+    abs % partitions.max(1)
+}
+
+/// The coordinators of the offsets partitions this broker leads.
+pub struct GroupCoordinators {
+    /// Partitions of `__consumer_offsets` (0 until the cluster created it).
+    partitions: AtomicI32,
+    loaded: RwLock<HashMap<i32, Arc<GroupCoordinator>>>,
+    config: CoordinatorConfig,
+}
+
+impl GroupCoordinators {
+    /// A single broker's: one offsets partition, loaded.
+    pub fn single(coordinator: GroupCoordinator) -> GroupCoordinators {
+        let config = coordinator.config().clone();
+        GroupCoordinators {
+            partitions: AtomicI32::new(1),
+            loaded: RwLock::new(HashMap::from([(0, Arc::new(coordinator))])),
+            config,
+        }
+    }
+
+    /// A cluster broker's: nothing loaded until it leads offsets partitions.
+    pub fn cluster(config: CoordinatorConfig) -> GroupCoordinators {
+        GroupCoordinators {
+            partitions: AtomicI32::new(0),
+            loaded: RwLock::new(HashMap::new()),
+            config,
+        }
+    }
+
+    /// Settings.
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.config
+    }
+
+    /// Partitions of the offsets topic (0 before it exists).
+    pub fn partition_count(&self) -> i32 {
+        self.partitions.load(Ordering::Acquire)
+    }
+
+    /// Sets the offsets topic's partition count (from the cluster metadata).
+    pub fn set_partition_count(&self, n: i32) {
+        self.partitions.store(n, Ordering::Release);
+    }
+
+    /// The offsets partition of `group`.
+    pub fn partition_for(&self, group: &str) -> i32 {
+        offsets_partition_for(group, self.partition_count())
+    }
+
+    /// The coordinator of `group` if this broker runs it.
+    ///
+    /// Errors: COORDINATOR_NOT_AVAILABLE (15) before the offsets topic exists, NOT_COORDINATOR
+    /// (16) when another broker leads the group's partition.
+    pub fn for_group(&self, group: &str) -> Result<Arc<GroupCoordinator>, E> {
+        if self.partition_count() == 0 {
+            return Err(E::CoordinatorNotAvailable);
+        }
+        self.loaded
+            .read()
+            .get(&self.partition_for(group))
+            .cloned()
+            .ok_or(E::NotCoordinator)
+    }
+
+    /// Whether the coordinator of offsets partition `index` runs here.
+    pub fn is_loaded(&self, index: i32) -> bool {
+        self.loaded.read().contains_key(&index)
+    }
+
+    /// Loads the coordinator of offsets partition `index` (this broker became its leader):
+    /// replays the partition's log. Blocking (reads the log).
+    ///
+    /// Errors: the log cannot be read or decoded.
+    pub fn load(&self, index: i32, partition: Arc<Partition>) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let c = GroupCoordinator::open(partition, self.config.clone())?;
+        self.loaded.write().insert(index, Arc::new(c));
+        tracing::info!(
+            partition = index,
+            ms = started.elapsed().as_millis() as u64,
+            "loaded group coordinator"
+        );
+        Ok(())
+    }
+
+    /// Unloads the coordinator of offsets partition `index` (leadership moved): parked
+    /// JoinGroup/SyncGroup requests are answered NOT_COORDINATOR.
+    pub fn unload(&self, index: i32) {
+        if let Some(c) = self.loaded.write().remove(&index) {
+            c.shutdown();
+            tracing::info!(partition = index, "unloaded group coordinator");
+        }
+    }
+
+    /// Every loaded coordinator.
+    pub fn all(&self) -> Vec<Arc<GroupCoordinator>> {
+        self.loaded.read().values().cloned().collect()
+    }
+
+    /// JoinGroup (see [`GroupCoordinator::join`]).
+    pub async fn join(&self, group: &str, req: JoinRequest) -> JoinResult {
+        match self.for_group(group) {
+            Ok(c) => c.join(group, req).await,
+            Err(e) => JoinResult::error(&req.member_id, e),
+        }
+    }
+
+    /// SyncGroup (see [`GroupCoordinator::sync`]).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn sync(
+        &self,
+        group: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        protocol_type: Option<&str>,
+        protocol_name: Option<&str>,
+        assignments: Vec<(String, Bytes)>,
+    ) -> SyncResult {
+        match self.for_group(group) {
+            Ok(c) => {
+                c.sync(
+                    group,
+                    generation,
+                    member_id,
+                    instance_id,
+                    protocol_type,
+                    protocol_name,
+                    assignments,
+                )
+                .await
+            }
+            Err(e) => SyncResult::error(e),
+        }
+    }
+
+    /// Heartbeat (see [`GroupCoordinator::heartbeat`]).
+    pub fn heartbeat(
+        &self,
+        group: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> Option<E> {
+        match self.for_group(group) {
+            Ok(c) => c.heartbeat(group, generation, member_id, instance_id),
+            Err(e) => Some(e),
+        }
+    }
+
+    /// LeaveGroup (see [`GroupCoordinator::leave`]).
+    pub fn leave(
+        &self,
+        group: &str,
+        members: &[(String, Option<String>)],
+    ) -> (Option<E>, Vec<Option<E>>) {
+        match self.for_group(group) {
+            Ok(c) => c.leave(group, members),
+            Err(e) => (Some(e), vec![None; members.len()]),
+        }
+    }
+
+    /// OffsetCommit (see [`GroupCoordinator::commit`]).
+    pub async fn commit(
+        &self,
+        group: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        entries: Vec<(TopicPartition, OffsetValue)>,
+    ) -> Result<(), E> {
+        self.for_group(group)?
+            .commit(group, generation, member_id, instance_id, entries)
+            .await
+    }
+
+    /// OffsetDelete (see [`GroupCoordinator::delete_offsets`]).
+    pub async fn delete_offsets(
+        &self,
+        group: &str,
+        parts: Vec<TopicPartition>,
+    ) -> Result<Vec<(TopicPartition, Option<E>)>, E> {
+        self.for_group(group)?.delete_offsets(group, parts).await
+    }
+
+    /// DeleteGroups of one group (see [`GroupCoordinator::delete_group`]).
+    pub async fn delete_group(&self, group: &str) -> Result<(), E> {
+        self.for_group(group)?.delete_group(group).await
+    }
+
+    /// DescribeGroups of one group.
+    ///
+    /// Errors: as [`for_group`](Self::for_group).
+    pub fn describe(&self, group: &str) -> Result<GroupDescription, E> {
+        Ok(self.for_group(group)?.describe(group))
+    }
+
+    /// ListGroups: the groups of every coordinator here (clients ask every broker).
+    pub fn list(&self, states: &[String]) -> Vec<GroupListing> {
+        let mut out: Vec<GroupListing> = self.all().iter().flat_map(|c| c.list(states)).collect();
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        out
+    }
+
+    /// Answers every parked request of every coordinator (shutdown).
+    pub fn shutdown(&self) {
+        for c in self.all() {
+            c.shutdown();
+        }
+    }
+
+    /// Periodic work until `stop`: group timers every [`TICK`], offsets retention every
+    /// `offsets.retention.check.interval.ms`, for whichever coordinators are loaded.
+    pub async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let retention_every =
+            Duration::from_millis(self.config.offsets_retention_check_interval_ms.max(100));
+        let mut last_retention = Instant::now();
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stop.changed() => {
+                    self.shutdown();
+                    return;
+                }
+            }
+            let all = self.all();
+            for c in &all {
+                c.tick();
+            }
+            if last_retention.elapsed() >= retention_every {
+                last_retention = Instant::now();
+                for c in &all {
+                    c.expire_offsets();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_map_to_partitions_as_in_kafka() {
+        // Values of Java's "...".hashCode().
+        assert_eq!(java_string_hash(""), 0);
+        assert_eq!(java_string_hash("a"), 97);
+        assert_eq!(java_string_hash("hello"), 99_162_322);
+        assert_eq!(java_string_hash("my-group"), -1_906_497_762);
+        assert_eq!(offsets_partition_for("my-group", 50), 1_906_497_762 % 50);
+        assert_eq!(offsets_partition_for("hello", 50), 99_162_322 % 50);
+        assert!((0..50).contains(&offsets_partition_for("zzzzzzzzzzzzzzzz", 50)));
+        assert_eq!(offsets_partition_for("anything", 1), 0);
+    }
+}

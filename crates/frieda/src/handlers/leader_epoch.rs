@@ -1,0 +1,72 @@
+//! OffsetForLeaderEpoch (key 23, v2-4; KIP-101, KIP-279, KIP-320): where a leader epoch ends in
+//! this leader's log. Followers ask it before copying, to cut a diverged tail; consumers ask
+//! it after a leader change, to detect a truncated log under their position.
+
+use super::RequestContext;
+use crate::broker::Broker;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
+use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
+use std::sync::Arc;
+
+/// Per partition: the largest epoch `<= leader_epoch` in the log and the offset where the next
+/// epoch starts (the log end offset for the current one); -1/-1 for an unknown or future epoch.
+/// A single broker answers epoch 0 (what its Metadata says) ending at the log end. Errors:
+/// UNKNOWN_TOPIC_OR_PARTITION (3), NOT_LEADER_OR_FOLLOWER (6), FENCED_LEADER_EPOCH (74) /
+/// UNKNOWN_LEADER_EPOCH (76) for a `current_leader_epoch` older / newer than the leader's.
+pub async fn handle(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: OffsetForLeaderEpochRequest,
+) -> OffsetForLeaderEpochResponse {
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let topic = broker.topic(t.topic.0.as_str());
+            let partitions = t
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let answer = EpochEndOffset::default()
+                        .with_partition(p.partition)
+                        .with_leader_epoch(-1)
+                        .with_end_offset(-1);
+                    let found = topic
+                        .as_ref()
+                        .ok_or(ResponseError::UnknownTopicOrPartition)
+                        .and_then(|t| t.replica(p.partition))
+                        .and_then(|part| {
+                            part.repl.check_leader(p.current_leader_epoch)?;
+                            Ok(part)
+                        });
+                    match found {
+                        Err(e) => answer.with_error_code(e.code()),
+                        Ok(part) if !part.repl.is_replicated() => {
+                            if p.leader_epoch < 0 {
+                                answer
+                            } else {
+                                answer
+                                    .with_leader_epoch(0)
+                                    .with_end_offset(part.reader().log_end_offset())
+                            }
+                        }
+                        Ok(part) => match part.end_offset_for_epoch(p.leader_epoch) {
+                            Some((epoch, end)) => {
+                                answer.with_leader_epoch(epoch).with_end_offset(end)
+                            }
+                            None => answer
+                                .with_error_code(ResponseError::UnknownTopicOrPartition.code()),
+                        },
+                    }
+                })
+                .collect();
+            OffsetForLeaderTopicResult::default()
+                .with_topic(t.topic)
+                .with_partitions(partitions)
+        })
+        .collect();
+    OffsetForLeaderEpochResponse::default().with_topics(topics)
+}

@@ -1,0 +1,502 @@
+//! Follower fetchers (Kafka's `ReplicaFetcherThread`): one task per leader broker copies the
+//! logs of every partition this broker follows there, with Fetch requests that carry this
+//! broker's id as `replica_id`, over one connection.
+//!
+//! For each partition the fetcher first **truncates** (KIP-101/279): it asks the leader, with
+//! OffsetForLeaderEpoch, where this replica's latest leader epoch ends in the leader's log, and
+//! cuts its own log there, so a follower that had records the leader never got (a deposed
+//! leader's unreplicated tail) drops them before copying. Then it **fetches** from its log end
+//! offset: the leader's batches are appended as they are (offsets, epochs, CRCs), and the
+//! follower's high watermark follows the leader's. A fetch offset below the leader's log start
+//! (retention removed it there) moves to the leader's log start.
+//!
+//! A partition leaves its fetcher as soon as it stops following that leader in that epoch
+//! (the reconciler gave it another role); errors back the partition off for
+//! [`RETRY_BACKOFF`] (`replica.fetch.backoff.ms`), and a broken connection is re-made.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use frieda_meta::BrokerId;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId as WireBrokerId, FetchRequest, OffsetForLeaderEpochRequest, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+
+use super::client::BrokerClient;
+use crate::broker::partition::Partition;
+use crate::cluster::ClusterNode;
+
+/// Fetch version followers use: names topics, carries `replica_id` (v12; KIP-320 fields).
+const FETCH_VERSION: i16 = 12;
+/// OffsetForLeaderEpoch version followers use.
+const OFFSET_FOR_EPOCH_VERSION: i16 = 4;
+/// Back-off after an error, per partition and for the connection (`replica.fetch.backoff.ms`,
+/// Kafka's default 1000; shorter here so failover completes sooner).
+pub const RETRY_BACKOFF: Duration = Duration::from_millis(200);
+/// Largest fetch response asked for (`replica.fetch.response.max.bytes`, Kafka's default).
+const RESPONSE_MAX_BYTES: i32 = 10 << 20;
+/// A fetcher with nothing to follow for this long stops (a new one starts when needed).
+const IDLE_STOP: Duration = Duration::from_secs(10);
+/// Connect timeout to a leader.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One partition a fetcher follows.
+struct Followed {
+    partition: Arc<Partition>,
+    epoch: i32,
+    /// Truncated to the leader's log since this epoch began.
+    truncated: bool,
+    /// Where to fetch next when not the log end offset (after the leader's log start moved).
+    next_offset: Option<i64>,
+    /// No requests for this partition before this instant.
+    backoff_until: Option<Instant>,
+}
+
+type Key = (Arc<str>, i32);
+
+/// Partitions handed to one fetcher and not yet picked up (a bound: the reconciler only hands
+/// over changes, at most one per partition hosted).
+const MAX_PENDING_FOLLOWS: usize = 100_000;
+
+/// A partition handed to a fetcher, with the epoch it follows in.
+type Follow = (Arc<Partition>, i32);
+
+/// The follower fetchers of this broker, one per leader.
+pub struct Fetchers {
+    node: Arc<ClusterNode>,
+    tasks: Mutex<HashMap<BrokerId, mpsc::Sender<Follow>>>,
+    /// What each partition was last handed over as (leader, epoch, which replica object), so
+    /// re-applying the same image sends nothing.
+    handed: Mutex<HashMap<Key, (BrokerId, i32, usize)>>,
+}
+
+impl Fetchers {
+    /// No fetchers yet.
+    pub fn new(node: Arc<ClusterNode>) -> Arc<Fetchers> {
+        Arc::new(Fetchers {
+            node,
+            tasks: Mutex::new(HashMap::new()),
+            handed: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Makes sure `partition` is copied from `leader` in `epoch` (idempotent: only a change is
+    /// handed to the fetcher).
+    pub fn follow(&self, partition: Arc<Partition>, leader: BrokerId, epoch: i32) {
+        let key = (partition.topic.clone(), partition.index);
+        let me = (leader, epoch, Arc::as_ptr(&partition) as usize);
+        let mut tasks = self.tasks.lock();
+        let alive = tasks.get(&leader).is_some_and(|tx| !tx.is_closed());
+        if alive && self.handed.lock().get(&key) == Some(&me) {
+            return;
+        }
+        if let Some(tx) = tasks.get(&leader).filter(|_| alive) {
+            match tx.try_send((partition.clone(), epoch)) {
+                Ok(()) => {
+                    self.handed.lock().insert(key, me);
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    // Retried at the reconciler's next pass.
+                    tracing::warn!(leader, "fetcher hand-over queue full");
+                    self.handed.lock().remove(&key);
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
+        }
+        let (tx, rx) = mpsc::channel(MAX_PENDING_FOLLOWS);
+        let _ = tx.try_send((partition, epoch));
+        self.handed.lock().insert(key, me);
+        tasks.insert(leader, tx);
+        let node = self.node.clone();
+        tokio::spawn(run(node, leader, rx));
+    }
+}
+
+/// One leader's fetcher.
+async fn run(
+    node: Arc<ClusterNode>,
+    leader: BrokerId,
+    mut rx: mpsc::Receiver<Follow>,
+) {
+    let mut followed: HashMap<Key, Followed> = HashMap::new();
+    let mut client: Option<BrokerClient> = None;
+    let mut idle_since = Instant::now();
+    let wait = Duration::from_millis(node.config.replica_fetch_wait_max_ms);
+    tracing::debug!(leader, "fetcher started");
+    loop {
+        // New partitions (or new epochs of known ones).
+        while let Ok((p, epoch)) = rx.try_recv() {
+            add(&mut followed, p, epoch);
+        }
+        followed.retain(|_, f| {
+            !f.partition.is_deleted() && f.partition.repl.is_follower_of(leader, f.epoch)
+        });
+        if followed.is_empty() {
+            if idle_since.elapsed() > IDLE_STOP {
+                rx.close();
+                let mut rest = false;
+                while let Ok((p, epoch)) = rx.try_recv() {
+                    add(&mut followed, p, epoch);
+                    rest = true;
+                }
+                if !rest {
+                    tracing::debug!(leader, "fetcher stopped (nothing to follow)");
+                    return;
+                }
+            } else {
+                match tokio::time::timeout(Duration::from_secs(1), rx.recv()).await {
+                    Ok(Some((p, epoch))) => add(&mut followed, p, epoch),
+                    Ok(None) => return,
+                    Err(_) => {}
+                }
+                continue;
+            }
+        }
+        idle_since = Instant::now();
+        let conn = match &mut client {
+            Some(c) => c,
+            None => match connect(&node, leader).await {
+                Some(c) => client.insert(c),
+                None => {
+                    tokio::time::sleep(RETRY_BACKOFF).await;
+                    continue;
+                }
+            },
+        };
+        let ok = if followed.values().any(|f| !f.truncated && ready(f)) {
+            truncate(&node, leader, conn, &mut followed).await
+        } else {
+            fetch(&node, leader, conn, &mut followed, wait).await
+        };
+        if !ok {
+            client = None;
+            tokio::time::sleep(RETRY_BACKOFF).await;
+        }
+    }
+}
+
+fn add(followed: &mut HashMap<Key, Followed>, partition: Arc<Partition>, epoch: i32) {
+    let key = (partition.topic.clone(), partition.index);
+    match followed.get(&key) {
+        Some(f) if f.epoch == epoch && Arc::ptr_eq(&f.partition, &partition) => {}
+        _ => {
+            followed.insert(
+                key,
+                Followed {
+                    partition,
+                    epoch,
+                    truncated: false,
+                    next_offset: None,
+                    backoff_until: None,
+                },
+            );
+        }
+    }
+}
+
+fn ready(f: &Followed) -> bool {
+    f.backoff_until.is_none_or(|t| Instant::now() >= t)
+}
+
+fn back_off(f: &mut Followed) {
+    f.backoff_until = Some(Instant::now() + RETRY_BACKOFF);
+}
+
+async fn connect(node: &ClusterNode, leader: BrokerId) -> Option<BrokerClient> {
+    let addr = node.address_of(leader)?;
+    let client_id = format!("frieda-replica-fetcher-{}", node.me);
+    match BrokerClient::connect(&addr, &client_id, CONNECT_TIMEOUT).await {
+        Ok(c) => {
+            tracing::debug!(leader, %addr, "fetcher connected");
+            Some(c)
+        }
+        Err(e) => {
+            tracing::debug!(leader, %addr, error = %e, "fetcher cannot connect");
+            None
+        }
+    }
+}
+
+/// OffsetForLeaderEpoch for every partition not yet truncated in its epoch, then the
+/// truncations. Returns false when the connection failed.
+async fn truncate(
+    node: &ClusterNode,
+    leader: BrokerId,
+    conn: &mut BrokerClient,
+    followed: &mut HashMap<Key, Followed>,
+) -> bool {
+    let mut by_topic: HashMap<Arc<str>, Vec<OffsetForLeaderPartition>> = HashMap::new();
+    let mut asked: HashMap<Key, i32> = HashMap::new();
+    for (key, f) in followed.iter() {
+        if f.truncated || !ready(f) {
+            continue;
+        }
+        let latest = f.partition.latest_epoch();
+        asked.insert(key.clone(), latest);
+        by_topic.entry(key.0.clone()).or_default().push(
+            OffsetForLeaderPartition::default()
+                .with_partition(key.1)
+                .with_current_leader_epoch(f.epoch)
+                .with_leader_epoch(latest),
+        );
+    }
+    let req = OffsetForLeaderEpochRequest::default()
+        .with_replica_id(WireBrokerId(node.me))
+        .with_topics(
+            by_topic
+                .into_iter()
+                .map(|(t, parts)| {
+                    OffsetForLeaderTopic::default()
+                        .with_topic(TopicName(StrBytes::from_string(t.to_string())))
+                        .with_partitions(parts)
+                })
+                .collect(),
+        );
+    let resp = match conn
+        .call(OFFSET_FOR_EPOCH_VERSION, &req, Duration::from_secs(10))
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(leader, error = %e, "OffsetForLeaderEpoch failed");
+            return false;
+        }
+    };
+    for t in resp.topics {
+        let topic: Arc<str> = Arc::from(t.topic.0.as_str());
+        for r in t.partitions {
+            let key = (topic.clone(), r.partition);
+            let Some(f) = followed.get_mut(&key) else {
+                continue;
+            };
+            let Some(&asked_epoch) = asked.get(&key) else {
+                continue;
+            };
+            if r.error_code != 0 {
+                tracing::debug!(topic = %key.0, partition = key.1, leader, error = r.error_code,
+                    "leader refused OffsetForLeaderEpoch; backing off");
+                back_off(f);
+                continue;
+            }
+            let leo = f.partition.reader().log_end_offset();
+            let target = if asked_epoch < 0 || r.end_offset < 0 {
+                // No epochs here (an empty log) or none the leader knows: nothing to compare;
+                // the fetch's offset check takes over.
+                leo
+            } else if r.leader_epoch == asked_epoch {
+                r.end_offset.min(leo)
+            } else {
+                // The leader's largest epoch below ours: keep what both have of it.
+                let ours = f
+                    .partition
+                    .end_offset_for_epoch(r.leader_epoch)
+                    .map_or(leo, |(_, end)| end);
+                r.end_offset.min(ours).min(leo)
+            };
+            if target < leo {
+                tracing::info!(topic = %key.0, partition = key.1, leader, epoch = f.epoch,
+                    from = leo, to = target, "truncating a diverged log");
+                if let Err(e) = f.partition.truncate_from_leader(leader, f.epoch, target) {
+                    tracing::warn!(topic = %key.0, partition = key.1, error = ?e, "truncation failed");
+                    back_off(f);
+                    continue;
+                }
+            }
+            f.truncated = true;
+            f.backoff_until = None;
+        }
+    }
+    true
+}
+
+/// One Fetch for every truncated partition not backing off. Returns false when the connection
+/// failed.
+async fn fetch(
+    node: &ClusterNode,
+    leader: BrokerId,
+    conn: &mut BrokerClient,
+    followed: &mut HashMap<Key, Followed>,
+    wait: Duration,
+) -> bool {
+    let mut by_topic: HashMap<Arc<str>, Vec<FetchPartition>> = HashMap::new();
+    let mut offsets: HashMap<Key, i64> = HashMap::new();
+    for (key, f) in followed.iter() {
+        if !f.truncated || !ready(f) {
+            continue;
+        }
+        let leo = f.partition.reader().log_end_offset();
+        let offset = f.next_offset.map_or(leo, |n| n.max(leo));
+        offsets.insert(key.clone(), offset);
+        by_topic.entry(key.0.clone()).or_default().push(
+            FetchPartition::default()
+                .with_partition(key.1)
+                .with_current_leader_epoch(f.epoch)
+                .with_fetch_offset(offset)
+                .with_last_fetched_epoch(-1)
+                .with_log_start_offset(f.partition.log_start_offset())
+                .with_partition_max_bytes(node.config.replica_fetch_max_bytes as i32),
+        );
+    }
+    if by_topic.is_empty() {
+        // Everything is backing off.
+        tokio::time::sleep(RETRY_BACKOFF / 4).await;
+        return true;
+    }
+    let req = FetchRequest::default()
+        .with_replica_id(WireBrokerId(node.me))
+        .with_max_wait_ms(wait.as_millis() as i32)
+        .with_min_bytes(1)
+        .with_max_bytes(RESPONSE_MAX_BYTES)
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(
+            by_topic
+                .into_iter()
+                .map(|(t, parts)| {
+                    FetchTopic::default()
+                        .with_topic(TopicName(StrBytes::from_string(t.to_string())))
+                        .with_partitions(parts)
+                })
+                .collect(),
+        );
+    let resp = match conn
+        .call(FETCH_VERSION, &req, wait + Duration::from_secs(10))
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(leader, error = %e, "replica fetch failed");
+            return false;
+        }
+    };
+    if resp.error_code != 0 {
+        tracing::debug!(leader, error = resp.error_code, "replica fetch refused");
+        return false;
+    }
+    let mut to_flush = Vec::new();
+    for t in resp.responses {
+        let topic: Arc<str> = Arc::from(t.topic.0.as_str());
+        for pd in t.partitions {
+            let key = (topic.clone(), pd.partition_index);
+            let (Some(f), Some(&offset)) = (followed.get_mut(&key), offsets.get(&key)) else {
+                continue;
+            };
+            apply_partition(leader, f, offset, pd);
+            if f.partition.flush_due() {
+                to_flush.push(f.partition.clone());
+            }
+        }
+    }
+    // The flush policy holds on followers too (`flush.messages`); the next fetch, which tells
+    // the leader how far this replica got, waits for it.
+    for p in to_flush {
+        let part = p.clone();
+        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || part.flush_now_if_due()).await {
+            tracing::error!(topic = %p.topic, partition = p.index, error = %e, "follower flush failed");
+        }
+    }
+    true
+}
+
+/// Applies one partition of a fetch response.
+fn apply_partition(
+    leader: BrokerId,
+    f: &mut Followed,
+    offset: i64,
+    pd: kafka_protocol::messages::fetch_response::PartitionData,
+) {
+    let p = &f.partition;
+    match ResponseError::try_from_code(pd.error_code) {
+        None => {}
+        Some(ResponseError::OffsetOutOfRange) => {
+            if offset < pd.log_start_offset {
+                // Retention removed it on the leader: continue from the leader's log start
+                // (the log keeps the older records it has; they are the same records).
+                tracing::info!(topic = %p.topic, partition = p.index, leader, offset,
+                    leader_log_start = pd.log_start_offset, "fetch offset below the leader's log start; skipping ahead");
+                f.next_offset = Some(pd.log_start_offset);
+            } else {
+                // Past the leader's end: truncate again (the leader's log is shorter).
+                f.truncated = false;
+            }
+            back_off(f);
+            return;
+        }
+        Some(e) => {
+            tracing::debug!(topic = %p.topic, partition = p.index, leader, error = ?e, "leader refused a replica fetch; backing off");
+            back_off(f);
+            return;
+        }
+    }
+    let mut leo = p.reader().log_end_offset();
+    if let Some(records) = pd.records.filter(|r| !r.is_empty()) {
+        // Whole batches only (a response may end in a partial one).
+        let whole = whole_batches(&records);
+        if whole > 0 {
+            match p.append_from_leader(leader, f.epoch, BytesMut::from(&records[..whole])) {
+                Ok(new_leo) => {
+                    leo = new_leo;
+                    if f.next_offset.is_some_and(|n| n <= leo) {
+                        f.next_offset = None;
+                    }
+                }
+                Err(ResponseError::NotLeaderOrFollower) => return,
+                Err(e) => {
+                    tracing::warn!(topic = %p.topic, partition = p.index, leader, error = ?e, "appending the leader's records failed");
+                    back_off(f);
+                    return;
+                }
+            }
+        }
+    }
+    p.repl.follower_high_watermark(pd.high_watermark, leo);
+}
+
+/// Bytes of `records` that are whole batches.
+fn whole_batches(records: &[u8]) -> usize {
+    let mut pos = 0;
+    while records.len() - pos >= 12 {
+        let len = i32::from_be_bytes([
+            records[pos + 8],
+            records[pos + 9],
+            records[pos + 10],
+            records[pos + 11],
+        ]);
+        let total = 12 + len.max(0) as usize;
+        if len <= 0 || pos + total > records.len() {
+            break;
+        }
+        pos += total;
+    }
+    pos
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_whole_batches_are_taken() {
+        let mut buf = Vec::new();
+        for len in [20i32, 30] {
+            buf.extend_from_slice(&0i64.to_be_bytes());
+            buf.extend_from_slice(&len.to_be_bytes());
+            buf.extend(std::iter::repeat_n(0u8, len as usize));
+        }
+        assert_eq!(whole_batches(&buf), 32 + 42);
+        assert_eq!(whole_batches(&buf[..50]), 32);
+        assert_eq!(whole_batches(&buf[..5]), 0);
+    }
+}

@@ -1,0 +1,290 @@
+//! Partition replication (Kafka's ISR protocol): each partition's role and, on its leader, the
+//! followers' progress, the in-sync replicas and the high watermark ([`state`]); the followers'
+//! fetch loops that copy the leader's log ([`fetcher`]), over a small Kafka client
+//! ([`client`]).
+//!
+//! The design choice (ISR rather than majority commit) and its measurement are in
+//! `docs/cluster.md`.
+
+pub mod client;
+pub mod fetcher;
+pub mod state;
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
+
+use frieda_meta::{BrokerId, PartitionState};
+use kafka_protocol::error::ResponseError;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+pub use state::{IsrChange, Leader, Progress, Role};
+
+/// The replication part of a partition: its role and high watermark.
+pub struct Replication {
+    role: Mutex<Role>,
+    /// The high watermark when the partition is replicated (cluster mode).
+    hw: AtomicI64,
+    /// False in single-broker mode: the high watermark is the log's own.
+    replicated: AtomicBool,
+    /// Signalled when the high watermark moves or the role changes.
+    changed: Notify,
+    /// This broker's id.
+    me: AtomicI64,
+}
+
+impl Default for Replication {
+    fn default() -> Self {
+        Replication {
+            role: Mutex::new(Role::Sole),
+            hw: AtomicI64::new(0),
+            replicated: AtomicBool::new(false),
+            changed: Notify::new(),
+            me: AtomicI64::new(-1),
+        }
+    }
+}
+
+impl Replication {
+    /// Whether the partition is replicated (cluster mode).
+    pub fn is_replicated(&self) -> bool {
+        self.replicated.load(Ordering::Acquire)
+    }
+
+    /// The high watermark of a replicated partition.
+    pub fn high_watermark(&self) -> i64 {
+        self.hw.load(Ordering::Acquire)
+    }
+
+    /// The current role.
+    pub fn role(&self) -> Role {
+        self.role.lock().clone()
+    }
+
+    /// The leader epoch this replica knows, or -1.
+    pub fn leader_epoch(&self) -> i32 {
+        match &*self.role.lock() {
+            Role::Sole => 0,
+            Role::Leader(l) => l.epoch,
+            Role::Follower { epoch, .. } | Role::Offline { epoch } => *epoch,
+        }
+    }
+
+    fn me(&self) -> BrokerId {
+        self.me.load(Ordering::Relaxed) as BrokerId
+    }
+
+    /// The high watermark checkpointed before a restart (`replication-offset-checkpoint`): where
+    /// this replica's starts before it learns its role.
+    pub fn restore_high_watermark(&self, hw: i64) {
+        self.hw.fetch_max(hw, Ordering::AcqRel);
+    }
+
+    /// Sets the role (cluster mode), starting the high watermark at `hw` (it only moves
+    /// forward from there on a leader; a follower takes the leader's). Wakes everyone waiting
+    /// on the old role.
+    pub fn set_role(&self, me: BrokerId, role: Role, hw: i64) {
+        self.me.store(i64::from(me), Ordering::Relaxed);
+        *self.role.lock() = role;
+        self.hw.fetch_max(hw, Ordering::AcqRel);
+        self.replicated.store(true, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// The leader epoch an append is made in, if this replica may append now: `0` for the
+    /// sole replica, the epoch for a leader. Called under the partition's lock, so a role change
+    /// (which takes that lock too) never lands between the check and the append.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER (6) on a follower or an offline replica.
+    pub fn append_epoch(&self) -> Result<i32, ResponseError> {
+        match &*self.role.lock() {
+            Role::Sole => Ok(0),
+            Role::Leader(l) => Ok(l.epoch),
+            _ => Err(ResponseError::NotLeaderOrFollower),
+        }
+    }
+
+    /// Whether this replica follows `leader` in `epoch` (what a fetcher checks before it
+    /// appends or truncates).
+    pub fn is_follower_of(&self, leader: BrokerId, epoch: i32) -> bool {
+        matches!(&*self.role.lock(), Role::Follower { leader: l, epoch: e } if *l == leader && *e == epoch)
+    }
+
+    /// A leader learns a new partition state from the controller (an ISR change it asked for,
+    /// a reassignment) without a new leader epoch: the ISR, partition epoch and replicas are
+    /// replaced, the followers' progress kept. Returns false if this broker does not lead in
+    /// that epoch (the caller then takes the role afresh).
+    pub fn update_leader(&self, p: &PartitionState, leo: i64, now_ms: i64) -> bool {
+        let mut role = self.role.lock();
+        let Role::Leader(l) = &mut *role else {
+            return false;
+        };
+        if l.epoch != p.leader_epoch {
+            return false;
+        }
+        if l.partition_epoch != p.partition_epoch {
+            l.isr = p.isr.clone();
+            l.partition_epoch = p.partition_epoch;
+            l.pending_isr = None;
+            l.set_replicas(self.me(), p, now_ms);
+        }
+        drop(role);
+        self.advance(leo);
+        true
+    }
+
+    /// A follower's high watermark from its leader's fetch response, capped by its own log end.
+    pub fn follower_high_watermark(&self, leader_hw: i64, leo: i64) {
+        let hw = leader_hw.min(leo).max(0);
+        let old = self.hw.load(Ordering::Acquire);
+        if hw != old {
+            self.hw.store(hw, Ordering::Release);
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Recomputes a leader's high watermark for its log end offset `leo`; returns whether it
+    /// moved (the caller wakes fetches waiting for data).
+    pub fn advance(&self, leo: i64) -> bool {
+        let role = self.role.lock();
+        let Role::Leader(l) = &*role else {
+            return false;
+        };
+        let current = self.hw.load(Ordering::Acquire);
+        let hw = l.high_watermark(self.me(), leo, current);
+        if hw > current {
+            self.hw.store(hw, Ordering::Release);
+            drop(role);
+            self.changed.notify_waiters();
+            return true;
+        }
+        false
+    }
+
+    /// A follower fetched at `fetch_offset` while the leader's log ends at `leo`: records its
+    /// progress and moves the high watermark. Returns an ISR expansion to ask the controller
+    /// for, and whether the high watermark moved.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER when this broker does not lead, UNKNOWN_LEADER_EPOCH /
+    /// FENCED_LEADER_EPOCH when the follower's epoch is newer / older.
+    pub fn on_follower_fetch(
+        &self,
+        replica: BrokerId,
+        fetch_offset: i64,
+        follower_epoch: i32,
+        leo: i64,
+        now_ms: i64,
+    ) -> Result<(Option<IsrChange>, bool), ResponseError> {
+        let mut role = self.role.lock();
+        let Role::Leader(l) = &mut *role else {
+            return Err(ResponseError::NotLeaderOrFollower);
+        };
+        if follower_epoch >= 0 && follower_epoch > l.epoch {
+            return Err(ResponseError::UnknownLeaderEpoch);
+        }
+        if follower_epoch >= 0 && follower_epoch < l.epoch {
+            return Err(ResponseError::FencedLeaderEpoch);
+        }
+        let current = self.hw.load(Ordering::Acquire);
+        let change = l.on_fetch(replica, fetch_offset, leo, current, now_ms);
+        let hw = l.high_watermark(self.me(), leo, current);
+        drop(role);
+        let moved = hw > current;
+        if moved {
+            self.hw.store(hw, Ordering::Release);
+            self.changed.notify_waiters();
+        }
+        Ok((change, moved))
+    }
+
+    /// Whether a consumer's request for this partition may be served here, given the
+    /// `current_leader_epoch` it carries (-1: not checked; KIP-320).
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER (6) on a follower or offline replica,
+    /// FENCED_LEADER_EPOCH (74) when the client's epoch is older, UNKNOWN_LEADER_EPOCH (76)
+    /// when it is newer (this broker has not caught up with the metadata yet).
+    pub fn check_leader(&self, client_epoch: i32) -> Result<(), ResponseError> {
+        let epoch = match &*self.role.lock() {
+            Role::Sole => return Ok(()),
+            Role::Leader(l) => l.epoch,
+            _ => return Err(ResponseError::NotLeaderOrFollower),
+        };
+        match client_epoch {
+            e if e < 0 || e == epoch => Ok(()),
+            e if e < epoch => Err(ResponseError::FencedLeaderEpoch),
+            _ => Err(ResponseError::UnknownLeaderEpoch),
+        }
+    }
+
+    /// The ISR shrink a leader should ask for now, if any.
+    pub fn shrink_check(&self, now_ms: i64, lag_max_ms: i64) -> Option<IsrChange> {
+        let me = self.me();
+        match &mut *self.role.lock() {
+            Role::Leader(l) => l.shrink(me, now_ms, lag_max_ms),
+            _ => None,
+        }
+    }
+
+    /// The controller refused or could not take an ISR change: forget it (the next check asks
+    /// again, with whatever the image says then).
+    pub fn isr_change_failed(&self) {
+        if let Role::Leader(l) = &mut *self.role.lock() {
+            l.pending_isr = None;
+        }
+    }
+
+    /// Whether a produce may be appended now: this broker leads (and is not fenced), and for
+    /// `acks=all` the ISR has at least `min_insync` members.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER (6), NOT_ENOUGH_REPLICAS (19).
+    pub fn check_writable(&self, acks_all: bool, min_insync: usize) -> Result<i32, ResponseError> {
+        match &*self.role.lock() {
+            Role::Sole => Ok(0),
+            Role::Leader(l) => {
+                if acks_all && l.isr.len() < min_insync {
+                    return Err(ResponseError::NotEnoughReplicas);
+                }
+                Ok(l.epoch)
+            }
+            _ => Err(ResponseError::NotLeaderOrFollower),
+        }
+    }
+
+    /// Waits until the high watermark passes `last_offset` (an `acks=all` produce), at most
+    /// `timeout`, while this broker still leads in `epoch`.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER (leadership moved: the record may or may not survive),
+    /// NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when the ISR shrank below `min_insync` meanwhile,
+    /// REQUEST_TIMED_OUT (7).
+    pub async fn wait_replicated(
+        &self,
+        last_offset: i64,
+        epoch: i32,
+        min_insync: usize,
+        timeout: Duration,
+    ) -> Result<(), ResponseError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if !self.is_replicated() {
+                return Ok(());
+            }
+            match &*self.role.lock() {
+                Role::Leader(l) if l.epoch == epoch => {
+                    if self.hw.load(Ordering::Acquire) > last_offset {
+                        return Ok(());
+                    }
+                    if l.isr.len() < min_insync {
+                        return Err(ResponseError::NotEnoughReplicasAfterAppend);
+                    }
+                }
+                _ => return Err(ResponseError::NotLeaderOrFollower),
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Err(ResponseError::RequestTimedOut);
+            }
+        }
+    }
+}

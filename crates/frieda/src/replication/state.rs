@@ -1,0 +1,277 @@
+//! One partition's replication state: its role, and for a leader the followers' progress, the
+//! in-sync replicas and the high watermark (Kafka's ISR protocol, `Partition.scala`).
+//!
+//! - The **high watermark** is the smallest log end offset over the ISR (the leader's included):
+//!   what every in-sync replica has. `acks=all` is answered once it passes the record; consumers
+//!   read below it. It never goes backwards on a leader.
+//! - A follower's progress is its fetch offset (= its log end offset). It is **caught up** when it
+//!   fetches at (or past) the leader's log end offset as of its previous fetch; a follower not
+//!   caught up for `replica.lag.time.max.ms` leaves the ISR, and one caught up with the high
+//!   watermark joins it again. Both go through the controller (AlterPartition) first: while a
+//!   change is pending the high watermark is computed over the larger of the two sets (Kafka's
+//!   "maximal ISR"), so a record is never counted as replicated by a set the controller has not
+//!   committed.
+//! - A leader serves produce only while its ISR has at least `min.insync.replicas` members.
+
+use std::collections::HashMap;
+
+use frieda_meta::{BrokerId, PartitionState};
+
+/// One follower as its leader sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Its log end offset (its last fetch offset), -1 before its first fetch.
+    pub leo: i64,
+    /// When it was last caught up with the leader, ms since the epoch.
+    pub caught_up_ms: i64,
+    /// The leader's log end offset at its previous fetch, and when that was.
+    last_fetch: (i64, i64),
+}
+
+/// What a leader knows.
+#[derive(Debug, Clone)]
+pub struct Leader {
+    /// Leader epoch (KIP-101).
+    pub epoch: i32,
+    /// The partition epoch AlterPartition requests carry.
+    pub partition_epoch: i32,
+    /// Assigned replicas (reassignment targets included).
+    pub replicas: Vec<BrokerId>,
+    /// In-sync replicas as the controller committed them.
+    pub isr: Vec<BrokerId>,
+    /// The ISR this leader asked the controller for and has not heard back about.
+    pub pending_isr: Option<Vec<BrokerId>>,
+    /// Followers by broker id.
+    pub followers: HashMap<BrokerId, Progress>,
+}
+
+/// What this broker is for a partition.
+#[derive(Debug, Clone)]
+pub enum Role {
+    /// Single-broker mode: the only replica (the high watermark is the log's own).
+    Sole,
+    /// The leader.
+    Leader(Leader),
+    /// A follower of `leader` in `epoch`.
+    Follower {
+        /// The leader's broker id.
+        leader: BrokerId,
+        /// The leader epoch.
+        epoch: i32,
+    },
+    /// A replica of a partition without a leader (or of a fenced broker): serves nothing.
+    Offline {
+        /// The leader epoch it last knew.
+        epoch: i32,
+    },
+}
+
+/// An ISR change for the controller (AlterPartition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsrChange {
+    /// Leader epoch.
+    pub leader_epoch: i32,
+    /// Partition epoch.
+    pub partition_epoch: i32,
+    /// The ISR wanted.
+    pub isr: Vec<BrokerId>,
+}
+
+impl Leader {
+    /// A new leader for `p` (the image's state), this broker `me`, at `now_ms`: every follower
+    /// starts caught up (a new leader gives them `replica.lag.time.max.ms` before shrinking).
+    pub fn new(p: &PartitionState, me: BrokerId, now_ms: i64) -> Leader {
+        let followers = p
+            .replicas
+            .iter()
+            .chain(&p.adding)
+            .filter(|b| **b != me)
+            .map(|b| {
+                (
+                    *b,
+                    Progress {
+                        leo: -1,
+                        caught_up_ms: now_ms,
+                        last_fetch: (-1, now_ms),
+                    },
+                )
+            })
+            .collect();
+        Leader {
+            epoch: p.leader_epoch,
+            partition_epoch: p.partition_epoch,
+            replicas: p.replicas.iter().chain(&p.adding).copied().collect(),
+            isr: p.isr.clone(),
+            pending_isr: None,
+            followers,
+        }
+    }
+
+    /// Takes the assigned replicas of `p` (a reassignment adds or removes some): new followers
+    /// start caught up at `now_ms`, removed ones are forgotten.
+    pub fn set_replicas(&mut self, me: BrokerId, p: &PartitionState, now_ms: i64) {
+        self.replicas = p.replicas.iter().chain(&p.adding).copied().collect();
+        let replicas = self.replicas.clone();
+        self.followers.retain(|b, _| replicas.contains(b));
+        for b in replicas.into_iter().filter(|b| *b != me) {
+            self.followers.entry(b).or_insert(Progress {
+                leo: -1,
+                caught_up_ms: now_ms,
+                last_fetch: (-1, now_ms),
+            });
+        }
+    }
+
+    /// The ISR the high watermark waits for: the committed one, or the pending one when larger.
+    fn maximal_isr(&self) -> Vec<BrokerId> {
+        let mut set = self.isr.clone();
+        if let Some(p) = &self.pending_isr {
+            for b in p {
+                if !set.contains(b) {
+                    set.push(*b);
+                }
+            }
+        }
+        set
+    }
+
+    /// The high watermark given the leader's log end offset `leo`: the smallest log end offset
+    /// over the maximal ISR (a follower that has not fetched yet counts as 0 progress past
+    /// `current`).
+    pub fn high_watermark(&self, me: BrokerId, leo: i64, current: i64) -> i64 {
+        let mut hw = leo;
+        for b in self.maximal_isr() {
+            if b == me {
+                continue;
+            }
+            let f = self.followers.get(&b).map_or(-1, |p| p.leo);
+            hw = hw.min(if f < 0 { current } else { f });
+        }
+        hw.max(current).min(leo)
+    }
+
+    /// Records a follower's fetch at `fetch_offset` when the leader's log ends at `leo`.
+    /// Returns an ISR expansion to ask for when the follower is out of the ISR and has caught
+    /// up with the high watermark `hw`.
+    pub fn on_fetch(
+        &mut self,
+        replica: BrokerId,
+        fetch_offset: i64,
+        leo: i64,
+        hw: i64,
+        now_ms: i64,
+    ) -> Option<IsrChange> {
+        let p = self.followers.get_mut(&replica)?;
+        p.leo = fetch_offset;
+        if fetch_offset >= leo {
+            p.caught_up_ms = now_ms;
+        } else if fetch_offset >= p.last_fetch.0 {
+            p.caught_up_ms = p.caught_up_ms.max(p.last_fetch.1);
+        }
+        p.last_fetch = (leo, now_ms);
+        if self.isr.contains(&replica) || self.pending_isr.is_some() || fetch_offset < hw {
+            return None;
+        }
+        let mut isr = self.isr.clone();
+        isr.push(replica);
+        isr.sort_unstable();
+        self.pending_isr = Some(isr.clone());
+        Some(IsrChange {
+            leader_epoch: self.epoch,
+            partition_epoch: self.partition_epoch,
+            isr,
+        })
+    }
+
+    /// The ISR shrink to ask for: the followers not caught up for `lag_max_ms` leave.
+    pub fn shrink(&mut self, me: BrokerId, now_ms: i64, lag_max_ms: i64) -> Option<IsrChange> {
+        if self.pending_isr.is_some() {
+            return None;
+        }
+        let lagging: Vec<BrokerId> = self
+            .isr
+            .iter()
+            .copied()
+            .filter(|b| *b != me)
+            .filter(|b| {
+                self.followers
+                    .get(b)
+                    .is_none_or(|p| now_ms.saturating_sub(p.caught_up_ms) > lag_max_ms)
+            })
+            .collect();
+        if lagging.is_empty() {
+            return None;
+        }
+        let isr: Vec<BrokerId> = self
+            .isr
+            .iter()
+            .copied()
+            .filter(|b| !lagging.contains(b))
+            .collect();
+        self.pending_isr = Some(isr.clone());
+        Some(IsrChange {
+            leader_epoch: self.epoch,
+            partition_epoch: self.partition_epoch,
+            isr,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(isr: Vec<BrokerId>) -> PartitionState {
+        PartitionState {
+            replicas: vec![1, 2, 3],
+            isr,
+            leader: 1,
+            leader_epoch: 4,
+            partition_epoch: 9,
+            adding: vec![],
+            removing: vec![],
+        }
+    }
+
+    #[test]
+    fn the_high_watermark_waits_for_every_in_sync_replica() {
+        let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0);
+        assert_eq!(l.high_watermark(1, 100, 40), 40, "no follower fetched yet");
+        l.on_fetch(2, 90, 100, 40, 10);
+        assert_eq!(l.high_watermark(1, 100, 40), 40);
+        l.on_fetch(3, 70, 100, 40, 10);
+        assert_eq!(l.high_watermark(1, 100, 40), 70);
+        l.on_fetch(3, 100, 100, 70, 20);
+        l.on_fetch(2, 100, 100, 70, 20);
+        assert_eq!(l.high_watermark(1, 100, 70), 100);
+        // Never backwards, never past the leader's log end.
+        assert_eq!(l.high_watermark(1, 100, 100), 100);
+    }
+
+    #[test]
+    fn lagging_followers_leave_and_caught_up_ones_join() {
+        let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0);
+        l.on_fetch(2, 100, 100, 0, 1_000);
+        l.on_fetch(3, 10, 100, 0, 1_000);
+        assert_eq!(
+            l.shrink(1, 20_000, 30_000),
+            None,
+            "within replica.lag.time.max.ms"
+        );
+        let change = l.shrink(1, 31_000, 30_000).expect("3 fell behind");
+        assert_eq!(change.isr, vec![1, 2]);
+        assert_eq!((change.leader_epoch, change.partition_epoch), (4, 9));
+        // While the shrink is pending the high watermark still waits for 3 (maximal ISR).
+        assert_eq!(l.high_watermark(1, 100, 10), 10);
+        // Committed: 3 is out, the high watermark follows 2.
+        l.isr = vec![1, 2];
+        l.pending_isr = None;
+        l.partition_epoch = 10;
+        assert_eq!(l.high_watermark(1, 100, 10), 100);
+        // 3 catches up with the high watermark: it asks back in.
+        assert_eq!(l.on_fetch(3, 50, 100, 100, 32_000), None);
+        let back = l.on_fetch(3, 100, 100, 100, 33_000).expect("caught up");
+        assert_eq!(back.isr, vec![1, 2, 3]);
+        assert_eq!(back.partition_epoch, 10);
+    }
+}
