@@ -124,6 +124,8 @@ pub enum ControllerRequest {
     },
     /// A block of producer ids (InitProducerId).
     AllocateProducerIds,
+    /// The quorum's state as the active controller sees it (DescribeQuorum).
+    DescribeQuorum,
 }
 
 /// The controller's answer.
@@ -149,6 +151,8 @@ pub enum ControllerReply {
         /// Ids in the block.
         count: i64,
     },
+    /// The quorum's state.
+    Quorum(crate::QuorumStatus),
 }
 
 /// Why the controller did not do it.
@@ -179,6 +183,10 @@ pub enum ControllerError {
 pub struct ControllerConfig {
     /// `broker.session.timeout.ms`: a broker silent this long is fenced.
     pub session_timeout: Duration,
+    /// How often preferred leaders are restored (`None`: never).
+    pub leader_rebalance_interval: Option<Duration>,
+    /// `leader.imbalance.per.broker.percentage`.
+    pub leader_imbalance_percentage: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -198,6 +206,8 @@ pub struct Controller {
     led_term: Mutex<Option<u64>>,
     /// One decision at a time (placement reads the image the last decision left).
     decide: tokio::sync::Mutex<()>,
+    /// When preferred leaders were last checked.
+    last_rebalance: Mutex<Instant>,
 }
 
 impl Controller {
@@ -216,6 +226,7 @@ impl Controller {
             sessions: Mutex::new(HashMap::new()),
             led_term: Mutex::new(None),
             decide: tokio::sync::Mutex::new(()),
+            last_rebalance: Mutex::new(Instant::now()),
         }
     }
 
@@ -273,9 +284,20 @@ impl Controller {
             });
         };
         self.on_term(term);
+        if matches!(req, ControllerRequest::DescribeQuorum) {
+            // A read: no decision, no lock.
+            return Ok(ControllerReply::Quorum(crate::quorum_status(
+                &self.raft,
+                self.node_id,
+            )));
+        }
         let _one = self.decide.lock().await;
         let image = self.image.borrow().clone();
         match req {
+            ControllerRequest::DescribeQuorum => Ok(ControllerReply::Quorum(crate::quorum_status(
+                &self.raft,
+                self.node_id,
+            ))),
             ControllerRequest::Heartbeat(hb) => self.heartbeat(&image, hb).await,
             ControllerRequest::CreateTopic {
                 name,
@@ -578,12 +600,78 @@ impl Controller {
         }
     }
 
+    /// Gives leadership back to preferred replicas (Kafka's auto leader rebalance): for each
+    /// broker whose preferred partitions are led elsewhere for more than
+    /// `leader.imbalance.per.broker.percentage` of them, each such partition where the broker
+    /// is live and in sync is elected back to it.
+    async fn rebalance_leaders(&self) {
+        let Some(every) = self.config.leader_rebalance_interval else {
+            return;
+        };
+        {
+            let mut last = self.last_rebalance.lock();
+            if last.elapsed() < every {
+                return;
+            }
+            *last = Instant::now();
+        }
+        let image = self.image.borrow().clone();
+        let mut per_broker: BTreeMap<BrokerId, (usize, Vec<(String, i32)>)> = BTreeMap::new();
+        for (name, t) in &image.topics {
+            for (i, p) in t.partitions.iter().enumerate() {
+                let Some(&preferred) = p.replicas.first() else {
+                    continue;
+                };
+                let entry = per_broker.entry(preferred).or_default();
+                entry.0 += 1;
+                if p.leader != preferred
+                    && p.isr.contains(&preferred)
+                    && image.is_live(preferred)
+                    && p.adding.is_empty()
+                {
+                    entry.1.push((name.clone(), i as i32));
+                }
+            }
+        }
+        for (broker, (total, moves)) in per_broker {
+            let pct = moves.len() * 100 / total.max(1);
+            if moves.is_empty() || pct <= self.config.leader_imbalance_percentage as usize {
+                continue;
+            }
+            tracing::info!(
+                broker,
+                partitions = moves.len(),
+                imbalance_pct = pct,
+                "giving leadership back to the preferred replica"
+            );
+            for (topic, partition) in moves {
+                let _one = self.decide.lock().await;
+                let result = self
+                    .propose(MetaCommand::ElectLeader {
+                        topic: topic.clone(),
+                        partition,
+                        leader: broker,
+                        unclean: false,
+                    })
+                    .await;
+                if let Err(e) = result {
+                    tracing::debug!(topic, partition, error = %e, "preferred leader election skipped");
+                }
+            }
+        }
+    }
+
     /// Runs the controller's periodic work until `stop` turns true.
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let mut tick = tokio::time::interval(Duration::from_millis(200));
         loop {
             tokio::select! {
-                _ = tick.tick() => self.tick().await,
+                _ = tick.tick() => {
+                    self.tick().await;
+                    if self.leading().is_some() {
+                        self.rebalance_leaders().await;
+                    }
+                }
                 _ = stop.changed() => return,
             }
         }

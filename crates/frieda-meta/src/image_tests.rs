@@ -263,3 +263,38 @@ fn producer_id_blocks_and_serde_round_trip() {
     let back: MetadataImage = serde_json::from_str(&text).unwrap();
     assert_eq!(back, img);
 }
+
+#[test]
+fn a_broker_restarted_within_its_session_gives_up_what_it_led() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![1, 2, 3], vec![1]]);
+    // Broker 1 comes back as a new run before its session expired: its old run is fenced first
+    // (its restarted log may have lost unsynced records), then it registers again.
+    let restarted = MetaCommand::RegisterBroker {
+        registration: BrokerRegistration {
+            id: 1,
+            incarnation: Uuid::from_u128(1001),
+            endpoints: vec![],
+            rack: None,
+            fenced: false,
+            epoch: 0,
+        },
+    };
+    img.apply(&restarted, 200).unwrap();
+    let p = img.partition("t", 0).unwrap();
+    assert_eq!(p.leader, 2, "an in-sync replica took over");
+    assert_eq!(
+        p.isr,
+        vec![2, 3],
+        "the restarted run rejoins once caught up"
+    );
+    assert_eq!(p.leader_epoch, 1);
+    // Its only copy: the partition went leaderless and comes back to it (the last in-sync
+    // replica), in a new epoch, so nothing it had is fenced by a stale epoch.
+    let q = img.partition("t", 1).unwrap();
+    assert_eq!((q.leader, q.isr.clone(), q.leader_epoch), (1, vec![1], 2));
+    assert!(!img.brokers[&1].fenced);
+    // The same run registering again changes nothing.
+    img.apply(&restarted, 201).unwrap();
+    assert_eq!(img.partition("t", 0).unwrap().leader_epoch, 1);
+}

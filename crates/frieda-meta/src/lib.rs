@@ -99,10 +99,15 @@ pub struct QuorumConfig {
     pub heartbeat_interval_ms: u64,
     /// `broker.session.timeout.ms`: brokers silent this long are fenced.
     pub broker_session_timeout_ms: u64,
+    /// Preferred-leader rebalancing: every this many ms (`leader.imbalance.check.interval.seconds`),
+    /// `None` when off (`auto.leader.rebalance.enable=false`).
+    pub leader_rebalance_interval_ms: Option<u64>,
+    /// `leader.imbalance.per.broker.percentage`.
+    pub leader_imbalance_percentage: u32,
 }
 
 /// One voter as DescribeQuorum reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VoterState {
     /// Node id.
     pub id: u64,
@@ -113,7 +118,7 @@ pub struct VoterState {
 }
 
 /// The quorum's state for DescribeQuorum (`kafka-metadata-quorum describe`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuorumStatus {
     /// The leader's node id, if any.
     pub leader: Option<u64>,
@@ -125,6 +130,48 @@ pub struct QuorumStatus {
     pub voters: Vec<VoterState>,
     /// Learners (broker-only nodes).
     pub observers: Vec<VoterState>,
+    /// Every member's controller-listener address (`host:port`), by node id.
+    #[serde(default)]
+    pub addresses: BTreeMap<u64, String>,
+}
+
+/// The quorum's state from `raft`'s metrics on node `me` (the followers' progress is known on
+/// the leader only).
+pub(crate) fn quorum_status(raft: &Raft, me: u64) -> QuorumStatus {
+    let m = raft.metrics().borrow().clone();
+    let now_ms = now_ms();
+    let progress = m.replication.clone().unwrap_or_default();
+    let leading = m.current_leader == Some(me);
+    let state_of = |id: u64| {
+        let (leo, seen) = if Some(id) == m.current_leader && leading {
+            (m.last_log_index.map_or(-1, |i| i as i64 + 1), now_ms)
+        } else {
+            match progress.get(&id) {
+                Some(Some(l)) => (l.index as i64 + 1, now_ms),
+                _ => (-1, -1),
+            }
+        };
+        VoterState {
+            id,
+            log_end_offset: leo,
+            last_caught_up_ms: seen,
+        }
+    };
+    let membership = m.membership_config.membership().clone();
+    let addresses = membership
+        .nodes()
+        .map(|(id, n)| (*id, n.addr.clone()))
+        .collect();
+    let voters: Vec<u64> = membership.voter_ids().collect();
+    let observers: Vec<VoterState> = membership.learner_ids().map(state_of).collect();
+    QuorumStatus {
+        leader: m.current_leader,
+        term: m.current_term,
+        high_watermark: m.last_applied.map_or(-1, |l| l.index as i64 + 1),
+        voters: voters.into_iter().map(state_of).collect(),
+        observers,
+        addresses,
+    }
 }
 
 /// A node's handle on the metadata quorum.
@@ -176,6 +223,10 @@ impl MetadataQuorum {
             image.clone(),
             ControllerConfig {
                 session_timeout: Duration::from_millis(cfg.broker_session_timeout_ms),
+                leader_rebalance_interval: cfg
+                    .leader_rebalance_interval_ms
+                    .map(Duration::from_millis),
+                leader_imbalance_percentage: cfg.leader_imbalance_percentage,
             },
         ));
         let (stop, stop_rx) = watch::channel(false);
@@ -318,37 +369,10 @@ impl MetadataQuorum {
         tokio::time::timeout(timeout, wait).await.ok()
     }
 
-    /// The quorum's state (DescribeQuorum).
+    /// The quorum's state as this node sees it (replication progress only on the leader;
+    /// [`ControllerRequest::DescribeQuorum`] asks the leader).
     pub fn status(&self) -> QuorumStatus {
-        let m = self.raft.metrics().borrow().clone();
-        let now_ms = now_ms();
-        let progress = m.replication.clone().unwrap_or_default();
-        let state_of = |id: u64| {
-            let (leo, seen) =
-                if Some(id) == m.current_leader && m.current_leader == Some(self.node_id) {
-                    (m.last_log_index.map_or(-1, |i| i as i64 + 1), now_ms)
-                } else {
-                    match progress.get(&id) {
-                        Some(Some(l)) => (l.index as i64 + 1, now_ms),
-                        _ => (-1, -1),
-                    }
-                };
-            VoterState {
-                id,
-                log_end_offset: leo,
-                last_caught_up_ms: seen,
-            }
-        };
-        let membership = m.membership_config.membership().clone();
-        let voters: Vec<u64> = membership.voter_ids().collect();
-        let observers: Vec<VoterState> = membership.learner_ids().map(state_of).collect();
-        QuorumStatus {
-            leader: m.current_leader,
-            term: m.current_term,
-            high_watermark: m.last_applied.map_or(-1, |l| l.index as i64 + 1),
-            voters: voters.into_iter().map(state_of).collect(),
-            observers,
-        }
+        quorum_status(&self.raft, self.node_id)
     }
 
     /// Stops the node's quorum tasks and Raft.

@@ -42,6 +42,8 @@ impl Cluster {
             election_timeout_ms: 300,
             heartbeat_interval_ms: 100,
             broker_session_timeout_ms: 1500,
+            leader_rebalance_interval_ms: None,
+            leader_imbalance_percentage: 10,
         };
         self.nodes
             .insert(id, MetadataQuorum::start(cfg).await.unwrap());

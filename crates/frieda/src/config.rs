@@ -260,6 +260,14 @@ pub struct ClusterConfig {
     pub offsets_topic_replication_factor: i16,
     /// `offsets.topic.num.partitions` (Kafka 50).
     pub offsets_topic_num_partitions: i32,
+    /// `auto.leader.rebalance.enable` (Kafka true): the controller gives leadership back to
+    /// each partition's preferred (first) replica once it is in sync again.
+    pub auto_leader_rebalance: bool,
+    /// `leader.imbalance.check.interval.seconds` as ms (Kafka 300 s).
+    pub leader_imbalance_check_interval_ms: u64,
+    /// `leader.imbalance.per.broker.percentage` (Kafka 10): a broker's preferred partitions are
+    /// handed back once more than this share of them are led elsewhere.
+    pub leader_imbalance_per_broker_percentage: u32,
 }
 
 impl Default for ClusterConfig {
@@ -277,6 +285,9 @@ impl Default for ClusterConfig {
             replica_fetch_max_bytes: 1 << 20,
             offsets_topic_replication_factor: 3,
             offsets_topic_num_partitions: 50,
+            auto_leader_rebalance: true,
+            leader_imbalance_check_interval_ms: 300_000,
+            leader_imbalance_per_broker_percentage: 10,
         }
     }
 }
@@ -714,6 +725,17 @@ impl BrokerConfig {
             "offsets.topic.replication.factor" => {
                 let n = i16::try_from(positive(&text)?)?;
                 self.cluster.offsets_topic_replication_factor = n;
+            }
+            "auto.leader.rebalance.enable" => self.cluster.auto_leader_rebalance = text.parse()?,
+            "leader.imbalance.check.interval.seconds" => {
+                self.cluster.leader_imbalance_check_interval_ms = positive(&text)? * 1000
+            }
+            "leader.imbalance.per.broker.percentage" => {
+                let pct = u32::try_from(positive(&text)?)?;
+                if pct > 100 {
+                    bail!("must be a percentage (0-100)");
+                }
+                self.cluster.leader_imbalance_per_broker_percentage = pct;
             }
             "offsets.topic.num.partitions" => {
                 let n = i32::try_from(positive(&text)?)?;

@@ -206,6 +206,10 @@ async fn start_cluster(broker: &Broker) -> anyhow::Result<Arc<ClusterNode>> {
         election_timeout_ms: c.election_timeout_ms,
         heartbeat_interval_ms: (c.election_timeout_ms / 5).max(10),
         broker_session_timeout_ms: c.broker_session_timeout_ms,
+        leader_rebalance_interval_ms: c
+            .auto_leader_rebalance
+            .then_some(c.leader_imbalance_check_interval_ms),
+        leader_imbalance_percentage: c.leader_imbalance_per_broker_percentage,
     })
     .await
     .context("starting the metadata quorum")?;

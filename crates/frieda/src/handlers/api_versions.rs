@@ -38,6 +38,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::ElectLeaders, 0, 2),
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::ListPartitionReassignments, 0, 0),
+    (ApiKey::DescribeQuorum, 0, 2),
 ];
 
 /// Produce is advertised from v0 although v0-2 are refused, as Kafka 4 does: librdkafka

@@ -11,11 +11,13 @@ pub mod configs;
 pub mod fetch;
 pub mod groups;
 pub mod leader_epoch;
+pub mod leadership;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;
 pub mod producer_id;
+pub mod quorum;
 
 use crate::broker::Broker;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -177,6 +179,10 @@ pub async fn handle(
         ApiKey::Fetch => simple!(fetch),
         ApiKey::ListOffsets => simple!(list_offsets),
         ApiKey::OffsetForLeaderEpoch => simple!(leader_epoch),
+        ApiKey::ElectLeaders => call!(leadership::elect_leaders),
+        ApiKey::AlterPartitionReassignments => call!(leadership::alter_reassignments),
+        ApiKey::ListPartitionReassignments => call!(leadership::list_reassignments),
+        ApiKey::DescribeQuorum => simple!(quorum),
         ApiKey::Metadata => simple!(metadata),
         ApiKey::ApiVersions => simple!(api_versions),
         ApiKey::InitProducerId => simple!(producer_id),

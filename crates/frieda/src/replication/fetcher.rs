@@ -125,11 +125,7 @@ impl Fetchers {
 }
 
 /// One leader's fetcher.
-async fn run(
-    node: Arc<ClusterNode>,
-    leader: BrokerId,
-    mut rx: mpsc::Receiver<Follow>,
-) {
+async fn run(node: Arc<ClusterNode>, leader: BrokerId, mut rx: mpsc::Receiver<Follow>) {
     let mut followed: HashMap<Key, Followed> = HashMap::new();
     let mut client: Option<BrokerClient> = None;
     let mut idle_since = Instant::now();
