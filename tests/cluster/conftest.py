@@ -1,0 +1,506 @@
+"""Fixtures for Frieda's cluster (fault-proof) tests.
+
+``cluster`` is a factory: ``cluster(n=3, voters=None, **settings)`` starts ``n`` Frieda nodes on
+free loopback ports, each ``$FRIEDA_BIN serve --config <tmp>/node-<i>.toml`` with its own data dir
+and its stderr in ``<tmp>/node-<i>.stderr``. The first ``voters`` nodes (default ``min(n, 3)``) are
+``broker,controller`` (voters of the metadata quorum), the others ``broker`` only. It returns once
+Metadata from a node lists all ``n`` brokers.
+
+Settings are Kafka's names; the defaults here are shortened for test speed (each test states the
+values it relies on):
+
+    broker.session.timeout.ms = 3000       broker.heartbeat.interval.ms = 200
+    replica.lag.time.max.ms = 3000         controller.quorum.election.timeout.ms = 1000
+    default.replication.factor = 3         offsets.topic.replication.factor = 3
+    offsets.topic.num.partitions = 6       min.insync.replicas = 2
+
+Processes are signalled only by their PID. At teardown paused nodes are resumed, every running
+node gets SIGTERM (exit 0 within the stop bound is asserted when the test passed), and no node's
+stderr may contain "panicked"; when a test fails the tails of every node's stderr are printed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# the client helpers and the raw wire encoder of the integration suite
+sys.path.append(str(REPO_ROOT / "tests" / "integration"))
+
+from confluent_kafka import KafkaException  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+
+import kafka_wire as kw  # noqa: E402
+
+START_TIMEOUT_S = float(os.environ.get("FRIEDA_START_TIMEOUT", "15"))
+# SIGTERM is a controlled shutdown (leaderships move first): exit 0 within this bound
+STOP_TIMEOUT_S = float(os.environ.get("FRIEDA_CLUSTER_STOP_TIMEOUT", "10"))
+# until Metadata lists every broker after start-up
+FORM_TIMEOUT_S = float(os.environ.get("FRIEDA_CLUSTER_FORM_TIMEOUT", "30"))
+LOG_LEVEL = int(os.environ.get("FRIEDA_TEST_RDKAFKA_LOG_LEVEL", "3"))
+
+DEFAULT_SETTINGS = {
+    "broker.session.timeout.ms": 3000,
+    "broker.heartbeat.interval.ms": 200,
+    "replica.lag.time.max.ms": 3000,
+    "controller.quorum.election.timeout.ms": 1000,
+    "default.replication.factor": 3,
+    "offsets.topic.replication.factor": 3,
+    "offsets.topic.num.partitions": 6,
+    "min.insync.replicas": 2,
+}
+
+
+def frieda_bin() -> Path:
+    return Path(os.environ.get("FRIEDA_BIN", REPO_ROOT / "target" / "release" / "frieda"))
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free loopback ports (all bound at once, so they differ)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def port_open(port: int, timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def wait_until(pred: Callable, timeout: float, what: str = "condition", interval: float = 0.1):
+    """Calls ``pred`` until it returns something truthy (returned) or ``timeout`` seconds pass
+    (AssertionError naming ``what`` and the last value or exception). Exceptions from ``pred``
+    count as "not yet"."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            v = pred()
+            if v:
+                return v
+            last = v
+        except Exception as e:  # noqa: BLE001 - e.g. a metadata request to a node being killed
+            last = e
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------- raw Metadata v7 from one node
+
+@dataclass
+class RawPartition:
+    error: int
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list
+    isr: list
+    offline: list
+
+
+@dataclass
+class RawMetadata:
+    brokers: dict  # node id -> (host, port, rack)
+    cluster_id: str | None
+    controller: int
+    topics: dict  # name -> (error, {partition: RawPartition})
+
+
+def _string(r: kw.Reader) -> str | None:
+    n = r.i16()
+    return None if n < 0 else r.take(n).decode()
+
+
+def _i32_array(r: kw.Reader) -> list:
+    n = r.i32()
+    return [r.i32() for _ in range(max(n, 0))]
+
+
+def raw_metadata(port: int, topics: list[str] | None = None, timeout: float = 5) -> RawMetadata:
+    """Metadata v7 asked of the broker at ``127.0.0.1:port`` itself (a client library would pick
+    any broker): what this very node believes."""
+    body = (kw.i32(-1) if topics is None else kw.i32(len(topics)) + b"".join(kw.string(t) for t in topics))
+    body += kw.i8(0)  # allow_auto_topic_creation = false
+    s = kw.connect("127.0.0.1", port, timeout=timeout)
+    try:
+        payload = kw.request(s, kw.frame(kw.header_v1(kw.METADATA, 7, 7) + body), timeout=timeout)
+    finally:
+        s.close()
+    r = kw.Reader(payload)
+    assert r.i32() == 7  # correlation id
+    r.i32()  # throttle
+    brokers = {}
+    for _ in range(r.i32()):
+        nid, host, bport, rack = r.i32(), _string(r), r.i32(), _string(r)
+        brokers[nid] = (host, bport, rack)
+    cluster_id = _string(r)
+    controller = r.i32()
+    out = {}
+    for _ in range(r.i32()):
+        err, name, _internal = r.i16(), _string(r), r.i8()
+        parts = {}
+        for _ in range(r.i32()):
+            p = RawPartition(r.i16(), r.i32(), r.i32(), r.i32(), _i32_array(r), _i32_array(r), _i32_array(r))
+            parts[p.partition] = p
+        out[name] = (err, parts)
+    return RawMetadata(brokers, cluster_id, controller, out)
+
+
+# ---------------------------------------------------------------- nodes and the cluster
+
+class Node:
+    def __init__(self, cluster: "Cluster", node_id: int, voter: bool, client_port: int, quorum_port: int):
+        self.cluster = cluster
+        self.id = node_id
+        self.voter = voter
+        self.client_port = client_port
+        self.quorum_port = quorum_port
+        self.dir = cluster.workdir / f"node-{node_id}"
+        self.data_dir = self.dir / "data"
+        self.config_path = cluster.workdir / f"node-{node_id}.toml"
+        self.stderr_path = cluster.workdir / f"node-{node_id}.stderr"
+        self.proc: subprocess.Popen | None = None
+        self.paused = False
+        self.starts = 0
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def write_config(self, voters: str, settings: dict) -> None:
+        lines = [
+            f'"node.id" = {self.id}',
+            f'"process.roles" = "{"broker,controller" if self.voter else "broker"}"',
+            f'"listeners" = "PLAINTEXT://127.0.0.1:{self.client_port},CONTROLLER://127.0.0.1:{self.quorum_port}"',
+            f'"controller.quorum.voters" = "{voters}"',
+            f'"data.dir" = {toml_value(str(self.data_dir))}',
+        ]
+        lines += [f'"{k}" = {toml_value(v)}' for k, v in settings.items()]
+        self.config_path.write_text("\n".join(lines) + "\n")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def spawn(self) -> None:
+        assert not self.alive(), f"node {self.id} already running (pid {self.pid})"
+        binary = frieda_bin()
+        if not binary.exists():
+            raise AssertionError(f"broker binary {binary} not found: run `cargo build --release` or set FRIEDA_BIN")
+        cmd = [str(binary), "serve", "--config", str(self.config_path)]
+        env = dict(os.environ)
+        env.setdefault("RUST_LOG", "info,openraft=warn")  # openraft is chatty at info
+        env.setdefault("RUST_BACKTRACE", "1")
+        self.starts += 1
+        with open(self.stderr_path, "ab") as err:
+            err.write(f"\n===== start #{self.starts}: {' '.join(cmd)}\n".encode())
+            err.flush()
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env)
+        self.paused = False
+
+    def wait_listening(self, timeout: float = START_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise AssertionError(f"node {self.id} exited with {rc} during start-up\n{self.tail()}")
+            if port_open(self.client_port):
+                return
+            time.sleep(0.05)
+        self.kill_hard()
+        raise AssertionError(f"node {self.id} did not listen on {self.addr} within {timeout}s\n{self.tail()}")
+
+    def signal(self, sig: int) -> None:
+        assert self.alive(), f"node {self.id} is not running\n{self.tail()}"
+        os.kill(self.proc.pid, sig)
+
+    def kill_hard(self) -> None:
+        if self.alive():
+            if self.paused:
+                os.kill(self.proc.pid, signal.SIGCONT)
+                self.paused = False
+            os.kill(self.proc.pid, signal.SIGKILL)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def text(self) -> str:
+        try:
+            return self.stderr_path.read_bytes().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def tail(self, n: int = 40) -> str:
+        lines = self.text().splitlines()
+        return f"----- node {self.id}: {self.stderr_path} (last {min(n, len(lines))} lines) -----\n" + \
+            "\n".join(lines[-n:])
+
+
+class Cluster:
+    def __init__(self, workdir: Path, n: int = 3, voters: int | None = None, **settings):
+        self.workdir = Path(workdir)
+        self.n = n
+        self.voters = min(n, 3) if voters is None else voters
+        assert 1 <= self.voters <= n
+        self.settings = dict(DEFAULT_SETTINGS)
+        self.settings.update({k.replace("_", "."): v for k, v in settings.items()})
+        ports = free_ports(2 * n)
+        self.nodes = {i: Node(self, i, i <= self.voters, ports[2 * (i - 1)], ports[2 * (i - 1) + 1])
+                      for i in range(1, n + 1)}
+        voter_list = ",".join(f"{i}@127.0.0.1:{self.nodes[i].quorum_port}" for i in range(1, self.voters + 1))
+        for node in self.nodes.values():
+            node.write_config(voter_list, self.settings)
+
+    def start_all(self) -> None:
+        for node in self.nodes.values():
+            node.spawn()
+        for node in self.nodes.values():
+            node.wait_listening()
+        self.wait_brokers(set(self.nodes))
+
+    # ---- addresses --------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(n.addr for n in self.nodes.values())
+
+    @property
+    def live_bootstrap(self) -> str:
+        """The running, not paused nodes."""
+        return ",".join(self.nodes[i].addr for i in self.running())
+
+    def node(self, i: int) -> Node:
+        return self.nodes[i]
+
+    def running(self) -> list[int]:
+        """Ids of the nodes that run and are not paused."""
+        return [i for i, n in self.nodes.items() if n.alive() and not n.paused]
+
+    def setting(self, key: str) -> int:
+        return int(self.settings[key])
+
+    # ---- lifecycle --------------------------------------------------------
+    def start(self, i: int, wait_registered: bool = True) -> None:
+        """Starts node ``i`` again with the same config and data dir; waits until it listens and,
+        by default, until Metadata from another running node lists it."""
+        node = self.nodes[i]
+        node.spawn()
+        node.wait_listening()
+        if wait_registered:
+            self.wait_brokers({i})
+
+    def stop(self, i: int, timeout: float = STOP_TIMEOUT_S) -> float:
+        """SIGTERM (controlled shutdown); asserts exit status 0 within ``timeout``. Returns seconds taken."""
+        node = self.nodes[i]
+        assert not node.paused, f"node {i} is paused"
+        t0 = time.monotonic()
+        node.signal(signal.SIGTERM)
+        try:
+            rc = node.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            node.kill_hard()
+            raise AssertionError(f"node {i} did not exit within {timeout}s of SIGTERM\n{node.tail()}") from None
+        assert rc == 0, f"node {i} exited with status {rc} after SIGTERM (want 0)\n{node.tail()}"
+        return time.monotonic() - t0
+
+    def kill(self, i: int) -> None:
+        """SIGKILL by PID."""
+        node = self.nodes[i]
+        node.signal(signal.SIGKILL)
+        rc = node.proc.wait(timeout=10)
+        node.paused = False
+        assert rc == -signal.SIGKILL, rc
+
+    def pause(self, i: int) -> None:
+        node = self.nodes[i]
+        node.signal(signal.SIGSTOP)
+        node.paused = True
+
+    def resume(self, i: int) -> None:
+        node = self.nodes[i]
+        node.signal(signal.SIGCONT)
+        node.paused = False
+
+    def assert_alive(self, *ids: int) -> None:
+        for i in ids or self.running():
+            node = self.nodes[i]
+            rc = node.proc.poll()
+            assert rc is None, f"node {i} is gone (exit status {rc})\n{node.tail()}"
+
+    def teardown(self, passed: bool) -> list[str]:
+        """Stops every node (paused ones are resumed first); returns the problems found."""
+        problems = []
+        for node in self.nodes.values():
+            if node.alive() and node.paused:
+                os.kill(node.proc.pid, signal.SIGCONT)
+                node.paused = False
+        running = [n for n in self.nodes.values() if n.alive()]
+        for node in running:
+            os.kill(node.proc.pid, signal.SIGTERM)
+        for node in running:
+            try:
+                rc = node.proc.wait(timeout=STOP_TIMEOUT_S + 10)
+                if rc != 0:
+                    problems.append(f"node {node.id} exited with {rc} after the final SIGTERM")
+            except subprocess.TimeoutExpired:
+                problems.append(f"node {node.id} did not exit within {STOP_TIMEOUT_S + 10}s of the final SIGTERM")
+                node.kill_hard()
+        for node in self.nodes.values():
+            if "panicked" in node.text():
+                problems.append(f"node {node.id}'s stderr contains 'panicked'")
+        return problems
+
+    # ---- metadata ---------------------------------------------------------
+    def admin(self, via: int | None = None) -> AdminClient:
+        """An AdminClient bootstrapped from node ``via`` (default: every running node)."""
+        if via is not None:
+            boot = self.nodes[via].addr
+        else:
+            boot = ",".join(self.nodes[i].addr for i in self.running())
+        return AdminClient({"bootstrap.servers": boot, "log_level": LOG_LEVEL})
+
+    def metadata(self, topic: str | None = None, via: int | None = None, timeout: float = 5):
+        """confluent-kafka ClusterMetadata from node ``via`` (default: the first running node)."""
+        if via is None:
+            via = self.running()[0]
+        return self.admin(via).list_topics(topic=topic, timeout=timeout)
+
+    def partitions(self, topic: str, via: int | None = None) -> dict:
+        md = self.metadata(topic, via)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            raise KafkaException(t.error if t is not None else f"{topic} not in metadata")
+        return t.partitions
+
+    def leader_of(self, topic: str, partition: int, via: int | None = None) -> int:
+        return self.partitions(topic, via)[partition].leader
+
+    def isr_of(self, topic: str, partition: int, via: int | None = None) -> list[int]:
+        return list(self.partitions(topic, via)[partition].isrs)
+
+    def replicas_of(self, topic: str, partition: int, via: int | None = None) -> list[int]:
+        return list(self.partitions(topic, via)[partition].replicas)
+
+    def raw_metadata(self, i: int, topics: list[str] | None = None) -> RawMetadata:
+        return raw_metadata(self.nodes[i].client_port, topics)
+
+    def controller(self, via: int | None = None) -> int:
+        """The controller id that Metadata (v7, asked of node ``via``) reports."""
+        return self.raw_metadata(via if via is not None else self.running()[0]).controller
+
+    def brokers_seen(self, via: int) -> set[int]:
+        return set(self.metadata(via=via).brokers)
+
+    def wait_brokers(self, ids: set[int], timeout: float = FORM_TIMEOUT_S) -> None:
+        """Until Metadata from a running node (another than those in ``ids`` if possible) lists ``ids``."""
+        def ok():
+            others = [i for i in self.running() if i not in ids] or self.running()
+            return ids <= self.brokers_seen(others[0])
+        wait_until(ok, timeout, f"Metadata listing brokers {sorted(ids)}")
+
+    def wait_topic(self, topic: str, partitions: int, timeout: float = 30) -> dict:
+        """Until every running node's Metadata shows ``topic`` with ``partitions`` partitions, each
+        with a leader and a full ISR."""
+        def ok():
+            for i in self.running():
+                md = raw_metadata(self.nodes[i].client_port, [topic])
+                err, parts = md.topics.get(topic, (3, {}))
+                if err != 0 or len(parts) != partitions:
+                    return False
+                if any(p.leader < 0 or sorted(p.isr) != sorted(p.replicas) for p in parts.values()):
+                    return False
+            return self.partitions(topic)
+        return wait_until(ok, timeout, f"topic {topic} with {partitions} partitions and full ISRs on every node")
+
+    def wait_full_isr(self, topic: str, timeout: float = 30, via: int | None = None) -> dict:
+        """Until every partition of ``topic`` has a leader and its ISR equals its replicas."""
+        def ok():
+            parts = self.partitions(topic, via)
+            if parts and all(p.leader >= 0 and sorted(p.isrs) == sorted(p.replicas) for p in parts.values()):
+                return parts
+            return False
+        return wait_until(ok, timeout, f"full ISR for every partition of {topic}")
+
+    def wait_until(self, pred: Callable, timeout: float, what: str = "condition", interval: float = 0.1):
+        return wait_until(pred, timeout, what, interval)
+
+    def tails(self, n: int = 60) -> str:
+        return "\n".join(node.tail(n) for node in self.nodes.values())
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+@pytest.fixture
+def cluster(request, tmp_path):
+    """Factory: ``cluster(n=3, voters=None, **settings)`` -> a started ``Cluster`` (one per call)."""
+    made: list[Cluster] = []
+
+    def make(n: int = 3, voters: int | None = None, **settings) -> Cluster:
+        c = Cluster(tmp_path / f"cluster-{len(made)}", n, voters, **settings)
+        made.append(c)
+        c.start_all()
+        return c
+
+    try:
+        yield make
+    finally:
+        failed = any(getattr(request.node, "rep_" + w, None) is not None and getattr(request.node, "rep_" + w).failed
+                     for w in ("setup", "call"))
+        problems = []
+        for c in made:
+            problems += c.teardown(passed=not failed)
+        if failed or problems:
+            for c in made:
+                print(c.tails(80))
+        if problems and not failed:
+            pytest.fail("; ".join(problems))
+
+
+@pytest.fixture
+def topic_name(request):
+    import re
+    import uuid
+    base = re.sub(r"[^a-zA-Z0-9._-]+", "-", request.node.name)[:60].strip("-")
+
+    def make(suffix: str = "") -> str:
+        return f"cl-{base}{'-' + suffix if suffix else ''}-{uuid.uuid4().hex[:6]}"
+
+    return make
