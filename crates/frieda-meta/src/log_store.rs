@@ -135,16 +135,21 @@ impl Inner {
     /// Entries with indexes in `[from, to)`.
     fn read(&self, from: u64, to: u64) -> std::io::Result<Vec<Entry>> {
         let reader = self.log.reader();
+        // Purged entries are gone even while the segment holding them stays (segments go
+        // whole; openraft may purge in the middle of one).
+        let purged_end = self.last_purged.map_or(0, |l| l.index + 1);
         let start = u64::try_from(reader.log_start_offset())
             .unwrap_or(0)
-            .max(from);
-        let end = u64::try_from(reader.log_end_offset()).unwrap_or(0).min(to);
+            .max(from)
+            .max(purged_end);
+        let leo = reader.log_end_offset();
+        let end = u64::try_from(leo).unwrap_or(0).min(to);
         let mut out = Vec::new();
         let mut at = start;
         while at < end {
-            let data = reader
-                .read(at as i64, 1 << 20, end as i64)
-                .map_err(io_err)?;
+            // Read whole batches up to the log end (a limit inside a batch would leave the
+            // batch out) and keep the entries in range.
+            let data = reader.read(at as i64, 1 << 20, leo).map_err(io_err)?;
             if data.chunks.is_empty() || data.next_offset as u64 <= at {
                 break;
             }
@@ -261,8 +266,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             let mut g = inner.lock();
             let end = g.log.log_end_offset();
             let first = entries[0].log_id.index as i64;
-            debug_assert_eq!(first, end, "Raft entries are appended at the log end");
-            if first != end {
+            // Entries follow the last one, or start further on: a log wholly purged after a
+            // snapshot restarts at the leader's next entry (openraft truncates before it
+            // overwrites, so an entry below the end is a bug).
+            if first < end {
                 return Err(io_err(format!(
                     "entry {first} appended at log end offset {end}"
                 )));
@@ -289,7 +296,31 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let inner = self.inner.clone();
         blocking(move || -> std::io::Result<()> {
             let mut g = inner.lock();
-            let removed = g.log.truncate_to(log_id.index as i64).map_err(io_err)?;
+            let at = log_id.index as i64;
+            // The partition log cuts whole batches: the entries of the batch holding `at` that
+            // come before it are written back after the cut.
+            let leo = g.log.log_end_offset();
+            let batch_start = if at < leo {
+                let data = g.log.reader().read(at, 1, leo).map_err(io_err)?;
+                match data.chunks.first() {
+                    Some(c) => BatchHeader::parse(c).map_err(io_err)?.base_offset,
+                    None => at,
+                }
+            } else {
+                at
+            };
+            let keep = if batch_start < at {
+                g.read(batch_start as u64, at as u64)?
+            } else {
+                Vec::new()
+            };
+            let removed = g.log.truncate_to(at).map_err(io_err)?;
+            if !keep.is_empty() {
+                g.log
+                    .append_replicated(encode(&keep)?, crate::now_ms())
+                    .map_err(io_err)?;
+            }
+            debug_assert!(g.log.log_end_offset() <= at.max(0));
             g.log.flush().map_err(io_err)?;
             removed.delete_files().map_err(io_err)
         })
@@ -310,5 +341,53 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             removed.delete_files().map_err(io_err)
         })
         .map_err(|e| StorageIOError::write_logs(&e).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::{CommittedLeaderId, EntryPayload};
+
+    fn entry(term: u64, index: u64) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(term, 1), index),
+            payload: EntryPayload::Blank,
+        }
+    }
+
+    fn stored(inner: &Inner) -> Vec<(u64, u64)> {
+        inner
+            .read(0, u64::MAX)
+            .unwrap()
+            .iter()
+            .map(|e| (e.log_id.leader_id.term, e.log_id.index))
+            .collect()
+    }
+
+    #[test]
+    fn truncation_inside_a_batch_keeps_the_entries_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::open(dir.path()).unwrap();
+        {
+            let mut g = store.inner.lock();
+            let all: Vec<Entry> = (0..5).map(|i| entry(1, i)).collect();
+            g.log.append_replicated(encode(&all).unwrap(), 0).unwrap();
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut s = store.clone();
+        rt.block_on(s.truncate(LogId::new(CommittedLeaderId::new(1, 1), 2)))
+            .unwrap();
+        let g = store.inner.lock();
+        assert_eq!(stored(&g), vec![(1, 0), (1, 1)]);
+        assert_eq!(g.log.log_end_offset(), 2);
+        drop(g);
+        // What follows is appended where the cut was.
+        let mut g = store.inner.lock();
+        let next: Vec<Entry> = (2..4).map(|i| entry(2, i)).collect();
+        g.log.append_replicated(encode(&next).unwrap(), 0).unwrap();
+        assert_eq!(stored(&g), vec![(1, 0), (1, 1), (2, 2), (2, 3)]);
     }
 }

@@ -231,3 +231,39 @@ async fn three_voters_elect_decide_fence_fail_over_and_replay() {
         c.stop(id).await;
     }
 }
+
+/// openraft's own storage test suite (`openraft::testing::Suite`) against the Raft log kept in a
+/// Frieda partition log and the metadata state machine: appends, truncation inside a batch,
+/// purges, vote, membership, snapshots.
+#[test]
+fn openraft_storage_suite() {
+    struct Builder;
+    impl
+        openraft::testing::StoreBuilder<
+            crate::types::TypeConfig,
+            LogStore,
+            StateMachine,
+            tempfile::TempDir,
+        > for Builder
+    {
+        async fn build(
+            &self,
+        ) -> Result<(tempfile::TempDir, LogStore, StateMachine), openraft::StorageError<u64>>
+        {
+            let dir = tempfile::tempdir().map_err(|e| openraft::StorageIOError::read(&e))?;
+            let log = LogStore::open(dir.path()).map_err(|e| {
+                openraft::StorageIOError::read(&std::io::Error::other(e.to_string()))
+            })?;
+            let (tx, _rx) = watch::channel(Arc::new(MetadataImage::default()));
+            let sm = StateMachine::open(dir.path(), Arc::new(tx)).map_err(|e| {
+                openraft::StorageIOError::read(&std::io::Error::other(e.to_string()))
+            })?;
+            Ok((dir, log, sm))
+        }
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("openraft::testing=info"))
+        .with_test_writer()
+        .try_init();
+    openraft::testing::Suite::test_all(Builder).unwrap();
+}

@@ -19,6 +19,8 @@ pub enum ValueKind {
     Boolean,
     /// A floating-point number in `[min, max]`.
     Ratio { min: f64, max: f64 },
+    /// Kafka's throttled-replica list: empty, `*`, or `partition:broker` pairs separated by commas.
+    ReplicaList,
 }
 
 /// One supported topic config: its Kafka name, default as Kafka documents it, and check.
@@ -34,8 +36,20 @@ pub struct TopicConfigKey {
 
 /// Every topic config Frieda accepts, with Kafka 4.x's defaults (`LogConfig`). `min.insync.replicas`
 /// is what an `acks=all` produce needs in a cluster; `unclean.leader.election.enable` is stored and
-/// reported (the controller never elects an out-of-sync replica by itself).
+/// reported (the controller never elects an out-of-sync replica by itself); the
+/// `*.replication.throttled.replicas` lists `kafka-reassign-partitions.sh` sets are stored and
+/// reported, not enforced (Frieda does not throttle replication).
 pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
+    TopicConfigKey {
+        name: "leader.replication.throttled.replicas",
+        default: "",
+        kind: ValueKind::ReplicaList,
+    },
+    TopicConfigKey {
+        name: "follower.replication.throttled.replicas",
+        default: "",
+        kind: ValueKind::ReplicaList,
+    },
     TopicConfigKey {
         name: "cleanup.policy",
         default: "delete",
@@ -308,6 +322,19 @@ fn validate(name: &str, value: &str) -> Result<(), ConfigError> {
         ValueKind::Boolean => {
             if value != "true" && value != "false" {
                 return Err(invalid("must be true or false".into()));
+            }
+        }
+        ValueKind::ReplicaList => {
+            let v = value.trim();
+            let pair_ok = |p: &str| {
+                p.trim().split_once(':').is_some_and(|(a, b)| {
+                    a.trim().parse::<i32>().is_ok() && b.trim().parse::<i32>().is_ok()
+                })
+            };
+            if !(v.is_empty() || v == "*" || v.split(',').all(pair_ok)) {
+                return Err(invalid(
+                    "must be empty, `*`, or partition:broker pairs separated by commas".into(),
+                ));
             }
         }
         ValueKind::Ratio { min, max } => {

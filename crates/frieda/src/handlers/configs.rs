@@ -74,6 +74,7 @@ pub fn topic_config_entries(
                     ValueKind::Choice(_) if k.name == "cleanup.policy" => TYPE_LIST,
                     ValueKind::Choice(_) => TYPE_STRING,
                     ValueKind::Ratio { .. } => TYPE_DOUBLE,
+                    ValueKind::ReplicaList => TYPE_LIST,
                 },
             }
         })
@@ -172,6 +173,14 @@ pub async fn describe(
     DescribeConfigsResponse::default().with_results(results)
 }
 
+/// Broker-level replication throttles (Kafka's dynamic broker configs); Frieda does not throttle,
+/// so only their removal is accepted.
+const REPLICATION_THROTTLES: &[&str] = &[
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+];
+
 /// Checks the resource is an existing topic.
 fn topic_resource(
     broker: &Broker,
@@ -263,6 +272,21 @@ pub async fn incremental_alter(
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
     for r in req.resources {
+        if r.resource_type == RESOURCE_BROKER
+            && !r.configs.is_empty()
+            && r.configs.iter().all(|c| {
+                c.config_operation == 1 && REPLICATION_THROTTLES.contains(&c.name.as_str())
+            })
+        {
+            // `kafka-reassign-partitions.sh --verify` clears the throttle rates it may have
+            // set; Frieda has none set, so removing them changes nothing and succeeds.
+            responses.push(
+                IncrementalResult::default()
+                    .with_resource_type(r.resource_type)
+                    .with_resource_name(r.resource_name),
+            );
+            continue;
+        }
         let outcome = alter_topic_configs(
             broker,
             r.resource_type,

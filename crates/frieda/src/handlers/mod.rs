@@ -13,6 +13,7 @@ pub mod groups;
 pub mod leader_epoch;
 pub mod leadership;
 pub mod list_offsets;
+pub mod log_dirs;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;
@@ -183,6 +184,7 @@ pub async fn handle(
         ApiKey::AlterPartitionReassignments => call!(leadership::alter_reassignments),
         ApiKey::ListPartitionReassignments => call!(leadership::list_reassignments),
         ApiKey::DescribeQuorum => simple!(quorum),
+        ApiKey::DescribeLogDirs => simple!(log_dirs),
         ApiKey::Metadata => simple!(metadata),
         ApiKey::ApiVersions => simple!(api_versions),
         ApiKey::InitProducerId => simple!(producer_id),

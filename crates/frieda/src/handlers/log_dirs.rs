@@ -1,0 +1,80 @@
+//! DescribeLogDirs (key 35, v1-4): the data directory, the size of each replica this broker
+//! holds in it, and the file system's total and usable bytes (`kafka-log-dirs.sh`,
+//! `kafka-reassign-partitions.sh`). Frieda has one log directory, `data.dir`.
+
+use super::{str_bytes, RequestContext};
+use crate::broker::Broker;
+use kafka_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
+use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
+use std::sync::Arc;
+
+/// Replicas asked for (or all, for a null list) that this broker holds: size in bytes of
+/// their segments and indexes, and `offset_lag` = how far the log end is below the high
+/// watermark (0 when caught up, as Kafka reports for current logs). Total and usable bytes
+/// (v4) come from `statvfs` of the data directory, -1 if it fails.
+pub async fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: DescribeLogDirsRequest,
+) -> DescribeLogDirsResponse {
+    let wanted: Option<Vec<(String, Vec<i32>)>> = req.topics.map(|ts| {
+        ts.into_iter()
+            .map(|t| (t.topic.0.to_string(), t.partitions))
+            .collect()
+    });
+    let mut topics = Vec::new();
+    for topic in broker.topics() {
+        let only: Option<&Vec<i32>> = match &wanted {
+            None => None,
+            Some(w) => match w.iter().find(|(n, _)| *n == *topic.name) {
+                Some((_, parts)) => Some(parts),
+                None => continue,
+            },
+        };
+        let partitions: Vec<DescribeLogDirsPartition> = topic
+            .local_partitions()
+            .into_iter()
+            .filter(|p| only.is_none_or(|o| o.contains(&p.index)))
+            .map(|p| {
+                let size = p
+                    .state
+                    .lock()
+                    .as_ref()
+                    .map_or(0, |s| s.log.size_bytes() as i64);
+                let lag = (p.high_watermark() - p.reader().log_end_offset()).max(0);
+                DescribeLogDirsPartition::default()
+                    .with_partition_index(p.index)
+                    .with_partition_size(size)
+                    .with_offset_lag(lag)
+            })
+            .collect();
+        if !partitions.is_empty() {
+            topics.push(
+                DescribeLogDirsTopic::default()
+                    .with_name(TopicName(str_bytes(&topic.name)))
+                    .with_partitions(partitions),
+            );
+        }
+    }
+    let dir = broker.config.data_dir.clone();
+    let (total, usable) = match rustix::fs::statvfs(&dir) {
+        Ok(s) => (
+            (s.f_blocks.saturating_mul(s.f_frsize)) as i64,
+            (s.f_bavail.saturating_mul(s.f_frsize)) as i64,
+        ),
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "statvfs of the data directory failed");
+            (-1, -1)
+        }
+    };
+    let path = std::fs::canonicalize(&dir).unwrap_or(dir);
+    let mut result = DescribeLogDirsResult::default()
+        .with_log_dir(str_bytes(&path.to_string_lossy()))
+        .with_topics(topics);
+    if ctx.api_version >= 4 {
+        result = result.with_total_bytes(total).with_usable_bytes(usable);
+    }
+    DescribeLogDirsResponse::default().with_results(vec![result])
+}
