@@ -112,6 +112,12 @@ class ProducerThread(threading.Thread):
             raise self.exc
         assert self.unflushed == 0, f"{self.unflushed} records without a delivery report after {flush_timeout}s"
 
+    def close(self) -> None:
+        """Destroys the librdkafka handle (a live handle keeps asking Metadata for its topics, and
+        a Metadata request may auto-create a topic a test has just deleted)."""
+        assert not self.is_alive(), "stop() the thread first"
+        self.producer = None
+
     def produce_now(self, n: int, timeout: float = 60) -> tuple[list[Ack], list]:
         """Without the thread: produces ``n`` records at once and waits for their delivery
         reports. Returns (the new acks, the new errors)."""

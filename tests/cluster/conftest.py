@@ -458,7 +458,16 @@ class Cluster:
         return wait_until(pred, timeout, what, interval)
 
     def tails(self, n: int = 60) -> str:
-        return "\n".join(node.tail(n) for node in self.nodes.values())
+        """The last ``n`` lines of every node's stderr, and before them its first ERROR lines
+        (openraft's warnings can push the interesting lines out of a tail)."""
+        out = []
+        for node in self.nodes.values():
+            errors = [line for line in node.text().splitlines() if " ERROR " in line]
+            if errors:
+                out.append(f"----- node {node.id}: first ERROR lines ({len(errors)} in all) -----\n"
+                           + "\n".join(e[:400] for e in errors[:10]))
+            out.append(node.tail(n))
+        return "\n".join(out)
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)

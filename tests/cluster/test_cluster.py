@@ -1,0 +1,636 @@
+"""Fault-proof tests of Frieda's cluster mode (Kafka's ISR protocol over the metadata quorum).
+
+Every test starts its own cluster (``conftest.Cluster``: 3 nodes, all broker+controller, unless
+it says otherwise) with, unless stated: broker.session.timeout.ms=3000,
+broker.heartbeat.interval.ms=200, replica.lag.time.max.ms=3000,
+controller.quorum.election.timeout.ms=1000, default.replication.factor=3,
+offsets.topic.replication.factor=3, offsets.topic.num.partitions=6, min.insync.replicas=2.
+
+What is checked is what a user checks: every acknowledged record comes back at its offset byte for
+byte, read by assignment from offset 0 without a group; nothing below the high watermark is
+missing; nothing is stored twice; and the replicas hold the same batches byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections import defaultdict
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic)
+
+import cluster_wire as cw
+from cluster_clients import (ProducerThread, check_acked, check_log, read_all, read_partitions,
+                             replicas_identical, watermarks)
+from conftest import LOG_LEVEL
+
+NOT_ENOUGH_REPLICAS = 19
+MSG_SIZE_TOO_LARGE = 10
+
+
+def create(c, name: str, partitions: int = 3, rf: int = 3, assignment=None, config=None, via=None) -> dict:
+    """CreateTopics with confluent-kafka's AdminClient; waits until every running node shows the
+    topic with a leader and a full ISR for each partition."""
+    if assignment is not None:
+        nt = NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment, config=config or {})
+    else:
+        nt = NewTopic(name, num_partitions=partitions, replication_factor=rf, config=config or {})
+    adm = c.admin(via)  # kept referenced until the result is in
+    fs = adm.create_topics([nt], operation_timeout=20, request_timeout=30)
+    fs[name].result(timeout=30)
+    return c.wait_topic(name, len(assignment) if assignment is not None else partitions)
+
+
+def led_by(c, topic: str, partitions: int, node: int) -> list[int]:
+    return [p for p in range(partitions) if c.leader_of(topic, p) == node]
+
+
+def moved_off(c, topic: str, partitions: int, node: int, isr_too: bool = False) -> bool:
+    parts = c.partitions(topic)
+    return len(parts) == partitions and all(
+        p.leader >= 0 and p.leader != node and (not isr_too or node not in p.isrs) for p in parts.values())
+
+
+def wait_identical(c, topic: str, partitions: int, timeout: float = 20) -> None:
+    last = ["?"]
+
+    def ok():
+        same, why = replicas_identical(c, topic, partitions)
+        last[0] = why
+        return same
+    try:
+        c.wait_until(ok, timeout, f"identical replicas of {topic}")
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {last[0]}") from None
+
+
+# ---------------------------------------------------------------- a. leader killed mid-production
+
+def test_leader_sigkilled_during_idempotent_acks_all_production(cluster, topic_name):
+    """RF 3, 3 partitions, idempotent acks=all producer (message.timeout.ms=120000) at 300
+    records/s. The leader of a partition (not the active controller) is SIGKILLed; within the
+    session timeout (3 s) plus an election its leaderships move, production continues without a
+    delivery error. The killed node restarts, truncates what diverged and rejoins every ISR. Then
+    every partition is read from offset 0: exactly the acknowledged records, at their offsets,
+    byte for byte; every replica holds the same batches; and with each node stopped in turn
+    (SIGTERM) the new leaders report high watermarks >= the acknowledged end offsets and serve
+    every acknowledged record."""
+    c = cluster()
+    t = topic_name()
+    create(c, t, 3)
+    p = ProducerThread(c.bootstrap, t, 3, rate=300, tag="a")
+    p.start()
+    try:
+        p.wait_acked(600, 30, "before the kill")
+        ctrl = c.controller()
+        leaders = {q: c.leader_of(t, q) for q in range(3)}
+        victim = next((n for n in leaders.values() if n != ctrl), leaders[0])
+        c.kill(victim)
+        t_kill = time.monotonic()
+        c.wait_until(lambda: moved_off(c, t, 3, victim), 30, f"leaderships moved off killed node {victim}")
+        print(f"leaderships moved {time.monotonic() - t_kill:.1f}s after SIGKILL of node {victim}")
+        p.wait_more(600, 60, "after the leader was killed")
+        assert not p.errors, f"delivery errors: {p.errors[:5]}"
+        c.start(victim)
+        c.wait_full_isr(t, 60)
+        p.wait_more(300, 30, "after the killed node rejoined")
+    finally:
+        p.stop()
+    assert not p.errors, f"delivery errors: {p.errors[:5]}"
+    got, hw = read_all(c.live_bootstrap, t, 3)
+    check_log(p, got, hw, t, exact=True)
+    wait_identical(c, t, 3)
+
+    ends = p.acked_by_partition()
+    for i in sorted(c.nodes):
+        c.stop(i)
+        c.wait_until(lambda: moved_off(c, t, 3, i), 15, f"leaderships moved off stopped node {i}")
+        wm = watermarks(c.live_bootstrap, t, 3)
+        for q in range(3):
+            assert wm[q][1] >= ends[q], f"node {i} stopped: {t}[{q}] high watermark {wm[q][1]} < acknowledged end {ends[q]}"
+        check_acked(p.acks, read_partitions(c.live_bootstrap, t, ends), t)
+        c.start(i)
+        c.wait_full_isr(t, 30)
+
+
+# ---------------------------------------------------------------- b. follower paused
+
+def test_follower_sigstopped_leaves_isr_and_rejoins(cluster, topic_name):
+    """broker.session.timeout.ms=20000 (the paused node is not fenced while paused, so only the
+    leaders' replica.lag.time.max.ms=3000 can take it out of the ISR). Two partitions led by the
+    two other nodes, the paused node a follower of both (explicit assignment; it is not the active
+    controller). acks=all production (idempotent, 200 records/s) stalls at most ~1.5 x
+    replica.lag.time.max.ms + 2.5 s, then continues with the ISR shrunk (metadata); after SIGCONT
+    the follower catches up and rejoins both ISRs; no acknowledged record is lost and the replicas
+    end identical."""
+    c = cluster(broker_session_timeout_ms=20000)
+    lag_s = c.setting("replica.lag.time.max.ms") / 1000
+    ctrl = c.controller()
+    f = max(i for i in c.nodes if i != ctrl)
+    a, b = [i for i in sorted(c.nodes) if i != f]
+    t = topic_name()
+    create(c, t, assignment=[[a, b, f], [b, a, f]])
+    p = ProducerThread(c.bootstrap, t, 2, rate=200, tag="b")
+    p.start()
+    try:
+        p.wait_acked(300, 30, "before the pause")
+        c.pause(f)
+        t_pause = time.monotonic()
+        c.wait_until(lambda: all(f not in c.isr_of(t, q) for q in range(2)), 3 * lag_s + 10,
+                     f"ISRs without paused node {f}")
+        print(f"ISR shrunk {time.monotonic() - t_pause:.1f}s after SIGSTOP of node {f}")
+        assert [c.leader_of(t, 0), c.leader_of(t, 1)] == [a, b], "leaders changed although they ran"
+        p.wait_more(400, 30, "with a follower paused")
+        stall = p.max_latency(since=t_pause)
+        print(f"acks=all stalled at most {stall:.1f}s with node {f} paused")
+        assert stall <= 1.5 * lag_s + 2.5, f"acks=all stalled {stall:.1f}s with a follower paused (lag {lag_s}s)"
+        c.resume(f)
+        t_resume = time.monotonic()
+        c.wait_full_isr(t, 30)
+        print(f"node {f} back in every ISR {time.monotonic() - t_resume:.1f}s after SIGCONT")
+        p.wait_more(200, 30, "after the follower rejoined")
+    finally:
+        if c.node(f).paused:
+            c.resume(f)
+        p.stop()
+    assert not p.errors, f"delivery errors: {p.errors[:5]}"
+    got, hw = read_all(c.live_bootstrap, t, 2)
+    check_log(p, got, hw, t, exact=True)
+    wait_identical(c, t, 2)
+
+
+# ---------------------------------------------------------------- c. min.insync.replicas
+
+def test_min_insync_replicas_with_two_of_three_replicas_down(cluster, topic_name):
+    """min.insync.replicas=2, a topic with 3 partitions whose three replicas are on nodes 1, 2
+    and 3 (explicit assignment). The cluster has five voters (nodes 4 and 5 hold no replica), so
+    that with two of the three replica brokers down the metadata quorum (3 of 5) still has a
+    controller to fence them and shrink the ISRs: with only three voters, two down would take the
+    quorum with them, and Kafka would not answer NOT_ENOUGH_REPLICAS either. After SIGKILL of
+    nodes 2 and 3 every partition is led by node 1 with ISR [1]; an acks=all producer (not
+    idempotent, retries=0) gets NOT_ENOUGH_REPLICAS (19) for every record and none of them is
+    stored; acks=1 still works on node 1; nodes 2 and 3 restart, rejoin every ISR and acks=all
+    works again. The log holds exactly the acknowledged records of the three phases, and the
+    replicas are identical."""
+    c = cluster(5, voters=5)
+    t = topic_name()
+    create(c, t, assignment=[[1, 2, 3], [2, 3, 1], [3, 1, 2]])
+    before = ProducerThread(c.bootstrap, t, 3, tag="before")
+    acks, errs = before.produce_now(300)
+    assert len(acks) == 300 and not errs, errs[:5]
+
+    c.kill(2)
+    c.kill(3)
+    c.wait_until(lambda: all(c.leader_of(t, q) == 1 and c.isr_of(t, q) == [1] for q in range(3)), 30,
+                 "node 1 leading every partition with ISR [1]")
+    nr = ProducerThread(c.node(1).addr, t, 3, tag="refused", enable_idempotence=False, acks="all", retries=0,
+                        message_timeout_ms=20000)
+    acks, errs = nr.produce_now(30)
+    assert not acks, f"{len(acks)} acks=all records acknowledged with ISR [1] < min.insync.replicas=2"
+    codes = {e.code() for _seq, e in errs}
+    assert codes == {NOT_ENOUGH_REPLICAS}, f"want NOT_ENOUGH_REPLICAS for every record, got {errs[:5]}"
+
+    one = ProducerThread(c.node(1).addr, t, 3, tag="acks1", enable_idempotence=False, acks=1)
+    acks, errs = one.produce_now(300)
+    assert len(acks) == 300 and not errs, f"acks=1 with one replica left: {errs[:5]}"
+
+    c.start(2, wait_registered=False)
+    c.start(3, wait_registered=False)
+    c.wait_brokers({2, 3})
+    c.wait_full_isr(t, 60)
+    after = ProducerThread(c.bootstrap, t, 3, tag="after")
+    acks, errs = after.produce_now(300)
+    assert len(acks) == 300 and not errs, f"acks=all after the brokers came back: {errs[:5]}"
+
+    got, hw = read_all(c.live_bootstrap, t, 3)
+    check_log([before, nr, one, after], got, hw, t, exact=True)
+    wait_identical(c, t, 3)
+
+
+# ---------------------------------------------------------------- d. group coordinator failover
+
+def test_consumer_group_survives_coordinator_sigkill(cluster, topic_name):
+    """A confluent-kafka consumer (subscribe, enable.auto.commit=false, synchronous commit every
+    ~25 records) reads a 3-partition RF 3 topic while a producer adds 100 records/s. The group's
+    coordinator (DescribeConsumerGroups; the leader of its __consumer_offsets partition) is
+    SIGKILLed: the group goes on with a new coordinator (a commit succeeds again), the committed
+    offsets read back from the new coordinator are at least the last ones committed before the
+    kill, no record is skipped, a record is consumed twice only at or above the partition's last
+    successful commit, and at the end the committed offsets equal the end offsets."""
+    c = cluster()
+    t = topic_name()
+    create(c, t, 3)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    p = ProducerThread(c.bootstrap, t, 3, rate=100, tag="d")
+    p.start()
+    cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": group, "log_level": LOG_LEVEL,
+                     "enable.auto.commit": False, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100})
+    consumed: dict[tuple[int, int], bytes] = {}
+    committed: dict[int, int] = {}  # partition -> offset of the last successful commit
+    bad_dups = []
+    commit_errors = []
+    commits_ok = [0]
+
+    def commit():
+        try:
+            res = cons.commit(asynchronous=False)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError._NO_OFFSET:
+                commit_errors.append(e.args[0])
+            return
+        for tp in res or []:
+            if tp.error is None and tp.offset >= 0:
+                committed[tp.partition] = tp.offset
+        if res and all(tp.error is None for tp in res):
+            commits_ok[0] += 1
+
+    def consume_for(cond, timeout: float, what: str):
+        deadline = time.monotonic() + timeout
+        since_commit = 0
+        while not cond():
+            assert time.monotonic() < deadline, f"timed out consuming ({what}); {len(consumed)} consumed"
+            m = cons.poll(0.2)
+            if m is not None and not m.error():
+                key = (m.partition(), m.offset())
+                if key in consumed and m.offset() < committed.get(m.partition(), 0):
+                    bad_dups.append((key, committed.get(m.partition())))
+                consumed[key] = m.value()
+                since_commit += 1
+            if since_commit >= 25 or (m is None and since_commit):
+                commit()
+                since_commit = 0
+
+    try:
+        cons.subscribe([t])
+        p.wait_acked(300, 30)
+        consume_for(lambda: len(consumed) >= 300 and commits_ok[0] >= 3, 60, "before the kill")
+        adm = c.admin()
+        coord = adm.describe_consumer_groups([group])[group].result(timeout=15).coordinator.id
+        before_kill = dict(committed)
+        c.kill(coord)
+        t_kill = time.monotonic()
+        ok_at_kill = commits_ok[0]
+        consume_for(lambda: commits_ok[0] >= ok_at_kill + 3 and len(consumed) >= len(p.acks) - 50, 90,
+                    f"after SIGKILL of coordinator {coord}")
+        print(f"commits succeed again {time.monotonic() - t_kill:.1f}s after SIGKILL of coordinator {coord}")
+        adm = c.admin()
+        new_coord = adm.describe_consumer_groups([group])[group].result(timeout=15).coordinator.id
+        assert new_coord != coord, f"the group's coordinator is still the killed node {coord}"
+        check = Consumer({"bootstrap.servers": c.live_bootstrap, "group.id": group, "log_level": LOG_LEVEL,
+                          "enable.auto.commit": False})
+        try:
+            fetched = check.committed([TopicPartition(t, q) for q in range(3)], timeout=15)
+        finally:
+            check.close()
+        for tp in fetched:
+            assert tp.error is None, tp.error
+            assert tp.offset >= before_kill.get(tp.partition, -1001), \
+                f"committed offset of {t}[{tp.partition}] went back to {tp.offset} after the failover " \
+                f"(was {before_kill[tp.partition]})"
+        p.stop()
+        assert not p.errors, f"delivery errors: {p.errors[:5]}"
+        ends = p.acked_by_partition()
+        consume_for(lambda: all((q, ends[q] - 1) in consumed for q in ends), 60, "to the end")
+        c.wait_until(lambda: commit() or all(committed.get(q) == ends[q] for q in ends), 20,
+                     f"committed offsets {committed} = end offsets {ends}")
+    finally:
+        cons.close()
+        if p.is_alive():
+            p.stop()
+    assert not bad_dups, f"records consumed again below the last successful commit: {bad_dups[:10]}"
+    for a in p.acks:
+        v = consumed.get((a.partition, a.offset))
+        assert v is not None, f"{t}[{a.partition}]@{a.offset} skipped by the group"
+        assert v == a.value, f"{t}[{a.partition}]@{a.offset}: value differs"
+    print(f"commit errors during the failover: {[str(e) for e in commit_errors[:5]]}")
+
+
+# ---------------------------------------------------------------- e. admin through any node
+
+def test_admin_through_any_node_and_no_resurrection(cluster, topic_name):
+    """CreateTopics (4 partitions, RF 3, a config) and CreatePartitions (4 -> 6) sent over raw
+    sockets to nodes that are not the controller; IncrementalAlterConfigs (SET retention.ms,
+    max.message.bytes) from an AdminClient bootstrapped at a non-controller node: DescribeConfigs
+    from every node shows the values, every partition leader enforces max.message.bytes
+    (MSG_SIZE_TOO_LARGE); Metadata v7 asked of each node is identical (brokers, cluster id,
+    controller, every partition's leader, epoch, replicas, ISR). Then one node is stopped
+    (SIGTERM) while a topic is deleted and another is deleted and created again under its name
+    (explicit assignment including the stopped node): after its restart its data dir holds no
+    file with the old records and no directory of the deleted topic, its replica of the new topic
+    has the new topic id, reading gives exactly the new records, and its replicas match the
+    others byte for byte. Finally DeleteTopics through a non-controller node: gone from every
+    node's Metadata and data dir."""
+    c = cluster()
+    ctrl = c.controller()
+    others = [i for i in sorted(c.nodes) if i != ctrl]
+    port = {i: c.node(i).client_port for i in c.nodes}
+    t = topic_name("admin")
+
+    err, msg = cw.create_topic(port[others[0]], t, 4, 3, configs={"retention.ms": "7200000"})
+    assert err == 0, (err, msg)
+    c.wait_topic(t, 4)
+    assert cw.create_topic(port[others[1]], t, 4, 3)[0] == 36, "TOPIC_ALREADY_EXISTS expected"
+    err, msg = cw.create_partitions(port[others[1]], t, 6)
+    assert err == 0, (err, msg)
+    c.wait_topic(t, 6)
+
+    res = ConfigResource("TOPIC", t, incremental_configs=[
+        ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("max.message.bytes", "200000", incremental_operation=AlterConfigOpType.SET)])
+    adm = c.admin(others[0])
+    adm.incremental_alter_configs([res])[res].result(timeout=30)
+
+    def configs_everywhere():
+        for i in c.nodes:
+            r = ConfigResource("TOPIC", t)
+            adm_i = c.admin(i)
+            cfg = adm_i.describe_configs([r], request_timeout=10)[r].result(timeout=10)
+            if cfg["retention.ms"].value != "3600000" or cfg["max.message.bytes"].value != "200000":
+                return False
+        return True
+    c.wait_until(configs_everywhere, 20, "the altered configs from every node")
+
+    prod = Producer({"bootstrap.servers": c.bootstrap, "log_level": LOG_LEVEL, "acks": "all",
+                     "enable.idempotence": False, "retries": 0, "message.timeout.ms": 20000})
+    big_errs = []
+    for q in range(6):
+        prod.produce(t, value=b"x" * 250_000, partition=q, on_delivery=lambda e, m: big_errs.append(e))
+    assert prod.flush(30) == 0
+    del prod  # no librdkafka handle may ask for the topics deleted below (auto-creation)
+    assert [e.code() if e else None for e in big_errs] == [MSG_SIZE_TOO_LARGE] * 6, big_errs
+    ok = ProducerThread(c.bootstrap, t, 6, tag="small")
+    acks, errs = ok.produce_now(120)
+    assert len(acks) == 120 and not errs, errs[:5]
+    ok.close()
+
+    def normalized(i):
+        md = c.raw_metadata(i)
+        return (md.brokers, md.cluster_id, md.controller,
+                {name: (err, {q: (x.error, x.leader, x.leader_epoch, sorted(x.replicas), sorted(x.isr),
+                                  sorted(x.offline)) for q, x in parts.items()})
+                 for name, (err, parts) in md.topics.items()})
+
+    def identical():
+        views = [normalized(i) for i in sorted(c.nodes)]
+        return all(v == views[0] for v in views) and t in views[0][3]
+    c.wait_until(identical, 20, "identical Metadata from every node")
+    got, hw = read_all(c.live_bootstrap, t, 6)
+    check_log(ok, got, hw, t, exact=True)
+
+    # ---- a node that is down while topics are deleted and re-created
+    y, z = topic_name("recreated"), topic_name("deleted")
+    create(c, y, 3)
+    create(c, z, 2)
+    old_y = ProducerThread(c.bootstrap, y, 3, tag=f"old{uuid.uuid4().hex}")
+    old_z = ProducerThread(c.bootstrap, z, 2, tag=f"old{uuid.uuid4().hex}")
+    for pr in (old_y, old_z):
+        acks, errs = pr.produce_now(200)
+        assert len(acks) == 200 and not errs, errs[:5]
+        pr.close()
+    wait_identical(c, y, 3)
+    wait_identical(c, z, 2)
+    v = others[-1]
+    old_id = (c.node(v).data_dir / f"{y}-0" / "partition.metadata").read_text()
+    c.stop(v)
+    assert cw.delete_topic(port[ctrl], y) == 0
+    assert cw.delete_topic(port[others[0]], z) == 0
+    live = [i for i in sorted(c.nodes) if i != v]
+    c.wait_until(lambda: all(y not in c.raw_metadata(i).topics and z not in c.raw_metadata(i).topics for i in live),
+                 20, "deleted topics gone from the running nodes' Metadata")
+    a, b = live
+    adm = c.admin()
+    fs = adm.create_topics([NewTopic(y, num_partitions=3, replica_assignment=[[a, b, v], [b, v, a], [v, a, b]])],
+                           operation_timeout=20, request_timeout=30)
+    fs[y].result(timeout=30)
+    c.wait_until(lambda: all(x.leader in live for x in c.partitions(y).values()) and len(c.partitions(y)) == 3,
+                 20, f"re-created {y} led by running nodes")
+    new_y = ProducerThread(c.bootstrap, y, 3, tag="new")
+    acks, errs = new_y.produce_now(200)
+    assert len(acks) == 200 and not errs, errs[:5]
+    new_y.close()
+
+    c.start(v)
+    c.wait_full_isr(y, 30)
+    vdir = c.node(v).data_dir
+    markers = [old_y.tag, old_z.tag]
+
+    def no_old_data():
+        if list(vdir.glob(f"{z}-*")):
+            return False
+        for f in vdir.rglob("*"):
+            if f.is_file() and f.stat().st_size and any(m in f.read_bytes() for m in markers):
+                return False
+        return True
+    try:
+        c.wait_until(no_old_data, 20, f"node {v}'s data dir free of the deleted topics' records")
+    except AssertionError:
+        leftovers = sorted(str(f.relative_to(vdir)) for f in vdir.rglob("*")
+                           if f.is_file() and any(m in f.read_bytes() for m in markers))
+        raise AssertionError(f"node {v} keeps the deleted topics' data after its restart: "
+                             f"{leftovers[:10]}, {z} dirs {sorted(p.name for p in vdir.glob(z + '-*'))}") from None
+    for q in range(3):
+        meta = (vdir / f"{y}-{q}" / "partition.metadata").read_text()
+        assert meta != old_id and meta == (c.node(a).data_dir / f"{y}-{q}" / "partition.metadata").read_text(), \
+            f"node {v}'s {y}-{q}/partition.metadata: {meta!r} (old: {old_id!r})"
+    got, hw = read_all(c.live_bootstrap, y, 3)
+    check_log(new_y, got, hw, y, exact=True)
+    wait_identical(c, y, 3)
+
+    # ---- DeleteTopics through a node that is not the controller
+    ctrl = c.controller()
+    via = next(i for i in sorted(c.nodes) if i != ctrl)
+    assert cw.delete_topic(port[via], t) == 0
+    c.wait_until(lambda: all(t not in c.raw_metadata(i).topics for i in c.nodes), 20,
+                 f"{t} gone from every node's Metadata")
+    c.wait_until(lambda: not any(list(c.node(i).data_dir.glob(f"{t}-*")) for i in c.nodes), 20,
+                 f"{t}'s partition directories removed on every node")
+    assert cw.delete_topic(port[via], t) == 3, "deleting again: UNKNOWN_TOPIC_OR_PARTITION expected"
+
+
+# ---------------------------------------------------------------- f. controlled shutdown
+
+def test_sigterm_of_a_leader_is_a_controlled_shutdown(cluster, topic_name):
+    """broker.session.timeout.ms=15000 (so that only a controlled shutdown can move leaderships
+    quickly). SIGTERM to the leader of a partition (not the active controller) during idempotent
+    acks=all production: it exits 0 within 10 s, its leaderships (and ISR memberships) have moved
+    within 5 s of the signal, the producer's records sent from the signal on are acknowledged
+    within 5 s, and it sees no error. After a restart it rejoins every ISR; the log holds exactly
+    the acknowledged records and the replicas are identical."""
+    c = cluster(broker_session_timeout_ms=15000)
+    t = topic_name()
+    create(c, t, 3)
+    p = ProducerThread(c.bootstrap, t, 3, rate=300, tag="f")
+    p.start()
+    try:
+        p.wait_acked(600, 30, "before the shutdown")
+        ctrl = c.controller()
+        leaders = {q: c.leader_of(t, q) for q in range(3)}
+        victim = next((n for n in leaders.values() if n != ctrl), leaders[0])
+        t0 = time.monotonic()
+        took = c.stop(victim)
+        c.wait_until(lambda: moved_off(c, t, 3, victim, isr_too=True), max(0.1, 5 - (time.monotonic() - t0)),
+                     f"leaderships and ISRs moved off node {victim} within 5 s of SIGTERM")
+        print(f"node {victim} exited {took:.2f}s after SIGTERM; leaderships moved within "
+              f"{time.monotonic() - t0:.2f}s")
+        p.wait_more(600, 30, "after the controlled shutdown")
+        stall = p.max_latency(since=t0)
+        print(f"acks=all waited at most {stall:.2f}s across the controlled shutdown")
+        assert stall < 5, f"records waited {stall:.1f}s for their acknowledgement across a controlled shutdown"
+        c.start(victim)
+        c.wait_full_isr(t, 30)
+        p.wait_more(300, 30, "after the restart")
+    finally:
+        p.stop()
+    assert not p.errors, f"delivery errors: {p.errors[:5]}"
+    got, hw = read_all(c.live_bootstrap, t, 3)
+    check_log(p, got, hw, t, exact=True)
+    wait_identical(c, t, 3)
+
+
+# ---------------------------------------------------------------- g. rolling restart
+
+def test_rolling_restart_under_production(cluster, topic_name):
+    """Nodes 1, 2, 3 in turn: SIGTERM (exit 0), start again, wait until it is back in every ISR
+    of the topic, under continuous idempotent acks=all production (300 records/s,
+    message.timeout.ms=120000). No delivery error; the log holds exactly the acknowledged
+    records, each at its offset byte for byte, offsets contiguous per partition; the replicas are
+    identical."""
+    c = cluster()
+    t = topic_name()
+    create(c, t, 3)
+    p = ProducerThread(c.bootstrap, t, 3, rate=300, tag="g")
+    p.start()
+    try:
+        p.wait_acked(300, 30, "before the rolling restart")
+        for i in sorted(c.nodes):
+            c.stop(i)
+            p.wait_more(150, 30, f"with node {i} stopped")
+            c.start(i)
+            c.wait_full_isr(t, 60)
+            p.wait_more(150, 30, f"after node {i} came back")
+    finally:
+        p.stop()
+    assert not p.errors, f"delivery errors: {p.errors[:5]}"
+    got, hw = read_all(c.live_bootstrap, t, 3)
+    check_log(p, got, hw, t, exact=True)
+    wait_identical(c, t, 3)
+
+
+# ---------------------------------------------------------------- h. other clients
+
+def test_kcat_and_kafka_python_through_a_non_leader(cluster, topic_name):
+    """kcat -L (and -J) and kafka-python's DescribeCluster list the 3 brokers; a 1-partition RF 3
+    topic is written and read with bootstrap = a node that does not lead it: kcat -P lines then
+    kcat -C -e the same lines at offsets 0..n-1; kafka-python acks=all keyed records then a
+    kafka-python consumer by assignment: byte for byte at the acknowledged offsets."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KTP
+    from kafka.admin import KafkaAdminClient
+
+    c = cluster()
+    t = topic_name()
+    create(c, t, 1)
+    leader = c.leader_of(t, 0)
+    boot = c.node(next(i for i in sorted(c.nodes) if i != leader)).addr
+
+    out = subprocess.run(["kcat", "-b", boot, "-L", "-J"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    md = json.loads(out.stdout)
+    assert sorted(b["id"] for b in md["brokers"]) == [1, 2, 3], md["brokers"]
+    (kt,) = [x for x in md["topics"] if x["topic"] == t]
+    (kp,) = kt["partitions"]
+    assert kp["leader"] == leader and sorted(r["id"] for r in kp["replicas"]) == [1, 2, 3] \
+        and sorted(r["id"] for r in kp["isrs"]) == [1, 2, 3], kp
+    text = subprocess.run(["kcat", "-b", boot, "-L"], capture_output=True, text=True, timeout=30).stdout
+    assert " 3 brokers:" in text, text
+
+    lines = [f"kcat line {i} ünïcødé {'x' * (i % 50)}" for i in range(500)]
+    out = subprocess.run(["kcat", "-b", boot, "-P", "-t", t, "-p", "0", "-X", "acks=all"],
+                         input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    out = subprocess.run(["kcat", "-b", boot, "-C", "-t", t, "-p", "0", "-o", "beginning", "-e", "-f", "%o %s\n"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"{i} {line}" for i, line in enumerate(lines)]
+
+    adm = KafkaAdminClient(bootstrap_servers=boot, request_timeout_ms=20000)
+    try:
+        brokers = adm.describe_cluster()["brokers"]
+        assert sorted(b["broker_id"] for b in brokers) == [1, 2, 3], brokers
+    finally:
+        adm.close()
+    prod = KafkaProducer(bootstrap_servers=boot, acks="all", retries=5, request_timeout_ms=30000)
+    sent = []
+    try:
+        for i in range(300):
+            key, value = b"kp-%d" % i, bytes(range(256)) * (i % 5) + b"v%d" % i
+            md = prod.send(t, key=key, value=value, partition=0).get(timeout=30)
+            sent.append((md.offset, key, value))
+    finally:
+        prod.close(timeout=10)
+    assert [o for o, _k, _v in sent] == list(range(len(lines), len(lines) + 300))
+    cons = KafkaConsumer(bootstrap_servers=boot, enable_auto_commit=False, group_id=None,
+                         consumer_timeout_ms=1000)
+    got = {}
+    try:
+        tp = KTP(t, 0)
+        cons.assign([tp])
+        cons.seek(tp, len(lines))
+        deadline = time.monotonic() + 30
+        while len(got) < 300 and time.monotonic() < deadline:
+            for recs in cons.poll(timeout_ms=500).values():
+                for r in recs:
+                    got[r.offset] = (r.key, r.value)
+    finally:
+        cons.close()
+    for o, k, v in sent:
+        assert got.get(o) == (k, v), f"{t}[0]@{o}: kafka-python read {got.get(o)!r:.80}"
+
+
+# ---------------------------------------------------------------- i. broker-only node
+
+def test_broker_only_node_hosts_and_leads_replicas(cluster, topic_name):
+    """4 nodes: 1-3 voters (broker,controller), 4 broker-only. Metadata lists 4 brokers; an RF 4
+    topic has node 4 in every replica set and ISR; a topic created with an explicit assignment
+    led by node 4 ([4,1,2], [4,2,3]) shows node 4 as leader, takes idempotent acks=all records
+    and serves them back byte for byte; node 4's data dir holds both topics' partitions with the
+    same batches as the other replicas. SIGTERM of node 4 moves its leaderships; after its
+    restart it rejoins every ISR."""
+    c = cluster(4)
+    assert set(c.metadata().brokers) == {1, 2, 3, 4}
+    assert not c.node(4).voter
+    t4, tl = topic_name("rf4"), topic_name("led")
+    create(c, t4, 2, rf=4)
+    for q in range(2):
+        assert sorted(c.replicas_of(t4, q)) == [1, 2, 3, 4] and sorted(c.isr_of(t4, q)) == [1, 2, 3, 4]
+    create(c, tl, assignment=[[4, 1, 2], [4, 2, 3]])
+    assert [c.leader_of(tl, 0), c.leader_of(tl, 1)] == [4, 4]
+    p4 = ProducerThread(c.bootstrap, t4, 2, tag="rf4")
+    pl = ProducerThread(c.bootstrap, tl, 2, tag="led")
+    for pr in (p4, pl):
+        acks, errs = pr.produce_now(400)
+        assert len(acks) == 400 and not errs, errs[:5]
+    got, hw = read_all(c.live_bootstrap, t4, 2)
+    check_log(p4, got, hw, t4, exact=True)
+    got, hw = read_all(c.node(4).addr, tl, 2)
+    check_log(pl, got, hw, tl, exact=True)
+    wait_identical(c, t4, 2)
+    wait_identical(c, tl, 2)
+    for name in (t4, tl):
+        assert sorted(d.name for d in c.node(4).data_dir.glob(f"{name}-*")) == [f"{name}-0", f"{name}-1"]
+
+    c.stop(4)
+    c.wait_until(lambda: moved_off(c, tl, 2, 4), 10, "leaderships moved off node 4")
+    more = ProducerThread(c.live_bootstrap, tl, 2, tag="more")
+    acks, errs = more.produce_now(200)
+    assert len(acks) == 200 and not errs, errs[:5]
+    c.start(4)
+    c.wait_full_isr(tl, 30)
+    c.wait_full_isr(t4, 30)
+    got, hw = read_all(c.live_bootstrap, tl, 2)
+    check_log([pl, more], got, hw, tl, exact=True)
+    wait_identical(c, tl, 2)
