@@ -375,6 +375,21 @@ impl MetadataQuorum {
         quorum_status(&self.raft, self.node_id)
     }
 
+    /// Resolves when this node's Raft stops for good (a storage failure, a violated
+    /// invariant): the reason. A node whose metadata can no longer advance must stop serving,
+    /// since it would act on a stale image.
+    pub async fn fatal(&self) -> String {
+        let mut metrics = self.raft.metrics();
+        loop {
+            if let Err(e) = &metrics.borrow_and_update().running_state {
+                return e.to_string();
+            }
+            if metrics.changed().await.is_err() {
+                return "the Raft node stopped".into();
+            }
+        }
+    }
+
     /// Stops the node's quorum tasks and Raft.
     pub async fn shutdown(&self) {
         let _ = self.stop.send(true);

@@ -252,6 +252,10 @@ pub struct ClusterConfig {
     /// `replica.lag.time.max.ms` (Kafka 30000): a follower not caught up with the leader for this
     /// long leaves the ISR.
     pub replica_lag_time_max_ms: u64,
+    /// `replica.stall.max.ms` (Frieda's, default 1500): a follower that sends no fetch at all
+    /// for this long while the leader has records it lacks leaves the ISR (a paused or hung
+    /// follower would otherwise hold `acks=all` for `replica.lag.time.max.ms`).
+    pub replica_stall_max_ms: u64,
     /// `replica.fetch.wait.max.ms` (Kafka 500): how long a follower's fetch waits for data.
     pub replica_fetch_wait_max_ms: u64,
     /// `replica.fetch.max.bytes` (Kafka 1048576): bytes per partition per follower fetch.
@@ -281,6 +285,7 @@ impl Default for ClusterConfig {
             broker_heartbeat_interval_ms: 500,
             election_timeout_ms: 1_000,
             replica_lag_time_max_ms: 30_000,
+            replica_stall_max_ms: 1_500,
             replica_fetch_wait_max_ms: 500,
             replica_fetch_max_bytes: 1 << 20,
             offsets_topic_replication_factor: 3,
@@ -716,6 +721,7 @@ impl BrokerConfig {
                 self.cluster.election_timeout_ms = positive(&text)?.max(50)
             }
             "replica.lag.time.max.ms" => self.cluster.replica_lag_time_max_ms = positive(&text)?,
+            "replica.stall.max.ms" => self.cluster.replica_stall_max_ms = positive(&text)?,
             "replica.fetch.wait.max.ms" => {
                 self.cluster.replica_fetch_wait_max_ms = positive(&text)?
             }

@@ -11,11 +11,12 @@
 //! - [`coordinator`]: cross-request state (consumer groups, committed offsets, idempotent
 //!   producers).
 //! - [`broker`]: topics and partitions, log writer threads, the log cleaner.
-//! - [`durable`]: crash-safe small metadata files.
+//! - [`durable`]: crash-safe small metadata files; [`clock`]: wall and monotonic time.
 //! - `frieda-meta` (crate): the metadata quorum (openraft) and the active controller.
 //! - `frieda-log` (crate): the partition log itself.
 
 pub mod broker;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod coordinator;

@@ -157,7 +157,20 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
             .into_iter()
             .map(|l| tokio::spawn(frieda::server::serve(l, broker.clone(), stop_rx.clone())))
             .collect();
-        wait_for_signal().await;
+        match &node {
+            Some(n) => {
+                tokio::select! {
+                    _ = wait_for_signal() => {}
+                    why = n.quorum.fatal() => {
+                        // Its metadata can no longer advance: serving on would act on a stale
+                        // image. The other nodes fence it and move its leaderships.
+                        tracing::error!(reason = %why, "the metadata quorum stopped on this node; exiting");
+                        std::process::exit(70);
+                    }
+                }
+            }
+            None => wait_for_signal().await,
+        }
         if let Some(hb) = heartbeat {
             tracing::info!("shutting down: moving leaderships to other brokers (controlled shutdown)");
             let _ = hb_stop_tx.send(true);

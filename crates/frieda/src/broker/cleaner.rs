@@ -13,8 +13,9 @@
 
 use super::checkpoint::{self, Offsets};
 use super::partition::Partition;
-use super::writer::{enforce_retention, now_ms};
+use super::writer::enforce_retention;
 use super::Broker;
+use crate::clock::now_ms;
 use crate::config::CleanerConfig;
 use frieda_log::{CleanContext, Throttle, BYTES_PER_MAP_ENTRY};
 use parking_lot::{Condvar, Mutex};

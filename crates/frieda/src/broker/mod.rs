@@ -26,11 +26,13 @@ pub mod checkpoint;
 pub mod cleaner;
 pub mod cluster_admin;
 pub mod partition;
+pub mod producer_state;
 pub mod replicas;
 pub mod topic;
 pub mod topic_config;
 pub mod writer;
 
+use crate::clock::now_ms;
 use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
 use crate::coordinator::group::GroupCoordinator;
@@ -48,7 +50,7 @@ use std::sync::{Arc, OnceLock};
 use topic::{valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC};
 use topic_config::{ConfigError, TopicConfigs};
 use uuid::Uuid;
-use writer::{now_ms, LogWriters, Upkeep, WriterJob, WriterOptions};
+use writer::{LogWriters, Upkeep, WriterJob, WriterOptions};
 
 /// An admin operation's failure: the Kafka error code and a message for the response.
 #[derive(Debug, Clone)]

@@ -1,9 +1,10 @@
 //! One partition as the handlers see it: the log's read side, the writer-owned state, and the
 //! wake-up for fetches waiting on new data.
 
+use super::producer_state::{ProducerStateTable, SequenceCheck};
 use super::topic_config::ProducePolicy;
-use super::writer::{now_ms, AppendOutcome, WriterHandle, WriterJob};
-use crate::coordinator::producer_state::{ProducerStateTable, SequenceCheck};
+use super::writer::{AppendOutcome, WriterHandle, WriterJob};
+use crate::clock::now_ms;
 use crate::replication::{Leader, Replication, Role};
 use bytes::BytesMut;
 use frieda_log::{BatchHeader, LogError, LogReader, PartitionLog};

@@ -235,7 +235,7 @@ impl Broker {
                 continue;
             }
             if id.is_some() {
-                let doomed = data_dir.join(format!("{name}.{}-delete", super::writer::now_ms()));
+                let doomed = data_dir.join(format!("{name}.{}-delete", crate::clock::now_ms()));
                 let result = std::fs::rename(entry.path(), &doomed)
                     .and_then(|()| sync_dir(data_dir))
                     .and_then(|()| std::fs::remove_dir_all(&doomed));
@@ -248,7 +248,7 @@ impl Broker {
                     }
                 }
             } else {
-                let stray = data_dir.join(format!("{name}.{}-stray", super::writer::now_ms()));
+                let stray = data_dir.join(format!("{name}.{}-stray", crate::clock::now_ms()));
                 match std::fs::rename(entry.path(), &stray) {
                     Ok(()) => tracing::warn!(dir = %name, renamed = %stray.display(),
                         "a partition directory without partition.metadata was set aside"),

@@ -12,6 +12,7 @@
 //! inline appends go on meanwhile.
 
 use super::partition::{Partition, PartitionState};
+use crate::clock::now_ms;
 use crate::config::AppendMode;
 use bytes::BytesMut;
 use frieda_log::{BatchHeader, LogError};
@@ -19,7 +20,6 @@ use kafka_protocol::error::ResponseError;
 use std::collections::HashMap;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::oneshot;
 
 /// Jobs drained per round before flushing and replying (bounds the latency one round adds).
@@ -136,14 +136,6 @@ impl WriterHandle {
 pub struct LogWriters {
     handles: Vec<WriterHandle>,
     threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl LogWriters {

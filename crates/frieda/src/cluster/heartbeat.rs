@@ -56,12 +56,16 @@ pub async fn run(node: Arc<ClusterNode>, reg: Registration, mut stop: watch::Rec
             _ = tick.tick() => {}
             _ = stop.changed() => break,
         }
+        let sent = crate::clock::monotonic_ms();
         match node
             .controller(heartbeat(&node, &reg, false), interval * 2)
             .await
         {
             Ok(ControllerReply::Heartbeat { fenced, offset }) => {
                 last_answer = Instant::now();
+                if !fenced {
+                    node.renew_lease(sent);
+                }
                 if !node.is_ready() && node.wait_for(interval, |img| img.offset >= offset).await {
                     tracing::info!(offset, "metadata caught up with the controller; serving");
                     node.set_ready();

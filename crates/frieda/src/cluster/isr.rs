@@ -13,9 +13,9 @@ use tokio::sync::watch;
 
 use super::ClusterNode;
 use crate::broker::partition::Partition;
-use crate::broker::writer::now_ms;
 use crate::broker::Broker;
-use crate::replication::IsrChange;
+use crate::clock::now_ms;
+use crate::replication::{IsrChange, LagLimits};
 
 /// How long an AlterPartition may wait for the controller.
 const ALTER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -59,15 +59,20 @@ pub fn alter(node: &Arc<ClusterNode>, partition: &Arc<Partition>, change: IsrCha
     });
 }
 
-/// Every `replica.lag.time.max.ms / 2` (as Kafka checks), asks to remove lagging followers
-/// from the ISR of every partition this broker leads. Runs until `stop`.
+/// Every quarter of the shorter of `replica.lag.time.max.ms` and `replica.stall.max.ms`
+/// (Kafka checks every half lag time), asks to remove lagging and stalled followers from the
+/// ISR of every partition this broker leads. Runs until `stop`.
 pub async fn run_shrink_checks(
     broker: Arc<Broker>,
     node: Arc<ClusterNode>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let lag_max = node.config.replica_lag_time_max_ms as i64;
-    let every = Duration::from_millis((lag_max as u64 / 2).clamp(100, 5000));
+    let limits = LagLimits {
+        lag_max_ms: node.config.replica_lag_time_max_ms as i64,
+        stall_max_ms: node.config.replica_stall_max_ms as i64,
+    };
+    let shortest = limits.lag_max_ms.min(limits.stall_max_ms).max(0) as u64;
+    let every = Duration::from_millis((shortest / 4).clamp(50, 5000));
     let mut tick = tokio::time::interval(every);
     loop {
         tokio::select! {
@@ -77,7 +82,8 @@ pub async fn run_shrink_checks(
         let now = now_ms();
         for topic in broker.topics() {
             for p in topic.local_partitions() {
-                if let Some(change) = p.repl.shrink_check(now, lag_max) {
+                let leo = p.reader().log_end_offset();
+                if let Some(change) = p.repl.shrink_check(now, leo, limits) {
                     alter(&node, &p, change);
                 }
             }

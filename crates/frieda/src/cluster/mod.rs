@@ -16,7 +16,7 @@ pub mod heartbeat;
 pub mod isr;
 pub mod reconciler;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,6 +64,22 @@ pub fn error_code(e: &ControllerError) -> ResponseError {
     }
 }
 
+/// A partition's current leader as KIP-951 tells clients: id, leader epoch, and its first
+/// client endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderHint {
+    /// Leader broker id.
+    pub leader: BrokerId,
+    /// Leader epoch.
+    pub epoch: i32,
+    /// Host of its client listener.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+}
+
 /// This broker's membership of the cluster.
 pub struct ClusterNode {
     /// The metadata quorum (this node votes in it or learns from it).
@@ -82,6 +98,13 @@ pub struct ClusterNode {
     fenced: AtomicBool,
     /// Bumped when `ready` or `fenced` changes (the reconciler re-applies the image).
     changed: watch::Sender<u64>,
+    /// Until when (monotonic ms, [`crate::clock::monotonic_ms`]) this broker is sure the
+    /// controller has not fenced it: the send time of its last answered heartbeat plus
+    /// `broker.session.timeout.ms`. The controller fences no earlier than a session after it
+    /// *received* that heartbeat, so a leader that checks its lease before acknowledging never
+    /// acknowledges after another broker took its partitions (a paused leader wakes up with an
+    /// expired lease).
+    lease_until_ms: AtomicU64,
     /// The current producer-id block `[next, end)` (KIP-730).
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
 }
@@ -101,6 +124,7 @@ impl ClusterNode {
             ready: AtomicBool::new(false),
             fenced: AtomicBool::new(true),
             changed: watch::Sender::new(0),
+            lease_until_ms: AtomicU64::new(0),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
         })
     }
@@ -132,6 +156,17 @@ impl ClusterNode {
         }
     }
 
+    /// Whether this broker's lease (see the field) still holds.
+    pub fn holds_lease(&self) -> bool {
+        crate::clock::monotonic_ms() < self.lease_until_ms.load(Ordering::Acquire)
+    }
+
+    /// A heartbeat sent at `sent_ms` (monotonic) was answered unfenced.
+    pub(crate) fn renew_lease(&self, sent_ms: u64) {
+        let until = sent_ms + self.config.broker_session_timeout_ms;
+        self.lease_until_ms.fetch_max(until, Ordering::AcqRel);
+    }
+
     /// Bumped whenever readiness or fencing changes.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
@@ -154,6 +189,22 @@ impl ClusterNode {
             format!("[{}]:{}", e.host, e.port)
         } else {
             format!("{}:{}", e.host, e.port)
+        })
+    }
+
+    /// Where a client should go for `topic`'s `partition` (KIP-951); `None` without a live
+    /// leader.
+    pub fn leader_hint(&self, topic: &str, partition: i32) -> Option<LeaderHint> {
+        let image = self.image();
+        let p = image.partition(topic, partition)?;
+        let b = image.brokers.get(&p.leader).filter(|b| !b.fenced)?;
+        let e = b.endpoints.first()?;
+        Some(LeaderHint {
+            leader: p.leader,
+            epoch: p.leader_epoch,
+            host: e.host.clone(),
+            port: e.port,
+            rack: b.rack.clone(),
         })
     }
 

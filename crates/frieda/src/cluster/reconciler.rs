@@ -23,8 +23,8 @@ use super::ClusterNode;
 use crate::broker::partition::Partition;
 use crate::broker::topic::{Topic, OFFSETS_TOPIC};
 use crate::broker::topic_config::TopicConfigs;
-use crate::broker::writer::now_ms;
 use crate::broker::Broker;
+use crate::clock::now_ms;
 use crate::replication::fetcher::Fetchers;
 use crate::replication::Role;
 

@@ -7,15 +7,19 @@
 //! Fetch sessions (KIP-227) are not kept: every response carries session id 0, which clients
 //! take as "no session" and keep sending full fetch requests.
 
-use super::RequestContext;
+use super::{str_bytes, RequestContext};
 use crate::broker::partition::Partition;
-use crate::broker::writer::now_ms;
 use crate::broker::Broker;
+use crate::clock::now_ms;
+use crate::cluster::ClusterNode;
 use bytes::{Bytes, BytesMut};
 use frieda_log::{FetchData, LogError};
 use futures::future::select_all;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+};
+use kafka_protocol::messages::BrokerId;
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -39,6 +43,53 @@ struct Wanted {
 
 /// Fetch v15 moved `replica_id` into `replica_state` (KIP-903).
 const REPLICA_STATE_VERSION: i16 = 15;
+/// Fetch v12 names a moved partition's current leader (KIP-320).
+const CURRENT_LEADER_VERSION: i16 = 12;
+/// Fetch v16 carries the leaders' endpoints for partitions that moved (KIP-951).
+const NODE_ENDPOINTS_VERSION: i16 = 16;
+
+/// KIP-951: partitions answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH get their
+/// current leader and epoch, and the response the leaders' endpoints.
+fn point_to_leaders(
+    node: &ClusterNode,
+    topics: &mut [FetchableTopicResponse],
+) -> Vec<NodeEndpoint> {
+    let image = node.image();
+    let mut endpoints: Vec<NodeEndpoint> = Vec::new();
+    for t in topics.iter_mut() {
+        let name = if t.topic.0.is_empty() {
+            match image.topics.iter().find(|(_, ti)| ti.id == t.topic_id) {
+                Some((n, _)) => n.clone(),
+                None => continue,
+            }
+        } else {
+            t.topic.0.to_string()
+        };
+        for p in t.partitions.iter_mut() {
+            let moved = p.error_code == ResponseError::NotLeaderOrFollower.code()
+                || p.error_code == ResponseError::FencedLeaderEpoch.code();
+            if !moved {
+                continue;
+            }
+            let Some(hint) = node.leader_hint(&name, p.partition_index) else {
+                continue;
+            };
+            p.current_leader = LeaderIdAndEpoch::default()
+                .with_leader_id(BrokerId(hint.leader))
+                .with_leader_epoch(hint.epoch);
+            if !endpoints.iter().any(|e| e.node_id.0 == hint.leader) {
+                endpoints.push(
+                    NodeEndpoint::default()
+                        .with_node_id(BrokerId(hint.leader))
+                        .with_host(str_bytes(&hint.host))
+                        .with_port(i32::from(hint.port))
+                        .with_rack(hint.rack.as_deref().map(str_bytes)),
+                );
+            }
+        }
+    }
+    endpoints
+}
 
 /// Checks a fetch of `p` at `fetch_offset`: a follower's (`replica` >= 0) records its progress
 /// (which may move the high watermark, or ask the controller to add it to the ISR); a
@@ -187,9 +238,16 @@ pub async fn handle(
         };
         topics_out[w.topic_index].partitions.push(pd);
     }
-    FetchResponse::default()
-        .with_session_id(0)
-        .with_responses(topics_out)
+    let mut resp = FetchResponse::default().with_session_id(0);
+    if ctx.api_version >= CURRENT_LEADER_VERSION {
+        if let Some(node) = broker.cluster() {
+            let endpoints = point_to_leaders(node, &mut topics_out);
+            if ctx.api_version >= NODE_ENDPOINTS_VERSION {
+                resp = resp.with_node_endpoints(endpoints);
+            }
+        }
+    }
+    resp.with_responses(topics_out)
 }
 
 enum PartitionRead {

@@ -2,8 +2,8 @@
 //! OffsetDelete (47) v0. Storage and group checks live in [`crate::coordinator`].
 
 use super::{str_bytes, RequestContext};
-use crate::broker::writer::now_ms;
 use crate::broker::Broker;
+use crate::clock::now_ms;
 use crate::coordinator::offsets::codec::OffsetValue;
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::offset_commit_response::{

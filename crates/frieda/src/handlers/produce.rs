@@ -6,8 +6,9 @@
 
 use super::{str_bytes, RequestContext};
 use crate::broker::partition::Partition;
-use crate::broker::writer::now_ms;
 use crate::broker::Broker;
+use crate::clock::now_ms;
+use crate::cluster::ClusterNode;
 use bytes::{Bytes, BytesMut};
 use frieda_log::{
     build_batch, records_section, validate_batches, validate_records, BatchError, BatchHeader,
@@ -16,14 +17,56 @@ use frieda_log::{
 use futures::future::join_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_response::{
-    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    TopicProduceResponse,
 };
+use kafka_protocol::messages::BrokerId;
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Produce v13 names topics by id (KIP-516).
 const TOPIC_ID_VERSION: i16 = 13;
+/// Produce v10 tells a client that reached the wrong broker where the leader is (KIP-951).
+const CURRENT_LEADER_VERSION: i16 = 10;
+
+/// KIP-951: every partition answered NOT_LEADER_OR_FOLLOWER gets its current leader and epoch,
+/// and the response the leaders' endpoints, so the client goes there without a Metadata round.
+fn point_to_leaders(node: &ClusterNode, topics: &mut [TopicProduceResponse]) -> Vec<NodeEndpoint> {
+    let image = node.image();
+    let mut endpoints: Vec<NodeEndpoint> = Vec::new();
+    for t in topics.iter_mut() {
+        let name = if t.name.0.is_empty() {
+            match image.topics.iter().find(|(_, ti)| ti.id == t.topic_id) {
+                Some((n, _)) => n.clone(),
+                None => continue,
+            }
+        } else {
+            t.name.0.to_string()
+        };
+        for p in t.partition_responses.iter_mut() {
+            if p.error_code != ResponseError::NotLeaderOrFollower.code() {
+                continue;
+            }
+            let Some(hint) = node.leader_hint(&name, p.index) else {
+                continue;
+            };
+            p.current_leader = LeaderIdAndEpoch::default()
+                .with_leader_id(BrokerId(hint.leader))
+                .with_leader_epoch(hint.epoch);
+            if !endpoints.iter().any(|e| e.node_id.0 == hint.leader) {
+                endpoints.push(
+                    NodeEndpoint::default()
+                        .with_node_id(BrokerId(hint.leader))
+                        .with_host(str_bytes(&hint.host))
+                        .with_port(i32::from(hint.port))
+                        .with_rack(hint.rack.as_deref().map(str_bytes)),
+                );
+            }
+        }
+    }
+    endpoints
+}
 
 /// Handles a Produce request; `None` for acks=0 (no response is sent, the appends still happen
 /// before the next request of the connection is answered).
@@ -57,6 +100,7 @@ pub async fn handle(
     let version = ctx.api_version;
     let acks = req.acks;
     let timeout = Duration::from_millis(req.timeout_ms.max(0) as u64);
+    let lease = broker.cluster().map(|n| n.as_ref());
     let mut topics = Vec::with_capacity(req.topic_data.len());
     for topic_data in req.topic_data {
         let topic = broker.find_topic(by_id, topic_data.name.0.as_str(), &topic_data.topic_id);
@@ -78,7 +122,7 @@ pub async fn handle(
                 let result = match (request_error, partition) {
                     (Some(e), _) => Err(e.into()),
                     (None, Err(unknown)) => Err(unknown.into()),
-                    (None, Ok(p)) => append(&p, records, acks, timeout).await,
+                    (None, Ok(p)) => append(&p, records, acks, timeout, lease).await,
                 };
                 partition_response(version, index, result)
             }
@@ -94,7 +138,13 @@ pub async fn handle(
     if req.acks == 0 {
         return None;
     }
-    Some(ProduceResponse::default().with_responses(topics))
+    let mut resp = ProduceResponse::default();
+    if version >= CURRENT_LEADER_VERSION {
+        if let Some(node) = broker.cluster() {
+            resp = resp.with_node_endpoints(point_to_leaders(node, &mut topics));
+        }
+    }
+    Some(resp.with_responses(topics))
 }
 
 /// Why a partition's append failed: the error code, the `error_message` (v8+) and the
@@ -127,6 +177,7 @@ async fn append(
     records: Option<Bytes>,
     acks: i16,
     timeout: Duration,
+    lease: Option<&ClusterNode>,
 ) -> AppendResult {
     let Some(records) = records.filter(|r| !r.is_empty()) else {
         return Err(AppendError {
@@ -178,6 +229,12 @@ async fn append(
     };
     let replicated = partition.repl.is_replicated();
     let acks_all = acks == -1;
+    // A leader that may have been fenced (its lease ran out, e.g. it was paused) takes and
+    // acknowledges nothing: another broker may lead the partition by now.
+    let lease_lost = || lease.is_some_and(|n| !n.holds_lease());
+    if replicated && lease_lost() {
+        return Err(ResponseError::NotLeaderOrFollower.into());
+    }
     if replicated {
         // Refused before the append when too few replicas are in sync (Kafka's
         // NOT_ENOUGH_REPLICAS), so the producer can retry without a duplicate in the log.
@@ -196,6 +253,11 @@ async fn append(
                 timeout,
             )
             .await?;
+    }
+    if replicated && lease_lost() {
+        // In the log here, perhaps not on the new leader: the producer retries (an
+        // idempotent producer's retry is deduplicated wherever the batch survived).
+        return Err(ResponseError::NotLeaderOrFollower.into());
     }
     Ok((
         outcome.base_offset,

@@ -36,7 +36,7 @@ pub async fn handle(
                 voters: vec![VoterState {
                     id,
                     log_end_offset: 0,
-                    last_caught_up_ms: crate::broker::writer::now_ms(),
+                    last_caught_up_ms: crate::clock::now_ms(),
                 }],
                 observers: Vec::new(),
                 addresses: [(id, format!("{host}:{port}"))].into_iter().collect(),

@@ -18,7 +18,7 @@ use kafka_protocol::error::ResponseError;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-pub use state::{IsrChange, Leader, Progress, Role};
+pub use state::{IsrChange, LagLimits, Leader, Progress, Role};
 
 /// The replication part of a partition: its role and high watermark.
 pub struct Replication {
@@ -216,11 +216,11 @@ impl Replication {
         }
     }
 
-    /// The ISR shrink a leader should ask for now, if any.
-    pub fn shrink_check(&self, now_ms: i64, lag_max_ms: i64) -> Option<IsrChange> {
+    /// The ISR shrink a leader whose log ends at `leo` should ask for now, if any.
+    pub fn shrink_check(&self, now_ms: i64, leo: i64, limits: LagLimits) -> Option<IsrChange> {
         let me = self.me();
         match &mut *self.role.lock() {
-            Role::Leader(l) => l.shrink(me, now_ms, lag_max_ms),
+            Role::Leader(l) => l.shrink(me, now_ms, leo, limits),
             _ => None,
         }
     }

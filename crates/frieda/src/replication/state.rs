@@ -7,7 +7,11 @@
 //! - A follower's progress is its fetch offset (= its log end offset). It is **caught up** when it
 //!   fetches at (or past) the leader's log end offset as of its previous fetch; a follower not
 //!   caught up for `replica.lag.time.max.ms` leaves the ISR, and one caught up with the high
-//!   watermark joins it again. Both go through the controller (AlterPartition) first: while a
+//!   watermark joins it again. A follower that **stalls** — sends no fetch at all for
+//!   `replica.stall.max.ms` while the leader has records it lacks — leaves too: it is stuck
+//!   (paused, swapping, a hung disk), not slow, and every `acks=all` produce would otherwise wait
+//!   for it for the whole lag time (Kafka's failure mode; docs/cluster.md measures it). Both go
+//!   through the controller (AlterPartition) first: while a
 //!   change is pending the high watermark is computed over the larger of the two sets (Kafka's
 //!   "maximal ISR"), so a record is never counted as replicated by a set the controller has not
 //!   committed.
@@ -24,8 +28,17 @@ pub struct Progress {
     pub leo: i64,
     /// When it was last caught up with the leader, ms since the epoch.
     pub caught_up_ms: i64,
-    /// The leader's log end offset at its previous fetch, and when that was.
+    /// The leader's log end offset at its previous fetch, and when that was (ms).
     last_fetch: (i64, i64),
+}
+
+/// When followers leave the ISR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LagLimits {
+    /// `replica.lag.time.max.ms`: not caught up for this long.
+    pub lag_max_ms: i64,
+    /// `replica.stall.max.ms`: no fetch at all for this long while behind.
+    pub stall_max_ms: i64,
 }
 
 /// What a leader knows.
@@ -183,8 +196,15 @@ impl Leader {
         })
     }
 
-    /// The ISR shrink to ask for: the followers not caught up for `lag_max_ms` leave.
-    pub fn shrink(&mut self, me: BrokerId, now_ms: i64, lag_max_ms: i64) -> Option<IsrChange> {
+    /// The ISR shrink to ask for when the leader's log ends at `leo`: the followers not caught
+    /// up for `lag_max_ms`, and those behind that sent no fetch for `stall_max_ms`, leave.
+    pub fn shrink(
+        &mut self,
+        me: BrokerId,
+        now_ms: i64,
+        leo: i64,
+        limits: LagLimits,
+    ) -> Option<IsrChange> {
         if self.pending_isr.is_some() {
             return None;
         }
@@ -194,9 +214,12 @@ impl Leader {
             .copied()
             .filter(|b| *b != me)
             .filter(|b| {
-                self.followers
-                    .get(b)
-                    .is_none_or(|p| now_ms.saturating_sub(p.caught_up_ms) > lag_max_ms)
+                self.followers.get(b).is_none_or(|p| {
+                    let lagged = now_ms.saturating_sub(p.caught_up_ms) > limits.lag_max_ms;
+                    let stalled =
+                        p.leo < leo && now_ms.saturating_sub(p.last_fetch.1) > limits.stall_max_ms;
+                    lagged || stalled
+                })
             })
             .collect();
         if lagging.is_empty() {
@@ -253,12 +276,16 @@ mod tests {
         let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0);
         l.on_fetch(2, 100, 100, 0, 1_000);
         l.on_fetch(3, 10, 100, 0, 1_000);
+        let limits = LagLimits {
+            lag_max_ms: 30_000,
+            stall_max_ms: 60_000,
+        };
         assert_eq!(
-            l.shrink(1, 20_000, 30_000),
+            l.shrink(1, 20_000, 100, limits),
             None,
             "within replica.lag.time.max.ms"
         );
-        let change = l.shrink(1, 31_000, 30_000).expect("3 fell behind");
+        let change = l.shrink(1, 31_000, 100, limits).expect("3 fell behind");
         assert_eq!(change.isr, vec![1, 2]);
         assert_eq!((change.leader_epoch, change.partition_epoch), (4, 9));
         // While the shrink is pending the high watermark still waits for 3 (maximal ISR).
@@ -273,5 +300,43 @@ mod tests {
         let back = l.on_fetch(3, 100, 100, 100, 33_000).expect("caught up");
         assert_eq!(back.isr, vec![1, 2, 3]);
         assert_eq!(back.partition_epoch, 10);
+    }
+}
+
+#[cfg(test)]
+mod stall_tests {
+    use super::*;
+
+    #[test]
+    fn a_follower_that_stops_fetching_leaves_the_isr_long_before_the_lag_time() {
+        let p = PartitionState {
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2, 3],
+            leader: 1,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            adding: vec![],
+            removing: vec![],
+        };
+        let limits = LagLimits {
+            lag_max_ms: 30_000,
+            stall_max_ms: 1_500,
+        };
+        let mut l = Leader::new(&p, 1, 0);
+        // Both fetch at the log end (caught up) at t=1000.
+        l.on_fetch(2, 50, 50, 50, 1_000);
+        l.on_fetch(3, 50, 50, 50, 1_000);
+        // Nothing new: neither is behind, so silence is not a stall (long polls can be quiet).
+        assert_eq!(l.shrink(1, 5_000, 50, limits), None);
+        // Records arrive; 2 keeps fetching, 3 is paused.
+        l.on_fetch(2, 60, 60, 50, 2_000);
+        l.on_fetch(2, 70, 70, 60, 2_400);
+        assert_eq!(
+            l.shrink(1, 2_400, 70, limits),
+            None,
+            "3 silent for 1.4 s only"
+        );
+        let change = l.shrink(1, 2_600, 70, limits).expect("3 stalled behind");
+        assert_eq!(change.isr, vec![1, 2]);
     }
 }

@@ -11,7 +11,7 @@
 pub mod state;
 
 use crate::broker::partition::Partition;
-use crate::broker::writer::now_ms;
+use crate::clock::now_ms;
 use crate::coordinator::offsets::codec::{GroupValue, OffsetValue};
 use crate::coordinator::offsets::{OffsetStore, TopicPartition};
 use bytes::Bytes;

@@ -268,7 +268,7 @@ pub struct Group {
 }
 
 fn wall_ms() -> i64 {
-    crate::broker::writer::now_ms()
+    crate::clock::now_ms()
 }
 
 impl Group {

@@ -14,7 +14,8 @@
 pub mod codec;
 
 use crate::broker::partition::Partition;
-use crate::broker::writer::{now_ms, AppendOutcome};
+use crate::broker::writer::AppendOutcome;
+use crate::clock::now_ms;
 use bytes::{Bytes, BytesMut};
 use codec::{GroupValue, LogKey, OffsetValue};
 use frieda_log::BatchHeader;
