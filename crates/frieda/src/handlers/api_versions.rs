@@ -43,6 +43,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::DescribeQuorum, 0, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::DescribeTopicPartitions, 0, 0),
 ];
 
 /// Produce is advertised from v0 although v0-2 are refused, as Kafka 4 does: librdkafka

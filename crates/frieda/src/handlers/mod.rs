@@ -19,6 +19,7 @@ pub mod offsets;
 pub mod produce;
 pub mod producer_id;
 pub mod quorum;
+pub mod topic_partitions;
 
 use crate::broker::Broker;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -185,6 +186,7 @@ pub async fn handle(
         ApiKey::ListPartitionReassignments => call!(leadership::list_reassignments),
         ApiKey::DescribeQuorum => simple!(quorum),
         ApiKey::DescribeLogDirs => simple!(log_dirs),
+        ApiKey::DescribeTopicPartitions => simple!(topic_partitions),
         ApiKey::Metadata => simple!(metadata),
         ApiKey::ApiVersions => simple!(api_versions),
         ApiKey::InitProducerId => simple!(producer_id),
