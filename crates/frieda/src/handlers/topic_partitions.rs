@@ -26,9 +26,11 @@ struct PartitionView {
     offline: Vec<i32>,
 }
 
-/// The topics (all when `names` is empty), sorted by name: name, id and partitions, or `None`
-/// for a named topic that does not exist.
-fn view(broker: &Broker, names: &[String]) -> Vec<(String, Option<(Uuid, Vec<PartitionView>)>)> {
+/// A topic's id and partitions, or `None` for a named topic that does not exist.
+type TopicView = (String, Option<(Uuid, Vec<PartitionView>)>);
+
+/// The topics (all when `names` is empty), sorted by name.
+fn view(broker: &Broker, names: &[String]) -> Vec<TopicView> {
     let mut all: Vec<(String, Uuid, Vec<PartitionView>)> = match broker.cluster() {
         Some(node) => {
             let image = node.image();
