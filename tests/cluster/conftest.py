@@ -166,7 +166,8 @@ def raw_metadata(port: int, topics: list[str] | None = None, timeout: float = 5)
     controller = r.i32()
     out = {}
     for _ in range(r.i32()):
-        err, name, _internal = r.i16(), _string(r), r.i8()
+        err, name = r.i16(), _string(r)
+        r.i8()  # is_internal
         parts = {}
         for _ in range(r.i32()):
             p = RawPartition(r.i16(), r.i32(), r.i32(), r.i32(), _i32_array(r), _i32_array(r), _i32_array(r))
