@@ -139,6 +139,20 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         } else {
             None
         };
+        if let Some(n) = node.as_ref().filter(|_| broker.config.cluster.broker) {
+            // As Kafka's brokers do, serve clients only once registered and caught up with the
+            // metadata: a client then never sees a broker that does not know the cluster yet.
+            tokio::select! {
+                _ = wait_ready(n) => {}
+                _ = wait_for_signal() => {
+                    tracing::info!("stopped before the cluster was ready");
+                    let _ = hb_stop_tx.send(true);
+                    let _ = stop_tx.send(true);
+                    n.quorum.shutdown().await;
+                    return anyhow::Ok(());
+                }
+            }
+        }
         let mut listeners = Vec::new();
         for l in broker.config.client_listeners() {
             let addr = l.bind_addr()?;
@@ -198,6 +212,23 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
     served?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Waits until this broker registered and its metadata caught up, saying so every 5 s.
+async fn wait_ready(node: &ClusterNode) {
+    let started = tokio::time::Instant::now();
+    let mut said = started;
+    while !node.is_ready() {
+        if said.elapsed() >= Duration::from_secs(5) {
+            said = tokio::time::Instant::now();
+            tracing::info!(
+                waited_s = started.elapsed().as_secs(),
+                controller = ?node.quorum.leader(),
+                "waiting for the metadata quorum before listening (are the other voters up?)"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Starts this node's part of the metadata quorum (controller listener bound, metadata log in
