@@ -346,9 +346,21 @@ class Cluster:
         assert rc == -signal.SIGKILL, rc
 
     def pause(self, i: int) -> None:
+        """SIGSTOP by PID; returns once every thread of the process is stopped (a thread running
+        on another core when the signal is sent goes on for a moment otherwise)."""
         node = self.nodes[i]
         node.signal(signal.SIGSTOP)
         node.paused = True
+
+        def stopped() -> bool:
+            states = []
+            for stat in Path(f"/proc/{node.pid}/task").glob("*/stat"):
+                try:
+                    states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+                except (OSError, IndexError):
+                    pass
+            return bool(states) and all(st in ("T", "t") for st in states)
+        wait_until(stopped, 5, f"every thread of node {i} stopped")
 
     def resume(self, i: int) -> None:
         node = self.nodes[i]

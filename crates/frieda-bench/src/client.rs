@@ -31,6 +31,7 @@ pub fn our_max(key: ApiKey) -> i16 {
         ApiKey::CreateTopics => 7,
         ApiKey::ListOffsets => 7,
         ApiKey::DeleteTopics => 6,
+        ApiKey::DescribeQuorum => 2,
         _ => 0,
     }
 }
@@ -121,6 +122,22 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// Connects to the first address of a comma-separated bootstrap list that answers.
+    pub async fn connect_any(bootstrap: &str, timeout: Duration) -> Result<Conn> {
+        let mut last = None;
+        for addr in bootstrap
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+        {
+            match Conn::connect(addr, timeout).await {
+                Ok(c) => return Ok(c),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow!("empty bootstrap list")))
+    }
+
     pub async fn connect(addr: &str, timeout: Duration) -> Result<Conn> {
         let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
             .await
@@ -213,10 +230,73 @@ impl Conn {
             .map(|p| (p.partition_index, p.leader_id.0, p.error_code))
             .collect();
         partitions.sort();
+        let mut detail: Vec<PartitionDetail> = t
+            .partitions
+            .iter()
+            .map(|p| PartitionDetail {
+                partition: p.partition_index,
+                leader: p.leader_id.0,
+                leader_epoch: p.leader_epoch,
+                replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
+                isr: p.isr_nodes.iter().map(|b| b.0).collect(),
+                offline: p.offline_replicas.iter().map(|b| b.0).collect(),
+                error_code: p.error_code,
+            })
+            .collect();
+        detail.sort_by_key(|p| p.partition);
         Ok(TopicMeta {
             error_code: t.error_code,
             partitions,
             brokers,
+            controller_id: resp.controller_id.0,
+            detail,
+        })
+    }
+
+    /// The registered (unfenced) brokers Metadata lists, and the controller id it names.
+    pub async fn brokers(&mut self) -> Result<(BTreeMap<i32, String>, i32)> {
+        let req = MetadataRequest::default()
+            .with_topics(Some(vec![]))
+            .with_allow_auto_topic_creation(false);
+        let resp = self.call(&req).await?;
+        Ok((
+            resp.brokers
+                .iter()
+                .map(|b| (b.node_id.0, format!("{}:{}", b.host.as_str(), b.port)))
+                .collect(),
+            resp.controller_id.0,
+        ))
+    }
+
+    /// DescribeQuorum of `__cluster_metadata` (a broker forwards it to the controller): the
+    /// active controller (Raft leader), its epoch, the voters and the observers.
+    pub async fn describe_quorum(&mut self) -> Result<QuorumInfo> {
+        use kafka_protocol::messages::{describe_quorum_request, DescribeQuorumRequest};
+        let req = DescribeQuorumRequest::default().with_topics(vec![
+            describe_quorum_request::TopicData::default()
+                .with_topic_name(topic_name("__cluster_metadata"))
+                .with_partitions(vec![
+                    describe_quorum_request::PartitionData::default().with_partition_index(0)
+                ]),
+        ]);
+        let resp = self.call(&req).await?;
+        if resp.error_code != 0 {
+            bail!("DescribeQuorum: error code {}", resp.error_code);
+        }
+        let p = resp
+            .topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .ok_or_else(|| anyhow!("empty DescribeQuorum response"))?;
+        if p.error_code != 0 {
+            bail!("DescribeQuorum partition: error code {}", p.error_code);
+        }
+        Ok(QuorumInfo {
+            leader_id: p.leader_id.0,
+            leader_epoch: p.leader_epoch,
+            high_watermark: p.high_watermark,
+            voters: p.current_voters.iter().map(|r| r.replica_id.0).collect(),
+            observers: p.observers.iter().map(|r| r.replica_id.0).collect(),
         })
     }
 
@@ -411,6 +491,29 @@ pub struct TopicMeta {
     /// (partition, leader id, error code), sorted by partition.
     pub partitions: Vec<(i32, i32, i16)>,
     pub brokers: BTreeMap<i32, String>,
+    pub controller_id: i32,
+    /// Replicas and ISR of each partition, sorted by partition.
+    pub detail: Vec<PartitionDetail>,
+}
+
+#[derive(Clone, Debug, serde::Serialize, PartialEq)]
+pub struct PartitionDetail {
+    pub partition: i32,
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    pub offline: Vec<i32>,
+    pub error_code: i16,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct QuorumInfo {
+    pub leader_id: i32,
+    pub leader_epoch: i32,
+    pub high_watermark: i64,
+    pub voters: Vec<i32>,
+    pub observers: Vec<i32>,
 }
 
 impl TopicMeta {
@@ -441,7 +544,7 @@ pub async fn prepare_topic(
     rf: i16,
     configs: &[(String, String)],
 ) -> Result<(String, TopicMeta, ApiVersions)> {
-    let mut c = Conn::connect(bootstrap, Duration::from_secs(10)).await?;
+    let mut c = Conn::connect_any(bootstrap, Duration::from_secs(10)).await?;
     if create {
         c.create_topic(topic, partitions as i32, rf, configs)
             .await?;
@@ -453,11 +556,18 @@ pub async fn prepare_topic(
             Duration::from_secs(30),
         )
         .await?;
-    let leader = meta.single_leader(bootstrap)?;
+    let leader = meta.single_leader(&c.addr)?;
     if create {
+        // in a cluster only the leader takes produce requests
         let parts: Vec<i32> = meta.partitions.iter().map(|p| p.0).collect();
-        c.probe_writable(topic, &parts, Duration::from_secs(30))
-            .await?;
+        if leader != c.addr {
+            let mut l = Conn::connect(&leader, Duration::from_secs(10)).await?;
+            l.probe_writable(topic, &parts, Duration::from_secs(30))
+                .await?;
+        } else {
+            c.probe_writable(topic, &parts, Duration::from_secs(30))
+                .await?;
+        }
     }
     Ok((leader, meta, c.versions.clone()))
 }

@@ -15,6 +15,7 @@ mod stats;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use client::PartitionDetail;
 use produce::{Ctx, Live, ProduceCfg, ProducerOut};
 use stats::Summary;
 use std::io::Write;
@@ -76,6 +77,31 @@ enum Cmd {
         bootstrap: String,
         #[arg(long, required = true)]
         topic: Vec<String>,
+    },
+    /// A cluster's state as JSON: brokers, the active controller (DescribeQuorum), and a topic's
+    /// partitions with leader, epoch, replicas and ISR. Can wait for a full ISR, or watch.
+    Describe {
+        /// Comma-separated bootstrap list (the first that answers is asked).
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[arg(long)]
+        topic: Option<String>,
+        /// Wait (up to this long) until every partition of --topic has all its replicas in the
+        /// ISR and Metadata lists at least --brokers brokers; exit 1 if that does not happen.
+        #[arg(long)]
+        wait_isr_full_secs: Option<f64>,
+        /// With --wait-isr-full-secs: the number of registered brokers to wait for.
+        #[arg(long, default_value_t = 0)]
+        brokers: usize,
+        /// Poll Metadata for this long and write a JSON line whenever leader, ISR or the broker
+        /// set changes (and on errors); the connection is re-made after an error.
+        #[arg(long)]
+        watch_secs: Option<f64>,
+        #[arg(long, default_value_t = 200)]
+        interval_ms: u64,
+        /// Output file (default stdout).
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
     /// Loopback TCP bandwidth (a roof for the roofline plot).
     RoofNet {
@@ -168,9 +194,23 @@ struct Common {
     /// Write the summary as JSON (trajectory: one JSON line per step).
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Broker process id: its CPU time and RSS over the measured window go into the summary.
+    /// Broker process ids (comma-separated or repeated; every broker of a cluster): their CPU
+    /// time (summed) and RSS over the measured window go into the summary.
+    #[arg(long, value_delimiter = ',')]
+    broker_pid: Vec<u32>,
+    /// Keep latency per scheduled second and every stretch without acknowledgements (JSON
+    /// `timeline`).
     #[arg(long)]
-    broker_pid: Option<u32>,
+    timeline: bool,
+    /// Stop this process (SIGSTOP) --pause-at-secs into the measured window and continue it
+    /// (SIGCONT) --pause-secs later; implies --timeline, with the measured records split into
+    /// before / during / after the pause by scheduled time.
+    #[arg(long)]
+    pause_pid: Option<u32>,
+    #[arg(long, default_value_t = 20.0)]
+    pause_at_secs: f64,
+    #[arg(long, default_value_t = 20.0)]
+    pause_secs: f64,
     /// Broker label for the report ("frieda", "kafka").
     #[arg(long, default_value = "")]
     broker: String,
@@ -218,6 +258,12 @@ impl Common {
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             drain: Duration::from_secs_f64(self.drain_secs),
             embed_timestamp,
+            timeline: self.timeline || self.pause_pid.is_some(),
+            phase_edges: if self.pause_pid.is_some() {
+                vec![self.pause_at_secs, self.pause_at_secs + self.pause_secs]
+            } else {
+                vec![]
+            },
         }
     }
 
@@ -248,6 +294,18 @@ impl Common {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    if let Cmd::Produce(c) | Cmd::E2e { common: c, .. } | Cmd::Trajectory { common: c, .. } =
+        &cli.cmd
+    {
+        if c.pause_pid.is_some()
+            && (c.pause_at_secs < 0.0
+                || c.pause_secs <= 0.0
+                || c.pause_at_secs + c.pause_secs > c.duration_secs)
+        {
+            bail!("the pause (--pause-at-secs {} + --pause-secs {}) must lie inside the measured window (--duration-secs {})",
+                c.pause_at_secs, c.pause_secs, c.duration_secs);
+        }
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cli.threads.max(1))
         .enable_all()
@@ -303,7 +361,7 @@ fn main() -> Result<()> {
         }
         Cmd::DeleteTopic { bootstrap, topic } => {
             rt.block_on(async {
-                let mut c = client::Conn::connect(&bootstrap, Duration::from_secs(10)).await?;
+                let mut c = client::Conn::connect_any(&bootstrap, Duration::from_secs(10)).await?;
                 for t in &topic {
                     let code = c.delete_topic(t).await?;
                     println!(
@@ -317,6 +375,28 @@ fn main() -> Result<()> {
                 }
                 anyhow::Ok(())
             })?;
+        }
+        Cmd::Describe {
+            bootstrap,
+            topic,
+            wait_isr_full_secs,
+            brokers,
+            watch_secs,
+            interval_ms,
+            json,
+        } => {
+            let ok = rt.block_on(describe(
+                &bootstrap,
+                topic.as_deref(),
+                wait_isr_full_secs,
+                brokers,
+                watch_secs,
+                interval_ms,
+                json,
+            ))?;
+            if !ok {
+                std::process::exit(1);
+            }
         }
         Cmd::RoofNet {
             secs,
@@ -403,28 +483,123 @@ async fn setup(
 struct Window {
     sampler: Option<Arc<procstat::BrokerSampler>>,
     client_cpu_start: Arc<std::sync::Mutex<f64>>,
+    machine_cpu_start: Arc<std::sync::Mutex<Option<(f64, Instant)>>>,
     marker: tokio::task::JoinHandle<()>,
     progress: Option<tokio::task::JoinHandle<()>>,
+    pauser: Option<Pauser>,
+}
+
+/// SIGSTOP / SIGCONT of a process at fixed times of the run, on its own thread (the tokio
+/// workers may be busy). The process is always continued: when the run ends early, or when
+/// this is dropped.
+struct Pauser {
+    state: Arc<std::sync::Mutex<stats::PauseOut>>,
+    cancel: Option<std::sync::mpsc::Sender<()>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Pauser {
+    fn start(pid: u32, measure_from: Instant, at_s: f64, secs: f64) -> Pauser {
+        let state = Arc::new(std::sync::Mutex::new(stats::PauseOut {
+            pid,
+            at_s,
+            secs,
+            ..Default::default()
+        }));
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let st = state.clone();
+        let handle = std::thread::spawn(move || {
+            use std::sync::mpsc::RecvTimeoutError;
+            let since = |t: Instant| {
+                (t.saturating_duration_since(measure_from).as_secs_f64() * 1000.0).round() / 1000.0
+            };
+            let at = measure_from + Duration::from_secs_f64(at_s);
+            if rx.recv_timeout(at.saturating_duration_since(Instant::now()))
+                != Err(RecvTimeoutError::Timeout)
+            {
+                return; // cancelled before the pause
+            }
+            // SAFETY: kill has no memory-safety preconditions.
+            if unsafe { libc::kill(pid as i32, libc::SIGSTOP) } != 0 {
+                st.lock().unwrap().error =
+                    Some(format!("SIGSTOP: {}", std::io::Error::last_os_error()));
+                return;
+            }
+            {
+                let mut g = st.lock().unwrap();
+                g.stopped_at_s = Some(since(Instant::now()));
+                g.stopped_at_unix = Some(produce::unix_ns_now() as f64 / 1e9);
+            }
+            let until = at + Duration::from_secs_f64(secs);
+            let _ = rx.recv_timeout(until.saturating_duration_since(Instant::now()));
+            // SAFETY: as above.
+            if unsafe { libc::kill(pid as i32, libc::SIGCONT) } != 0 {
+                st.lock().unwrap().error =
+                    Some(format!("SIGCONT: {}", std::io::Error::last_os_error()));
+            }
+            let mut g = st.lock().unwrap();
+            g.continued_at_s = Some(since(Instant::now()));
+            g.continued_at_unix = Some(produce::unix_ns_now() as f64 / 1e9);
+        });
+        Pauser {
+            state,
+            cancel: Some(tx),
+            handle: Some(handle),
+        }
+    }
+
+    /// Continues the process now if it is still stopped; returns what happened.
+    fn finish(mut self) -> stats::PauseOut {
+        self.stop_thread();
+        self.state.lock().unwrap().clone()
+    }
+
+    fn stop_thread(&mut self) {
+        if let Some(c) = self.cancel.take() {
+            let _ = c.send(());
+        }
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Pauser {
+    fn drop(&mut self) {
+        self.stop_thread();
+    }
 }
 
 /// Starts broker sampling at the end of warm-up, and the progress line.
 fn open_window(c: &Common, ctx: &Arc<Ctx>, label: String) -> Window {
-    let sampler = c
-        .broker_pid
-        .map(|pid| Arc::new(procstat::BrokerSampler::start(pid)));
+    let sampler = if c.broker_pid.is_empty() {
+        None
+    } else {
+        Some(Arc::new(procstat::BrokerSampler::start(&c.broker_pid)))
+    };
     let client_cpu_start = Arc::new(std::sync::Mutex::new(
         procstat::cpu_seconds("self").unwrap_or(0.0),
     ));
+    let machine_cpu_start = Arc::new(std::sync::Mutex::new(None));
     let marker = {
-        let (s, cc, at) = (sampler.clone(), client_cpu_start.clone(), ctx.measure_from);
+        let (s, cc, mc, at) = (
+            sampler.clone(),
+            client_cpu_start.clone(),
+            machine_cpu_start.clone(),
+            ctx.measure_from,
+        );
         tokio::spawn(async move {
             tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
             if let Some(s) = s {
                 s.mark();
             }
             *cc.lock().unwrap() = procstat::cpu_seconds("self").unwrap_or(0.0);
+            *mc.lock().unwrap() = procstat::machine_busy_seconds().map(|x| (x, Instant::now()));
         })
     };
+    let pauser = c
+        .pause_pid
+        .map(|pid| Pauser::start(pid, ctx.measure_from, c.pause_at_secs, c.pause_secs));
     let progress = if c.progress_secs > 0.0 {
         Some(produce::spawn_progress(
             ctx.live.clone(),
@@ -438,31 +613,66 @@ fn open_window(c: &Common, ctx: &Arc<Ctx>, label: String) -> Window {
     Window {
         sampler,
         client_cpu_start,
+        machine_cpu_start,
         marker,
         progress,
+        pauser,
     }
 }
 
 fn close_window(w: Window, s: &mut Summary, records_for_cpu: u64) {
+    if let Some(p) = w.pauser {
+        s.pause = Some(p.finish());
+    }
     if let Some(p) = w.progress {
         p.abort();
     }
     let marked = w.marker.is_finished();
     w.marker.abort();
+    let r3 = |x: f64| (x * 1000.0).round() / 1000.0;
     s.client_cpu_s =
         procstat::cpu_seconds("self").unwrap_or(0.0) - *w.client_cpu_start.lock().unwrap();
     if let Some(sm) = w.sampler {
-        let (cpu, rss) = sm.finish();
-        if marked {
-            s.broker_cpu_s = cpu.map(|x| (x * 1000.0).round() / 1000.0);
-            if let Some(cpu) = cpu {
-                if records_for_cpu > 0 {
-                    s.broker_cpu_s_per_million =
-                        Some((cpu / records_for_cpu as f64 * 1e6 * 1000.0).round() / 1000.0);
-                }
+        let procs = sm.finish();
+        let cpus: Vec<f64> = procs.iter().filter_map(|p| p.1).collect();
+        let cpu = if marked && cpus.len() == procs.len() && !cpus.is_empty() {
+            Some(cpus.iter().sum::<f64>())
+        } else {
+            None
+        };
+        s.broker_cpu_s = cpu.map(r3);
+        if let Some(cpu) = cpu {
+            if records_for_cpu > 0 {
+                s.broker_cpu_s_per_million = Some(r3(cpu / records_for_cpu as f64 * 1e6));
             }
         }
-        s.broker_rss_max_kb = rss;
+        let rss: Vec<u64> = procs.iter().filter_map(|p| p.2).collect();
+        s.broker_rss_max_kb = if rss.is_empty() {
+            None
+        } else {
+            Some(rss.iter().sum())
+        };
+        if procs.len() > 1 {
+            s.broker_procs = procs
+                .iter()
+                .map(|(pid, cpu, rss)| stats::BrokerProc {
+                    pid: pid.parse().unwrap_or(0),
+                    cpu_s: if marked { cpu.map(r3) } else { None },
+                    rss_max_kb: *rss,
+                })
+                .collect();
+        }
+    }
+    if let (Some((m0, t0)), Some(m1)) = (
+        *w.machine_cpu_start.lock().unwrap(),
+        procstat::machine_busy_seconds(),
+    ) {
+        let m = m1 - m0;
+        s.machine_cpu_s = Some(r3(m));
+        s.window_s = Some(r3(t0.elapsed().as_secs_f64()));
+        s.other_cpu_s = Some(r3(
+            (m - s.broker_cpu_s.unwrap_or(0.0) - s.client_cpu_s).max(0.0)
+        ));
     }
 }
 
@@ -505,6 +715,9 @@ fn finish_produce_summary(s: &mut Summary, ctx: &Ctx, out: &ProducerOut) {
     s.throughput_rps = (out.measured_acked as f64 / span.as_secs_f64()).round();
     s.throughput_mb_s =
         (s.throughput_rps * ctx.cfg.record_size as f64 / 1e6 * 1000.0).round() / 1000.0;
+    if let Some(tl) = &ctx.timeline {
+        s.timeline = Some(tl.summarize(ctx, 100));
+    }
 }
 
 async fn run_produce(c: &Common, producers: usize, mode: &str) -> Result<Summary> {
@@ -589,4 +802,161 @@ async fn run_e2e(c: &Common, fetch_max_wait_ms: i32) -> Result<Summary> {
     close_window(w, &mut s, cons.measured);
     s.produce_ack = Some(Box::new(pa));
     Ok(s)
+}
+
+/// `describe`: one JSON document, or wait for a full ISR, or watch ISR changes.
+#[allow(clippy::too_many_arguments)]
+async fn describe(
+    bootstrap: &str,
+    topic: Option<&str>,
+    wait_isr_full_secs: Option<f64>,
+    want_brokers: usize,
+    watch_secs: Option<f64>,
+    interval_ms: u64,
+    json: Option<PathBuf>,
+) -> Result<bool> {
+    let mut out: Box<dyn Write> = match &json {
+        Some(p) => {
+            Box::new(std::fs::File::create(p).with_context(|| format!("writing {}", p.display()))?)
+        }
+        None => Box::new(std::io::stdout()),
+    };
+    let t0 = Instant::now();
+    let now_unix = || (produce::unix_ns_now() as f64 / 1e6).round() / 1e3;
+    // one snapshot: brokers, controller id, the topic's partitions
+    async fn snap(
+        c: &mut client::Conn,
+        topic: Option<&str>,
+    ) -> Result<(
+        std::collections::BTreeMap<i32, String>,
+        i32,
+        Vec<PartitionDetail>,
+    )> {
+        match topic {
+            Some(t) => {
+                let m = c.metadata(t).await?;
+                Ok((m.brokers, m.controller_id, m.detail))
+            }
+            None => {
+                let (b, ctl) = c.brokers().await?;
+                Ok((b, ctl, vec![]))
+            }
+        }
+    }
+    if let Some(w) = watch_secs {
+        let end = t0 + Duration::from_secs_f64(w);
+        let mut conn: Option<client::Conn> = None;
+        let mut last: Option<(Vec<i32>, Vec<PartitionDetail>)> = None;
+        let mut last_err: Option<String> = None;
+        while Instant::now() < end {
+            if conn.is_none() {
+                match client::Conn::connect_any(bootstrap, Duration::from_secs(2)).await {
+                    Ok(c) => conn = Some(c),
+                    Err(e) => {
+                        let msg = format!("{e:#}");
+                        if last_err.as_ref() != Some(&msg) {
+                            writeln!(
+                                out,
+                                "{}",
+                                serde_json::json!({"t_unix": now_unix(), "error": msg})
+                            )?;
+                            last_err = Some(msg);
+                        }
+                    }
+                }
+            }
+            if let Some(c) = conn.as_mut() {
+                match tokio::time::timeout(Duration::from_secs(2), snap(c, topic)).await {
+                    Ok(Ok((b, _, d))) => {
+                        let ids: Vec<i32> = b.keys().copied().collect();
+                        let d: Vec<PartitionDetail> = d;
+                        let cur = (ids.clone(), d.clone());
+                        if last.as_ref() != Some(&cur) {
+                            writeln!(
+                                out,
+                                "{}",
+                                serde_json::json!({"t_unix": now_unix(), "brokers": ids, "partitions": d})
+                            )?;
+                            out.flush()?;
+                            last = Some(cur);
+                        }
+                        last_err = None;
+                    }
+                    Ok(Err(e)) => {
+                        writeln!(
+                            out,
+                            "{}",
+                            serde_json::json!({"t_unix": now_unix(), "error": format!("{e:#}")})
+                        )?;
+                        conn = None;
+                    }
+                    Err(_) => {
+                        writeln!(
+                            out,
+                            "{}",
+                            serde_json::json!({"t_unix": now_unix(), "error": "metadata timed out (2 s)"})
+                        )?;
+                        conn = None;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+        }
+        out.flush()?;
+        return Ok(true);
+    }
+    let deadline = wait_isr_full_secs.map(|w| t0 + Duration::from_secs_f64(w));
+    loop {
+        let res: Result<serde_json::Value> = async {
+            let mut c = client::Conn::connect_any(bootstrap, Duration::from_secs(5)).await?;
+            let (b, ctl, d) = snap(&mut c, topic).await?;
+            let q = c.describe_quorum().await;
+            let full = b.len() >= want_brokers
+                && (topic.is_none()
+                    || (!d.is_empty()
+                        && d.iter().all(|p| {
+                            p.error_code == 0 && p.leader >= 0 && {
+                                let mut r = p.replicas.clone();
+                                let mut i = p.isr.clone();
+                                r.sort();
+                                i.sort();
+                                r == i
+                            }
+                        })));
+            Ok(serde_json::json!({
+                "t_unix": now_unix(),
+                "bootstrap": c.addr,
+                "brokers": b,
+                "controller_id": ctl,
+                "quorum": q.as_ref().ok(),
+                "quorum_error": q.as_ref().err().map(|e| format!("{e:#}")),
+                "topic": topic,
+                "partitions": d,
+                "isr_full": full,
+            }))
+        }
+        .await;
+        let done_waiting = match (&res, deadline) {
+            (_, None) => true,
+            (Ok(v), Some(_)) if v["isr_full"] == serde_json::Value::Bool(true) => true,
+            (_, Some(d)) => Instant::now() >= d,
+        };
+        if done_waiting {
+            let ok = match &res {
+                Ok(v) => deadline.is_none() || v["isr_full"] == serde_json::Value::Bool(true),
+                Err(_) => false,
+            };
+            match res {
+                Ok(v) => writeln!(out, "{}", serde_json::to_string(&v)?)?,
+                Err(e) => writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({"t_unix": now_unix(), "error": format!("{e:#}")})
+                )?,
+            }
+            out.flush()?;
+            return Ok(ok);
+        }
+        tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+    }
 }

@@ -1,4 +1,5 @@
-//! CPU time and RSS of a process from /proc (the broker under test, and ourselves).
+//! CPU time and RSS of processes from /proc (the brokers under test, and ourselves), and the
+//! machine's busy CPU time (to tell how much of it other processes took during a window).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,54 +38,82 @@ pub fn rss_kb(pid: &str) -> Option<u64> {
         .ok()
 }
 
-/// Samples a process's RSS every 250 ms in the background; CPU is read at window edges.
+/// Busy CPU seconds of the whole machine since boot (all cores): user + nice + system + irq +
+/// softirq + steal from the first line of /proc/stat (guest time is already inside user).
+pub fn machine_busy_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = s.lines().next()?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    let busy = f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)? + f.get(7).unwrap_or(&0);
+    Some(busy as f64 / clk_tck())
+}
+
+/// Samples the RSS of one or more processes (the brokers of a cluster) every 250 ms in the
+/// background; CPU is read at the window's edges and summed over the processes.
 pub struct BrokerSampler {
-    pub pid: String,
-    rss_max: Arc<AtomicU64>,
+    pub pids: Vec<String>,
+    rss_max: Arc<Vec<AtomicU64>>,
     stop: Arc<AtomicBool>,
-    cpu_start: Mutex<Option<f64>>,
+    cpu_start: Mutex<Vec<Option<f64>>>,
 }
 
 impl BrokerSampler {
-    pub fn start(pid: u32) -> Self {
-        let pid = pid.to_string();
-        let rss_max = Arc::new(AtomicU64::new(0));
+    pub fn start(pids: &[u32]) -> Self {
+        let pids: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+        let rss_max = Arc::new(pids.iter().map(|_| AtomicU64::new(0)).collect::<Vec<_>>());
         let stop = Arc::new(AtomicBool::new(false));
         {
-            let (pid, rss_max, stop) = (pid.clone(), rss_max.clone(), stop.clone());
+            let (pids, rss_max, stop) = (pids.clone(), rss_max.clone(), stop.clone());
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    if let Some(r) = rss_kb(&pid) {
-                        rss_max.fetch_max(r, Ordering::Relaxed);
+                    for (i, pid) in pids.iter().enumerate() {
+                        if let Some(r) = rss_kb(pid) {
+                            rss_max[i].fetch_max(r, Ordering::Relaxed);
+                        }
                     }
                     std::thread::sleep(Duration::from_millis(250));
                 }
             });
         }
+        let n = pids.len();
         BrokerSampler {
-            pid,
+            pids,
             rss_max,
             stop,
-            cpu_start: Mutex::new(None),
+            cpu_start: Mutex::new(vec![None; n]),
         }
     }
 
     /// Marks the start of the measured window.
     pub fn mark(&self) {
-        *self.cpu_start.lock().unwrap() = cpu_seconds(&self.pid);
-        self.rss_max
-            .store(rss_kb(&self.pid).unwrap_or(0), Ordering::Relaxed);
+        let mut c = self.cpu_start.lock().unwrap();
+        for (i, pid) in self.pids.iter().enumerate() {
+            c[i] = cpu_seconds(pid);
+            self.rss_max[i].store(rss_kb(pid).unwrap_or(0), Ordering::Relaxed);
+        }
     }
 
-    /// (cpu seconds since mark, max rss KiB since mark).
-    pub fn finish(&self) -> (Option<f64>, Option<u64>) {
+    /// Per process: (pid, cpu seconds since mark, max rss KiB since mark).
+    pub fn finish(&self) -> Vec<(String, Option<f64>, Option<u64>)> {
         self.stop.store(true, Ordering::Relaxed);
-        let cpu = match (*self.cpu_start.lock().unwrap(), cpu_seconds(&self.pid)) {
-            (Some(a), Some(b)) => Some(b - a),
-            _ => None,
-        };
-        let r = self.rss_max.load(Ordering::Relaxed);
-        (cpu, if r > 0 { Some(r) } else { None })
+        let c = self.cpu_start.lock().unwrap();
+        self.pids
+            .iter()
+            .enumerate()
+            .map(|(i, pid)| {
+                let cpu = match (c[i], cpu_seconds(pid)) {
+                    (Some(a), Some(b)) => Some(b - a),
+                    _ => None,
+                };
+                let r = self.rss_max[i].load(Ordering::Relaxed);
+                (pid.clone(), cpu, if r > 0 { Some(r) } else { None })
+            })
+            .collect()
     }
 }
 
@@ -101,5 +130,6 @@ mod tests {
         let c = super::cpu_seconds("self").unwrap();
         assert!(c >= 0.0);
         assert!(super::rss_kb("self").unwrap() > 0);
+        assert!(super::machine_busy_seconds().unwrap() > 0.0);
     }
 }

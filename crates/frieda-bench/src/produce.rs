@@ -47,6 +47,169 @@ pub struct ProduceCfg {
     pub drain: Duration,
     /// e2e: first 8 bytes of each value = scheduled send time, ns since the Unix epoch (BE).
     pub embed_timestamp: bool,
+    /// Keep latency per scheduled second and acknowledgements per 10 ms (see `Timeline`).
+    pub timeline: bool,
+    /// Interior phase edges, seconds after the start of the measured window: the measured
+    /// records are also split into phases by scheduled time (e.g. before/during/after a pause).
+    pub phase_edges: Vec<f64>,
+}
+
+/// Latency over time, opt-in (`--timeline`): what a paused follower does to acks=all.
+/// Records are placed by their scheduled time (unthrottled: the time their batch was built).
+pub struct Timeline {
+    /// Latency histogram (2 significant digits) per scheduled second since `start`.
+    per_sec: Vec<std::sync::Mutex<hdrhistogram::Histogram<u64>>>,
+    /// Acknowledged records per 10 ms of acknowledgement time since `start`.
+    acks_10ms: Vec<AtomicU64>,
+    /// Phase edges in seconds after `measure_from`, including 0 and the duration.
+    pub edges: Vec<f64>,
+    /// Measured records' latency per phase.
+    phases: Vec<std::sync::Mutex<Latency>>,
+}
+
+pub const ACK_BUCKET_MS: u64 = 10;
+
+impl Timeline {
+    fn new(cfg: &ProduceCfg) -> Timeline {
+        let secs = (cfg.warmup + cfg.duration).as_secs_f64().ceil() as usize + 1;
+        let buckets = ((cfg.warmup + cfg.duration + cfg.drain).as_millis() as u64 / ACK_BUCKET_MS
+            + 2) as usize;
+        let mut edges = vec![0.0];
+        let d = cfg.duration.as_secs_f64();
+        for &e in &cfg.phase_edges {
+            if e > *edges.last().unwrap() && e < d {
+                edges.push(e);
+            }
+        }
+        edges.push(d);
+        Timeline {
+            per_sec: (0..secs)
+                .map(|_| {
+                    std::sync::Mutex::new(
+                        hdrhistogram::Histogram::new_with_bounds(
+                            1,
+                            crate::stats::MAX_TRACKABLE_US,
+                            2,
+                        )
+                        .expect("histogram bounds"),
+                    )
+                })
+                .collect(),
+            acks_10ms: (0..buckets).map(|_| AtomicU64::new(0)).collect(),
+            phases: (0..edges.len() - 1)
+                .map(|_| std::sync::Mutex::new(Latency::new()))
+                .collect(),
+            edges,
+        }
+    }
+
+    /// Index of the phase holding a record scheduled `s` seconds after `measure_from`.
+    fn phase_of(&self, s: f64) -> usize {
+        let n = self.phases.len();
+        (1..n)
+            .take_while(|&i| s >= self.edges[i])
+            .count()
+            .min(n - 1)
+    }
+
+    fn record_ack(&self, ctx_start: Instant, ack: Instant, n: u64) {
+        let i =
+            (ack.saturating_duration_since(ctx_start).as_millis() as u64 / ACK_BUCKET_MS) as usize;
+        if let Some(b) = self.acks_10ms.get(i.min(self.acks_10ms.len() - 1)) {
+            b.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Records `n` records scheduled at `sched_s` seconds after `start` with latency `us`.
+    fn record_sec(&self, sched_s: f64, us: u64, n: u64) {
+        let i = (sched_s.max(0.0) as usize).min(self.per_sec.len() - 1);
+        let v = us.clamp(1, crate::stats::MAX_TRACKABLE_US);
+        let _ = self.per_sec[i].lock().unwrap().record_n(v, n);
+    }
+
+    fn record_phase(&self, measured_s: f64, us: u64, n: u64) {
+        let i = self.phase_of(measured_s);
+        let v = us.clamp(1, crate::stats::MAX_TRACKABLE_US);
+        let _ = self.phases[i].lock().unwrap().hist.record_n(v, n);
+    }
+
+    /// The summary: per measured second, the phases, and every gap of at least `min_gap_ms`
+    /// without a single acknowledgement between the first and the last acknowledgement after
+    /// `measure_from`.
+    pub fn summarize(&self, ctx: &Ctx, min_gap_ms: u64) -> crate::stats::TimelineOut {
+        use crate::stats::{GapOut, PhaseOut, SecondOut};
+        let warm = ctx.cfg.warmup.as_secs_f64();
+        let mut per_second = Vec::new();
+        for (i, h) in self.per_sec.iter().enumerate() {
+            let h = h.lock().unwrap();
+            let t = i as f64 - warm;
+            if h.is_empty() || t + 1.0 <= 0.0 {
+                continue;
+            }
+            per_second.push(SecondOut {
+                t_s: t,
+                records: h.len(),
+                p50_us: h.value_at_quantile(0.5),
+                p99_us: h.value_at_quantile(0.99),
+                p999_us: h.value_at_quantile(0.999),
+                max_us: h.max(),
+            });
+        }
+        let from = ((ctx.measure_from - ctx.start).as_millis() as u64 / ACK_BUCKET_MS) as usize;
+        let counts: Vec<u64> = self
+            .acks_10ms
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .collect();
+        let first = (from..counts.len()).find(|&i| counts[i] > 0);
+        let last = (from..counts.len()).rev().find(|&i| counts[i] > 0);
+        let mut gaps = Vec::new();
+        let mut longest = 0u64;
+        if let (Some(a), Some(b)) = (first, last) {
+            let mut run_start = None;
+            for (i, &c) in counts.iter().enumerate().take(b + 1).skip(a) {
+                if c == 0 {
+                    run_start.get_or_insert(i);
+                } else if let Some(st) = run_start.take() {
+                    let ms = (i - st) as u64 * ACK_BUCKET_MS;
+                    longest = longest.max(ms);
+                    if ms >= min_gap_ms {
+                        gaps.push(GapOut {
+                            from_s: ((st - from) as u64 * ACK_BUCKET_MS) as f64 / 1000.0,
+                            ms,
+                        });
+                    }
+                }
+            }
+        }
+        let phases = self
+            .phases
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let l = l.lock().unwrap();
+                let mut s = crate::stats::Summary::default();
+                s.fill_latency(&l);
+                PhaseOut {
+                    from_s: self.edges[i],
+                    to_s: self.edges[i + 1],
+                    records: s.records,
+                    p50_us: s.p50_us,
+                    p99_us: s.p99_us,
+                    p999_us: s.p999_us,
+                    p9999_us: s.p9999_us,
+                    max_us: s.max_us,
+                }
+            })
+            .collect();
+        crate::stats::TimelineOut {
+            ack_bucket_ms: ACK_BUCKET_MS,
+            longest_ack_gap_ms: longest,
+            ack_gaps: gaps,
+            phases,
+            per_second,
+        }
+    }
 }
 
 /// Live counters for the progress line.
@@ -74,6 +237,7 @@ pub struct Ctx {
     /// Records per partition batch.
     pub cap: usize,
     pub live: Arc<Live>,
+    pub timeline: Option<Timeline>,
 }
 
 impl Ctx {
@@ -100,8 +264,14 @@ impl Ctx {
             .batch_records
             .unwrap_or_else(|| (cfg.batch_bytes.saturating_sub(HEADER_LEN) / per_record).max(1))
             .max(1);
+        let timeline = if cfg.timeline {
+            Some(Timeline::new(&cfg))
+        } else {
+            None
+        };
         Ctx {
             hard_end: end + cfg.drain,
+            timeline,
             cfg,
             topic: crate::client::topic_name(topic),
             partitions,
@@ -566,9 +736,11 @@ fn account(
     let mut ok = 0u64;
     let mut max_us = 0u64;
     let mut measured_any = false;
+    let tl = ctx.timeline.as_ref();
     if ctx.unthrottled() {
         let measured = created >= ctx.measure_from && created < ctx.end;
         let lat_us = (ack - created).as_micros() as u64;
+        let ok_before = ok;
         for j in first..first + n {
             if let Some(f) = failed {
                 let pid = ctx.partitions[ctx.partition_of(p, j)];
@@ -586,9 +758,26 @@ fn account(
             }
         }
         max_us = lat_us;
+        if let Some(tl) = tl {
+            let k = ok - ok_before;
+            if k > 0 {
+                let s = created.saturating_duration_since(ctx.start).as_secs_f64();
+                tl.record_sec(s, lat_us, k);
+                if measured {
+                    tl.record_phase(s - ctx.cfg.warmup.as_secs_f64(), lat_us, k);
+                }
+            }
+        }
     } else {
         let first_measured = ctx.first_measured(p);
         let ack_ns = (ack - ctx.start).as_nanos() as f64;
+        let warm = ctx.cfg.warmup.as_secs_f64();
+        // the timeline's histograms are locked once per second (and phase) the response spans
+        let mut sec_lock: Option<(
+            usize,
+            std::sync::MutexGuard<'_, hdrhistogram::Histogram<u64>>,
+        )> = None;
+        let mut phase_lock: Option<(usize, std::sync::MutexGuard<'_, Latency>)> = None;
         for j in first..first + n {
             if let Some(f) = failed {
                 let pid = ctx.partitions[ctx.partition_of(p, j)];
@@ -599,14 +788,49 @@ fn account(
                 }
             }
             ok += 1;
-            let us = ((ack_ns - ctx.sched_ns(p, j)) / 1000.0).max(1.0) as u64;
+            let sched_ns = ctx.sched_ns(p, j);
+            let us = ((ack_ns - sched_ns) / 1000.0).max(1.0) as u64;
             max_us = max_us.max(us);
             if j >= first_measured {
                 out.lat.record_us(us);
                 out.measured_acked += 1;
                 measured_any = true;
             }
+            if let Some(tl) = tl {
+                let s = sched_ns / 1e9;
+                let si = (s as usize).min(tl.per_sec.len() - 1);
+                let pi = if j >= first_measured {
+                    Some(tl.phase_of(s - warm))
+                } else {
+                    None
+                };
+                // Locks are taken in one order (second, then phase) and all released before
+                // another is taken, so producers cannot deadlock each other.
+                let held_pi = phase_lock.as_ref().map(|x| x.0);
+                if sec_lock.as_ref().map(|x| x.0) != Some(si) || (pi.is_some() && held_pi != pi) {
+                    drop(phase_lock.take());
+                    drop(sec_lock.take());
+                    sec_lock = Some((si, tl.per_sec[si].lock().unwrap()));
+                    if let Some(pi) = pi {
+                        phase_lock = Some((pi, tl.phases[pi].lock().unwrap()));
+                    }
+                }
+                let v = us.min(crate::stats::MAX_TRACKABLE_US);
+                if let Some((_, h)) = sec_lock.as_mut() {
+                    let _ = h.record(v);
+                }
+                if pi.is_some() {
+                    if let Some((_, l)) = phase_lock.as_mut() {
+                        l.record_us(us);
+                    }
+                }
+            }
         }
+        drop(phase_lock);
+        drop(sec_lock);
+    }
+    if let (Some(tl), true) = (tl, ok > 0) {
+        tl.record_ack(ctx.start, ack, ok);
     }
     if measured_any {
         out.last_measured_ack = Some(ack);
@@ -799,6 +1023,8 @@ mod tests {
             request_timeout: Duration::from_secs(30),
             drain: Duration::from_secs(5),
             embed_timestamp: true,
+            timeline: true,
+            phase_edges: vec![0.5, 1.5],
         };
         Ctx::new(
             cfg,
@@ -855,6 +1081,53 @@ mod tests {
             }
         }
         assert_eq!(seen, 50);
+    }
+
+    #[test]
+    fn timeline_phases_and_ack_gaps() {
+        // 1000 rec/s, 1 s warm-up, 2 s measured, phase edges at 0.5 and 1.5 s
+        let c = ctx(1000.0, 1, 1, 0);
+        let tl = c.timeline.as_ref().unwrap();
+        assert_eq!(tl.edges, vec![0.0, 0.5, 1.5, 2.0]);
+        let mut out = ProducerOut::default();
+        // every record of the measured window acknowledged 1 ms after its schedule, except
+        // those scheduled in [1.5, 2.0) s of the window (2.5-3.0 s of the run), which wait
+        // for one acknowledgement at 3.2 s: a 700 ms stretch without acks
+        for j in 1000..2500u64 {
+            let ack = c.start + Duration::from_micros(j * 1000 + 1000);
+            account_ok(&c, 0, j, 1, ack, ack, &mut out);
+        }
+        account_ok(
+            &c,
+            0,
+            2500,
+            500,
+            c.start,
+            c.start + Duration::from_millis(3200),
+            &mut out,
+        );
+        let t = tl.summarize(&c, 100);
+        assert_eq!(t.phases.len(), 3);
+        assert_eq!(
+            t.phases.iter().map(|p| p.records).collect::<Vec<_>>(),
+            vec![500, 1000, 500]
+        );
+        assert!(t.phases[1].max_us <= 1001, "{:?}", t.phases[1]);
+        assert!(t.phases[2].max_us >= 699_000, "{:?}", t.phases[2]);
+        assert!(
+            (690..=710).contains(&t.longest_ack_gap_ms),
+            "{}",
+            t.longest_ack_gap_ms
+        );
+        assert_eq!(t.ack_gaps.len(), 1);
+        assert!(
+            (t.ack_gaps[0].from_s - 1.5).abs() < 0.02,
+            "{:?}",
+            t.ack_gaps
+        );
+        assert_eq!(t.per_second.len(), 2);
+        assert_eq!(t.per_second[0].records, 1000);
+        assert!(t.per_second[1].max_us >= 690_000);
     }
 
     #[test]

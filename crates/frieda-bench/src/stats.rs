@@ -104,6 +104,13 @@ pub struct PercentilePoint {
     pub us: u64,
 }
 
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct BrokerProc {
+    pub pid: u32,
+    pub cpu_s: Option<f64>,
+    pub rss_max_kb: Option<u64>,
+}
+
 /// Counted failures, by kind; never hidden.
 #[derive(Serialize, Default, Clone, Debug)]
 pub struct Errors {
@@ -165,6 +172,66 @@ impl Errors {
     }
 }
 
+/// One scheduled second of a run with `--timeline` (t_s: its start, seconds after the start of
+/// the measured window; 2 significant digits).
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct SecondOut {
+    pub t_s: f64,
+    pub records: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub max_us: u64,
+}
+
+/// A stretch without a single acknowledgement (from_s: seconds after the start of the measured
+/// window, to the acknowledgement bucket's resolution).
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct GapOut {
+    pub from_s: f64,
+    pub ms: u64,
+}
+
+/// Measured records scheduled in [from_s, to_s) of the measured window.
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct PhaseOut {
+    pub from_s: f64,
+    pub to_s: f64,
+    pub records: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub p9999_us: u64,
+    pub max_us: u64,
+}
+
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct TimelineOut {
+    pub ack_bucket_ms: u64,
+    /// Longest stretch without an acknowledgement after the measured window began, ms.
+    pub longest_ack_gap_ms: u64,
+    /// Every such stretch of at least 100 ms.
+    pub ack_gaps: Vec<GapOut>,
+    pub phases: Vec<PhaseOut>,
+    pub per_second: Vec<SecondOut>,
+}
+
+/// `--pause-pid`: the process stopped (SIGSTOP) and continued (SIGCONT) during the run.
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct PauseOut {
+    pub pid: u32,
+    /// Planned, seconds after the start of the measured window.
+    pub at_s: f64,
+    pub secs: f64,
+    /// When the signals were actually sent (same clock), None if not sent.
+    pub stopped_at_s: Option<f64>,
+    pub continued_at_s: Option<f64>,
+    /// The same, as Unix time (s), to line up with other records (ISR changes).
+    pub stopped_at_unix: Option<f64>,
+    pub continued_at_unix: Option<f64>,
+    pub error: Option<String>,
+}
+
 /// The result of one run: the human summary and the JSON line.
 #[derive(Serialize, Clone, Debug, Default)]
 pub struct Summary {
@@ -213,8 +280,22 @@ pub struct Summary {
     pub broker_cpu_s: Option<f64>,
     pub broker_cpu_s_per_million: Option<f64>,
     pub broker_rss_max_kb: Option<u64>,
+    /// With several --broker-pid: each process's CPU seconds and max RSS (KiB) over the window
+    /// (broker_cpu_s is their sum, broker_rss_max_kb the sum of the maxima).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub broker_procs: Vec<BrokerProc>,
     /// This load generator's own CPU over the measured window.
     pub client_cpu_s: f64,
+    /// The whole machine's busy CPU seconds (all cores, /proc/stat) over the measured window,
+    /// and what is left of it after the brokers and this generator: other processes (and the
+    /// kernel's work not charged to a process), i.e. how noisy the machine was.
+    pub machine_cpu_s: Option<f64>,
+    pub other_cpu_s: Option<f64>,
+    pub window_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause: Option<PauseOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<TimelineOut>,
     pub api_versions: BTreeMap<String, i16>,
     pub started_at_unix: f64,
     /// e2e only: the produce→ack latency of the same records.
@@ -297,6 +378,35 @@ impl Summary {
             );
         } else {
             s += &format!("  client cpu {:.2} s\n", self.client_cpu_s);
+        }
+        if let Some(t) = &self.timeline {
+            s += &format!(
+                "  longest stretch without an ack {} ms; gaps >= 100 ms: {}\n",
+                t.longest_ack_gap_ms,
+                t.ack_gaps
+                    .iter()
+                    .map(|g| format!("{} ms at {:.2} s", g.ms, g.from_s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            for ph in &t.phases {
+                s += &format!(
+                    "  scheduled {:.1}-{:.1} s: {} records, p50 {} p99 {} p99.9 {} p99.99 {} max {} µs\n",
+                    ph.from_s, ph.to_s, ph.records, ph.p50_us, ph.p99_us, ph.p999_us, ph.p9999_us, ph.max_us
+                );
+            }
+        }
+        if let Some(p) = &self.pause {
+            s += &format!(
+                "  pid {} SIGSTOP at {:?} s, SIGCONT at {:?} s{}\n",
+                p.pid,
+                p.stopped_at_s,
+                p.continued_at_s,
+                p.error
+                    .as_ref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
+            );
         }
         if self.errors > 0
             || self.error_detail.connect_failures > 0

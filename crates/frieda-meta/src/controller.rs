@@ -475,6 +475,17 @@ impl Controller {
         image: &MetadataImage,
         hb: Heartbeat,
     ) -> Result<ControllerReply, ControllerError> {
+        // An answer renews the broker's lease: it must come from a controller a quorum still
+        // follows, not from a deposed leader that has not noticed yet (e.g. one resumed after a
+        // pause, answering its own broker's heartbeat).
+        if let Err(e) = self.raft.ensure_linearizable().await {
+            return Err(ControllerError::NotController {
+                leader: self.raft.metrics().borrow().current_leader,
+            })
+            .inspect_err(
+                |_| tracing::debug!(error = %e, "heartbeat refused: leadership not confirmed"),
+            );
+        }
         if hb.shutting_down {
             self.sessions.lock().remove(&hb.id);
             if image.is_live(hb.id) {

@@ -361,6 +361,19 @@ impl Broker {
         self.cluster.get()
     }
 
+    /// Whether this broker may act as the leader it believes it is (single broker: always;
+    /// cluster: while its heartbeat lease holds, see [`ClusterNode::holds_lease`]). A broker
+    /// cut off from the controller for a session (paused, partitioned) may have been replaced:
+    /// it neither takes writes nor answers reads as leader until it has caught up again.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER (6).
+    pub fn check_lease(&self) -> Result<(), ResponseError> {
+        match self.cluster() {
+            Some(node) if !node.holds_lease() => Err(ResponseError::NotLeaderOrFollower),
+            _ => Ok(()),
+        }
+    }
+
     /// Joins the cluster (once, at start, before the listeners open).
     pub fn attach_cluster(&self, node: Arc<ClusterNode>) {
         if self.cluster.set(node).is_err() {

@@ -63,7 +63,12 @@ pub async fn run(node: Arc<ClusterNode>, reg: Registration, mut stop: watch::Rec
         {
             Ok(ControllerReply::Heartbeat { fenced, offset }) => {
                 last_answer = Instant::now();
-                if !fenced {
+                // The lease is renewed only once this broker's roles follow everything the
+                // controller had decided when it answered: a broker resumed after a pause is
+                // unfenced by its first heartbeat, but until its image shows, and the
+                // reconciler has applied, that its leaderships moved meanwhile, it must not act
+                // on them.
+                if !fenced && node.wait_applied(offset, interval).await {
                     node.renew_lease(sent);
                 }
                 if !node.is_ready() && node.wait_for(interval, |img| img.offset >= offset).await {

@@ -100,11 +100,15 @@ pub struct ClusterNode {
     changed: watch::Sender<u64>,
     /// Until when (monotonic ms, [`crate::clock::monotonic_ms`]) this broker is sure the
     /// controller has not fenced it: the send time of its last answered heartbeat plus
-    /// `broker.session.timeout.ms`. The controller fences no earlier than a session after it
-    /// *received* that heartbeat, so a leader that checks its lease before acknowledging never
-    /// acknowledges after another broker took its partitions (a paused leader wakes up with an
-    /// expired lease).
+    /// `broker.session.timeout.ms`, renewed only once the reconciler has applied an image
+    /// holding everything the controller had decided by its answer. The controller fences no earlier than a session
+    /// after it *received* that heartbeat, so a leader that checks its lease before
+    /// acknowledging never acknowledges after another broker took its partitions (a paused
+    /// leader wakes up with an expired lease, and gets it back only with an image that shows
+    /// the new leaders).
     lease_until_ms: AtomicU64,
+    /// The offset of the last image the reconciler applied (roles, replicas) in full.
+    applied: watch::Sender<u64>,
     /// The current producer-id block `[next, end)` (KIP-730).
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
 }
@@ -125,6 +129,7 @@ impl ClusterNode {
             fenced: AtomicBool::new(true),
             changed: watch::Sender::new(0),
             lease_until_ms: AtomicU64::new(0),
+            applied: watch::Sender::new(0),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
         })
     }
@@ -154,6 +159,24 @@ impl ClusterNode {
         if self.fenced.swap(fenced, Ordering::AcqRel) != fenced {
             self.changed.send_modify(|n| *n += 1);
         }
+    }
+
+    /// The reconciler applied the image of metadata offset `offset` in full.
+    pub(crate) fn set_applied(&self, offset: u64) {
+        self.applied.send_if_modified(|a| {
+            let moved = offset > *a;
+            *a = (*a).max(offset);
+            moved
+        });
+    }
+
+    /// Waits (up to `timeout`) until the reconciler has applied an image at `offset` or later:
+    /// the partitions' roles then say what the metadata said at that offset.
+    pub async fn wait_applied(&self, offset: u64, timeout: Duration) -> bool {
+        let mut rx = self.applied.subscribe();
+        tokio::time::timeout(timeout, rx.wait_for(|a| *a >= offset))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// Whether this broker's lease (see the field) still holds.

@@ -54,6 +54,7 @@ pub async fn run(
         }
         let image = node.image();
         apply(&broker, &node, &fetchers, &image).await;
+        node.set_applied(image.offset);
         if !cleaned {
             cleaned = true;
             let (b, img, me) = (broker.clone(), image.clone(), node.me);

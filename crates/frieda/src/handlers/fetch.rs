@@ -119,7 +119,11 @@ fn admit(
         }
         return Ok(());
     }
-    p.repl.check_leader(leader_epoch)
+    p.repl.check_leader(leader_epoch)?;
+    if p.repl.is_replicated() {
+        broker.check_lease()?;
+    }
+    Ok(())
 }
 
 /// Handles a fetch (a consumer's, or a follower's when `replica_id` >= 0). Per-partition errors:

@@ -40,6 +40,7 @@ pub async fn handle(
                         .and_then(|t| t.replica(p.partition))
                         .and_then(|part| {
                             part.repl.check_leader(p.current_leader_epoch)?;
+                            broker.check_lease()?;
                             Ok(part)
                         });
                     match found {

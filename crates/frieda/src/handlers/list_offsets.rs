@@ -50,6 +50,7 @@ pub async fn handle(
                         -1
                     };
                     p.repl.check_leader(client_epoch)?;
+                    broker.check_lease()?;
                     Ok(p)
                 });
             let p = match found {
