@@ -309,8 +309,22 @@ impl MetadataQuorum {
         let deadline = Instant::now() + timeout;
         let mut last = ControllerError::Unavailable("no active controller".into());
         let mut conns: BTreeMap<u64, Conn> = BTreeMap::new();
+        // Voters to ask when no leader is known here (a broker-only node learns the leader from
+        // the metadata log, which it only gets once its first heartbeat made it a learner): a
+        // voter that does not lead answers NOT_CONTROLLER with the leader it knows.
+        let others: Vec<u64> = self
+            .voters
+            .keys()
+            .copied()
+            .filter(|v| *v != self.node_id)
+            .collect();
+        let mut hint: Option<u64> = None;
+        let mut turn = 0usize;
         while Instant::now() < deadline {
-            let leader = self.leader();
+            let leader = self.leader().or(hint.take()).or_else(|| {
+                turn += 1;
+                (!others.is_empty()).then(|| others[turn % others.len()])
+            });
             let result = match leader {
                 Some(l) if l == self.node_id => self.controller.handle(req.clone()).await,
                 Some(l) => match self.address_of(l) {
@@ -336,6 +350,13 @@ impl MetadataQuorum {
                 None => Err(ControllerError::Unavailable("no active controller".into())),
             };
             match result {
+                Err(ControllerError::NotController { leader: Some(l) })
+                    if Some(l) != leader && self.leader().is_none() =>
+                {
+                    // Go straight to the leader the voter named.
+                    hint = Some(l);
+                    last = ControllerError::NotController { leader: Some(l) };
+                }
                 Err(
                     e @ (ControllerError::NotController { .. } | ControllerError::Unavailable(_)),
                 ) => {

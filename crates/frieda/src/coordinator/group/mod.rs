@@ -12,7 +12,7 @@ pub mod state;
 
 use crate::broker::partition::Partition;
 use crate::clock::now_ms;
-use crate::coordinator::offsets::codec::{GroupValue, OffsetValue};
+use crate::coordinator::offsets::codec::OffsetValue;
 use crate::coordinator::offsets::{OffsetStore, TopicPartition};
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
@@ -119,18 +119,16 @@ async fn await_join(reply: Reply<JoinResult>, member_id: &str) -> JoinResult {
 }
 
 impl GroupCoordinator {
-    /// Loads the offsets log and rebuilds the groups it names (as Empty groups).
+    /// Loads the offsets log and rebuilds the groups it names: Stable with their members where
+    /// the log has them (after a coordinator failover their members carry on), else Empty.
     pub fn open(log: Arc<Partition>, config: CoordinatorConfig) -> anyhow::Result<Self> {
         let offsets = OffsetStore::open(log)?;
         let mut groups = HashMap::new();
         for (id, meta) in offsets.stored_groups() {
-            let mut g = Group::new(&id, config.group.clone());
-            if let Some(m) = meta {
-                if !m.protocol_type.is_empty() {
-                    g.protocol_type = Some(m.protocol_type);
-                }
-                g.generation = m.generation.max(0);
-            }
+            let g = match meta {
+                Some(m) => Group::restore(&id, config.group.clone(), &m),
+                None => Group::new(&id, config.group.clone()),
+            };
             groups.insert(id, g);
         }
         Ok(GroupCoordinator {
@@ -153,16 +151,7 @@ impl GroupCoordinator {
             return;
         }
         g.meta_changed = false;
-        drop(self.offsets.store_group(
-            &g.id,
-            GroupValue {
-                protocol_type: g.protocol_type.clone().unwrap_or_default(),
-                generation: g.generation,
-                protocol: g.protocol_name.clone(),
-                leader: g.leader.clone(),
-                state_timestamp: g.state_since_ms,
-            },
-        ));
+        drop(self.offsets.store_group(&g.id, g.stored()));
     }
 
     /// JoinGroup; waits until the rebalance completes (or an error).

@@ -7,6 +7,7 @@
 //! member is a parked future, not a thread). [`Group::tick`] runs the deadlines: session
 //! timeouts, the (initial) rebalance delay, pending members and pending syncs.
 
+use crate::coordinator::offsets::codec::{GroupValue, MemberValue};
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
 use std::collections::{HashMap, HashSet};
@@ -293,6 +294,94 @@ impl Group {
             meta_changed: false,
             config,
             next_seq: 0,
+        }
+    }
+
+    /// A group as the offsets log stored it (a coordinator loading it after a failover or a
+    /// restart): Stable with its members and their assignments when it stored them, their
+    /// sessions starting now (Kafka's `GroupMetadataManager.loadGroup`); else Empty with its
+    /// protocol type and generation.
+    pub fn restore(id: &str, config: GroupConfig, stored: &GroupValue) -> Group {
+        let mut g = Group::new(id, config);
+        if !stored.protocol_type.is_empty() {
+            g.protocol_type = Some(stored.protocol_type.clone());
+        }
+        g.generation = stored.generation.max(0);
+        if stored.state_timestamp > 0 {
+            g.state_since_ms = stored.state_timestamp;
+        }
+        let Some(protocol) = stored
+            .protocol
+            .clone()
+            .filter(|_| !stored.members.is_empty())
+        else {
+            return g;
+        };
+        let now = Instant::now();
+        for m in &stored.members {
+            g.next_seq += 1;
+            if let Some(i) = &m.instance_id {
+                g.static_members.insert(i.clone(), m.member_id.clone());
+            }
+            g.members.insert(
+                m.member_id.clone(),
+                Member {
+                    id: m.member_id.clone(),
+                    instance_id: m.instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    session_timeout: Duration::from_millis(m.session_timeout_ms.max(0) as u64),
+                    rebalance_timeout: Duration::from_millis(m.rebalance_timeout_ms.max(0) as u64),
+                    protocols: vec![(protocol.clone(), m.subscription.clone())],
+                    assignment: m.assignment.clone(),
+                    join_waiter: None,
+                    sync_waiter: None,
+                    last_heartbeat: now,
+                    is_new: false,
+                    seq: g.next_seq,
+                },
+            );
+        }
+        g.protocol_name = Some(protocol);
+        g.leader = stored
+            .leader
+            .clone()
+            .filter(|l| g.members.contains_key(l))
+            .or_else(|| g.members.keys().next().cloned());
+        g.state = GroupState::Stable;
+        g
+    }
+
+    /// What the offsets log keeps of this group: its protocol, generation and leader, and when
+    /// it is Stable its members with their assignments.
+    pub fn stored(&self) -> GroupValue {
+        let members = if self.state == GroupState::Stable {
+            let protocol = self.protocol_name.clone().unwrap_or_default();
+            let mut ms: Vec<&Member> = self.members.values().collect();
+            ms.sort_by_key(|m| m.seq);
+            ms.into_iter()
+                .map(|m| MemberValue {
+                    member_id: m.id.clone(),
+                    instance_id: m.instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    rebalance_timeout_ms: m.rebalance_timeout.as_millis().min(i32::MAX as u128)
+                        as i32,
+                    session_timeout_ms: m.session_timeout.as_millis().min(i32::MAX as u128) as i32,
+                    subscription: m.metadata(&protocol),
+                    assignment: m.assignment.clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        GroupValue {
+            protocol_type: self.protocol_type.clone().unwrap_or_default(),
+            generation: self.generation,
+            protocol: self.protocol_name.clone(),
+            leader: self.leader.clone(),
+            state_timestamp: self.state_since_ms,
+            members,
         }
     }
 

@@ -55,6 +55,30 @@ pub struct GroupValue {
     pub leader: Option<String>,
     /// When the group entered its state, ms since the epoch.
     pub state_timestamp: i64,
+    /// The members of a Stable group with their assignments, so a new coordinator (after a
+    /// failover) knows them and their commits and heartbeats carry on; empty otherwise.
+    pub members: Vec<MemberValue>,
+}
+
+/// One member as Kafka's `GroupMetadataValue` stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberValue {
+    /// Member id.
+    pub member_id: String,
+    /// `group.instance.id` (v3+).
+    pub instance_id: Option<String>,
+    /// Client id.
+    pub client_id: String,
+    /// Client host.
+    pub client_host: String,
+    /// Rebalance timeout, ms (v1+).
+    pub rebalance_timeout_ms: i32,
+    /// Session timeout, ms.
+    pub session_timeout_ms: i32,
+    /// Its metadata for the group's selected protocol (the subscription).
+    pub subscription: Bytes,
+    /// Its assignment.
+    pub assignment: Bytes,
 }
 
 fn put_str(b: &mut BytesMut, s: &str) {
@@ -100,6 +124,13 @@ impl Reader<'_> {
     }
     fn string(&mut self) -> Option<String> {
         self.nullable().map(Option::unwrap_or_default)
+    }
+    fn bytes(&mut self) -> Option<Bytes> {
+        let n = self.i32()?;
+        if n < 0 {
+            return Some(Bytes::new());
+        }
+        Some(Bytes::copy_from_slice(self.take(n as usize)?))
     }
 }
 
@@ -175,11 +206,24 @@ pub fn encode_group(v: &GroupValue) -> Bytes {
     put_nullable(&mut b, v.protocol.as_deref());
     put_nullable(&mut b, v.leader.as_deref());
     b.put_i64(v.state_timestamp);
-    b.put_i32(0);
+    b.put_i32(v.members.len() as i32);
+    for m in &v.members {
+        put_str(&mut b, &m.member_id);
+        put_nullable(&mut b, m.instance_id.as_deref());
+        put_str(&mut b, &m.client_id);
+        put_str(&mut b, &m.client_host);
+        b.put_i32(m.rebalance_timeout_ms);
+        b.put_i32(m.session_timeout_ms);
+        b.put_i32(m.subscription.len() as i32);
+        b.put_slice(&m.subscription);
+        b.put_i32(m.assignment.len() as i32);
+        b.put_slice(&m.assignment);
+    }
     b.freeze()
 }
 
-/// Decodes group metadata (value v0-v4; members are not read).
+/// Decodes group metadata (value v0-v4; the members of v0-v3, v4's flexible encoding keeps
+/// none).
 pub fn decode_group(bytes: &[u8]) -> Option<GroupValue> {
     let mut r = Reader(bytes);
     let version = r.i16()?;
@@ -188,12 +232,45 @@ pub fn decode_group(bytes: &[u8]) -> Option<GroupValue> {
     let protocol = r.nullable()?;
     let leader = r.nullable()?;
     let state_timestamp = if version >= 2 { r.i64()? } else { -1 };
+    let mut members = Vec::new();
+    if version <= 3 {
+        let n = r.i32()?;
+        // Bounded by the bytes left: a damaged count cannot make us reserve memory for it.
+        for _ in 0..n.max(0) {
+            let member_id = r.string()?;
+            let instance_id = if version >= 3 { r.nullable()? } else { None };
+            let client_id = r.string()?;
+            let client_host = r.string()?;
+            let session_timeout_ms;
+            let rebalance_timeout_ms;
+            if version >= 1 {
+                rebalance_timeout_ms = r.i32()?;
+                session_timeout_ms = r.i32()?;
+            } else {
+                session_timeout_ms = r.i32()?;
+                rebalance_timeout_ms = session_timeout_ms;
+            }
+            let subscription = r.bytes()?;
+            let assignment = r.bytes()?;
+            members.push(MemberValue {
+                member_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                subscription,
+                assignment,
+            });
+        }
+    }
     Some(GroupValue {
         protocol_type,
         generation,
         protocol,
         leader,
         state_timestamp,
+        members,
     })
 }
 
@@ -224,8 +301,56 @@ mod tests {
             protocol: Some("range".into()),
             leader: None,
             state_timestamp: 1234,
+            members: vec![],
         };
         assert_eq!(decode_group(&encode_group(&g)), Some(g));
+        let g = GroupValue {
+            protocol_type: "consumer".into(),
+            generation: 6,
+            protocol: Some("range".into()),
+            leader: Some("m-1".into()),
+            state_timestamp: 1235,
+            members: vec![
+                MemberValue {
+                    member_id: "m-1".into(),
+                    instance_id: None,
+                    client_id: "c1".into(),
+                    client_host: "/127.0.0.1".into(),
+                    rebalance_timeout_ms: 300_000,
+                    session_timeout_ms: 45_000,
+                    subscription: Bytes::from_static(b"sub"),
+                    assignment: Bytes::from_static(b"asg"),
+                },
+                MemberValue {
+                    member_id: "m-2".into(),
+                    instance_id: Some("i-2".into()),
+                    client_id: "c2".into(),
+                    client_host: "/127.0.0.2".into(),
+                    rebalance_timeout_ms: 1,
+                    session_timeout_ms: 2,
+                    subscription: Bytes::new(),
+                    assignment: Bytes::new(),
+                },
+            ],
+        };
+        assert_eq!(decode_group(&encode_group(&g)), Some(g));
+        // A member count larger than the bytes there: refused, not allocated.
+        let mut bad = encode_group(&GroupValue {
+            members: vec![],
+            ..decode_group(&encode_group(&GroupValue {
+                protocol_type: String::new(),
+                generation: 0,
+                protocol: None,
+                leader: None,
+                state_timestamp: 0,
+                members: vec![],
+            }))
+            .unwrap()
+        })
+        .to_vec();
+        let n = bad.len();
+        bad[n - 4..].copy_from_slice(&i32::MAX.to_be_bytes());
+        assert_eq!(decode_group(&bad), None);
     }
 
     #[test]

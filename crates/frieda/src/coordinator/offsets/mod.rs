@@ -522,6 +522,7 @@ mod tests {
                 protocol: Some("range".into()),
                 leader: None,
                 state_timestamp: now,
+                members: vec![],
             },
         ))
         .await
@@ -600,6 +601,7 @@ mod tests {
                     protocol: None,
                     leader: None,
                     state_timestamp: now,
+                    members: vec![],
                 },
             ))
         };
