@@ -1,0 +1,316 @@
+"""Seeded fault schedules over a Frieda cluster (tests/cluster/conftest.py's ``Cluster``).
+
+``make_schedule(kind, seed, secs, ...)`` is a pure function of its arguments: the same seed gives
+the same list of steps. A step names its target abstractly ("the leader of partition 2", "the
+active controller", "node 3"); ``Nemesis.run`` resolves it against the cluster when the step comes
+(so which node that is depends on the run, but the sequence of decisions does not). Kinds:
+
+    kill-leader      SIGKILL the leader of a seeded partition, restart it after a seeded pause
+    kill-controller  SIGKILL the active controller (Metadata's controller id), restart it
+    pause            SIGSTOP a partition leader, the controller or a node for longer than
+                     broker.session.timeout.ms, then SIGCONT
+    rolling          SIGTERM each node in a seeded order, restart it, wait for full ISRs
+    reassign         AlterPartitionReassignments of a seeded partition to a seeded replica set
+                     (a 4th broker makes it a real membership change), wait until it completes
+    mixed            a seeded mix of all of the above
+
+Every fault is undone by the step itself (restart, SIGCONT) and ``heal()`` restarts or resumes
+whatever is left before the final reads. Processes are signalled by PID only (Cluster's methods).
+Every fault and every metadata sample goes into the nemesis's history file (proc "nemesis").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+from history import HistoryWriter  # noqa: E402
+
+KINDS = ["kill-leader", "kill-controller", "pause", "rolling", "reassign", "mixed"]
+
+
+def load_cluster_module():
+    """tests/cluster/conftest.py, imported under its own name (not as a pytest conftest)."""
+    name = "frieda_cluster_conftest"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tests" / "cluster" / "conftest.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def nodes_for(kind: str) -> int:
+    """Cluster size per kind: 3 voters; reassign and mixed add a broker-only node 4 so a partition
+    can move to a broker that has none of it."""
+    return 4 if kind in ("reassign", "mixed") else 3
+
+
+# ---------------------------------------------------------------- schedules
+
+def make_schedule(kind: str, seed: int, secs: float, n_nodes: int, partitions: int,
+                  session_ms: int = 3000) -> list[dict]:
+    """The steps of one schedule; their nominal durations fill ``secs`` (the run stops starting
+    steps when its time is up)."""
+    rnd = random.Random(f"{kind}|{seed}")
+    steps: list[dict] = []
+    t = 0.0
+    session = session_ms / 1000
+
+    def kill(target):
+        return {"op": "kill", "target": target, "down": round(rnd.uniform(0.5, 4.0), 2),
+                "after": round(rnd.uniform(1.5, 4.0), 2)}
+
+    def pause(target):
+        return {"op": "pause", "target": target, "down": round(session + rnd.uniform(0.5, 3.0), 2),
+                "after": round(rnd.uniform(1.5, 4.0), 2)}
+
+    def stop(node):
+        return {"op": "stop", "target": {"node": node}, "down": round(rnd.uniform(0.3, 2.0), 2),
+                "after": round(rnd.uniform(0.5, 2.0), 2)}
+
+    def reassign():
+        # a seeded replica list of 3 of the brokers, in a seeded order
+        return {"op": "reassign", "partition": rnd.randrange(partitions),
+                "replicas": rnd.sample(range(1, n_nodes + 1), 3), "after": round(rnd.uniform(1.0, 3.0), 2)}
+
+    def leader():
+        return {"leader_of": rnd.randrange(partitions)}
+
+    while t < secs:
+        if kind == "kill-leader":
+            step = kill(leader())
+        elif kind == "kill-controller":
+            step = kill({"controller": True})
+        elif kind == "pause":
+            r = rnd.random()
+            step = pause(leader() if r < 0.5 else {"controller": True} if r < 0.75
+                         else {"node": rnd.randint(1, n_nodes)})
+        elif kind == "rolling":
+            order = rnd.sample(range(1, n_nodes + 1), n_nodes)
+            for node in order:
+                steps.append(stop(node))
+                t += steps[-1]["down"] + steps[-1]["after"] + 4  # + restart and ISR catch-up
+            continue
+        elif kind == "reassign":
+            step = reassign()
+        elif kind == "mixed":
+            r = rnd.random()
+            step = (kill(leader()) if r < 0.2 else kill({"controller": True}) if r < 0.35
+                    else kill({"node": rnd.randint(1, n_nodes)}) if r < 0.45
+                    else pause(leader()) if r < 0.6 else pause({"controller": True}) if r < 0.7
+                    else stop(rnd.randint(1, n_nodes)) if r < 0.8 else reassign())
+        else:
+            raise ValueError(f"unknown fault kind {kind!r}; one of {KINDS}")
+        steps.append(step)
+        t += step.get("down", 0) + step["after"] + (2 if step["op"] in ("kill", "stop", "reassign") else 0)
+    return steps
+
+
+# ---------------------------------------------------------------- running a schedule
+
+class Nemesis:
+    def __init__(self, cluster, topic: str, partitions: int, history_dir: Path, seed: int,
+                 sample_interval: float = 0.5):
+        self.cluster = cluster
+        self.topic = topic
+        self.partitions = partitions
+        self.h = HistoryWriter(Path(history_dir) / "nemesis.jsonl", "nemesis")
+        self.rnd = random.Random(f"resolve|{seed}")  # fallbacks when a target is gone
+        self.sample_interval = sample_interval
+        self.problems: list[str] = []
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample_loop, daemon=True, name="nemesis-sampler")
+
+    # ---- metadata sampling --------------------------------------------------
+    def _sample(self) -> None:
+        running = self.cluster.running()
+        if not running:
+            return
+        via = running[0]
+        try:
+            md = self.cluster.raw_metadata(via, [self.topic])
+        except Exception as e:  # noqa: BLE001 - a node being killed
+            self.h.write("fail", "leaders", via=via, error=repr(e)[:200])
+            return
+        _err, parts = md.topics.get(self.topic, (3, {}))
+        self.h.write("ok", "leaders", via=via, controller=md.controller,
+                     leaders={p.partition: p.leader for p in parts.values()},
+                     isr={p.partition: p.isr for p in parts.values()})
+
+    def _sample_loop(self) -> None:
+        while not self._stop.wait(self.sample_interval):
+            self._sample()
+
+    # ---- targets ------------------------------------------------------------
+    def _alive(self) -> list[int]:
+        return self.cluster.running()
+
+    def resolve(self, target: dict) -> int | None:
+        alive = self._alive()
+        node = None
+        try:
+            if "leader_of" in target:
+                md = self.cluster.raw_metadata(alive[0], [self.topic])
+                _e, parts = md.topics.get(self.topic, (3, {}))
+                p = parts.get(target["leader_of"])
+                node = p.leader if p is not None else None
+            elif target.get("controller"):
+                node = self.cluster.controller(alive[0])
+            else:
+                node = target["node"]
+        except Exception as e:  # noqa: BLE001
+            self.h.write("info", "resolve", target=target, error=repr(e)[:200])
+        if node not in alive:
+            fallback = self.rnd.choice(alive) if alive else None
+            self.h.write("info", "resolve", target=target, resolved=node, fallback=fallback)
+            node = fallback
+        return node
+
+    # ---- faults -------------------------------------------------------------
+    def _start(self, node: int) -> None:
+        try:
+            self.cluster.start(node)
+            self.h.write("ok", "start", node=node)
+        except Exception as e:  # noqa: BLE001 - recorded; heal() tries again
+            self.problems.append(f"node {node} did not come back: {str(e)[:300]}")
+            self.h.write("fail", "start", node=node, error=str(e)[:500])
+
+    def step(self, s: dict, deadline: float) -> None:
+        op = s["op"]
+        if op in ("kill", "pause", "stop"):
+            node = self.resolve(s["target"])
+            if node is None:
+                return
+            down = s["down"]
+            self.h.write("invoke", op, fault=True, node=node, target=s["target"], down=down)
+            if op == "kill":
+                self.cluster.kill(node)
+                self.h.write("ok", op, node=node)
+                time.sleep(down)
+                self._start(node)
+            elif op == "pause":
+                self.cluster.pause(node)
+                self.h.write("ok", op, node=node)
+                time.sleep(down)
+                self.cluster.resume(node)
+                self.h.write("ok", "resume", node=node)
+            else:
+                try:
+                    took = self.cluster.stop(node)
+                    self.h.write("ok", op, node=node, took=round(took, 3))
+                except AssertionError as e:
+                    self.problems.append(f"node {node} SIGTERM: {str(e)[:300]}")
+                    self.h.write("fail", op, node=node, error=str(e)[:500])
+                time.sleep(down)
+                self._start(node)
+                self._wait_isr(min(20, max(1, deadline - time.monotonic() + 10)))
+        elif op == "reassign":
+            self.reassign(s["partition"], s["replicas"], deadline)
+        time.sleep(s["after"])
+
+    def _wait_isr(self, timeout: float) -> bool:
+        try:
+            self.cluster.wait_full_isr(self.topic, timeout=timeout, via=self._alive()[0])
+            return True
+        except Exception as e:  # noqa: BLE001
+            self.h.write("info", "wait-isr", error=str(e)[:300])
+            return False
+
+    def reassign(self, partition: int, replicas: list[int], deadline: float) -> None:
+        from kafka import TopicPartition as KTP
+        from kafka.admin import KafkaAdminClient
+        current = None
+        try:
+            md = self.cluster.raw_metadata(self._alive()[0], [self.topic])
+            current = md.topics[self.topic][1][partition].replicas
+        except Exception:  # noqa: BLE001
+            pass
+        target = list(replicas)
+        if current is not None and target == list(current):
+            target = target[1:] + target[:1]  # same list: rotate (a new preferred leader)
+        self.h.write("invoke", "reassign", fault=True, partition=partition, replicas=target, current=current)
+        admin = None
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.cluster.live_bootstrap.split(","),
+                                     request_timeout_ms=15000, client_id="jepsen-nemesis")
+            res = admin.alter_partition_reassignments({KTP(self.topic, partition): target}, timeout_ms=15000)
+            errs = {f"{tp.topic}-{tp.partition}": str(e) for tp, e in res.items() if e is not None}
+            self.h.write("fail" if errs else "ok", "reassign", partition=partition, replicas=target,
+                         errors=errs or None)
+            if errs:
+                return
+            # until it completes: no reassignment listed and the replicas are the target
+            end = min(time.monotonic() + 30, deadline + 20)
+            while time.monotonic() < end:
+                try:
+                    ongoing = admin.list_partition_reassignments([KTP(self.topic, partition)], timeout_ms=5000)
+                    md = self.cluster.raw_metadata(self._alive()[0], [self.topic])
+                    reps = md.topics[self.topic][1][partition].replicas
+                    if not ongoing and sorted(reps) == sorted(target):
+                        self.h.write("ok", "reassign-done", partition=partition, replicas=reps)
+                        return
+                except Exception as e:  # noqa: BLE001
+                    self.h.write("info", "reassign-wait", error=repr(e)[:200])
+                time.sleep(0.5)
+            self.h.write("info", "reassign-done", partition=partition, error="not complete in time")
+        except Exception as e:  # noqa: BLE001 - e.g. the controller moving: recorded
+            self.h.write("info", "reassign", partition=partition, replicas=target, error=repr(e)[:300])
+        finally:
+            if admin is not None:
+                try:
+                    admin.close()
+                except Exception:  # noqa: BLE001
+                    pass
+
+    def run(self, steps: list[dict], start_after: float, fault_secs: float) -> int:
+        """Runs ``steps`` from ``start_after`` s on, starting none after ``fault_secs`` s; returns
+        the number of steps run."""
+        self._sampler.start()
+        t0 = time.monotonic()
+        time.sleep(start_after)
+        deadline = t0 + fault_secs
+        done = 0
+        for s in steps:
+            if time.monotonic() >= deadline:
+                break
+            self.step(s, deadline)
+            done += 1
+        return done
+
+    def heal(self, timeout: float = 60) -> bool:
+        """Resumes paused nodes, starts stopped ones, waits for every broker and full ISRs."""
+        self.h.write("invoke", "heal")
+        for i, node in self.cluster.nodes.items():
+            if node.alive() and node.paused:
+                self.cluster.resume(i)
+        for i, node in self.cluster.nodes.items():
+            if not node.alive():
+                self._start(i)
+        ok = True
+        try:
+            self.cluster.wait_brokers(set(self.cluster.nodes), timeout=timeout)
+        except AssertionError as e:
+            ok = False
+            self.problems.append(f"heal: {str(e)[:300]}")
+        ok = self._wait_isr(timeout) and ok
+        if not ok:
+            self.problems.append("heal: ISRs not full")
+        self.h.write("ok" if ok else "fail", "heal")
+        return ok
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._sampler.is_alive():
+            self._sampler.join(10)
+        self._sample()
+        self.h.close()

@@ -1,0 +1,285 @@
+"""The client processes of the Jepsen-style workload; each writes its own history file (see
+history.py). Run as ``python workload.py ROLE CONFIG_JSON``; every role stops by itself:
+
+    producer   an idempotent acks=all confluent-kafka producer appending unique integers to
+               seeded-random partitions at ``rate``/s for ``secs`` seconds, then flushing (at most
+               ``flush_secs``); what is still unacknowledged then is recorded as info.
+    assign     a consumer that assign()s partitions with explicit positions (its own group id, for
+               its commits), polls, commits every few polls, and now and then re-assigns a seeded
+               random subset (keeping its position on the partitions it keeps).
+    subscribe  a consumer in the shared group ``group`` (subscribe(), eager rebalances recorded by
+               callbacks), committing synchronously what each poll returned; now and then it
+               fetches the group's committed offsets (an observation for the checker).
+    final      after the run: reads every partition from offset 0 up to its high watermark (asked
+               of the leader, uncached) by assignment without a group, then fetches the committed
+               offsets of the ``groups`` given.
+
+The config is a JSON object: bootstrap, topic, partitions, out (history dir), proc (name), secs,
+seed, and per role: index, rate, flush_secs, message_timeout_ms, group, groups, read_secs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from history import HistoryWriter  # noqa: E402
+
+LOG_LEVEL = 3
+VALUE_STRIDE = 10_000_000
+
+
+def parse_value(raw):
+    try:
+        return int(raw.decode())
+    except (AttributeError, ValueError, UnicodeDecodeError):
+        return "?" + repr(raw)[:60]  # a record nobody wrote: the checker reports it
+
+
+def err_name(err) -> str:
+    if isinstance(err, KafkaException):
+        err = err.args[0] if err.args else err
+    if isinstance(err, KafkaError):
+        return f"{err.name()}: {err.str()}"
+    return repr(err)
+
+
+# ---------------------------------------------------------------- producer
+
+def run_producer(cfg: dict) -> None:
+    h = HistoryWriter(Path(cfg["out"]) / f"{cfg['proc']}.jsonl", cfg["proc"])
+    rnd = random.Random(cfg["seed"])
+    topic, nparts, rate = cfg["topic"], cfg["partitions"], cfg.get("rate", 100)
+    conf = {"bootstrap.servers": cfg["bootstrap"], "log_level": LOG_LEVEL, "enable.idempotence": True,
+            "acks": "all", "linger.ms": 5, "message.timeout.ms": cfg.get("message_timeout_ms", 30000),
+            "client.id": cfg["proc"]}
+    pending: dict[int, int] = {}  # value -> partition
+
+    def on_delivery(part: int, value: int):
+        def cb(err, msg):
+            pending.pop(value, None)
+            if err is None:
+                h.write("ok", "send", part=msg.partition(), value=value, offset=msg.offset())
+            else:
+                # an idempotent producer's failed record may still be stored: unknown, not failed
+                h.write("info", "send", part=part, value=value, error=err_name(err))
+        return cb
+
+    producer = Producer(conf)
+    start = time.monotonic()
+    deadline = start + cfg["secs"]
+    seq = 0
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            break
+        due = start + seq / rate
+        if now < due:
+            producer.poll(min(due - now, 0.05))
+            continue
+        value = cfg["index"] * VALUE_STRIDE + seq
+        seq += 1
+        part = rnd.randrange(nparts)
+        h.write("invoke", "send", part=part, value=value)
+        try:
+            producer.produce(topic, key=str(part).encode(), value=str(value).encode(), partition=part,
+                             on_delivery=on_delivery(part, value))
+            pending[value] = part
+        except BufferError as e:
+            h.write("fail", "send", part=part, value=value, error=f"BufferError: {e}")
+            producer.poll(0.1)
+        except KafkaException as e:
+            h.write("fail", "send", part=part, value=value, error=err_name(e))
+            if e.args and isinstance(e.args[0], KafkaError) and e.args[0].fatal():
+                # the idempotent producer is unusable: what it still holds is unknown; start anew
+                for v, p in list(pending.items()):
+                    h.write("info", "send", part=p, value=v, error="producer fatal error, abandoned")
+                pending.clear()
+                h.write("info", "producer-reset", error=err_name(e))
+                producer = Producer(conf)
+        producer.poll(0)
+    left = producer.flush(cfg.get("flush_secs", 30))
+    for v, p in list(pending.items()):
+        h.write("info", "send", part=p, value=v, error=f"no delivery report within flush ({left} left)")
+    h.close()
+
+
+# ---------------------------------------------------------------- consumers
+
+def consumer_conf(cfg: dict, group: str, **extra) -> dict:
+    c = {"bootstrap.servers": cfg["bootstrap"], "log_level": LOG_LEVEL, "group.id": group,
+         "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
+         "fetch.wait.max.ms": 100, "check.crcs": True, "client.id": cfg["proc"]}
+    c.update(extra)
+    return c
+
+
+def record_poll(h: HistoryWriter, msgs, positions: dict, f: str = "poll") -> list:
+    batch = []
+    for m in msgs:
+        if m.error():
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                continue
+            h.write("info", f, error=err_name(m.error()), part=m.partition())
+            continue
+        batch.append([m.partition(), m.offset(), parse_value(m.value())])
+        positions[m.partition()] = m.offset() + 1
+    if batch:
+        h.write("ok", f, msgs=batch)
+    return batch
+
+
+def commit(h: HistoryWriter, c: Consumer, topic: str, group: str, offsets: dict) -> None:
+    if not offsets:
+        return
+    h.write("invoke", "commit", group=group, offsets=offsets)
+    try:
+        res = c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+        errs = {tp.partition: err_name(tp.error) for tp in (res or []) if tp.error is not None}
+        if errs:
+            h.write("fail", "commit", group=group, offsets=offsets, error=json.dumps(errs))
+        else:
+            h.write("ok", "commit", group=group, offsets=offsets)
+    except KafkaException as e:
+        # a commit refused by the coordinator did not happen; a timeout may have
+        err = e.args[0] if e.args else None
+        t = "info" if isinstance(err, KafkaError) and err.code() in (
+            KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT) else "fail"
+        h.write(t, "commit", group=group, offsets=offsets, error=err_name(e))
+
+
+def observe_committed(h: HistoryWriter, c: Consumer, topic: str, group: str, parts: list) -> None:
+    if not parts:
+        return
+    h.write("invoke", "committed", group=group, parts=parts)
+    try:
+        res = c.committed([TopicPartition(topic, p) for p in parts], timeout=5)
+        offs = {tp.partition: tp.offset for tp in res if tp.error is None and tp.offset >= 0}
+        h.write("ok", "committed", group=group, offsets=offs)
+    except KafkaException as e:
+        h.write("fail", "committed", group=group, parts=parts, error=err_name(e))
+
+
+def run_assign(cfg: dict) -> None:
+    h = HistoryWriter(Path(cfg["out"]) / f"{cfg['proc']}.jsonl", cfg["proc"])
+    rnd = random.Random(cfg["seed"])
+    topic, nparts = cfg["topic"], cfg["partitions"]
+    group = f"jepsen-{cfg['proc']}"
+    c = Consumer(consumer_conf(cfg, group))
+    positions = {p: 0 for p in range(nparts)}
+    committed: dict[int, int] = {}
+    assigned = list(range(nparts))
+
+    def assign(parts):
+        pos = {p: positions.get(p, 0) for p in parts}
+        c.assign([TopicPartition(topic, p, o) for p, o in pos.items()])
+        h.write("ok", "assign", parts=parts, positions=pos)
+
+    assign(assigned)
+    deadline = time.monotonic() + cfg["secs"]
+    next_reassign = time.monotonic() + rnd.uniform(3, 8)
+    polls = 0
+    while time.monotonic() < deadline:
+        msgs = c.consume(num_messages=200, timeout=0.5)
+        record_poll(h, msgs, positions)
+        polls += 1
+        if polls % 5 == 0:
+            todo = {p: positions[p] for p in assigned if positions.get(p, 0) > committed.get(p, -1)}
+            commit(h, c, topic, group, todo)
+            committed.update(todo)
+        if time.monotonic() >= next_reassign:
+            next_reassign = time.monotonic() + rnd.uniform(3, 8)
+            k = rnd.randint(1, nparts)
+            assigned = sorted(rnd.sample(range(nparts), k))
+            assign(assigned)
+    c.close()
+    h.close()
+
+
+def run_subscribe(cfg: dict) -> None:
+    h = HistoryWriter(Path(cfg["out"]) / f"{cfg['proc']}.jsonl", cfg["proc"])
+    rnd = random.Random(cfg["seed"])
+    topic, group = cfg["topic"], cfg["group"]
+    c = Consumer(consumer_conf(cfg, group, **{"session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                                              "partition.assignment.strategy": "range"}))
+    owned: set[int] = set()
+
+    def on_assign(consumer, parts):
+        owned.clear()
+        owned.update(tp.partition for tp in parts)
+        h.write("ok", "rebalance", event="assign", parts=sorted(owned))
+
+    def on_revoke(consumer, parts):
+        h.write("ok", "rebalance", event="revoke", parts=sorted(tp.partition for tp in parts))
+        owned.difference_update(tp.partition for tp in parts)
+
+    def on_lost(consumer, parts):
+        h.write("ok", "rebalance", event="lost", parts=sorted(tp.partition for tp in parts))
+        owned.difference_update(tp.partition for tp in parts)
+
+    c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    h.write("ok", "subscribe", topic=topic, group=group)
+    deadline = time.monotonic() + cfg["secs"]
+    next_observe = time.monotonic() + rnd.uniform(2, 5)
+    positions: dict[int, int] = {}
+    while time.monotonic() < deadline:
+        msgs = c.consume(num_messages=200, timeout=0.5)
+        batch = record_poll(h, msgs, positions)
+        if batch:
+            done = {}
+            for p, o, _v in batch:
+                done[p] = max(done.get(p, 0), o + 1)
+            commit(h, c, topic, group, done)
+        if time.monotonic() >= next_observe:
+            next_observe = time.monotonic() + rnd.uniform(2, 5)
+            observe_committed(h, c, topic, group, sorted(owned))
+    c.close()  # leaves the group (its partitions go to the others)
+    h.close()
+
+
+def run_final(cfg: dict) -> None:
+    h = HistoryWriter(Path(cfg["out"]) / f"{cfg['proc']}.jsonl", cfg["proc"])
+    topic, nparts = cfg["topic"], cfg["partitions"]
+    c = Consumer(consumer_conf(cfg, f"jepsen-unused-{cfg['proc']}", **{"auto.offset.reset": "error"}))
+    ends = {}
+    for p in range(nparts):
+        for attempt in range(10):
+            try:
+                _low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
+                ends[p] = high
+                break
+            except KafkaException as e:
+                h.write("info", "watermark", part=p, error=err_name(e))
+                time.sleep(1)
+    h.write("ok", "watermarks", ends=ends)
+    todo = {p: e for p, e in ends.items() if e > 0}
+    positions: dict[int, int] = {}
+    c.assign([TopicPartition(topic, p, 0) for p in todo])
+    h.write("ok", "assign", parts=sorted(todo), positions={p: 0 for p in todo})
+    deadline = time.monotonic() + cfg.get("read_secs", 60)
+    while todo and time.monotonic() < deadline:
+        msgs = c.consume(num_messages=500, timeout=0.5)
+        batch = record_poll(h, msgs, positions, f="final-read")
+        for p, o, _v in batch:
+            if p in todo and o + 1 >= todo[p]:
+                del todo[p]
+    complete = not todo and len(ends) == nparts
+    h.write("ok", "final-end", ends=ends, complete=complete, positions=positions)
+    c.close()
+    for group in cfg.get("groups", []):
+        g = Consumer(consumer_conf(cfg, group))
+        observe_committed(h, g, topic, group, list(range(nparts)))
+        g.close()
+    h.close()
+
+
+ROLES = {"producer": run_producer, "assign": run_assign, "subscribe": run_subscribe, "final": run_final}
+
+if __name__ == "__main__":
+    ROLES[sys.argv[1]](json.loads(sys.argv[2]))
