@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Runs seeded fault schedules against fresh Frieda clusters and checks every history.
+
+    tests/jepsen/run.py --fault kill-leader|kill-controller|pause|rolling|reassign|mixed|all \\
+        --schedules N --seed S --secs 25 --out DIR
+
+Schedule i of a kind uses seed S+i (printed; ``--schedules 1 --seed S+i`` runs it again). Per
+schedule: a fresh cluster (3 voters; reassign and mixed add a broker-only node 4) under
+``DIR/<kind>-<seed>/``, one RF 3 topic of ``--partitions`` partitions (min.insync.replicas=2),
+client processes for ``--secs`` s (2 idempotent acks=all producers, 2 assign consumers, 2
+subscribed consumers of one group), the nemesis's faults from 3 s to ``secs - 5`` s, heal, then
+two final readers (bootstrapped from different nodes) read every partition to its high
+watermark; the checker (checker.py) judges the histories. A passing run's data is deleted (its
+result.json stays); a failing run keeps its histories and node logs. Prints a table per fault
+kind and exits 1 if any run found an anomaly or failed.
+
+The machine is small: do not run this while another benchmark or CI run is using it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from checker import check  # noqa: E402
+from history import HistoryWriter, read_history  # noqa: E402
+from nemesis import KINDS, Nemesis, load_cluster_module, make_schedule, nodes_for  # noqa: E402
+
+PYTHON = sys.executable
+WORKLOAD = HERE / "workload.py"
+
+# the cluster's settings (Kafka's names); the rest are tests/cluster/conftest.py's defaults
+SETTINGS = {"broker.session.timeout.ms": 3000}
+
+
+def spawn(role: str, cfg: dict, logdir: Path) -> subprocess.Popen:
+    err = open(logdir / f"{cfg['proc']}.stderr", "ab")
+    try:
+        return subprocess.Popen([PYTHON, str(WORKLOAD), role, json.dumps(cfg)], stdin=subprocess.DEVNULL,
+                                stdout=err, stderr=err, cwd=str(HERE))
+    finally:
+        err.close()
+
+
+def wait_procs(procs: list[subprocess.Popen], timeout: float) -> list[str]:
+    """Waits for every process; SIGKILLs (by PID) the ones still running at ``timeout``."""
+    problems = []
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            problems.append(f"client pid {p.pid} ({' '.join(p.args[2:3])}) still running after {timeout:.0f}s: killed")
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait(10)
+        if p.returncode not in (0, -signal.SIGKILL):
+            problems.append(f"client {p.args[2]} pid {p.pid} exited with {p.returncode}")
+    return problems
+
+
+def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int = 5, rate: int = 100,
+                 keep: bool = False, n_nodes: int | None = None, quiet: bool = False) -> dict:
+    """One seeded schedule on a fresh cluster; returns its result (also in ``<dir>/result.json``)."""
+    cm = load_cluster_module()
+    n = n_nodes or nodes_for(kind)
+    rundir = Path(out) / f"{kind}-{seed}"
+    if rundir.exists():
+        shutil.rmtree(rundir)
+    hist = rundir / "history"
+    logs = rundir / "logs"
+    hist.mkdir(parents=True)
+    logs.mkdir()
+    steps = make_schedule(kind, seed, secs, n, partitions, SETTINGS["broker.session.timeout.ms"])
+    (rundir / "schedule.json").write_text(json.dumps(steps, indent=1))
+    topic = f"jepsen-{kind}-{seed}-{uuid.uuid4().hex[:6]}"
+    group = "jepsen-sub"
+    cluster = cm.Cluster(rundir / "cluster", n, **SETTINGS)
+    procs: list[subprocess.Popen] = []
+    problems: list[str] = []
+    nemesis = None
+    steps_run = 0
+    t_start = time.monotonic()
+    result = None
+    crashed = None
+    try:
+        cluster.start_all()
+        from confluent_kafka.admin import NewTopic
+        admin = cluster.admin()  # kept referenced until the future resolves
+        fs = admin.create_topics([NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})])
+        fs[topic].result(30)
+        del admin
+        cluster.wait_topic(topic, partitions)
+        base = {"bootstrap": cluster.bootstrap, "topic": topic, "partitions": partitions, "out": str(hist),
+                "secs": secs}
+        for i in range(2):
+            procs.append(spawn("producer", dict(base, proc=f"prod-{i}", index=i + 1, seed=seed * 100 + i,
+                                                rate=rate, flush_secs=40, message_timeout_ms=30000), logs))
+        for i in range(2):
+            procs.append(spawn("assign", dict(base, proc=f"asg-{i}", seed=seed * 100 + 10 + i), logs))
+        for i in range(2):
+            procs.append(spawn("subscribe", dict(base, proc=f"sub-{i}", seed=seed * 100 + 20 + i, group=group),
+                               logs))
+        nemesis = Nemesis(cluster, topic, partitions, hist, seed)
+        steps_run = nemesis.run(steps, start_after=3, fault_secs=max(4.0, secs - 5))
+        nemesis.heal()
+        problems += wait_procs(procs, timeout=max(5.0, secs - (time.monotonic() - t_start)) + 75)
+        # the final reads: two independent readers bootstrapped from different nodes
+        finals = []
+        for i in range(2):
+            node = cluster.nodes[1 + i % n]
+            finals.append(spawn("final", dict(base, proc=f"final-{i}", bootstrap=node.addr, read_secs=60,
+                                              groups=[group, "jepsen-asg-0", "jepsen-asg-1"]), logs))
+        problems += wait_procs(finals, timeout=120)
+        procs += finals
+    except Exception as e:  # noqa: BLE001 - the run could not be carried out: kept, reported
+        import traceback
+        crashed = f"{type(e).__name__}: {str(e)[:1000]}"
+        (rundir / "runner-error.txt").write_text(traceback.format_exc())
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait(10)
+        if nemesis is not None:
+            nemesis.close()
+            problems += nemesis.problems
+        problems += cluster.teardown(passed=True)
+        for node in cluster.nodes.values():
+            try:
+                shutil.copy(node.stderr_path, logs / f"node-{node.id}.stderr")
+            except OSError:
+                pass
+    res = check(read_history(hist))
+    elapsed = time.monotonic() - t_start
+    result = {"kind": kind, "seed": seed, "secs": secs, "nodes": n, "partitions": partitions, "topic": topic,
+              "steps": steps_run, "elapsed_s": round(elapsed, 1), "valid": res.valid and crashed is None and not problems,
+              "checker": res.to_json(), "problems": problems, "crashed": crashed, "dir": str(rundir)}
+    (rundir / "result.json").write_text(json.dumps(result, indent=1, default=str))
+    (rundir / "summary.txt").write_text(res.summary() + "\n" + "\n".join(problems) + "\n")
+    if not quiet:
+        c, st = res.counts, res.stats
+        print(f"[{kind} seed {seed}] {'ok' if result['valid'] else 'FAIL'} in {elapsed:.0f}s: "
+              f"steps {steps_run}, acked {st['acknowledged']}, lost {c['lost']}, dup {c['duplicate']}, "
+              f"inconsistent {c['inconsistent']}, unseen {c['unseen']}, failovers {st['failovers']}, "
+              f"max no-write {st['max_no_write_window_s']}s"
+              + (f"; errors {res.errors}" if res.errors else "") + (f"; crashed: {crashed}" if crashed else "")
+              + (f"; problems: {problems}" if problems else ""), flush=True)
+    if result["valid"] and not keep:
+        shutil.rmtree(rundir / "cluster", ignore_errors=True)
+        shutil.rmtree(hist, ignore_errors=True)
+        shutil.rmtree(logs, ignore_errors=True)
+    return result
+
+
+COLUMNS = ["fault", "schedules", "failed", "acked", "lost", "dup", "inconsistent", "unseen", "other",
+           "failovers", "max no-write s", "seeds"]
+
+
+def table(results: list[dict]) -> str:
+    rows = []
+    for kind in dict.fromkeys(r["kind"] for r in results):
+        rs = [r for r in results if r["kind"] == kind]
+        cnt = lambda k: sum(r["checker"]["counts"].get(k, 0) for r in rs)  # noqa: E731
+        other = sum(v for r in rs for k, v in r["checker"]["counts"].items()
+                    if k not in ("lost", "duplicate", "inconsistent", "unseen"))
+        seeds = sorted(r["seed"] for r in rs)
+        rows.append([kind, len(rs), sum(1 for r in rs if not r["valid"]),
+                     sum(r["checker"]["stats"]["acknowledged"] for r in rs), cnt("lost"), cnt("duplicate"),
+                     cnt("inconsistent"), cnt("unseen"), other,
+                     sum(r["checker"]["stats"]["failovers"] for r in rs),
+                     max(r["checker"]["stats"]["max_no_write_window_s"] for r in rs),
+                     f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])])
+    widths = [max(len(str(x)) for x in col) for col in zip(COLUMNS, *rows)]
+    fmt = " | ".join(f"{{:{'<' if i in (0, 11) else '>'}{w}}}" for i, w in enumerate(widths))
+    lines = [fmt.format(*COLUMNS), "-+-".join("-" * w for w in widths)]
+    lines += [fmt.format(*row) for row in rows]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--fault", required=True, choices=KINDS + ["all"])
+    ap.add_argument("--schedules", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--secs", type=float, default=25)
+    ap.add_argument("--out", type=Path, default=Path("/tmp/frieda-jepsen"))
+    ap.add_argument("--partitions", type=int, default=5)
+    ap.add_argument("--rate", type=int, default=100, help="records/s per producer (2 producers)")
+    ap.add_argument("--nodes", type=int, default=None, help="cluster size (default: 3, 4 for reassign/mixed)")
+    ap.add_argument("--keep", action="store_true", help="keep every run's data, not only failing ones")
+    ap.add_argument("--stop-file", action="append", default=[],
+                    help="stop (before the next schedule) once this file exists, e.g. /tmp/frieda-bench-running")
+    args = ap.parse_args(argv)
+    kinds = KINDS if args.fault == "all" else [args.fault]
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = []
+    todo = [(kind, args.seed + i) for kind in kinds for i in range(args.schedules)]
+    for kind, seed in todo:
+        busy = [f for f in args.stop_file if Path(f).exists()]
+        if busy:
+            print(f"stopping before {kind} seed {seed}: {busy} exists", flush=True)
+            break
+        results.append(run_schedule(kind, seed, args.secs, args.out, args.partitions, args.rate,
+                                    args.keep, args.nodes))
+    if not results:
+        return 2
+    print()
+    print(table(results))
+    bad = [r for r in results if not r["valid"]]
+    (args.out / f"table-{int(time.time())}.json").write_text(json.dumps(results, indent=1, default=str))
+    if bad:
+        print("\nfailing runs (kept):")
+        for r in bad:
+            print(f"  {r['kind']} seed {r['seed']}: {r['dir']} errors {r['checker']['errors']} "
+                  f"crashed {r['crashed']} problems {r['problems']}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
