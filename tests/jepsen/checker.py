@@ -10,6 +10,8 @@ record read (consumers' polls, the final readers). From it:
     lost           an acknowledged value nobody ever read, acknowledged at an offset below the
                    partition's end (the high watermark the final readers read up to, or a higher
                    offset someone read): the log moved past it without it
+    vanished       a value some consumer read during the run that the complete final reads do
+                   not hold (it was below a high watermark once, then gone)
     unseen         an acknowledged value nobody read, at or above the end (not yet readable);
                    allowed up to ``unseen_bound`` (default 0: the final read runs on a healed,
                    quiet cluster, so every acknowledged record must be readable)
@@ -47,7 +49,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FATAL = ["lost", "duplicate", "inconsistent", "gap", "phantom", "aborted-read", "poll-skip",
+FATAL = ["lost", "vanished", "duplicate", "inconsistent", "gap", "phantom", "aborted-read", "poll-skip",
          "nonmonotonic-poll", "nonmonotonic-send", "commit-backwards", "final-incomplete"]
 EXAMPLES = 10
 
@@ -206,6 +208,18 @@ def check(ops: list[dict], unseen_bound: int = 0) -> Result:
             report("lost", case)
         else:
             report("unseen", case)
+
+    # ---- vanished: read during the run (so below a high watermark then), absent from the final reads
+    final_seen: set = set()
+    for op in ops:
+        if op["f"] == "final-read" and op["type"] == "ok":
+            final_seen.update(v for _p, _o, v in _reads(op))
+    if finals and all(op.get("complete", False) for op in finals):
+        for v, pos in read_at.items():
+            if v not in final_seen:
+                s = sends.get(v) or {}
+                report("vanished", {"value": v, "at": sorted(pos), "ack": s.get("type"),
+                                    "acked_offset": s.get("offset")})
 
     # ---- sends of one producer to one partition acknowledged out of order
     last_send: dict = {}

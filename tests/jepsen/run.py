@@ -69,6 +69,36 @@ def wait_procs(procs: list[subprocess.Popen], timeout: float) -> list[str]:
     return problems
 
 
+def replicas_identical(cluster, topic: str, attempts: int = 5) -> list[str]:
+    """Every replica of every partition holds the same batches, byte for byte, in its segment
+    files (asked again for a few seconds: a follower may still be fetching the tail)."""
+    import kafka_wire_extra as kx  # tests/integration (on sys.path through the cluster module)
+
+    def batches(node_id: int, p: int) -> list[bytes]:
+        out = []
+        for seg in kx.partition_segments(cluster.nodes[node_id].data_dir / f"{topic}-{p}"):
+            data = seg.read_bytes()
+            out += [data[b.position:b.position + b.size] for b in kx.parse_batches(data)]
+        return out
+
+    diffs: list[str] = []
+    for _ in range(attempts):
+        diffs = []
+        md = cluster.raw_metadata(cluster.running()[0], [topic])
+        for p, part in sorted(md.topics[topic][1].items()):
+            logs = {r: batches(r, p) for r in part.replicas}
+            first = logs[part.replicas[0]]
+            for r, bs in logs.items():
+                if bs != first:
+                    n = next((i for i, (a, b) in enumerate(zip(first, bs)) if a != b), min(len(first), len(bs)))
+                    diffs.append(f"{topic}[{p}]: replica {r} has {len(bs)} batches, replica {part.replicas[0]} "
+                                 f"{len(first)}; first difference at batch {n}")
+        if not diffs:
+            return []
+        time.sleep(2)
+    return ["replicas differ: " + "; ".join(diffs)]
+
+
 def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int = 5, rate: int = 100,
                  keep: bool = False, n_nodes: int | None = None, quiet: bool = False) -> dict:
     """One seeded schedule on a fresh cluster; returns its result (also in ``<dir>/result.json``)."""
@@ -123,6 +153,7 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
                                               groups=[group, "jepsen-asg-0", "jepsen-asg-1"]), logs))
         problems += wait_procs(finals, timeout=120)
         procs += finals
+        problems += replicas_identical(cluster, topic)
     except Exception as e:  # noqa: BLE001 - the run could not be carried out: kept, reported
         import traceback
         crashed = f"{type(e).__name__}: {str(e)[:1000]}"

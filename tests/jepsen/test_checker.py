@@ -131,6 +131,13 @@ def test_lost_write_never_read_below_end():
     assert res.counts["gap"] == 0  # offset 2 is known from the acknowledgement
 
 
+def test_vanished_after_it_was_consumed():
+    h = clean(final_log={0: [1, 3, 5], 1: [2, 4, 6, 8]})  # 7 (offset 3) consumed by sub-0, then gone
+    res = check(h.ops)
+    assert res.errors == ["vanished"], res.summary()
+    assert res.examples["vanished"][0]["value"] == 7
+
+
 def test_unseen_is_bounded():
     h = clean()
     h.send(9, 0, 4)  # acknowledged at the end offset, never read
