@@ -79,9 +79,9 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
-def port_open(port: int, timeout: float = 0.2) -> bool:
+def port_open(port: int, timeout: float = 0.2, host: str = "127.0.0.1") -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
@@ -145,12 +145,13 @@ def _i32_array(r: kw.Reader) -> list:
     return [r.i32() for _ in range(max(n, 0))]
 
 
-def raw_metadata(port: int, topics: list[str] | None = None, timeout: float = 5) -> RawMetadata:
-    """Metadata v7 asked of the broker at ``127.0.0.1:port`` itself (a client library would pick
+def raw_metadata(port: int, topics: list[str] | None = None, timeout: float = 5,
+                 host: str = "127.0.0.1") -> RawMetadata:
+    """Metadata v7 asked of the broker at ``host:port`` itself (a client library would pick
     any broker): what this very node believes."""
     body = (kw.i32(-1) if topics is None else kw.i32(len(topics)) + b"".join(kw.string(t) for t in topics))
     body += kw.i8(0)  # allow_auto_topic_creation = false
-    s = kw.connect("127.0.0.1", port, timeout=timeout)
+    s = kw.connect(host, port, timeout=timeout)
     try:
         payload = kw.request(s, kw.frame(kw.header_v1(kw.METADATA, 7, 7) + body), timeout=timeout)
     finally:
@@ -179,8 +180,12 @@ def raw_metadata(port: int, topics: list[str] | None = None, timeout: float = 5)
 # ---------------------------------------------------------------- nodes and the cluster
 
 class Node:
-    def __init__(self, cluster: "Cluster", node_id: int, voter: bool, client_port: int, quorum_port: int):
+    def __init__(self, cluster: "Cluster", node_id: int, voter: bool, client_port: int, quorum_port: int,
+                 host: str = "127.0.0.1", netns: str | None = None):
         self.cluster = cluster
+        # the address it listens on, and the network namespace it runs in (None: this one)
+        self.host = host
+        self.netns = netns
         self.id = node_id
         self.voter = voter
         self.client_port = client_port
@@ -196,7 +201,7 @@ class Node:
 
     @property
     def addr(self) -> str:
-        return f"127.0.0.1:{self.client_port}"
+        return f"{self.host}:{self.client_port}"
 
     @property
     def pid(self) -> int | None:
@@ -206,7 +211,7 @@ class Node:
         lines = [
             f'"node.id" = {self.id}',
             f'"process.roles" = "{"broker,controller" if self.voter else "broker"}"',
-            f'"listeners" = "PLAINTEXT://127.0.0.1:{self.client_port},CONTROLLER://127.0.0.1:{self.quorum_port}"',
+            f'"listeners" = "PLAINTEXT://{self.host}:{self.client_port},CONTROLLER://{self.host}:{self.quorum_port}"',
             f'"controller.quorum.voters" = "{voters}"',
             f'"data.dir" = {toml_value(str(self.data_dir))}',
         ]
@@ -222,6 +227,8 @@ class Node:
         if not binary.exists():
             raise AssertionError(f"broker binary {binary} not found: run `cargo build --release` or set FRIEDA_BIN")
         cmd = [str(binary), "serve", "--config", str(self.config_path)]
+        if self.netns is not None:
+            cmd = ["ip", "netns", "exec", self.netns] + cmd  # execs the broker: the pid is the broker's
         env = dict(os.environ)
         env.setdefault("RUST_LOG", "info,openraft=warn")  # openraft is chatty at info
         env.setdefault("RUST_BACKTRACE", "1")
@@ -238,7 +245,7 @@ class Node:
             rc = self.proc.poll()
             if rc is not None:
                 raise AssertionError(f"node {self.id} exited with {rc} during start-up\n{self.tail()}")
-            if port_open(self.client_port):
+            if port_open(self.client_port, host=self.host):
                 return
             time.sleep(0.05)
         self.kill_hard()
@@ -272,7 +279,10 @@ class Node:
 
 
 class Cluster:
-    def __init__(self, workdir: Path, n: int = 3, voters: int | None = None, **settings):
+    def __init__(self, workdir: Path, n: int = 3, voters: int | None = None,
+                 hosts: dict[int, str] | None = None, netns: dict[int, str] | None = None, **settings):
+        """``hosts``/``netns``: per node id, the address it listens on (default 127.0.0.1) and the
+        network namespace it runs in (default none; see netns.py)."""
         self.workdir = Path(workdir)
         self.n = n
         self.voters = min(n, 3) if voters is None else voters
@@ -280,9 +290,13 @@ class Cluster:
         self.settings = dict(DEFAULT_SETTINGS)
         self.settings.update({k.replace("_", "."): v for k, v in settings.items()})
         ports = free_ports(2 * n)
-        self.nodes = {i: Node(self, i, i <= self.voters, ports[2 * (i - 1)], ports[2 * (i - 1) + 1])
+        hosts = hosts or {}
+        netns = netns or {}
+        self.nodes = {i: Node(self, i, i <= self.voters, ports[2 * (i - 1)], ports[2 * (i - 1) + 1],
+                              hosts.get(i, "127.0.0.1"), netns.get(i))
                       for i in range(1, n + 1)}
-        voter_list = ",".join(f"{i}@127.0.0.1:{self.nodes[i].quorum_port}" for i in range(1, self.voters + 1))
+        voter_list = ",".join(f"{i}@{self.nodes[i].host}:{self.nodes[i].quorum_port}"
+                              for i in range(1, self.voters + 1))
         for node in self.nodes.values():
             node.write_config(voter_list, self.settings)
 
@@ -428,7 +442,7 @@ class Cluster:
         return list(self.partitions(topic, via)[partition].replicas)
 
     def raw_metadata(self, i: int, topics: list[str] | None = None) -> RawMetadata:
-        return raw_metadata(self.nodes[i].client_port, topics)
+        return raw_metadata(self.nodes[i].client_port, topics, host=self.nodes[i].host)
 
     def controller(self, via: int | None = None) -> int:
         """The controller id that Metadata (v7, asked of node ``via``) reports."""
@@ -449,7 +463,7 @@ class Cluster:
         with a leader and a full ISR."""
         def ok():
             for i in self.running():
-                md = raw_metadata(self.nodes[i].client_port, [topic])
+                md = raw_metadata(self.nodes[i].client_port, [topic], host=self.nodes[i].host)
                 err, parts = md.topics.get(topic, (3, {}))
                 if err != 0 or len(parts) != partitions:
                     return False
@@ -495,8 +509,8 @@ def cluster(request, tmp_path):
     """Factory: ``cluster(n=3, voters=None, **settings)`` -> a started ``Cluster`` (one per call)."""
     made: list[Cluster] = []
 
-    def make(n: int = 3, voters: int | None = None, **settings) -> Cluster:
-        c = Cluster(tmp_path / f"cluster-{len(made)}", n, voters, **settings)
+    def make(n: int = 3, voters: int | None = None, hosts=None, netns=None, **settings) -> Cluster:
+        c = Cluster(tmp_path / f"cluster-{len(made)}", n, voters, hosts=hosts, netns=netns, **settings)
         made.append(c)
         c.start_all()
         return c
