@@ -236,7 +236,8 @@ def main(argv=None) -> int:
     kinds = KINDS if args.fault == "all" else [args.fault]
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
-    todo = [(kind, args.seed + i) for kind in kinds for i in range(args.schedules)]
+    # seed by seed, every kind in turn: a soak stopped early still covers every kind
+    todo = [(kind, args.seed + i) for i in range(args.schedules) for kind in kinds]
     for kind, seed in todo:
         busy = [f for f in args.stop_file if Path(f).exists()]
         if busy:
