@@ -280,9 +280,11 @@ class Node:
 
 class Cluster:
     def __init__(self, workdir: Path, n: int = 3, voters: int | None = None,
-                 hosts: dict[int, str] | None = None, netns: dict[int, str] | None = None, **settings):
-        """``hosts``/``netns``: per node id, the address it listens on (default 127.0.0.1) and the
-        network namespace it runs in (default none; see netns.py)."""
+                 hosts: dict[int, str] | None = None, netns: dict[int, str] | None = None,
+                 data_dirs: dict[int, Path] | None = None, **settings):
+        """``hosts``/``netns``/``data_dirs``: per node id, the address it listens on (default
+        127.0.0.1), the network namespace it runs in (default none; see netns.py) and its data
+        directory (default ``<workdir>/node-<i>/data``; e.g. a syncfs mount)."""
         self.workdir = Path(workdir)
         self.n = n
         self.voters = min(n, 3) if voters is None else voters
@@ -295,6 +297,8 @@ class Cluster:
         self.nodes = {i: Node(self, i, i <= self.voters, ports[2 * (i - 1)], ports[2 * (i - 1) + 1],
                               hosts.get(i, "127.0.0.1"), netns.get(i))
                       for i in range(1, n + 1)}
+        for i, d in (data_dirs or {}).items():
+            self.nodes[i].data_dir = Path(d)
         voter_list = ",".join(f"{i}@{self.nodes[i].host}:{self.nodes[i].quorum_port}"
                               for i in range(1, self.voters + 1))
         for node in self.nodes.values():
@@ -509,8 +513,10 @@ def cluster(request, tmp_path):
     """Factory: ``cluster(n=3, voters=None, **settings)`` -> a started ``Cluster`` (one per call)."""
     made: list[Cluster] = []
 
-    def make(n: int = 3, voters: int | None = None, hosts=None, netns=None, **settings) -> Cluster:
-        c = Cluster(tmp_path / f"cluster-{len(made)}", n, voters, hosts=hosts, netns=netns, **settings)
+    def make(n: int = 3, voters: int | None = None, hosts=None, netns=None, data_dirs=None,
+             **settings) -> Cluster:
+        c = Cluster(tmp_path / f"cluster-{len(made)}", n, voters, hosts=hosts, netns=netns,
+                    data_dirs=data_dirs, **settings)
         made.append(c)
         c.start_all()
         return c
