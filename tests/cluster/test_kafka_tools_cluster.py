@@ -1,0 +1,170 @@
+"""Apache Kafka 4.3.1's own Java tools and clients against a 3-broker Frieda cluster, run as a user
+runs them (each a JVM on the classpath of tests/java/pom.xml: kafka-clients and kafka-tools from
+Maven Central). ``FRIEDA_JAVA_CLASSPATH`` may name a file holding that classpath (scripts/test
+writes target/java-classpath.txt); otherwise it is resolved with ``mvn dependency:build-classpath``.
+
+The Java producer is Kafka's VerifiableProducer (idempotent, acks=all; it prints every
+acknowledgement with its partition and offset), the Java consumer Kafka's ConsoleConsumer (a
+group member, printing partition and offset)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+from test_cluster import moved_off
+
+JAVA_POM = REPO_ROOT / "tests" / "java" / "pom.xml"
+
+
+@pytest.fixture(scope="module")
+def classpath(tmp_path_factory) -> str:
+    f = os.environ.get("FRIEDA_JAVA_CLASSPATH") or str(REPO_ROOT / "target" / "java-classpath.txt")
+    if not Path(f).exists():
+        assert shutil.which("mvn"), "mvn not found: run scripts/test (it installs Maven and a JDK)"
+        f = str(tmp_path_factory.mktemp("java") / "classpath.txt")
+        subprocess.run(["mvn", "-B", "-q", "-f", str(JAVA_POM), "dependency:build-classpath",
+                        f"-Dmdep.outputFile={f}", "-Dmdep.includeScope=test"], check=True, timeout=600)
+    cp = Path(f).read_text().strip()
+    assert "kafka-tools-4.3.1.jar" in cp and "kafka-clients-4.3.1.jar" in cp, cp[:300]
+    return cp
+
+
+def java(cp: str, cls: str, *args: str) -> list[str]:
+    return ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-Dorg.slf4j.simpleLogger.logFile=System.err", "-cp", cp, cls, *args]
+
+
+def tool(cp: str, cls: str, *args: str, timeout: float = 90) -> str:
+    """Runs a Kafka tool; asserts exit status 0; returns its stdout."""
+    r = subprocess.run(java(cp, cls, *args), capture_output=True, text=True, timeout=timeout)
+    short = cls.rsplit(".", 1)[1]
+    print(f"$ {short} {' '.join(args)}\n{r.stdout}")
+    assert r.returncode == 0, f"{short} {' '.join(args)} exited {r.returncode}\n{r.stdout}\n{r.stderr[-3000:]}"
+    return r.stdout
+
+
+TOPICS = "org.apache.kafka.tools.TopicCommand"
+ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
+LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
+PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
+CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+
+ROW = re.compile(r"Partition: (\d+)\s+Leader: (-?\d+)\s+Replicas: ([\d,]*)\s+Isr: ([\d,]*)")
+
+
+def describe(cp: str, boot: str, topic: str, *extra: str) -> dict[int, tuple[int, list[int], list[int]]]:
+    """kafka-topics --describe: partition -> (leader, replicas, isr)."""
+    out = tool(cp, TOPICS, "--bootstrap-server", boot, "--describe", "--topic", topic, *extra)
+    ids = lambda s: [int(x) for x in s.split(",") if x]  # noqa: E731
+    return {int(m[1]): (int(m[2]), ids(m[3]), ids(m[4])) for m in ROW.finditer(out)}
+
+
+def test_kafka_tools_and_java_clients_through_a_leader_failover(cluster, topic_name, classpath, tmp_path):
+    """kafka-topics creates an RF 3 topic with 6 partitions: leaders on all 3 brokers, Isr of 3
+    each. Kafka's VerifiableProducer (idempotent, acks=all, 3000 records at 300/s) runs while the
+    leader of partition 0 (not the active controller) is SIGKILLed: `--under-replicated-partitions`
+    lists partitions while it is down; it restarts, rejoins (the list is empty again), and
+    kafka-leader-election (preferred) gives every partition back to its first replica. Every
+    record the producer reports acknowledged is read back by ConsoleConsumer (a group member) at
+    its partition and offset, each value once. Then kafka-reassign-partitions --execute moves
+    partition 0 to two replicas and --verify reports it complete (Metadata agrees);
+    kafka-metadata-quorum describe --status/--replication name the leader and 3 voters;
+    kafka-log-dirs --describe reports every replica of the topic on every broker."""
+    c = cluster()
+    cp = classpath
+    boot = c.bootstrap
+    t = topic_name()
+    tool(cp, TOPICS, "--bootstrap-server", boot, "--create", "--topic", t, "--partitions", "6",
+         "--replication-factor", "3")
+    c.wait_full_isr(t, 30)
+    d = describe(cp, boot, t)
+    assert sorted(d) == list(range(6)), d
+    assert {leader for leader, _, _ in d.values()} == {1, 2, 3}, f"leaders not spread: {d}"
+    assert all(sorted(isr) == [1, 2, 3] and sorted(reps) == [1, 2, 3] for _, reps, isr in d.values()), d
+
+    props = tmp_path / "producer.properties"
+    props.write_text("enable.idempotence=true\nretries=2147483647\ndelivery.timeout.ms=120000\n"
+                     "max.in.flight.requests.per.connection=5\n")
+    out_path = tmp_path / "producer.jsonl"
+    with open(out_path, "w") as out, open(tmp_path / "producer.stderr", "w") as err:
+        prod = subprocess.Popen(java(cp, PRODUCER, "--bootstrap-server", boot, "--topic", t,
+                                     "--max-messages", "3000", "--throughput", "300", "--acks", "-1",
+                                     "--value-prefix", "7", "--command-config", str(props)),
+                                stdout=out, stderr=err)
+    try:
+        time.sleep(3)
+        ctrl = c.controller()
+        victim = d[0][0] if d[0][0] != ctrl else next(leader for leader, _, _ in d.values() if leader != ctrl)
+        c.kill(victim)
+        c.wait_until(lambda: moved_off(c, t, 6, victim), 30, f"leaderships moved off node {victim}")
+        others = [i for i in c.nodes if i != victim]
+        live = ",".join(c.node(i).addr for i in others)
+        urp = describe(cp, live, t, "--under-replicated-partitions")
+        assert urp, "no under-replicated partition listed with a broker down"
+        assert all(victim not in isr for _, _, isr in urp.values()), urp
+        c.start(victim)
+        c.wait_full_isr(t, 60, via=others[0])
+        assert describe(cp, boot, t, "--under-replicated-partitions") == {}
+        assert prod.wait(timeout=120) == 0, (tmp_path / "producer.stderr").read_text()[-3000:]
+    finally:
+        if prod.poll() is None:
+            prod.send_signal(signal.SIGKILL)
+            prod.wait()
+
+    events = [json.loads(line) for line in out_path.read_text().splitlines() if line.startswith("{")]
+    acked = [(e["partition"], e["offset"], e["value"]) for e in events if e["name"] == "producer_send_success"]
+    errors = [e for e in events if e["name"] == "producer_send_error"]
+    assert not errors, errors[:5]
+    assert len(acked) == 3000, f"{len(acked)} of 3000 acknowledged"
+
+    tool(cp, ELECTION, "--bootstrap-server", boot, "--election-type", "PREFERRED", "--all-topic-partitions")
+    c.wait_until(lambda: all(leader == reps[0] for leader, reps, _ in describe(cp, boot, t).values()), 30,
+                 "preferred leaders restored")
+
+    out = tool(cp, CONSUMER, "--bootstrap-server", boot, "--topic", t, "--from-beginning",
+               "--max-messages", str(len(acked)), "--timeout-ms", "30000",
+               "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
+               timeout=120)
+    read = {}
+    for m in re.finditer(r"Partition:(\d+)\tOffset:(\d+)\t(.*)", out):
+        read[(int(m[1]), int(m[2]))] = m[3]
+    for p, o, v in acked:
+        assert read.get((p, o)) == v, f"acknowledged {v!r} at {t}-{p}@{o}, read {read.get((p, o))!r}"
+    values = list(read.values())
+    assert len(values) == len(set(values)) == 3000, f"{len(values)} records read, {len(set(values))} distinct"
+
+    plan = tmp_path / "reassign.json"
+    target = [i for i in (1, 2, 3) if i != d[0][0]]
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": t, "partition": 0, "replicas": target}]}))
+    tool(cp, REASSIGN, "--bootstrap-server", boot, "--reassignment-json-file", str(plan), "--execute")
+    c.wait_until(lambda: "is completed" in tool(cp, REASSIGN, "--bootstrap-server", boot,
+                                                "--reassignment-json-file", str(plan), "--verify"),
+                 60, "reassignment completed")
+    assert sorted(c.replicas_of(t, 0)) == sorted(target)
+
+    status = tool(cp, QUORUM, "--bootstrap-server", boot, "describe", "--status")
+    assert re.search(r"LeaderId:\s+[123]\b", status), status
+    assert re.search(r"CurrentVoters:\s+\[.*\b1\b.*\b2\b.*\b3\b.*\]", status), status
+    repl = tool(cp, QUORUM, "--bootstrap-server", boot, "describe", "--replication")
+    assert len(re.findall(r"^\s*[123]\s+", repl, re.M)) == 3, repl
+    assert "Leader" in repl and "Follower" in repl, repl
+
+    out = tool(cp, LOG_DIRS, "--bootstrap-server", boot, "--describe", "--broker-list", "1,2,3", "--topic-list", t)
+    info = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    held = {(b["broker"], p["partition"]) for b in info["brokers"] for ld in b["logDirs"] for p in ld["partitions"]}
+    for q in range(6):
+        reps = target if q == 0 else [1, 2, 3]
+        for b in reps:
+            assert (b, f"{t}-{q}") in held, f"kafka-log-dirs misses {t}-{q} on broker {b}: {sorted(held)}"
