@@ -367,6 +367,10 @@ def check(ops: list[dict], unseen_bound: int = 0) -> Result:
     }
     stats.update(failover_stats(ops))
     stats["max_no_write_window_s"] = round(no_write_window(sends), 3)
+    # the longest a single acknowledged send waited (one producer stalled while another went on
+    # does not show in the no-write window)
+    stats["max_ack_latency_s"] = round(max((s["done"] - s["invoke"] for _v, s in acked if s["done"] is not None),
+                                           default=0) / 1e9, 3)
 
     errors = [k for k in FATAL if counts.get(k)]
     if counts.get("unseen", 0) > unseen_bound:

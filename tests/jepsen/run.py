@@ -184,7 +184,7 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
         print(f"[{kind} seed {seed}] {'ok' if result['valid'] else 'FAIL'} in {elapsed:.0f}s: "
               f"steps {steps_run}, acked {st['acknowledged']}, lost {c['lost']}, dup {c['duplicate']}, "
               f"inconsistent {c['inconsistent']}, unseen {c['unseen']}, failovers {st['failovers']}, "
-              f"max no-write {st['max_no_write_window_s']}s"
+              f"max no-write {st['max_no_write_window_s']}s, max ack {st['max_ack_latency_s']}s"
               + (f"; errors {res.errors}" if res.errors else "") + (f"; crashed: {crashed}" if crashed else "")
               + (f"; problems: {problems}" if problems else ""), flush=True)
     if result["valid"] and not keep:
@@ -195,7 +195,7 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
 
 
 COLUMNS = ["fault", "schedules", "failed", "acked", "lost", "dup", "inconsistent", "unseen", "other",
-           "failovers", "max no-write s", "seeds"]
+           "failovers", "max no-write s", "max ack s", "seeds"]
 
 
 def table(results: list[dict]) -> str:
@@ -211,9 +211,10 @@ def table(results: list[dict]) -> str:
                      cnt("inconsistent"), cnt("unseen"), other,
                      sum(r["checker"]["stats"]["failovers"] for r in rs),
                      max(r["checker"]["stats"]["max_no_write_window_s"] for r in rs),
+                     max(r["checker"]["stats"].get("max_ack_latency_s", 0) for r in rs),
                      f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])])
     widths = [max(len(str(x)) for x in col) for col in zip(COLUMNS, *rows)]
-    fmt = " | ".join(f"{{:{'<' if i in (0, 11) else '>'}{w}}}" for i, w in enumerate(widths))
+    fmt = " | ".join(f"{{:{'<' if i in (0, len(COLUMNS) - 1) else '>'}{w}}}" for i, w in enumerate(widths))
     lines = [fmt.format(*COLUMNS), "-+-".join("-" * w for w in widths)]
     lines += [fmt.format(*row) for row in rows]
     return "\n".join(lines)

@@ -350,3 +350,4 @@ def test_no_write_window_and_failovers():
     assert res.valid, res.summary()
     assert res.stats["failovers"] == 1 and res.stats["controller_changes"] == 1 and res.stats["faults"] == 1
     assert 5.0 <= res.stats["max_no_write_window_s"] < 5.1
+    assert 5.0 <= res.stats["max_ack_latency_s"] < 5.1
