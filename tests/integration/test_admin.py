@@ -222,3 +222,37 @@ def test_describe_cluster(broker):
     assert list(md.brokers) == [node.id]
     assert (md.brokers[node.id].host, md.brokers[node.id].port) == (broker.host, broker.port)
     assert md.cluster_id == d.cluster_id
+
+
+def test_acl_apis_without_an_authorizer_answer_security_disabled(broker, topic_name):
+    """No authorizer is configured (the default, as in Kafka): CreateAcls, DescribeAcls and
+    DeleteAcls are advertised and answered SECURITY_DISABLED (54), as Apache Kafka 4.3.1 answers
+    them (checked with `kafka-acls --list/--add/--remove` against both), and nothing is stored:
+    the topic the ACL named stays usable."""
+    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
+                                       ResourcePatternType)
+    a = h.admin(broker.bootstrap)
+    topic = topic_name()
+    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    fs = a.create_acls([binding], request_timeout=T)
+    assert _err_code(fs[binding]) == KafkaError.SECURITY_DISABLED
+    flt = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                           AclOperation.ANY, AclPermissionType.ANY)
+    # librdkafka 2.x drops DescribeAcls's top-level error (an empty list, against Kafka too);
+    # kafka-python raises it with the broker's message
+    from kafka.admin import ACLFilter, ACLOperation as KpOp, ACLPermissionType as KpPerm, KafkaAdminClient
+    from kafka.admin import ResourcePatternFilter, ResourceType as KpRes, ACLResourcePatternType as KpPat
+    from kafka.errors import SecurityDisabledError
+    kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=T * 1000)
+    try:
+        with pytest.raises(SecurityDisabledError, match="No Authorizer is configured on the broker"):
+            kp.describe_acls(ACLFilter(principal=None, host="*", operation=KpOp.ANY, permission_type=KpPerm.ANY,
+                                       resource_pattern=ResourcePatternFilter(KpRes.ANY, None, KpPat.ANY)))
+    finally:
+        kp.close()
+    fs = a.delete_acls([flt], request_timeout=T)
+    assert _err_code(fs[flt]) == KafkaError.SECURITY_DISABLED
+    fs = a.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)], operation_timeout=T,
+                         request_timeout=T)
+    assert fs[topic].result(timeout=T) is None

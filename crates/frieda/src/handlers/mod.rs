@@ -4,6 +4,7 @@
 //!
 //! Supported APIs and versions are listed once, in [`api_versions::SUPPORTED`].
 
+pub mod acls;
 pub mod admin;
 pub mod api_versions;
 pub mod cluster;
@@ -181,6 +182,9 @@ pub async fn handle(
         ApiKey::Fetch => simple!(fetch),
         ApiKey::ListOffsets => simple!(list_offsets),
         ApiKey::OffsetForLeaderEpoch => simple!(leader_epoch),
+        ApiKey::DescribeAcls => call!(acls::describe),
+        ApiKey::CreateAcls => call!(acls::create),
+        ApiKey::DeleteAcls => call!(acls::delete),
         ApiKey::ElectLeaders => call!(leadership::elect_leaders),
         ApiKey::AlterPartitionReassignments => call!(leadership::alter_reassignments),
         ApiKey::ListPartitionReassignments => call!(leadership::list_reassignments),
