@@ -1,11 +1,13 @@
 //! ApiVersions (key 18): the table of every API and version range Frieda implements.
 //! Unsupported APIs are not advertised.
 
-use super::RequestContext;
+use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::Encodable;
 use std::sync::Arc;
@@ -84,16 +86,60 @@ fn api_keys() -> Vec<ApiVersion> {
         .collect()
 }
 
-/// Answers with the table (and no features: a single broker has no finalized features).
+/// `(feature, supported min level, supported max level, finalized level)` of Kafka's feature
+/// flags (KIP-584), as ApiVersions v3+ reports them and `kafka-features describe` prints them.
+/// `metadata.version` levels are Kafka's `MetadataVersion` feature levels (7 = 3.3-IV3, the KRaft
+/// minimum; 30 = 4.3-IV0): Frieda speaks the 4.3 metadata of the APIs it advertises. The other
+/// features are what Frieda implements of them, i.e. level 0 only (no KIP-853 dynamic quorum, no
+/// transactions v2, no KIP-848 groups, no ELR, no share groups or streams groups): a client
+/// that checks a finalized level (the Java producer's `transaction.version` >= 2) sees them off,
+/// as on a Kafka cluster that has not finalized them. Levels of 0 are not listed as finalized,
+/// as Kafka does not list them.
+pub const FEATURES: &[(&str, i16, i16, i16)] = &[
+    ("metadata.version", 7, 30, 30),
+    ("kraft.version", 0, 0, 0),
+    ("transaction.version", 0, 0, 0),
+    ("group.version", 0, 0, 0),
+    ("eligible.leader.replicas.version", 0, 0, 0),
+    ("share.version", 0, 0, 0),
+    ("streams.version", 0, 0, 0),
+];
+
+/// The finalized-features epoch: Frieda's finalized levels never change at run time (they are
+/// this table, the same on every node), so the epoch is constant.
+const FINALIZED_FEATURES_EPOCH: i64 = 1;
+
+/// Answers with the table and the feature levels ([`FEATURES`]; v3+ carry them).
 pub async fn handle(
     _broker: &Arc<Broker>,
     _ctx: &RequestContext,
     _req: ApiVersionsRequest,
 ) -> ApiVersionsResponse {
+    let supported = FEATURES
+        .iter()
+        .map(|(name, min, max, _)| {
+            SupportedFeatureKey::default()
+                .with_name(str_bytes(name))
+                .with_min_version(*min)
+                .with_max_version(*max)
+        })
+        .collect();
+    let finalized = FEATURES
+        .iter()
+        .filter(|(_, _, _, level)| *level > 0)
+        .map(|(name, _, _, level)| {
+            FinalizedFeatureKey::default()
+                .with_name(str_bytes(name))
+                .with_min_version_level(*level)
+                .with_max_version_level(*level)
+        })
+        .collect();
     ApiVersionsResponse::default()
         .with_error_code(0)
         .with_api_keys(api_keys())
-        .with_finalized_features_epoch(-1)
+        .with_supported_features(supported)
+        .with_finalized_features_epoch(FINALIZED_FEATURES_EPOCH)
+        .with_finalized_features(finalized)
 }
 
 /// ApiVersions v0 response with UNSUPPORTED_VERSION (35) and the table, for a client asking
@@ -126,6 +172,14 @@ mod tests {
                 *min >= r.min && *max <= r.max,
                 "{k:?} {min}..{max} outside {r}"
             );
+        }
+    }
+
+    #[test]
+    fn finalized_levels_are_supported_levels() {
+        for (name, min, max, level) in FEATURES {
+            assert!(min <= max, "{name}");
+            assert!(*level == 0 || (min..=max).contains(&level), "{name}");
         }
     }
 

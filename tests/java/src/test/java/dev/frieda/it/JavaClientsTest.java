@@ -295,4 +295,26 @@ class JavaClientsTest {
             assertEquals(want, values);
         }
     }
+
+    /**
+     * Admin.describeFeatures (what {@code kafka-features describe} prints): metadata.version
+     * supported 3.3-IV3 (level 7) to 4.3-IV0 (level 30) and finalized at 4.3-IV0; the features
+     * Frieda does not implement (transactions v2, KIP-848 groups, ...) supported at level 0 only
+     * and not finalized, so clients see them off.
+     */
+    @Test
+    void featuresDescribeMetadataVersion43() throws Exception {
+        try (Admin a = admin()) {
+            org.apache.kafka.clients.admin.FeatureMetadata f =
+                    a.describeFeatures().featureMetadata().get(30, TimeUnit.SECONDS);
+            assertEquals((short) 7, f.supportedFeatures().get("metadata.version").minVersion());
+            assertEquals((short) 30, f.supportedFeatures().get("metadata.version").maxVersion());
+            assertEquals((short) 30, f.finalizedFeatures().get("metadata.version").maxVersionLevel());
+            for (String off : List.of("transaction.version", "group.version", "kraft.version")) {
+                assertEquals((short) 0, f.supportedFeatures().get(off).maxVersion(), off);
+                assertFalse(f.finalizedFeatures().containsKey(off), off + " finalized");
+            }
+            assertTrue(f.finalizedFeaturesEpoch().isPresent());
+        }
+    }
 }
