@@ -172,7 +172,13 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
                 shutil.copy(node.stderr_path, logs / f"node-{node.id}.stderr")
             except OSError:
                 pass
-    res = check(read_history(hist))
+    try:
+        res = check(read_history(hist))
+    except Exception as e:  # noqa: BLE001 - a checker bug must not end a soak; the run is kept
+        import traceback
+        (rundir / "checker-error.txt").write_text(traceback.format_exc())
+        crashed = (crashed or "") + f" checker: {type(e).__name__}: {e}"
+        res = check([])
     elapsed = time.monotonic() - t_start
     result = {"kind": kind, "seed": seed, "secs": secs, "nodes": n, "partitions": partitions, "topic": topic,
               "steps": steps_run, "elapsed_s": round(elapsed, 1), "valid": res.valid and crashed is None and not problems,

@@ -351,3 +351,15 @@ def test_no_write_window_and_failovers():
     assert res.stats["failovers"] == 1 and res.stats["controller_changes"] == 1 and res.stats["faults"] == 1
     assert 5.0 <= res.stats["max_no_write_window_s"] < 5.1
     assert 5.0 <= res.stats["max_ack_latency_s"] < 5.1
+
+
+def test_acknowledged_without_offset():
+    h = clean(final_log={0: [1, 3, 5, 7, 9], 1: [2, 4, 6, 8]})
+    h.send(9, 0, None)  # ok, offset unknown (librdkafka's answer to a duplicate)
+    res = check(h.ops)
+    assert res.valid, res.summary()
+    assert res.stats["acked_without_offset"] == 1
+    h = clean()
+    h.send(9, 0, None)  # ... and never read by the complete final reads: lost
+    res = check(h.ops)
+    assert res.errors == ["lost"]
