@@ -256,3 +256,36 @@ def test_acl_apis_without_an_authorizer_answer_security_disabled(broker, topic_n
     fs = a.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)], operation_timeout=T,
                          request_timeout=T)
     assert fs[topic].result(timeout=T) is None
+
+
+def test_describe_broker_configs_under_kafkas_names(broker):
+    """DescribeConfigs of the broker answers with Kafka's broker config names (compared with a
+    Kafka 4.3.1 broker: every key Frieda lists that Kafka also knows is spelled as Kafka spells
+    it), including the keys tools read: advertised.listeners and listeners as
+    `PLAINTEXT://host:port`, node.id/broker.id, process.roles, and the topic defaults under their
+    broker synonyms (message.max.bytes, log.retention.ms, log.cleanup.policy, compression.type,
+    min.insync.replicas, log.cleaner.min.cleanable.ratio); no invented names such as
+    log.max.message.bytes; broker.rack null when unset."""
+    a = h.admin(broker.bootstrap)
+    res = ConfigResource(ResourceType.BROKER, "1")
+    conf = a.describe_configs([res], request_timeout=T)[res].result(timeout=T)
+    want = {
+        "advertised.listeners": f"PLAINTEXT://{broker.bootstrap}",
+        "listeners": f"PLAINTEXT://{broker.bootstrap}",
+        "node.id": "1", "broker.id": "1",
+        "message.max.bytes": "1048588",
+        "log.retention.ms": "604800000",
+        "log.cleanup.policy": "delete",
+        "compression.type": "producer",
+        "min.insync.replicas": "1",
+        "log.cleaner.min.cleanable.ratio": "0.5",
+        "log.segment.bytes": "1073741824",
+        "auto.create.topics.enable": "true",
+    }
+    for k, v in want.items():
+        assert k in conf, f"{k} missing from the broker's configs: {sorted(conf)}"
+        assert conf[k].value == v, f"{k}={conf[k].value!r}, want {v!r}"
+    assert conf["broker.rack"].value is None
+    for invented in ("log.max.message.bytes", "log.min.insync.replicas", "log.compression.type",
+                     "log.flush.messages", "log.retention.bytes.x"):
+        assert invented not in conf, invented

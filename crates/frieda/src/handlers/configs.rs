@@ -81,22 +81,276 @@ pub fn topic_config_entries(
         .collect()
 }
 
+/// Kafka's broker-level name of each topic config (the synonym a broker's `server.properties`
+/// sets the topic default with; Kafka 4.3's `ServerTopicConfigSynonyms`). Topic configs without a
+/// broker synonym (the throttled-replica lists) are not listed.
+const TOPIC_CONFIG_BROKER_SYNONYMS: &[(&str, &str)] = &[
+    ("cleanup.policy", "log.cleanup.policy"),
+    ("compression.type", "compression.type"),
+    ("delete.retention.ms", "log.cleaner.delete.retention.ms"),
+    ("file.delete.delay.ms", "log.segment.delete.delay.ms"),
+    ("flush.messages", "log.flush.interval.messages"),
+    ("flush.ms", "log.flush.interval.ms"),
+    ("index.interval.bytes", "log.index.interval.bytes"),
+    ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
+    ("max.message.bytes", "message.max.bytes"),
+    ("message.timestamp.type", "log.message.timestamp.type"),
+    (
+        "message.timestamp.before.max.ms",
+        "log.message.timestamp.before.max.ms",
+    ),
+    (
+        "message.timestamp.after.max.ms",
+        "log.message.timestamp.after.max.ms",
+    ),
+    (
+        "min.cleanable.dirty.ratio",
+        "log.cleaner.min.cleanable.ratio",
+    ),
+    ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
+    ("min.insync.replicas", "min.insync.replicas"),
+    ("preallocate", "log.preallocate"),
+    ("retention.bytes", "log.retention.bytes"),
+    ("retention.ms", "log.retention.ms"),
+    ("segment.bytes", "log.segment.bytes"),
+    ("segment.index.bytes", "log.index.size.max.bytes"),
+    ("segment.jitter.ms", "log.roll.jitter.ms"),
+    ("segment.ms", "log.roll.ms"),
+    (
+        "unclean.leader.election.enable",
+        "unclean.leader.election.enable",
+    ),
+];
+
+/// The broker's configs under Kafka's broker config names, with the values in force: the
+/// settings Frieda implements (listeners, identity, limits, the cluster's KRaft and replication
+/// settings, the group coordinator's, the cleaner's) and every topic default under its broker
+/// synonym ([`TOPIC_CONFIG_BROKER_SYNONYMS`]). Kafka lists ~340 keys, most for features Frieda
+/// does not have (SASL, SSL, tiered storage, share groups, ...); those are not listed rather
+/// than listed with values that would not be true.
 fn broker_config_entries(broker: &Broker) -> Vec<ConfigEntry> {
     let c = &broker.config;
+    let k = &c.cluster;
+    let g = &c.coordinator;
+    let join = |v: Vec<String>| v.join(",");
+    let listeners = join(c.listeners.iter().map(|e| e.to_string()).collect());
+    let advertised = join(
+        c.advertised_endpoints()
+            .into_iter()
+            .map(|(name, host, port)| format!("{name}://{host}:{port}"))
+            .collect(),
+    );
+    let roles = match (k.broker, k.controller) {
+        (true, true) => "broker,controller",
+        (false, true) => "controller",
+        _ => "broker",
+    };
+    let voters = join(
+        k.voters
+            .iter()
+            .map(|(id, addr)| format!("{id}@{addr}"))
+            .collect(),
+    );
+    let protocol_map = join(
+        c.security_protocol_map
+            .iter()
+            .map(|(l, p)| format!("{l}:{p}"))
+            .collect(),
+    );
     let mut entries: Vec<ConfigEntry> = [
         ("node.id", c.node_id.to_string(), TYPE_LONG),
+        ("broker.id", c.node_id.to_string(), TYPE_LONG),
+        ("process.roles", roles.to_string(), TYPE_LIST),
+        ("listeners", listeners, TYPE_STRING),
+        ("advertised.listeners", advertised, TYPE_STRING),
+        ("listener.security.protocol.map", protocol_map, TYPE_STRING),
+        (
+            "controller.listener.names",
+            join(k.controller_listener_names.clone()),
+            TYPE_STRING,
+        ),
+        ("controller.quorum.voters", voters, TYPE_LIST),
+        ("log.dirs", c.data_dir.display().to_string(), TYPE_STRING),
+        ("log.dir", c.data_dir.display().to_string(), TYPE_STRING),
         ("num.partitions", c.num_partitions.to_string(), TYPE_LONG),
+        (
+            "default.replication.factor",
+            c.default_replication_factor.to_string(),
+            TYPE_LONG,
+        ),
         (
             "auto.create.topics.enable",
             c.auto_create_topics.to_string(),
             TYPE_BOOLEAN,
         ),
+        ("delete.topic.enable", "true".to_string(), TYPE_BOOLEAN),
         (
             "socket.request.max.bytes",
             c.max_request_bytes.to_string(),
             TYPE_LONG,
         ),
-        ("log.dirs", c.data_dir.display().to_string(), TYPE_STRING),
+        (
+            "queued.max.request.bytes",
+            c.queued_max_request_bytes.to_string(),
+            TYPE_LONG,
+        ),
+        ("max.connections", c.max_connections.to_string(), TYPE_LONG),
+        (
+            "connections.max.idle.ms",
+            c.connections_max_idle_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "num.network.threads",
+            c.network_threads.to_string(),
+            TYPE_LONG,
+        ),
+        ("fetch.max.bytes", c.fetch_max_bytes.to_string(), TYPE_LONG),
+        (
+            "log.retention.check.interval.ms",
+            c.retention_check_interval_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "log.flush.offset.checkpoint.interval.ms",
+            c.recovery_checkpoint_interval_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "producer.id.expiration.ms",
+            c.producer_id_expiration_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "offsets.topic.segment.bytes",
+            c.offsets_topic_segment_bytes.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "max.partitions.per.topic",
+            c.max_partitions_per_topic.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "max.broker.partitions",
+            c.max_broker_partitions.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "log.cleaner.enable",
+            c.cleaner.enable.to_string(),
+            TYPE_BOOLEAN,
+        ),
+        (
+            "log.cleaner.backoff.ms",
+            c.cleaner.backoff_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "log.cleaner.dedupe.buffer.size",
+            c.cleaner.dedupe_buffer_bytes.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "log.cleaner.io.max.bytes.per.second",
+            // unlimited is Java's Double.MAX_VALUE, as Kafka prints it
+            if c.cleaner.io_max_bytes_per_second.is_finite() {
+                c.cleaner.io_max_bytes_per_second.to_string()
+            } else {
+                "1.7976931348623157E308".to_string()
+            },
+            TYPE_DOUBLE,
+        ),
+        (
+            "group.initial.rebalance.delay.ms",
+            g.group.initial_rebalance_delay.as_millis().to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "group.min.session.timeout.ms",
+            g.group.min_session_timeout.as_millis().to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "group.max.session.timeout.ms",
+            g.group.max_session_timeout.as_millis().to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "offsets.retention.minutes",
+            (g.offsets_retention_ms / 60_000).to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "offsets.retention.check.interval.ms",
+            g.offsets_retention_check_interval_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "offset.metadata.max.bytes",
+            g.offset_metadata_max_bytes.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "broker.session.timeout.ms",
+            k.broker_session_timeout_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "broker.heartbeat.interval.ms",
+            k.broker_heartbeat_interval_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "controller.quorum.election.timeout.ms",
+            k.election_timeout_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "replica.lag.time.max.ms",
+            k.replica_lag_time_max_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "replica.stall.max.ms",
+            k.replica_stall_max_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "replica.fetch.wait.max.ms",
+            k.replica_fetch_wait_max_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "replica.fetch.max.bytes",
+            k.replica_fetch_max_bytes.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "offsets.topic.replication.factor",
+            k.offsets_topic_replication_factor.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "offsets.topic.num.partitions",
+            k.offsets_topic_num_partitions.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "auto.leader.rebalance.enable",
+            k.auto_leader_rebalance.to_string(),
+            TYPE_BOOLEAN,
+        ),
+        (
+            "leader.imbalance.check.interval.seconds",
+            (k.leader_imbalance_check_interval_ms / 1000).to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "leader.imbalance.per.broker.percentage",
+            k.leader_imbalance_per_broker_percentage.to_string(),
+            TYPE_LONG,
+        ),
     ]
     .into_iter()
     .map(|(n, v, t)| ConfigEntry {
@@ -106,8 +360,28 @@ fn broker_config_entries(broker: &Broker) -> Vec<ConfigEntry> {
         config_type: t,
     })
     .collect();
+    // unset: null, as Kafka reports it
+    entries.push(ConfigEntry {
+        name: str_bytes("broker.rack"),
+        value: c.rack.as_deref().map(str_bytes),
+        config_source: if c.rack.is_some() {
+            SOURCE_STATIC_BROKER
+        } else {
+            SOURCE_DEFAULT
+        },
+        config_type: TYPE_STRING,
+    });
     for mut e in topic_config_entries(&TopicConfigs::default(), &c.topic_defaults, None) {
-        e.name = str_bytes(&format!("log.{}", e.name.as_str()));
+        let Some((_, synonym)) = TOPIC_CONFIG_BROKER_SYNONYMS
+            .iter()
+            .find(|(topic_key, _)| *topic_key == e.name.as_str())
+        else {
+            continue;
+        };
+        if entries.iter().any(|x| x.name.as_str() == *synonym) {
+            continue;
+        }
+        e.name = str_bytes(synonym);
         entries.push(e);
     }
     entries
