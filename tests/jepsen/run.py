@@ -206,7 +206,8 @@ COLUMNS = ["fault", "schedules", "failed", "acked", "lost", "dup", "inconsistent
 
 def table(results: list[dict]) -> str:
     rows = []
-    for kind in dict.fromkeys(r["kind"] for r in results):
+    present = {r["kind"] for r in results}
+    for kind in [k for k in KINDS if k in present] + sorted(present - set(KINDS)):
         rs = [r for r in results if r["kind"] == kind]
         cnt = lambda k: sum(r["checker"]["counts"].get(k, 0) for r in rs)  # noqa: E731
         other = sum(v for r in rs for k, v in r["checker"]["counts"].items()
@@ -217,7 +218,8 @@ def table(results: list[dict]) -> str:
                      cnt("inconsistent"), cnt("unseen"), other,
                      sum(r["checker"]["stats"]["failovers"] for r in rs),
                      max(r["checker"]["stats"]["max_no_write_window_s"] for r in rs),
-                     max(r["checker"]["stats"].get("max_ack_latency_s", 0) for r in rs),
+                     max([r["checker"]["stats"]["max_ack_latency_s"] for r in rs
+                          if "max_ack_latency_s" in r["checker"]["stats"]], default="-"),
                      f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])])
     widths = [max(len(str(x)) for x in col) for col in zip(COLUMNS, *rows)]
     fmt = " | ".join(f"{{:{'<' if i in (0, len(COLUMNS) - 1) else '>'}{w}}}" for i, w in enumerate(widths))
@@ -228,7 +230,9 @@ def table(results: list[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--fault", required=True, choices=KINDS + ["all"])
+    ap.add_argument("--fault", choices=KINDS + ["all"])
+    ap.add_argument("--table", type=Path, nargs="+", metavar="DIR",
+                    help="only print the table of the runs (result.json) found under these directories")
     ap.add_argument("--schedules", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--secs", type=float, default=25)
@@ -240,6 +244,16 @@ def main(argv=None) -> int:
     ap.add_argument("--stop-file", action="append", default=[],
                     help="stop (before the next schedule) once this file exists, e.g. /tmp/frieda-bench-running")
     args = ap.parse_args(argv)
+    if args.table:
+        results = [json.loads(p.read_text()) for d in args.table for p in sorted(d.rglob("result.json"))]
+        print(table(results))
+        for r in results:
+            if not r["valid"]:
+                print(f"  failed: {r['kind']} seed {r['seed']}: {r['dir']} errors {r['checker']['errors']} "
+                      f"crashed {r['crashed']} problems {r['problems']}")
+        return 1 if any(not r["valid"] for r in results) else 0
+    if not args.fault:
+        ap.error("--fault is required")
     kinds = KINDS if args.fault == "all" else [args.fault]
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
