@@ -157,6 +157,7 @@ impl Broker {
             self.groups.unload(index);
         }
         p.mark_deleted();
+        p.repl.stop();
         drop(p.state.lock().take());
         let data_dir = &self.config.data_dir;
         let dir = self.partition_dir(&p.topic, p.index);

@@ -15,7 +15,7 @@
 //! [`RETRY_BACKOFF`] (`replica.fetch.backoff.ms`), and a broken connection is re-made.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -71,13 +71,27 @@ const MAX_PENDING_FOLLOWS: usize = 100_000;
 /// A partition handed to a fetcher, with the epoch it follows in.
 type Follow = (Arc<Partition>, i32);
 
+/// A hand-over: the leader, the epoch and the replica object.
+type Handed = (BrokerId, i32, Weak<Partition>);
+
+fn same_hand_over(h: &Handed, leader: BrokerId, epoch: i32, partition: &Arc<Partition>) -> bool {
+    h.0 == leader
+        && h.1 == epoch
+        && std::ptr::eq(h.2.as_ptr(), Arc::as_ptr(partition))
+        && h.2.upgrade().is_some_and(|p| !p.is_deleted())
+}
+
 /// The follower fetchers of this broker, one per leader.
 pub struct Fetchers {
     node: Arc<ClusterNode>,
     tasks: Mutex<HashMap<BrokerId, mpsc::Sender<Follow>>>,
     /// What each partition was last handed over as (leader, epoch, which replica object), so
-    /// re-applying the same image sends nothing.
-    handed: Mutex<HashMap<Key, (BrokerId, i32, usize)>>,
+    /// re-applying the same image sends nothing. The replica is held weakly: a replica removed
+    /// and re-created (a reassignment taking this broker off and back on) is a new object even if
+    /// the allocator puts it where the old one was, because the weak reference keeps the old
+    /// allocation from being reused (a bare address did not: the re-created replica was taken
+    /// for the one already handed over and never fetched).
+    handed: Mutex<HashMap<Key, Handed>>,
 }
 
 impl Fetchers {
@@ -94,10 +108,16 @@ impl Fetchers {
     /// handed to the fetcher).
     pub fn follow(&self, partition: Arc<Partition>, leader: BrokerId, epoch: i32) {
         let key = (partition.topic.clone(), partition.index);
-        let me = (leader, epoch, Arc::as_ptr(&partition) as usize);
+        let me: Handed = (leader, epoch, Arc::downgrade(&partition));
         let mut tasks = self.tasks.lock();
         let alive = tasks.get(&leader).is_some_and(|tx| !tx.is_closed());
-        if alive && self.handed.lock().get(&key) == Some(&me) {
+        if alive
+            && self
+                .handed
+                .lock()
+                .get(&key)
+                .is_some_and(|h| same_hand_over(h, leader, epoch, &partition))
+        {
             return;
         }
         if let Some(tx) = tasks.get(&leader).filter(|_| alive) {

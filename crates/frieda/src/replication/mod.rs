@@ -91,6 +91,16 @@ impl Replication {
         self.changed.notify_waiters();
     }
 
+    /// This replica stops (removed from this broker by a reassignment, or its topic deleted):
+    /// it leads and follows nothing any more, and whoever waits on it wakes, so an `acks=all`
+    /// produce waiting for the high watermark is answered NOT_LEADER_OR_FOLLOWER at once (Kafka
+    /// completes its delayed produces when a replica stops) instead of at its timeout.
+    pub fn stop(&self) {
+        let epoch = self.leader_epoch();
+        *self.role.lock() = Role::Offline { epoch };
+        self.changed.notify_waiters();
+    }
+
     /// The leader epoch an append is made in, if this replica may append now: `0` for the
     /// sole replica, the epoch for a leader. Called under the partition's lock, so a role change
     /// (which takes that lock too) never lands between the check and the append.
@@ -286,5 +296,42 @@ impl Replication {
                 return Err(ResponseError::RequestTimedOut);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_stopped_replica_answers_its_waiting_produces_at_once() {
+        let p = PartitionState {
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2, 3],
+            leader: 1,
+            leader_epoch: 4,
+            partition_epoch: 9,
+            adding: vec![],
+            removing: vec![],
+        };
+        let r = std::sync::Arc::new(Replication::default());
+        r.set_role(1, Role::Leader(Leader::new(&p, 1, 0)), 0);
+        let waiter = {
+            let r = r.clone();
+            tokio::spawn(async move { r.wait_replicated(10, 4, 2, Duration::from_secs(30)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !waiter.is_finished(),
+            "nothing replicated yet: the produce waits"
+        );
+        let t0 = std::time::Instant::now();
+        r.stop();
+        let answer = tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("answered at once, not at its timeout")
+            .unwrap();
+        assert_eq!(answer, Err(ResponseError::NotLeaderOrFollower));
+        assert!(t0.elapsed() < Duration::from_secs(1));
     }
 }
