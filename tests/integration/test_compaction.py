@@ -790,8 +790,11 @@ def test_keyless_records_refused_on_compacted_topic(cbroker, topic_name):  # ext
             if tg in acks.ok:
                 stored[acks.ok[tg][0]] = (key, value)
 
-    # keyed and keyless records in one batch (linger): Kafka refuses the whole batch
-    p = h.producer(b.bootstrap, **{"acks": "all", "linger.ms": 500})
+    # keyed and keyless records in one batch: Kafka refuses the whole batch. librdkafka sends a
+    # batch when it holds batch.num.messages records or linger.ms passed: 3 and 10 s make the
+    # three one batch however slowly this thread runs (500 ms of linger alone let m1 go alone
+    # once, on a loaded machine)
+    p = h.producer(b.bootstrap, **{"acks": "all", "linger.ms": 10000, "batch.num.messages": 3})
     acks = Acks()
     for tag, key in (("m1", b"m1"), ("m-null", None), ("m2", b"m2")):
         p.produce(t, key=key, value=b"mixed", partition=0, on_delivery=acks.cb(tag))
