@@ -12,7 +12,14 @@ active controller", "node 3"); ``Nemesis.run`` resolves it against the cluster w
     rolling          SIGTERM each node in a seeded order, restart it, wait for full ISRs
     reassign         AlterPartitionReassignments of a seeded partition to a seeded replica set
                      (a 4th broker makes it a real membership change), wait until it completes
-    mixed            a seeded mix of all of the above
+    partition        network partitions between brokers (each in its own network namespace,
+                     tests/cluster/netns.py): one node isolated (a leader, the controller, any),
+                     random halves (majority/minority), a bridge (two sides that cannot reach
+                     each other, one node reaching both); the clients still reach every broker
+    power-loss       a node loses power (SIGKILL, then its syncfs file system drops everything
+                     not fsynced, tests/powerfail/syncfs.py) with flush.messages=1, restarts on
+                     what was durable; now and then every node at once
+    mixed            a seeded mix of kills, pauses, SIGTERM restarts and reassignments
 
 Every fault is undone by the step itself (restart, SIGCONT) and ``heal()`` restarts or resumes
 whatever is left before the final reads. Processes are signalled by PID only (Cluster's methods).
@@ -34,7 +41,7 @@ sys.path.insert(0, str(HERE))
 
 from history import HistoryWriter  # noqa: E402
 
-KINDS = ["kill-leader", "kill-controller", "pause", "rolling", "reassign", "mixed"]
+KINDS = ["kill-leader", "kill-controller", "pause", "rolling", "reassign", "partition", "power-loss", "mixed"]
 
 
 def load_cluster_module():
@@ -86,6 +93,34 @@ def make_schedule(kind: str, seed: int, secs: float, n_nodes: int, partitions: i
     def leader():
         return {"leader_of": rnd.randrange(partitions)}
 
+    def any_target():
+        r = rnd.random()
+        return leader() if r < 0.4 else {"controller": True} if r < 0.7 else {"node": rnd.randint(1, n_nodes)}
+
+    def cut():
+        # held for 1-8 s: shorter and longer than the broker session (3 s)
+        down = round(rnd.uniform(1.0, 8.0), 2)
+        r = rnd.random()
+        if r < 0.5:
+            shape = {"shape": "isolate", "target": any_target()}
+        elif r < 0.75:
+            nodes = rnd.sample(range(1, n_nodes + 1), n_nodes)
+            minority = nodes[: (n_nodes - 1) // 2] if n_nodes > 3 else nodes[:1]
+            shape = {"shape": "halves", "groups": [sorted(minority), sorted(nodes[len(minority):])]}
+        else:
+            nodes = rnd.sample(range(1, n_nodes + 1), n_nodes)
+            bridge, rest = nodes[0], nodes[1:]
+            half = len(rest) // 2
+            shape = {"shape": "bridge", "bridge": bridge, "groups": [sorted(rest[:half]), sorted(rest[half:])]}
+        return dict({"op": "partition", "down": down, "after": round(rnd.uniform(1.5, 4.0), 2)}, **shape)
+
+    def power():
+        if rnd.random() < 0.2:
+            return {"op": "power-all", "down": round(rnd.uniform(0.5, 3.0), 2),
+                    "after": round(rnd.uniform(2.0, 4.0), 2)}
+        return {"op": "power", "target": any_target(), "down": round(rnd.uniform(0.5, 4.0), 2),
+                "after": round(rnd.uniform(1.5, 4.0), 2)}
+
     while t < secs:
         if kind == "kill-leader":
             step = kill(leader())
@@ -103,6 +138,10 @@ def make_schedule(kind: str, seed: int, secs: float, n_nodes: int, partitions: i
             continue
         elif kind == "reassign":
             step = reassign()
+        elif kind == "partition":
+            step = cut()
+        elif kind == "power-loss":
+            step = power()
         elif kind == "mixed":
             r = rnd.random()
             step = (kill(leader()) if r < 0.2 else kill({"controller": True}) if r < 0.35
@@ -112,16 +151,31 @@ def make_schedule(kind: str, seed: int, secs: float, n_nodes: int, partitions: i
         else:
             raise ValueError(f"unknown fault kind {kind!r}; one of {KINDS}")
         steps.append(step)
-        t += step.get("down", 0) + step["after"] + (2 if step["op"] in ("kill", "stop", "reassign") else 0)
+        t += step.get("down", 0) + step["after"] + (2 if step["op"] in ("kill", "stop", "reassign", "power", "power-all") else 0)
     return steps
 
 
 # ---------------------------------------------------------------- running a schedule
 
+def _segment_bytes(root: Path) -> int:
+    """Bytes in the partition segment files (``*.log``) under ``root``."""
+    total = 0
+    for f in Path(root).rglob("*.log"):
+        try:
+            total += f.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
 class Nemesis:
     def __init__(self, cluster, topic: str, partitions: int, history_dir: Path, seed: int,
-                 sample_interval: float = 0.5):
+                 sample_interval: float = 0.5, net=None, disks: dict | None = None):
+        """``net``: the cluster's ``netns.Net`` (for ``partition`` steps); ``disks``: node id ->
+        its mounted ``syncfs.SyncFs`` (for ``power``/``power-all`` steps)."""
         self.cluster = cluster
+        self.net = net
+        self.disks = disks or {}
         self.topic = topic
         self.partitions = partitions
         self.h = HistoryWriter(Path(history_dir) / "nemesis.jsonl", "nemesis")
@@ -216,7 +270,71 @@ class Nemesis:
                 self._wait_isr(min(20, max(1, deadline - time.monotonic() + 10)))
         elif op == "reassign":
             self.reassign(s["partition"], s["replicas"], deadline)
+        elif op == "partition":
+            self.partition(s)
+        elif op == "power":
+            node = self.resolve(s["target"])
+            if node is None:
+                return
+            self.h.write("invoke", op, fault=True, node=node, target=s["target"], down=s["down"])
+            dropped = self._power_cut(node)
+            self.h.write("ok", op, node=node, dropped_bytes=dropped)
+            time.sleep(s["down"])
+            self._start(node)
+        elif op == "power-all":
+            nodes = sorted(self.cluster.nodes)
+            self.h.write("invoke", op, fault=True, nodes=nodes, down=s["down"])
+            for node in nodes:  # all at once: every process dies before any disk is cut
+                if self.cluster.nodes[node].alive():
+                    self.cluster.kill(node)
+            dropped = {node: self._power_cut(node, kill=False) for node in nodes}
+            self.h.write("ok", op, nodes=nodes, dropped_bytes=dropped)
+            time.sleep(s["down"])
+            for node in nodes:
+                self.cluster.nodes[node].spawn()
+            for node in nodes:
+                try:
+                    self.cluster.nodes[node].wait_listening()
+                except Exception as e:  # noqa: BLE001 - recorded; heal() tries again
+                    self.problems.append(f"node {node} did not come back: {str(e)[:300]}")
+            try:
+                self.cluster.wait_brokers(set(nodes), timeout=30)
+                self.h.write("ok", "start", nodes=nodes)
+            except AssertionError as e:
+                self.h.write("fail", "start", nodes=nodes, error=str(e)[:500])
         time.sleep(s["after"])
+
+    def _power_cut(self, node: int, kill: bool = True) -> int:
+        """Node ``node`` loses power: SIGKILL (unless already dead), its file system drops every
+        write and directory entry not fsynced, and is mounted again. Returns the bytes dropped."""
+        fs = self.disks[node]
+        if kill and self.cluster.nodes[node].alive():
+            self.cluster.kill(node)
+        before = _segment_bytes(fs.mountpoint)
+        fs.crash()
+        fs.remount()
+        return before - _segment_bytes(fs.mountpoint)
+
+    def partition(self, s: dict) -> None:
+        """Cuts links between brokers for ``down`` s (clients keep reaching every broker), heals."""
+        n = self.net
+        shape = s["shape"]
+        if shape == "isolate":
+            node = self.resolve(s["target"])
+            if node is None:
+                return
+            self.h.write("invoke", "partition", fault=True, shape=shape, node=node, target=s["target"],
+                         down=s["down"])
+            n.isolate(node)
+        else:
+            groups = [set(g) for g in s["groups"]]
+            self.h.write("invoke", "partition", fault=True, shape=shape, groups=s["groups"],
+                         bridge=s.get("bridge"), down=s["down"])
+            n.partition(*groups)  # a bridge node is in neither group: it reaches both
+        self.h.write("ok", "partition", cuts=sorted(n.cuts))
+        time.sleep(s["down"])
+        n.heal()
+        self.h.write("ok", "heal-partition")
 
     def _wait_isr(self, timeout: float) -> bool:
         try:
@@ -290,6 +408,8 @@ class Nemesis:
     def heal(self, timeout: float = 60) -> bool:
         """Resumes paused nodes, starts stopped ones, waits for every broker and full ISRs."""
         self.h.write("invoke", "heal")
+        if self.net is not None:
+            self.net.heal()
         for i, node in self.cluster.nodes.items():
             if node.alive() and node.paused:
                 self.cluster.resume(i)

@@ -115,10 +115,37 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
     (rundir / "schedule.json").write_text(json.dumps(steps, indent=1))
     topic = f"jepsen-{kind}-{seed}-{uuid.uuid4().hex[:6]}"
     group = "jepsen-sub"
-    cluster = cm.Cluster(rundir / "cluster", n, **SETTINGS)
     procs: list[subprocess.Popen] = []
     problems: list[str] = []
     nemesis = None
+    net = None
+    disks: dict = {}
+    settings = dict(SETTINGS)
+    cluster_kw: dict = {}
+    try:
+        if kind == "partition":
+            sys.path.append(str(HERE.parent / "cluster"))
+            from netns import Net
+            net = Net(n)
+            cluster_kw = {"hosts": net.hosts, "netns": net.ns}
+        elif kind == "power-loss":
+            sys.path.append(str(HERE.parent / "powerfail"))
+            from syncfs import SyncFs
+            # every append fsync'ed before it is acknowledged, on leaders and followers, for every
+            # topic (__consumer_offsets too): then even a power cut of every node loses nothing
+            settings["log.flush.interval.messages"] = 1
+            for i in range(1, n + 1):
+                d = rundir / f"disk-{i}"
+                disks[i] = SyncFs(d / "backing", d / "mnt", d)
+                disks[i].mount()
+            cluster_kw = {"data_dirs": {i: fs.mountpoint for i, fs in disks.items()}}
+    except BaseException:
+        if net is not None:
+            net.close()
+        for fs in disks.values():
+            fs.unmount()
+        raise
+    cluster = cm.Cluster(rundir / "cluster", n, **settings, **cluster_kw)
     steps_run = 0
     t_start = time.monotonic()
     result = None
@@ -141,7 +168,7 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
         for i in range(2):
             procs.append(spawn("subscribe", dict(base, proc=f"sub-{i}", seed=seed * 100 + 20 + i, group=group),
                                logs))
-        nemesis = Nemesis(cluster, topic, partitions, hist, seed)
+        nemesis = Nemesis(cluster, topic, partitions, hist, seed, net=net, disks=disks)
         steps_run = nemesis.run(steps, start_after=3, fault_secs=max(4.0, secs - 5))
         nemesis.heal()
         problems += wait_procs(procs, timeout=max(5.0, secs - (time.monotonic() - t_start)) + 75)
@@ -172,6 +199,14 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
                 shutil.copy(node.stderr_path, logs / f"node-{node.id}.stderr")
             except OSError:
                 pass
+        if net is not None:
+            net.heal()
+            net.close()
+        for fs in disks.values():
+            try:
+                fs.unmount()
+            except Exception as e:  # noqa: BLE001
+                problems.append(f"unmount {fs.mountpoint}: {e}")
     try:
         res = check(read_history(hist))
     except Exception as e:  # noqa: BLE001 - a checker bug must not end a soak; the run is kept
@@ -195,6 +230,8 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
               + (f"; problems: {problems}" if problems else ""), flush=True)
     if result["valid"] and not keep:
         shutil.rmtree(rundir / "cluster", ignore_errors=True)
+        for i in disks:
+            shutil.rmtree(rundir / f"disk-{i}", ignore_errors=True)
         shutil.rmtree(hist, ignore_errors=True)
         shutil.rmtree(logs, ignore_errors=True)
     return result
@@ -206,9 +243,15 @@ COLUMNS = ["fault", "schedules", "failed", "acked", "lost", "dup", "inconsistent
 
 def table(results: list[dict]) -> str:
     rows = []
-    present = {r["kind"] for r in results}
-    for kind in [k for k in KINDS if k in present] + sorted(present - set(KINDS)):
-        rs = [r for r in results if r["kind"] == kind]
+
+    def label(r: dict) -> str:  # a cluster size other than the kind's default gets its own row
+        n = r.get("nodes", nodes_for(r["kind"]))
+        return r["kind"] if n == nodes_for(r["kind"]) else f"{r['kind']} ({n} nodes)"
+
+    present = {label(r) for r in results}
+    order = [x for k in KINDS for x in sorted(present) if x == k or x.startswith(k + " (")]
+    for kind in order + sorted(present - set(order)):
+        rs = [r for r in results if label(r) == kind]
         cnt = lambda k: sum(r["checker"]["counts"].get(k, 0) for r in rs)  # noqa: E731
         other = sum(v for r in rs for k, v in r["checker"]["counts"].items()
                     if k not in ("lost", "duplicate", "inconsistent", "unseen"))
@@ -240,6 +283,8 @@ def main(argv=None) -> int:
     ap.add_argument("--partitions", type=int, default=5)
     ap.add_argument("--rate", type=int, default=100, help="records/s per producer (2 producers)")
     ap.add_argument("--nodes", type=int, default=None, help="cluster size (default: 3, 4 for reassign/mixed)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="schedules run at once, each on its own cluster (2 cores: at most 2-3)")
     ap.add_argument("--keep", action="store_true", help="keep every run's data, not only failing ones")
     ap.add_argument("--stop-file", action="append", default=[],
                     help="stop (before the next schedule) once this file exists, e.g. /tmp/frieda-bench-running")
@@ -259,13 +304,37 @@ def main(argv=None) -> int:
     results = []
     # seed by seed, every kind in turn: a soak stopped early still covers every kind
     todo = [(kind, args.seed + i) for i in range(args.schedules) for kind in kinds]
-    for kind, seed in todo:
-        busy = [f for f in args.stop_file if Path(f).exists()]
-        if busy:
-            print(f"stopping before {kind} seed {seed}: {busy} exists", flush=True)
-            break
-        results.append(run_schedule(kind, seed, args.secs, args.out, args.partitions, args.rate,
-                                    args.keep, args.nodes))
+    stop_files = [Path(f) for f in args.stop_file]
+
+    def busy() -> list[str]:
+        return [str(f) for f in stop_files if f.exists()]
+
+    if args.jobs <= 1:
+        for kind, seed in todo:
+            if busy():
+                print(f"stopping before {kind} seed {seed}: {busy()} exists", flush=True)
+                break
+            results.append(run_schedule(kind, seed, args.secs, args.out, args.partitions, args.rate,
+                                        args.keep, args.nodes))
+    else:
+        # each schedule in its own (forked) process: own clusters, namespaces and mounts
+        import concurrent.futures as cf
+        import multiprocessing as mp
+        with cf.ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("fork")) as pool:
+            pending: set = set()
+            queue = list(todo)
+            while queue or pending:
+                while queue and len(pending) < args.jobs and not busy():
+                    kind, seed = queue.pop(0)
+                    pending.add(pool.submit(run_schedule, kind, seed, args.secs, args.out, args.partitions,
+                                            args.rate, args.keep, args.nodes))
+                if queue and busy() and not pending:
+                    print(f"stopping before {queue[0]}: {busy()} exists", flush=True)
+                    break
+                if not pending:
+                    break
+                done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                results += [f.result() for f in done]
     if not results:
         return 2
     print()
