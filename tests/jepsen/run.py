@@ -104,7 +104,7 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
     """One seeded schedule on a fresh cluster; returns its result (also in ``<dir>/result.json``)."""
     cm = load_cluster_module()
     n = n_nodes or nodes_for(kind)
-    rundir = Path(out) / f"{kind}-{seed}"
+    rundir = Path(out).resolve() / f"{kind}-{seed}"
     if rundir.exists():
         shutil.rmtree(rundir)
     hist = rundir / "history"
