@@ -326,7 +326,27 @@ impl MetadataQuorum {
                 (!others.is_empty()).then(|| others[turn % others.len()])
             });
             let result = match leader {
-                Some(l) if l == self.node_id => self.controller.handle(req.clone()).await,
+                Some(l) if l == self.node_id => {
+                    // Decided here, in a task of its own: a leader that lost its quorum waits on
+                    // the commit until the quorum heals or a new leader deposes it, and the
+                    // caller must not wait that long (a controlled shutdown of the controller
+                    // while the other voters stop hung here). The task keeps the decision lock
+                    // until the outcome is known, so no later decision is made on an image that
+                    // misses this one's entry.
+                    let controller = self.controller.clone();
+                    let r = req.clone();
+                    let task = tokio::spawn(async move { controller.handle(r).await });
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    match tokio::time::timeout(left, task).await {
+                        Ok(Ok(reply)) => reply,
+                        Ok(Err(join)) => Err(ControllerError::Unavailable(format!(
+                            "the controller's decision failed: {join}"
+                        ))),
+                        Err(_) => Err(ControllerError::Unavailable(
+                            "timed out waiting for the metadata quorum to commit".into(),
+                        )),
+                    }
+                }
                 Some(l) => match self.address_of(l) {
                     Some(addr) => {
                         let conn = conns.entry(l).or_insert_with(|| Conn::new(addr));

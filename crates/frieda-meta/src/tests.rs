@@ -267,3 +267,39 @@ fn openraft_storage_suite() {
         .try_init();
     openraft::testing::Suite::test_all(Builder).unwrap();
 }
+
+/// A leader whose followers are gone cannot commit; a request made on it must still end at its
+/// timeout (Unavailable), not wait for the quorum forever. The controller's controlled shutdown
+/// while the other voters stopped too hung here (found by tests/jepsen's teardown).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_without_its_quorum_answers_at_the_timeout() {
+    let mut c = Cluster::new(3);
+    for id in 1..=3 {
+        c.start(id).await;
+    }
+    let leader = c.leader().await;
+    c.nodes[&leader]
+        .wait_for(T, |i| i.cluster_id.is_some())
+        .await
+        .expect("cluster id");
+    for id in 1..=3u64 {
+        if id != leader {
+            c.stop(id).await;
+        }
+    }
+    let started = Instant::now();
+    let r = c.nodes[&leader]
+        .request(
+            ControllerRequest::AllocateProducerIds,
+            Duration::from_millis(800),
+        )
+        .await;
+    let took = started.elapsed();
+    assert!(
+        matches!(r, Err(ControllerError::Unavailable(_))),
+        "want Unavailable, got {r:?} (leader {leader}, now {:?})",
+        c.nodes[&leader].status()
+    );
+    assert!(took < Duration::from_secs(3), "answered after {took:?}");
+    c.stop(leader).await;
+}
