@@ -168,3 +168,73 @@ def test_kafka_tools_and_java_clients_through_a_leader_failover(cluster, topic_n
         reps = target if q == 0 else [1, 2, 3]
         for b in reps:
             assert (b, f"{t}-{q}") in held, f"kafka-log-dirs misses {t}-{q} on broker {b}: {sorted(held)}"
+
+
+DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
+
+
+def test_kafka_delete_records_on_the_cluster(cluster, topic_name, classpath, tmp_path):
+    """kafka-delete-records moves partition 0 of an RF 3 topic to start at offset 120 (of 200
+    acknowledged records): it reports low_watermark 120 only once every in-sync replica has
+    taken the new start, which each persisted (its log-start-offset-checkpoint names it). The
+    leader is then SIGKILLed: the new leader serves from 120 too (earliest offset 120; a read
+    from the beginning starts at 120 with every acknowledged record from there at its offset);
+    after the old leader is back and leads again (preferred election), still 120."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+    c = cluster()
+    cp = classpath
+    boot = c.bootstrap
+    t = topic_name()
+    tool(cp, TOPICS, "--bootstrap-server", boot, "--create", "--topic", t, "--partitions", "2",
+         "--replication-factor", "3")
+    c.wait_full_isr(t, 30)
+    p = Producer({"bootstrap.servers": boot, "enable.idempotence": True, "acks": "all", "batch.num.messages": 10})
+    acked = {}
+
+    def cb(err, msg):
+        assert err is None, err
+        acked[msg.offset()] = msg.value()
+    for i in range(200):
+        p.produce(t, value=b"record %d " % i + bytes(range(256)), partition=0, on_delivery=cb)
+    assert p.flush(60) == 0
+    assert sorted(acked) == list(range(200))
+
+    plan = tmp_path / "delete.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": t, "partition": 0, "offset": 120}]}))
+    out = tool(cp, DELETE_RECORDS, "--bootstrap-server", boot, "--offset-json-file", str(plan))
+    assert re.search(rf"partition: {re.escape(t)}-0\s+low_watermark: 120", out), out
+    for i, node in c.nodes.items():
+        text = (node.data_dir / "log-start-offset-checkpoint").read_text()
+        assert f"{t} 0 120" in text.splitlines(), f"node {i} did not persist the new log start:\n{text}"
+
+    def earliest_and_read(via: str) -> None:
+        cons = Consumer({"bootstrap.servers": via, "group.id": "unused", "enable.auto.commit": False,
+                         "auto.offset.reset": "error"})
+        try:
+            lo, hi = cons.get_watermark_offsets(TopicPartition(t, 0), timeout=30)
+            assert (lo, hi) == (120, 200), (lo, hi)
+            cons.assign([TopicPartition(t, 0, OFFSET_BEGINNING)])
+            got = {}
+            deadline = time.monotonic() + 30
+            while len(got) < 80 and time.monotonic() < deadline:
+                m = cons.poll(0.5)
+                if m is not None:
+                    assert m.error() is None, m.error()
+                    got[m.offset()] = m.value()
+            assert sorted(got) == list(range(120, 200)), sorted(got)[:5]
+            assert all(got[o] == acked[o] for o in got)
+        finally:
+            cons.close()
+
+    earliest_and_read(boot)
+    leader = c.leader_of(t, 0)
+    c.kill(leader)
+    c.wait_until(lambda: moved_off(c, t, 2, leader), 30, f"leaderships moved off node {leader}")
+    others = [i for i in c.nodes if i != leader]
+    earliest_and_read(",".join(c.node(i).addr for i in others))
+    c.start(leader)
+    c.wait_full_isr(t, 60, via=others[0])
+    tool(cp, ELECTION, "--bootstrap-server", boot, "--election-type", "PREFERRED", "--all-topic-partitions")
+    c.wait_until(lambda: c.leader_of(t, 0) == c.replicas_of(t, 0)[0], 30, "preferred leader restored")
+    earliest_and_read(boot)

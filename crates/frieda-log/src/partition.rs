@@ -642,6 +642,10 @@ impl PartitionLog {
         }
         let leo = self.active().end_offset();
         self.shared.log_end.store(leo, Ordering::Release);
+        if self.log_start_offset() > leo {
+            // Cut below a log start moved inside the active segment: the log is empty at `leo`.
+            self.shared.log_start.store(leo, Ordering::Release);
+        }
         self.shared.cache.write().trim_from(leo);
         self.recovery_point = self.recovery_point.min(leo);
         self.shared
@@ -844,12 +848,49 @@ impl PartitionLog {
         Ok(self.remove_oldest(n))
     }
 
+    /// Moves the log start offset up to `offset` (DeleteRecords, KIP-107; a follower taking its
+    /// leader's log start; the persisted start after a restart): records below it are no longer
+    /// served (OFFSET_OUT_OF_RANGE) even where they share a segment with later ones, and every
+    /// closed segment wholly below it is removed (the caller deletes the returned segments'
+    /// files after releasing the lock). An `offset` at or below the current start changes
+    /// nothing; one past the log end offset is clamped to it (the active segment stays, empty
+    /// of readable records).
+    ///
+    /// Errors: `LogError::Offline`.
+    pub fn advance_log_start(&mut self, offset: i64) -> Result<RemovedSegments, LogError> {
+        self.check_online()?;
+        let offset = offset.min(self.log_end_offset());
+        if offset <= self.log_start_offset() {
+            return Ok(RemovedSegments::none());
+        }
+        self.shared.log_start.store(offset, Ordering::Release);
+        self.shared.cache.write().trim_below(offset);
+        if self.epochs.truncate_from_start(offset) {
+            if let Err(e) = self.epochs.persist() {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "writing the leader epoch checkpoint failed");
+            }
+        }
+        let n = self
+            .segments
+            .windows(2)
+            .take_while(|w| w[1].base_offset() <= offset)
+            .count();
+        let removed = if n == 0 {
+            RemovedSegments::none()
+        } else {
+            self.remove_oldest(n)
+        };
+        debug_assert_eq!(self.log_start_offset(), offset);
+        Ok(removed)
+    }
+
     /// Takes the `n` oldest segments out of the log (never the active one) and advances the log
-    /// start offset to the next segment's base.
+    /// start offset to the next segment's base (or keeps it where it is if that is higher: a
+    /// log start moved inside a segment by [`advance_log_start`](Self::advance_log_start)).
     fn remove_oldest(&mut self, n: usize) -> RemovedSegments {
         let n = n.min(self.segments.len() - 1);
         let removed: Vec<Segment> = self.segments.drain(..n).collect();
-        let new_start = self.segments[0].base_offset();
+        let new_start = self.segments[0].base_offset().max(self.log_start_offset());
         self.shared.segments.write().drain(..n);
         self.shared.log_start.store(new_start, Ordering::Release);
         self.shared.cache.write().trim_below(new_start);

@@ -1058,3 +1058,62 @@ fn leader_epochs_follower_appends_and_truncation() {
     assert_eq!(reopened.end_offset_for_epoch(1), (1, 8));
     assert_eq!(reopened.latest_epoch(), 4);
 }
+
+#[test]
+fn advance_log_start_hides_records_inside_a_segment_and_removes_whole_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 100).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 2,
+        retention_ms: 1000,
+        ..cfg()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    // Segments [0..4), [4..8), active [8..12); batches of 2 records.
+    fill(&mut log, 6, 2, NOW, 100);
+    assert_eq!(log.segment_count(), 3);
+    let r = log.reader();
+    // Inside the first segment: nothing removed, offsets 0..3 unreadable, 3 readable (its
+    // batch [2, 3] is served whole, as Kafka does).
+    let removed = log.advance_log_start(3).unwrap();
+    assert!(removed.is_empty());
+    assert_eq!(r.log_start_offset(), 3);
+    assert!(matches!(
+        r.read(2, 100, i64::MAX),
+        Err(LogError::OffsetOutOfRange {
+            log_start_offset: 3,
+            ..
+        })
+    ));
+    assert!(matches!(
+        r.read_cached(0, 100, i64::MAX),
+        Some(Err(LogError::OffsetOutOfRange { .. }))
+    ));
+    assert_eq!(r.read(3, 1, i64::MAX).unwrap().first_offset, 2);
+    // Backwards is a no-op.
+    assert!(log.advance_log_start(1).unwrap().is_empty());
+    assert_eq!(log.log_start_offset(), 3);
+    // Past the first segment: it goes, the start stays inside the second one.
+    let removed = log.advance_log_start(5).unwrap();
+    assert_eq!(removed.len(), 1);
+    removed.delete_files().unwrap();
+    assert!(!dir.path().join("00000000000000000000.log").exists());
+    assert_eq!(log.log_start_offset(), 5);
+    // Retention removing the second segment later never moves the start backwards.
+    let rep = retain(&mut log, NOW + 100_000).unwrap();
+    assert!(rep.log_start_offset >= 5, "{rep:?}");
+    // Past the log end: clamped to it; the log is empty and appends go on from there.
+    let leo = log.log_end_offset();
+    log.advance_log_start(leo + 100)
+        .unwrap()
+        .delete_files()
+        .unwrap();
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (leo, leo));
+    assert!(r.read(leo, 100, i64::MAX).unwrap().chunks.is_empty());
+    assert_eq!(
+        log.append(bm(&simple_batch(1, NOW, 1)), NOW)
+            .unwrap()
+            .base_offset,
+        leo
+    );
+}

@@ -25,6 +25,7 @@
 pub mod checkpoint;
 pub mod cleaner;
 pub mod cluster_admin;
+pub mod log_start;
 pub mod partition;
 pub mod producer_state;
 pub mod replicas;
@@ -101,6 +102,8 @@ pub struct Broker {
     startup_hw: parking_lot::Mutex<checkpoint::Offsets>,
     /// The log cleaner's per-log state (checkpoints), shared so topic creation can reset it.
     pub(crate) cleaner_state: cleaner::CleanerState,
+    /// Log start offsets moved inside a segment (DeleteRecords), persisted before applied.
+    pub(crate) log_starts: Arc<log_start::LogStartCheckpoint>,
     /// The data directory's `.lock`, held for the broker's life (released when the file closes).
     _dir_lock: std::fs::File,
 }
@@ -157,6 +160,7 @@ impl Broker {
             startup_recovery: parking_lot::Mutex::new(recovery.clone()),
             startup_hw: parking_lot::Mutex::new(startup_hw),
             cleaner_state: cleaner::CleanerState::load(&data_dir),
+            log_starts: Arc::new(log_start::LogStartCheckpoint::load(&data_dir)),
             _dir_lock: dir_lock,
         };
         if clustered {
@@ -246,6 +250,10 @@ impl Broker {
                     std::fs::remove_dir_all(&dir)
                         .with_context(|| format!("removing stale {}", dir.display()))?;
                 }
+                // A deleted namesake's log start must not apply to the new log.
+                self.log_starts
+                    .forget(topic, index)
+                    .context("writing the log start offset checkpoint")?;
                 0
             }
         };
@@ -256,8 +264,14 @@ impl Broker {
             log_config.max_message_bytes = usize::MAX / 2;
             log_config.tail_cache_bytes = 0;
         }
-        let (log, report) = PartitionLog::open_from(&dir, log_config, now_ms(), recovery_point)
+        let (mut log, report) = PartitionLog::open_from(&dir, log_config, now_ms(), recovery_point)
             .with_context(|| format!("opening partition log {}", dir.display()))?;
+        if let Some(start) = recovery.and(self.log_starts.get(topic, index)) {
+            // Records deleted by DeleteRecords stay deleted across the restart.
+            log.advance_log_start(start)
+                .and_then(frieda_log::RemovedSegments::delete_files)
+                .with_context(|| format!("restoring the log start offset of {}", dir.display()))?;
+        }
         if report.truncated_bytes > 0 {
             tracing::warn!(topic = %topic, partition = index, truncated_bytes = report.truncated_bytes,
                 dropped_segments = report.dropped_segments,
@@ -274,13 +288,10 @@ impl Broker {
             .map(|w| w.for_partition(topic, index))
             .context("broker is shutting down")?;
         let policy = configs.produce_policy(&self.config.topic_defaults);
-        Ok(Arc::new(Partition::new(
-            topic.clone(),
-            index,
-            log,
-            writer,
-            policy,
-        )))
+        Ok(Arc::new(
+            Partition::new(topic.clone(), index, log, writer, policy)
+                .with_log_starts(self.log_starts.clone()),
+        ))
     }
 
     fn open_topic(

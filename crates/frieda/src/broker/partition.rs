@@ -1,6 +1,7 @@
 //! One partition as the handlers see it: the log's read side, the writer-owned state, and the
 //! wake-up for fetches waiting on new data.
 
+use super::log_start::LogStartCheckpoint;
 use super::producer_state::{ProducerStateTable, SequenceCheck};
 use super::topic_config::ProducePolicy;
 use super::writer::{AppendOutcome, WriterHandle, WriterJob};
@@ -55,6 +56,9 @@ pub struct Partition {
     writer: WriterHandle,
     /// Role, followers' progress and high watermark (cluster mode).
     pub repl: Replication,
+    /// Where a moved log start offset is persisted (`None`: it cannot be moved, e.g. the
+    /// single broker's offsets log).
+    log_starts: Option<Arc<LogStartCheckpoint>>,
 }
 
 impl Partition {
@@ -87,7 +91,15 @@ impl Partition {
             data_arrived: Notify::new(),
             deleted: AtomicBool::new(false),
             writer,
+            log_starts: None,
         }
+    }
+
+    /// Lets the log start offset move ([`advance_log_start`](Self::advance_log_start)),
+    /// persisted in `starts`.
+    pub(crate) fn with_log_starts(mut self, starts: Arc<LogStartCheckpoint>) -> Self {
+        self.log_starts = Some(starts);
+        self
     }
 
     /// Read side of the log, usable from any thread.
@@ -438,6 +450,59 @@ impl Partition {
             tracing::warn!(topic = %self.topic, partition = self.index, error = %e, "removing truncated segment files failed");
         }
         Ok(())
+    }
+
+    /// Moves the log start offset up to `offset` (at most the log end offset): DeleteRecords
+    /// on a leader (KIP-107), or a follower taking its leader's start. The new start is written
+    /// to the `log-start-offset-checkpoint` before it is applied. Segments wholly
+    /// below it are deleted after the lock is released; fetches waiting on this partition are woken (so a
+    /// follower's next fetch reports its new start at once). Returns the log start offset.
+    /// Blocking (an fsync).
+    ///
+    /// Errors: KAFKA_STORAGE_ERROR when the checkpoint cannot be written or the log is offline,
+    /// UNKNOWN_TOPIC_OR_PARTITION once deleted, POLICY_VIOLATION for a log whose start cannot
+    /// move (the single broker's offsets log).
+    pub fn advance_log_start(&self, offset: i64) -> Result<i64, ResponseError> {
+        let Some(starts) = self.log_starts.as_deref() else {
+            return Err(ResponseError::PolicyViolation);
+        };
+        let offset = offset.min(self.reader.log_end_offset());
+        if offset <= self.log_start_offset() {
+            return Ok(self.log_start_offset());
+        }
+        starts
+            .record(&self.topic, self.index, offset)
+            .map_err(|e| {
+                tracing::error!(topic = %self.topic, partition = self.index, error = %e,
+                "writing the log start offset checkpoint failed; the log start stays");
+                ResponseError::KafkaStorageError
+            })?;
+        let removed = {
+            let mut guard = self.state.lock();
+            let Some(state) = guard.as_mut() else {
+                return Err(ResponseError::UnknownTopicOrPartition);
+            };
+            state.log.advance_log_start(offset).map_err(|e| {
+                tracing::error!(topic = %self.topic, partition = self.index, error = %e, "moving the log start offset failed");
+                ResponseError::KafkaStorageError
+            })?
+        };
+        if let Err(e) = removed.delete_files() {
+            tracing::warn!(topic = %self.topic, partition = self.index, error = %e, "removing segments below the log start failed");
+        }
+        tracing::info!(topic = %self.topic, partition = self.index, log_start_offset = self.log_start_offset(),
+            "log start offset moved");
+        self.notify_data();
+        Ok(self.log_start_offset())
+    }
+
+    /// Whether the log's `cleanup.policy` contains `delete` (DeleteRecords is refused with
+    /// POLICY_VIOLATION otherwise, as in Kafka).
+    pub fn cleanup_deletes(&self) -> bool {
+        self.state
+            .lock()
+            .as_ref()
+            .is_some_and(|s| s.log.config().cleanup_delete)
     }
 
     /// Whether the flush policy wants the log fsync'ed now (`flush.messages`).

@@ -175,6 +175,9 @@ impl Broker {
             Err(e) => tracing::warn!(topic = %p.topic, partition = p.index, error = %e,
                 "could not remove a replica directory; it is removed at the next start"),
         }
+        if let Err(e) = self.log_starts.forget(&p.topic, p.index) {
+            tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "resetting the log start offset checkpoint failed");
+        }
         if let Err(e) = self.cleaner_state.forget_topic(&p.topic) {
             tracing::warn!(topic = %p.topic, error = %e, "resetting the cleaner checkpoint failed");
         }

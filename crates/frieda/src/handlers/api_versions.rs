@@ -46,6 +46,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeQuorum, 0, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::DescribeTopicPartitions, 0, 0),
+    (ApiKey::DeleteRecords, 0, 2),
     // without an authorizer: SECURITY_DISABLED, as Kafka (v0 removed in Kafka 4, KIP-896)
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),

@@ -92,8 +92,9 @@ fn point_to_leaders(
 }
 
 /// Checks a fetch of `p` at `fetch_offset`: a follower's (`replica` >= 0) records its progress
-/// (which may move the high watermark, or ask the controller to add it to the ISR); a
-/// consumer's must reach the leader. `leader_epoch` is the request's `current_leader_epoch`.
+/// and its log start offset (`(fetch_offset, log_start_offset)`; the progress may move the
+/// high watermark, or ask the controller to add it to the ISR); a consumer's must reach the
+/// leader. `leader_epoch` is the request's `current_leader_epoch`.
 ///
 /// Errors: NOT_LEADER_OR_FOLLOWER (6) when this broker does not lead the partition,
 /// FENCED_LEADER_EPOCH (74) / UNKNOWN_LEADER_EPOCH (76) for an older / newer epoch than the
@@ -102,14 +103,19 @@ fn admit(
     broker: &Broker,
     p: &Arc<Partition>,
     replica: i32,
-    fetch_offset: i64,
+    (fetch_offset, log_start_offset): (i64, i64),
     leader_epoch: i32,
 ) -> Result<(), ResponseError> {
     if replica >= 0 {
         let leo = p.reader().log_end_offset();
-        let (change, moved) =
-            p.repl
-                .on_follower_fetch(replica, fetch_offset, leader_epoch, leo, now_ms())?;
+        let (change, moved) = p.repl.on_follower_fetch(
+            replica,
+            fetch_offset,
+            log_start_offset,
+            leader_epoch,
+            leo,
+            now_ms(),
+        )?;
         if moved {
             // Consumers waiting below the high watermark may read now.
             p.notify_data();
@@ -165,7 +171,7 @@ pub async fn handle(
                             broker,
                             &p,
                             replica,
-                            fp.fetch_offset,
+                            (fp.fetch_offset, fp.log_start_offset),
                             fp.current_leader_epoch,
                         )?;
                         Ok(p)

@@ -9,6 +9,7 @@ pub mod admin;
 pub mod api_versions;
 pub mod cluster;
 pub mod configs;
+pub mod delete_records;
 pub mod fetch;
 pub mod groups;
 pub mod leader_epoch;
@@ -181,6 +182,7 @@ pub async fn handle(
         }
         ApiKey::Fetch => simple!(fetch),
         ApiKey::ListOffsets => simple!(list_offsets),
+        ApiKey::DeleteRecords => simple!(delete_records),
         ApiKey::OffsetForLeaderEpoch => simple!(leader_epoch),
         ApiKey::DescribeAcls => call!(acls::describe),
         ApiKey::CreateAcls => call!(acls::create),

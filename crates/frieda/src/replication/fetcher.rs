@@ -402,6 +402,7 @@ async fn fetch(
         return false;
     }
     let mut to_flush = Vec::new();
+    let mut to_advance = Vec::new();
     for t in resp.responses {
         let topic: Arc<str> = Arc::from(t.topic.0.as_str());
         for pd in t.partitions {
@@ -409,11 +410,29 @@ async fn fetch(
             let (Some(f), Some(&offset)) = (followed.get_mut(&key), offsets.get(&key)) else {
                 continue;
             };
+            let leader_start = pd.log_start_offset;
             apply_partition(leader, f, offset, pd);
             if f.partition.flush_due() {
                 to_flush.push(f.partition.clone());
             }
+            // The leader's log start moved past ours (DeleteRecords, retention): follow it, up
+            // to what this replica has (Kafka's follower `maybeIncrementLogStartOffset`).
+            let start = leader_start.min(f.partition.high_watermark());
+            if start > f.partition.log_start_offset() {
+                to_advance.push((f.partition.clone(), start));
+            }
         }
+    }
+    if !to_advance.is_empty() {
+        // Blocking: the log start offset checkpoint is fsync'ed before the start moves.
+        let _ = tokio::task::spawn_blocking(move || {
+            for (p, start) in to_advance {
+                if let Err(e) = p.advance_log_start(start) {
+                    tracing::warn!(topic = %p.topic, partition = p.index, error = ?e, "could not follow the leader's log start offset");
+                }
+            }
+        })
+        .await;
     }
     // The flush policy holds on followers too (`flush.messages`); the next fetch, which tells
     // the leader how far this replica got, waits for it.

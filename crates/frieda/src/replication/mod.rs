@@ -171,8 +171,9 @@ impl Replication {
         false
     }
 
-    /// A follower fetched at `fetch_offset` while the leader's log ends at `leo`: records its
-    /// progress and moves the high watermark. Returns an ISR expansion to ask the controller
+    /// A follower fetched at `fetch_offset` (its log starting at `follower_log_start`, -1 if
+    /// not said) while the leader's log ends at `leo`: records its progress and moves the high
+    /// watermark. Returns an ISR expansion to ask the controller
     /// for, and whether the high watermark moved.
     ///
     /// Errors: NOT_LEADER_OR_FOLLOWER when this broker does not lead, UNKNOWN_LEADER_EPOCH /
@@ -181,6 +182,7 @@ impl Replication {
         &self,
         replica: BrokerId,
         fetch_offset: i64,
+        follower_log_start: i64,
         follower_epoch: i32,
         leo: i64,
         now_ms: i64,
@@ -196,7 +198,14 @@ impl Replication {
             return Err(ResponseError::FencedLeaderEpoch);
         }
         let current = self.hw.load(Ordering::Acquire);
-        let change = l.on_fetch(replica, fetch_offset, leo, current, now_ms);
+        let change = l.on_fetch(
+            replica,
+            fetch_offset,
+            follower_log_start,
+            leo,
+            current,
+            now_ms,
+        );
         let hw = l.high_watermark(self.me(), leo, current);
         drop(role);
         let moved = hw > current;
@@ -205,6 +214,15 @@ impl Replication {
             self.changed.notify_waiters();
         }
         Ok((change, moved))
+    }
+
+    /// The low watermark for DeleteRecords: on a leader the smallest log start offset over it
+    /// (`own_start`) and its in-sync followers; elsewhere `own_start`.
+    pub fn low_watermark(&self, own_start: i64) -> i64 {
+        match &*self.role.lock() {
+            Role::Leader(l) => l.low_watermark(self.me(), own_start),
+            _ => own_start,
+        }
     }
 
     /// Whether a consumer's request for this partition may be served here, given the

@@ -30,6 +30,20 @@ pub struct Progress {
     pub caught_up_ms: i64,
     /// The leader's log end offset at its previous fetch, and when that was (ms).
     last_fetch: (i64, i64),
+    /// Its log start offset as its last fetch said (Fetch v5+ `log_start_offset`), -1 unknown.
+    pub log_start: i64,
+}
+
+impl Progress {
+    /// A follower not heard from yet, counted as caught up at `now_ms`.
+    fn new(now_ms: i64) -> Progress {
+        Progress {
+            leo: -1,
+            caught_up_ms: now_ms,
+            last_fetch: (-1, now_ms),
+            log_start: -1,
+        }
+    }
 }
 
 /// When followers leave the ISR.
@@ -99,16 +113,7 @@ impl Leader {
             .iter()
             .chain(&p.adding)
             .filter(|b| **b != me)
-            .map(|b| {
-                (
-                    *b,
-                    Progress {
-                        leo: -1,
-                        caught_up_ms: now_ms,
-                        last_fetch: (-1, now_ms),
-                    },
-                )
-            })
+            .map(|b| (*b, Progress::new(now_ms)))
             .collect();
         Leader {
             epoch: p.leader_epoch,
@@ -127,12 +132,21 @@ impl Leader {
         let replicas = self.replicas.clone();
         self.followers.retain(|b, _| replicas.contains(b));
         for b in replicas.into_iter().filter(|b| *b != me) {
-            self.followers.entry(b).or_insert(Progress {
-                leo: -1,
-                caught_up_ms: now_ms,
-                last_fetch: (-1, now_ms),
-            });
+            self.followers.entry(b).or_insert(Progress::new(now_ms));
         }
+    }
+
+    /// The low watermark (Kafka's `Partition.lowWatermarkIfLeader`): the smallest log start
+    /// offset over the leader (`own_start`) and the in-sync followers that reported one. A
+    /// DeleteRecords is complete once it reaches the requested offset.
+    pub fn low_watermark(&self, me: BrokerId, own_start: i64) -> i64 {
+        self.maximal_isr()
+            .iter()
+            .filter(|b| **b != me)
+            .filter_map(|b| self.followers.get(b))
+            .map(|p| p.log_start)
+            .filter(|s| *s >= 0)
+            .fold(own_start, i64::min)
     }
 
     /// The ISR the high watermark waits for: the committed one, or the pending one when larger.
@@ -170,12 +184,16 @@ impl Leader {
         &mut self,
         replica: BrokerId,
         fetch_offset: i64,
+        log_start: i64,
         leo: i64,
         hw: i64,
         now_ms: i64,
     ) -> Option<IsrChange> {
         let p = self.followers.get_mut(&replica)?;
         p.leo = fetch_offset;
+        if log_start >= 0 {
+            p.log_start = log_start;
+        }
         if fetch_offset >= leo {
             p.caught_up_ms = now_ms;
         } else if fetch_offset >= p.last_fetch.0 {
@@ -260,12 +278,12 @@ mod tests {
     fn the_high_watermark_waits_for_every_in_sync_replica() {
         let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0);
         assert_eq!(l.high_watermark(1, 100, 40), 40, "no follower fetched yet");
-        l.on_fetch(2, 90, 100, 40, 10);
+        l.on_fetch(2, 90, -1, 100, 40, 10);
         assert_eq!(l.high_watermark(1, 100, 40), 40);
-        l.on_fetch(3, 70, 100, 40, 10);
+        l.on_fetch(3, 70, -1, 100, 40, 10);
         assert_eq!(l.high_watermark(1, 100, 40), 70);
-        l.on_fetch(3, 100, 100, 70, 20);
-        l.on_fetch(2, 100, 100, 70, 20);
+        l.on_fetch(3, 100, -1, 100, 70, 20);
+        l.on_fetch(2, 100, -1, 100, 70, 20);
         assert_eq!(l.high_watermark(1, 100, 70), 100);
         // Never backwards, never past the leader's log end.
         assert_eq!(l.high_watermark(1, 100, 100), 100);
@@ -274,8 +292,8 @@ mod tests {
     #[test]
     fn lagging_followers_leave_and_caught_up_ones_join() {
         let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0);
-        l.on_fetch(2, 100, 100, 0, 1_000);
-        l.on_fetch(3, 10, 100, 0, 1_000);
+        l.on_fetch(2, 100, -1, 100, 0, 1_000);
+        l.on_fetch(3, 10, -1, 100, 0, 1_000);
         let limits = LagLimits {
             lag_max_ms: 30_000,
             stall_max_ms: 60_000,
@@ -296,8 +314,8 @@ mod tests {
         l.partition_epoch = 10;
         assert_eq!(l.high_watermark(1, 100, 10), 100);
         // 3 catches up with the high watermark: it asks back in.
-        assert_eq!(l.on_fetch(3, 50, 100, 100, 32_000), None);
-        let back = l.on_fetch(3, 100, 100, 100, 33_000).expect("caught up");
+        assert_eq!(l.on_fetch(3, 50, -1, 100, 100, 32_000), None);
+        let back = l.on_fetch(3, 100, -1, 100, 100, 33_000).expect("caught up");
         assert_eq!(back.isr, vec![1, 2, 3]);
         assert_eq!(back.partition_epoch, 10);
     }
@@ -324,13 +342,13 @@ mod stall_tests {
         };
         let mut l = Leader::new(&p, 1, 0);
         // Both fetch at the log end (caught up) at t=1000.
-        l.on_fetch(2, 50, 50, 50, 1_000);
-        l.on_fetch(3, 50, 50, 50, 1_000);
+        l.on_fetch(2, 50, -1, 50, 50, 1_000);
+        l.on_fetch(3, 50, -1, 50, 50, 1_000);
         // Nothing new: neither is behind, so silence is not a stall (long polls can be quiet).
         assert_eq!(l.shrink(1, 5_000, 50, limits), None);
         // Records arrive; 2 keeps fetching, 3 is paused.
-        l.on_fetch(2, 60, 60, 50, 2_000);
-        l.on_fetch(2, 70, 70, 60, 2_400);
+        l.on_fetch(2, 60, -1, 60, 50, 2_000);
+        l.on_fetch(2, 70, -1, 70, 60, 2_400);
         assert_eq!(
             l.shrink(1, 2_400, 70, limits),
             None,

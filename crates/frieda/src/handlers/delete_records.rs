@@ -1,0 +1,131 @@
+//! DeleteRecords (key 21, v0-2; KIP-107), as `kafka-delete-records.sh` and
+//! `Admin.deleteRecords` use it: moves each partition's log start offset up to the offset
+//! asked for, so records below it are no longer served (Fetch answers OFFSET_OUT_OF_RANGE,
+//! ListOffsets earliest returns the new start) and segments wholly below it are deleted. The
+//! new start is persisted before it applies (`log-start-offset-checkpoint`) and followers take
+//! it from their next fetch; the answer waits until the **low watermark** (the smallest log
+//! start over the leader and its in-sync followers, Kafka's `lowWatermarkIfLeader`) reaches
+//! the offset, as Kafka's `DelayedDeleteRecords` does, so a failover does not bring the
+//! records back.
+//!
+//! Per-partition errors, as Kafka's `ReplicaManager.deleteRecords`:
+//! UNKNOWN_TOPIC_OR_PARTITION (3); NOT_LEADER_OR_FOLLOWER (6) off the leader;
+//! OFFSET_OUT_OF_RANGE (1) for an offset above the high watermark or negative other than -1
+//! (-1 means the high watermark); POLICY_VIOLATION (44) when `cleanup.policy` lacks `delete`;
+//! KAFKA_STORAGE_ERROR (56) when the checkpoint cannot be written; REQUEST_TIMED_OUT (7) when
+//! the followers have not caught up within `timeout_ms` (the low watermark so far is returned).
+
+use super::RequestContext;
+use crate::broker::partition::Partition;
+use crate::broker::Broker;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The high watermark, as an offset to delete up to.
+const HIGH_WATERMARK: i64 = -1;
+/// How often the low watermark is looked at while followers catch up, ms.
+const POLL_MS: u64 = 5;
+/// Longest wait for the followers whatever the request says, ms.
+const MAX_TIMEOUT_MS: i32 = 60_000;
+
+/// Handles one DeleteRecords request (see the module doc for the errors).
+pub async fn handle(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: DeleteRecordsRequest,
+) -> DeleteRecordsResponse {
+    let deadline =
+        Instant::now() + Duration::from_millis(req.timeout_ms.clamp(0, MAX_TIMEOUT_MS) as u64);
+    // First every partition's start moves, then the answer waits for them all together.
+    let mut pending: Vec<(usize, usize, Arc<Partition>, i64)> = Vec::new();
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for (ti, t) in req.topics.into_iter().enumerate() {
+        let topic = broker.topic(t.name.0.as_str());
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for (pi, dp) in t.partitions.into_iter().enumerate() {
+            let result = DeleteRecordsPartitionResult::default()
+                .with_partition_index(dp.partition_index)
+                .with_low_watermark(-1);
+            let moved = match topic.as_ref() {
+                None => Err(ResponseError::UnknownTopicOrPartition),
+                Some(topic) => match topic.replica(dp.partition_index) {
+                    Ok(p) => delete_below(broker, &p, dp.offset).await.map(|o| (p, o)),
+                    Err(e) => Err(e),
+                },
+            };
+            match moved {
+                Ok((p, target)) => {
+                    pending.push((ti, pi, p, target));
+                    partitions.push(result);
+                }
+                Err(e) => {
+                    tracing::info!(topic = %t.name.0, partition = dp.partition_index, offset = dp.offset,
+                        error = ?e, "DeleteRecords refused");
+                    partitions.push(result.with_error_code(e.code()));
+                }
+            }
+        }
+        topics.push(
+            DeleteRecordsTopicResult::default()
+                .with_name(t.name)
+                .with_partitions(partitions),
+        );
+    }
+    loop {
+        let reached = pending
+            .iter()
+            .all(|(_, _, p, target)| low_watermark(p) >= *target);
+        if reached || Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+    }
+    for (ti, pi, p, target) in pending {
+        let low = low_watermark(&p);
+        let r = &mut topics[ti].partitions[pi];
+        r.low_watermark = low;
+        if low < target {
+            tracing::warn!(topic = %p.topic, partition = p.index, low_watermark = low, target,
+                "DeleteRecords: the followers did not reach the new log start in time");
+            r.error_code = ResponseError::RequestTimedOut.code();
+        }
+    }
+    DeleteRecordsResponse::default().with_topics(topics)
+}
+
+/// Checks the request for `p` and moves its log start; returns the offset the low watermark
+/// must reach.
+async fn delete_below(
+    broker: &Arc<Broker>,
+    p: &Arc<Partition>,
+    offset: i64,
+) -> Result<i64, ResponseError> {
+    p.repl.check_leader(-1)?;
+    if p.repl.is_replicated() {
+        broker.check_lease()?;
+    }
+    if !p.cleanup_deletes() {
+        return Err(ResponseError::PolicyViolation);
+    }
+    let hw = p.high_watermark();
+    let target = if offset == HIGH_WATERMARK { hw } else { offset };
+    if target < 0 || target > hw {
+        return Err(ResponseError::OffsetOutOfRange);
+    }
+    let part = p.clone();
+    tokio::task::spawn_blocking(move || part.advance_log_start(target))
+        .await
+        .map_err(|_| ResponseError::UnknownServerError)??;
+    Ok(target)
+}
+
+/// The partition's low watermark: its own log start, and on a leader its in-sync followers'.
+fn low_watermark(p: &Partition) -> i64 {
+    p.repl.low_watermark(p.log_start_offset())
+}
