@@ -1,6 +1,7 @@
 //! DescribeLogDirs (key 35, v1-4): the data directory, the size of each replica this broker
 //! holds in it, and the file system's total and usable bytes (`kafka-log-dirs.sh`,
-//! `kafka-reassign-partitions.sh`). Frieda has one log directory, `data.dir`.
+//! `kafka-reassign-partitions.sh`); AlterReplicaLogDirs (key 34, v1-2). Frieda has one log
+//! directory, `data.dir`.
 
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
@@ -77,4 +78,63 @@ pub async fn handle(
         result = result.with_total_bytes(total).with_usable_bytes(usable);
     }
     DescribeLogDirsResponse::default().with_results(vec![result])
+}
+
+/// Whether `path` names this broker's log directory (`data.dir`, as DescribeLogDirs reports it
+/// or as configured; symbolic links resolved).
+fn is_our_log_dir(broker: &Broker, path: &str) -> bool {
+    let ours = &broker.config.data_dir;
+    let canonical = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+    std::path::Path::new(path) == ours.as_path()
+        || canonical(std::path::Path::new(path)).is_some_and(|p| Some(p) == canonical(ours))
+}
+
+/// AlterReplicaLogDirs (key 34, v1-2): moves replicas between this broker's log directories
+/// (`kafka-reassign-partitions.sh` with `log_dirs`). Frieda has one log directory, so every
+/// replica already is where it can be. Per partition, as Kafka's `ReplicaManager`:
+/// LOG_DIR_NOT_FOUND (57) for a path that is not this broker's log directory,
+/// REPLICA_NOT_AVAILABLE (9) for a partition this broker holds no replica of,
+/// KAFKA_STORAGE_ERROR (56) for an offline replica, none for a replica already there.
+pub async fn alter_replica_log_dirs(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: kafka_protocol::messages::AlterReplicaLogDirsRequest,
+) -> kafka_protocol::messages::AlterReplicaLogDirsResponse {
+    use kafka_protocol::error::ResponseError;
+    use kafka_protocol::messages::alter_replica_log_dirs_response::{
+        AlterReplicaLogDirPartitionResult, AlterReplicaLogDirTopicResult,
+    };
+    let mut results = Vec::new();
+    for dir in req.dirs {
+        let known = is_our_log_dir(broker, &dir.path);
+        for t in dir.topics {
+            let topic = broker.topic(t.name.0.as_str());
+            let partitions = t
+                .partitions
+                .into_iter()
+                .map(|index| {
+                    let hosted = topic.as_ref().and_then(|t| t.partition(index));
+                    let error = match hosted {
+                        _ if !known => Some(ResponseError::LogDirNotFound),
+                        None => Some(ResponseError::ReplicaNotAvailable),
+                        Some(p) if !p.is_online() => Some(ResponseError::KafkaStorageError),
+                        Some(_) => None,
+                    };
+                    if let Some(e) = error {
+                        tracing::info!(topic = %t.name.0, partition = index, path = %dir.path,
+                            error = ?e, "AlterReplicaLogDirs refused");
+                    }
+                    AlterReplicaLogDirPartitionResult::default()
+                        .with_partition_index(index)
+                        .with_error_code(error.map_or(0, |e| e.code()))
+                })
+                .collect();
+            results.push(
+                AlterReplicaLogDirTopicResult::default()
+                    .with_topic_name(t.name)
+                    .with_partitions(partitions),
+            );
+        }
+    }
+    kafka_protocol::messages::AlterReplicaLogDirsResponse::default().with_results(results)
 }

@@ -8,6 +8,7 @@ pub mod acls;
 pub mod admin;
 pub mod api_versions;
 pub mod cluster;
+pub mod config_resources;
 pub mod configs;
 pub mod delete_records;
 pub mod fetch;
@@ -192,6 +193,8 @@ pub async fn handle(
         ApiKey::ListPartitionReassignments => call!(leadership::list_reassignments),
         ApiKey::DescribeQuorum => simple!(quorum),
         ApiKey::DescribeLogDirs => simple!(log_dirs),
+        ApiKey::ListConfigResources => simple!(config_resources),
+        ApiKey::AlterReplicaLogDirs => call!(log_dirs::alter_replica_log_dirs),
         ApiKey::DescribeTopicPartitions => simple!(topic_partitions),
         ApiKey::Metadata => simple!(metadata),
         ApiKey::ApiVersions => simple!(api_versions),

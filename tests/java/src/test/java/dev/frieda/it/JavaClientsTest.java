@@ -317,4 +317,53 @@ class JavaClientsTest {
             assertTrue(f.finalizedFeaturesEpoch().isPresent());
         }
     }
+
+    /**
+     * ListConfigResources (KIP-1142, Kafka 4.1+), as {@code kafka-configs --describe} without an
+     * entity name uses it: all resources name a new topic and the broker; filtered by type, only
+     * topics come back.
+     */
+    @Test
+    void listConfigResourcesNamesTopicsAndBrokers() throws Exception {
+        try (Admin a = admin()) {
+            String topic = "lcr-" + java.util.UUID.randomUUID();
+            createTopic(a, topic, 1, Map.of());
+            int node = a.describeCluster().nodes().get(30, TimeUnit.SECONDS).iterator().next().id();
+            Collection<ConfigResource> all = a.listConfigResources().all().get(30, TimeUnit.SECONDS);
+            assertTrue(all.contains(new ConfigResource(ConfigResource.Type.TOPIC, topic)), all.toString());
+            assertTrue(all.contains(new ConfigResource(ConfigResource.Type.BROKER, String.valueOf(node))), all.toString());
+            Collection<ConfigResource> topics = a.listConfigResources(Set.of(ConfigResource.Type.TOPIC),
+                    new org.apache.kafka.clients.admin.ListConfigResourcesOptions()).all().get(30, TimeUnit.SECONDS);
+            assertTrue(topics.contains(new ConfigResource(ConfigResource.Type.TOPIC, topic)), topics.toString());
+            assertTrue(topics.stream().allMatch(r -> r.type() == ConfigResource.Type.TOPIC), topics.toString());
+        }
+    }
+
+    /**
+     * AlterReplicaLogDirs as {@code kafka-reassign-partitions} with {@code log_dirs} sends it: to
+     * the broker's own log directory (as DescribeLogDirs names it) it succeeds; to a directory the
+     * broker does not have, LOG_DIR_NOT_FOUND; for a partition it holds no replica of,
+     * REPLICA_NOT_AVAILABLE (Kafka's ReplicaManager).
+     */
+    @Test
+    void alterReplicaLogDirsToTheLogDirOrElsewhere() throws Exception {
+        try (Admin a = admin()) {
+            String topic = "arld-" + java.util.UUID.randomUUID();
+            createTopic(a, topic, 1, Map.of());
+            int node = a.describeCluster().nodes().get(30, TimeUnit.SECONDS).iterator().next().id();
+            String dir = a.describeLogDirs(List.of(node)).allDescriptions().get(30, TimeUnit.SECONDS)
+                    .get(node).keySet().iterator().next();
+            org.apache.kafka.common.TopicPartitionReplica replica =
+                    new org.apache.kafka.common.TopicPartitionReplica(topic, 0, node);
+            a.alterReplicaLogDirs(Map.of(replica, dir)).all().get(30, TimeUnit.SECONDS);
+            ExecutionException e = assertThrows(ExecutionException.class, () -> a.alterReplicaLogDirs(
+                    Map.of(replica, "/no/such/frieda/log/dir")).all().get(30, TimeUnit.SECONDS));
+            assertInstanceOf(org.apache.kafka.common.errors.LogDirNotFoundException.class, e.getCause());
+            org.apache.kafka.common.TopicPartitionReplica missing =
+                    new org.apache.kafka.common.TopicPartitionReplica(topic, 7, node);
+            e = assertThrows(ExecutionException.class, () -> a.alterReplicaLogDirs(Map.of(missing, dir))
+                    .all().get(30, TimeUnit.SECONDS));
+            assertInstanceOf(org.apache.kafka.common.errors.ReplicaNotAvailableException.class, e.getCause());
+        }
+    }
 }
