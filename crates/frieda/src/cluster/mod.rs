@@ -80,6 +80,56 @@ pub struct LeaderHint {
     pub rack: Option<String>,
 }
 
+/// KIP-951 leader hints for one response (Produce v10+, Fetch v16+): for each partition a
+/// client reached on the wrong broker, its current leader and epoch; and once per leader its
+/// endpoint, so the client goes there without a Metadata round trip.
+pub struct LeaderHints<'a> {
+    node: &'a ClusterNode,
+    image: Arc<MetadataImage>,
+    /// One per leader named, in the order first named (at most the cluster's brokers).
+    endpoints: Vec<LeaderHint>,
+}
+
+impl<'a> LeaderHints<'a> {
+    /// Hints from `node`'s current metadata image.
+    pub fn new(node: &'a ClusterNode) -> Self {
+        LeaderHints {
+            image: node.image(),
+            node,
+            endpoints: Vec::new(),
+        }
+    }
+
+    /// The topic's name: `name`, or for a request by topic id (empty name) the name of the
+    /// topic with `id`; `None` if unknown.
+    pub fn topic_name(&self, name: &str, id: Uuid) -> Option<String> {
+        if !name.is_empty() {
+            return Some(name.to_string());
+        }
+        self.image
+            .topics
+            .iter()
+            .find(|(_, t)| t.id == id)
+            .map(|(n, _)| n.clone())
+    }
+
+    /// The current leader and leader epoch of `topic`'s `partition`, if it has one; its
+    /// endpoint is remembered for [`endpoints`](Self::endpoints).
+    pub fn leader(&mut self, topic: &str, partition: i32) -> Option<(BrokerId, i32)> {
+        let hint = self.node.leader_hint(topic, partition)?;
+        let found = (hint.leader, hint.epoch);
+        if !self.endpoints.iter().any(|e| e.leader == hint.leader) {
+            self.endpoints.push(hint);
+        }
+        Some(found)
+    }
+
+    /// The endpoints of every leader named so far.
+    pub fn endpoints(&self) -> &[LeaderHint] {
+        &self.endpoints
+    }
+}
+
 /// This broker's membership of the cluster.
 pub struct ClusterNode {
     /// The metadata quorum (this node votes in it or learns from it).

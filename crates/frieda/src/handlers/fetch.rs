@@ -11,7 +11,7 @@ use super::{str_bytes, RequestContext};
 use crate::broker::partition::Partition;
 use crate::broker::Broker;
 use crate::clock::now_ms;
-use crate::cluster::ClusterNode;
+use crate::cluster::{ClusterNode, LeaderHints};
 use bytes::{Bytes, BytesMut};
 use frieda_log::{FetchData, LogError};
 use futures::future::select_all;
@@ -54,16 +54,10 @@ fn point_to_leaders(
     node: &ClusterNode,
     topics: &mut [FetchableTopicResponse],
 ) -> Vec<NodeEndpoint> {
-    let image = node.image();
-    let mut endpoints: Vec<NodeEndpoint> = Vec::new();
+    let mut hints = LeaderHints::new(node);
     for t in topics.iter_mut() {
-        let name = if t.topic.0.is_empty() {
-            match image.topics.iter().find(|(_, ti)| ti.id == t.topic_id) {
-                Some((n, _)) => n.clone(),
-                None => continue,
-            }
-        } else {
-            t.topic.0.to_string()
+        let Some(name) = hints.topic_name(&t.topic.0, t.topic_id) else {
+            continue;
         };
         for p in t.partitions.iter_mut() {
             let moved = p.error_code == ResponseError::NotLeaderOrFollower.code()
@@ -71,24 +65,24 @@ fn point_to_leaders(
             if !moved {
                 continue;
             }
-            let Some(hint) = node.leader_hint(&name, p.partition_index) else {
-                continue;
-            };
-            p.current_leader = LeaderIdAndEpoch::default()
-                .with_leader_id(BrokerId(hint.leader))
-                .with_leader_epoch(hint.epoch);
-            if !endpoints.iter().any(|e| e.node_id.0 == hint.leader) {
-                endpoints.push(
-                    NodeEndpoint::default()
-                        .with_node_id(BrokerId(hint.leader))
-                        .with_host(str_bytes(&hint.host))
-                        .with_port(i32::from(hint.port))
-                        .with_rack(hint.rack.as_deref().map(str_bytes)),
-                );
+            if let Some((leader, epoch)) = hints.leader(&name, p.partition_index) {
+                p.current_leader = LeaderIdAndEpoch::default()
+                    .with_leader_id(BrokerId(leader))
+                    .with_leader_epoch(epoch);
             }
         }
     }
-    endpoints
+    hints
+        .endpoints()
+        .iter()
+        .map(|h| {
+            NodeEndpoint::default()
+                .with_node_id(BrokerId(h.leader))
+                .with_host(str_bytes(&h.host))
+                .with_port(i32::from(h.port))
+                .with_rack(h.rack.as_deref().map(str_bytes))
+        })
+        .collect()
 }
 
 /// Checks a fetch of `p` at `fetch_offset`: a follower's (`replica` >= 0) records its progress

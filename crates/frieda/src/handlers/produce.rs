@@ -8,7 +8,7 @@ use super::{str_bytes, RequestContext};
 use crate::broker::partition::Partition;
 use crate::broker::Broker;
 use crate::clock::now_ms;
-use crate::cluster::ClusterNode;
+use crate::cluster::{ClusterNode, LeaderHints};
 use bytes::{Bytes, BytesMut};
 use frieda_log::{
     build_batch, records_section, validate_batches, validate_records, BatchError, BatchHeader,
@@ -33,39 +33,33 @@ const CURRENT_LEADER_VERSION: i16 = 10;
 /// KIP-951: every partition answered NOT_LEADER_OR_FOLLOWER gets its current leader and epoch,
 /// and the response the leaders' endpoints, so the client goes there without a Metadata round.
 fn point_to_leaders(node: &ClusterNode, topics: &mut [TopicProduceResponse]) -> Vec<NodeEndpoint> {
-    let image = node.image();
-    let mut endpoints: Vec<NodeEndpoint> = Vec::new();
+    let mut hints = LeaderHints::new(node);
     for t in topics.iter_mut() {
-        let name = if t.name.0.is_empty() {
-            match image.topics.iter().find(|(_, ti)| ti.id == t.topic_id) {
-                Some((n, _)) => n.clone(),
-                None => continue,
-            }
-        } else {
-            t.name.0.to_string()
+        let Some(name) = hints.topic_name(&t.name.0, t.topic_id) else {
+            continue;
         };
         for p in t.partition_responses.iter_mut() {
             if p.error_code != ResponseError::NotLeaderOrFollower.code() {
                 continue;
             }
-            let Some(hint) = node.leader_hint(&name, p.index) else {
-                continue;
-            };
-            p.current_leader = LeaderIdAndEpoch::default()
-                .with_leader_id(BrokerId(hint.leader))
-                .with_leader_epoch(hint.epoch);
-            if !endpoints.iter().any(|e| e.node_id.0 == hint.leader) {
-                endpoints.push(
-                    NodeEndpoint::default()
-                        .with_node_id(BrokerId(hint.leader))
-                        .with_host(str_bytes(&hint.host))
-                        .with_port(i32::from(hint.port))
-                        .with_rack(hint.rack.as_deref().map(str_bytes)),
-                );
+            if let Some((leader, epoch)) = hints.leader(&name, p.index) {
+                p.current_leader = LeaderIdAndEpoch::default()
+                    .with_leader_id(BrokerId(leader))
+                    .with_leader_epoch(epoch);
             }
         }
     }
-    endpoints
+    hints
+        .endpoints()
+        .iter()
+        .map(|h| {
+            NodeEndpoint::default()
+                .with_node_id(BrokerId(h.leader))
+                .with_host(str_bytes(&h.host))
+                .with_port(i32::from(h.port))
+                .with_rack(h.rack.as_deref().map(str_bytes))
+        })
+        .collect()
 }
 
 /// Handles a Produce request; `None` for acks=0 (no response is sent, the appends still happen
