@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic)
 
 import cluster_wire as cw
+import kafka_wire as kw
 from cluster_clients import (ProducerThread, check_acked, check_log, read_all, read_partitions,
                              replicas_identical, watermarks)
 from conftest import LOG_LEVEL
@@ -646,3 +647,65 @@ def test_broker_only_node_hosts_and_leads_replicas(cluster, topic_name):
     got, hw = read_all(c.live_bootstrap, tl, 2)
     check_log([pl, more], got, hw, tl, exact=True)
     wait_identical(c, tl, 2)
+
+
+def _tagged(r: kw.Reader) -> dict[int, bytes]:
+    """A tagged-field section: {tag: its bytes}."""
+    out = {}
+    for _ in range(r.uvarint()):
+        tag = r.uvarint()
+        out[tag] = r.take(r.uvarint())
+    return out
+
+
+def test_produce_to_a_follower_names_the_leader_kip_951(cluster, topic_name):
+    """Produce v10 (KIP-951) sent straight to a follower of a partition: the partition is
+    answered NOT_LEADER_OR_FOLLOWER with its current leader and leader epoch (tagged field 0 of
+    the partition response), and the response carries the leader's endpoint (tagged field 0 of
+    the response: node id, host, port), which Metadata agrees with; so clients such as the Java
+    producer and librdkafka go to the new leader without a Metadata round trip."""
+    c = cluster()
+    t = topic_name()
+    create(c, t, 1)
+    md = c.raw_metadata(1, [t])
+    part = md.topics[t][1][0]
+    follower = next(i for i in part.replicas if i != part.leader)
+    node = c.node(follower)
+    ts = int(time.time() * 1000)
+    batch = kw.record_batch([kw.Record(key=b"k", value=b"v", headers=[], timestamp=ts)])
+    req = bytearray(kw.produce_v9(7, t, 0, batch))
+    req[4 + 2:4 + 4] = (10).to_bytes(2, "big")  # the same body is Produce v10
+    s = kw.connect(node.host, node.client_port)
+    try:
+        payload = kw.request(s, bytes(req))
+    finally:
+        s.close()
+    r = kw.Reader(payload)
+    assert r.i32() == 7
+    r.tags()
+    hint = None
+    for _ in range(r.uvarint() - 1):
+        assert r.compact_string() == t
+        for _ in range(r.uvarint() - 1):
+            idx, err = r.i32(), r.i16()
+            r.i64(), r.i64(), r.i64()
+            for _ in range(r.uvarint() - 1):
+                r.i32(), r.compact_string(), r.tags()
+            r.compact_string()
+            tags = _tagged(r)
+            assert (idx, err) == (0, 6), (idx, err)  # NOT_LEADER_OR_FOLLOWER
+            assert 0 in tags, f"no CurrentLeader tag: {tags}"
+            lr = kw.Reader(tags[0])
+            hint = (lr.i32(), lr.i32())
+        r.tags()
+    r.i32()  # throttle
+    tags = _tagged(r)
+    assert hint == (part.leader, md.topics[t][1][0].leader_epoch), (hint, part)
+    assert 0 in tags, f"no NodeEndpoints tag: {tags}"
+    er = kw.Reader(tags[0])
+    endpoints = []
+    for _ in range(er.uvarint() - 1):
+        endpoints.append((er.i32(), er.compact_string(), er.i32(), er.compact_string()))
+        er.tags()
+    leader = c.node(part.leader)
+    assert endpoints == [(leader.id, leader.host, leader.client_port, None)], endpoints
