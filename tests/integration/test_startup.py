@@ -118,12 +118,18 @@ def test_listeners_and_advertised_listeners_from_the_config_file(tmp_path):
     finally:
         proc.kill()
     cfg = _config(tmp_path, "b", f'listeners = "PLAINTEXT://localhost:{port}"\n'
-                                 f'advertised.listeners = "PLAINTEXT://127.0.0.1:{port}"\n"data.dir" = "{data}"\n')
+                                 f'advertised.listeners = "PLAINTEXT://127.0.0.1:{port}"\n"data.dir" = "{data}"\n'
+                                 '"log.retention.hours" = 5\n')
     proc = _start(tmp_path, "b", ["--config", str(cfg)], port)
     try:
         assert _metadata_brokers(f"localhost:{port}") == [(1, "127.0.0.1", port)], \
             "Metadata must return advertised.listeners"
         _roundtrip(f"localhost:{port}")
+        # start-up logs the settings in force under Kafka's names, one per line
+        log = proc.text()
+        for line in (f"listeners = PLAINTEXT://localhost:{port}", f"advertised.listeners = PLAINTEXT://127.0.0.1:{port}",
+                     f"log.dirs = {data}", "log.retention.ms = 18000000", "num.partitions = 1"):
+            assert f"frieda::config: {line}\n" in log, f"start-up log lacks {line!r}\n{log[:3000]}"
         _stop(proc)
     finally:
         proc.kill()

@@ -98,7 +98,25 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// Logs the configuration in force at start-up, one line per setting under Kafka's broker key
+/// names (as DescribeConfigs of the broker reports it), values of secret-looking keys redacted.
+fn log_effective_config(cfg: &BrokerConfig) {
+    for e in frieda::handlers::configs::broker_config_entries(cfg) {
+        let name = e.name.to_string();
+        let secret = ["password", "secret", "sasl.jaas.config"]
+            .iter()
+            .any(|s| name.contains(s));
+        let value = match &e.value {
+            _ if secret => "[redacted]".to_string(),
+            Some(v) => v.to_string(),
+            None => "null".to_string(),
+        };
+        tracing::info!(target: "frieda::config", "{name} = {value}");
+    }
+}
+
 fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
+    log_effective_config(&cfg);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.network_threads)
         .thread_name("frieda-net")

@@ -4,6 +4,7 @@
 use super::{str_bytes, RequestContext};
 use crate::broker::topic_config::{TopicConfigs, ValueKind, TOPIC_CONFIG_KEYS};
 use crate::broker::{AdminError, Broker};
+use crate::config::BrokerConfig;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::describe_configs_response::{
@@ -128,8 +129,7 @@ const TOPIC_CONFIG_BROKER_SYNONYMS: &[(&str, &str)] = &[
 /// synonym ([`TOPIC_CONFIG_BROKER_SYNONYMS`]). Kafka lists ~340 keys, most for features Frieda
 /// does not have (SASL, SSL, tiered storage, share groups, ...); those are not listed rather
 /// than listed with values that would not be true.
-fn broker_config_entries(broker: &Broker) -> Vec<ConfigEntry> {
-    let c = &broker.config;
+pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
     let k = &c.cluster;
     let g = &c.coordinator;
     let join = |v: Vec<String>| v.join(",");
@@ -412,7 +412,7 @@ pub async fn describe(
                 if r.resource_name.is_empty()
                     || r.resource_name.as_str() == broker.config.node_id.to_string() =>
             {
-                let mut all = broker_config_entries(broker);
+                let mut all = broker_config_entries(&broker.config);
                 if let Some(keys) = &r.configuration_keys {
                     all.retain(|e| keys.iter().any(|k| k.as_str() == e.name.as_str()));
                 }
