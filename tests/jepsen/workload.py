@@ -21,6 +21,7 @@ seed, and per role: index, rate, flush_secs, message_timeout_ms, group, groups, 
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import time
@@ -59,6 +60,9 @@ def run_producer(cfg: dict) -> None:
     conf = {"bootstrap.servers": cfg["bootstrap"], "log_level": LOG_LEVEL, "enable.idempotence": True,
             "acks": "all", "linger.ms": 5, "message.timeout.ms": cfg.get("message_timeout_ms", 30000),
             "client.id": cfg["proc"]}
+    if os.environ.get("JEPSEN_RDKAFKA_DEBUG"):
+        # e.g. "eos,msg,protocol": librdkafka's own account of retries and epoch bumps (stderr)
+        conf.update({"debug": os.environ["JEPSEN_RDKAFKA_DEBUG"], "log_level": 7})
     pending: dict[int, int] = {}  # value -> partition
 
     def on_delivery(part: int, value: int):

@@ -277,7 +277,13 @@ impl Partition {
             return Err(ResponseError::KafkaStorageError);
         }
         // Under the lock: a leadership change cannot slip between this check and the append.
-        let leader_epoch = self.repl.append_epoch()?;
+        let leader_epoch = match self.repl.append_epoch() {
+            Ok(epoch) => epoch,
+            Err(e) => {
+                state.producers.note_refused(header);
+                return Err(e);
+            }
+        };
         if let SequenceCheck::Duplicate {
             base_offset,
             last_offset,
@@ -494,6 +500,17 @@ impl Partition {
             "log start offset moved");
         self.notify_data();
         Ok(self.log_start_offset())
+    }
+
+    /// Notes that `header`'s batch was refused before its append with a retriable error (see
+    /// [`ProducerStateTable::note_refused`]).
+    pub fn note_refused(&self, header: &BatchHeader) {
+        if header.producer_id < 0 {
+            return;
+        }
+        if let Some(state) = self.state.lock().as_mut() {
+            state.producers.note_refused(header);
+        }
     }
 
     /// Whether the log's `cleanup.policy` contains `delete` (DeleteRecords is refused with

@@ -51,10 +51,18 @@ pub enum SequenceCheck {
     },
 }
 
+/// Most producers whose refused batches one partition remembers (see
+/// [`ProducerStateTable::note_refused`]); past it the memory starts over.
+pub const MAX_REFUSED_PRODUCERS: usize = 10_000;
+
 /// Per-partition table of producer ids.
 #[derive(Debug, Default)]
 pub struct ProducerStateTable {
     producers: HashMap<i64, ProducerEntry>,
+    /// Per producer id: the epoch and lowest base sequence of a batch this partition refused
+    /// before appending it (not leading, fenced, too few in-sync replicas), until a batch
+    /// covering that sequence is appended. Bounded by [`MAX_REFUSED_PRODUCERS`].
+    refused: HashMap<i64, (i16, i32)>,
 }
 
 fn in_sequence(last: i32, next: i32) -> bool {
@@ -101,8 +109,44 @@ impl ProducerStateTable {
             Some(last) if in_sequence(last.last_seq, batch.base_sequence) => {
                 Ok(SequenceCheck::Append)
             }
+            Some(last)
+                if self.refused.get(&batch.producer_id)
+                    == Some(&(batch.producer_epoch, last.last_seq.wrapping_add(1))) =>
+            {
+                // The gap is a batch this partition itself refused a moment ago (pipelined
+                // requests straddling a leadership flap): this one is refused the same way, so
+                // the producer retries both in order. OUT_OF_ORDER_SEQUENCE_NUMBER would make
+                // librdkafka bump its epoch and renumber every unacknowledged record, and
+                // records appended here but answered NOT_LEADER_OR_FOLLOWER would then be
+                // written twice (tests/jepsen mixed seed 1031).
+                Err(ResponseError::NotLeaderOrFollower)
+            }
             Some(_) => Err(ResponseError::OutOfOrderSequenceNumber),
             None => Ok(SequenceCheck::Append),
+        }
+    }
+
+    /// Notes that `batch` was refused before it could be appended (NOT_LEADER_OR_FOLLOWER,
+    /// NOT_ENOUGH_REPLICAS: the producer retries it), so a later batch of the same producer
+    /// that arrives first is refused too instead of being called out of order (see
+    /// [`check`](Self::check)).
+    pub fn note_refused(&mut self, batch: &BatchHeader) {
+        if batch.producer_id < 0 {
+            return;
+        }
+        if self.refused.len() >= MAX_REFUSED_PRODUCERS
+            && !self.refused.contains_key(&batch.producer_id)
+        {
+            self.refused.clear();
+        }
+        let e = self
+            .refused
+            .entry(batch.producer_id)
+            .or_insert((batch.producer_epoch, batch.base_sequence));
+        if e.0 != batch.producer_epoch {
+            *e = (batch.producer_epoch, batch.base_sequence);
+        } else if batch.base_sequence < e.1 {
+            e.1 = batch.base_sequence;
         }
     }
 
@@ -111,6 +155,11 @@ impl ProducerStateTable {
     pub fn record(&mut self, batch: &BatchHeader, base_offset: i64) {
         if batch.producer_id < 0 {
             return;
+        }
+        if let Some(&(epoch, seq)) = self.refused.get(&batch.producer_id) {
+            if epoch != batch.producer_epoch || seq <= batch.last_sequence() {
+                self.refused.remove(&batch.producer_id);
+            }
         }
         let entry = self.producers.entry(batch.producer_id).or_default();
         if batch.producer_epoch != entry.epoch {
@@ -295,5 +344,42 @@ mod tests {
         );
         assert_eq!(t.check(&batch(99, 0, 42, 1)), Ok(SequenceCheck::Append));
         assert_eq!(t.check(&batch(-1, -1, -1, 1)), Ok(SequenceCheck::Append));
+    }
+
+    /// Pipelined batches straddling a leadership flap: seq 10 refused before its append
+    /// (NOT_LEADER_OR_FOLLOWER), seq 11 arriving after the flap must be refused the same way,
+    /// not called out of order; once 10 is appended, 11 goes in; a gap nobody refused is still
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER.
+    #[test]
+    fn a_gap_this_partition_refused_is_refused_again_not_out_of_order() {
+        let mut t = ProducerStateTable::default();
+        t.record(&batch(7, 0, 9, 1), 100);
+        t.note_refused(&batch(7, 0, 10, 1));
+        assert_eq!(
+            t.check(&batch(7, 0, 11, 1)),
+            Err(ResponseError::NotLeaderOrFollower)
+        );
+        assert_eq!(t.check(&batch(7, 0, 10, 1)), Ok(SequenceCheck::Append));
+        t.record(&batch(7, 0, 10, 1), 101);
+        assert_eq!(t.check(&batch(7, 0, 11, 1)), Ok(SequenceCheck::Append));
+        t.record(&batch(7, 0, 11, 1), 102);
+        // the refusal is forgotten once covered: a real gap is out of order again
+        assert_eq!(
+            t.check(&batch(7, 0, 13, 1)),
+            Err(ResponseError::OutOfOrderSequenceNumber)
+        );
+        // another producer's refusal explains nothing
+        t.note_refused(&batch(8, 0, 12, 1));
+        assert_eq!(
+            t.check(&batch(7, 0, 13, 1)),
+            Err(ResponseError::OutOfOrderSequenceNumber)
+        );
+        // a refusal under an older epoch explains nothing either
+        t.note_refused(&batch(7, 0, 12, 1));
+        t.record(&batch(7, 1, 0, 1), 103);
+        assert_eq!(
+            t.check(&batch(7, 1, 2, 1)),
+            Err(ResponseError::OutOfOrderSequenceNumber)
+        );
     }
 }

@@ -227,14 +227,19 @@ async fn append(
     // acknowledges nothing: another broker may lead the partition by now.
     let lease_lost = || lease.is_some_and(|n| !n.holds_lease());
     if replicated && lease_lost() {
+        partition.note_refused(&header);
         return Err(ResponseError::NotLeaderOrFollower.into());
     }
     if replicated {
         // Refused before the append when too few replicas are in sync (Kafka's
         // NOT_ENOUGH_REPLICAS), so the producer can retry without a duplicate in the log.
-        partition
+        if let Err(e) = partition
             .repl
-            .check_writable(acks_all, policy.min_insync_replicas)?;
+            .check_writable(acks_all, policy.min_insync_replicas)
+        {
+            partition.note_refused(&header);
+            return Err(e.into());
+        }
     }
     let outcome = partition.append(buf, header).await?;
     if replicated && acks_all {
