@@ -709,3 +709,51 @@ def test_produce_to_a_follower_names_the_leader_kip_951(cluster, topic_name):
         er.tags()
     leader = c.node(part.leader)
     assert endpoints == [(leader.id, leader.host, leader.client_port, None)], endpoints
+
+
+def test_dynamic_broker_config_goes_through_the_quorum(cluster, topic_name):
+    """kafka-configs --alter --entity-type brokers --entity-name 2 --add-config
+    message.max.bytes=2000, sent to broker 1: the change goes through the metadata quorum, so
+    broker 2 (and only it) refuses a 5,000-byte record for a partition it leads, its
+    DescribeConfigs shows the value as DYNAMIC_BROKER_CONFIG, and still does after broker 2 is
+    SIGKILLed and restarted (it can only have read it from the metadata log); deleting the value
+    restores the static one."""
+    from confluent_kafka.admin import ConfigSource, ResourceType
+    c = cluster()
+    t = topic_name()
+    create(c, t, 3, config={"min.insync.replicas": "1"})
+    led = {c.leader_of(t, q): q for q in range(3)}
+    assert 2 in led and 1 in led, led
+    a = c.admin(via=1)
+
+    def alter(value):
+        op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+        res = ConfigResource(ResourceType.BROKER, "2", incremental_configs=[
+            ConfigEntry("message.max.bytes", value, incremental_operation=op)])
+        a.incremental_alter_configs([res], request_timeout=30)[res].result(timeout=30)
+
+    def produce_big(partition: int):
+        p = Producer({"bootstrap.servers": c.bootstrap, "log_level": LOG_LEVEL, "message.timeout.ms": 10000})
+        errs = []
+        p.produce(t, value=b"x" * 5000, partition=partition, on_delivery=lambda e, m: errs.append(e))
+        assert p.flush(30) == 0
+        return errs[0].code() if errs[0] is not None else None
+
+    def described():
+        res = ConfigResource(ResourceType.BROKER, "2")
+        adm = c.admin(via=2)  # kept referenced until the result is in
+        return adm.describe_configs([res], request_timeout=30)[res].result(timeout=30)["message.max.bytes"]
+
+    alter("2000")
+    c.wait_until(lambda: produce_big(led[2]) == KafkaError.MSG_SIZE_TOO_LARGE, 20, "broker 2 applies the limit")
+    assert produce_big(led[1]) is None, "broker 1 must keep its own limit"
+    e = described()
+    assert (e.value, e.source) == ("2000", ConfigSource.DYNAMIC_BROKER_CONFIG.value), e
+    c.kill(2)
+    c.start(2)
+    c.wait_full_isr(t, 30)
+    # what broker 2 reports now it can only have taken from the metadata log
+    e = described()
+    assert (e.value, e.source) == ("2000", ConfigSource.DYNAMIC_BROKER_CONFIG.value), e
+    alter(None)
+    c.wait_until(lambda: described().value == "1048588", 20, "broker 2 back on its static limit")

@@ -289,3 +289,60 @@ def test_describe_broker_configs_under_kafkas_names(broker):
     for invented in ("log.max.message.bytes", "log.min.insync.replicas", "log.compression.type",
                      "log.flush.messages", "log.retention.bytes.x"):
         assert invented not in conf, invented
+
+
+def _alter_broker(a, name: str, ops: list[tuple[str, str | None]]):
+    """IncrementalAlterConfigs of broker resource ``name`` ("" = the cluster default): SET for a
+    value, DELETE for None. Returns the future's result (raises KafkaException)."""
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None
+                           else AlterConfigOpType.DELETE) for k, v in ops]
+    res = ConfigResource(ResourceType.BROKER, name, incremental_configs=entries)
+    return a.incremental_alter_configs([res], request_timeout=T)[res].result(timeout=T)
+
+
+def test_dynamic_broker_configs_apply_without_a_restart_and_persist(own_broker, topic_name):
+    """kafka-configs --alter --entity-type brokers --entity-name 1 --add-config
+    message.max.bytes=2000 (IncrementalAlterConfigs of broker resource "1"): a 5,000-byte record
+    is refused MSG_SIZE_TOO_LARGE at once on an existing topic without its own max.message.bytes;
+    DescribeConfigs of broker 1 shows the value with source DYNAMIC_BROKER_CONFIG, not read-only;
+    it survives a restart; deleting it restores the static value (1048588) and the record goes
+    in. A setting Kafka cannot change at run time (num.partitions) is refused INVALID_CONFIG and
+    changes nothing. (The cluster-wide default, `--entity-default`, is the empty resource name,
+    which confluent-kafka refuses to send: tests/cluster/test_kafka_tools_cluster.py drives it
+    with Kafka's own kafka-configs.)"""
+    b = own_broker
+    a = h.admin(b.bootstrap)
+    topic = topic_name()
+    h.create_topic(b.bootstrap, topic, 1)
+    big = [h.Rec(b"k", b"x" * 5000, None, 0, partition=0)]
+
+    def produce_big() -> int | None:
+        log = h.produce_all(h.producer(b.bootstrap, message_timeout_ms=5000), topic, big)
+        return log.errors[0][1].code() if log.errors else None
+
+    def broker_conf() -> dict:
+        res = ConfigResource(ResourceType.BROKER, "1")
+        return a.describe_configs([res], request_timeout=T)[res].result(timeout=T)
+
+    assert produce_big() is None
+    _alter_broker(a, "1", [("message.max.bytes", "2000")])
+    assert produce_big() == KafkaError.MSG_SIZE_TOO_LARGE
+    c = broker_conf()["message.max.bytes"]
+    assert (c.value, c.source) == ("2000", ConfigSource.DYNAMIC_BROKER_CONFIG.value), c
+    assert not c.is_read_only
+    assert broker_conf()["num.partitions"].is_read_only
+
+    with pytest.raises(KafkaException) as ei:
+        _alter_broker(a, "1", [("num.partitions", "7")])
+    assert ei.value.args[0].code() == KafkaError.INVALID_CONFIG, ei.value
+    assert broker_conf()["num.partitions"].value == "1"
+
+    b.restart()
+    a = h.admin(b.bootstrap)
+    c = broker_conf()["message.max.bytes"]
+    assert (c.value, c.source) == ("2000", ConfigSource.DYNAMIC_BROKER_CONFIG.value), c
+    assert produce_big() == KafkaError.MSG_SIZE_TOO_LARGE
+    _alter_broker(a, "1", [("message.max.bytes", None)])
+    c = broker_conf()["message.max.bytes"]
+    assert c.value == "1048588" and c.source != ConfigSource.DYNAMIC_BROKER_CONFIG.value, c
+    assert produce_big() is None

@@ -82,6 +82,13 @@ pub enum ControllerRequest {
         /// Check only.
         validate_only: bool,
     },
+    /// (Incremental)AlterConfigs of a broker resource: its whole new dynamic config set.
+    SetBrokerConfigs {
+        /// `""` (cluster default) or a broker id.
+        resource: String,
+        /// Kafka broker key names and values (already validated by the broker).
+        configs: BTreeMap<String, String>,
+    },
     /// AlterConfigs of a topic.
     SetTopicConfigs {
         /// Topic.
@@ -362,6 +369,11 @@ impl Controller {
                     return Ok(ControllerReply::Done);
                 }
                 self.propose(MetaCommand::CreatePartitions { name, assignment })
+                    .await?;
+                Ok(ControllerReply::Done)
+            }
+            ControllerRequest::SetBrokerConfigs { resource, configs } => {
+                self.propose(MetaCommand::SetBrokerConfigs { resource, configs })
                     .await?;
                 Ok(ControllerReply::Done)
             }

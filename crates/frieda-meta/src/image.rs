@@ -93,6 +93,11 @@ pub struct MetadataImage {
     pub topics: BTreeMap<String, TopicImage>,
     /// Next producer id to hand out in a block (KIP-730: the controller allocates blocks).
     pub next_producer_id: i64,
+    /// Dynamic broker configs (`kafka-configs --entity-type brokers`), by resource: `""` for the
+    /// cluster-wide default (`--entity-default`), a broker id for one broker; Kafka's broker
+    /// key names and values as set.
+    #[serde(default)]
+    pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// Log index of the last applied command (the image's version).
     pub offset: u64,
 }
@@ -147,6 +152,14 @@ pub enum MetaCommand {
         name: String,
         /// Replicas of each new partition.
         assignment: Vec<Vec<BrokerId>>,
+    },
+    /// Replaces the dynamic configs of a broker resource (`""`: the cluster default, else a
+    /// broker id); an empty set removes the resource.
+    SetBrokerConfigs {
+        /// `""` or a broker id.
+        resource: String,
+        /// Kafka broker key names and values.
+        configs: BTreeMap<String, String>,
     },
     /// Replaces a topic's explicit configs.
     SetTopicConfigs {
@@ -358,6 +371,15 @@ impl MetadataImage {
                     .get_mut(name)
                     .ok_or_else(|| MetaError::UnknownTopic(name.clone()))?;
                 t.partitions.extend(new);
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::SetBrokerConfigs { resource, configs } => {
+                if configs.is_empty() {
+                    self.broker_configs.remove(resource);
+                } else {
+                    self.broker_configs
+                        .insert(resource.clone(), configs.clone());
+                }
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::SetTopicConfigs { name, configs } => {

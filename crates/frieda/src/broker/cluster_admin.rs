@@ -176,6 +176,39 @@ impl Broker {
         Ok(())
     }
 
+    /// The dynamic configs of a broker resource in a cluster (already validated): through the
+    /// controller, then applied here from the image. Errors: REQUEST_TIMED_OUT (7).
+    pub(crate) async fn cluster_set_broker_configs(
+        &self,
+        node: &Arc<ClusterNode>,
+        resource: &str,
+        configs: std::collections::BTreeMap<String, String>,
+    ) -> Result<(), AdminError> {
+        let wanted = configs.clone();
+        node.controller(
+            ControllerRequest::SetBrokerConfigs {
+                resource: resource.to_string(),
+                configs,
+            },
+            CONTROLLER_TIMEOUT,
+        )
+        .await?;
+        let seen = node
+            .wait_for(CONTROLLER_TIMEOUT, |img| {
+                img.broker_configs
+                    .get(resource)
+                    .cloned()
+                    .unwrap_or_default()
+                    == wanted
+            })
+            .await;
+        if !seen {
+            return Err(not_seen("the broker config change"));
+        }
+        self.apply_dynamic_configs(&node.image().broker_configs);
+        Ok(())
+    }
+
     /// AlterConfigs of a topic in a cluster (already validated). Errors: REQUEST_TIMED_OUT (7).
     pub(crate) async fn cluster_set_topic_configs(
         &self,

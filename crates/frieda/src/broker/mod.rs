@@ -25,6 +25,7 @@
 pub mod checkpoint;
 pub mod cleaner;
 pub mod cluster_admin;
+pub mod dynamic_config;
 pub mod log_start;
 pub mod partition;
 pub mod producer_state;
@@ -102,6 +103,10 @@ pub struct Broker {
     startup_hw: parking_lot::Mutex<checkpoint::Offsets>,
     /// The log cleaner's per-log state (checkpoints), shared so topic creation can reset it.
     pub(crate) cleaner_state: cleaner::CleanerState,
+    /// Dynamic broker configs (single broker: `meta/broker-configs.json`; cluster: the image's).
+    dynamic_configs: RwLock<dynamic_config::BrokerConfigSets>,
+    /// The topic defaults in force: the static ones with the dynamic configs over them.
+    topic_defaults: RwLock<Arc<TopicConfigs>>,
     /// Log start offsets moved inside a segment (DeleteRecords), persisted before applied.
     pub(crate) log_starts: Arc<log_start::LogStartCheckpoint>,
     /// The data directory's `.lock`, held for the broker's life (released when the file closes).
@@ -136,6 +141,17 @@ impl Broker {
         );
         let producer_ids = ProducerIdAllocator::open(&meta_dir)?;
         let clustered = config.cluster.enabled();
+        // A cluster takes its dynamic configs from the metadata image (the reconciler).
+        let dynamic = if clustered {
+            dynamic_config::BrokerConfigSets::new()
+        } else {
+            dynamic_config::load(&meta_dir)?
+        };
+        let topic_defaults = Arc::new(dynamic_config::effective_defaults(
+            &config.topic_defaults,
+            &dynamic,
+            config.node_id,
+        ));
         let groups = if clustered {
             GroupCoordinators::cluster(config.coordinator.clone())
         } else {
@@ -143,7 +159,13 @@ impl Broker {
                 .get(&(OFFSETS_TOPIC.to_string(), 0))
                 .copied()
                 .unwrap_or(0);
-            GroupCoordinators::single(open_offsets_log(&config, &meta_dir, &writers, offsets_rp)?)
+            GroupCoordinators::single(open_offsets_log(
+                &config,
+                &topic_defaults,
+                &meta_dir,
+                &writers,
+                offsets_rp,
+            )?)
         };
         let startup_hw = checkpoint::read(&data_dir.join(replicas::HIGH_WATERMARK_FILE));
         let broker = Broker {
@@ -161,6 +183,8 @@ impl Broker {
             startup_hw: parking_lot::Mutex::new(startup_hw),
             cleaner_state: cleaner::CleanerState::load(&data_dir),
             log_starts: Arc::new(log_start::LogStartCheckpoint::load(&data_dir)),
+            dynamic_configs: RwLock::new(dynamic),
+            topic_defaults: RwLock::new(topic_defaults),
             _dir_lock: dir_lock,
         };
         if clustered {
@@ -257,7 +281,8 @@ impl Broker {
                 0
             }
         };
-        let mut log_config = configs.log_config(&self.config.topic_defaults);
+        let defaults = self.topic_defaults();
+        let mut log_config = configs.log_config(&defaults);
         if &**topic == OFFSETS_TOPIC {
             // Group metadata records are as large as the group's assignment; nothing reads
             // the offsets log but its coordinator.
@@ -287,7 +312,7 @@ impl Broker {
             .as_ref()
             .map(|w| w.for_partition(topic, index))
             .context("broker is shutting down")?;
-        let policy = configs.produce_policy(&self.config.topic_defaults);
+        let policy = configs.produce_policy(&defaults);
         Ok(Arc::new(
             Partition::new(topic.clone(), index, log, writer, policy)
                 .with_log_starts(self.log_starts.clone()),
@@ -747,12 +772,8 @@ impl Broker {
             let mut meta = topic.meta();
             meta.configs = configs.clone();
             broker.persist(&meta)?;
-            let log_config = configs.log_config(&broker.config.topic_defaults);
-            let policy = configs.produce_policy(&broker.config.topic_defaults);
             *topic.configs.write() = configs;
-            for p in topic.local_partitions().iter() {
-                p.set_configs(log_config.clone(), policy);
-            }
+            broker.apply_topic_configs(&topic);
             Ok(())
         })
         .await
@@ -941,6 +962,7 @@ pub(crate) fn offsets_topic_configs(config: &BrokerConfig) -> TopicConfigs {
 /// group coordinator on it. It keeps the broker's flush policy; the log cleaner compacts it.
 fn open_offsets_log(
     config: &BrokerConfig,
+    topic_defaults: &TopicConfigs,
     meta_dir: &Path,
     writers: &LogWriters,
     recovery_point: i64,
@@ -948,7 +970,7 @@ fn open_offsets_log(
     let name: Arc<str> = Arc::from(OFFSETS_TOPIC);
     let dir = meta_dir.join("__consumer_offsets-0");
     let configs = offsets_topic_configs(config);
-    let mut log_config = configs.log_config(&config.topic_defaults);
+    let mut log_config = configs.log_config(topic_defaults);
     log_config.max_message_bytes = usize::MAX / 2;
     log_config.tail_cache_bytes = 0;
     let (log, report) = PartitionLog::open_from(&dir, log_config, now_ms(), recovery_point)
@@ -964,7 +986,7 @@ fn open_offsets_log(
         0,
         log,
         writers.for_partition(&name, 0),
-        configs.produce_policy(&config.topic_defaults),
+        configs.produce_policy(topic_defaults),
     ));
     GroupCoordinator::open(partition, config.coordinator.clone())
 }

@@ -64,17 +64,8 @@ impl Broker {
                 }
             }
             if *t.configs.read() != configs {
-                let log_config = configs.log_config(&self.config.topic_defaults);
-                let policy = configs.produce_policy(&self.config.topic_defaults);
                 *t.configs.write() = configs;
-                for p in t.local_partitions() {
-                    let mut c = log_config.clone();
-                    if t.is_internal() {
-                        c.max_message_bytes = usize::MAX / 2;
-                        c.tail_cache_bytes = 0;
-                    }
-                    p.set_configs(c, policy);
-                }
+                self.apply_topic_configs(&t);
                 tracing::info!(topic = name, "applied new topic configs");
             }
             return t;

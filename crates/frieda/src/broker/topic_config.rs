@@ -152,6 +152,47 @@ pub fn key(name: &str) -> Option<&'static TopicConfigKey> {
     TOPIC_CONFIG_KEYS.iter().find(|k| k.name == name)
 }
 
+/// Kafka's broker-level name of each topic config (the synonym a broker's `server.properties`
+/// sets the topic default with; Kafka 4.3's `ServerTopicConfigSynonyms`). Topic configs without a
+/// broker synonym (the throttled-replica lists) are not listed.
+pub const TOPIC_CONFIG_BROKER_SYNONYMS: &[(&str, &str)] = &[
+    ("cleanup.policy", "log.cleanup.policy"),
+    ("compression.type", "compression.type"),
+    ("delete.retention.ms", "log.cleaner.delete.retention.ms"),
+    ("file.delete.delay.ms", "log.segment.delete.delay.ms"),
+    ("flush.messages", "log.flush.interval.messages"),
+    ("flush.ms", "log.flush.interval.ms"),
+    ("index.interval.bytes", "log.index.interval.bytes"),
+    ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
+    ("max.message.bytes", "message.max.bytes"),
+    ("message.timestamp.type", "log.message.timestamp.type"),
+    (
+        "message.timestamp.before.max.ms",
+        "log.message.timestamp.before.max.ms",
+    ),
+    (
+        "message.timestamp.after.max.ms",
+        "log.message.timestamp.after.max.ms",
+    ),
+    (
+        "min.cleanable.dirty.ratio",
+        "log.cleaner.min.cleanable.ratio",
+    ),
+    ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
+    ("min.insync.replicas", "min.insync.replicas"),
+    ("preallocate", "log.preallocate"),
+    ("retention.bytes", "log.retention.bytes"),
+    ("retention.ms", "log.retention.ms"),
+    ("segment.bytes", "log.segment.bytes"),
+    ("segment.index.bytes", "log.index.size.max.bytes"),
+    ("segment.jitter.ms", "log.roll.jitter.ms"),
+    ("segment.ms", "log.roll.ms"),
+    (
+        "unclean.leader.election.enable",
+        "unclean.leader.election.enable",
+    ),
+];
+
 /// A set of explicitly set topic configs (name -> value), validated.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TopicConfigs(pub BTreeMap<String, String>);

@@ -70,6 +70,8 @@ pub async fn apply(
     fetchers: &Arc<Fetchers>,
     image: &MetadataImage,
 ) {
+    // Dynamic broker configs first: topics opened below take the topic defaults in force.
+    broker.apply_dynamic_configs(&image.broker_configs);
     // Topics gone from the image, or replaced by a namesake with another id.
     for t in broker.topics() {
         if image.topics.get(&*t.name).map(|ti| ti.id) != Some(t.id) {

@@ -106,7 +106,7 @@ pub async fn create_topics(
                 if ctx.api_version >= 5 {
                     let configs = topic.configs.read().clone();
                     r = r.with_configs(Some(
-                        topic_config_entries(&configs, &broker.config.topic_defaults, None)
+                        topic_config_entries(&configs, &broker.topic_defaults(), None)
                             .into_iter()
                             .map(|e| {
                                 CreatableTopicConfigs::default()

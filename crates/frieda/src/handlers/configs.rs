@@ -1,9 +1,12 @@
 //! DescribeConfigs (key 32, v1-4), AlterConfigs (key 33, v0-2) and IncrementalAlterConfigs
-//! (key 44, v0-1, KIP-339) for topics; broker configs can be described (they are static).
+//! (key 44, v0-1, KIP-339) for topics and brokers (the dynamic broker configs: see
+//! [`crate::broker::dynamic_config`]).
 
 use super::{str_bytes, RequestContext};
-use crate::broker::topic_config::{TopicConfigs, ValueKind, TOPIC_CONFIG_KEYS};
-use crate::broker::{AdminError, Broker};
+use crate::broker::topic_config::{
+    TopicConfigs, ValueKind, TOPIC_CONFIG_BROKER_SYNONYMS, TOPIC_CONFIG_KEYS,
+};
+use crate::broker::{dynamic_config, AdminError, Broker};
 use crate::config::BrokerConfig;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
@@ -81,47 +84,6 @@ pub fn topic_config_entries(
         })
         .collect()
 }
-
-/// Kafka's broker-level name of each topic config (the synonym a broker's `server.properties`
-/// sets the topic default with; Kafka 4.3's `ServerTopicConfigSynonyms`). Topic configs without a
-/// broker synonym (the throttled-replica lists) are not listed.
-const TOPIC_CONFIG_BROKER_SYNONYMS: &[(&str, &str)] = &[
-    ("cleanup.policy", "log.cleanup.policy"),
-    ("compression.type", "compression.type"),
-    ("delete.retention.ms", "log.cleaner.delete.retention.ms"),
-    ("file.delete.delay.ms", "log.segment.delete.delay.ms"),
-    ("flush.messages", "log.flush.interval.messages"),
-    ("flush.ms", "log.flush.interval.ms"),
-    ("index.interval.bytes", "log.index.interval.bytes"),
-    ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
-    ("max.message.bytes", "message.max.bytes"),
-    ("message.timestamp.type", "log.message.timestamp.type"),
-    (
-        "message.timestamp.before.max.ms",
-        "log.message.timestamp.before.max.ms",
-    ),
-    (
-        "message.timestamp.after.max.ms",
-        "log.message.timestamp.after.max.ms",
-    ),
-    (
-        "min.cleanable.dirty.ratio",
-        "log.cleaner.min.cleanable.ratio",
-    ),
-    ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
-    ("min.insync.replicas", "min.insync.replicas"),
-    ("preallocate", "log.preallocate"),
-    ("retention.bytes", "log.retention.bytes"),
-    ("retention.ms", "log.retention.ms"),
-    ("segment.bytes", "log.segment.bytes"),
-    ("segment.index.bytes", "log.index.size.max.bytes"),
-    ("segment.jitter.ms", "log.roll.jitter.ms"),
-    ("segment.ms", "log.roll.ms"),
-    (
-        "unclean.leader.election.enable",
-        "unclean.leader.election.enable",
-    ),
-];
 
 /// The broker's configs under Kafka's broker config names, with the values in force: the
 /// settings Frieda implements (listeners, identity, limits, the cluster's KRaft and replication
@@ -403,7 +365,7 @@ pub async fn describe(
             RESOURCE_TOPIC => match broker.topic(r.resource_name.as_str()) {
                 Some(t) => Ok(topic_config_entries(
                     &t.configs.read(),
-                    &broker.config.topic_defaults,
+                    &broker.topic_defaults(),
                     r.configuration_keys.as_deref(),
                 )),
                 None => Err((ResponseError::UnknownTopicOrPartition, "unknown topic")),
@@ -412,7 +374,7 @@ pub async fn describe(
                 if r.resource_name.is_empty()
                     || r.resource_name.as_str() == broker.config.node_id.to_string() =>
             {
-                let mut all = broker_config_entries(&broker.config);
+                let mut all = broker_entries_in_force(broker, r.resource_name.is_empty());
                 if let Some(keys) = &r.configuration_keys {
                     all.retain(|e| keys.iter().any(|k| k.as_str() == e.name.as_str()));
                 }
@@ -425,10 +387,12 @@ pub async fn describe(
                 entries
                     .into_iter()
                     .map(|e| {
+                        let read_only = r.resource_type == RESOURCE_BROKER
+                            && dynamic_config::topic_key(e.name.as_str()).is_none();
                         DescribeConfigsResourceResult::default()
                             .with_name(e.name)
                             .with_value(e.value)
-                            .with_read_only(r.resource_type == RESOURCE_BROKER)
+                            .with_read_only(read_only)
                             .with_config_source(e.config_source)
                             .with_is_sensitive(false)
                             .with_config_type(if ctx.api_version >= 3 {
@@ -445,6 +409,39 @@ pub async fn describe(
         });
     }
     DescribeConfigsResponse::default().with_results(results)
+}
+
+/// This broker's configs as DescribeConfigs reports them: the static entries with the dynamic
+/// values over them (source DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG); for the
+/// cluster-default resource (`default_only`) only the dynamic defaults, as Kafka answers.
+fn broker_entries_in_force(broker: &Broker, default_only: bool) -> Vec<ConfigEntry> {
+    let sets = broker.dynamic_configs();
+    let mut all = broker_config_entries(&broker.config);
+    if default_only {
+        let defaults = sets.get(dynamic_config::DEFAULT_RESOURCE);
+        return defaults
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| ConfigEntry {
+                name: str_bytes(k),
+                value: Some(str_bytes(v)),
+                config_source: dynamic_config::SOURCE_DYNAMIC_DEFAULT,
+                config_type: all
+                    .iter()
+                    .find(|e| e.name.as_str() == k)
+                    .map_or(TYPE_STRING, |e| e.config_type),
+            })
+            .collect();
+    }
+    for e in all.iter_mut() {
+        if let Some((source, value)) =
+            dynamic_config::dynamic_value(&sets, broker.config.node_id, e.name.as_str())
+        {
+            e.value = Some(str_bytes(&value));
+            e.config_source = source;
+        }
+    }
+    all
 }
 
 /// Broker-level replication throttles (Kafka's dynamic broker configs); Frieda does not throttle,
@@ -464,7 +461,7 @@ fn topic_resource(
     if resource_type != RESOURCE_TOPIC {
         return Err(AdminError {
             code: ResponseError::InvalidRequest,
-            message: "only topic configs can be altered; broker configs are static".into(),
+            message: "only topic and broker configs can be altered".into(),
         });
     }
     broker.topic(name.as_str()).ok_or_else(|| AdminError {
@@ -507,6 +504,25 @@ pub async fn alter(
 ) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
     for r in req.resources {
+        if r.resource_type == RESOURCE_BROKER {
+            let configs = r
+                .configs
+                .iter()
+                .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+                .collect();
+            let outcome = broker
+                .set_broker_configs(r.resource_name.as_str(), configs, req.validate_only)
+                .await;
+            let (code, message) = outcome_fields(&outcome);
+            responses.push(
+                AlterConfigsResourceResponse::default()
+                    .with_resource_type(r.resource_type)
+                    .with_resource_name(r.resource_name)
+                    .with_error_code(code)
+                    .with_error_message(message),
+            );
+            continue;
+        }
         let outcome = alter_topic_configs(
             broker,
             r.resource_type,
@@ -561,6 +577,18 @@ pub async fn incremental_alter(
             );
             continue;
         }
+        if r.resource_type == RESOURCE_BROKER {
+            let outcome = incremental_broker(broker, &r, req.validate_only).await;
+            let (code, message) = outcome_fields(&outcome);
+            responses.push(
+                IncrementalResult::default()
+                    .with_resource_type(r.resource_type)
+                    .with_resource_name(r.resource_name)
+                    .with_error_code(code)
+                    .with_error_message(message),
+            );
+            continue;
+        }
         let outcome = alter_topic_configs(
             broker,
             r.resource_type,
@@ -576,7 +604,7 @@ pub async fn incremental_alter(
                         1 => configs.remove(name)?,
                         2 | 3 if name == "cleanup.policy" => {
                             let current = configs
-                                .effective(&broker.config.topic_defaults, name)
+                                .effective(&broker.topic_defaults(), name)
                                 .unwrap_or("delete")
                                 .to_string();
                             let mut items: Vec<String> =
@@ -614,4 +642,37 @@ pub async fn incremental_alter(
         );
     }
     IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+/// IncrementalAlterConfigs of a broker resource (`""`: the cluster default, or a broker id):
+/// SET (0) and DELETE (1) on its dynamic config set (see [`dynamic_config`]).
+/// Errors: INVALID_CONFIG for other operations, keys that cannot change at run time and bad
+/// values; INVALID_REQUEST for a bad resource name.
+async fn incremental_broker(
+    broker: &Arc<Broker>,
+    r: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), AdminError> {
+    let name = r.resource_name.as_str();
+    let mut configs = broker.dynamic_configs().remove(name).unwrap_or_default();
+    for c in &r.configs {
+        let key = c.name.to_string();
+        match (c.config_operation, &c.value) {
+            (0, Some(v)) => {
+                configs.insert(key, v.to_string());
+            }
+            (1, _) => {
+                configs.remove(&key);
+            }
+            (op, _) => {
+                return Err(AdminError::new(
+                    ResponseError::InvalidConfig,
+                    format!("operation {op} is not valid for the broker config `{key}`"),
+                ))
+            }
+        }
+    }
+    broker
+        .set_broker_configs(name, configs, validate_only)
+        .await
 }

@@ -366,4 +366,46 @@ class JavaClientsTest {
             assertInstanceOf(org.apache.kafka.common.errors.ReplicaNotAvailableException.class, e.getCause());
         }
     }
+
+    /**
+     * The cluster-wide dynamic default, as {@code kafka-configs --alter --entity-type brokers
+     * --entity-default --add-config message.max.bytes=2000} sends it (IncrementalAlterConfigs of
+     * the broker resource ""): a 5,000-byte record is refused RecordTooLargeException at once,
+     * DescribeConfigs of the default resource lists only that value (source
+     * DYNAMIC_DEFAULT_BROKER_CONFIG) and the broker's own shows it in force; deleting it lets the
+     * record in again.
+     */
+    @Test
+    void dynamicDefaultBrokerConfigAppliesWithoutRestart() throws Exception {
+        try (Admin a = admin()) {
+            String topic = "dyn-" + java.util.UUID.randomUUID();
+            createTopic(a, topic, 1, Map.of());
+            ConfigResource dflt = new ConfigResource(ConfigResource.Type.BROKER, "");
+            org.apache.kafka.clients.admin.ConfigEntry entry =
+                    new org.apache.kafka.clients.admin.ConfigEntry("message.max.bytes", "2000");
+            a.incrementalAlterConfigs(Map.of(dflt, List.of(new org.apache.kafka.clients.admin.AlterConfigOp(
+                    entry, org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET)))).all().get(30, TimeUnit.SECONDS);
+            Config d = a.describeConfigs(List.of(dflt)).all().get(30, TimeUnit.SECONDS).get(dflt);
+            assertEquals("2000", d.get("message.max.bytes").value());
+            assertEquals(org.apache.kafka.clients.admin.ConfigEntry.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+                    d.get("message.max.bytes").source());
+            assertEquals(1, d.entries().size(), d.toString());
+            int node = a.describeCluster().nodes().get(30, TimeUnit.SECONDS).iterator().next().id();
+            ConfigResource mine = new ConfigResource(ConfigResource.Type.BROKER, String.valueOf(node));
+            assertEquals("2000", a.describeConfigs(List.of(mine)).all().get(30, TimeUnit.SECONDS)
+                    .get(mine).get("message.max.bytes").value());
+            Properties pp = new Properties();
+            pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap);
+            pp.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 10000);
+            pp.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 5000);
+            try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(pp, new ByteArraySerializer(), new ByteArraySerializer())) {
+                ExecutionException e = assertThrows(ExecutionException.class,
+                        () -> p.send(new ProducerRecord<>(topic, 0, null, new byte[5000])).get(30, TimeUnit.SECONDS));
+                assertInstanceOf(org.apache.kafka.common.errors.RecordTooLargeException.class, e.getCause());
+                a.incrementalAlterConfigs(Map.of(dflt, List.of(new org.apache.kafka.clients.admin.AlterConfigOp(
+                        entry, org.apache.kafka.clients.admin.AlterConfigOp.OpType.DELETE)))).all().get(30, TimeUnit.SECONDS);
+                assertNotNull(p.send(new ProducerRecord<>(topic, 0, null, new byte[5000])).get(30, TimeUnit.SECONDS));
+            }
+        }
+    }
 }
