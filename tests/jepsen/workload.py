@@ -120,6 +120,8 @@ def consumer_conf(cfg: dict, group: str, **extra) -> dict:
     c = {"bootstrap.servers": cfg["bootstrap"], "log_level": LOG_LEVEL, "group.id": group,
          "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
          "fetch.wait.max.ms": 100, "check.crcs": True, "client.id": cfg["proc"]}
+    if os.environ.get("JEPSEN_RDKAFKA_DEBUG"):
+        c.update({"debug": os.environ["JEPSEN_RDKAFKA_DEBUG"], "log_level": 7})
     c.update(extra)
     return c
 
