@@ -504,42 +504,34 @@ pub async fn alter(
 ) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
     for r in req.resources {
-        if r.resource_type == RESOURCE_BROKER {
+        let outcome = if r.resource_type == RESOURCE_BROKER {
             let configs = r
                 .configs
                 .iter()
                 .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
                 .collect();
-            let outcome = broker
+            broker
                 .set_broker_configs(r.resource_name.as_str(), configs, req.validate_only)
-                .await;
-            let (code, message) = outcome_fields(&outcome);
-            responses.push(
-                AlterConfigsResourceResponse::default()
-                    .with_resource_type(r.resource_type)
-                    .with_resource_name(r.resource_name)
-                    .with_error_code(code)
-                    .with_error_message(message),
-            );
-            continue;
-        }
-        let outcome = alter_topic_configs(
-            broker,
-            r.resource_type,
-            &r.resource_name,
-            req.validate_only,
-            |_| {
-                let mut configs = TopicConfigs::default();
-                for c in &r.configs {
-                    match &c.value {
-                        Some(v) => configs.set(c.name.as_str(), v.as_str())?,
-                        None => configs.remove(c.name.as_str())?,
+                .await
+        } else {
+            alter_topic_configs(
+                broker,
+                r.resource_type,
+                &r.resource_name,
+                req.validate_only,
+                |_| {
+                    let mut configs = TopicConfigs::default();
+                    for c in &r.configs {
+                        match &c.value {
+                            Some(v) => configs.set(c.name.as_str(), v.as_str())?,
+                            None => configs.remove(c.name.as_str())?,
+                        }
                     }
-                }
-                Ok(configs)
-            },
-        )
-        .await;
+                    Ok(configs)
+                },
+            )
+            .await
+        };
         let (code, message) = outcome_fields(&outcome);
         responses.push(
             AlterConfigsResourceResponse::default()
@@ -562,76 +554,20 @@ pub async fn incremental_alter(
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
     for r in req.resources {
-        if r.resource_type == RESOURCE_BROKER
+        // `kafka-reassign-partitions.sh --verify` clears the throttle rates it may have set;
+        // Frieda has none set, so removing them changes nothing and succeeds.
+        let clears_throttles = r.resource_type == RESOURCE_BROKER
             && !r.configs.is_empty()
             && r.configs.iter().all(|c| {
                 c.config_operation == 1 && REPLICATION_THROTTLES.contains(&c.name.as_str())
-            })
-        {
-            // `kafka-reassign-partitions.sh --verify` clears the throttle rates it may have
-            // set; Frieda has none set, so removing them changes nothing and succeeds.
-            responses.push(
-                IncrementalResult::default()
-                    .with_resource_type(r.resource_type)
-                    .with_resource_name(r.resource_name),
-            );
-            continue;
-        }
-        if r.resource_type == RESOURCE_BROKER {
-            let outcome = incremental_broker(broker, &r, req.validate_only).await;
-            let (code, message) = outcome_fields(&outcome);
-            responses.push(
-                IncrementalResult::default()
-                    .with_resource_type(r.resource_type)
-                    .with_resource_name(r.resource_name)
-                    .with_error_code(code)
-                    .with_error_message(message),
-            );
-            continue;
-        }
-        let outcome = alter_topic_configs(
-            broker,
-            r.resource_type,
-            &r.resource_name,
-            req.validate_only,
-            |current| {
-                let mut configs = current.clone();
-                for c in &r.configs {
-                    let name = c.name.as_str();
-                    let value = c.value.as_ref().map(|v| v.to_string()).unwrap_or_default();
-                    match c.config_operation {
-                        0 => configs.set(name, &value)?,
-                        1 => configs.remove(name)?,
-                        2 | 3 if name == "cleanup.policy" => {
-                            let current = configs
-                                .effective(&broker.topic_defaults(), name)
-                                .unwrap_or("delete")
-                                .to_string();
-                            let mut items: Vec<String> =
-                                current.split(',').map(str::to_string).collect();
-                            for v in value.split(',').filter(|v| !v.is_empty()) {
-                                if c.config_operation == 2 {
-                                    if !items.iter().any(|i| i == v) {
-                                        items.push(v.to_string());
-                                    }
-                                } else {
-                                    items.retain(|i| i != v);
-                                }
-                            }
-                            configs.set(name, &items.join(","))?;
-                        }
-                        op => {
-                            return Err(AdminError {
-                                code: ResponseError::InvalidConfig,
-                                message: format!("operation {op} is not valid for `{name}`"),
-                            })
-                        }
-                    }
-                }
-                Ok(configs)
-            },
-        )
-        .await;
+            });
+        let outcome = if clears_throttles {
+            Ok(())
+        } else if r.resource_type == RESOURCE_BROKER {
+            incremental_broker(broker, &r, req.validate_only).await
+        } else {
+            incremental_topic(broker, &r, req.validate_only).await
+        };
         let (code, message) = outcome_fields(&outcome);
         responses.push(
             IncrementalResult::default()
@@ -642,6 +578,57 @@ pub async fn incremental_alter(
         );
     }
     IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+/// IncrementalAlterConfigs of a topic: SET, DELETE, and APPEND/SUBTRACT on `cleanup.policy`.
+async fn incremental_topic(
+    broker: &Arc<Broker>,
+    r: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), AdminError> {
+    alter_topic_configs(
+        broker,
+        r.resource_type,
+        &r.resource_name,
+        validate_only,
+        |current| {
+            let mut configs = current.clone();
+            for c in &r.configs {
+                let name = c.name.as_str();
+                let value = c.value.as_ref().map(|v| v.to_string()).unwrap_or_default();
+                match c.config_operation {
+                    0 => configs.set(name, &value)?,
+                    1 => configs.remove(name)?,
+                    2 | 3 if name == "cleanup.policy" => {
+                        let current = configs
+                            .effective(&broker.topic_defaults(), name)
+                            .unwrap_or("delete")
+                            .to_string();
+                        let mut items: Vec<String> =
+                            current.split(',').map(str::to_string).collect();
+                        for v in value.split(',').filter(|v| !v.is_empty()) {
+                            if c.config_operation == 2 {
+                                if !items.iter().any(|i| i == v) {
+                                    items.push(v.to_string());
+                                }
+                            } else {
+                                items.retain(|i| i != v);
+                            }
+                        }
+                        configs.set(name, &items.join(","))?;
+                    }
+                    op => {
+                        return Err(AdminError {
+                            code: ResponseError::InvalidConfig,
+                            message: format!("operation {op} is not valid for `{name}`"),
+                        })
+                    }
+                }
+            }
+            Ok(configs)
+        },
+    )
+    .await
 }
 
 /// IncrementalAlterConfigs of a broker resource (`""`: the cluster default, or a broker id):
