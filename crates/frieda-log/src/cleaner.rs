@@ -168,7 +168,7 @@ impl PendingSwap {
     pub fn finish(self) -> Result<(), LogError> {
         if !self.installed {
             for &base in &self.bases {
-                for suffix in [".log", ".index", ".timeindex"] {
+                for suffix in segment::SEGMENT_FILE_SUFFIXES {
                     let path = segment::file_name(&self.dir, base, &format!("{suffix}.swap"));
                     match fs::remove_file(path) {
                         Ok(()) => {}
@@ -550,11 +550,16 @@ impl CleaningCandidate {
         // Commit point of every group: its `.log.swap` exists once the directory is synced.
         for g in &groups {
             let base = g.new.base_offset();
-            for suffix in [".index", ".timeindex", ".log"] {
-                fs::rename(
+            for suffix in segment::SEGMENT_FILE_SUFFIXES {
+                match fs::rename(
                     segment::file_name(&self.dir, base, &format!("{suffix}.cleaned")),
                     segment::file_name(&self.dir, base, &format!("{suffix}.swap")),
-                )?;
+                ) {
+                    Ok(()) => {}
+                    // A segment without aborted transactions has no `.txnindex`.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound && suffix != ".log" => {}
+                    Err(e) => return Err(e.into()),
+                }
             }
         }
         if !groups.is_empty() {
@@ -696,7 +701,7 @@ impl CleaningCandidate {
         )?;
         if !changed {
             drop(out);
-            for suffix in [".log", ".index", ".timeindex"] {
+            for suffix in segment::SEGMENT_FILE_SUFFIXES {
                 let _ = fs::remove_file(segment::file_name(
                     &self.dir,
                     base,
@@ -705,6 +710,13 @@ impl CleaningCandidate {
             }
             return Ok(None);
         }
+        // The aborted transactions of the group stay listed (Kafka's cleaner copies them too):
+        // a read_committed reader of records kept here still needs them.
+        let aborted: Vec<_> = group
+            .iter()
+            .flat_map(|(seg, _)| seg.aborted.read().clone())
+            .collect();
+        out.set_aborted(aborted)?;
         out.close_active()?;
         out.flush()?;
         debug_assert_eq!(
@@ -746,7 +758,7 @@ fn sync_dir(dir: &Path) -> Result<(), LogError> {
 /// Renames `<base>.index.swap`, `<base>.timeindex.swap`, then `<base>.log.swap` over their final
 /// names, those that exist.
 fn complete_swap_renames(dir: &Path, base: i64) -> Result<(), LogError> {
-    for suffix in [".index", ".timeindex", ".log"] {
+    for suffix in segment::SEGMENT_FILE_SUFFIXES {
         let swap = segment::file_name(dir, base, &format!("{suffix}.swap"));
         match fs::rename(&swap, segment::file_name(dir, base, suffix)) {
             Ok(()) => {}
@@ -813,7 +825,7 @@ pub(crate) fn finish_interrupted_swaps(dir: &Path) -> Result<(), LogError> {
         }
     }
     for name in &names {
-        for suffix in [".index.swap", ".timeindex.swap"] {
+        for suffix in [".index.swap", ".timeindex.swap", ".txnindex.swap"] {
             if let Some(base) = parse_name(name, suffix) {
                 if !complete.iter().any(|&(b, _)| b == base) {
                     fs::remove_file(dir.join(name))?;

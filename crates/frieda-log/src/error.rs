@@ -1,6 +1,7 @@
 //! Errors of the partition log.
 
 use crate::batch::BatchError;
+use crate::producer_state::ProducerError;
 
 /// Error returned by [`crate::PartitionLog`] and [`crate::LogReader`].
 #[derive(Debug, thiserror::Error)]
@@ -29,4 +30,8 @@ pub enum LogError {
     /// `KAFKA_STORAGE_ERROR` until it restarts and recovers the log from disk.
     #[error("the partition log is offline after a failed fsync or write")]
     Offline,
+    /// The producer state refused a batch or marker (the Kafka error each variant names);
+    /// nothing was stored.
+    #[error(transparent)]
+    Producer(#[from] ProducerError),
 }

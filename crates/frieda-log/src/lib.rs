@@ -11,7 +11,10 @@
 //! checks of produced records), `config`, `error`, `index`
 //! (offset and time indexes), `segment` (one `.log` + indexes), `cache` (in-memory tail cache),
 //! `partition` ([`PartitionLog`], [`LogReader`]), `recovery` (batch-by-batch validation after an
-//! unclean shutdown), `retention`, `cleaner` (log compaction).
+//! unclean shutdown), `retention`, `cleaner` (log compaction); for transactions (KIP-98, KIP-890)
+//! `control` (commit/abort markers), `producer_state` (sequences, epochs, open transactions),
+//! `snapshot` (`<offset>.snapshot` files of the producer state) and `txn_index` (the aborted
+//! transactions of each segment, `<base>.txnindex`). See `docs/transactions.md`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -21,14 +24,18 @@ mod cache;
 mod cleaner;
 mod compression;
 mod config;
+mod control;
 mod epoch;
 mod error;
 mod index;
 mod partition;
+mod producer_state;
 mod records;
 mod recovery;
 mod retention;
 mod segment;
+mod snapshot;
+mod txn_index;
 mod validator;
 
 pub use batch::{
@@ -41,11 +48,20 @@ pub use cleaner::{
 };
 pub use compression::{Codec, MAX_DECOMPRESSED_BYTES};
 pub use config::{LogConfig, TimestampType};
+pub use control::{
+    build_marker_batch, read_control_record, ControlRecord, ControlType, EndTxnMarker, CONTROL_BIT,
+    TRANSACTIONAL_BIT,
+};
 pub use epoch::{EpochEntry, EPOCH_CHECKPOINT_FILE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
 pub use error::LogError;
 pub use partition::{
     create_dir_durably, AppendInfo, FetchData, FlushTicket, LogReader, PartitionLog,
     RecoveryReport, RemovedSegments, RetentionReport,
 };
+pub use producer_state::{
+    CompletedTxn, ProducerError, ProducerInfo, SequenceCheck, TxnFrontier, BATCHES_TO_RETAIN,
+    MAX_PRODUCERS_PER_PARTITION,
+};
 pub use records::{encode_record, parse_records, RecordRef};
+pub use txn_index::AbortedTxn;
 pub use validator::{validate_header, validate_records, RecordPolicy};

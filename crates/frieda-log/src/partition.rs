@@ -20,11 +20,17 @@ use crate::batch::{
 use crate::cache::TailCache;
 use crate::cleaner::{self, CleanedLog, CleaningCandidate, PendingSwap};
 use crate::config::{LogConfig, TimestampType};
+use crate::control::{build_marker_batch, read_control_record, ControlRecord, EndTxnMarker};
 use crate::epoch::EpochCache;
 use crate::error::LogError;
+use crate::producer_state::{
+    ProducerError, ProducerInfo, ProducerStateManager, SequenceCheck, TxnFrontier,
+};
 use crate::records::parse_records;
 use crate::retention::{self, SegmentInfo};
-use crate::segment::{self, scan_headers, Segment, SegmentShared};
+use crate::segment::{self, read_exact_at, scan_headers, Segment, SegmentShared};
+use crate::snapshot;
+use crate::txn_index::{self, AbortedTxn};
 
 /// Result of a successful [`PartitionLog::append`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +116,9 @@ struct Shared {
     offline: AtomicBool,
     /// The writer's recovery point, readable without its lock (every offset below is fsync'ed).
     recovery_point: AtomicI64,
+    /// Open and recently closed transactions, for the last stable offset (published by the
+    /// writer after every change).
+    frontier: RwLock<TxnFrontier>,
 }
 
 /// What one flush must make durable, taken by [`PartitionLog::begin_flush`].
@@ -159,6 +168,9 @@ pub struct PartitionLog {
     leader_epoch: i32,
     /// First offset of each leader epoch (`leader-epoch-checkpoint`).
     epochs: EpochCache,
+    /// Producer ids, sequences, epochs and open transactions (rebuilt at open from a snapshot
+    /// and a replay; recorded for every appended batch).
+    producers: ProducerStateManager,
 }
 
 /// Segments removed from a log (retention, cleaning) whose files are still to be deleted; the
@@ -167,6 +179,8 @@ pub struct PartitionLog {
 #[must_use = "the removed segments' files must be deleted"]
 pub struct RemovedSegments {
     segments: Vec<Segment>,
+    /// Producer snapshots below the new log start (their files go too).
+    snapshots: Vec<(PathBuf, i64)>,
 }
 
 impl RemovedSegments {
@@ -174,18 +188,23 @@ impl RemovedSegments {
     pub fn none() -> Self {
         RemovedSegments {
             segments: Vec::new(),
+            snapshots: Vec::new(),
         }
     }
 
-    /// Unlinks the files of every removed segment. Readers still holding a segment finish their
-    /// reads from the open file. Errors: the first `LogError::Io` (the other files are still
-    /// attempted); a file already gone is not an error.
+    /// Unlinks the files of every removed segment (and of producer snapshots below the log
+    /// start). Readers still holding a segment finish their reads from the open file. Errors:
+    /// the first `LogError::Io` (the other files are still attempted); a file already gone is
+    /// not an error.
     pub fn delete_files(self) -> Result<(), LogError> {
         let mut first = None;
         for s in &self.segments {
             if let Err(e) = s.delete_files() {
                 first.get_or_insert(e);
             }
+        }
+        for (dir, offset) in &self.snapshots {
+            snapshot::delete(dir, *offset);
         }
         first.map_or(Ok(()), Err)
     }
@@ -381,6 +400,7 @@ impl PartitionLog {
             cache: RwLock::new(TailCache::new(config.tail_cache_bytes)),
             offline: AtomicBool::new(false),
             recovery_point: AtomicI64::new(recovery_point.min(log_end)),
+            frontier: RwLock::new(TxnFrontier::default()),
         });
         let report = RecoveryReport {
             segments: segments.len(),
@@ -402,7 +422,9 @@ impl PartitionLog {
             recovery_point: recovery_point.min(log_end),
             leader_epoch: -1,
             epochs,
+            producers: ProducerStateManager::default(),
         };
+        log.load_producer_state()?;
         // What recovery kept may still be only in the page cache (a crashed process): make it
         // durable now, so the recovery point (and a high watermark that follows it) is the log end.
         if validated > 0 || dropped > 0 {
@@ -551,6 +573,12 @@ impl PartitionLog {
             }
             return Err(e);
         }
+        if let Err(e) = self.record_producers(&records, spans, headers) {
+            // The batches are written but their transaction index entry is not: the log is
+            // suspect until a restart rebuilds the index from the log.
+            self.go_offline("writing the transaction index", &e);
+            return Err(e);
+        }
         let mut epoch_changed = false;
         for h in headers {
             epoch_changed |= self.epochs.assign(h.partition_leader_epoch, h.base_offset);
@@ -658,9 +686,19 @@ impl PartitionLog {
                 return Err(e);
             }
         }
+        for o in snapshot::list(&self.dir)?.into_iter().filter(|&o| o > leo) {
+            snapshot::delete(&self.dir, o);
+        }
+        if let Err(e) = self.load_producer_state() {
+            self.go_offline("rebuilding the producer state after a truncation", &e);
+            return Err(e);
+        }
         tracing::info!(dir = %self.dir.display(), offset, log_end_offset = leo,
             removed_segments = removed.len(), "truncated the log");
-        Ok(RemovedSegments { segments: removed })
+        Ok(RemovedSegments {
+            segments: removed,
+            snapshots: Vec::new(),
+        })
     }
 
     fn should_roll(&self, len: usize, last_offset: i64, now_ms: i64) -> bool {
@@ -688,9 +726,14 @@ impl PartitionLog {
         }
     }
 
-    /// Closes the active segment and starts a new one at the log end offset.
+    /// Closes the active segment and starts a new one at the log end offset, writing a
+    /// producer snapshot at that offset first.
     fn roll(&mut self, now_ms: i64) -> Result<(), LogError> {
         let base = self.log_end_offset();
+        if let Err(e) = snapshot::write(&self.dir, base, &self.producers) {
+            // Only a longer replay at the next recovery.
+            tracing::warn!(dir = %self.dir.display(), offset = base, error = %e, "cannot write a producer snapshot");
+        }
         let new = Segment::create(&self.dir, base, now_ms)?;
         self.active_mut().close_active()?;
         tracing::debug!(dir = %self.dir.display(), base_offset = base, "rolled segment");
@@ -902,7 +945,18 @@ impl PartitionLog {
                 tracing::warn!(dir = %self.dir.display(), error = %e, "writing the leader epoch checkpoint failed");
             }
         }
-        RemovedSegments { segments: removed }
+        // Snapshots below the first segment left are never loaded again.
+        let first_base = self.segments[0].base_offset();
+        let snapshots = snapshot::list(&self.dir)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&o| o < first_base)
+            .map(|o| (self.dir.clone(), o))
+            .collect();
+        RemovedSegments {
+            segments: removed,
+            snapshots,
+        }
     }
 
     /// Whether the log cleaner should clean this log now, and what it may rewrite (step 1 of the
@@ -993,6 +1047,235 @@ impl PartitionLog {
             bases,
             replaced,
             installed: true,
+        }
+    }
+
+    /// Records the producer state of batches just written (`spans` of `records`, with their
+    /// final `headers`): data batches, and markers, which close transactions; an aborted one is
+    /// added to the active segment's transaction index.
+    fn record_producers(
+        &mut self,
+        records: &[u8],
+        spans: &[(usize, usize)],
+        headers: &[BatchHeader],
+    ) -> Result<(), LogError> {
+        let mut changed = false;
+        for (&(p, total), h) in spans.iter().zip(headers) {
+            if !h.is_control() {
+                if h.producer_id >= 0 && self.producers.record(h, h.base_offset).is_some() {
+                    changed = true;
+                }
+                continue;
+            }
+            match read_control_record(&records[p..p + total], h) {
+                Ok(ControlRecord::Marker(m)) => {
+                    let done = self.producers.record_marker(
+                        h.producer_id,
+                        h.producer_epoch,
+                        m,
+                        h.base_offset,
+                        h.max_timestamp,
+                    );
+                    if let Some(done) = done {
+                        changed = true;
+                        if done.aborted {
+                            let e = AbortedTxn {
+                                producer_id: done.producer_id,
+                                first_offset: done.first_offset,
+                                last_offset: done.last_offset,
+                                last_stable_offset: self.producers.last_stable_offset_after(&done),
+                            };
+                            self.active_mut().append_aborted(e)?;
+                        }
+                    }
+                }
+                Ok(ControlRecord::Other) => {}
+                Err(e) => {
+                    tracing::warn!(dir = %self.dir.display(), offset = h.base_offset, error = %e,
+                        "an unreadable control record; ignored")
+                }
+            }
+        }
+        if changed {
+            self.publish_frontier();
+        }
+        Ok(())
+    }
+
+    fn publish_frontier(&self) {
+        *self.shared.frontier.write() = self.producers.frontier().clone();
+    }
+
+    /// Rebuilds the producer table, and the transaction index of every segment it replays:
+    /// from the latest snapshot at or below both the second-to-last segment's base and the
+    /// segment holding the recovery point (so at least one whole segment is replayed, and every
+    /// segment recovery validated), else from the first segment with an empty table; then every
+    /// batch after it (markers read for their type). Snapshots above the log end are deleted.
+    ///
+    /// Errors: `LogError::Io` / `Corrupt` reading the segments or writing an index.
+    fn load_producer_state(&mut self) -> Result<(), LogError> {
+        let leo = self.log_end_offset();
+        let mut snaps = snapshot::list(&self.dir)?;
+        for &o in snaps.iter().filter(|&&o| o > leo) {
+            snapshot::delete(&self.dir, o);
+        }
+        snaps.retain(|&o| o <= leo);
+        let n = self.segments.len();
+        let first_base = self.segments[0].base_offset();
+        let second_last = self.segments[n.saturating_sub(2)].base_offset();
+        let rp_segment = self
+            .segments
+            .iter()
+            .rev()
+            .find(|s| s.base_offset() <= self.recovery_point)
+            .map_or(first_base, Segment::base_offset);
+        let limit = second_last.min(rp_segment);
+        let mut producers = ProducerStateManager::default();
+        let mut start = first_base;
+        for &o in snaps.iter().rev().filter(|&&o| o <= limit) {
+            if let Some(p) = snapshot::read(&self.dir, o)? {
+                producers = p;
+                start = o.max(first_base);
+                break;
+            }
+        }
+        let mut rebuilt_segments = 0;
+        for i in 0..n {
+            let seg = self.segments[i].shared.clone();
+            let (size, end) = {
+                let st = seg.state.read();
+                (st.size, st.end_offset)
+            };
+            if end <= start {
+                continue;
+            }
+            let mut aborted: Vec<AbortedTxn> = if seg.base_offset >= start {
+                Vec::new()
+            } else {
+                self.segments[i]
+                    .aborted()
+                    .into_iter()
+                    .filter(|e| e.last_offset < start)
+                    .collect()
+            };
+            scan_headers(&seg.log, 0, size, |pos, h| {
+                if h.base_offset < start {
+                    return Ok(true);
+                }
+                if !h.is_control() {
+                    producers.record(h, h.base_offset);
+                    return Ok(true);
+                }
+                let bytes = read_exact_at(&seg.log, pos, h.total_size())?;
+                match read_control_record(&bytes, h) {
+                    Ok(ControlRecord::Marker(m)) => {
+                        let done = producers.record_marker(
+                            h.producer_id,
+                            h.producer_epoch,
+                            m,
+                            h.base_offset,
+                            h.max_timestamp,
+                        );
+                        if let Some(done) = done.filter(|d| d.aborted) {
+                            aborted.push(AbortedTxn {
+                                producer_id: done.producer_id,
+                                first_offset: done.first_offset,
+                                last_offset: done.last_offset,
+                                last_stable_offset: producers.last_stable_offset_after(&done),
+                            });
+                        }
+                    }
+                    Ok(ControlRecord::Other) => {}
+                    Err(e) => tracing::warn!(dir = %self.dir.display(), offset = h.base_offset,
+                        error = %e, "an unreadable control record; ignored"),
+                }
+                Ok(true)
+            })?;
+            if self.segments[i].set_aborted(aborted)? {
+                rebuilt_segments += 1;
+            }
+        }
+        if rebuilt_segments > 0 {
+            tracing::warn!(dir = %self.dir.display(), segments = rebuilt_segments,
+                "rebuilt the transaction index of recovered segments");
+        }
+        self.producers = producers;
+        self.publish_frontier();
+        Ok(())
+    }
+
+    /// Checks a client's data batch against its producer's state before it is appended (see
+    /// [`ProducerStateManager::check`](crate::producer_state::ProducerStateManager::check)):
+    /// append it, or answer a retry with its original offsets.
+    ///
+    /// Errors: the [`ProducerError`] naming the Kafka error.
+    pub fn check_producer(
+        &self,
+        batch: &BatchHeader,
+        verification: Option<u64>,
+        require_verification: bool,
+    ) -> Result<SequenceCheck, ProducerError> {
+        self.producers
+            .check(batch, verification, require_verification)
+    }
+
+    /// Starts verifying that `producer_id`'s transaction includes this partition (KIP-890):
+    /// `None` when it is already open here at `epoch`, else the token its append must carry.
+    pub fn begin_verification(&mut self, producer_id: i64, epoch: i16) -> Option<u64> {
+        self.producers.begin_verification(producer_id, epoch)
+    }
+
+    /// Notes a batch refused before its append with a retriable error.
+    pub fn note_refused(&mut self, batch: &BatchHeader) {
+        self.producers.note_refused(batch);
+    }
+
+    /// Appends a transaction marker (a control batch, KIP-98) for `producer_id` at `epoch`, as
+    /// the partition's leader. `bumps_epoch`: transactions v2, whose markers carry the epoch the
+    /// coordinator bumped to. The transaction closes; if aborted it goes into the transaction
+    /// index.
+    ///
+    /// Errors: `LogError::Producer` (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED;
+    /// nothing written), else as [`append`](Self::append).
+    pub fn append_marker(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        marker: EndTxnMarker,
+        bumps_epoch: bool,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
+        self.producers
+            .check_marker(producer_id, epoch, marker.coordinator_epoch, bumps_epoch)?;
+        let batch = build_marker_batch(producer_id, epoch, marker, now_ms);
+        self.append(BytesMut::from(&batch[..]), now_ms)
+    }
+
+    /// Forgets producers idle for `expiration_ms` (`producer.id.expiration.ms`) without an open
+    /// transaction; returns how many.
+    pub fn expire_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.producers.expire(now_ms, expiration_ms)
+    }
+
+    /// Each producer's id and the last offset of its last batch (the cleaner keeps that batch).
+    pub fn last_batch_offsets(&self) -> std::collections::HashMap<i64, i64> {
+        self.producers.last_batch_offsets()
+    }
+
+    /// Producer ids this partition remembers.
+    pub fn producer_count(&self) -> usize {
+        self.producers.len()
+    }
+
+    /// Every producer of this partition (DescribeProducers, KIP-664).
+    pub fn describe_producers(&self) -> Vec<ProducerInfo> {
+        self.producers.describe()
+    }
+
+    /// Forgets closed transactions whose markers are below the high watermark `hw`.
+    pub fn prune_replicated_txns(&mut self, hw: i64) {
+        if self.producers.on_high_watermark(hw) {
+            self.publish_frontier();
         }
     }
 
@@ -1098,6 +1381,34 @@ impl LogReader {
     /// True once the log went offline (see [`PartitionLog::offline_reason`]).
     pub fn is_offline(&self) -> bool {
         self.shared.offline.load(Ordering::Acquire)
+    }
+
+    /// The last stable offset for high watermark `hw` (KIP-98): below it every transaction is
+    /// decided, so `read_committed` readers may read up to it. `hw` when no transaction is open.
+    pub fn last_stable_offset(&self, hw: i64) -> i64 {
+        self.shared.frontier.read().last_stable_offset(hw)
+    }
+
+    /// The first offset of the oldest open transaction, if any.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.shared.frontier.read().ongoing.keys().next().copied()
+    }
+
+    /// The aborted transactions a `read_committed` fetch of `[fetch_offset, upper_bound)` must
+    /// return (Kafka's `collectAbortedTransactions`): from the segment holding `fetch_offset`
+    /// on, until an entry's last stable offset reaches `upper_bound`.
+    pub fn aborted_transactions(&self, fetch_offset: i64, upper_bound: i64) -> Vec<AbortedTxn> {
+        let segments = self.shared.segments.read();
+        let from = segments
+            .partition_point(|s| s.base_offset <= fetch_offset)
+            .saturating_sub(1);
+        let mut out = Vec::new();
+        for seg in &segments[from..] {
+            if txn_index::collect(&seg.aborted.read(), fetch_offset, upper_bound, &mut out) {
+                break;
+            }
+        }
+        out
     }
 
     fn out_of_range(&self, offset: i64) -> LogError {
@@ -1316,3 +1627,7 @@ fn first_record_where(
 #[cfg(test)]
 #[path = "partition_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "partition_txn_tests.rs"]
+mod txn_tests;

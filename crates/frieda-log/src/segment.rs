@@ -16,15 +16,21 @@ use crate::batch::{BatchHeader, BATCH_HEADER_LEN};
 use crate::error::LogError;
 use crate::index::{self, IndexBuilder, OffsetEntry, TimeEntry};
 use crate::recovery;
+use crate::txn_index::{AbortedTxn, TxnIndexFile};
+
+/// The files of a segment, in the order the cleaner renames a cleaned one into place (the
+/// `.log` last: its rename is the commit point). `.txnindex` exists only once a transaction
+/// was aborted in the segment.
+pub(crate) const SEGMENT_FILE_SUFFIXES: [&str; 4] = [".index", ".timeindex", ".txnindex", ".log"];
 
 /// Kafka's file name of a segment: base offset zero-padded to 20 digits plus `suffix`.
 pub(crate) fn file_name(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
     dir.join(format!("{base_offset:020}{suffix}"))
 }
 
-/// Deletes the three files of the segment based at `base_offset` (missing files are fine).
+/// Deletes the files of the segment based at `base_offset` (missing files are fine).
 pub(crate) fn delete_segment_files(dir: &Path, base_offset: i64) -> Result<(), LogError> {
-    for suffix in [".log", ".index", ".timeindex"] {
+    for suffix in SEGMENT_FILE_SUFFIXES {
         match fs::remove_file(file_name(dir, base_offset, suffix)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -64,6 +70,8 @@ pub(crate) struct SegmentShared {
     pub base_offset: i64,
     pub log: File,
     pub state: RwLock<SegState>,
+    /// The transactions aborted by markers in this segment (its `.txnindex`), in order.
+    pub aborted: RwLock<Vec<AbortedTxn>>,
 }
 
 /// Result of reading batches from one segment.
@@ -284,14 +292,18 @@ pub(crate) struct SegmentSync {
     shared: Arc<SegmentShared>,
     index_file: File,
     time_file: File,
+    txn_file: Option<File>,
 }
 
 impl SegmentSync {
-    /// `fdatasync` of the log and both indexes.
+    /// `fdatasync` of the log and its indexes.
     pub fn sync(&self) -> Result<(), LogError> {
         self.shared.log.sync_data()?;
         self.index_file.sync_data()?;
         self.time_file.sync_data()?;
+        if let Some(f) = &self.txn_file {
+            f.sync_data()?;
+        }
         Ok(())
     }
 }
@@ -309,6 +321,7 @@ pub(crate) struct Segment {
     index_len: u64,
     time_len: u64,
     builder: IndexBuilder,
+    txn_index: TxnIndexFile,
     /// Wall-clock ms of the first batch (or its timestamp after a restart), for `segment.ms`.
     pub rolling_ts: Option<i64>,
     /// Ms of the last append (file mtime after a restart), used when batches carry no timestamps.
@@ -359,6 +372,7 @@ impl Segment {
         base_offset: i64,
         files: Files,
         loaded: Loaded,
+        txn: (TxnIndexFile, Vec<AbortedTxn>),
         now_ms: i64,
     ) -> Segment {
         let Files {
@@ -389,6 +403,7 @@ impl Segment {
                 base_offset,
                 log,
                 state: RwLock::new(state),
+                aborted: RwLock::new(txn.1),
             }),
             index_file,
             time_file,
@@ -400,6 +415,7 @@ impl Segment {
             index_len,
             time_len,
             builder,
+            txn_index: txn.0,
             rolling_ts: None,
             last_modified_ms,
             dirty: false,
@@ -443,7 +459,8 @@ impl Segment {
             end_offset: base_offset,
             builder: IndexBuilder::new(),
         };
-        let mut s = Segment::assemble(dir, base_offset, files, loaded, now_ms);
+        let txn = TxnIndexFile::create(file_name(dir, base_offset, &format!(".txnindex{suffix}")));
+        let mut s = Segment::assemble(dir, base_offset, files, loaded, (txn, Vec::new()), now_ms);
         s.last_modified_ms = now_ms;
         Ok(s)
     }
@@ -508,7 +525,15 @@ impl Segment {
             end_offset,
             builder,
         };
-        Ok(Segment::assemble(dir, base_offset, files, loaded, now_ms))
+        let txn = TxnIndexFile::open(file_name(dir, base_offset, ".txnindex"))?;
+        Ok(Segment::assemble(
+            dir,
+            base_offset,
+            files,
+            loaded,
+            txn,
+            now_ms,
+        ))
     }
 
     /// Loads and sanity-checks a closed segment's indexes; `None` means "rebuild".
@@ -615,7 +640,8 @@ impl Segment {
             end_offset,
             builder,
         };
-        let mut seg = Segment::assemble(dir, base_offset, files, loaded, now_ms);
+        let txn = TxnIndexFile::open(file_name(dir, base_offset, ".txnindex"))?;
+        let mut seg = Segment::assemble(dir, base_offset, files, loaded, txn, now_ms);
         if !closed && !rec.batches.is_empty() {
             seg.rolling_ts = Some(creation_ms(&seg.shared.log, now_ms));
         }
@@ -683,7 +709,8 @@ impl Segment {
             end_offset,
             builder,
         };
-        let mut seg = Segment::assemble(dir, base_offset, files, loaded, now_ms);
+        let txn = TxnIndexFile::open(file_name(dir, base_offset, ".txnindex"))?;
+        let mut seg = Segment::assemble(dir, base_offset, files, loaded, txn, now_ms);
         if size > 0 {
             seg.rolling_ts = Some(creation_ms(&seg.shared.log, now_ms));
         }
@@ -824,6 +851,9 @@ impl Segment {
             self.shared.log.sync_data()?;
             self.index_file.sync_data()?;
             self.time_file.sync_data()?;
+            if let Some(f) = self.txn_index.sync_handle()? {
+                f.sync_data()?;
+            }
             self.dirty = false;
         }
         Ok(())
@@ -840,12 +870,14 @@ impl Segment {
             shared: self.shared.clone(),
             index_file: self.index_file.try_clone()?,
             time_file: self.time_file.try_clone()?,
+            txn_file: self.txn_index.sync_handle()?,
         };
         self.dirty = false;
         Ok(Some(sync))
     }
 
-    /// Removes the three files. Readers holding the shared `.log` handle can finish their reads.
+    /// Removes the segment's files. Readers holding the shared `.log` handle can finish their
+    /// reads.
     pub fn delete_files(&self) -> Result<(), LogError> {
         for p in [&self.log_path, &self.index_path, &self.time_path] {
             match fs::remove_file(p) {
@@ -854,7 +886,33 @@ impl Segment {
                 Err(e) => return Err(e.into()),
             }
         }
+        self.txn_index.delete()
+    }
+
+    /// Records a transaction aborted by a marker in this segment (its `.txnindex`, synced with
+    /// the segment).
+    pub fn append_aborted(&mut self, e: AbortedTxn) -> Result<(), LogError> {
+        self.txn_index.append(&e)?;
+        self.shared.aborted.write().push(e);
+        self.dirty = true;
         Ok(())
+    }
+
+    /// Replaces the aborted transactions of this segment (recovery rebuilt them); rewrites the
+    /// file only if they differ.
+    pub fn set_aborted(&mut self, entries: Vec<AbortedTxn>) -> Result<bool, LogError> {
+        if *self.shared.aborted.read() == entries {
+            return Ok(false);
+        }
+        self.txn_index.rewrite(&entries)?;
+        *self.shared.aborted.write() = entries;
+        self.dirty = true;
+        Ok(true)
+    }
+
+    /// The aborted transactions of this segment.
+    pub fn aborted(&self) -> Vec<AbortedTxn> {
+        self.shared.aborted.read().clone()
     }
 
     /// Cuts the segment before the batch containing `offset` (and everything after), rebuilds
@@ -890,6 +948,12 @@ impl Segment {
         self.end_offset = kept
             .last()
             .map_or(self.shared.base_offset, |(_, h)| h.last_offset() + 1);
+        let aborted: Vec<AbortedTxn> = self
+            .aborted()
+            .into_iter()
+            .filter(|e| e.last_offset < self.end_offset)
+            .collect();
+        self.set_aborted(aborted)?;
         self.dirty = true;
         let mut st = self.shared.state.write();
         st.offset_index = offsets;

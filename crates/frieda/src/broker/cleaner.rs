@@ -222,7 +222,7 @@ fn clean_once(
         (
             st.log
                 .cleaning_candidate(state.checkpoint, state.latest_delete_horizon, now),
-            st.producers.last_batch_offsets(),
+            st.log.last_batch_offsets(),
         )
     };
     let Some(candidate) = candidate else {

@@ -28,7 +28,6 @@ pub mod cluster_admin;
 pub mod dynamic_config;
 pub mod log_start;
 pub mod partition;
-pub mod producer_state;
 pub mod replicas;
 pub mod topic;
 pub mod topic_config;

@@ -2,13 +2,12 @@
 //! wake-up for fetches waiting on new data.
 
 use super::log_start::LogStartCheckpoint;
-use super::producer_state::{ProducerStateTable, SequenceCheck};
 use super::topic_config::ProducePolicy;
 use super::writer::{AppendOutcome, WriterHandle, WriterJob};
 use crate::clock::now_ms;
 use crate::replication::{Leader, Replication, Role};
 use bytes::BytesMut;
-use frieda_log::{BatchHeader, LogError, LogReader, PartitionLog};
+use frieda_log::{BatchHeader, LogError, LogReader, PartitionLog, ProducerError, SequenceCheck};
 use kafka_protocol::error::ResponseError;
 use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,10 +18,8 @@ use tokio::sync::{oneshot, Notify};
 /// network thread with inline appends, else the log writer thread), briefly by the log writer
 /// around an fsync (never during it), and by admin operations (delete) that must exclude both.
 pub struct PartitionState {
-    /// The partition log (single writer).
+    /// The partition log (single writer), with its producer state.
     pub log: PartitionLog,
-    /// Idempotent-producer sequence state.
-    pub producers: ProducerStateTable,
 }
 
 impl PartitionState {
@@ -62,8 +59,7 @@ pub struct Partition {
 }
 
 impl Partition {
-    /// Wraps an opened log. Rebuilds idempotent-producer state from the batches of the last two
-    /// segments (the window Kafka's producer snapshots cover in practice).
+    /// Wraps an opened log (which rebuilt its producer state when it opened).
     pub fn new(
         topic: Arc<str>,
         index: i32,
@@ -71,23 +67,13 @@ impl Partition {
         writer: WriterHandle,
         policy: ProducePolicy,
     ) -> Self {
-        let mut producers = ProducerStateTable::default();
-        match log.recent_batch_headers(2) {
-            Ok(headers) => {
-                for h in headers.iter().filter(|h| h.producer_id >= 0) {
-                    producers.record(h, h.base_offset);
-                }
-            }
-            Err(e) => tracing::warn!(topic = %topic, partition = index, error = %e,
-                "could not rebuild producer state from the log; idempotent retries across the restart are not deduplicated"),
-        }
         Partition {
             topic,
             index,
             policy: RwLock::new(policy),
             repl: Replication::default(),
             reader: log.reader(),
-            state: Mutex::new(Some(PartitionState { log, producers })),
+            state: Mutex::new(Some(PartitionState { log })),
             data_arrived: Notify::new(),
             deleted: AtomicBool::new(false),
             writer,
@@ -280,14 +266,17 @@ impl Partition {
         let leader_epoch = match self.repl.append_epoch() {
             Ok(epoch) => epoch,
             Err(e) => {
-                state.producers.note_refused(header);
+                state.log.note_refused(header);
                 return Err(e);
             }
         };
         if let SequenceCheck::Duplicate {
             base_offset,
             last_offset,
-        } = state.producers.check(header)?
+        } = state
+            .log
+            .check_producer(header, None, false)
+            .map_err(producer_error)?
         {
             return Ok(AppendOutcome {
                 base_offset,
@@ -298,16 +287,13 @@ impl Partition {
             });
         }
         match state.log.append(records, now_ms()) {
-            Ok(info) => {
-                state.producers.record(header, info.base_offset);
-                Ok(AppendOutcome {
-                    base_offset: info.base_offset,
-                    last_offset: info.last_offset,
-                    leader_epoch,
-                    log_append_time: info.log_append_time,
-                    log_start_offset: info.log_start_offset,
-                })
-            }
+            Ok(info) => Ok(AppendOutcome {
+                base_offset: info.base_offset,
+                last_offset: info.last_offset,
+                leader_epoch,
+                log_append_time: info.log_append_time,
+                log_start_offset: info.log_start_offset,
+            }),
             Err(LogError::Offline) => Err(ResponseError::KafkaStorageError),
             Err(e) => {
                 tracing::error!(topic = %self.topic, partition = self.index, error = %e, "append failed");
@@ -397,9 +383,6 @@ impl Partition {
         }
         match state.log.append_replicated(records, now_ms()) {
             Ok(_) => {
-                for h in headers.iter().filter(|h| h.producer_id >= 0) {
-                    state.producers.record(h, h.base_offset);
-                }
                 let leo = state.log.log_end_offset();
                 drop(guard);
                 self.notify_data();
@@ -439,18 +422,10 @@ impl Partition {
             if offset >= state.log.log_end_offset() {
                 return Ok(());
             }
-            let removed = state.log.truncate_to(offset).map_err(|e| {
+            state.log.truncate_to(offset).map_err(|e| {
                 tracing::error!(topic = %self.topic, partition = self.index, error = %e, "truncation failed");
                 ResponseError::KafkaStorageError
-            })?;
-            let mut producers = ProducerStateTable::default();
-            if let Ok(headers) = state.log.recent_batch_headers(2) {
-                for h in headers.iter().filter(|h| h.producer_id >= 0) {
-                    producers.record(h, h.base_offset);
-                }
-            }
-            state.producers = producers;
-            removed
+            })?
         };
         if let Err(e) = removed.delete_files() {
             tracing::warn!(topic = %self.topic, partition = self.index, error = %e, "removing truncated segment files failed");
@@ -503,13 +478,13 @@ impl Partition {
     }
 
     /// Notes that `header`'s batch was refused before its append with a retriable error (see
-    /// [`ProducerStateTable::note_refused`]).
+    /// [`PartitionLog::note_refused`]).
     pub fn note_refused(&self, header: &BatchHeader) {
         if header.producer_id < 0 {
             return;
         }
         if let Some(state) = self.state.lock().as_mut() {
-            state.producers.note_refused(header);
+            state.log.note_refused(header);
         }
     }
 
@@ -574,5 +549,16 @@ impl Partition {
     /// The writer thread this partition's jobs go to.
     pub(crate) fn writer(&self) -> &WriterHandle {
         &self.writer
+    }
+}
+
+/// The Kafka error for a producer-state refusal.
+pub fn producer_error(e: ProducerError) -> ResponseError {
+    match e {
+        ProducerError::InvalidProducerEpoch => ResponseError::InvalidProducerEpoch,
+        ProducerError::OutOfOrderSequence => ResponseError::OutOfOrderSequenceNumber,
+        ProducerError::RetryRefused => ResponseError::NotLeaderOrFollower,
+        ProducerError::InvalidTxnState => ResponseError::InvalidTxnState,
+        ProducerError::CoordinatorFenced => ResponseError::TransactionCoordinatorFenced,
     }
 }

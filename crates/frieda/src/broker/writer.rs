@@ -343,7 +343,7 @@ fn maintain(partition: &Partition, upkeep: Upkeep) {
     }
     if let Some(ms) = upkeep.producer_expiration_ms {
         if let Some(state) = partition.state.lock().as_mut() {
-            let n = state.producers.expire(now, ms);
+            let n = state.log.expire_producers(now, ms);
             if n > 0 {
                 tracing::debug!(topic = %partition.topic, partition = partition.index, expired = n,
                     "forgot idle idempotent producers (producer.id.expiration.ms)");
