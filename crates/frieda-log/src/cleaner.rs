@@ -29,6 +29,12 @@
 //!    is unchanged; [`PendingSwap::finish`] (no lock) deletes the replaced files, renames the
 //!    `.swap` files over the old first segment of each group and fsyncs the directory.
 //!
+//! Transactions (KIP-98): the cleanable range also ends before the segment holding the first
+//! offset of a transaction still open (or closed but not yet replicated), as Kafka's
+//! `firstUnstableOffset` bounds it; records of aborted transactions (the `.txnindex` entries)
+//! are neither put in the offset map nor kept, so an aborted write never supersedes a committed
+//! one; control batches (markers) are kept.
+//!
 //! A crash at any moment leaves either the old or the new segments: on open,
 //! [`finish_interrupted_swaps`] deletes `.cleaned` files (and index `.swap` files without their
 //! `.log.swap`), and for every `<base>.log.swap` deletes the old segments it replaces (base
@@ -80,6 +86,8 @@ pub struct CleaningCandidate {
     pub(crate) first_dirty: i64,
     pub(crate) first_uncleanable: i64,
     pub(crate) config: LogConfig,
+    /// Aborted transactions of the whole log, by producer id: `(first offset, marker offset)`.
+    pub(crate) aborted: HashMap<i64, Vec<(i64, i64)>>,
     /// Dirty bytes / cleanable bytes (0.0-1.0).
     pub dirty_ratio: f64,
     /// Why it is cleaned.
@@ -316,11 +324,24 @@ impl<'a> BatchReader<'a> {
     }
 }
 
-/// Chooses whether `segments` (the log's, active last) should be cleaned now; see the module docs.
+/// Whether a batch belongs to an aborted transaction of `aborted` (see
+/// [`CleaningCandidate::aborted`]).
+fn is_aborted(aborted: &HashMap<i64, Vec<(i64, i64)>>, h: &BatchHeader) -> bool {
+    h.is_transactional()
+        && !h.is_control()
+        && aborted.get(&h.producer_id).is_some_and(|txns| {
+            txns.iter()
+                .any(|&(first, marker)| first <= h.base_offset && h.last_offset() < marker)
+        })
+}
+
+/// Chooses whether `segments` (the log's, active last) should be cleaned now; see the module
+/// docs. `first_unstable`: the first offset of a transaction not yet decided and replicated.
 pub(crate) fn candidate(
     dir: &Path,
     config: &LogConfig,
     segments: &[Segment],
+    first_unstable: Option<i64>,
     checkpoint: i64,
     latest_delete_horizon: i64,
     now_ms: i64,
@@ -329,12 +350,14 @@ pub(crate) fn candidate(
         return None;
     }
     let closed = &segments[..segments.len() - 1];
-    // The first uncleanable segment: the active one, or the first closed one with a record
-    // younger than min.compaction.lag.ms.
+    // The first uncleanable segment: the active one, the first closed one with a record
+    // younger than min.compaction.lag.ms, or the one holding the first unstable offset.
     let lag_limit = now_ms.saturating_sub(config.min_compaction_lag_ms);
+    let stable_end = first_unstable.unwrap_or(i64::MAX);
     let cleanable = closed
         .iter()
         .take_while(|s| config.min_compaction_lag_ms <= 0 || s.largest_timestamp() <= lag_limit)
+        .take_while(|s| s.end_offset() <= stable_end)
         .count();
     if cleanable == 0 {
         return None;
@@ -380,6 +403,15 @@ pub(crate) fn candidate(
     } else {
         return None;
     };
+    let mut aborted: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    for s in segments {
+        for e in s.aborted() {
+            aborted
+                .entry(e.producer_id)
+                .or_default()
+                .push((e.first_offset, e.last_offset));
+        }
+    }
     Some(CleaningCandidate {
         dir: dir.to_path_buf(),
         segments: closed[..cleanable]
@@ -389,6 +421,7 @@ pub(crate) fn candidate(
         first_dirty,
         first_uncleanable,
         config: config.clone(),
+        aborted,
         dirty_ratio,
         reason,
     })
@@ -407,6 +440,7 @@ enum Filtered {
 /// Per-batch filtering state of a pass.
 struct Filter<'a> {
     map: &'a OffsetMap,
+    aborted: &'a HashMap<i64, Vec<(i64, i64)>>,
     /// Records at or beyond this offset were not seen by the map: kept.
     map_end: i64,
     now_ms: i64,
@@ -441,11 +475,27 @@ impl Filter<'_> {
             return Ok(Filtered::Keep);
         }
         let section = records_section(bytes, h)?;
-        let records = if h.records_count == 0 {
+        let records = if h.records_count == 0 || is_aborted(self.aborted, h) {
+            // An aborted transaction's records: all go (as superseded records do).
+            self.stats.records_removed += u64::try_from(h.records_count).unwrap_or(0);
             Vec::new()
         } else {
             parse_records(&section, h.records_count)?
         };
+        if records.is_empty() && h.records_count > 0 {
+            let last_of_producer = h.producer_id >= 0
+                && self.active_producers.get(&h.producer_id) == Some(&h.last_offset());
+            if !(keep_header || last_of_producer) {
+                return Ok(Filtered::Drop);
+            }
+            let empty = BatchHeader {
+                attributes: h.attributes & !0x7 & !DELETE_HORIZON_BIT,
+                base_timestamp: -1,
+                records_count: 0,
+                ..*h
+            };
+            return Ok(Filtered::Rewrite(build_batch(&empty, Codec::None, &[])));
+        }
         let horizon = h.delete_horizon_ms();
         let mut kept = Vec::with_capacity(records.len());
         let mut tombstones = false;
@@ -527,6 +577,7 @@ impl CleaningCandidate {
         let (map, map_end) = self.build_map(ctx, &mut stats)?;
         let mut filter = Filter {
             map: &map,
+            aborted: &self.aborted,
             map_end,
             now_ms: ctx.now_ms,
             delete_retention_ms: self.config.delete_retention_ms,
@@ -593,7 +644,7 @@ impl CleaningCandidate {
                 if h.last_offset() < self.first_dirty {
                     continue;
                 }
-                if !h.is_control() && h.records_count > 0 {
+                if !h.is_control() && h.records_count > 0 && !is_aborted(&self.aborted, &h) {
                     let section = records_section(bytes, &h)?;
                     for r in parse_records(&section, h.records_count)? {
                         if let Some(key) = r.key {

@@ -587,3 +587,92 @@ fn throttle_keeps_the_rate() {
     unlimited.acquire(u64::MAX / 2);
     assert!(start.elapsed() < Duration::from_millis(100));
 }
+
+/// A transactional batch of one keyed record from producer `pid` (epoch 0).
+fn txn_put(log: &mut PartitionLog, pid: i64, seq: i32, rec: Rec) -> i64 {
+    let b = encode_batch(&[rec], crate::control::TRANSACTIONAL_BIT);
+    let mut h = BatchHeader::parse(&b).unwrap();
+    h.producer_id = pid;
+    h.producer_epoch = 0;
+    h.base_sequence = seq;
+    let b = build_batch(&h, Codec::None, &b[BATCH_HEADER_LEN..]);
+    log.append(BytesMut::from(&b[..]), NOW).unwrap().base_offset
+}
+
+/// Transactions (KIP-98): an aborted write of a key is removed and never supersedes the key's
+/// committed value; a committed transactional write does supersede it; the markers stay; the
+/// cleaning stops before the segment of a transaction still open.
+#[test]
+fn aborted_writes_go_and_never_supersede_committed_values_and_open_ones_are_not_cleaned() {
+    use crate::control::{ControlType, EndTxnMarker};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), compacted(300), NOW).unwrap();
+    put(&mut log, keyed("k1", Some("committed-1"), NOW));
+    txn_put(&mut log, 5, 0, keyed("k1", Some("aborted"), NOW));
+    let abort = EndTxnMarker {
+        control: ControlType::Abort,
+        coordinator_epoch: 0,
+    };
+    let commit = EndTxnMarker {
+        control: ControlType::Commit,
+        coordinator_epoch: 0,
+    };
+    log.append_marker(5, 0, abort, false, NOW).unwrap();
+    txn_put(&mut log, 6, 0, keyed("k2", Some("old"), NOW));
+    log.append_marker(6, 0, commit, false, NOW).unwrap();
+    txn_put(&mut log, 6, 1, keyed("k2", Some("committed-2"), NOW));
+    log.append_marker(6, 0, commit, false, NOW).unwrap();
+    for i in 0..6 {
+        put(&mut log, keyed(&format!("f{i}"), Some("filler"), NOW));
+    }
+    let open_at = txn_put(&mut log, 8, 0, keyed("k3", Some("open"), NOW));
+    for i in 6..12 {
+        put(&mut log, keyed(&format!("f{i}"), Some("filler"), NOW));
+    }
+    // closed transactions hold the cleaning back until their markers are replicated
+    assert!(log.cleaning_candidate(0, -1, NOW).is_none());
+    log.prune_replicated_txns(log.log_end_offset());
+    let cleaned = clean_once(&mut log, 0, -1, NOW, &HashMap::new()).expect("cleanable");
+    assert!(
+        cleaned.map_end <= open_at,
+        "stopped before the open transaction"
+    );
+    let data: Vec<(i64, String, String)> = records(&log)
+        .into_iter()
+        .filter_map(|(o, k, v)| {
+            let k = String::from_utf8(k?).ok()?;
+            Some((
+                o,
+                k,
+                String::from_utf8(v.unwrap_or_default()).unwrap_or_default(),
+            ))
+        })
+        .filter(|(_, k, _)| k.starts_with('k'))
+        .collect();
+    let values: Vec<&str> = data.iter().map(|(_, _, v)| v.as_str()).collect();
+    assert!(values.contains(&"committed-1"), "{data:?}");
+    assert!(!values.contains(&"aborted"), "{data:?}");
+    assert!(!values.contains(&"old"), "{data:?}");
+    assert!(
+        values.contains(&"committed-2") && values.contains(&"open"),
+        "{data:?}"
+    );
+    // the three markers are still there
+    let r = log.reader();
+    let all = r.read(r.log_start_offset(), usize::MAX, i64::MAX).unwrap();
+    let mut markers = 0;
+    for chunk in &all.chunks {
+        let mut pos = 0;
+        while pos < chunk.len() {
+            let h = BatchHeader::parse(&chunk[pos..]).unwrap();
+            markers += usize::from(h.is_control());
+            pos += h.total_size();
+        }
+    }
+    assert_eq!(markers, 3);
+    assert_eq!(
+        r.aborted_transactions(0, i64::MAX).len(),
+        1,
+        "the index entry stays"
+    );
+}

@@ -974,10 +974,18 @@ impl PartitionLog {
         if self.check_online().is_err() {
             return None;
         }
+        let frontier = self.producers.frontier();
+        let first_unstable = frontier
+            .ongoing
+            .keys()
+            .chain(frontier.unreplicated.values())
+            .min()
+            .copied();
         cleaner::candidate(
             &self.dir,
             &self.config,
             &self.segments,
+            first_unstable,
             checkpoint,
             latest_delete_horizon,
             now_ms,
@@ -1199,6 +1207,9 @@ impl PartitionLog {
             tracing::warn!(dir = %self.dir.display(), segments = rebuilt_segments,
                 "rebuilt the transaction index of recovered segments");
         }
+        // The high watermark is not known here; the markers replayed are on this replica, and
+        // a transaction closed by one no longer holds back cleaning or the last stable offset.
+        producers.on_high_watermark(leo);
         self.producers = producers;
         self.publish_frontier();
         Ok(())
