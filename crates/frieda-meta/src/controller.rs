@@ -46,6 +46,10 @@ pub struct Heartbeat {
     pub shutting_down: bool,
 }
 
+/// How long a new active controller waits for its quorum to confirm it and its image to catch
+/// up before it decides anything (retried at the next request or tick).
+const READY_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// A request to the active controller.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ControllerRequest {
@@ -110,6 +114,8 @@ pub enum ControllerRequest {
         partition_epoch: i32,
         /// The ISR wanted.
         isr: Vec<BrokerId>,
+        /// Broker epochs of the replicas it adds, as the leader saw them fetch (KIP-903).
+        new_isr_epochs: Vec<(BrokerId, u64)>,
     },
     /// ElectLeaders: the preferred (first) replica, or (unclean) any live replica.
     ElectLeader {
@@ -211,6 +217,8 @@ pub struct Controller {
     sessions: Mutex<HashMap<BrokerId, Session>>,
     /// The term this node last led in (sessions restart when it changes).
     led_term: Mutex<Option<u64>>,
+    /// The term [`ready`](Self::ready) confirmed.
+    ready_term: Mutex<Option<u64>>,
     /// One decision at a time (placement reads the image the last decision left).
     decide: tokio::sync::Mutex<()>,
     /// When preferred leaders were last checked.
@@ -232,6 +240,7 @@ impl Controller {
             config,
             sessions: Mutex::new(HashMap::new()),
             led_term: Mutex::new(None),
+            ready_term: Mutex::new(None),
             decide: tokio::sync::Mutex::new(()),
             last_rebalance: Mutex::new(Instant::now()),
         }
@@ -242,6 +251,34 @@ impl Controller {
         let m = self.raft.metrics().borrow().clone();
         (m.current_leader == Some(self.node_id) && m.state == openraft::ServerState::Leader)
             .then_some(m.current_term)
+    }
+
+    /// The term this node leads in, once it is ready to decide in it: leadership confirmed by
+    /// a quorum and everything committed before applied to its image (openraft's
+    /// `ensure_linearizable`), as Kafka's new active controller first replays the log to its
+    /// committed end. A leader that restarted and resumed its term at once (no election while it
+    /// was away) would otherwise decide on the image of its last snapshot: fence brokers whose
+    /// registrations it has not applied yet, elect from stale ISRs (tests/jepsen rolling seed
+    /// 2025). `None` while not leading or not caught up.
+    async fn ready(&self) -> Option<u64> {
+        let term = self.leading()?;
+        if *self.ready_term.lock() == Some(term) {
+            return Some(term);
+        }
+        match tokio::time::timeout(READY_TIMEOUT, self.raft.ensure_linearizable()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(term, error = %e, "not ready to decide: leadership not confirmed");
+                return None;
+            }
+            Err(_) => return None,
+        }
+        if self.leading() != Some(term) {
+            return None;
+        }
+        self.on_term(term);
+        *self.ready_term.lock() = Some(term);
+        Some(term)
     }
 
     /// Restarts broker sessions when this node starts leading a new term (a new controller
@@ -285,12 +322,11 @@ impl Controller {
     ///
     /// Errors: [`ControllerError::NotController`] elsewhere; see each request.
     pub async fn handle(&self, req: ControllerRequest) -> Result<ControllerReply, ControllerError> {
-        let Some(term) = self.leading() else {
+        if self.ready().await.is_none() {
             return Err(ControllerError::NotController {
                 leader: self.raft.metrics().borrow().current_leader,
             });
-        };
-        self.on_term(term);
+        }
         if matches!(req, ControllerRequest::DescribeQuorum) {
             // A read: no decision, no lock.
             return Ok(ControllerReply::Quorum(crate::quorum_status(
@@ -305,7 +341,7 @@ impl Controller {
                 &self.raft,
                 self.node_id,
             ))),
-            ControllerRequest::Heartbeat(hb) => self.heartbeat(&image, hb).await,
+            ControllerRequest::Heartbeat(hb) => self.heartbeat(hb).await,
             ControllerRequest::CreateTopic {
                 name,
                 partitions,
@@ -389,6 +425,7 @@ impl Controller {
                 leader_epoch,
                 partition_epoch,
                 isr,
+                new_isr_epochs,
             } => match self
                 .propose(MetaCommand::AlterIsr {
                     topic,
@@ -397,6 +434,7 @@ impl Controller {
                     leader_epoch,
                     partition_epoch,
                     isr,
+                    new_isr_epochs,
                 })
                 .await?
             {
@@ -482,11 +520,7 @@ impl Controller {
         }
     }
 
-    async fn heartbeat(
-        &self,
-        image: &MetadataImage,
-        hb: Heartbeat,
-    ) -> Result<ControllerReply, ControllerError> {
+    async fn heartbeat(&self, hb: Heartbeat) -> Result<ControllerReply, ControllerError> {
         // An answer renews the broker's lease: it must come from a controller a quorum still
         // follows, not from a deposed leader that has not noticed yet (e.g. one resumed after a
         // pause, answering its own broker's heartbeat).
@@ -498,6 +532,9 @@ impl Controller {
                 |_| tracing::debug!(error = %e, "heartbeat refused: leadership not confirmed"),
             );
         }
+        // What the confirmation applied: the registration decision below must see it.
+        let fresh = self.image.borrow().clone();
+        let image = &*fresh;
         if hb.shutting_down {
             self.sessions.lock().remove(&hb.id);
             if image.is_live(hb.id) {
@@ -581,8 +618,9 @@ impl Controller {
     /// One round of the controller's own work: name the cluster, fence silent brokers. Called
     /// every few hundred milliseconds by [`run`](Self::run).
     async fn tick(&self) {
-        let Some(term) = self.leading() else { return };
-        self.on_term(term);
+        if self.ready().await.is_none() {
+            return;
+        }
         let image = self.image.borrow().clone();
         if image.cluster_id.is_none() {
             let id = base64_url(Uuid::new_v4().as_bytes());
@@ -691,7 +729,7 @@ impl Controller {
             tokio::select! {
                 _ = tick.tick() => {
                     self.tick().await;
-                    if self.leading().is_some() {
+                    if self.ready().await.is_some() {
                         self.rebalance_leaders().await;
                     }
                 }

@@ -183,6 +183,12 @@ pub enum MetaCommand {
         partition_epoch: i32,
         /// The ISR it wants (must contain the leader).
         isr: Vec<BrokerId>,
+        /// For each replica it adds, the broker epoch (registration) the leader saw it fetch
+        /// under (Kafka's KIP-903 `NewIsrWithEpochs`): a replica that registered again since,
+        /// i.e. restarted, possibly with a shorter log, is refused. Empty in entries written
+        /// before this field existed (they are applied as they were).
+        #[serde(default)]
+        new_isr_epochs: Vec<(BrokerId, u64)>,
     },
     /// Elects a leader (preferred-leader election, or an operator's choice): `leader` must be a
     /// live, in-sync replica, or with `unclean` any live replica (the ISR becomes just it).
@@ -397,13 +403,13 @@ impl MetadataImage {
                 leader_epoch,
                 partition_epoch,
                 isr,
+                new_isr_epochs,
             } => self.alter_isr(
                 topic,
                 *partition,
-                *leader,
-                *leader_epoch,
-                *partition_epoch,
+                (*leader, *leader_epoch, *partition_epoch),
                 isr,
+                new_isr_epochs,
             ),
             MetaCommand::ElectLeader {
                 topic,
@@ -574,15 +580,25 @@ impl MetadataImage {
         }
     }
 
+    /// AlterPartition: `(leader, leader_epoch, partition_epoch)` as the leader saw them.
     fn alter_isr(
         &mut self,
         topic: &str,
         partition: i32,
-        leader: BrokerId,
-        leader_epoch: i32,
-        partition_epoch: i32,
+        (leader, leader_epoch, partition_epoch): (BrokerId, i32, i32),
         isr: &[BrokerId],
+        new_isr_epochs: &[(BrokerId, u64)],
     ) -> Result<MetaOutcome, MetaError> {
+        // KIP-903: a replica the leader saw caught up under an older registration has
+        // restarted since; its log may be shorter than what the leader counted.
+        if let Some((b, e)) = new_isr_epochs
+            .iter()
+            .find(|(b, e)| self.brokers.get(b).map(|r| r.epoch) != Some(*e))
+        {
+            return Err(MetaError::Ineligible(format!(
+                "broker {b} registered again since the leader saw it caught up (broker epoch {e} is stale)"
+            )));
+        }
         let live = self.live_set();
         let p = self.partition_mut(topic, partition)?;
         if p.leader != leader || p.leader_epoch != leader_epoch {

@@ -157,6 +157,7 @@ fn unclean_election_when_allowed() {
             leader_epoch: 0,
             partition_epoch: 0,
             isr: vec![1],
+            new_isr_epochs: vec![],
         },
         11,
     )
@@ -177,6 +178,7 @@ fn alter_isr_is_fenced_by_epochs() {
         leader_epoch: le,
         partition_epoch: pe,
         isr,
+        new_isr_epochs: vec![],
     };
     let out = img.apply(&shrink(0, 0, vec![1, 2]), 300).unwrap();
     assert!(
@@ -234,6 +236,7 @@ fn reassignment_adds_then_removes() {
                 leader_epoch: p.leader_epoch,
                 partition_epoch: p.partition_epoch,
                 isr: vec![1, 2, 3, 4],
+                new_isr_epochs: vec![],
             },
             401,
         )
@@ -297,4 +300,54 @@ fn a_broker_restarted_within_its_session_gives_up_what_it_led() {
     // The same run registering again changes nothing.
     img.apply(&restarted, 201).unwrap();
     assert_eq!(img.partition("t", 0).unwrap().leader_epoch, 1);
+}
+
+/// KIP-903: an ISR expansion built on a follower's progress under its previous registration
+/// (it restarted meanwhile, and its log may be shorter than the leader counted) is refused; the
+/// same expansion under its current registration is taken. Found by tests/jepsen rolling seed
+/// 2025: a stale expansion applied after the follower's restart made it leader with a log 80
+/// records short, and the other replicas truncated acknowledged records to it.
+#[test]
+fn an_isr_expansion_for_a_replica_that_registered_again_is_refused() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    let pe = |img: &MetadataImage| img.partition("t", 0).unwrap().partition_epoch;
+    img.apply(
+        &MetaCommand::AlterIsr {
+            topic: "t".into(),
+            partition: 0,
+            leader: 1,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            isr: vec![1, 2],
+            new_isr_epochs: vec![],
+        },
+        200,
+    )
+    .unwrap();
+    let old_epoch = img.brokers[&3].epoch;
+    // broker 3 restarts: a new incarnation registers at a new epoch
+    let mut again = broker(3);
+    if let MetaCommand::RegisterBroker { registration } = &mut again {
+        registration.incarnation = Uuid::from_u128(33);
+    }
+    img.apply(&again, 201).unwrap();
+    assert_ne!(img.brokers[&3].epoch, old_epoch);
+    let expand = |epoch: u64, pe: i32| MetaCommand::AlterIsr {
+        topic: "t".into(),
+        partition: 0,
+        leader: 1,
+        leader_epoch: 0,
+        partition_epoch: pe,
+        isr: vec![1, 2, 3],
+        new_isr_epochs: vec![(3, epoch)],
+    };
+    assert!(matches!(
+        img.apply(&expand(old_epoch, pe(&img)), 202),
+        Err(MetaError::Ineligible(_))
+    ));
+    assert_eq!(img.partition("t", 0).unwrap().isr, vec![1, 2]);
+    let now = img.brokers[&3].epoch;
+    let out = img.apply(&expand(now, pe(&img)), 203).unwrap();
+    assert!(matches!(out, MetaOutcome::Partition(p) if p.isr == vec![1, 2, 3]));
 }

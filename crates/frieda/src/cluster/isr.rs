@@ -34,6 +34,7 @@ pub fn alter(node: &Arc<ClusterNode>, partition: &Arc<Partition>, change: IsrCha
             leader_epoch: change.leader_epoch,
             partition_epoch: change.partition_epoch,
             isr: change.isr.clone(),
+            new_isr_epochs: change.new_isr_epochs.clone(),
         };
         match node.controller(req, ALTER_TIMEOUT).await {
             Ok(ControllerReply::Partition(state)) => {

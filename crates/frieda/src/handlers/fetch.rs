@@ -102,8 +102,12 @@ fn admit(
 ) -> Result<(), ResponseError> {
     if replica >= 0 {
         let leo = p.reader().log_end_offset();
+        let broker_epoch = broker
+            .cluster()
+            .and_then(|node| node.image().brokers.get(&replica).map(|b| b.epoch));
         let (change, moved) = p.repl.on_follower_fetch(
             replica,
+            broker_epoch,
             fetch_offset,
             log_start_offset,
             leader_epoch,

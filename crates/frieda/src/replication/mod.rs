@@ -172,15 +172,17 @@ impl Replication {
     }
 
     /// A follower fetched at `fetch_offset` (its log starting at `follower_log_start`, -1 if
-    /// not said) while the leader's log ends at `leo`: records its progress and moves the high
-    /// watermark. Returns an ISR expansion to ask the controller
+    /// not said; `broker_epoch` its registration as this leader's metadata says, KIP-903) while
+    /// the leader's log ends at `leo`: records its progress and moves the high watermark. Returns an ISR expansion to ask the controller
     /// for, and whether the high watermark moved.
     ///
     /// Errors: NOT_LEADER_OR_FOLLOWER when this broker does not lead, UNKNOWN_LEADER_EPOCH /
     /// FENCED_LEADER_EPOCH when the follower's epoch is newer / older.
+    #[allow(clippy::too_many_arguments)]
     pub fn on_follower_fetch(
         &self,
         replica: BrokerId,
+        broker_epoch: Option<u64>,
         fetch_offset: i64,
         follower_log_start: i64,
         follower_epoch: i32,
@@ -198,6 +200,7 @@ impl Replication {
             return Err(ResponseError::FencedLeaderEpoch);
         }
         let current = self.hw.load(Ordering::Acquire);
+        l.note_broker_epoch(replica, broker_epoch);
         let change = l.on_fetch(
             replica,
             fetch_offset,

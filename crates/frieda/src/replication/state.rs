@@ -32,6 +32,10 @@ pub struct Progress {
     last_fetch: (i64, i64),
     /// Its log start offset as its last fetch said (Fetch v5+ `log_start_offset`), -1 unknown.
     pub log_start: i64,
+    /// The broker epoch (registration) it fetched under, as the leader's metadata said at its
+    /// last fetch (KIP-903): an ISR expansion names it, so one built on a previous run's
+    /// progress is refused after the follower restarts.
+    pub broker_epoch: Option<u64>,
 }
 
 impl Progress {
@@ -42,6 +46,7 @@ impl Progress {
             caught_up_ms: now_ms,
             last_fetch: (-1, now_ms),
             log_start: -1,
+            broker_epoch: None,
         }
     }
 }
@@ -102,6 +107,8 @@ pub struct IsrChange {
     pub partition_epoch: i32,
     /// The ISR wanted.
     pub isr: Vec<BrokerId>,
+    /// Broker epochs of the replicas added (KIP-903), as [`Progress::broker_epoch`].
+    pub new_isr_epochs: Vec<(BrokerId, u64)>,
 }
 
 impl Leader {
@@ -177,9 +184,16 @@ impl Leader {
         hw.max(current).min(leo)
     }
 
+    /// Notes the broker epoch `replica` fetches under (see [`Progress::broker_epoch`]).
+    pub fn note_broker_epoch(&mut self, replica: BrokerId, epoch: Option<u64>) {
+        if let Some(p) = self.followers.get_mut(&replica) {
+            p.broker_epoch = epoch;
+        }
+    }
+
     /// Records a follower's fetch at `fetch_offset` when the leader's log ends at `leo`.
     /// Returns an ISR expansion to ask for when the follower is out of the ISR and has caught
-    /// up with the high watermark `hw`.
+    /// up with the high watermark `hw` (and its broker epoch is known).
     pub fn on_fetch(
         &mut self,
         replica: BrokerId,
@@ -200,6 +214,7 @@ impl Leader {
             p.caught_up_ms = p.caught_up_ms.max(p.last_fetch.1);
         }
         p.last_fetch = (leo, now_ms);
+        let broker_epoch = p.broker_epoch?;
         if self.isr.contains(&replica) || self.pending_isr.is_some() || fetch_offset < hw {
             return None;
         }
@@ -211,6 +226,7 @@ impl Leader {
             leader_epoch: self.epoch,
             partition_epoch: self.partition_epoch,
             isr,
+            new_isr_epochs: vec![(replica, broker_epoch)],
         })
     }
 
@@ -254,6 +270,7 @@ impl Leader {
             leader_epoch: self.epoch,
             partition_epoch: self.partition_epoch,
             isr,
+            new_isr_epochs: Vec::new(),
         })
     }
 }
@@ -313,11 +330,15 @@ mod tests {
         l.pending_isr = None;
         l.partition_epoch = 10;
         assert_eq!(l.high_watermark(1, 100, 10), 100);
-        // 3 catches up with the high watermark: it asks back in.
+        // 3 catches up with the high watermark: it asks back in, naming 3's broker epoch
+        // (none known yet: no expansion).
+        assert_eq!(l.on_fetch(3, 100, -1, 100, 100, 31_500), None);
+        l.note_broker_epoch(3, Some(77));
         assert_eq!(l.on_fetch(3, 50, -1, 100, 100, 32_000), None);
         let back = l.on_fetch(3, 100, -1, 100, 100, 33_000).expect("caught up");
         assert_eq!(back.isr, vec![1, 2, 3]);
         assert_eq!(back.partition_epoch, 10);
+        assert_eq!(back.new_isr_epochs, vec![(3, 77)]);
     }
 }
 
