@@ -213,11 +213,15 @@ impl ProducerStateManager {
             return Ok(SequenceCheck::Append);
         }
         let entry = self.producers.get(&batch.producer_id);
+        // Batches without sequences (base sequence -1): the coordinators' own transactional
+        // writes (TxnOffsetCommit), checked for epoch and transaction state only, as Kafka
+        // checks origin COORDINATOR appends.
+        let sequenced = batch.base_sequence >= 0;
         if let Some(e) = entry {
             if batch.producer_epoch < e.epoch {
                 return Err(ProducerError::InvalidProducerEpoch);
             }
-            if batch.producer_epoch == e.epoch {
+            if sequenced && batch.producer_epoch == e.epoch {
                 let last_seq = batch.last_sequence();
                 if let Some(dup) = e
                     .batches
@@ -243,6 +247,9 @@ impl ProducerStateManager {
             }
         } else if open_txn.is_some() {
             return Err(ProducerError::InvalidTxnState);
+        }
+        if !sequenced {
+            return Ok(SequenceCheck::Append);
         }
         let Some(entry) = entry else {
             // Unknown to this partition (first batch, or state gone with old segments): accept,
@@ -377,15 +384,17 @@ impl ProducerStateManager {
         }
         let entry = self.producers.entry(batch.producer_id).or_default();
         entry.set_epoch(batch.producer_epoch);
-        if entry.batches.len() == BATCHES_TO_RETAIN {
-            entry.batches.pop_front();
+        if batch.base_sequence >= 0 {
+            if entry.batches.len() == BATCHES_TO_RETAIN {
+                entry.batches.pop_front();
+            }
+            entry.batches.push_back(BatchMeta {
+                first_seq: batch.base_sequence,
+                last_seq: batch.last_sequence(),
+                base_offset,
+                last_offset: base_offset + i64::from(batch.last_offset_delta),
+            });
         }
-        entry.batches.push_back(BatchMeta {
-            first_seq: batch.base_sequence,
-            last_seq: batch.last_sequence(),
-            base_offset,
-            last_offset: base_offset + i64::from(batch.last_offset_delta),
-        });
         entry.last_timestamp = entry.last_timestamp.max(batch.max_timestamp);
         let mut opened = None;
         if batch.is_transactional() && entry.current_txn_first_offset.is_none() {

@@ -311,3 +311,28 @@ fn producers_with_an_open_transaction_never_expire() {
     t.record_marker(1, 0, marker(ControlType::Commit, 0), 1, 0);
     assert_eq!(t.expire(i64::MAX, 1), 1);
 }
+
+/// The coordinators' own transactional writes carry no sequence: two of them are never
+/// duplicates of each other, and they open and close transactions like any other.
+#[test]
+fn unsequenced_transactional_writes_are_checked_for_epoch_and_state_only() {
+    let mut t = ProducerStateManager::default();
+    let first = txn_batch(3, 2, -1, 1);
+    assert_eq!(check(&t, &first), Ok(SequenceCheck::Append));
+    assert_eq!(t.record(&first, 10), Some(10));
+    assert_eq!(
+        check(&t, &first),
+        Ok(SequenceCheck::Append),
+        "not a duplicate"
+    );
+    t.record(&first, 11);
+    assert_eq!(
+        check(&t, &txn_batch(3, 1, -1, 1)),
+        Err(ProducerError::InvalidProducerEpoch)
+    );
+    assert_eq!(
+        t.record_marker(3, 2, marker(ControlType::Commit, 0), 12, 0)
+            .map(|c| c.first_offset),
+        Some(10)
+    );
+}

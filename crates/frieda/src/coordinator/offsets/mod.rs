@@ -16,13 +16,10 @@ pub mod codec;
 use crate::broker::partition::Partition;
 use crate::broker::writer::AppendOutcome;
 use crate::clock::now_ms;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use codec::{GroupValue, LogKey, OffsetValue};
-use frieda_log::BatchHeader;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::RecordBatchDecoder;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -156,40 +153,6 @@ pub async fn written(rx: WriteResult) -> Result<(), ResponseError> {
     }
 }
 
-fn encode_batch(records: &[(Bytes, Option<Bytes>)], now: i64) -> (BytesMut, BatchHeader) {
-    let recs: Vec<Record> = records
-        .iter()
-        .enumerate()
-        .map(|(i, (k, v))| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
-            timestamp: now,
-            key: Some(k.clone()),
-            value: v.clone(),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::with_capacity(64 + records.len() * 64);
-    RecordBatchEncoder::encode(
-        &mut buf,
-        recs.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("encoding an uncompressed v2 batch cannot fail");
-    let header = BatchHeader::parse(&buf).expect("a batch we just encoded parses");
-    (buf, header)
-}
-
 impl OffsetStore {
     /// Replays the log into memory.
     pub fn open(log: Arc<Partition>) -> anyhow::Result<OffsetStore> {
@@ -247,7 +210,7 @@ impl OffsetStore {
             .iter()
             .map(|(k, v)| (codec::encode_key(k), v.clone()))
             .collect();
-        let (batch, header) = encode_batch(&encoded, now_ms());
+        let (batch, header) = super::records::encode_batch(&encoded, now_ms(), None);
         let appended = self.log.submit(batch, header);
         let (tx, rx) = oneshot::channel();
         let inner = self.inner.clone();

@@ -1,0 +1,185 @@
+//! One `__transaction_state` partition this broker leads: the state of the transactional ids
+//! that hash to it, replayed from the partition at load and written through it (acks=all)
+//! before every change is applied (Kafka's `TransactionStateManager` for one partition).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError as E;
+use kafka_protocol::records::RecordBatchDecoder;
+use parking_lot::Mutex;
+
+use super::log;
+use super::metadata::{TxnMetadata, TxnState, TxnTransit};
+use crate::broker::partition::Partition;
+use crate::clock::now_ms;
+use crate::coordinator::records::encode_batch;
+
+/// How long a write to `__transaction_state` waits for its in-sync replicas (Kafka's
+/// `transaction.state.log` appends use the request timeout; 5 s here).
+const REPLICATION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A loaded `__transaction_state` partition.
+pub struct TxnPartition {
+    /// Partition index.
+    pub index: i32,
+    /// The coordinator epoch: the partition's leader epoch when this broker loaded it
+    /// (markers carry it; a deposed coordinator's markers are refused).
+    pub coordinator_epoch: i32,
+    log: Arc<Partition>,
+    /// `transaction.state.log.min.isr`: the writes need this many in-sync replicas.
+    min_isr: usize,
+    /// The transactional ids of this partition.
+    pub(super) txns: Mutex<HashMap<String, TxnMetadata>>,
+    active: AtomicBool,
+}
+
+impl TxnPartition {
+    /// Replays `log` (the partition `index`, led here since `coordinator_epoch`): the latest
+    /// value of each id wins, a tombstone removes it. Blocking (reads the log).
+    ///
+    /// Errors: the log cannot be read or a batch does not decode.
+    pub fn load(
+        index: i32,
+        coordinator_epoch: i32,
+        log: Arc<Partition>,
+        min_isr: usize,
+    ) -> anyhow::Result<TxnPartition> {
+        let mut txns: HashMap<String, TxnMetadata> = HashMap::new();
+        let reader = log.reader().clone();
+        let mut offset = reader.log_start_offset();
+        let end = reader.log_end_offset();
+        let mut skipped = 0u64;
+        while offset < end {
+            let data = reader.read(offset, 8 << 20, end)?;
+            if data.chunks.is_empty() || data.next_offset <= offset {
+                break;
+            }
+            for chunk in &data.chunks {
+                let mut buf = chunk.clone();
+                let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| {
+                    anyhow::anyhow!("decoding __transaction_state-{index} at {offset}: {e}")
+                })?;
+                for set in sets {
+                    for r in set.records {
+                        let Some(id) = r.key.as_deref().and_then(log::decode_key) else {
+                            skipped += 1;
+                            continue;
+                        };
+                        match r.value.as_deref() {
+                            None => {
+                                txns.remove(&id);
+                            }
+                            Some(v) => match log::decode_value(v) {
+                                Some(t) if t.state != TxnState::Dead => {
+                                    txns.insert(id.clone(), TxnMetadata::from_transit(&id, &t));
+                                }
+                                Some(_) => {
+                                    txns.remove(&id);
+                                }
+                                None => skipped += 1,
+                            },
+                        }
+                    }
+                }
+            }
+            offset = data.next_offset;
+        }
+        tracing::info!(
+            partition = index,
+            coordinator_epoch,
+            transactional_ids = txns.len(),
+            skipped,
+            "transaction log replayed"
+        );
+        Ok(TxnPartition {
+            index,
+            coordinator_epoch,
+            log,
+            min_isr: min_isr.max(1),
+            txns: Mutex::new(txns),
+            active: AtomicBool::new(true),
+        })
+    }
+
+    /// Whether this broker still coordinates the partition (not unloaded).
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// Stops coordinating: writes in flight answer NOT_COORDINATOR, marker senders stop.
+    pub fn deactivate(&self) {
+        self.active.store(false, Ordering::Release);
+    }
+
+    /// Writes transition `t` of `id` (a tombstone for Dead), acks=all, then applies it to the
+    /// pending state set by its `prepare_*`. A failed write forgets the pending transition.
+    ///
+    /// Errors: as Kafka's `appendTransactionToLog` maps them: NOT_COORDINATOR (16) when this
+    /// broker no longer leads the partition or its log failed, COORDINATOR_NOT_AVAILABLE (15)
+    /// when too few replicas are in sync or they did not confirm in time.
+    pub async fn write(&self, id: &str, t: &TxnTransit) -> Result<(), E> {
+        let result = self.append(id, t).await;
+        let mut txns = self.txns.lock();
+        if !self.is_active() {
+            return Err(E::NotCoordinator);
+        }
+        let Some(m) = txns.get_mut(id) else {
+            return Err(E::NotCoordinator);
+        };
+        match result {
+            Ok(()) => {
+                m.complete(t)?;
+                if t.state == TxnState::Dead {
+                    txns.remove(id);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                m.abandon();
+                Err(e)
+            }
+        }
+    }
+
+    async fn append(&self, id: &str, t: &TxnTransit) -> Result<(), E> {
+        let value = (t.state != TxnState::Dead).then(|| Bytes::from(log::encode_value(t)));
+        let (batch, header) =
+            encode_batch(&[(Bytes::from(log::encode_key(id)), value)], now_ms(), None);
+        let replicated = self.log.repl.is_replicated();
+        if replicated {
+            self.log
+                .repl
+                .check_writable(true, self.min_isr)
+                .map_err(map_error)?;
+        }
+        let outcome = self.log.append(batch, header).await.map_err(map_error)?;
+        if replicated {
+            self.log
+                .repl
+                .wait_replicated(
+                    outcome.last_offset,
+                    outcome.leader_epoch,
+                    self.min_isr,
+                    REPLICATION_TIMEOUT,
+                )
+                .await
+                .map_err(map_error)?;
+        }
+        Ok(())
+    }
+}
+
+/// Kafka's mapping of a transaction log append error.
+fn map_error(e: E) -> E {
+    match e {
+        E::NotLeaderOrFollower | E::KafkaStorageError | E::UnknownTopicOrPartition => {
+            E::NotCoordinator
+        }
+        E::MessageTooLarge | E::RecordListTooLarge => E::UnknownServerError,
+        _ => E::CoordinatorNotAvailable,
+    }
+}

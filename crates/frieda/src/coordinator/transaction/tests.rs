@@ -1,0 +1,326 @@
+//! The coordinator over a real (single-replica) `__transaction_state` log, with a marker
+//! writer that records what it is asked.
+
+use super::*;
+use crate::broker::partition::Partition;
+use crate::broker::topic_config::TopicConfigs;
+use crate::broker::writer::LogWriters;
+use frieda_log::{LogConfig, PartitionLog};
+use parking_lot::Mutex;
+use std::path::Path;
+use std::sync::atomic::AtomicI64;
+
+/// Records marker requests; refuses them (retriably) while `block` is set.
+#[derive(Default)]
+struct Markers {
+    seen: Mutex<Vec<MarkerRequest>>,
+    block: std::sync::atomic::AtomicBool,
+}
+
+impl MarkerWriter for Markers {
+    fn write(
+        &self,
+        req: MarkerRequest,
+    ) -> BoxFuture<'static, Vec<(TopicPartition, Result<(), E>)>> {
+        let blocked = self.block.load(Ordering::Acquire);
+        let out = req
+            .partitions
+            .iter()
+            .map(|tp| {
+                (
+                    tp.clone(),
+                    if blocked {
+                        Err(E::NotLeaderOrFollower)
+                    } else {
+                        Ok(())
+                    },
+                )
+            })
+            .collect();
+        if !blocked {
+            self.seen.lock().push(req);
+        }
+        Box::pin(async move { out })
+    }
+}
+
+struct Fixture {
+    coord: Arc<TransactionCoordinators>,
+    markers: Arc<Markers>,
+    log: Arc<Partition>,
+    _writers: LogWriters,
+}
+
+fn open(dir: &Path, markers: Arc<Markers>, epoch: i32) -> Fixture {
+    let writers = LogWriters::start(1);
+    let (log, _) = PartitionLog::open(dir, LogConfig::default(), now_ms()).unwrap();
+    let name: Arc<str> = Arc::from(TRANSACTION_STATE_TOPIC);
+    let p = Arc::new(Partition::new(
+        name.clone(),
+        0,
+        log,
+        writers.for_partition(&name, 0),
+        TopicConfigs::default().produce_policy(&TopicConfigs::default()),
+    ));
+    let coord = TransactionCoordinators::new(TxnConfig::default(), 1);
+    let next = Arc::new(AtomicI64::new(1000));
+    let ids: IdSource = Arc::new(move || {
+        let id = next.fetch_add(1, Ordering::Relaxed);
+        Box::pin(async move { Ok(id) })
+    });
+    coord.attach(ids, markers.clone());
+    coord.load(0, epoch, p.clone()).unwrap();
+    Fixture {
+        coord,
+        markers,
+        log: p,
+        _writers: writers,
+    }
+}
+
+fn close(f: Fixture) {
+    f.coord.unload(0);
+    if let Some(st) = f.log.state.lock().take() {
+        st.log.close().unwrap();
+    }
+}
+
+async fn settle(f: &Fixture, id: &str, state: TxnState) {
+    for _ in 0..200 {
+        if f.coord.describe(id).map(|d| d.state) == Ok(state) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{id} never reached {state:?}: {:?}", f.coord.describe(id));
+}
+
+fn tp(t: &str, p: i32) -> TopicPartition {
+    (t.to_string(), p)
+}
+
+/// Transactions v1 (librdkafka): the epoch stays; commit markers carry it; the state is
+/// CompleteCommit once they are written, and survives a reload from the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v1_transaction_commits_with_markers_and_survives_a_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = open(dir.path(), Arc::default(), 3);
+    let (pid, epoch) = f.coord.init_producer_id("tx", 60_000, None).await.unwrap();
+    assert_eq!((pid, epoch), (1000, 0));
+    f.coord
+        .add_partitions("tx", pid, epoch, &[tp("a", 0), tp("b", 1)], TxnVersion::V1)
+        .await
+        .unwrap();
+    assert_eq!(
+        f.coord
+            .verify_partitions("tx", pid, epoch, &[tp("a", 0), tp("c", 0)])
+            .unwrap(),
+        vec![
+            (tp("a", 0), None),
+            (tp("c", 0), Some(E::TransactionAbortable))
+        ]
+    );
+    assert_eq!(
+        f.coord
+            .end_txn("tx", pid, epoch, true, TxnVersion::V1)
+            .await,
+        Ok((-1, -1))
+    );
+    settle(&f, "tx", TxnState::CompleteCommit).await;
+    let m = f.markers.seen.lock().clone();
+    assert_eq!(m.len(), 1);
+    assert_eq!(
+        (
+            m[0].producer_id,
+            m[0].producer_epoch,
+            m[0].commit,
+            m[0].coordinator_epoch
+        ),
+        (pid, 0, true, 3)
+    );
+    assert_eq!(m[0].partitions, vec![tp("a", 0), tp("b", 1)]);
+    // a retried commit is answered without a second round of markers
+    assert!(f
+        .coord
+        .end_txn("tx", pid, epoch, true, TxnVersion::V1)
+        .await
+        .is_ok());
+    // a commit with nothing open is INVALID_TXN_STATE (v1)
+    assert_eq!(
+        f.coord
+            .end_txn("tx", pid, epoch, false, TxnVersion::V1)
+            .await,
+        Err(E::InvalidTxnState)
+    );
+    close(f);
+    let f = open(dir.path(), Arc::default(), 4);
+    let d = f.coord.describe("tx").unwrap();
+    assert_eq!(
+        (d.state, d.producer_id, d.producer_epoch),
+        (TxnState::CompleteCommit, pid, 0)
+    );
+    // the next InitProducerId bumps the epoch (fences the old producer)
+    assert_eq!(
+        f.coord.init_producer_id("tx", 60_000, None).await,
+        Ok((pid, 1))
+    );
+    assert_eq!(
+        f.coord
+            .add_partitions("tx", pid, 0, &[tp("a", 0)], TxnVersion::V1)
+            .await,
+        Err(E::ProducerFenced)
+    );
+    close(f);
+}
+
+/// Transactions v2 (KIP-890): every end bumps the epoch, answered to the producer; the
+/// markers carry the bumped epoch; a retried EndTxn (the old epoch) gets the same answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v2_bumps_the_epoch_at_every_end_and_a_retry_is_answered_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = open(dir.path(), Arc::default(), 0);
+    let (pid, epoch) = f.coord.init_producer_id("t2", 60_000, None).await.unwrap();
+    f.coord
+        .add_partitions("t2", pid, epoch, &[tp("a", 0)], TxnVersion::V2)
+        .await
+        .unwrap();
+    let next = f
+        .coord
+        .end_txn("t2", pid, epoch, false, TxnVersion::V2)
+        .await
+        .unwrap();
+    assert_eq!(next, (pid, epoch + 1));
+    settle(&f, "t2", TxnState::CompleteAbort).await;
+    assert_eq!(f.markers.seen.lock()[0].producer_epoch, epoch + 1);
+    assert_eq!(
+        f.coord
+            .end_txn("t2", pid, epoch, false, TxnVersion::V2)
+            .await,
+        Ok(next),
+        "a retry"
+    );
+    // an abort with nothing open still bumps (v2 allows it) and writes no marker
+    let again = f
+        .coord
+        .end_txn("t2", pid, epoch + 1, false, TxnVersion::V2)
+        .await
+        .unwrap();
+    assert_eq!(again, (pid, epoch + 2));
+    settle(&f, "t2", TxnState::CompleteAbort).await;
+    assert_eq!(f.markers.seen.lock().len(), 1);
+    assert_eq!(
+        f.coord
+            .end_txn("t2", pid, epoch + 2, true, TxnVersion::V2)
+            .await,
+        Err(E::InvalidTxnState),
+        "a commit of nothing"
+    );
+    close(f);
+}
+
+/// A second producer with the same transactional id fences the first: its open transaction
+/// is aborted with a bumped epoch (CONCURRENT_TRANSACTIONS meanwhile), then the new producer
+/// gets the epoch after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_producer_fences_the_old_ones_open_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = open(dir.path(), Arc::default(), 0);
+    let (pid, e0) = f.coord.init_producer_id("z", 60_000, None).await.unwrap();
+    f.coord
+        .add_partitions("z", pid, e0, &[tp("a", 0)], TxnVersion::V1)
+        .await
+        .unwrap();
+    let mut got = f.coord.init_producer_id("z", 60_000, None).await;
+    assert_eq!(got, Err(E::ConcurrentTransactions));
+    for _ in 0..200 {
+        got = f.coord.init_producer_id("z", 60_000, None).await;
+        if got != Err(E::ConcurrentTransactions) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (pid2, e2) = got.unwrap();
+    assert_eq!(pid2, pid);
+    assert!(
+        e2 >= e0 + 2,
+        "fence bump, then the new producer's bump: {e2}"
+    );
+    let m = f.markers.seen.lock().clone();
+    assert_eq!((m[0].commit, m[0].producer_epoch), (false, e0 + 1));
+    // the zombie can neither commit nor add
+    assert_eq!(
+        f.coord.end_txn("z", pid, e0, true, TxnVersion::V1).await,
+        Err(E::ProducerFenced)
+    );
+    close(f);
+}
+
+/// A transaction open past its timeout is aborted by the coordinator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_past_its_timeout_is_aborted() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = open(dir.path(), Arc::default(), 0);
+    let (pid, e) = f.coord.init_producer_id("slow", 100, None).await.unwrap();
+    f.coord
+        .add_partitions("slow", pid, e, &[tp("a", 3)], TxnVersion::V1)
+        .await
+        .unwrap();
+    f.coord.abort_timed_out().await;
+    assert_eq!(f.coord.describe("slow").unwrap().state, TxnState::Ongoing);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    f.coord.abort_timed_out().await;
+    settle(&f, "slow", TxnState::CompleteAbort).await;
+    assert_eq!(f.coord.describe("slow").unwrap().producer_epoch, e + 1);
+    assert_eq!(
+        f.coord.end_txn("slow", pid, e, true, TxnVersion::V1).await,
+        Err(E::ProducerFenced)
+    );
+    close(f);
+}
+
+/// Markers that cannot be written keep the transaction prepared; a coordinator that loads the
+/// partition later resumes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_coordinator_resumes_the_markers_of_a_prepared_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let markers = Arc::new(Markers::default());
+    markers.block.store(true, Ordering::Release);
+    let f = open(dir.path(), markers, 0);
+    let (pid, e) = f.coord.init_producer_id("p", 60_000, None).await.unwrap();
+    f.coord
+        .add_partitions("p", pid, e, &[tp("a", 0)], TxnVersion::V1)
+        .await
+        .unwrap();
+    f.coord
+        .end_txn("p", pid, e, true, TxnVersion::V1)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        f.coord.describe("p").unwrap().state,
+        TxnState::PrepareCommit
+    );
+    assert_eq!(
+        f.coord
+            .add_partitions("p", pid, e, &[tp("a", 0)], TxnVersion::V1)
+            .await,
+        Err(E::ConcurrentTransactions)
+    );
+    close(f);
+    let f = open(dir.path(), Arc::default(), 1);
+    settle(&f, "p", TxnState::CompleteCommit).await;
+    let m = f.markers.seen.lock().clone();
+    assert_eq!((m[0].commit, m[0].coordinator_epoch), (true, 1));
+    assert_eq!(
+        f.coord
+            .list(&TxnFilter {
+                states: vec![TxnState::CompleteCommit],
+                pattern: Some("p.*".into()),
+                duration_ms: -1,
+                ..TxnFilter::default()
+            })
+            .len(),
+        1
+    );
+    close(f);
+}
