@@ -1230,6 +1230,21 @@ impl PartitionLog {
             .check(batch, verification, require_verification)
     }
 
+    /// Checks a transaction marker of `producer_id` at `epoch` from a coordinator at
+    /// `coordinator_epoch` (see [`append_marker`](Self::append_marker)).
+    ///
+    /// Errors: INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED.
+    pub fn check_marker(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        coordinator_epoch: i32,
+        bumps_epoch: bool,
+    ) -> Result<(), ProducerError> {
+        self.producers
+            .check_marker(producer_id, epoch, coordinator_epoch, bumps_epoch)
+    }
+
     /// Starts verifying that `producer_id`'s transaction includes this partition (KIP-890):
     /// `None` when it is already open here at `epoch`, else the token its append must carry.
     pub fn begin_verification(&mut self, producer_id: i64, epoch: i16) -> Option<u64> {

@@ -7,6 +7,7 @@
 
 use crate::broker::topic_config::{TopicConfigs, TOPIC_CONFIG_KEYS};
 use crate::coordinator::group::CoordinatorConfig;
+use crate::coordinator::transaction::TxnConfig;
 use anyhow::{bail, Context};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -222,6 +223,9 @@ pub struct BrokerConfig {
     /// (6000), `group.max.session.timeout.ms` (1800000), `offsets.retention.minutes` (10080),
     /// `offsets.retention.check.interval.ms` (600000), `offset.metadata.max.bytes` (4096).
     pub coordinator: CoordinatorConfig,
+    /// Transaction coordinator settings (`transaction.*`, `transactional.id.expiration.ms`):
+    /// see [`TxnConfig`].
+    pub transactions: TxnConfig,
 }
 
 impl ClusterConfig {
@@ -386,6 +390,7 @@ impl Default for BrokerConfig {
             default_replication_factor: 1,
             rack: None,
             coordinator: CoordinatorConfig::default(),
+            transactions: TxnConfig::default(),
         }
     }
 }
@@ -670,6 +675,37 @@ impl BrokerConfig {
             }
             "offset.metadata.max.bytes" => {
                 self.coordinator.offset_metadata_max_bytes = text.parse()?
+            }
+            "transaction.max.timeout.ms" => {
+                self.transactions.max_timeout_ms = i32::try_from(positive(&text)?)?
+            }
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms" => {
+                self.transactions.abort_check_interval_ms = positive(&text)?
+            }
+            "transactional.id.expiration.ms" => {
+                self.transactions.id_expiration_ms = i64::try_from(positive(&text)?)?
+            }
+            "transaction.remove.expired.transaction.cleanup.interval.ms" => {
+                self.transactions.remove_expired_interval_ms = positive(&text)?
+            }
+            "transaction.state.log.num.partitions" => {
+                self.transactions.num_partitions = i32::try_from(positive(&text)?)?
+            }
+            "transaction.state.log.replication.factor" => {
+                self.transactions.replication_factor = i16::try_from(positive(&text)?)?
+            }
+            "transaction.state.log.min.isr" => {
+                self.transactions.min_isr = i32::try_from(positive(&text)?)?
+            }
+            "transaction.state.log.segment.bytes" => {
+                let n = positive(&text)?;
+                if n < 1024 {
+                    bail!("must be at least 1024");
+                }
+                self.transactions.segment_bytes = n;
+            }
+            "transaction.partition.verification.enable" => {
+                self.transactions.partition_verification = text.parse()?
             }
             "broker.rack" => self.rack = Some(text.clone()).filter(|r| !r.is_empty()),
             "default.replication.factor" => {

@@ -134,6 +134,7 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         let mut heartbeat = None;
         let node = if broker.config.cluster.enabled() {
             let node = start_cluster(&broker).await?;
+            broker.start_transactions()?;
             if broker.config.cluster.broker {
                 let fetchers = Fetchers::new(node.clone());
                 heartbeat = Some(tokio::spawn(cluster::heartbeat::run(
@@ -155,6 +156,7 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
             }
             Some(node)
         } else {
+            broker.start_transactions()?;
             None
         };
         if let Some(n) = node.as_ref().filter(|_| broker.config.cluster.broker) {
@@ -185,6 +187,8 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         // Group timers (sessions, rebalances) and offsets retention; on stop it answers parked
         // JoinGroup/SyncGroup requests so connections can finish.
         let groups = tokio::spawn(broker.groups.clone().run(stop_rx.clone()));
+        // Transaction timeouts and transactional id expiration.
+        let transactions = tokio::spawn(broker.txns.clone().run(stop_rx.clone()));
         let servers: Vec<_> = listeners
             .into_iter()
             .map(|l| tokio::spawn(frieda::server::serve(l, broker.clone(), stop_rx.clone())))
@@ -215,6 +219,7 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         }
         let _ = maintenance.await;
         let _ = groups.await;
+        let _ = transactions.await;
         for t in cluster_tasks {
             let _ = t.await;
         }

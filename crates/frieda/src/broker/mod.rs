@@ -10,6 +10,7 @@
 //! <data.dir>/meta/topics/<topic>.json          topic id, partition count, config overrides
 //! <data.dir>/meta/producer_ids                 end of the last reserved producer-id block
 //! <data.dir>/meta/__consumer_offsets-0/        the offsets log (committed offsets, group metadata)
+//! <data.dir>/meta/__transaction_state-0/       the transaction log (transactional ids' states)
 //! <data.dir>/<topic>-<partition>/              the partition log (segments, indexes)
 //! ```
 //!
@@ -31,6 +32,8 @@ pub mod partition;
 pub mod replicas;
 pub mod topic;
 pub mod topic_config;
+pub mod txn_markers;
+pub mod txn_verify;
 pub mod writer;
 
 use crate::clock::now_ms;
@@ -39,6 +42,7 @@ use crate::config::BrokerConfig;
 use crate::coordinator::group::GroupCoordinator;
 use crate::coordinator::producer_ids::ProducerIdAllocator;
 use crate::coordinator::registry::GroupCoordinators;
+use crate::coordinator::transaction::{IdSource, TransactionCoordinators};
 use crate::durable::{self, DurableError};
 use anyhow::Context;
 use frieda_log::PartitionLog;
@@ -48,7 +52,7 @@ use partition::Partition;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use topic::{valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC};
+use topic::{valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use topic_config::{ConfigError, TopicConfigs};
 use uuid::Uuid;
 use writer::{LogWriters, Upkeep, WriterJob, WriterOptions};
@@ -92,6 +96,11 @@ pub struct Broker {
     meta_dir: PathBuf,
     /// Consumer groups and committed offsets (one coordinator per offsets partition led here).
     pub groups: Arc<GroupCoordinators>,
+    /// Transaction coordinators (one per `__transaction_state` partition led here).
+    pub txns: Arc<TransactionCoordinators>,
+    /// The single broker's transaction log (`meta/__transaction_state-0`), loaded by
+    /// [`start_transactions`](Self::start_transactions).
+    txn_log: Option<Arc<Partition>>,
     /// Cluster membership (cluster mode), set once at start.
     cluster: OnceLock<Arc<ClusterNode>>,
     /// Checkpointed recovery points not yet used by a partition opened (cluster mode opens
@@ -166,6 +175,27 @@ impl Broker {
                 offsets_rp,
             )?)
         };
+        let txn_log = if clustered {
+            None
+        } else {
+            let rp = recovery
+                .get(&(TRANSACTION_STATE_TOPIC.to_string(), 0))
+                .copied()
+                .unwrap_or(0);
+            Some(open_internal_log(
+                &config,
+                &topic_defaults,
+                &meta_dir,
+                &writers,
+                TRANSACTION_STATE_TOPIC,
+                transaction_topic_configs(&config),
+                rp,
+            )?)
+        };
+        let txns = TransactionCoordinators::new(
+            config.transactions.clone(),
+            if clustered { 0 } else { 1 },
+        );
         let startup_hw = checkpoint::read(&data_dir.join(replicas::HIGH_WATERMARK_FILE));
         let broker = Broker {
             config,
@@ -177,6 +207,8 @@ impl Broker {
             admin: tokio::sync::Mutex::new(()),
             meta_dir,
             groups: Arc::new(groups),
+            txns,
+            txn_log,
             cluster: OnceLock::new(),
             startup_recovery: parking_lot::Mutex::new(recovery.clone()),
             startup_hw: parking_lot::Mutex::new(startup_hw),
@@ -205,6 +237,13 @@ impl Broker {
         }
         metas.sort_by(|a, b| a.name.cmp(&b.name));
         broker.insert(broker.offsets_topic());
+        if let Some(p) = &broker.txn_log {
+            broker.insert(broker.internal_topic(
+                TRANSACTION_STATE_TOPIC,
+                Some(p.clone()),
+                transaction_topic_configs(&broker.config),
+            ));
+        }
         for meta in &metas {
             let topic = broker.open_topic(meta, meta.partitions, Some(&recovery))?;
             broker.insert(topic);
@@ -219,32 +258,84 @@ impl Broker {
         Ok(Arc::new(broker))
     }
 
-    /// The offsets log as the internal topic `__consumer_offsets` (one partition; its id is
-    /// derived from the cluster id so it stays the same across restarts).
+    /// The offsets log as the internal topic `__consumer_offsets` (one partition).
     fn offsets_topic(&self) -> Arc<Topic> {
-        let mut id = [0u8; 16];
-        let mut h: u64 = 0xcbf29ce484222325;
-        for (i, b) in self
-            .cluster_id
-            .bytes()
-            .chain(*b"__consumer_offsets")
-            .enumerate()
-        {
-            h = (h ^ b as u64).wrapping_mul(0x100000001b3);
-            id[i % 16] ^= (h >> 32) as u8;
-        }
-        let configs = offsets_topic_configs(&self.config);
         let partition = self
             .groups
             .all()
             .first()
             .map(|c| c.offsets.partition().clone());
+        self.internal_topic(
+            OFFSETS_TOPIC,
+            partition,
+            offsets_topic_configs(&self.config),
+        )
+    }
+
+    /// A single broker's internal log as a one-partition internal topic; its id is derived
+    /// from the cluster id and the name, so it stays the same across restarts.
+    fn internal_topic(
+        &self,
+        name: &str,
+        partition: Option<Arc<Partition>>,
+        configs: TopicConfigs,
+    ) -> Arc<Topic> {
+        let mut id = [0u8; 16];
+        let mut h: u64 = 0xcbf29ce484222325;
+        for (i, b) in self.cluster_id.bytes().chain(name.bytes()).enumerate() {
+            h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+            id[i % 16] ^= (h >> 32) as u8;
+        }
         Arc::new(Topic {
-            name: Arc::from(OFFSETS_TOPIC),
+            name: Arc::from(name),
             id: Uuid::from_bytes(id),
             partitions: RwLock::new(vec![partition]),
             configs: RwLock::new(configs),
         })
+    }
+
+    /// A fresh producer id: from the single broker's durable allocator, or a cluster's
+    /// controller blocks (KIP-730).
+    ///
+    /// Errors: KAFKA_STORAGE_ERROR (56) when the block cannot be reserved on disk,
+    /// COORDINATOR_NOT_AVAILABLE (15) when the controller gives none.
+    pub async fn next_producer_id(self: &Arc<Self>) -> Result<i64, ResponseError> {
+        if let Some(node) = self.cluster() {
+            return node.next_producer_id().await;
+        }
+        let broker = self.clone();
+        match tokio::task::spawn_blocking(move || broker.producer_ids.next_id()).await {
+            Ok(Ok(id)) => Ok(id),
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "could not reserve producer ids");
+                Err(ResponseError::KafkaStorageError)
+            }
+            Err(_) => Err(ResponseError::UnknownServerError),
+        }
+    }
+
+    /// Connects the transaction coordinators to this broker (producer ids, the marker writer)
+    /// and, on a single broker, loads its transaction log (resuming the markers of prepared
+    /// transactions). Call once, in the runtime, before serving.
+    ///
+    /// Errors: the transaction log cannot be replayed.
+    pub fn start_transactions(self: &Arc<Self>) -> anyhow::Result<()> {
+        let weak = Arc::downgrade(self);
+        let ids: IdSource = Arc::new(move || {
+            let broker = weak.upgrade();
+            Box::pin(async move {
+                match broker {
+                    Some(b) => b.next_producer_id().await,
+                    None => Err(ResponseError::CoordinatorNotAvailable),
+                }
+            })
+        });
+        self.txns
+            .attach(ids, Arc::new(txn_markers::BrokerMarkers::new(self)));
+        if let Some(p) = &self.txn_log {
+            self.txns.load(0, 0, p.clone())?;
+        }
+        Ok(())
     }
 
     pub(crate) fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
@@ -957,8 +1048,62 @@ pub(crate) fn offsets_topic_configs(config: &BrokerConfig) -> TopicConfigs {
     configs
 }
 
+/// `__transaction_state`'s topic configs: compacted (the latest state of each transactional
+/// id stays), `transaction.state.log.segment.bytes`, `min.insync.replicas` =
+/// `transaction.state.log.min.isr`, unclean election never (Kafka's `TransactionLog`).
+pub(crate) fn transaction_topic_configs(config: &BrokerConfig) -> TopicConfigs {
+    let mut configs = TopicConfigs::default();
+    let _ = configs.set("cleanup.policy", "compact");
+    let _ = configs.set("compression.type", "uncompressed");
+    let _ = configs.set("unclean.leader.election.enable", "false");
+    let _ = configs.set(
+        "segment.bytes",
+        &config.transactions.segment_bytes.to_string(),
+    );
+    let _ = configs.set(
+        "min.insync.replicas",
+        &config.transactions.min_isr.to_string(),
+    );
+    configs
+}
+
+/// Opens a single broker's internal log `name` in `meta/<name>-0` (`__consumer_offsets`,
+/// `__transaction_state`). It keeps the broker's flush policy; the log cleaner compacts it.
+fn open_internal_log(
+    config: &BrokerConfig,
+    topic_defaults: &TopicConfigs,
+    meta_dir: &Path,
+    writers: &LogWriters,
+    name: &str,
+    configs: TopicConfigs,
+    recovery_point: i64,
+) -> anyhow::Result<Arc<Partition>> {
+    let _ = config;
+    let name: Arc<str> = Arc::from(name);
+    let dir = meta_dir.join(format!("{name}-0"));
+    let mut log_config = configs.log_config(topic_defaults);
+    log_config.max_message_bytes = usize::MAX / 2;
+    log_config.tail_cache_bytes = 0;
+    let (log, report) = PartitionLog::open_from(&dir, log_config, now_ms(), recovery_point)
+        .with_context(|| format!("opening the internal log {}", dir.display()))?;
+    if report.truncated_bytes > 0 {
+        tracing::warn!(
+            log = %name,
+            truncated_bytes = report.truncated_bytes,
+            "recovered a torn tail of an internal log"
+        );
+    }
+    Ok(Arc::new(Partition::new(
+        name.clone(),
+        0,
+        log,
+        writers.for_partition(&name, 0),
+        configs.produce_policy(topic_defaults),
+    )))
+}
+
 /// Opens the offsets log (listed as the read-only internal topic `__consumer_offsets`) and the
-/// group coordinator on it. It keeps the broker's flush policy; the log cleaner compacts it.
+/// group coordinator on it.
 fn open_offsets_log(
     config: &BrokerConfig,
     topic_defaults: &TopicConfigs,
@@ -966,27 +1111,15 @@ fn open_offsets_log(
     writers: &LogWriters,
     recovery_point: i64,
 ) -> anyhow::Result<GroupCoordinator> {
-    let name: Arc<str> = Arc::from(OFFSETS_TOPIC);
-    let dir = meta_dir.join("__consumer_offsets-0");
-    let configs = offsets_topic_configs(config);
-    let mut log_config = configs.log_config(topic_defaults);
-    log_config.max_message_bytes = usize::MAX / 2;
-    log_config.tail_cache_bytes = 0;
-    let (log, report) = PartitionLog::open_from(&dir, log_config, now_ms(), recovery_point)
-        .with_context(|| format!("opening the offsets log {}", dir.display()))?;
-    if report.truncated_bytes > 0 {
-        tracing::warn!(
-            truncated_bytes = report.truncated_bytes,
-            "recovered a torn tail of the offsets log"
-        );
-    }
-    let partition = Arc::new(Partition::new(
-        name.clone(),
-        0,
-        log,
-        writers.for_partition(&name, 0),
-        configs.produce_policy(topic_defaults),
-    ));
+    let partition = open_internal_log(
+        config,
+        topic_defaults,
+        meta_dir,
+        writers,
+        OFFSETS_TOPIC,
+        offsets_topic_configs(config),
+        recovery_point,
+    )?;
     GroupCoordinator::open(partition, config.coordinator.clone())
 }
 

@@ -31,6 +31,36 @@ impl PartitionState {
     }
 }
 
+/// How an append's batch is checked against its producer's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProducerCheck {
+    /// A client's data batch (or a coordinator's unsequenced one): sequences, epoch and
+    /// transaction state; `verification` is the token of a KIP-890 verification the append
+    /// completes, required when `require_verification` and the batch opens a transaction.
+    Client {
+        /// The verification token (see [`Partition::begin_verification`]).
+        verification: Option<u64>,
+        /// Whether a batch opening a transaction needs one.
+        require_verification: bool,
+    },
+    /// A transaction marker from a coordinator at `coordinator_epoch` (transactions v2 when
+    /// `bumps_epoch`).
+    Marker {
+        /// The coordinator's epoch.
+        coordinator_epoch: i32,
+        /// Transactions v2: the marker carries the bumped epoch.
+        bumps_epoch: bool,
+    },
+}
+
+impl ProducerCheck {
+    /// A batch nobody verified (idempotent producers, the coordinators' own writes).
+    pub const PLAIN: ProducerCheck = ProducerCheck::Client {
+        verification: None,
+        require_verification: false,
+    };
+}
+
 /// An append that finished at once, or one waiting for a log writer thread.
 enum Submitted {
     Done(Result<AppendOutcome, ResponseError>),
@@ -160,7 +190,18 @@ impl Partition {
         records: BytesMut,
         header: BatchHeader,
     ) -> Result<AppendOutcome, ResponseError> {
-        match self.start_append(records, header) {
+        self.append_checked(records, header, ProducerCheck::PLAIN)
+            .await
+    }
+
+    /// [`append`](Self::append) with the producer check `check`.
+    pub async fn append_checked(
+        self: &Arc<Self>,
+        records: BytesMut,
+        header: BatchHeader,
+        check: ProducerCheck,
+    ) -> Result<AppendOutcome, ResponseError> {
+        match self.start_append(records, header, check) {
             Submitted::Done(result) => result,
             Submitted::Waiting(rx) => rx.await.unwrap_or(Err(ResponseError::KafkaStorageError)),
         }
@@ -173,7 +214,7 @@ impl Partition {
         records: BytesMut,
         header: BatchHeader,
     ) -> oneshot::Receiver<Result<AppendOutcome, ResponseError>> {
-        match self.start_append(records, header) {
+        match self.start_append(records, header, ProducerCheck::PLAIN) {
             Submitted::Waiting(rx) => rx,
             Submitted::Done(result) => {
                 let (tx, rx) = oneshot::channel();
@@ -183,20 +224,26 @@ impl Partition {
         }
     }
 
-    fn start_append(self: &Arc<Self>, records: BytesMut, header: BatchHeader) -> Submitted {
+    fn start_append(
+        self: &Arc<Self>,
+        records: BytesMut,
+        header: BatchHeader,
+        check: ProducerCheck,
+    ) -> Submitted {
         if !self.writer.appends_inline() {
             let (tx, rx) = oneshot::channel();
             self.writer.send(WriterJob::Append {
                 partition: self.clone(),
                 records,
                 header,
+                check,
                 reply: tx,
             });
             return Submitted::Waiting(rx);
         }
         let (result, flush_due) = {
             let mut guard = self.state.lock();
-            let result = self.append_to(guard.as_mut(), records, &header);
+            let result = self.append_to(guard.as_mut(), records, &header, check);
             // A retried batch answered with its original offset is acknowledged only once that
             // original is as durable as the policy asks: its Flush job runs after the original's
             // on the same writer thread (or itself covers it).
@@ -232,8 +279,9 @@ impl Partition {
         &self,
         records: BytesMut,
         header: &BatchHeader,
+        check: ProducerCheck,
     ) -> Result<AppendOutcome, ResponseError> {
-        let result = self.append_to(self.state.lock().as_mut(), records, header);
+        let result = self.append_to(self.state.lock().as_mut(), records, header, check);
         if result.is_ok() {
             self.advance_high_watermark();
         }
@@ -254,6 +302,7 @@ impl Partition {
         state: Option<&mut PartitionState>,
         records: BytesMut,
         header: &BatchHeader,
+        check: ProducerCheck,
     ) -> Result<AppendOutcome, ResponseError> {
         let Some(state) = state else {
             return Err(ResponseError::UnknownTopicOrPartition);
@@ -270,13 +319,30 @@ impl Partition {
                 return Err(e);
             }
         };
+        let checked = match check {
+            ProducerCheck::Client {
+                verification,
+                require_verification,
+            } => state
+                .log
+                .check_producer(header, verification, require_verification),
+            ProducerCheck::Marker {
+                coordinator_epoch,
+                bumps_epoch,
+            } => state
+                .log
+                .check_marker(
+                    header.producer_id,
+                    header.producer_epoch,
+                    coordinator_epoch,
+                    bumps_epoch,
+                )
+                .map(|()| SequenceCheck::Append),
+        };
         if let SequenceCheck::Duplicate {
             base_offset,
             last_offset,
-        } = state
-            .log
-            .check_producer(header, None, false)
-            .map_err(producer_error)?
+        } = checked.map_err(producer_error)?
         {
             return Ok(AppendOutcome {
                 base_offset,
@@ -287,13 +353,18 @@ impl Partition {
             });
         }
         match state.log.append(records, now_ms()) {
-            Ok(info) => Ok(AppendOutcome {
-                base_offset: info.base_offset,
-                last_offset: info.last_offset,
-                leader_epoch,
-                log_append_time: info.log_append_time,
-                log_start_offset: info.log_start_offset,
-            }),
+            Ok(info) => {
+                // Closed transactions whose markers the high watermark passed no longer hold
+                // back the last stable offset or the cleaner.
+                state.log.prune_replicated_txns(self.high_watermark());
+                Ok(AppendOutcome {
+                    base_offset: info.base_offset,
+                    last_offset: info.last_offset,
+                    leader_epoch,
+                    log_append_time: info.log_append_time,
+                    log_start_offset: info.log_start_offset,
+                })
+            }
             Err(LogError::Offline) => Err(ResponseError::KafkaStorageError),
             Err(e) => {
                 tracing::error!(topic = %self.topic, partition = self.index, error = %e, "append failed");
@@ -383,6 +454,7 @@ impl Partition {
         }
         match state.log.append_replicated(records, now_ms()) {
             Ok(_) => {
+                state.log.prune_replicated_txns(self.repl.high_watermark());
                 let leo = state.log.log_end_offset();
                 drop(guard);
                 self.notify_data();
@@ -475,6 +547,55 @@ impl Partition {
             "log start offset moved");
         self.notify_data();
         Ok(self.log_start_offset())
+    }
+
+    /// Appends a transaction marker (commit or abort) of `producer_id` at `epoch`, as the
+    /// partition's leader, from a coordinator (WriteTxnMarkers); answered like an append.
+    ///
+    /// Errors: as [`append`](Self::append), and INVALID_PRODUCER_EPOCH (47) /
+    /// TRANSACTION_COORDINATOR_FENCED (52) for a stale marker.
+    pub async fn append_marker(
+        self: &Arc<Self>,
+        producer_id: i64,
+        epoch: i16,
+        marker: frieda_log::EndTxnMarker,
+        bumps_epoch: bool,
+    ) -> Result<AppendOutcome, ResponseError> {
+        let batch = frieda_log::build_marker_batch(producer_id, epoch, marker, now_ms());
+        let header = BatchHeader::parse(&batch).map_err(|_| ResponseError::CorruptMessage)?;
+        self.append_checked(
+            BytesMut::from(&batch[..]),
+            header,
+            ProducerCheck::Marker {
+                coordinator_epoch: marker.coordinator_epoch,
+                bumps_epoch,
+            },
+        )
+        .await
+    }
+
+    /// Starts a KIP-890 verification of `producer_id`'s transaction at `epoch` for this
+    /// partition: `None` when its transaction is already open here, else the token the append
+    /// must carry once the coordinator confirmed it.
+    pub fn begin_verification(&self, producer_id: i64, epoch: i16) -> Option<u64> {
+        self.state
+            .lock()
+            .as_mut()
+            .and_then(|s| s.log.begin_verification(producer_id, epoch))
+    }
+
+    /// The last stable offset (KIP-98): `read_committed` consumers read below it.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.reader.last_stable_offset(self.high_watermark())
+    }
+
+    /// Every producer of this partition (DescribeProducers).
+    pub fn describe_producers(&self) -> Vec<frieda_log::ProducerInfo> {
+        self.state
+            .lock()
+            .as_ref()
+            .map(|s| s.log.describe_producers())
+            .unwrap_or_default()
     }
 
     /// Notes that `header`'s batch was refused before its append with a retriable error (see

@@ -144,8 +144,10 @@ impl Broker {
         {
             drop(slot);
         }
-        if topic.is_internal() {
+        if &*topic.name == super::topic::OFFSETS_TOPIC {
             self.groups.unload(index);
+        } else if &*topic.name == super::topic::TRANSACTION_STATE_TOPIC {
+            self.txns.unload(index);
         }
         p.mark_deleted();
         p.repl.stop();

@@ -35,12 +35,19 @@ pub struct Topic {
 
 /// The internal topic holding committed offsets and group metadata (read-only for clients).
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+/// The internal topic holding the transaction coordinators' state.
+pub use crate::coordinator::transaction::TRANSACTION_STATE_TOPIC;
+
+/// Whether `name` is an internal topic (`__consumer_offsets`, `__transaction_state`).
+pub fn is_internal_topic(name: &str) -> bool {
+    name == OFFSETS_TOPIC || name == TRANSACTION_STATE_TOPIC
+}
 
 impl Topic {
     /// Whether this is an internal topic: listed in Metadata with `is_internal`, readable,
     /// but not writable, deletable, growable or reconfigurable by clients.
     pub fn is_internal(&self) -> bool {
-        &*self.name == OFFSETS_TOPIC
+        is_internal_topic(&self.name)
     }
 
     /// Partition by index.

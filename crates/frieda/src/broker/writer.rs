@@ -11,7 +11,7 @@
 //! (batched confirmation, HiPower seed 003). The fsync runs without the partition's lock, so
 //! inline appends go on meanwhile.
 
-use super::partition::{Partition, PartitionState};
+use super::partition::{Partition, PartitionState, ProducerCheck};
 use crate::clock::now_ms;
 use crate::config::AppendMode;
 use bytes::BytesMut;
@@ -50,6 +50,7 @@ pub enum WriterJob {
         partition: Arc<Partition>,
         records: BytesMut,
         header: BatchHeader,
+        check: ProducerCheck,
         reply: AppendReply,
     },
     /// Answer `outcome` once the partition's appends so far are fsync'ed (an inline append the
@@ -228,9 +229,10 @@ fn run(rx: mpsc::Receiver<WriterJob>, options: WriterOptions) {
                     partition,
                     records,
                     header,
+                    check,
                     reply,
                 } => {
-                    let mut result = partition.append_locked(records, &header);
+                    let mut result = partition.append_locked(records, &header, check);
                     if result.is_ok() && !options.group_commit {
                         // Ablation: every append is made durable on its own.
                         if let Err(e) = flush_if_due(&partition) {

@@ -6,12 +6,15 @@
 //!   controller cannot be reached for a whole session; controlled shutdown.
 //! - [`isr`]: in-sync replica changes a leader asks the controller for (AlterPartition).
 //! - [`reconciler`]: turns each new image into local state (partition replicas opened or
-//!   removed, leader and follower roles, follower fetchers, group coordinators).
+//!   removed, leader and follower roles, follower fetchers, group and transaction
+//!   coordinators).
+//! - [`clients`]: connections to other brokers for the coordinators' requests.
 //!
 //! Kafka's equivalents: `BrokerLifecycleManager`, `BrokerMetadataPublisher`,
 //! `ReplicaManager.applyDelta`. The design (Kafka's ISR protocol over a Raft metadata log) is in
 //! `docs/cluster.md`.
 
+pub mod clients;
 pub mod heartbeat;
 pub mod isr;
 pub mod reconciler;
@@ -161,6 +164,8 @@ pub struct ClusterNode {
     applied: watch::Sender<u64>,
     /// The current producer-id block `[next, end)` (KIP-730).
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
+    /// Connections to other brokers for the coordinators' requests.
+    pub clients: clients::BrokerClients,
 }
 
 impl ClusterNode {
@@ -170,7 +175,7 @@ impl ClusterNode {
         me: BrokerId,
         config: ClusterConfig,
     ) -> Arc<ClusterNode> {
-        Arc::new(ClusterNode {
+        Arc::new_cyclic(|weak| ClusterNode {
             quorum,
             me,
             incarnation: Uuid::new_v4(),
@@ -181,6 +186,7 @@ impl ClusterNode {
             lease_until_ms: AtomicU64::new(0),
             applied: watch::Sender::new(0),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
+            clients: clients::BrokerClients::new(weak.clone()),
         })
     }
 

@@ -21,7 +21,7 @@ use tokio::sync::watch;
 
 use super::ClusterNode;
 use crate::broker::partition::Partition;
-use crate::broker::topic::{Topic, OFFSETS_TOPIC};
+use crate::broker::topic::{Topic, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::broker::topic_config::TopicConfigs;
 use crate::broker::Broker;
 use crate::clock::now_ms;
@@ -86,10 +86,12 @@ pub async fn apply(
             TopicConfigs(ti.configs.clone()),
             ti.partitions.len(),
         );
-        if topic.is_internal() {
+        if &*topic.name == OFFSETS_TOPIC {
             broker
                 .groups
                 .set_partition_count(ti.partitions.len() as i32);
+        } else if &*topic.name == TRANSACTION_STATE_TOPIC {
+            broker.txns.set_partition_count(ti.partitions.len() as i32);
         }
         for (i, p) in ti.partitions.iter().enumerate() {
             let index = i as i32;
@@ -141,6 +143,7 @@ async fn take_role(
     let me = node.me;
     let leads = p.leader == me && !node.is_fenced();
     let internal = &*topic.name == OFFSETS_TOPIC;
+    let txn_log = &*topic.name == TRANSACTION_STATE_TOPIC;
     if leads {
         let current = partition.repl.role();
         let same_epoch = matches!(&current, Role::Leader(l) if l.epoch == p.leader_epoch);
@@ -154,6 +157,25 @@ async fn take_role(
                 isr = ?p.isr, log_end_offset = partition.reader().log_end_offset(), "leading");
         } else {
             // Same epoch: the ISR or replicas may have changed; update_leader took them.
+        }
+        if txn_log && broker.txns.loaded_epoch(partition.index) != Some(p.leader_epoch) {
+            let (b, part) = (broker.clone(), partition.clone());
+            let (index, epoch) = (partition.index, p.leader_epoch);
+            // Load on a blocking thread, inside the runtime (resumed markers are spawned).
+            let handle = tokio::runtime::Handle::current();
+            match tokio::task::spawn_blocking(move || {
+                let _enter = handle.enter();
+                b.txns.load(index, epoch, part)
+            })
+            .await
+            {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::error!(partition = index, error = %format!("{e:#}"),
+                    "cannot load the transaction coordinator; retrying"),
+                Err(e) => {
+                    tracing::error!(partition = index, error = %e, "loading the transaction coordinator panicked")
+                }
+            }
         }
         if internal && !broker.groups.is_loaded(partition.index) {
             let (b, part) = (broker.clone(), partition.clone());
@@ -171,6 +193,9 @@ async fn take_role(
     }
     if internal {
         broker.groups.unload(partition.index);
+    }
+    if txn_log {
+        broker.txns.unload(partition.index);
     }
     let leader = if p.leader == me || p.leader == NO_LEADER {
         NO_LEADER

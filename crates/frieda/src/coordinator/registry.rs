@@ -210,6 +210,38 @@ impl GroupCoordinators {
             .await
     }
 
+    /// TxnOffsetCommit (see [`GroupCoordinator::txn_commit`]).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn txn_commit(
+        &self,
+        group: &str,
+        producer: crate::coordinator::records::TxnProducer,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        entries: Vec<(TopicPartition, OffsetValue)>,
+    ) -> Result<(), E> {
+        self.for_group(group)?
+            .txn_commit(group, producer, generation, member_id, instance_id, entries)
+            .await
+    }
+
+    /// A transaction marker landed at `offset` of offsets partition `index` (see
+    /// [`crate::coordinator::offsets::OffsetStore::land_marker`]); nothing if its coordinator
+    /// does not run here (the one that loads it replays the marker).
+    pub fn land_marker(&self, index: i32, offset: i64, producer_id: i64, commit: bool) {
+        if let Some(c) = self.loaded.read().get(&index) {
+            c.offsets.land_marker(offset, producer_id, commit);
+        }
+    }
+
+    /// Whether `group`'s committed offset of a partition waits for a transaction (OffsetFetch
+    /// `require_stable`); false when the group is not coordinated here.
+    pub fn has_pending_offset(&self, group: &str, topic: &str, partition: i32) -> bool {
+        self.for_group(group)
+            .is_ok_and(|c| c.offsets.has_pending(group, topic, partition))
+    }
+
     /// OffsetDelete (see [`GroupCoordinator::delete_offsets`]).
     pub async fn delete_offsets(
         &self,

@@ -53,6 +53,15 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
+    // transactions (KIP-98, KIP-664, KIP-890)
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 5),
+    (ApiKey::WriteTxnMarkers, 1, 2),
+    (ApiKey::TxnOffsetCommit, 0, 5),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 2),
+    (ApiKey::DescribeProducers, 0, 0),
 ];
 
 /// Produce is advertised from v0 although v0-2 are refused, as Kafka 4 does: librdkafka
@@ -92,16 +101,18 @@ fn api_keys() -> Vec<ApiVersion> {
 /// `(feature, supported min level, supported max level, finalized level)` of Kafka's feature
 /// flags (KIP-584), as ApiVersions v3+ reports them and `kafka-features describe` prints them.
 /// `metadata.version` levels are Kafka's `MetadataVersion` feature levels (7 = 3.3-IV3, the KRaft
-/// minimum; 30 = 4.3-IV0): Frieda speaks the 4.3 metadata of the APIs it advertises. The other
-/// features are what Frieda implements of them, i.e. level 0 only (no KIP-853 dynamic quorum, no
-/// transactions v2, no KIP-848 groups, no ELR, no share groups or streams groups): a client
-/// that checks a finalized level (the Java producer's `transaction.version` >= 2) sees them off,
-/// as on a Kafka cluster that has not finalized them. Levels of 0 are not listed as finalized,
-/// as Kafka does not list them.
+/// minimum; 30 = 4.3-IV0): Frieda speaks the 4.3 metadata of the APIs it advertises.
+/// `transaction.version` 2 is finalized (KIP-890 part 2): the Java producer 4.x then bumps its
+/// epoch at every commit and abort and lets the partition leaders add partitions; clients that
+/// predate it keep transactions v1. The other features are what Frieda implements of them,
+/// i.e. level 0 only (no KIP-853 dynamic quorum, no KIP-848 groups, no ELR, no share groups or
+/// streams groups): a client that checks a finalized level sees them off, as on a Kafka cluster
+/// that has not finalized them. Levels of 0 are not listed as finalized, as Kafka does not list
+/// them.
 pub const FEATURES: &[(&str, i16, i16, i16)] = &[
     ("metadata.version", 7, 30, 30),
     ("kraft.version", 0, 0, 0),
-    ("transaction.version", 0, 0, 0),
+    ("transaction.version", 0, 2, 2),
     ("group.version", 0, 0, 0),
     ("eligible.leader.replicas.version", 0, 0, 0),
     ("share.version", 0, 0, 0),

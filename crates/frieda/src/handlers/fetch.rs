@@ -17,9 +17,9 @@ use frieda_log::{FetchData, LogError};
 use futures::future::select_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_response::{
-    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+    AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
-use kafka_protocol::messages::BrokerId;
+use kafka_protocol::messages::{BrokerId, ProducerId};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -39,6 +39,9 @@ struct Wanted {
     max_bytes: usize,
     /// A follower's fetch: reads up to the log end offset, not the high watermark.
     replica: bool,
+    /// `isolation_level` 1 (KIP-98): a consumer reads up to the last stable offset, and gets
+    /// the aborted transactions of what it read.
+    read_committed: bool,
 }
 
 /// Fetch v15 moved `replica_id` into `replica_state` (KIP-903).
@@ -177,6 +180,7 @@ pub async fn handle(
                 fetch_offset: fp.fetch_offset,
                 max_bytes: fp.partition_max_bytes.max(0) as usize,
                 replica: replica >= 0,
+                read_committed: replica < 0 && req.isolation_level == 1,
             });
         }
     }
@@ -231,9 +235,22 @@ pub async fn handle(
         if let Ok(p) = &w.partition {
             pd = pd
                 .with_high_watermark(p.high_watermark())
-                .with_last_stable_offset(p.high_watermark());
+                .with_last_stable_offset(p.last_stable_offset());
             if ctx.api_version >= 5 {
                 pd = pd.with_log_start_offset(p.log_start_offset());
+            }
+            if let (true, PartitionRead::Data(data)) = (w.read_committed, &r) {
+                let aborted = p
+                    .reader()
+                    .aborted_transactions(w.fetch_offset, data.next_offset)
+                    .into_iter()
+                    .map(|a| {
+                        AbortedTransaction::default()
+                            .with_producer_id(ProducerId(a.producer_id))
+                            .with_first_offset(a.first_offset)
+                    })
+                    .collect();
+                pd = pd.with_aborted_transactions(Some(aborted));
             }
         }
         pd = match r {
@@ -290,9 +307,16 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
                 continue;
             }
         };
-        // Consumers read below the high watermark, followers up to the log end offset.
+        // Consumers read below the high watermark (read_committed: the last stable offset),
+        // followers up to the log end offset.
         let leo = p.reader().log_end_offset();
-        let limit = if w.replica { leo } else { p.high_watermark() };
+        let limit = if w.replica {
+            leo
+        } else if w.read_committed {
+            p.last_stable_offset()
+        } else {
+            p.high_watermark()
+        };
         // The response limit applies to the first partition too; only its first batch may
         // exceed it (KIP-74: read() always returns the first batch).
         let budget = w.max_bytes.min(response_max.saturating_sub(used));

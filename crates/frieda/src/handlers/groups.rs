@@ -5,7 +5,7 @@
 //! have them (kafka-protocol refuses to encode others).
 
 use super::{str_bytes, RequestContext};
-use crate::broker::topic::OFFSETS_TOPIC;
+use crate::broker::topic::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::broker::Broker;
 use crate::coordinator::group::state::JoinRequest;
 use crate::coordinator::registry::offsets_partition_for;
@@ -29,86 +29,77 @@ fn code(e: Option<E>) -> i16 {
     e.map_or(0, |e| e.code())
 }
 
-/// What FindCoordinator answers for one key: this broker for groups; transactions are not
-/// implemented (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId answers, so clients
-/// fail fast instead of retrying); other key types are INVALID_REQUEST.
-fn coordinator_for(key_type: i8) -> Result<(), (E, &'static str)> {
+/// The internal topic whose partition leaders coordinate a FindCoordinator key type: groups
+/// (0) in `__consumer_offsets`, transactional ids (1) in `__transaction_state`; other key types
+/// (share groups) are INVALID_REQUEST.
+fn coordinator_for(key_type: i8) -> Result<&'static str, (E, &'static str)> {
     match key_type {
-        0 => Ok(()),
-        1 => Err((
-            E::TransactionalIdAuthorizationFailed,
-            "transactions are not supported by this broker",
-        )),
+        0 => Ok(OFFSETS_TOPIC),
+        1 => Ok(TRANSACTION_STATE_TOPIC),
         _ => Err((E::InvalidRequest, "unsupported coordinator key type")),
     }
 }
 
-/// The broker coordinating `group`: this one on a single broker; in a cluster the leader of
-/// the group's `__consumer_offsets` partition (the topic is created on first use, with
-/// `offsets.topic.num.partitions` partitions and `offsets.topic.replication.factor` replicas).
+/// The broker coordinating `key` (a group or a transactional id) through `topic`: this one on
+/// a single broker; in a cluster the leader of the key's partition of `topic` (the topic is
+/// created on first use: `offsets.topic.num.partitions` / `.replication.factor`, or
+/// `transaction.state.log.num.partitions` / `.replication.factor`).
 ///
-/// Errors: COORDINATOR_NOT_AVAILABLE (15) while the offsets topic cannot be created (too few
-/// brokers) or the partition has no leader.
-async fn locate(broker: &Arc<Broker>, group: &str) -> Result<(i32, String, i32), (E, String)> {
+/// Errors: COORDINATOR_NOT_AVAILABLE (15) while the topic cannot be created (too few brokers)
+/// or the partition has no leader.
+async fn locate(
+    broker: &Arc<Broker>,
+    key: &str,
+    topic: &str,
+) -> Result<(i32, String, i32), (E, String)> {
     let Some(node) = broker.cluster() else {
         let (host, port) = broker.config.advertised();
         return Ok((broker.config.node_id, host, port));
     };
     let unavailable = |why: String| (E::CoordinatorNotAvailable, why);
-    if !node.image().topics.contains_key(OFFSETS_TOPIC) {
+    if !node.image().topics.contains_key(topic) {
         let c = &node.config;
-        let configs = [
-            ("cleanup.policy", Some("compact".to_string())),
+        let (partitions, rf, configs) = if topic == OFFSETS_TOPIC {
             (
-                "segment.bytes",
-                Some(broker.config.offsets_topic_segment_bytes.to_string()),
-            ),
-        ];
-        let mut topic_configs = crate::broker::topic_config::TopicConfigs::default();
-        for (k, v) in &configs {
-            if let Some(v) = v {
-                let _ = topic_configs.set(k, v);
-            }
-        }
-        match broker
-            .cluster_create_topic(
-                node,
-                OFFSETS_TOPIC,
                 c.offsets_topic_num_partitions,
                 c.offsets_topic_replication_factor,
-                None,
-                topic_configs,
-                false,
+                crate::broker::offsets_topic_configs(&broker.config),
             )
+        } else {
+            let t = &broker.config.transactions;
+            (
+                t.num_partitions,
+                t.replication_factor,
+                crate::broker::transaction_topic_configs(&broker.config),
+            )
+        };
+        match broker
+            .cluster_create_topic(node, topic, partitions, rf, None, configs, false)
             .await
         {
             Ok(_) => tracing::info!(
-                partitions = c.offsets_topic_num_partitions,
-                replication_factor = c.offsets_topic_replication_factor,
-                "created the offsets topic"
+                topic,
+                partitions,
+                replication_factor = rf,
+                "created an internal topic"
             ),
             Err(e) if e.code == E::TopicAlreadyExists => {}
-            Err(e) => {
-                return Err(unavailable(format!(
-                    "cannot create {OFFSETS_TOPIC}: {}",
-                    e.message
-                )))
-            }
+            Err(e) => return Err(unavailable(format!("cannot create {topic}: {}", e.message))),
         }
     }
     let image = node.image();
     let t = image
         .topics
-        .get(OFFSETS_TOPIC)
-        .ok_or_else(|| unavailable(format!("{OFFSETS_TOPIC} does not exist yet")))?;
-    let index = offsets_partition_for(group, t.partitions.len() as i32);
+        .get(topic)
+        .ok_or_else(|| unavailable(format!("{topic} does not exist yet")))?;
+    let index = offsets_partition_for(key, t.partitions.len() as i32);
     let leader = t.partitions[index as usize].leader;
     let endpoint = image
         .brokers
         .get(&leader)
         .filter(|b| !b.fenced)
         .and_then(|b| b.endpoints.first())
-        .ok_or_else(|| unavailable(format!("{OFFSETS_TOPIC}-{index} has no leader")))?;
+        .ok_or_else(|| unavailable(format!("{topic}-{index} has no leader")))?;
     Ok((leader, endpoint.host.clone(), i32::from(endpoint.port)))
 }
 
@@ -124,7 +115,7 @@ pub async fn find_coordinator(
         for key in &req.coordinator_keys {
             let c = Coordinator::default().with_key(key.clone());
             let found = match coordinator_for(req.key_type) {
-                Ok(()) => locate(broker, key).await,
+                Ok(topic) => locate(broker, key, topic).await,
                 Err((e, msg)) => Err((e, msg.to_string())),
             };
             coordinators.push(match found {
@@ -144,7 +135,7 @@ pub async fn find_coordinator(
     let key_type = if v >= 1 { req.key_type } else { 0 };
     let resp = FindCoordinatorResponse::default();
     let found = match coordinator_for(key_type) {
-        Ok(()) => locate(broker, &req.key).await,
+        Ok(topic) => locate(broker, &req.key, topic).await,
         Err((e, msg)) => Err((e, msg.to_string())),
     };
     match found {

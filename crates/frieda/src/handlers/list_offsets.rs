@@ -29,6 +29,8 @@ pub async fn handle(
 ) -> ListOffsetsResponse {
     // leader_epoch exists from v4; encoding a set field in an older version is an error.
     let epoch = |e: i32| if ctx.api_version >= 4 { e } else { -1 };
+    // v2+: read_committed consumers see offsets below the last stable offset only (KIP-98).
+    let read_committed = ctx.api_version >= 2 && req.isolation_level == 1;
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
         let topic = broker.topic(t.name.0.as_str());
@@ -61,8 +63,13 @@ pub async fn handle(
                 }
             };
             let resp = resp.with_leader_epoch(epoch(p.repl.leader_epoch()));
+            let upper = if read_committed {
+                p.last_stable_offset()
+            } else {
+                p.high_watermark()
+            };
             let found: Result<Option<(i64, i64)>, ResponseError> = match lp.timestamp {
-                LATEST => Ok(Some((p.high_watermark(), -1))),
+                LATEST => Ok(Some((upper, -1))),
                 EARLIEST | EARLIEST_LOCAL => Ok(Some((p.log_start_offset(), -1))),
                 MAX_TIMESTAMP => {
                     let reader = p.reader().clone();
@@ -77,6 +84,10 @@ pub async fn handle(
                 }
                 _ => Err(ResponseError::InvalidRequest),
             };
+            // A record found by timestamp must be readable: below the high watermark (or the
+            // last stable offset), as Kafka's `fetchOffsetByTimestamp` bounds it.
+            let found = found
+                .map(|f| f.filter(|(offset, ts)| (*ts < 0 && *offset <= upper) || *offset < upper));
             partitions.push(match found {
                 Ok(Some((offset, ts))) => resp.with_offset(offset).with_timestamp(ts),
                 Ok(None) => resp,

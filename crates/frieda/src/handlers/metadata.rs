@@ -257,6 +257,6 @@ fn describe_image_topic(
         } else {
             uuid::Uuid::nil()
         })
-        .with_is_internal(name == crate::broker::topic::OFFSETS_TOPIC)
+        .with_is_internal(crate::broker::topic::is_internal_topic(name))
         .with_partitions(partitions)
 }

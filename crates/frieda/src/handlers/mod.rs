@@ -23,6 +23,7 @@ pub mod produce;
 pub mod producer_id;
 pub mod quorum;
 pub mod topic_partitions;
+pub mod transactions;
 
 use crate::broker::Broker;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -199,6 +200,14 @@ pub async fn handle(
         ApiKey::Metadata => simple!(metadata),
         ApiKey::ApiVersions => simple!(api_versions),
         ApiKey::InitProducerId => simple!(producer_id),
+        ApiKey::AddPartitionsToTxn => call!(transactions::add_partitions),
+        ApiKey::AddOffsetsToTxn => call!(transactions::add_offsets),
+        ApiKey::EndTxn => call!(transactions::end_txn),
+        ApiKey::WriteTxnMarkers => call!(transactions::write_txn_markers),
+        ApiKey::TxnOffsetCommit => call!(transactions::txn_offset_commit),
+        ApiKey::DescribeTransactions => call!(transactions::describe_transactions),
+        ApiKey::ListTransactions => call!(transactions::list_transactions),
+        ApiKey::DescribeProducers => call!(transactions::describe_producers),
         ApiKey::DescribeCluster => simple!(cluster),
         ApiKey::CreateTopics => {
             let req = decode(&ctx, body)?;

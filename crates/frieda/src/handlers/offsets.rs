@@ -103,8 +103,13 @@ pub async fn commit(
     OffsetCommitResponse::default().with_topics(topics)
 }
 
-/// Committed offsets of one topic: partition and offset, if any.
-type TopicOffsets = (String, Vec<(i32, Option<OffsetValue>)>);
+/// A partition's committed offset as OffsetFetch answers it: the offset (if any), or
+/// UNSTABLE_OFFSET_COMMIT (88) when `require_stable` was asked and a transactional commit of
+/// it waits for its transaction (KIP-447).
+type Found = Result<Option<OffsetValue>, E>;
+
+/// Committed offsets of one topic, by partition.
+type TopicOffsets = (String, Vec<(i32, Found)>);
 
 /// The committed offsets asked for (`None`: all of the group's), by topic.
 ///
@@ -114,23 +119,32 @@ fn lookup(
     broker: &Broker,
     group: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
 ) -> Result<Vec<TopicOffsets>, E> {
     let coordinator = broker.groups.for_group(group)?;
+    let found = |t: &str, p: i32, v: Option<OffsetValue>| -> Found {
+        if require_stable && coordinator.offsets.has_pending(group, t, p) {
+            Err(E::UnstableOffsetCommit)
+        } else {
+            Ok(v)
+        }
+    };
     Ok(match wanted {
         Some(topics) => topics
             .into_iter()
             .map(|(t, parts)| {
                 let found = parts
                     .into_iter()
-                    .map(|p| (p, coordinator.offsets.get(group, &t, p)))
+                    .map(|p| (p, found(&t, p, coordinator.offsets.get(group, &t, p))))
                     .collect();
                 (t, found)
             })
             .collect(),
         None => {
-            let mut by_topic: BTreeMap<String, Vec<(i32, Option<OffsetValue>)>> = BTreeMap::new();
+            let mut by_topic: BTreeMap<String, Vec<(i32, Found)>> = BTreeMap::new();
             for ((t, p), v) in coordinator.offsets.group_offsets(group) {
-                by_topic.entry(t).or_default().push((p, Some(v)));
+                let f = found(&t, p, Some(v));
+                by_topic.entry(t).or_default().push((p, f));
             }
             by_topic.into_iter().collect()
         }
@@ -154,7 +168,7 @@ pub async fn fetch(
                         .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                         .collect()
                 });
-                let found = match lookup(broker, &g.group_id.0, wanted) {
+                let found = match lookup(broker, &g.group_id.0, wanted, req.require_stable) {
                     Ok(found) => found,
                     Err(e) => {
                         return OffsetFetchResponseGroup::default()
@@ -171,8 +185,9 @@ pub async fn fetch(
                                 parts
                                     .into_iter()
                                     .map(|(p, o)| {
-                                        let (offset, epoch, meta) = o
-                                            .map_or((-1, -1, String::new()), |o| {
+                                        let err = o.as_ref().err().map_or(0, |e| e.code());
+                                        let (offset, epoch, meta) =
+                                            o.ok().flatten().map_or((-1, -1, String::new()), |o| {
                                                 (o.offset, o.leader_epoch, o.metadata)
                                             });
                                         OffsetFetchResponsePartitions::default()
@@ -180,6 +195,7 @@ pub async fn fetch(
                                             .with_committed_offset(offset)
                                             .with_committed_leader_epoch(epoch)
                                             .with_metadata(Some(str_bytes(&meta)))
+                                            .with_error_code(err)
                                     })
                                     .collect(),
                             )
@@ -197,7 +213,8 @@ pub async fn fetch(
             .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
             .collect()
     });
-    let found = match lookup(broker, &req.group_id.0, wanted) {
+    let require_stable = v >= 7 && req.require_stable;
+    let found = match lookup(broker, &req.group_id.0, wanted, require_stable) {
         Ok(found) => found,
         Err(e) if v >= 2 => return OffsetFetchResponse::default().with_error_code(e.code()),
         Err(e) => {
@@ -235,14 +252,17 @@ pub async fn fetch(
                     parts
                         .into_iter()
                         .map(|(p, o)| {
-                            let (offset, epoch, meta) = o.map_or((-1, -1, String::new()), |o| {
-                                (o.offset, o.leader_epoch, o.metadata)
-                            });
+                            let err = o.as_ref().err().map_or(0, |e| e.code());
+                            let (offset, epoch, meta) =
+                                o.ok().flatten().map_or((-1, -1, String::new()), |o| {
+                                    (o.offset, o.leader_epoch, o.metadata)
+                                });
                             OffsetFetchResponsePartition::default()
                                 .with_partition_index(p)
                                 .with_committed_offset(offset)
                                 .with_committed_leader_epoch(if v >= 5 { epoch } else { -1 })
                                 .with_metadata(Some(str_bytes(&meta)))
+                                .with_error_code(err)
                         })
                         .collect(),
                 )

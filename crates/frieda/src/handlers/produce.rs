@@ -5,7 +5,9 @@
 //! exactly as received with the base offset patched in (DESIGN.md, "ordering without CPU cost").
 
 use super::{str_bytes, RequestContext};
-use crate::broker::partition::Partition;
+use crate::broker::partition::{Partition, ProducerCheck};
+use crate::broker::topic_config::ProducePolicy;
+use crate::broker::txn_verify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::cluster::{ClusterNode, LeaderHints};
@@ -65,19 +67,27 @@ fn point_to_leaders(node: &ClusterNode, topics: &mut [TopicProduceResponse]) -> 
 /// Handles a Produce request; `None` for acks=0 (no response is sent, the appends still happen
 /// before the next request of the connection is answered).
 ///
+/// Each partition's batch is validated, then transactional batches that open a transaction on
+/// their partition are verified with (v3-11) or added to (v12+, transactions v2) the
+/// producer's transaction by its coordinator in one request (KIP-890), then every batch is
+/// appended.
+///
 /// Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3) / UNKNOWN_TOPIC_ID (100),
 /// CORRUPT_MESSAGE (2) for a bad length, CRC or record structure, INVALID_RECORD (87) for magic
-/// v0/v1, several batches, a record count that does not match the offset range, control or
-/// transactional batches (transactions are not implemented), or a record without a key on a
+/// v0/v1, several batches, a record count that does not match the offset range, a control
+/// batch, a transactional batch without a transactional id, or a record without a key on a
 /// compacted topic (with `record_errors`, v8+), INVALID_TIMESTAMP (32) for a record outside
 /// `message.timestamp.before/after.max.ms` (with `record_errors`), MESSAGE_TOO_LARGE (10) past
 /// `max.message.bytes`, INVALID_REQUIRED_ACKS (21), OUT_OF_ORDER_SEQUENCE_NUMBER (45),
-/// INVALID_PRODUCER_EPOCH (47), KAFKA_STORAGE_ERROR (56) when the disk refuses or the partition
-/// went offline after a failed fsync. In a cluster: NOT_LEADER_OR_FOLLOWER (6) when this
-/// broker does not lead the partition, NOT_ENOUGH_REPLICAS (19) when `acks=all` finds fewer
-/// than `min.insync.replicas` in sync, NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when they fell
-/// below it while waiting, REQUEST_TIMED_OUT (7) when they did not confirm within the
-/// request's `timeout_ms`.
+/// INVALID_PRODUCER_EPOCH (47), INVALID_TXN_STATE (48) for a transactional batch the
+/// coordinator does not know in the transaction (TRANSACTION_ABORTABLE, 120, from v11) or a
+/// plain batch of a producer with an open transaction, KAFKA_STORAGE_ERROR (56) when the disk
+/// refuses or the partition went offline after a failed fsync. In a cluster:
+/// NOT_LEADER_OR_FOLLOWER (6) when this broker does not lead the partition,
+/// NOT_ENOUGH_REPLICAS (19) when `acks=all` finds fewer than `min.insync.replicas` in sync (or
+/// the transaction coordinator could not be asked), NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when
+/// they fell below it while waiting, REQUEST_TIMED_OUT (7) when they did not confirm within
+/// the request's `timeout_ms`.
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -85,8 +95,6 @@ pub async fn handle(
 ) -> Option<ProduceResponse> {
     let request_error = if !matches!(req.acks, -1..=1) {
         Some(ResponseError::InvalidRequiredAcks)
-    } else if req.transactional_id.is_some() {
-        Some(ResponseError::TransactionalIdAuthorizationFailed)
     } else {
         None
     };
@@ -95,7 +103,10 @@ pub async fn handle(
     let acks = req.acks;
     let timeout = Duration::from_millis(req.timeout_ms.max(0) as u64);
     let lease = broker.cluster().map(|n| n.as_ref());
-    let mut topics = Vec::with_capacity(req.topic_data.len());
+    let transactional_id = req.transactional_id.as_ref().map(|t| t.0.to_string());
+    // 1. Validate every partition's batch.
+    let mut names = Vec::with_capacity(req.topic_data.len());
+    let mut items: Vec<(usize, i32, Result<Prepared, AppendError>, ProducerCheck)> = Vec::new();
     for topic_data in req.topic_data {
         let topic = broker.find_topic(by_id, topic_data.name.0.as_str(), &topic_data.topic_id);
         // Clients may not write to internal topics (Kafka: INVALID_TOPIC_EXCEPTION).
@@ -105,31 +116,46 @@ pub async fn handle(
             }
             _ => request_error,
         };
-        let appends = topic_data.partition_data.into_iter().map(|pd| {
+        let ti = names.len();
+        names.push((topic_data.name, topic_data.topic_id));
+        for pd in topic_data.partition_data {
             let partition = topic
                 .as_ref()
                 .map_err(|e| *e)
                 .and_then(|t| t.replica(pd.index));
-            let index = pd.index;
-            let records = pd.records;
-            async move {
-                let result = match (request_error, partition) {
-                    (Some(e), _) => Err(e.into()),
-                    (None, Err(unknown)) => Err(unknown.into()),
-                    (None, Ok(p)) => append(&p, records, acks, timeout, lease).await,
-                };
-                partition_response(version, index, result)
-            }
-        });
-        let partitions = join_all(appends).await;
-        topics.push(
-            TopicProduceResponse::default()
-                .with_name(topic_data.name)
-                .with_topic_id(topic_data.topic_id)
-                .with_partition_responses(partitions),
-        );
+            let prepared = match (request_error, partition) {
+                (Some(e), _) => Err(e.into()),
+                (None, Err(unknown)) => Err(unknown.into()),
+                (None, Ok(p)) => prepare(p, pd.records),
+            };
+            items.push((ti, pd.index, prepared, ProducerCheck::PLAIN));
+        }
     }
-    if req.acks == 0 {
+    // 2. Transactional batches opening a transaction on their partition: KIP-890.
+    verify_transactions(broker, version, transactional_id.as_deref(), &mut items).await;
+    // 3. Append.
+    let appends = items
+        .into_iter()
+        .map(|(ti, index, prepared, check)| async move {
+            let result = match prepared {
+                Ok(p) => append(p, acks, timeout, lease, check).await,
+                Err(e) => Err(e),
+            };
+            (ti, partition_response(version, index, result))
+        });
+    let done = join_all(appends).await;
+    let mut topics: Vec<TopicProduceResponse> = names
+        .into_iter()
+        .map(|(name, id)| {
+            TopicProduceResponse::default()
+                .with_name(name)
+                .with_topic_id(id)
+        })
+        .collect();
+    for (ti, resp) in done {
+        topics[ti].partition_responses.push(resp);
+    }
+    if acks == 0 {
         return None;
     }
     let mut resp = ProduceResponse::default();
@@ -139,6 +165,84 @@ pub async fn handle(
         }
     }
     Some(resp.with_responses(topics))
+}
+
+/// Produce v11 knows TRANSACTION_ABORTABLE; v12+ is transactions v2 (partitions are added by
+/// the partition leaders, KIP-890 part 2).
+const ABORTABLE_VERSION: i16 = 11;
+/// See [`ABORTABLE_VERSION`].
+const TXN_V2_VERSION: i16 = 12;
+
+/// Sets each transactional batch's producer check: batches that would open a transaction on
+/// their partition are verified (or, v12+, added) with the coordinator first (one request for
+/// the whole produce request); a refusal becomes the partition's error.
+async fn verify_transactions(
+    broker: &Arc<Broker>,
+    version: i16,
+    transactional_id: Option<&str>,
+    items: &mut [(usize, i32, Result<Prepared, AppendError>, ProducerCheck)],
+) {
+    let tv2 = version >= TXN_V2_VERSION;
+    let verify = tv2 || broker.config.transactions.partition_verification;
+    let mut producer: Option<(i64, i16)> = None;
+    let mut needed: Vec<(usize, (String, i32), u64)> = Vec::new();
+    for (i, (_, _, prepared, check)) in items.iter_mut().enumerate() {
+        let Ok(p) = prepared else { continue };
+        if !p.header.is_transactional() {
+            continue;
+        }
+        let h = p.header;
+        let refuse = |msg: &str| AppendError {
+            code: ResponseError::InvalidRecord,
+            message: Some(msg.into()),
+            record_errors: Vec::new(),
+            log_start_offset: -1,
+        };
+        if transactional_id.is_none() {
+            *prepared = Err(refuse(
+                "transactional records need the request's transactional id",
+            ));
+            continue;
+        }
+        match producer {
+            None => producer = Some((h.producer_id, h.producer_epoch)),
+            Some(pe) if pe != (h.producer_id, h.producer_epoch) => {
+                *prepared = Err(refuse(
+                    "transactional records of more than one producer in one request",
+                ));
+                continue;
+            }
+            Some(_) => {}
+        }
+        if !verify {
+            continue;
+        }
+        let token = p
+            .partition
+            .begin_verification(h.producer_id, h.producer_epoch);
+        *check = ProducerCheck::Client {
+            verification: token,
+            require_verification: true,
+        };
+        if let Some(t) = token {
+            needed.push((i, (p.partition.topic.to_string(), p.partition.index), t));
+        }
+    }
+    let (Some(id), Some((pid, epoch))) = (transactional_id, producer) else {
+        return;
+    };
+    if needed.is_empty() {
+        return;
+    }
+    let tps: Vec<(String, i32)> = needed.iter().map(|(_, tp, _)| tp.clone()).collect();
+    let failed = txn_verify::add_or_verify(broker, id, pid, epoch, &tps, tv2).await;
+    for (i, tp, _) in needed {
+        if let Some(&e) = failed.get(&tp) {
+            let code = txn_verify::produce_error(e, version >= ABORTABLE_VERSION, tv2);
+            tracing::debug!(transactional_id = id, topic = %tp.0, partition = tp.1, error = ?e, "transaction verification refused a batch");
+            items[i].2 = Err(code.into());
+        }
+    }
 }
 
 /// Why a partition's append failed: the error code, the `error_message` (v8+) and the
@@ -164,15 +268,17 @@ impl From<ResponseError> for AppendError {
 
 type AppendResult = Result<(i64, i64, i64), AppendError>;
 
-/// Validates and appends one partition's batch; with `acks=all` on a replicated partition,
-/// answers once the in-sync replicas have it (at most `timeout`).
-async fn append(
-    partition: &Arc<Partition>,
-    records: Option<Bytes>,
-    acks: i16,
-    timeout: Duration,
-    lease: Option<&ClusterNode>,
-) -> AppendResult {
+/// A partition's batch, validated and ready to append.
+struct Prepared {
+    partition: Arc<Partition>,
+    buf: BytesMut,
+    header: BatchHeader,
+    policy: ProducePolicy,
+}
+
+/// Validates one partition's batch (Kafka's `LogValidator`) and recompresses it if the
+/// topic's `compression.type` asks.
+fn prepare(partition: Arc<Partition>, records: Option<Bytes>) -> Result<Prepared, AppendError> {
     let Some(records) = records.filter(|r| !r.is_empty()) else {
         return Err(AppendError {
             code: ResponseError::InvalidRecord,
@@ -201,14 +307,6 @@ async fn append(
         });
     }
     let header = headers[0];
-    if header.is_transactional() {
-        return Err(AppendError {
-            code: ResponseError::InvalidRecord,
-            message: Some("transactional batches are not supported".into()),
-            record_errors: Vec::new(),
-            log_start_offset: -1,
-        });
-    }
     validate_records(&records, &header, &policy.record_policy(now_ms())).map_err(rejected)?;
     let (buf, header) = match policy.target_codec {
         Some(codec) if codec.id() != header.compression() => {
@@ -221,6 +319,30 @@ async fn append(
             header,
         ),
     };
+    Ok(Prepared {
+        partition,
+        buf,
+        header,
+        policy,
+    })
+}
+
+/// Appends one prepared batch; with `acks=all` on a replicated partition, answers once the
+/// in-sync replicas have it (at most `timeout`).
+async fn append(
+    prepared: Prepared,
+    acks: i16,
+    timeout: Duration,
+    lease: Option<&ClusterNode>,
+    check: ProducerCheck,
+) -> AppendResult {
+    let Prepared {
+        partition,
+        buf,
+        header,
+        policy,
+    } = prepared;
+    let partition = &partition;
     let replicated = partition.repl.is_replicated();
     let acks_all = acks == -1;
     // A leader that may have been fenced (its lease ran out, e.g. it was paused) takes and
@@ -241,7 +363,7 @@ async fn append(
             return Err(e.into());
         }
     }
-    let outcome = partition.append(buf, header).await?;
+    let outcome = partition.append_checked(buf, header, check).await?;
     if replicated && acks_all {
         partition
             .repl

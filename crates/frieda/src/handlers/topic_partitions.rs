@@ -5,7 +5,7 @@
 //! kept: those lists are empty (Kafka's admin client needs them non-null).
 
 use super::{str_bytes, RequestContext};
-use crate::broker::topic::{valid_topic_name, OFFSETS_TOPIC};
+use crate::broker::topic::valid_topic_name;
 use crate::broker::Broker;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_topic_partitions_response::{
@@ -170,7 +170,7 @@ pub async fn handle(
             DescribeTopicPartitionsResponseTopic::default()
                 .with_name(Some(TopicName(str_bytes(&name))))
                 .with_topic_id(id)
-                .with_is_internal(name == OFFSETS_TOPIC)
+                .with_is_internal(crate::broker::topic::is_internal_topic(&name))
                 .with_partitions(out)
                 .with_topic_authorized_operations(i32::MIN),
         );

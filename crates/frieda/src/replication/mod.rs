@@ -51,6 +51,11 @@ impl Replication {
         self.replicated.load(Ordering::Acquire)
     }
 
+    /// Whether this broker takes writes for the partition: its leader, or the single broker.
+    pub fn is_leader_or_sole(&self) -> bool {
+        matches!(&*self.role.lock(), Role::Sole | Role::Leader(_))
+    }
+
     /// The high watermark of a replicated partition.
     pub fn high_watermark(&self) -> i64 {
         self.hw.load(Ordering::Acquire)

@@ -316,6 +316,33 @@ impl GroupCoordinator {
         pending.await
     }
 
+    /// TxnOffsetCommit (KIP-98; KIP-447 generation checks from v3): validates the member and
+    /// generation when given (generation -1 skips them, as Kafka does for producers without
+    /// group metadata), then writes the offsets as `producer`'s transactional commit, pending
+    /// until its transaction ends.
+    ///
+    /// Errors: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, the write's errors
+    /// (INVALID_PRODUCER_EPOCH for a fenced producer).
+    pub async fn txn_commit(
+        &self,
+        group_id: &str,
+        producer: crate::coordinator::records::TxnProducer,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        entries: Vec<(TopicPartition, OffsetValue)>,
+    ) -> Result<(), E> {
+        valid_group_id(group_id)?;
+        if generation >= 0 {
+            let mut groups = self.groups.lock();
+            match groups.get_mut(group_id) {
+                None => return Err(E::IllegalGeneration),
+                Some(g) => g.validate_commit(generation, member_id, instance_id, Instant::now())?,
+            }
+        }
+        self.offsets.txn_commit(group_id, producer, entries).await
+    }
+
     /// OffsetDelete: group-level error, or per-partition errors (GROUP_SUBSCRIBED_TO_TOPIC for
     /// topics the active members consume).
     pub async fn delete_offsets(

@@ -10,12 +10,19 @@
 //! The log is replayed on start. It is a compacted log (`cleanup.policy=compact`) kept small by
 //! the broker's log cleaner like any compacted topic: the latest record of each key stays,
 //! tombstones go after `delete.retention.ms`.
+//!
+//! Transactional offset commits (TxnOffsetCommit, KIP-98/KIP-447) are written as transactional
+//! batches of the producer and stay pending until its transaction's marker lands in this log:
+//! a commit marker applies them (unless a plain commit of the same partition landed after
+//! them), an abort drops them. While any are pending for a partition, OffsetFetch with
+//! `require_stable` answers UNSTABLE_OFFSET_COMMIT for it.
 
 pub mod codec;
 
 use crate::broker::partition::Partition;
 use crate::broker::writer::AppendOutcome;
 use crate::clock::now_ms;
+use crate::coordinator::records::TxnProducer;
 use bytes::Bytes;
 use codec::{GroupValue, LogKey, OffsetValue};
 use kafka_protocol::error::ResponseError;
@@ -39,14 +46,35 @@ pub type TopicPartition = (String, i32);
 
 /// The answer to a write's waiter.
 type Done = oneshot::Sender<Result<AppendOutcome, ResponseError>>;
-/// A write in the log waiting to be applied: its records, where it landed, its waiter and what
-/// to tell it (an error when the write is in the log but not replicated as asked).
-type Landed = (
-    Vec<(LogKey, Option<Bytes>)>,
-    AppendOutcome,
-    Done,
-    Result<(), ResponseError>,
-);
+/// Something in the log waiting to be applied (in log order).
+enum Landed {
+    /// A write: its records, where it landed, its waiter and what to tell it (an error when the
+    /// write is in the log but not replicated as asked); `txn`: the producer of a
+    /// transactional commit (pending until its marker).
+    Write {
+        records: Vec<(LogKey, Option<Bytes>)>,
+        outcome: AppendOutcome,
+        done: Done,
+        replicated: Result<(), ResponseError>,
+        txn: Option<i64>,
+    },
+    /// A transaction marker of `producer_id` (one offset).
+    Marker { producer_id: i64, commit: bool },
+}
+
+/// A transactional offset commit waiting for its transaction's outcome.
+#[derive(Debug, Clone)]
+struct PendingOffset {
+    group: String,
+    tp: TopicPartition,
+    value: OffsetValue,
+    /// Where it is in the log.
+    at: i64,
+}
+
+/// Producers with pending transactional offsets per store; past it (a coordinator bug or an
+/// attack) new pending offsets are refused by the broker's transaction checks first.
+const MAX_PENDING_PRODUCERS: usize = 100_000;
 
 /// How long a write to a replicated offsets partition waits for its in-sync replicas
 /// (Kafka's `offsets.commit.timeout.ms`, default 5000).
@@ -58,23 +86,21 @@ struct Inner {
     groups: HashMap<String, GroupValue>,
     /// Writes in the log, by base offset, not yet applied because an earlier one is pending,
     /// with whoever waits for them (answered once applied).
-    landed: BTreeMap<i64, Landed>,
+    landed: BTreeMap<i64, (usize, Landed)>,
     /// Offset of the next write to apply (the log end offset when everything is applied).
     next_apply: i64,
+    /// Transactional offsets by producer id, until the transaction's marker.
+    pending_txn: HashMap<i64, Vec<PendingOffset>>,
+    /// Where the last plain (non-transactional) commit of each group and partition is in the
+    /// log: a transactional commit written before it does not override it.
+    plain_at: HashMap<(String, TopicPartition), i64>,
 }
 
 impl Inner {
-    /// A write appended at `base_offset`: applies it and every landed write after it, in log
-    /// order, as far as they are contiguous.
-    fn land(
-        &mut self,
-        outcome: AppendOutcome,
-        records: Vec<(LogKey, Option<Bytes>)>,
-        done: Done,
-        replicated: Result<(), ResponseError>,
-    ) {
-        self.landed
-            .insert(outcome.base_offset, (records, outcome, done, replicated));
+    /// An entry appended at `offset`, taking `count` offsets: applies it and every landed entry
+    /// after it, in log order, as far as they are contiguous.
+    fn land(&mut self, offset: i64, count: usize, entry: Landed) {
+        self.landed.insert(offset, (count, entry));
         if self.landed.len() > MAX_LANDED_WRITES {
             tracing::error!(
                 next = self.next_apply,
@@ -84,24 +110,103 @@ impl Inner {
                 self.next_apply = first;
             }
         }
-        while let Some(entry) = self.landed.first_entry() {
-            if *entry.key() != self.next_apply {
+        while let Some(e) = self.landed.first_entry() {
+            if *e.key() != self.next_apply {
                 break;
             }
-            let (records, outcome, done, replicated) = entry.remove();
-            self.next_apply += records.len() as i64;
-            for (k, v) in records {
-                self.apply(k, v.as_deref());
+            let at = *e.key();
+            let (count, entry) = e.remove();
+            self.next_apply += count as i64;
+            match entry {
+                Landed::Write {
+                    records,
+                    outcome,
+                    done,
+                    replicated,
+                    txn,
+                } => {
+                    for (k, v) in records {
+                        match txn {
+                            Some(pid) => self.add_pending(pid, k, v.as_deref(), at),
+                            None => self.apply(k, v.as_deref(), at),
+                        }
+                    }
+                    let _ = done.send(replicated.map(|()| outcome));
+                }
+                Landed::Marker {
+                    producer_id,
+                    commit,
+                } => self.complete_txn(producer_id, commit),
             }
-            let _ = done.send(replicated.map(|()| outcome));
         }
+    }
+
+    fn add_pending(&mut self, pid: i64, key: LogKey, value: Option<&[u8]>, at: i64) {
+        let LogKey::Offset {
+            group,
+            topic,
+            partition,
+        } = key
+        else {
+            return;
+        };
+        let Some(value) = value.and_then(codec::decode_offset) else {
+            return;
+        };
+        if self.pending_txn.len() >= MAX_PENDING_PRODUCERS && !self.pending_txn.contains_key(&pid) {
+            tracing::error!(
+                producer_id = pid,
+                "too many producers with pending transactional offsets; dropping this one's"
+            );
+            return;
+        }
+        self.pending_txn
+            .entry(pid)
+            .or_default()
+            .push(PendingOffset {
+                group,
+                tp: (topic, partition),
+                value,
+                at,
+            });
+    }
+
+    /// A transaction of `pid` ended: a commit applies its offsets (unless a later plain commit
+    /// of the partition exists), an abort drops them (Kafka's `GroupMetadataManager`).
+    fn complete_txn(&mut self, pid: i64, commit: bool) {
+        let Some(pending) = self.pending_txn.remove(&pid) else {
+            return;
+        };
+        if !commit {
+            return;
+        }
+        for p in pending {
+            let newer_plain = self
+                .plain_at
+                .get(&(p.group.clone(), p.tp.clone()))
+                .is_some_and(|&plain| plain > p.at);
+            if !newer_plain {
+                self.offsets
+                    .entry(p.group)
+                    .or_default()
+                    .insert(p.tp, p.value);
+            }
+        }
+    }
+
+    /// Whether a transactional commit of `group`'s `tp` waits for its transaction.
+    fn has_pending(&self, group: &str, tp: &TopicPartition) -> bool {
+        self.pending_txn
+            .values()
+            .flatten()
+            .any(|p| p.group == group && &p.tp == tp)
     }
 
     fn live(&self) -> usize {
         self.groups.len() + self.offsets.values().map(BTreeMap::len).sum::<usize>()
     }
 
-    fn apply(&mut self, key: LogKey, value: Option<&[u8]>) {
+    fn apply(&mut self, key: LogKey, value: Option<&[u8]>, at: i64) {
         match key {
             LogKey::Offset {
                 group,
@@ -109,6 +214,8 @@ impl Inner {
                 partition,
             } => match value.and_then(codec::decode_offset) {
                 Some(v) => {
+                    self.plain_at
+                        .insert((group.clone(), (topic.clone(), partition)), at);
                     self.offsets
                         .entry(group)
                         .or_default()
@@ -173,8 +280,20 @@ impl OffsetStore {
                 for set in sets {
                     for r in set.records {
                         records += 1;
+                        if r.control {
+                            // A transaction marker: key = version int16, type int16 (1 commit).
+                            let commit = r
+                                .key
+                                .as_deref()
+                                .is_some_and(|k| k.get(2..4) == Some(&[0, 1]));
+                            inner.complete_txn(r.producer_id, commit);
+                            continue;
+                        }
                         match r.key.as_deref().and_then(codec::decode_key) {
-                            Some(k) => inner.apply(k, r.value.as_deref()),
+                            Some(k) if r.transactional => {
+                                inner.add_pending(r.producer_id, k, r.value.as_deref(), r.offset)
+                            }
+                            Some(k) => inner.apply(k, r.value.as_deref(), r.offset),
                             None => skipped += 1,
                         }
                     }
@@ -206,11 +325,20 @@ impl OffsetStore {
     /// lock, so writes are appended in the order they were decided on. Needs a tokio runtime
     /// (the outcome is awaited on a task, so writes nobody awaits are applied too).
     fn write(&self, _inner: &mut Inner, records: Vec<(LogKey, Option<Bytes>)>) -> WriteResult {
+        self.write_as(records, None)
+    }
+
+    /// [`write`](Self::write) as transactional producer `txn` (pending until its marker).
+    fn write_as(
+        &self,
+        records: Vec<(LogKey, Option<Bytes>)>,
+        txn: Option<TxnProducer>,
+    ) -> WriteResult {
         let encoded: Vec<(Bytes, Option<Bytes>)> = records
             .iter()
             .map(|(k, v)| (codec::encode_key(k), v.clone()))
             .collect();
-        let (batch, header) = super::records::encode_batch(&encoded, now_ms(), None);
+        let (batch, header) = super::records::encode_batch(&encoded, now_ms(), txn);
         let appended = self.log.submit(batch, header);
         let (tx, rx) = oneshot::channel();
         let inner = self.inner.clone();
@@ -234,13 +362,79 @@ impl OffsetStore {
                             ResponseError::NotLeaderOrFollower => ResponseError::NotCoordinator,
                             _ => ResponseError::CoordinatorNotAvailable,
                         });
-                    inner.lock().land(outcome, records, tx, replicated)
+                    let count = records.len();
+                    inner.lock().land(
+                        outcome.base_offset,
+                        count,
+                        Landed::Write {
+                            records,
+                            outcome,
+                            done: tx,
+                            replicated,
+                            txn: txn.map(|p| p.id),
+                        },
+                    )
                 }
                 Ok(Err(e)) => drop(tx.send(Err(e))),
                 Err(_) => drop(tx.send(Err(ResponseError::KafkaStorageError))),
             }
         });
         rx
+    }
+
+    /// Commits offsets of a group inside producer `txn`'s transaction (TxnOffsetCommit): they
+    /// stay pending until its marker; resolves once written.
+    ///
+    /// Errors: INVALID_PRODUCER_EPOCH (47) for a fenced producer, and the write's errors.
+    pub async fn txn_commit(
+        &self,
+        group: &str,
+        txn: TxnProducer,
+        entries: Vec<(TopicPartition, OffsetValue)>,
+    ) -> Result<(), ResponseError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let records = entries
+            .into_iter()
+            .map(|((topic, partition), v)| {
+                (
+                    LogKey::Offset {
+                        group: group.to_string(),
+                        topic,
+                        partition,
+                    },
+                    Some(codec::encode_offset(&v)),
+                )
+            })
+            .collect::<Vec<_>>();
+        let rx = {
+            let _order = self.inner.lock();
+            self.write_as(records, Some(txn))
+        };
+        written(rx).await
+    }
+
+    /// A transaction marker of `producer_id` was appended at `offset` of this log: once every
+    /// write before it is applied, the producer's pending offsets are applied (commit) or
+    /// dropped (abort).
+    pub fn land_marker(&self, offset: i64, producer_id: i64, commit: bool) {
+        self.inner.lock().land(
+            offset,
+            1,
+            Landed::Marker {
+                producer_id,
+                commit,
+            },
+        );
+    }
+
+    /// Whether a transactional commit of `group`'s partition waits for its transaction (KIP-447
+    /// `require_stable`: UNSTABLE_OFFSET_COMMIT).
+    pub fn has_pending(&self, group: &str, topic: &str, partition: i32) -> bool {
+        self.inner
+            .lock()
+            .has_pending(group, &(topic.to_string(), partition))
     }
 
     /// Commits offsets of a group; resolves once durable.

@@ -216,6 +216,12 @@ impl TransactionCoordinators {
         self.loaded.read().contains_key(&index)
     }
 
+    /// The coordinator epoch partition `index` was loaded with, if it runs here (a new leader
+    /// epoch of the partition reloads it, so its markers carry the new epoch).
+    pub fn loaded_epoch(&self, index: i32) -> Option<i32> {
+        self.loaded.read().get(&index).map(|p| p.coordinator_epoch)
+    }
+
     fn partition(&self, id: &str) -> Result<Arc<TxnPartition>, E> {
         if self.partition_count() == 0 {
             return Err(E::CoordinatorNotAvailable);

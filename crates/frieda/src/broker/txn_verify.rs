@@ -1,0 +1,147 @@
+//! A partition leader (or group coordinator) asking a transaction coordinator whether partitions
+//! are in a transaction (KIP-890 part 1, `verify_only`) or to add them (part 2, transactions
+//! v2): the coordinator runs here, or AddPartitionsToTxn v5 goes to the leader of the id's
+//! `__transaction_state` partition (Kafka's `AddPartitionsToTxnManager`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use frieda_meta::NO_LEADER;
+use kafka_protocol::error::ResponseError as E;
+use kafka_protocol::messages::add_partitions_to_txn_request::{
+    AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+};
+use kafka_protocol::messages::{AddPartitionsToTxnRequest, ProducerId, TopicName, TransactionalId};
+
+use super::topic::TRANSACTION_STATE_TOPIC;
+use super::Broker;
+use crate::coordinator::transaction::{TopicPartition, TxnVersion};
+use crate::handlers::str_bytes;
+
+/// AddPartitionsToTxn version brokers send (v4+ are the brokers' batched form).
+const ADD_PARTITIONS_VERSION: i16 = 5;
+/// How long the coordinator may take to answer.
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Asks `transactional_id`'s coordinator to add (`add`: transactions v2) or verify
+/// `partitions` of the producer's transaction. Returns the partitions that failed, with the
+/// coordinator's error (or NETWORK_EXCEPTION / COORDINATOR_NOT_AVAILABLE when it could not be
+/// asked); the others are in the transaction.
+pub async fn add_or_verify(
+    broker: &Arc<Broker>,
+    transactional_id: &str,
+    producer_id: i64,
+    epoch: i16,
+    partitions: &[TopicPartition],
+    add: bool,
+) -> HashMap<TopicPartition, E> {
+    let all = |e: E| partitions.iter().map(|tp| (tp.clone(), e)).collect();
+    let txns = &broker.txns;
+    if txns.partition_count() > 0 && txns.is_loaded(txns.partition_for(transactional_id)) {
+        if add {
+            return match txns
+                .add_partitions(
+                    transactional_id,
+                    producer_id,
+                    epoch,
+                    partitions,
+                    TxnVersion::V2,
+                )
+                .await
+            {
+                Ok(()) => HashMap::new(),
+                Err(e) => all(e),
+            };
+        }
+        return match txns.verify_partitions(transactional_id, producer_id, epoch, partitions) {
+            Ok(results) => results
+                .into_iter()
+                .filter_map(|(tp, e)| e.map(|e| (tp, e)))
+                .collect(),
+            Err(e) => all(e),
+        };
+    }
+    let Some(node) = broker.cluster() else {
+        return all(E::CoordinatorNotAvailable);
+    };
+    let image = node.image();
+    let leader = image
+        .topics
+        .get(TRANSACTION_STATE_TOPIC)
+        .and_then(|t| {
+            let n = t.partitions.len() as i32;
+            let p = crate::coordinator::registry::offsets_partition_for(transactional_id, n);
+            t.partitions.get(p as usize).map(|s| s.leader)
+        })
+        .filter(|&l| l != NO_LEADER && l != node.me);
+    let Some(leader) = leader else {
+        return all(E::CoordinatorNotAvailable);
+    };
+    let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
+    for (t, p) in partitions {
+        match topics.iter_mut().find(|x| x.name.0.as_str() == t) {
+            Some(x) => x.partitions.push(*p),
+            None => topics.push(
+                AddPartitionsToTxnTopic::default()
+                    .with_name(TopicName(str_bytes(t)))
+                    .with_partitions(vec![*p]),
+            ),
+        }
+    }
+    let req = AddPartitionsToTxnRequest::default().with_transactions(vec![
+        AddPartitionsToTxnTransaction::default()
+            .with_transactional_id(TransactionalId(str_bytes(transactional_id)))
+            .with_producer_id(ProducerId(producer_id))
+            .with_producer_epoch(epoch)
+            .with_verify_only(!add)
+            .with_topics(topics),
+    ]);
+    let resp = match node
+        .clients
+        .call(leader, ADD_PARTITIONS_VERSION, &req, VERIFY_TIMEOUT)
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(leader, error = %e, "AddPartitionsToTxn to the coordinator failed");
+            return all(E::NetworkException);
+        }
+    };
+    if let Some(e) = E::try_from_code(resp.error_code) {
+        return all(if e == E::ClusterAuthorizationFailed {
+            E::InvalidTxnState
+        } else {
+            e
+        });
+    }
+    let mut out = HashMap::new();
+    for r in resp.results_by_transaction {
+        for t in r.topic_results {
+            for p in t.results_by_partition {
+                if let Some(e) = E::try_from_code(p.partition_error_code) {
+                    out.insert((t.name.0.to_string(), p.partition_index), e);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Kafka's translation of a verification error for a Produce (or TxnOffsetCommit) response
+/// of `version`-era clients (`ReplicaManager.appendRecordsWithTransactionVerification`):
+/// coordinator unavailability becomes NOT_ENOUGH_REPLICAS (clients retry it without a metadata
+/// refresh; CONCURRENT_TRANSACTIONS stays for transactions v2), PRODUCER_FENCED
+/// INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE INVALID_TXN_STATE for clients that predate it.
+pub fn produce_error(e: E, supports_abortable: bool, tv2: bool) -> E {
+    match e {
+        E::NetworkException
+        | E::CoordinatorLoadInProgress
+        | E::CoordinatorNotAvailable
+        | E::NotCoordinator => E::NotEnoughReplicas,
+        E::ConcurrentTransactions if !tv2 => E::NotEnoughReplicas,
+        E::ProducerFenced => E::InvalidProducerEpoch,
+        E::TransactionAbortable if !supports_abortable => E::InvalidTxnState,
+        other => other,
+    }
+}

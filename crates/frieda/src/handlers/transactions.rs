@@ -1,0 +1,633 @@
+//! Transaction APIs (KIP-98, KIP-664, KIP-890): AddPartitionsToTxn (24, v0-3 from producers,
+//! v4-5 from partition leaders), AddOffsetsToTxn (25), EndTxn (26), WriteTxnMarkers (27, v1-2,
+//! between brokers and from `kafka-transactions abort`), TxnOffsetCommit (28),
+//! DescribeTransactions (65), ListTransactions (66), DescribeProducers (61). The state lives in
+//! [`crate::coordinator::transaction`]; these functions translate requests and responses and
+//! map errors to what each version's clients know (PRODUCER_FENCED from v2 of most of them,
+//! TRANSACTION_ABORTABLE from AddPartitionsToTxn v5, EndTxn/AddOffsetsToTxn v4, TxnOffsetCommit
+//! v4).
+
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError as E;
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::describe_producers_response::{
+    PartitionResponse, ProducerState, TopicResponse,
+};
+use kafka_protocol::messages::describe_transactions_response::{
+    TopicData, TransactionState as DescribedTxn,
+};
+use kafka_protocol::messages::list_transactions_response::TransactionState as ListedTxn;
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+};
+use kafka_protocol::messages::{
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse, DescribeProducersRequest, DescribeProducersResponse,
+    DescribeTransactionsRequest, DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse,
+    ListTransactionsRequest, ListTransactionsResponse, ProducerId, TopicName, TransactionalId,
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse, WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+};
+
+use super::{str_bytes, RequestContext};
+use crate::broker::topic::OFFSETS_TOPIC;
+use crate::broker::txn_markers::{write_marker_locally, LocalMarker};
+use crate::broker::txn_verify;
+use crate::broker::Broker;
+use crate::clock::now_ms;
+use crate::coordinator::offsets::codec::OffsetValue;
+use crate::coordinator::records::TxnProducer;
+use crate::coordinator::transaction::{
+    TopicPartition, TransactionCoordinators, TxnFilter, TxnState, TxnVersion,
+};
+
+fn code(e: Option<E>) -> i16 {
+    e.map_or(0, |e| e.code())
+}
+
+/// PRODUCER_FENCED (90) is known from `fenced_version` on; older clients get
+/// INVALID_PRODUCER_EPOCH (47). TRANSACTION_ABORTABLE (120) from `abortable_version` on;
+/// older ones INVALID_TXN_STATE (48).
+fn for_version(e: E, version: i16, fenced_version: i16, abortable_version: i16) -> E {
+    match e {
+        E::ProducerFenced if version < fenced_version => E::InvalidProducerEpoch,
+        E::TransactionAbortable if version < abortable_version => E::InvalidTxnState,
+        other => other,
+    }
+}
+
+/// AddPartitionsToTxn: v0-3 (a producer adds partitions; transactions v1), v4-5 (partition
+/// leaders batch several transactions, `verify_only` asks without adding, KIP-890).
+///
+/// Errors per partition: UNKNOWN_TOPIC_OR_PARTITION (3) for a partition that does not exist
+/// (the others OPERATION_NOT_ATTEMPTED, 55), INVALID_PRODUCER_ID_MAPPING (49),
+/// PRODUCER_FENCED (90, v2+; else INVALID_PRODUCER_EPOCH), CONCURRENT_TRANSACTIONS (51),
+/// TRANSACTION_ABORTABLE (v4+ verification), NOT_COORDINATOR (16), COORDINATOR_NOT_AVAILABLE.
+pub async fn add_partitions(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: AddPartitionsToTxnRequest,
+) -> AddPartitionsToTxnResponse {
+    let v = ctx.api_version;
+    let resp = AddPartitionsToTxnResponse::default();
+    if v <= 3 {
+        let tps: Vec<TopicPartition> = req
+            .v3_and_below_topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| (t.name.0.to_string(), *p)))
+            .collect();
+        let results = add_one(
+            broker,
+            &req.v3_and_below_transactional_id.0,
+            req.v3_and_below_producer_id.0,
+            req.v3_and_below_producer_epoch,
+            &tps,
+            Mode::Add(TxnVersion::V1),
+        )
+        .await;
+        let results = results
+            .into_iter()
+            .map(|(tp, e)| (tp, e.map(|e| for_version(e, v, 2, i16::MAX))))
+            .collect();
+        return resp.with_results_by_topic_v3_and_below(topic_results(results));
+    }
+    let mut out = Vec::with_capacity(req.transactions.len());
+    for t in req.transactions {
+        let tps: Vec<TopicPartition> = t
+            .topics
+            .iter()
+            .flat_map(|x| x.partitions.iter().map(|p| (x.name.0.to_string(), *p)))
+            .collect();
+        let mode = if t.verify_only {
+            Mode::Verify
+        } else {
+            // A partition leader adding for a transactions-v2 producer (Kafka's
+            // transactionVersionForAddPartitionsToTxn: v4+ means TV2).
+            Mode::Add(TxnVersion::V2)
+        };
+        let results = add_one(
+            broker,
+            &t.transactional_id.0,
+            t.producer_id.0,
+            t.producer_epoch,
+            &tps,
+            mode,
+        )
+        .await;
+        let results = results
+            .into_iter()
+            .map(|(tp, e)| (tp, e.map(|e| for_version(e, v, 2, 5))))
+            .collect();
+        out.push(
+            AddPartitionsToTxnResult::default()
+                .with_transactional_id(t.transactional_id)
+                .with_topic_results(topic_results(results)),
+        );
+    }
+    resp.with_results_by_transaction(out)
+}
+
+enum Mode {
+    Add(TxnVersion),
+    Verify,
+}
+
+/// One transaction's partitions: unknown ones first (the rest OPERATION_NOT_ATTEMPTED, as
+/// Kafka answers), then the coordinator.
+async fn add_one(
+    broker: &Arc<Broker>,
+    id: &str,
+    pid: i64,
+    epoch: i16,
+    tps: &[TopicPartition],
+    mode: Mode,
+) -> Vec<(TopicPartition, Option<E>)> {
+    let unknown: Vec<&TopicPartition> = tps
+        .iter()
+        .filter(|(t, p)| !partition_exists(broker, t, *p))
+        .collect();
+    if !unknown.is_empty() {
+        return tps
+            .iter()
+            .map(|tp| {
+                let e = if unknown.contains(&tp) {
+                    E::UnknownTopicOrPartition
+                } else {
+                    E::OperationNotAttempted
+                };
+                (tp.clone(), Some(e))
+            })
+            .collect();
+    }
+    let all = |e: Option<E>| tps.iter().map(|tp| (tp.clone(), e)).collect();
+    match mode {
+        Mode::Add(version) => {
+            match broker
+                .txns
+                .add_partitions(id, pid, epoch, tps, version)
+                .await
+            {
+                Ok(()) => all(None),
+                Err(e) => all(Some(e)),
+            }
+        }
+        Mode::Verify => match broker.txns.verify_partitions(id, pid, epoch, tps) {
+            Ok(r) => r,
+            Err(e) => all(Some(e)),
+        },
+    }
+}
+
+/// Whether `topic`'s partition `p` exists (the cluster's metadata, or this broker's topics).
+fn partition_exists(broker: &Broker, topic: &str, p: i32) -> bool {
+    if p < 0 {
+        return false;
+    }
+    match broker.cluster() {
+        Some(node) => node
+            .image()
+            .topics
+            .get(topic)
+            .is_some_and(|t| (p as usize) < t.partitions.len()),
+        None => broker.topic(topic).is_some_and(|t| p < t.partition_count()),
+    }
+}
+
+fn topic_results(results: Vec<(TopicPartition, Option<E>)>) -> Vec<AddPartitionsToTxnTopicResult> {
+    let mut out: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
+    for ((topic, p), e) in results {
+        let r = AddPartitionsToTxnPartitionResult::default()
+            .with_partition_index(p)
+            .with_partition_error_code(code(e));
+        match out.iter_mut().find(|t| t.name.0.as_str() == topic) {
+            Some(t) => t.results_by_partition.push(r),
+            None => out.push(
+                AddPartitionsToTxnTopicResult::default()
+                    .with_name(TopicName(str_bytes(&topic)))
+                    .with_results_by_partition(vec![r]),
+            ),
+        }
+    }
+    out
+}
+
+/// The number of `__consumer_offsets` partitions (the cluster's, or 1 on a single broker).
+fn offsets_partitions(broker: &Broker) -> i32 {
+    match broker.cluster() {
+        Some(node) => node
+            .image()
+            .topics
+            .get(OFFSETS_TOPIC)
+            .map_or(0, |t| t.partitions.len() as i32),
+        None => 1,
+    }
+}
+
+/// AddOffsetsToTxn v0-4: adds the group's `__consumer_offsets` partition to the transaction
+/// (transactions v1; v2 producers let TxnOffsetCommit add it).
+///
+/// Errors: as AddPartitionsToTxn; COORDINATOR_NOT_AVAILABLE while the offsets topic does not
+/// exist.
+pub async fn add_offsets(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: AddOffsetsToTxnRequest,
+) -> AddOffsetsToTxnResponse {
+    let n = offsets_partitions(broker);
+    let result = if n == 0 {
+        Err(E::CoordinatorNotAvailable)
+    } else {
+        let tp = TransactionCoordinators::offsets_partition(&req.group_id.0, n);
+        broker
+            .txns
+            .add_partitions(
+                &req.transactional_id.0,
+                req.producer_id.0,
+                req.producer_epoch,
+                &[tp],
+                TxnVersion::V1,
+            )
+            .await
+    };
+    AddOffsetsToTxnResponse::default().with_error_code(code(
+        result.err().map(|e| for_version(e, ctx.api_version, 2, 4)),
+    ))
+}
+
+/// EndTxn v0-5: commit or abort; v5 is transactions v2 (the epoch is bumped and answered).
+///
+/// Errors: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (v2+), CONCURRENT_TRANSACTIONS,
+/// INVALID_TXN_STATE, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE.
+pub async fn end_txn(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: EndTxnRequest,
+) -> EndTxnResponse {
+    let v = ctx.api_version;
+    let version = if v >= 5 {
+        TxnVersion::V2
+    } else {
+        TxnVersion::V1
+    };
+    let resp = EndTxnResponse::default();
+    match broker
+        .txns
+        .end_txn(
+            &req.transactional_id.0,
+            req.producer_id.0,
+            req.producer_epoch,
+            req.committed,
+            version,
+        )
+        .await
+    {
+        Ok((pid, epoch)) => {
+            if v >= 5 {
+                resp.with_producer_id(ProducerId(pid))
+                    .with_producer_epoch(epoch)
+            } else {
+                resp
+            }
+        }
+        Err(e) => {
+            let resp = resp.with_error_code(for_version(e, v, 2, 4).code());
+            if v >= 5 {
+                resp.with_producer_id(ProducerId(-1))
+                    .with_producer_epoch(-1)
+            } else {
+                resp
+            }
+        }
+    }
+}
+
+/// WriteTxnMarkers v1-2: appends each marker to the partitions this broker leads (acks=all)
+/// and answers per partition. From transaction coordinators, and from `kafka-transactions
+/// abort` (Admin.abortTransaction) for a hanging transaction.
+///
+/// Errors per partition: UNKNOWN_TOPIC_OR_PARTITION (3), NOT_LEADER_OR_FOLLOWER (6),
+/// NOT_ENOUGH_REPLICAS (19), INVALID_PRODUCER_EPOCH (47), TRANSACTION_COORDINATOR_FENCED (52),
+/// KAFKA_STORAGE_ERROR (56).
+pub async fn write_txn_markers(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: WriteTxnMarkersRequest,
+) -> WriteTxnMarkersResponse {
+    let v = ctx.api_version;
+    let mut markers = Vec::with_capacity(req.markers.len());
+    for m in req.markers {
+        let local = LocalMarker {
+            producer_id: m.producer_id.0,
+            producer_epoch: m.producer_epoch,
+            commit: m.transaction_result,
+            coordinator_epoch: m.coordinator_epoch,
+            bumps_epoch: v >= 2 && m.transaction_version >= 2,
+        };
+        let mut topics = Vec::with_capacity(m.topics.len());
+        for t in m.topics {
+            let topic = broker.topic(&t.name.0);
+            let writes = t.partition_indexes.iter().map(|&index| {
+                let topic = topic.clone();
+                let broker = broker.clone();
+                async move {
+                    let r = match topic.map(|t| t.replica(index)) {
+                        None => Err(E::UnknownTopicOrPartition),
+                        Some(Err(e)) => Err(e),
+                        Some(Ok(p)) if !p.repl.is_leader_or_sole() => {
+                            Err(E::NotLeaderOrFollower)
+                        }
+                        Some(Ok(p)) => write_marker_locally(&broker, &p, local).await,
+                    };
+                    if let Err(e) = &r {
+                        tracing::debug!(producer_id = local.producer_id, partition = index, error = ?e,
+                            "a transaction marker was refused");
+                    }
+                    WritableTxnMarkerPartitionResult::default()
+                        .with_partition_index(index)
+                        .with_error_code(code(r.err()))
+                }
+            });
+            let partitions = futures::future::join_all(writes).await;
+            topics.push(
+                WritableTxnMarkerTopicResult::default()
+                    .with_name(t.name)
+                    .with_partitions(partitions),
+            );
+        }
+        markers.push(
+            WritableTxnMarkerResult::default()
+                .with_producer_id(m.producer_id)
+                .with_topics(topics),
+        );
+    }
+    WriteTxnMarkersResponse::default().with_markers(markers)
+}
+
+/// TxnOffsetCommit v0-5: offsets committed in the producer's transaction, visible once it
+/// commits. v5 (transactions v2) adds the group's offsets partition to the transaction; older
+/// versions need AddOffsetsToTxn first (verified when `transaction.partition.verification.enable`).
+///
+/// Errors per partition: NOT_COORDINATOR (16), COORDINATOR_NOT_AVAILABLE (15),
+/// ILLEGAL_GENERATION (22), UNKNOWN_MEMBER_ID (25), FENCED_INSTANCE_ID (82),
+/// INVALID_PRODUCER_EPOCH (47) / PRODUCER_FENCED, INVALID_TXN_STATE (48) /
+/// TRANSACTION_ABORTABLE (v4+) when the partition was not added to the transaction,
+/// CONCURRENT_TRANSACTIONS (51).
+pub async fn txn_offset_commit(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: TxnOffsetCommitRequest,
+) -> TxnOffsetCommitResponse {
+    let v = ctx.api_version;
+    let group = req.group_id.0.to_string();
+    let id = req.transactional_id.0.to_string();
+    let now = now_ms();
+    let entries: Vec<((String, i32), OffsetValue)> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                (
+                    (t.name.0.to_string(), p.partition_index),
+                    OffsetValue {
+                        offset: p.committed_offset,
+                        leader_epoch: if v >= 2 { p.committed_leader_epoch } else { -1 },
+                        metadata: p
+                            .committed_metadata
+                            .as_ref()
+                            .map(|m| m.to_string())
+                            .unwrap_or_default(),
+                        commit_timestamp: now,
+                    },
+                )
+            })
+        })
+        .collect();
+    let mut result: Result<(), E> = Ok(());
+    let n = offsets_partitions(broker);
+    if n == 0 {
+        result = Err(E::CoordinatorNotAvailable);
+    } else if let Err(e) = broker.groups.for_group(&group) {
+        result = Err(e);
+    } else if v >= 5 || broker.config.transactions.partition_verification {
+        let tp = TransactionCoordinators::offsets_partition(&group, n);
+        let failed = txn_verify::add_or_verify(
+            broker,
+            &id,
+            req.producer_id.0,
+            req.producer_epoch,
+            &[tp],
+            v >= 5,
+        )
+        .await;
+        if let Some(&e) = failed.values().next() {
+            result = Err(match e {
+                E::NetworkException | E::CoordinatorLoadInProgress | E::NotCoordinator => {
+                    E::CoordinatorNotAvailable
+                }
+                other => other,
+            });
+        }
+    }
+    if result.is_ok() {
+        let producer = TxnProducer {
+            id: req.producer_id.0,
+            epoch: req.producer_epoch,
+        };
+        let generation = if v >= 3 { req.generation_id } else { -1 };
+        let member = if v >= 3 {
+            req.member_id.to_string()
+        } else {
+            String::new()
+        };
+        let instance = if v >= 3 {
+            req.group_instance_id.as_ref().map(|s| s.to_string())
+        } else {
+            None
+        };
+        result = broker
+            .groups
+            .txn_commit(
+                &group,
+                producer,
+                generation,
+                &member,
+                instance.as_deref(),
+                entries,
+            )
+            .await;
+    }
+    let error = result.err().map(|e| for_version(e, v, 2, 4));
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(t.name)
+                .with_partitions(
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            TxnOffsetCommitResponsePartition::default()
+                                .with_partition_index(p.partition_index)
+                                .with_error_code(code(error))
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+/// DescribeTransactions v0 (KIP-664): the state of each id coordinated here.
+///
+/// Errors per id: TRANSACTIONAL_ID_NOT_FOUND (105), NOT_COORDINATOR (16),
+/// COORDINATOR_NOT_AVAILABLE (15).
+pub async fn describe_transactions(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: DescribeTransactionsRequest,
+) -> DescribeTransactionsResponse {
+    let states = req
+        .transactional_ids
+        .into_iter()
+        .map(|id| {
+            let out = DescribedTxn::default().with_transactional_id(id.clone());
+            match broker.txns.describe(&id.0) {
+                Err(e) => out
+                    .with_error_code(e.code())
+                    .with_transaction_state(str_bytes(""))
+                    .with_producer_id(ProducerId(-1))
+                    .with_producer_epoch(-1),
+                Ok(d) => {
+                    let mut topics: Vec<TopicData> = Vec::new();
+                    for (t, p) in &d.partitions {
+                        match topics.iter_mut().find(|x| x.topic.0.as_str() == t) {
+                            Some(x) => x.partitions.push(*p),
+                            None => topics.push(
+                                TopicData::default()
+                                    .with_topic(TopicName(str_bytes(t)))
+                                    .with_partitions(vec![*p]),
+                            ),
+                        }
+                    }
+                    out.with_transaction_state(str_bytes(d.state.name()))
+                        .with_transaction_timeout_ms(d.timeout_ms)
+                        .with_transaction_start_time_ms(d.start_ms)
+                        .with_producer_id(ProducerId(d.producer_id))
+                        .with_producer_epoch(d.producer_epoch)
+                        .with_topics(topics)
+                }
+            }
+        })
+        .collect();
+    DescribeTransactionsResponse::default().with_transaction_states(states)
+}
+
+/// ListTransactions v0-2 (KIP-664, KIP-994 duration, KIP-1152 pattern): the ids coordinated
+/// here; unknown state names are echoed in `unknown_state_filters`.
+pub async fn list_transactions(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: ListTransactionsRequest,
+) -> ListTransactionsResponse {
+    let v = ctx.api_version;
+    let mut unknown = Vec::new();
+    let mut states = Vec::new();
+    for s in &req.state_filters {
+        match TxnState::from_name(s) {
+            Some(st) => states.push(st),
+            None => unknown.push(s.clone()),
+        }
+    }
+    if !unknown.is_empty() && states.is_empty() {
+        // Only unknown states asked for: nothing can match them.
+        return ListTransactionsResponse::default().with_unknown_state_filters(unknown);
+    }
+    let filter = TxnFilter {
+        states,
+        producer_ids: req.producer_id_filters.iter().map(|p| p.0).collect(),
+        duration_ms: if v >= 1 { req.duration_filter } else { -1 },
+        pattern: if v >= 2 {
+            req.transactional_id_pattern.as_ref().map(|p| p.to_string())
+        } else {
+            None
+        },
+    };
+    let listed = broker
+        .txns
+        .list(&filter)
+        .into_iter()
+        .map(|l| {
+            ListedTxn::default()
+                .with_transactional_id(TransactionalId(str_bytes(&l.transactional_id)))
+                .with_producer_id(ProducerId(l.producer_id))
+                .with_transaction_state(str_bytes(l.state.name()))
+        })
+        .collect();
+    ListTransactionsResponse::default()
+        .with_unknown_state_filters(unknown)
+        .with_transaction_states(listed)
+}
+
+/// DescribeProducers v0 (KIP-664): the producers of partitions this broker leads (their
+/// epochs, last sequences and open transactions' first offsets, for `kafka-transactions
+/// describe-producers` and `find-hanging`).
+///
+/// Errors per partition: UNKNOWN_TOPIC_OR_PARTITION (3), NOT_LEADER_OR_FOLLOWER (6).
+pub async fn describe_producers(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    req: DescribeProducersRequest,
+) -> DescribeProducersResponse {
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let topic = broker.topic(&t.name.0);
+            let partitions = t
+                .partition_indexes
+                .iter()
+                .map(|&index| {
+                    let out = PartitionResponse::default().with_partition_index(index);
+                    let found = match &topic {
+                        None => Err(E::UnknownTopicOrPartition),
+                        Some(t) => t.replica(index).and_then(|p| {
+                            if p.repl.is_leader_or_sole() {
+                                Ok(p)
+                            } else {
+                                Err(E::NotLeaderOrFollower)
+                            }
+                        }),
+                    };
+                    match found {
+                        Err(e) => out.with_error_code(e.code()),
+                        Ok(p) => out.with_active_producers(
+                            p.describe_producers()
+                                .into_iter()
+                                .map(|s| {
+                                    ProducerState::default()
+                                        .with_producer_id(ProducerId(s.producer_id))
+                                        .with_producer_epoch(i32::from(s.epoch))
+                                        .with_last_sequence(s.last_sequence)
+                                        .with_last_timestamp(s.last_timestamp)
+                                        .with_coordinator_epoch(s.coordinator_epoch)
+                                        .with_current_txn_start_offset(s.current_txn_start_offset)
+                                })
+                                .collect(),
+                        ),
+                    }
+                })
+                .collect();
+            TopicResponse::default()
+                .with_name(t.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    DescribeProducersResponse::default().with_topics(topics)
+}
