@@ -189,6 +189,51 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
             TYPE_LONG,
         ),
         (
+            "transaction.max.timeout.ms",
+            c.transactions.max_timeout_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            c.transactions.abort_check_interval_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "transactional.id.expiration.ms",
+            c.transactions.id_expiration_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            c.transactions.remove_expired_interval_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "transaction.state.log.num.partitions",
+            c.transactions.num_partitions.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "transaction.state.log.replication.factor",
+            c.transactions.replication_factor.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "transaction.state.log.min.isr",
+            c.transactions.min_isr.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "transaction.state.log.segment.bytes",
+            c.transactions.segment_bytes.to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "transaction.partition.verification.enable",
+            c.transactions.partition_verification.to_string(),
+            TYPE_BOOLEAN,
+        ),
+        (
             "max.partitions.per.topic",
             c.max_partitions_per_topic.to_string(),
             TYPE_LONG,
