@@ -334,9 +334,9 @@ def _grow_code(a, topic: str, partitions: int):
 
 
 def test_partition_bounds(make_own_broker, topic_name):
-    """max.partitions.per.topic = 8, max.broker.partitions = 12 (the numbers leave room for
-    whether the offsets log's partition counts)."""
-    b = make_own_broker("max.partitions.per.topic = 8\nmax.broker.partitions = 12\n")
+    """max.partitions.per.topic = 8, max.broker.partitions = 13: the single broker's internal
+    logs (__consumer_offsets-0 and __transaction_state-0) count among the hosted partitions."""
+    b = make_own_broker("max.partitions.per.topic = 8\nmax.broker.partitions = 13\n")
     a = h.admin(b.bootstrap)
     t1, t2, t3 = topic_name("a"), topic_name("b"), topic_name("c")
     assert _create_code(a, t1, 9) == INVALID_PARTITIONS, "9 partitions > max.partitions.per.topic 8"
@@ -344,10 +344,10 @@ def test_partition_bounds(make_own_broker, topic_name):
     assert t1 not in h.topic_names(b.bootstrap)
     assert _create_code(a, t1, 6) is None
     assert _grow_code(a, t1, 9) == INVALID_PARTITIONS, "growing to 9 > max.partitions.per.topic 8"
-    assert _create_code(a, t2, 7) == INVALID_PARTITIONS, "6 (+1) + 7 > max.broker.partitions 12"
+    assert _create_code(a, t2, 7) == INVALID_PARTITIONS, "6 (+2) + 7 > max.broker.partitions 13"
     assert t2 not in h.topic_names(b.bootstrap)
-    assert _create_code(a, t2, 5) is None, "6 (+1) + 5 <= 12"
-    assert _grow_code(a, t1, 8) == INVALID_PARTITIONS, "6 (+1) + 5 + 2 > 12"
+    assert _create_code(a, t2, 5) is None, "6 (+2) + 5 <= 13"
+    assert _grow_code(a, t1, 8) == INVALID_PARTITIONS, "6 (+2) + 5 + 2 > 13"
     assert _create_code(a, t3, 2) == INVALID_PARTITIONS
     assert h.wait_topic(b.bootstrap, t1) == 6 and h.wait_topic(b.bootstrap, t2) == 5
     # refused requests left nothing behind: the topics still work

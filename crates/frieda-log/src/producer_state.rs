@@ -395,7 +395,9 @@ impl ProducerStateManager {
                 last_offset: base_offset + i64::from(batch.last_offset_delta),
             });
         }
-        entry.last_timestamp = entry.last_timestamp.max(batch.max_timestamp);
+        // Kafka's ProducerAppendInfo: the last batch's max timestamp (not a running max), as
+        // DescribeProducers reports it and producer expiry measures from it.
+        entry.last_timestamp = batch.max_timestamp;
         let mut opened = None;
         if batch.is_transactional() && entry.current_txn_first_offset.is_none() {
             entry.current_txn_first_offset = Some(base_offset);
@@ -435,7 +437,7 @@ impl ProducerStateManager {
         let entry = self.producers.entry(producer_id).or_default();
         entry.set_epoch(epoch);
         entry.coordinator_epoch = entry.coordinator_epoch.max(marker.coordinator_epoch);
-        entry.last_timestamp = entry.last_timestamp.max(timestamp);
+        entry.last_timestamp = timestamp;
         let first = entry.current_txn_first_offset.take()?;
         self.frontier.ongoing.remove(&first);
         if self.frontier.unreplicated.len() >= MAX_UNREPLICATED_TXNS {
