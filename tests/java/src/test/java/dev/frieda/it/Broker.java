@@ -1,5 +1,6 @@
 package dev.frieda.it;
 
+import java.io.FileWriter;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -22,9 +23,11 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
  */
 final class Broker implements AutoCloseable {
     final String bootstrap;
-    private final Process process;
+    private volatile Process process;
     private final Path dir;
     private final Path stderr;
+    /** The command line that started the broker (null for an external one), reused by {@link #restart()}. */
+    private List<String> command;
 
     private Broker(String bootstrap, Process process, Path dir, Path stderr) {
         this.bootstrap = bootstrap;
@@ -54,26 +57,74 @@ final class Broker implements AutoCloseable {
         Path data = Files.createDirectory(dir.resolve("data"));
         Path err = dir.resolve("frieda.stderr");
         String listen = "127.0.0.1:" + port;
-        ProcessBuilder pb = new ProcessBuilder(List.of(bin, "serve", "--listen", listen, "--data-dir", data.toString()))
+        Broker b = new Broker(listen, null, dir, err);
+        b.command = List.of(bin, "serve", "--listen", listen, "--data-dir", data.toString());
+        b.launch(false);
+        return b;
+    }
+
+    /** Starts {@link #command} (stderr to the file, appended when {@code append}) and waits until it listens. */
+    private void launch(boolean append) throws Exception {
+        ProcessBuilder pb = new ProcessBuilder(command)
                 .redirectErrorStream(true)
-                .redirectOutput(err.toFile());
+                .redirectOutput(append ? ProcessBuilder.Redirect.appendTo(stderr.toFile()) : ProcessBuilder.Redirect.to(stderr.toFile()));
         pb.environment().putIfAbsent("RUST_LOG", "info");
         Process p = pb.start();
-        Broker b = new Broker(listen, p, dir, err);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        process = p;
+        int port = Integer.parseInt(bootstrap.substring(bootstrap.lastIndexOf(':') + 1));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(startTimeoutSeconds());
         while (System.nanoTime() < deadline) {
             if (!p.isAlive()) {
-                throw new IllegalStateException("broker exited with " + p.exitValue() + " during start-up\n" + b.tail());
+                throw new IllegalStateException("broker exited with " + p.exitValue() + " during start-up\n" + tail());
             }
             try (Socket s = new Socket()) {
                 s.connect(new InetSocketAddress("127.0.0.1", port), 200);
-                return b;
+                return;
             } catch (IOException e) {
                 Thread.sleep(50);
             }
         }
         p.destroyForcibly();
-        throw new IllegalStateException("broker did not listen on " + listen + " within 15 s\n" + b.tail());
+        throw new IllegalStateException("broker did not listen on " + bootstrap + " within " + startTimeoutSeconds()
+                + " s\n" + tail());
+    }
+
+    /** $FRIEDA_START_TIMEOUT / $FRIEDA_STOP_TIMEOUT (seconds; 15 and 5 by default), as the Python tests read them. */
+    private static long envSeconds(String name, long dflt) {
+        String v = System.getenv(name);
+        return v == null || v.isBlank() ? dflt : (long) Double.parseDouble(v.trim());
+    }
+
+    private static long startTimeoutSeconds() {
+        return envSeconds("FRIEDA_START_TIMEOUT", 15);
+    }
+
+    /** SIGKILL the broker (a crash) and wait until it is gone; not for an external broker. */
+    void sigkill() throws Exception {
+        if (process == null) {
+            throw new IllegalStateException("cannot kill an external broker");
+        }
+        if (!process.isAlive()) {
+            throw new AssertionError("broker died before it was killed (exit " + process.exitValue() + ")\n" + tail());
+        }
+        process.destroyForcibly(); // SIGKILL
+        if (!process.waitFor(10, TimeUnit.SECONDS)) {
+            throw new AssertionError("broker still alive 10 s after SIGKILL");
+        }
+    }
+
+    /** Starts the broker again after {@link #sigkill()}: same command line, port and data dir; stderr appended. */
+    void restart() throws Exception {
+        if (command == null) {
+            throw new IllegalStateException("cannot restart an external broker");
+        }
+        if (process != null && process.isAlive()) {
+            throw new IllegalStateException("broker still running");
+        }
+        try (FileWriter w = new FileWriter(stderr.toFile(), StandardCharsets.UTF_8, true)) {
+            w.write("----- restart after SIGKILL -----\n");
+        }
+        launch(true);
     }
 
     boolean external() {
@@ -111,7 +162,7 @@ final class Broker implements AutoCloseable {
         return Admin.create(p);
     }
 
-    /** SIGTERM, then exit status 0 within 5 s. */
+    /** SIGTERM, then exit status 0 within 5 s ($FRIEDA_STOP_TIMEOUT). */
     @Override
     public void close() throws Exception {
         if (process == null) {
@@ -121,11 +172,12 @@ final class Broker implements AutoCloseable {
             if (!process.isAlive()) {
                 throw new AssertionError("broker died during the test (exit " + process.exitValue() + ")\n" + tail());
             }
+            long stopTimeout = envSeconds("FRIEDA_STOP_TIMEOUT", 5);
             process.destroy(); // SIGTERM
-            if (!process.waitFor(5, TimeUnit.SECONDS)) {
+            if (!process.waitFor(stopTimeout, TimeUnit.SECONDS)) {
                 process.destroyForcibly();
                 process.waitFor(10, TimeUnit.SECONDS);
-                throw new AssertionError("broker did not exit within 5 s of SIGTERM\n" + tail());
+                throw new AssertionError("broker did not exit within " + stopTimeout + " s of SIGTERM\n" + tail());
             }
             if (process.exitValue() != 0) {
                 throw new AssertionError("broker exited with " + process.exitValue() + " after SIGTERM (want 0)\n" + tail());
