@@ -32,7 +32,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from history import HistoryWriter  # noqa: E402
 
-LOG_LEVEL = 3
+# librdkafka's warnings too (offset resets, truncation detected): they explain a consumer's jumps
+LOG_LEVEL = 4
 VALUE_STRIDE = 10_000_000
 
 

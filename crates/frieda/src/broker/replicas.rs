@@ -120,6 +120,8 @@ impl Broker {
         partition
             .repl
             .restore_high_watermark(if existing { hw } else { 0 });
+        // Visible to requests from the insert below on, and not a sole replica meanwhile.
+        partition.repl.await_role();
         let mut parts = topic.partitions.write();
         let slot = usize::try_from(index).context("negative partition index")?;
         if parts.len() <= slot {

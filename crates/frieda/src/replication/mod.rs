@@ -96,6 +96,17 @@ impl Replication {
         self.changed.notify_waiters();
     }
 
+    /// A cluster replica just opened, before the reconciler gives it its role: replicated and
+    /// offline (no epoch), so until then it takes no produce, serves no consumer and answers
+    /// no OffsetForLeaderEpoch (NOT_LEADER_OR_FOLLOWER) instead of acting as a single broker's
+    /// sole replica. Soak B (tests/jepsen power-loss): a broker restarted after a power cut
+    /// listens before its replicas have roles; a client with stale metadata could otherwise
+    /// reach a replica that answered as its own leader for a moment.
+    pub fn await_role(&self) {
+        *self.role.lock() = Role::Offline { epoch: -1 };
+        self.replicated.store(true, Ordering::Release);
+    }
+
     /// This replica stops (removed from this broker by a reassignment, or its topic deleted):
     /// it leads and follows nothing any more, and whoever waits on it wakes, so an `acks=all`
     /// produce waiting for the high watermark is answered NOT_LEADER_OR_FOLLOWER at once (Kafka
