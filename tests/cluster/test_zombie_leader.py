@@ -40,7 +40,14 @@ def test_leader_paused_past_its_session_acknowledges_nothing_after_it_resumes(cl
     def batch(value: bytes) -> bytes:
         return kw.record_batch([kw.Record(key=b"k", value=value, headers=[], timestamp=ts)])
 
-    _, (ctl,) = kw.parse_produce_v9(kw.request(s, kw.produce_v9(1, topic, 0, batch(b"control"), acks=-1)))
+    # The metadata names L before L's replica has taken its role (until then it refuses with
+    # NOT_LEADER_OR_FOLLOWER, as a client would be told to retry): retry for a moment.
+    deadline = time.monotonic() + 10
+    while True:
+        _, (ctl,) = kw.parse_produce_v9(kw.request(s, kw.produce_v9(1, topic, 0, batch(b"control"), acks=-1)))
+        if ctl.error_code != NOT_LEADER_OR_FOLLOWER or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert ctl.error_code == 0, ctl
 
     c.pause(leader)
