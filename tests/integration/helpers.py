@@ -27,6 +27,19 @@ def create_topic(bootstrap: str, name: str, partitions: int = 3, config: dict | 
     wait_topic(bootstrap, name, partitions, timeout=timeout)
 
 
+def wait_until(what: str, cond, timeout: float, every: float = 0.25):
+    """Polls ``cond()`` every ``every`` s until it returns something truthy (returned), or fails
+    after ``timeout`` s naming ``what`` and the last value."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = cond()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
 def wait_topic(bootstrap: str, name: str, partitions: int | None = None, timeout: float = 30) -> int:
     """Wait until metadata lists ``name`` with a leader for every partition; return the partition count."""
     a = admin(bootstrap)

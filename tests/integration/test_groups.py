@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka import ConsumerGroupState
 
-from helpers import LOG_LEVEL, admin, create_topic, producer
+from helpers import LOG_LEVEL, admin, create_topic, producer, wait_until
 
 WORKER = Path(__file__).with_name("group_worker.py")
 
@@ -52,17 +52,6 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[i
 def describe(bootstrap: str, group: str):
     a = admin(bootstrap)  # keep the client alive until its future completes
     return a.describe_consumer_groups([group])[group].result(timeout=10)
-
-
-def wait_until(what: str, cond, timeout: float, every: float = 0.25):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
 class Worker:

@@ -326,7 +326,7 @@ def test_idle_transaction_aborted_after_its_timeout(make_own_broker, topic_name)
 
     def aborted():
         return t.latest_offsets(b, topic, [0, 1], committed=True) == {0: 5, 1: 3}
-    t.wait_until("the broker to abort the timed-out transaction (read_committed latest past its markers)",
+    h.wait_until("the broker to abort the timed-out transaction (read_committed latest past its markers)",
                  aborted, timeout=10 - (flushed - t0), every=0.25)
     took = time.monotonic() - t0
     assert took >= 2.5, f"transaction aborted {took:.1f}s after it began, before its 3 s timeout"
@@ -648,7 +648,7 @@ def test_exactly_once_consume_transform_produce_across_a_broker_sigkill(own_brok
     group, tid = f"g-{src}", f"eos-{src}"
     w = EosWorker(tmp_path, b, group, src, dst, tid, batch=20)
     try:
-        t.wait_until("the worker to commit a quarter of the input", lambda: w.committed_records() >= n // 4, 90,
+        h.wait_until("the worker to commit a quarter of the input", lambda: w.committed_records() >= n // 4, 90,
                      every=0.05)
         before = w.committed_records()
         assert before < n, f"the worker committed {before} of {n} records before the kill: nothing left to test"
@@ -663,7 +663,7 @@ def test_exactly_once_consume_transform_produce_across_a_broker_sigkill(own_brok
                 return _committed_offsets(b, group, src, parts, probe) == ends
             except Exception:  # noqa: BLE001  the broker restarting: not yet
                 return False
-        t.wait_until("the group's committed offsets to reach the input's end offsets", done, 120, every=0.5)
+        h.wait_until("the group's committed offsets to reach the input's end offsets", done, 120, every=0.5)
         w.supervise()
     finally:
         rc = w.stop()

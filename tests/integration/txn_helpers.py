@@ -98,17 +98,6 @@ def watermarks(bootstrap: str, topic: str, partitions, isolation: str = "read_un
         c.close()
 
 
-def wait_until(what: str, cond, timeout: float, every: float = 0.2):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
 class Reader:
     """A consumer assigned to ``partitions`` of ``topic`` from ``start``, with the given
     isolation level. ``drain`` reads until every partition reported EOF (the high watermark for

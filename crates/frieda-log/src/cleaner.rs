@@ -464,6 +464,25 @@ impl Filter<'_> {
         r.value.is_some() || horizon.is_none_or(|h| self.now_ms < h)
     }
 
+    /// A batch left without records: dropped, unless `keep_header` or it is its producer's last
+    /// batch (the producer state needs it), then a bare header (Kafka's
+    /// DefaultRecordBatch.writeEmptyHeader: no codec, no horizon, base timestamp -1, the max
+    /// timestamp and everything else kept).
+    fn emptied(&self, h: &BatchHeader, keep_header: bool) -> Filtered {
+        let last_of_producer = h.producer_id >= 0
+            && self.active_producers.get(&h.producer_id) == Some(&h.last_offset());
+        if !(keep_header || last_of_producer) {
+            return Filtered::Drop;
+        }
+        let empty = BatchHeader {
+            attributes: h.attributes & !0x7 & !DELETE_HORIZON_BIT,
+            base_timestamp: -1,
+            records_count: 0,
+            ..*h
+        };
+        Filtered::Rewrite(build_batch(&empty, Codec::None, &[]))
+    }
+
     /// Filters one batch; `keep_header` forces an emptied batch to stay as a bare header.
     fn batch(
         &mut self,
@@ -483,18 +502,7 @@ impl Filter<'_> {
             parse_records(&section, h.records_count)?
         };
         if records.is_empty() && h.records_count > 0 {
-            let last_of_producer = h.producer_id >= 0
-                && self.active_producers.get(&h.producer_id) == Some(&h.last_offset());
-            if !(keep_header || last_of_producer) {
-                return Ok(Filtered::Drop);
-            }
-            let empty = BatchHeader {
-                attributes: h.attributes & !0x7 & !DELETE_HORIZON_BIT,
-                base_timestamp: -1,
-                records_count: 0,
-                ..*h
-            };
-            return Ok(Filtered::Rewrite(build_batch(&empty, Codec::None, &[])));
+            return Ok(self.emptied(h, keep_header));
         }
         let horizon = h.delete_horizon_ms();
         let mut kept = Vec::with_capacity(records.len());
@@ -518,21 +526,8 @@ impl Filter<'_> {
             }
             return Ok(Filtered::Keep);
         }
-        let last_of_producer = h.producer_id >= 0
-            && self.active_producers.get(&h.producer_id) == Some(&h.last_offset());
         if kept.is_empty() {
-            if !(keep_header || last_of_producer) {
-                return Ok(Filtered::Drop);
-            }
-            // Kafka's DefaultRecordBatch.writeEmptyHeader: no codec, no horizon, base timestamp
-            // -1, the max timestamp and everything else kept.
-            let empty = BatchHeader {
-                attributes: h.attributes & !0x7 & !DELETE_HORIZON_BIT,
-                base_timestamp: -1,
-                records_count: 0,
-                ..*h
-            };
-            return Ok(Filtered::Rewrite(build_batch(&empty, Codec::None, &[])));
+            return Ok(self.emptied(h, keep_header));
         }
         let mut out = *h;
         out.records_count = kept.len() as i32;

@@ -251,6 +251,26 @@ pub struct OffsetStore {
 /// A queued write; resolves once it is in the log (and flushed if the policy asks).
 pub type WriteResult = oneshot::Receiver<Result<AppendOutcome, ResponseError>>;
 
+/// The offsets log records (key, value) of `group`'s committed `entries`.
+fn offset_records(
+    group: &str,
+    entries: Vec<(TopicPartition, OffsetValue)>,
+) -> Vec<(LogKey, Option<Bytes>)> {
+    entries
+        .into_iter()
+        .map(|((topic, partition), v)| {
+            (
+                LogKey::Offset {
+                    group: group.to_string(),
+                    topic,
+                    partition,
+                },
+                Some(codec::encode_offset(&v)),
+            )
+        })
+        .collect()
+}
+
 /// Waits for a queued write: `Ok` once stored, KAFKA_STORAGE_ERROR-like errors otherwise.
 pub async fn written(rx: WriteResult) -> Result<(), ResponseError> {
     match rx.await {
@@ -395,19 +415,7 @@ impl OffsetStore {
         if entries.is_empty() {
             return Ok(());
         }
-        let records = entries
-            .into_iter()
-            .map(|((topic, partition), v)| {
-                (
-                    LogKey::Offset {
-                        group: group.to_string(),
-                        topic,
-                        partition,
-                    },
-                    Some(codec::encode_offset(&v)),
-                )
-            })
-            .collect::<Vec<_>>();
+        let records = offset_records(group, entries);
         let rx = {
             let _order = self.inner.lock();
             self.write_as(records, Some(txn))
@@ -443,19 +451,7 @@ impl OffsetStore {
         group: &str,
         entries: Vec<(TopicPartition, OffsetValue)>,
     ) -> impl Future<Output = Result<(), ResponseError>> {
-        let records = entries
-            .into_iter()
-            .map(|((topic, partition), v)| {
-                (
-                    LogKey::Offset {
-                        group: group.to_string(),
-                        topic,
-                        partition,
-                    },
-                    Some(codec::encode_offset(&v)),
-                )
-            })
-            .collect::<Vec<_>>();
+        let records = offset_records(group, entries);
         let rx = if records.is_empty() {
             None
         } else {

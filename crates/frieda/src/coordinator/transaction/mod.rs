@@ -398,20 +398,7 @@ impl TransactionCoordinators {
             InitStep::Fence(t) => {
                 // Abort the open transaction of the fenced producer first; the new producer
                 // retries and gets the epoch after it.
-                let r = self
-                    .end_txn_in(
-                        &p,
-                        id,
-                        t.producer_id,
-                        t.producer_epoch,
-                        false,
-                        TxnVersion::V2,
-                        false,
-                    )
-                    .await;
-                if r.is_err() {
-                    abandon_fence(&p, id);
-                }
+                let r = self.abort_fenced(&p, id, &t).await;
                 Err(r.err().unwrap_or(E::ConcurrentTransactions))
             }
         }
@@ -752,23 +739,37 @@ impl TransactionCoordinators {
             for (id, t) in fences {
                 tracing::info!(transactional_id = %id, producer_id = t.producer_id,
                     "aborting a transaction past its timeout");
-                let r = self
-                    .end_txn_in(
-                        &p,
-                        &id,
-                        t.producer_id,
-                        t.producer_epoch,
-                        false,
-                        TxnVersion::V2,
-                        false,
-                    )
-                    .await;
-                if let Err(e) = r {
+                if let Err(e) = self.abort_fenced(&p, &id, &t).await {
                     tracing::info!(transactional_id = %id, error = ?e, "aborting a timed-out transaction failed");
-                    abandon_fence(&p, &id);
                 }
             }
         }
+    }
+
+    /// Aborts the open transaction of `id` after an epoch fence `t` (InitProducerId of a new
+    /// producer, or a timeout): an abort with the bumped epoch, as Kafka's v2 abort of a fenced
+    /// transaction. If it fails, the fence is abandoned so a later attempt can fence again.
+    async fn abort_fenced(
+        self: &Arc<Self>,
+        p: &Arc<TxnPartition>,
+        id: &str,
+        t: &TxnTransit,
+    ) -> Result<(), E> {
+        let r = self
+            .end_txn_in(
+                p,
+                id,
+                t.producer_id,
+                t.producer_epoch,
+                false,
+                TxnVersion::V2,
+                false,
+            )
+            .await;
+        if r.is_err() {
+            abandon_fence(p, id);
+        }
+        r.map(|_| ())
     }
 
     /// Removes ids idle for `transactional.id.expiration.ms` (tombstones).

@@ -10,11 +10,15 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
 
 /**
  * The broker under test: a Frieda started from {@code $FRIEDA_BIN} (default {@code target/release/frieda})
@@ -152,6 +156,31 @@ final class Broker implements AutoCloseable {
 
     static String uniqueTopic(String base) {
         return "java-it-" + base + "-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    /**
+     * Creates a topic (replication factor 1, {@code configs}) and waits up to 30 s until every
+     * one of its {@code partitions} has a leader.
+     */
+    static void createTopic(Admin a, String topic, int partitions, Map<String, String> configs) throws Exception {
+        a.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs))).all().get(30, TimeUnit.SECONDS);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            try {
+                TopicDescription d = a.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic);
+                if (d.partitions().size() == partitions && d.partitions().stream().allMatch(p -> p.leader() != null)) {
+                    return;
+                }
+            } catch (ExecutionException e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("topic " + topic + " has no leaders after 30 s");
+            }
+            Thread.sleep(100);
+        }
     }
 
     /** An AdminClient for this broker (30 s API timeout); the caller closes it. */

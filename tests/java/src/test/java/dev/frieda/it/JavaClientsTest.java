@@ -66,27 +66,6 @@ class JavaClientsTest {
         return broker.admin();
     }
 
-    private void createTopic(Admin a, String topic, int partitions, Map<String, String> configs) throws Exception {
-        a.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs))).all().get(30, TimeUnit.SECONDS);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (true) {
-            try {
-                TopicDescription d = a.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic);
-                if (d.partitions().size() == partitions && d.partitions().stream().allMatch(p -> p.leader() != null)) {
-                    return;
-                }
-            } catch (ExecutionException e) {
-                if (System.nanoTime() > deadline) {
-                    throw e;
-                }
-            }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("topic " + topic + " not ready");
-            }
-            Thread.sleep(100);
-        }
-    }
-
     record Sent(byte[] key, byte[] value, List<Header> headers, long timestamp) {}
 
     private static List<Sent> sampleRecords(int n, long now) {
@@ -137,7 +116,7 @@ class JavaClientsTest {
     void idempotentProducerAndAssignedConsumerRoundTripByteForByte() throws Exception {
         String topic = Broker.uniqueTopic("roundtrip");
         try (Admin a = admin()) {
-            createTopic(a, topic, 3, Map.of());
+            Broker.createTopic(a, topic, 3, Map.of());
         }
         List<Sent> sent = sampleRecords(500, System.currentTimeMillis());
         Properties pp = new Properties();
@@ -212,7 +191,7 @@ class JavaClientsTest {
     void adminCreatesAndDescribesTopic() throws Exception {
         String topic = Broker.uniqueTopic("admin");
         try (Admin a = admin()) {
-            createTopic(a, topic, 4, Map.of("retention.ms", "3600000", "cleanup.policy", "delete"));
+            Broker.createTopic(a, topic, 4, Map.of("retention.ms", "3600000", "cleanup.policy", "delete"));
             TopicDescription d = a.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic);
             assertEquals(4, d.partitions().size());
             assertFalse(d.isInternal());
@@ -251,7 +230,7 @@ class JavaClientsTest {
     void producerWithAcksOneAndExplicitPartitions() throws Exception {
         String topic = Broker.uniqueTopic("acks1");
         try (Admin a = admin()) {
-            createTopic(a, topic, 2, Map.of());
+            Broker.createTopic(a, topic, 2, Map.of());
         }
         Properties pp = new Properties();
         pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap);
@@ -330,7 +309,7 @@ class JavaClientsTest {
     void listConfigResourcesNamesTopicsAndBrokers() throws Exception {
         try (Admin a = admin()) {
             String topic = "lcr-" + java.util.UUID.randomUUID();
-            createTopic(a, topic, 1, Map.of());
+            Broker.createTopic(a, topic, 1, Map.of());
             int node = a.describeCluster().nodes().get(30, TimeUnit.SECONDS).iterator().next().id();
             Collection<ConfigResource> all = a.listConfigResources().all().get(30, TimeUnit.SECONDS);
             assertTrue(all.contains(new ConfigResource(ConfigResource.Type.TOPIC, topic)), all.toString());
@@ -352,7 +331,7 @@ class JavaClientsTest {
     void alterReplicaLogDirsToTheLogDirOrElsewhere() throws Exception {
         try (Admin a = admin()) {
             String topic = "arld-" + java.util.UUID.randomUUID();
-            createTopic(a, topic, 1, Map.of());
+            Broker.createTopic(a, topic, 1, Map.of());
             int node = a.describeCluster().nodes().get(30, TimeUnit.SECONDS).iterator().next().id();
             String dir = a.describeLogDirs(List.of(node)).allDescriptions().get(30, TimeUnit.SECONDS)
                     .get(node).keySet().iterator().next();
@@ -382,7 +361,7 @@ class JavaClientsTest {
     void dynamicDefaultBrokerConfigAppliesWithoutRestart() throws Exception {
         try (Admin a = admin()) {
             String topic = "dyn-" + java.util.UUID.randomUUID();
-            createTopic(a, topic, 1, Map.of());
+            Broker.createTopic(a, topic, 1, Map.of());
             ConfigResource dflt = new ConfigResource(ConfigResource.Type.BROKER, "");
             org.apache.kafka.clients.admin.ConfigEntry entry =
                     new org.apache.kafka.clients.admin.ConfigEntry("message.max.bytes", "2000");

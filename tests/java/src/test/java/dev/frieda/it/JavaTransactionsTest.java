@@ -31,9 +31,7 @@ import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.admin.TransactionState;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -91,27 +89,6 @@ class JavaTransactionsTest {
     }
 
     // ------------------------------------------------------------------ helpers
-
-    private void createTopic(Admin a, String topic, int partitions) throws Exception {
-        a.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get(30, TimeUnit.SECONDS);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (true) {
-            try {
-                TopicDescription d = a.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic);
-                if (d.partitions().size() == partitions && d.partitions().stream().allMatch(p -> p.leader() != null)) {
-                    return;
-                }
-            } catch (ExecutionException e) {
-                if (System.nanoTime() > deadline) {
-                    throw e;
-                }
-            }
-            if (System.nanoTime() > deadline) {
-                fail("topic " + topic + " has no leaders after 30 s");
-            }
-            Thread.sleep(100);
-        }
-    }
 
     private static List<TopicPartition> partitions(String topic, int n) {
         List<TopicPartition> l = new ArrayList<>();
@@ -275,7 +252,7 @@ class JavaTransactionsTest {
         String topic = Broker.uniqueTopic("txn");
         int n = 2;
         try (Admin a = broker.admin(); KafkaProducer<String, String> p = txnProducer("txn-" + topic)) {
-            createTopic(a, topic, n);
+            Broker.createTopic(a, topic, n, Map.of());
             p.initTransactions();
 
             List<String> committed = new ArrayList<>();
@@ -411,7 +388,7 @@ class JavaTransactionsTest {
         String tid = "zombie-" + topic;
         int n = 2;
         try (Admin a = broker.admin()) {
-            createTopic(a, topic, n);
+            Broker.createTopic(a, topic, n, Map.of());
             KafkaProducer<String, String> zombie = txnProducer(tid);
             List<String> zombieRecs = new ArrayList<>();
             Map<TopicPartition, Long> afterAbort = new HashMap<>();
@@ -493,8 +470,8 @@ class JavaTransactionsTest {
         int n = 3;
         int total = 1000;
         try (Admin a = broker.admin()) {
-            createTopic(a, in, n);
-            createTopic(a, out, n);
+            Broker.createTopic(a, in, n, Map.of());
+            Broker.createTopic(a, out, n, Map.of());
             Properties pp = new Properties();
             pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap);
             pp.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -602,8 +579,8 @@ class JavaTransactionsTest {
         int n = 2;
         Path stateDir = Files.createTempDirectory("frieda-streams-");
         try (Admin a = broker.admin()) {
-            createTopic(a, in, n);
-            createTopic(a, out, n);
+            Broker.createTopic(a, in, n, Map.of());
+            Broker.createTopic(a, out, n, Map.of());
 
             StreamsBuilder b = new StreamsBuilder();
             b.stream(in, Consumed.with(Serdes.String(), Serdes.String()))
