@@ -4,7 +4,7 @@ read_uncommitted at their offsets byte for byte (markers take an offset each), t
 offset with an open transaction (ListOffsets by isolation level, consumers stopping before it),
 zombie fencing, the coordinator aborting a timed-out transaction, exactly-once
 consume-transform-produce across a SIGKILL of the broker, and Kafka's kafka-transactions tool
-(list, describe, describe-producers, abort).
+(list, describe, describe-producers, find-hanging, abort).
 
 Tests on the ``broker`` fixture also run against Apache Kafka (FRIEDA_EXTERNAL_BOOTSTRAP); the
 timeout test needs a config file and the exactly-once test a restart, so they skip there.
@@ -462,14 +462,15 @@ def test_kafka_python_transactional_producer_commit_abort_and_offsets(broker, to
 # 6. Kafka's kafka-transactions tool
 # ---------------------------------------------------------------------------------------------
 
-def test_kafka_transactions_tool_list_describe_describe_producers_abort(broker, topic_name):
+def test_kafka_transactions_tool_list_describe_describe_producers_find_hanging_abort(broker, topic_name):
     """With one transaction left open by a confluent-kafka producer (transaction.timeout.ms
     45000) on partitions 0 (1 record, offset 0) and 1 (3 records after a committed transaction
     of 2 and its marker: offsets 3-5), Kafka 4.3.1's kafka-transactions tool shows:
     `list` its id as Ongoing on this broker; `describe` the same producer id, epoch 0, Ongoing,
     timeout 45000, both partitions; `describe-producers` on partition 1 that producer with last
     sequence 4, the last record's timestamp and current transaction start offset 3 (0 on
-    partition 0). `abort --topic T --partition 1 --start-offset 3` then aborts it there:
+    partition 0); `find-hanging` (by broker and by topic, limit 0 minutes) none, since its
+    coordinator knows it. `abort --topic T --partition 1 --start-offset 3` then aborts it there:
     describe-producers shows no open transaction (None), read_committed latest of partition 1
     moves from 3 to the log end 7 (abort marker at 6) while partition 0 stays at 0, and a
     read_committed consumer reads the 2 committed records of partition 1 and ends at 7. The
@@ -532,6 +533,16 @@ def test_kafka_transactions_tool_list_describe_describe_producers_abort(broker, 
     rows = producers(0)
     assert len(rows) == 1 and int(rows[0]["ProducerId"]) == pid, rows
     assert rows[0]["CurrentTransactionStartOffset"] == "0" and rows[0]["LastSequence"] == "0", rows
+
+    # find-hanging with a 0-minute limit: both partitions' open transaction is a candidate
+    # (DescribeProducers), its producer id maps to the transactional id (ListTransactions filtered
+    # by producer id, KIP-664) and its coordinator lists both partitions (DescribeTransactions): not
+    # hanging, so only the header is printed
+    for where in (["--broker-id", str(min(node_ids))], ["--topic", topic]):
+        out = t.txn_tool(cp, b, "find-hanging", *where, "--max-transaction-timeout", "0")
+        lines = [l for l in out.splitlines() if l.strip()]
+        assert lines and lines[0].split()[:3] == ["Topic", "Partition", "ProducerId"], out
+        assert not any(topic in l for l in lines[1:]), out
 
     t.txn_tool(cp, b, "abort", "--topic", topic, "--partition", "1", "--start-offset", "3")
 

@@ -30,6 +30,22 @@ record read (consumers' polls, the final readers). From it:
                    group had committed
     final-incomplete   a final reader that could not read every partition to its high watermark
 
+Transactional histories (``txn`` ops of the txn-producer role; readers use read_committed), after
+Jepsen's transactional Kafka checks: a record's fate is its transaction's, so a send in a committed
+transaction counts as acknowledged (``lost`` if never read below the end), one in an aborted
+transaction as failed (read: ``aborted-read``), one whose commit was unresolved as unknown. And:
+
+    torn-txn       a committed or unresolved transaction of which the complete final reads hold
+                   some records but not all (atomicity)
+    write-cycle    (reported, not failed) committed transactions T1..Tn whose records follow each
+                   other in opposite orders in different partitions (Adya's G0, found as strongly
+                   connected components of the per-partition write order). Kafka's transaction
+                   protocol does not order concurrent transactions across partitions, so Kafka
+                   itself allows these; Jepsen's Kafka workload reports them the same way.
+
+``gap`` is not checked for transactional histories: commit/abort markers and aborted records hold
+offsets that no read_committed reader returns.
+
 Assignment changes reset a consumer's expectations as in Jepsen: ``assign`` keeps the position on
 the partitions it keeps (with explicit ``positions`` it expects to continue there); a group
 rebalance (``rebalance`` events) drops them for the partitions concerned.
@@ -50,7 +66,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FATAL = ["lost", "vanished", "duplicate", "inconsistent", "gap", "phantom", "aborted-read", "poll-skip",
-         "nonmonotonic-poll", "nonmonotonic-send", "commit-backwards", "final-incomplete"]
+         "nonmonotonic-poll", "nonmonotonic-send", "commit-backwards", "final-incomplete", "torn-txn"]
+INFORMATIONAL = ["unseen", "write-cycle"]
 EXAMPLES = 10
 
 
@@ -124,6 +141,19 @@ def check(ops: list[dict], unseen_bound: int = 0) -> Result:
             s["part"] = int(op["part"])
         if "error" in op:
             s["error"] = op["error"]
+    # transactions: a record's fate is its transaction's outcome
+    txns = transactions(ops)
+    for t in txns.values():
+        for v in t["values"]:
+            s = sends.get(v)
+            if s is None:
+                continue
+            if t["type"] == "ok":
+                if s["type"] != "ok":  # committed, so written, at an offset its report did not give
+                    s["type"], s["offset"], s["done"] = "ok", None, t["done"]
+            else:
+                s["type"] = t["type"]
+                s["error"] = t.get("error") or s.get("error")
     # producer epochs (a producer replaced after a fatal error starts a new order)
     epoch: dict[str, int] = defaultdict(int)
     for op in ops:
@@ -172,7 +202,7 @@ def check(ops: list[dict], unseen_bound: int = 0) -> Result:
                 report("inconsistent", {"part": p, "offset": o,
                                         "values": {str(v): srcs for v, srcs in vo[p][o].items()}})
         seen = set(offs)
-        missing = [o for o in range(bound[p]) if o not in seen]
+        missing = [] if txns else [o for o in range(bound[p]) if o not in seen]
         if missing:
             counts["gap"] += len(missing)
             if len(ex["gap"]) < EXAMPLES:
@@ -226,6 +256,19 @@ def check(ops: list[dict], unseen_bound: int = 0) -> Result:
                 s = sends.get(v) or {}
                 report("vanished", {"value": v, "at": sorted(pos), "ack": s.get("type"),
                                     "acked_offset": s.get("offset")})
+
+    # ---- transactions: torn ones, write cycles among committed ones
+    if txns and finals and all(op.get("complete", False) for op in finals):
+        for name, t in txns.items():
+            if t["type"] == "fail":
+                continue
+            seen_vals = [v for v in t["values"] if v in final_seen]
+            if seen_vals and len(seen_vals) != len(t["values"]):
+                report("torn-txn", {"txn": name, "outcome": t["type"], "values": t["values"],
+                                    "read": seen_vals})
+    if txns:
+        for cycle in write_cycles(vo, txns):
+            report("write-cycle", {"cycle": cycle[:8], "length": len(cycle)})
 
     # ---- sends of one producer to one partition acknowledged out of order
     last_send: dict = {}
@@ -381,13 +424,110 @@ def check(ops: list[dict], unseen_bound: int = 0) -> Result:
     stats["max_ack_latency_s"] = round(max((s["done"] - s["invoke"] for _v, s in acked if s["done"] is not None),
                                            default=0) / 1e9, 3)
 
+    if txns:
+        stats["txns"] = {k: sum(1 for t in txns.values() if t["type"] == k) for k in ("ok", "fail", "info")}
     errors = [k for k in FATAL if counts.get(k)]
     if counts.get("unseen", 0) > unseen_bound:
         errors.append("unseen")
-    all_kinds = FATAL + ["unseen"]
+    all_kinds = FATAL + INFORMATIONAL
     return Result(valid=not errors, counts={k: counts.get(k, 0) for k in all_kinds},
                   examples={k: ex[k] for k in all_kinds if ex.get(k)}, stats=stats,
                   unseen_bound=unseen_bound, errors=errors)
+
+
+def transactions(ops: list[dict]) -> dict:
+    """txn name -> {values, type (ok committed, fail aborted, info unknown), done, error}; an ok
+    is final, an abort after an unknown outcome settles it."""
+    txns: dict = {}
+    for op in ops:
+        if op["f"] != "txn":
+            continue
+        t = txns.setdefault(op["txn"], {"values": list(op.get("values") or []), "type": "info", "done": None})
+        if op["type"] == "invoke" or t["type"] == "ok":
+            continue
+        t["type"], t["done"] = op["type"], op["mono"]
+        if "error" in op:
+            t["error"] = op["error"]
+    return txns
+
+
+def write_cycles(vo: dict, txns: dict) -> list[list[str]]:
+    """Committed transactions in a cycle of the write order (T1 before T2 in one partition, T2
+    before T1 in another): one per strongly connected component of more than one transaction
+    (Tarjan's algorithm, iterative), given as a shortest cycle in it."""
+    of: dict = {v: name for name, t in txns.items() if t["type"] == "ok" for v in t["values"]}
+    edges: dict = defaultdict(set)
+    for offs in vo.values():
+        prev = None
+        for o in sorted(offs):
+            here = {of[v] for v in offs[o] if v in of}
+            if len(here) != 1:
+                continue
+            t = next(iter(here))
+            if prev is not None and prev != t:
+                edges[prev].add(t)
+            prev = t
+    index: dict = {}
+    low: dict = {}
+    on_stack: set = set()
+    stack: list = []
+    out: list = []
+    counter = 0
+    for root in list(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(edges.get(nxt, ())))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on_stack.discard(x)
+                    comp.append(x)
+                    if x == node:
+                        break
+                if len(comp) > 1:
+                    out.append(shortest_cycle(edges, set(comp)))
+    return out
+
+
+def shortest_cycle(edges: dict, comp: set) -> list:
+    """A shortest cycle through the smallest transaction of a strongly connected component
+    (breadth-first, inside the component): the example a reader can check by hand."""
+    start = min(comp)
+    parent = {start: None}
+    queue = [start]
+    for node in queue:
+        for nxt in sorted(edges.get(node, ())):
+            if nxt == start:
+                path = [node]
+                while parent[path[-1]] is not None:
+                    path.append(parent[path[-1]])
+                return list(reversed(path))
+            if nxt in comp and nxt not in parent:
+                parent[nxt] = node
+                queue.append(nxt)
+    return sorted(comp)
 
 
 def no_write_window(sends: dict) -> float:

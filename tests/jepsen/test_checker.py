@@ -363,3 +363,59 @@ def test_acknowledged_without_offset():
     h.send(9, 0, None)  # ... and never read by the complete final reads: lost
     res = check(h.ops)
     assert res.errors == ["lost"]
+
+
+# ---------------------------------------------------------------- transactional histories
+
+def txn(h: H, name, sends, outcome, proc="prod-0"):
+    """``sends``: [(value, part, offset)], each delivered; ``outcome`` ok, fail or info."""
+    h.op(proc, "invoke", "txn", txn=name, values=[v for v, _p, _o in sends])
+    for v, p, o in sends:
+        h.op(proc, "invoke", "send", part=p, value=v, txn=name)
+        h.op(proc, "ok", "send", part=p, value=v, offset=o, txn=name)
+    h.op(proc, outcome, "txn", txn=name, values=[v for v, _p, _o in sends])
+
+
+def txn_history(final_log, committed=True) -> H:
+    """T1 writes 1 (p0 @0) and 2 (p1 @0), committed; T2 writes 3 (p0 @2) and 4 (p1 @2), aborted
+    (offsets 1 and 3 are markers); T3 writes 5 (p0 @4), committed."""
+    h = H()
+    txn(h, "T1", [(1, 0, 0), (2, 1, 0)], "ok" if committed else "info")
+    txn(h, "T2", [(3, 0, 2), (4, 1, 2)], "fail")
+    txn(h, "T3", [(5, 0, 4)], "ok")
+    h.final("final-0", final_log, {0: 6, 1: 4})
+    return h
+
+
+def test_clean_transactional_history_passes():
+    res = check(txn_history({0: [1, None, None, None, 5], 1: [2]}).ops)
+    assert res.valid, res.summary()
+    assert res.stats["txns"] == {"ok": 2, "fail": 1, "info": 0}
+    assert res.counts["gap"] == 0  # markers and aborted records hold offsets nobody reads
+
+
+def test_transactional_aborted_read():
+    res = check(txn_history({0: [1, None, 3, None, 5], 1: [2]}).ops)
+    assert kinds(res) == {"aborted-read"}, res.summary()
+
+
+def test_transactional_lost_committed_write_and_torn():
+    res = check(txn_history({0: [1, None, None, None, 5], 1: [None]}).ops)
+    assert {"lost", "torn-txn"} <= kinds(res), res.summary()
+
+
+def test_transactional_unknown_outcome_all_or_nothing():
+    assert check(txn_history({0: [None, None, None, None, 5], 1: [None]}, committed=False).ops).valid
+    res = check(txn_history({0: [1, None, None, None, 5], 1: [None]}, committed=False).ops)
+    assert kinds(res) == {"torn-txn"}, res.summary()
+
+
+def test_write_cycle_is_reported_not_failed():
+    h = H()
+    txn(h, "T1", [(1, 0, 0), (2, 1, 1)], "ok")
+    txn(h, "T2", [(3, 1, 0), (4, 0, 1)], "ok", proc="prod-1")
+    h.final("final-0", {0: [1, 4], 1: [3, 2]}, {0: 2, 1: 2})
+    res = check(h.ops)
+    assert res.valid, res.summary()
+    assert res.counts["write-cycle"] == 1
+    assert res.examples["write-cycle"][0]["cycle"] == ["T1", "T2"]

@@ -7,6 +7,10 @@ commits going backwards. About 25 s per kind on 2 cores.
 ``JEPSEN_SECS`` (default 20) sets each schedule's length, ``JEPSEN_SEED`` (default 1) its seed; a
 failing schedule's histories and node logs stay under pytest's tmp dir (the path is printed) and
 ``tests/jepsen/run.py --fault KIND --seed SEED --secs SECS`` runs it again.
+
+The transactional schedules (``--txn``): transactional producers commit and abort under the same
+faults (leader kills reach the transaction coordinators and the markers' partitions); read_committed
+consumers and final readers must see every committed record once and no aborted one.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from run import run_schedule  # noqa: E402
 
 SECS = float(os.environ.get("JEPSEN_SECS", "20"))
 SEED = int(os.environ.get("JEPSEN_SEED", "1"))
+# the transactional workload under the faults that move transaction coordinators and leaders
+TXN_KINDS = ["kill-leader", "power-loss"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -37,3 +43,18 @@ def test_schedule(kind, tmp_path):
     assert not r["problems"], detail
     assert ck["stats"]["acknowledged"] > 100 * SECS, detail  # the load ran
     assert r["steps"] >= 1, detail  # and the nemesis did something
+
+
+@pytest.mark.parametrize("kind", TXN_KINDS)
+def test_transactional_schedule(kind, tmp_path):
+    r = run_schedule(kind, SEED, SECS, tmp_path, txn=True)
+    ck = r["checker"]
+    detail = (f"{kind} txn seed {SEED}: errors {ck['errors']}, crashed {r['crashed']}, problems {r['problems']}; "
+              f"kept in {r['dir']}\n" + json.dumps(ck["examples"], indent=1, default=str)[:6000])
+    assert r["crashed"] is None, detail
+    assert ck["valid"], detail
+    assert not r["problems"], detail
+    txns = ck["stats"]["txns"]
+    assert txns["ok"] > 5 * SECS and txns["fail"] > SECS, detail  # commits and aborts both ran
+    assert ck["stats"]["read_records"] >= ck["stats"]["acknowledged"], detail
+    assert r["steps"] >= 1, detail

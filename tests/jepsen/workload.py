@@ -4,6 +4,12 @@ history.py). Run as ``python workload.py ROLE CONFIG_JSON``; every role stops by
     producer   an idempotent acks=all confluent-kafka producer appending unique integers to
                seeded-random partitions at ``rate``/s for ``secs`` seconds, then flushing (at most
                ``flush_secs``); what is still unacknowledged then is recorded as info.
+    txn-producer  a transactional producer (transactional.id ``jepsen-<proc>``): transactions of
+               1-4 unique integers to seeded-random partitions at ``rate`` records/s, each
+               committed or (one in four) aborted; every record's send and acknowledgement and
+               every transaction's outcome (ok: committed, fail: aborted, info: unknown) are
+               recorded. A fatal error replaces the producer (the same transactional id fences
+               the old one and completes or aborts what it left open).
     assign     a consumer that assign()s partitions with explicit positions (its own group id, for
                its commits), polls, commits every few polls, and now and then re-assigns a seeded
                random subset (keeping its position on the partitions it keeps).
@@ -115,12 +121,127 @@ def run_producer(cfg: dict) -> None:
     h.close()
 
 
+# ---------------------------------------------------------------- transactional producer
+
+def run_txn_producer(cfg: dict) -> None:
+    h = HistoryWriter(Path(cfg["out"]) / f"{cfg['proc']}.jsonl", cfg["proc"])
+    rnd = random.Random(cfg["seed"])
+    topic, nparts, rate = cfg["topic"], cfg["partitions"], cfg.get("rate", 100)
+    conf = {"bootstrap.servers": cfg["bootstrap"], "log_level": LOG_LEVEL, "acks": "all", "linger.ms": 5,
+            "transactional.id": f"jepsen-{cfg['proc']}", "transaction.timeout.ms": 10000,
+            "message.timeout.ms": 9000, "client.id": cfg["proc"]}
+    if os.environ.get("JEPSEN_RDKAFKA_DEBUG"):
+        conf.update({"debug": os.environ["JEPSEN_RDKAFKA_DEBUG"], "log_level": 7})
+
+    def new_producer() -> Producer:
+        while True:
+            p = Producer(conf)
+            try:
+                p.init_transactions(30)
+                h.write("ok", "init-transactions")
+                return p
+            except KafkaException as e:
+                h.write("fail", "init-transactions", error=err_name(e))
+                if time.monotonic() > hard_stop:
+                    raise
+                time.sleep(0.5)
+
+    def on_delivery(txn: str, part: int, value: int):
+        def cb(err, msg):
+            if err is None:
+                h.write("ok", "send", part=msg.partition(), value=value, offset=msg.offset(), txn=txn)
+            else:
+                h.write("info", "send", part=part, value=value, error=err_name(err), txn=txn)
+        return cb
+
+    def abort(p: Producer, txn: str, values: list, why: str) -> bool:
+        try:
+            p.abort_transaction(30)
+            h.write("fail", "txn", txn=txn, values=values, error=why)
+            return True
+        except KafkaException as e:
+            h.write("info", "txn", txn=txn, values=values, error=f"{why}; abort failed: {err_name(e)}")
+            return False
+
+    start = time.monotonic()
+    deadline = start + cfg["secs"]
+    hard_stop = deadline + 60
+    producer = new_producer()
+    seq = 0
+    n = 0
+    while time.monotonic() < deadline:
+        due = start + seq / rate
+        if time.monotonic() < due:
+            time.sleep(min(due - time.monotonic(), 0.05))
+            continue
+        n += 1
+        txn = f"{cfg['proc']}-{n}"
+        sends = []
+        for _ in range(rnd.randint(1, 4)):
+            sends.append([rnd.randrange(nparts), cfg["index"] * VALUE_STRIDE + seq])
+            seq += 1
+        values = [v for _p, v in sends]
+        commit = rnd.random() >= 0.25
+        h.write("invoke", "txn", txn=txn, values=values, parts=[p for p, _v in sends],
+                intent="commit" if commit else "abort")
+        replace = False
+        try:
+            producer.begin_transaction()
+            for part, value in sends:
+                h.write("invoke", "send", part=part, value=value, txn=txn)
+                producer.produce(topic, key=str(part).encode(), value=str(value).encode(), partition=part,
+                                 on_delivery=on_delivery(txn, part, value))
+            if not commit:
+                producer.flush(10)  # the records are in the log, then the abort marker follows them
+                replace = not abort(producer, txn, values, "aborted by the workload")
+                continue
+            for attempt in range(3):
+                try:
+                    producer.commit_transaction(30)
+                    h.write("ok", "txn", txn=txn, values=values)
+                    break
+                except KafkaException as e:
+                    err = e.args[0] if e.args else None
+                    if isinstance(err, KafkaError) and err.retriable() and attempt < 2:
+                        continue  # librdkafka: a retriable commit error may be retried
+                    raise
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if isinstance(err, KafkaError) and err.txn_requires_abort():
+                replace = not abort(producer, txn, values, err_name(e))
+            else:
+                # a fatal or unresolved error: the commit may or may not have happened
+                h.write("info", "txn", txn=txn, values=values, error=err_name(e))
+                replace = True
+        except BufferError as e:
+            replace = not abort(producer, txn, values, f"BufferError: {e}")
+        finally:
+            if replace:
+                # e.g. librdkafka's EndTxn(abort) after an AddPartitionsToTxn it could not confirm
+                # (transport error) that the coordinator never got: INVALID_TXN_STATE, fatal for
+                # the client (Kafka answers the same: CompleteCommit + abort); the new producer's
+                # InitProducerId fences this one
+                h.write("info", "producer-reset", error="replaced after an unresolved transaction")
+                try:
+                    producer.flush(1)
+                except KafkaException:
+                    pass  # a fatal producer refuses even this; its records are unknown already
+                producer = new_producer()
+    try:
+        producer.flush(5)
+    except KafkaException:
+        pass
+    h.close()
+
+
 # ---------------------------------------------------------------- consumers
 
 def consumer_conf(cfg: dict, group: str, **extra) -> dict:
     c = {"bootstrap.servers": cfg["bootstrap"], "log_level": LOG_LEVEL, "group.id": group,
          "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
-         "fetch.wait.max.ms": 100, "check.crcs": True, "client.id": cfg["proc"]}
+         "fetch.wait.max.ms": 100, "check.crcs": True, "client.id": cfg["proc"],
+         # librdkafka's default, stated: aborted transactions' records must never be returned
+         "isolation.level": "read_committed"}
     if os.environ.get("JEPSEN_RDKAFKA_DEBUG"):
         c.update({"debug": os.environ["JEPSEN_RDKAFKA_DEBUG"], "log_level": 7})
     c.update(extra)
@@ -253,7 +374,10 @@ def run_subscribe(cfg: dict) -> None:
 def run_final(cfg: dict) -> None:
     h = HistoryWriter(Path(cfg["out"]) / f"{cfg['proc']}.jsonl", cfg["proc"])
     topic, nparts = cfg["topic"], cfg["partitions"]
-    c = Consumer(consumer_conf(cfg, f"jepsen-unused-{cfg['proc']}", **{"auto.offset.reset": "error"}))
+    # the end of a partition is where the consumer reports EOF at or past the high watermark asked
+    # before: with transactions the last offsets may be control records no poll returns
+    c = Consumer(consumer_conf(cfg, f"jepsen-unused-{cfg['proc']}",
+                               **{"auto.offset.reset": "error", "enable.partition.eof": True}))
     ends = {}
     for p in range(nparts):
         for attempt in range(10):
@@ -276,6 +400,11 @@ def run_final(cfg: dict) -> None:
         for p, o, _v in batch:
             if p in todo and o + 1 >= todo[p]:
                 del todo[p]
+        for m in msgs:
+            err = m.error()
+            if err is not None and err.code() == KafkaError._PARTITION_EOF and m.partition() in todo \
+                    and m.offset() >= todo[m.partition()]:
+                del todo[m.partition()]
     complete = not todo and len(ends) == nparts
     h.write("ok", "final-end", ends=ends, complete=complete, positions=positions)
     c.close()
@@ -286,7 +415,7 @@ def run_final(cfg: dict) -> None:
     h.close()
 
 
-ROLES = {"producer": run_producer, "assign": run_assign, "subscribe": run_subscribe, "final": run_final}
+ROLES = {"producer": run_producer, "txn-producer": run_txn_producer, "assign": run_assign, "subscribe": run_subscribe, "final": run_final}
 
 if __name__ == "__main__":
     ROLES[sys.argv[1]](json.loads(sys.argv[2]))
