@@ -339,6 +339,56 @@ def test_raw_idempotent_sequences(broker, canary, topic_name):
     assert [got[(0, i)].value() for i in range(6)] == [b"seq %d" % i for i in range(6)]
 
 
+def test_raw_idempotent_first_batch_must_start_at_sequence_zero(broker, canary, topic_name):
+    """A producer's first batch on a partition that never forgot a producer starts at sequence
+    0. A first batch at sequence 4 (its batch at 0 refused a moment before by a replica that was
+    not leading yet, or lost with a failed leader) is refused NOT_LEADER_OR_FOLLOWER (6), so
+    the producer resends in order: 0-3 then 4, at offsets 0 and 4, each retry deduplicated.
+
+    Why: had the batch at 4 been written first, librdkafka would take the batch at 0 as written
+    too (rd_kafka_dr_implicit_ack: "implicitly acked by subsequent batch success") and
+    acknowledge its records without an offset although they were never stored; tests/jepsen
+    power-loss seed 2231 lost four acknowledged records so. Apache Kafka 4.3 accepts that batch
+    (a producer without an entry may start at any sequence); Frieda does so only where the
+    producer may have been forgotten (an expiry, or the log start moved)."""
+    topic = topic_name()
+    h.create_topic(broker.bootstrap, topic, partitions=1)
+    now = int(time.time() * 1000)
+    with w.connect(broker.host, broker.port) as s:
+        deadline = time.monotonic() + 30
+        while True:
+            corr, err, pid, epoch = w.parse_init_producer_id_v4(w.request(s, w.init_producer_id_v4(1)))
+            if err not in (14, 15) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert err == 0 and pid >= 0, (err, pid)
+
+        def produce(seq, corr, n):
+            recs = [w.Record(b"k", b"seq %d" % (seq + i), [], now) for i in range(n)]
+            batch = w.record_batch(recs, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+            c, parts = w.parse_produce_v9(w.request(s, w.produce_v9(corr, topic, 0, batch)))
+            assert c == corr
+            return parts[0]
+
+        r = produce(4, 2, 1)
+        if broker.external:
+            # Kafka's answer, for the record: it appends the batch at 4 first
+            assert r.error_code == 0 and r.base_offset == 0, r
+            return
+        assert r.error_code == 6 and r.base_offset == -1, f"first batch at sequence 4: {r}"
+        assert _watermarks(broker.bootstrap, topic) == (0, 0)
+        r = produce(0, 3, 4)
+        assert r.error_code == 0 and r.base_offset == 0, r
+        r = produce(4, 4, 1)
+        assert r.error_code == 0 and r.base_offset == 4, r
+        r = produce(4, 5, 1)  # a retry of it: the same offset
+        assert r.error_code == 0 and r.base_offset == 4, r
+    canary.check("after the out-of-order first batch")
+    assert _watermarks(broker.bootstrap, topic) == (0, 5)
+    got = h.consume_partitions(broker.bootstrap, topic, {0: 5})
+    assert [got[(0, i)].value() for i in range(5)] == [b"seq %d" % i for i in range(5)]
+
+
 # ---------------------------------------------------------------- many bad connections at once
 
 def test_many_bad_connections_while_clients_work(broker, canary):

@@ -32,6 +32,20 @@ use crate::segment::{self, read_exact_at, scan_headers, Segment, SegmentShared};
 use crate::snapshot;
 use crate::txn_index::{self, AbortedTxn};
 
+/// An empty file in a partition's directory once its producer table has forgotten a producer
+/// (`producer.id.expiration.ms`): from then on a producer's first batch here may start at any
+/// sequence (see [`ProducerStateManager::check`]). Frieda's own; Kafka keeps no such file.
+pub const PRODUCERS_FORGOTTEN_FILE: &str = "producer-state-forgotten";
+
+/// Creates `dir/name` with `bytes` and makes it and its directory entry durable.
+fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = fs::File::create(dir.join(name))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    fs::File::open(dir)?.sync_all()
+}
+
 /// Result of a successful [`PartitionLog::append`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendInfo {
@@ -908,6 +922,8 @@ impl PartitionLog {
         }
         self.shared.log_start.store(offset, Ordering::Release);
         self.shared.cache.write().trim_below(offset);
+        // Producers whose batches were all below the new start are gone after a rebuild.
+        self.producers.set_may_have_forgotten();
         if self.epochs.truncate_from_start(offset) {
             if let Err(e) = self.epochs.persist() {
                 tracing::warn!(dir = %self.dir.display(), error = %e, "writing the leader epoch checkpoint failed");
@@ -938,6 +954,9 @@ impl PartitionLog {
         self.shared.log_start.store(new_start, Ordering::Release);
         self.shared.cache.write().trim_below(new_start);
         self.dir_dirty = true;
+        if new_start > 0 {
+            self.producers.set_may_have_forgotten();
+        }
         if self.epochs.truncate_from_start(new_start) {
             if let Err(e) = self.epochs.persist() {
                 // Not a data fault: the cache is rebuilt from its checkpoint next time, with a
@@ -1210,6 +1229,9 @@ impl PartitionLog {
         // The high watermark is not known here; the markers replayed are on this replica, and
         // a transaction closed by one no longer holds back cleaning or the last stable offset.
         producers.on_high_watermark(leo);
+        if self.log_start_offset() > 0 || self.dir.join(PRODUCERS_FORGOTTEN_FILE).exists() {
+            producers.set_may_have_forgotten();
+        }
         self.producers = producers;
         self.publish_frontier();
         Ok(())
@@ -1279,7 +1301,22 @@ impl PartitionLog {
 
     /// Forgets producers idle for `expiration_ms` (`producer.id.expiration.ms`) without an open
     /// transaction; returns how many.
+    ///
+    /// The first expiry is made durable first ([`PRODUCERS_FORGOTTEN_FILE`]): from then on, and
+    /// after restarts, an unknown producer's first batch is accepted at any sequence (see
+    /// [`ProducerStateManager::check`](crate::producer_state::ProducerStateManager::check)). If
+    /// that file cannot be written nothing expires now (a warning; the next sweep tries again).
     pub fn expire_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        if !self.producers.may_have_forgotten()
+            && self.producers.would_expire(now_ms, expiration_ms)
+        {
+            if let Err(e) = write_durably(&self.dir, PRODUCERS_FORGOTTEN_FILE, b"") {
+                tracing::warn!(dir = %self.dir.display(), error = %e,
+                    "cannot record a producer expiry; producers kept until the next sweep");
+                return 0;
+            }
+            self.producers.set_may_have_forgotten();
+        }
         self.producers.expire(now_ms, expiration_ms)
     }
 

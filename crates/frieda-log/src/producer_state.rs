@@ -185,6 +185,11 @@ pub struct ProducerStateManager {
     /// Transaction verifications in flight (KIP-890 part 1): producer id -> (epoch, token).
     verifying: HashMap<i64, (i16, u64)>,
     next_token: u64,
+    /// Whether this table may lack a producer that wrote here: one was expired or evicted, or
+    /// the partition's log start moved past batches (set by the partition, which also
+    /// remembers an expiry across restarts). Until then an unknown producer's first batch must
+    /// start at sequence 0 (see [`check`](Self::check)).
+    may_have_forgotten: bool,
 }
 
 fn in_sequence(last: i32, next: i32) -> bool {
@@ -252,9 +257,20 @@ impl ProducerStateManager {
             return Ok(SequenceCheck::Append);
         }
         let Some(entry) = entry else {
-            // Unknown to this partition (first batch, or state gone with old segments): accept,
-            // as Kafka does for a producer without an entry.
-            return Ok(SequenceCheck::Append);
+            // Sequences count from 0 per partition at every epoch, so the first batch of a
+            // producer this partition never forgot starts at 0. A later one means an earlier
+            // batch was refused here (a replica not leading yet) or lost with a failed leader:
+            // appending it would let the producer take the earlier batch as written (librdkafka
+            // acknowledges it, `rd_kafka_dr_implicit_ack`: tests/jepsen power-loss seed 2231
+            // lost four acknowledged records so). It is refused as a batch after a refused one
+            // (NOT_LEADER_OR_FOLLOWER), so the producer resends in order. Where the producer may
+            // have been forgotten (expired, evicted, batches below the log start) any sequence
+            // is accepted, as Kafka accepts it for a producer without an entry.
+            return if batch.base_sequence == 0 || self.may_have_forgotten {
+                Ok(SequenceCheck::Append)
+            } else {
+                Err(ProducerError::RetryRefused)
+            };
         };
         if batch.producer_epoch > entry.epoch {
             return if batch.base_sequence == 0 || entry.epoch < 0 {
@@ -495,6 +511,9 @@ impl ProducerStateManager {
         for (_, pid) in by_age.into_iter().take(n.max(1)) {
             self.producers.remove(&pid);
         }
+        // In memory only: after a restart the evicted producers are replayed from the log
+        // again (unless below the log start, which the partition reports itself).
+        self.may_have_forgotten = true;
         tracing::warn!(
             kept = self.producers.len(),
             "a partition's producer table reached its bound; forgot the producers idle longest"
@@ -506,11 +525,37 @@ impl ProducerStateManager {
     /// were forgotten.
     pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.producers.len();
-        self.producers.retain(|_, e| {
-            e.current_txn_first_offset.is_some()
-                || now_ms.saturating_sub(e.last_timestamp) < expiration_ms
-        });
-        before - self.producers.len()
+        self.producers
+            .retain(|_, e| !Self::expired(e, now_ms, expiration_ms));
+        let gone = before - self.producers.len();
+        if gone > 0 {
+            self.may_have_forgotten = true;
+        }
+        gone
+    }
+
+    /// Whether [`expire`](Self::expire) with these arguments would forget any producer.
+    pub fn would_expire(&self, now_ms: i64, expiration_ms: i64) -> bool {
+        self.producers
+            .values()
+            .any(|e| Self::expired(e, now_ms, expiration_ms))
+    }
+
+    fn expired(e: &ProducerEntry, now_ms: i64, expiration_ms: i64) -> bool {
+        e.current_txn_first_offset.is_none()
+            && now_ms.saturating_sub(e.last_timestamp) >= expiration_ms
+    }
+
+    /// Notes that this table may lack producers that wrote to the partition (its log start
+    /// moved past their batches, or an expiry before a restart): from now on an unknown
+    /// producer's first batch is accepted at any sequence.
+    pub fn set_may_have_forgotten(&mut self) {
+        self.may_have_forgotten = true;
+    }
+
+    /// See [`set_may_have_forgotten`](Self::set_may_have_forgotten).
+    pub fn may_have_forgotten(&self) -> bool {
+        self.may_have_forgotten
     }
 
     /// Each known producer's id and the last offset of its last batch: the batch the log

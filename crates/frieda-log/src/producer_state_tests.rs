@@ -128,8 +128,47 @@ fn only_five_batches_are_remembered_and_unknown_producers_pass() {
             last_offset: 5
         })
     );
-    assert_eq!(check(&t, &batch(99, 0, 42, 1)), Ok(SequenceCheck::Append));
+    assert_eq!(check(&t, &batch(99, 0, 0, 1)), Ok(SequenceCheck::Append));
     assert_eq!(check(&t, &batch(-1, -1, -1, 1)), Ok(SequenceCheck::Append));
+}
+
+/// A producer's first batch on a partition starts at sequence 0. A first batch at 4 means the
+/// batch at 0 was refused here (or lost with a failed leader): appending it would make
+/// librdkafka take the batch at 0 as written (implicit acknowledgement) although it never was
+/// (tests/jepsen power-loss seed 2231). Refused as after a refused batch, until the partition
+/// may have forgotten producers (an expiry, or its log start moved): then any sequence passes,
+/// as in Kafka.
+#[test]
+fn an_unknown_producer_starts_at_sequence_zero_unless_it_may_have_been_forgotten() {
+    let mut t = ProducerStateManager::default();
+    assert_eq!(
+        check(&t, &batch(7, 0, 4, 1)),
+        Err(ProducerError::RetryRefused)
+    );
+    assert_eq!(
+        check(&t, &batch(7, 3, 4, 1)),
+        Err(ProducerError::RetryRefused)
+    );
+    assert_eq!(check(&t, &batch(7, 0, 0, 4)), Ok(SequenceCheck::Append));
+    t.record(&batch(7, 0, 0, 4), 0);
+    assert_eq!(check(&t, &batch(7, 0, 4, 1)), Ok(SequenceCheck::Append));
+
+    // an expiry makes the table forgetful
+    let mut b = batch(8, 0, 0, 1);
+    b.max_timestamp = 1_000;
+    let mut t = ProducerStateManager::default();
+    t.record(&b, 0);
+    assert!(!t.would_expire(5_999, 5_000));
+    assert!(t.would_expire(6_000, 5_000));
+    assert!(!t.may_have_forgotten());
+    assert_eq!(t.expire(6_000, 5_000), 1);
+    assert!(t.may_have_forgotten());
+    assert_eq!(check(&t, &batch(8, 0, 1, 1)), Ok(SequenceCheck::Append));
+
+    // so does the partition (its log start moved)
+    let mut t = ProducerStateManager::default();
+    t.set_may_have_forgotten();
+    assert_eq!(check(&t, &batch(9, 0, 42, 1)), Ok(SequenceCheck::Append));
 }
 
 /// Pipelined batches straddling a leadership flap: seq 10 refused before its append
