@@ -273,6 +273,48 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
     return result
 
 
+def run_external(bootstrap: str, seed: int, secs: float, out: Path, partitions: int = 5, rate: int = 100,
+                 txn: bool = False, replication: int = 1) -> dict:
+    """The same clients and checker against a broker this runner did not start (e.g. Apache
+    Kafka from ../shared/kafka-baseline), without faults: what the checker reports on Kafka
+    itself, so its expectations are Kafka's (``write-cycle`` counts above all). Nothing is
+    killed; the topic is left for the broker's owner to delete."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    rundir = Path(out).resolve() / f"external-{'txn-' if txn else ''}{seed}"
+    if rundir.exists():
+        shutil.rmtree(rundir)
+    hist, logs = rundir / "history", rundir / "logs"
+    hist.mkdir(parents=True)
+    logs.mkdir()
+    topic = f"jepsen-external-{seed}-{uuid.uuid4().hex[:6]}"
+    group = "jepsen-sub"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, replication)])[topic].result(30)
+    time.sleep(1)
+    commit_start_offsets(admin, group, topic, partitions)
+    base = {"bootstrap": bootstrap, "topic": topic, "partitions": partitions, "out": str(hist), "secs": secs}
+    t0 = time.monotonic()
+    procs = [spawn("txn-producer" if txn else "producer",
+                   dict(base, proc=f"prod-{i}", index=i + 1, seed=seed * 100 + i, rate=rate, flush_secs=40,
+                        message_timeout_ms=30000), logs) for i in range(2)]
+    procs += [spawn("assign", dict(base, proc=f"asg-{i}", seed=seed * 100 + 10 + i), logs) for i in range(2)]
+    procs += [spawn("subscribe", dict(base, proc=f"sub-{i}", seed=seed * 100 + 20 + i, group=group), logs)
+              for i in range(2)]
+    problems = wait_procs(procs, timeout=secs + 75)
+    finals = [spawn("final", dict(base, proc=f"final-{i}", read_secs=60,
+                                  groups=[group, "jepsen-asg-0", "jepsen-asg-1"]), logs) for i in range(2)]
+    problems += wait_procs(finals, timeout=120)
+    res = check(read_history(hist))
+    result = {"kind": "external", "txn": txn, "seed": seed, "secs": secs, "bootstrap": bootstrap,
+              "partitions": partitions, "topic": topic, "elapsed_s": round(time.monotonic() - t0, 1),
+              "valid": res.valid and not problems, "checker": res.to_json(), "problems": problems,
+              "crashed": None, "steps": 0, "dir": str(rundir)}
+    (rundir / "result.json").write_text(json.dumps(result, indent=1, default=str))
+    (rundir / "summary.txt").write_text(res.summary() + "\n" + "\n".join(problems) + "\n")
+    print(res.summary())
+    return result
+
+
 COLUMNS = ["fault", "schedules", "failed", "acked", "lost", "dup", "inconsistent", "unseen", "other",
            "failovers", "max no-write s", "max ack s", "seeds"]
 
@@ -345,6 +387,9 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1,
                     help="schedules run at once, each on its own cluster (2 cores: at most 2-3)")
     ap.add_argument("--keep", action="store_true", help="keep every run's data, not only failing ones")
+    ap.add_argument("--external", metavar="BOOTSTRAP",
+                    help="no cluster and no faults: run the clients and the checker against this broker "
+                         "(e.g. Apache Kafka, ../shared/kafka-baseline), --schedules times")
     ap.add_argument("--txn", action="store_true",
                     help="transactional producers (committing and aborting) and the transactional checks")
     ap.add_argument("--stop-file", action="append", default=[],
@@ -360,6 +405,11 @@ def main(argv=None) -> int:
                 print(f"  failed: {r['kind']} seed {r['seed']}: {r['dir']} errors {r['checker']['errors']} "
                       f"crashed {r['crashed']} problems {r['problems']}")
         return 1 if any(not r["valid"] for r in results) else 0
+    if args.external:
+        args.out.mkdir(parents=True, exist_ok=True)
+        rs = [run_external(args.external, args.seed + i, args.secs, args.out, args.partitions, args.rate, args.txn)
+              for i in range(args.schedules)]
+        return 0 if all(r["valid"] for r in rs) else 1
     if not args.fault:
         ap.error("--fault is required")
     kinds = KINDS if args.fault == "all" else [args.fault]
