@@ -656,12 +656,52 @@ impl TransactionCoordinators {
                 backoff = (backoff * 2).min(Duration::from_secs(1));
             }
         }
-        match p.write(&id, &complete).await {
-            Ok(()) => {
-                tracing::debug!(transactional_id = %id, state = ?complete.state, "transaction completed")
+        // The completion is retried while this broker coordinates the transaction (Kafka's
+        // TransactionMarkerChannelManager retries it on every error but NOT_COORDINATOR): given
+        // up on, the transaction stayed in PrepareCommit here and every InitProducerId of its id
+        // got CONCURRENT_TRANSACTIONS until a restart (tests/jepsen pause --txn seed 4103: the
+        // coordinator's lease ran out while it was paused, and it stayed the leader).
+        let mut complete = complete;
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            match p.write(&id, &complete).await {
+                Ok(()) => {
+                    tracing::debug!(transactional_id = %id, state = ?complete.state, "transaction completed");
+                    return;
+                }
+                Err(E::NotCoordinator) => {
+                    tracing::info!(transactional_id = %id,
+                        "no longer the coordinator; the partition's next coordinator completes the transaction");
+                    return;
+                }
+                Err(e) => tracing::warn!(transactional_id = %id, error = ?e,
+                    "writing the completion of a transaction failed; retrying"),
             }
-            Err(e) => tracing::info!(transactional_id = %id, error = ?e,
-                "writing the completion failed; the partition's next coordinator completes it"),
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+            // The failed write abandoned the transition: prepare it again, if the transaction is
+            // still the one whose markers were written.
+            let again = {
+                let mut txns = p.txns.lock();
+                match txns.get_mut(&id) {
+                    Some(m)
+                        if p.is_active()
+                            && m.pending.is_none()
+                            && m.producer_id == marker.producer_id
+                            && matches!(
+                                m.state,
+                                TxnState::PrepareCommit | TxnState::PrepareAbort
+                            ) =>
+                    {
+                        m.prepare_complete(now_ms()).ok()
+                    }
+                    _ => None,
+                }
+            };
+            match again {
+                Some(t) => complete = t,
+                None => return,
+            }
         }
     }
 
