@@ -185,6 +185,10 @@ pub struct PartitionLog {
     /// Producer ids, sequences, epochs and open transactions (rebuilt at open from a snapshot
     /// and a replay; recorded for every appended batch).
     producers: ProducerStateManager,
+    /// Opened from segments already on disk (a restart): unsynced batches, and with them
+    /// producers, may have been lost by a crash or a power cut, so the producer table may lack
+    /// producers that wrote here (see [`ProducerStateManager::check`]).
+    reopened: bool,
 }
 
 /// Segments removed from a log (retention, cleaning) whose files are still to be deleted; the
@@ -389,6 +393,7 @@ impl PartitionLog {
                 break;
             }
         }
+        let reopened = !segments.is_empty();
         if segments.is_empty() {
             segments.push(Segment::create(dir, 0, now_ms)?);
         }
@@ -437,6 +442,7 @@ impl PartitionLog {
             leader_epoch: -1,
             epochs,
             producers: ProducerStateManager::default(),
+            reopened,
         };
         log.load_producer_state()?;
         // What recovery kept may still be only in the page cache (a crashed process): make it
@@ -1229,7 +1235,10 @@ impl PartitionLog {
         // The high watermark is not known here; the markers replayed are on this replica, and
         // a transaction closed by one no longer holds back cleaning or the last stable offset.
         producers.on_high_watermark(leo);
-        if self.log_start_offset() > 0 || self.dir.join(PRODUCERS_FORGOTTEN_FILE).exists() {
+        if self.reopened
+            || self.log_start_offset() > 0
+            || self.dir.join(PRODUCERS_FORGOTTEN_FILE).exists()
+        {
             producers.set_may_have_forgotten();
         }
         self.producers = producers;

@@ -185,9 +185,9 @@ pub struct ProducerStateManager {
     /// Transaction verifications in flight (KIP-890 part 1): producer id -> (epoch, token).
     verifying: HashMap<i64, (i16, u64)>,
     next_token: u64,
-    /// Whether this table may lack a producer that wrote here: one was expired or evicted, or
-    /// the partition's log start moved past batches (set by the partition, which also
-    /// remembers an expiry across restarts). Until then an unknown producer's first batch must
+    /// Whether this table may lack a producer that wrote here: one was expired or evicted, the
+    /// partition's log start moved past batches, or the log was reopened after a restart (set
+    /// by the partition, which also remembers an expiry across restarts). Until then an unknown producer's first batch must
     /// start at sequence 0 (see [`check`](Self::check)).
     may_have_forgotten: bool,
 }
@@ -264,8 +264,11 @@ impl ProducerStateManager {
             // acknowledges it, `rd_kafka_dr_implicit_ack`: tests/jepsen power-loss seed 2231
             // lost four acknowledged records so). It is refused as a batch after a refused one
             // (NOT_LEADER_OR_FOLLOWER), so the producer resends in order. Where the producer may
-            // have been forgotten (expired, evicted, batches below the log start) any sequence
-            // is accepted, as Kafka accepts it for a producer without an entry.
+            // have been forgotten (expired, evicted, batches below the log start, or a log
+            // reopened after a restart, whose unsynced tail a crash may have taken) any sequence
+            // is accepted, as Kafka accepts it for a producer without an entry: refusing it
+            // there would stall a producer whose acknowledged but unsynced batches a power cut
+            // took (tests/crash power-loss, default durability).
             return if batch.base_sequence == 0 || self.may_have_forgotten {
                 Ok(SequenceCheck::Append)
             } else {
