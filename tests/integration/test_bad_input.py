@@ -350,7 +350,8 @@ def test_raw_idempotent_first_batch_must_start_at_sequence_zero(broker, canary, 
     acknowledge its records without an offset although they were never stored; tests/jepsen
     power-loss seed 2231 lost four acknowledged records so. Apache Kafka 4.3 accepts that batch
     (a producer without an entry may start at any sequence); Frieda does so only where the
-    producer may have been forgotten (an expiry, or the log start moved)."""
+    producer may have been forgotten (an expiry, the log start moved, or a log reopened after a
+    restart)."""
     topic = topic_name()
     h.create_topic(broker.bootstrap, topic, partitions=1)
     now = int(time.time() * 1000)
