@@ -10,7 +10,6 @@ in the same transaction (send_offsets_to_transaction), 20 records per transactio
 
 from __future__ import annotations
 
-import collections
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ import kafka_wire as kw
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 import helpers as h  # noqa: E402
 import txn_helpers as t  # noqa: E402
-from test_transactions import EosWorker, _committed_offsets  # noqa: E402
+from test_transactions import EosWorker, _committed_offsets, check_exactly_once_output  # noqa: E402
 
 FIND_COORDINATOR = 10
 
@@ -120,18 +119,4 @@ def test_exactly_once_across_sigkills_of_the_transaction_coordinator_and_a_leade
     assert rc == 0, f"worker exit status {rc}"
     assert killed, "no broker was killed"
 
-    hw = {q: hi for q, (_, hi) in t.watermarks(b, dst, parts).items()}
-    assert t.latest_offsets(b, dst, parts, committed=True) == hw, "an output transaction is still open"
-    msgs, pos = t.read_all(b, dst, parts, "read_committed", timeout=60)
-    assert pos == hw
-    problems = []
-    for q in parts:
-        got = [(m.key(), m.value(), h.norm_headers(m.headers())) for m in msgs[q]]
-        want = [(k, b"out:" + v, [("src", b"%d:%d" % (q, o))]) for o, (k, v) in enumerate(inputs[q])]
-        if got != want:
-            srcs = collections.Counter(dict(hd).get("src") for _, _, hd in got)
-            dups = sorted(s for s, k in srcs.items() if k > 1)
-            missing = [o for o in range(ends[q]) if srcs.get(b"%d:%d" % (q, o), 0) == 0]
-            problems.append(f"output partition {q}: {len(got)} records for {ends[q]} inputs, "
-                            f"{len(dups)} duplicated (e.g. {dups[:5]}), {len(missing)} missing (e.g. {missing[:5]})")
-    assert not problems, problems
+    check_exactly_once_output(b, dst, parts, inputs)

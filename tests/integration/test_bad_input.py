@@ -302,29 +302,38 @@ def test_raw_produce_invalid_acks_and_partition(broker, canary, topic_name):
 
 # ---------------------------------------------------------------- idempotent producer state
 
+def _sequenced_producer(s, topic: str):
+    """An idempotent producer id from InitProducerId on socket ``s`` (retried while a just-started
+    Kafka answers COORDINATOR_LOAD_IN_PROGRESS (14) / COORDINATOR_NOT_AVAILABLE (15)), and a
+    function ``produce(seq, corr, n=3)`` sending one batch of ``n`` records ``seq <i>`` at base
+    sequence ``seq`` to partition 0 of ``topic`` (Produce v9, acks=all) and returning its
+    partition result."""
+    deadline = time.monotonic() + 30
+    while True:
+        corr, err, pid, epoch = w.parse_init_producer_id_v4(w.request(s, w.init_producer_id_v4(1)))
+        if err not in (14, 15) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert corr == 1 and err == 0 and pid >= 0 and epoch >= 0, (corr, err, pid, epoch)
+    now = int(time.time() * 1000)
+
+    def produce(seq: int, corr: int, n: int = 3):
+        recs = [w.Record(b"k", b"seq %d" % (seq + i), [], now) for i in range(n)]
+        batch = w.record_batch(recs, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+        c, parts = w.parse_produce_v9(w.request(s, w.produce_v9(corr, topic, 0, batch)))
+        assert c == corr
+        return parts[0]
+
+    return produce
+
+
 def test_raw_idempotent_sequences(broker, canary, topic_name):
     """A retried batch (same producer id, epoch, sequence) is not written twice; a gap gets
     OUT_OF_ORDER_SEQUENCE_NUMBER (45)."""
     topic = topic_name()
     h.create_topic(broker.bootstrap, topic, partitions=1)
-    now = int(time.time() * 1000)
     with w.connect(broker.host, broker.port) as s:
-        deadline = time.monotonic() + 30
-        while True:
-            corr, err, pid, epoch = w.parse_init_producer_id_v4(w.request(s, w.init_producer_id_v4(1)))
-            # a just-started Kafka answers COORDINATOR_LOAD_IN_PROGRESS (14) / NOT_AVAILABLE (15): retriable
-            if err not in (14, 15) or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        assert corr == 1 and err == 0 and pid >= 0 and epoch >= 0, (corr, err, pid, epoch)
-
-        def produce(seq, corr, n=3):
-            recs = [w.Record(b"k", b"seq %d" % (seq + i), [], now) for i in range(n)]
-            batch = w.record_batch(recs, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
-            c, parts = w.parse_produce_v9(w.request(s, w.produce_v9(corr, topic, 0, batch)))
-            assert c == corr
-            return parts[0]
-
+        produce = _sequenced_producer(s, topic)
         r = produce(0, 2)
         assert r.error_code == 0 and r.base_offset == 0
         r = produce(0, 3)  # retry of the same batch
@@ -354,23 +363,8 @@ def test_raw_idempotent_first_batch_must_start_at_sequence_zero(broker, canary, 
     restart)."""
     topic = topic_name()
     h.create_topic(broker.bootstrap, topic, partitions=1)
-    now = int(time.time() * 1000)
     with w.connect(broker.host, broker.port) as s:
-        deadline = time.monotonic() + 30
-        while True:
-            corr, err, pid, epoch = w.parse_init_producer_id_v4(w.request(s, w.init_producer_id_v4(1)))
-            if err not in (14, 15) or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        assert err == 0 and pid >= 0, (err, pid)
-
-        def produce(seq, corr, n):
-            recs = [w.Record(b"k", b"seq %d" % (seq + i), [], now) for i in range(n)]
-            batch = w.record_batch(recs, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
-            c, parts = w.parse_produce_v9(w.request(s, w.produce_v9(corr, topic, 0, batch)))
-            assert c == corr
-            return parts[0]
-
+        produce = _sequenced_producer(s, topic)
         r = produce(4, 2, 1)
         if broker.external:
             # Kafka's answer, for the record: it appends the batch at 4 first

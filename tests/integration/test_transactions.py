@@ -577,6 +577,30 @@ def test_kafka_transactions_tool_list_describe_describe_producers_find_hanging_a
 # 4. exactly-once consume-transform-produce across a SIGKILL of the broker
 # ---------------------------------------------------------------------------------------------
 
+def check_exactly_once_output(b: str, dst: str, parts, inputs: dict) -> dict:
+    """The eos-worker's output topic ``dst`` holds, read with read_committed, per partition
+    the transformed ``inputs`` ({partition: [(key, value)]}) in input order, each once, with
+    header src = partition:offset; no transaction is left open (LSO = high watermark). Returns
+    the records read, by partition."""
+    hw = {q: hi for q, (_, hi) in t.watermarks(b, dst, parts).items()}
+    assert t.latest_offsets(b, dst, parts, committed=True) == hw, "an output transaction is still open"
+    msgs, pos = t.read_all(b, dst, parts, "read_committed", timeout=60)
+    assert pos == hw
+    problems = []
+    for q in parts:
+        got = [(m.key(), m.value(), h.norm_headers(m.headers())) for m in msgs[q]]
+        want = [(k, b"out:" + v, [("src", b"%d:%d" % (q, o))]) for o, (k, v) in enumerate(inputs[q])]
+        if got != want:
+            srcs = collections.Counter(dict(hd).get("src") for _, _, hd in got)
+            dups = sorted(s for s, c in srcs.items() if c > 1)
+            missing = [o for o in range(len(inputs[q])) if srcs.get(b"%d:%d" % (q, o), 0) == 0]
+            problems.append(f"output partition {q}: {len(got)} records for {len(inputs[q])} inputs, "
+                            f"{len(dups)} duplicated (e.g. {dups[:5]}), {len(missing)} missing (e.g. {missing[:5]})"
+                            + ("" if dups or missing else ", order or content differs"))
+    assert not problems, problems
+    return msgs
+
+
 class EosWorker:
     """The eos-worker process, restarted (at most MAX_RESTARTS times) when its watchdog made it
     exit with status 3 (a librdkafka call hung; see txn_helpers.py), as a supervisor would."""
@@ -683,22 +707,7 @@ def test_exactly_once_consume_transform_produce_across_a_broker_sigkill(own_brok
     assert rc == 0, f"worker exit status {rc}"
     assert _committed_offsets(b, group, src, parts) == ends
 
-    hw = {q: hi for q, (_, hi) in t.watermarks(b, dst, parts).items()}
-    assert t.latest_offsets(b, dst, parts, committed=True) == hw, "an output transaction is still open"
-    msgs, pos = t.read_all(b, dst, parts, "read_committed", timeout=60)
-    assert pos == hw
-    problems = []
-    for q in parts:
-        got = [(m.key(), m.value(), h.norm_headers(m.headers())) for m in msgs[q]]
-        want = [(k, b"out:" + v, [("src", b"%d:%d" % (q, o))]) for o, (k, v) in enumerate(inputs[q])]
-        if got != want:
-            srcs = collections.Counter(dict(hd).get("src") for _, _, hd in got)
-            dups = sorted(s for s, c in srcs.items() if c > 1)
-            missing = [o for o in range(ends[q]) if srcs.get(b"%d:%d" % (q, o), 0) == 0]
-            problems.append(f"output partition {q}: {len(got)} records for {ends[q]} inputs, "
-                            f"{len(dups)} duplicated (e.g. {dups[:5]}), {len(missing)} missing (e.g. {missing[:5]})"
-                            + ("" if dups or missing else ", order or content differs"))
-    assert not problems, problems
+    msgs = check_exactly_once_output(b, dst, parts, inputs)
     all_msgs, _ = t.read_all(b, dst, parts, "read_uncommitted", timeout=60)
     print("output records in the log (aborted included):", sum(len(v) for v in all_msgs.values()),
           "committed:", sum(len(v) for v in msgs.values()), "committed before the kill:", before)

@@ -53,6 +53,25 @@ def spawn(role: str, cfg: dict, logdir: Path) -> subprocess.Popen:
         err.close()
 
 
+def spawn_clients(base: dict, seed: int, rate: int, txn: bool, group: str, logdir: Path) -> list[subprocess.Popen]:
+    """The workload's six client processes: two producers (transactional with ``txn``), two
+    assign() consumers, two subscribe() consumers of ``group``."""
+    procs = [spawn("txn-producer" if txn else "producer",
+                   dict(base, proc=f"prod-{i}", index=i + 1, seed=seed * 100 + i, rate=rate, flush_secs=40,
+                        message_timeout_ms=30000), logdir) for i in range(2)]
+    procs += [spawn("assign", dict(base, proc=f"asg-{i}", seed=seed * 100 + 10 + i), logdir) for i in range(2)]
+    procs += [spawn("subscribe", dict(base, proc=f"sub-{i}", seed=seed * 100 + 20 + i, group=group), logdir)
+              for i in range(2)]
+    return procs
+
+
+def spawn_finals(base: dict, group: str, bootstraps: list[str], logdir: Path) -> list[subprocess.Popen]:
+    """One final reader per bootstrap address, each also fetching every group's offsets."""
+    return [spawn("final", dict(base, proc=f"final-{i}", bootstrap=addr, read_secs=60,
+                                groups=[group, "jepsen-asg-0", "jepsen-asg-1"]), logdir)
+            for i, addr in enumerate(bootstraps)]
+
+
 def wait_procs(procs: list[subprocess.Popen], timeout: float) -> list[str]:
     """Waits for every process; SIGKILLs (by PID) the ones still running at ``timeout``."""
     problems = []
@@ -192,25 +211,13 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
         del admin
         base = {"bootstrap": cluster.bootstrap, "topic": topic, "partitions": partitions, "out": str(hist),
                 "secs": secs}
-        for i in range(2):
-            procs.append(spawn("txn-producer" if txn else "producer",
-                               dict(base, proc=f"prod-{i}", index=i + 1, seed=seed * 100 + i,
-                                    rate=rate, flush_secs=40, message_timeout_ms=30000), logs))
-        for i in range(2):
-            procs.append(spawn("assign", dict(base, proc=f"asg-{i}", seed=seed * 100 + 10 + i), logs))
-        for i in range(2):
-            procs.append(spawn("subscribe", dict(base, proc=f"sub-{i}", seed=seed * 100 + 20 + i, group=group),
-                               logs))
+        procs += spawn_clients(base, seed, rate, txn, group, logs)
         nemesis = Nemesis(cluster, topic, partitions, hist, seed, net=net, disks=disks)
         steps_run = nemesis.run(steps, start_after=3, fault_secs=max(4.0, secs - 5))
         nemesis.heal()
         problems += wait_procs(procs, timeout=max(5.0, secs - (time.monotonic() - t_start)) + 75)
         # the final reads: two independent readers bootstrapped from different nodes
-        finals = []
-        for i in range(2):
-            node = cluster.nodes[1 + i % n]
-            finals.append(spawn("final", dict(base, proc=f"final-{i}", bootstrap=node.addr, read_secs=60,
-                                              groups=[group, "jepsen-asg-0", "jepsen-asg-1"]), logs))
+        finals = spawn_finals(base, group, [cluster.nodes[1 + i % n].addr for i in range(2)], logs)
         problems += wait_procs(finals, timeout=120)
         procs += finals
         problems += replicas_identical(cluster, topic)
@@ -294,16 +301,9 @@ def run_external(bootstrap: str, seed: int, secs: float, out: Path, partitions: 
     commit_start_offsets(admin, group, topic, partitions)
     base = {"bootstrap": bootstrap, "topic": topic, "partitions": partitions, "out": str(hist), "secs": secs}
     t0 = time.monotonic()
-    procs = [spawn("txn-producer" if txn else "producer",
-                   dict(base, proc=f"prod-{i}", index=i + 1, seed=seed * 100 + i, rate=rate, flush_secs=40,
-                        message_timeout_ms=30000), logs) for i in range(2)]
-    procs += [spawn("assign", dict(base, proc=f"asg-{i}", seed=seed * 100 + 10 + i), logs) for i in range(2)]
-    procs += [spawn("subscribe", dict(base, proc=f"sub-{i}", seed=seed * 100 + 20 + i, group=group), logs)
-              for i in range(2)]
+    procs = spawn_clients(base, seed, rate, txn, group, logs)
     problems = wait_procs(procs, timeout=secs + 75)
-    finals = [spawn("final", dict(base, proc=f"final-{i}", read_secs=60,
-                                  groups=[group, "jepsen-asg-0", "jepsen-asg-1"]), logs) for i in range(2)]
-    problems += wait_procs(finals, timeout=120)
+    problems += wait_procs(spawn_finals(base, group, [bootstrap, bootstrap], logs), timeout=120)
     res = check(read_history(hist))
     result = {"kind": "external", "txn": txn, "seed": seed, "secs": secs, "bootstrap": bootstrap,
               "partitions": partitions, "topic": topic, "elapsed_s": round(time.monotonic() - t0, 1),

@@ -32,29 +32,31 @@ SEED = int(os.environ.get("JEPSEN_SEED", "1"))
 TXN_KINDS = ["kill-leader", "power-loss"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_schedule(kind, tmp_path):
-    r = run_schedule(kind, SEED, SECS, tmp_path)
+def run_checked(kind: str, tmp_path, txn: bool = False) -> tuple[dict, str]:
+    """Runs one schedule and asserts what every run must show: it ran (no crash, the nemesis
+    did something), the checker found nothing, the runner saw no problem. Returns the checker's
+    result and the failure detail for further assertions."""
+    r = run_schedule(kind, SEED, SECS, tmp_path, txn=txn)
     ck = r["checker"]
-    detail = (f"{kind} seed {SEED}: errors {ck['errors']}, crashed {r['crashed']}, problems {r['problems']}; "
-              f"kept in {r['dir']}\n" + json.dumps(ck["examples"], indent=1, default=str)[:6000])
+    detail = (f"{kind}{' txn' if txn else ''} seed {SEED}: errors {ck['errors']}, crashed {r['crashed']}, "
+              f"problems {r['problems']}; kept in {r['dir']}\n"
+              + json.dumps(ck["examples"], indent=1, default=str)[:6000])
     assert r["crashed"] is None, detail
     assert ck["valid"], detail
     assert not r["problems"], detail
+    assert r["steps"] >= 1, detail  # the nemesis did something
+    return ck, detail
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_schedule(kind, tmp_path):
+    ck, detail = run_checked(kind, tmp_path)
     assert ck["stats"]["acknowledged"] > 100 * SECS, detail  # the load ran
-    assert r["steps"] >= 1, detail  # and the nemesis did something
 
 
 @pytest.mark.parametrize("kind", TXN_KINDS)
 def test_transactional_schedule(kind, tmp_path):
-    r = run_schedule(kind, SEED, SECS, tmp_path, txn=True)
-    ck = r["checker"]
-    detail = (f"{kind} txn seed {SEED}: errors {ck['errors']}, crashed {r['crashed']}, problems {r['problems']}; "
-              f"kept in {r['dir']}\n" + json.dumps(ck["examples"], indent=1, default=str)[:6000])
-    assert r["crashed"] is None, detail
-    assert ck["valid"], detail
-    assert not r["problems"], detail
+    ck, detail = run_checked(kind, tmp_path, txn=True)
     txns = ck["stats"]["txns"]
     assert txns["ok"] > 5 * SECS and txns["fail"] > SECS, detail  # commits and aborts both ran
     assert ck["stats"]["read_records"] >= ck["stats"]["acknowledged"], detail
-    assert r["steps"] >= 1, detail
