@@ -458,6 +458,41 @@ def test_kafka_python_transactional_producer_commit_abort_and_offsets(broker, to
         kc.close()
 
 
+def test_offsets_for_a_partition_that_does_not_exist_are_refused(broker, topic_name):
+    """send_offsets_to_transaction for partition 5 of a 1-partition topic (and, with it, a real
+    partition): the broker answers UNKNOWN_TOPIC_OR_PARTITION for the missing one, as Kafka's
+    `handleTxnOffsetCommitRequest` does, which librdkafka retries until its timeout and then
+    reports; the producer aborts, and the group has no committed offset for either partition. A
+    later transaction with only the real partition commits its offset."""
+    b = broker.bootstrap
+    topic, src = topic_name(), topic_name("src")
+    h.create_topic(b, topic, partitions=1)
+    h.create_topic(b, src, partitions=1)
+    group = f"g-{topic}"
+    p = t.txn_producer(b, f"tx-{topic}")
+    c = h.consumer(b, **{"group.id": group})  # not subscribed: its group metadata only
+    group_metadata = c.consumer_group_metadata()
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"in an aborted transaction", partition=0)
+    p.flush(30)
+    meta = p.list_topics(timeout=10)
+    assert len(meta.topics[src].partitions) == 1
+    with pytest.raises(KafkaException) as err:
+        p.send_offsets_to_transaction([TopicPartition(src, 0, 3), TopicPartition(src, 5, 4)],
+                                      group_metadata, 5)
+    assert "UNKNOWN_TOPIC_OR_PART" in str(err.value) or "Unknown topic or partition" in str(err.value), err.value
+    p.abort_transaction(30)
+    assert _committed_offsets(b, group, src, [0, 5]) == {0: -1001, 5: -1001}
+
+    p.begin_transaction()
+    p.produce(topic, value=b"in a committed transaction", partition=0)
+    p.send_offsets_to_transaction([TopicPartition(src, 0, 7)], group_metadata, 30)
+    p.commit_transaction(30)
+    c.close()
+    assert _committed_offsets(b, group, src, [0]) == {0: 7}
+
+
 # ---------------------------------------------------------------------------------------------
 # 6. Kafka's kafka-transactions tool
 # ---------------------------------------------------------------------------------------------

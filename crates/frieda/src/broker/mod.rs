@@ -512,6 +512,24 @@ impl Broker {
         self.topics.read().get(name).cloned()
     }
 
+    /// Whether partition `partition` of `topic` exists: in the metadata image in a cluster (which
+    /// the local topics follow a moment later), in this broker's topics otherwise.
+    pub fn partition_exists(&self, topic: &str, partition: i32) -> bool {
+        if partition < 0 {
+            return false;
+        }
+        match self.cluster() {
+            Some(node) => node
+                .image()
+                .topics
+                .get(topic)
+                .is_some_and(|t| (partition as usize) < t.partitions.len()),
+            None => self
+                .topic(topic)
+                .is_some_and(|t| partition < t.partition_count()),
+        }
+    }
+
     /// Topic by id (KIP-516).
     pub fn topic_by_id(&self, id: &Uuid) -> Option<Arc<Topic>> {
         self.topic_ids.read().get(id).cloned()

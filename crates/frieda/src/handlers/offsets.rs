@@ -23,12 +23,6 @@ use kafka_protocol::messages::{
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-fn partition_exists(broker: &Broker, topic: &str, partition: i32) -> bool {
-    broker
-        .topic(topic)
-        .is_some_and(|t| partition >= 0 && partition < t.partition_count())
-}
-
 /// OffsetCommit v2-9. Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE, or
 /// the group's verdict (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
 /// FENCED_INSTANCE_ID, INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, KAFKA_STORAGE_ERROR).
@@ -46,7 +40,7 @@ pub async fn commit(
         for p in &t.partitions {
             let topic = t.name.0.to_string();
             let meta = p.committed_metadata.as_deref().unwrap_or("");
-            let early = if !partition_exists(broker, &topic, p.partition_index) {
+            let early = if !broker.partition_exists(&topic, p.partition_index) {
                 Some(E::UnknownTopicOrPartition)
             } else if meta.len() > max_meta {
                 Some(E::OffsetMetadataTooLarge)
@@ -283,7 +277,7 @@ pub async fn delete(
     for t in &req.topics {
         for p in &t.partitions {
             let tp = (t.name.0.to_string(), p.partition_index);
-            if partition_exists(broker, &tp.0, tp.1) {
+            if broker.partition_exists(&tp.0, tp.1) {
                 parts.push(tp);
             } else {
                 unknown.push(tp);

@@ -150,7 +150,7 @@ async fn add_one(
 ) -> Vec<(TopicPartition, Option<E>)> {
     let unknown: Vec<&TopicPartition> = tps
         .iter()
-        .filter(|(t, p)| !partition_exists(broker, t, *p))
+        .filter(|(t, p)| !broker.partition_exists(t, *p))
         .collect();
     if !unknown.is_empty() {
         return tps
@@ -181,21 +181,6 @@ async fn add_one(
             Ok(r) => r,
             Err(e) => all(Some(e)),
         },
-    }
-}
-
-/// Whether `topic`'s partition `p` exists (the cluster's metadata, or this broker's topics).
-fn partition_exists(broker: &Broker, topic: &str, p: i32) -> bool {
-    if p < 0 {
-        return false;
-    }
-    match broker.cluster() {
-        Some(node) => node
-            .image()
-            .topics
-            .get(topic)
-            .is_some_and(|t| (p as usize) < t.partitions.len()),
-        None => broker.topic(topic).is_some_and(|t| p < t.partition_count()),
     }
 }
 
@@ -373,7 +358,9 @@ pub async fn write_txn_markers(
 /// commits. v5 (transactions v2) adds the group's offsets partition to the transaction; older
 /// versions need AddOffsetsToTxn first (verified when `transaction.partition.verification.enable`).
 ///
-/// Errors per partition: NOT_COORDINATOR (16), COORDINATOR_NOT_AVAILABLE (15),
+/// Errors per partition: UNKNOWN_TOPIC_OR_PARTITION (3) for a partition that does not exist
+/// (only the others are committed, as Kafka's `KafkaApis.handleTxnOffsetCommitRequest` does),
+/// NOT_COORDINATOR (16), COORDINATOR_NOT_AVAILABLE (15),
 /// ILLEGAL_GENERATION (22), UNKNOWN_MEMBER_ID (25), FENCED_INSTANCE_ID (82),
 /// INVALID_PRODUCER_EPOCH (47) / PRODUCER_FENCED, INVALID_TXN_STATE (48) /
 /// TRANSACTION_ABORTABLE (v4+) when the partition was not added to the transaction,
@@ -387,30 +374,45 @@ pub async fn txn_offset_commit(
     let group = req.group_id.0.to_string();
     let id = req.transactional_id.0.to_string();
     let now = now_ms();
+    let unknown: std::collections::HashSet<(String, i32)> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (t.name.0.to_string(), p.partition_index))
+        })
+        .filter(|(topic, p)| !broker.partition_exists(topic, *p))
+        .collect();
     let entries: Vec<((String, i32), OffsetValue)> = req
         .topics
         .iter()
         .flat_map(|t| {
-            t.partitions.iter().map(|p| {
-                (
-                    (t.name.0.to_string(), p.partition_index),
-                    OffsetValue {
-                        offset: p.committed_offset,
-                        leader_epoch: if v >= 2 { p.committed_leader_epoch } else { -1 },
-                        metadata: p
-                            .committed_metadata
-                            .as_ref()
-                            .map(|m| m.to_string())
-                            .unwrap_or_default(),
-                        commit_timestamp: now,
-                    },
-                )
-            })
+            t.partitions
+                .iter()
+                .filter(|p| !unknown.contains(&(t.name.0.to_string(), p.partition_index)))
+                .map(|p| {
+                    (
+                        (t.name.0.to_string(), p.partition_index),
+                        OffsetValue {
+                            offset: p.committed_offset,
+                            leader_epoch: if v >= 2 { p.committed_leader_epoch } else { -1 },
+                            metadata: p
+                                .committed_metadata
+                                .as_ref()
+                                .map(|m| m.to_string())
+                                .unwrap_or_default(),
+                            commit_timestamp: now,
+                        },
+                    )
+                })
         })
         .collect();
     let mut result: Result<(), E> = Ok(());
     let n = offsets_partitions(broker);
-    if n == 0 {
+    if entries.is_empty() {
+        // Nothing to commit: the transaction is left as it is.
+    } else if n == 0 {
         result = Err(E::CoordinatorNotAvailable);
     } else if let Err(e) = broker.groups.for_group(&group) {
         result = Err(e);
@@ -467,12 +469,18 @@ pub async fn txn_offset_commit(
         .topics
         .into_iter()
         .map(|t| {
+            let name = t.name.0.to_string();
             TxnOffsetCommitResponseTopic::default()
                 .with_name(t.name)
                 .with_partitions(
                     t.partitions
                         .iter()
                         .map(|p| {
+                            let error = if unknown.contains(&(name.clone(), p.partition_index)) {
+                                Some(E::UnknownTopicOrPartition)
+                            } else {
+                                error
+                            };
                             TxnOffsetCommitResponsePartition::default()
                                 .with_partition_index(p.partition_index)
                                 .with_error_code(code(error))

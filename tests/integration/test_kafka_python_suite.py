@@ -1,0 +1,122 @@
+"""kafka-python's own transactional integration tests against Frieda (issue 13).
+
+The tests are kafka-python's, unchanged: `test/integration/test_producer_integration.py` from the
+sdist of the installed kafka-python version (PyPI, `pip download --no-binary`), run by pytest
+against this broker through the suite's own switch for an external broker (`KAFKA_URI`; with
+`KAFKA_VERSION` naming the protocol level the suite assumes). The ones selected:
+
+- `test_transactional_producer_messages`: abort two records, commit two, read_committed sees only
+  the committed ones;
+- `test_transactional_producer_offsets`: `send_offsets_to_transaction` commits a group's offsets
+  with the transaction (read back through the admin client);
+- `test_idempotent_producer_max_in_flight[1, 2, 5]`: 100 records each, in order, once.
+
+The sdist ships `test/integration/` but not two modules it imports: `test/__init__.py` and
+`test/service.py` (the classes that spawn or name the broker under test). With `KAFKA_URI` set the
+suite only constructs `ExternalService(host, port)`; `SERVICE_ADAPTER` below is this project's own
+stand-in for it (written here, not taken from kafka-python), and a `SpawnedService` that refuses
+to start, so nothing is run but the broker this test started.
+
+The test asserts which of them ran and passed, so a skipped one cannot pass silently.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tarfile
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from helpers import create_topic
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SELECTED = "transactional or idempotent_producer_max_in_flight"
+EXPECTED = {
+    "test_transactional_producer_messages",
+    "test_transactional_producer_offsets",
+    "test_idempotent_producer_max_in_flight[1]",
+    "test_idempotent_producer_max_in_flight[2]",
+    "test_idempotent_producer_max_in_flight[5]",
+}
+
+SERVICE_ADAPTER = '''"""Frieda's stand-in for kafka-python's test/service.py (tests/integration/test_kafka_python_suite.py)."""
+
+
+class ExternalService:
+    """A broker started outside the suite: nothing to start, stop or wait for."""
+
+    def __init__(self, host, port):
+        self.host = host
+        self.port = port
+
+    def start(self):
+        pass
+
+    def stop(self):
+        pass
+
+    def dump_logs(self):
+        pass
+
+    def wait_for(self, pattern, timeout=30):
+        return True
+
+
+class SpawnedService:
+    """The suite must not spawn its own broker here: KAFKA_URI names Frieda."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("kafka-python's suite tried to spawn a broker; KAFKA_URI must be set")
+'''
+
+
+def kafka_python_sources() -> Path:
+    """The unpacked sdist of the installed kafka-python (downloaded once into target/)."""
+    version = metadata.version("kafka-python")
+    out = REPO_ROOT / "target" / "kafka-python"
+    src = out / f"kafka_python-{version}"
+    if (src / "test" / "integration" / "test_producer_integration.py").exists():
+        return src
+    out.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q",
+                        "-d", str(out), f"kafka-python=={version}"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"pip download kafka-python=={version} failed:\n{r.stderr[-2000:]}"
+    with tarfile.open(out / f"kafka_python-{version}.tar.gz") as tar:
+        tar.extractall(out, filter="data")
+    assert (src / "test" / "integration" / "test_producer_integration.py").exists(), f"no integration tests in {src}"
+    return src
+
+
+def add_service_adapter(src: Path) -> None:
+    """Write the two modules the sdist lacks (see the module docstring)."""
+    (src / "test" / "__init__.py").write_text("")
+    (src / "test" / "service.py").write_text(SERVICE_ADAPTER)
+
+
+@pytest.mark.timeout(600)
+def test_kafka_python_transactional_integration_tests(broker, tmp_path):
+    src = kafka_python_sources()
+    add_service_adapter(src)
+    # The suite's own brokers run with num.partitions=4 (its kafka_broker_factory), and
+    # test_transactional_producer_offsets commits an offset for partition 1 of the topic it
+    # auto-creates: both Kafka and Frieda answer UNKNOWN_TOPIC_OR_PARTITION for a partition that
+    # does not exist, which kafka-python retries for ever. So the topic is made as its CI has it.
+    create_topic(broker.bootstrap, "transactional_test_topic", partitions=4)
+    # KAFKA_ROOT: the suite insists that a Kafka installation directory exists even when it uses
+    # an external broker; an empty one shows that nothing of Kafka's is run.
+    (tmp_path / "no-kafka-here").mkdir()
+    env = {"KAFKA_URI": f"kafka://{broker.bootstrap}", "KAFKA_VERSION": "4.2.0",
+           "KAFKA_ROOT": str(tmp_path / "no-kafka-here"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "-o", "addopts=",
+           "test/integration/test_producer_integration.py", "-k", SELECTED]
+    r = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True, timeout=560)
+    out = r.stdout + r.stderr
+    print(out[-5000:])
+    passed = set(re.findall(r"^PASSED \S+::(\S+)", out, re.M))
+    others = re.findall(r"^(FAILED|ERROR|SKIPPED) \S+", out, re.M)
+    assert r.returncode == 0 and not others, f"kafka-python's tests: exit {r.returncode}, {others}\n{out[-4000:]}"
+    assert passed == EXPECTED, f"passed {sorted(passed)}, want {sorted(EXPECTED)}"
