@@ -2,6 +2,10 @@
 
     python group_worker.py BOOTSTRAP GROUP TOPIC ASSIGNOR EVENTS_FILE [INSTANCE_ID]
 
+ASSIGNOR is a classic `partition.assignment.strategy` (range, cooperative-sticky), or
+`consumer:<uniform|range>` for the KIP-848 protocol (`group.protocol=consumer` with that
+`group.remote.assignor`; session and heartbeat timing then come from the broker).
+
 Subscribes with manual commits, commits synchronously after every record and appends one line
 per event to EVENTS_FILE (flushed at once, so a SIGKILL loses nothing already written):
 
@@ -36,6 +40,11 @@ def main() -> int:
         "partition.assignment.strategy": assignor,
         "fetch.wait.max.ms": 100,
     }
+    if assignor.startswith("consumer:"):
+        for k in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
+            del conf[k]
+        conf["group.protocol"] = "consumer"
+        conf["group.remote.assignor"] = assignor.split(":", 1)[1]
     if instance:
         conf["group.instance.id"] = instance
 

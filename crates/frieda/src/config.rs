@@ -666,6 +666,29 @@ impl BrokerConfig {
                 self.coordinator.group.max_session_timeout =
                     std::time::Duration::from_millis(text.parse()?)
             }
+            "group.consumer.session.timeout.ms" => {
+                self.coordinator.consumer.session_timeout =
+                    std::time::Duration::from_millis(positive(&text)?)
+            }
+            "group.consumer.heartbeat.interval.ms" => {
+                self.coordinator.consumer.heartbeat_interval =
+                    std::time::Duration::from_millis(positive(&text)?)
+            }
+            "group.consumer.max.size" => {
+                self.coordinator.consumer.max_size = usize::try_from(positive(&text)?)?
+            }
+            "group.consumer.assignors" => {
+                let first = text.split(',').next().unwrap_or("").trim();
+                let short = first.rsplit('.').next().unwrap_or(first);
+                let name = match short {
+                    "UniformAssignor" => "uniform",
+                    "RangeAssignor" => "range",
+                    other => other,
+                };
+                self.coordinator.consumer.default_assignor =
+                    crate::coordinator::group::assignor::Assignor::parse(name)
+                        .ok_or_else(|| anyhow::anyhow!("expected \"uniform\" or \"range\""))?
+            }
             "offsets.retention.minutes" => {
                 self.coordinator.offsets_retention_ms = text.parse::<i64>()?.saturating_mul(60_000)
             }

@@ -39,6 +39,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::AlterPartitionReassignments, 0, 1),
@@ -102,10 +104,11 @@ fn api_keys() -> Vec<ApiVersion> {
 /// flags (KIP-584), as ApiVersions v3+ reports them and `kafka-features describe` prints them.
 /// `metadata.version` levels are Kafka's `MetadataVersion` feature levels (7 = 3.3-IV3, the KRaft
 /// minimum; 30 = 4.3-IV0): Frieda speaks the 4.3 metadata of the APIs it advertises.
+/// `group.version` 1 is finalized: KIP-848 consumer groups (ConsumerGroupHeartbeat).
 /// `transaction.version` 2 is finalized (KIP-890 part 2): the Java producer 4.x then bumps its
 /// epoch at every commit and abort and lets the partition leaders add partitions; clients that
 /// predate it keep transactions v1. The other features are what Frieda implements of them,
-/// i.e. level 0 only (no KIP-853 dynamic quorum, no KIP-848 groups, no ELR, no share groups or
+/// i.e. level 0 only (no KIP-853 dynamic quorum, no ELR, no share groups or
 /// streams groups): a client that checks a finalized level sees them off, as on a Kafka cluster
 /// that has not finalized them. Levels of 0 are not listed as finalized, as Kafka does not list
 /// them.
@@ -113,7 +116,7 @@ pub const FEATURES: &[(&str, i16, i16, i16)] = &[
     ("metadata.version", 7, 30, 30),
     ("kraft.version", 0, 0, 0),
     ("transaction.version", 0, 2, 2),
-    ("group.version", 0, 0, 0),
+    ("group.version", 0, 1, 1),
     ("eligible.leader.replicas.version", 0, 0, 0),
     ("share.version", 0, 0, 0),
     ("streams.version", 0, 0, 0),

@@ -312,7 +312,7 @@ pub async fn leave_group(
     LeaveGroupResponse::default().with_members(responses)
 }
 
-/// ListGroups v0-5 (state filter from v4, type filter from v5: every group here is "classic").
+/// ListGroups v0-5 (state filter from v4, type filter from v5: `classic` or `consumer`).
 pub async fn list_groups(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -324,28 +324,25 @@ pub async fn list_groups(
     } else {
         vec![]
     };
-    let types_ok = v < 5
-        || req.types_filter.is_empty()
-        || req
-            .types_filter
-            .iter()
-            .any(|t| t.eq_ignore_ascii_case("classic"));
-    let groups = if types_ok {
-        broker.groups.list(&states)
+    let types: Vec<String> = if v >= 5 {
+        req.types_filter.iter().map(|s| s.to_string()).collect()
     } else {
         vec![]
     };
-    let listed = groups
+    let listed = broker
+        .groups
+        .list(&states)
         .into_iter()
+        .filter(|g| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(g.group_type)))
         .map(|g| {
             let mut l = ListedGroup::default()
                 .with_group_id(GroupId(str_bytes(&g.group_id)))
                 .with_protocol_type(str_bytes(&g.protocol_type));
             if v >= 4 {
-                l = l.with_group_state(str_bytes(g.state.name()));
+                l = l.with_group_state(str_bytes(g.state));
             }
             if v >= 5 {
-                l = l.with_group_type(str_bytes("classic"));
+                l = l.with_group_type(str_bytes(g.group_type));
             }
             l
         })

@@ -10,6 +10,7 @@ pub mod api_versions;
 pub mod cluster;
 pub mod config_resources;
 pub mod configs;
+pub mod consumer_groups;
 pub mod delete_records;
 pub mod fetch;
 pub mod groups;
@@ -170,6 +171,8 @@ pub async fn handle(
         ApiKey::Heartbeat => call!(groups::heartbeat),
         ApiKey::LeaveGroup => call!(groups::leave_group),
         ApiKey::ListGroups => call!(groups::list_groups),
+        ApiKey::ConsumerGroupHeartbeat => call!(consumer_groups::heartbeat),
+        ApiKey::ConsumerGroupDescribe => call!(consumer_groups::describe),
         ApiKey::DescribeGroups => call!(groups::describe_groups),
         ApiKey::DeleteGroups => call!(groups::delete_groups),
         ApiKey::OffsetCommit => call!(offsets::commit),

@@ -4,10 +4,16 @@
 //! - [`state`]: one group's membership and rebalance state machine (pure, unit-tested).
 //! - The coordinator keeps the groups behind one lock held only for in-memory work; JoinGroup
 //!   and SyncGroup answers that must wait are awaited after the lock is released.
+//! - [`consumer`]: one KIP-848 consumer group (the `consumer` protocol, ConsumerGroupHeartbeat),
+//!   with the server-side assignors of [`assignor`]. A group id is either a classic group or a
+//!   consumer group; an empty one of either kind becomes the other kind when a member of the other
+//!   protocol arrives (its committed offsets stay).
 //! - Offsets live in [`OffsetStore`](crate::coordinator::offsets::OffsetStore); group metadata
 //!   (protocol type, generation) is stored there too when a generation starts, so groups and
 //!   their offsets come back after a restart (members rejoin: their sessions are not restored).
 
+pub mod assignor;
+pub mod consumer;
 pub mod state;
 
 use crate::broker::partition::Partition;
@@ -15,6 +21,7 @@ use crate::clock::now_ms;
 use crate::coordinator::offsets::codec::OffsetValue;
 use crate::coordinator::offsets::{OffsetStore, TopicPartition};
 use bytes::Bytes;
+use consumer::{ConsumerGroup, ConsumerGroupConfig, Heartbeat, HeartbeatReply, TopicsView};
 use kafka_protocol::error::ResponseError as E;
 use parking_lot::Mutex;
 use state::{Group, GroupConfig, GroupState, JoinRequest, JoinResult, Reply, SyncResult};
@@ -27,6 +34,8 @@ use std::time::{Duration, Instant};
 pub struct CoordinatorConfig {
     /// Group timeouts and the initial rebalance delay.
     pub group: GroupConfig,
+    /// KIP-848 consumer groups: session timeout, heartbeat interval, assignor.
+    pub consumer: ConsumerGroupConfig,
     /// `offsets.retention.minutes` as ms: offsets of an empty group are deleted this long after
     /// it became empty (or after their commit, for offsets-only groups). Default 7 days.
     pub offsets_retention_ms: i64,
@@ -40,6 +49,7 @@ impl Default for CoordinatorConfig {
     fn default() -> Self {
         CoordinatorConfig {
             group: GroupConfig::default(),
+            consumer: ConsumerGroupConfig::default(),
             offsets_retention_ms: 7 * 24 * 3600 * 1000,
             offsets_retention_check_interval_ms: 600_000,
             offset_metadata_max_bytes: 4096,
@@ -57,8 +67,10 @@ pub struct GroupListing {
     pub group_id: String,
     /// Protocol type, empty for offsets-only groups.
     pub protocol_type: String,
-    /// State.
-    pub state: GroupState,
+    /// State, as Kafka names it (classic: `GroupState::name`; consumer: `ConsumerGroupState::name`).
+    pub state: &'static str,
+    /// `classic` or `consumer` (ListGroups v5 `GroupType`).
+    pub group_type: &'static str,
 }
 
 /// A member as DescribeGroups shows it.
@@ -94,6 +106,8 @@ pub struct GroupDescription {
 /// The coordinator.
 pub struct GroupCoordinator {
     groups: Mutex<HashMap<String, Group>>,
+    /// KIP-848 consumer groups. Lock order: `groups`, then `consumers`.
+    consumers: Mutex<HashMap<String, ConsumerGroup>>,
     /// Set at shutdown (under the groups lock): no JoinGroup or SyncGroup parks any more.
     stopped: std::sync::atomic::AtomicBool,
     /// Committed offsets.
@@ -133,6 +147,7 @@ impl GroupCoordinator {
         }
         Ok(GroupCoordinator {
             groups: Mutex::new(groups),
+            consumers: Mutex::new(HashMap::new()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             offsets,
             config,
@@ -164,6 +179,18 @@ impl GroupCoordinator {
             let mut groups = self.groups.lock();
             if self.is_stopped() {
                 return JoinResult::error(&req.member_id, E::NotCoordinator);
+            }
+            {
+                let mut consumers = self.consumers.lock();
+                match consumers.get(group_id) {
+                    Some(c) if !c.is_empty() => {
+                        return JoinResult::error(&req.member_id, E::InconsistentGroupProtocol);
+                    }
+                    Some(_) => {
+                        consumers.remove(group_id);
+                    }
+                    None => {}
+                }
             }
             if !groups.contains_key(group_id) {
                 if !req.member_id.is_empty() {
@@ -296,7 +323,15 @@ impl GroupCoordinator {
         valid_group_id(group_id)?;
         let pending = {
             let mut groups = self.groups.lock();
+            let consumer_group = match self.consumers.lock().get(group_id) {
+                Some(c) => {
+                    c.validate_commit(member_id, generation)?;
+                    true
+                }
+                None => false,
+            };
             match groups.get_mut(group_id) {
+                _ if consumer_group => {}
                 None if generation < 0 => {
                     groups.insert(
                         group_id.to_string(),
@@ -333,7 +368,9 @@ impl GroupCoordinator {
         entries: Vec<(TopicPartition, OffsetValue)>,
     ) -> Result<(), E> {
         valid_group_id(group_id)?;
-        if generation >= 0 {
+        if let Some(c) = self.consumers.lock().get(group_id) {
+            c.validate_commit(member_id, generation)?;
+        } else if generation >= 0 {
             let mut groups = self.groups.lock();
             match groups.get_mut(group_id) {
                 None => return Err(E::IllegalGeneration),
@@ -353,15 +390,23 @@ impl GroupCoordinator {
         valid_group_id(group_id)?;
         let (results, pending) = {
             let groups = self.groups.lock();
-            let Some(g) = groups.get(group_id) else {
-                return Err(E::GroupIdNotFound);
-            };
-            let subscribed = match g.state {
-                GroupState::Dead => return Err(E::GroupIdNotFound),
-                GroupState::Empty => Default::default(),
-                _ => match g.subscribed_topics() {
-                    Some(t) => t,
-                    None => return Err(E::NonEmptyGroup),
+            let consumer_topics = self.consumers.lock().get(group_id).map(|c| {
+                if c.is_empty() {
+                    Default::default()
+                } else {
+                    c.subscribed_topics()
+                }
+            });
+            let subscribed = match (consumer_topics, groups.get(group_id)) {
+                (Some(topics), _) => topics.into_iter().collect(),
+                (None, None) => return Err(E::GroupIdNotFound),
+                (None, Some(g)) => match g.state {
+                    GroupState::Dead => return Err(E::GroupIdNotFound),
+                    GroupState::Empty => Default::default(),
+                    _ => match g.subscribed_topics() {
+                        Some(t) => t,
+                        None => return Err(E::NonEmptyGroup),
+                    },
                 },
             };
             let mut results = Vec::new();
@@ -397,9 +442,22 @@ impl GroupCoordinator {
             .map(|g| GroupListing {
                 group_id: g.id.clone(),
                 protocol_type: g.protocol_type.clone().unwrap_or_default(),
-                state: g.state,
+                state: g.state.name(),
+                group_type: "classic",
             })
             .collect();
+        for c in self.consumers.lock().values() {
+            let state = c.state().name();
+            if states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(state)) {
+                out.retain(|l| l.group_id != c.id);
+                out.push(GroupListing {
+                    group_id: c.id.clone(),
+                    protocol_type: "consumer".to_string(),
+                    state,
+                    group_type: "consumer",
+                });
+            }
+        }
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         out
     }
@@ -457,20 +515,46 @@ impl GroupCoordinator {
         valid_group_id(group_id)?;
         let pending = {
             let mut groups = self.groups.lock();
-            match groups.get_mut(group_id) {
-                None => return Err(E::GroupIdNotFound),
-                Some(g) if g.state == GroupState::Dead => return Err(E::GroupIdNotFound),
-                Some(g) if !g.is_empty_state() => return Err(E::NonEmptyGroup),
-                Some(g) => g.mark_dead(),
+            let consumer_group = {
+                let mut consumers = self.consumers.lock();
+                match consumers.get(group_id) {
+                    Some(c) if !c.is_empty() => return Err(E::NonEmptyGroup),
+                    Some(_) => {
+                        consumers.remove(group_id);
+                        true
+                    }
+                    None => false,
+                }
+            };
+            if consumer_group {
+                if let Some(mut g) = groups.remove(group_id) {
+                    g.mark_dead();
+                }
+                self.offsets.delete_group(group_id)
+            } else {
+                self.delete_classic_group(&mut groups, group_id)?
             }
-            groups.remove(group_id);
-            self.offsets.delete_group(group_id)
         };
         if let Some(rx) = pending {
             crate::coordinator::offsets::written(rx).await?;
         }
         tracing::info!(group = group_id, "group deleted");
         Ok(())
+    }
+
+    fn delete_classic_group(
+        &self,
+        groups: &mut HashMap<String, Group>,
+        group_id: &str,
+    ) -> Result<Option<crate::coordinator::offsets::WriteResult>, E> {
+        match groups.get_mut(group_id) {
+            None => return Err(E::GroupIdNotFound),
+            Some(g) if g.state == GroupState::Dead => return Err(E::GroupIdNotFound),
+            Some(g) if !g.is_empty_state() => return Err(E::NonEmptyGroup),
+            Some(g) => g.mark_dead(),
+        }
+        groups.remove(group_id);
+        Ok(self.offsets.delete_group(group_id))
     }
 
     /// Runs every group's deadlines (call every [`TICK`]).
@@ -481,6 +565,66 @@ impl GroupCoordinator {
             g.tick(now);
             self.persist(g);
         }
+        drop(groups);
+        for c in self.consumers.lock().values_mut() {
+            c.tick(now);
+        }
+    }
+
+    /// ConsumerGroupHeartbeat (KIP-848) of `group_id` over the cluster's `topics`. An empty
+    /// classic group of that id (offsets only) becomes a consumer group.
+    ///
+    /// Errors: INVALID_GROUP_ID (24), GROUP_ID_NOT_FOUND (69) when a classic group with members
+    /// has that id, NOT_COORDINATOR (16) after shutdown, and the group's
+    /// ([`ConsumerGroup::heartbeat`]).
+    pub fn consumer_heartbeat(
+        &self,
+        group_id: &str,
+        req: Heartbeat,
+        topics: &TopicsView,
+    ) -> Result<HeartbeatReply, E> {
+        valid_group_id(group_id)?;
+        let mut groups = self.groups.lock();
+        if self.is_stopped() {
+            return Err(E::NotCoordinator);
+        }
+        let mut consumers = self.consumers.lock();
+        if !consumers.contains_key(group_id) {
+            match groups.get(group_id) {
+                Some(g) if !g.is_empty_state() => return Err(E::GroupIdNotFound),
+                Some(_) => {
+                    groups.remove(group_id);
+                }
+                None => {}
+            }
+            if req.member_epoch != 0 {
+                return Err(E::UnknownMemberId);
+            }
+            consumers.insert(
+                group_id.to_string(),
+                ConsumerGroup::new(group_id, self.config.consumer.clone()),
+            );
+        }
+        drop(groups);
+        let c = consumers.get_mut(group_id).expect("inserted");
+        let member = req.member_id.clone();
+        let epoch = req.member_epoch;
+        let r = c.heartbeat(req, topics, Instant::now());
+        if let Err(e) = &r {
+            tracing::debug!(group = group_id, member = %member, epoch, error = ?e, "ConsumerGroupHeartbeat refused");
+        }
+        r
+    }
+
+    /// A consumer group as ConsumerGroupDescribe shows it (a clone of its state).
+    ///
+    /// Errors: GROUP_ID_NOT_FOUND (69) for an unknown group or a classic one.
+    pub fn consumer_describe(&self, group_id: &str) -> Result<ConsumerGroup, E> {
+        self.consumers
+            .lock()
+            .get(group_id)
+            .cloned()
+            .ok_or(E::GroupIdNotFound)
     }
 
     /// Offsets retention: deletes expired offsets of empty and offsets-only groups, then

@@ -1,0 +1,632 @@
+//! One KIP-848 consumer group (the `consumer` group protocol): members heartbeat with their
+//! member epoch, the coordinator computes the target assignment with a server-side assignor
+//! ([`assignor`](super::assignor)) whenever the group epoch moves past the assignment epoch, and
+//! reconciles each member towards its target: partitions to give up are revoked first (the member
+//! keeps its epoch until it reports them gone), partitions still held by another member are
+//! assigned once released. Pure state, unit-tested in `consumer_tests.rs`.
+//!
+//! Semantics follow KIP-848 and Kafka 4.3's `GroupMetadataManager.consumerGroupHeartbeat` and
+//! `CurrentAssignmentBuilder`: epoch 0 joins, -1 leaves, -2 is a static member's leave (its
+//! partitions stay with its instance id until the session times out); a member with a
+//! greater epoch than the coordinator's, or a smaller one that is not its previous epoch with a
+//! subset of its partitions, is FENCED_MEMBER_EPOCH (110). Group states are Kafka's
+//! `ConsumerGroupState`: Empty, Assigning, Reconciling, Stable.
+//!
+//! Not kept across a coordinator restart or failover (unlike Kafka, which writes the group's
+//! records to `__consumer_offsets`): members then get UNKNOWN_MEMBER_ID and rejoin with epoch 0;
+//! committed offsets are kept.
+
+use super::assignor::{Assignment, Assignor, AssignorMember};
+use kafka_protocol::error::ResponseError as E;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// Member epoch of a leave request (KIP-848).
+pub const LEAVE_EPOCH: i32 = -1;
+/// Member epoch of a static member's leave: it keeps its partitions until its session expires.
+pub const STATIC_LEAVE_EPOCH: i32 = -2;
+
+/// The topics a group can subscribe to: name -> (topic id, partition count).
+pub type TopicsView = BTreeMap<String, (Uuid, i32)>;
+
+/// Settings (Kafka's broker configs of the same names).
+#[derive(Debug, Clone)]
+pub struct ConsumerGroupConfig {
+    /// `group.consumer.session.timeout.ms` (default 45000): a member that does not heartbeat
+    /// for this long is removed.
+    pub session_timeout: Duration,
+    /// `group.consumer.heartbeat.interval.ms` (default 5000), told to members.
+    pub heartbeat_interval: Duration,
+    /// `group.consumer.max.size` (default unbounded): GROUP_MAX_SIZE_REACHED (81) beyond.
+    pub max_size: usize,
+    /// The first of `group.consumer.assignors` (default `uniform`): used when no member names one.
+    pub default_assignor: Assignor,
+}
+
+impl Default for ConsumerGroupConfig {
+    fn default() -> Self {
+        ConsumerGroupConfig {
+            session_timeout: Duration::from_millis(45_000),
+            heartbeat_interval: Duration::from_millis(5_000),
+            max_size: usize::MAX,
+            default_assignor: Assignor::Uniform,
+        }
+    }
+}
+
+/// Group states (Kafka's `ConsumerGroupState` names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsumerGroupState {
+    /// No members.
+    Empty,
+    /// The group epoch moved; the target assignment is not computed yet.
+    Assigning,
+    /// Some member has not reached its target assignment.
+    Reconciling,
+    /// Every member has its target assignment.
+    Stable,
+}
+
+impl ConsumerGroupState {
+    /// Kafka's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConsumerGroupState::Empty => "Empty",
+            ConsumerGroupState::Assigning => "Assigning",
+            ConsumerGroupState::Reconciling => "Reconciling",
+            ConsumerGroupState::Stable => "Stable",
+        }
+    }
+}
+
+/// Where a member is in its reconciliation (Kafka's `MemberState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberState {
+    /// It has its target assignment at the assignment epoch.
+    Stable,
+    /// It must give up `revoking` first; its epoch stays until it reports them gone.
+    UnrevokedPartitions,
+    /// It is at the assignment epoch but some target partitions are still held by others.
+    UnreleasedPartitions,
+}
+
+/// A member of a consumer group.
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// Member id (a UUID string; from the client in v1, from the coordinator in v0).
+    pub id: String,
+    /// `group.instance.id` of a static member.
+    pub instance_id: Option<String>,
+    /// `client.rack`.
+    pub rack_id: Option<String>,
+    /// Client id of its last heartbeat.
+    pub client_id: String,
+    /// Client address.
+    pub client_host: String,
+    /// Member epoch (-2 after a static leave).
+    pub epoch: i32,
+    /// The epoch before the last bump.
+    pub previous_epoch: i32,
+    /// Subscribed topic names.
+    pub topic_names: Vec<String>,
+    /// Subscribed topic regex (KIP-848; RE2J syntax, matched with the `regex` crate, whose
+    /// syntax is RE2's).
+    pub topic_regex: Option<String>,
+    regex: Option<regex::Regex>,
+    /// The server assignor it asks for.
+    pub assignor: Option<String>,
+    /// Time it may take to revoke partitions, ms.
+    pub rebalance_timeout_ms: i32,
+    /// Partitions it owns now (as told in the last response).
+    pub assigned: Assignment,
+    /// Partitions it must revoke.
+    pub revoking: Assignment,
+    /// Reconciliation state.
+    pub state: MemberState,
+    session_deadline: Instant,
+    revocation_deadline: Option<Instant>,
+}
+
+impl Member {
+    fn subscribes_to(&self, topic: &str) -> bool {
+        self.topic_names.iter().any(|t| t == topic)
+            || self.regex.as_ref().is_some_and(|r| r.is_match(topic))
+    }
+}
+
+/// A ConsumerGroupHeartbeat request, decoded.
+#[derive(Debug, Clone, Default)]
+pub struct Heartbeat {
+    /// Request version (v1: the client names its member id).
+    pub version: i16,
+    /// Member id.
+    pub member_id: String,
+    /// Member epoch.
+    pub member_epoch: i32,
+    /// Instance id (static membership).
+    pub instance_id: Option<String>,
+    /// Rack.
+    pub rack_id: Option<String>,
+    /// Rebalance timeout, ms (-1: unchanged).
+    pub rebalance_timeout_ms: i32,
+    /// Subscribed topic names (`None`: unchanged).
+    pub topic_names: Option<Vec<String>>,
+    /// Subscribed topic regex (`None`: unchanged; empty: none).
+    pub topic_regex: Option<String>,
+    /// Server assignor (`None`: unchanged).
+    pub assignor: Option<String>,
+    /// The partitions the member owns (`None`: unchanged since its last heartbeat).
+    pub owned: Option<Assignment>,
+    /// Client id.
+    pub client_id: String,
+    /// Client host.
+    pub client_host: String,
+}
+
+/// The answer to a heartbeat.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeartbeatReply {
+    /// Member id.
+    pub member_id: String,
+    /// The member's epoch.
+    pub member_epoch: i32,
+    /// Heartbeat interval, ms.
+    pub heartbeat_interval_ms: i32,
+    /// Its assignment, when it changed or the request was a full one.
+    pub assignment: Option<Assignment>,
+}
+
+/// A consumer group.
+#[derive(Debug, Clone)]
+pub struct ConsumerGroup {
+    /// Group id.
+    pub id: String,
+    /// Group epoch: bumped by membership, subscription and subscribed-topic changes.
+    pub epoch: i32,
+    /// The group epoch the target assignment was computed at.
+    pub assignment_epoch: i32,
+    /// The assignor of the last target assignment.
+    pub assignor: Assignor,
+    members: BTreeMap<String, Member>,
+    target: HashMap<String, Assignment>,
+    /// The subscribed topics (name -> id, partitions) the target was computed for.
+    subscribed: TopicsView,
+    config: ConsumerGroupConfig,
+}
+
+fn subset(a: &Assignment, b: &Assignment) -> bool {
+    a.iter()
+        .all(|(t, ps)| ps.is_empty() || b.get(t).is_some_and(|bs| ps.is_subset(bs)))
+}
+
+fn intersects(a: &Assignment, b: &Assignment) -> bool {
+    a.iter()
+        .any(|(t, ps)| b.get(t).is_some_and(|bs| !ps.is_disjoint(bs)))
+}
+
+fn minus(a: &Assignment, b: &Assignment) -> Assignment {
+    let mut out = Assignment::new();
+    for (t, ps) in a {
+        let rest: BTreeSet<i32> = match b.get(t) {
+            Some(bs) => ps.difference(bs).copied().collect(),
+            None => ps.clone(),
+        };
+        if !rest.is_empty() {
+            out.insert(*t, rest);
+        }
+    }
+    out
+}
+
+fn intersection(a: &Assignment, b: &Assignment) -> Assignment {
+    minus(a, &minus(a, b))
+}
+
+fn union(a: &mut Assignment, b: &Assignment) {
+    for (t, ps) in b {
+        a.entry(*t).or_default().extend(ps.iter().copied());
+    }
+    a.retain(|_, ps| !ps.is_empty());
+}
+
+fn compile(regex: &str) -> Result<regex::Regex, E> {
+    // RE2J patterns match the whole topic name, as Kafka's `Pattern.matcher(topic).matches()`.
+    regex::Regex::new(&format!("^(?:{regex})$")).map_err(|_| E::InvalidRegularExpression)
+}
+
+impl ConsumerGroup {
+    /// A new, empty group.
+    pub fn new(id: &str, config: ConsumerGroupConfig) -> ConsumerGroup {
+        ConsumerGroup {
+            id: id.to_string(),
+            epoch: 0,
+            assignment_epoch: 0,
+            assignor: config.default_assignor,
+            members: BTreeMap::new(),
+            target: HashMap::new(),
+            subscribed: TopicsView::new(),
+            config,
+        }
+    }
+
+    /// Its state.
+    pub fn state(&self) -> ConsumerGroupState {
+        if self.members.is_empty() {
+            ConsumerGroupState::Empty
+        } else if self.epoch > self.assignment_epoch {
+            ConsumerGroupState::Assigning
+        } else if self
+            .members
+            .values()
+            .any(|m| m.epoch != self.assignment_epoch || m.state != MemberState::Stable)
+        {
+            ConsumerGroupState::Reconciling
+        } else {
+            ConsumerGroupState::Stable
+        }
+    }
+
+    /// Whether it has no members.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Members in member id order.
+    pub fn members(&self) -> impl Iterator<Item = &Member> {
+        self.members.values()
+    }
+
+    /// A member's target assignment.
+    pub fn target_of(&self, member: &str) -> Assignment {
+        self.target.get(member).cloned().unwrap_or_default()
+    }
+
+    /// The names of the topics its members subscribe to (for OffsetDelete).
+    pub fn subscribed_topics(&self) -> BTreeSet<String> {
+        self.subscribed.keys().cloned().collect()
+    }
+
+    /// ConsumerGroupHeartbeat (API 68).
+    ///
+    /// Errors: INVALID_REQUEST (42) for a malformed first heartbeat, UNKNOWN_MEMBER_ID (25),
+    /// FENCED_MEMBER_EPOCH (110), UNRELEASED_INSTANCE_ID (111), FENCED_INSTANCE_ID (82),
+    /// UNSUPPORTED_ASSIGNOR (112), INVALID_REGULAR_EXPRESSION (128), GROUP_MAX_SIZE_REACHED (81).
+    pub fn heartbeat(
+        &mut self,
+        req: Heartbeat,
+        topics: &TopicsView,
+        now: Instant,
+    ) -> Result<HeartbeatReply, E> {
+        if let Some(a) = &req.assignor {
+            Assignor::parse(a).ok_or(E::UnsupportedAssignor)?;
+        }
+        let regex = match req.topic_regex.as_deref() {
+            Some(r) if !r.is_empty() => Some(compile(r)?),
+            _ => None,
+        };
+        // One heartbeat moves the group epoch by one at most, whatever it changed.
+        let epoch_before = self.epoch;
+        let member_id = match req.member_epoch {
+            LEAVE_EPOCH | STATIC_LEAVE_EPOCH => return self.leave(&req),
+            0 => self.join(&req, now)?,
+            e if e > 0 => {
+                if req.member_id.is_empty() {
+                    return Err(E::InvalidRequest);
+                }
+                let m = self.members.get(&req.member_id).ok_or(E::UnknownMemberId)?;
+                if e > m.epoch
+                    || (e < m.epoch
+                        && (e != m.previous_epoch
+                            || !req.owned.as_ref().is_none_or(|o| subset(o, &m.assigned))))
+                {
+                    return Err(E::FencedMemberEpoch);
+                }
+                req.member_id.clone()
+            }
+            _ => return Err(E::InvalidRequest),
+        };
+        let full = req.member_epoch == 0
+            || (req.rebalance_timeout_ms != -1 && req.topic_names.is_some() && req.owned.is_some());
+        let before = self.members[&member_id].assigned.clone();
+        // Subscription changes bump the group epoch.
+        {
+            let m = self.members.get_mut(&member_id).expect("member");
+            let mut changed = false;
+            if let Some(names) = &req.topic_names {
+                let mut names = names.clone();
+                names.sort();
+                names.dedup();
+                if names != m.topic_names {
+                    m.topic_names = names;
+                    changed = true;
+                }
+            }
+            if let Some(r) = &req.topic_regex {
+                let r = (!r.is_empty()).then(|| r.clone());
+                if r != m.topic_regex {
+                    m.topic_regex = r;
+                    m.regex = regex;
+                    changed = true;
+                }
+            }
+            if req.assignor.is_some() && req.assignor != m.assignor {
+                m.assignor = req.assignor.clone();
+                changed = true;
+            }
+            if req.rebalance_timeout_ms >= 0 {
+                m.rebalance_timeout_ms = req.rebalance_timeout_ms;
+            }
+            if req.rack_id.is_some() {
+                m.rack_id = req.rack_id.clone();
+            }
+            m.client_id = req.client_id.clone();
+            m.client_host = req.client_host.clone();
+            m.session_deadline = now + self.config.session_timeout;
+            if changed {
+                self.epoch += 1;
+            }
+        }
+        self.refresh(topics, epoch_before);
+        self.reconcile(&member_id, req.owned.as_ref(), now);
+        let m = &self.members[&member_id];
+        Ok(HeartbeatReply {
+            member_id: m.id.clone(),
+            member_epoch: m.epoch,
+            heartbeat_interval_ms: self.config.heartbeat_interval.as_millis() as i32,
+            assignment: (full || m.assigned != before).then(|| m.assigned.clone()),
+        })
+    }
+
+    /// Epoch 0: a new member, a member rejoining, or a static member replacing its old self.
+    /// Returns the member id (made here for a v0 request without one).
+    fn join(&mut self, req: &Heartbeat, now: Instant) -> Result<String, E> {
+        if req.version >= 1 && req.member_id.is_empty() {
+            return Err(E::InvalidRequest);
+        }
+        if req.rebalance_timeout_ms < 0 || (req.topic_names.is_none() && req.topic_regex.is_none())
+        {
+            return Err(E::InvalidRequest);
+        }
+        let id = if req.member_id.is_empty() {
+            Uuid::new_v4().to_string()
+        } else {
+            req.member_id.clone()
+        };
+        let fresh = |id: &str| Member {
+            id: id.to_string(),
+            instance_id: req.instance_id.clone(),
+            rack_id: req.rack_id.clone(),
+            client_id: req.client_id.clone(),
+            client_host: req.client_host.clone(),
+            epoch: 0,
+            previous_epoch: 0,
+            topic_names: vec![],
+            topic_regex: None,
+            regex: None,
+            assignor: None,
+            rebalance_timeout_ms: req.rebalance_timeout_ms,
+            assigned: Assignment::new(),
+            revoking: Assignment::new(),
+            state: MemberState::Stable,
+            session_deadline: now + self.config.session_timeout,
+            revocation_deadline: None,
+        };
+        if let Some(instance) = &req.instance_id {
+            let old = self
+                .members
+                .values()
+                .find(|m| m.instance_id.as_deref() == Some(instance) && m.id != id)
+                .map(|m| (m.id.clone(), m.epoch));
+            if let Some((old_id, old_epoch)) = old {
+                if old_epoch != STATIC_LEAVE_EPOCH {
+                    return Err(E::UnreleasedInstanceId);
+                }
+                // The new incarnation takes the old one's place and target, not its epoch.
+                let old = self.members.remove(&old_id).expect("member");
+                let target = self.target.remove(&old_id).unwrap_or_default();
+                let mut m = fresh(&id);
+                m.topic_names = old.topic_names;
+                m.topic_regex = old.topic_regex;
+                m.regex = old.regex;
+                m.assignor = old.assignor;
+                self.target.insert(id.clone(), target);
+                self.members.insert(id.clone(), m);
+                return Ok(id);
+            }
+        }
+        match self.members.get_mut(&id) {
+            Some(m) => {
+                // Rejoining: it has dropped everything it owned.
+                m.previous_epoch = m.epoch;
+                m.epoch = 0;
+                m.assigned.clear();
+                m.revoking.clear();
+                m.state = MemberState::Stable;
+                m.revocation_deadline = None;
+            }
+            None => {
+                if self.members.len() >= self.config.max_size {
+                    return Err(E::GroupMaxSizeReached);
+                }
+                self.members.insert(id.clone(), fresh(&id));
+                self.epoch += 1;
+            }
+        }
+        Ok(id)
+    }
+
+    fn leave(&mut self, req: &Heartbeat) -> Result<HeartbeatReply, E> {
+        let Some(m) = self.members.get_mut(&req.member_id) else {
+            return Err(E::UnknownMemberId);
+        };
+        if req.member_epoch == STATIC_LEAVE_EPOCH {
+            if m.instance_id.is_none() || m.instance_id != req.instance_id {
+                return Err(E::FencedInstanceId);
+            }
+            // Its partitions stay its own until the session ends or the instance rejoins.
+            m.previous_epoch = m.epoch;
+            m.epoch = STATIC_LEAVE_EPOCH;
+        } else {
+            self.remove(&req.member_id.clone(), "left the group");
+        }
+        Ok(HeartbeatReply {
+            member_id: req.member_id.clone(),
+            member_epoch: req.member_epoch,
+            heartbeat_interval_ms: 0,
+            assignment: None,
+        })
+    }
+
+    fn remove(&mut self, id: &str, why: &str) {
+        if self.members.remove(id).is_some() {
+            self.target.remove(id);
+            self.epoch += 1;
+            tracing::info!(group = %self.id, member = id, epoch = self.epoch, "consumer group member removed: {why}");
+        }
+    }
+
+    /// Recomputes the subscribed topics, and the target assignment if the group epoch moved
+    /// (to one past `epoch_before` at most).
+    fn refresh(&mut self, topics: &TopicsView, epoch_before: i32) {
+        let subscribed: TopicsView = topics
+            .iter()
+            .filter(|(name, _)| self.members.values().any(|m| m.subscribes_to(name)))
+            .map(|(n, v)| (n.clone(), *v))
+            .collect();
+        if subscribed != self.subscribed {
+            self.subscribed = subscribed;
+            self.epoch += 1;
+        }
+        self.epoch = self.epoch.min(epoch_before + 1);
+        if self.epoch <= self.assignment_epoch {
+            return;
+        }
+        self.assignor = self.chosen_assignor();
+        let members: Vec<AssignorMember<'_>> = self
+            .members
+            .values()
+            .map(|m| AssignorMember {
+                id: &m.id,
+                topics: self
+                    .subscribed
+                    .iter()
+                    .filter(|(n, _)| m.subscribes_to(n))
+                    .map(|(_, (id, _))| *id)
+                    .collect(),
+            })
+            .collect();
+        let partitions: BTreeMap<Uuid, i32> = self.subscribed.values().copied().collect();
+        self.target = self.assignor.assign(&members, &partitions, &self.target);
+        self.assignment_epoch = self.epoch;
+        tracing::debug!(group = %self.id, epoch = self.epoch, members = self.members.len(),
+            assignor = self.assignor.name(), "consumer group target assignment computed");
+    }
+
+    /// The assignor most members ask for, else the default.
+    fn chosen_assignor(&self) -> Assignor {
+        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
+        for a in self.members.values().filter_map(|m| m.assignor.as_deref()) {
+            *votes.entry(a).or_default() += 1;
+        }
+        votes
+            .into_iter()
+            .max_by_key(|(name, n)| (*n, std::cmp::Reverse(*name)))
+            .and_then(|(name, _)| Assignor::parse(name))
+            .unwrap_or(self.config.default_assignor)
+    }
+
+    /// Moves `id` towards its target (Kafka's `CurrentAssignmentBuilder`).
+    fn reconcile(&mut self, id: &str, owned: Option<&Assignment>, now: Instant) {
+        let m = &self.members[id];
+        if m.epoch == STATIC_LEAVE_EPOCH {
+            return;
+        }
+        if m.state == MemberState::UnrevokedPartitions {
+            match owned {
+                Some(o) if !intersects(o, &m.revoking) => {}
+                _ => return,
+            }
+        }
+        if m.epoch == self.assignment_epoch && m.state == MemberState::Stable {
+            return;
+        }
+        let target = self.target.get(id).cloned().unwrap_or_default();
+        let mut held_by_others = Assignment::new();
+        for o in self.members.values().filter(|o| o.id != id) {
+            union(&mut held_by_others, &o.assigned);
+            union(&mut held_by_others, &o.revoking);
+        }
+        let epoch = self.assignment_epoch;
+        let m = self.members.get_mut(id).expect("member");
+        m.revoking.clear();
+        let keep = intersection(&m.assigned, &target);
+        let revoke = minus(&m.assigned, &target);
+        if !revoke.is_empty() {
+            m.assigned = keep;
+            m.revoking = revoke;
+            m.state = MemberState::UnrevokedPartitions;
+            m.revocation_deadline =
+                Some(now + Duration::from_millis(m.rebalance_timeout_ms.max(0) as u64));
+            return;
+        }
+        let wanted = minus(&target, &keep);
+        let free = minus(&wanted, &held_by_others);
+        let unreleased = !minus(&wanted, &free).is_empty();
+        m.assigned = keep;
+        union(&mut m.assigned, &free);
+        if m.epoch != epoch {
+            m.previous_epoch = m.epoch;
+            m.epoch = epoch;
+        }
+        m.revocation_deadline = None;
+        m.state = if unreleased {
+            MemberState::UnreleasedPartitions
+        } else {
+            MemberState::Stable
+        };
+    }
+
+    /// Session and revocation timeouts; returns whether anything changed.
+    pub fn tick(&mut self, now: Instant) -> bool {
+        let expired: Vec<(String, &'static str)> = self
+            .members
+            .values()
+            .filter_map(|m| {
+                if m.session_deadline <= now {
+                    Some((m.id.clone(), "session timed out"))
+                } else if m.revocation_deadline.is_some_and(|d| d <= now) {
+                    Some((
+                        m.id.clone(),
+                        "did not revoke its partitions within its rebalance timeout",
+                    ))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        for (id, why) in &expired {
+            self.remove(id, why);
+        }
+        !expired.is_empty()
+    }
+
+    /// OffsetCommit / TxnOffsetCommit validation (Kafka's `ConsumerGroup.validateOffsetCommit`):
+    /// epoch < 0 from a client outside the group is allowed while the group is empty.
+    ///
+    /// Errors: UNKNOWN_MEMBER_ID (25), STALE_MEMBER_EPOCH (113) when the epoch is not the member's.
+    pub fn validate_commit(&self, member_id: &str, epoch: i32) -> Result<(), E> {
+        if epoch < 0 && self.members.is_empty() {
+            return Ok(());
+        }
+        let m = self.members.get(member_id).ok_or(E::UnknownMemberId)?;
+        if m.epoch != epoch {
+            return Err(E::StaleMemberEpoch);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "consumer_tests.rs"]
+mod tests;

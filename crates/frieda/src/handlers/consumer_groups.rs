@@ -1,0 +1,205 @@
+//! The KIP-848 consumer group APIs: ConsumerGroupHeartbeat (68, v0-1) and
+//! ConsumerGroupDescribe (69, v0-1). The state lives in
+//! [`crate::coordinator::group::consumer`]; these functions translate requests and responses
+//! (topic ids on the wire, KIP-516).
+
+use super::{str_bytes, RequestContext};
+use crate::broker::Broker;
+use crate::coordinator::group::assignor::Assignment;
+use crate::coordinator::group::consumer::{Heartbeat, TopicsView};
+use kafka_protocol::error::ResponseError as E;
+use kafka_protocol::messages::consumer_group_describe_response::{
+    self as describe, DescribedGroup,
+};
+use kafka_protocol::messages::consumer_group_heartbeat_response::{self as heartbeat};
+use kafka_protocol::messages::{
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse, GroupId, TopicName,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Every topic a consumer group may subscribe to (internal topics excluded): name -> (id,
+/// partitions). In a cluster every topic of the metadata image is a local topic.
+pub fn topics_view(broker: &Broker) -> TopicsView {
+    broker
+        .topics()
+        .into_iter()
+        .filter(|t| !t.is_internal())
+        .map(|t| (t.name.to_string(), (t.id, t.partition_count())))
+        .collect()
+}
+
+fn owned(req: &ConsumerGroupHeartbeatRequest) -> Option<Assignment> {
+    req.topic_partitions.as_ref().map(|tps| {
+        let mut a = Assignment::new();
+        for tp in tps {
+            a.entry(tp.topic_id)
+                .or_default()
+                .extend(tp.partitions.iter().copied());
+        }
+        a.retain(|_, ps| !ps.is_empty());
+        a
+    })
+}
+
+/// ConsumerGroupHeartbeat v0-1 (KIP-848; v1 is KIP-1082: the client names its member id).
+///
+/// Errors (top level, with a message): NOT_COORDINATOR (16), COORDINATOR_NOT_AVAILABLE (15),
+/// INVALID_GROUP_ID (24), GROUP_ID_NOT_FOUND (69) for a classic group in use, and the group's
+/// (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR,
+/// INVALID_REGULAR_EXPRESSION, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED).
+pub async fn heartbeat(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: ConsumerGroupHeartbeatRequest,
+) -> ConsumerGroupHeartbeatResponse {
+    let group = req.group_id.0.to_string();
+    let hb = Heartbeat {
+        version: ctx.api_version,
+        member_id: req.member_id.to_string(),
+        member_epoch: req.member_epoch,
+        instance_id: req.instance_id.as_ref().map(|s| s.to_string()),
+        rack_id: req.rack_id.as_ref().map(|s| s.to_string()),
+        rebalance_timeout_ms: req.rebalance_timeout_ms,
+        topic_names: req
+            .subscribed_topic_names
+            .as_ref()
+            .map(|ts| ts.iter().map(|t| t.0.to_string()).collect()),
+        topic_regex: req.subscribed_topic_regex.as_ref().map(|s| s.to_string()),
+        assignor: req.server_assignor.as_ref().map(|s| s.to_string()),
+        owned: owned(&req),
+        client_id: ctx.client_id.clone().unwrap_or_default(),
+        client_host: format!("/{}", ctx.peer.ip()),
+    };
+    let topics = topics_view(broker);
+    let result = broker
+        .groups
+        .for_group(&group)
+        .and_then(|c| c.consumer_heartbeat(&group, hb, &topics));
+    match result {
+        Ok(r) => ConsumerGroupHeartbeatResponse::default()
+            .with_member_id(Some(str_bytes(&r.member_id)))
+            .with_member_epoch(r.member_epoch)
+            .with_heartbeat_interval_ms(r.heartbeat_interval_ms)
+            .with_assignment(r.assignment.map(|a| {
+                heartbeat::Assignment::default().with_topic_partitions(
+                    a.into_iter()
+                        .map(|(id, ps)| {
+                            heartbeat::TopicPartitions::default()
+                                .with_topic_id(id)
+                                .with_partitions(ps.into_iter().collect())
+                        })
+                        .collect(),
+                )
+            })),
+        Err(e) => {
+            let message = match e {
+                E::GroupIdNotFound => format!("Group {group} is not a consumer group."),
+                other => format!("{other:?}"),
+            };
+            ConsumerGroupHeartbeatResponse::default()
+                .with_error_code(e.code())
+                .with_error_message(Some(str_bytes(&message)))
+                .with_member_epoch(-1)
+        }
+    }
+}
+
+fn describe_assignment(
+    a: &Assignment,
+    names: &BTreeMap<uuid::Uuid, String>,
+) -> describe::Assignment {
+    describe::Assignment::default().with_topic_partitions(
+        a.iter()
+            .map(|(id, ps)| {
+                describe::TopicPartitions::default()
+                    .with_topic_id(*id)
+                    .with_topic_name(TopicName(str_bytes(
+                        names.get(id).map(String::as_str).unwrap_or(""),
+                    )))
+                    .with_partitions(ps.iter().copied().collect())
+            })
+            .collect(),
+    )
+}
+
+/// Operations a group allows, reported when asked (no ACLs: READ, DELETE, DESCRIBE,
+/// DESCRIBE_CONFIGS, ALTER_CONFIGS), as DescribeGroups reports them.
+const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
+
+/// ConsumerGroupDescribe v0-1 (KIP-848): state, epochs, assignor, and each member's
+/// subscription, assignment and target assignment.
+///
+/// Errors per group: GROUP_ID_NOT_FOUND (69) for an unknown or classic group (the Java Admin
+/// then asks DescribeGroups), NOT_COORDINATOR (16), COORDINATOR_NOT_AVAILABLE (15).
+pub async fn describe(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: ConsumerGroupDescribeRequest,
+) -> ConsumerGroupDescribeResponse {
+    let names: BTreeMap<uuid::Uuid, String> = topics_view(broker)
+        .into_iter()
+        .map(|(name, (id, _))| (id, name))
+        .collect();
+    let groups = req
+        .group_ids
+        .iter()
+        .map(|gid| {
+            let group = gid.0.to_string();
+            let out = DescribedGroup::default().with_group_id(GroupId(str_bytes(&group)));
+            let found = broker
+                .groups
+                .for_group(&group)
+                .and_then(|c| c.consumer_describe(&group));
+            let g = match found {
+                Ok(g) => g,
+                Err(e) => {
+                    let message = match e {
+                        E::GroupIdNotFound => format!("Group {group} not found."),
+                        other => format!("{other:?}"),
+                    };
+                    return out
+                        .with_error_code(e.code())
+                        .with_error_message(Some(str_bytes(&message)));
+                }
+            };
+            let members = g
+                .members()
+                .map(|m| {
+                    let mut d = describe::Member::default()
+                        .with_member_id(str_bytes(&m.id))
+                        .with_instance_id(m.instance_id.as_deref().map(str_bytes))
+                        .with_rack_id(m.rack_id.as_deref().map(str_bytes))
+                        .with_member_epoch(m.epoch)
+                        .with_client_id(str_bytes(&m.client_id))
+                        .with_client_host(str_bytes(&m.client_host))
+                        .with_subscribed_topic_names(
+                            m.topic_names
+                                .iter()
+                                .map(|t| TopicName(str_bytes(t)))
+                                .collect(),
+                        )
+                        .with_subscribed_topic_regex(m.topic_regex.as_deref().map(str_bytes))
+                        .with_assignment(describe_assignment(&m.assigned, &names))
+                        .with_target_assignment(describe_assignment(&g.target_of(&m.id), &names));
+                    if ctx.api_version >= 1 {
+                        d = d.with_member_type(1); // 1 = a consumer-protocol member
+                    }
+                    d
+                })
+                .collect();
+            out.with_group_state(str_bytes(g.state().name()))
+                .with_group_epoch(g.epoch)
+                .with_assignment_epoch(g.assignment_epoch)
+                .with_assignor_name(str_bytes(g.assignor.name()))
+                .with_members(members)
+                .with_authorized_operations(if req.include_authorized_operations {
+                    GROUP_OPERATIONS
+                } else {
+                    i32::MIN
+                })
+        })
+        .collect();
+    ConsumerGroupDescribeResponse::default().with_groups(groups)
+}
