@@ -8,9 +8,10 @@ group consumers (range and cooperative-sticky balancers, dynamic and static memb
 (`GroupTransactSession`: TxnOffsetCommit, EndTxn, rebalances that abort) and check that every
 record arrives exactly once, in order per key, with control records at their own offsets.
 
-Its KIP-848 subtests (`range/848`, `sticky/848`, `sticky/848/static`) need the new consumer group
-protocol, which Frieda does not speak yet (issue 14); they are excluded with ``-test.skip``, and
-the test asserts which subtests ran and passed, so an excluded or skipped one cannot pass silently.
+Its KIP-848 subtests (`range/848`, `sticky/848`, `sticky/848/static`: the same chains with the
+consumer group protocol, ConsumerGroupHeartbeat v1) run too; the test asserts which subtests ran
+and passed, so a skipped one (franz-go skips the 848 ones when the broker does not advertise
+ConsumerGroupHeartbeat v1) cannot pass silently.
 
 Needs `go` (the machine has it; scripts/test's environment) and the Go module proxy on first run;
 the test binary is cached in ``target/franz-go/`` keyed by the version.
@@ -29,8 +30,9 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FRANZ_VERSION = "v1.22.3"
 RECORDS = int(os.environ.get("FRIEDA_FRANZ_RECORDS", "200000"))
-# the subtests that must run and pass (franz-go's names); the 848 ones are excluded (issue 14)
-EXPECTED_SUBTESTS = ["range", "cooperative-sticky", "cooperative-sticky/static"]
+# the subtests that must run and pass (franz-go's names)
+EXPECTED_SUBTESTS = ["range", "cooperative-sticky", "cooperative-sticky/static", "range/848", "sticky/848",
+                     "sticky/848/static"]
 
 
 def kgo_test_binary() -> Path:
@@ -64,7 +66,7 @@ def test_franz_go_txn_etl(broker, tmp_path):
     binary = kgo_test_binary()
     env = dict(os.environ, KGO_SEEDS=broker.bootstrap, KGO_TEST_RF="1", KGO_TEST_RECORDS=str(RECORDS),
                KGO_LOG_LEVEL="warn")
-    cmd = [str(binary), "-test.run", "^TestTxnEtl$", "-test.skip", "TestTxnEtl/.*/848",
+    cmd = [str(binary), "-test.run", "^TestTxnEtl$",
            "-test.v", "-test.timeout", "1200s", "-test.count", "1"]
     log = tmp_path / "kgo-test.log"
     with open(log, "w") as f:

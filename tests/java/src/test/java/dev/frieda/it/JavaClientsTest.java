@@ -277,10 +277,10 @@ class JavaClientsTest {
 
     /**
      * Admin.describeFeatures (what {@code kafka-features describe} prints): metadata.version
-     * supported 3.3-IV3 (level 7) to 4.3-IV0 (level 30) and finalized at 4.3-IV0; the features
-     * Frieda does not implement (KIP-848 groups, KIP-853 dynamic quorums) supported at level 0
-     * only and not finalized, so clients see them off; transaction.version 2 (KIP-890) supported
-     * and finalized.
+     * supported 3.3-IV3 (level 7) to 4.3-IV0 (level 30) and finalized at 4.3-IV0; group.version 1
+     * (KIP-848 consumer groups) and transaction.version 2 (KIP-890) supported and finalized; the
+     * features Frieda does not implement (KIP-853 dynamic quorums) supported at level 0 only and
+     * not finalized, so clients see them off.
      */
     @Test
     void featuresDescribeMetadataVersion43() throws Exception {
@@ -292,7 +292,9 @@ class JavaClientsTest {
             assertEquals((short) 30, f.finalizedFeatures().get("metadata.version").maxVersionLevel());
             assertEquals((short) 2, f.supportedFeatures().get("transaction.version").maxVersion());
             assertEquals((short) 2, f.finalizedFeatures().get("transaction.version").maxVersionLevel());
-            for (String off : List.of("group.version", "kraft.version")) {
+            assertEquals((short) 1, f.supportedFeatures().get("group.version").maxVersion());
+            assertEquals((short) 1, f.finalizedFeatures().get("group.version").maxVersionLevel());
+            for (String off : List.of("kraft.version")) {
                 assertEquals((short) 0, f.supportedFeatures().get(off).maxVersion(), off);
                 assertFalse(f.finalizedFeatures().containsKey(off), off + " finalized");
             }

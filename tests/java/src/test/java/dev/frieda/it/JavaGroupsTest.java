@@ -80,14 +80,26 @@ class JavaGroupsTest {
     }
 
     private KafkaConsumer<String, String> consumer(String group, String clientId) {
+        return consumer(group, clientId, false);
+    }
+
+    /**
+     * A group consumer; {@code kip848}: {@code group.protocol=consumer} (the session and
+     * heartbeat timing are then the broker's, and the assignor the broker's {@code uniform}).
+     */
+    private KafkaConsumer<String, String> consumer(String group, String clientId, boolean kip848) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
-        p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+        if (kip848) {
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        } else {
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+        }
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         return new KafkaConsumer<>(p);
@@ -128,7 +140,21 @@ class JavaGroupsTest {
 
     @Test
     void twoSubscribedConsumersCommitSyncAndToolShowsLag() throws Exception {
-        String topic = Broker.uniqueTopic("jgroups");
+        twoMembersCommitSyncAndToolShowsLag(false);
+    }
+
+    /**
+     * The same with the KIP-848 protocol ({@code group.protocol=consumer}): the broker assigns
+     * the four partitions two and two, every record is consumed and committed, and
+     * kafka-consumer-groups lists and describes the group (through ConsumerGroupDescribe).
+     */
+    @Test
+    void twoConsumerProtocolMembersCommitSyncAndToolShowsLag() throws Exception {
+        twoMembersCommitSyncAndToolShowsLag(true);
+    }
+
+    private void twoMembersCommitSyncAndToolShowsLag(boolean kip848) throws Exception {
+        String topic = Broker.uniqueTopic(kip848 ? "jgroups848" : "jgroups");
         String group = "jg-" + topic;
         int partitions = 4;
         try (Admin a = admin()) {
@@ -143,7 +169,7 @@ class JavaGroupsTest {
             for (int c = 0; c < 2; c++) {
                 String clientId = "java-member-" + c;
                 Thread t = new Thread(() -> {
-                    try (KafkaConsumer<String, String> consumer = consumer(group, clientId)) {
+                    try (KafkaConsumer<String, String> consumer = consumer(group, clientId, kip848)) {
                         consumer.subscribe(List.of(topic));
                         while (!stop.get()) {
                             ConsumerRecords<String, String> recs = consumer.poll(Duration.ofMillis(200));
@@ -194,7 +220,8 @@ class JavaGroupsTest {
                 String[] f = line.trim().split("\\s+");
                 if (f.length >= 9 && f[0].equals(group) && f[1].equals(topic)) {
                     assertEquals("0", f[5], line);
-                    assertTrue(f[6].startsWith("java-member-"), line);
+                    // Classic member ids start with the client id; KIP-848 member ids are UUIDs.
+                    assertTrue(kip848 ? f[6].length() >= 22 : f[6].startsWith("java-member-"), line);
                     assertTrue(f[7].contains("127.0.0.1"), line);
                     assertTrue(f[8].startsWith("java-member-"), line);
                     activeRows++;
