@@ -1,4 +1,4 @@
-"""kafka-python's own transactional integration tests against Frieda (issue 13).
+"""kafka-python's own integration tests against Frieda: its transactional and idempotence tests (issue 13)
 
 The tests are kafka-python's, unchanged: `test/integration/test_producer_integration.py` from the
 sdist of the installed kafka-python version (PyPI, `pip download --no-binary`), run by pytest
@@ -9,7 +9,12 @@ against this broker through the suite's own switch for an external broker (`KAFK
   the committed ones;
 - `test_transactional_producer_offsets`: `send_offsets_to_transaction` commits a group's offsets
   with the transaction (read back through the admin client);
-- `test_idempotent_producer_max_in_flight[1, 2, 5]`: 100 records each, in order, once.
+- `test_idempotent_producer_max_in_flight[1, 2, 5]`: 100 records each, in order, once;
+- `test_kafka_version_infer` (test_consumer_integration.py): kafka-python infers the broker's
+  version from ApiVersions, and must infer 4.3 (`KAFKA_VERSION`; ListOffsets v11, DescribeLogDirs
+  v5);
+- `test_kafka_consumer_max_bytes_simple`: a group consumer with `fetch_max_bytes=300` gets records
+  of both partitions within 9 s (KIP-74: a first batch larger than the limit still comes back).
 
 The sdist ships `test/integration/` but not two modules it imports: `test/__init__.py` and
 `test/service.py` (the classes that spawn or name the broker under test). With `KAFKA_URI` set the
@@ -34,13 +39,16 @@ import pytest
 from helpers import create_topic
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SELECTED = "transactional or idempotent_producer_max_in_flight"
+SELECTED = ("transactional or idempotent_producer_max_in_flight or kafka_version_infer"
+            " or kafka_consumer_max_bytes_simple")
 EXPECTED = {
     "test_transactional_producer_messages",
     "test_transactional_producer_offsets",
     "test_idempotent_producer_max_in_flight[1]",
     "test_idempotent_producer_max_in_flight[2]",
     "test_idempotent_producer_max_in_flight[5]",
+    "test_kafka_version_infer",
+    "test_kafka_consumer_max_bytes_simple",
 }
 
 SERVICE_ADAPTER = '''"""Frieda's stand-in for kafka-python's test/service.py (tests/integration/test_kafka_python_suite.py)."""
@@ -109,10 +117,11 @@ def test_kafka_python_transactional_integration_tests(broker, tmp_path):
     # KAFKA_ROOT: the suite insists that a Kafka installation directory exists even when it uses
     # an external broker; an empty one shows that nothing of Kafka's is run.
     (tmp_path / "no-kafka-here").mkdir()
-    env = {"KAFKA_URI": f"kafka://{broker.bootstrap}", "KAFKA_VERSION": "4.2.0",
+    env = {"KAFKA_URI": f"kafka://{broker.bootstrap}", "KAFKA_VERSION": "4.3.0",
            "KAFKA_ROOT": str(tmp_path / "no-kafka-here"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "-o", "addopts=",
-           "test/integration/test_producer_integration.py", "-k", SELECTED]
+           "test/integration/test_producer_integration.py", "test/integration/test_consumer_integration.py",
+           "-k", SELECTED]
     r = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True, timeout=560)
     out = r.stdout + r.stderr
     print(out[-5000:])

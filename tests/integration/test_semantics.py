@@ -417,3 +417,42 @@ def test_request_max_bytes_bounds_the_response(broker, topic_name):
     h.create_topic(broker.bootstrap, topic, partitions=4)
     _fill(broker.bootstrap, topic, 4, 1000)
     _fetch_response_bounded(broker, topic, 4, 65536, 65536)
+
+
+def test_list_offsets_v11_tiered_timestamps_without_tiered_storage(broker, topic_name):
+    """ListOffsets v11 (Kafka 4.2+, which version-inferring clients look for): latest (-1) and
+    earliest (-2, -4) as usual; latest tiered (-5) and earliest pending upload (-6, KIP-1023) give
+    offset -1 and leader epoch -1 without an error, as on Kafka 4.3.1 without tiered storage; -7
+    is UNSUPPORTED_VERSION (35). Checked against Apache Kafka 4.3.1 with FRIEDA_EXTERNAL_BOOTSTRAP."""
+    import struct
+
+    topic = topic_name()
+    h.create_topic(broker.bootstrap, topic, partitions=1)
+    p = h.producer(broker.bootstrap)
+    for _ in range(3):
+        p.produce(topic, value=b"x", partition=0)
+    assert p.flush(30) == 0
+    host, port = broker.bootstrap.rsplit(":", 1)
+
+    def list_offset(ts: int) -> tuple[int, int, int, int]:
+        body = (w.i32(-1) + w.i8(0) + w.compact_array([w.compact_string(topic) + w.compact_array(
+            [w.i32(0) + w.i32(-1) + w.i64(ts) + b"\x00"]) + b"\x00"]) + w.i32(1000) + b"\x00")
+        s = w.connect(host, int(port))
+        try:
+            s.sendall(w.frame(w.header_v2(2, 11, 7) + body))
+            r = w.recv_frame(s)
+        finally:
+            s.close()
+        assert struct.unpack(">i", r[:4])[0] == 7
+        i = 4 + 1 + 4 + 1  # correlation id, header tags, throttle, topics (compact length 1 + 1)
+        i += 1 + (r[i] - 1) + 1  # topic name, then the partitions' compact length
+        part, err, t, off, ep = struct.unpack(">ihqqi", r[i:i + 26])
+        assert part == 0
+        return err, t, off, ep
+
+    assert list_offset(-1)[:3] == (0, -1, 3)
+    assert list_offset(-2)[:3] == (0, -1, 0)
+    assert list_offset(-4)[:3] == (0, -1, 0)
+    assert list_offset(-5) == (0, -1, -1, -1)
+    assert list_offset(-6) == (0, -1, -1, -1)
+    assert list_offset(-7) == (35, -1, -1, -1)

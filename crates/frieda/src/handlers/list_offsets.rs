@@ -1,5 +1,7 @@
-//! ListOffsets (key 2, v1-10): earliest (-2), latest (-1), max timestamp (-3, KIP-734),
-//! earliest local (-4, KIP-1005, same as earliest here), and offset by timestamp.
+//! ListOffsets (key 2, v1-11): earliest (-2), latest (-1), max timestamp (-3, KIP-734),
+//! earliest local (-4, KIP-1005, same as earliest here), latest tiered (-5, KIP-1005) and
+//! earliest pending upload (-6, KIP-1023; v11) answered as Kafka 4.3.1 answers them without
+//! tiered storage (offset -1, leader epoch -1, no error), and offset by timestamp.
 
 use super::RequestContext;
 use crate::broker::partition::Partition;
@@ -16,8 +18,11 @@ const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
+const LATEST_TIERED: i64 = -5;
+const EARLIEST_PENDING_UPLOAD: i64 = -6;
 
-/// Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3); in a cluster NOT_LEADER_OR_FOLLOWER
+/// Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3); UNSUPPORTED_VERSION (35) for a
+/// negative timestamp below -6 (as Kafka 4.3.1); in a cluster NOT_LEADER_OR_FOLLOWER
 /// (6), FENCED_LEADER_EPOCH (74), UNKNOWN_LEADER_EPOCH (76); KAFKA_STORAGE_ERROR (56) when a
 /// timestamp lookup cannot read the log. A timestamp past every record, or MAX_TIMESTAMP on an
 /// empty partition, gives offset -1 and timestamp -1, as in Kafka. MAX_TIMESTAMP returns the
@@ -82,7 +87,13 @@ pub async fn handle(
                     let reader = p.reader().clone();
                     lookup(&p, move || reader.offset_for_timestamp(ts)).await
                 }
-                _ => Err(ResponseError::InvalidRequest),
+                // Nothing is tiered here: no such offset, and no epoch (Kafka 4.3.1 without
+                // remote storage).
+                LATEST_TIERED | EARLIEST_PENDING_UPLOAD => {
+                    partitions.push(resp.with_leader_epoch(epoch(-1)));
+                    continue;
+                }
+                _ => Err(ResponseError::UnsupportedVersion),
             };
             // A record found by timestamp must be readable: below the high watermark (or the
             // last stable offset), as Kafka's `fetchOffsetByTimestamp` bounds it.
@@ -91,7 +102,9 @@ pub async fn handle(
             partitions.push(match found {
                 Ok(Some((offset, ts))) => resp.with_offset(offset).with_timestamp(ts),
                 Ok(None) => resp,
-                Err(code) => resp.with_error_code(code.code()),
+                Err(code) => resp
+                    .with_error_code(code.code())
+                    .with_leader_epoch(epoch(-1)),
             });
         }
         topics.push(

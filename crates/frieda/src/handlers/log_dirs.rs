@@ -1,4 +1,4 @@
-//! DescribeLogDirs (key 35, v1-4): the data directory, the size of each replica this broker
+//! DescribeLogDirs (key 35, v1-5): the data directory, the size of each replica this broker
 //! holds in it, and the file system's total and usable bytes (`kafka-log-dirs.sh`,
 //! `kafka-reassign-partitions.sh`); AlterReplicaLogDirs (key 34, v1-2). Frieda has one log
 //! directory, `data.dir`.
