@@ -19,13 +19,14 @@ use kafka_protocol::messages::{
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Every topic a consumer group may subscribe to (internal topics excluded): name -> (id,
-/// partitions). In a cluster every topic of the metadata image is a local topic.
+/// Every topic a consumer group may subscribe to: name -> (id, partitions). Internal topics
+/// included, as Kafka's broker-side regex resolution does not skip them (franz-go's
+/// `Test848RegexBrokerResolves` checks it). In a cluster every topic of the metadata image is a
+/// local topic.
 pub fn topics_view(broker: &Broker) -> TopicsView {
     broker
         .topics()
         .into_iter()
-        .filter(|t| !t.is_internal())
         .map(|t| (t.name.to_string(), (t.id, t.partition_count())))
         .collect()
 }
