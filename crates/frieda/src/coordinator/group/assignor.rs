@@ -75,6 +75,14 @@ fn each_partition_once(a: &HashMap<String, Assignment>) -> bool {
         .all(|tp| seen.insert(tp))
 }
 
+/// An empty assignment for every member.
+fn empty(members: &[AssignorMember<'_>]) -> HashMap<String, Assignment> {
+    members
+        .iter()
+        .map(|m| (m.id.to_string(), Assignment::new()))
+        .collect()
+}
+
 fn count(a: &Assignment) -> usize {
     a.values().map(BTreeSet::len).sum()
 }
@@ -84,10 +92,7 @@ fn uniform(
     partitions: &BTreeMap<Uuid, i32>,
     previous: &HashMap<String, Assignment>,
 ) -> HashMap<String, Assignment> {
-    let mut out: HashMap<String, Assignment> = members
-        .iter()
-        .map(|m| (m.id.to_string(), Assignment::new()))
-        .collect();
+    let mut out = empty(members);
     let subscribed =
         |id: &str, t: &Uuid| members.iter().any(|m| m.id == id && m.topics.contains(t));
     // 1. Keep what each member had, where the partition still exists and it still subscribes.
@@ -180,10 +185,7 @@ fn range(
     members: &[AssignorMember<'_>],
     partitions: &BTreeMap<Uuid, i32>,
 ) -> HashMap<String, Assignment> {
-    let mut out: HashMap<String, Assignment> = members
-        .iter()
-        .map(|m| (m.id.to_string(), Assignment::new()))
-        .collect();
+    let mut out = empty(members);
     for (t, &n) in partitions {
         let mut subs: Vec<&str> = members
             .iter()
