@@ -3,6 +3,7 @@
 //! [`crate::coordinator::group::consumer`]; these functions translate requests and responses
 //! (topic ids on the wire, KIP-516).
 
+use super::groups::GROUP_OPERATIONS;
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::coordinator::group::assignor::Assignment;
@@ -124,10 +125,6 @@ fn describe_assignment(
             .collect(),
     )
 }
-
-/// Operations a group allows, reported when asked (no ACLs: READ, DELETE, DESCRIBE,
-/// DESCRIBE_CONFIGS, ALTER_CONFIGS), as DescribeGroups reports them.
-const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
 
 /// ConsumerGroupDescribe v0-1 (KIP-848): state, epochs, assignor, and each member's
 /// subscription, assignment and target assignment.

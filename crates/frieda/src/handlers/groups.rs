@@ -352,7 +352,7 @@ pub async fn list_groups(
 
 /// Operations a group allows, as DescribeGroups v3+ reports them when asked (no ACLs here:
 /// READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS).
-const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
+pub(crate) const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
 
 /// DescribeGroups v0-5 (an unknown group is reported in state Dead, as Kafka does).
 pub async fn describe_groups(

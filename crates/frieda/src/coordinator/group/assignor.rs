@@ -83,6 +83,15 @@ fn empty(members: &[AssignorMember<'_>]) -> HashMap<String, Assignment> {
         .collect()
 }
 
+/// Adds partition `p` of topic `t` to member `id`'s assignment.
+fn give(out: &mut HashMap<String, Assignment>, id: &str, t: Uuid, p: i32) {
+    out.get_mut(id)
+        .expect("member")
+        .entry(t)
+        .or_default()
+        .insert(p);
+}
+
 fn count(a: &Assignment) -> usize {
     a.values().map(BTreeSet::len).sum()
 }
@@ -115,11 +124,7 @@ fn uniform(
                     continue;
                 }
                 owner.insert((*t, p), id.to_string());
-                out.get_mut(*id)
-                    .expect("member")
-                    .entry(*t)
-                    .or_default()
-                    .insert(p);
+                give(&mut out, id, *t, p);
             }
         }
     }
@@ -135,11 +140,7 @@ fn uniform(
                 .min_by_key(|id| (count(&out[**id]), **id));
             if let Some(id) = best {
                 owner.insert((*t, p), id.to_string());
-                out.get_mut(*id)
-                    .expect("member")
-                    .entry(*t)
-                    .or_default()
-                    .insert(p);
+                give(&mut out, id, *t, p);
             }
         }
     }
@@ -172,11 +173,7 @@ fn uniform(
         if set.is_empty() {
             f.remove(&t);
         }
-        out.get_mut(&to)
-            .expect("member")
-            .entry(t)
-            .or_default()
-            .insert(p);
+        give(&mut out, &to, t, p);
     }
     out
 }
