@@ -135,16 +135,27 @@ def commit_start_offsets(admin, group: str, topic: str, partitions: int) -> None
     """
     from confluent_kafka import TopicPartition
     from confluent_kafka import ConsumerGroupTopicPartitions
-    req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, 0) for p in range(partitions)])
     deadline = time.monotonic() + 30
+    missing = list(range(partitions))
     while True:
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, 0) for p in missing])
         try:
-            admin.alter_consumer_group_offsets([req])[group].result(10)
-            return
-        except Exception:  # noqa: BLE001 - the coordinator may still be loading: retried, bounded
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+            res = admin.alter_consumer_group_offsets([req])[group].result(10)
+            # Errors come per partition too, without an exception: a coordinator whose metadata
+            # has not seen the new topic yet answers UNKNOWN_TOPIC_OR_PARTITION for it (Kafka's
+            # OffsetCommit does the same). Soak F's three power-loss jumps to offset 0 were
+            # partitions left without this commit, which then met the ListOffsets case above.
+            missing = [tp.partition for tp in res.topic_partitions if tp.error is not None]
+            if not missing:
+                return
+            errors = {tp.partition: str(tp.error) for tp in res.topic_partitions if tp.error is not None}
+            why = f"not committed: {errors}"
+            print(f"start offsets of {group}: {why}; retrying", file=sys.stderr)
+        except Exception as e:  # noqa: BLE001 - the coordinator may still be loading: retried, bounded
+            why = str(e)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"committing the start offsets of {group}: {why}")
+        time.sleep(0.5)
 
 
 def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int = 5, rate: int = 100,
