@@ -50,3 +50,26 @@ def test_python_quickstart_reads_every_line(broker, tmp_path):
         lines.pop()
     got = p.stdout.split("\n")[: len(lines)]
     assert got == [f"{i} {line}" for i, line in enumerate(lines)]
+
+
+def test_metrics_scrape_as_written(make_own_broker, topic_name):
+    """The README's metrics block: its curl against a broker started with its config line, after
+    a produce, prints the Produce counter and the topic's log end offset."""
+    from confluent_kafka import Producer
+
+    from conftest import free_port
+
+    text = README.read_text()
+    assert "printf '\"metrics.listen\" = \"127.0.0.1:9644\"\\n' > frieda-metrics.toml" in text
+    port = free_port()
+    broker = make_own_broker(f'"metrics.listen" = "127.0.0.1:{port}"\n')
+    topic = topic_name()
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(5):
+        p.produce(topic, b"v%d" % i)
+    assert p.flush(30) == 0
+    code = block("metrics-curl", "bash").replace("127.0.0.1:9644", f"127.0.0.1:{port}")
+    out = subprocess.run(["bash", "-euo", "pipefail", "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert re.search(r'^kafka_network_requests_total\{request="Produce",version="\d+"\} [1-9]', out.stdout, re.M), out.stdout
+    assert f'kafka_log_log_log_end_offset{{topic="{topic}",partition="0"}} 5' in out.stdout, out.stdout

@@ -35,6 +35,7 @@ mod recovery;
 mod retention;
 mod segment;
 mod snapshot;
+pub mod stats;
 mod txn_index;
 mod validator;
 

@@ -150,12 +150,14 @@ impl FlushTicket {
     ///
     /// Errors: `LogError::Io` from the sync; the log is then still counted as unflushed.
     pub fn sync(&self) -> Result<(), LogError> {
+        let started = std::time::Instant::now();
         for s in &self.segments {
             s.sync()?;
         }
         if let Some(dir) = &self.dir {
             fs::File::open(dir)?.sync_all()?;
         }
+        crate::stats::LOG_FLUSH.record(started.elapsed());
         Ok(())
     }
 
@@ -1459,6 +1461,15 @@ impl LogReader {
     /// decided, so `read_committed` readers may read up to it. `hw` when no transaction is open.
     pub fn last_stable_offset(&self, hw: i64) -> i64 {
         self.shared.frontier.read().last_stable_offset(hw)
+    }
+
+    /// Segments and the bytes of complete batches in their `.log` files (indexes not counted),
+    /// as the metrics endpoint reports them (Kafka's `NumLogSegments` and `Size`). Takes each
+    /// segment's read lock for a moment, never the writer's.
+    pub fn segment_stats(&self) -> (usize, u64) {
+        let segments = self.shared.segments.read();
+        let bytes = segments.iter().map(|s| s.state.read().size).sum();
+        (segments.len(), bytes)
     }
 
     /// The first offset of the oldest open transaction, if any.

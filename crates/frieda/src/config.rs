@@ -172,6 +172,9 @@ pub struct BrokerConfig {
     /// Design switch (DESIGN.md 2, eager vectored writes; `response.vectored.writes`), default
     /// true: every released response waiting goes out in one `writev`. False: one `write` each.
     pub response_vectored_writes: bool,
+    /// Where the Prometheus metrics endpoint listens (`metrics.listen`, `host:port`, HTTP
+    /// `GET /metrics`); default unset: no endpoint, and requests are not timed or counted.
+    pub metrics_listen: Option<SocketAddr>,
     /// Design switch (DESIGN.md 3, the serving thread model; `log.append.mode`), default
     /// `inline`: see [`AppendMode`].
     pub log_append_mode: AppendMode,
@@ -375,6 +378,7 @@ impl Default for BrokerConfig {
             topic_defaults: TopicConfigs::default(),
             overlapped_processing: true,
             response_vectored_writes: true,
+            metrics_listen: None,
             log_append_mode: AppendMode::Inline,
             log_group_commit: true,
             fetch_batched_wakeups: false,
@@ -645,6 +649,17 @@ impl BrokerConfig {
             }
             "overlapped.processing" => self.overlapped_processing = text.parse()?,
             "response.vectored.writes" => self.response_vectored_writes = text.parse()?,
+            "metrics.listen" => {
+                self.metrics_listen = if text.trim().is_empty() {
+                    None
+                } else {
+                    Some(
+                        text.trim()
+                            .parse()
+                            .context("expected host:port, e.g. 127.0.0.1:9644")?,
+                    )
+                }
+            }
             "log.append.mode" => {
                 self.log_append_mode = match text.as_str() {
                     "inline" => AppendMode::Inline,

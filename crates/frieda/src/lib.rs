@@ -2,6 +2,7 @@
 //! predictable tail latency.
 //!
 //! Layers, top-down (each uses only the ones below it):
+//! - [`metrics`]: the Prometheus endpoint, reading everything below at scrape time.
 //! - [`server`]: listener, connection read loop, response sequencer.
 //! - [`handlers`]: one module per API family, decoding requests and building responses.
 //! - [`cluster`]: membership of a cluster (heartbeats, fencing) and the reconciler that turns
@@ -11,7 +12,8 @@
 //! - [`coordinator`]: cross-request state (consumer groups, committed offsets, idempotent
 //!   producers).
 //! - [`broker`]: topics and partitions, log writer threads, the log cleaner.
-//! - [`durable`]: crash-safe small metadata files; [`clock`]: wall and monotonic time.
+//! - [`durable`]: crash-safe small metadata files; [`clock`]: wall and monotonic time;
+//!   [`stats`]: the lock-free request and connection counters the server records.
 //! - `frieda-meta` (crate): the metadata quorum (openraft) and the active controller.
 //! - `frieda-log` (crate): the partition log itself.
 
@@ -22,5 +24,7 @@ pub mod config;
 pub mod coordinator;
 pub mod durable;
 pub mod handlers;
+pub mod metrics;
 pub mod replication;
 pub mod server;
+pub mod stats;

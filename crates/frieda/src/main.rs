@@ -181,6 +181,16 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
             tracing::info!(listener = %l, %addr, "listening");
             listeners.push(socket);
         }
+        let metrics = match broker.config.metrics_listen {
+            Some(addr) => {
+                let l = frieda::metrics::bind(addr)
+                    .await
+                    .with_context(|| format!("binding metrics.listen ({addr})"))?;
+                tracing::info!(%addr, "metrics endpoint listening (GET /metrics)");
+                Some(tokio::spawn(frieda::metrics::serve(l, broker.clone(), stop_rx.clone())))
+            }
+            None => None,
+        };
         let (host, port) = broker.config.advertised();
         tracing::info!(advertised = %format!("{host}:{port}"), version = env!("CARGO_PKG_VERSION"), "frieda is listening");
         let maintenance = tokio::spawn(maintain(broker.clone(), stop_rx.clone()));
@@ -216,6 +226,9 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         let _ = stop_tx.send(true);
         for s in servers {
             let _ = s.await;
+        }
+        if let Some(m) = metrics {
+            let _ = m.await;
         }
         let _ = maintenance.await;
         let _ = groups.await;

@@ -117,6 +117,9 @@ pub struct Broker {
     topic_defaults: RwLock<Arc<TopicConfigs>>,
     /// Log start offsets moved inside a segment (DeleteRecords), persisted before applied.
     pub(crate) log_starts: Arc<log_start::LogStartCheckpoint>,
+    /// Request and connection counters for the metrics endpoint (recording only with
+    /// `metrics.listen` set).
+    pub stats: Arc<crate::stats::BrokerStats>,
     /// The data directory's `.lock`, held for the broker's life (released when the file closes).
     _dir_lock: std::fs::File,
 }
@@ -197,6 +200,9 @@ impl Broker {
             if clustered { 0 } else { 1 },
         );
         let startup_hw = checkpoint::read(&data_dir.join(replicas::HIGH_WATERMARK_FILE));
+        let stats = Arc::new(crate::stats::BrokerStats::new(
+            config.metrics_listen.is_some(),
+        ));
         let broker = Broker {
             config,
             cluster_id,
@@ -216,6 +222,7 @@ impl Broker {
             log_starts: Arc::new(log_start::LogStartCheckpoint::load(&data_dir)),
             dynamic_configs: RwLock::new(dynamic),
             topic_defaults: RwLock::new(topic_defaults),
+            stats,
             _dir_lock: dir_lock,
         };
         if clustered {

@@ -169,6 +169,11 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
         ),
         ("fetch.max.bytes", c.fetch_max_bytes.to_string(), TYPE_LONG),
         (
+            "metrics.listen",
+            c.metrics_listen.map(|a| a.to_string()).unwrap_or_default(),
+            TYPE_STRING,
+        ),
+        (
             "log.retention.check.interval.ms",
             c.retention_check_interval_ms.to_string(),
             TYPE_LONG,

@@ -195,6 +195,7 @@ pub async fn handle(
     };
     let min_bytes = (req.min_bytes.max(0) as usize).min(response_max);
 
+    let mut waited = Duration::ZERO;
     let results = loop {
         let live: Vec<Arc<Partition>> = wanted
             .iter()
@@ -216,13 +217,16 @@ pub async fn handle(
         if min_bytes == 0 {
             break results;
         }
-        if tokio::time::timeout_at(deadline, select_all(waits))
-            .await
-            .is_err()
-        {
+        let waiting = ctx.timing.on().then(std::time::Instant::now);
+        let woken = tokio::time::timeout_at(deadline, select_all(waits)).await;
+        if let Some(t) = waiting {
+            waited += t.elapsed();
+        }
+        if woken.is_err() {
             break read_all(&wanted, response_max).await;
         }
     };
+    ctx.timing.waited(waited);
 
     for (w, r) in wanted.iter().zip(results) {
         let mut pd = PartitionData::default()

@@ -457,6 +457,7 @@ mod tests {
             correlation_id: 7,
             client_id: Some("test".into()),
             peer: "127.0.0.1:5555".parse().unwrap(),
+            timing: Default::default(),
         }
     }
 

@@ -27,11 +27,14 @@ pub mod topic_partitions;
 pub mod transactions;
 
 use crate::broker::Broker;
+use crate::stats::RequestTimes;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The request cannot be answered and the connection must close; the reason was logged
 /// (malformed body: INVALID_REQUEST; a response that cannot be encoded).
@@ -51,6 +54,78 @@ pub struct RequestContext {
     pub client_id: Option<String>,
     /// Remote address.
     pub peer: SocketAddr,
+    /// Where the request's time goes (recorded only with metrics on).
+    pub timing: RequestTiming,
+}
+
+/// A request's clock for the metrics endpoint ([`crate::stats`]): when its frame was read and
+/// what the stages that are not the handler's own work took (ns). Handlers note their waits
+/// with [`appended`](Self::appended) and [`waited`](Self::waited); everything is a no-op when
+/// metrics are off.
+#[derive(Debug, Default)]
+pub struct RequestTiming {
+    /// Record at all (`metrics.listen` set).
+    pub enabled: bool,
+    /// When the request's frame was read (`None`: not timed).
+    pub received: Option<Instant>,
+    /// Frame bytes, size prefix included.
+    pub request_bytes: u64,
+    decode_ns: AtomicU64,
+    encode_ns: AtomicU64,
+    append_ns: AtomicU64,
+    remote_ns: AtomicU64,
+}
+
+impl Clone for RequestTiming {
+    fn clone(&self) -> Self {
+        let copy = |a: &AtomicU64| AtomicU64::new(a.load(Ordering::Relaxed));
+        RequestTiming {
+            enabled: self.enabled,
+            received: self.received,
+            request_bytes: self.request_bytes,
+            decode_ns: copy(&self.decode_ns),
+            encode_ns: copy(&self.encode_ns),
+            append_ns: copy(&self.append_ns),
+            remote_ns: copy(&self.remote_ns),
+        }
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl RequestTiming {
+    /// A timed request whose `bytes`-long frame was read at `received`.
+    pub fn started(enabled: bool, received: Instant, bytes: usize) -> Self {
+        RequestTiming {
+            enabled,
+            received: Some(received),
+            request_bytes: bytes as u64,
+            ..Default::default()
+        }
+    }
+
+    /// A log append (Produce) took `d`; of several partitions appended at once the longest
+    /// counts.
+    pub fn appended(&self, d: Duration) {
+        if self.enabled {
+            self.append_ns.fetch_max(nanos(d), Ordering::Relaxed);
+        }
+    }
+
+    /// The request waited `d` on others (replication, new data); of several waits at once the
+    /// longest counts.
+    pub fn waited(&self, d: Duration) {
+        if self.enabled {
+            self.remote_ns.fetch_max(nanos(d), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether to read the clock at all.
+    pub fn on(&self) -> bool {
+        self.enabled
+    }
 }
 
 /// Reads the request header. On `Err`, the connection is closed after the responses before it;
@@ -95,6 +170,7 @@ pub fn parse_request(
         correlation_id,
         client_id: header.client_id.map(|s| s.to_string()),
         peer,
+        timing: RequestTiming::default(),
     };
     Ok((ctx, frame))
 }
@@ -109,7 +185,14 @@ fn catch_decode<T>(f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
 
 /// Decodes a request body; on failure logs why (INVALID_REQUEST) and the connection closes.
 pub fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, CloseConnection> {
-    match catch_decode(|| T::decode(&mut body, ctx.api_version)) {
+    let started = ctx.timing.on().then(Instant::now);
+    let decoded = catch_decode(|| T::decode(&mut body, ctx.api_version));
+    if let Some(t) = started {
+        ctx.timing
+            .decode_ns
+            .store(nanos(t.elapsed()), Ordering::Relaxed);
+    }
+    match decoded {
         Ok(req) => {
             if body.has_remaining() {
                 tracing::debug!(peer = %ctx.peer, api = ?ctx.api_key, extra = body.remaining(), "trailing bytes after request body");
@@ -126,6 +209,17 @@ pub fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, 
 
 /// Encodes a response with its header and size prefix.
 pub fn encode<T: Encodable>(ctx: &RequestContext, response: &T) -> Result<Bytes, CloseConnection> {
+    let started = ctx.timing.on().then(Instant::now);
+    let encoded = encode_now(ctx, response);
+    if let Some(t) = started {
+        ctx.timing
+            .encode_ns
+            .store(nanos(t.elapsed()), Ordering::Relaxed);
+    }
+    encoded
+}
+
+fn encode_now<T: Encodable>(ctx: &RequestContext, response: &T) -> Result<Bytes, CloseConnection> {
     let header = ResponseHeader::default().with_correlation_id(ctx.correlation_id);
     let header_version = ctx.api_key.response_header_version(ctx.api_version);
     let mut buf = BytesMut::with_capacity(256);
@@ -145,23 +239,52 @@ pub fn encode<T: Encodable>(ctx: &RequestContext, response: &T) -> Result<Bytes,
 
 /// Decodes, handles and encodes one request. `Ok(None)`: no response is due (acks=0 produce).
 /// `Err(CloseConnection)`: the connection must close (the reason is logged).
+///
+/// With metrics on, also what the request spent in each stage up to its encoded response
+/// ([`RequestTimes`]; the connection adds the response queue and the send).
 pub async fn handle(
     broker: Arc<Broker>,
     ctx: RequestContext,
     body: Bytes,
+) -> (Result<Option<Bytes>, CloseConnection>, Option<RequestTimes>) {
+    let Some(received) = ctx.timing.received.filter(|_| ctx.timing.on()) else {
+        return (dispatch(broker, &ctx, body).await, None);
+    };
+    let started = Instant::now();
+    let result = dispatch(broker, &ctx, body).await;
+    let t = &ctx.timing;
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let times = RequestTimes {
+        api_key: ctx.api_key as i16,
+        api_version: ctx.api_version,
+        request_bytes: t.request_bytes,
+        queue_ns: nanos(started.saturating_duration_since(received)),
+        decode_ns: load(&t.decode_ns),
+        handler_ns: nanos(started.elapsed()),
+        append_ns: load(&t.append_ns),
+        remote_ns: load(&t.remote_ns),
+        encode_ns: load(&t.encode_ns),
+    };
+    (result, Some(times))
+}
+
+async fn dispatch(
+    broker: Arc<Broker>,
+    ctx: &RequestContext,
+    body: Bytes,
 ) -> Result<Option<Bytes>, CloseConnection> {
     macro_rules! simple {
         ($module:ident) => {{
-            let req = decode(&ctx, body)?;
-            let resp = $module::handle(&broker, &ctx, req).await;
-            encode(&ctx, &resp).map(Some)
+            let req = decode(ctx, body)?;
+            let resp = $module::handle(&broker, ctx, req).await;
+            encode(ctx, &resp).map(Some)
         }};
     }
     macro_rules! call {
         ($module:ident :: $f:ident) => {{
-            let req = decode(&ctx, body)?;
-            let resp = $module::$f(&broker, &ctx, req).await;
-            encode(&ctx, &resp).map(Some)
+            let req = decode(ctx, body)?;
+            let resp = $module::$f(&broker, ctx, req).await;
+            encode(ctx, &resp).map(Some)
         }};
     }
     match ctx.api_key {
@@ -179,9 +302,9 @@ pub async fn handle(
         ApiKey::OffsetFetch => call!(offsets::fetch),
         ApiKey::OffsetDelete => call!(offsets::delete),
         ApiKey::Produce => {
-            let req = decode(&ctx, body)?;
-            match produce::handle(&broker, &ctx, req).await {
-                Some(resp) => encode(&ctx, &resp).map(Some),
+            let req = decode(ctx, body)?;
+            match produce::handle(&broker, ctx, req).await {
+                Some(resp) => encode(ctx, &resp).map(Some),
                 None => Ok(None),
             }
         }
@@ -213,28 +336,28 @@ pub async fn handle(
         ApiKey::DescribeProducers => call!(transactions::describe_producers),
         ApiKey::DescribeCluster => simple!(cluster),
         ApiKey::CreateTopics => {
-            let req = decode(&ctx, body)?;
-            encode(&ctx, &admin::create_topics(&broker, &ctx, req).await).map(Some)
+            let req = decode(ctx, body)?;
+            encode(ctx, &admin::create_topics(&broker, ctx, req).await).map(Some)
         }
         ApiKey::DeleteTopics => {
-            let req = decode(&ctx, body)?;
-            encode(&ctx, &admin::delete_topics(&broker, &ctx, req).await).map(Some)
+            let req = decode(ctx, body)?;
+            encode(ctx, &admin::delete_topics(&broker, ctx, req).await).map(Some)
         }
         ApiKey::CreatePartitions => {
-            let req = decode(&ctx, body)?;
-            encode(&ctx, &admin::create_partitions(&broker, &ctx, req).await).map(Some)
+            let req = decode(ctx, body)?;
+            encode(ctx, &admin::create_partitions(&broker, ctx, req).await).map(Some)
         }
         ApiKey::DescribeConfigs => {
-            let req = decode(&ctx, body)?;
-            encode(&ctx, &configs::describe(&broker, &ctx, req).await).map(Some)
+            let req = decode(ctx, body)?;
+            encode(ctx, &configs::describe(&broker, ctx, req).await).map(Some)
         }
         ApiKey::AlterConfigs => {
-            let req = decode(&ctx, body)?;
-            encode(&ctx, &configs::alter(&broker, &ctx, req).await).map(Some)
+            let req = decode(ctx, body)?;
+            encode(ctx, &configs::alter(&broker, ctx, req).await).map(Some)
         }
         ApiKey::IncrementalAlterConfigs => {
-            let req = decode(&ctx, body)?;
-            encode(&ctx, &configs::incremental_alter(&broker, &ctx, req).await).map(Some)
+            let req = decode(ctx, body)?;
+            encode(ctx, &configs::incremental_alter(&broker, ctx, req).await).map(Some)
         }
         other => {
             // parse_request only lets supported APIs through; reaching here is a table mismatch.

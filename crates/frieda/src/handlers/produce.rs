@@ -4,7 +4,7 @@
 //! append it, and answer once every partition's append is done. Batches are otherwise stored
 //! exactly as received with the base offset patched in (DESIGN.md, "ordering without CPU cost").
 
-use super::{str_bytes, RequestContext};
+use super::{str_bytes, RequestContext, RequestTiming};
 use crate::broker::partition::{Partition, ProducerCheck};
 use crate::broker::topic_config::ProducePolicy;
 use crate::broker::txn_verify;
@@ -25,7 +25,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::BrokerId;
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Produce v13 names topics by id (KIP-516).
 const TOPIC_ID_VERSION: i16 = 13;
@@ -138,7 +138,7 @@ pub async fn handle(
         .into_iter()
         .map(|(ti, index, prepared, check)| async move {
             let result = match prepared {
-                Ok(p) => append(p, acks, timeout, lease, check).await,
+                Ok(p) => append(p, acks, timeout, lease, check, &ctx.timing).await,
                 Err(e) => Err(e),
             };
             (ti, partition_response(version, index, result))
@@ -335,6 +335,7 @@ async fn append(
     timeout: Duration,
     lease: Option<&ClusterNode>,
     check: ProducerCheck,
+    timing: &RequestTiming,
 ) -> AppendResult {
     let Prepared {
         partition,
@@ -363,9 +364,15 @@ async fn append(
             return Err(e.into());
         }
     }
-    let outcome = partition.append_checked(buf, header, check).await?;
+    let appending = timing.on().then(Instant::now);
+    let outcome = partition.append_checked(buf, header, check).await;
+    if let Some(t) = appending {
+        timing.appended(t.elapsed());
+    }
+    let outcome = outcome?;
     if replicated && acks_all {
-        partition
+        let waiting = timing.on().then(Instant::now);
+        let replicated = partition
             .repl
             .wait_replicated(
                 outcome.last_offset,
@@ -373,7 +380,11 @@ async fn append(
                 policy.min_insync_replicas,
                 timeout,
             )
-            .await?;
+            .await;
+        if let Some(t) = waiting {
+            timing.waited(t.elapsed());
+        }
+        replicated?;
     }
     if replicated && lease_lost() {
         // In the log here, perhaps not on the new leader: the producer retries (an

@@ -9,10 +9,13 @@
 use super::frame::{FrameError, FrameReader, RequestBudget};
 use super::sequencer::ResponseQueue;
 use crate::broker::Broker;
-use crate::handlers;
+use crate::handlers::{self, RequestTiming};
+use crate::stats::{BrokerStats, RequestTimes};
 use futures::stream::{FuturesOrdered, StreamExt};
 use futures::FutureExt;
+use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -34,6 +37,102 @@ pub async fn serve_connection(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
+    let stats = broker.stats.clone();
+    stats.connections.fetch_add(1, Ordering::Relaxed);
+    stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
+    serve(stream, peer, broker, budget, &mut shutdown).await;
+    stats.connections.fetch_sub(1, Ordering::Relaxed);
+    tracing::debug!(%peer, "connection closed");
+}
+
+/// A released response not yet fully written, for the metrics (`None`: not timed).
+struct Unsent {
+    api_key: i16,
+    bytes: u64,
+    received: std::time::Instant,
+    released: std::time::Instant,
+}
+
+/// Records the responses the socket has now taken completely: `unsent` keeps one entry per
+/// response in `out`, oldest first, so whatever it holds beyond `out.len()` is written.
+fn note_written(stats: &BrokerStats, unsent: &mut VecDeque<Option<Unsent>>, out: &ResponseQueue) {
+    if unsent.len() <= out.len() {
+        return;
+    }
+    let now = std::time::Instant::now();
+    while unsent.len() > out.len() {
+        if let Some(Some(u)) = unsent.pop_front() {
+            stats.response_sent(
+                u.api_key,
+                u.bytes,
+                nanos(now.saturating_duration_since(u.released)),
+                nanos(now.saturating_duration_since(u.received)),
+            );
+        }
+    }
+}
+
+/// A finished request: its response (`Ok(None)`: none is due, acks=0 produce) and, timed, its
+/// stages with when its frame was read and when its handler finished.
+type Handled = (
+    Result<Option<bytes::Bytes>, handlers::CloseConnection>,
+    Option<(RequestTimes, std::time::Instant, std::time::Instant)>,
+);
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Queues a finished request's response for writing (and, timed, records its stages so far and
+/// keeps its entry in `unsent`). False when the request must close the connection.
+fn release(
+    (result, times): Handled,
+    out: &mut ResponseQueue,
+    unsent: &mut VecDeque<Option<Unsent>>,
+    stats: &BrokerStats,
+) -> bool {
+    let released = times.as_ref().map(|_| std::time::Instant::now());
+    if let (Some((t, _, done_at)), Some(now)) = (&times, released) {
+        stats.request_released(t, nanos(now.saturating_duration_since(*done_at)));
+    }
+    match result {
+        Ok(Some(bytes)) => {
+            if stats.enabled() && !bytes.is_empty() {
+                unsent.push_back(
+                    times
+                        .zip(released)
+                        .map(|((t, received, _), released)| Unsent {
+                            api_key: t.api_key,
+                            bytes: bytes.len() as u64,
+                            received,
+                            released,
+                        }),
+                );
+            }
+            out.push(bytes);
+            true
+        }
+        Ok(None) => true,
+        Err(_) => {
+            if let Some((t, _, _)) = times {
+                stats.request_failed(t.api_key);
+            }
+            false
+        }
+    }
+}
+
+async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    broker: Arc<Broker>,
+    budget: Option<RequestBudget>,
+    shutdown: &mut watch::Receiver<bool>,
+) {
+    let stats = broker.stats.clone();
+    let timed = stats.enabled();
+    // One entry per response in `out` while metrics are on (see `note_written`).
+    let mut unsent: VecDeque<Option<Unsent>> = VecDeque::new();
     let (rd, wr) = stream.into_split();
     let max_inflight = if broker.config.overlapped_processing {
         broker.config.max_inflight_per_connection
@@ -45,7 +144,8 @@ pub async fn serve_connection(
     let mut out = ResponseQueue::new(broker.config.response_vectored_writes);
     let mut frames =
         FrameReader::new(rd, broker.config.max_request_bytes).with_limits(read_timeout, budget);
-    let mut inflight = FuturesOrdered::new();
+    let mut inflight: FuturesOrdered<futures::future::BoxFuture<'static, Handled>> =
+        FuturesOrdered::new();
     let mut closing = false;
     // Set when the peer stopped taking responses: queued responses are dropped, not written.
     let mut abandon = false;
@@ -64,17 +164,19 @@ pub async fn serve_connection(
                 // all at once from this task (dynamic eager flush, one vectored write).
                 let mut next = Some(done);
                 while let Some(done) = next.take() {
-                    match done {
-                        Some(Ok(Some(bytes))) => out.push(bytes),
-                        Some(Ok(None)) | None => {} // acks=0 produce: no response
-                        Some(Err(_)) => closing = true, // bad request: stop reading
+                    if let Some(handled) = done {
+                        if !release(handled, &mut out, &mut unsent, &stats) {
+                            closing = true; // bad request: stop reading
+                        }
                     }
                     if !inflight.is_empty() && out.len() < max_inflight {
                         next = inflight.next().now_or_never();
                     }
                 }
                 let was_empty = out.is_empty();
-                match out.write_now(&wr) {
+                let wrote = out.write_now(&wr);
+                note_written(&stats, &mut unsent, &out);
+                match wrote {
                     Ok(_) if was_empty => {}
                     Ok(_) => last_write = Instant::now(),
                     Err(e) => {
@@ -86,7 +188,9 @@ pub async fn serve_connection(
             }
             ready = wr.writable(), if !out.is_empty() => {
                 let writes = out.writes();
-                match ready.and_then(|()| out.write_now(&wr)) {
+                let wrote = ready.and_then(|()| out.write_now(&wr));
+                note_written(&stats, &mut unsent, &out);
+                match wrote {
                     Ok(_) => {
                         // Any bytes taken count, also part of one large response.
                         if out.writes() != writes {
@@ -105,15 +209,21 @@ pub async fn serve_connection(
                 match frame {
                     Ok(frame) => {
                         let permit = frame.permit;
+                        let received = std::time::Instant::now();
+                        let frame_bytes = frame.payload.len() + 4;
                         match handlers::parse_request(frame.payload, peer) {
-                            Ok((ctx, body)) => {
+                            Ok((mut ctx, body)) => {
+                                if timed {
+                                    ctx.timing = RequestTiming::started(true, received, frame_bytes);
+                                }
                                 let fut = handlers::handle(broker.clone(), ctx, body);
                                 // The request's budget returns when its handler is done.
                                 inflight.push_back(
                                     async move {
-                                        let r = fut.await;
+                                        let (r, times) = fut.await;
                                         drop(permit);
-                                        r
+                                        let times = times.map(|t| (t, received, std::time::Instant::now()));
+                                        (r, times)
                                     }
                                     .boxed(),
                                 );
@@ -123,7 +233,7 @@ pub async fn serve_connection(
                                 // An early answer (ApiVersions of an unsupported version) still
                                 // goes out in order; otherwise the connection closes.
                                 if let Some(resp) = reject {
-                                    inflight.push_back(async move { Ok(Some(resp)) }.boxed());
+                                    inflight.push_back(async move { (Ok(Some(resp)), None) }.boxed());
                                 } else {
                                     closing = true;
                                 }
@@ -175,5 +285,4 @@ pub async fn serve_connection(
         let mut wr = wr;
         let _ = wr.shutdown().await;
     }
-    tracing::debug!(%peer, "connection closed");
 }

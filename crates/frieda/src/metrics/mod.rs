@@ -1,0 +1,384 @@
+//! The Prometheus metrics endpoint (`metrics.listen`, issue 16): HTTP `GET /metrics` answers
+//! in the OpenMetrics 1.0 text format, encoded by `prometheus-client`.
+//!
+//! Everything is read at scrape time: the request counters and stage histograms of
+//! [`crate::stats`], the log flush histogram of `frieda_log::stats`, and gauges taken from the
+//! broker's state (partitions, groups, the metadata image). Names follow Kafka's JMX metrics as
+//! the Prometheus JMX exporter spells them, so dashboards built for Kafka translate; the full
+//! list with the JMX name each maps to is in `docs/metrics.md`.
+
+mod http;
+
+pub use http::{bind, serve};
+
+use crate::broker::Broker;
+use crate::replication::Role;
+use crate::stats::{bucket_bound_us, HistogramSnapshot, Stage, BUCKETS, MAX_VERSIONS};
+use kafka_protocol::messages::ApiKey;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The scrape: every metric of one broker.
+pub fn render(broker: &Arc<Broker>) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(BrokerCollector(broker.clone())));
+    let mut out = String::with_capacity(64 * 1024);
+    if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry) {
+        tracing::warn!(error = %e, "encoding the metrics failed");
+    }
+    out
+}
+
+struct BrokerCollector(Arc<Broker>);
+
+impl std::fmt::Debug for BrokerCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BrokerCollector")
+    }
+}
+
+/// A histogram read from a [`HistogramSnapshot`], in seconds.
+struct Histogram(HistogramSnapshot);
+
+impl EncodeMetric for Histogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let buckets: Vec<(f64, u64)> = (0..BUCKETS)
+            .map(|i| {
+                let bound = bucket_bound_us(i);
+                // prometheus-client writes `+Inf` for f64::MAX.
+                let le = if bound == u64::MAX {
+                    f64::MAX
+                } else {
+                    bound as f64 / 1e6
+                };
+                (le, self.0.buckets[i])
+            })
+            .collect();
+        encoder.encode_histogram::<NoLabelSet>(
+            self.0.sum_ns as f64 / 1e9,
+            self.0.count,
+            &buckets,
+            None,
+        )
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+/// One metric family: a name, help, type and its labelled values (one value with no labels is
+/// written without braces).
+fn family<M: EncodeMetric>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    metric_type: MetricType,
+    values: impl IntoIterator<Item = (Labels, M)>,
+) -> Result<(), std::fmt::Error> {
+    let values: Vec<(Labels, M)> = values.into_iter().collect();
+    if values.is_empty() {
+        return Ok(());
+    }
+    let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
+    if values.len() == 1 && values[0].0.is_empty() {
+        return values[0].1.encode(family);
+    }
+    for (labels, value) in values {
+        value.encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+fn api_name(key: i16) -> String {
+    ApiKey::try_from(key).map_or_else(|_| key.to_string(), |k| format!("{k:?}"))
+}
+
+/// Per local partition: (topic, partition, the partition).
+fn local_partitions(
+    broker: &Broker,
+) -> Vec<(String, i32, Arc<crate::broker::partition::Partition>)> {
+    let mut out = Vec::new();
+    for t in broker.topics() {
+        for p in t.local_partitions() {
+            out.push((t.name.to_string(), p.index, p));
+        }
+    }
+    out.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    out
+}
+
+fn tp(topic: &str, partition: i32) -> Labels {
+    vec![
+        ("topic", topic.to_string()),
+        ("partition", partition.to_string()),
+    ]
+}
+
+impl Collector for BrokerCollector {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let broker = &self.0;
+        let stats = &broker.stats;
+        let apis: Vec<(i16, &crate::stats::ApiStats)> = stats.apis().collect();
+
+        // Requests (kafka.network:type=RequestMetrics).
+        family(
+            &mut e,
+            "kafka_network_requests",
+            "Requests answered, by API and version (RequestsPerSec).",
+            MetricType::Counter,
+            apis.iter().flat_map(|(k, a)| {
+                (0..MAX_VERSIONS).filter_map(move |v| {
+                    let n = a.requests[v].load(Ordering::Relaxed);
+                    (n > 0).then(|| {
+                        (
+                            vec![("request", api_name(*k)), ("version", v.to_string())],
+                            ConstCounter::new(n),
+                        )
+                    })
+                })
+            }),
+        )?;
+        family(
+            &mut e,
+            "kafka_network_request_errors",
+            "Requests that closed their connection (malformed body, response not encodable).",
+            MetricType::Counter,
+            apis.iter().map(|(k, a)| {
+                (
+                    vec![("request", api_name(*k))],
+                    ConstCounter::new(a.errors.load(Ordering::Relaxed)),
+                )
+            }),
+        )?;
+        family(
+            &mut e,
+            "kafka_network_request_bytes",
+            "Request bytes received, size prefix included (RequestBytes).",
+            MetricType::Counter,
+            apis.iter().map(|(k, a)| {
+                (
+                    vec![("request", api_name(*k))],
+                    ConstCounter::new(a.request_bytes.load(Ordering::Relaxed)),
+                )
+            }),
+        )?;
+        family(
+            &mut e,
+            "kafka_network_response_bytes",
+            "Response bytes written, size prefix included.",
+            MetricType::Counter,
+            apis.iter().map(|(k, a)| {
+                (
+                    vec![("request", api_name(*k))],
+                    ConstCounter::new(a.response_bytes.load(Ordering::Relaxed)),
+                )
+            }),
+        )?;
+        family(
+            &mut e,
+            "kafka_network_request_duration_seconds",
+            "Time requests spent in each stage: queue, decode, local, append, remote, encode, \
+             response_queue, send, and total (Kafka's RequestQueueTimeMs, LocalTimeMs, \
+             RemoteTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs, TotalTimeMs).",
+            MetricType::Histogram,
+            apis.iter().flat_map(|(k, a)| {
+                Stage::ALL.into_iter().filter_map(move |s| {
+                    let snap = a.stages[s as usize].snapshot();
+                    (snap.count > 0).then(|| {
+                        (
+                            vec![("request", api_name(*k)), ("stage", s.label().to_string())],
+                            Histogram(snap),
+                        )
+                    })
+                })
+            }),
+        )?;
+
+        // Connections (kafka.server:type=socket-server-metrics).
+        family(
+            &mut e,
+            "kafka_server_socket_server_metrics_connection_count",
+            "Open client connections.",
+            MetricType::Gauge,
+            [(
+                vec![],
+                ConstGauge::new(stats.connections.load(Ordering::Relaxed)),
+            )],
+        )?;
+        family(
+            &mut e,
+            "kafka_server_socket_server_metrics_connection_creation",
+            "Client connections accepted since start.",
+            MetricType::Counter,
+            [(
+                vec![],
+                ConstCounter::new(stats.connections_accepted.load(Ordering::Relaxed)),
+            )],
+        )?;
+
+        // The log (kafka.log:type=Log, LogFlushStats).
+        family(
+            &mut e,
+            "kafka_log_log_flush_duration_seconds",
+            "Partition log flushes (fdatasync of its files) of this process (LogFlushRateAndTimeMs).",
+            MetricType::Histogram,
+            [(vec![], Histogram(frieda_log::stats::LOG_FLUSH.snapshot()))],
+        )?;
+        let parts = local_partitions(broker);
+        let per_partition = |f: &dyn Fn(&crate::broker::partition::Partition) -> i64| {
+            parts
+                .iter()
+                .map(|(t, i, p)| (tp(t, *i), ConstGauge::new(f(p))))
+                .collect::<Vec<_>>()
+        };
+        family(
+            &mut e,
+            "kafka_log_log_log_end_offset",
+            "Log end offset of each partition replica on this broker (LogEndOffset).",
+            MetricType::Gauge,
+            per_partition(&|p| p.reader().log_end_offset()),
+        )?;
+        family(
+            &mut e,
+            "kafka_log_log_log_start_offset",
+            "Log start offset of each partition replica on this broker (LogStartOffset).",
+            MetricType::Gauge,
+            per_partition(&|p| p.reader().log_start_offset()),
+        )?;
+        family(
+            &mut e,
+            "kafka_cluster_partition_high_watermark",
+            "High watermark of each partition replica on this broker.",
+            MetricType::Gauge,
+            per_partition(&|p| p.high_watermark()),
+        )?;
+        family(
+            &mut e,
+            "kafka_log_log_size",
+            "Bytes of record batches in each partition replica's segments (Size).",
+            MetricType::Gauge,
+            per_partition(&|p| p.reader().segment_stats().1 as i64),
+        )?;
+        family(
+            &mut e,
+            "kafka_log_log_num_log_segments",
+            "Segments of each partition replica (NumLogSegments).",
+            MetricType::Gauge,
+            per_partition(&|p| p.reader().segment_stats().0 as i64),
+        )?;
+
+        // Replication (kafka.server:type=ReplicaManager, kafka.cluster:type=Partition).
+        let mut leaders = 0i64;
+        let mut under_count = 0i64;
+        let mut under = Vec::new();
+        for (t, i, p) in &parts {
+            match p.repl.role() {
+                Role::Sole => leaders += 1,
+                Role::Leader(l) => {
+                    leaders += 1;
+                    let lacking = l.replicas.iter().any(|r| !l.isr.contains(r));
+                    under_count += i64::from(lacking);
+                    under.push((tp(t, *i), ConstGauge::new(i64::from(lacking))));
+                }
+                _ => {}
+            }
+        }
+        family(
+            &mut e,
+            "kafka_server_replicamanager_partition_count",
+            "Partition replicas on this broker (PartitionCount).",
+            MetricType::Gauge,
+            [(vec![], ConstGauge::new(parts.len() as i64))],
+        )?;
+        family(
+            &mut e,
+            "kafka_server_replicamanager_leader_count",
+            "Partitions this broker leads (LeaderCount).",
+            MetricType::Gauge,
+            [(vec![], ConstGauge::new(leaders))],
+        )?;
+        family(
+            &mut e,
+            "kafka_server_replicamanager_under_replicated_partitions",
+            "Partitions led here with an assigned replica outside the ISR (UnderReplicatedPartitions).",
+            MetricType::Gauge,
+            [(vec![], ConstGauge::new(under_count))],
+        )?;
+        family(
+            &mut e,
+            "kafka_cluster_partition_under_replicated",
+            "1 for a partition led here whose ISR lacks an assigned replica (UnderReplicated).",
+            MetricType::Gauge,
+            under,
+        )?;
+        if let Some(node) = broker.cluster() {
+            let image = node.image();
+            let offline = image
+                .topics
+                .values()
+                .flat_map(|t| &t.partitions)
+                .filter(|p| p.leader == frieda_meta::NO_LEADER)
+                .count();
+            family(
+                &mut e,
+                "kafka_controller_kafkacontroller_offline_partitions_count",
+                "Partitions without a leader in this node's metadata image (OfflinePartitionsCount; \
+                 every node reports it, Kafka only the active controller).",
+                MetricType::Gauge,
+                [(vec![], ConstGauge::new(offline as i64))],
+            )?;
+        }
+
+        // Consumer groups coordinated here: committed offsets and lag where this broker holds
+        // the partition (its high watermark).
+        let hw: std::collections::HashMap<(String, i32), i64> = parts
+            .iter()
+            .map(|(t, i, p)| ((t.clone(), *i), p.high_watermark()))
+            .collect();
+        let mut committed = Vec::new();
+        let mut lag = Vec::new();
+        for c in broker.groups.all() {
+            for g in c.list(&[]) {
+                for ((topic, partition), v) in c.offsets.group_offsets(&g.group_id) {
+                    let labels = || {
+                        vec![
+                            ("group", g.group_id.clone()),
+                            ("topic", topic.clone()),
+                            ("partition", partition.to_string()),
+                        ]
+                    };
+                    committed.push((labels(), ConstGauge::new(v.offset)));
+                    if let Some(end) = hw.get(&(topic.clone(), partition)) {
+                        lag.push((labels(), ConstGauge::new((end - v.offset).max(0))));
+                    }
+                }
+            }
+        }
+        committed.sort_by(|a, b| a.0.cmp(&b.0));
+        lag.sort_by(|a, b| a.0.cmp(&b.0));
+        family(
+            &mut e,
+            "kafka_consumergroup_current_offset",
+            "Committed offset per group and partition, for groups coordinated by this broker.",
+            MetricType::Gauge,
+            committed,
+        )?;
+        family(
+            &mut e,
+            "kafka_consumergroup_lag",
+            "High watermark minus committed offset, where this broker holds the partition.",
+            MetricType::Gauge,
+            lag,
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,191 @@
+"""The Prometheus endpoint (issue 16): scraped while real clients run, its counters must agree
+with what the clients did.
+
+The cross-checks come from outside Frieda: librdkafka's own statistics (``statistics.interval.ms``:
+per broker, the requests it sent by type) give the exact Produce count; delivery reports give each
+partition's log end offset; the committed offsets come from the consumer. The exposition is parsed
+with the Prometheus project's Python client (its strict OpenMetrics parser), so a format error fails
+the test too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+from conftest import REPO_ROOT, free_port
+
+PARTITIONS = 3
+RECORDS = 3000
+VALUE = b"m" * 200
+
+
+def scrape(port: int) -> dict[str, list]:
+    """Every sample by metric family name: [(sample name, labels, value), ...]."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        assert r.status == 200
+        assert r.headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+        text = r.read().decode()
+    out: dict[str, list] = {}
+    for fam in text_string_to_metric_families(text):
+        out[fam.name] = [(s.name, s.labels, s.value) for s in fam.samples]
+    return out
+
+
+def value(m: dict, family: str, sample: str | None = None, **labels) -> float:
+    """The one sample of ``family`` (named ``sample``, default the family) with these labels."""
+    want = {k: str(v) for k, v in labels.items()}
+    found = [v for (n, lab, v) in m.get(family, [])
+             if (sample is None or n == sample) and all(lab.get(k) == x for k, x in want.items())
+             and (sample is not None or n == family)]
+    assert len(found) == 1, f"{family} {sample} {labels}: {found} in {m.get(family)}"
+    return found[0]
+
+
+def stage_count(m: dict, request: str, stage: str) -> float:
+    return value(m, "kafka_network_request_duration_seconds", "kafka_network_request_duration_seconds_count",
+                 request=request, stage=stage)
+
+
+def stage_sum(m: dict, request: str, stage: str) -> float:
+    return value(m, "kafka_network_request_duration_seconds", "kafka_network_request_duration_seconds_sum",
+                 request=request, stage=stage)
+
+
+def test_metrics_agree_with_what_clients_did(make_own_broker, topic_name):
+    port = free_port()
+    broker = make_own_broker(f'metrics.listen = "127.0.0.1:{port}"\nlog.flush.interval.messages = 1000\n')
+    topic = topic_name()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # referenced until the result
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+
+    # Produce, counting the Produce requests librdkafka itself sent.
+    stats: list[dict] = []
+    ends: dict[int, int] = {}
+
+    def delivered(err, msg):
+        assert err is None, err
+        ends[msg.partition()] = max(ends.get(msg.partition(), 0), msg.offset() + 1)
+
+    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 5,
+                  "batch.num.messages": 200, "statistics.interval.ms": 100,
+                  "stats_cb": lambda s: stats.append(json.loads(s))})
+    for i in range(RECORDS):
+        p.produce(topic, VALUE, partition=i % PARTITIONS, on_delivery=delivered)
+        if i % 500 == 499:
+            p.poll(0)
+    assert p.flush(30) == 0
+    during = scrape(port)
+    assert value(during, "kafka_server_socket_server_metrics_connection_count") >= 1
+    deadline = time.monotonic() + 5
+    n_stats = len(stats)
+    while len(stats) < n_stats + 2 and time.monotonic() < deadline:
+        p.poll(0.1)
+    sent = sum(b["req"].get("Produce", 0) for b in stats[-1]["brokers"].values())
+    assert sent >= RECORDS // 200, stats[-1]["brokers"]
+    del p
+
+    m = scrape(port)
+    produce_requests = sum(v for (_, lab, v) in m["kafka_network_requests"] if lab["request"] == "Produce")
+    assert produce_requests == sent, "broker-side Produce count differs from librdkafka's own"
+    assert value(m, "kafka_network_request_bytes", "kafka_network_request_bytes_total",
+                 request="Produce") > RECORDS * len(VALUE)
+    # Every stage of every Produce was timed; the parts fit in the total.
+    for stage in ("queue", "decode", "local", "append", "encode", "response_queue", "send", "total"):
+        assert stage_count(m, "Produce", stage) == sent, stage
+    parts = sum(stage_sum(m, "Produce", s)
+                for s in ("queue", "decode", "local", "append", "encode", "response_queue", "send"))
+    assert parts <= stage_sum(m, "Produce", "total") * 1.001 + 1e-4
+    # The log as the delivery reports saw it.
+    for part in range(PARTITIONS):
+        assert value(m, "kafka_log_log_log_end_offset", topic=topic, partition=part) == ends[part]
+        assert value(m, "kafka_cluster_partition_high_watermark", topic=topic, partition=part) == ends[part]
+        assert value(m, "kafka_log_log_log_start_offset", topic=topic, partition=part) == 0
+        assert value(m, "kafka_log_log_num_log_segments", topic=topic, partition=part) == 1
+        assert value(m, "kafka_log_log_size", topic=topic, partition=part) > ends[part] * len(VALUE)
+    assert sum(ends.values()) == RECORDS
+    assert value(m, "kafka_server_replicamanager_under_replicated_partitions") == 0
+    flushes = value(m, "kafka_log_log_flush_duration_seconds", "kafka_log_log_flush_duration_seconds_count")
+    assert flushes >= 1, "log.flush.interval.messages=1000 with 3000 records flushes"
+
+    # Consume everything in a group and commit: lag 0; then 10 more records: lag 10.
+    group = f"g-{topic}"
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    got = 0
+    deadline = time.monotonic() + 60
+    while got < RECORDS and time.monotonic() < deadline:
+        msg = c.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got += 1
+    assert got == RECORDS
+    c.commit(asynchronous=False)
+    committed = {tp.partition: tp.offset for tp in c.committed(
+        [TopicPartition(topic, i) for i in range(PARTITIONS)], timeout=10)}
+    c.close()
+    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
+    for _ in range(10):
+        p.produce(topic, VALUE, partition=0)
+    assert p.flush(30) == 0
+    del p
+    m = scrape(port)
+    for part in range(PARTITIONS):
+        assert value(m, "kafka_consumergroup_current_offset", group=group, topic=topic, partition=part) \
+            == committed[part] == ends[part]
+        assert value(m, "kafka_consumergroup_lag", group=group, topic=topic,
+                     partition=part) == (10 if part == 0 else 0)
+    fetch_bytes = value(m, "kafka_network_response_bytes", "kafka_network_response_bytes_total", request="Fetch")
+    assert fetch_bytes > RECORDS * len(VALUE)
+    # A consumer's fetches wait at the end of the log (max.wait.ms): the remote stage.
+    assert stage_count(m, "Fetch", "remote") >= 1
+    assert value(m, "kafka_network_requests", "kafka_network_requests_total",
+                 request="OffsetCommit", version=9) >= 1
+
+    # The Grafana dashboard in the repository uses only metrics the broker serves (the offline
+    # partitions count exists in cluster mode only).
+    dashboard = json.loads((REPO_ROOT / "docs" / "grafana" / "frieda.json").read_text())
+    used = {re.sub(r"_(bucket|sum|count|total)$", "", name)
+            for panel in dashboard["panels"] for t in panel["targets"]
+            for name in re.findall(r"\bkafka_[a-z_]+", t["expr"])}
+    missing = used - set(m) - {"kafka_controller_kafkacontroller_offline_partitions_count"}
+    assert not missing, f"the dashboard uses metrics the broker does not serve: {missing}"
+
+    # Every client is gone: no connection stays counted.
+    del admin
+    deadline = time.monotonic() + 10
+    while value(scrape(port), "kafka_server_socket_server_metrics_connection_count") != 0:
+        assert time.monotonic() < deadline, "connections still counted after every client closed"
+        time.sleep(0.2)
+
+
+def test_metrics_endpoint_answers_only_get_metrics(make_own_broker):
+    port = free_port()
+    make_own_broker(f'metrics.listen = "127.0.0.1:{port}"\n')
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=5)
+    assert e.value.code == 404
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", data=b"x", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=5)
+    assert e.value.code == 405
+    m = scrape(port)
+    # Before any client: the gauges are there, no request family yet.
+    assert value(m, "kafka_server_socket_server_metrics_connection_count") == 0
+    assert "kafka_network_requests" not in m
+
+
+def test_metrics_off_by_default(own_broker):
+    """Without metrics.listen nothing listens besides the Kafka port and the broker says so in
+    its effective configuration."""
+    text = own_broker.stderr_text()
+    assert "metrics.listen = \n" in text or "metrics.listen = \r\n" in text or "metrics.listen = " in text
+    assert "metrics endpoint listening" not in text
