@@ -4,8 +4,8 @@
 //! Recording is lock-free: atomic counters and [`LatencyHistogram`]s (relaxed `fetch_add`s),
 //! one table entry per API key allocated on the API's first request. The exporter
 //! (`metrics`) reads them at scrape time. Nothing here knows the broker; the broker holds one
-//! [`BrokerStats`] and the server records into it. Off (`metrics.listen` unset) nothing is
-//! recorded.
+//! [`BrokerStats`] and the server records into it. Off (`metrics.listen` unset) no request is
+//! timed or counted; the two connection counters are always kept.
 //!
 //! The stages follow Kafka's `kafka.network:type=RequestMetrics` timers (RequestQueueTimeMs,
 //! LocalTimeMs, RemoteTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs, TotalTimeMs), split finer
