@@ -388,6 +388,16 @@ def run_final(cfg: dict) -> None:
             except KafkaException as e:
                 h.write("info", "watermark", part=p, error=err_name(e))
                 time.sleep(1)
+                # librdkafka takes a cached partition without a usable leader (leader -1 from a
+                # Metadata answer between two leaders, or a leader id it has no broker for) as
+                # final for this call: rd_kafka_topic_partition_list_get_leaders answers
+                # "_UNKNOWN_PARTITION" without asking again, and the cache is refreshed only
+                # minutes later. Refresh the topic's metadata before the next try (soak F,
+                # partition seed 5028: 10 tries failed while the other reader read it).
+                try:
+                    c.list_topics(topic, timeout=5)
+                except KafkaException:
+                    pass
     h.write("ok", "watermarks", ends=ends)
     todo = {p: e for p, e in ends.items() if e > 0}
     positions: dict[int, int] = {}
