@@ -25,6 +25,11 @@ pub fn bucket_bound_us(i: usize) -> u64 {
     }
 }
 
+/// `d` in nanoseconds, saturating at `u64::MAX` (584 years).
+pub fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// The bucket of a duration of `us` µs: the first whose upper bound is `>= us`.
 fn bucket_of(us: u64) -> usize {
     if us <= 1 << FIRST_BUCKET_LOG2 {
@@ -61,8 +66,7 @@ impl LatencyHistogram {
 
     /// Records one duration.
     pub fn record(&self, d: Duration) {
-        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        self.record_ns(ns);
+        self.record_ns(nanos(d));
     }
 
     /// Records one duration of `ns` nanoseconds.

@@ -12,7 +12,7 @@
 //! where Frieda's pipeline has its own steps (decode, log append, encode): the per-stage tracing
 //! of the HDFS bottleneck study (`seeds/000_00b2c58f2a1e5093.txt`).
 
-pub use frieda_log::stats::{bucket_bound_us, HistogramSnapshot, LatencyHistogram, BUCKETS};
+pub use frieda_log::stats::{bucket_bound_us, nanos, HistogramSnapshot, LatencyHistogram, BUCKETS};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 

@@ -217,7 +217,7 @@ pub async fn handle(
         if min_bytes == 0 {
             break results;
         }
-        let waiting = ctx.timing.on().then(std::time::Instant::now);
+        let waiting = ctx.timing.stopwatch();
         let woken = tokio::time::timeout_at(deadline, select_all(waits)).await;
         if let Some(t) = waiting {
             waited += t.elapsed();

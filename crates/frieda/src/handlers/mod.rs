@@ -27,7 +27,7 @@ pub mod topic_partitions;
 pub mod transactions;
 
 use crate::broker::Broker;
-use crate::stats::RequestTimes;
+use crate::stats::{nanos, RequestTimes};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
@@ -60,13 +60,11 @@ pub struct RequestContext {
 
 /// A request's clock for the metrics endpoint ([`crate::stats`]): when its frame was read and
 /// what the stages that are not the handler's own work took (ns). Handlers note their waits
-/// with [`appended`](Self::appended) and [`waited`](Self::waited); everything is a no-op when
-/// metrics are off.
+/// with [`appended`](Self::appended) and [`waited`](Self::waited); everything is a no-op for an
+/// untimed request (metrics off).
 #[derive(Debug, Default)]
 pub struct RequestTiming {
-    /// Record at all (`metrics.listen` set).
-    pub enabled: bool,
-    /// When the request's frame was read (`None`: not timed).
+    /// When the request's frame was read; `None`: the request is not timed.
     pub received: Option<Instant>,
     /// Frame bytes, size prefix included.
     pub request_bytes: u64,
@@ -80,7 +78,6 @@ impl Clone for RequestTiming {
     fn clone(&self) -> Self {
         let copy = |a: &AtomicU64| AtomicU64::new(a.load(Ordering::Relaxed));
         RequestTiming {
-            enabled: self.enabled,
             received: self.received,
             request_bytes: self.request_bytes,
             decode_ns: copy(&self.decode_ns),
@@ -91,15 +88,10 @@ impl Clone for RequestTiming {
     }
 }
 
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 impl RequestTiming {
     /// A timed request whose `bytes`-long frame was read at `received`.
-    pub fn started(enabled: bool, received: Instant, bytes: usize) -> Self {
+    pub fn started(received: Instant, bytes: usize) -> Self {
         RequestTiming {
-            enabled,
             received: Some(received),
             request_bytes: bytes as u64,
             ..Default::default()
@@ -109,7 +101,7 @@ impl RequestTiming {
     /// A log append (Produce) took `d`; of several partitions appended at once the longest
     /// counts.
     pub fn appended(&self, d: Duration) {
-        if self.enabled {
+        if self.on() {
             self.append_ns.fetch_max(nanos(d), Ordering::Relaxed);
         }
     }
@@ -117,14 +109,19 @@ impl RequestTiming {
     /// The request waited `d` on others (replication, new data); of several waits at once the
     /// longest counts.
     pub fn waited(&self, d: Duration) {
-        if self.enabled {
+        if self.on() {
             self.remote_ns.fetch_max(nanos(d), Ordering::Relaxed);
         }
     }
 
-    /// Whether to read the clock at all.
+    /// Whether the request is timed.
     pub fn on(&self) -> bool {
-        self.enabled
+        self.received.is_some()
+    }
+
+    /// Now, for a timed request: the start of a stage to measure.
+    pub fn stopwatch(&self) -> Option<Instant> {
+        self.on().then(Instant::now)
     }
 }
 
@@ -185,7 +182,7 @@ fn catch_decode<T>(f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
 
 /// Decodes a request body; on failure logs why (INVALID_REQUEST) and the connection closes.
 pub fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, CloseConnection> {
-    let started = ctx.timing.on().then(Instant::now);
+    let started = ctx.timing.stopwatch();
     let decoded = catch_decode(|| T::decode(&mut body, ctx.api_version));
     if let Some(t) = started {
         ctx.timing
@@ -209,7 +206,7 @@ pub fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, 
 
 /// Encodes a response with its header and size prefix.
 pub fn encode<T: Encodable>(ctx: &RequestContext, response: &T) -> Result<Bytes, CloseConnection> {
-    let started = ctx.timing.on().then(Instant::now);
+    let started = ctx.timing.stopwatch();
     let encoded = encode_now(ctx, response);
     if let Some(t) = started {
         ctx.timing
@@ -247,7 +244,7 @@ pub async fn handle(
     ctx: RequestContext,
     body: Bytes,
 ) -> (Result<Option<Bytes>, CloseConnection>, Option<RequestTimes>) {
-    let Some(received) = ctx.timing.received.filter(|_| ctx.timing.on()) else {
+    let Some(received) = ctx.timing.received else {
         return (dispatch(broker, &ctx, body).await, None);
     };
     let started = Instant::now();

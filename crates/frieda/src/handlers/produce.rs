@@ -25,7 +25,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::BrokerId;
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Produce v13 names topics by id (KIP-516).
 const TOPIC_ID_VERSION: i16 = 13;
@@ -364,14 +364,14 @@ async fn append(
             return Err(e.into());
         }
     }
-    let appending = timing.on().then(Instant::now);
+    let appending = timing.stopwatch();
     let outcome = partition.append_checked(buf, header, check).await;
     if let Some(t) = appending {
         timing.appended(t.elapsed());
     }
     let outcome = outcome?;
     if replicated && acks_all {
-        let waiting = timing.on().then(Instant::now);
+        let waiting = timing.stopwatch();
         let replicated = partition
             .repl
             .wait_replicated(

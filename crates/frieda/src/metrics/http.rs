@@ -32,15 +32,8 @@ pub async fn serve(
 ) {
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(x) => x,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "metrics endpoint: accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
+            accepted = crate::server::listener::accept(&listener, "metrics") => {
+                let Some((stream, peer)) = accepted else { continue };
                 let broker = broker.clone();
                 let mut stop = shutdown.clone();
                 tokio::spawn(async move {

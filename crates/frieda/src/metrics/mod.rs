@@ -147,41 +147,36 @@ impl Collector for BrokerCollector {
                 })
             }),
         )?;
+        let per_api = |count: fn(&crate::stats::ApiStats) -> &std::sync::atomic::AtomicU64| {
+            apis.iter()
+                .map(|(k, a)| {
+                    (
+                        vec![("request", api_name(*k))],
+                        ConstCounter::new(count(a).load(Ordering::Relaxed)),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
         family(
             &mut e,
             "kafka_network_request_errors",
             "Requests that closed their connection (malformed body, response not encodable).",
             MetricType::Counter,
-            apis.iter().map(|(k, a)| {
-                (
-                    vec![("request", api_name(*k))],
-                    ConstCounter::new(a.errors.load(Ordering::Relaxed)),
-                )
-            }),
+            per_api(|a| &a.errors),
         )?;
         family(
             &mut e,
             "kafka_network_request_bytes",
             "Request bytes received, size prefix included (RequestBytes).",
             MetricType::Counter,
-            apis.iter().map(|(k, a)| {
-                (
-                    vec![("request", api_name(*k))],
-                    ConstCounter::new(a.request_bytes.load(Ordering::Relaxed)),
-                )
-            }),
+            per_api(|a| &a.request_bytes),
         )?;
         family(
             &mut e,
             "kafka_network_response_bytes",
             "Response bytes written, size prefix included.",
             MetricType::Counter,
-            apis.iter().map(|(k, a)| {
-                (
-                    vec![("request", api_name(*k))],
-                    ConstCounter::new(a.response_bytes.load(Ordering::Relaxed)),
-                )
-            }),
+            per_api(|a| &a.response_bytes),
         )?;
         family(
             &mut e,
@@ -261,19 +256,31 @@ impl Collector for BrokerCollector {
             MetricType::Gauge,
             per_partition(&|p| p.high_watermark()),
         )?;
+        // Segments and their bytes, read once per partition for both families.
+        let segments: Vec<(Labels, usize, u64)> = parts
+            .iter()
+            .map(|(t, i, p)| {
+                let (n, bytes) = p.reader().segment_stats();
+                (tp(t, *i), n, bytes)
+            })
+            .collect();
         family(
             &mut e,
             "kafka_log_log_size",
             "Bytes of record batches in each partition replica's segments (Size).",
             MetricType::Gauge,
-            per_partition(&|p| p.reader().segment_stats().1 as i64),
+            segments
+                .iter()
+                .map(|(l, _, bytes)| (l.clone(), ConstGauge::new(*bytes as i64))),
         )?;
         family(
             &mut e,
             "kafka_log_log_num_log_segments",
             "Segments of each partition replica (NumLogSegments).",
             MetricType::Gauge,
-            per_partition(&|p| p.reader().segment_stats().0 as i64),
+            segments
+                .iter()
+                .map(|(l, n, _)| (l.clone(), ConstGauge::new(*n as i64))),
         )?;
 
         // Replication (kafka.server:type=ReplicaManager, kafka.cluster:type=Partition).

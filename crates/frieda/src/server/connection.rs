@@ -10,7 +10,7 @@ use super::frame::{FrameError, FrameReader, RequestBudget};
 use super::sequencer::ResponseQueue;
 use crate::broker::Broker;
 use crate::handlers::{self, RequestTiming};
-use crate::stats::{BrokerStats, RequestTimes};
+use crate::stats::{nanos, BrokerStats, RequestTimes};
 use futures::stream::{FuturesOrdered, StreamExt};
 use futures::FutureExt;
 use std::collections::VecDeque;
@@ -78,10 +78,6 @@ type Handled = (
     Result<Option<bytes::Bytes>, handlers::CloseConnection>,
     Option<(RequestTimes, std::time::Instant, std::time::Instant)>,
 );
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
 
 /// Queues a finished request's response for writing (and, timed, records its stages so far and
 /// keeps its entry in `unsent`). False when the request must close the connection.
@@ -214,7 +210,7 @@ async fn serve(
                         match handlers::parse_request(frame.payload, peer) {
                             Ok((mut ctx, body)) => {
                                 if timed {
-                                    ctx.timing = RequestTiming::started(true, received, frame_bytes);
+                                    ctx.timing = RequestTiming::started(received, frame_bytes);
                                 }
                                 let fut = handlers::handle(broker.clone(), ctx, body);
                                 // The request's budget returns when its handler is done.

@@ -9,7 +9,7 @@ use crate::config::BrokerConfig;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpSocket};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
@@ -36,6 +36,19 @@ pub fn bind(addr: SocketAddr, config: &BrokerConfig) -> std::io::Result<TcpListe
     socket.listen(1024)
 }
 
+/// The next connection on `listener`, or `None` after a failed accept (logged with `what`,
+/// the listener's name, then a 10 ms pause so a persistent error such as EMFILE cannot spin).
+pub async fn accept(listener: &TcpListener, what: &str) -> Option<(TcpStream, SocketAddr)> {
+    match listener.accept().await {
+        Ok(x) => Some(x),
+        Err(e) => {
+            tracing::warn!(listener = what, error = %e, "accept failed");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            None
+        }
+    }
+}
+
 /// Accepts and serves connections until `shutdown` turns true.
 pub async fn serve(
     listener: TcpListener,
@@ -49,15 +62,8 @@ pub async fn serve(
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(x) => x,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
+            accepted = accept(&listener, "kafka") => {
+                let Some((stream, peer)) = accepted else { continue };
                 let Ok(permit) = limit.clone().try_acquire_owned() else {
                     tracing::warn!(%peer, max = broker.config.max_connections, "closing connection: max.connections reached");
                     drop(stream);
