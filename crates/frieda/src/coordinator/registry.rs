@@ -15,7 +15,7 @@ use super::offsets::TopicPartition;
 use crate::broker::partition::Partition;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -40,6 +40,11 @@ pub struct GroupCoordinators {
     /// Partitions of `__consumer_offsets` (0 until the cluster created it).
     partitions: AtomicI32,
     loaded: RwLock<HashMap<i32, Arc<GroupCoordinator>>>,
+    /// Offsets partitions whose coordinator is being loaded, with the transaction markers that
+    /// landed on them meanwhile (offset, producer id, commit): a marker appended after the
+    /// replay read the log end must still reach the store, or its offset stays a gap that
+    /// every later write waits behind. Lock order: `loading`, then `loaded`.
+    loading: Mutex<HashMap<i32, Vec<(i64, i64, bool)>>>,
     config: CoordinatorConfig,
 }
 
@@ -50,6 +55,7 @@ impl GroupCoordinators {
         GroupCoordinators {
             partitions: AtomicI32::new(1),
             loaded: RwLock::new(HashMap::from([(0, Arc::new(coordinator))])),
+            loading: Mutex::new(HashMap::new()),
             config,
         }
     }
@@ -59,6 +65,7 @@ impl GroupCoordinators {
         GroupCoordinators {
             partitions: AtomicI32::new(0),
             loaded: RwLock::new(HashMap::new()),
+            loading: Mutex::new(HashMap::new()),
             config,
         }
     }
@@ -109,8 +116,18 @@ impl GroupCoordinators {
     /// Errors: the log cannot be read or decoded.
     pub fn load(&self, index: i32, partition: Arc<Partition>) -> anyhow::Result<()> {
         let started = Instant::now();
-        let c = GroupCoordinator::open(partition, self.config.clone())?;
-        self.loaded.write().insert(index, Arc::new(c));
+        self.loading.lock().insert(index, Vec::new());
+        let opened = GroupCoordinator::open(partition, self.config.clone());
+        let mut loading = self.loading.lock();
+        let early = loading.remove(&index).unwrap_or_default();
+        let c = Arc::new(opened?);
+        // Markers appended while the log was replayed: those the replay read are skipped by
+        // the store (below its next offset), the others fill their place in the log order.
+        for (offset, producer_id, commit) in early {
+            c.offsets.land_marker(offset, producer_id, commit);
+        }
+        self.loaded.write().insert(index, c);
+        drop(loading);
         tracing::info!(
             partition = index,
             ms = started.elapsed().as_millis() as u64,
@@ -230,8 +247,11 @@ impl GroupCoordinators {
     /// [`crate::coordinator::offsets::OffsetStore::land_marker`]); nothing if its coordinator
     /// does not run here (the one that loads it replays the marker).
     pub fn land_marker(&self, index: i32, offset: i64, producer_id: i64, commit: bool) {
+        let mut loading = self.loading.lock();
         if let Some(c) = self.loaded.read().get(&index) {
             c.offsets.land_marker(offset, producer_id, commit);
+        } else if let Some(early) = loading.get_mut(&index) {
+            early.push((offset, producer_id, commit));
         }
     }
 

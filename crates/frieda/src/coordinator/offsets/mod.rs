@@ -100,6 +100,14 @@ impl Inner {
     /// An entry appended at `offset`, taking `count` offsets: applies it and every landed entry
     /// after it, in log order, as far as they are contiguous.
     fn land(&mut self, offset: i64, count: usize, entry: Landed) {
+        if offset < self.next_apply {
+            // Already applied by the replay (a marker reported after the store opened): kept,
+            // it would sit below `next_apply` for ever.
+            if let Landed::Write { outcome, done, replicated, .. } = entry {
+                let _ = done.send(replicated.map(|()| outcome));
+            }
+            return;
+        }
         self.landed.insert(offset, (count, entry));
         if self.landed.len() > MAX_LANDED_WRITES {
             tracing::error!(
@@ -701,6 +709,31 @@ mod tests {
         let writers = LogWriters::start(1);
         let store = open(dir.path(), &writers);
         check(&store);
+        close(store);
+        writers.stop();
+    }
+
+    /// A transaction marker reported for an offset the store already applied (its replay read
+    /// it: the marker landed while the coordinator was loading) is answered and dropped; kept,
+    /// it sat first in the landed queue below the next offset to apply and every later commit
+    /// of the partition waited behind it for ever.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_marker_below_the_applied_offsets_does_not_block_later_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        let store = open(dir.path(), &writers);
+        let now = now_ms();
+        store
+            .commit("g", vec![(("t".into(), 0), value(1, now))])
+            .await
+            .unwrap();
+        store.land_marker(0, 42, true);
+        let later = store.commit("g", vec![(("t".into(), 0), value(2, now))]);
+        tokio::time::timeout(std::time::Duration::from_secs(5), later)
+            .await
+            .expect("a commit after a stale marker must resolve")
+            .unwrap();
+        assert_eq!(store.get("g", "t", 0), Some(value(2, now)));
         close(store);
         writers.stop();
     }
