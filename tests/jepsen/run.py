@@ -72,6 +72,22 @@ def spawn_finals(base: dict, group: str, bootstraps: list[str], logdir: Path) ->
             for i, addr in enumerate(bootstraps)]
 
 
+def dump_stacks(p: subprocess.Popen) -> None:
+    """Issue 12 diagnosis: a hung client's native stacks (librdkafka's threads and the Python
+    thread's C frames; gdb, if installed) into ``logs/<proc>.stack.txt`` before the runner kills it."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        return
+    try:
+        cfg = json.loads(p.args[3])
+        dest = Path(cfg["out"]).parent / "logs" / f"{cfg['proc']}.stack.txt"
+        r = subprocess.run([gdb, "-p", str(p.pid), "-batch", "-ex", "thread apply all bt 40"],
+                           capture_output=True, text=True, timeout=120)
+        dest.write_text(r.stdout + r.stderr)
+    except Exception as e:  # noqa: BLE001 - diagnosis only
+        print(f"dump_stacks {p.pid}: {e}", file=sys.stderr)
+
+
 def wait_procs(procs: list[subprocess.Popen], timeout: float) -> list[str]:
     """Waits for every process; SIGKILLs (by PID) the ones still running at ``timeout``."""
     problems = []
@@ -81,6 +97,7 @@ def wait_procs(procs: list[subprocess.Popen], timeout: float) -> list[str]:
             p.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             problems.append(f"client pid {p.pid} ({' '.join(p.args[2:3])}) still running after {timeout:.0f}s: killed")
+            dump_stacks(p)
             os.kill(p.pid, signal.SIGKILL)
             p.wait(10)
         if p.returncode not in (0, -signal.SIGKILL):
