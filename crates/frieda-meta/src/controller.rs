@@ -86,6 +86,9 @@ pub enum ControllerRequest {
         /// Check only.
         validate_only: bool,
     },
+    /// A security change (SCRAM credentials, ACLs) already validated by the broker, proposed as
+    /// it is: [`MetaCommand::AlterScramCredentials`] or [`MetaCommand::AlterAcls`].
+    AlterSecurity(MetaCommand),
     /// (Incremental)AlterConfigs of a broker resource: its whole new dynamic config set.
     SetBrokerConfigs {
         /// `""` (cluster default) or a broker id.
@@ -189,6 +192,9 @@ pub enum ControllerError {
     /// The quorum could not commit (REQUEST_TIMED_OUT / NOT_CONTROLLER for the client).
     #[error("the metadata quorum is unavailable: {0}")]
     Unavailable(String),
+    /// A request the controller does not take (INVALID_REQUEST, 42).
+    #[error("invalid controller request: {0}")]
+    Invalid(String),
 }
 
 /// Settings of the controller.
@@ -406,6 +412,18 @@ impl Controller {
                 }
                 self.propose(MetaCommand::CreatePartitions { name, assignment })
                     .await?;
+                Ok(ControllerReply::Done)
+            }
+            ControllerRequest::AlterSecurity(cmd) => {
+                if !matches!(
+                    cmd,
+                    MetaCommand::AlterScramCredentials { .. } | MetaCommand::AlterAcls { .. }
+                ) {
+                    return Err(ControllerError::Invalid(
+                        "AlterSecurity carries only SCRAM and ACL changes".into(),
+                    ));
+                }
+                self.propose(cmd).await?;
                 Ok(ControllerReply::Done)
             }
             ControllerRequest::SetBrokerConfigs { resource, configs } => {

@@ -9,7 +9,9 @@
 //! (`RegisterBrokerRecord`, `FenceBrokerRecord`, `TopicRecord`, `PartitionRecord`,
 //! `PartitionChangeRecord`, `ConfigRecord`, `ProducerIdsRecord`) and `MetadataImage`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::security::{AclEntry, ScramCredential, ScramCredentials};
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -98,6 +100,12 @@ pub struct MetadataImage {
     /// key names and values as set.
     #[serde(default)]
     pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// SCRAM credentials (AlterUserScramCredentials), by user and mechanism.
+    #[serde(default)]
+    pub scram_credentials: ScramCredentials,
+    /// ACL bindings (CreateAcls / DeleteAcls).
+    #[serde(default)]
+    pub acls: BTreeSet<AclEntry>,
     /// Log index of the last applied command (the image's version).
     pub offset: u64,
 }
@@ -210,6 +218,21 @@ pub enum MetaCommand {
         partition: i32,
         /// The replicas wanted.
         target: Vec<BrokerId>,
+    },
+    /// Adds or replaces SCRAM credentials and removes others (AlterUserScramCredentials,
+    /// validated by the broker): `(user, mechanism name)` keys.
+    AlterScramCredentials {
+        /// Credentials to store.
+        upserts: Vec<(String, String, ScramCredential)>,
+        /// Credentials to remove (absent ones are ignored).
+        deletions: Vec<(String, String)>,
+    },
+    /// Adds and removes ACL bindings (CreateAcls / DeleteAcls; removals first).
+    AlterAcls {
+        /// Bindings to add (already present ones are kept once).
+        create: Vec<AclEntry>,
+        /// Bindings to remove (absent ones are ignored).
+        delete: Vec<AclEntry>,
     },
     /// Hands out a block of producer ids.
     AllocateProducerIds {
@@ -386,6 +409,30 @@ impl MetadataImage {
                     self.broker_configs
                         .insert(resource.clone(), configs.clone());
                 }
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::AlterScramCredentials { upserts, deletions } => {
+                for (user, mechanism) in deletions {
+                    if let Some(m) = self.scram_credentials.get_mut(user) {
+                        m.remove(mechanism);
+                        if m.is_empty() {
+                            self.scram_credentials.remove(user);
+                        }
+                    }
+                }
+                for (user, mechanism, cred) in upserts {
+                    self.scram_credentials
+                        .entry(user.clone())
+                        .or_default()
+                        .insert(mechanism.clone(), cred.clone());
+                }
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::AlterAcls { create, delete } => {
+                for acl in delete {
+                    self.acls.remove(acl);
+                }
+                self.acls.extend(create.iter().cloned());
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::SetTopicConfigs { name, configs } => {

@@ -17,6 +17,7 @@ pub mod controller;
 pub mod image;
 mod log_store;
 mod network;
+pub mod security;
 mod state_machine;
 mod types;
 
@@ -38,6 +39,7 @@ pub use image::{
     BrokerId, BrokerRegistration, Endpoint, MetaCommand, MetaError, MetaOutcome, MetadataImage,
     PartitionState, TopicImage, NO_LEADER,
 };
+pub use security::{AclEntry, ScramCredential, ScramCredentials};
 
 use controller::{Controller, ControllerConfig};
 use log_store::LogStore;

@@ -8,6 +8,8 @@
 use crate::broker::topic_config::{TopicConfigs, TOPIC_CONFIG_KEYS};
 use crate::coordinator::group::CoordinatorConfig;
 use crate::coordinator::transaction::TxnConfig;
+use crate::security::config::SecurityConfig;
+use crate::security::SecurityProtocol;
 use anyhow::{bail, Context};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -112,8 +114,8 @@ impl std::fmt::Display for Endpoint {
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     /// Where the broker listens (`listeners`, Kafka's syntax, or `listen` = `host:port`),
-    /// default `PLAINTEXT://127.0.0.1:9092`. Every listener must map to the `PLAINTEXT` security
-    /// protocol (`listener.security.protocol.map`); TLS and SASL are not implemented yet.
+    /// default `PLAINTEXT://127.0.0.1:9092`. Each maps to a security protocol
+    /// (`listener.security.protocol.map`: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
     pub listeners: Vec<Endpoint>,
     /// What Metadata tells clients to connect to (`advertised.listeners`); by default the
     /// listeners themselves (an empty host becomes this machine's host name).
@@ -121,6 +123,8 @@ pub struct BrokerConfig {
     /// `listener.security.protocol.map`: listener name -> security protocol. Default: each
     /// protocol name maps to itself.
     pub security_protocol_map: BTreeMap<String, String>,
+    /// TLS, SASL and authorization settings (`ssl.*`, `sasl.*`, `authorizer.class.name`, ...).
+    pub security: SecurityConfig,
     /// Root of the partition directories and topic metadata (`data.dir`), default `./frieda-data`.
     pub data_dir: PathBuf,
     /// This broker's id in Metadata and DescribeCluster (`node.id`), default 1.
@@ -249,6 +253,10 @@ pub struct ClusterConfig {
     pub voters: BTreeMap<u64, String>,
     /// `controller.listener.names` (default `CONTROLLER`): the listeners the quorum speaks on.
     pub controller_listener_names: Vec<String>,
+    /// `inter.broker.listener.name`: the client listener other brokers connect to (follower
+    /// fetches, transaction markers); default the first client listener. It must be PLAINTEXT
+    /// (brokers do not speak TLS or SASL to each other yet).
+    pub inter_broker_listener_name: Option<String>,
     /// `broker.session.timeout.ms` (Kafka 9000): a broker whose heartbeats stop this long is
     /// fenced and its partitions get new leaders.
     pub broker_session_timeout_ms: u64,
@@ -288,6 +296,7 @@ impl Default for ClusterConfig {
             broker: true,
             voters: BTreeMap::new(),
             controller_listener_names: vec!["CONTROLLER".into()],
+            inter_broker_listener_name: None,
             broker_session_timeout_ms: 9_000,
             broker_heartbeat_interval_ms: 500,
             election_timeout_ms: 1_000,
@@ -360,6 +369,7 @@ impl Default for BrokerConfig {
                 .iter()
                 .map(|p| (p.to_string(), p.to_string()))
                 .collect(),
+            security: SecurityConfig::default(),
             data_dir: PathBuf::from("./frieda-data"),
             node_id: 1,
             num_partitions: 1,
@@ -427,22 +437,32 @@ impl BrokerConfig {
     /// Errors: a message naming the setting.
     pub fn check(&self) -> anyhow::Result<()> {
         for l in &self.listeners {
-            // Controller listeners speak PLAINTEXT unless mapped otherwise (as in Kafka).
-            let protocol = self
-                .security_protocol_map
-                .get(&l.name)
-                .map(String::as_str)
-                .or(self.is_controller_listener(&l.name).then_some("PLAINTEXT"));
-            match protocol {
-                Some("PLAINTEXT") => {}
-                Some(other) => bail!(
-                    "config key `listeners`: listener {} uses security protocol {other}, which Frieda does not support yet (only PLAINTEXT)",
-                    l.name
-                ),
-                None => bail!(
+            let protocol = self.listener_protocol(&l.name).with_context(|| {
+                format!(
                     "config key `listener.security.protocol.map`: no security protocol defined for listener {}",
                     l.name
-                ),
+                )
+            })?;
+            if protocol.uses_tls()
+                && self.security.listener_value(&l.name, "ssl.keystore.location").is_none()
+                && self
+                    .security
+                    .listener_value(&l.name, "ssl.keystore.certificate.chain")
+                    .is_none()
+            {
+                bail!(
+                    "config key `listeners`: listener {} uses {} but has no key store: set ssl.keystore.location (a PEM file with the private key and certificate chain), or listener.name.{}.ssl.keystore.location",
+                    l.name,
+                    protocol.name(),
+                    l.name.to_ascii_lowercase()
+                );
+            }
+            if self.is_controller_listener(&l.name) && protocol != SecurityProtocol::Plaintext {
+                bail!(
+                    "config key `listeners`: controller listener {} uses {}; the metadata quorum speaks PLAINTEXT only (keep it on loopback or a private network)",
+                    l.name,
+                    protocol.name()
+                );
             }
         }
         for (i, a) in self.listeners.iter().enumerate() {
@@ -487,6 +507,18 @@ impl BrokerConfig {
             if c.broker && self.client_listeners().next().is_none() {
                 bail!("config key `listeners`: a broker needs a listener that is not a controller listener");
             }
+            if c.broker {
+                // Followers and coordinators connect to this listener without TLS or SASL.
+                let inter = match &c.inter_broker_listener_name {
+                    Some(name) => self.client_listeners().find(|l| &l.name == name).with_context(|| {
+                        format!("config key `inter.broker.listener.name`: {name} is not one of the client listeners")
+                    })?,
+                    None => self.client_listeners().next().expect("checked above"),
+                };
+                if self.listener_protocol(&inter.name) != Some(SecurityProtocol::Plaintext) {
+                    bail!("config key `inter.broker.listener.name`: the inter-broker listener ({}) must be PLAINTEXT: brokers do not speak TLS or SASL to each other yet (add a PLAINTEXT listener on a private address and name it here)", inter.name);
+                }
+            }
         } else if self.client_listeners().next().is_none() {
             bail!("config key `listeners`: controller listeners need controller.quorum.voters");
         }
@@ -497,6 +529,31 @@ impl BrokerConfig {
             }
         }
         Ok(())
+    }
+
+    /// The security protocol of listener `name` (`listener.security.protocol.map`; controller
+    /// listeners default to PLAINTEXT, as in Kafka). `None`: unmapped or unknown protocol.
+    pub fn listener_protocol(&self, name: &str) -> Option<SecurityProtocol> {
+        match self.security_protocol_map.get(name) {
+            Some(p) => SecurityProtocol::parse(p),
+            None => self
+                .is_controller_listener(name)
+                .then_some(SecurityProtocol::Plaintext),
+        }
+    }
+
+    /// Every client listener's name and security protocol (PLAINTEXT for one not mapped, which
+    /// [`check`](Self::check) refuses).
+    pub fn client_listener_protocols(&self) -> Vec<(String, SecurityProtocol)> {
+        self.client_listeners()
+            .map(|l| {
+                (
+                    l.name.clone(),
+                    self.listener_protocol(&l.name)
+                        .unwrap_or(SecurityProtocol::Plaintext),
+                )
+            })
+            .collect()
     }
 
     /// Whether listener `name` is a controller listener (`controller.listener.names`).
@@ -547,10 +604,11 @@ impl BrokerConfig {
                     let (name, proto) = pair
                         .split_once(':')
                         .with_context(|| format!("expected NAME:PROTOCOL, got `{pair}`"))?;
-                    map.insert(
-                        name.trim().to_ascii_uppercase(),
-                        proto.trim().to_ascii_uppercase(),
-                    );
+                    let proto = proto.trim().to_ascii_uppercase();
+                    if SecurityProtocol::parse(&proto).is_none() {
+                        bail!("unknown security protocol `{proto}` (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)");
+                    }
+                    map.insert(name.trim().to_ascii_uppercase(), proto);
                 }
                 self.security_protocol_map = map;
             }
@@ -778,6 +836,9 @@ impl BrokerConfig {
             "controller.quorum.bootstrap.servers" => {
                 bail!("use controller.quorum.voters (static voters; dynamic quorums are not supported)")
             }
+            "inter.broker.listener.name" => {
+                self.cluster.inter_broker_listener_name = Some(text.trim().to_ascii_uppercase())
+            }
             "controller.listener.names" => {
                 self.cluster.controller_listener_names = text
                     .split(',')
@@ -821,6 +882,7 @@ impl BrokerConfig {
                 let n = i32::try_from(positive(&text)?)?;
                 self.cluster.offsets_topic_num_partitions = n;
             }
+            _ if self.security.set(key, &text)? => {}
             _ => {
                 // Broker-level `log.` prefixed forms of topic configs are accepted too, as in Kafka.
                 let topic_key = key.strip_prefix("log.").unwrap_or(key);
@@ -863,6 +925,19 @@ impl BrokerConfig {
                 (l.name.clone(), host, e.port)
             })
             .collect()
+    }
+
+    /// The advertised `host:port` of client listener `listener` (the first listener's when
+    /// there is no such listener).
+    pub fn advertised_on(&self, listener: &str) -> (String, i32) {
+        match self
+            .advertised_endpoints()
+            .into_iter()
+            .find(|(name, _, _)| name == listener)
+        {
+            Some((_, host, port)) => (host, i32::from(port)),
+            None => self.advertised(),
+        }
     }
 
     /// The `host:port` clients are told to connect to: the advertised endpoint of the first
@@ -990,6 +1065,8 @@ mod tests {
         for bad in [
             "listeners = \"PLAINTEXT://0.0.0.0:9092\"",
             "listeners = \"SSL://localhost:9093\"",
+            // a TLS listener needs a key store
+            "listeners = \"SSL://localhost:9093\"\n\"listener.security.protocol.map\" = \"SSL:SSL\"",
             "listeners = \"FOO://localhost:9093\"",
             "listeners = \"PLAINTEXT://a:1,PLAINTEXT://b:2\"",
             "listeners = \"PLAINTEXT://a:1,X://b:1\"",

@@ -26,5 +26,6 @@ pub mod durable;
 pub mod handlers;
 pub mod metrics;
 pub mod replication;
+pub mod security;
 pub mod server;
 pub mod stats;

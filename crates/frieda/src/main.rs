@@ -103,7 +103,7 @@ fn main() -> std::process::ExitCode {
 fn log_effective_config(cfg: &BrokerConfig) {
     for e in frieda::handlers::configs::broker_config_entries(cfg) {
         let name = e.name.to_string();
-        let secret = ["password", "secret", "sasl.jaas.config"]
+        let secret = ["password", "secret", "sasl.jaas.config", "keystore.key"]
             .iter()
             .any(|s| name.contains(s));
         let value = match &e.value {
@@ -178,8 +178,9 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
             let addr = l.bind_addr()?;
             let socket = frieda::server::listener::bind(addr, &broker.config)
                 .with_context(|| format!("binding {l} ({addr})"))?;
-            tracing::info!(listener = %l, %addr, "listening");
-            listeners.push(socket);
+            let security = broker.security.listener(&l.name);
+            tracing::info!(listener = %l, %addr, security_protocol = security.protocol.name(), "listening");
+            listeners.push((socket, security));
         }
         let metrics = match broker.config.metrics_listen {
             Some(addr) => {
@@ -201,8 +202,11 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         let transactions = tokio::spawn(broker.txns.clone().run(stop_rx.clone()));
         let servers: Vec<_> = listeners
             .into_iter()
-            .map(|l| tokio::spawn(frieda::server::serve(l, broker.clone(), stop_rx.clone())))
+            .map(|(l, security)| {
+                tokio::spawn(frieda::server::serve(l, security, broker.clone(), stop_rx.clone()))
+            })
             .collect();
+        tokio::spawn(broker.security.clone().reload_tls(stop_rx.clone()));
         match &node {
             Some(n) => {
                 tokio::select! {

@@ -142,6 +142,10 @@ pub struct BrokerStats {
     pub connections: AtomicI64,
     /// Client connections accepted since start.
     pub connections_accepted: AtomicU64,
+    /// Successful authentications (a TLS handshake on an SSL listener, a SASL exchange).
+    pub authentications: AtomicU64,
+    /// Failed authentications (a TLS handshake refused, wrong SASL credentials or mechanism).
+    pub authentication_failures: AtomicU64,
 }
 
 impl BrokerStats {
@@ -152,6 +156,8 @@ impl BrokerStats {
             apis: [const { OnceLock::new() }; MAX_API_KEYS],
             connections: AtomicI64::new(0),
             connections_accepted: AtomicU64::new(0),
+            authentications: AtomicU64::new(0),
+            authentication_failures: AtomicU64::new(0),
         }
     }
 

@@ -30,6 +30,7 @@ pub mod dynamic_config;
 pub mod log_start;
 pub mod partition;
 pub mod replicas;
+pub mod security_admin;
 pub mod topic;
 pub mod topic_config;
 pub mod txn_markers;
@@ -120,6 +121,8 @@ pub struct Broker {
     /// Request and connection counters for the metrics endpoint (recording only with
     /// `metrics.listen` set).
     pub stats: Arc<crate::stats::BrokerStats>,
+    /// Listener security (TLS, SASL), SCRAM credentials and the authorizer.
+    pub security: Arc<crate::security::Security>,
     /// The data directory's `.lock`, held for the broker's life (released when the file closes).
     _dir_lock: std::fs::File,
 }
@@ -203,6 +206,15 @@ impl Broker {
         let stats = Arc::new(crate::stats::BrokerStats::new(
             config.metrics_listen.is_some(),
         ));
+        let security = Arc::new(crate::security::Security::new(
+            &config.security,
+            &config.client_listener_protocols(),
+        )?);
+        if !clustered {
+            // A cluster takes its credentials and ACLs from the metadata image (the reconciler).
+            let stored = security_admin::load(&meta_dir)?;
+            security.apply(&stored.scram_credentials, &stored.acls);
+        }
         let broker = Broker {
             config,
             cluster_id,
@@ -223,6 +235,7 @@ impl Broker {
             dynamic_configs: RwLock::new(dynamic),
             topic_defaults: RwLock::new(topic_defaults),
             stats,
+            security,
             _dir_lock: dir_lock,
         };
         if clustered {

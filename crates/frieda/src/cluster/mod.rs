@@ -52,6 +52,7 @@ pub fn error_code(e: &ControllerError) -> ResponseError {
             ResponseError::RequestTimedOut
         }
         ControllerError::InvalidPartitions(_) => ResponseError::InvalidPartitions,
+        ControllerError::Invalid(_) => ResponseError::InvalidRequest,
         ControllerError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
         ControllerError::Meta(m) => match m {
             MetaError::TopicExists(_) => ResponseError::TopicAlreadyExists,
@@ -83,22 +84,34 @@ pub struct LeaderHint {
     pub rack: Option<String>,
 }
 
+/// Broker `b`'s endpoint of listener `listener` (clients are told the address of the listener
+/// they came in on, as Kafka does); `None` if it has no such listener.
+pub fn endpoint_on<'a>(
+    b: &'a frieda_meta::BrokerRegistration,
+    listener: &str,
+) -> Option<&'a frieda_meta::Endpoint> {
+    b.endpoints.iter().find(|e| e.name == listener)
+}
+
 /// KIP-951 leader hints for one response (Produce v10+, Fetch v16+): for each partition a
 /// client reached on the wrong broker, its current leader and epoch; and once per leader its
 /// endpoint, so the client goes there without a Metadata round trip.
 pub struct LeaderHints<'a> {
     node: &'a ClusterNode,
+    /// The listener the request came in on: endpoints are that listener's.
+    listener: &'a str,
     image: Arc<MetadataImage>,
     /// One per leader named, in the order first named (at most the cluster's brokers).
     endpoints: Vec<LeaderHint>,
 }
 
 impl<'a> LeaderHints<'a> {
-    /// Hints from `node`'s current metadata image.
-    pub fn new(node: &'a ClusterNode) -> Self {
+    /// Hints from `node`'s current metadata image, with endpoints of `listener`.
+    pub fn new(node: &'a ClusterNode, listener: &'a str) -> Self {
         LeaderHints {
             image: node.image(),
             node,
+            listener,
             endpoints: Vec::new(),
         }
     }
@@ -119,7 +132,7 @@ impl<'a> LeaderHints<'a> {
     /// The current leader and leader epoch of `topic`'s `partition`, if it has one; its
     /// endpoint is remembered for [`endpoints`](Self::endpoints).
     pub fn leader(&mut self, topic: &str, partition: i32) -> Option<(BrokerId, i32)> {
-        let hint = self.node.leader_hint(topic, partition)?;
+        let hint = self.node.leader_hint(topic, partition, self.listener)?;
         let found = (hint.leader, hint.epoch);
         if !self.endpoints.iter().any(|e| e.leader == hint.leader) {
             self.endpoints.push(hint);
@@ -259,11 +272,15 @@ impl ClusterNode {
             .unwrap_or(-1)
     }
 
-    /// `host:port` of a live broker's first client listener (where followers fetch).
+    /// `host:port` where other brokers reach broker `id` (followers fetch, transaction markers):
+    /// its endpoint of `inter.broker.listener.name`, else its first client listener.
     pub fn address_of(&self, id: BrokerId) -> Option<String> {
         let image = self.image();
         let b = image.brokers.get(&id)?;
-        let e = b.endpoints.first()?;
+        let e = match &self.config.inter_broker_listener_name {
+            Some(name) => b.endpoints.iter().find(|e| &e.name == name)?,
+            None => b.endpoints.first()?,
+        };
         Some(if e.host.contains(':') {
             format!("[{}]:{}", e.host, e.port)
         } else {
@@ -271,13 +288,13 @@ impl ClusterNode {
         })
     }
 
-    /// Where a client should go for `topic`'s `partition` (KIP-951); `None` without a live
-    /// leader.
-    pub fn leader_hint(&self, topic: &str, partition: i32) -> Option<LeaderHint> {
+    /// Where a client of `listener` should go for `topic`'s `partition` (KIP-951); `None`
+    /// without a live leader (or one without that listener).
+    pub fn leader_hint(&self, topic: &str, partition: i32, listener: &str) -> Option<LeaderHint> {
         let image = self.image();
         let p = image.partition(topic, partition)?;
         let b = image.brokers.get(&p.leader).filter(|b| !b.fenced)?;
-        let e = b.endpoints.first()?;
+        let e = endpoint_on(b, listener)?;
         Some(LeaderHint {
             leader: p.leader,
             epoch: p.leader_epoch,

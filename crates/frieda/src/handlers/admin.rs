@@ -2,8 +2,9 @@
 //! CreatePartitions (key 37, v0-3).
 
 use super::configs::topic_config_entries;
-use super::{str_bytes, RequestContext};
+use super::{authorized, authorized_cluster, str_bytes, RequestContext};
 use crate::broker::{AdminError, Broker};
+use crate::security::acl::{op, resource};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_response::{
@@ -38,6 +39,8 @@ pub async fn create_topics(
         .map(|t| t.name.0.to_string())
         .collect();
     let mut results = Vec::with_capacity(req.topics.len());
+    // Kafka: CREATE on the cluster, or on each topic.
+    let cluster_create = authorized_cluster(broker, ctx, op::CREATE);
     for t in req.topics {
         let name = t.name.0.to_string();
         let result = CreatableTopicResult::default()
@@ -48,6 +51,11 @@ pub async fn create_topics(
             Err(AdminError {
                 code: ResponseError::InvalidRequest,
                 message: format!("topic `{name}` appears more than once in the request"),
+            })
+        } else if !cluster_create && !authorized(broker, ctx, op::CREATE, resource::TOPIC, &name) {
+            Err(AdminError {
+                code: ResponseError::TopicAuthorizationFailed,
+                message: "Authorization failed.".into(),
             })
         } else if !t.assignments.is_empty()
             && (t.num_partitions != -1 || t.replication_factor != -1)
@@ -103,7 +111,14 @@ pub async fn create_topics(
                 if ctx.api_version < 5 {
                     r = r.with_num_partitions(-1).with_replication_factor(-1);
                 }
-                if ctx.api_version >= 5 {
+                if ctx.api_version >= 5
+                    && !authorized(broker, ctx, op::DESCRIBE_CONFIGS, resource::TOPIC, &name)
+                {
+                    // Kafka: the configs need DESCRIBE_CONFIGS on the topic.
+                    r = r.with_topic_config_error_code(
+                        ResponseError::TopicAuthorizationFailed.code(),
+                    );
+                } else if ctx.api_version >= 5 {
                     let configs = topic.configs.read().clone();
                     r = r.with_configs(Some(
                         topic_config_entries(&configs, &broker.topic_defaults(), None)
@@ -167,6 +182,27 @@ pub async fn delete_topics(
             } else {
                 uuid::Uuid::nil()
             });
+        // Kafka: DELETE on the topic; by id, a topic the principal may not describe stays unknown.
+        let topic = match topic {
+            Some(t)
+                if name.is_none()
+                    && !authorized(broker, ctx, op::DESCRIBE, resource::TOPIC, &t.name) =>
+            {
+                responses
+                    .push(result.with_error_code(ResponseError::TopicAuthorizationFailed.code()));
+                continue;
+            }
+            t => t,
+        };
+        let named = name.as_ref().map(|n| n.0.to_string());
+        let target = topic.as_ref().map(|t| t.name.to_string()).or(named);
+        if let Some(n) = target {
+            if !authorized(broker, ctx, op::DELETE, resource::TOPIC, &n) {
+                responses
+                    .push(result.with_error_code(ResponseError::TopicAuthorizationFailed.code()));
+                continue;
+            }
+        }
         responses.push(match topic {
             None => result.with_error_code(unknown.code()),
             Some(topic) => {
@@ -196,18 +232,28 @@ pub async fn delete_topics(
 /// broker.
 pub async fn create_partitions(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let mut results = Vec::with_capacity(req.topics.len());
     for t in req.topics {
         let result = CreatePartitionsTopicResult::default().with_name(t.name.clone());
-        let outcome = match broker.topic(t.name.0.as_str()) {
-            None => Err(AdminError {
+        // Kafka: ALTER on the topic.
+        let topic = if authorized(broker, ctx, op::ALTER, resource::TOPIC, t.name.0.as_str()) {
+            Ok(broker.topic(t.name.0.as_str()))
+        } else {
+            Err(AdminError {
+                code: ResponseError::TopicAuthorizationFailed,
+                message: "The topic authorization is failed.".into(),
+            })
+        };
+        let outcome = match topic {
+            Err(e) => Err(e),
+            Ok(None) => Err(AdminError {
                 code: ResponseError::UnknownTopicOrPartition,
                 message: format!("unknown topic `{}`", t.name.0.as_str()),
             }),
-            Some(topic) => {
+            Ok(Some(topic)) => {
                 let assignment = t.assignments.as_ref().map(|a| {
                     a.iter()
                         .map(|x| x.broker_ids.iter().map(|b| b.0).collect())

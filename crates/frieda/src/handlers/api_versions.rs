@@ -51,7 +51,12 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListConfigResources, 0, 1),
     (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::DeleteRecords, 0, 2),
-    // without an authorizer: SECURITY_DISABLED, as Kafka (v0 removed in Kafka 4, KIP-896)
+    // security (KIP-43, KIP-152, KIP-368, KIP-554)
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
+    // v0 removed in Kafka 4 (KIP-896); without an authorizer: SECURITY_DISABLED, as Kafka
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),

@@ -6,8 +6,9 @@
 //! CLIENT_METRICS (16) and GROUP (32) none (Frieda has no client metrics subscriptions and no
 //! group configs). An unknown type is INVALID_REQUEST for the whole request.
 
-use super::{str_bytes, RequestContext};
+use super::{authorized_cluster, str_bytes, RequestContext};
 use crate::broker::Broker;
+use crate::security::acl::op;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::list_config_resources_response::ConfigResource;
 use kafka_protocol::messages::{ListConfigResourcesRequest, ListConfigResourcesResponse};
@@ -28,6 +29,11 @@ pub async fn handle(
     ctx: &RequestContext,
     req: ListConfigResourcesRequest,
 ) -> ListConfigResourcesResponse {
+    // Kafka: DESCRIBE_CONFIGS on the cluster.
+    if !authorized_cluster(broker, ctx, op::DESCRIBE_CONFIGS) {
+        return ListConfigResourcesResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code());
+    }
     if ctx.api_version == 0 {
         // Client metrics resources only: none.
         return ListConfigResourcesResponse::default();

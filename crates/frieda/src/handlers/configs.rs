@@ -383,6 +383,26 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
         },
         config_type: TYPE_STRING,
     });
+    // Security settings (sensitive values null, as Kafka reports them).
+    for (name, value) in c.security.describe() {
+        if entries.iter().any(|x| x.name.as_str() == name) {
+            continue;
+        }
+        entries.push(ConfigEntry {
+            name: str_bytes(&name),
+            value: value.as_deref().map(str_bytes),
+            config_source: SOURCE_STATIC_BROKER,
+            config_type: TYPE_STRING,
+        });
+    }
+    if let Some(name) = &c.cluster.inter_broker_listener_name {
+        entries.push(ConfigEntry {
+            name: str_bytes("inter.broker.listener.name"),
+            value: Some(str_bytes(name)),
+            config_source: SOURCE_STATIC_BROKER,
+            config_type: TYPE_STRING,
+        });
+    }
     for mut e in topic_config_entries(&TopicConfigs::default(), &c.topic_defaults, None) {
         let Some((_, synonym)) = TOPIC_CONFIG_BROKER_SYNONYMS
             .iter()
@@ -399,8 +419,44 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
     entries
 }
 
+/// Checks `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a config resource as Kafka does:
+/// on the topic for a topic (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker or broker
+/// logger (CLUSTER_AUTHORIZATION_FAILED), on the group for a group (GROUP_AUTHORIZATION_FAILED).
+fn config_access(
+    broker: &Broker,
+    ctx: &RequestContext,
+    operation: i8,
+    resource_type: i8,
+    name: &str,
+) -> Result<(), AdminError> {
+    use crate::security::acl::{resource, CLUSTER_NAME};
+    let (acl_type, acl_name, denied) = match resource_type {
+        RESOURCE_TOPIC => (
+            resource::TOPIC,
+            name,
+            ResponseError::TopicAuthorizationFailed,
+        ),
+        32 => (
+            resource::GROUP,
+            name,
+            ResponseError::GroupAuthorizationFailed,
+        ),
+        _ => (
+            resource::CLUSTER,
+            CLUSTER_NAME,
+            ResponseError::ClusterAuthorizationFailed,
+        ),
+    };
+    if super::authorized(broker, ctx, operation, acl_type, acl_name) {
+        Ok(())
+    } else {
+        Err(AdminError::new(denied, "Authorization failed."))
+    }
+}
+
 /// Describes topics and the broker. Errors per resource: UNKNOWN_TOPIC_OR_PARTITION (3),
-/// INVALID_REQUEST (42) for other resource types or another broker's id.
+/// INVALID_REQUEST (42) for other resource types or another broker's id,
+/// TOPIC/CLUSTER_AUTHORIZATION_FAILED without DESCRIBE_CONFIGS.
 pub async fn describe(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -411,6 +467,20 @@ pub async fn describe(
         let result = DescribeConfigsResult::default()
             .with_resource_type(r.resource_type)
             .with_resource_name(r.resource_name.clone());
+        if let Err(e) = config_access(
+            broker,
+            ctx,
+            crate::security::acl::op::DESCRIBE_CONFIGS,
+            r.resource_type,
+            r.resource_name.as_str(),
+        ) {
+            results.push(
+                result
+                    .with_error_code(e.code.code())
+                    .with_error_message(Some(str_bytes(&e.message))),
+            );
+            continue;
+        }
         let entries = match r.resource_type {
             RESOURCE_TOPIC => match broker.topic(r.resource_name.as_str()) {
                 Some(t) => Ok(topic_config_entries(
@@ -549,12 +619,21 @@ fn outcome_fields(outcome: &Result<(), AdminError>) -> (i16, Option<StrBytes>) {
 /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3), INVALID_CONFIG (40), INVALID_REQUEST (42).
 pub async fn alter(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
     for r in req.resources {
-        let outcome = if r.resource_type == RESOURCE_BROKER {
+        let access = config_access(
+            broker,
+            ctx,
+            crate::security::acl::op::ALTER_CONFIGS,
+            r.resource_type,
+            r.resource_name.as_str(),
+        );
+        let outcome = if let Err(e) = access {
+            Err(e)
+        } else if r.resource_type == RESOURCE_BROKER {
             let configs = r
                 .configs
                 .iter()
@@ -599,7 +678,7 @@ pub async fn alter(
 /// INVALID_CONFIG (40), INVALID_REQUEST (42).
 pub async fn incremental_alter(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
@@ -611,7 +690,16 @@ pub async fn incremental_alter(
             && r.configs.iter().all(|c| {
                 c.config_operation == 1 && REPLICATION_THROTTLES.contains(&c.name.as_str())
             });
-        let outcome = if clears_throttles {
+        let access = config_access(
+            broker,
+            ctx,
+            crate::security::acl::op::ALTER_CONFIGS,
+            r.resource_type,
+            r.resource_name.as_str(),
+        );
+        let outcome = if let Err(e) = access {
+            Err(e)
+        } else if clears_throttles {
             Ok(())
         } else if r.resource_type == RESOURCE_BROKER {
             incremental_broker(broker, &r, req.validate_only).await

@@ -3,11 +3,13 @@
 //! [`crate::coordinator::group::consumer`]; these functions translate requests and responses
 //! (topic ids on the wire, KIP-516).
 
-use super::groups::GROUP_OPERATIONS;
+use super::authorized;
+use super::groups::{group_operations, may_read_group};
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::coordinator::group::assignor::Assignment;
 use crate::coordinator::group::consumer::{Heartbeat, TopicsView};
+use crate::security::acl;
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::consumer_group_describe_response::{
     self as describe, DescribedGroup,
@@ -57,6 +59,32 @@ pub async fn heartbeat(
     req: ConsumerGroupHeartbeatRequest,
 ) -> ConsumerGroupHeartbeatResponse {
     let group = req.group_id.0.to_string();
+    // Kafka: READ on the group, DESCRIBE on every topic subscribed by name.
+    let refuse = |e: E, message: String| {
+        ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(e.code())
+            .with_error_message(Some(str_bytes(&message)))
+            .with_member_epoch(-1)
+    };
+    if !may_read_group(broker, ctx, &group) {
+        return refuse(
+            E::GroupAuthorizationFailed,
+            format!("Not authorized to access group {group}."),
+        );
+    }
+    if let Some(names) = &req.subscribed_topic_names {
+        let denied: Vec<&str> = names
+            .iter()
+            .map(|t| t.0.as_str())
+            .filter(|t| !authorized(broker, ctx, acl::op::DESCRIBE, acl::resource::TOPIC, t))
+            .collect();
+        if !denied.is_empty() {
+            return refuse(
+                E::TopicAuthorizationFailed,
+                format!("Not authorized to describe topics: {}", denied.join(", ")),
+            );
+        }
+    }
     let hb = Heartbeat {
         version: ctx.api_version,
         member_id: req.member_id.to_string(),
@@ -146,6 +174,13 @@ pub async fn describe(
         .map(|gid| {
             let group = gid.0.to_string();
             let out = DescribedGroup::default().with_group_id(GroupId(str_bytes(&group)));
+            if !authorized(broker, ctx, acl::op::DESCRIBE, acl::resource::GROUP, &group) {
+                return out
+                    .with_error_code(E::GroupAuthorizationFailed.code())
+                    .with_error_message(Some(str_bytes(&format!(
+                        "Not authorized to access group {group}."
+                    ))));
+            }
             let found = broker
                 .groups
                 .for_group(&group)
@@ -193,7 +228,7 @@ pub async fn describe(
                 .with_assignor_name(str_bytes(g.assignor.name()))
                 .with_members(members)
                 .with_authorized_operations(if req.include_authorized_operations {
-                    GROUP_OPERATIONS
+                    group_operations(broker, ctx, &group)
                 } else {
                     i32::MIN
                 })

@@ -15,9 +15,10 @@
 //! KAFKA_STORAGE_ERROR (56) when the checkpoint cannot be written; REQUEST_TIMED_OUT (7) when
 //! the followers have not caught up within `timeout_ms` (the low watermark so far is returned).
 
-use super::RequestContext;
+use super::{authorized, RequestContext};
 use crate::broker::partition::Partition;
 use crate::broker::Broker;
+use crate::security::acl::{op, resource};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
@@ -37,7 +38,7 @@ const MAX_TIMEOUT_MS: i32 = 60_000;
 /// Handles one DeleteRecords request (see the module doc for the errors).
 pub async fn handle(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: DeleteRecordsRequest,
 ) -> DeleteRecordsResponse {
     let deadline =
@@ -46,15 +47,22 @@ pub async fn handle(
     let mut pending: Vec<(usize, usize, Arc<Partition>, i64)> = Vec::new();
     let mut topics = Vec::with_capacity(req.topics.len());
     for (ti, t) in req.topics.into_iter().enumerate() {
-        let topic = broker.topic(t.name.0.as_str());
+        // Kafka: DELETE on the topic.
+        let topic = if authorized(broker, ctx, op::DELETE, resource::TOPIC, t.name.0.as_str()) {
+            broker
+                .topic(t.name.0.as_str())
+                .ok_or(ResponseError::UnknownTopicOrPartition)
+        } else {
+            Err(ResponseError::TopicAuthorizationFailed)
+        };
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for (pi, dp) in t.partitions.into_iter().enumerate() {
             let result = DeleteRecordsPartitionResult::default()
                 .with_partition_index(dp.partition_index)
                 .with_low_watermark(-1);
             let moved = match topic.as_ref() {
-                None => Err(ResponseError::UnknownTopicOrPartition),
-                Some(topic) => match topic.replica(dp.partition_index) {
+                Err(e) => Err(*e),
+                Ok(topic) => match topic.replica(dp.partition_index) {
                     Ok(p) => delete_below(broker, &p, dp.offset).await.map(|o| (p, o)),
                     Err(e) => Err(e),
                 },

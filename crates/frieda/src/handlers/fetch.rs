@@ -7,11 +7,12 @@
 //! Fetch sessions (KIP-227) are not kept: every response carries session id 0, which clients
 //! take as "no session" and keep sending full fetch requests.
 
-use super::{str_bytes, RequestContext};
+use super::{authorized, authorized_cluster, str_bytes, RequestContext};
 use crate::broker::partition::Partition;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::cluster::{ClusterNode, LeaderHints};
+use crate::security::acl::{op, resource};
 use bytes::{Bytes, BytesMut};
 use frieda_log::{FetchData, LogError};
 use futures::future::select_all;
@@ -55,9 +56,10 @@ const NODE_ENDPOINTS_VERSION: i16 = 16;
 /// current leader and epoch, and the response the leaders' endpoints.
 fn point_to_leaders(
     node: &ClusterNode,
+    listener: &str,
     topics: &mut [FetchableTopicResponse],
 ) -> Vec<NodeEndpoint> {
-    let mut hints = LeaderHints::new(node);
+    let mut hints = LeaderHints::new(node, listener);
     for t in topics.iter_mut() {
         let Some(name) = hints.topic_name(&t.topic.0, t.topic_id) else {
             continue;
@@ -152,8 +154,26 @@ pub async fn handle(
     };
     let mut topics_out = Vec::with_capacity(req.topics.len());
     let mut wanted = Vec::new();
+    // Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic.
+    let follower_denied = replica >= 0 && !authorized_cluster(broker, ctx, op::CLUSTER_ACTION);
     for (ti, ft) in req.topics.iter().enumerate() {
         let topic = broker.find_topic(by_id, ft.topic.0.as_str(), &ft.topic_id);
+        let denied = follower_denied
+            || match &topic {
+                Ok(t) => {
+                    replica < 0 && !authorized(broker, ctx, op::READ, resource::TOPIC, &t.name)
+                }
+                Err(_) if !by_id => {
+                    replica < 0
+                        && !authorized(broker, ctx, op::READ, resource::TOPIC, ft.topic.0.as_str())
+                }
+                Err(_) => false,
+            };
+        let topic = if denied {
+            Err(ResponseError::TopicAuthorizationFailed)
+        } else {
+            topic
+        };
         topics_out.push(
             FetchableTopicResponse::default()
                 .with_topic(ft.topic.clone())
@@ -270,7 +290,7 @@ pub async fn handle(
     let mut resp = FetchResponse::default().with_session_id(0);
     if ctx.api_version >= CURRENT_LEADER_VERSION {
         if let Some(node) = broker.cluster() {
-            let endpoints = point_to_leaders(node, &mut topics_out);
+            let endpoints = point_to_leaders(node, &ctx.session.listener, &mut topics_out);
             if ctx.api_version >= NODE_ENDPOINTS_VERSION {
                 resp = resp.with_node_endpoints(endpoints);
             }

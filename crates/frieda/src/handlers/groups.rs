@@ -4,11 +4,12 @@
 //! translate requests and responses, setting version-specific fields only for versions that
 //! have them (kafka-protocol refuses to encode others).
 
-use super::{str_bytes, RequestContext};
+use super::{authorized, authorized_cluster, str_bytes, RequestContext};
 use crate::broker::topic::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::broker::Broker;
 use crate::coordinator::group::state::JoinRequest;
 use crate::coordinator::registry::offsets_partition_for;
+use crate::security::acl;
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
@@ -49,11 +50,27 @@ fn coordinator_for(key_type: i8) -> Result<&'static str, (E, &'static str)> {
 /// or the partition has no leader.
 async fn locate(
     broker: &Arc<Broker>,
+    ctx: &RequestContext,
     key: &str,
     topic: &str,
 ) -> Result<(i32, String, i32), (E, String)> {
+    // Kafka: DESCRIBE on the group or the transactional id.
+    let (resource, denied) = if topic == OFFSETS_TOPIC {
+        (acl::resource::GROUP, E::GroupAuthorizationFailed)
+    } else {
+        (
+            acl::resource::TRANSACTIONAL_ID,
+            E::TransactionalIdAuthorizationFailed,
+        )
+    };
+    if !broker
+        .security
+        .authorize(&ctx.session, acl::op::DESCRIBE, resource, key)
+    {
+        return Err((denied, denied.to_string()));
+    }
     let Some(node) = broker.cluster() else {
-        let (host, port) = broker.config.advertised();
+        let (host, port) = broker.config.advertised_on(&ctx.session.listener);
         return Ok((broker.config.node_id, host, port));
     };
     let unavailable = |why: String| (E::CoordinatorNotAvailable, why);
@@ -98,7 +115,7 @@ async fn locate(
         .brokers
         .get(&leader)
         .filter(|b| !b.fenced)
-        .and_then(|b| b.endpoints.first())
+        .and_then(|b| crate::cluster::endpoint_on(b, &ctx.session.listener))
         .ok_or_else(|| unavailable(format!("{topic}-{index} has no leader")))?;
     Ok((leader, endpoint.host.clone(), i32::from(endpoint.port)))
 }
@@ -115,7 +132,7 @@ pub async fn find_coordinator(
         for key in &req.coordinator_keys {
             let c = Coordinator::default().with_key(key.clone());
             let found = match coordinator_for(req.key_type) {
-                Ok(topic) => locate(broker, key, topic).await,
+                Ok(topic) => locate(broker, ctx, key, topic).await,
                 Err((e, msg)) => Err((e, msg.to_string())),
             };
             coordinators.push(match found {
@@ -135,7 +152,7 @@ pub async fn find_coordinator(
     let key_type = if v >= 1 { req.key_type } else { 0 };
     let resp = FindCoordinatorResponse::default();
     let found = match coordinator_for(key_type) {
-        Ok(topic) => locate(broker, &req.key, topic).await,
+        Ok(topic) => locate(broker, ctx, &req.key, topic).await,
         Err((e, msg)) => Err((e, msg.to_string())),
     };
     match found {
@@ -164,6 +181,17 @@ pub async fn join_group(
     req: JoinGroupRequest,
 ) -> JoinGroupResponse {
     let v = ctx.api_version;
+    if !may_read_group(broker, ctx, &req.group_id.0) {
+        let mut resp = JoinGroupResponse::default()
+            .with_error_code(E::GroupAuthorizationFailed.code())
+            .with_generation_id(-1)
+            .with_leader(str_bytes(""))
+            .with_member_id(str_bytes(""));
+        if v < 7 {
+            resp = resp.with_protocol_name(Some(str_bytes("")));
+        }
+        return resp;
+    }
     let session = req.session_timeout_ms.max(0) as u64;
     let rebalance = if v >= 1 {
         req.rebalance_timeout_ms.max(0) as u64
@@ -228,6 +256,9 @@ pub async fn sync_group(
     ctx: &RequestContext,
     req: SyncGroupRequest,
 ) -> SyncGroupResponse {
+    if !may_read_group(broker, ctx, &req.group_id.0) {
+        return SyncGroupResponse::default().with_error_code(E::GroupAuthorizationFailed.code());
+    }
     let assignments = req
         .assignments
         .iter()
@@ -259,9 +290,12 @@ pub async fn sync_group(
 /// Heartbeat v0-4.
 pub async fn heartbeat(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: HeartbeatRequest,
 ) -> HeartbeatResponse {
+    if !may_read_group(broker, ctx, &req.group_id.0) {
+        return HeartbeatResponse::default().with_error_code(E::GroupAuthorizationFailed.code());
+    }
     let e = broker.groups.heartbeat(
         &req.group_id.0,
         req.generation_id,
@@ -278,6 +312,9 @@ pub async fn leave_group(
     req: LeaveGroupRequest,
 ) -> LeaveGroupResponse {
     let v = ctx.api_version;
+    if !may_read_group(broker, ctx, &req.group_id.0) {
+        return LeaveGroupResponse::default().with_error_code(E::GroupAuthorizationFailed.code());
+    }
     let members: Vec<(String, Option<String>)> = if v >= 3 {
         req.members
             .iter()
@@ -329,11 +366,22 @@ pub async fn list_groups(
     } else {
         vec![]
     };
+    // Kafka: DESCRIBE on the cluster lists every group, else those the principal may describe.
+    let all = authorized_cluster(broker, ctx, acl::op::DESCRIBE);
     let listed = broker
         .groups
         .list(&states)
         .into_iter()
         .filter(|g| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(g.group_type)))
+        .filter(|g| {
+            all || authorized(
+                broker,
+                ctx,
+                acl::op::DESCRIBE,
+                acl::resource::GROUP,
+                &g.group_id,
+            )
+        })
         .map(|g| {
             let mut l = ListedGroup::default()
                 .with_group_id(GroupId(str_bytes(&g.group_id)))
@@ -350,9 +398,18 @@ pub async fn list_groups(
     ListGroupsResponse::default().with_groups(listed)
 }
 
-/// Operations a group allows, as DescribeGroups v3+ reports them when asked (no ACLs here:
-/// READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS).
-pub(crate) const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
+/// Whether the request may use group `id` as a member (READ; GROUP_AUTHORIZATION_FAILED).
+pub(crate) fn may_read_group(broker: &Broker, ctx: &RequestContext, id: &str) -> bool {
+    authorized(broker, ctx, acl::op::READ, acl::resource::GROUP, id)
+}
+
+/// The operations the principal may do on group `id`, as DescribeGroups v3+ and
+/// ConsumerGroupDescribe report them when asked.
+pub(crate) fn group_operations(broker: &Broker, ctx: &RequestContext, id: &str) -> i32 {
+    broker
+        .security
+        .authorized_operations(&ctx.session, acl::resource::GROUP, id)
+}
 
 /// DescribeGroups v0-5 (an unknown group is reported in state Dead, as Kafka does).
 pub async fn describe_groups(
@@ -365,6 +422,14 @@ pub async fn describe_groups(
         .groups
         .iter()
         .map(|id| {
+            if !authorized(broker, ctx, acl::op::DESCRIBE, acl::resource::GROUP, &id.0) {
+                return DescribedGroup::default()
+                    .with_group_id(id.clone())
+                    .with_error_code(E::GroupAuthorizationFailed.code())
+                    .with_group_state(str_bytes(""))
+                    .with_protocol_type(str_bytes(""))
+                    .with_protocol_data(str_bytes(""));
+            }
             let d = match broker.groups.describe(&id.0) {
                 Ok(d) => d,
                 Err(e) => {
@@ -400,7 +465,7 @@ pub async fn describe_groups(
                 .with_protocol_data(str_bytes(&d.protocol))
                 .with_members(members);
             if v >= 3 && req.include_authorized_operations {
-                g = g.with_authorized_operations(GROUP_OPERATIONS);
+                g = g.with_authorized_operations(group_operations(broker, ctx, &id.0));
             }
             g
         })
@@ -411,12 +476,16 @@ pub async fn describe_groups(
 /// DeleteGroups v0-2: only empty groups (NON_EMPTY_GROUP otherwise); removes their offsets.
 pub async fn delete_groups(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: DeleteGroupsRequest,
 ) -> DeleteGroupsResponse {
     let mut results = Vec::new();
     for id in &req.groups_names {
-        let e = broker.groups.delete_group(&id.0).await.err();
+        let e = if authorized(broker, ctx, acl::op::DELETE, acl::resource::GROUP, &id.0) {
+            broker.groups.delete_group(&id.0).await.err()
+        } else {
+            Some(E::GroupAuthorizationFailed)
+        };
         results.push(
             DeletableGroupResult::default()
                 .with_group_id(id.clone())
@@ -457,6 +526,11 @@ mod tests {
             correlation_id: 7,
             client_id: Some("test".into()),
             peer: "127.0.0.1:5555".parse().unwrap(),
+            session: std::sync::Arc::new(crate::security::Session::anonymous(
+                "PLAINTEXT".into(),
+                crate::security::SecurityProtocol::Plaintext,
+                "127.0.0.1".parse().unwrap(),
+            )),
             timing: Default::default(),
         }
     }

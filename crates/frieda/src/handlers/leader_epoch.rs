@@ -2,8 +2,9 @@
 //! this leader's log. Followers ask it before copying, to cut a diverged tail; consumers ask
 //! it after a leader change, to detect a truncated log under their position.
 
-use super::RequestContext;
+use super::{authorized, authorized_cluster, RequestContext};
 use crate::broker::Broker;
+use crate::security::acl::{op, resource};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
@@ -18,14 +19,29 @@ use std::sync::Arc;
 /// UNKNOWN_LEADER_EPOCH (76) for a `current_leader_epoch` older / newer than the leader's.
 pub async fn handle(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: OffsetForLeaderEpochRequest,
 ) -> OffsetForLeaderEpochResponse {
+    // Kafka: CLUSTER_ACTION on the cluster (followers) or DESCRIBE on each topic (consumers).
+    let cluster_action = authorized_cluster(broker, ctx, op::CLUSTER_ACTION);
     let topics = req
         .topics
         .into_iter()
         .map(|t| {
-            let topic = broker.topic(t.topic.0.as_str());
+            let topic = if cluster_action
+                || authorized(
+                    broker,
+                    ctx,
+                    op::DESCRIBE,
+                    resource::TOPIC,
+                    t.topic.0.as_str(),
+                ) {
+                broker
+                    .topic(t.topic.0.as_str())
+                    .ok_or(ResponseError::UnknownTopicOrPartition)
+            } else {
+                Err(ResponseError::TopicAuthorizationFailed)
+            };
             let partitions = t
                 .partitions
                 .into_iter()
@@ -36,7 +52,7 @@ pub async fn handle(
                         .with_end_offset(-1);
                     let found = topic
                         .as_ref()
-                        .ok_or(ResponseError::UnknownTopicOrPartition)
+                        .map_err(|e| *e)
                         .and_then(|t| t.replica(p.partition))
                         .and_then(|part| {
                             part.repl.check_leader(p.current_leader_epoch)?;

@@ -6,9 +6,10 @@
 //! On a single broker every partition already has its only replica as leader: elections are
 //! ELECTION_NOT_NEEDED (84) and a reassignment may only name this broker.
 
-use super::{str_bytes, RequestContext};
+use super::{authorized_cluster, str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::cluster::CONTROLLER_TIMEOUT;
+use crate::security::acl::op;
 use frieda_meta::{ControllerRequest, MetadataImage};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_partition_reassignments_response::{
@@ -68,10 +69,16 @@ pub async fn elect_leaders(
     });
     let image = broker.cluster().map(|n| n.image());
     let mut results = Vec::new();
+    // Kafka: ALTER on the cluster (every partition CLUSTER_AUTHORIZATION_FAILED otherwise).
+    let allowed = authorized_cluster(broker, ctx, op::ALTER);
     for (topic, partitions) in named_or_all(broker, image.as_deref(), wanted) {
         let mut out = Vec::new();
         for p in partitions {
             let outcome: Result<(), (ResponseError, String)> = match broker.cluster() {
+                _ if !allowed => Err((
+                    ResponseError::ClusterAuthorizationFailed,
+                    "Cluster authorization failed.".into(),
+                )),
                 None => match broker.topic(&topic) {
                     Some(t) if p >= 0 && p < t.partition_count() => Err((
                         ResponseError::ElectionNotNeeded,
@@ -136,7 +143,11 @@ pub async fn elect_leaders(
             );
         }
     }
-    ElectLeadersResponse::default().with_replica_election_results(results)
+    let resp = ElectLeadersResponse::default().with_replica_election_results(results);
+    if !allowed && ctx.api_version >= 1 {
+        return resp.with_error_code(ResponseError::ClusterAuthorizationFailed.code());
+    }
+    resp
 }
 
 /// AlterPartitionReassignments: per partition, a new replica list (copied to the new replicas
@@ -149,6 +160,11 @@ pub async fn alter_reassignments(
     ctx: &RequestContext,
     req: AlterPartitionReassignmentsRequest,
 ) -> AlterPartitionReassignmentsResponse {
+    if !authorized_cluster(broker, ctx, op::ALTER) {
+        return AlterPartitionReassignmentsResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+            .with_error_message(Some(str_bytes("Cluster authorization failed.")));
+    }
     let mut responses = Vec::new();
     // v0 has no flag: a change of replication factor is allowed.
     let allow_rf_change = ctx.api_version < 1 || req.allow_replication_factor_change;
@@ -237,9 +253,14 @@ pub async fn alter_reassignments(
 /// their replicas and the ones being added and removed.
 pub async fn list_reassignments(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: ListPartitionReassignmentsRequest,
 ) -> ListPartitionReassignmentsResponse {
+    if !authorized_cluster(broker, ctx, op::DESCRIBE) {
+        return ListPartitionReassignmentsResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+            .with_error_message(Some(str_bytes("Cluster authorization failed.")));
+    }
     let Some(node) = broker.cluster() else {
         return ListPartitionReassignmentsResponse::default();
     };

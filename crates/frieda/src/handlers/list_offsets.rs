@@ -3,9 +3,10 @@
 //! earliest pending upload (-6, KIP-1023; v11) answered as Kafka 4.3.1 answers them without
 //! tiered storage (offset -1, leader epoch -1, no error), and offset by timestamp.
 
-use super::RequestContext;
+use super::{authorized, RequestContext};
 use crate::broker::partition::Partition;
 use crate::broker::Broker;
+use crate::security::acl::{op, resource};
 use frieda_log::LogError;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::list_offsets_response::{
@@ -38,7 +39,20 @@ pub async fn handle(
     let read_committed = ctx.api_version >= 2 && req.isolation_level == 1;
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
-        let topic = broker.topic(t.name.0.as_str());
+        // Kafka: DESCRIBE on the topic (TOPIC_AUTHORIZATION_FAILED per partition).
+        let topic = if authorized(
+            broker,
+            ctx,
+            op::DESCRIBE,
+            resource::TOPIC,
+            t.name.0.as_str(),
+        ) {
+            broker
+                .topic(t.name.0.as_str())
+                .ok_or(ResponseError::UnknownTopicOrPartition)
+        } else {
+            Err(ResponseError::TopicAuthorizationFailed)
+        };
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for lp in t.partitions {
             let resp = ListOffsetsPartitionResponse::default()
@@ -48,7 +62,7 @@ pub async fn handle(
                 .with_leader_epoch(epoch(-1));
             let found = topic
                 .as_ref()
-                .ok_or(ResponseError::UnknownTopicOrPartition)
+                .map_err(|e| *e)
                 .and_then(|t| t.replica(lp.partition_index))
                 .and_then(|p| {
                     let client_epoch = if ctx.api_version >= 4 {

@@ -3,8 +3,9 @@
 //! `kafka-reassign-partitions.sh`); AlterReplicaLogDirs (key 34, v1-2). Frieda has one log
 //! directory, `data.dir`.
 
-use super::{str_bytes, RequestContext};
+use super::{authorized_cluster, str_bytes, RequestContext};
 use crate::broker::Broker;
+use crate::security::acl::op;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
@@ -20,6 +21,17 @@ pub async fn handle(
     ctx: &RequestContext,
     req: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {
+    // Kafka: DESCRIBE on the cluster (v3+ says so in the top-level error; older: no results).
+    if !authorized_cluster(broker, ctx, op::DESCRIBE) {
+        let resp = DescribeLogDirsResponse::default();
+        return if ctx.api_version >= 3 {
+            resp.with_error_code(
+                kafka_protocol::error::ResponseError::ClusterAuthorizationFailed.code(),
+            )
+        } else {
+            resp
+        };
+    }
     let wanted: Option<Vec<(String, Vec<i32>)>> = req.topics.map(|ts| {
         ts.into_iter()
             .map(|t| (t.topic.0.to_string(), t.partitions))
@@ -97,7 +109,7 @@ fn is_our_log_dir(broker: &Broker, path: &str) -> bool {
 /// KAFKA_STORAGE_ERROR (56) for an offline replica, none for a replica already there.
 pub async fn alter_replica_log_dirs(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: kafka_protocol::messages::AlterReplicaLogDirsRequest,
 ) -> kafka_protocol::messages::AlterReplicaLogDirsResponse {
     use kafka_protocol::error::ResponseError;
@@ -105,6 +117,8 @@ pub async fn alter_replica_log_dirs(
         AlterReplicaLogDirPartitionResult, AlterReplicaLogDirTopicResult,
     };
     let mut results = Vec::new();
+    // Kafka: ALTER on the cluster (every partition CLUSTER_AUTHORIZATION_FAILED otherwise).
+    let allowed = authorized_cluster(broker, ctx, op::ALTER);
     for dir in req.dirs {
         let known = is_our_log_dir(broker, &dir.path);
         for t in dir.topics {
@@ -115,6 +129,7 @@ pub async fn alter_replica_log_dirs(
                 .map(|index| {
                     let hosted = topic.as_ref().and_then(|t| t.partition(index));
                     let error = match hosted {
+                        _ if !allowed => Some(ResponseError::ClusterAuthorizationFailed),
                         _ if !known => Some(ResponseError::LogDirNotFound),
                         None => Some(ResponseError::ReplicaNotAvailable),
                         Some(p) if !p.is_online() => Some(ResponseError::KafkaStorageError),

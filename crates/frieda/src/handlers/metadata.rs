@@ -2,10 +2,11 @@
 //! Unknown topics are auto-created when `auto.create.topics.enable` is on and the request
 //! allows it (v4+ flag; always for v0-3).
 
-use super::{str_bytes, RequestContext};
+use super::{authorized, authorized_cluster, str_bytes, RequestContext};
 use crate::broker::topic::Topic;
 use crate::broker::Broker;
 use crate::cluster::ClusterNode;
+use crate::security::acl::{op, resource};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -13,18 +14,90 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use std::sync::Arc;
 
+/// Whether the request may see topic `name` (DESCRIBE). Kafka leaves topics it may not see
+/// out of an all-topics answer and answers a named one with TOPIC_AUTHORIZATION_FAILED.
+fn may_describe(broker: &Broker, ctx: &RequestContext, name: &str) -> bool {
+    authorized(broker, ctx, op::DESCRIBE, resource::TOPIC, name)
+}
+
+/// Whether the request may auto-create topic `name`: CREATE on the cluster or on the topic.
+fn may_create(broker: &Broker, ctx: &RequestContext, name: &str) -> bool {
+    authorized_cluster(broker, ctx, op::CREATE)
+        || authorized(broker, ctx, op::CREATE, resource::TOPIC, name)
+}
+
+/// An error entry for a named topic the request may not see or create.
+fn denied(name: Option<TopicName>, id: uuid::Uuid, version: i16) -> MetadataResponseTopic {
+    // A topic asked for by id gets its id back (ids are not secret); one asked for by name not.
+    let id = if version >= 10 && name.is_none() {
+        id
+    } else {
+        uuid::Uuid::nil()
+    };
+    MetadataResponseTopic::default()
+        .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+        .with_name(name)
+        .with_topic_id(id)
+}
+
+/// The authorized-operations fields (v8+) when the request asks for them.
+fn with_authorized_operations(
+    broker: &Broker,
+    ctx: &RequestContext,
+    (topics_ops, cluster_ops): (bool, bool),
+    mut resp: MetadataResponse,
+) -> MetadataResponse {
+    if ctx.api_version < 8 {
+        return resp;
+    }
+    if topics_ops {
+        for t in resp.topics.iter_mut().filter(|t| t.error_code == 0) {
+            if let Some(name) = &t.name {
+                t.topic_authorized_operations = broker.security.authorized_operations(
+                    &ctx.session,
+                    resource::TOPIC,
+                    name.0.as_str(),
+                );
+            }
+        }
+    }
+    if cluster_ops && ctx.api_version <= 10 && authorized_cluster(broker, ctx, op::DESCRIBE) {
+        resp.cluster_authorized_operations = broker.security.authorized_operations(
+            &ctx.session,
+            resource::CLUSTER,
+            crate::security::acl::CLUSTER_NAME,
+        );
+    }
+    resp
+}
+
 /// Builds the response. Per-topic errors: UNKNOWN_TOPIC_OR_PARTITION (3),
-/// INVALID_TOPIC_EXCEPTION (17) for an illegal name.
+/// INVALID_TOPIC_EXCEPTION (17) for an illegal name, TOPIC_AUTHORIZATION_FAILED (29) for a
+/// topic the principal may not describe (or create, when it would be auto-created).
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     req: MetadataRequest,
 ) -> MetadataResponse {
-    if let Some(cluster) = broker.cluster() {
-        return cluster_metadata(broker, cluster, ctx, req).await;
-    }
+    let ops = (
+        req.include_topic_authorized_operations,
+        req.include_cluster_authorized_operations,
+    );
+    let resp = if let Some(cluster) = broker.cluster() {
+        cluster_metadata(broker, cluster, ctx, req).await
+    } else {
+        single_metadata(broker, ctx, req).await
+    };
+    with_authorized_operations(broker, ctx, ops, resp)
+}
+
+async fn single_metadata(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: MetadataRequest,
+) -> MetadataResponse {
     let node = broker.config.node_id;
-    let (host, port) = broker.config.advertised();
+    let (host, port) = broker.config.advertised_on(&ctx.session.listener);
     let brokers = vec![MetadataResponseBroker::default()
         .with_node_id(BrokerId(node))
         .with_host(str_bytes(&host))
@@ -37,16 +110,38 @@ pub async fn handle(
             broker
                 .topics()
                 .iter()
+                .filter(|t| may_describe(broker, ctx, &t.name))
                 .map(|t| describe(t, node, ctx.api_version)),
         ),
         Some(list) if list.is_empty() && ctx.api_version == 0 => topics.extend(
             broker
                 .topics()
                 .iter()
+                .filter(|t| may_describe(broker, ctx, &t.name))
                 .map(|t| describe(t, node, ctx.api_version)),
         ),
         Some(list) => {
             for wanted in list {
+                let visible = match &wanted.name {
+                    Some(name) => {
+                        may_describe(broker, ctx, name.0.as_str())
+                            && (!auto_create
+                                || !broker.config.auto_create_topics
+                                || broker.topic(name.0.as_str()).is_some()
+                                || may_create(broker, ctx, name.0.as_str()))
+                    }
+                    None => broker
+                        .topic_by_id(&wanted.topic_id)
+                        .is_none_or(|t| may_describe(broker, ctx, &t.name)),
+                };
+                if !visible {
+                    topics.push(denied(
+                        wanted.name.clone(),
+                        wanted.topic_id,
+                        ctx.api_version,
+                    ));
+                    continue;
+                }
                 let found = match &wanted.name {
                     Some(name) => {
                         if auto_create {
@@ -142,7 +237,11 @@ async fn cluster_metadata(
         let image = cluster.image();
         for (name, _) in &wanted {
             if let Some(name) = name {
-                if !image.topics.contains_key(name) && broker.config.auto_create_topics {
+                if !image.topics.contains_key(name)
+                    && broker.config.auto_create_topics
+                    && may_describe(broker, ctx, name)
+                    && may_create(broker, ctx, name)
+                {
                     if let Err(e) = broker.get_or_auto_create(name).await {
                         tracing::debug!(topic = %name, error = %e.message, "auto-creation failed");
                     }
@@ -154,7 +253,9 @@ async fn cluster_metadata(
     let mut topics = Vec::new();
     if all {
         for (name, t) in &image.topics {
-            topics.push(describe_image_topic(name, t, &image, v));
+            if may_describe(broker, ctx, name) {
+                topics.push(describe_image_topic(name, t, &image, v));
+            }
         }
     } else {
         for (name, id) in wanted {
@@ -162,6 +263,25 @@ async fn cluster_metadata(
                 Some(n) => image.topics.get_key_value(n.as_str()),
                 None => image.topics.iter().find(|(_, t)| t.id == id),
             };
+            let visible = match (&name, found) {
+                (Some(n), Some(_)) => may_describe(broker, ctx, n),
+                (Some(n), None) => {
+                    may_describe(broker, ctx, n)
+                        && (!auto_create
+                            || !broker.config.auto_create_topics
+                            || may_create(broker, ctx, n))
+                }
+                (None, Some((n, _))) => may_describe(broker, ctx, n),
+                (None, None) => true,
+            };
+            if !visible {
+                topics.push(denied(
+                    name.as_deref().map(|n| TopicName(str_bytes(n))),
+                    id,
+                    v,
+                ));
+                continue;
+            }
             topics.push(match found {
                 Some((n, t)) => describe_image_topic(n, t, &image, v),
                 None => {
@@ -183,7 +303,7 @@ async fn cluster_metadata(
     let brokers = image
         .live_brokers()
         .filter_map(|b| {
-            let e = b.endpoints.first()?;
+            let e = crate::cluster::endpoint_on(b, &ctx.session.listener)?;
             let mut mb = MetadataResponseBroker::default()
                 .with_node_id(BrokerId(b.id))
                 .with_host(str_bytes(&e.host))

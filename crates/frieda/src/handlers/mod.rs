@@ -23,10 +23,12 @@ pub mod offsets;
 pub mod produce;
 pub mod producer_id;
 pub mod quorum;
+pub mod scram;
 pub mod topic_partitions;
 pub mod transactions;
 
 use crate::broker::Broker;
+use crate::security::Session;
 use crate::stats::{nanos, RequestTimes};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
@@ -54,6 +56,8 @@ pub struct RequestContext {
     pub client_id: Option<String>,
     /// Remote address.
     pub peer: SocketAddr,
+    /// Who sent it: principal, listener, client address (ACL checks).
+    pub session: Arc<Session>,
     /// Where the request's time goes (recorded only with metrics on).
     pub timing: RequestTiming,
 }
@@ -131,6 +135,7 @@ impl RequestTiming {
 pub fn parse_request(
     mut frame: Bytes,
     peer: SocketAddr,
+    session: &Arc<Session>,
 ) -> Result<(RequestContext, Bytes), Option<Bytes>> {
     if frame.len() < 8 {
         tracing::warn!(%peer, len = frame.len(), "closing connection: request shorter than a header");
@@ -167,6 +172,7 @@ pub fn parse_request(
         correlation_id,
         client_id: header.client_id.map(|s| s.to_string()),
         peer,
+        session: session.clone(),
         timing: RequestTiming::default(),
     };
     Ok((ctx, frame))
@@ -332,6 +338,10 @@ async fn dispatch(
         ApiKey::ListTransactions => call!(transactions::list_transactions),
         ApiKey::DescribeProducers => call!(transactions::describe_producers),
         ApiKey::DescribeCluster => simple!(cluster),
+        ApiKey::SaslHandshake => call!(scram::sasl_handshake),
+        ApiKey::SaslAuthenticate => call!(scram::sasl_authenticate),
+        ApiKey::DescribeUserScramCredentials => call!(scram::describe),
+        ApiKey::AlterUserScramCredentials => call!(scram::alter),
         ApiKey::CreateTopics => {
             let req = decode(ctx, body)?;
             encode(ctx, &admin::create_topics(&broker, ctx, req).await).map(Some)
@@ -362,6 +372,26 @@ async fn dispatch(
             Err(CloseConnection)
         }
     }
+}
+
+/// Whether the request's principal may do `operation` on resource `resource_type`/`name`
+/// ([`crate::security::acl`] codes; always true without an authorizer).
+pub fn authorized(
+    broker: &Broker,
+    ctx: &RequestContext,
+    operation: i8,
+    resource_type: i8,
+    name: &str,
+) -> bool {
+    broker
+        .security
+        .authorize(&ctx.session, operation, resource_type, name)
+}
+
+/// Whether the request's principal may do `operation` on the cluster resource.
+pub fn authorized_cluster(broker: &Broker, ctx: &RequestContext, operation: i8) -> bool {
+    use crate::security::acl::{resource, CLUSTER_NAME};
+    authorized(broker, ctx, operation, resource::CLUSTER, CLUSTER_NAME)
 }
 
 /// `StrBytes` from a `&str`.

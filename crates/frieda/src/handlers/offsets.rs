@@ -1,10 +1,11 @@
 //! Committed offsets: OffsetCommit (8) v2-9, OffsetFetch (9) v1-9 (several groups from v8),
 //! OffsetDelete (47) v0. Storage and group checks live in [`crate::coordinator`].
 
-use super::{str_bytes, RequestContext};
+use super::{authorized, str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::coordinator::offsets::codec::OffsetValue;
+use crate::security::acl::{op, resource};
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -36,11 +37,18 @@ pub async fn commit(
     // (topic, partition, early error)
     let mut results: Vec<(String, i32, Option<E>)> = Vec::new();
     let mut entries = Vec::new();
+    // Kafka: READ on the group (every partition GROUP_AUTHORIZATION_FAILED), READ on each topic.
+    let group_ok = authorized(broker, ctx, op::READ, resource::GROUP, &req.group_id.0);
     for t in &req.topics {
+        let topic_ok = authorized(broker, ctx, op::READ, resource::TOPIC, t.name.0.as_str());
         for p in &t.partitions {
             let topic = t.name.0.to_string();
             let meta = p.committed_metadata.as_deref().unwrap_or("");
-            let early = if !broker.partition_exists(&topic, p.partition_index) {
+            let early = if !group_ok {
+                Some(E::GroupAuthorizationFailed)
+            } else if !topic_ok {
+                Some(E::TopicAuthorizationFailed)
+            } else if !broker.partition_exists(&topic, p.partition_index) {
                 Some(E::UnknownTopicOrPartition)
             } else if meta.len() > max_meta {
                 Some(E::OffsetMetadataTooLarge)
@@ -111,10 +119,17 @@ type TopicOffsets = (String, Vec<(i32, Found)>);
 /// is not here.
 fn lookup(
     broker: &Broker,
+    ctx: &RequestContext,
     group: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
     require_stable: bool,
 ) -> Result<Vec<TopicOffsets>, E> {
+    // Kafka: DESCRIBE on the group; topics not described are left out of an all-topics answer
+    // and get TOPIC_AUTHORIZATION_FAILED when named.
+    if !authorized(broker, ctx, op::DESCRIBE, resource::GROUP, group) {
+        return Err(E::GroupAuthorizationFailed);
+    }
+    let may_see = |t: &str| authorized(broker, ctx, op::DESCRIBE, resource::TOPIC, t);
     let coordinator = broker.groups.for_group(group)?;
     let found = |t: &str, p: i32, v: Option<OffsetValue>| -> Found {
         if require_stable && coordinator.offsets.has_pending(group, t, p) {
@@ -127,9 +142,16 @@ fn lookup(
         Some(topics) => topics
             .into_iter()
             .map(|(t, parts)| {
+                let visible = may_see(&t);
                 let found = parts
                     .into_iter()
-                    .map(|p| (p, found(&t, p, coordinator.offsets.get(group, &t, p))))
+                    .map(|p| {
+                        if visible {
+                            (p, found(&t, p, coordinator.offsets.get(group, &t, p)))
+                        } else {
+                            (p, Err(E::TopicAuthorizationFailed))
+                        }
+                    })
                     .collect();
                 (t, found)
             })
@@ -137,6 +159,9 @@ fn lookup(
         None => {
             let mut by_topic: BTreeMap<String, Vec<(i32, Found)>> = BTreeMap::new();
             for ((t, p), v) in coordinator.offsets.group_offsets(group) {
+                if !may_see(&t) {
+                    continue;
+                }
                 let f = found(&t, p, Some(v));
                 by_topic.entry(t).or_default().push((p, f));
             }
@@ -162,7 +187,7 @@ pub async fn fetch(
                         .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                         .collect()
                 });
-                let found = match lookup(broker, &g.group_id.0, wanted, req.require_stable) {
+                let found = match lookup(broker, ctx, &g.group_id.0, wanted, req.require_stable) {
                     Ok(found) => found,
                     Err(e) => {
                         return OffsetFetchResponseGroup::default()
@@ -208,7 +233,7 @@ pub async fn fetch(
             .collect()
     });
     let require_stable = v >= 7 && req.require_stable;
-    let found = match lookup(broker, &req.group_id.0, wanted, require_stable) {
+    let found = match lookup(broker, ctx, &req.group_id.0, wanted, require_stable) {
         Ok(found) => found,
         Err(e) if v >= 2 => return OffsetFetchResponse::default().with_error_code(e.code()),
         Err(e) => {
@@ -269,18 +294,25 @@ pub async fn fetch(
 /// per partition: GROUP_SUBSCRIBED_TO_TOPIC, UNKNOWN_TOPIC_OR_PARTITION.
 pub async fn delete(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: OffsetDeleteRequest,
 ) -> OffsetDeleteResponse {
+    // Kafka: DELETE on the group, READ on each topic.
+    if !authorized(broker, ctx, op::DELETE, resource::GROUP, &req.group_id.0) {
+        return OffsetDeleteResponse::default().with_error_code(E::GroupAuthorizationFailed.code());
+    }
     let mut parts = Vec::new();
     let mut unknown = Vec::new();
     for t in &req.topics {
+        let topic_ok = authorized(broker, ctx, op::READ, resource::TOPIC, t.name.0.as_str());
         for p in &t.partitions {
             let tp = (t.name.0.to_string(), p.partition_index);
-            if broker.partition_exists(&tp.0, tp.1) {
+            if !topic_ok {
+                unknown.push((tp, E::TopicAuthorizationFailed));
+            } else if broker.partition_exists(&tp.0, tp.1) {
                 parts.push(tp);
             } else {
-                unknown.push(tp);
+                unknown.push((tp, E::UnknownTopicOrPartition));
             }
         }
     }
@@ -289,11 +321,9 @@ pub async fn delete(
         Err(e) => return OffsetDeleteResponse::default().with_error_code(e.code()),
     };
     let mut topics: Vec<OffsetDeleteResponseTopic> = Vec::new();
-    let all = results.into_iter().chain(
-        unknown
-            .into_iter()
-            .map(|tp| (tp, Some(E::UnknownTopicOrPartition))),
-    );
+    let all = results
+        .into_iter()
+        .chain(unknown.into_iter().map(|(tp, e)| (tp, Some(e))));
     for ((topic, partition), e) in all {
         let part = OffsetDeleteResponsePartition::default()
             .with_partition_index(partition)

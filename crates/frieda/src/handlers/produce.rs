@@ -4,13 +4,14 @@
 //! append it, and answer once every partition's append is done. Batches are otherwise stored
 //! exactly as received with the base offset patched in (DESIGN.md, "ordering without CPU cost").
 
-use super::{str_bytes, RequestContext, RequestTiming};
+use super::{authorized, str_bytes, RequestContext, RequestTiming};
 use crate::broker::partition::{Partition, ProducerCheck};
 use crate::broker::topic_config::ProducePolicy;
 use crate::broker::txn_verify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::cluster::{ClusterNode, LeaderHints};
+use crate::security::acl::{op, resource};
 use bytes::{Bytes, BytesMut};
 use frieda_log::{
     build_batch, records_section, validate_batches, validate_records, BatchError, BatchHeader,
@@ -34,8 +35,12 @@ const CURRENT_LEADER_VERSION: i16 = 10;
 
 /// KIP-951: every partition answered NOT_LEADER_OR_FOLLOWER gets its current leader and epoch,
 /// and the response the leaders' endpoints, so the client goes there without a Metadata round.
-fn point_to_leaders(node: &ClusterNode, topics: &mut [TopicProduceResponse]) -> Vec<NodeEndpoint> {
-    let mut hints = LeaderHints::new(node);
+fn point_to_leaders(
+    node: &ClusterNode,
+    listener: &str,
+    topics: &mut [TopicProduceResponse],
+) -> Vec<NodeEndpoint> {
+    let mut hints = LeaderHints::new(node, listener);
     for t in topics.iter_mut() {
         let Some(name) = hints.topic_name(&t.name.0, t.topic_id) else {
             continue;
@@ -104,11 +109,27 @@ pub async fn handle(
     let timeout = Duration::from_millis(req.timeout_ms.max(0) as u64);
     let lease = broker.cluster().map(|n| n.as_ref());
     let transactional_id = req.transactional_id.as_ref().map(|t| t.0.to_string());
+    // Kafka: WRITE on the transactional id (the whole request), WRITE on each topic.
+    let request_error = match &transactional_id {
+        Some(id) if !authorized(broker, ctx, op::WRITE, resource::TRANSACTIONAL_ID, id) => {
+            Some(ResponseError::TransactionalIdAuthorizationFailed)
+        }
+        _ => request_error,
+    };
     // 1. Validate every partition's batch.
     let mut names = Vec::with_capacity(req.topic_data.len());
     let mut items: Vec<(usize, i32, Result<Prepared, AppendError>, ProducerCheck)> = Vec::new();
     for topic_data in req.topic_data {
         let topic = broker.find_topic(by_id, topic_data.name.0.as_str(), &topic_data.topic_id);
+        let name = match &topic {
+            Ok(t) => Some(&*t.name),
+            Err(_) if !by_id => Some(topic_data.name.0.as_str()),
+            Err(_) => None, // an unknown topic id: UNKNOWN_TOPIC_ID below
+        };
+        let request_error = request_error.or_else(|| {
+            name.filter(|n| !authorized(broker, ctx, op::WRITE, resource::TOPIC, n))
+                .map(|_| ResponseError::TopicAuthorizationFailed)
+        });
         // Clients may not write to internal topics (Kafka: INVALID_TOPIC_EXCEPTION).
         let request_error = match &topic {
             Ok(t) if t.is_internal() => {
@@ -161,7 +182,11 @@ pub async fn handle(
     let mut resp = ProduceResponse::default();
     if version >= CURRENT_LEADER_VERSION {
         if let Some(node) = broker.cluster() {
-            resp = resp.with_node_endpoints(point_to_leaders(node, &mut topics));
+            resp = resp.with_node_endpoints(point_to_leaders(
+                node,
+                &ctx.session.listener,
+                &mut topics,
+            ));
         }
     }
     Some(resp.with_responses(topics))

@@ -3,8 +3,9 @@
 //! `transactional.id`): the transaction coordinator assigns the id and fences older producers
 //! of the same transactional id by epoch.
 
-use super::RequestContext;
+use super::{authorized, authorized_cluster, RequestContext};
 use crate::broker::Broker;
+use crate::security::acl::{op, resource};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use std::sync::Arc;
@@ -31,6 +32,10 @@ pub async fn handle(
             .with_producer_epoch(-1)
     };
     if let Some(id) = req.transactional_id.as_ref() {
+        // Kafka: WRITE on the transactional id.
+        if !authorized(broker, ctx, op::WRITE, resource::TRANSACTIONAL_ID, &id.0) {
+            return failed(ResponseError::TransactionalIdAuthorizationFailed);
+        }
         let expected = (ctx.api_version >= 3 && req.producer_id.0 >= 0)
             .then_some((req.producer_id.0, req.producer_epoch));
         return match broker
@@ -46,6 +51,14 @@ pub async fn handle(
             }
             Err(e) => failed(e),
         };
+    }
+    // Kafka: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
+    if !authorized_cluster(broker, ctx, op::IDEMPOTENT_WRITE)
+        && !broker
+            .security
+            .authorize_any(&ctx.session, op::WRITE, resource::TOPIC)
+    {
+        return failed(ResponseError::ClusterAuthorizationFailed);
     }
     if req.producer_id.0 >= 0 && req.producer_epoch >= 0 && req.producer_epoch < i16::MAX - 1 {
         return resp

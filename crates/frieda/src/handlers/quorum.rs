@@ -3,9 +3,10 @@
 //! shows them. Any broker answers by asking the active controller (which alone knows the
 //! followers' progress).
 
-use super::{str_bytes, RequestContext};
+use super::{authorized_cluster, str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::cluster::CONTROLLER_TIMEOUT;
+use crate::security::acl::op;
 use frieda_meta::{ControllerReply, ControllerRequest, QuorumStatus, VoterState};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_quorum_response::{
@@ -25,6 +26,17 @@ pub async fn handle(
     req: DescribeQuorumRequest,
 ) -> DescribeQuorumResponse {
     let v = ctx.api_version;
+    // Kafka: DESCRIBE on the cluster.
+    if !authorized_cluster(broker, ctx, op::DESCRIBE) {
+        let resp = DescribeQuorumResponse::default().with_error_code(
+            kafka_protocol::error::ResponseError::ClusterAuthorizationFailed.code(),
+        );
+        return if v >= 2 {
+            resp.with_error_message(Some(str_bytes("Cluster authorization failed.")))
+        } else {
+            resp
+        };
+    }
     let status = match broker.cluster() {
         None => {
             let id = broker.config.node_id as u64;

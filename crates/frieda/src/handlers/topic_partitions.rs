@@ -4,9 +4,10 @@
 //! from the broker's topics on a single broker. Eligible leader replicas (ELR, KIP-966) are not
 //! kept: those lists are empty (Kafka's admin client needs them non-null).
 
-use super::{str_bytes, RequestContext};
+use super::{authorized, str_bytes, RequestContext};
 use crate::broker::topic::valid_topic_name;
 use crate::broker::Broker;
+use crate::security::acl::{op, resource};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_topic_partitions_response::{
     Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
@@ -105,7 +106,7 @@ fn view(broker: &Broker, names: &[String]) -> Vec<TopicView> {
 /// partitions are returned (Kafka's cap of 2000 applies too); `next_cursor` says where to go on.
 pub async fn handle(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: DescribeTopicPartitionsRequest,
 ) -> DescribeTopicPartitionsResponse {
     let names: Vec<String> = req.topics.iter().map(|t| t.name.0.to_string()).collect();
@@ -119,6 +120,18 @@ pub async fn handle(
     let mut next_cursor = None;
     for (name, found) in view(broker, &names) {
         if start_topic.as_ref().is_some_and(|s| name < *s) {
+            continue;
+        }
+        // Kafka: DESCRIBE on the topic; left out of an all-topics answer, refused when named.
+        if !authorized(broker, ctx, op::DESCRIBE, resource::TOPIC, &name) {
+            if !names.is_empty() {
+                topics.push(
+                    DescribeTopicPartitionsResponseTopic::default()
+                        .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                        .with_name(Some(TopicName(str_bytes(&name))))
+                        .with_topic_authorized_operations(i32::MIN),
+                );
+            }
             continue;
         }
         let first = if start_topic.as_deref() == Some(name.as_str()) {

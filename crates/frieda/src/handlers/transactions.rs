@@ -35,7 +35,7 @@ use kafka_protocol::messages::{
     WriteTxnMarkersResponse,
 };
 
-use super::{str_bytes, RequestContext};
+use super::{authorized, authorized_cluster, str_bytes, RequestContext};
 use crate::broker::topic::OFFSETS_TOPIC;
 use crate::broker::txn_markers::{write_marker_locally, LocalMarker};
 use crate::broker::txn_verify;
@@ -46,6 +46,7 @@ use crate::coordinator::records::TxnProducer;
 use crate::coordinator::transaction::{
     TopicPartition, TransactionCoordinators, TxnFilter, TxnState, TxnVersion,
 };
+use crate::security::acl::{op, resource};
 
 fn code(e: Option<E>) -> i16 {
     e.map_or(0, |e| e.code())
@@ -82,6 +83,36 @@ pub async fn add_partitions(
             .iter()
             .flat_map(|t| t.partitions.iter().map(|p| (t.name.0.to_string(), *p)))
             .collect();
+        // Kafka: a client needs WRITE on the transactional id and on every topic.
+        let id = &req.v3_and_below_transactional_id.0;
+        let denied = if !authorized(broker, ctx, op::WRITE, resource::TRANSACTIONAL_ID, id) {
+            Some(
+                tps.iter()
+                    .map(|tp| (tp.clone(), Some(E::TransactionalIdAuthorizationFailed)))
+                    .collect(),
+            )
+        } else {
+            let refused: Vec<bool> = tps
+                .iter()
+                .map(|(t, _)| !authorized(broker, ctx, op::WRITE, resource::TOPIC, t))
+                .collect();
+            refused.contains(&true).then(|| {
+                tps.iter()
+                    .zip(refused)
+                    .map(|(tp, no)| {
+                        let e = if no {
+                            E::TopicAuthorizationFailed
+                        } else {
+                            E::OperationNotAttempted
+                        };
+                        (tp.clone(), Some(e))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        };
+        if let Some(results) = denied {
+            return resp.with_results_by_topic_v3_and_below(topic_results(results));
+        }
         let results = add_one(
             broker,
             &req.v3_and_below_transactional_id.0,
@@ -96,6 +127,10 @@ pub async fn add_partitions(
             .map(|(tp, e)| (tp, e.map(|e| for_version(e, v, 2, i16::MAX))))
             .collect();
         return resp.with_results_by_topic_v3_and_below(topic_results(results));
+    }
+    // Kafka: v4+ comes from partition leaders and needs CLUSTER_ACTION.
+    if !authorized_cluster(broker, ctx, op::CLUSTER_ACTION) {
+        return resp.with_error_code(E::ClusterAuthorizationFailed.code());
     }
     let mut out = Vec::with_capacity(req.transactions.len());
     for t in req.transactions {
@@ -224,6 +259,21 @@ pub async fn add_offsets(
     ctx: &RequestContext,
     req: AddOffsetsToTxnRequest,
 ) -> AddOffsetsToTxnResponse {
+    // Kafka: WRITE on the transactional id, READ on the group.
+    if !authorized(
+        broker,
+        ctx,
+        op::WRITE,
+        resource::TRANSACTIONAL_ID,
+        &req.transactional_id.0,
+    ) {
+        return AddOffsetsToTxnResponse::default()
+            .with_error_code(E::TransactionalIdAuthorizationFailed.code());
+    }
+    if !authorized(broker, ctx, op::READ, resource::GROUP, &req.group_id.0) {
+        return AddOffsetsToTxnResponse::default()
+            .with_error_code(E::GroupAuthorizationFailed.code());
+    }
     let n = offsets_partitions(broker);
     let result = if n == 0 {
         Err(E::CoordinatorNotAvailable)
@@ -261,6 +311,21 @@ pub async fn end_txn(
         TxnVersion::V1
     };
     let resp = EndTxnResponse::default();
+    if !authorized(
+        broker,
+        ctx,
+        op::WRITE,
+        resource::TRANSACTIONAL_ID,
+        &req.transactional_id.0,
+    ) {
+        let resp = resp.with_error_code(E::TransactionalIdAuthorizationFailed.code());
+        return if v >= 5 {
+            resp.with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1)
+        } else {
+            resp
+        };
+    }
     match broker
         .txns
         .end_txn(
@@ -305,6 +370,9 @@ pub async fn write_txn_markers(
     req: WriteTxnMarkersRequest,
 ) -> WriteTxnMarkersResponse {
     let v = ctx.api_version;
+    // Kafka: ALTER or CLUSTER_ACTION on the cluster (coordinators and `kafka-transactions abort`).
+    let allowed = authorized_cluster(broker, ctx, op::ALTER)
+        || authorized_cluster(broker, ctx, op::CLUSTER_ACTION);
     let mut markers = Vec::with_capacity(req.markers.len());
     for m in req.markers {
         let local = LocalMarker {
@@ -322,6 +390,7 @@ pub async fn write_txn_markers(
                 let broker = broker.clone();
                 async move {
                     let r = match topic.map(|t| t.replica(index)) {
+                        _ if !allowed => Err(E::ClusterAuthorizationFailed),
                         None => Err(E::UnknownTopicOrPartition),
                         Some(Err(e)) => Err(e),
                         Some(Ok(p)) if !p.repl.is_leader_or_sole() => {
@@ -374,15 +443,36 @@ pub async fn txn_offset_commit(
     let group = req.group_id.0.to_string();
     let id = req.transactional_id.0.to_string();
     let now = now_ms();
-    let unknown: std::collections::HashSet<(String, i32)> = req
+    // Kafka: WRITE on the transactional id, READ on the group (either refuses every
+    // partition), READ on each topic.
+    let refused_all = if !authorized(broker, ctx, op::WRITE, resource::TRANSACTIONAL_ID, &id) {
+        Some(E::TransactionalIdAuthorizationFailed)
+    } else if !authorized(broker, ctx, op::READ, resource::GROUP, &group) {
+        Some(E::GroupAuthorizationFailed)
+    } else {
+        None
+    };
+    let unknown: std::collections::HashMap<(String, i32), E> = req
         .topics
         .iter()
         .flat_map(|t| {
+            let readable = authorized(broker, ctx, op::READ, resource::TOPIC, t.name.0.as_str());
             t.partitions
                 .iter()
-                .map(|p| (t.name.0.to_string(), p.partition_index))
+                .map(move |p| ((t.name.0.to_string(), p.partition_index), readable))
         })
-        .filter(|(topic, p)| !broker.partition_exists(topic, *p))
+        .filter_map(|((topic, p), readable)| {
+            let e = if let Some(e) = refused_all {
+                e
+            } else if !readable {
+                E::TopicAuthorizationFailed
+            } else if !broker.partition_exists(&topic, p) {
+                E::UnknownTopicOrPartition
+            } else {
+                return None;
+            };
+            Some(((topic, p), e))
+        })
         .collect();
     let entries: Vec<((String, i32), OffsetValue)> = req
         .topics
@@ -390,7 +480,7 @@ pub async fn txn_offset_commit(
         .flat_map(|t| {
             t.partitions
                 .iter()
-                .filter(|p| !unknown.contains(&(t.name.0.to_string(), p.partition_index)))
+                .filter(|p| !unknown.contains_key(&(t.name.0.to_string(), p.partition_index)))
                 .map(|p| {
                     (
                         (t.name.0.to_string(), p.partition_index),
@@ -476,11 +566,10 @@ pub async fn txn_offset_commit(
                     t.partitions
                         .iter()
                         .map(|p| {
-                            let error = if unknown.contains(&(name.clone(), p.partition_index)) {
-                                Some(E::UnknownTopicOrPartition)
-                            } else {
-                                error
-                            };
+                            let error = unknown
+                                .get(&(name.clone(), p.partition_index))
+                                .copied()
+                                .or(error);
                             TxnOffsetCommitResponsePartition::default()
                                 .with_partition_index(p.partition_index)
                                 .with_error_code(code(error))
@@ -498,7 +587,7 @@ pub async fn txn_offset_commit(
 /// COORDINATOR_NOT_AVAILABLE (15).
 pub async fn describe_transactions(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: DescribeTransactionsRequest,
 ) -> DescribeTransactionsResponse {
     let states = req
@@ -506,7 +595,14 @@ pub async fn describe_transactions(
         .into_iter()
         .map(|id| {
             let out = DescribedTxn::default().with_transactional_id(id.clone());
-            match broker.txns.describe(&id.0) {
+            // Kafka: DESCRIBE on the id; partitions of topics not described are left out.
+            let found = if authorized(broker, ctx, op::DESCRIBE, resource::TRANSACTIONAL_ID, &id.0)
+            {
+                broker.txns.describe(&id.0)
+            } else {
+                Err(E::TransactionalIdAuthorizationFailed)
+            };
+            match found {
                 Err(e) => out
                     .with_error_code(e.code())
                     .with_transaction_state(str_bytes(""))
@@ -515,6 +611,9 @@ pub async fn describe_transactions(
                 Ok(d) => {
                     let mut topics: Vec<TopicData> = Vec::new();
                     for (t, p) in &d.partitions {
+                        if !authorized(broker, ctx, op::DESCRIBE, resource::TOPIC, t) {
+                            continue;
+                        }
                         match topics.iter_mut().find(|x| x.topic.0.as_str() == t) {
                             Some(x) => x.partitions.push(*p),
                             None => topics.push(
@@ -571,6 +670,15 @@ pub async fn list_transactions(
         .txns
         .list(&filter)
         .into_iter()
+        .filter(|l| {
+            authorized(
+                broker,
+                ctx,
+                op::DESCRIBE,
+                resource::TRANSACTIONAL_ID,
+                &l.transactional_id,
+            )
+        })
         .map(|l| {
             ListedTxn::default()
                 .with_transactional_id(TransactionalId(str_bytes(&l.transactional_id)))
@@ -590,13 +698,15 @@ pub async fn list_transactions(
 /// Errors per partition: UNKNOWN_TOPIC_OR_PARTITION (3), NOT_LEADER_OR_FOLLOWER (6).
 pub async fn describe_producers(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: DescribeProducersRequest,
 ) -> DescribeProducersResponse {
     let topics = req
         .topics
         .into_iter()
         .map(|t| {
+            // Kafka: READ on the topic.
+            let readable = authorized(broker, ctx, op::READ, resource::TOPIC, &t.name.0);
             let topic = broker.topic(&t.name.0);
             let partitions = t
                 .partition_indexes
@@ -604,6 +714,7 @@ pub async fn describe_producers(
                 .map(|&index| {
                     let out = PartitionResponse::default().with_partition_index(index);
                     let found = match &topic {
+                        _ if !readable => Err(E::TopicAuthorizationFailed),
                         None => Err(E::UnknownTopicOrPartition),
                         Some(t) => t.replica(index).and_then(|p| {
                             if p.repl.is_leader_or_sole() {

@@ -220,6 +220,28 @@ impl Collector for BrokerCollector {
             )],
         )?;
 
+        // Authentication (socket-server-metrics successful/failed-authentication-total).
+        family(
+            &mut e,
+            "kafka_server_socket_server_metrics_successful_authentication",
+            "Successful authentications (TLS handshakes on SSL listeners, SASL exchanges) since start.",
+            MetricType::Counter,
+            [(
+                vec![],
+                ConstCounter::new(stats.authentications.load(Ordering::Relaxed)),
+            )],
+        )?;
+        family(
+            &mut e,
+            "kafka_server_socket_server_metrics_failed_authentication",
+            "Failed authentications (refused TLS handshakes, wrong SASL credentials or mechanism) since start.",
+            MetricType::Counter,
+            [(
+                vec![],
+                ConstCounter::new(stats.authentication_failures.load(Ordering::Relaxed)),
+            )],
+        )?;
+
         // The log (kafka.log:type=Log, LogFlushStats).
         family(
             &mut e,

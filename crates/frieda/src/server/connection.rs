@@ -6,26 +6,35 @@
 //! the connection with a log line (Kafka does the same for a malformed header, an unknown API
 //! key, or an unsupported version of any API but ApiVersions); other connections are unaffected.
 
+use super::authentication::{self as auth, SaslOutcome};
 use super::frame::{FrameError, FrameReader, RequestBudget};
 use super::sequencer::ResponseQueue;
+use super::transport::{self, Reader, Writer};
 use crate::broker::Broker;
 use crate::handlers::{self, RequestTiming};
+use crate::security::sasl::Authenticator;
+use crate::security::{ListenerSecurity, Session};
 use crate::stats::{nanos, BrokerStats, RequestTimes};
 use futures::stream::{FuturesOrdered, StreamExt};
 use futures::FutureExt;
+use kafka_protocol::messages::ApiKey;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// Serves one connection until the peer closes it, it sends bad input, it stays idle past
-/// `connections.max.idle.ms`, it trickles a request slower than `request.read.timeout.ms`, or
-/// the broker shuts down (then in-flight requests are finished and answered first).
+/// `connections.max.idle.ms`, it trickles a request slower than `request.read.timeout.ms`, it
+/// fails to authenticate, or the broker shuts down (then in-flight requests are finished and
+/// answered first).
+///
+/// On a TLS listener the handshake comes first; on a SASL listener only ApiVersions,
+/// SaslHandshake and SaslAuthenticate are taken until the client has authenticated (requests
+/// up to `sasl.server.max.receive.size` bytes meanwhile).
 ///
 /// Request bytes are taken from the broker-wide `budget` (`queued.max.request.bytes`) before
 /// they are buffered and given back when the request's handler finishes.
@@ -33,6 +42,7 @@ pub async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
     broker: Arc<Broker>,
+    listener: Arc<ListenerSecurity>,
     budget: Option<RequestBudget>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -40,9 +50,75 @@ pub async fn serve_connection(
     let stats = broker.stats.clone();
     stats.connections.fetch_add(1, Ordering::Relaxed);
     stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
-    serve(stream, peer, broker, budget, &mut shutdown).await;
+    let opened = match &listener.tls {
+        None => {
+            let (r, w) = transport::plain(stream);
+            let session = Session::anonymous(listener.name.clone(), listener.protocol, peer.ip());
+            Some((r, w, session))
+        }
+        Some(tls) => auth::tls_handshake(tls, &listener, stream, peer, &broker)
+            .await
+            .map(|(s, session)| {
+                let (r, w) = transport::tls(s);
+                (r, w, session)
+            }),
+    };
+    if let Some((rd, wr, session)) = opened {
+        let authenticator = listener.sasl.as_ref().map(|s| {
+            Authenticator::new(
+                s.clone(),
+                listener.name.clone(),
+                listener.protocol,
+                peer.ip(),
+            )
+        });
+        let conn = Conn {
+            peer,
+            session: Arc::new(session),
+            auth: authenticator,
+        };
+        serve(rd, wr, conn, broker, budget, &mut shutdown).await;
+    }
     stats.connections.fetch_sub(1, Ordering::Relaxed);
     tracing::debug!(%peer, "connection closed");
+}
+
+/// Who is on the other end of a connection.
+struct Conn {
+    peer: SocketAddr,
+    /// The session of a listener without SASL (TLS principal or anonymous).
+    session: Arc<Session>,
+    /// SASL listeners: the authentication state.
+    auth: Option<Authenticator>,
+}
+
+impl Conn {
+    fn session(&self) -> Arc<Session> {
+        match &self.auth {
+            Some(a) => auth::current_session(a),
+            None => self.session.clone(),
+        }
+    }
+}
+
+/// Queues a SASL step's answer in request order (after its delay, if any).
+fn queue_sasl(
+    out: SaslOutcome,
+    inflight: &mut FuturesOrdered<futures::future::BoxFuture<'static, Handled>>,
+) -> bool {
+    if let Some(resp) = out.response {
+        let delay = out.delay;
+        inflight.push_back(
+            async move {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                (Ok(Some(resp)), None)
+            }
+            .boxed(),
+        );
+    }
+    out.close
 }
 
 /// A released response not yet fully written, for the metrics (`None`: not timed).
@@ -119,17 +195,18 @@ fn release(
 }
 
 async fn serve(
-    stream: TcpStream,
-    peer: SocketAddr,
+    rd: Reader,
+    wr: Writer,
+    mut conn: Conn,
     broker: Arc<Broker>,
     budget: Option<RequestBudget>,
     shutdown: &mut watch::Receiver<bool>,
 ) {
+    let peer = conn.peer;
     let stats = broker.stats.clone();
     let timed = stats.enabled();
     // One entry per response in `out` while metrics are on (see `note_written`).
     let mut unsent: VecDeque<Option<Unsent>> = VecDeque::new();
-    let (rd, wr) = stream.into_split();
     let max_inflight = if broker.config.overlapped_processing {
         broker.config.max_inflight_per_connection
     } else {
@@ -138,8 +215,21 @@ async fn serve(
     let idle = Duration::from_millis(broker.config.connections_max_idle_ms);
     let read_timeout = Duration::from_millis(broker.config.request_read_timeout_ms);
     let mut out = ResponseQueue::new(broker.config.response_vectored_writes);
-    let mut frames =
-        FrameReader::new(rd, broker.config.max_request_bytes).with_limits(read_timeout, budget);
+    // Until a SASL client has authenticated, requests are small (`sasl.server.max.receive.size`).
+    let unauthenticated_max = broker
+        .config
+        .security
+        .sasl_max_receive_size
+        .min(broker.config.max_request_bytes);
+    let mut frames = FrameReader::new(
+        rd,
+        if conn.auth.is_some() {
+            unauthenticated_max
+        } else {
+            broker.config.max_request_bytes
+        },
+    )
+    .with_limits(read_timeout, budget);
     let mut inflight: FuturesOrdered<futures::future::BoxFuture<'static, Handled>> =
         FuturesOrdered::new();
     let mut closing = false;
@@ -182,7 +272,7 @@ async fn serve(
                     }
                 }
             }
-            ready = wr.writable(), if !out.is_empty() => {
+            ready = wr.ready(), if !out.is_empty() || wr.has_buffered() => {
                 let writes = out.writes();
                 let wrote = ready.and_then(|()| out.write_now(&wr));
                 note_written(&stats, &mut unsent, &out);
@@ -207,8 +297,45 @@ async fn serve(
                         let permit = frame.permit;
                         let received = std::time::Instant::now();
                         let frame_bytes = frame.payload.len() + 4;
-                        match handlers::parse_request(frame.payload, peer) {
+                        if let Some(a) = conn.auth.as_mut().filter(|a| a.expects_bare_token()) {
+                            // After a SaslHandshake v0 the frame is a bare SASL token.
+                            drop(permit);
+                            if queue_sasl(auth::sasl_bare_token(&broker, a, &frame.payload), &mut inflight) {
+                                closing = true;
+                            }
+                            if a.session().is_some() {
+                                frames.set_max_frame(broker.config.max_request_bytes);
+                            }
+                            continue;
+                        }
+                        match handlers::parse_request(frame.payload, peer, &conn.session()) {
                             Ok((mut ctx, body)) => {
+                                if let Some(a) = conn.auth.as_mut() {
+                                    if matches!(ctx.api_key, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
+                                        drop(permit);
+                                        if queue_sasl(auth::sasl_request(&broker, a, &ctx, body), &mut inflight) {
+                                            closing = true;
+                                        }
+                                        if a.session().is_some() {
+                                            frames.set_max_frame(broker.config.max_request_bytes);
+                                        }
+                                        continue;
+                                    }
+                                    if !auth::allowed_before_authentication(ctx.api_key) {
+                                        if a.session().is_none() {
+                                            tracing::warn!(%peer, api = ?ctx.api_key,
+                                                "closing connection: request before SASL authentication (only ApiVersions, SaslHandshake and SaslAuthenticate are allowed)");
+                                            closing = true;
+                                            continue;
+                                        }
+                                        if a.expired(std::time::Instant::now()) {
+                                            tracing::info!(%peer, principal = %ctx.session.principal,
+                                                "closing connection: SASL session expired without re-authentication (connections.max.reauth.ms)");
+                                            closing = true;
+                                            continue;
+                                        }
+                                    }
+                                }
                                 if timed {
                                     ctx.timing = RequestTiming::started(received, frame_bytes);
                                 }
@@ -273,12 +400,11 @@ async fn serve(
             }
             _ = shutdown.changed(), if !closing => closing = true,
         }
-        if closing && inflight.is_empty() && out.is_empty() {
+        if closing && inflight.is_empty() && out.is_empty() && !wr.has_buffered() {
             break;
         }
     }
     if !abandon {
-        let mut wr = wr;
-        let _ = wr.shutdown().await;
+        wr.shutdown().await;
     }
 }

@@ -135,6 +135,12 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         self
     }
 
+    /// Changes the largest accepted frame size, bytes (a SASL connection's limit rises once it
+    /// has authenticated).
+    pub fn set_max_frame(&mut self, max_frame: usize) {
+        self.max_frame = max_frame;
+    }
+
     /// True while part of a frame is buffered.
     pub fn has_partial(&self) -> bool {
         !self.buf.is_empty()

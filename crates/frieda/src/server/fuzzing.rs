@@ -28,7 +28,12 @@ fn peer() -> SocketAddr {
 /// One frame payload (without its size prefix) through [`handlers::parse_request`] and the body
 /// decoder of its API, as the connection's read loop and [`handlers::handle`] do.
 pub fn request_frame(payload: &[u8]) -> FrameOutcome {
-    match handlers::parse_request(Bytes::copy_from_slice(payload), peer()) {
+    let session = std::sync::Arc::new(crate::security::Session::anonymous(
+        "PLAINTEXT".into(),
+        crate::security::SecurityProtocol::Plaintext,
+        peer().ip(),
+    ));
+    match handlers::parse_request(Bytes::copy_from_slice(payload), peer(), &session) {
         Err(None) => FrameOutcome::Closed,
         Err(Some(answer)) => {
             assert!(answer.len() >= 8, "early answer without a header");
@@ -75,6 +80,10 @@ pub fn request_frame(payload: &[u8]) -> FrameOutcome {
                 OffsetDelete => OffsetDeleteRequest,
                 ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest,
                 ConsumerGroupDescribe => ConsumerGroupDescribeRequest,
+                SaslHandshake => SaslHandshakeRequest,
+                SaslAuthenticate => SaslAuthenticateRequest,
+                DescribeUserScramCredentials => DescribeUserScramCredentialsRequest,
+                AlterUserScramCredentials => AlterUserScramCredentialsRequest,
             );
             match r {
                 Ok(()) => FrameOutcome::Decoded,

@@ -6,6 +6,7 @@ use super::connection::serve_connection;
 use super::frame::RequestBudget;
 use crate::broker::Broker;
 use crate::config::BrokerConfig;
+use crate::security::ListenerSecurity;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,9 +50,11 @@ pub async fn accept(listener: &TcpListener, what: &str) -> Option<(TcpStream, So
     }
 }
 
-/// Accepts and serves connections until `shutdown` turns true.
+/// Accepts and serves connections until `shutdown` turns true; `security` says what the
+/// listener asks of them (TLS, SASL).
 pub async fn serve(
     listener: TcpListener,
+    security: Arc<ListenerSecurity>,
     broker: Arc<Broker>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -72,8 +75,9 @@ pub async fn serve(
                 let broker = broker.clone();
                 let rx = shutdown.clone();
                 let budget = budget.clone();
+                let security = security.clone();
                 conns.spawn(async move {
-                    serve_connection(stream, peer, broker, budget, rx).await;
+                    serve_connection(stream, peer, broker, security, budget, rx).await;
                     drop(permit);
                 });
             }

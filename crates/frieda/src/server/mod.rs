@@ -9,10 +9,12 @@
 //!                                                     several in one vectored write
 //! ```
 
+pub mod authentication;
 pub mod connection;
 pub mod frame;
 pub mod fuzzing;
 pub mod listener;
 pub mod sequencer;
+pub mod transport;
 
 pub use listener::serve;

@@ -1,0 +1,42 @@
+//! Security metadata kept in the image: SCRAM credentials (Kafka's `UserScramCredentialRecord`,
+//! KIP-554) and ACL bindings (Kafka's `AccessControlEntryRecord`). Plain data: what the records
+//! mean (how a credential is checked, which ACL allows what) is the broker's business.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A user's salted SCRAM credential for one mechanism (RFC 5802 §3): never the password.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScramCredential {
+    /// Salt of the password hash.
+    pub salt: Vec<u8>,
+    /// PBKDF2 iterations (4096-16384, as Kafka allows).
+    pub iterations: i32,
+    /// `H(ClientKey)`.
+    pub stored_key: Vec<u8>,
+    /// `HMAC(SaltedPassword, "Server Key")`.
+    pub server_key: Vec<u8>,
+}
+
+/// SCRAM credentials by user name, then mechanism name (`SCRAM-SHA-256`, `SCRAM-SHA-512`).
+pub type ScramCredentials = BTreeMap<String, BTreeMap<String, ScramCredential>>;
+
+/// One ACL binding, with Kafka's wire codes for the enumerations (`ResourceType`,
+/// `PatternType`, `AclOperation`, `AclPermissionType`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct AclEntry {
+    /// Resource type code (TOPIC 2, GROUP 3, CLUSTER 4, TRANSACTIONAL_ID 5, ...).
+    pub resource_type: i8,
+    /// Resource name (`*` with LITERAL: every resource of the type).
+    pub resource_name: String,
+    /// Pattern type code (LITERAL 3, PREFIXED 4).
+    pub pattern_type: i8,
+    /// Principal (`User:alice`, `User:*`).
+    pub principal: String,
+    /// Client host (an IP address, or `*`).
+    pub host: String,
+    /// Operation code (ALL 2, READ 3, WRITE 4, ...).
+    pub operation: i8,
+    /// Permission code (DENY 2, ALLOW 3).
+    pub permission: i8,
+}
