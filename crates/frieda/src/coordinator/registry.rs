@@ -35,6 +35,10 @@ pub fn offsets_partition_for(group: &str, partitions: i32) -> i32 {
     abs % partitions.max(1)
 }
 
+/// A transaction marker that landed while its partition's coordinator was loading: (offset,
+/// producer id, commit).
+type EarlyMarker = (i64, i64, bool);
+
 /// The coordinators of the offsets partitions this broker leads.
 pub struct GroupCoordinators {
     /// Partitions of `__consumer_offsets` (0 until the cluster created it).
@@ -44,7 +48,7 @@ pub struct GroupCoordinators {
     /// landed on them meanwhile (offset, producer id, commit): a marker appended after the
     /// replay read the log end must still reach the store, or its offset stays a gap that
     /// every later write waits behind. Lock order: `loading`, then `loaded`.
-    loading: Mutex<HashMap<i32, Vec<(i64, i64, bool)>>>,
+    loading: Mutex<HashMap<i32, Vec<EarlyMarker>>>,
     config: CoordinatorConfig,
 }
 
