@@ -29,6 +29,7 @@ const LISTENER_KEYS: &[&str] = &[
     "ssl.principal.mapping.rules",
     "sasl.enabled.mechanisms",
     "sasl.jaas.config",
+    "sasl.server.callback.handler.class",
     "connections.max.reauth.ms",
 ];
 
@@ -62,6 +63,9 @@ pub struct SecurityConfig {
     /// `connection.failed.authentication.delay.ms` (default 100): a failed authentication is
     /// answered this late (the connection's own task waits; no other client is slowed).
     pub failed_authentication_delay_ms: u64,
+    /// `quota.window.num` (11) and `quota.window.size.seconds` (1): the rate windows of client
+    /// quotas.
+    pub quota_window: crate::quota::QuotaWindow,
     /// `ssl.reload.check.interval.ms` (Frieda's, default 5000): how often the PEM files of TLS
     /// listeners are checked for changes; a changed file is loaded without a restart.
     pub ssl_reload_check_interval_ms: u64,
@@ -76,6 +80,7 @@ impl Default for SecurityConfig {
             allow_everyone_if_no_acl_found: false,
             sasl_max_receive_size: 524_288,
             failed_authentication_delay_ms: 100,
+            quota_window: crate::quota::QuotaWindow::default(),
             ssl_reload_check_interval_ms: 5_000,
         }
     }
@@ -121,6 +126,20 @@ impl SecurityConfig {
             "sasl.server.max.receive.size" => self.sasl_max_receive_size = text.trim().parse()?,
             "connection.failed.authentication.delay.ms" => {
                 self.failed_authentication_delay_ms = text.trim().parse()?
+            }
+            "quota.window.num" => {
+                let n: usize = text.trim().parse()?;
+                if n < 2 {
+                    bail!("must be at least 2");
+                }
+                self.quota_window.samples = n;
+            }
+            "quota.window.size.seconds" => {
+                let n: u64 = text.trim().parse()?;
+                if n == 0 {
+                    bail!("must be at least 1");
+                }
+                self.quota_window.width = std::time::Duration::from_secs(n);
             }
             "ssl.reload.check.interval.ms" => {
                 let n: u64 = text.trim().parse()?;
@@ -227,7 +246,12 @@ fn listener_scoped_base(key: &str) -> &str {
         None => key,
     };
     match key.split_once('.') {
-        Some((mech, rest)) if rest == "sasl.jaas.config" && !mech.is_empty() => rest,
+        Some((mech, rest))
+            if (rest == "sasl.jaas.config" || rest == "sasl.server.callback.handler.class")
+                && !mech.is_empty() =>
+        {
+            rest
+        }
         _ => key,
     }
 }

@@ -10,6 +10,7 @@
 //! Mechanisms: [`plain`] (RFC 4616, users from the listener's JAAS configuration) and
 //! [`scram`] (RFC 5802 with SHA-256 and SHA-512, credentials from AlterUserScramCredentials).
 
+pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
 
@@ -29,6 +30,8 @@ pub enum Mechanism {
     Plain,
     /// SCRAM-SHA-256 or SCRAM-SHA-512 (RFC 5802, RFC 7677).
     Scram(ScramMechanism),
+    /// OAUTHBEARER (RFC 7628, KIP-255/KIP-768): a JWT bearer token.
+    OAuthBearer,
 }
 
 impl Mechanism {
@@ -36,6 +39,7 @@ impl Mechanism {
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "PLAIN" => Some(Self::Plain),
+            "OAUTHBEARER" => Some(Self::OAuthBearer),
             other => ScramMechanism::from_name(other).map(Self::Scram),
         }
     }
@@ -44,6 +48,7 @@ impl Mechanism {
     pub fn name(self) -> &'static str {
         match self {
             Self::Plain => "PLAIN",
+            Self::OAuthBearer => "OAUTHBEARER",
             Self::Scram(m) => m.name(),
         }
     }
@@ -69,6 +74,9 @@ pub enum Step {
         user: String,
         /// The server's final message.
         message: Vec<u8>,
+        /// When the credential expires (ms since the epoch; an OAUTHBEARER token's `exp`):
+        /// the session must re-authenticate before then.
+        expires_at_ms: Option<i64>,
     },
 }
 
@@ -89,6 +97,8 @@ pub struct Credentials {
     pub plain_users: HashMap<String, String>,
     /// SCRAM credentials.
     pub scram: Arc<ScramStore>,
+    /// OAUTHBEARER token validation (when the listener enables it).
+    pub oauth: Option<Arc<oauthbearer::OAuthValidator>>,
 }
 
 impl Credentials {
@@ -96,7 +106,22 @@ impl Credentials {
         match mechanism {
             Mechanism::Plain => Box::new(plain::PlainServer::new(self.plain_users.clone())),
             Mechanism::Scram(m) => Box::new(scram::ScramServer::new(m, self.scram.clone())),
+            Mechanism::OAuthBearer => match &self.oauth {
+                Some(v) => Box::new(oauthbearer::OAuthServer::new(v.clone())),
+                None => Box::new(Refuse),
+            },
         }
+    }
+}
+
+/// A mechanism without its settings: every attempt fails.
+struct Refuse;
+
+impl SaslServer for Refuse {
+    fn step(&mut self, _: &[u8]) -> Result<Step, AuthFailure> {
+        Err(AuthFailure::new(
+            "Authentication failed: mechanism not configured",
+        ))
     }
 }
 
@@ -297,7 +322,11 @@ impl Authenticator {
                 session_lifetime_ms: 0,
                 verdict: Verdict::Continue,
             },
-            Ok(Step::Done { user, message }) => {
+            Ok(Step::Done {
+                user,
+                message,
+                expires_at_ms,
+            }) => {
                 let principal = Principal::user(user);
                 if let Some(prev) = &self.session {
                     if prev.principal != principal {
@@ -311,8 +340,12 @@ impl Authenticator {
                 }
                 let reauth = self.listener.reauth_ms;
                 // A SaslAuthenticate v0 (or a bare token) cannot carry a lifetime: no expiry.
+                // An expiring credential (an OAUTHBEARER token) shortens it (Kafka's
+                // SaslServerAuthenticator: the earlier of the two).
+                let until_expiry = expires_at_ms
+                    .map(|exp| u64::try_from(exp - crate::clock::now_ms()).unwrap_or(0));
                 let lifetime = if reauth > 0 && version >= 1 {
-                    reauth
+                    until_expiry.map_or(reauth, |left| reauth.min(left.max(1)))
                 } else {
                     0
                 };
@@ -356,6 +389,7 @@ mod tests {
             credentials: Credentials {
                 plain_users: [("alice".to_string(), "secret".to_string())].into(),
                 scram: Arc::new(ScramStore::default()),
+                oauth: None,
             },
             reauth_ms,
         })

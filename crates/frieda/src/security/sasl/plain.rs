@@ -57,6 +57,7 @@ impl SaslServer for PlainServer {
         Ok(Step::Done {
             user: user.to_string(),
             message: Vec::new(),
+            expires_at_ms: None,
         })
     }
 }

@@ -176,6 +176,7 @@ impl SaslServer for ScramServer {
                 Ok(Step::Done {
                     user,
                     message: format!("v={}", B64.encode(server_signature)).into_bytes(),
+                    expires_at_ms: None,
                 })
             }
             State::Done => Err(AuthFailure::new("SCRAM exchange already complete")),
@@ -238,7 +239,9 @@ mod tests {
         let sig = m.hmac(&stored, auth.as_bytes());
         let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(a, b)| a ^ b).collect();
         match s.step(format!("{without_proof},p={}", B64.encode(proof)).as_bytes())? {
-            Step::Done { user: u, message } => {
+            Step::Done {
+                user: u, message, ..
+            } => {
                 assert_eq!(u, user);
                 let server_key = m.hmac(&salted, b"Server Key");
                 let expect = format!("v={}", B64.encode(m.hmac(&server_key, auth.as_bytes())));
