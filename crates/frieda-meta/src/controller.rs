@@ -86,8 +86,9 @@ pub enum ControllerRequest {
         /// Check only.
         validate_only: bool,
     },
-    /// A security change (SCRAM credentials, ACLs) already validated by the broker, proposed as
-    /// it is: [`MetaCommand::AlterScramCredentials`] or [`MetaCommand::AlterAcls`].
+    /// A security change (SCRAM credentials, ACLs, client quotas) already validated by the
+    /// broker, proposed as it is: [`MetaCommand::AlterScramCredentials`],
+    /// [`MetaCommand::AlterAcls`] or [`MetaCommand::AlterClientQuotas`].
     AlterSecurity(MetaCommand),
     /// (Incremental)AlterConfigs of a broker resource: its whole new dynamic config set.
     SetBrokerConfigs {
@@ -417,10 +418,12 @@ impl Controller {
             ControllerRequest::AlterSecurity(cmd) => {
                 if !matches!(
                     cmd,
-                    MetaCommand::AlterScramCredentials { .. } | MetaCommand::AlterAcls { .. }
+                    MetaCommand::AlterScramCredentials { .. }
+                        | MetaCommand::AlterAcls { .. }
+                        | MetaCommand::AlterClientQuotas { .. }
                 ) {
                     return Err(ControllerError::Invalid(
-                        "AlterSecurity carries only SCRAM and ACL changes".into(),
+                        "AlterSecurity carries only SCRAM, ACL and client quota changes".into(),
                     ));
                 }
                 self.propose(cmd).await?;

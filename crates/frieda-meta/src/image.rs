@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::security::{AclEntry, ScramCredential, ScramCredentials};
+use crate::security::{AclEntry, ClientQuotas, QuotaEntity, ScramCredential, ScramCredentials};
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -106,6 +106,9 @@ pub struct MetadataImage {
     /// ACL bindings (CreateAcls / DeleteAcls).
     #[serde(default)]
     pub acls: BTreeSet<AclEntry>,
+    /// Client quotas (AlterClientQuotas).
+    #[serde(default)]
+    pub client_quotas: ClientQuotas,
     /// Log index of the last applied command (the image's version).
     pub offset: u64,
 }
@@ -233,6 +236,12 @@ pub enum MetaCommand {
         create: Vec<AclEntry>,
         /// Bindings to remove (absent ones are ignored).
         delete: Vec<AclEntry>,
+    },
+    /// Sets or removes client quota keys (AlterClientQuotas, validated by the broker): value
+    /// `None` removes the key.
+    AlterClientQuotas {
+        /// (entity, quota key, new value).
+        changes: Vec<(QuotaEntity, String, Option<String>)>,
     },
     /// Hands out a block of producer ids.
     AllocateProducerIds {
@@ -425,6 +434,12 @@ impl MetadataImage {
                         .entry(user.clone())
                         .or_default()
                         .insert(mechanism.clone(), cred.clone());
+                }
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::AlterClientQuotas { changes } => {
+                for (entity, key, value) in changes {
+                    self.client_quotas.set(entity, key, value.as_deref());
                 }
                 Ok(MetaOutcome::Done)
             }

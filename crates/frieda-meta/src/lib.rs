@@ -39,7 +39,7 @@ pub use image::{
     BrokerId, BrokerRegistration, Endpoint, MetaCommand, MetaError, MetaOutcome, MetadataImage,
     PartitionState, TopicImage, NO_LEADER,
 };
-pub use security::{AclEntry, ScramCredential, ScramCredentials};
+pub use security::{AclEntry, ClientQuotas, QuotaEntity, ScramCredential, ScramCredentials};
 
 use controller::{Controller, ControllerConfig};
 use log_store::LogStore;

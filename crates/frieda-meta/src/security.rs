@@ -40,3 +40,49 @@ pub struct AclEntry {
     /// Permission code (DENY 2, ALLOW 3).
     pub permission: i8,
 }
+
+/// A client quota entity (Kafka's `ClientQuotaEntity`): entity types (`user`, `client-id`,
+/// `ip`) with a name, or `None` for the type's default (`<default>`), sorted by type.
+pub type QuotaEntity = Vec<(String, Option<String>)>;
+
+/// Client quotas (`kafka-configs --entity-type users/clients`, AlterClientQuotas, KIP-546):
+/// per entity, quota key (`producer_byte_rate`, `consumer_byte_rate`, `request_percentage`, ...)
+/// to value, as Kafka's decimal text of the double. Serialized as a list of pairs (JSON object
+/// keys must be strings).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientQuotas(pub BTreeMap<QuotaEntity, BTreeMap<String, String>>);
+
+impl Serialize for ClientQuotas {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for ClientQuotas {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let pairs: Vec<(QuotaEntity, BTreeMap<String, String>)> = Vec::deserialize(d)?;
+        Ok(ClientQuotas(pairs.into_iter().collect()))
+    }
+}
+
+impl ClientQuotas {
+    /// Sets (`Some`) or removes (`None`) one key of one entity; an entity left without keys goes.
+    pub fn set(&mut self, entity: &QuotaEntity, key: &str, value: Option<&str>) {
+        match value {
+            Some(v) => {
+                self.0
+                    .entry(entity.clone())
+                    .or_default()
+                    .insert(key.to_string(), v.to_string());
+            }
+            None => {
+                if let Some(m) = self.0.get_mut(entity) {
+                    m.remove(key);
+                    if m.is_empty() {
+                        self.0.remove(entity);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -444,7 +444,10 @@ impl BrokerConfig {
                 )
             })?;
             if protocol.uses_tls()
-                && self.security.listener_value(&l.name, "ssl.keystore.location").is_none()
+                && self
+                    .security
+                    .listener_value(&l.name, "ssl.keystore.location")
+                    .is_none()
                 && self
                     .security
                     .listener_value(&l.name, "ssl.keystore.certificate.chain")

@@ -25,6 +25,7 @@ pub mod coordinator;
 pub mod durable;
 pub mod handlers;
 pub mod metrics;
+pub mod quota;
 pub mod replication;
 pub mod security;
 pub mod server;

@@ -213,7 +213,11 @@ impl Broker {
         if !clustered {
             // A cluster takes its credentials and ACLs from the metadata image (the reconciler).
             let stored = security_admin::load(&meta_dir)?;
-            security.apply(&stored.scram_credentials, &stored.acls);
+            security.apply(
+                &stored.scram_credentials,
+                &stored.acls,
+                &stored.client_quotas,
+            );
         }
         let broker = Broker {
             config,

@@ -30,6 +30,9 @@ pub struct SecurityState {
     /// ACL bindings.
     #[serde(default)]
     pub acls: BTreeSet<AclEntry>,
+    /// Client quotas.
+    #[serde(default)]
+    pub client_quotas: frieda_meta::ClientQuotas,
 }
 
 /// Reads `meta/security.json` (empty when absent).
@@ -70,6 +73,9 @@ fn reflects(image: &MetadataImage, cmd: &MetaCommand) -> bool {
                     get(u, m).is_none() || upserts.iter().any(|(uu, mm, _)| uu == u && mm == m)
                 })
         }
+        MetaCommand::AlterClientQuotas { changes } => changes.iter().all(|(entity, key, value)| {
+            image.client_quotas.0.get(entity).and_then(|m| m.get(key)) == value.as_ref()
+        }),
         MetaCommand::AlterAcls { create, delete } => {
             create.iter().all(|a| image.acls.contains(a))
                 && delete
@@ -104,12 +110,14 @@ impl Broker {
                 ));
             }
             let img = node.image();
-            self.security.apply(&img.scram_credentials, &img.acls);
+            self.security
+                .apply(&img.scram_credentials, &img.acls, &img.client_quotas);
             return Ok(());
         }
         let _admin = self.admin.lock().await;
         let mut image = MetadataImage {
             scram_credentials: (*self.security.scram.snapshot()).clone(),
+            client_quotas: (*self.security.client_quotas()).clone(),
             acls: self
                 .security
                 .authorizer
@@ -124,11 +132,14 @@ impl Broker {
         let state = SecurityState {
             scram_credentials: image.scram_credentials,
             acls: image.acls,
+            client_quotas: image.client_quotas,
         };
         let broker = self.clone();
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
             persist(&broker.meta_dir, &state)?;
-            broker.security.apply(&state.scram_credentials, &state.acls);
+            broker
+                .security
+                .apply(&state.scram_credentials, &state.acls, &state.client_quotas);
             Ok(())
         })
         .await

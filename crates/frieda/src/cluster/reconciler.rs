@@ -72,7 +72,9 @@ pub async fn apply(
 ) {
     // Dynamic broker configs first: topics opened below take the topic defaults in force.
     broker.apply_dynamic_configs(&image.broker_configs);
-    broker.security.apply(&image.scram_credentials, &image.acls);
+    broker
+        .security
+        .apply(&image.scram_credentials, &image.acls, &image.client_quotas);
     // Topics gone from the image, or replaced by a namesake with another id.
     for t in broker.topics() {
         if image.topics.get(&*t.name).map(|ti| ti.id) != Some(t.id) {

@@ -12,6 +12,7 @@ use crate::broker::partition::Partition;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::cluster::{ClusterNode, LeaderHints};
+use crate::quota::QuotaKind;
 use crate::security::acl::{op, resource};
 use bytes::{Bytes, BytesMut};
 use frieda_log::{FetchData, LogError};
@@ -288,6 +289,25 @@ pub async fn handle(
         topics_out[w.topic_index].partitions.push(pd);
     }
     let mut resp = FetchResponse::default().with_session_id(0);
+    if replica < 0 {
+        // consumer_byte_rate (a follower's fetch is not a client's): a fetch that takes the rate
+        // over the quota sends nothing (its bytes are taken back) and says how long to wait.
+        let bytes: usize = topics_out
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| p.records.as_ref().map_or(0, |r| r.len()))
+            .sum();
+        let user = &ctx.session.principal.name;
+        let client = ctx.client_id.as_deref().unwrap_or("");
+        let now = std::time::Instant::now();
+        let quotas = &broker.security.quotas;
+        let throttle = quotas.record(QuotaKind::Fetch, user, client, bytes, now);
+        if throttle > 0 {
+            quotas.unrecord(QuotaKind::Fetch, user, client, bytes, now);
+            ctx.throttle.at_least(throttle);
+            return resp.with_throttle_time_ms(throttle as i32);
+        }
+    }
     if ctx.api_version >= CURRENT_LEADER_VERSION {
         if let Some(node) = broker.cluster() {
             let endpoints = point_to_leaders(node, &ctx.session.listener, &mut topics_out);

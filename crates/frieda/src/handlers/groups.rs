@@ -526,6 +526,8 @@ mod tests {
             correlation_id: 7,
             client_id: Some("test".into()),
             peer: "127.0.0.1:5555".parse().unwrap(),
+            request_bytes: 0,
+            throttle: Default::default(),
             session: std::sync::Arc::new(crate::security::Session::anonymous(
                 "PLAINTEXT".into(),
                 crate::security::SecurityProtocol::Plaintext,

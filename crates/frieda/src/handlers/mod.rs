@@ -23,6 +23,7 @@ pub mod offsets;
 pub mod produce;
 pub mod producer_id;
 pub mod quorum;
+pub mod quotas;
 pub mod scram;
 pub mod topic_partitions;
 pub mod transactions;
@@ -58,8 +59,48 @@ pub struct RequestContext {
     pub peer: SocketAddr,
     /// Who sent it: principal, listener, client address (ACL checks).
     pub session: Arc<Session>,
+    /// Size of the request frame, bytes (size prefix included): what a produce quota counts.
+    pub request_bytes: usize,
+    /// Throttle time a quota gave this request (ms); the connection reads nothing more for that
+    /// long after its response (KIP-219).
+    pub throttle: Throttle,
     /// Where the request's time goes (recorded only with metrics on).
     pub timing: RequestTiming,
+}
+
+/// The throttle time (ms) a quota gave a request; the largest of several counts.
+#[derive(Debug, Default)]
+pub struct Throttle(std::sync::atomic::AtomicU32);
+
+impl Clone for Throttle {
+    fn clone(&self) -> Self {
+        Throttle(std::sync::atomic::AtomicU32::new(self.get()))
+    }
+}
+
+impl Throttle {
+    /// Raises the throttle to at least `ms`.
+    pub fn at_least(&self, ms: u32) {
+        if ms > 0 {
+            self.0.fetch_max(ms, Ordering::Relaxed);
+        }
+    }
+
+    /// The throttle time, ms.
+    pub fn get(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A handled request: its response (`Ok(None)`: none is due; `Err`: close the connection), its
+/// stages when timed, and the quota throttle time (ms) the connection applies after it.
+pub struct Handled {
+    /// The encoded response.
+    pub response: Result<Option<Bytes>, CloseConnection>,
+    /// Stage times (metrics on).
+    pub times: Option<RequestTimes>,
+    /// Throttle time, ms (0: none).
+    pub throttle_ms: u32,
 }
 
 /// A request's clock for the metrics endpoint ([`crate::stats`]): when its frame was read and
@@ -173,6 +214,8 @@ pub fn parse_request(
         client_id: header.client_id.map(|s| s.to_string()),
         peer,
         session: session.clone(),
+        request_bytes: frame.len() + 4,
+        throttle: Throttle::default(),
         timing: RequestTiming::default(),
     };
     Ok((ctx, frame))
@@ -245,13 +288,14 @@ fn encode_now<T: Encodable>(ctx: &RequestContext, response: &T) -> Result<Bytes,
 ///
 /// With metrics on, also what the request spent in each stage up to its encoded response
 /// ([`RequestTimes`]; the connection adds the response queue and the send).
-pub async fn handle(
-    broker: Arc<Broker>,
-    ctx: RequestContext,
-    body: Bytes,
-) -> (Result<Option<Bytes>, CloseConnection>, Option<RequestTimes>) {
+pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Handled {
     let Some(received) = ctx.timing.received else {
-        return (dispatch(broker, &ctx, body).await, None);
+        let response = dispatch(broker, &ctx, body).await;
+        return Handled {
+            response,
+            times: None,
+            throttle_ms: ctx.throttle.get(),
+        };
     };
     let started = Instant::now();
     let result = dispatch(broker, &ctx, body).await;
@@ -268,7 +312,11 @@ pub async fn handle(
         remote_ns: load(&t.remote_ns),
         encode_ns: load(&t.encode_ns),
     };
-    (result, Some(times))
+    Handled {
+        response: result,
+        times: Some(times),
+        throttle_ms: ctx.throttle.get(),
+    }
 }
 
 async fn dispatch(
@@ -341,6 +389,8 @@ async fn dispatch(
         ApiKey::SaslHandshake => call!(scram::sasl_handshake),
         ApiKey::SaslAuthenticate => call!(scram::sasl_authenticate),
         ApiKey::DescribeUserScramCredentials => call!(scram::describe),
+        ApiKey::DescribeClientQuotas => call!(quotas::describe),
+        ApiKey::AlterClientQuotas => call!(quotas::alter),
         ApiKey::AlterUserScramCredentials => call!(scram::alter),
         ApiKey::CreateTopics => {
             let req = decode(ctx, body)?;

@@ -11,6 +11,7 @@ use crate::broker::txn_verify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::cluster::{ClusterNode, LeaderHints};
+use crate::quota::QuotaKind;
 use crate::security::acl::{op, resource};
 use bytes::{Bytes, BytesMut};
 use frieda_log::{
@@ -176,10 +177,20 @@ pub async fn handle(
     for (ti, resp) in done {
         topics[ti].partition_responses.push(resp);
     }
+    // producer_byte_rate: the request's size counts; over the quota, the answer says how long
+    // to wait and the connection is muted that long (also for acks=0, which gets no answer).
+    let throttle = broker.security.quotas.record(
+        QuotaKind::Produce,
+        &ctx.session.principal.name,
+        ctx.client_id.as_deref().unwrap_or(""),
+        ctx.request_bytes,
+        std::time::Instant::now(),
+    );
+    ctx.throttle.at_least(throttle);
     if acks == 0 {
         return None;
     }
-    let mut resp = ProduceResponse::default();
+    let mut resp = ProduceResponse::default().with_throttle_time_ms(throttle as i32);
     if version >= CURRENT_LEADER_VERSION {
         if let Some(node) = broker.cluster() {
             resp = resp.with_node_endpoints(point_to_leaders(

@@ -148,6 +148,10 @@ pub struct Security {
     pub scram: Arc<scram::ScramStore>,
     /// The authorizer (`authorizer.class.name` set), else every request is allowed.
     pub authorizer: Option<acl::Authorizer>,
+    /// Client quotas (produce and fetch byte rates per user and client id).
+    pub quotas: crate::quota::QuotaManager,
+    /// The client quotas as configured (for DescribeClientQuotas).
+    client_quotas: parking_lot::RwLock<Arc<frieda_meta::ClientQuotas>>,
 }
 
 impl Security {
@@ -192,6 +196,18 @@ impl Security {
                 if mechanisms.contains(&sasl::Mechanism::Plain) && plain_users.is_empty() {
                     tracing::warn!(listener = %name, "SASL PLAIN is enabled but no users are configured (listener.name.<listener>.plain.sasl.jaas.config with user_<name>=\"<password>\"): every PLAIN login will fail");
                 }
+                let oauth = if mechanisms.contains(&sasl::Mechanism::OAuthBearer) {
+                    let v = sasl::oauthbearer::OAuthValidator::new(|k| {
+                        cfg.listener_value(name, k).map(str::to_string)
+                    })
+                    .with_context(|| format!("listener {name}: OAUTHBEARER"))?;
+                    if !v.secured() {
+                        tracing::warn!(listener = %name, "OAUTHBEARER without sasl.oauthbearer.jwks.endpoint.url accepts unsigned tokens (Kafka's unsecured validator): for tests only");
+                    }
+                    Some(Arc::new(v))
+                } else {
+                    None
+                };
                 let reauth_ms = cfg
                     .listener_value(name, "connections.max.reauth.ms")
                     .map(|v| v.trim().parse::<u64>())
@@ -203,6 +219,7 @@ impl Security {
                     credentials: sasl::Credentials {
                         plain_users,
                         scram: scram.clone(),
+                        oauth,
                     },
                     reauth_ms,
                 }))
@@ -231,6 +248,8 @@ impl Security {
             listeners: map,
             scram,
             authorizer,
+            quotas: crate::quota::QuotaManager::new(cfg.quota_window),
+            client_quotas: Default::default(),
         })
     }
 
@@ -242,11 +261,13 @@ impl Security {
             .unwrap_or_else(|| ListenerSecurity::plaintext(name))
     }
 
-    /// Takes new SCRAM credentials and ACLs (from `meta/security.json` or the metadata image).
+    /// Takes new SCRAM credentials, ACLs and client quotas (from `meta/security.json` or the
+    /// metadata image).
     pub fn apply(
         &self,
         creds: &scram::ScramCredentials,
         acls: &std::collections::BTreeSet<acl::AclEntry>,
+        quotas: &frieda_meta::ClientQuotas,
     ) {
         if *self.scram.snapshot() != *creds {
             self.scram.replace(creds.clone());
@@ -254,6 +275,15 @@ impl Security {
         if let Some(a) = &self.authorizer {
             a.replace(acls.clone());
         }
+        if **self.client_quotas.read() != *quotas {
+            self.quotas.replace(quotas);
+            *self.client_quotas.write() = Arc::new(quotas.clone());
+        }
+    }
+
+    /// The client quotas as configured.
+    pub fn client_quotas(&self) -> Arc<frieda_meta::ClientQuotas> {
+        self.client_quotas.read().clone()
     }
 
     /// Whether `session` may do `operation` on `resource_type`/`name` (always, without an

@@ -113,7 +113,7 @@ fn queue_sasl(
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
-                (Ok(Some(resp)), None)
+                (Ok(Some(resp)), None, 0)
             }
             .boxed(),
         );
@@ -153,12 +153,13 @@ fn note_written(stats: &BrokerStats, unsent: &mut VecDeque<Option<Unsent>>, out:
 type Handled = (
     Result<Option<bytes::Bytes>, handlers::CloseConnection>,
     Option<(RequestTimes, std::time::Instant, std::time::Instant)>,
+    u32,
 );
 
 /// Queues a finished request's response for writing (and, timed, records its stages so far and
 /// keeps its entry in `unsent`). False when the request must close the connection.
 fn release(
-    (result, times): Handled,
+    (result, times, _throttle): Handled,
     out: &mut ResponseQueue,
     unsent: &mut VecDeque<Option<Unsent>>,
     stats: &BrokerStats,
@@ -241,6 +242,8 @@ async fn serve(
     let mut last_write = Instant::now();
     let idle_timer = tokio::time::sleep(idle);
     tokio::pin!(idle_timer);
+    // A quota throttled a request: nothing more is read until then (KIP-219's channel muting).
+    let mut muted_until: Option<Instant> = None;
     loop {
         tokio::select! {
             biased;
@@ -251,6 +254,10 @@ async fn serve(
                 let mut next = Some(done);
                 while let Some(done) = next.take() {
                     if let Some(handled) = done {
+                        if handled.2 > 0 {
+                            let until = Instant::now() + Duration::from_millis(u64::from(handled.2));
+                            muted_until = Some(muted_until.map_or(until, |m| m.max(until)));
+                        }
                         if !release(handled, &mut out, &mut unsent, &stats) {
                             closing = true; // bad request: stop reading
                         }
@@ -290,7 +297,10 @@ async fn serve(
                     }
                 }
             }
-            frame = frames.next(), if !closing && inflight.len() < max_inflight && out.len() < max_inflight => {
+            _ = tokio::time::sleep_until(muted_until.unwrap_or_else(Instant::now)), if muted_until.is_some() => {
+                muted_until = None;
+            }
+            frame = frames.next(), if !closing && muted_until.is_none() && inflight.len() < max_inflight && out.len() < max_inflight => {
                 last_active = Instant::now();
                 match frame {
                     Ok(frame) => {
@@ -343,10 +353,10 @@ async fn serve(
                                 // The request's budget returns when its handler is done.
                                 inflight.push_back(
                                     async move {
-                                        let (r, times) = fut.await;
+                                        let h = fut.await;
                                         drop(permit);
-                                        let times = times.map(|t| (t, received, std::time::Instant::now()));
-                                        (r, times)
+                                        let times = h.times.map(|t| (t, received, std::time::Instant::now()));
+                                        (h.response, times, h.throttle_ms)
                                     }
                                     .boxed(),
                                 );
@@ -356,7 +366,7 @@ async fn serve(
                                 // An early answer (ApiVersions of an unsupported version) still
                                 // goes out in order; otherwise the connection closes.
                                 if let Some(resp) = reject {
-                                    inflight.push_back(async move { (Ok(Some(resp)), None) }.boxed());
+                                    inflight.push_back(async move { (Ok(Some(resp)), None, 0) }.boxed());
                                 } else {
                                     closing = true;
                                 }

@@ -84,6 +84,8 @@ pub fn request_frame(payload: &[u8]) -> FrameOutcome {
                 SaslAuthenticate => SaslAuthenticateRequest,
                 DescribeUserScramCredentials => DescribeUserScramCredentialsRequest,
                 AlterUserScramCredentials => AlterUserScramCredentialsRequest,
+                DescribeClientQuotas => DescribeClientQuotasRequest,
+                AlterClientQuotas => AlterClientQuotasRequest,
             );
             match r {
                 Ok(()) => FrameOutcome::Decoded,

@@ -103,7 +103,13 @@ impl Inner {
         if offset < self.next_apply {
             // Already applied by the replay (a marker reported after the store opened): kept,
             // it would sit below `next_apply` for ever.
-            if let Landed::Write { outcome, done, replicated, .. } = entry {
+            if let Landed::Write {
+                outcome,
+                done,
+                replicated,
+                ..
+            } = entry
+            {
                 let _ = done.send(replicated.map(|()| outcome));
             }
             return;
