@@ -197,6 +197,7 @@ class Node:
         self.proc: subprocess.Popen | None = None
         self.paused = False
         self.starts = 0
+        self.sasl_port: int | None = None
         self.dir.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -208,10 +209,14 @@ class Node:
         return self.proc.pid if self.proc is not None else None
 
     def write_config(self, voters: str, settings: dict) -> None:
+        listeners = f"PLAINTEXT://{self.host}:{self.client_port},CONTROLLER://{self.host}:{self.quorum_port}"
+        if self.sasl_port is not None:
+            # a SASL listener for clients; PLAINTEXT stays the inter-broker listener
+            listeners += f",SASL_PLAINTEXT://{self.host}:{self.sasl_port}"
         lines = [
             f'"node.id" = {self.id}',
             f'"process.roles" = "{"broker,controller" if self.voter else "broker"}"',
-            f'"listeners" = "PLAINTEXT://{self.host}:{self.client_port},CONTROLLER://{self.host}:{self.quorum_port}"',
+            f'"listeners" = "{listeners}"',
             f'"controller.quorum.voters" = "{voters}"',
             f'"data.dir" = {toml_value(str(self.data_dir))}',
         ]
@@ -281,17 +286,20 @@ class Node:
 class Cluster:
     def __init__(self, workdir: Path, n: int = 3, voters: int | None = None,
                  hosts: dict[int, str] | None = None, netns: dict[int, str] | None = None,
-                 data_dirs: dict[int, Path] | None = None, **settings):
+                 data_dirs: dict[int, Path] | None = None, sasl: bool = False, **settings):
         """``hosts``/``netns``/``data_dirs``: per node id, the address it listens on (default
         127.0.0.1), the network namespace it runs in (default none; see netns.py) and its data
-        directory (default ``<workdir>/node-<i>/data``; e.g. a syncfs mount)."""
+        directory (default ``<workdir>/node-<i>/data``; e.g. a syncfs mount). ``sasl``: each node
+        also gets a SASL_PLAINTEXT client listener (``Node.sasl_port``; its settings come in
+        ``settings``)."""
         self.workdir = Path(workdir)
         self.n = n
         self.voters = min(n, 3) if voters is None else voters
         assert 1 <= self.voters <= n
         self.settings = dict(DEFAULT_SETTINGS)
-        self.settings.update({k.replace("_", "."): v for k, v in settings.items()})
-        ports = free_ports(2 * n)
+        # python-style names (broker_session_timeout_ms) become Kafka's; dotted names stay as given
+        self.settings.update({k if "." in k else k.replace("_", "."): v for k, v in settings.items()})
+        ports = free_ports(3 * n if sasl else 2 * n)
         hosts = hosts or {}
         netns = netns or {}
         self.nodes = {i: Node(self, i, i <= self.voters, ports[2 * (i - 1)], ports[2 * (i - 1) + 1],
@@ -299,6 +307,9 @@ class Cluster:
                       for i in range(1, n + 1)}
         for i, d in (data_dirs or {}).items():
             self.nodes[i].data_dir = Path(d)
+        if sasl:
+            for i, node in self.nodes.items():
+                node.sasl_port = ports[2 * n + i - 1]
         voter_list = ",".join(f"{i}@{self.nodes[i].host}:{self.nodes[i].quorum_port}"
                               for i in range(1, self.voters + 1))
         for node in self.nodes.values():

@@ -1,0 +1,78 @@
+"""The README's "A secure broker" section, run as written: its openssl commands and config, the
+broker started with that config, its Python admin snippet, and then what the text promises
+(alice writes `orders` and nothing else, bob logs in with SCRAM-SHA-512, an SSL client is its
+certificate's subject). Only the directory and the ports are this test's."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from conftest import free_port, frieda_bin, port_open
+from test_readme import README
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
+
+
+def section() -> str:
+    text = README.read_text()
+    start = text.index("## A secure broker")
+    return text[start:text.index("\n## ", start + 5)]
+
+
+def fenced(lang: str, nth: int = 0) -> str:
+    return re.findall(r"```" + lang + r"\n(.*?)\n```", section(), re.S)[nth]
+
+
+def test_secure_broker_section_as_written(tmp_path):
+    d = tmp_path / "tls"
+    sasl_port, ssl_port = free_port(), free_port()
+
+    def here(code: str) -> str:
+        return (code.replace("/tmp/frieda-tls", str(d)).replace("127.0.0.1:9093", f"127.0.0.1:{sasl_port}")
+                .replace("127.0.0.1:9094", f"127.0.0.1:{ssl_port}"))
+
+    setup = here(fenced("bash"))
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", setup], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    log = open(tmp_path / "frieda.stderr", "wb")
+    proc = subprocess.Popen([str(frieda_bin()), "serve", "--config", str(d / "secure.toml")],
+                            stdout=log, stderr=log, env=dict(os.environ, RUST_LOG="info"))
+    try:
+        deadline = time.monotonic() + 15
+        while not (port_open("127.0.0.1", sasl_port) and port_open("127.0.0.1", ssl_port)):
+            assert proc.poll() is None, (tmp_path / "frieda.stderr").read_text()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        script = tmp_path / "admin.py"
+        script.write_text(here(fenced("python")))
+        r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+        def produce(user: str, password: str, mech: str, topic: str) -> str:
+            p = Producer({"bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_SSL",
+                          "ssl.ca.location": str(d / "ca.pem"), "sasl.mechanisms": mech,
+                          "sasl.username": user, "sasl.password": password, "message.timeout.ms": 5000,
+                          "acks": "all"})
+            out = []
+            p.produce(topic, b"x", on_delivery=lambda e, m: out.append(e and e.name()))
+            p.flush(15)
+            p.purge()
+            p.flush(1)
+            return "ok" if out[:1] == [None] else (out[0] if out else "timeout")
+
+        assert produce("alice", "alice-secret", "PLAIN", "orders") == "ok"
+        assert produce("alice", "alice-secret", "PLAIN", "payments") == "TOPIC_AUTHORIZATION_FAILED"
+        assert produce("bob", "bob-secret", "SCRAM-SHA-512", "orders") == "TOPIC_AUTHORIZATION_FAILED"
+        assert "SASL authentication failed" not in (tmp_path / "frieda.stderr").read_text()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
