@@ -211,8 +211,9 @@ class Node:
     def write_config(self, voters: str, settings: dict) -> None:
         listeners = f"PLAINTEXT://{self.host}:{self.client_port},CONTROLLER://{self.host}:{self.quorum_port}"
         if self.sasl_port is not None:
-            # a SASL listener for clients; PLAINTEXT stays the inter-broker listener
-            listeners += f",SASL_PLAINTEXT://{self.host}:{self.sasl_port}"
+            # a second client listener named SECURE (its protocol comes from the settings'
+            # listener.security.protocol.map)
+            listeners += f",SECURE://{self.host}:{self.sasl_port}"
         lines = [
             f'"node.id" = {self.id}',
             f'"process.roles" = "{"broker,controller" if self.voter else "broker"}"',
@@ -290,8 +291,8 @@ class Cluster:
         """``hosts``/``netns``/``data_dirs``: per node id, the address it listens on (default
         127.0.0.1), the network namespace it runs in (default none; see netns.py) and its data
         directory (default ``<workdir>/node-<i>/data``; e.g. a syncfs mount). ``sasl``: each node
-        also gets a SASL_PLAINTEXT client listener (``Node.sasl_port``; its settings come in
-        ``settings``)."""
+        also gets a client listener named SECURE (``Node.sasl_port``; its protocol and settings
+        come in ``settings``)."""
         self.workdir = Path(workdir)
         self.n = n
         self.voters = min(n, 3) if voters is None else voters

@@ -23,10 +23,10 @@ JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
 @pytest.fixture
 def secure_cluster(tmp_path):
     c = Cluster(tmp_path, 3, sasl=True, **{
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SECURE:SASL_PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "listener.name.secure.plain.sasl.jaas.config": JAAS,
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:admin;User:ANONYMOUS",
     })
@@ -45,7 +45,7 @@ def conf(c: Cluster, node: int, user: str, password: str, mech: str = "PLAIN") -
 
 
 def produce(cfg: dict, topic: str) -> str:
-    p = Producer({**cfg, "acks": "all", "message.timeout.ms": 8000, "error_cb": lambda e: None})
+    p = Producer({**cfg, "acks": "all", "message.timeout.ms": 8000})
     out = []
     p.produce(topic, b"v", on_delivery=lambda e, m: out.append(e and e.name()))
     p.flush(20)
@@ -108,3 +108,80 @@ def test_metadata_names_the_sasl_endpoints(secure_cluster):
     md = admin.list_topics(timeout=15)
     ports = {b.id: b.port for b in md.brokers.values()}
     assert ports == {i: c.node(i).sasl_port for i in (1, 2, 3)}
+
+
+def test_brokers_replicate_over_sasl_ssl_as_an_authorized_principal(tmp_path):
+    """The cluster's own traffic secured: SECURE (SASL_SSL, PLAIN) is the inter-broker listener,
+    so follower fetches, and the coordinators' requests, run over TLS as User:broker, the only
+    super user; ANONYMOUS (the PLAINTEXT listener) may do nothing. acks=all records to an RF 3
+    topic are acknowledged only once both followers fetched them over that listener; a leader
+    SIGKILL moves leadership to a follower that has them all."""
+    import trustme
+    ca = trustme.CA()
+    ca_pem = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_pem))
+    leaf = ca.issue_cert("127.0.0.1", "localhost")
+    from cryptography.hazmat.primitives import serialization
+    key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
+    pem = tmp_path / "broker.pem"
+    pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption())
+                    + b"".join(b.bytes() for b in leaf.cert_chain_pems))
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
+            'password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";')
+    c = Cluster(tmp_path / "cluster", 3, sasl=True, **{
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SECURE:SASL_SSL",
+        "inter.broker.listener.name": "SECURE",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.secure.plain.sasl.jaas.config": jaas,
+        "ssl.keystore.location": str(pem),
+        "ssl.truststore.location": str(ca_pem),
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:broker",
+    })
+    passed = False
+    try:
+        c.start_all()
+
+        def sconf(node: int, user: str, password: str) -> dict:
+            return {"bootstrap.servers": f"127.0.0.1:{c.node(node).sasl_port}", "security.protocol": "SASL_SSL",
+                    "ssl.ca.location": str(ca_pem), "sasl.mechanisms": "PLAIN", "sasl.username": user,
+                    "sasl.password": password}
+
+        admin = AdminClient(sconf(1, "broker", "broker-secret"))
+        admin.create_topics([NewTopic("replicated", 1, 3)])["replicated"].result(30)
+        acl = AclBinding(ResourceType.TOPIC, "replicated", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.ALL, AclPermissionType.ALLOW)
+        admin.create_acls([acl])[acl].result(30)
+        p = Producer({**sconf(1, "alice", "alice-secret"), "acks": "all", "enable.idempotence": True,
+                      "message.timeout.ms": 60000})
+        acked = []
+        for i in range(200):
+            p.produce("replicated", f"v{i}".encode(), on_delivery=lambda e, m: acked.append(e))
+        assert p.flush(60) == 0 and acked == [None] * 200, acked[:3]
+        md = admin.list_topics("replicated", timeout=15).topics["replicated"].partitions[0]
+        assert sorted(md.isrs) == [1, 2, 3], md.isrs  # both followers fetched over SASL_SSL
+        leader = md.leader
+        for i in (1, 2, 3):
+            assert "SASL authentication failed" not in c.node(i).text(), c.node(i).tail()
+        # ANONYMOUS on the PLAINTEXT listener may not even see the topic.
+        plain = AdminClient({"bootstrap.servers": c.node(1).addr})
+        assert "replicated" not in plain.list_topics(timeout=15).topics
+        c.kill(leader)
+        other = next(i for i in (1, 2, 3) if i != leader)
+        consumer_conf = {**sconf(other, "alice", "alice-secret"), "group.id": "g", "enable.auto.commit": False}
+        from confluent_kafka import Consumer, TopicPartition
+        cons = Consumer(consumer_conf)
+        cons.assign([TopicPartition("replicated", 0, 0)])
+        got, deadline = [], time.monotonic() + 60
+        while len(got) < 200 and time.monotonic() < deadline:
+            m = cons.poll(1.0)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        cons.close()
+        assert got == [f"v{i}".encode() for i in range(200)]
+        c.start(leader)
+        passed = True
+    finally:
+        c.teardown(passed)

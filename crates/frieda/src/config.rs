@@ -510,16 +510,11 @@ impl BrokerConfig {
             if c.broker && self.client_listeners().next().is_none() {
                 bail!("config key `listeners`: a broker needs a listener that is not a controller listener");
             }
-            if c.broker {
-                // Followers and coordinators connect to this listener without TLS or SASL.
-                let inter = match &c.inter_broker_listener_name {
-                    Some(name) => self.client_listeners().find(|l| &l.name == name).with_context(|| {
-                        format!("config key `inter.broker.listener.name`: {name} is not one of the client listeners")
-                    })?,
-                    None => self.client_listeners().next().expect("checked above"),
-                };
-                if self.listener_protocol(&inter.name) != Some(SecurityProtocol::Plaintext) {
-                    bail!("config key `inter.broker.listener.name`: the inter-broker listener ({}) must be PLAINTEXT: brokers do not speak TLS or SASL to each other yet (add a PLAINTEXT listener on a private address and name it here)", inter.name);
+            if let (true, Some(name)) = (c.broker, &c.inter_broker_listener_name) {
+                // Followers and coordinators connect to this listener (its TLS and SASL client
+                // settings are checked when the broker starts).
+                if !self.client_listeners().any(|l| &l.name == name) {
+                    bail!("config key `inter.broker.listener.name`: {name} is not one of the client listeners");
                 }
             }
         } else if self.client_listeners().next().is_none() {

@@ -298,6 +298,22 @@ async fn start_cluster(broker: &Broker) -> anyhow::Result<Arc<ClusterNode>> {
     .await
     .context("starting the metadata quorum")?;
     let node = ClusterNode::new(quorum, cfg.node_id, c.clone());
+    if c.broker {
+        // How this broker logs in to the others: the inter-broker listener's protocol.
+        let inter = c
+            .inter_broker_listener_name
+            .clone()
+            .or_else(|| cfg.client_listeners().next().map(|l| l.name.clone()))
+            .unwrap_or_default();
+        let protocol = cfg
+            .listener_protocol(&inter)
+            .unwrap_or(frieda::security::SecurityProtocol::Plaintext);
+        let security =
+            frieda::security::client::ClientSecurity::load(&cfg.security, &inter, protocol)
+                .with_context(|| format!("inter-broker listener {inter}"))?;
+        tracing::info!(listener = %inter, security_protocol = protocol.name(), sasl = ?security.sasl, "inter-broker connections");
+        node.set_inter_broker_security(security);
+    }
     broker.attach_cluster(node.clone());
     tracing::info!(node = cfg.node_id, voters = ?c.voters, broker = c.broker, controller = c.controller, "joined the cluster");
     Ok(node)

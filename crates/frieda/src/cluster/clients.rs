@@ -91,6 +91,7 @@ impl BrokerClients {
                     &addr,
                     &format!("frieda-broker-{}", node.me),
                     CONNECT_TIMEOUT,
+                    &node.inter_broker_security(),
                 )
                 .await?
             }

@@ -177,6 +177,9 @@ pub struct ClusterNode {
     applied: watch::Sender<u64>,
     /// The current producer-id block `[next, end)` (KIP-730).
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
+    /// How connections to other brokers authenticate (the inter-broker listener's TLS and
+    /// SASL settings), set once at start.
+    inter_broker: std::sync::OnceLock<crate::security::client::ClientSecurity>,
     /// Connections to other brokers for the coordinators' requests.
     pub clients: clients::BrokerClients,
 }
@@ -199,8 +202,19 @@ impl ClusterNode {
             lease_until_ms: AtomicU64::new(0),
             applied: watch::Sender::new(0),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
+            inter_broker: std::sync::OnceLock::new(),
             clients: clients::BrokerClients::new(weak.clone()),
         })
+    }
+
+    /// Sets how connections to other brokers authenticate (once, at start).
+    pub fn set_inter_broker_security(&self, security: crate::security::client::ClientSecurity) {
+        let _ = self.inter_broker.set(security);
+    }
+
+    /// How connections to other brokers authenticate (plain TCP until set).
+    pub fn inter_broker_security(&self) -> crate::security::client::ClientSecurity {
+        self.inter_broker.get().cloned().unwrap_or_default()
     }
 
     /// The latest applied metadata image.

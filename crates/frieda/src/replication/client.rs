@@ -1,14 +1,25 @@
 //! A minimal Kafka client for broker-to-broker requests (a follower's Fetch and
-//! OffsetForLeaderEpoch to its leader): one connection, one request at a time, `kafka-protocol`
-//! for the messages.
+//! OffsetForLeaderEpoch to its leader, a coordinator's markers): one connection, one request at
+//! a time, `kafka-protocol` for the messages; TLS and SASL as the inter-broker listener asks
+//! ([`crate::security::client`]).
 
 use std::time::Duration;
 
+use crate::security::client::ClientSecurity;
+use crate::security::sasl::Mechanism;
+use crate::security::scram::ScramMechanism;
 use bytes::{Buf, BufMut, BytesMut};
 use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+use kafka_protocol::messages::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// A byte stream to another broker: TCP, or TLS over TCP.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// Largest response accepted, bytes (a follower fetch is bounded by `replica.fetch.max.bytes`
 /// per partition and the response limit; this only guards against garbage lengths).
@@ -16,7 +27,7 @@ const MAX_RESPONSE_BYTES: usize = 256 << 20;
 
 /// A connection to another broker.
 pub struct BrokerClient {
-    stream: TcpStream,
+    stream: Box<dyn Io>,
     correlation_id: i32,
     client_id: StrBytes,
 }
@@ -26,25 +37,99 @@ fn err(e: impl std::fmt::Display) -> std::io::Error {
 }
 
 impl BrokerClient {
-    /// Connects to `addr` (`host:port`) within `timeout`, as `client_id`.
+    /// Connects to `addr` (`host:port`) within `timeout`, as `client_id`, with the TLS
+    /// handshake and SASL login `security` asks for.
     ///
-    /// Errors: the connection failed or timed out.
+    /// Errors: the connection, the handshake or the login failed or timed out.
     pub async fn connect(
         addr: &str,
         client_id: &str,
         timeout: Duration,
+        security: &ClientSecurity,
     ) -> std::io::Result<BrokerClient> {
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+        let timed_out = || std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out");
+        let tcp = tokio::time::timeout(timeout, TcpStream::connect(addr))
             .await
-            .map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
-            })??;
-        stream.set_nodelay(true)?;
-        Ok(BrokerClient {
+            .map_err(|_| timed_out())??;
+        tcp.set_nodelay(true)?;
+        let stream: Box<dyn Io> = match &security.tls {
+            None => Box::new(tcp),
+            Some(config) => {
+                let name = ClientSecurity::server_name(addr)?;
+                let tls = tokio_rustls::TlsConnector::from(config.clone());
+                Box::new(
+                    tokio::time::timeout(timeout, tls.connect(name, tcp))
+                        .await
+                        .map_err(|_| timed_out())??,
+                )
+            }
+        };
+        let mut client = BrokerClient {
             stream,
             correlation_id: 0,
             client_id: StrBytes::from_string(client_id.to_string()),
-        })
+        };
+        if let Some(sasl) = &security.sasl {
+            client
+                .login(sasl.mechanism, &sasl.username, &sasl.password, timeout)
+                .await?;
+        }
+        Ok(client)
+    }
+
+    /// SaslHandshake v1 and SaslAuthenticate v2 exchanges as `user` (PLAIN or SCRAM).
+    ///
+    /// Errors: the mechanism is refused, the credentials are wrong, or the server's SCRAM
+    /// signature does not match.
+    async fn login(
+        &mut self,
+        mechanism: Mechanism,
+        user: &str,
+        password: &str,
+        timeout: Duration,
+    ) -> std::io::Result<()> {
+        let hs = SaslHandshakeRequest::default()
+            .with_mechanism(StrBytes::from_string(mechanism.name().to_string()));
+        let r = self.call(1, &hs, timeout).await?;
+        if r.error_code != 0 {
+            return Err(err(format!(
+                "SASL mechanism {} refused (error {}; the broker offers {:?})",
+                mechanism.name(),
+                r.error_code,
+                r.mechanisms
+            )));
+        }
+        let step = |bytes: Vec<u8>| {
+            SaslAuthenticateRequest::default().with_auth_bytes(bytes::Bytes::from(bytes))
+        };
+        let check = |r: &SaslAuthenticateResponse| -> std::io::Result<()> {
+            if r.error_code == 0 {
+                Ok(())
+            } else {
+                Err(err(format!(
+                    "SASL login as {user} failed: {}",
+                    r.error_message.as_deref().unwrap_or("(no message)")
+                )))
+            }
+        };
+        match mechanism {
+            Mechanism::Plain => {
+                let token = format!("\0{user}\0{password}").into_bytes();
+                let r = self.call(2, &step(token), timeout).await?;
+                check(&r)
+            }
+            Mechanism::Scram(m) => {
+                let m: ScramMechanism = m;
+                let mut scram = crate::security::sasl::scram::ScramClient::new(m, user, password);
+                let r = self.call(2, &step(scram.client_first()), timeout).await?;
+                check(&r)?;
+                let fin = scram.client_final(&r.auth_bytes).map_err(|e| err(e.0))?;
+                let r = self.call(2, &step(fin), timeout).await?;
+                check(&r)?;
+                scram.verify(&r.auth_bytes).map_err(|e| err(e.0))
+            }
+            Mechanism::OAuthBearer => Err(err("OAUTHBEARER is not used between brokers")),
+        }
     }
 
     /// Sends `req` as version `version` and waits for its response, at most `timeout`.

@@ -233,7 +233,8 @@ fn back_off(f: &mut Followed) {
 async fn connect(node: &ClusterNode, leader: BrokerId) -> Option<BrokerClient> {
     let addr = node.address_of(leader)?;
     let client_id = format!("frieda-replica-fetcher-{}", node.me);
-    match BrokerClient::connect(&addr, &client_id, CONNECT_TIMEOUT).await {
+    let security = node.inter_broker_security();
+    match BrokerClient::connect(&addr, &client_id, CONNECT_TIMEOUT, &security).await {
         Ok(c) => {
             tracing::debug!(leader, %addr, "fetcher connected");
             Some(c)

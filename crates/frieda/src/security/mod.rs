@@ -19,6 +19,7 @@
 //! authentication, the SASL user name on a SASL listener), the listener and the client address.
 
 pub mod acl;
+pub mod client;
 pub mod config;
 pub mod principal;
 pub mod sasl;

@@ -184,6 +184,109 @@ impl SaslServer for ScramServer {
     }
 }
 
+/// The client side of SCRAM: this broker logging in to another broker (inter-broker SASL).
+pub struct ScramClient {
+    mechanism: ScramMechanism,
+    user: String,
+    password: String,
+    cnonce: String,
+    client_first_bare: String,
+    /// The server signature the server-final message must carry (set by
+    /// [`client_final`](Self::client_final)).
+    expected: Option<Vec<u8>>,
+}
+
+impl ScramClient {
+    /// A login of `user` with `password`.
+    pub fn new(mechanism: ScramMechanism, user: &str, password: &str) -> Self {
+        let mut nonce = [0u8; 24];
+        rand::thread_rng().fill_bytes(&mut nonce);
+        let cnonce = B64.encode(nonce);
+        let name = user.replace('=', "=3D").replace(',', "=2C");
+        ScramClient {
+            mechanism,
+            user: user.to_string(),
+            password: password.to_string(),
+            client_first_bare: format!("n={name},r={cnonce}"),
+            cnonce,
+            expected: None,
+        }
+    }
+
+    /// The client-first message.
+    pub fn client_first(&self) -> Vec<u8> {
+        format!("n,,{}", self.client_first_bare).into_bytes()
+    }
+
+    /// The client-final message answering `server_first`.
+    ///
+    /// Errors: a server-first message without nonce, salt or iterations, or whose nonce does not
+    /// extend ours.
+    pub fn client_final(&mut self, server_first: &[u8]) -> Result<Vec<u8>, AuthFailure> {
+        let text = std::str::from_utf8(server_first)
+            .map_err(|_| AuthFailure::new("SCRAM server-first message is not UTF-8"))?;
+        let attr = |k: &str| {
+            text.split(',')
+                .find_map(|a| a.strip_prefix(k).and_then(|v| v.strip_prefix('=')))
+        };
+        let bad = || AuthFailure::new(format!("invalid SCRAM server-first message `{text}`"));
+        let nonce = attr("r").ok_or_else(bad)?;
+        if !nonce.starts_with(&self.cnonce) || nonce.len() <= self.cnonce.len() {
+            return Err(AuthFailure::new(
+                "SCRAM server nonce does not extend the client's",
+            ));
+        }
+        let salt = B64.decode(attr("s").ok_or_else(bad)?).map_err(|_| bad())?;
+        let iterations: u32 = attr("i").ok_or_else(bad)?.parse().map_err(|_| bad())?;
+        if !(4096..=1_000_000).contains(&iterations) {
+            return Err(AuthFailure::new(format!(
+                "SCRAM iteration count {iterations} refused"
+            )));
+        }
+        let m = self.mechanism;
+        let salted = m.salted_password(self.password.as_bytes(), &salt, iterations);
+        let client_key = m.hmac(&salted, b"Client Key");
+        let stored_key = m.hash(&client_key);
+        let without_proof = format!("c=biws,r={nonce}");
+        let auth_message = format!("{},{text},{without_proof}", self.client_first_bare);
+        let signature = m.hmac(&stored_key, auth_message.as_bytes());
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(a, b)| a ^ b)
+            .collect();
+        let server_key = m.hmac(&salted, b"Server Key");
+        self.expected = Some(m.hmac(&server_key, auth_message.as_bytes()));
+        Ok(format!("{without_proof},p={}", B64.encode(proof)).into_bytes())
+    }
+
+    /// Checks the server-final message: the server knows the credential too.
+    ///
+    /// Errors: a server error (`e=`) or a signature that does not match.
+    pub fn verify(&self, server_final: &[u8]) -> Result<(), AuthFailure> {
+        let text = std::str::from_utf8(server_final).unwrap_or("");
+        if let Some(e) = text.strip_prefix("e=") {
+            return Err(AuthFailure::new(format!("SCRAM server error: {e}")));
+        }
+        let got = text
+            .strip_prefix("v=")
+            .and_then(|v| B64.decode(v).ok())
+            .ok_or_else(|| AuthFailure::new("invalid SCRAM server-final message"))?;
+        let ok: bool = self
+            .expected
+            .as_deref()
+            .is_some_and(|e| bool::from(e.ct_eq(&got)));
+        if ok {
+            Ok(())
+        } else {
+            Err(AuthFailure::new(format!(
+                "SCRAM server signature mismatch for {}",
+                self.user
+            )))
+        }
+    }
+}
+
 /// A SCRAM `saslname` to a user name (`=2C` is `,`, `=3D` is `=`; any other `=` is invalid).
 fn unescape_name(s: &str) -> Option<String> {
     let mut out = String::with_capacity(s.len());
@@ -275,6 +378,32 @@ mod tests {
             assert!(e.0.contains("invalid credentials"), "{e:?}");
             let e = login(m, store, "bob", "alice-secret").unwrap_err();
             assert!(e.0.contains("Invalid user credentials"), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn our_client_logs_in_to_our_server() {
+        for m in ScramMechanism::ALL {
+            let store = store_with(m, "broker,1", "pw");
+            let mut server = ScramServer::new(m, store.clone());
+            let mut client = ScramClient::new(m, "broker,1", "pw");
+            let Ok(Step::Challenge(first)) = server.step(&client.client_first()) else {
+                panic!("expected a challenge")
+            };
+            let fin = client.client_final(&first).unwrap();
+            let Ok(Step::Done { user, message, .. }) = server.step(&fin) else {
+                panic!("expected the end")
+            };
+            assert_eq!(user, "broker,1");
+            client.verify(&message).unwrap();
+            // A wrong password fails at the server; a forged server signature at the client.
+            let mut server = ScramServer::new(m, store);
+            let mut client = ScramClient::new(m, "broker,1", "wrong");
+            let Ok(Step::Challenge(first)) = server.step(&client.client_first()) else {
+                panic!("expected a challenge")
+            };
+            assert!(server.step(&client.client_final(&first).unwrap()).is_err());
+            assert!(client.verify(b"v=AAAA").is_err());
         }
     }
 
