@@ -15,10 +15,13 @@
 //! connection reads nothing more for that long (KIP-219's muting; clients also wait). A
 //! throttled fetch returns no records (they are fetched again after the wait), as Kafka's.
 //!
-//! `request_percentage` and `controller_mutation_rate` quotas are stored and described but not
-//! enforced (Frieda has no request handler pool whose time they would share out).
+//! **Request quotas** (`request_percentage`, KIP-124): the time a request keeps the broker busy
+//! (its handler's time without waits for followers, new data or fsync), as a percentage of one
+//! thread per second, is measured the same way; over the quota the connection is muted (and
+//! Produce and Fetch answers carry the throttle time). ApiVersions and the SASL requests are
+//! exempt, as in Kafka. `controller_mutation_rate` is stored and described, not enforced.
 //!
-//! Nothing is measured while no quota exists (one atomic load per request).
+//! Nothing is measured while no quota of the kind exists (one atomic load per request).
 
 use frieda_meta::{ClientQuotas, QuotaEntity};
 use parking_lot::{Mutex, RwLock};
@@ -31,7 +34,7 @@ use std::time::{Duration, Instant};
 pub const USER_CLIENT_KEYS: &[(&str, bool)] = &[
     (PRODUCER_BYTE_RATE, true),
     (CONSUMER_BYTE_RATE, true),
-    ("request_percentage", false),
+    (REQUEST_PERCENTAGE, false),
     ("controller_mutation_rate", false),
 ];
 /// Quota keys of IP entities.
@@ -40,6 +43,8 @@ pub const IP_KEYS: &[(&str, bool)] = &[("connection_creation_rate", true)];
 pub const PRODUCER_BYTE_RATE: &str = "producer_byte_rate";
 /// Fetch response bytes per second.
 pub const CONSUMER_BYTE_RATE: &str = "consumer_byte_rate";
+/// Request time: percent of one thread per second (KIP-124).
+pub const REQUEST_PERCENTAGE: &str = "request_percentage";
 /// Entity types.
 pub const USER: &str = "user";
 /// Entity types.
@@ -56,6 +61,8 @@ pub enum QuotaKind {
     Produce,
     /// Fetch response bytes.
     Fetch,
+    /// Request time, in percent of one thread for a second.
+    Request,
 }
 
 impl QuotaKind {
@@ -63,6 +70,7 @@ impl QuotaKind {
         match self {
             QuotaKind::Produce => PRODUCER_BYTE_RATE,
             QuotaKind::Fetch => CONSUMER_BYTE_RATE,
+            QuotaKind::Request => REQUEST_PERCENTAGE,
         }
     }
 }
@@ -145,6 +153,8 @@ pub struct QuotaManager {
     limits: RwLock<Arc<Limits>>,
     /// Whether any byte-rate quota exists (the fast path when none does).
     active: AtomicBool,
+    /// Whether any request quota exists.
+    requests: AtomicBool,
     sensors: Mutex<HashMap<(QuotaKind, String, String), Sensor>>,
 }
 
@@ -155,6 +165,7 @@ impl QuotaManager {
             window,
             limits: RwLock::new(Arc::new(Limits::default())),
             active: AtomicBool::new(false),
+            requests: AtomicBool::new(false),
             sensors: Mutex::new(HashMap::new()),
         }
     }
@@ -163,6 +174,7 @@ impl QuotaManager {
     pub fn replace(&self, quotas: &ClientQuotas) {
         let mut limits = Limits::default();
         let mut active = false;
+        let mut requests = false;
         for (entity, keys) in &quotas.0 {
             let parsed: HashMap<String, f64> = keys
                 .iter()
@@ -170,10 +182,24 @@ impl QuotaManager {
                 .collect();
             active |=
                 parsed.contains_key(PRODUCER_BYTE_RATE) || parsed.contains_key(CONSUMER_BYTE_RATE);
+            requests |= parsed.contains_key(REQUEST_PERCENTAGE);
             limits.by_entity.insert(entity.clone(), parsed);
         }
         *self.limits.write() = Arc::new(limits);
         self.active.store(active, Ordering::Relaxed);
+        self.requests.store(requests, Ordering::Relaxed);
+    }
+
+    /// Whether some request quota exists (requests are then timed).
+    pub fn requests_limited(&self) -> bool {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    fn kind_active(&self, kind: QuotaKind) -> bool {
+        match kind {
+            QuotaKind::Request => self.requests_limited(),
+            _ => self.active.load(Ordering::Relaxed),
+        }
     }
 
     /// The quota for `kind` of user `user` and client id `client`, with the sensor group it is
@@ -225,17 +251,17 @@ impl QuotaManager {
         None
     }
 
-    /// Records `bytes` of `kind` for `user`/`client` at `now`; the throttle time (ms) the request
-    /// earned, 0 within the quota.
+    /// Records `amount` of `kind` (bytes, or percent-seconds of request time) for
+    /// `user`/`client` at `now`; the throttle time (ms) the request earned, 0 within the quota.
     pub fn record(
         &self,
         kind: QuotaKind,
         user: &str,
         client: &str,
-        bytes: usize,
+        amount: f64,
         now: Instant,
     ) -> u32 {
-        if !self.active.load(Ordering::Relaxed) {
+        if !self.kind_active(kind) {
             return 0;
         }
         let Some((quota, u, c)) = self.lookup(kind, user, client) else {
@@ -249,7 +275,7 @@ impl QuotaManager {
         let sensor = sensors
             .entry((kind, u, c))
             .or_insert_with(|| Sensor::new(now));
-        sensor.record(self.window, bytes as f64, now);
+        sensor.record(self.window, amount, now);
         let (rate, span) = sensor.rate(self.window, now);
         if rate <= quota || quota <= 0.0 {
             return 0;
@@ -261,7 +287,7 @@ impl QuotaManager {
 
     /// Takes back `bytes` recorded for a response that was not sent (a throttled fetch).
     pub fn unrecord(&self, kind: QuotaKind, user: &str, client: &str, bytes: usize, now: Instant) {
-        if !self.active.load(Ordering::Relaxed) {
+        if !self.kind_active(kind) {
             return;
         }
         if let Some((_, u, c)) = self.lookup(kind, user, client) {
@@ -394,7 +420,7 @@ mod tests {
         let m = QuotaManager::new(w);
         let t0 = Instant::now();
         assert_eq!(
-            m.record(QuotaKind::Produce, "u", "c", 1 << 30, t0),
+            m.record(QuotaKind::Produce, "u", "c", 1e9, t0),
             0,
             "no quotas: no throttle"
         );
@@ -404,15 +430,46 @@ mod tests {
             "1000",
         )]));
         // 5000 bytes over a 10 s minimum span is 500 B/s: within the quota.
-        assert_eq!(m.record(QuotaKind::Produce, "u", "c", 5000, t0), 0);
+        assert_eq!(m.record(QuotaKind::Produce, "u", "c", 5000.0, t0), 0);
         // 20000 more: 2500 B/s, 1.5 times over the quota: 15 s of throttle, capped at 11 s.
-        let t = m.record(QuotaKind::Produce, "u", "c", 20000, t0);
+        let t = m.record(QuotaKind::Produce, "u", "c", 20000.0, t0);
         assert!((10_000..=11_000).contains(&t), "{t}");
         // Another user is not throttled; the fetch rate is separate.
-        assert_eq!(m.record(QuotaKind::Produce, "v", "c", 20000, t0), 0);
-        assert_eq!(m.record(QuotaKind::Fetch, "u", "c", 20000, t0), 0);
+        assert_eq!(m.record(QuotaKind::Produce, "v", "c", 20000.0, t0), 0);
+        assert_eq!(m.record(QuotaKind::Fetch, "u", "c", 20000.0, t0), 0);
         m.unrecord(QuotaKind::Produce, "u", "c", 20000, t0);
-        assert_eq!(m.record(QuotaKind::Produce, "u", "c", 1, t0), 0);
+        assert_eq!(m.record(QuotaKind::Produce, "u", "c", 1.0, t0), 0);
+    }
+
+    #[test]
+    fn request_time_is_limited_separately_from_bytes() {
+        let w = QuotaWindow {
+            samples: 11,
+            width: Duration::from_secs(1),
+        };
+        let m = QuotaManager::new(w);
+        let t0 = Instant::now();
+        m.replace(&quotas(&[(
+            &[(USER, Some("u"))],
+            PRODUCER_BYTE_RATE,
+            "1000",
+        )]));
+        assert!(
+            !m.requests_limited(),
+            "a byte-rate quota does not time requests"
+        );
+        assert_eq!(m.record(QuotaKind::Request, "u", "c", 1e6, t0), 0);
+        m.replace(&quotas(&[(&[(USER, Some("u"))], REQUEST_PERCENTAGE, "1")]));
+        assert!(m.requests_limited());
+        // 5 percent-seconds (50 ms of handler time) over the 10 s minimum span: 0.5 %, within.
+        assert_eq!(m.record(QuotaKind::Request, "u", "c", 5.0, t0), 0);
+        // 10 more: 1.5 % of a thread, over 1 %: throttled.
+        assert!(m.record(QuotaKind::Request, "u", "c", 10.0, t0) > 0);
+        // Asking with nothing to add sees the same excess (the pre-dispatch check).
+        assert!(m.record(QuotaKind::Request, "u", "c", 0.0, t0) > 0);
+        // The byte rates are no longer limited; another user is not throttled.
+        assert_eq!(m.record(QuotaKind::Produce, "u", "c", 1e9, t0), 0);
+        assert_eq!(m.record(QuotaKind::Request, "v", "c", 100.0, t0), 0);
     }
 
     #[test]

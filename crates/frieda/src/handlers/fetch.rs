@@ -301,11 +301,11 @@ pub async fn handle(
         let client = ctx.client_id.as_deref().unwrap_or("");
         let now = std::time::Instant::now();
         let quotas = &broker.security.quotas;
-        let throttle = quotas.record(QuotaKind::Fetch, user, client, bytes, now);
+        let throttle = quotas.record(QuotaKind::Fetch, user, client, bytes as f64, now);
         if throttle > 0 {
             quotas.unrecord(QuotaKind::Fetch, user, client, bytes, now);
             ctx.throttle.at_least(throttle);
-            return resp.with_throttle_time_ms(throttle as i32);
+            return resp.with_throttle_time_ms(ctx.throttle.get() as i32);
         }
     }
     if ctx.api_version >= CURRENT_LEADER_VERSION {
@@ -317,6 +317,7 @@ pub async fn handle(
         }
     }
     resp.with_responses(topics_out)
+        .with_throttle_time_ms(ctx.throttle.get() as i32)
 }
 
 enum PartitionRead {

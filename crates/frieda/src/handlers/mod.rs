@@ -298,7 +298,10 @@ pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Ha
         };
     };
     let started = Instant::now();
-    let result = dispatch(broker, &ctx, body).await;
+    // A request quota already exceeded throttles this request too (and Produce and Fetch say
+    // so in their answer); its own time is recorded once it is handled.
+    pending_request_throttle(&broker, &ctx);
+    let result = dispatch(broker.clone(), &ctx, body).await;
     let t = &ctx.timing;
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let times = RequestTimes {
@@ -312,11 +315,61 @@ pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Ha
         remote_ns: load(&t.remote_ns),
         encode_ns: load(&t.encode_ns),
     };
+    request_quota(&broker, &ctx, &times);
     Handled {
         response: result,
         times: Some(times),
         throttle_ms: ctx.throttle.get(),
     }
+}
+
+/// Whether the request's user and client id are over their request quota now: raises the
+/// request's throttle to the wait that would bring them back under it.
+fn pending_request_throttle(broker: &Broker, ctx: &RequestContext) {
+    if request_quota_applies(broker, ctx) {
+        let wait = broker.security.quotas.record(
+            crate::quota::QuotaKind::Request,
+            &ctx.session.principal.name,
+            ctx.client_id.as_deref().unwrap_or(""),
+            0.0,
+            Instant::now(),
+        );
+        ctx.throttle.at_least(wait);
+    }
+}
+
+/// Whether a request quota exists and this request counts against it (ApiVersions and the SASL
+/// requests are exempt, as in Kafka).
+fn request_quota_applies(broker: &Broker, ctx: &RequestContext) -> bool {
+    broker.security.quotas.requests_limited()
+        && !matches!(
+            ctx.api_key,
+            ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
+        )
+}
+
+/// Records a request's busy time (its handler without the waits for followers, new data or
+/// fsync) against the request quota of its user and client id (KIP-124: percent of one thread
+/// per second) and raises its throttle when that is exceeded. ApiVersions and the SASL
+/// requests are exempt, as in Kafka.
+fn request_quota(broker: &Broker, ctx: &RequestContext, t: &RequestTimes) {
+    let quotas = &broker.security.quotas;
+    if !request_quota_applies(broker, ctx) {
+        return;
+    }
+    let busy_ns = t
+        .handler_ns
+        .saturating_sub(t.remote_ns)
+        .saturating_sub(t.append_ns);
+    let percent_seconds = busy_ns as f64 / 1e9 * 100.0;
+    let throttle = quotas.record(
+        crate::quota::QuotaKind::Request,
+        &ctx.session.principal.name,
+        ctx.client_id.as_deref().unwrap_or(""),
+        percent_seconds,
+        Instant::now(),
+    );
+    ctx.throttle.at_least(throttle);
 }
 
 async fn dispatch(

@@ -183,14 +183,15 @@ pub async fn handle(
         QuotaKind::Produce,
         &ctx.session.principal.name,
         ctx.client_id.as_deref().unwrap_or(""),
-        ctx.request_bytes,
+        ctx.request_bytes as f64,
         std::time::Instant::now(),
     );
     ctx.throttle.at_least(throttle);
     if acks == 0 {
         return None;
     }
-    let mut resp = ProduceResponse::default().with_throttle_time_ms(throttle as i32);
+    // (the request quota may have throttled it already: the larger wait is answered)
+    let mut resp = ProduceResponse::default().with_throttle_time_ms(ctx.throttle.get() as i32);
     if version >= CURRENT_LEADER_VERSION {
         if let Some(node) = broker.cluster() {
             resp = resp.with_node_endpoints(point_to_leaders(

@@ -346,7 +346,8 @@ async fn serve(
                                         }
                                     }
                                 }
-                                if timed {
+                                // Timed for the metrics, or for a request quota (KIP-124).
+                                if timed || broker.security.quotas.requests_limited() {
                                     ctx.timing = RequestTiming::started(received, frame_bytes);
                                 }
                                 let fut = handlers::handle(broker.clone(), ctx, body);
