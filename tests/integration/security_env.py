@@ -113,7 +113,9 @@ class SecureBroker:
             if all(port_open("127.0.0.1", p, 0.2) for p in self.ports.values()):
                 return
             time.sleep(0.1)
-        raise AssertionError(f"{self.kind} did not listen within {timeout}s\n{self.log_tail()}")
+        tail = self.log_tail()
+        self.stop()  # never leave a half-started broker behind
+        raise AssertionError(f"{self.kind} did not listen within {timeout}s\n{tail}")
 
     def log_tail(self, n: int = 60) -> str:
         p = self.log_path
