@@ -36,7 +36,11 @@ pub fn record_batch(data: &[u8]) {
         assert_eq!(BatchHeader::parse(batch).expect("header"), *h);
         assert_eq!(batch[16], 2, "accepted a batch with magic {}", batch[16]);
         let crc = u32::from_be_bytes([batch[17], batch[18], batch[19], batch[20]]);
-        assert_eq!(crc32c::crc32c(&batch[21..]), crc, "accepted a batch with a bad CRC");
+        assert_eq!(
+            crc32c::crc32c(&batch[21..]),
+            crc,
+            "accepted a batch with a bad CRC"
+        );
         assert!(h.last_offset_delta >= 0);
         // Kafka's LogValidator rules on the records (decompressing where a compacted topic
         // needs keys): never a panic, and an accepted batch has as many records as offsets.
@@ -50,12 +54,19 @@ pub fn record_batch(data: &[u8]) {
             };
             if validate_records(batch, h, &policy).is_ok() {
                 assert!(h.records_count >= 1);
-                assert_eq!(i64::from(h.records_count), i64::from(h.last_offset_delta) + 1);
+                assert_eq!(
+                    i64::from(h.records_count),
+                    i64::from(h.last_offset_delta) + 1
+                );
             }
         }
         pos += total;
     }
-    assert_eq!(pos, data.len(), "accepted batches do not cover the input exactly");
+    assert_eq!(
+        pos,
+        data.len(),
+        "accepted batches do not cover the input exactly"
+    );
 }
 
 /// A valid one-record batch (CreateTime, no producer id).
@@ -117,20 +128,32 @@ pub fn log_recovery(data: &[u8]) {
     let (mut log, report) =
         PartitionLog::open(dir.path(), config.clone(), 1_000).expect("open must recover, not fail");
     let kept = std::fs::read(&seg).expect("read segment");
-    assert_eq!(kept.len() as u64 + report.truncated_bytes, data.len() as u64);
-    assert_eq!(&kept[..], &data[..kept.len()], "recovery changed the kept bytes");
+    assert_eq!(
+        kept.len() as u64 + report.truncated_bytes,
+        data.len() as u64
+    );
+    assert_eq!(
+        &kept[..],
+        &data[..kept.len()],
+        "recovery changed the kept bytes"
+    );
     let reader = log.reader();
     let (start, end) = (reader.log_start_offset(), reader.log_end_offset());
     assert_eq!(start, 0);
     let mut off = start;
     while off < end {
-        let d = reader.read(off, 1 << 20, end).expect("read below the log end");
+        let d = reader
+            .read(off, 1 << 20, end)
+            .expect("read below the log end");
         assert!(d.next_offset > off, "no progress reading at {off}");
         let mut expect = off;
         for chunk in &d.chunks {
             let headers = validate_batches(chunk, usize::MAX).expect("served a corrupt batch");
             for h in headers {
-                assert!(h.last_offset() >= expect, "served a batch below the requested offset");
+                assert!(
+                    h.last_offset() >= expect,
+                    "served a batch below the requested offset"
+                );
                 assert!(
                     expect == off || h.base_offset >= expect,
                     "batches overlap or go back"

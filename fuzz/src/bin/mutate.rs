@@ -29,7 +29,18 @@ impl Rng {
 }
 
 fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[Vec<u8>]) {
-    const INTERESTING: [i64; 10] = [0, 1, -1, 127, 128, 255, 0x7fff, 0x7fff_ffff, -0x8000_0000, 61];
+    const INTERESTING: [i64; 10] = [
+        0,
+        1,
+        -1,
+        127,
+        128,
+        255,
+        0x7fff,
+        0x7fff_ffff,
+        -0x8000_0000,
+        61,
+    ];
     for _ in 0..1 + rng.below(4) {
         let len = input.len();
         match rng.below(7) {
@@ -93,7 +104,10 @@ fn main() {
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut corpus: Vec<Vec<u8>> = Vec::new();
-    for dir in [root.join("seeds").join(target), root.join("corpus").join(target)] {
+    for dir in [
+        root.join("seeds").join(target),
+        root.join("corpus").join(target),
+    ] {
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {
                 if let Ok(b) = std::fs::read(e.path()) {
@@ -127,7 +141,10 @@ fn main() {
             let _ = std::fs::create_dir_all(&crash_dir);
             let path = crash_dir.join(format!("crash-mutate-{seed}-{execs}"));
             let _ = std::fs::write(&path, &input);
-            eprintln!("{target}: panic after {execs} executions; input saved to {}", path.display());
+            eprintln!(
+                "{target}: panic after {execs} executions; input saved to {}",
+                path.display()
+            );
             std::process::exit(1);
         }
     }
