@@ -169,10 +169,26 @@ def watermarks(bootstrap: str, topic: str, partitions: int, timeout: float = 10)
     """partition -> (low, high) as ListOffsets (via the leader) reports them."""
     c = consumer(bootstrap)
     try:
-        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)
-                for p in range(partitions)}
+        return {p: _watermark(c, topic, p, timeout) for p in range(partitions)}
     finally:
         c.close()
+
+
+# A leader moved after the client's metadata: it asked the old leader. Kafka's clients refresh
+# their metadata and retry; librdkafka's get_watermark_offsets does not, so this does.
+_MOVED = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._UNKNOWN_PARTITION}
+
+
+def _watermark(c: Consumer, topic: str, p: int, timeout: float) -> tuple[int, int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)
+        except KafkaException as e:
+            if e.args[0].code() not in _MOVED or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+            c.list_topics(topic, timeout=5)  # refreshes the partition's leader
 
 
 def read_partitions(bootstrap: str, topic: str, ends: dict[int, int], timeout: float = 60) -> dict:

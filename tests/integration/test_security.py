@@ -33,13 +33,20 @@ def pki(tmp_path_factory):
     return Pki(tmp_path_factory.mktemp("pki"))
 
 
-@pytest.fixture(params=brokers_under_test())
-def secure(request, tmp_path, pki):
-    b = make_secure(request.param, tmp_path, pki, authorizer=False)
+@pytest.fixture(scope="module", params=brokers_under_test())
+def secure_broker(request, tmp_path_factory, pki):
+    """One broker of each kind for the tests below that share it (an Apache Kafka start takes
+    about 9 s): they use their own topics and users, so none sees another's effects."""
+    b = make_secure(request.param, tmp_path_factory.mktemp(request.param), pki, authorizer=False)
     yield b
-    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
-        print(b.log_tail())
     b.stop()
+
+
+@pytest.fixture
+def secure(request, secure_broker):
+    yield secure_broker
+    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+        print(secure_broker.log_tail())
 
 
 def roundtrip(conf: dict, topic: str, n: int = 50) -> list[bytes]:
