@@ -10,6 +10,8 @@ client-visible ones also run against Apache Kafka 4.3.1 configured the same way.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import socket
 import ssl
@@ -492,3 +494,50 @@ def test_java_clients_and_kafka_tools_over_sasl_ssl_and_mtls(secure, pki, tmp_pa
                "--topic", "java-secure", "--from-beginning", "--max-messages", "100",
                "--command-config", mtls, "--timeout-ms", "60000")
     assert out == lines
+
+
+def _kgo_sasl_tests(tests: list[str], env: dict, tmp_path) -> None:
+    """Runs franz-go's own tests (pkg/kgo v1.22.3, unchanged: test_franz_go.py builds the binary)
+    and asserts each of `tests` ran and passed: franz-go skips them when their environment is
+    missing, and a skip must not pass here."""
+    from test_franz_go import kgo_test_binary
+    cmd = [str(kgo_test_binary()), "-test.run", "^(" + "|".join(tests) + ")$", "-test.v", "-test.count", "1",
+           "-test.timeout", "120s"]
+    r = subprocess.run(cmd, cwd=tmp_path, env=dict(os.environ, KGO_LOG_LEVEL="warn", **env),
+                       capture_output=True, text=True, timeout=180)
+    out = r.stdout + r.stderr
+    print(out[-4000:])
+    passed = set(re.findall(r"^--- PASS: (\S+)", out, re.M))
+    assert r.returncode == 0 and passed == set(tests), f"want {tests} passed, got {sorted(passed)}:\n{out[-4000:]}"
+
+
+def test_franz_go_scram_tests(secure, tmp_path):
+    """franz-go's TestSCRAMAuth (a SCRAM-SHA-512 login, Ping, Metadata naming the brokers) and
+    TestSCRAMAuthBadCredentials (an unknown user refused) over SASL_PLAINTEXT."""
+    add_scram(secure.client(), "kgo", "kgo-pw", ScramMechanism.SCRAM_SHA_512)
+    conf = secure.client("kgo", "SCRAM-SHA-512", password="kgo-pw")
+    deadline = time.monotonic() + 15  # Kafka applies the credential from its metadata log
+    while True:
+        try:
+            AdminClient(conf).list_topics(timeout=3)
+            break
+        except KafkaException:
+            assert time.monotonic() < deadline, "the new SCRAM credential never logged in"
+    boot = secure.bootstrap("SASL_PLAINTEXT")
+    _kgo_sasl_tests(["TestSCRAMAuth", "TestSCRAMAuthBadCredentials"],
+                    {"KGO_SEEDS": boot, "KGO_TEST_SCRAM_SEEDS": boot, "KGO_TEST_SCRAM": "kgo:kgo-pw:512"}, tmp_path)
+
+
+def test_franz_go_oauthbearer_test(tmp_path, pki):
+    """franz-go's TestOAuthAuth against a listener with OAUTHBEARER and no JWKS (Kafka's default
+    unsecured validator, for tests): an unsigned token for `admin` logs in, an expired one is
+    refused with SASL_AUTHENTICATION_FAILED naming invalid_token. Frieda only: Kafka's
+    unsecured OAUTHBEARER needs its own JAAS login module settings per listener."""
+    b = make_secure("frieda", tmp_path, pki, authorizer=False,
+                    extra={"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER"})
+    try:
+        boot = b.bootstrap("SASL_PLAINTEXT")
+        _kgo_sasl_tests(["TestOAuthAuth"], {"KGO_SEEDS": boot, "KGO_TEST_OAUTH_SEEDS": boot}, tmp_path)
+    finally:
+        b.stop()
+
