@@ -300,7 +300,7 @@ pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Ha
     let started = Instant::now();
     // A request quota already exceeded throttles this request too (and Produce and Fetch say
     // so in their answer); its own time is recorded once it is handled.
-    pending_request_throttle(&broker, &ctx);
+    charge_request_quota(&broker, &ctx, 0.0);
     let result = dispatch(broker.clone(), &ctx, body).await;
     let t = &ctx.timing;
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -315,7 +315,13 @@ pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Ha
         remote_ns: load(&t.remote_ns),
         encode_ns: load(&t.encode_ns),
     };
-    request_quota(&broker, &ctx, &times);
+    // Its busy time (the handler without the waits for followers, new data or fsync), in
+    // percent of one thread for a second (KIP-124).
+    let busy_ns = times
+        .handler_ns
+        .saturating_sub(times.remote_ns)
+        .saturating_sub(times.append_ns);
+    charge_request_quota(&broker, &ctx, busy_ns as f64 / 1e9 * 100.0);
     Handled {
         response: result,
         times: Some(times),
@@ -323,45 +329,21 @@ pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Ha
     }
 }
 
-/// Whether the request's user and client id are over their request quota now: raises the
-/// request's throttle to the wait that would bring them back under it.
-fn pending_request_throttle(broker: &Broker, ctx: &RequestContext) {
-    if request_quota_applies(broker, ctx) {
-        let wait = broker.security.quotas.record(
-            crate::quota::QuotaKind::Request,
-            &ctx.session.principal.name,
-            ctx.client_id.as_deref().unwrap_or(""),
-            0.0,
-            Instant::now(),
-        );
-        ctx.throttle.at_least(wait);
-    }
-}
-
-/// Whether a request quota exists and this request counts against it (ApiVersions and the SASL
-/// requests are exempt, as in Kafka).
-fn request_quota_applies(broker: &Broker, ctx: &RequestContext) -> bool {
-    broker.security.quotas.requests_limited()
-        && !matches!(
+/// Records `percent_seconds` of request time (KIP-124: percent of one thread for a second) for
+/// the request's user and client id and raises the request's throttle to the wait that brings
+/// them back under their request quota (0 within it; called with 0 before the request is
+/// handled, so a quota already exceeded throttles it too). Nothing is recorded without a request
+/// quota; ApiVersions and the SASL requests are exempt, as in Kafka.
+fn charge_request_quota(broker: &Broker, ctx: &RequestContext, percent_seconds: f64) {
+    let quotas = &broker.security.quotas;
+    if !quotas.requests_limited()
+        || matches!(
             ctx.api_key,
             ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
         )
-}
-
-/// Records a request's busy time (its handler without the waits for followers, new data or
-/// fsync) against the request quota of its user and client id (KIP-124: percent of one thread
-/// per second) and raises its throttle when that is exceeded. ApiVersions and the SASL
-/// requests are exempt, as in Kafka.
-fn request_quota(broker: &Broker, ctx: &RequestContext, t: &RequestTimes) {
-    let quotas = &broker.security.quotas;
-    if !request_quota_applies(broker, ctx) {
+    {
         return;
     }
-    let busy_ns = t
-        .handler_ns
-        .saturating_sub(t.remote_ns)
-        .saturating_sub(t.append_ns);
-    let percent_seconds = busy_ns as f64 / 1e9 * 100.0;
     let throttle = quotas.record(
         crate::quota::QuotaKind::Request,
         &ctx.session.principal.name,
