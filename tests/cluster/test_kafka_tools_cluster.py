@@ -238,3 +238,42 @@ def test_kafka_delete_records_on_the_cluster(cluster, topic_name, classpath, tmp
     tool(cp, ELECTION, "--bootstrap-server", boot, "--election-type", "PREFERRED", "--all-topic-partitions")
     c.wait_until(lambda: c.leader_of(t, 0) == c.replicas_of(t, 0)[0], 30, "preferred leader restored")
     earliest_and_read(boot)
+
+
+FEATURES = "org.apache.kafka.tools.FeatureCommand"
+
+
+def test_kafka_features_downgrade_goes_through_the_quorum(cluster, classpath):
+    """kafka-features downgrade --feature group.version=0, sent to node 1, is finalized through the
+    metadata quorum: every node's ApiVersions reports level 0 with a newer epoch, node 2 still does
+    after a SIGKILL and restart (it can only have read it from the metadata log), and the upgrade
+    back to 1 reaches every node the same way."""
+    import kafka_wire as kw
+
+    c = cluster()
+    cp = classpath
+
+    def finalized(i: int) -> tuple[int, dict[str, int]]:
+        host, _, port = c.node(i).addr.rpartition(":")
+        s = kw.connect(host, int(port))
+        try:
+            return kw.parse_api_versions_finalized(kw.request(s, kw.api_versions_v3(1)))
+        finally:
+            s.close()
+
+    epoch0, levels0 = finalized(1)
+    assert levels0.get("group.version") == 1, levels0
+    out = tool(cp, FEATURES, "--bootstrap-server", c.node(1).addr, "downgrade", "--feature", "group.version=0")
+    assert "group.version was downgraded to 0." in out, out
+    for i in c.running():
+        c.wait_until(lambda: "group.version" not in finalized(i)[1] and finalized(i)[0] > epoch0, 20,
+                     f"node {i} reports group.version 0")
+    c.kill(2)
+    c.start(2)
+    epoch, levels = finalized(2)
+    assert "group.version" not in levels and epoch > epoch0, (epoch, levels)
+    assert levels["transaction.version"] == 2, levels
+    out = tool(cp, FEATURES, "--bootstrap-server", c.node(2).addr, "upgrade", "--feature", "group.version=1")
+    assert "group.version was upgraded to 1." in out, out
+    for i in c.running():
+        c.wait_until(lambda: finalized(i)[1].get("group.version") == 1, 20, f"node {i} reports group.version 1")

@@ -255,6 +255,28 @@ def parse_api_versions_v3(payload: bytes) -> tuple[int, int, dict]:
     return corr, err, apis
 
 
+def parse_api_versions_finalized(payload: bytes) -> tuple[int, dict[str, int]]:
+    """An ApiVersions v3+ response's finalized features: (epoch, {feature: max level})."""
+    r = Reader(payload)
+    r.i32(), r.i16()  # correlation id, error code
+    for _ in range(r.uvarint() - 1):
+        r.i16(), r.i16(), r.i16()
+        r.tags()
+    r.i32()  # throttle
+    epoch, levels = -1, {}
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        field = Reader(r.take(size))
+        if tag == 1:
+            epoch = field.i64()
+        elif tag == 2:
+            for _ in range(field.uvarint() - 1):
+                name, hi, _lo = field.compact_string(), field.i16(), field.i16()
+                field.tags()
+                levels[name] = hi
+    return epoch, levels
+
+
 @dataclass
 class PartitionProduceResponse:
     topic: str

@@ -90,6 +90,11 @@ pub enum ControllerRequest {
     /// broker, proposed as it is: [`MetaCommand::AlterScramCredentials`],
     /// [`MetaCommand::AlterAcls`] or [`MetaCommand::AlterClientQuotas`].
     AlterSecurity(MetaCommand),
+    /// UpdateFeatures (KIP-584): new finalized levels, already validated by the broker.
+    UpdateFeatures {
+        /// Feature name to level.
+        levels: BTreeMap<String, i16>,
+    },
     /// (Incremental)AlterConfigs of a broker resource: its whole new dynamic config set.
     SetBrokerConfigs {
         /// `""` (cluster default) or a broker id.
@@ -427,6 +432,10 @@ impl Controller {
                     ));
                 }
                 self.propose(cmd).await?;
+                Ok(ControllerReply::Done)
+            }
+            ControllerRequest::UpdateFeatures { levels } => {
+                self.propose(MetaCommand::UpdateFeatures { levels }).await?;
                 Ok(ControllerReply::Done)
             }
             ControllerRequest::SetBrokerConfigs { resource, configs } => {

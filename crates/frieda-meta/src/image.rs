@@ -109,6 +109,15 @@ pub struct MetadataImage {
     /// Client quotas (AlterClientQuotas).
     #[serde(default)]
     pub client_quotas: ClientQuotas,
+    /// Finalized feature levels set by UpdateFeatures (KIP-584, `kafka-features
+    /// upgrade/downgrade/disable`), by feature name; a feature not here is at the broker's
+    /// default level. Validated by the broker that took the request.
+    #[serde(default)]
+    pub finalized_features: BTreeMap<String, i16>,
+    /// Log index of the last UpdateFeatures (0: none yet): the finalized-features epoch
+    /// ApiVersions reports (Kafka reports the metadata offset of the last feature change).
+    #[serde(default)]
+    pub features_epoch: u64,
     /// Log index of the last applied command (the image's version).
     pub offset: u64,
 }
@@ -242,6 +251,12 @@ pub enum MetaCommand {
     AlterClientQuotas {
         /// (entity, quota key, new value).
         changes: Vec<(QuotaEntity, String, Option<String>)>,
+    },
+    /// Sets finalized feature levels (UpdateFeatures, validated by the broker): feature name
+    /// to its new level (0 disables the feature).
+    UpdateFeatures {
+        /// The new levels.
+        levels: BTreeMap<String, i16>,
     },
     /// Hands out a block of producer ids.
     AllocateProducerIds {
@@ -441,6 +456,12 @@ impl MetadataImage {
                 for (entity, key, value) in changes {
                     self.client_quotas.set(entity, key, value.as_deref());
                 }
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::UpdateFeatures { levels } => {
+                self.finalized_features
+                    .extend(levels.iter().map(|(f, l)| (f.clone(), *l)));
+                self.features_epoch = offset;
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::AlterAcls { create, delete } => {

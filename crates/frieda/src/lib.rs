@@ -23,6 +23,7 @@ pub mod cluster;
 pub mod config;
 pub mod coordinator;
 pub mod durable;
+pub mod features;
 pub mod handlers;
 pub mod metrics;
 pub mod quota;

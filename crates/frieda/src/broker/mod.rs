@@ -27,6 +27,7 @@ pub mod checkpoint;
 pub mod cleaner;
 pub mod cluster_admin;
 pub mod dynamic_config;
+pub mod features_admin;
 pub mod log_start;
 pub mod partition;
 pub mod replicas;
@@ -123,6 +124,9 @@ pub struct Broker {
     pub stats: Arc<crate::stats::BrokerStats>,
     /// Listener security (TLS, SASL), SCRAM credentials and the authorizer.
     pub security: Arc<crate::security::Security>,
+    /// Finalized feature levels (KIP-584) in force: `meta/features.json` on a single broker,
+    /// the metadata image in a cluster.
+    pub features: crate::features::FeatureLevels,
     /// The data directory's `.lock`, held for the broker's life (released when the file closes).
     _dir_lock: std::fs::File,
 }
@@ -240,8 +244,13 @@ impl Broker {
             topic_defaults: RwLock::new(topic_defaults),
             stats,
             security,
+            features: Default::default(),
             _dir_lock: dir_lock,
         };
+        if !clustered {
+            // A cluster takes its levels from the metadata image (the reconciler).
+            broker.features.set(features_admin::load(&broker.meta_dir)?);
+        }
         if clustered {
             // Topics and their replicas come from the metadata image once the quorum is up.
             tracing::info!(data_dir = %data_dir.display(), "broker state opened; partitions follow the cluster metadata");

@@ -75,6 +75,12 @@ pub async fn apply(
     broker
         .security
         .apply(&image.scram_credentials, &image.acls, &image.client_quotas);
+    broker
+        .features
+        .set(crate::features::Finalized::with_changes(
+            &image.finalized_features,
+            image.features_epoch,
+        ));
     // Topics gone from the image, or replaced by a namesake with another id.
     for t in broker.topics() {
         if image.topics.get(&*t.name).map(|ti| ti.id) != Some(t.id) {

@@ -3,6 +3,7 @@
 
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
+use crate::features::FEATURES;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::{
@@ -33,11 +34,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::Heartbeat, 0, 4),
     (ApiKey::LeaveGroup, 0, 5),
-    (ApiKey::OffsetCommit, 2, 9),
-    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::OffsetCommit, 2, 10),
+    (ApiKey::OffsetFetch, 1, 10),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::ListGroups, 0, 5),
-    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::DescribeGroups, 0, 6),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
@@ -46,6 +47,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::DescribeQuorum, 0, 2),
+    (ApiKey::UpdateFeatures, 0, 2),
     (ApiKey::DescribeLogDirs, 1, 5),
     (ApiKey::AlterReplicaLogDirs, 1, 2),
     (ApiKey::ListConfigResources, 0, 1),
@@ -107,38 +109,15 @@ fn api_keys() -> Vec<ApiVersion> {
         .collect()
 }
 
-/// `(feature, supported min level, supported max level, finalized level)` of Kafka's feature
-/// flags (KIP-584), as ApiVersions v3+ reports them and `kafka-features describe` prints them.
-/// `metadata.version` levels are Kafka's `MetadataVersion` feature levels (7 = 3.3-IV3, the KRaft
-/// minimum; 30 = 4.3-IV0): Frieda speaks the 4.3 metadata of the APIs it advertises.
-/// `group.version` 1 is finalized: KIP-848 consumer groups (ConsumerGroupHeartbeat).
-/// `transaction.version` 2 is finalized (KIP-890 part 2): the Java producer 4.x then bumps its
-/// epoch at every commit and abort and lets the partition leaders add partitions; clients that
-/// predate it keep transactions v1. The other features are what Frieda implements of them,
-/// i.e. level 0 only (no KIP-853 dynamic quorum, no ELR, no share groups or
-/// streams groups): a client that checks a finalized level sees them off, as on a Kafka cluster
-/// that has not finalized them. Levels of 0 are not listed as finalized, as Kafka does not list
-/// them.
-pub const FEATURES: &[(&str, i16, i16, i16)] = &[
-    ("metadata.version", 7, 30, 30),
-    ("kraft.version", 0, 0, 0),
-    ("transaction.version", 0, 2, 2),
-    ("group.version", 0, 1, 1),
-    ("eligible.leader.replicas.version", 0, 0, 0),
-    ("share.version", 0, 0, 0),
-    ("streams.version", 0, 0, 0),
-];
-
-/// The finalized-features epoch: Frieda's finalized levels never change at run time (they are
-/// this table, the same on every node), so the epoch is constant.
-const FINALIZED_FEATURES_EPOCH: i64 = 1;
-
-/// Answers with the table and the feature levels ([`FEATURES`]; v3+ carry them).
+/// Answers with the table and the feature levels ([`FEATURES`] supported, the finalized levels
+/// in force with their epoch; v3+ carry them). Levels of 0 are not listed as finalized, as
+/// Kafka does not list them.
 pub async fn handle(
-    _broker: &Arc<Broker>,
+    broker: &Arc<Broker>,
     _ctx: &RequestContext,
     _req: ApiVersionsRequest,
 ) -> ApiVersionsResponse {
+    let finalized_now = broker.features.get();
     let supported = FEATURES
         .iter()
         .map(|(name, min, max, _)| {
@@ -148,10 +127,11 @@ pub async fn handle(
                 .with_max_version(*max)
         })
         .collect();
-    let finalized = FEATURES
+    let finalized = finalized_now
+        .levels
         .iter()
-        .filter(|(_, _, _, level)| *level > 0)
-        .map(|(name, _, _, level)| {
+        .filter(|(_, level)| **level > 0)
+        .map(|(name, level)| {
             FinalizedFeatureKey::default()
                 .with_name(str_bytes(name))
                 .with_min_version_level(*level)
@@ -162,7 +142,7 @@ pub async fn handle(
         .with_error_code(0)
         .with_api_keys(api_keys())
         .with_supported_features(supported)
-        .with_finalized_features_epoch(FINALIZED_FEATURES_EPOCH)
+        .with_finalized_features_epoch(finalized_now.epoch)
         .with_finalized_features(finalized)
 }
 
@@ -196,14 +176,6 @@ mod tests {
                 *min >= r.min && *max <= r.max,
                 "{k:?} {min}..{max} outside {r}"
             );
-        }
-    }
-
-    #[test]
-    fn finalized_levels_are_supported_levels() {
-        for (name, min, max, level) in FEATURES {
-            assert!(min <= max, "{name}");
-            assert!(*level == 0 || (min..=max).contains(&level), "{name}");
         }
     }
 

@@ -50,7 +50,8 @@ fn owned(req: &ConsumerGroupHeartbeatRequest) -> Option<Assignment> {
 /// ConsumerGroupHeartbeat v0-1 (KIP-848; v1 is KIP-1082: the client names its member id).
 ///
 /// Errors (top level, with a message): NOT_COORDINATOR (16), COORDINATOR_NOT_AVAILABLE (15),
-/// INVALID_GROUP_ID (24), GROUP_ID_NOT_FOUND (69) for a classic group in use, and the group's
+/// UNSUPPORTED_VERSION (35) while `group.version` is finalized below 1, INVALID_GROUP_ID (24),
+/// GROUP_ID_NOT_FOUND (69) for a classic group in use, and the group's
 /// (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR,
 /// INVALID_REGULAR_EXPRESSION, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED).
 pub async fn heartbeat(
@@ -59,6 +60,12 @@ pub async fn heartbeat(
     req: ConsumerGroupHeartbeatRequest,
 ) -> ConsumerGroupHeartbeatResponse {
     let group = req.group_id.0.to_string();
+    if !broker.features.consumer_groups_enabled() {
+        // `kafka-features downgrade --feature group.version=0`: Kafka answers UNSUPPORTED_VERSION
+        // (35), no message, epoch 0, and the client fails (KIP-848's feature gate).
+        return ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(E::UnsupportedVersion.code());
+    }
     // Kafka: READ on the group, DESCRIBE on every topic subscribed by name.
     let refuse = |e: E, message: String| {
         ConsumerGroupHeartbeatResponse::default()

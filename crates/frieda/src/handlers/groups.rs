@@ -441,6 +441,16 @@ pub async fn describe_groups(
                         .with_protocol_data(str_bytes(""))
                 }
             };
+            if let Some(why) = d.not_found.filter(|_| v >= 6) {
+                // KIP-1043: v6+ says the group does not exist (or is not a classic group).
+                return DescribedGroup::default()
+                    .with_group_id(id.clone())
+                    .with_error_code(E::GroupIdNotFound.code())
+                    .with_error_message(Some(str_bytes(&why)))
+                    .with_group_state(str_bytes(d.state.name()))
+                    .with_protocol_type(str_bytes(""))
+                    .with_protocol_data(str_bytes(""));
+            }
             let members = d
                 .members
                 .into_iter()
@@ -659,6 +669,8 @@ mod tests {
                     .with_member_id(str_bytes(&member));
                 encodes(&hc, &heartbeat(&broker, &hc, req).await);
             }
+            // v10 names the topic by id (KAFKA-14690), earlier versions by name.
+            let tid = broker.topic("t").unwrap().id;
             for ov in versions(ApiKey::OffsetCommit) {
                 let oc = ctx(ApiKey::OffsetCommit, ov);
                 let req = OffsetCommitRequest::default()
@@ -667,6 +679,7 @@ mod tests {
                     .with_member_id(str_bytes(&member))
                     .with_topics(vec![OffsetCommitRequestTopic::default()
                         .with_name(TopicName(str_bytes("t")))
+                        .with_topic_id(tid)
                         .with_partitions(vec![
                             OffsetCommitRequestPartition::default()
                                 .with_partition_index(0)
@@ -688,6 +701,7 @@ mod tests {
                             .with_group_id(GroupId(str_bytes(&group)))
                             .with_topics(Some(vec![OffsetFetchRequestTopics::default()
                                 .with_name(TopicName(str_bytes("t")))
+                                .with_topic_id(tid)
                                 .with_partition_indexes(vec![0, 1])])),
                     ])
                 } else {

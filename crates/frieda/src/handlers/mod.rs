@@ -12,6 +12,7 @@ pub mod config_resources;
 pub mod configs;
 pub mod consumer_groups;
 pub mod delete_records;
+pub mod features;
 pub mod fetch;
 pub mod groups;
 pub mod leader_epoch;
@@ -405,6 +406,7 @@ async fn dispatch(
         ApiKey::AlterPartitionReassignments => call!(leadership::alter_reassignments),
         ApiKey::ListPartitionReassignments => call!(leadership::list_reassignments),
         ApiKey::DescribeQuorum => simple!(quorum),
+        ApiKey::UpdateFeatures => simple!(features),
         ApiKey::DescribeLogDirs => simple!(log_dirs),
         ApiKey::ListConfigResources => simple!(config_resources),
         ApiKey::AlterReplicaLogDirs => call!(log_dirs::alter_replica_log_dirs),

@@ -1,4 +1,5 @@
-//! Committed offsets: OffsetCommit (8) v2-9, OffsetFetch (9) v1-9 (several groups from v8),
+//! Committed offsets: OffsetCommit (8) v2-10, OffsetFetch (9) v1-10 (several groups from v8,
+//! topics by id from v10),
 //! OffsetDelete (47) v0. Storage and group checks live in [`crate::coordinator`].
 
 use super::{authorized, str_bytes, RequestContext};
@@ -23,9 +24,21 @@ use kafka_protocol::messages::{
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use uuid::Uuid;
 
-/// OffsetCommit v2-9. Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE, or
-/// the group's verdict (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
+/// A topic named in an OffsetCommit/OffsetFetch request: by name before v10, by topic id
+/// (KIP-516) from v10 (Kafka 4.3, KAFKA-14690). `None` for an id no topic has.
+fn topic_named(broker: &Broker, version: i16, name: &TopicName, id: &Uuid) -> Option<String> {
+    if version >= 10 {
+        broker.topic_by_id(id).map(|t| t.name.to_string())
+    } else {
+        Some(name.0.to_string())
+    }
+}
+
+/// OffsetCommit v2-10 (v10 names topics by id). Per partition: UNKNOWN_TOPIC_ID (100) for an
+/// unknown topic id (v10), UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE, or the
+/// group's verdict (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
 /// FENCED_INSTANCE_ID, INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, KAFKA_STORAGE_ERROR).
 pub async fn commit(
     broker: &Arc<Broker>,
@@ -34,30 +47,31 @@ pub async fn commit(
 ) -> OffsetCommitResponse {
     let max_meta = broker.groups.config().offset_metadata_max_bytes;
     let now = now_ms();
-    // (topic, partition, early error)
-    let mut results: Vec<(String, i32, Option<E>)> = Vec::new();
+    // (topic as the request named it: name, id; partition; early error)
+    let mut results: Vec<(&TopicName, Uuid, i32, Option<E>)> = Vec::new();
     let mut entries = Vec::new();
     // Kafka: READ on the group (every partition GROUP_AUTHORIZATION_FAILED), READ on each topic.
     let group_ok = authorized(broker, ctx, op::READ, resource::GROUP, &req.group_id.0);
     for t in &req.topics {
-        let topic_ok = authorized(broker, ctx, op::READ, resource::TOPIC, t.name.0.as_str());
+        let topic = topic_named(broker, ctx.api_version, &t.name, &t.topic_id);
+        let topic_ok = topic
+            .as_deref()
+            .is_some_and(|n| authorized(broker, ctx, op::READ, resource::TOPIC, n));
         for p in &t.partitions {
-            let topic = t.name.0.to_string();
             let meta = p.committed_metadata.as_deref().unwrap_or("");
-            let early = if !group_ok {
-                Some(E::GroupAuthorizationFailed)
-            } else if !topic_ok {
-                Some(E::TopicAuthorizationFailed)
-            } else if !broker.partition_exists(&topic, p.partition_index) {
-                Some(E::UnknownTopicOrPartition)
-            } else if meta.len() > max_meta {
-                Some(E::OffsetMetadataTooLarge)
-            } else {
-                None
+            let early = match topic.as_deref() {
+                None => Some(E::UnknownTopicId),
+                Some(_) if !group_ok => Some(E::GroupAuthorizationFailed),
+                Some(_) if !topic_ok => Some(E::TopicAuthorizationFailed),
+                Some(n) if !broker.partition_exists(n, p.partition_index) => {
+                    Some(E::UnknownTopicOrPartition)
+                }
+                Some(_) if meta.len() > max_meta => Some(E::OffsetMetadataTooLarge),
+                Some(_) => None,
             };
-            if early.is_none() {
+            if let (None, Some(n)) = (early, topic.as_deref()) {
                 entries.push((
-                    (topic.clone(), p.partition_index),
+                    (n.to_string(), p.partition_index),
                     OffsetValue {
                         offset: p.committed_offset,
                         leader_epoch: if ctx.api_version >= 6 {
@@ -70,7 +84,7 @@ pub async fn commit(
                     },
                 ));
             }
-            results.push((topic, p.partition_index, early));
+            results.push((&t.name, t.topic_id, p.partition_index, early));
         }
     }
     let verdict = if entries.is_empty() {
@@ -88,16 +102,17 @@ pub async fn commit(
             .await
     };
     let mut topics: Vec<OffsetCommitResponseTopic> = Vec::new();
-    for (topic, partition, early) in results {
+    for (name, id, partition, early) in results {
         let e = early.or(verdict.err());
         let part = OffsetCommitResponsePartition::default()
             .with_partition_index(partition)
             .with_error_code(e.map_or(0, |e| e.code()));
         match topics.last_mut() {
-            Some(t) if *t.name.0 == *topic => t.partitions.push(part),
+            Some(t) if t.name == *name && t.topic_id == id => t.partitions.push(part),
             _ => topics.push(
                 OffsetCommitResponseTopic::default()
-                    .with_name(TopicName(str_bytes(&topic)))
+                    .with_name(name.clone())
+                    .with_topic_id(id)
                     .with_partitions(vec![part]),
             ),
         }
@@ -170,7 +185,8 @@ fn lookup(
     })
 }
 
-/// OffsetFetch v1-9. Partitions with no committed offset get offset -1 and no error.
+/// OffsetFetch v1-10 (v10 names topics by id). Partitions with no committed offset get offset
+/// -1 and no error; v10: an unknown topic id gets UNKNOWN_TOPIC_ID (100) per partition.
 pub async fn fetch(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -182,9 +198,17 @@ pub async fn fetch(
             .groups
             .iter()
             .map(|g| {
+                // v10: topics by id; an id no topic has gets UNKNOWN_TOPIC_ID per partition.
+                let mut unknown_ids: Vec<(Uuid, Vec<i32>)> = Vec::new();
                 let wanted = g.topics.as_ref().map(|ts| {
                     ts.iter()
-                        .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
+                        .filter_map(|t| match topic_named(broker, v, &t.name, &t.topic_id) {
+                            Some(n) => Some((n, t.partition_indexes.clone())),
+                            None => {
+                                unknown_ids.push((t.topic_id, t.partition_indexes.clone()));
+                                None
+                            }
+                        })
                         .collect()
                 });
                 let found = match lookup(broker, ctx, &g.group_id.0, wanted, req.require_stable) {
@@ -195,11 +219,29 @@ pub async fn fetch(
                             .with_error_code(e.code())
                     }
                 };
+                let unknown = unknown_ids.into_iter().map(|(id, parts)| {
+                    let errors = parts
+                        .into_iter()
+                        .map(|p| (p, Err(E::UnknownTopicId)))
+                        .collect::<Vec<(i32, Found)>>();
+                    (String::new(), Some(id), errors)
+                });
                 let topics = found
                     .into_iter()
-                    .map(|(t, parts)| {
+                    .filter_map(|(t, parts)| {
+                        // v10 answers by id: offsets of a topic deleted since are left out.
+                        let id = if v >= 10 {
+                            Some(broker.topic(&t)?.id)
+                        } else {
+                            None
+                        };
+                        Some((t, id, parts))
+                    })
+                    .chain(unknown)
+                    .map(|(t, id, parts)| {
                         OffsetFetchResponseTopics::default()
                             .with_name(TopicName(str_bytes(&t)))
+                            .with_topic_id(id.unwrap_or_default())
                             .with_partitions(
                                 parts
                                     .into_iter()

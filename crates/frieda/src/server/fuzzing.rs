@@ -86,6 +86,7 @@ pub fn request_frame(payload: &[u8]) -> FrameOutcome {
                 AlterUserScramCredentials => AlterUserScramCredentialsRequest,
                 DescribeClientQuotas => DescribeClientQuotasRequest,
                 AlterClientQuotas => AlterClientQuotasRequest,
+                UpdateFeatures => UpdateFeaturesRequest,
             );
             match r {
                 Ok(()) => FrameOutcome::Decoded,

@@ -17,7 +17,7 @@ use crate::protocol::{
     Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
 };
 
-/// Valid versions: 1-9
+/// Valid versions: 1-10
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequest {
@@ -97,7 +97,7 @@ impl OffsetFetchRequest {
 #[cfg(feature = "client")]
 impl Encodable for OffsetFetchRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         if version <= 7 {
@@ -219,7 +219,7 @@ impl Encodable for OffsetFetchRequest {
 #[cfg(feature = "broker")]
 impl Decodable for OffsetFetchRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         let group_id = if version <= 7 {
@@ -283,11 +283,11 @@ impl Default for OffsetFetchRequest {
 }
 
 impl Message for OffsetFetchRequest {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-9
+/// Valid versions: 1-10
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequestGroup {
@@ -367,7 +367,7 @@ impl OffsetFetchRequestGroup {
 #[cfg(feature = "client")]
 impl Encodable for OffsetFetchRequestGroup {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         if version >= 8 {
@@ -456,7 +456,7 @@ impl Encodable for OffsetFetchRequestGroup {
 #[cfg(feature = "broker")]
 impl Decodable for OffsetFetchRequestGroup {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         let group_id = if version >= 8 {
@@ -512,11 +512,11 @@ impl Default for OffsetFetchRequestGroup {
 }
 
 impl Message for OffsetFetchRequestGroup {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-9
+/// Valid versions: 1-10
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequestTopic {
@@ -568,7 +568,7 @@ impl OffsetFetchRequestTopic {
 #[cfg(feature = "client")]
 impl Encodable for OffsetFetchRequestTopic {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         if version <= 7 {
@@ -651,7 +651,7 @@ impl Encodable for OffsetFetchRequestTopic {
 #[cfg(feature = "broker")]
 impl Decodable for OffsetFetchRequestTopic {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         let name = if version <= 7 {
@@ -701,11 +701,11 @@ impl Default for OffsetFetchRequestTopic {
 }
 
 impl Message for OffsetFetchRequestTopic {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-9
+/// Valid versions: 1-10
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequestTopics {
@@ -771,10 +771,13 @@ impl OffsetFetchRequestTopics {
 #[cfg(feature = "client")]
 impl Encodable for OffsetFetchRequestTopics {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
-        if version >= 8 {
+        // Frieda patch: v10 (Kafka 4.3) names topics by id only (KIP-848, KAFKA-14690).
+        if version >= 10 {
+            types::Uuid.encode(buf, &self.topic_id)?;
+        } else if version >= 8 {
             types::CompactString.encode(buf, &self.name)?;
         }
         if version >= 8 {
@@ -800,7 +803,9 @@ impl Encodable for OffsetFetchRequestTopics {
     }
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
-        if version >= 8 {
+        if version >= 10 {
+            total_size += types::Uuid.compute_size(&self.topic_id)?;
+        } else if version >= 8 {
             total_size += types::CompactString.compute_size(&self.name)?;
         }
         if version >= 8 {
@@ -830,15 +835,20 @@ impl Encodable for OffsetFetchRequestTopics {
 #[cfg(feature = "broker")]
 impl Decodable for OffsetFetchRequestTopics {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 8 {
+        // Frieda patch: v10 (Kafka 4.3) names topics by id only (KIP-848, KAFKA-14690).
+        let name = if version >= 8 && version <= 9 {
             types::CompactString.decode(buf)?
         } else {
             Default::default()
         };
-        let topic_id = Uuid::nil();
+        let topic_id = if version >= 10 {
+            types::Uuid.decode(buf)?
+        } else {
+            Uuid::nil()
+        };
         let partition_indexes = if version >= 8 {
             types::CompactArray(types::Int32).decode(buf)?
         } else {
@@ -875,7 +885,7 @@ impl Default for OffsetFetchRequestTopics {
 }
 
 impl Message for OffsetFetchRequestTopics {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

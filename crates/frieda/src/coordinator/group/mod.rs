@@ -101,6 +101,10 @@ pub struct GroupDescription {
     pub protocol: String,
     /// Members.
     pub members: Vec<MemberDescription>,
+    /// Why there is no classic group of this id (state `Dead`): Kafka's GroupIdNotFoundException
+    /// message ("Group g not found." or "Group g is not a classic group."), which DescribeGroups
+    /// v6+ answers with GROUP_ID_NOT_FOUND (69, KIP-1043).
+    pub not_found: Option<String>,
 }
 
 /// The coordinator.
@@ -466,11 +470,17 @@ impl GroupCoordinator {
     pub fn describe(&self, group_id: &str) -> GroupDescription {
         let groups = self.groups.lock();
         let Some(g) = groups.get(group_id) else {
+            let why = if self.consumers.lock().contains_key(group_id) {
+                format!("Group {group_id} is not a classic group.")
+            } else {
+                format!("Group {group_id} not found.")
+            };
             return GroupDescription {
                 state: GroupState::Dead,
                 protocol_type: String::new(),
                 protocol: String::new(),
                 members: vec![],
+                not_found: Some(why),
             };
         };
         let stable = g.state == GroupState::Stable;
@@ -507,6 +517,7 @@ impl GroupCoordinator {
                     },
                 })
                 .collect(),
+            not_found: None,
         }
     }
 
