@@ -2,11 +2,13 @@
 //!
 //! Its own pipelined Kafka client on tokio + `kafka-protocol`: open-loop fixed-rate produce
 //! latency (coordinated-omission corrected), unthrottled throughput, produce→consume latency,
-//! producer-count trajectories, and the machine roofs the trajectories are plotted against.
+//! producer-count trajectories, the machine roofs the trajectories are plotted against, and a
+//! wire observer that measures any broker from its traffic (`observe`).
 
 mod batch;
 mod client;
 mod e2e;
+mod observe;
 mod pacer;
 mod procstat;
 mod produce;
@@ -100,6 +102,26 @@ enum Cmd {
         #[arg(long, default_value_t = 200)]
         interval_ms: u64,
         /// Output file (default stdout).
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Measure a broker from its traffic alone (FSObserver): capture packets on an interface
+    /// (AF_PACKET; needs root or CAP_NET_RAW), match requests to responses by correlation id,
+    /// report per-API latency percentiles (µs), sizes and per-client rates.
+    Observe {
+        /// Interface to capture on.
+        #[arg(long, default_value = "lo")]
+        interface: String,
+        /// Broker port (repeat for several brokers).
+        #[arg(long = "port", required = true)]
+        ports: Vec<u16>,
+        /// Capture duration, s.
+        #[arg(long, default_value_t = 10.0)]
+        secs: f64,
+        /// Live per-API lines on stderr every this many seconds (0: none).
+        #[arg(long, default_value_t = 1.0)]
+        every: f64,
+        /// Write the report as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
     },
@@ -398,6 +420,24 @@ fn main() -> Result<()> {
                 std::process::exit(1);
             }
         }
+        Cmd::Observe {
+            interface,
+            ports,
+            secs,
+            every,
+            json,
+        } => {
+            let r = observe::run(&observe::ObserveCfg {
+                interface,
+                ports,
+                secs,
+                every,
+            })?;
+            print!("{}", observe::human(&r));
+            if let Some(j) = json {
+                std::fs::write(j, serde_json::to_string(&r)? + "\n")?;
+            }
+        }
         Cmd::RoofNet {
             secs,
             streams,
@@ -693,6 +733,9 @@ fn versions_map(v: &client::ApiVersions) -> std::collections::BTreeMap<String, i
 
 fn finish_produce_summary(s: &mut Summary, ctx: &Ctx, out: &ProducerOut) {
     s.fill_latency(&out.lat);
+    if out.rtt.count() > 0 {
+        s.request_rtt_us = Some(stats::RttOut::of(&out.rtt));
+    }
     s.errors = out.errors.record_total();
     s.error_detail = out.errors.clone();
     s.requests = out.requests;

@@ -391,6 +391,8 @@ struct Sent {
 #[derive(Default)]
 pub struct ProducerOut {
     pub lat: Latency,
+    /// Round trips of measured requests (written to answered), µs.
+    pub rtt: Latency,
     pub errors: Errors,
     pub requests: u64,
     pub records_sent: u64,
@@ -401,6 +403,7 @@ pub struct ProducerOut {
 impl ProducerOut {
     pub fn merge(&mut self, o: ProducerOut) {
         self.lat.merge(&o.lat);
+        self.rtt.merge(&o.rtt);
         self.errors.merge(&o.errors);
         self.requests += o.requests;
         self.records_sent += o.records_sent;
@@ -883,6 +886,9 @@ async fn reader(
         };
         match decode_produce(frame, ctx.version, s.corr, &mut failed) {
             Ok(()) => {
+                if s.sent_at >= ctx.measure_from && s.sent_at < ctx.end {
+                    out.rtt.record(ack.saturating_duration_since(s.sent_at));
+                }
                 account(
                     &ctx,
                     p,

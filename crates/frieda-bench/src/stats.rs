@@ -301,7 +301,37 @@ pub struct Summary {
     /// e2e only: the produce→ack latency of the same records.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub produce_ack: Option<Box<Summary>>,
+    /// Produce only: each measured request's round trip as this client saw it (request written
+    /// to response read, µs; no scheduling delay), what `frieda-bench observe` sees on the wire.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_rtt_us: Option<RttOut>,
     pub percentiles: Vec<PercentilePoint>,
+}
+
+/// Percentiles of request round trips (µs).
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct RttOut {
+    pub count: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub p9999: u64,
+    pub max: u64,
+}
+
+impl RttOut {
+    pub fn of(l: &Latency) -> RttOut {
+        RttOut {
+            count: l.count(),
+            p50: l.pct(50.0),
+            p90: l.pct(90.0),
+            p99: l.pct(99.0),
+            p999: l.pct(99.9),
+            p9999: l.pct(99.99),
+            max: l.pct(100.0),
+        }
+    }
 }
 
 impl Summary {
