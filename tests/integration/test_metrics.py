@@ -191,3 +191,62 @@ def test_metrics_off_by_default(own_broker):
     text = own_broker.stderr_text()
     assert "metrics.listen = \n" in text or "metrics.listen = \r\n" in text or "metrics.listen = " in text
     assert "metrics endpoint listening" not in text
+
+
+@pytest.mark.timeout(120)
+def test_fetch_reads_say_whether_the_page_cache_missed(make_own_broker, topic_name):
+    """Page-cache-miss reads: 8 MB in one partition (twice the 4 MiB tail cache), the segment
+    files written back and dropped from the page cache (fsync, then posix_fadvise DONTNEED); a
+    consumer reading from offset 0 makes the broker read from the device (source="disk"), a
+    second consumer reading the same records is served by the page cache, and reading the newest
+    records comes from the tail cache."""
+    import os
+
+    port = free_port()
+    broker = make_own_broker(f'metrics.listen = "127.0.0.1:{port}"\n')
+    topic = topic_name()
+    a = AdminClient({"bootstrap.servers": broker.bootstrap})  # alive until the future completes
+    a.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(timeout=30)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "acks": "all"})
+    for _ in range(8000):
+        p.produce(topic, value=b"x" * 1000)
+        p.poll(0)
+    assert p.flush(30) == 0
+
+    def drop_page_cache():
+        for path in (broker.data_dir).rglob("*.log"):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+    def read_bytes(source: str) -> float:
+        return value(scrape(port), "frieda_log_fetch_read_bytes", "frieda_log_fetch_read_bytes_total", source=source)
+
+    def consume(first: int, n: int) -> None:
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "fr", "enable.auto.commit": False,
+                      "fetch.max.bytes": 1 << 20, "max.partition.fetch.bytes": 1 << 20})
+        c.assign([TopicPartition(topic, 0, first)])
+        got, deadline = 0, time.monotonic() + 30
+        while got < n and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got += 1
+        c.close()
+        assert got >= n
+
+    drop_page_cache()
+    disk0, cached0 = read_bytes("disk"), read_bytes("page_cache")
+    consume(0, 2000)
+    disk1, cached1 = read_bytes("disk"), read_bytes("page_cache")
+    assert disk1 - disk0 >= 1_000_000, (disk0, disk1)  # 2,000 x 1 kB came from the device
+    consume(0, 2000)
+    disk2, cached2 = read_bytes("disk"), read_bytes("page_cache")
+    assert cached2 - cached1 >= 1_000_000, (cached1, cached2)
+    assert disk2 - disk1 < (disk1 - disk0) / 4, (disk0, disk1, disk2)
+    print(f"fetch bytes: disk {disk0:.0f} -> {disk1:.0f} -> {disk2:.0f}, page cache {cached0:.0f} -> {cached1:.0f} -> {cached2:.0f}")
+    tail0 = read_bytes("tail_cache")
+    consume(7500, 500)
+    assert read_bytes("tail_cache") - tail0 >= 400_000

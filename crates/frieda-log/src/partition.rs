@@ -1538,6 +1538,7 @@ impl LogReader {
             .cache
             .read()
             .read(offset, max_bytes, max_offset.min(leo))?;
+        crate::stats::FetchReads::note(&crate::stats::FETCH_READS.tail_cache, hit.bytes);
         Some(Ok(FetchData {
             chunks: hit.chunks,
             bytes: hit.bytes,

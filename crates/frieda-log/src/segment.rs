@@ -96,6 +96,49 @@ pub(crate) fn read_exact_at(file: &File, pos: u64, len: usize) -> Result<Vec<u8>
     }
 }
 
+/// [`read_exact_at`] for Fetch, counting in [`FETCH_READS`](crate::stats::FETCH_READS) whether
+/// the page cache held the bytes: `preadv2` with `RWF_NOWAIT` returns only what is cached (EAGAIN
+/// when nothing is), then a plain `pread` fetches the rest from the device.
+pub(crate) fn read_for_fetch(file: &File, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
+    use crate::stats::{FetchReads, FETCH_READS};
+    use rustix::io::{preadv2, Errno, ReadWriteFlags};
+    let mut buf = vec![0u8; len];
+    let mut got = 0usize;
+    let mut classified = true;
+    while got < len {
+        let mut slices = [io::IoSliceMut::new(&mut buf[got..])];
+        match preadv2(file, &mut slices, pos + got as u64, ReadWriteFlags::NOWAIT) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            // EAGAIN: not cached. Anything else (EOPNOTSUPP on a file system without it): the
+            // plain read below decides, unclassified.
+            Err(e) => {
+                classified = e == Errno::AGAIN;
+                break;
+            }
+        }
+    }
+    if got == len {
+        FetchReads::note(&FETCH_READS.page_cache, len);
+        return Ok(buf);
+    }
+    match file.read_exact_at(&mut buf[got..], pos + got as u64) {
+        Ok(()) => {
+            let source = if classified {
+                &FETCH_READS.disk
+            } else {
+                &FETCH_READS.unknown
+            };
+            FetchReads::note(source, len - got);
+            Ok(buf)
+        }
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(LogError::Corrupt(format!(
+            "{len} bytes at position {pos} extend past the end of the segment"
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Calls `f(position, header)` for each batch header in `[start, limit)` of `file` until `f` returns
 /// false. Headers are not CRC-checked. A header that does not fit or has an impossible length is
 /// `Corrupt`.
@@ -174,7 +217,7 @@ impl<'a> Window<'a> {
                     self.limit
                 )));
             }
-            self.data = read_exact_at(self.file, pos, avail as usize)?;
+            self.data = read_for_fetch(self.file, pos, avail as usize)?;
             self.start = pos;
         }
         let at = (pos - self.start) as usize;
@@ -257,7 +300,7 @@ impl SegmentShared {
                 let a = (first_pos - win.start) as usize;
                 Bytes::from(std::mem::take(&mut win.data)).slice(a..a + out.bytes)
             } else {
-                Bytes::from(read_exact_at(&self.log, first_pos, out.bytes)?)
+                Bytes::from(read_for_fetch(&self.log, first_pos, out.bytes)?)
             };
             out.data = Some(data);
         } else {

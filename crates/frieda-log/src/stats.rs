@@ -126,6 +126,42 @@ impl HistogramSnapshot {
 /// `kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs`.
 pub static LOG_FLUSH: LatencyHistogram = LatencyHistogram::new();
 
+/// Where the bytes Fetch served came from: the in-memory tail cache, the page cache (a `pread`
+/// the kernel answered from memory), or the device (a page-cache miss). Counted by
+/// [`read_for_fetch`](crate::segment) with `preadv2(RWF_NOWAIT)`, which returns only what the
+/// page cache holds: no extra system call when it holds everything.
+#[derive(Debug)]
+pub struct FetchReads {
+    /// Reads and bytes served from the tail cache.
+    pub tail_cache: (AtomicU64, AtomicU64),
+    /// Reads and bytes the page cache held entirely.
+    pub page_cache: (AtomicU64, AtomicU64),
+    /// Reads that missed the page cache (at least partly), and the bytes read from the device.
+    pub disk: (AtomicU64, AtomicU64),
+    /// Reads on a file system without `RWF_NOWAIT` (not classified), and their bytes.
+    pub unknown: (AtomicU64, AtomicU64),
+}
+
+impl FetchReads {
+    const fn new() -> Self {
+        FetchReads {
+            tail_cache: (AtomicU64::new(0), AtomicU64::new(0)),
+            page_cache: (AtomicU64::new(0), AtomicU64::new(0)),
+            disk: (AtomicU64::new(0), AtomicU64::new(0)),
+            unknown: (AtomicU64::new(0), AtomicU64::new(0)),
+        }
+    }
+
+    /// Counts one read of `bytes` in `source`.
+    pub fn note(source: &(AtomicU64, AtomicU64), bytes: usize) {
+        source.0.fetch_add(1, Ordering::Relaxed);
+        source.1.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+}
+
+/// Every Fetch read of this process, by source (the page-cache-miss reads of the metrics issue).
+pub static FETCH_READS: FetchReads = FetchReads::new();
+
 #[cfg(test)]
 mod tests {
     use super::*;

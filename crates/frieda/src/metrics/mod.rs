@@ -250,6 +250,38 @@ impl Collector for BrokerCollector {
             MetricType::Histogram,
             [(vec![], Histogram(frieda_log::stats::LOG_FLUSH.snapshot()))],
         )?;
+        // Where Fetch reads came from (page-cache misses: source="disk").
+        let fr = &frieda_log::stats::FETCH_READS;
+        let sources = [
+            ("tail_cache", &fr.tail_cache),
+            ("page_cache", &fr.page_cache),
+            ("disk", &fr.disk),
+            ("unknown", &fr.unknown),
+        ];
+        family(
+            &mut e,
+            "frieda_log_fetch_reads",
+            "Fetch reads by source: the in-memory tail cache, the page cache, or the device (a page-cache miss, found with preadv2 RWF_NOWAIT); unknown on file systems without RWF_NOWAIT.",
+            MetricType::Counter,
+            sources.map(|(src, c)| {
+                (
+                    vec![("source", src.to_string())],
+                    ConstCounter::new(c.0.load(Ordering::Relaxed)),
+                )
+            }),
+        )?;
+        family(
+            &mut e,
+            "frieda_log_fetch_read_bytes",
+            "Bytes Fetch read, by source (as frieda_log_fetch_reads).",
+            MetricType::Counter,
+            sources.map(|(src, c)| {
+                (
+                    vec![("source", src.to_string())],
+                    ConstCounter::new(c.1.load(Ordering::Relaxed)),
+                )
+            }),
+        )?;
         let parts = local_partitions(broker);
         let per_partition = |f: &dyn Fn(&crate::broker::partition::Partition) -> i64| {
             parts
