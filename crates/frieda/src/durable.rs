@@ -69,6 +69,17 @@ pub fn remove(path: &Path) -> Result<(), DurableError> {
     sync_parent(path).map_err(DurableError::Uncertain)
 }
 
+/// [`write`] for a change whose answer depends on it: a failure before the commit point is
+/// returned (nothing changed: tell the client), one after it stops the broker ([`halt`], with
+/// `what` in the log line).
+pub fn write_or_halt(path: &Path, contents: &str, what: &str) -> std::io::Result<()> {
+    match write(path, contents) {
+        Ok(()) => Ok(()),
+        Err(DurableError::NotDone(e)) => Err(e),
+        Err(e) => halt(what, &e),
+    }
+}
+
 /// Stops the broker at once after a metadata change whose durability is unknown (see the module
 /// docs): clients waiting for an answer see their connection close (an unknown outcome, which is
 /// the truth), and the next start recovers from what is on disk.

@@ -14,7 +14,7 @@
 
 use super::topic_config::{TopicConfigs, TOPIC_CONFIG_BROKER_SYNONYMS};
 use super::AdminError;
-use crate::durable::{self, DurableError};
+use crate::durable;
 use kafka_protocol::error::ResponseError;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -141,11 +141,11 @@ pub fn load(meta_dir: &Path) -> anyhow::Result<BrokerConfigSets> {
 /// ([`durable::halt`]), as for topic metadata.
 pub fn persist(meta_dir: &Path, sets: &BrokerConfigSets) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(sets).map_err(std::io::Error::other)?;
-    match durable::write(&meta_dir.join(FILE), &text) {
-        Ok(()) => Ok(()),
-        Err(DurableError::NotDone(e)) => Err(e),
-        Err(e) => durable::halt("writing the dynamic broker configs", &e),
-    }
+    durable::write_or_halt(
+        &meta_dir.join(FILE),
+        &text,
+        "writing the dynamic broker configs",
+    )
 }
 
 impl super::Broker {

@@ -5,7 +5,7 @@
 
 use super::{AdminError, Broker};
 use crate::cluster::CONTROLLER_TIMEOUT;
-use crate::durable::{self, DurableError};
+use crate::durable;
 use crate::features::{plan_update, Finalized};
 use frieda_meta::ControllerRequest;
 use kafka_protocol::error::ResponseError;
@@ -95,11 +95,11 @@ impl Broker {
             .map_err(|e| AdminError::new(ResponseError::UnknownServerError, e.to_string()))?;
         let broker = self.clone();
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-            match durable::write(&broker.meta_dir.join(FILE), &text) {
-                Ok(()) => {}
-                Err(DurableError::NotDone(e)) => return Err(e),
-                Err(e) => durable::halt("writing the finalized feature levels", &e),
-            }
+            durable::write_or_halt(
+                &broker.meta_dir.join(FILE),
+                &text,
+                "writing the finalized feature levels",
+            )?;
             broker.features.set(next);
             Ok(())
         })

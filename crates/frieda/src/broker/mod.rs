@@ -474,11 +474,11 @@ impl Broker {
     /// change may or may not survive a restart, stops the broker ([`durable::halt`]).
     fn persist(&self, meta: &TopicMeta) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(meta).map_err(std::io::Error::other)?;
-        match durable::write(&self.meta_file(&meta.name), &text) {
-            Ok(()) => Ok(()),
-            Err(DurableError::NotDone(e)) => Err(e),
-            Err(e) => durable::halt(&format!("writing the metadata of topic {}", meta.name), &e),
-        }
+        durable::write_or_halt(
+            &self.meta_file(&meta.name),
+            &text,
+            &format!("writing the metadata of topic {}", meta.name),
+        )
     }
 
     /// Partitions hosted now (every topic's, the offsets log's included).

@@ -8,7 +8,7 @@
 
 use super::{AdminError, Broker};
 use crate::cluster::CONTROLLER_TIMEOUT;
-use crate::durable::{self, DurableError};
+use crate::durable;
 use crate::security::acl::AclEntry;
 use crate::security::scram::ScramCredentials;
 use frieda_meta::{ControllerRequest, MetaCommand, MetadataImage};
@@ -53,14 +53,11 @@ pub fn load(meta_dir: &Path) -> anyhow::Result<SecurityState> {
 /// old file stands); a failure after it stops the broker ([`durable::halt`]).
 pub fn persist(meta_dir: &Path, state: &SecurityState) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(state).map_err(std::io::Error::other)?;
-    match durable::write(&meta_dir.join(FILE), &text) {
-        Ok(()) => Ok(()),
-        Err(DurableError::NotDone(e)) => Err(e),
-        Err(e) => durable::halt(
-            "writing the security metadata (ACLs, SCRAM credentials)",
-            &e,
-        ),
-    }
+    durable::write_or_halt(
+        &meta_dir.join(FILE),
+        &text,
+        "writing the security metadata (ACLs, SCRAM credentials)",
+    )
 }
 
 /// Whether `image` shows the whole effect of `cmd` (the change reached this broker).

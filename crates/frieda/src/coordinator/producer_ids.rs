@@ -4,7 +4,7 @@
 //! use, so an id is never reused after a restart or a crash, the way Kafka's controller hands
 //! out blocks (KIP-730).
 
-use crate::durable::{self, DurableError};
+use crate::durable;
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 
@@ -51,11 +51,7 @@ impl ProducerIdAllocator {
         let mut st = self.state.lock();
         if st.0 >= st.1 {
             let end = st.1 + BLOCK;
-            match durable::write(&self.path, &end.to_string()) {
-                Ok(()) => {}
-                Err(DurableError::NotDone(e)) => return Err(e),
-                Err(e) => durable::halt("reserving producer ids", &e),
-            }
+            durable::write_or_halt(&self.path, &end.to_string(), "reserving producer ids")?;
             st.1 = end;
         }
         let id = st.0;
