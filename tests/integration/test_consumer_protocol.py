@@ -17,6 +17,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaError
 
+from conftest import EXTERNAL
 from helpers import LOG_LEVEL, admin, create_topic, producer, wait_until
 from test_groups import Worker, check_delivery, committed, end_offsets, produce_n
 
@@ -127,9 +128,9 @@ def test_regex_subscription_picks_up_a_topic_created_later(make_own_broker, topi
 
 
 @pytest.mark.timeout(120)
-def test_one_group_id_one_protocol_and_admin_views(make_own_broker, topic_name):
-    """While a consumer-protocol member is in group G, a classic member of G is refused
-    (INCONSISTENT_GROUP_PROTOCOL); the admin client describes G with its member, member epoch
+def test_one_group_id_both_protocols_and_admin_views(make_own_broker, topic_name):
+    """While a consumer-protocol member is in group G, a classic member joins G too (KIP-848's
+    upgrade path: it gets a share of the partitions through SyncGroup); the admin client describes G with its member, member epoch
     assignment and `uniform` assignor; a classic group still describes as before (the admin
     client falls back from ConsumerGroupDescribe to DescribeGroups). Once G is empty it can be
     deleted with its offsets."""
@@ -146,18 +147,18 @@ def test_one_group_id_one_protocol_and_admin_views(make_own_broker, topic_name):
     assert len(d.members) == 1
     assert sorted(tp.partition for tp in d.members[0].assignment.topic_partitions) == [0, 1, 2]
 
+    # A classic member (librdkafka's default assignors range,roundrobin) joins the consumer group
+    # (KIP-848's upgrade path): the server assignor gives it a share, through SyncGroup.
     classic = Consumer({"bootstrap.servers": b, "group.id": group, "session.timeout.ms": 6000,
-                        "log_level": LOG_LEVEL})
-    errors = []
-    classic.subscribe([topic], on_assign=lambda *_: errors.append("assigned"))
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not errors:
-        m = classic.poll(0.2)
-        if m is not None and m.error():
-            errors.append((m.error().code(), m.error().str()))
+                        "heartbeat.interval.ms": 500, "log_level": LOG_LEVEL})
+    classic.subscribe([topic])
+    wait_until("the classic member and the consumer member sharing the partitions",
+               lambda: (classic.poll(0.1), c.poll(0.1),
+                        len(classic.assignment()) >= 1 and len(classic.assignment()) + len(c.assignment()) == 3)[2],
+               60, every=0)
+    d = describe(b, group)
+    assert len(d.members) == 2, d
     classic.close()
-    assert errors and errors[0] != "assigned", "a classic member joined a consumer-protocol group"
-    assert errors[0][0] == KafkaError.INCONSISTENT_GROUP_PROTOCOL, errors
 
     other = f"g-classic-{topic}"
     cl = Consumer({"bootstrap.servers": b, "group.id": other, "session.timeout.ms": 6000,
@@ -173,3 +174,76 @@ def test_one_group_id_one_protocol_and_admin_views(make_own_broker, topic_name):
     wait_until("the consumer group empty", lambda: describe(b, group).state == ConsumerGroupState.EMPTY, 30)
     a = admin(b)
     assert a.delete_consumer_groups([group])[group].result(timeout=10) is None
+
+
+@pytest.fixture
+def mixed_bootstrap(request):
+    """Frieda with the fast KIP-848 timings, or the external broker (Kafka 4.3.1 checks the same
+    expectations: FRIEDA_EXTERNAL_BOOTSTRAP=127.0.0.1:19092)."""
+    if EXTERNAL:
+        return request.getfixturevalue("broker").bootstrap
+    return request.getfixturevalue("make_own_broker")(BROKER_CONFIG).bootstrap
+
+
+def _group_type(b: str, group: str) -> str:
+    a = admin(b)  # keep the client alive until its future completes
+    listed = {g.group_id: g for g in a.list_consumer_groups().result(timeout=10).valid}
+    return str(listed[group].type).rsplit(".", 1)[-1] if group in listed else "absent"
+
+
+@pytest.mark.timeout(300)
+def test_mixed_classic_and_consumer_members_upgrade_and_downgrade(mixed_bootstrap, topic_name, tmp_path):
+    """Kafka's online upgrade and downgrade (KIP-848, `group.consumer.migration.policy`
+    bidirectional): two classic members (cooperative-sticky) form a classic group; two members
+    of the consumer protocol join it, which makes it a consumer group of four members sharing
+    six partitions; a consumer member leaves, a classic member is SIGKILLed (removed after its
+    6 s session), the last consumer member leaves, which makes it a classic group again, and a
+    new classic member joins it. Records keep arriving throughout: every record is consumed, a
+    record comes twice only to a member that had not committed past it, and the committed
+    offsets end equal to the end offsets."""
+    b = mixed_bootstrap
+    topic, group, parts = topic_name(), f"g-mixed-{topic_name()}", 6
+    create_topic(b, topic, partitions=parts)
+    produce_n(b, topic, 0, 300, parts)
+    classic = [Worker(tmp_path, f"classic{i}", b, group, topic, "cooperative-sticky") for i in range(2)]
+    workers = list(classic)
+    try:
+        wait_until("two classic members holding three partitions each",
+                   lambda: all(len(w.assigned_now()) == 3 for w in classic), 60)
+        assert _group_type(b, group) == "CLASSIC"
+        modern = [Worker(tmp_path, f"consumer{i}", b, group, topic, "consumer:uniform") for i in range(2)]
+        workers += modern
+        wait_until("four members, each holding partitions, six in all",
+                   lambda: all(w.assigned_now() for w in workers)
+                   and sorted(p for w in workers for p in w.assigned_now()) == list(range(parts)), 90)
+        assert _group_type(b, group) == "CONSUMER"
+        d = describe(b, group)
+        assert len(d.members) == 4, d
+        produce_n(b, topic, 300, 1500, parts)
+        wait_until("every member consuming", lambda: all(w.consumed() > 0 for w in workers), 60)
+
+        modern[0].stop(signal.SIGTERM)
+        assert modern[0].proc.returncode == 0
+        classic[1].stop(signal.SIGKILL)
+        produce_n(b, topic, 1800, 1200, parts)
+        wait_until("the two live members holding every partition",
+                   lambda: sorted(p for w in (classic[0], modern[1]) for p in w.assigned_now()) == list(range(parts)),
+                   90)
+        modern[1].stop(signal.SIGTERM)
+        assert modern[1].proc.returncode == 0
+        wait_until("the group classic again with its one member",
+                   lambda: _group_type(b, group) == "CLASSIC", 30)
+        late = Worker(tmp_path, "classic2", b, group, topic, "cooperative-sticky")
+        workers.append(late)
+        produce_n(b, topic, 3000, 1200, parts)
+        ends = end_offsets(b, topic, parts)
+        assert sum(ends.values()) == 4200
+        wait_until("the two classic members splitting the partitions",
+                   lambda: sorted(len(w.assigned_now()) for w in (classic[0], late)) == [3, 3], 90)
+        wait_until("committed offsets reaching the end offsets",
+                   lambda: committed(b, group, topic, parts) == ends, 90, every=0.5)
+    finally:
+        for w in workers:
+            w.stop()
+    stats = check_delivery(workers, ends)
+    print(f"mixed: {stats}")

@@ -94,8 +94,9 @@ class Worker:
 
 def check_delivery(workers: list[Worker], ends: dict[int, int]) -> dict:
     """Every offset below the end was consumed; a record consumed more than once was, every time
-    but the last, consumed by a member that did not commit past it afterwards (it died or lost
-    the partition before its commit): the only duplicates at-least-once delivery allows."""
+    but the last, consumed by a member that did not commit past it before the record came again
+    (it died, or lost the partition or its generation before its commit): the only duplicates
+    at-least-once delivery allows."""
     consumptions = collections.defaultdict(list)  # (p, o) -> [(t, worker index)]
     commits = collections.defaultdict(list)  # (worker, p) -> [(t, next offset)]
     for wi, w in enumerate(workers):
@@ -113,8 +114,8 @@ def check_delivery(workers: list[Worker], ends: dict[int, int]) -> dict:
             continue
         dups += len(events) - 1
         events.sort()
-        for t, wi in events[:-1]:
-            covered = any(ct >= t and nxt > o for ct, nxt in commits[(wi, p)])
+        for (t, wi), (t_again, _) in zip(events, events[1:]):
+            covered = any(t <= ct < t_again and nxt > o for ct, nxt in commits[(wi, p)])
             if covered:
                 bad.append((p, o, workers[wi].name))
     assert not bad, f"records consumed again although a member had committed past them: {bad[:10]}"

@@ -197,7 +197,11 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         let maintenance = tokio::spawn(maintain(broker.clone(), stop_rx.clone()));
         // Group timers (sessions, rebalances) and offsets retention; on stop it answers parked
         // JoinGroup/SyncGroup requests so connections can finish.
-        let groups = tokio::spawn(broker.groups.clone().run(stop_rx.clone()));
+        let topics_of = broker.clone();
+        let groups = tokio::spawn(broker.groups.clone().run(
+            stop_rx.clone(),
+            Box::new(move || frieda::handlers::consumer_groups::topics_view(&topics_of)),
+        ));
         // Transaction timeouts and transactional id expiration.
         let transactions = tokio::spawn(broker.txns.clone().run(stop_rx.clone()));
         let servers: Vec<_> = listeners

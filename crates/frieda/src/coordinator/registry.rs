@@ -8,6 +8,7 @@
 //! the log) and unloads it when leadership moves; requests for a group whose partition is not
 //! loaded here get NOT_COORDINATOR (16), so clients look the coordinator up again.
 
+use super::group::consumer::TopicsView;
 use super::group::state::{JoinRequest, JoinResult, SyncResult};
 use super::group::{CoordinatorConfig, GroupCoordinator, GroupDescription, GroupListing, TICK};
 use super::offsets::codec::OffsetValue;
@@ -155,9 +156,9 @@ impl GroupCoordinators {
     }
 
     /// JoinGroup (see [`GroupCoordinator::join`]).
-    pub async fn join(&self, group: &str, req: JoinRequest) -> JoinResult {
+    pub async fn join(&self, group: &str, req: JoinRequest, topics: &TopicsView) -> JoinResult {
         match self.for_group(group) {
-            Ok(c) => c.join(group, req).await,
+            Ok(c) => c.join(group, req, topics).await,
             Err(e) => JoinResult::error(&req.member_id, e),
         }
     }
@@ -173,6 +174,7 @@ impl GroupCoordinators {
         protocol_type: Option<&str>,
         protocol_name: Option<&str>,
         assignments: Vec<(String, Bytes)>,
+        topics: &TopicsView,
     ) -> SyncResult {
         match self.for_group(group) {
             Ok(c) => {
@@ -184,6 +186,7 @@ impl GroupCoordinators {
                     protocol_type,
                     protocol_name,
                     assignments,
+                    topics,
                 )
                 .await
             }
@@ -302,8 +305,13 @@ impl GroupCoordinators {
     }
 
     /// Periodic work until `stop`: group timers every [`TICK`], offsets retention every
-    /// `offsets.retention.check.interval.ms`, for whichever coordinators are loaded.
-    pub async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    /// `offsets.retention.check.interval.ms`, for whichever coordinators are loaded. `topics`
+    /// lists the topics consumer groups can subscribe to (see [`GroupCoordinator::tick`]).
+    pub async fn run(
+        self: Arc<Self>,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+        topics: Box<dyn Fn() -> TopicsView + Send + Sync>,
+    ) {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let retention_every =
@@ -319,7 +327,7 @@ impl GroupCoordinators {
             }
             let all = self.all();
             for c in &all {
-                c.tick();
+                c.tick(&*topics);
             }
             if last_retention.elapsed() >= retention_every {
                 last_retention = Instant::now();

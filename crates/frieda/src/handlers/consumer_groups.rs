@@ -51,7 +51,7 @@ fn owned(req: &ConsumerGroupHeartbeatRequest) -> Option<Assignment> {
 ///
 /// Errors (top level, with a message): NOT_COORDINATOR (16), COORDINATOR_NOT_AVAILABLE (15),
 /// UNSUPPORTED_VERSION (35) while `group.version` is finalized below 1, INVALID_GROUP_ID (24),
-/// GROUP_ID_NOT_FOUND (69) for a classic group in use, and the group's
+/// GROUP_ID_NOT_FOUND (69) for a classic group in use that cannot be upgraded, and the group's
 /// (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR,
 /// INVALID_REGULAR_EXPRESSION, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED).
 pub async fn heartbeat(
@@ -224,7 +224,8 @@ pub async fn describe(
                         .with_assignment(describe_assignment(&m.assigned, &names))
                         .with_target_assignment(describe_assignment(&g.target_of(&m.id), &names));
                     if ctx.api_version >= 1 {
-                        d = d.with_member_type(1); // 1 = a consumer-protocol member
+                        // KIP-1099 MemberType: 0 classic, 1 consumer protocol.
+                        d = d.with_member_type(if m.uses_classic_protocol() { 0 } else { 1 });
                     }
                     d
                 })

@@ -214,7 +214,9 @@ pub async fn join_group(
         require_known_member_id: v >= 4,
         version: v,
     };
-    let r = broker.groups.join(&req.group_id.0, join).await;
+    // A consumer group takes classic members (KIP-848 upgrade path); they subscribe by name.
+    let topics = super::consumer_groups::topics_view(broker);
+    let r = broker.groups.join(&req.group_id.0, join, &topics).await;
     let members = r
         .members
         .into_iter()
@@ -274,6 +276,7 @@ pub async fn sync_group(
             req.protocol_type.as_deref(),
             req.protocol_name.as_deref(),
             assignments,
+            &super::consumer_groups::topics_view(broker),
         )
         .await;
     let mut resp = SyncGroupResponse::default()

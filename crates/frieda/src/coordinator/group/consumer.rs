@@ -16,6 +16,8 @@
 //! records to `__consumer_offsets`): members then get UNKNOWN_MEMBER_ID and rejoin with epoch 0;
 //! committed offsets are kept.
 
+pub mod classic;
+
 use super::assignor::{Assignment, Assignor, AssignorMember};
 use kafka_protocol::error::ResponseError as E;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -124,11 +126,49 @@ pub struct Member {
     pub revoking: Assignment,
     /// Reconciliation state.
     pub state: MemberState,
+    /// Set for a member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat) in
+    /// this consumer group (KIP-848's upgrade path): its session timeout and protocols.
+    pub classic: Option<classic::ClassicMember>,
     session_deadline: Instant,
     revocation_deadline: Option<Instant>,
 }
 
 impl Member {
+    /// A member at epoch 0 that owns nothing yet.
+    fn new(
+        id: &str,
+        client_id: &str,
+        client_host: &str,
+        rebalance_timeout_ms: i32,
+        session_deadline: Instant,
+    ) -> Member {
+        Member {
+            id: id.to_string(),
+            instance_id: None,
+            rack_id: None,
+            client_id: client_id.to_string(),
+            client_host: client_host.to_string(),
+            epoch: 0,
+            previous_epoch: 0,
+            topic_names: vec![],
+            topic_regex: None,
+            regex: None,
+            assignor: None,
+            rebalance_timeout_ms,
+            assigned: Assignment::new(),
+            revoking: Assignment::new(),
+            state: MemberState::Stable,
+            classic: None,
+            session_deadline,
+            revocation_deadline: None,
+        }
+    }
+
+    /// Whether it speaks the classic protocol.
+    pub fn uses_classic_protocol(&self) -> bool {
+        self.classic.is_some()
+    }
+
     fn subscribes_to(&self, topic: &str) -> bool {
         self.topic_names.iter().any(|t| t == topic)
             || self.regex.as_ref().is_some_and(|r| r.is_match(topic))
@@ -393,24 +433,17 @@ impl ConsumerGroup {
         } else {
             req.member_id.clone()
         };
-        let fresh = |id: &str| Member {
-            id: id.to_string(),
-            instance_id: req.instance_id.clone(),
-            rack_id: req.rack_id.clone(),
-            client_id: req.client_id.clone(),
-            client_host: req.client_host.clone(),
-            epoch: 0,
-            previous_epoch: 0,
-            topic_names: vec![],
-            topic_regex: None,
-            regex: None,
-            assignor: None,
-            rebalance_timeout_ms: req.rebalance_timeout_ms,
-            assigned: Assignment::new(),
-            revoking: Assignment::new(),
-            state: MemberState::Stable,
-            session_deadline: now + self.config.session_timeout,
-            revocation_deadline: None,
+        let fresh = |id: &str| {
+            let mut m = Member::new(
+                id,
+                &req.client_id,
+                &req.client_host,
+                req.rebalance_timeout_ms,
+                now + self.config.session_timeout,
+            );
+            m.instance_id = req.instance_id.clone();
+            m.rack_id = req.rack_id.clone();
+            m
         };
         if let Some(instance) = &req.instance_id {
             let old = self
@@ -587,7 +620,8 @@ impl ConsumerGroup {
         };
     }
 
-    /// Session and revocation timeouts; returns whether anything changed.
+    /// Session and revocation timeouts, and a classic member's join and sync timeouts; returns
+    /// whether anything changed.
     pub fn tick(&mut self, now: Instant) -> bool {
         let expired: Vec<(String, &'static str)> = self
             .members
@@ -600,6 +634,8 @@ impl ConsumerGroup {
                         m.id.clone(),
                         "did not revoke its partitions within its rebalance timeout",
                     ))
+                } else if let Some(why) = m.classic.as_ref().and_then(|c| c.expired(now)) {
+                    Some((m.id.clone(), why))
                 } else {
                     None
                 }
@@ -614,14 +650,19 @@ impl ConsumerGroup {
     /// OffsetCommit / TxnOffsetCommit validation (Kafka's `ConsumerGroup.validateOffsetCommit`):
     /// epoch < 0 from a client outside the group is allowed while the group is empty.
     ///
-    /// Errors: UNKNOWN_MEMBER_ID (25), STALE_MEMBER_EPOCH (113) when the epoch is not the member's.
+    /// Errors: UNKNOWN_MEMBER_ID (25), STALE_MEMBER_EPOCH (113) when the epoch is not the member's,
+    /// ILLEGAL_GENERATION (22) instead for a classic member (its generation is its epoch).
     pub fn validate_commit(&self, member_id: &str, epoch: i32) -> Result<(), E> {
         if epoch < 0 && self.members.is_empty() {
             return Ok(());
         }
         let m = self.members.get(member_id).ok_or(E::UnknownMemberId)?;
         if m.epoch != epoch {
-            return Err(E::StaleMemberEpoch);
+            return Err(if m.uses_classic_protocol() {
+                E::IllegalGeneration
+            } else {
+                E::StaleMemberEpoch
+            });
         }
         Ok(())
     }

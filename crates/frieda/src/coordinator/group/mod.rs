@@ -7,7 +7,10 @@
 //! - [`consumer`]: one KIP-848 consumer group (the `consumer` protocol, ConsumerGroupHeartbeat),
 //!   with the server-side assignors of [`assignor`]. A group id is either a classic group or a
 //!   consumer group; an empty one of either kind becomes the other kind when a member of the other
-//!   protocol arrives (its committed offsets stay).
+//!   protocol arrives (its committed offsets stay). A non-empty classic group becomes a consumer
+//!   group when a consumer-protocol member joins, a consumer group takes classic members, and it
+//!   turns classic again when its last consumer-protocol member goes ([`consumer::classic`],
+//!   KIP-848's upgrade path).
 //! - Offsets live in [`OffsetStore`](crate::coordinator::offsets::OffsetStore); group metadata
 //!   (protocol type, generation) is stored there too when a generation starts, so groups and
 //!   their offsets come back after a restart (members rejoin: their sessions are not restored).
@@ -21,6 +24,7 @@ use crate::clock::now_ms;
 use crate::coordinator::offsets::codec::OffsetValue;
 use crate::coordinator::offsets::{OffsetStore, TopicPartition};
 use bytes::Bytes;
+use consumer::classic::{self, ClassicJoin};
 use consumer::{ConsumerGroup, ConsumerGroupConfig, Heartbeat, HeartbeatReply, TopicsView};
 use kafka_protocol::error::ResponseError as E;
 use parking_lot::Mutex;
@@ -127,6 +131,37 @@ fn valid_group_id(id: &str) -> Result<(), E> {
     }
 }
 
+/// JoinGroup of a classic member to the consumer group `c`, answered at once.
+fn classic_join(c: &mut ConsumerGroup, req: JoinRequest, topics: &TopicsView) -> JoinResult {
+    let join = ClassicJoin {
+        member_id: req.member_id,
+        instance_id: req.instance_id,
+        client_id: req.client_id,
+        client_host: req.client_host,
+        session_timeout: req.session_timeout,
+        rebalance_timeout_ms: req.rebalance_timeout.as_millis().min(i32::MAX as u128) as i32,
+        protocol_type: req.protocol_type,
+        protocols: req.protocols,
+        require_known_member_id: req.require_known_member_id,
+    };
+    match c.classic_join(&join, topics, Instant::now()) {
+        Ok(j) => {
+            tracing::debug!(group = %c.id, member = %j.member_id, generation = j.generation, "JoinGroup of a classic member to a consumer group answered");
+            JoinResult {
+                error: None,
+                member_id: j.member_id,
+                generation: j.generation,
+                protocol_type: Some(classic::CONSUMER_PROTOCOL_TYPE.to_string()),
+                protocol_name: Some(j.protocol_name),
+                leader: String::new(),
+                skip_assignment: false,
+                members: Vec::new(),
+            }
+        }
+        Err((e, member_id)) => JoinResult::error(&member_id, e),
+    }
+}
+
 async fn await_join(reply: Reply<JoinResult>, member_id: &str) -> JoinResult {
     match reply {
         Reply::Now(r) => r,
@@ -173,8 +208,10 @@ impl GroupCoordinator {
         drop(self.offsets.store_group(&g.id, g.stored()));
     }
 
-    /// JoinGroup; waits until the rebalance completes (or an error).
-    pub async fn join(&self, group_id: &str, req: JoinRequest) -> JoinResult {
+    /// JoinGroup; waits until the rebalance completes (or an error). A JoinGroup to a consumer
+    /// group with members joins it as a classic member and is answered at once
+    /// ([`ConsumerGroup::classic_join`]; `topics` is what its subscription can name).
+    pub async fn join(&self, group_id: &str, req: JoinRequest, topics: &TopicsView) -> JoinResult {
         if let Err(e) = valid_group_id(group_id) {
             return JoinResult::error(&req.member_id, e);
         }
@@ -186,9 +223,9 @@ impl GroupCoordinator {
             }
             {
                 let mut consumers = self.consumers.lock();
-                match consumers.get(group_id) {
+                match consumers.get_mut(group_id) {
                     Some(c) if !c.is_empty() => {
-                        return JoinResult::error(&req.member_id, E::InconsistentGroupProtocol);
+                        return classic_join(c, req, topics);
                     }
                     Some(_) => {
                         consumers.remove(group_id);
@@ -216,7 +253,9 @@ impl GroupCoordinator {
         r
     }
 
-    /// SyncGroup; the leader's call distributes the assignment; others wait for it.
+    /// SyncGroup; the leader's call distributes the assignment; others wait for it. In a
+    /// consumer group, a classic member gets its assignment at once
+    /// ([`ConsumerGroup::classic_sync`]).
     #[allow(clippy::too_many_arguments)]
     pub async fn sync(
         &self,
@@ -227,6 +266,7 @@ impl GroupCoordinator {
         protocol_type: Option<&str>,
         protocol_name: Option<&str>,
         assignments: Vec<(String, Bytes)>,
+        topics: &TopicsView,
     ) -> SyncResult {
         let error = |e| SyncResult {
             error: Some(e),
@@ -241,6 +281,25 @@ impl GroupCoordinator {
             let mut groups = self.groups.lock();
             if self.is_stopped() {
                 return error(E::NotCoordinator);
+            }
+            if let Some(c) = self.consumers.lock().get_mut(group_id) {
+                return match c.classic_sync(
+                    member_id,
+                    instance_id,
+                    generation,
+                    protocol_type,
+                    protocol_name,
+                    topics,
+                    Instant::now(),
+                ) {
+                    Ok((assignment, name)) => SyncResult {
+                        error: None,
+                        protocol_type: Some(classic::CONSUMER_PROTOCOL_TYPE.to_string()),
+                        protocol_name: Some(name),
+                        assignment,
+                    },
+                    Err(e) => error(e),
+                };
             }
             let Some(g) = groups.get_mut(group_id) else {
                 return error(E::UnknownMemberId);
@@ -266,7 +325,8 @@ impl GroupCoordinator {
         r
     }
 
-    /// Heartbeat; `None` is success.
+    /// Heartbeat; `None` is success. A classic member of a consumer group is told
+    /// REBALANCE_IN_PROGRESS when it must rejoin ([`ConsumerGroup::classic_heartbeat`]).
     pub fn heartbeat(
         &self,
         group_id: &str,
@@ -278,6 +338,9 @@ impl GroupCoordinator {
             return Some(e);
         }
         let mut groups = self.groups.lock();
+        if let Some(c) = self.consumers.lock().get_mut(group_id) {
+            return c.classic_heartbeat(member_id, instance_id, generation, Instant::now());
+        }
         let Some(g) = groups.get_mut(group_id) else {
             return Some(E::UnknownMemberId);
         };
@@ -299,6 +362,16 @@ impl GroupCoordinator {
             return (Some(e), vec![]);
         }
         let mut groups = self.groups.lock();
+        {
+            let mut consumers = self.consumers.lock();
+            if let Some(c) = consumers.get_mut(group_id) {
+                let results = members
+                    .iter()
+                    .map(|(m, i)| c.classic_leave(m, i.as_deref()))
+                    .collect();
+                return (None, results);
+            }
+        }
         let Some(g) = groups.get_mut(group_id) else {
             return (None, vec![Some(E::UnknownMemberId); members.len()]);
         };
@@ -568,8 +641,9 @@ impl GroupCoordinator {
         Ok(self.offsets.delete_group(group_id))
     }
 
-    /// Runs every group's deadlines (call every [`TICK`]).
-    pub fn tick(&self) {
+    /// Runs every group's deadlines (call every [`TICK`]); `topics` gives the topics a consumer
+    /// group downgraded to a classic group encodes its members' assignments with.
+    pub fn tick(&self, topics: &dyn Fn() -> TopicsView) {
         let now = Instant::now();
         let mut groups = self.groups.lock();
         for g in groups.values_mut() {
@@ -577,17 +651,28 @@ impl GroupCoordinator {
             self.persist(g);
         }
         drop(groups);
+        let mut downgrade = Vec::new();
         for c in self.consumers.lock().values_mut() {
-            c.tick(now);
+            if c.tick(now) && c.all_classic() {
+                downgrade.push(c.id.clone());
+            }
+        }
+        if !downgrade.is_empty() {
+            let topics = topics();
+            for id in downgrade {
+                self.downgrade(&id, &topics);
+            }
         }
     }
 
     /// ConsumerGroupHeartbeat (KIP-848) of `group_id` over the cluster's `topics`. An empty
-    /// classic group of that id (offsets only) becomes a consumer group.
+    /// classic group of that id (offsets only) becomes a consumer group; one with members is
+    /// upgraded to a consumer group that keeps them ([`ConsumerGroup::from_classic`]). A leave
+    /// that leaves only classic members downgrades the group to a classic one.
     ///
     /// Errors: INVALID_GROUP_ID (24), GROUP_ID_NOT_FOUND (69) when a classic group with members
-    /// has that id, NOT_COORDINATOR (16) after shutdown, and the group's
-    /// ([`ConsumerGroup::heartbeat`]).
+    /// cannot be upgraded (another protocol type than `consumer`, unreadable subscriptions),
+    /// NOT_COORDINATOR (16) after shutdown, and the group's ([`ConsumerGroup::heartbeat`]).
     pub fn consumer_heartbeat(
         &self,
         group_id: &str,
@@ -601,20 +686,26 @@ impl GroupCoordinator {
         }
         let mut consumers = self.consumers.lock();
         if !consumers.contains_key(group_id) {
-            match groups.get(group_id) {
-                Some(g) if !g.is_empty_state() => return Err(E::GroupIdNotFound),
-                Some(_) => {
-                    groups.remove(group_id);
-                }
-                None => {}
-            }
             if req.member_epoch != 0 {
                 return Err(E::UnknownMemberId);
             }
-            consumers.insert(
-                group_id.to_string(),
-                ConsumerGroup::new(group_id, self.config.consumer.clone()),
-            );
+            let c = match groups.get_mut(group_id) {
+                Some(g) if !g.is_empty_state() => {
+                    // KIP-848 online upgrade: the classic group becomes a consumer group.
+                    let c = ConsumerGroup::from_classic(
+                        g,
+                        topics,
+                        self.config.consumer.clone(),
+                        Instant::now(),
+                    )?;
+                    g.fail_waiters(E::RebalanceInProgress);
+                    self.store_upgraded(g);
+                    c
+                }
+                _ => ConsumerGroup::new(group_id, self.config.consumer.clone()),
+            };
+            groups.remove(group_id);
+            consumers.insert(group_id.to_string(), c);
         }
         drop(groups);
         let c = consumers.get_mut(group_id).expect("inserted");
@@ -624,7 +715,47 @@ impl GroupCoordinator {
         if let Err(e) = &r {
             tracing::debug!(group = group_id, member = %member, epoch, error = ?e, "ConsumerGroupHeartbeat refused");
         }
+        if epoch < 0 && c.all_classic() {
+            drop(consumers);
+            self.downgrade(group_id, topics);
+        }
         r
+    }
+
+    /// Stores a classic group that became a consumer group as an empty group of its generation:
+    /// after a coordinator restart its members rejoin (consumer group membership is not stored).
+    fn store_upgraded(&self, g: &Group) {
+        let mut v = g.stored();
+        v.members.clear();
+        v.protocol = None;
+        v.leader = None;
+        drop(self.offsets.store_group(&g.id, v));
+    }
+
+    /// KIP-848 online downgrade: a consumer group whose members all speak the classic protocol
+    /// (the last member of the consumer protocol left or was fenced) becomes a classic group of
+    /// those members, which rebalances at once. Lock order: `groups`, then `consumers`.
+    fn downgrade(&self, group_id: &str, topics: &TopicsView) {
+        let mut groups = self.groups.lock();
+        let mut consumers = self.consumers.lock();
+        let Some(c) = consumers.get(group_id).filter(|c| c.all_classic()) else {
+            return;
+        };
+        let Some(value) = c.to_classic(topics) else {
+            tracing::warn!(
+                group = group_id,
+                "cannot downgrade the consumer group: its classic members share no protocol"
+            );
+            return;
+        };
+        consumers.remove(group_id);
+        let mut g = Group::restore(group_id, self.config.group.clone(), &value);
+        tracing::info!(group = group_id, generation = g.generation, members = g.members.len(),
+            "consumer group downgraded to a classic group (no member of the consumer protocol left)");
+        g.rebalance(Instant::now());
+        g.meta_changed = true;
+        self.persist(&mut g);
+        groups.insert(group_id.to_string(), g);
     }
 
     /// A consumer group as ConsumerGroupDescribe shows it (a clone of its state).
@@ -684,30 +815,5 @@ impl GroupCoordinator {
 
     fn is_stopped(&self) -> bool {
         self.stopped.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    /// Periodic work until `stop`: timers every [`TICK`] and offsets retention.
-    pub async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
-        let mut tick = tokio::time::interval(TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let retention_every =
-            Duration::from_millis(self.config.offsets_retention_check_interval_ms.max(100));
-        let mut last_retention = Instant::now();
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = stop.changed() => {
-                    self.shutdown();
-                    return;
-                }
-            }
-            self.tick();
-            if last_retention.elapsed() >= retention_every {
-                last_retention = Instant::now();
-                self.expire_offsets();
-            }
-            // Flushes, retention and compaction of the offsets log come with the broker's
-            // maintenance and log cleaner (it is the internal topic `__consumer_offsets`).
-        }
     }
 }

@@ -205,6 +205,11 @@ impl Member {
         self.protocols.iter().any(|(n, _)| n == protocol)
     }
 
+    /// Its metadata for `protocol` (empty if it does not support it).
+    pub fn metadata_for(&self, protocol: &str) -> Bytes {
+        self.metadata(protocol)
+    }
+
     fn metadata(&self, protocol: &str) -> Bytes {
         self.protocols
             .iter()
@@ -713,6 +718,12 @@ impl Group {
         ) {
             self.prepare_rebalance(now);
         }
+    }
+
+    /// Starts a rebalance now: every member must rejoin (a consumer group downgraded to this
+    /// classic group, KIP-848).
+    pub fn rebalance(&mut self, now: Instant) {
+        self.prepare_rebalance(now);
     }
 
     fn prepare_rebalance(&mut self, now: Instant) {

@@ -140,7 +140,7 @@ class JavaGroupsTest {
 
     @Test
     void twoSubscribedConsumersCommitSyncAndToolShowsLag() throws Exception {
-        twoMembersCommitSyncAndToolShowsLag(false);
+        twoMembersCommitSyncAndToolShowsLag(false, false);
     }
 
     /**
@@ -150,11 +150,23 @@ class JavaGroupsTest {
      */
     @Test
     void twoConsumerProtocolMembersCommitSyncAndToolShowsLag() throws Exception {
-        twoMembersCommitSyncAndToolShowsLag(true);
+        twoMembersCommitSyncAndToolShowsLag(true, true);
     }
 
-    private void twoMembersCommitSyncAndToolShowsLag(boolean kip848) throws Exception {
-        String topic = Broker.uniqueTopic(kip848 ? "jgroups848" : "jgroups");
+    /**
+     * One classic member and one of the consumer protocol in the same group (KIP-848's upgrade
+     * path, as Kafka 4.3 allows it): the broker's assignor splits the partitions between them
+     * whichever joins first, every record is consumed and committed, and the tool describes it.
+     */
+    @Test
+    void classicAndConsumerProtocolMembersShareOneGroup() throws Exception {
+        twoMembersCommitSyncAndToolShowsLag(false, true);
+    }
+
+    private void twoMembersCommitSyncAndToolShowsLag(boolean kip848first, boolean kip848second) throws Exception {
+        boolean kip848 = kip848first && kip848second;
+        boolean mixed = kip848first != kip848second;
+        String topic = Broker.uniqueTopic(mixed ? "jgroupsmixed" : kip848 ? "jgroups848" : "jgroups");
         String group = "jg-" + topic;
         int partitions = 4;
         try (Admin a = admin()) {
@@ -168,8 +180,9 @@ class JavaGroupsTest {
             Map<String, Set<Integer>> held = new ConcurrentHashMap<>();
             for (int c = 0; c < 2; c++) {
                 String clientId = "java-member-" + c;
+                boolean memberKip848 = c == 0 ? kip848first : kip848second;
                 Thread t = new Thread(() -> {
-                    try (KafkaConsumer<String, String> consumer = consumer(group, clientId, kip848)) {
+                    try (KafkaConsumer<String, String> consumer = consumer(group, clientId, memberKip848)) {
                         consumer.subscribe(List.of(topic));
                         while (!stop.get()) {
                             ConsumerRecords<String, String> recs = consumer.poll(Duration.ofMillis(200));
@@ -220,8 +233,9 @@ class JavaGroupsTest {
                 String[] f = line.trim().split("\\s+");
                 if (f.length >= 9 && f[0].equals(group) && f[1].equals(topic)) {
                     assertEquals("0", f[5], line);
-                    // Classic member ids start with the client id; KIP-848 member ids are UUIDs.
-                    assertTrue(kip848 ? f[6].length() >= 22 : f[6].startsWith("java-member-"), line);
+                    // Classic member ids start with the client id; KIP-848 member ids are UUIDs (and
+                    // so is a classic member's that joined a consumer group).
+                    assertTrue(mixed || (kip848 ? f[6].length() >= 22 : f[6].startsWith("java-member-")), line);
                     assertTrue(f[7].contains("127.0.0.1"), line);
                     assertTrue(f[8].startsWith("java-member-"), line);
                     activeRows++;
