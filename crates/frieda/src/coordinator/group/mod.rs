@@ -27,7 +27,7 @@ use bytes::Bytes;
 use consumer::classic::{self, ClassicJoin};
 use consumer::{ConsumerGroup, ConsumerGroupConfig, Heartbeat, HeartbeatReply, TopicsView};
 use kafka_protocol::error::ResponseError as E;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use state::{Group, GroupConfig, GroupState, JoinRequest, JoinResult, Reply, SyncResult};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -193,6 +193,15 @@ impl GroupCoordinator {
         })
     }
 
+    /// The KIP-848 consumer groups, locked. The guard of `groups` it asks for states the one lock
+    /// order, `groups` then `consumers`: nothing takes `groups` while it holds `consumers`.
+    fn lock_consumers<'a>(
+        &'a self,
+        _groups: &MutexGuard<'_, HashMap<String, Group>>,
+    ) -> MutexGuard<'a, HashMap<String, ConsumerGroup>> {
+        self.consumers.lock()
+    }
+
     /// Settings.
     pub fn config(&self) -> &CoordinatorConfig {
         &self.config
@@ -222,7 +231,7 @@ impl GroupCoordinator {
                 return JoinResult::error(&req.member_id, E::NotCoordinator);
             }
             {
-                let mut consumers = self.consumers.lock();
+                let mut consumers = self.lock_consumers(&groups);
                 match consumers.get_mut(group_id) {
                     Some(c) if !c.is_empty() => {
                         return classic_join(c, req, topics);
@@ -282,7 +291,7 @@ impl GroupCoordinator {
             if self.is_stopped() {
                 return error(E::NotCoordinator);
             }
-            if let Some(c) = self.consumers.lock().get_mut(group_id) {
+            if let Some(c) = self.lock_consumers(&groups).get_mut(group_id) {
                 return match c.classic_sync(
                     member_id,
                     instance_id,
@@ -338,7 +347,7 @@ impl GroupCoordinator {
             return Some(e);
         }
         let mut groups = self.groups.lock();
-        if let Some(c) = self.consumers.lock().get_mut(group_id) {
+        if let Some(c) = self.lock_consumers(&groups).get_mut(group_id) {
             return c.classic_heartbeat(member_id, instance_id, generation, Instant::now());
         }
         let Some(g) = groups.get_mut(group_id) else {
@@ -363,7 +372,7 @@ impl GroupCoordinator {
         }
         let mut groups = self.groups.lock();
         {
-            let mut consumers = self.consumers.lock();
+            let mut consumers = self.lock_consumers(&groups);
             if let Some(c) = consumers.get_mut(group_id) {
                 let results = members
                     .iter()
@@ -400,7 +409,7 @@ impl GroupCoordinator {
         valid_group_id(group_id)?;
         let pending = {
             let mut groups = self.groups.lock();
-            let consumer_group = match self.consumers.lock().get(group_id) {
+            let consumer_group = match self.lock_consumers(&groups).get(group_id) {
                 Some(c) => {
                     c.validate_commit(member_id, generation)?;
                     true
@@ -445,13 +454,21 @@ impl GroupCoordinator {
         entries: Vec<(TopicPartition, OffsetValue)>,
     ) -> Result<(), E> {
         valid_group_id(group_id)?;
-        if let Some(c) = self.consumers.lock().get(group_id) {
-            c.validate_commit(member_id, generation)?;
-        } else if generation >= 0 {
+        {
+            // Lock order: `groups`, then `consumers` (an `if let` on `consumers.lock()` would hold
+            // it through its `else`, and taking `groups` there deadlocked against JoinGroup,
+            // LeaveGroup and OffsetCommit).
             let mut groups = self.groups.lock();
-            match groups.get_mut(group_id) {
-                None => return Err(E::IllegalGeneration),
-                Some(g) => g.validate_commit(generation, member_id, instance_id, Instant::now())?,
+            let consumers = self.lock_consumers(&groups);
+            if let Some(c) = consumers.get(group_id) {
+                c.validate_commit(member_id, generation)?;
+            } else if generation >= 0 {
+                match groups.get_mut(group_id) {
+                    None => return Err(E::IllegalGeneration),
+                    Some(g) => {
+                        g.validate_commit(generation, member_id, instance_id, Instant::now())?
+                    }
+                }
             }
         }
         self.offsets.txn_commit(group_id, producer, entries).await
@@ -467,7 +484,7 @@ impl GroupCoordinator {
         valid_group_id(group_id)?;
         let (results, pending) = {
             let groups = self.groups.lock();
-            let consumer_topics = self.consumers.lock().get(group_id).map(|c| {
+            let consumer_topics = self.lock_consumers(&groups).get(group_id).map(|c| {
                 if c.is_empty() {
                     Default::default()
                 } else {
@@ -523,7 +540,7 @@ impl GroupCoordinator {
                 group_type: "classic",
             })
             .collect();
-        for c in self.consumers.lock().values() {
+        for c in self.lock_consumers(&groups).values() {
             let state = c.state().name();
             if states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(state)) {
                 out.retain(|l| l.group_id != c.id);
@@ -543,7 +560,7 @@ impl GroupCoordinator {
     pub fn describe(&self, group_id: &str) -> GroupDescription {
         let groups = self.groups.lock();
         let Some(g) = groups.get(group_id) else {
-            let why = if self.consumers.lock().contains_key(group_id) {
+            let why = if self.lock_consumers(&groups).contains_key(group_id) {
                 format!("Group {group_id} is not a classic group.")
             } else {
                 format!("Group {group_id} not found.")
@@ -600,7 +617,7 @@ impl GroupCoordinator {
         let pending = {
             let mut groups = self.groups.lock();
             let consumer_group = {
-                let mut consumers = self.consumers.lock();
+                let mut consumers = self.lock_consumers(&groups);
                 match consumers.get(group_id) {
                     Some(c) if !c.is_empty() => return Err(E::NonEmptyGroup),
                     Some(_) => {
@@ -650,13 +667,13 @@ impl GroupCoordinator {
             g.tick(now);
             self.persist(g);
         }
-        drop(groups);
         let mut downgrade = Vec::new();
-        for c in self.consumers.lock().values_mut() {
+        for c in self.lock_consumers(&groups).values_mut() {
             if c.tick(now) && c.all_classic() {
                 downgrade.push(c.id.clone());
             }
         }
+        drop(groups);
         if !downgrade.is_empty() {
             let topics = topics();
             for id in downgrade {
@@ -684,7 +701,7 @@ impl GroupCoordinator {
         if self.is_stopped() {
             return Err(E::NotCoordinator);
         }
-        let mut consumers = self.consumers.lock();
+        let mut consumers = self.lock_consumers(&groups);
         if !consumers.contains_key(group_id) {
             if req.member_epoch != 0 {
                 return Err(E::UnknownMemberId);
@@ -737,7 +754,7 @@ impl GroupCoordinator {
     /// those members, which rebalances at once. Lock order: `groups`, then `consumers`.
     fn downgrade(&self, group_id: &str, topics: &TopicsView) {
         let mut groups = self.groups.lock();
-        let mut consumers = self.consumers.lock();
+        let mut consumers = self.lock_consumers(&groups);
         let Some(c) = consumers.get(group_id).filter(|c| c.all_classic()) else {
             return;
         };
@@ -762,8 +779,8 @@ impl GroupCoordinator {
     ///
     /// Errors: GROUP_ID_NOT_FOUND (69) for an unknown group or a classic one.
     pub fn consumer_describe(&self, group_id: &str) -> Result<ConsumerGroup, E> {
-        self.consumers
-            .lock()
+        let groups = self.groups.lock();
+        self.lock_consumers(&groups)
             .get(group_id)
             .cloned()
             .ok_or(E::GroupIdNotFound)
