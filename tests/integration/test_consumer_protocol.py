@@ -15,7 +15,7 @@ import signal
 import time
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState, KafkaError
+from confluent_kafka import Consumer, ConsumerGroupState
 
 from conftest import EXTERNAL
 from helpers import LOG_LEVEL, admin, create_topic, producer, wait_until
