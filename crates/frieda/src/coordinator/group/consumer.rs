@@ -270,6 +270,14 @@ fn union(a: &mut Assignment, b: &Assignment) {
     a.retain(|_, ps| !ps.is_empty());
 }
 
+/// Topic names sorted, each once (a member's `topic_names`).
+fn sorted_names(names: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut names: Vec<String> = names.into_iter().collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 fn compile(regex: &str) -> Result<regex::Regex, E> {
     // RE2J patterns match the whole topic name, as Kafka's `Pattern.matcher(topic).matches()`.
     regex::Regex::new(&format!("^(?:{regex})$")).map_err(|_| E::InvalidRegularExpression)
@@ -374,9 +382,7 @@ impl ConsumerGroup {
             let m = self.members.get_mut(&member_id).expect("member");
             let mut changed = false;
             if let Some(names) = &req.topic_names {
-                let mut names = names.clone();
-                names.sort();
-                names.dedup();
+                let names = sorted_names(names.iter().cloned());
                 if names != m.topic_names {
                     m.topic_names = names;
                     changed = true;
@@ -522,11 +528,7 @@ impl ConsumerGroup {
     /// Recomputes the subscribed topics, and the target assignment if the group epoch moved
     /// (to one past `epoch_before` at most).
     fn refresh(&mut self, topics: &TopicsView, epoch_before: i32) {
-        let subscribed: TopicsView = topics
-            .iter()
-            .filter(|(name, _)| self.members.values().any(|m| m.subscribes_to(name)))
-            .map(|(n, v)| (n.clone(), *v))
-            .collect();
+        let subscribed = self.subscribed_in(topics);
         if subscribed != self.subscribed {
             self.subscribed = subscribed;
             self.epoch += 1;
@@ -554,6 +556,25 @@ impl ConsumerGroup {
         self.assignment_epoch = self.epoch;
         tracing::debug!(group = %self.id, epoch = self.epoch, members = self.members.len(),
             assignor = self.assignor.name(), "consumer group target assignment computed");
+    }
+
+    /// The topics of `topics` some member subscribes to.
+    fn subscribed_in(&self, topics: &TopicsView) -> TopicsView {
+        topics
+            .iter()
+            .filter(|(name, _)| self.members.values().any(|m| m.subscribes_to(name)))
+            .map(|(n, v)| (n.clone(), *v))
+            .collect()
+    }
+
+    /// The partitions every member but `id` owns or is still revoking.
+    fn held_by_others(&self, id: &str) -> Assignment {
+        let mut held = Assignment::new();
+        for o in self.members.values().filter(|o| o.id != id) {
+            union(&mut held, &o.assigned);
+            union(&mut held, &o.revoking);
+        }
+        held
     }
 
     /// The assignor most members ask for, else the default.
@@ -585,11 +606,7 @@ impl ConsumerGroup {
             return;
         }
         let target = self.target.get(id).cloned().unwrap_or_default();
-        let mut held_by_others = Assignment::new();
-        for o in self.members.values().filter(|o| o.id != id) {
-            union(&mut held_by_others, &o.assigned);
-            union(&mut held_by_others, &o.revoking);
-        }
+        let held_by_others = self.held_by_others(id);
         let epoch = self.assignment_epoch;
         let m = self.members.get_mut(id).expect("member");
         m.revoking.clear();

@@ -17,6 +17,7 @@
 
 pub mod assignor;
 pub mod consumer;
+pub mod embedded;
 pub mod state;
 
 use crate::broker::partition::Partition;
@@ -24,7 +25,7 @@ use crate::clock::now_ms;
 use crate::coordinator::offsets::codec::OffsetValue;
 use crate::coordinator::offsets::{OffsetStore, TopicPartition};
 use bytes::Bytes;
-use consumer::classic::{self, ClassicJoin};
+use consumer::classic;
 use consumer::{ConsumerGroup, ConsumerGroupConfig, Heartbeat, HeartbeatReply, TopicsView};
 use kafka_protocol::error::ResponseError as E;
 use parking_lot::{Mutex, MutexGuard};
@@ -132,19 +133,8 @@ fn valid_group_id(id: &str) -> Result<(), E> {
 }
 
 /// JoinGroup of a classic member to the consumer group `c`, answered at once.
-fn classic_join(c: &mut ConsumerGroup, req: JoinRequest, topics: &TopicsView) -> JoinResult {
-    let join = ClassicJoin {
-        member_id: req.member_id,
-        instance_id: req.instance_id,
-        client_id: req.client_id,
-        client_host: req.client_host,
-        session_timeout: req.session_timeout,
-        rebalance_timeout_ms: req.rebalance_timeout.as_millis().min(i32::MAX as u128) as i32,
-        protocol_type: req.protocol_type,
-        protocols: req.protocols,
-        require_known_member_id: req.require_known_member_id,
-    };
-    match c.classic_join(&join, topics, Instant::now()) {
+fn classic_join(c: &mut ConsumerGroup, req: &JoinRequest, topics: &TopicsView) -> JoinResult {
+    match c.classic_join(req, topics, Instant::now()) {
         Ok(j) => {
             tracing::debug!(group = %c.id, member = %j.member_id, generation = j.generation, "JoinGroup of a classic member to a consumer group answered");
             JoinResult {
@@ -234,7 +224,7 @@ impl GroupCoordinator {
                 let mut consumers = self.lock_consumers(&groups);
                 match consumers.get_mut(group_id) {
                     Some(c) if !c.is_empty() => {
-                        return classic_join(c, req, topics);
+                        return classic_join(c, &req, topics);
                     }
                     Some(_) => {
                         consumers.remove(group_id);
@@ -769,7 +759,7 @@ impl GroupCoordinator {
         let mut g = Group::restore(group_id, self.config.group.clone(), &value);
         tracing::info!(group = group_id, generation = g.generation, members = g.members.len(),
             "consumer group downgraded to a classic group (no member of the consumer protocol left)");
-        g.rebalance(Instant::now());
+        g.prepare_rebalance(Instant::now());
         g.meta_changed = true;
         self.persist(&mut g);
         groups.insert(group_id.to_string(), g);

@@ -206,11 +206,7 @@ impl Member {
     }
 
     /// Its metadata for `protocol` (empty if it does not support it).
-    pub fn metadata_for(&self, protocol: &str) -> Bytes {
-        self.metadata(protocol)
-    }
-
-    fn metadata(&self, protocol: &str) -> Bytes {
+    pub fn metadata(&self, protocol: &str) -> Bytes {
         self.protocols
             .iter()
             .find(|(n, _)| n == protocol)
@@ -720,13 +716,9 @@ impl Group {
         }
     }
 
-    /// Starts a rebalance now: every member must rejoin (a consumer group downgraded to this
-    /// classic group, KIP-848).
-    pub fn rebalance(&mut self, now: Instant) {
-        self.prepare_rebalance(now);
-    }
-
-    fn prepare_rebalance(&mut self, now: Instant) {
+    /// Starts a rebalance now: every member must rejoin (also a consumer group just downgraded
+    /// to this classic group, KIP-848).
+    pub fn prepare_rebalance(&mut self, now: Instant) {
         if self.state == GroupState::CompletingRebalance {
             self.reset_and_propagate_assignment_error(E::RebalanceInProgress);
         }
@@ -1092,21 +1084,13 @@ impl Group {
 
     /// Topics the members subscribe to (consumer protocol metadata), if they can be read.
     pub fn subscribed_topics(&self) -> Option<HashSet<String>> {
-        use kafka_protocol::messages::ConsumerProtocolSubscription;
-        use kafka_protocol::protocol::Decodable;
         if self.protocol_type.as_deref() != Some("consumer") {
             return None;
         }
         let protocol = self.protocol_name.clone()?;
         let mut topics = HashSet::new();
         for m in self.members.values() {
-            let mut meta = m.metadata(&protocol);
-            if meta.len() < 2 {
-                return None;
-            }
-            let version = i16::from_be_bytes([meta[0], meta[1]]);
-            let _ = bytes::Buf::get_i16(&mut meta);
-            let sub = ConsumerProtocolSubscription::decode(&mut meta, version.clamp(0, 3)).ok()?;
+            let sub = super::embedded::decode_subscription(&m.metadata(&protocol)).ok()?;
             topics.extend(sub.topics.iter().map(|t| t.to_string()));
         }
         Some(topics)

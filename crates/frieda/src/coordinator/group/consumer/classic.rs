@@ -18,17 +18,13 @@
 //!   Kafka's `ClassicGroup.fromConsumerGroup`).
 
 use super::{ConsumerGroup, ConsumerGroupConfig, Member, MemberState, TopicsView};
-use crate::coordinator::group::assignor::Assignment;
-use crate::coordinator::group::state::Group;
-use crate::coordinator::offsets::codec::{GroupValue, MemberValue};
-use bytes::{Buf, Bytes, BytesMut};
-use kafka_protocol::error::ResponseError as E;
-use kafka_protocol::messages::{
-    consumer_protocol_assignment, ConsumerProtocolAssignment, ConsumerProtocolSubscription,
-    TopicName,
+use crate::coordinator::group::embedded::{
+    decode_assignment, decode_subscription, embedded_version, encode_assignment, owned_partitions,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use std::collections::BTreeMap;
+use crate::coordinator::group::state::{Group, JoinRequest};
+use crate::coordinator::offsets::codec::{GroupValue, MemberValue};
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError as E;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
@@ -62,30 +58,7 @@ impl ClassicMember {
     }
 }
 
-/// A JoinGroup to a consumer group, decoded.
-#[derive(Debug, Clone)]
-pub struct ClassicJoin {
-    /// Member id; empty for a new member.
-    pub member_id: String,
-    /// `group.instance.id`.
-    pub instance_id: Option<String>,
-    /// Client id.
-    pub client_id: String,
-    /// Client address.
-    pub client_host: String,
-    /// Session timeout.
-    pub session_timeout: Duration,
-    /// Rebalance timeout, ms.
-    pub rebalance_timeout_ms: i32,
-    /// Protocol type.
-    pub protocol_type: String,
-    /// Protocols with their metadata (the embedded consumer protocol), preferred first.
-    pub protocols: Vec<(String, Bytes)>,
-    /// v4+ and no instance id: a new member first gets MEMBER_ID_REQUIRED (KIP-394).
-    pub require_known_member_id: bool,
-}
-
-/// The answer to a [`ClassicJoin`].
+/// The answer to a JoinGroup of a classic member ([`ConsumerGroup::classic_join`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClassicJoined {
     /// Member id.
@@ -94,90 +67,6 @@ pub struct ClassicJoined {
     pub generation: i32,
     /// The member's preferred protocol.
     pub protocol_name: String,
-}
-
-/// The embedded protocol's version: the first two bytes of its metadata (0 if absent).
-fn embedded_version(b: &[u8]) -> i16 {
-    if b.len() < 2 {
-        0
-    } else {
-        i16::from_be_bytes([b[0], b[1]]).clamp(0, 3)
-    }
-}
-
-/// Decodes a `ConsumerProtocolSubscription` (version prefix, then the body).
-///
-/// Errors: INCONSISTENT_GROUP_PROTOCOL (23) when it cannot be read.
-pub fn decode_subscription(meta: &Bytes) -> Result<ConsumerProtocolSubscription, E> {
-    let mut b = meta.clone();
-    if b.len() < 2 {
-        return Err(E::InconsistentGroupProtocol);
-    }
-    let version = b.get_i16().clamp(0, 3);
-    ConsumerProtocolSubscription::decode(&mut b, version).map_err(|_| E::InconsistentGroupProtocol)
-}
-
-/// Decodes a `ConsumerProtocolAssignment` into topic ids (unknown topics are left out; empty
-/// bytes are an empty assignment).
-fn decode_assignment(bytes: &Bytes, topics: &TopicsView) -> Assignment {
-    let mut b = bytes.clone();
-    let mut out = Assignment::new();
-    if b.len() < 2 {
-        return out;
-    }
-    let version = b.get_i16().clamp(0, 3);
-    let Ok(a) = ConsumerProtocolAssignment::decode(&mut b, version) else {
-        return out;
-    };
-    for tp in a.assigned_partitions {
-        if let Some((id, _)) = topics.get(tp.topic.as_str()) {
-            out.entry(*id).or_default().extend(tp.partitions);
-        }
-    }
-    out.retain(|_, ps| !ps.is_empty());
-    out
-}
-
-/// Encodes `assigned` as a `ConsumerProtocolAssignment` of `version` (topic names from
-/// `topics`; partitions of topics it no longer knows are left out).
-pub fn encode_assignment(assigned: &Assignment, topics: &TopicsView, version: i16) -> Bytes {
-    let names: BTreeMap<Uuid, &str> = topics
-        .iter()
-        .map(|(name, (id, _))| (*id, name.as_str()))
-        .collect();
-    let assignment = ConsumerProtocolAssignment::default().with_assigned_partitions(
-        assigned
-            .iter()
-            .filter_map(|(id, ps)| {
-                Some(
-                    consumer_protocol_assignment::TopicPartition::default()
-                        .with_topic(TopicName(StrBytes::from_string(names.get(id)?.to_string())))
-                        .with_partitions(ps.iter().copied().collect()),
-                )
-            })
-            .collect(),
-    );
-    let mut b = BytesMut::new();
-    b.extend_from_slice(&version.to_be_bytes());
-    // Encoding into memory fails only for values the schema cannot hold (none here).
-    if assignment.encode(&mut b, version).is_err() {
-        return Bytes::new();
-    }
-    b.freeze()
-}
-
-/// The owned partitions of a subscription, as topic ids.
-fn owned_partitions(sub: &ConsumerProtocolSubscription, topics: &TopicsView) -> Assignment {
-    let mut out = Assignment::new();
-    for tp in &sub.owned_partitions {
-        if let Some((id, _)) = topics.get(tp.topic.as_str()) {
-            out.entry(*id)
-                .or_default()
-                .extend(tp.partitions.iter().copied());
-        }
-    }
-    out.retain(|_, ps| !ps.is_empty());
-    out
 }
 
 impl ConsumerGroup {
@@ -245,11 +134,12 @@ impl ConsumerGroup {
     /// FENCED_INSTANCE_ID (82) when a static member's instance id has another member id.
     pub fn classic_join(
         &mut self,
-        req: &ClassicJoin,
+        req: &JoinRequest,
         topics: &TopicsView,
         now: Instant,
     ) -> Result<ClassicJoined, (E, String)> {
         let unknown = req.member_id.is_empty();
+        let rebalance_timeout_ms = req.rebalance_timeout.as_millis().min(i32::MAX as u128) as i32;
         let member_id = if unknown {
             Uuid::new_v4().to_string()
         } else {
@@ -311,7 +201,7 @@ impl ConsumerGroup {
                     &member_id,
                     &req.client_id,
                     &req.client_host,
-                    req.rebalance_timeout_ms,
+                    rebalance_timeout_ms,
                     now + req.session_timeout,
                 );
                 self.members.insert(member_id.clone(), m);
@@ -322,9 +212,7 @@ impl ConsumerGroup {
         }
         {
             let m = self.members.get_mut(&member_id).expect("member");
-            let mut names: Vec<String> = sub.topics.iter().map(|t| t.to_string()).collect();
-            names.sort();
-            names.dedup();
+            let names = super::sorted_names(sub.topics.iter().map(|t| t.to_string()));
             if names != m.topic_names || m.topic_regex.is_some() {
                 m.topic_names = names;
                 m.topic_regex = None;
@@ -335,9 +223,7 @@ impl ConsumerGroup {
             if let Some(rack) = &sub.rack_id {
                 m.rack_id = Some(rack.to_string());
             }
-            if req.rebalance_timeout_ms >= 0 {
-                m.rebalance_timeout_ms = req.rebalance_timeout_ms;
-            }
+            m.rebalance_timeout_ms = rebalance_timeout_ms;
             m.client_id = req.client_id.clone();
             m.client_host = req.client_host.clone();
             m.session_deadline = now + req.session_timeout;
@@ -450,9 +336,7 @@ impl ConsumerGroup {
     /// have is still held by another member.
     fn waiting_on_unreleased(&self, m: &Member) -> bool {
         let wanted = super::minus(&self.target_of(&m.id), &m.assigned);
-        self.members.values().filter(|o| o.id != m.id).any(|o| {
-            super::intersects(&wanted, &o.assigned) || super::intersects(&wanted, &o.revoking)
-        })
+        super::intersects(&wanted, &self.held_by_others(&m.id))
     }
 
     /// LeaveGroup of one classic member (by member id, or by instance id with an empty or
@@ -494,7 +378,7 @@ impl ConsumerGroup {
             let meta = g
                 .protocol_name
                 .as_deref()
-                .map(|p| gm.metadata_for(p))
+                .map(|p| gm.metadata(p))
                 .filter(|b| !b.is_empty())
                 .or_else(|| gm.protocols.first().map(|(_, b)| b.clone()))
                 .unwrap_or_default();
@@ -511,9 +395,7 @@ impl ConsumerGroup {
             m.rack_id = sub.rack_id.as_ref().map(|r| r.to_string());
             m.epoch = g.generation;
             m.previous_epoch = g.generation;
-            let mut names: Vec<String> = sub.topics.iter().map(|t| t.to_string()).collect();
-            names.sort();
-            names.dedup();
+            let names = super::sorted_names(sub.topics.iter().map(|t| t.to_string()));
             m.topic_names = names;
             m.assigned = assigned.clone();
             m.classic = Some(ClassicMember {
@@ -524,11 +406,7 @@ impl ConsumerGroup {
             c.target.insert(gm.id.clone(), assigned);
             c.members.insert(gm.id.clone(), m);
         }
-        c.subscribed = topics
-            .iter()
-            .filter(|(name, _)| c.members.values().any(|m| m.subscribes_to(name)))
-            .map(|(n, v)| (n.clone(), *v))
-            .collect();
+        c.subscribed = c.subscribed_in(topics);
         tracing::info!(group = %g.id, generation = g.generation, members = c.members.len(),
             "classic group upgraded to a consumer group (a member of the consumer protocol joined)");
         Ok(c)

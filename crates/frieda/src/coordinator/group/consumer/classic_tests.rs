@@ -1,7 +1,12 @@
 use super::super::{ConsumerGroupState, Heartbeat};
 use super::*;
-use crate::coordinator::group::state::{GroupConfig, GroupState, JoinRequest, Reply};
-use kafka_protocol::messages::consumer_protocol_subscription;
+use crate::coordinator::group::assignor::Assignment;
+use crate::coordinator::group::state::{GroupConfig, GroupState, Reply};
+use bytes::BytesMut;
+use kafka_protocol::messages::{
+    consumer_protocol_subscription, ConsumerProtocolSubscription, TopicName,
+};
+use kafka_protocol::protocol::{Encodable, StrBytes};
 use std::collections::BTreeSet;
 
 const T1: u128 = 1;
@@ -37,20 +42,21 @@ fn subscription(owned: &[i32]) -> Bytes {
     b.freeze()
 }
 
-fn classic_join(id: &str, owned: &[i32]) -> ClassicJoin {
-    ClassicJoin {
+fn classic_join(id: &str, owned: &[i32]) -> JoinRequest {
+    JoinRequest {
         member_id: id.into(),
         instance_id: None,
         client_id: "java".into(),
         client_host: "/127.0.0.1".into(),
         session_timeout: Duration::from_secs(45),
-        rebalance_timeout_ms: 30_000,
+        rebalance_timeout: Duration::from_secs(30),
         protocol_type: "consumer".into(),
         protocols: vec![
             ("cooperative-sticky".into(), subscription(owned)),
             ("range".into(), subscription(owned)),
         ],
         require_known_member_id: true,
+        version: 9,
     }
 }
 
@@ -164,7 +170,7 @@ fn a_classic_member_joins_a_consumer_group_and_gets_its_half_after_the_other_rev
     assert_eq!(v.members.len(), 1);
     assert_eq!(decode_assignment(&v.members[0].assignment, &tv), got);
     let mut classic = Group::restore("g", GroupConfig::default(), &v);
-    classic.rebalance(now);
+    classic.prepare_rebalance(now);
     assert_eq!(classic.state, GroupState::PreparingRebalance);
 }
 
