@@ -35,11 +35,33 @@ pub struct EpochEntry {
     pub start_offset: i64,
 }
 
-/// The cache: entries with strictly increasing epochs and non-decreasing start offsets.
+/// The epochs of one log, in memory: entries with strictly increasing epochs and non-decreasing
+/// start offsets, and Kafka's rules on them (`LeaderEpochFileCache`). Pure: the partition log
+/// keeps it in [`EpochCache`] with its checkpoint file; the cluster simulator (crate
+/// `frieda-sim`) keeps one per simulated replica.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Epochs {
+    entries: Vec<EpochEntry>,
+}
+
+/// The cache: [`Epochs`] and the `leader-epoch-checkpoint` file that keeps them.
 #[derive(Debug)]
 pub(crate) struct EpochCache {
     path: PathBuf,
-    entries: Vec<EpochEntry>,
+    epochs: Epochs,
+}
+
+impl std::ops::Deref for EpochCache {
+    type Target = Epochs;
+    fn deref(&self) -> &Epochs {
+        &self.epochs
+    }
+}
+
+impl std::ops::DerefMut for EpochCache {
+    fn deref_mut(&mut self) -> &mut Epochs {
+        &mut self.epochs
+    }
 }
 
 impl EpochCache {
@@ -54,11 +76,41 @@ impl EpochCache {
             }),
             Err(_) => Vec::new(),
         };
-        EpochCache { path, entries }
+        EpochCache {
+            path,
+            epochs: Epochs { entries },
+        }
+    }
+
+    /// Writes the checkpoint durably.
+    ///
+    /// Errors: `LogError::Io`.
+    pub fn persist(&self) -> Result<(), LogError> {
+        let mut text = format!("0\n{}\n", self.entries.len());
+        for e in &self.entries {
+            text.push_str(&format!("{} {}\n", e.epoch, e.start_offset));
+        }
+        let tmp = self.path.with_extension("tmp");
+        {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+        }
+        fs::rename(&tmp, &self.path)?;
+        if let Some(dir) = self.path.parent() {
+            fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+}
+
+impl Epochs {
+    /// No epochs (an empty log).
+    pub fn new() -> Epochs {
+        Epochs::default()
     }
 
     /// The entries, oldest first.
-    #[cfg(test)]
     pub fn entries(&self) -> &[EpochEntry] {
         &self.entries
     }
@@ -130,27 +182,6 @@ impl EpochCache {
             Some(floor) => (floor.epoch, next.start_offset),
             None => (requested, next.start_offset),
         }
-    }
-
-    /// Writes the checkpoint durably.
-    ///
-    /// Errors: `LogError::Io`.
-    pub fn persist(&self) -> Result<(), LogError> {
-        let mut text = format!("0\n{}\n", self.entries.len());
-        for e in &self.entries {
-            text.push_str(&format!("{} {}\n", e.epoch, e.start_offset));
-        }
-        let tmp = self.path.with_extension("tmp");
-        {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-        }
-        fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent() {
-            fs::File::open(dir)?.sync_all()?;
-        }
-        Ok(())
     }
 }
 

@@ -53,7 +53,9 @@ pub use control::{
     build_marker_batch, read_control_record, ControlRecord, ControlType, EndTxnMarker, CONTROL_BIT,
     TRANSACTIONAL_BIT,
 };
-pub use epoch::{EpochEntry, EPOCH_CHECKPOINT_FILE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
+pub use epoch::{
+    EpochEntry, Epochs, EPOCH_CHECKPOINT_FILE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
+};
 pub use error::LogError;
 pub use partition::{
     create_dir_durably, AppendInfo, FetchData, FlushTicket, LogReader, PartitionLog,

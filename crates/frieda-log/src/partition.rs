@@ -646,7 +646,8 @@ impl PartitionLog {
     /// Errors: the leader epoch checkpoint cannot be written (the log goes offline).
     pub fn set_leader_epoch(&mut self, epoch: i32) -> Result<(), LogError> {
         self.leader_epoch = epoch;
-        if epoch >= 0 && self.epochs.assign(epoch, self.log_end_offset()) {
+        let leo = self.log_end_offset();
+        if epoch >= 0 && self.epochs.assign(epoch, leo) {
             if let Err(e) = self.epochs.persist() {
                 self.go_offline("writing the leader epoch checkpoint", &e);
                 return Err(e);

@@ -476,29 +476,8 @@ impl Controller {
                 partition,
                 preferred,
             } => {
-                let p = image
-                    .partition(&topic, partition)
-                    .ok_or_else(|| MetaError::UnknownTopic(format!("{topic}-{partition}")))?;
-                let leader = if preferred {
-                    p.replicas[0]
-                } else {
-                    // Unclean: a live in-sync replica if any, else any live replica.
-                    p.replicas
-                        .iter()
-                        .copied()
-                        .find(|b| p.isr.contains(b) && image.is_live(*b))
-                        .or_else(|| p.replicas.iter().copied().find(|b| image.is_live(*b)))
-                        .ok_or_else(|| MetaError::Ineligible("no live replica".into()))?
-                };
-                match self
-                    .propose(MetaCommand::ElectLeader {
-                        topic,
-                        partition,
-                        leader,
-                        unclean: !preferred,
-                    })
-                    .await?
-                {
+                let cmd = election(&image, &topic, partition, preferred)?;
+                match self.propose(cmd).await? {
                     MetaOutcome::Partition(p) => Ok(ControllerReply::Partition(p)),
                     _ => Ok(ControllerReply::Done),
                 }
@@ -564,15 +543,11 @@ impl Controller {
         }
         // What the confirmation applied: the registration decision below must see it.
         let fresh = self.image.borrow().clone();
-        let image = &*fresh;
+        let command = heartbeat_command(&fresh, &hb);
         if hb.shutting_down {
             self.sessions.lock().remove(&hb.id);
-            if image.is_live(hb.id) {
-                self.propose(MetaCommand::FenceBroker {
-                    id: hb.id,
-                    incarnation: hb.incarnation,
-                })
-                .await?;
+            if let Some(cmd) = command {
+                self.propose(cmd).await?;
             }
             return Ok(ControllerReply::Heartbeat {
                 fenced: true,
@@ -586,30 +561,13 @@ impl Controller {
                 last: Instant::now(),
             },
         );
-        let registered = image.brokers.get(&hb.id);
-        let current = registered.is_some_and(|b| {
-            b.incarnation == hb.incarnation && b.endpoints == hb.endpoints && b.rack == hb.rack
-        });
-        if !current {
-            self.propose(MetaCommand::RegisterBroker {
-                registration: BrokerRegistration {
-                    id: hb.id,
-                    incarnation: hb.incarnation,
-                    endpoints: hb.endpoints.clone(),
-                    rack: hb.rack.clone(),
-                    fenced: false,
-                    epoch: 0,
-                },
-            })
-            .await?;
-            tracing::info!(broker = hb.id, incarnation = %hb.incarnation, "registered broker");
-        } else if registered.is_some_and(|b| b.fenced) {
-            self.propose(MetaCommand::UnfenceBroker {
-                id: hb.id,
-                incarnation: hb.incarnation,
-            })
-            .await?;
-            tracing::info!(broker = hb.id, "unfenced broker");
+        if let Some(cmd) = command {
+            let what = match &cmd {
+                MetaCommand::RegisterBroker { .. } => "registered broker",
+                _ => "unfenced broker",
+            };
+            self.propose(cmd).await?;
+            tracing::info!(broker = hb.id, incarnation = %hb.incarnation, "{what}");
         }
         self.ensure_learner(hb.id, &hb.raft_addr).await;
         Ok(ControllerReply::Heartbeat {
@@ -662,22 +620,17 @@ impl Controller {
             }
         }
         let now = Instant::now();
-        let overdue: Vec<(BrokerId, Uuid)> = {
+        let overdue = {
             let sessions = self.sessions.lock();
-            image
-                .live_brokers()
-                .filter_map(|b| {
-                    let s = sessions.get(&b.id);
-                    let expired = match s {
-                        Some(s) => {
-                            s.incarnation != b.incarnation
-                                || now.duration_since(s.last) > self.config.session_timeout
-                        }
-                        None => true,
-                    };
-                    expired.then_some((b.id, b.incarnation))
-                })
-                .collect()
+            expired_sessions(
+                &image,
+                |id| {
+                    sessions
+                        .get(&id)
+                        .map(|s| (s.incarnation, now.duration_since(s.last)))
+                },
+                self.config.session_timeout,
+            )
         };
         for (id, incarnation) in overdue {
             let _one = self.decide.lock().await;
@@ -767,6 +720,93 @@ impl Controller {
             }
         }
     }
+}
+
+/// The command a broker's heartbeat calls for, if any (Kafka's `ClusterControlManager`:
+/// registration, unfencing, controlled shutdown): a broker shutting down is fenced if live; a
+/// broker whose registration the image does not have as it is (a new run, new endpoints or
+/// rack) registers (again); a fenced one is unfenced. Pure, so the cluster simulator decides
+/// exactly as the controller does.
+pub fn heartbeat_command(image: &MetadataImage, hb: &Heartbeat) -> Option<MetaCommand> {
+    if hb.shutting_down {
+        return image.is_live(hb.id).then_some(MetaCommand::FenceBroker {
+            id: hb.id,
+            incarnation: hb.incarnation,
+        });
+    }
+    let registered = image.brokers.get(&hb.id);
+    let current = registered.is_some_and(|b| {
+        b.incarnation == hb.incarnation && b.endpoints == hb.endpoints && b.rack == hb.rack
+    });
+    if !current {
+        return Some(MetaCommand::RegisterBroker {
+            registration: BrokerRegistration {
+                id: hb.id,
+                incarnation: hb.incarnation,
+                endpoints: hb.endpoints.clone(),
+                rack: hb.rack.clone(),
+                fenced: false,
+                epoch: 0,
+            },
+        });
+    }
+    registered
+        .is_some_and(|b| b.fenced)
+        .then_some(MetaCommand::UnfenceBroker {
+            id: hb.id,
+            incarnation: hb.incarnation,
+        })
+}
+
+/// The live brokers to fence because their session expired: `session(id)` gives the
+/// incarnation that last heartbeated and how long ago; a broker with no session, a session of
+/// another incarnation, or one silent longer than `timeout` (`broker.session.timeout.ms`) is
+/// fenced. Pure (see [`heartbeat_command`]).
+pub fn expired_sessions(
+    image: &MetadataImage,
+    session: impl Fn(BrokerId) -> Option<(Uuid, Duration)>,
+    timeout: Duration,
+) -> Vec<(BrokerId, Uuid)> {
+    image
+        .live_brokers()
+        .filter(|b| match session(b.id) {
+            Some((incarnation, silent)) => incarnation != b.incarnation || silent > timeout,
+            None => true,
+        })
+        .map(|b| (b.id, b.incarnation))
+        .collect()
+}
+
+/// The ElectLeaders command for `topic`-`partition`: the preferred (first) replica, or for an
+/// unclean election a live in-sync replica if any, else any live replica. Pure (see
+/// [`heartbeat_command`]); the image still validates it when applied.
+///
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION, or INELIGIBLE_REPLICA when no replica is live.
+pub fn election(
+    image: &MetadataImage,
+    topic: &str,
+    partition: i32,
+    preferred: bool,
+) -> Result<MetaCommand, MetaError> {
+    let p = image
+        .partition(topic, partition)
+        .ok_or_else(|| MetaError::UnknownTopic(format!("{topic}-{partition}")))?;
+    let leader = if preferred {
+        p.replicas[0]
+    } else {
+        p.replicas
+            .iter()
+            .copied()
+            .find(|b| p.isr.contains(b) && image.is_live(*b))
+            .or_else(|| p.replicas.iter().copied().find(|b| image.is_live(*b)))
+            .ok_or_else(|| MetaError::Ineligible("no live replica".into()))?
+    };
+    Ok(MetaCommand::ElectLeader {
+        topic: topic.to_string(),
+        partition,
+        leader,
+        unclean: !preferred,
+    })
 }
 
 /// Places `count` new partitions (indexes from `first`) of `topic` with `rf` replicas each over

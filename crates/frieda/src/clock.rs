@@ -18,3 +18,21 @@ pub fn monotonic_ms() -> u64 {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
     ORIGIN.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
+
+/// Which clock a lease is measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseClock {
+    /// CLOCK_MONOTONIC (`std::time::Instant`): stops while the machine is suspended.
+    Monotonic,
+    /// CLOCK_BOOTTIME: counts the time the machine was suspended too.
+    Boot,
+}
+
+/// The clock leases are measured on (the cluster simulator reads it to know which of its
+/// simulated clocks a broker's lease follows).
+pub const LEASE_CLOCK: LeaseClock = LeaseClock::Monotonic;
+
+/// Milliseconds on the lease clock ([`LEASE_CLOCK`]).
+pub fn lease_ms() -> u64 {
+    monotonic_ms()
+}

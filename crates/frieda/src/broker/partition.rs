@@ -5,7 +5,7 @@ use super::log_start::LogStartCheckpoint;
 use super::topic_config::ProducePolicy;
 use super::writer::{AppendOutcome, WriterHandle, WriterJob};
 use crate::clock::now_ms;
-use crate::replication::{Leader, Replication, Role};
+use crate::replication::{follower, Replication};
 use bytes::BytesMut;
 use frieda_log::{BatchHeader, LogError, LogReader, PartitionLog, ProducerError, SequenceCheck};
 use kafka_protocol::error::ResponseError;
@@ -393,11 +393,10 @@ impl Partition {
                     "cannot record the leader epoch");
             }
         }
+        let _ = hw;
         let leo = self.reader.log_end_offset();
-        self.repl
-            .set_role(me, Role::Leader(Leader::new(p, me, now_ms())), hw.min(leo));
+        self.repl.become_leader(me, p, now_ms(), leo);
         drop(guard);
-        self.advance_high_watermark();
         self.notify_data();
     }
 
@@ -414,13 +413,9 @@ impl Partition {
             // -1 records nothing and cannot fail.
             let _ = state.log.set_leader_epoch(-1);
         }
-        let role = if leader < 0 {
-            Role::Offline { epoch }
-        } else {
-            Role::Follower { leader, epoch }
-        };
+        let _ = hw;
         let leo = self.reader.log_end_offset();
-        self.repl.set_role(me, role, hw.min(leo));
+        self.repl.become_follower(me, leader, epoch, leo);
         drop(guard);
         self.notify_data();
     }
@@ -640,6 +635,29 @@ impl Partition {
             .lock()
             .as_ref()
             .map(|s| s.log.end_offset_for_epoch(epoch))
+    }
+
+    /// Where this follower truncates after asking its leader about `asked_epoch` and hearing
+    /// `leader` ([`follower::truncation`]); `None` once the partition was deleted.
+    pub fn truncation_for(
+        &self,
+        asked_epoch: i32,
+        leader: follower::EpochEnd,
+    ) -> Option<follower::Truncation> {
+        let hw = self.repl.high_watermark();
+        self.state
+            .lock()
+            .as_ref()
+            .map(|s| follower::truncation(&s.log, hw, asked_epoch, leader))
+    }
+
+    /// Where this follower fetches next and the `last_fetched_epoch` it sends
+    /// ([`follower::fetch_position`]); `None` once the partition was deleted.
+    pub fn fetch_position(&self, skip_to: Option<i64>) -> Option<(i64, i32)> {
+        self.state
+            .lock()
+            .as_ref()
+            .map(|s| follower::fetch_position(&s.log, skip_to))
     }
 
     /// The latest leader epoch in the log, -1 if none.

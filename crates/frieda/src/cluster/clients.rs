@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
 use super::ClusterNode;
-use crate::replication::client::BrokerClient;
+use crate::cluster::client::BrokerClient;
 
 /// Idle connections kept per broker.
 pub const MAX_IDLE_PER_BROKER: usize = 4;

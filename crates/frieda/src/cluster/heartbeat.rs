@@ -56,7 +56,7 @@ pub async fn run(node: Arc<ClusterNode>, reg: Registration, mut stop: watch::Rec
             _ = tick.tick() => {}
             _ = stop.changed() => break,
         }
-        let sent = crate::clock::monotonic_ms();
+        let sent = crate::clock::lease_ms();
         match node
             .controller(heartbeat(&node, &reg, false), interval * 2)
             .await

@@ -15,7 +15,8 @@ use super::ClusterNode;
 use crate::broker::partition::Partition;
 use crate::broker::Broker;
 use crate::clock::now_ms;
-use crate::replication::{IsrChange, LagLimits};
+use crate::replication::{AlterAnswer, IsrChange, LagLimits};
+use kafka_protocol::error::ResponseError;
 
 /// How long an AlterPartition may wait for the controller.
 const ALTER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -36,26 +37,29 @@ pub fn alter(node: &Arc<ClusterNode>, partition: &Arc<Partition>, change: IsrCha
             isr: change.isr.clone(),
             new_isr_epochs: change.new_isr_epochs.clone(),
         };
-        match node.controller(req, ALTER_TIMEOUT).await {
-            Ok(ControllerReply::Partition(state)) => {
-                if !partition.repl.update_leader(
-                    &state,
-                    partition.reader().log_end_offset(),
-                    now_ms(),
-                ) {
-                    partition.repl.isr_change_failed();
-                }
-                partition.notify_data();
-            }
+        let answer = match node.controller(req, ALTER_TIMEOUT).await {
+            Ok(ControllerReply::Partition(state)) => AlterAnswer::Committed(state),
             Ok(other) => {
                 tracing::warn!(reply = ?other, "unexpected AlterPartition answer");
-                partition.repl.isr_change_failed();
+                AlterAnswer::Unknown
+            }
+            Err(e) if e.code == ResponseError::RequestTimedOut => {
+                tracing::info!(topic = %partition.topic, partition = partition.index,
+                    error = %e.message, "ISR change not answered");
+                AlterAnswer::Unknown
             }
             Err(e) => {
                 tracing::info!(topic = %partition.topic, partition = partition.index,
                     error = %e.message, "ISR change refused");
-                partition.repl.isr_change_failed();
+                AlterAnswer::Refused(e.code)
             }
+        };
+        let leo = partition.reader().log_end_offset();
+        if partition
+            .repl
+            .on_alter_answer(&change, answer, leo, now_ms())
+        {
+            partition.notify_data();
         }
     });
 }

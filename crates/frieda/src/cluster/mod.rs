@@ -8,18 +8,24 @@
 //! - [`reconciler`]: turns each new image into local state (partition replicas opened or
 //!   removed, leader and follower roles, follower fetchers, group and transaction
 //!   coordinators).
-//! - [`clients`]: connections to other brokers for the coordinators' requests.
+//! - [`clients`]: connections to other brokers for the coordinators' requests, over
+//!   [`client`] (a small Kafka client).
+//! - [`fetcher`]: the follower fetchers, the I/O that drives the ISR protocol's follower rules
+//!   ([`crate::replication::follower`]).
 //!
 //! Kafka's equivalents: `BrokerLifecycleManager`, `BrokerMetadataPublisher`,
 //! `ReplicaManager.applyDelta`. The design (Kafka's ISR protocol over a Raft metadata log) is in
 //! `docs/cluster.md`.
 
+pub mod client;
 pub mod clients;
+pub mod fetcher;
 pub mod heartbeat;
 pub mod isr;
+pub mod lease;
 pub mod reconciler;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -164,7 +170,7 @@ pub struct ClusterNode {
     fenced: AtomicBool,
     /// Bumped when `ready` or `fenced` changes (the reconciler re-applies the image).
     changed: watch::Sender<u64>,
-    /// Until when (monotonic ms, [`crate::clock::monotonic_ms`]) this broker is sure the
+    /// Until when (lease-clock ms, [`crate::clock::lease_ms`]) this broker is sure the
     /// controller has not fenced it: the send time of its last answered heartbeat plus
     /// `broker.session.timeout.ms`, renewed only once the reconciler has applied an image
     /// holding everything the controller had decided by its answer. The controller fences no earlier than a session
@@ -172,7 +178,7 @@ pub struct ClusterNode {
     /// acknowledging never acknowledges after another broker took its partitions (a paused
     /// leader wakes up with an expired lease, and gets it back only with an image that shows
     /// the new leaders).
-    lease_until_ms: AtomicU64,
+    lease: lease::Lease,
     /// The offset of the last image the reconciler applied (roles, replicas) in full.
     applied: watch::Sender<u64>,
     /// The current producer-id block `[next, end)` (KIP-730).
@@ -199,7 +205,7 @@ impl ClusterNode {
             ready: AtomicBool::new(false),
             fenced: AtomicBool::new(true),
             changed: watch::Sender::new(0),
-            lease_until_ms: AtomicU64::new(0),
+            lease: lease::Lease::new(),
             applied: watch::Sender::new(0),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             inter_broker: std::sync::OnceLock::new(),
@@ -264,13 +270,13 @@ impl ClusterNode {
 
     /// Whether this broker's lease (see the field) still holds.
     pub fn holds_lease(&self) -> bool {
-        crate::clock::monotonic_ms() < self.lease_until_ms.load(Ordering::Acquire)
+        self.lease.holds(crate::clock::lease_ms())
     }
 
     /// A heartbeat sent at `sent_ms` (monotonic) was answered unfenced.
     pub(crate) fn renew_lease(&self, sent_ms: u64) {
-        let until = sent_ms + self.config.broker_session_timeout_ms;
-        self.lease_until_ms.fetch_max(until, Ordering::AcqRel);
+        self.lease
+            .renew(sent_ms, self.config.broker_session_timeout_ms);
     }
 
     /// Bumped whenever readiness or fencing changes.

@@ -25,8 +25,8 @@ use crate::broker::topic::{Topic, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::broker::topic_config::TopicConfigs;
 use crate::broker::Broker;
 use crate::clock::now_ms;
-use crate::replication::fetcher::Fetchers;
-use crate::replication::Role;
+use crate::cluster::fetcher::Fetchers;
+use crate::replication::{plan, Role, RoleChange};
 
 /// Re-applies the image at least this often (retries of replicas that failed to open).
 const RETRY_EVERY: Duration = Duration::from_secs(1);
@@ -150,23 +150,39 @@ async fn take_role(
     p: &PartitionState,
 ) {
     let me = node.me;
-    let leads = p.leader == me && !node.is_fenced();
     let internal = &*topic.name == OFFSETS_TOPIC;
     let txn_log = &*topic.name == TRANSACTION_STATE_TOPIC;
-    if leads {
-        let current = partition.repl.role();
-        let same_epoch = matches!(&current, Role::Leader(l) if l.epoch == p.leader_epoch);
-        if !same_epoch
-            || !partition
+    let change = plan(&partition.repl.role(), p, me, node.is_fenced());
+    match change {
+        RoleChange::UpdateLeader => {
+            if !partition
                 .repl
                 .update_leader(p, partition.reader().log_end_offset(), now_ms())
-        {
+            {
+                partition.become_leader(me, p, partition.repl.high_watermark());
+            }
+        }
+        RoleChange::BecomeLeader => {
             partition.become_leader(me, p, partition.repl.high_watermark());
             tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch,
                 isr = ?p.isr, log_end_offset = partition.reader().log_end_offset(), "leading");
-        } else {
-            // Same epoch: the ISR or replicas may have changed; update_leader took them.
         }
+        RoleChange::BecomeFollower(leader) => {
+            partition.become_follower(me, leader, p.leader_epoch, partition.repl.high_watermark());
+            tracing::info!(topic = %topic.name, partition = partition.index, leader, epoch = p.leader_epoch, "following");
+        }
+        RoleChange::BecomeOffline => {
+            partition.become_follower(
+                me,
+                NO_LEADER,
+                p.leader_epoch,
+                partition.repl.high_watermark(),
+            );
+            tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch, "offline (no leader here)");
+        }
+        RoleChange::Keep => {}
+    }
+    if matches!(change, RoleChange::UpdateLeader | RoleChange::BecomeLeader) {
         if txn_log && broker.txns.loaded_epoch(partition.index) != Some(p.leader_epoch) {
             let (b, part) = (broker.clone(), partition.clone());
             let (index, epoch) = (partition.index, p.leader_epoch);
@@ -206,25 +222,7 @@ async fn take_role(
     if txn_log {
         broker.txns.unload(partition.index);
     }
-    let leader = if p.leader == me || p.leader == NO_LEADER {
-        NO_LEADER
-    } else {
-        p.leader
-    };
-    let unchanged = match partition.repl.role() {
-        Role::Follower { leader: l, epoch } => l == leader && epoch == p.leader_epoch,
-        Role::Offline { epoch } => leader == NO_LEADER && epoch == p.leader_epoch,
-        _ => false,
-    };
-    if !unchanged {
-        partition.become_follower(me, leader, p.leader_epoch, partition.repl.high_watermark());
-        if leader == NO_LEADER {
-            tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch, "offline (no leader here)");
-        } else {
-            tracing::info!(topic = %topic.name, partition = partition.index, leader, epoch = p.leader_epoch, "following");
-        }
-    }
-    if leader != NO_LEADER {
-        fetchers.follow(partition.clone(), leader, p.leader_epoch);
+    if let Role::Follower { leader, epoch } = partition.repl.role() {
+        fetchers.follow(partition.clone(), leader, epoch);
     }
 }

@@ -1,13 +1,24 @@
-//! Partition replication (Kafka's ISR protocol): each partition's role and, on its leader, the
-//! followers' progress, the in-sync replicas and the high watermark ([`state`]); the followers'
-//! fetch loops that copy the leader's log ([`fetcher`]), over a small Kafka client
-//! ([`client`]).
+//! Partition replication: Kafka's ISR protocol, in one place and free of I/O (no sockets, no
+//! files, no clock: callers pass offsets and times in), so that the broker and the cluster
+//! simulator (crate `frieda-sim`, which runs brokers, the controller and clients on simulated
+//! time, network and disk) execute the same rules.
 //!
-//! The design choice (ISR rather than majority commit) and its measurement are in
-//! `docs/cluster.md`.
+//! - [`state`]: a leader's view: followers' progress, the in-sync replicas, the high watermark,
+//!   ISR shrink and expansion (the AlterPartition requests a leader makes);
+//! - [`ack`]: when an `acks=all` produce is answered;
+//! - [`follower`]: a follower's truncation (KIP-101/279), fetch position and high watermark;
+//! - [`assignment`]: which role the metadata image gives a replica;
+//! - [`Replication`]: one partition's role and high watermark, shared by the threads that
+//!   append, fetch and reconcile.
+//!
+//! The I/O that drives these rules lives in [`crate::cluster`]: the follower fetchers
+//! (`cluster::fetcher`), the AlterPartition requests (`cluster::isr`) and the reconciler that
+//! applies each metadata image (`cluster::reconciler`). The design choice (ISR rather than
+//! majority commit) and its measurement are in `docs/cluster.md`.
 
-pub mod client;
-pub mod fetcher;
+pub mod ack;
+pub mod assignment;
+pub mod follower;
 pub mod state;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -18,7 +29,50 @@ use kafka_protocol::error::ResponseError;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+pub use ack::{ack_status, AckStatus};
+pub use assignment::{plan, RoleChange};
 pub use state::{IsrChange, LagLimits, Leader, Progress, Role};
+
+/// How the controller answered an AlterPartition request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlterAnswer {
+    /// Committed: the partition's state now.
+    Committed(PartitionState),
+    /// Refused with this error (INELIGIBLE_REPLICA, INVALID_UPDATE_VERSION,
+    /// FENCED_LEADER_EPOCH, ...).
+    Refused(ResponseError),
+    /// No answer (timeout, no controller): the change may or may not have been committed.
+    Unknown,
+}
+
+/// What the replication rules read of a replica's log (the partition log implements it; so does
+/// the simulator's log).
+pub trait LogView {
+    /// The first offset in the log.
+    fn log_start_offset(&self) -> i64;
+    /// The offset the next record gets.
+    fn log_end_offset(&self) -> i64;
+    /// The latest leader epoch in the log, -1 if none.
+    fn latest_epoch(&self) -> i32;
+    /// Kafka's `endOffsetForEpoch`: the largest epoch `<= epoch` in the log and where the next
+    /// epoch starts (the log end for the latest); `(-1, -1)` if unknown.
+    fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64);
+}
+
+impl LogView for frieda_log::PartitionLog {
+    fn log_start_offset(&self) -> i64 {
+        frieda_log::PartitionLog::log_start_offset(self)
+    }
+    fn log_end_offset(&self) -> i64 {
+        frieda_log::PartitionLog::log_end_offset(self)
+    }
+    fn latest_epoch(&self) -> i32 {
+        frieda_log::PartitionLog::latest_epoch(self)
+    }
+    fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        frieda_log::PartitionLog::end_offset_for_epoch(self, epoch)
+    }
+}
 
 /// The replication part of a partition: its role and high watermark.
 pub struct Replication {
@@ -96,6 +150,57 @@ impl Replication {
         self.changed.notify_waiters();
     }
 
+    /// Takes the leader role of `p` (the image's state) in `p.leader_epoch`, this broker `me`,
+    /// at `now_ms`, its log ending at `leo` (Kafka's `Partition.makeLeader`; the caller records
+    /// the epoch in the log first). Returns whether the high watermark moved.
+    pub fn become_leader(&self, me: BrokerId, p: &PartitionState, now_ms: i64, leo: i64) -> bool {
+        let hw = self.high_watermark();
+        self.set_role(
+            me,
+            Role::Leader(Leader::new(p, me, now_ms, leo)),
+            hw.min(leo),
+        );
+        self.advance(leo)
+    }
+
+    /// Takes a follower role of `leader` in `epoch` (or an offline one, `leader` = -1), the
+    /// log ending at `leo` (Kafka's `Partition.makeFollower`).
+    pub fn become_follower(&self, me: BrokerId, leader: BrokerId, epoch: i32, leo: i64) {
+        let hw = self.high_watermark();
+        let role = if leader < 0 {
+            Role::Offline { epoch }
+        } else {
+            Role::Follower { leader, epoch }
+        };
+        self.set_role(me, role, hw.min(leo));
+    }
+
+    /// The controller's answer to the ISR change `change` this leader asked for (Kafka's
+    /// `Partition.handleAlterPartitionUpdate` / `handleAlterPartitionError`), its log ending at
+    /// `leo`. Returns whether the high watermark moved.
+    pub fn on_alter_answer(
+        &self,
+        change: &IsrChange,
+        answer: AlterAnswer,
+        leo: i64,
+        now_ms: i64,
+    ) -> bool {
+        let _ = change;
+        match answer {
+            AlterAnswer::Committed(state) => {
+                let before = self.high_watermark();
+                if !self.update_leader(&state, leo, now_ms) {
+                    self.isr_change_failed();
+                }
+                self.high_watermark() > before
+            }
+            AlterAnswer::Refused(_) | AlterAnswer::Unknown => {
+                self.isr_change_failed();
+                false
+            }
+        }
+    }
+
     /// A cluster replica just opened, before the reconciler gives it its role: replicated and
     /// offline (no epoch), so until then it takes no produce, serves no consumer and answers
     /// no OffsetForLeaderEpoch (NOT_LEADER_OR_FOLLOWER) instead of acting as a single broker's
@@ -130,6 +235,14 @@ impl Replication {
         }
     }
 
+    /// The leader and epoch this replica follows, if it is a follower.
+    pub fn following(&self) -> Option<(BrokerId, i32)> {
+        match &*self.role.lock() {
+            Role::Follower { leader, epoch } => Some((*leader, *epoch)),
+            _ => None,
+        }
+    }
+
     /// Whether this replica follows `leader` in `epoch` (what a fetcher checks before it
     /// appends or truncates).
     pub fn is_follower_of(&self, leader: BrokerId, epoch: i32) -> bool {
@@ -161,7 +274,7 @@ impl Replication {
 
     /// A follower's high watermark from its leader's fetch response, capped by its own log end.
     pub fn follower_high_watermark(&self, leader_hw: i64, leo: i64) {
-        let hw = leader_hw.min(leo).max(0);
+        let hw = follower::high_watermark(leader_hw, leo);
         let old = self.hw.load(Ordering::Acquire);
         if hw != old {
             self.hw.store(hw, Ordering::Release);
@@ -297,12 +410,28 @@ impl Replication {
         }
     }
 
-    /// Waits until the high watermark passes `last_offset` (an `acks=all` produce), at most
-    /// `timeout`, while this broker still leads in `epoch`.
+    /// Where an `acks=all` produce of a batch ending at `last_offset`, appended in `epoch`,
+    /// stands now (see [`ack::ack_status`]).
+    pub fn ack_status(&self, last_offset: i64, epoch: i32, min_insync: usize) -> AckStatus {
+        if !self.is_replicated() {
+            return AckStatus::Done(Ok(()));
+        }
+        let role = self.role.lock();
+        ack_status(
+            &role,
+            self.hw.load(Ordering::Acquire),
+            last_offset,
+            epoch,
+            min_insync,
+        )
+    }
+
+    /// Waits until [`ack_status`](Self::ack_status) is done for an `acks=all` produce, at most
+    /// `timeout`.
     ///
     /// Errors: NOT_LEADER_OR_FOLLOWER (leadership moved: the record may or may not survive),
-    /// NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when the ISR shrank below `min_insync` meanwhile,
-    /// REQUEST_TIMED_OUT (7).
+    /// NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when too few replicas are in sync, REQUEST_TIMED_OUT
+    /// (7).
     pub async fn wait_replicated(
         &self,
         last_offset: i64,
@@ -315,19 +444,8 @@ impl Replication {
             let notified = self.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if !self.is_replicated() {
-                return Ok(());
-            }
-            match &*self.role.lock() {
-                Role::Leader(l) if l.epoch == epoch => {
-                    if self.hw.load(Ordering::Acquire) > last_offset {
-                        return Ok(());
-                    }
-                    if l.isr.len() < min_insync {
-                        return Err(ResponseError::NotEnoughReplicasAfterAppend);
-                    }
-                }
-                _ => return Err(ResponseError::NotLeaderOrFollower),
+            if let AckStatus::Done(answer) = self.ack_status(last_offset, epoch, min_insync) {
+                return answer;
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
                 return Err(ResponseError::RequestTimedOut);
@@ -352,7 +470,7 @@ mod tests {
             removing: vec![],
         };
         let r = std::sync::Arc::new(Replication::default());
-        r.set_role(1, Role::Leader(Leader::new(&p, 1, 0)), 0);
+        r.set_role(1, Role::Leader(Leader::new(&p, 1, 0, 0)), 0);
         let waiter = {
             let r = r.clone();
             tokio::spawn(async move { r.wait_replicated(10, 4, 2, Duration::from_secs(30)).await })

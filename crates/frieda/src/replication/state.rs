@@ -75,6 +75,9 @@ pub struct Leader {
     pub pending_isr: Option<Vec<BrokerId>>,
     /// Followers by broker id.
     pub followers: HashMap<BrokerId, Progress>,
+    /// The leader's log end offset when it took this epoch (Kafka's
+    /// `leaderEpochStartOffsetOpt`): everything acknowledged in earlier epochs lies below it.
+    pub epoch_start_offset: i64,
 }
 
 /// What this broker is for a partition.
@@ -112,9 +115,10 @@ pub struct IsrChange {
 }
 
 impl Leader {
-    /// A new leader for `p` (the image's state), this broker `me`, at `now_ms`: every follower
-    /// starts caught up (a new leader gives them `replica.lag.time.max.ms` before shrinking).
-    pub fn new(p: &PartitionState, me: BrokerId, now_ms: i64) -> Leader {
+    /// A new leader for `p` (the image's state), this broker `me`, at `now_ms`, its log ending
+    /// at `leo`: every follower starts caught up (a new leader gives them
+    /// `replica.lag.time.max.ms` before shrinking).
+    pub fn new(p: &PartitionState, me: BrokerId, now_ms: i64, leo: i64) -> Leader {
         let followers = p
             .replicas
             .iter()
@@ -129,6 +133,7 @@ impl Leader {
             isr: p.isr.clone(),
             pending_isr: None,
             followers,
+            epoch_start_offset: leo,
         }
     }
 
@@ -157,7 +162,7 @@ impl Leader {
     }
 
     /// The ISR the high watermark waits for: the committed one, or the pending one when larger.
-    fn maximal_isr(&self) -> Vec<BrokerId> {
+    pub fn maximal_isr(&self) -> Vec<BrokerId> {
         let mut set = self.isr.clone();
         if let Some(p) = &self.pending_isr {
             for b in p {
@@ -293,7 +298,7 @@ mod tests {
 
     #[test]
     fn the_high_watermark_waits_for_every_in_sync_replica() {
-        let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0);
+        let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0, 0);
         assert_eq!(l.high_watermark(1, 100, 40), 40, "no follower fetched yet");
         l.on_fetch(2, 90, -1, 100, 40, 10);
         assert_eq!(l.high_watermark(1, 100, 40), 40);
@@ -308,7 +313,7 @@ mod tests {
 
     #[test]
     fn lagging_followers_leave_and_caught_up_ones_join() {
-        let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0);
+        let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0, 0);
         l.on_fetch(2, 100, -1, 100, 0, 1_000);
         l.on_fetch(3, 10, -1, 100, 0, 1_000);
         let limits = LagLimits {
@@ -361,7 +366,7 @@ mod stall_tests {
             lag_max_ms: 30_000,
             stall_max_ms: 1_500,
         };
-        let mut l = Leader::new(&p, 1, 0);
+        let mut l = Leader::new(&p, 1, 0, 0);
         // Both fetch at the log end (caught up) at t=1000.
         l.on_fetch(2, 50, -1, 50, 50, 1_000);
         l.on_fetch(3, 50, -1, 50, 50, 1_000);

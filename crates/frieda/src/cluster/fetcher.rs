@@ -35,6 +35,7 @@ use tokio::sync::mpsc;
 use super::client::BrokerClient;
 use crate::broker::partition::Partition;
 use crate::cluster::ClusterNode;
+use crate::replication::follower::{self, EpochEnd, OutOfRange, Truncation};
 
 /// Fetch version followers use: names topics, carries `replica_id` (v12; KIP-320 fields).
 const FETCH_VERSION: i16 = 12;
@@ -308,20 +309,15 @@ async fn truncate(
                 continue;
             }
             let leo = f.partition.reader().log_end_offset();
-            let target = if asked_epoch < 0 || r.end_offset < 0 {
-                // No epochs here (an empty log) or none the leader knows: nothing to compare;
-                // the fetch's offset check takes over.
-                leo
-            } else if r.leader_epoch == asked_epoch {
-                r.end_offset.min(leo)
-            } else {
-                // The leader's largest epoch below ours: keep what both have of it.
-                let ours = f
-                    .partition
-                    .end_offset_for_epoch(r.leader_epoch)
-                    .map_or(leo, |(_, end)| end);
-                r.end_offset.min(ours).min(leo)
+            let leader_end = EpochEnd {
+                epoch: r.leader_epoch,
+                end_offset: r.end_offset,
             };
+            let Some(truncation) = f.partition.truncation_for(asked_epoch, leader_end) else {
+                back_off(f);
+                continue;
+            };
+            let target = truncation.offset();
             if target < leo {
                 tracing::info!(topic = %key.0, partition = key.1, leader, epoch = f.epoch,
                     from = leo, to = target, "truncating a diverged log");
@@ -331,7 +327,7 @@ async fn truncate(
                     continue;
                 }
             }
-            f.truncated = true;
+            f.truncated = matches!(truncation, Truncation::Complete(_));
             f.backoff_until = None;
         }
     }
@@ -353,15 +349,16 @@ async fn fetch(
         if !f.truncated || !ready(f) {
             continue;
         }
-        let leo = f.partition.reader().log_end_offset();
-        let offset = f.next_offset.map_or(leo, |n| n.max(leo));
+        let Some((offset, last_fetched_epoch)) = f.partition.fetch_position(f.next_offset) else {
+            continue;
+        };
         offsets.insert(key.clone(), offset);
         by_topic.entry(key.0.clone()).or_default().push(
             FetchPartition::default()
                 .with_partition(key.1)
                 .with_current_leader_epoch(f.epoch)
                 .with_fetch_offset(offset)
-                .with_last_fetched_epoch(-1)
+                .with_last_fetched_epoch(last_fetched_epoch)
                 .with_log_start_offset(f.partition.log_start_offset())
                 .with_partition_max_bytes(node.config.replica_fetch_max_bytes as i32),
         );
@@ -457,15 +454,13 @@ fn apply_partition(
     match ResponseError::try_from_code(pd.error_code) {
         None => {}
         Some(ResponseError::OffsetOutOfRange) => {
-            if offset < pd.log_start_offset {
-                // Retention removed it on the leader: continue from the leader's log start
-                // (the log keeps the older records it has; they are the same records).
-                tracing::info!(topic = %p.topic, partition = p.index, leader, offset,
-                    leader_log_start = pd.log_start_offset, "fetch offset below the leader's log start; skipping ahead");
-                f.next_offset = Some(pd.log_start_offset);
-            } else {
-                // Past the leader's end: truncate again (the leader's log is shorter).
-                f.truncated = false;
+            match follower::on_offset_out_of_range(offset, pd.log_start_offset) {
+                OutOfRange::SkipTo(start) => {
+                    tracing::info!(topic = %p.topic, partition = p.index, leader, offset,
+                        leader_log_start = start, "fetch offset below the leader's log start; skipping ahead");
+                    f.next_offset = Some(start);
+                }
+                OutOfRange::Retruncate => f.truncated = false,
             }
             back_off(f);
             return;

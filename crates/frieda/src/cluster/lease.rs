@@ -1,0 +1,41 @@
+//! A broker's lease on its leaderships: the guarantee that the controller has not fenced it
+//! yet, so no other broker can lead its partitions (the "zombie leader" of Jepsen's Kafka
+//! analyses). Pure: callers pass the clock reading, so the broker ([`super::ClusterNode`]) and
+//! the cluster simulator apply the same rule.
+//!
+//! Each answered heartbeat renews the lease until its *send* time plus
+//! `broker.session.timeout.ms`; the controller fences a broker no earlier than a session after
+//! it *received* the broker's last heartbeat, which is later. Both ends must measure time with
+//! clocks that run at the same rate, including across a suspend of the machine.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The lease: until when (ms on the broker's lease clock) this broker is sure it is not fenced.
+#[derive(Debug, Default)]
+pub struct Lease {
+    until_ms: AtomicU64,
+}
+
+impl Lease {
+    /// A lease that does not hold yet.
+    pub fn new() -> Lease {
+        Lease::default()
+    }
+
+    /// Whether the lease holds at `now_ms` (lease clock).
+    pub fn holds(&self, now_ms: u64) -> bool {
+        now_ms < self.until_ms.load(Ordering::Acquire)
+    }
+
+    /// A heartbeat sent at `sent_ms` (lease clock) was answered unfenced: the lease holds until
+    /// `sent_ms + session_ms` (it never moves back).
+    pub fn renew(&self, sent_ms: u64, session_ms: u64) {
+        self.until_ms
+            .fetch_max(sent_ms.saturating_add(session_ms), Ordering::AcqRel);
+    }
+
+    /// The end of the lease (ms, lease clock); 0 before the first renewal.
+    pub fn until_ms(&self) -> u64 {
+        self.until_ms.load(Ordering::Acquire)
+    }
+}
