@@ -1,0 +1,253 @@
+//! The invariants, checked after every event and at the end of a run:
+//!
+//! - **acknowledgement**: an `acks=all` record is on at least `min.insync.replicas` replicas
+//!   when it is acknowledged (synced on them with `flush.messages=1`), and no broker
+//!   acknowledges anything while the controller has it fenced (its lease);
+//! - **survival**: every broker that becomes a leader has every acknowledged `acks=all` record
+//!   at its offset, and so does every partition's leader at the end (records whose last in-sync
+//!   copy a power loss without fsync destroyed are outside Kafka's contract and exempt);
+//! - **high watermark**: never above the log end offset, never down on a leader within its
+//!   epoch; replicas agree on every record below their high watermarks;
+//! - **epochs**: a replica's leader epoch and a leader's partition epoch only grow; in the
+//!   controller's image, leader ∈ ISR ⊆ replicas and epochs only grow;
+//! - **liveness**: after the faults heal, every partition has a leader that acknowledges.
+
+use frieda::replication::{LogView, Role};
+
+use crate::world::{World, TOPIC};
+
+impl World {
+    /// Checks after one event.
+    pub(crate) fn check_step(&mut self) {
+        self.complete_produces();
+        if self.violation.is_some() {
+            return;
+        }
+        for bi in 0..self.brokers.len() {
+            if !self.brokers[bi].up {
+                continue;
+            }
+            let id = self.brokers[bi].id;
+            let parts: Vec<i32> = self.brokers[bi].replicas.keys().copied().collect();
+            for p in parts {
+                self.check_replica(id, p);
+                if self.violation.is_some() {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn check_replica(&mut self, id: i32, p: i32) {
+        let bi = (id - 1) as usize;
+        let (hw, leo, epoch, leader) = {
+            let b = &self.brokers[bi];
+            let r = &b.replicas[&p];
+            let d = &b.disks[&p];
+            let role = r.repl.role();
+            let leader = match &role {
+                Role::Leader(l) => Some((l.epoch, l.partition_epoch)),
+                _ => None,
+            };
+            (
+                r.repl.high_watermark(),
+                d.log.leo(),
+                r.repl.leader_epoch(),
+                leader,
+            )
+        };
+        if hw > leo {
+            self.violate(
+                "hw-above-log-end",
+                format!("broker {id} partition {p}: high watermark {hw} > log end offset {leo}"),
+            );
+            return;
+        }
+        let b = &mut self.brokers[bi];
+        let r = b.replicas.get_mut(&p).expect("listed");
+        if epoch >= 0 && epoch < r.last_epoch {
+            let last = r.last_epoch;
+            self.violate(
+                "leader-epoch-went-back",
+                format!("broker {id} partition {p}: leader epoch {epoch} after {last}"),
+            );
+            return;
+        }
+        r.last_epoch = r.last_epoch.max(epoch);
+        if let Some((le, pe)) = leader {
+            if pe < r.last_partition_epoch && le == r.last_epoch {
+                let last = r.last_partition_epoch;
+                self.violate(
+                    "partition-epoch-went-back",
+                    format!("broker {id} partition {p}: the leader took partition epoch {pe} after {last} (a stale ISR)"),
+                );
+                return;
+            }
+            r.last_partition_epoch = r.last_partition_epoch.max(pe);
+            if let Some((e, last_hw)) = r.last_leader_hw {
+                if e == le && hw < last_hw {
+                    self.violate(
+                        "leader-hw-went-back",
+                        format!("broker {id} partition {p}: high watermark {hw} after {last_hw} in epoch {le}"),
+                    );
+                    return;
+                }
+            }
+            r.last_leader_hw = Some((le, hw));
+        } else {
+            r.last_leader_hw = None;
+        }
+        self.check_agreement(id, p, hw.min(leo));
+    }
+
+    /// Replicas agree below their high watermarks: each batch below a replica's high watermark
+    /// is the one every other replica has there (checked once per offset and replica, against
+    /// the history built from the first replica that counted it).
+    fn check_agreement(&mut self, id: i32, p: i32, hw: i64) {
+        if self.disagreement_allowed.contains(&p) {
+            return;
+        }
+        let bi = (id - 1) as usize;
+        let d = self.brokers[bi].disks.get(&p).expect("opened");
+        if hw <= d.verified_upto {
+            return;
+        }
+        let from = d.verified_upto;
+        let batches = d.log.read(from, usize::MAX);
+        let history = &mut self.history[p as usize];
+        let mut bad = None;
+        for b in batches.iter().take_while(|b| b.base < hw) {
+            match history.get(&b.base) {
+                None => {
+                    history.insert(b.base, *b);
+                }
+                Some(h) if h == b => {}
+                Some(h) => {
+                    bad = Some((*h, *b));
+                    break;
+                }
+            }
+        }
+        if let Some((h, b)) = bad {
+            self.violate(
+                "replicas-disagree-below-hw",
+                format!("partition {p}: broker {id} has {b:?} below its high watermark {hw}, another replica counted {h:?} there"),
+            );
+            return;
+        }
+        let d = self.brokers[bi].disks.get_mut(&p).expect("opened");
+        d.verified_upto = hw;
+    }
+
+    /// A broker just became `p`'s leader: it must have every acknowledged `acks=all` record.
+    pub(crate) fn check_new_leader(&mut self, id: i32, p: i32) {
+        if let Some(missing) = self.missing_acked(id, p) {
+            self.violate(
+                "leader-lacks-acked-record",
+                format!(
+                    "broker {id} became leader of partition {p} without acknowledged {missing}"
+                ),
+            );
+        }
+    }
+
+    /// The first acknowledged, not voided, `acks=all` batch of `p` that broker `id`'s log lacks
+    /// at its offset.
+    fn missing_acked(&self, id: i32, p: i32) -> Option<String> {
+        let d = self.brokers[(id - 1) as usize].disks.get(&p)?;
+        self.acked
+            .iter()
+            .filter(|(bid, a)| a.partition == p && a.acks == -1 && !self.voided.contains(bid))
+            .find(|(bid, a)| d.log.batch_at(a.base).is_none_or(|b| b.id != **bid))
+            .map(|(bid, a)| {
+                format!(
+                    "batch {bid} at offset {} (acknowledged at {} ms; its log ends at {})",
+                    a.base,
+                    a.time,
+                    d.log.log_end_offset()
+                )
+            })
+    }
+
+    /// An acknowledgement was just decided by broker `id`.
+    pub(crate) fn check_acknowledgement(&mut self, id: i32, x: &crate::world::PendingRef) {
+        // The lease: no broker acknowledges while the controller has fenced it.
+        let b = &self.brokers[(id - 1) as usize];
+        let fenced_here = self
+            .controller
+            .image
+            .brokers
+            .get(&id)
+            .is_some_and(|r| r.incarnation == b.incarnation && r.fenced);
+        if fenced_here && !b.is_shutting_down() {
+            self.violate(
+                "acknowledged-while-fenced",
+                format!("broker {id} acknowledged produce {} (acks={}) while the controller had fenced it", x.id, x.acks),
+            );
+            return;
+        }
+        if x.acks != -1 {
+            return;
+        }
+        let fsync = self.plan.shape.fsync;
+        let copies = self
+            .brokers
+            .iter()
+            .filter(|b| {
+                b.disks.get(&x.partition).is_some_and(|d| {
+                    d.log.batch_at(x.base).is_some_and(|bt| bt.id == x.id)
+                        && (!fsync || d.log.is_synced(x.id))
+                })
+            })
+            .count();
+        if copies < self.plan.shape.min_isr {
+            let what = if fsync { "synced copies" } else { "copies" };
+            self.violate(
+                "acked-below-min-insync",
+                format!(
+                    "broker {id} acknowledged produce {} (partition {}, offset {}) with acks=all on {copies} {what}; min.insync.replicas={}",
+                    x.id, x.partition, x.base, self.plan.shape.min_isr
+                ),
+            );
+        }
+    }
+
+    /// At the end of the run (faults healed long since).
+    pub(crate) fn check_end(&mut self) {
+        for p in 0..self.plan.shape.partitions {
+            let Some(state) = self.controller.image.partition(TOPIC, p).cloned() else {
+                self.violate("no-topic", "the topic was never created".into());
+                return;
+            };
+            if state.leader < 0 {
+                self.violate(
+                    "liveness-no-leader",
+                    format!("partition {p} has no leader after the faults healed: {state:?}"),
+                );
+                return;
+            }
+            if let Some(missing) = self.missing_acked(state.leader, p) {
+                self.violate(
+                    "acked-record-lost",
+                    format!(
+                        "partition {p}: the final leader {} lacks acknowledged {missing}",
+                        state.leader
+                    ),
+                );
+                return;
+            }
+            let heal = self.plan.shape.heal;
+            let settled = self
+                .acked
+                .values()
+                .any(|a| a.partition == p && a.acks == -1 && a.time > heal);
+            if !settled {
+                self.violate(
+                    "liveness-no-acks-after-heal",
+                    format!("partition {p}: no acks=all produce was acknowledged after the faults healed; final state {state:?}"),
+                );
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! A deterministic simulator of a Frieda cluster (TigerBeetle's VOPR and FoundationDB's
+//! simulation in spirit): brokers, the controller quorum and producer clients run in one
+//! process on simulated time, network and disk, driven by a seed.
+//!
+//! - The brokers run Frieda's own replication rules ([`frieda::replication`]: ISR, high
+//!   watermark, acknowledgements, truncation, roles) and lease ([`frieda::cluster::lease`]); the
+//!   controller decides with `frieda-meta`'s functions on its `MetadataImage`, the same
+//!   transition function every node applies. What is simulated is only the I/O around them:
+//!   messages (delayed, lost, duplicated, reordered, cut by partitions), disks (a synced prefix
+//!   a power loss keeps, fsyncs that fail), processes (crashes, pauses, suspends, controlled
+//!   shutdowns) and clocks.
+//! - [`plan`]: a seed's cluster shape and timed faults, operator actions and produce requests.
+//! - [`world`]: the event loop and the simulated brokers and controller.
+//! - `check`: the invariants, after every event and at the end.
+//! - [`shrink`]: a failing plan made short.
+//!
+//! `cargo run --release -p frieda-sim -- --seeds 1000` runs seeds 0..1000; `--seed N --trace`
+//! replays one with its event log; `scripts/simulate` runs long soaks.
+
+#![warn(missing_docs)]
+
+mod check;
+pub mod disk;
+pub mod net;
+pub mod plan;
+pub mod shrink;
+pub mod world;
+
+pub use plan::{Action, Plan, Shape, Time};
+pub use world::{Report, Stats, Violation, World};
+
+/// Runs the plan of `seed`.
+pub fn run_seed(seed: u64, trace: bool) -> Report {
+    World::new(Plan::generate(seed), trace).run()
+}
+
+/// Runs `plan`.
+pub fn run_plan(plan: Plan, trace: bool) -> Report {
+    World::new(plan, trace).run()
+}

@@ -1,0 +1,155 @@
+//! `frieda-sim`: runs seeds of the cluster simulator and reports; replays one seed with its
+//! trace; shrinks a failing seed.
+//!
+//! ```text
+//! frieda-sim --seeds 1000 [--start 0] [--threads 2]   run seeds start..start+seeds
+//! frieda-sim --seed 42 --trace                          replay seed 42 with its event log
+//! frieda-sim --seed 42 --shrink                         shrink a failing seed's plan and print its trace
+//! ```
+//! Exits 1 if any seed broke an invariant.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use clap::Parser;
+use frieda_sim::{run_plan, run_seed, shrink, Plan, Report};
+
+#[derive(Parser)]
+#[command(about = "Deterministic simulation of a Frieda cluster")]
+struct Args {
+    /// Number of seeds to run.
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+    /// Run this one seed (and print its outcome).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// With --seed: print the run's event log.
+    #[arg(long)]
+    trace: bool,
+    /// With --seed: shrink a failing plan, then print the short plan's trace.
+    #[arg(long)]
+    shrink: bool,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Stop at the first failing seed.
+    #[arg(long)]
+    fail_fast: bool,
+}
+
+fn print_report(r: &Report) {
+    match &r.violation {
+        Some(v) => println!(
+            "seed {}: VIOLATION {} at {} ms: {}",
+            r.seed, v.kind, v.time, v.detail
+        ),
+        None => println!(
+            "seed {}: ok ({} events, {} acks=all acknowledged, {} faults)",
+            r.seed, r.stats.events, r.stats.acked_all, r.stats.faults
+        ),
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Some(seed) = args.seed {
+        let plan = Plan::generate(seed);
+        let report = run_seed(seed, args.trace && !args.shrink);
+        if args.shrink {
+            if let Some(v) = &report.violation {
+                let small = shrink::shrink(&plan, v.kind, 2_000);
+                println!(
+                    "seed {seed}: {} of {} actions left after shrinking",
+                    small.actions.len(),
+                    plan.actions.len()
+                );
+                for (t, a) in &small.actions {
+                    println!("  plan {t:>6} {a:?}");
+                }
+                let again = run_plan(small, true);
+                for line in &again.trace {
+                    println!("{line}");
+                }
+                print_report(&again);
+                std::process::exit(1);
+            }
+        }
+        for line in &report.trace {
+            println!("{line}");
+        }
+        print_report(&report);
+        std::process::exit(i32::from(report.violation.is_some()));
+    }
+    let started = Instant::now();
+    let next = Arc::new(AtomicU64::new(args.start));
+    let end = args.start + args.seeds;
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64, 0u64, 0u64)));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..args.threads.max(1))
+        .map(|_| {
+            let (next, failures, totals, stop) =
+                (next.clone(), failures.clone(), totals.clone(), stop.clone());
+            let fail_fast = args.fail_fast;
+            std::thread::spawn(move || loop {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= end {
+                    return;
+                }
+                let r = run_seed(seed, false);
+                {
+                    let mut t = totals.lock().expect("totals");
+                    t.0 += 1;
+                    t.1 += r.stats.sim_ms;
+                    t.2 += r.stats.faults;
+                    t.3 += r.stats.acked_all;
+                    t.4 += r.stats.events;
+                    t.5 += r.stats.elections;
+                }
+                if r.violation.is_some() {
+                    print_report(&r);
+                    failures.lock().expect("failures").push(r);
+                    if fail_fast {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        let _ = w.join();
+    }
+    let t = *totals.lock().expect("totals");
+    let failures = failures.lock().expect("failures");
+    println!(
+        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections, {} acks=all records acknowledged; {} failed",
+        t.0,
+        args.start,
+        end,
+        started.elapsed().as_secs_f64(),
+        t.1 as f64 / 3_600_000.0,
+        t.4,
+        t.2,
+        t.5,
+        t.3,
+        failures.len()
+    );
+    let mut kinds: std::collections::BTreeMap<&str, Vec<u64>> = Default::default();
+    for f in failures.iter() {
+        if let Some(v) = &f.violation {
+            kinds.entry(v.kind).or_default().push(f.seed);
+        }
+    }
+    for (k, seeds) in &kinds {
+        let shown: Vec<String> = seeds.iter().take(10).map(|s| s.to_string()).collect();
+        println!("  {k}: {} seeds (e.g. {})", seeds.len(), shown.join(", "));
+    }
+    std::process::exit(i32::from(!failures.is_empty()));
+}

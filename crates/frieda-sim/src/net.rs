@@ -1,0 +1,152 @@
+//! The simulated network's messages: the requests and answers brokers, the controller quorum and
+//! clients exchange (the Kafka RPCs that matter for replication, reduced to their fields).
+
+use frieda::replication::follower::EpochEnd;
+use frieda::replication::IsrChange;
+use frieda_meta::{Heartbeat, MetaCommand, MetaError, PartitionState};
+use kafka_protocol::error::ResponseError;
+
+use crate::disk::Batch;
+
+/// Who sends or receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Node {
+    /// The controller quorum (its Raft replication is not simulated: openraft's job).
+    Controller,
+    /// A broker.
+    Broker(i32),
+    /// The producer clients.
+    Client,
+}
+
+/// A follower's fetch data.
+#[derive(Debug, Clone)]
+pub struct FetchData {
+    /// Batches from the fetch offset.
+    pub batches: Vec<Batch>,
+    /// The leader's high watermark as it serves it.
+    pub hw: i64,
+    /// The leader's log start offset.
+    pub log_start: i64,
+    /// KIP-595: where the follower's last fetched epoch ends in the leader's log, when the logs
+    /// diverge (no batches then).
+    pub diverging: Option<EpochEnd>,
+}
+
+/// A message.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// Broker -> controller: BrokerHeartbeat (with the registration folded in), sent at
+    /// `sent` on the broker's lease clock.
+    Heartbeat {
+        /// The heartbeat.
+        hb: Heartbeat,
+        /// Lease-clock send time, ms.
+        sent: u64,
+        /// The broker's offline replicas (partition indexes), Kafka's offline log dirs.
+        offline: Vec<i32>,
+    },
+    /// Controller -> broker.
+    HeartbeatReply {
+        /// Fenced now.
+        fenced: bool,
+        /// The controller's metadata offset.
+        offset: u64,
+        /// Echo of the send time.
+        sent: u64,
+    },
+    /// Broker -> controller: the metadata log from `from` on (a Raft learner's fetch).
+    MetaFetch {
+        /// First offset wanted.
+        from: u64,
+    },
+    /// Controller -> broker: committed metadata entries `(offset, command)`.
+    MetaEntries {
+        /// Entries in order.
+        entries: Vec<(u64, MetaCommand)>,
+    },
+    /// Leader -> controller: AlterPartition.
+    AlterIsr {
+        /// Request id (per broker run).
+        req: u64,
+        /// Partition.
+        partition: i32,
+        /// The change.
+        change: IsrChange,
+    },
+    /// Controller -> leader.
+    AlterIsrReply {
+        /// Request id.
+        req: u64,
+        /// Partition.
+        partition: i32,
+        /// The state, or the refusal.
+        result: Result<PartitionState, MetaError>,
+    },
+    /// Follower -> leader: OffsetForLeaderEpoch.
+    EpochReq {
+        /// Request id.
+        req: u64,
+        /// Partition.
+        partition: i32,
+        /// The follower's leader epoch (KIP-320).
+        current_epoch: i32,
+        /// The epoch asked about.
+        asked: i32,
+    },
+    /// Leader -> follower.
+    EpochReply {
+        /// Request id.
+        req: u64,
+        /// Partition.
+        partition: i32,
+        /// The epoch asked about.
+        asked: i32,
+        /// Where it ends, or the error.
+        result: Result<EpochEnd, ResponseError>,
+    },
+    /// Follower -> leader: Fetch with `replica_id`.
+    FetchReq {
+        /// Request id.
+        req: u64,
+        /// Partition.
+        partition: i32,
+        /// The follower's leader epoch.
+        current_epoch: i32,
+        /// Fetch offset.
+        offset: i64,
+        /// KIP-595 last fetched epoch (-1: none).
+        last_fetched_epoch: i32,
+        /// The follower's log start.
+        log_start: i64,
+    },
+    /// Leader -> follower.
+    FetchReply {
+        /// Request id.
+        req: u64,
+        /// Partition.
+        partition: i32,
+        /// The fetch offset it answers.
+        offset: i64,
+        /// Data or error.
+        result: Result<FetchData, ResponseError>,
+    },
+    /// Client -> broker: Produce.
+    Produce {
+        /// Request id (unique in the run; also the batch id).
+        req: u64,
+        /// Partition.
+        partition: i32,
+        /// -1 or 1.
+        acks: i16,
+        /// Records.
+        count: i64,
+    },
+    /// Broker -> client.
+    ProduceReply {
+        /// Request id.
+        req: u64,
+        /// Base offset or error.
+        result: Result<i64, ResponseError>,
+    },
+}

@@ -1,0 +1,269 @@
+//! A run's plan, drawn from its seed: the cluster's shape and the timed list of faults,
+//! operator actions and produce requests. Shrinking a failing run removes entries from the plan
+//! and runs it again ([`crate::shrink`]).
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Simulated milliseconds.
+pub type Time = u64;
+
+/// The shape and settings of a simulated cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    /// Brokers, ids `1..=brokers` (each also heartbeats to the one controller quorum).
+    pub brokers: i32,
+    /// Partitions of the one topic.
+    pub partitions: i32,
+    /// Replication factor.
+    pub rf: usize,
+    /// `min.insync.replicas`.
+    pub min_isr: usize,
+    /// `flush.messages=1`: every append is fsync'ed before it counts (leaders before they
+    /// acknowledge, followers before they fetch again). Power losses are only in these runs
+    /// and in runs without acknowledged data at risk (see `crate::check`).
+    pub fsync: bool,
+    /// When faults and new produce requests stop; everything heals and the run settles until
+    /// `end`.
+    pub heal: Time,
+    /// The end of the run.
+    pub end: Time,
+}
+
+/// One planned event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// A client sends a produce of `count` records to `partition` with `acks` (-1 or 1), to the
+    /// leader it believes in (a stale guess when `stale`).
+    Produce {
+        /// Partition.
+        partition: i32,
+        /// -1 (all) or 1.
+        acks: i16,
+        /// Records.
+        count: i64,
+        /// Sent to a random broker instead of the leader.
+        stale: bool,
+    },
+    /// SIGKILL; the page cache survives. Restarted after `down` ms.
+    Crash {
+        /// Broker.
+        broker: i32,
+        /// Down for, ms.
+        down: Time,
+    },
+    /// The machine loses power: unsynced writes are gone. Restarted after `down` ms.
+    PowerLoss {
+        /// Broker.
+        broker: i32,
+        /// Down for, ms.
+        down: Time,
+    },
+    /// SIGSTOP for `len` ms (its clocks keep running).
+    Pause {
+        /// Broker.
+        broker: i32,
+        /// Paused for, ms.
+        len: Time,
+    },
+    /// The machine is suspended for `len` ms: the process stops and its monotonic clock
+    /// (CLOCK_MONOTONIC) stops too; CLOCK_BOOTTIME keeps counting.
+    Suspend {
+        /// Broker.
+        broker: i32,
+        /// Suspended for, ms.
+        len: Time,
+    },
+    /// SIGTERM: controlled shutdown, then down for `down` ms.
+    Shutdown {
+        /// Broker.
+        broker: i32,
+        /// Down for, ms.
+        down: Time,
+    },
+    /// The network between `side` and everyone else (brokers and, if `with_controller`, the
+    /// controller quorum) drops everything for `len` ms.
+    Partition {
+        /// Brokers cut off.
+        side: Vec<i32>,
+        /// Cut off from the controller too.
+        with_controller: bool,
+        /// For, ms.
+        len: Time,
+    },
+    /// The controller quorum answers nothing for `len` ms (an election); the next active
+    /// controller gives every broker a new session.
+    ControllerOutage {
+        /// For, ms.
+        len: Time,
+    },
+    /// The next fsync of `partition`'s log on `broker` fails.
+    FsyncFailure {
+        /// Broker.
+        broker: i32,
+        /// Partition.
+        partition: i32,
+    },
+    /// Preferred-leader election (kafka-leader-election --election-type preferred).
+    ElectPreferred {
+        /// Partition.
+        partition: i32,
+    },
+    /// Reassignment to `target` (kafka-reassign-partitions).
+    Reassign {
+        /// Partition.
+        partition: i32,
+        /// New replicas.
+        target: Vec<i32>,
+    },
+}
+
+/// A run: its seed, shape and timed actions (sorted by time).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The seed everything else was drawn from (the network's randomness too).
+    pub seed: u64,
+    /// Cluster shape.
+    pub shape: Shape,
+    /// `(time, action)`, by time.
+    pub actions: Vec<(Time, Action)>,
+}
+
+/// Whether an action takes a broker away for a while (at most one such at a time, so the
+/// cluster can make progress).
+fn takes_broker_down(a: &Action) -> Option<(i32, Time)> {
+    match a {
+        Action::Crash { broker, down }
+        | Action::PowerLoss { broker, down }
+        | Action::Shutdown { broker, down } => Some((*broker, *down)),
+        Action::Pause { broker, len } | Action::Suspend { broker, len } => Some((*broker, *len)),
+        _ => None,
+    }
+}
+
+impl Plan {
+    /// The plan of `seed`.
+    pub fn generate(seed: u64) -> Plan {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let brokers = rng.gen_range(3..=5);
+        let rf = if brokers >= 4 && rng.gen_bool(0.3) {
+            4
+        } else {
+            3
+        };
+        let min_isr = match rng.gen_range(0..10) {
+            0 => 1,
+            1 => rf,
+            _ => 2,
+        };
+        let shape = Shape {
+            brokers,
+            partitions: rng.gen_range(1..=3),
+            rf,
+            min_isr,
+            fsync: rng.gen_bool(0.3),
+            heal: 40_000,
+            end: 60_000,
+        };
+        let mut actions = Vec::new();
+        // Produce requests: 20-80 per second over the fault phase.
+        let rate = rng.gen_range(20..=80);
+        let mut t: Time = 2_000;
+        while t < shape.heal {
+            actions.push((
+                t,
+                Action::Produce {
+                    partition: rng.gen_range(0..shape.partitions),
+                    acks: if rng.gen_bool(0.8) { -1 } else { 1 },
+                    count: rng.gen_range(1..=5),
+                    stale: rng.gen_bool(0.1),
+                },
+            ));
+            t += rng.gen_range(1..=2_000 / rate);
+        }
+        // Faults: one every 0.5-4 s; brokers taken away one at a time.
+        let mut t: Time = 3_000;
+        let mut busy_until: Time = 0;
+        while t < shape.heal - 5_000 {
+            let broker = rng.gen_range(1..=brokers);
+            let a = match rng.gen_range(0..100) {
+                0..=14 => Action::Crash {
+                    broker,
+                    down: rng.gen_range(200..8_000),
+                },
+                15..=24 => Action::PowerLoss {
+                    broker,
+                    down: rng.gen_range(200..8_000),
+                },
+                25..=39 => Action::Pause {
+                    broker,
+                    len: rng.gen_range(100..6_000),
+                },
+                40..=44 => Action::Suspend {
+                    broker,
+                    len: rng.gen_range(500..12_000),
+                },
+                45..=49 => Action::Shutdown {
+                    broker,
+                    down: rng.gen_range(200..5_000),
+                },
+                50..=64 => {
+                    let mut side: Vec<i32> = (1..=brokers).filter(|_| rng.gen_bool(0.4)).collect();
+                    if side.is_empty() || side.len() as i32 == brokers {
+                        side = vec![broker];
+                    }
+                    Action::Partition {
+                        side,
+                        with_controller: rng.gen_bool(0.5),
+                        len: rng.gen_range(200..8_000),
+                    }
+                }
+                65..=69 => Action::ControllerOutage {
+                    len: rng.gen_range(200..4_000),
+                },
+                70..=77 => Action::FsyncFailure {
+                    broker,
+                    partition: rng.gen_range(0..shape.partitions),
+                },
+                78..=87 => Action::ElectPreferred {
+                    partition: rng.gen_range(0..shape.partitions),
+                },
+                _ => {
+                    let mut all: Vec<i32> = (1..=brokers).collect();
+                    let mut target = Vec::new();
+                    while target.len() < rf {
+                        let i = rng.gen_range(0..all.len());
+                        target.push(all.remove(i));
+                    }
+                    Action::Reassign {
+                        partition: rng.gen_range(0..shape.partitions),
+                        target,
+                    }
+                }
+            };
+            if let Some((_, len)) = takes_broker_down(&a) {
+                if t < busy_until {
+                    t += rng.gen_range(500..4_000);
+                    continue;
+                }
+                busy_until = t + len + 1_000;
+            }
+            actions.push((t, a));
+            t += rng.gen_range(500..4_000);
+        }
+        actions.sort_by_key(|(t, _)| *t);
+        Plan {
+            seed,
+            shape,
+            actions,
+        }
+    }
+
+    /// The number of fault and operator actions (produce requests not counted).
+    pub fn faults(&self) -> usize {
+        self.actions
+            .iter()
+            .filter(|(_, a)| !matches!(a, Action::Produce { .. }))
+            .count()
+    }
+}

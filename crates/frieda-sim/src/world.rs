@@ -1,0 +1,1927 @@
+//! The simulated world: one event queue on simulated time, a network that delays, drops,
+//! duplicates and reorders messages and can be cut, brokers that run Frieda's replication rules
+//! ([`frieda::replication`]) on simulated logs, the controller quorum deciding with
+//! `frieda-meta`'s own functions on its own `MetadataImage`, and producer clients.
+//!
+//! Everything is driven by the plan's seed: the same seed runs the same events in the same order
+//! (no threads, no wall clock, no hash-map iteration order), so a failing seed replays exactly.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+use frieda::clock::{LeaseClock, LEASE_CLOCK};
+use frieda::cluster::lease::Lease;
+use frieda::replication::follower::{self, EpochEnd, OutOfRange, Truncation};
+use frieda::replication::{
+    plan as role_plan, AckStatus, AlterAnswer, IsrChange, LagLimits, LogView, Replication,
+    RoleChange,
+};
+use frieda_meta::controller::{election, expired_sessions, heartbeat_command};
+use frieda_meta::{BrokerId, Heartbeat, MetaCommand, MetaError, MetadataImage, PartitionState};
+use kafka_protocol::error::ResponseError;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use uuid::Uuid;
+
+use crate::disk::{Batch, DiskError, SimLog};
+use crate::net::{FetchData, Msg, Node};
+use crate::plan::{Action, Plan, Time};
+
+/// The one topic of a simulated cluster.
+pub const TOPIC: &str = "t";
+/// `broker.heartbeat.interval.ms` in the simulation.
+const HEARTBEAT_MS: Time = 250;
+/// `broker.session.timeout.ms` in the simulation.
+const SESSION_MS: Time = 3_000;
+/// How often a broker pulls the metadata log (a Raft learner's fetch).
+const META_PULL_MS: Time = 20;
+/// How often a broker's fetchers look for partitions to fetch.
+const FETCH_TICK_MS: Time = 5;
+/// `replica.fetch.backoff.ms` (Frieda's `RETRY_BACKOFF`).
+const FETCH_BACKOFF_MS: Time = 200;
+/// A replica fetch not answered within this is retried.
+const FETCH_TIMEOUT_MS: Time = 1_000;
+/// `replica.high.watermark.checkpoint.interval.ms`.
+const HW_CHECKPOINT_MS: Time = 5_000;
+/// `replica.lag.time.max.ms` / `replica.stall.max.ms` in the simulation.
+const LIMITS: LagLimits = LagLimits {
+    lag_max_ms: 10_000,
+    stall_max_ms: 1_500,
+};
+/// The shrink check period (a quarter of the shorter limit, as the broker's).
+const SHRINK_CHECK_MS: Time = 375;
+/// How long an AlterPartition may wait for the controller (the broker's `ALTER_TIMEOUT`).
+const ALTER_TIMEOUT_MS: Time = 5_000;
+/// The produce request timeout (`request.timeout.ms` of the clients, shortened).
+const PRODUCE_TIMEOUT_MS: Time = 5_000;
+/// The controller's periodic work (session expiry).
+const CONTROLLER_TICK_MS: Time = 200;
+/// Largest number of batches a fetch returns.
+const FETCH_MAX_BATCHES: usize = 32;
+
+/// A broken invariant: when, which, and what was seen.
+#[derive(Debug, Clone)]
+pub struct Violation {
+    /// Simulated ms.
+    pub time: Time,
+    /// The invariant (stable name, for grouping and shrinking).
+    pub kind: &'static str,
+    /// What was seen.
+    pub detail: String,
+}
+
+/// Counts of one run.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Events processed.
+    pub events: u64,
+    /// Simulated ms run.
+    pub sim_ms: Time,
+    /// Produce requests sent.
+    pub produced: u64,
+    /// `acks=all` produce requests acknowledged.
+    pub acked_all: u64,
+    /// `acks=1` produce requests acknowledged.
+    pub acked_one: u64,
+    /// Fault and operator actions injected.
+    pub faults: u64,
+    /// Leader changes committed.
+    pub elections: u64,
+    /// ISR changes committed.
+    pub isr_changes: u64,
+    /// Follower truncations that removed records.
+    pub truncations: u64,
+    /// Messages dropped by the network (loss, cuts, dead receivers).
+    pub dropped: u64,
+    /// Acknowledged records whose guarantee a power loss voided (no fsync, last copy).
+    pub voided: u64,
+}
+
+/// The outcome of one run.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The seed.
+    pub seed: u64,
+    /// The first broken invariant, if any.
+    pub violation: Option<Violation>,
+    /// Counts.
+    pub stats: Stats,
+    /// The run's log when tracing.
+    pub trace: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+enum Event {
+    Deliver {
+        from: Node,
+        to: Node,
+        to_run: u32,
+        msg: Msg,
+    },
+    Timer {
+        broker: i32,
+        run: u32,
+        timer: Timer,
+    },
+    ControllerTick,
+    CreateTopic,
+    Plan(usize),
+    Restart(i32),
+    EndCut(u64),
+    EndOutage,
+    Stop {
+        broker: i32,
+        down: Time,
+    },
+    Heal,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Timer {
+    Heartbeat,
+    MetaPull,
+    FetchTick,
+    ShrinkCheck,
+    HwCheckpoint,
+    Writeback,
+    Flush(i32),
+    AlterTimeout(u64),
+}
+
+struct Entry {
+    time: Time,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.time, self.seq) == (other.time, other.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.time, other.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+/// A partition's storage on one broker's disk (survives restarts).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Disk {
+    pub(crate) log: SimLog,
+    /// `replication-offset-checkpoint`'s entry (durable).
+    pub(crate) checkpoint: Option<i64>,
+    /// Offsets below this were checked against the agreed history.
+    pub(crate) verified_upto: i64,
+}
+
+/// A follower's fetch state for one partition.
+#[derive(Debug, Clone, Default)]
+struct FetchState {
+    truncated: bool,
+    skip_to: Option<i64>,
+    inflight: Option<(u64, Time)>,
+    next_at: Time,
+    flushing: bool,
+}
+
+pub(crate) struct Replica {
+    pub(crate) repl: Replication,
+    fetch: FetchState,
+    pub(crate) last_epoch: i32,
+    pub(crate) last_partition_epoch: i32,
+    pub(crate) last_leader_hw: Option<(i32, i64)>,
+}
+
+/// What the checks see of an acknowledged produce.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PendingRef {
+    pub(crate) id: u64,
+    pub(crate) partition: i32,
+    pub(crate) base: i64,
+    pub(crate) acks: i16,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    req: u64,
+    partition: i32,
+    acks: i16,
+    batch: Batch,
+    epoch: i32,
+    deadline: Time,
+    flushed: bool,
+}
+
+pub(crate) struct Broker {
+    pub(crate) id: i32,
+    pub(crate) up: bool,
+    run: u32,
+    pub(crate) incarnation: Uuid,
+    paused_until: Time,
+    suspended_ms: Time,
+    image: MetadataImage,
+    ready: bool,
+    fenced: bool,
+    shutting_down: bool,
+    last_answer: Time,
+    lease: Lease,
+    pending_renew: Option<(u64, u64, bool, Time)>,
+    pub(crate) replicas: BTreeMap<i32, Replica>,
+    pub(crate) disks: BTreeMap<i32, Disk>,
+    next_req: u64,
+    pending: Vec<Pending>,
+    alters: BTreeMap<u64, (i32, IsrChange)>,
+}
+
+impl Broker {
+    /// Whether it asked the controller to let it go (controlled shutdown).
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down
+    }
+}
+
+pub(crate) struct Controller {
+    pub(crate) image: MetadataImage,
+    log: Vec<MetaCommand>,
+    sessions: BTreeMap<BrokerId, (Uuid, Time)>,
+    out_until: Time,
+}
+
+/// An acknowledged produce.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Acked {
+    pub(crate) partition: i32,
+    pub(crate) base: i64,
+    pub(crate) acks: i16,
+    pub(crate) time: Time,
+}
+
+/// One simulated cluster run.
+pub struct World {
+    pub(crate) plan: Plan,
+    pub(crate) now: Time,
+    seq: u64,
+    queue: BinaryHeap<Entry>,
+    rng: ChaCha8Rng,
+    pub(crate) brokers: Vec<Broker>,
+    pub(crate) controller: Controller,
+    cuts: BTreeMap<u64, (Vec<i32>, bool)>,
+    next_cut: u64,
+    next_produce: u64,
+    pub(crate) acked: BTreeMap<u64, Acked>,
+    pub(crate) voided: BTreeSet<u64>,
+    pub(crate) disagreement_allowed: BTreeSet<i32>,
+    pub(crate) history: Vec<BTreeMap<i64, Batch>>,
+    pub(crate) violation: Option<Violation>,
+    pub(crate) stats: Stats,
+    trace: Option<Vec<String>>,
+    healed: bool,
+}
+
+impl World {
+    /// A world for `plan`, tracing its events when `trace`.
+    pub fn new(plan: Plan, trace: bool) -> World {
+        let rng = ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5EED_F00D_D15C_0B0B);
+        let n = plan.shape.partitions as usize;
+        let mut w = World {
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            rng,
+            brokers: Vec::new(),
+            controller: Controller {
+                image: MetadataImage::default(),
+                log: Vec::new(),
+                sessions: BTreeMap::new(),
+                out_until: 0,
+            },
+            cuts: BTreeMap::new(),
+            next_cut: 0,
+            next_produce: 1,
+            acked: BTreeMap::new(),
+            voided: BTreeSet::new(),
+            disagreement_allowed: BTreeSet::new(),
+            history: vec![BTreeMap::new(); n],
+            violation: None,
+            stats: Stats::default(),
+            trace: trace.then(Vec::new),
+            healed: false,
+            plan,
+        };
+        for id in 1..=w.plan.shape.brokers {
+            w.brokers.push(Broker {
+                id,
+                up: false,
+                run: 0,
+                incarnation: Uuid::nil(),
+                paused_until: 0,
+                suspended_ms: 0,
+                image: MetadataImage::default(),
+                ready: false,
+                fenced: true,
+                shutting_down: false,
+                last_answer: 0,
+                lease: Lease::new(),
+                pending_renew: None,
+                replicas: BTreeMap::new(),
+                disks: BTreeMap::new(),
+                next_req: 0,
+                pending: Vec::new(),
+                alters: BTreeMap::new(),
+            });
+            w.start_broker(id);
+        }
+        w.push(CONTROLLER_TICK_MS, Event::ControllerTick);
+        w.push(1_000, Event::CreateTopic);
+        for i in 0..w.plan.actions.len() {
+            let t = w.plan.actions[i].0;
+            w.push(t, Event::Plan(i));
+        }
+        let heal = w.plan.shape.heal;
+        w.push(heal, Event::Heal);
+        w
+    }
+
+    /// Runs to the end (or the first violation) and reports.
+    pub fn run(mut self) -> Report {
+        let end = self.plan.shape.end;
+        while let Some(e) = self.queue.pop() {
+            if e.time > end {
+                break;
+            }
+            self.now = e.time;
+            self.stats.events += 1;
+            self.handle(e.event);
+            if self.violation.is_none() {
+                self.check_step();
+            }
+            if self.violation.is_some() {
+                break;
+            }
+        }
+        if self.violation.is_none() {
+            self.now = end;
+            self.check_end();
+        }
+        self.stats.sim_ms = self.now;
+        Report {
+            seed: self.plan.seed,
+            violation: self.violation,
+            stats: self.stats,
+            trace: self.trace.unwrap_or_default(),
+        }
+    }
+
+    pub(crate) fn log(&mut self, line: impl FnOnce() -> String) {
+        if let Some(t) = &mut self.trace {
+            let l = line();
+            t.push(format!("{:>6} {l}", self.now));
+        }
+    }
+
+    pub(crate) fn violate(&mut self, kind: &'static str, detail: String) {
+        if self.violation.is_none() {
+            self.log(|| format!("VIOLATION {kind}: {detail}"));
+            self.violation = Some(Violation {
+                time: self.now,
+                kind,
+                detail,
+            });
+        }
+    }
+
+    fn push(&mut self, at: Time, event: Event) {
+        self.seq += 1;
+        self.queue.push(Entry {
+            time: at,
+            seq: self.seq,
+            event,
+        });
+    }
+
+    fn after(&mut self, delay: Time, event: Event) {
+        let at = self.now + delay;
+        self.push(at, event);
+    }
+
+    fn b(&self, id: i32) -> &Broker {
+        &self.brokers[(id - 1) as usize]
+    }
+
+    fn bm(&mut self, id: i32) -> &mut Broker {
+        &mut self.brokers[(id - 1) as usize]
+    }
+
+    fn timer(&mut self, broker: i32, delay: Time, timer: Timer) {
+        let run = self.b(broker).run;
+        self.after(delay, Event::Timer { broker, run, timer });
+    }
+
+    // ------------------------------------------------------------------ network
+
+    fn cut_between(&self, a: Node, b: Node) -> bool {
+        let side_of = |n: Node, side: &[i32]| match n {
+            Node::Broker(id) => side.contains(&id),
+            _ => false,
+        };
+        self.cuts.values().any(|(side, with_controller)| {
+            let (ia, ib) = (side_of(a, side), side_of(b, side));
+            match (a, b) {
+                (Node::Controller, _) | (_, Node::Controller) => *with_controller && (ia || ib),
+                (Node::Client, _) | (_, Node::Client) => false,
+                _ => ia != ib,
+            }
+        })
+    }
+
+    fn run_of(&self, n: Node) -> u32 {
+        match n {
+            Node::Broker(id) => self.b(id).run,
+            _ => 0,
+        }
+    }
+
+    /// Sends `msg`: delayed 0-3 ms (sometimes 10-60 ms, reordering it), sometimes lost or
+    /// delivered twice; dropped on a cut link.
+    fn send(&mut self, from: Node, to: Node, msg: Msg) {
+        if self.cut_between(from, to) {
+            self.stats.dropped += 1;
+            return;
+        }
+        let roll: f64 = self.rng.gen();
+        if roll < 0.003 {
+            self.stats.dropped += 1;
+            return;
+        }
+        let to_run = self.run_of(to);
+        let delay = if self.rng.gen_bool(0.03) {
+            self.rng.gen_range(10..60)
+        } else {
+            self.rng.gen_range(0..=3)
+        };
+        if roll > 0.997 {
+            let again = delay + self.rng.gen_range(1..80);
+            self.after(
+                again,
+                Event::Deliver {
+                    from,
+                    to,
+                    to_run,
+                    msg: msg.clone(),
+                },
+            );
+        }
+        self.after(
+            delay,
+            Event::Deliver {
+                from,
+                to,
+                to_run,
+                msg,
+            },
+        );
+    }
+
+    // ------------------------------------------------------------------ events
+
+    fn handle(&mut self, event: Event) {
+        // A paused (or suspended) broker runs nothing until it resumes; its events wait.
+        let target = match &event {
+            Event::Deliver {
+                to: Node::Broker(id),
+                ..
+            } => Some(*id),
+            Event::Timer { broker, .. } => Some(*broker),
+            _ => None,
+        };
+        if let Some(id) = target {
+            let b = self.b(id);
+            if b.up && b.paused_until > self.now {
+                let at = b.paused_until;
+                self.push(at, event);
+                return;
+            }
+        }
+        match event {
+            Event::Deliver {
+                from,
+                to,
+                to_run,
+                msg,
+            } => self.deliver(from, to, to_run, msg),
+            Event::Timer { broker, run, timer } => {
+                let b = self.b(broker);
+                if b.up && b.run == run {
+                    self.on_timer(broker, timer);
+                }
+            }
+            Event::ControllerTick => {
+                self.controller_tick();
+                self.after(CONTROLLER_TICK_MS, Event::ControllerTick);
+            }
+            Event::CreateTopic => self.create_topic(),
+            Event::Plan(i) => {
+                let action = self.plan.actions[i].1.clone();
+                if !self.healed || matches!(action, Action::Produce { .. }) {
+                    self.act(action);
+                }
+            }
+            Event::Restart(id) => {
+                if !self.b(id).up {
+                    self.start_broker(id);
+                }
+            }
+            Event::EndCut(c) => {
+                if self.cuts.remove(&c).is_some() {
+                    self.log(|| format!("network cut {c} healed"));
+                }
+            }
+            Event::EndOutage => self.end_outage(),
+            Event::Stop { broker, down } => {
+                if self.b(broker).up && self.b(broker).shutting_down {
+                    self.stop_broker(broker, false, true);
+                    self.after(down, Event::Restart(broker));
+                }
+            }
+            Event::Heal => self.heal(),
+        }
+    }
+
+    fn deliver(&mut self, from: Node, to: Node, to_run: u32, msg: Msg) {
+        match to {
+            Node::Controller => {
+                if self.controller.out_until > self.now {
+                    self.stats.dropped += 1;
+                    return;
+                }
+                self.controller_receive(from, msg);
+            }
+            Node::Broker(id) => {
+                let b = self.b(id);
+                if !b.up || b.run != to_run {
+                    self.stats.dropped += 1;
+                    return;
+                }
+                self.broker_receive(id, from, msg);
+            }
+            Node::Client => {}
+        }
+    }
+
+    fn act(&mut self, action: Action) {
+        if !matches!(action, Action::Produce { .. }) {
+            self.stats.faults += 1;
+            let a = action.clone();
+            self.log(|| format!("FAULT {a:?}"));
+        }
+        match action {
+            Action::Produce {
+                partition,
+                acks,
+                count,
+                stale,
+            } => self.produce(partition, acks, count, stale),
+            Action::Crash { broker, down } => {
+                if self.b(broker).up {
+                    self.stop_broker(broker, false, false);
+                    self.after(down, Event::Restart(broker));
+                }
+            }
+            Action::PowerLoss { broker, down } => {
+                if self.b(broker).up {
+                    self.stop_broker(broker, true, false);
+                } else {
+                    self.power_loss(broker);
+                }
+                self.after(down, Event::Restart(broker));
+            }
+            Action::Pause { broker, len } => {
+                let now = self.now;
+                let b = self.bm(broker);
+                if b.up {
+                    b.paused_until = b.paused_until.max(now + len);
+                }
+            }
+            Action::Suspend { broker, len } => {
+                let now = self.now;
+                let b = self.bm(broker);
+                if b.up {
+                    b.paused_until = b.paused_until.max(now + len);
+                    b.suspended_ms += len;
+                }
+            }
+            Action::Shutdown { broker, down } => {
+                if self.b(broker).up && !self.b(broker).shutting_down {
+                    self.bm(broker).shutting_down = true;
+                    self.send_heartbeat(broker);
+                    self.after(300, Event::Stop { broker, down });
+                }
+            }
+            Action::Partition {
+                side,
+                with_controller,
+                len,
+            } => {
+                let c = self.next_cut;
+                self.next_cut += 1;
+                self.cuts.insert(c, (side, with_controller));
+                self.after(len, Event::EndCut(c));
+            }
+            Action::ControllerOutage { len } => {
+                self.controller.out_until = self.controller.out_until.max(self.now + len);
+                self.after(len, Event::EndOutage);
+            }
+            Action::FsyncFailure { broker, partition } => {
+                if let Some(d) = self.bm(broker).disks.get_mut(&partition) {
+                    d.log.fail_next_sync();
+                }
+            }
+            Action::ElectPreferred { partition } => {
+                if self.controller.out_until <= self.now {
+                    if let Ok(cmd) = election(&self.controller.image, TOPIC, partition, true) {
+                        let _ = self.commit(cmd);
+                    }
+                }
+            }
+            Action::Reassign { partition, target } => {
+                if self.controller.out_until <= self.now {
+                    let _ = self.commit(MetaCommand::Reassign {
+                        topic: TOPIC.into(),
+                        partition,
+                        target,
+                    });
+                }
+            }
+        }
+    }
+
+    fn heal(&mut self) {
+        self.healed = true;
+        self.log(|| "HEAL: every fault ends".into());
+        self.cuts.clear();
+        if self.controller.out_until > self.now {
+            self.controller.out_until = self.now;
+            self.end_outage();
+        }
+        for id in 1..=self.plan.shape.brokers {
+            let now = self.now;
+            let b = self.bm(id);
+            if b.up && b.disks.values().any(|d| d.log.is_offline()) {
+                // Its disk failed: the operator restarts it (Kafka halts a broker whose only
+                // log directory failed), which recovers the logs.
+                self.stop_broker(id, false, false);
+                self.start_broker(id);
+            } else if b.up {
+                b.paused_until = b.paused_until.min(now);
+            } else {
+                self.start_broker(id);
+            }
+        }
+        // Settle: a few produce requests after the faults, so every partition has a record
+        // written by its final leader.
+        for p in 0..self.plan.shape.partitions {
+            for i in 0..3 {
+                let at = self.now + 5_000 + i * 1_000;
+                let idx = self.plan.actions.len();
+                self.plan.actions.push((
+                    at,
+                    Action::Produce {
+                        partition: p,
+                        acks: -1,
+                        count: 1,
+                        stale: false,
+                    },
+                ));
+                self.push(at, Event::Plan(idx));
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ brokers: lifecycle
+
+    fn start_broker(&mut self, id: i32) {
+        let incarnation = Uuid::from_u128(self.rng.gen());
+        let now = self.now;
+        let b = self.bm(id);
+        b.up = true;
+        b.run += 1;
+        b.incarnation = incarnation;
+        b.paused_until = 0;
+        b.image = MetadataImage::default();
+        b.ready = false;
+        b.fenced = true;
+        b.shutting_down = false;
+        b.last_answer = now;
+        b.lease = Lease::new();
+        b.pending_renew = None;
+        b.replicas.clear();
+        b.pending.clear();
+        b.alters.clear();
+        for d in b.disks.values_mut() {
+            d.log.restart();
+        }
+        self.log(|| format!("broker {id} starts (incarnation {incarnation})"));
+        self.timer(id, 0, Timer::Heartbeat);
+        self.timer(id, 0, Timer::MetaPull);
+        self.timer(id, FETCH_TICK_MS, Timer::FetchTick);
+        self.timer(id, SHRINK_CHECK_MS, Timer::ShrinkCheck);
+        self.timer(id, HW_CHECKPOINT_MS, Timer::HwCheckpoint);
+        let wb = self.rng.gen_range(500..5_000);
+        self.timer(id, wb, Timer::Writeback);
+    }
+
+    /// The process stops: a crash (page cache kept), a power loss (`power`: unsynced writes
+    /// gone), or the end of a controlled shutdown (`clean`: logs flushed, checkpoint written).
+    fn stop_broker(&mut self, id: i32, power: bool, clean: bool) {
+        if clean {
+            self.write_hw_checkpoint(id);
+            for d in self.bm(id).disks.values_mut() {
+                let _ = d.log.sync();
+            }
+        }
+        let b = self.bm(id);
+        b.up = false;
+        b.replicas.clear();
+        b.pending.clear();
+        b.alters.clear();
+        self.log(|| format!("broker {id} stops (power loss: {power}, clean: {clean})"));
+        if power {
+            self.power_loss(id);
+        }
+    }
+
+    fn power_loss(&mut self, id: i32) {
+        let parts: Vec<i32> = self.b(id).disks.keys().copied().collect();
+        for p in parts {
+            let lost = {
+                let d = self.bm(id).disks.get_mut(&p).expect("listed");
+                let lost = d.log.power_loss();
+                d.verified_upto = d.verified_upto.min(d.log.leo());
+                lost
+            };
+            self.on_lost(id, p, &lost);
+        }
+    }
+
+    /// Batches `lost` from `broker`'s replica of `p` in a power loss: without fsync an
+    /// acknowledged batch keeps its guarantee only while another in-sync replica has it
+    /// (Kafka's contract covers failures of all but one in-sync replica, a power loss without
+    /// fsync being the failure of that replica's disk).
+    fn on_lost(&mut self, broker: i32, p: i32, lost: &[u64]) {
+        if lost.is_empty() {
+            return;
+        }
+        let isr = self
+            .controller
+            .image
+            .partition(TOPIC, p)
+            .map(|s| s.isr.clone())
+            .unwrap_or_default();
+        for id in lost {
+            let Some(a) = self.acked.get(id).copied() else {
+                continue;
+            };
+            if a.acks != -1 || self.voided.contains(id) {
+                continue;
+            }
+            let elsewhere = isr.iter().any(|&c| {
+                c != broker
+                    && self
+                        .b(c)
+                        .disks
+                        .get(&p)
+                        .is_some_and(|d| d.log.find(*id).is_some())
+            });
+            if !elsewhere {
+                if self.plan.shape.fsync {
+                    self.violate(
+                        "fsync-acked-record-lost-in-power-loss",
+                        format!(
+                            "partition {p}: acknowledged batch {id} (base {}) was unsynced on broker {broker}, its last in-sync copy, with flush.messages=1",
+                            a.base
+                        ),
+                    );
+                } else {
+                    self.voided.insert(*id);
+                    self.disagreement_allowed.insert(p);
+                    self.stats.voided += 1;
+                    self.log(|| format!("acked batch {id} of partition {p} lost its last in-sync copy in a power loss (no fsync): outside the contract"));
+                }
+            }
+        }
+    }
+
+    fn end_outage(&mut self) {
+        if self.controller.out_until > self.now {
+            return;
+        }
+        // A new active controller: every registered broker gets a whole session.
+        let now = self.now;
+        let c = &mut self.controller;
+        c.sessions = c
+            .image
+            .brokers
+            .values()
+            .map(|b| (b.id, (b.incarnation, now)))
+            .collect();
+        self.log(|| "controller available again (new term)".into());
+    }
+
+    // ------------------------------------------------------------------ controller
+
+    fn commit(&mut self, cmd: MetaCommand) -> Result<frieda_meta::MetaOutcome, MetaError> {
+        let before = self.controller.image.clone();
+        let offset = self.controller.log.len() as u64 + 1;
+        let result = self.controller.image.apply(&cmd, offset);
+        self.controller.log.push(cmd.clone());
+        if result.is_ok() {
+            self.note_image_change(&before);
+            let c = cmd.clone();
+            self.log(|| format!("controller commits {offset}: {}", brief(&c)));
+        }
+        result
+    }
+
+    fn note_image_change(&mut self, before: &MetadataImage) {
+        let Some(new) = self.controller.image.topics.get(TOPIC).cloned() else {
+            return;
+        };
+        for (i, n) in new.partitions.iter().enumerate() {
+            let replicas: Vec<BrokerId> = n.replicas.iter().chain(&n.adding).copied().collect();
+            if n.leader >= 0 && !n.isr.contains(&n.leader) {
+                self.violate("image-leader-not-in-isr", format!("partition {i}: {n:?}"));
+                return;
+            }
+            if n.isr.iter().any(|b| !replicas.contains(b)) {
+                self.violate("image-isr-not-in-replicas", format!("partition {i}: {n:?}"));
+                return;
+            }
+        }
+        let Some(old) = before.topics.get(TOPIC) else {
+            return;
+        };
+        for (i, (o, n)) in old.partitions.iter().zip(&new.partitions).enumerate() {
+            if o.leader != n.leader || o.leader_epoch != n.leader_epoch {
+                self.stats.elections += 1;
+                let (l, e, isr) = (n.leader, n.leader_epoch, n.isr.clone());
+                self.log(|| format!("image: partition {i} leader {l} epoch {e} isr {isr:?}"));
+            }
+            if o.isr != n.isr {
+                self.stats.isr_changes += 1;
+            }
+            if n.leader_epoch < o.leader_epoch || n.partition_epoch < o.partition_epoch {
+                self.violate(
+                    "image-epoch-went-back",
+                    format!("partition {i}: {o:?} -> {n:?}"),
+                );
+            }
+        }
+    }
+
+    fn create_topic(&mut self) {
+        let n = self.plan.shape.brokers;
+        let registered = self.controller.image.live_brokers().count() as i32;
+        if registered < n || self.controller.out_until > self.now {
+            self.after(200, Event::CreateTopic);
+            return;
+        }
+        let rf = self.plan.shape.rf as i32;
+        let assignment: Vec<Vec<BrokerId>> = (0..self.plan.shape.partitions)
+            .map(|p| (0..rf).map(|i| (p + i) % n + 1).collect())
+            .collect();
+        let mut configs = BTreeMap::new();
+        configs.insert(
+            "min.insync.replicas".to_string(),
+            self.plan.shape.min_isr.to_string(),
+        );
+        let id = Uuid::from_u128(self.rng.gen());
+        let _ = self.commit(MetaCommand::CreateTopic {
+            name: TOPIC.into(),
+            id,
+            configs,
+            assignment,
+        });
+    }
+
+    fn controller_tick(&mut self) {
+        if self.controller.out_until > self.now {
+            return;
+        }
+        let now = self.now;
+        let session = std::time::Duration::from_millis(SESSION_MS);
+        let overdue = {
+            let sessions = &self.controller.sessions;
+            expired_sessions(
+                &self.controller.image,
+                |id| {
+                    sessions
+                        .get(&id)
+                        .map(|(inc, last)| (*inc, std::time::Duration::from_millis(now - last)))
+                },
+                session,
+            )
+        };
+        for (id, incarnation) in overdue {
+            self.log(|| format!("controller: broker {id} session expired"));
+            let _ = self.commit(MetaCommand::FenceBroker { id, incarnation });
+        }
+    }
+
+    fn controller_receive(&mut self, from: Node, msg: Msg) {
+        let Node::Broker(id) = from else { return };
+        match msg {
+            Msg::Heartbeat { hb, sent, offline } => {
+                let _ = offline;
+                let cmd = heartbeat_command(&self.controller.image, &hb);
+                if hb.shutting_down {
+                    self.controller.sessions.remove(&hb.id);
+                    if let Some(c) = cmd {
+                        let _ = self.commit(c);
+                    }
+                    let offset = self.controller.log.len() as u64;
+                    self.send(
+                        Node::Controller,
+                        from,
+                        Msg::HeartbeatReply {
+                            fenced: true,
+                            offset,
+                            sent,
+                        },
+                    );
+                    return;
+                }
+                let now = self.now;
+                self.controller
+                    .sessions
+                    .insert(hb.id, (hb.incarnation, now));
+                if let Some(c) = cmd {
+                    let _ = self.commit(c);
+                }
+                let offset = self.controller.log.len() as u64;
+                self.send(
+                    Node::Controller,
+                    from,
+                    Msg::HeartbeatReply {
+                        fenced: false,
+                        offset,
+                        sent,
+                    },
+                );
+            }
+            Msg::MetaFetch { from: first } => {
+                let log = &self.controller.log;
+                let start = (first.max(1) - 1) as usize;
+                if start >= log.len() {
+                    self.send(Node::Controller, from, Msg::MetaEntries { entries: vec![] });
+                    return;
+                }
+                let entries: Vec<(u64, MetaCommand)> = log[start..]
+                    .iter()
+                    .take(500)
+                    .enumerate()
+                    .map(|(i, c)| ((start + i + 1) as u64, c.clone()))
+                    .collect();
+                self.send(Node::Controller, from, Msg::MetaEntries { entries });
+            }
+            Msg::AlterIsr {
+                req,
+                partition,
+                change,
+            } => {
+                let result = self
+                    .commit(MetaCommand::AlterIsr {
+                        topic: TOPIC.into(),
+                        partition,
+                        leader: id,
+                        leader_epoch: change.leader_epoch,
+                        partition_epoch: change.partition_epoch,
+                        isr: change.isr.clone(),
+                        new_isr_epochs: change.new_isr_epochs.clone(),
+                    })
+                    .map(|o| match o {
+                        frieda_meta::MetaOutcome::Partition(p) => p,
+                        _ => unreachable!("AlterIsr answers with the partition"),
+                    });
+                self.send(
+                    Node::Controller,
+                    from,
+                    Msg::AlterIsrReply {
+                        req,
+                        partition,
+                        result,
+                    },
+                );
+            }
+            _ => {}
+        }
+    }
+
+    // ------------------------------------------------------------------ brokers: timers
+
+    fn lease_clock(&self, id: i32) -> u64 {
+        match LEASE_CLOCK {
+            LeaseClock::Boot => self.now,
+            LeaseClock::Monotonic => self.now - self.b(id).suspended_ms.min(self.now),
+        }
+    }
+
+    fn on_timer(&mut self, id: i32, timer: Timer) {
+        match timer {
+            Timer::Heartbeat => {
+                let session = SESSION_MS;
+                let now = self.now;
+                let b = self.b(id);
+                if !b.fenced && now.saturating_sub(b.last_answer) > session {
+                    self.log(|| {
+                        format!("broker {id}: no heartbeat answered for a session: fencing itself")
+                    });
+                    self.bm(id).fenced = true;
+                    self.reconcile(id);
+                }
+                if !self.b(id).shutting_down {
+                    self.send_heartbeat(id);
+                }
+                self.timer(id, HEARTBEAT_MS, Timer::Heartbeat);
+            }
+            Timer::MetaPull => {
+                let from = self.b(id).image.offset + 1;
+                self.send(Node::Broker(id), Node::Controller, Msg::MetaFetch { from });
+                self.timer(id, META_PULL_MS, Timer::MetaPull);
+            }
+            Timer::FetchTick => {
+                self.fetch_tick(id);
+                self.timer(id, FETCH_TICK_MS, Timer::FetchTick);
+            }
+            Timer::ShrinkCheck => {
+                let now = self.now as i64;
+                let parts: Vec<i32> = self.b(id).replicas.keys().copied().collect();
+                for p in parts {
+                    let leo = self.b(id).disks[&p].log.leo();
+                    let change = self.b(id).replicas[&p].repl.shrink_check(now, leo, LIMITS);
+                    if let Some(change) = change {
+                        self.send_alter(id, p, change);
+                    }
+                }
+                self.timer(id, SHRINK_CHECK_MS, Timer::ShrinkCheck);
+            }
+            Timer::HwCheckpoint => {
+                self.write_hw_checkpoint(id);
+                self.timer(id, HW_CHECKPOINT_MS, Timer::HwCheckpoint);
+            }
+            Timer::Writeback => {
+                // The kernel's write-back (and Frieda's periodic flushes): an armed fsync
+                // failure fires here.
+                let parts: Vec<i32> = self.b(id).disks.keys().copied().collect();
+                for p in parts {
+                    self.sync_log(id, p);
+                }
+                let wb = self.rng.gen_range(500..5_000);
+                self.timer(id, wb, Timer::Writeback);
+            }
+            Timer::Flush(p) => {
+                self.sync_log(id, p);
+                if let Some(r) = self.bm(id).replicas.get_mut(&p) {
+                    r.fetch.flushing = false;
+                }
+            }
+            Timer::AlterTimeout(req) => {
+                if let Some((p, change)) = self.bm(id).alters.remove(&req) {
+                    self.alter_answer(id, p, &change, AlterAnswer::Unknown);
+                }
+            }
+        }
+    }
+
+    fn sync_log(&mut self, id: i32, p: i32) {
+        let Some(d) = self.bm(id).disks.get_mut(&p) else {
+            return;
+        };
+        if d.log.sync().is_err() {
+            self.log(|| format!("broker {id}: fsync of partition {p} failed: log offline"));
+        }
+    }
+
+    fn send_heartbeat(&mut self, id: i32) {
+        let sent = self.lease_clock(id);
+        let b = self.b(id);
+        let hb = Heartbeat {
+            id,
+            incarnation: b.incarnation,
+            endpoints: vec![],
+            rack: None,
+            raft_addr: String::new(),
+            shutting_down: b.shutting_down,
+        };
+        let offline = b
+            .disks
+            .iter()
+            .filter(|(_, d)| d.log.is_offline())
+            .map(|(p, _)| *p)
+            .collect();
+        self.send(
+            Node::Broker(id),
+            Node::Controller,
+            Msg::Heartbeat { hb, sent, offline },
+        );
+    }
+
+    fn write_hw_checkpoint(&mut self, id: i32) {
+        let parts: Vec<i32> = self.b(id).replicas.keys().copied().collect();
+        for p in parts {
+            let hw = self.served_hw(id, p);
+            if let Some(d) = self.bm(id).disks.get_mut(&p) {
+                d.checkpoint = Some(hw);
+            }
+        }
+    }
+
+    /// The high watermark a replica serves (the broker's `Partition::high_watermark`): the
+    /// replication's, capped by the log end, and with `flush.messages=1` by what is synced.
+    fn served_hw(&self, id: i32, p: i32) -> i64 {
+        let b = self.b(id);
+        let (Some(r), Some(d)) = (b.replicas.get(&p), b.disks.get(&p)) else {
+            return 0;
+        };
+        let hw = r.repl.high_watermark().min(d.log.leo());
+        if self.plan.shape.fsync {
+            hw.min(d.log.recovery_point())
+        } else {
+            hw
+        }
+    }
+
+    // ------------------------------------------------------------------ brokers: messages
+
+    fn broker_receive(&mut self, id: i32, from: Node, msg: Msg) {
+        match msg {
+            Msg::HeartbeatReply {
+                fenced,
+                offset,
+                sent,
+            } => {
+                let now = self.now;
+                let b = self.bm(id);
+                b.last_answer = now;
+                b.pending_renew = Some((sent, offset, fenced, now + HEARTBEAT_MS));
+                self.after_metadata(id);
+            }
+            Msg::MetaEntries { entries } => {
+                let mut changed = false;
+                for (offset, cmd) in entries {
+                    let b = self.bm(id);
+                    if offset != b.image.offset + 1 {
+                        continue;
+                    }
+                    let _ = b.image.apply(&cmd, offset);
+                    changed = true;
+                }
+                if changed {
+                    self.reconcile(id);
+                    self.after_metadata(id);
+                }
+            }
+            Msg::AlterIsrReply {
+                req,
+                partition,
+                result,
+            } => {
+                let Some((p, change)) = self.bm(id).alters.remove(&req) else {
+                    return;
+                };
+                debug_assert_eq!(p, partition);
+                let answer = match result {
+                    Ok(state) => AlterAnswer::Committed(state),
+                    Err(e) => AlterAnswer::Refused(frieda::cluster::error_code(
+                        &frieda_meta::ControllerError::Meta(e),
+                    )),
+                };
+                self.alter_answer(id, p, &change, answer);
+            }
+            Msg::EpochReq {
+                req,
+                partition,
+                current_epoch,
+                asked,
+            } => {
+                let result = self.serve_epoch(id, partition, current_epoch, asked);
+                self.send(
+                    Node::Broker(id),
+                    from,
+                    Msg::EpochReply {
+                        req,
+                        partition,
+                        asked,
+                        result,
+                    },
+                );
+            }
+            Msg::EpochReply {
+                req,
+                partition,
+                asked,
+                result,
+            } => self.on_epoch_reply(id, from, req, partition, asked, result),
+            Msg::FetchReq {
+                req,
+                partition,
+                current_epoch,
+                offset,
+                last_fetched_epoch,
+                log_start,
+            } => {
+                let Node::Broker(replica) = from else { return };
+                let result = self.serve_fetch(
+                    id,
+                    replica,
+                    partition,
+                    current_epoch,
+                    offset,
+                    last_fetched_epoch,
+                    log_start,
+                );
+                self.send(
+                    Node::Broker(id),
+                    from,
+                    Msg::FetchReply {
+                        req,
+                        partition,
+                        offset,
+                        result,
+                    },
+                );
+            }
+            Msg::FetchReply {
+                req,
+                partition,
+                offset,
+                result,
+            } => self.on_fetch_reply(id, from, req, partition, offset, result),
+            Msg::Produce {
+                req,
+                partition,
+                acks,
+                count,
+            } => self.on_produce(id, req, partition, acks, count),
+            _ => {}
+        }
+    }
+
+    /// The broker's heartbeat loop after an answer (`cluster::heartbeat::run`): once the image
+    /// reaches the answer's offset the broker is ready, takes the answer's fencing, and (unfenced)
+    /// renews its lease from the heartbeat's send time; an answer whose offset the image does not
+    /// reach within a heartbeat interval renews nothing.
+    fn after_metadata(&mut self, id: i32) {
+        let now = self.now;
+        let b = self.bm(id);
+        let Some((sent, offset, fenced, deadline)) = b.pending_renew else {
+            return;
+        };
+        if b.image.offset < offset {
+            if now > deadline {
+                b.pending_renew = None;
+                if b.fenced != fenced {
+                    b.fenced = fenced;
+                    self.reconcile(id);
+                }
+            }
+            return;
+        }
+        b.pending_renew = None;
+        let changed = !b.ready || b.fenced != fenced;
+        b.ready = true;
+        b.fenced = fenced;
+        if changed {
+            self.log(|| format!("broker {id}: ready, fenced={fenced}"));
+            self.reconcile(id);
+        }
+        if !fenced {
+            self.b(id).lease.renew(sent, SESSION_MS);
+        }
+    }
+
+    // ------------------------------------------------------------------ reconciler
+
+    fn reconcile(&mut self, id: i32) {
+        if !self.b(id).ready {
+            return;
+        }
+        let Some(topic) = self.b(id).image.topics.get(TOPIC).cloned() else {
+            return;
+        };
+        let me = id;
+        let now = self.now as i64;
+        let fenced = self.b(id).fenced;
+        for (i, p) in topic.partitions.iter().enumerate() {
+            let i = i as i32;
+            let assigned = p.replicas.contains(&me) || p.adding.contains(&me);
+            if !assigned {
+                if self.b(id).replicas.contains_key(&i) {
+                    let b = self.bm(id);
+                    b.replicas.remove(&i);
+                    b.disks.remove(&i);
+                    b.pending.retain(|x| x.partition != i);
+                    self.log(|| format!("broker {me}: replica of partition {i} removed"));
+                }
+                continue;
+            }
+            if !self.b(id).replicas.contains_key(&i) {
+                self.open_replica(id, i);
+            }
+            let change = role_plan(&self.b(id).replicas[&i].repl.role(), p, me, fenced);
+            match change {
+                RoleChange::Keep => {}
+                RoleChange::UpdateLeader => {
+                    let b = self.b(id);
+                    let leo = b.disks[&i].log.leo();
+                    if !b.replicas[&i].repl.update_leader(p, leo, now) {
+                        self.become_leader(id, i, p);
+                    }
+                }
+                RoleChange::BecomeLeader => self.become_leader(id, i, p),
+                RoleChange::BecomeFollower(leader) => {
+                    self.become_follower(id, i, leader, p.leader_epoch)
+                }
+                RoleChange::BecomeOffline => self.become_follower(id, i, -1, p.leader_epoch),
+            }
+        }
+    }
+
+    fn open_replica(&mut self, id: i32, p: i32) {
+        let b = self.bm(id);
+        let existing = b.disks.contains_key(&p);
+        let d = b.disks.entry(p).or_default();
+        let repl = Replication::default();
+        repl.restore_high_watermark(if existing {
+            d.checkpoint.unwrap_or(0)
+        } else {
+            0
+        });
+        repl.await_role();
+        b.replicas.insert(
+            p,
+            Replica {
+                repl,
+                fetch: FetchState::default(),
+                last_epoch: -1,
+                last_partition_epoch: -1,
+                last_leader_hw: None,
+            },
+        );
+    }
+
+    fn become_leader(&mut self, id: i32, p: i32, state: &PartitionState) {
+        let now = self.now as i64;
+        let b = self.bm(id);
+        let d = b.disks.get_mut(&p).expect("opened");
+        d.log.assign_epoch(state.leader_epoch);
+        let leo = d.log.leo();
+        let r = b.replicas.get_mut(&p).expect("opened");
+        r.repl.become_leader(id, state, now, leo);
+        r.fetch = FetchState::default();
+        let (e, isr, hw) = (
+            state.leader_epoch,
+            state.isr.clone(),
+            r.repl.high_watermark(),
+        );
+        self.log(|| {
+            format!(
+                "broker {id}: leads partition {p} in epoch {e}, isr {isr:?}, leo {leo}, hw {hw}"
+            )
+        });
+        self.check_new_leader(id, p);
+    }
+
+    fn become_follower(&mut self, id: i32, p: i32, leader: i32, epoch: i32) {
+        let b = self.bm(id);
+        let leo = b.disks[&p].log.leo();
+        let r = b.replicas.get_mut(&p).expect("opened");
+        r.repl.become_follower(id, leader, epoch, leo);
+        r.fetch = FetchState::default();
+        b.pending.retain(|x| x.partition != p);
+        self.log(|| format!("broker {id}: partition {p} follows {leader} in epoch {epoch}"));
+    }
+
+    // ------------------------------------------------------------------ ISR changes
+
+    fn send_alter(&mut self, id: i32, p: i32, change: IsrChange) {
+        let b = self.bm(id);
+        b.next_req += 1;
+        let req = b.next_req;
+        b.alters.insert(req, (p, change.clone()));
+        let c = change.clone();
+        self.log(|| {
+            format!(
+                "broker {id}: asks ISR {:?} for partition {p} (partition epoch {})",
+                c.isr, c.partition_epoch
+            )
+        });
+        self.send(
+            Node::Broker(id),
+            Node::Controller,
+            Msg::AlterIsr {
+                req,
+                partition: p,
+                change,
+            },
+        );
+        self.timer(id, ALTER_TIMEOUT_MS, Timer::AlterTimeout(req));
+    }
+
+    fn alter_answer(&mut self, id: i32, p: i32, change: &IsrChange, answer: AlterAnswer) {
+        let now = self.now as i64;
+        let b = self.b(id);
+        let (Some(r), Some(d)) = (b.replicas.get(&p), b.disks.get(&p)) else {
+            return;
+        };
+        let leo = d.log.leo();
+        r.repl.on_alter_answer(change, answer, leo, now);
+    }
+
+    // ------------------------------------------------------------------ follower side
+
+    fn fetch_tick(&mut self, id: i32) {
+        let now = self.now;
+        let parts: Vec<i32> = self.b(id).replicas.keys().copied().collect();
+        for p in parts {
+            let b = self.b(id);
+            let r = &b.replicas[&p];
+            let Some((leader, epoch)) = r.repl.following() else {
+                continue;
+            };
+            let f = &r.fetch;
+            if f.flushing || now < f.next_at {
+                continue;
+            }
+            if let Some((_, since)) = f.inflight {
+                if now < since + FETCH_TIMEOUT_MS {
+                    continue;
+                }
+            }
+            let log = &b.disks[&p].log;
+            let truncated = f.truncated;
+            let skip_to = f.skip_to;
+            let asked = log.latest_epoch();
+            let log_start = log.log_start_offset();
+            let position = follower::fetch_position(log, skip_to);
+            let b = self.bm(id);
+            b.next_req += 1;
+            let req = b.next_req;
+            b.replicas.get_mut(&p).expect("listed").fetch.inflight = Some((req, now));
+            let msg = if !truncated {
+                Msg::EpochReq {
+                    req,
+                    partition: p,
+                    current_epoch: epoch,
+                    asked,
+                }
+            } else {
+                Msg::FetchReq {
+                    req,
+                    partition: p,
+                    current_epoch: epoch,
+                    offset: position.0,
+                    last_fetched_epoch: position.1,
+                    log_start,
+                }
+            };
+            self.send(Node::Broker(id), Node::Broker(leader), msg);
+        }
+    }
+
+    /// Whether `id` still follows `from` in the epoch it sent request `req` for `p` in; clears
+    /// the request.
+    fn takes_answer(&mut self, id: i32, from: Node, req: u64, p: i32) -> Option<i32> {
+        let Node::Broker(leader) = from else {
+            return None;
+        };
+        let r = self.bm(id).replicas.get_mut(&p)?;
+        if r.fetch.inflight.map(|(q, _)| q) != Some(req) {
+            return None;
+        }
+        r.fetch.inflight = None;
+        match r.repl.following() {
+            Some((l, epoch)) if l == leader => Some(epoch),
+            _ => None,
+        }
+    }
+
+    fn back_off(&mut self, id: i32, p: i32) {
+        let now = self.now;
+        if let Some(r) = self.bm(id).replicas.get_mut(&p) {
+            r.fetch.next_at = now + FETCH_BACKOFF_MS;
+        }
+    }
+
+    fn on_epoch_reply(
+        &mut self,
+        id: i32,
+        from: Node,
+        req: u64,
+        p: i32,
+        asked: i32,
+        result: Result<EpochEnd, ResponseError>,
+    ) {
+        let Some(_epoch) = self.takes_answer(id, from, req, p) else {
+            return;
+        };
+        let end = match result {
+            Ok(end) => end,
+            Err(_) => {
+                self.back_off(id, p);
+                return;
+            }
+        };
+        let b = self.b(id);
+        let hw = b.replicas[&p].repl.high_watermark();
+        let log = &b.disks[&p].log;
+        let leo = log.leo();
+        let t = follower::truncation(log, hw, asked, end);
+        self.apply_truncation(id, p, leo, t);
+    }
+
+    fn apply_truncation(&mut self, id: i32, p: i32, leo: i64, t: Truncation) {
+        let target = t.offset();
+        if target < leo {
+            let b = self.bm(id);
+            let d = b.disks.get_mut(&p).expect("opened");
+            match d.log.truncate_to(target) {
+                Ok(new_leo) => {
+                    d.verified_upto = d.verified_upto.min(new_leo);
+                    self.stats.truncations += 1;
+                    self.log(|| {
+                        format!("broker {id}: partition {p} truncated from {leo} to {new_leo}")
+                    });
+                }
+                Err(_) => {
+                    self.back_off(id, p);
+                    return;
+                }
+            }
+        }
+        if let Some(r) = self.bm(id).replicas.get_mut(&p) {
+            r.fetch.truncated = matches!(t, Truncation::Complete(_));
+        }
+    }
+
+    fn on_fetch_reply(
+        &mut self,
+        id: i32,
+        from: Node,
+        req: u64,
+        p: i32,
+        offset: i64,
+        result: Result<FetchData, ResponseError>,
+    ) {
+        let Some(_epoch) = self.takes_answer(id, from, req, p) else {
+            return;
+        };
+        let data = match result {
+            Ok(d) => d,
+            Err(ResponseError::OffsetOutOfRange) => {
+                // The leader's log start is not in the error answer; the leader never moves it
+                // here (no retention in the simulation), so a retruncation it is.
+                match follower::on_offset_out_of_range(offset, 0) {
+                    OutOfRange::SkipTo(s) => {
+                        self.bm(id)
+                            .replicas
+                            .get_mut(&p)
+                            .expect("listed")
+                            .fetch
+                            .skip_to = Some(s)
+                    }
+                    OutOfRange::Retruncate => {
+                        self.bm(id)
+                            .replicas
+                            .get_mut(&p)
+                            .expect("listed")
+                            .fetch
+                            .truncated = false
+                    }
+                }
+                self.back_off(id, p);
+                return;
+            }
+            Err(_) => {
+                self.back_off(id, p);
+                return;
+            }
+        };
+        if let Some(end) = data.diverging {
+            let b = self.b(id);
+            let hw = b.replicas[&p].repl.high_watermark();
+            let log = &b.disks[&p].log;
+            let (leo, asked) = (log.leo(), log.latest_epoch());
+            let t = follower::truncation(log, hw, asked, end);
+            self.apply_truncation(id, p, leo, t);
+            return;
+        }
+        let got = !data.batches.is_empty();
+        if got {
+            let d = self.bm(id).disks.get_mut(&p).expect("opened");
+            if d.log.append_replicated(&data.batches).is_err() {
+                self.back_off(id, p);
+                return;
+            }
+        }
+        let fsync = self.plan.shape.fsync;
+        let delay = if got { 0 } else { self.rng.gen_range(5..40) };
+        let flush_delay = self.rng.gen_range(1..4);
+        let now = self.now;
+        let b = self.bm(id);
+        let leo = b.disks[&p].log.leo();
+        let all_synced = b.disks[&p].log.all_synced();
+        let r = b.replicas.get_mut(&p).expect("listed");
+        r.repl.follower_high_watermark(data.hw, leo);
+        r.fetch.next_at = now + delay;
+        if fsync && got && !all_synced {
+            r.fetch.flushing = true;
+            self.timer(id, flush_delay, Timer::Flush(p));
+        }
+    }
+
+    // ------------------------------------------------------------------ leader side
+
+    fn serve_epoch(
+        &mut self,
+        id: i32,
+        p: i32,
+        current_epoch: i32,
+        asked: i32,
+    ) -> Result<EpochEnd, ResponseError> {
+        let lease_now = self.lease_clock(id);
+        let b = self.b(id);
+        let r = b
+            .replicas
+            .get(&p)
+            .ok_or(ResponseError::NotLeaderOrFollower)?;
+        r.repl.check_leader(current_epoch)?;
+        if !b.lease.holds(lease_now) {
+            return Err(ResponseError::NotLeaderOrFollower);
+        }
+        let log = &b.disks[&p].log;
+        if log.is_offline() {
+            return Err(ResponseError::KafkaStorageError);
+        }
+        let (epoch, end_offset) = log.end_offset_for_epoch(asked);
+        Ok(EpochEnd { epoch, end_offset })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn serve_fetch(
+        &mut self,
+        id: i32,
+        replica: i32,
+        p: i32,
+        current_epoch: i32,
+        offset: i64,
+        last_fetched_epoch: i32,
+        log_start: i64,
+    ) -> Result<FetchData, ResponseError> {
+        let _ = last_fetched_epoch;
+        let now = self.now as i64;
+        let b = self.b(id);
+        let (Some(r), Some(d)) = (b.replicas.get(&p), b.disks.get(&p)) else {
+            return Err(ResponseError::NotLeaderOrFollower);
+        };
+        let broker_epoch = b.image.brokers.get(&replica).map(|x| x.epoch);
+        let leo = d.log.leo();
+        // As the broker's fetch handler: the follower's progress first (`admit`), then the read.
+        let (change, _moved) = r.repl.on_follower_fetch(
+            replica,
+            broker_epoch,
+            offset,
+            log_start,
+            current_epoch,
+            leo,
+            now,
+        )?;
+        if let Some(change) = change {
+            self.send_alter(id, p, change);
+        }
+        let b = self.b(id);
+        let d = &b.disks[&p];
+        if d.log.is_offline() {
+            return Err(ResponseError::KafkaStorageError);
+        }
+        if offset > leo || offset < d.log.log_start_offset() {
+            return Err(ResponseError::OffsetOutOfRange);
+        }
+        let batches = d.log.read(offset, FETCH_MAX_BATCHES);
+        Ok(FetchData {
+            batches,
+            hw: self.served_hw(id, p),
+            log_start: d.log.log_start_offset(),
+            diverging: None,
+        })
+    }
+
+    // ------------------------------------------------------------------ produce
+
+    fn produce(&mut self, partition: i32, acks: i16, count: i64, stale: bool) {
+        let req = self.next_produce;
+        self.next_produce += 1;
+        self.stats.produced += 1;
+        let n = self.plan.shape.brokers;
+        let leader = self
+            .controller
+            .image
+            .partition(TOPIC, partition)
+            .map(|s| s.leader)
+            .filter(|l| *l > 0 && !stale)
+            .unwrap_or_else(|| self.rng.gen_range(1..=n));
+        self.send(
+            Node::Client,
+            Node::Broker(leader),
+            Msg::Produce {
+                req,
+                partition,
+                acks,
+                count,
+            },
+        );
+    }
+
+    fn on_produce(&mut self, id: i32, req: u64, p: i32, acks: i16, count: i64) {
+        let fsync = self.plan.shape.fsync;
+        let lease_now = self.lease_clock(id);
+        let min_isr = self.plan.shape.min_isr;
+        let now = self.now;
+        let b = self.b(id);
+        // The client's answer is not simulated (the checks look at the broker's decision).
+        let answer = |_: &mut World, _: Result<i64, ResponseError>| {};
+        let Some(r) = b.replicas.get(&p) else {
+            answer(self, Err(ResponseError::NotLeaderOrFollower));
+            return;
+        };
+        // As the broker's produce handler: the lease, then min.insync.replicas, then the append.
+        if !b.lease.holds(lease_now) {
+            answer(self, Err(ResponseError::NotLeaderOrFollower));
+            return;
+        }
+        if let Err(e) = r.repl.check_writable(acks == -1, min_isr) {
+            answer(self, Err(e));
+            return;
+        }
+        let epoch = match r.repl.append_epoch() {
+            Ok(e) => e,
+            Err(e) => {
+                answer(self, Err(e));
+                return;
+            }
+        };
+        let b = self.bm(id);
+        let d = b.disks.get_mut(&p).expect("opened");
+        let batch = match d.log.append_leader(epoch, count, req) {
+            Ok(batch) => batch,
+            Err(DiskError::Offline | DiskError::NotContiguous) => {
+                answer(self, Err(ResponseError::KafkaStorageError));
+                return;
+            }
+        };
+        let leo = d.log.leo();
+        b.replicas[&p].repl.advance(leo);
+        b.pending.push(Pending {
+            req,
+            partition: p,
+            acks,
+            batch,
+            epoch,
+            deadline: now + PRODUCE_TIMEOUT_MS,
+            flushed: !fsync,
+        });
+        if fsync {
+            let d = self.rng.gen_range(1..4);
+            self.timer(id, d, Timer::Flush(p));
+        }
+    }
+
+    /// Answers the produce requests that can be answered now (called after every event).
+    pub(crate) fn complete_produces(&mut self) {
+        for id in 1..=self.plan.shape.brokers {
+            let b = self.b(id);
+            if !b.up || b.paused_until > self.now || b.pending.is_empty() {
+                continue;
+            }
+            let lease_now = self.lease_clock(id);
+            let min_isr = self.plan.shape.min_isr;
+            let now = self.now;
+            let mut done: Vec<(Pending, Result<i64, ResponseError>)> = Vec::new();
+            let b = self.bm(id);
+            let mut keep = Vec::new();
+            for mut x in std::mem::take(&mut b.pending) {
+                let Some(d) = b.disks.get(&x.partition) else {
+                    continue;
+                };
+                if !x.flushed {
+                    if d.log.is_offline() {
+                        done.push((x, Err(ResponseError::KafkaStorageError)));
+                        continue;
+                    }
+                    if d.log.recovery_point() >= x.batch.end() && d.log.is_synced(x.batch.id) {
+                        x.flushed = true;
+                    }
+                }
+                let status = if !x.flushed {
+                    AckStatus::Pending
+                } else if x.acks == -1 {
+                    match b.replicas.get(&x.partition) {
+                        Some(r) => r.repl.ack_status(x.batch.end() - 1, x.epoch, min_isr),
+                        None => AckStatus::Done(Err(ResponseError::NotLeaderOrFollower)),
+                    }
+                } else {
+                    AckStatus::Done(Ok(()))
+                };
+                match status {
+                    AckStatus::Pending if now >= x.deadline => {
+                        done.push((x, Err(ResponseError::RequestTimedOut)))
+                    }
+                    AckStatus::Pending => keep.push(x),
+                    AckStatus::Done(Ok(())) => {
+                        // The lease again before the answer (the broker's produce handler).
+                        if b.lease.holds(lease_now) {
+                            let base = x.batch.base;
+                            done.push((x, Ok(base)));
+                        } else {
+                            done.push((x, Err(ResponseError::NotLeaderOrFollower)));
+                        }
+                    }
+                    AckStatus::Done(Err(e)) => done.push((x, Err(e))),
+                }
+            }
+            self.bm(id).pending = keep;
+            for (x, result) in done {
+                match result {
+                    Ok(base) => self.on_acknowledged(id, &x, base),
+                    Err(e) => {
+                        let req = x.req;
+                        self.log(|| format!("broker {id}: answers produce {req} with {e:?}"));
+                    }
+                }
+                if self.violation.is_some() {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_acknowledged(&mut self, id: i32, x: &Pending, base: i64) {
+        if x.acks == -1 {
+            self.stats.acked_all += 1;
+        } else {
+            self.stats.acked_one += 1;
+        }
+        self.acked.insert(
+            x.batch.id,
+            Acked {
+                partition: x.partition,
+                base,
+                acks: x.acks,
+                time: self.now,
+            },
+        );
+        let (req, p, acks) = (x.req, x.partition, x.acks);
+        self.log(|| format!("broker {id}: acknowledges produce {req} (partition {p}, acks={acks}) at offset {base}"));
+        let r = PendingRef {
+            id: x.batch.id,
+            partition: x.partition,
+            base,
+            acks: x.acks,
+        };
+        self.check_acknowledgement(id, &r);
+    }
+}
+
+/// A one-line description of a metadata command for traces.
+fn brief(c: &MetaCommand) -> String {
+    match c {
+        MetaCommand::RegisterBroker { registration } => {
+            format!("RegisterBroker {}", registration.id)
+        }
+        MetaCommand::FenceBroker { id, .. } => format!("FenceBroker {id}"),
+        MetaCommand::UnfenceBroker { id, .. } => format!("UnfenceBroker {id}"),
+        MetaCommand::CreateTopic { assignment, .. } => format!("CreateTopic {assignment:?}"),
+        MetaCommand::AlterIsr {
+            partition,
+            leader,
+            isr,
+            partition_epoch,
+            ..
+        } => format!(
+            "AlterIsr p{partition} by {leader} -> {isr:?} (from partition epoch {partition_epoch})"
+        ),
+        MetaCommand::ElectLeader {
+            partition, leader, ..
+        } => format!("ElectLeader p{partition} -> {leader}"),
+        MetaCommand::Reassign {
+            partition, target, ..
+        } => format!("Reassign p{partition} -> {target:?}"),
+        other => format!("{other:?}"),
+    }
+}
