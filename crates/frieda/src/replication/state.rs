@@ -196,9 +196,10 @@ impl Leader {
         }
     }
 
-    /// Records a follower's fetch at `fetch_offset` when the leader's log ends at `leo`.
-    /// Returns an ISR expansion to ask for when the follower is out of the ISR and has caught
-    /// up with the high watermark `hw` (and its broker epoch is known).
+    /// Records a follower's fetch at `fetch_offset` when the leader's log ends at `leo` (a fetch
+    /// the leader validated and read: [`crate::replication::fetch`]). Returns an ISR expansion to
+    /// ask for when the follower is out of the ISR, is in sync by [`Leader::is_in_sync`], and its
+    /// broker epoch is known.
     pub fn on_fetch(
         &mut self,
         replica: BrokerId,
@@ -220,7 +221,7 @@ impl Leader {
         }
         p.last_fetch = (leo, now_ms);
         let broker_epoch = p.broker_epoch?;
-        if self.isr.contains(&replica) || self.pending_isr.is_some() || fetch_offset < hw {
+        if self.isr.contains(&replica) || self.pending_isr.is_some() || !self.is_in_sync(fetch_offset, hw) {
             return None;
         }
         let mut isr = self.isr.clone();
@@ -233,6 +234,16 @@ impl Leader {
             isr,
             new_isr_epochs: vec![(replica, broker_epoch)],
         })
+    }
+
+    /// Whether a follower whose log ends at `follower_leo` may join the ISR, the high watermark
+    /// being `hw` (Kafka's `Partition.isFollowerInSync`, KAFKA-7128): it has everything below
+    /// the high watermark *and* everything this leader had when its epoch began. A new leader's
+    /// high watermark can lag what the previous leader acknowledged (followers learn the high
+    /// watermark one fetch late); a follower admitted at that lagging high watermark could be
+    /// elected after a second failure without the acknowledged records in between.
+    pub fn is_in_sync(&self, follower_leo: i64, hw: i64) -> bool {
+        follower_leo >= hw && follower_leo >= self.epoch_start_offset
     }
 
     /// The ISR shrink to ask for when the leader's log ends at `leo`: the followers not caught
@@ -344,6 +355,34 @@ mod tests {
         assert_eq!(back.isr, vec![1, 2, 3]);
         assert_eq!(back.partition_epoch, 10);
         assert_eq!(back.new_isr_epochs, vec![(3, 77)]);
+    }
+}
+
+#[cfg(test)]
+mod kafka_7128_tests {
+    use super::*;
+
+    /// Issue 28, item 2 (KAFKA-7128): a new leader whose log ends at 10 but whose high
+    /// watermark is still 5 (it learnt the previous leader's last acknowledgements one fetch
+    /// late) must not admit a follower at 5..9 into the ISR: a second failure could elect it
+    /// without offsets 5..9, which the previous leader acknowledged.
+    #[test]
+    fn a_follower_joins_only_once_it_has_the_epoch_start() {
+        let p = PartitionState {
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2],
+            leader: 1,
+            leader_epoch: 7,
+            partition_epoch: 3,
+            adding: vec![],
+            removing: vec![],
+        };
+        let mut l = Leader::new(&p, 1, 0, 10);
+        l.note_broker_epoch(3, Some(40));
+        assert_eq!(l.on_fetch(3, 5, -1, 10, 5, 100), None, "at the lagging HW only");
+        assert_eq!(l.on_fetch(3, 9, -1, 10, 5, 200), None);
+        let change = l.on_fetch(3, 10, -1, 10, 5, 300).expect("has the epoch start");
+        assert_eq!(change.isr, vec![1, 2, 3]);
     }
 }
 
