@@ -671,12 +671,22 @@ impl PartitionLog {
     /// Truncates the log to end before `offset` (a follower whose log diverged from its new
     /// leader's; KIP-101): the batch containing `offset` and everything after go, whole later
     /// segments are removed (their files deleted by the caller after releasing the lock), the
-    /// leader epoch cache and the recovery point follow. A no-op at or past the log end.
+    /// leader epoch cache and the recovery point follow. At the log end only epochs starting
+    /// there are dropped; past it, nothing happens.
     ///
     /// Errors: `LogError::Offline`, `LogError::Io` (the log goes offline: it may be half cut).
     pub fn truncate_to(&mut self, offset: i64) -> Result<RemovedSegments, LogError> {
         self.check_online()?;
         if offset >= self.log_end_offset() {
+            // At the log end: only an epoch that starts there goes (one this replica began as a
+            // leader and wrote nothing in), so its next fetch does not claim it (KIP-595's
+            // last fetched epoch).
+            if offset == self.log_end_offset() && self.epochs.truncate_from_end(offset) {
+                if let Err(e) = self.epochs.persist() {
+                    self.go_offline("writing the leader epoch checkpoint", &e);
+                    return Err(e);
+                }
+            }
             return Ok(RemovedSegments::none());
         }
         let keep = self

@@ -468,7 +468,9 @@ impl Partition {
     }
 
     /// Truncates a follower's log to end before `offset` (its log diverged from the leader's,
-    /// KIP-101); the idempotent-producer state is rebuilt from what is left. The removed
+    /// KIP-101); the idempotent-producer state is rebuilt from what is left, the high watermark
+    /// capped at the new log end. At the log end it drops only epochs that start there (an
+    /// epoch this replica began as a leader and wrote nothing in). The removed
     /// segments' files are deleted after the lock is released.
     ///
     /// Errors: NOT_LEADER_OR_FOLLOWER when the role changed meanwhile, KAFKA_STORAGE_ERROR.
@@ -486,13 +488,15 @@ impl Partition {
             if !self.repl.is_follower_of(leader, epoch) {
                 return Err(ResponseError::NotLeaderOrFollower);
             }
-            if offset >= state.log.log_end_offset() {
+            if offset > state.log.log_end_offset() {
                 return Ok(());
             }
-            state.log.truncate_to(offset).map_err(|e| {
+            let removed = state.log.truncate_to(offset).map_err(|e| {
                 tracing::error!(topic = %self.topic, partition = self.index, error = %e, "truncation failed");
                 ResponseError::KafkaStorageError
-            })?
+            })?;
+            self.repl.on_truncated(state.log.log_end_offset());
+            removed
         };
         if let Err(e) = removed.delete_files() {
             tracing::warn!(topic = %self.topic, partition = self.index, error = %e, "removing truncated segment files failed");
@@ -649,6 +653,26 @@ impl Partition {
             .lock()
             .as_ref()
             .map(|s| follower::truncation(&s.log, hw, asked_epoch, leader))
+    }
+
+    /// A follower's fetch at `fetch_offset` with `last_fetched_epoch`, checked against this
+    /// leader's log ([`crate::replication::fetch::validate_follower_fetch`]): `Ok(None)` to
+    /// read it, `Ok(Some(end))` when the follower's log diverged (answer with `end`).
+    ///
+    /// Errors: OFFSET_OUT_OF_RANGE (1), UNKNOWN_TOPIC_OR_PARTITION once deleted.
+    pub fn validate_follower_fetch(
+        &self,
+        fetch_offset: i64,
+        last_fetched_epoch: i32,
+    ) -> Result<Option<follower::EpochEnd>, ResponseError> {
+        match self.state.lock().as_ref() {
+            Some(s) => crate::replication::fetch::validate_follower_fetch(
+                &s.log,
+                fetch_offset,
+                last_fetched_epoch,
+            ),
+            None => Err(ResponseError::UnknownTopicOrPartition),
+        }
     }
 
     /// Where this follower fetches next and the `last_fetched_epoch` it sends

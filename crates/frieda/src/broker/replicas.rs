@@ -117,9 +117,10 @@ impl Broker {
                 .with_context(|| format!("writing {}/{PARTITION_METADATA_FILE}", dir.display()))?;
             p
         };
-        partition
-            .repl
-            .restore_high_watermark(if existing { hw } else { 0 });
+        partition.repl.restore_high_watermark(
+            if existing { hw } else { 0 },
+            partition.reader().log_end_offset(),
+        );
         // Visible to requests from the insert below on, and not a sole replica meanwhile.
         partition.repl.await_role();
         let mut parts = topic.partitions.write();

@@ -157,7 +157,15 @@ async fn run(node: Arc<ClusterNode>, leader: BrokerId, mut rx: mpsc::Receiver<Fo
         while let Ok((p, epoch)) = rx.try_recv() {
             add(&mut followed, p, epoch);
         }
-        followed.retain(|_, f| {
+        followed.retain(|key, f| {
+            if !f.partition.is_online() {
+                // A failed fsync took the log offline: it stops fetching, so its unsynced
+                // records never count as its progress (the leader's stall detection and the
+                // controller, told by the heartbeat, take it out of the ISR; issue 28, item 6).
+                tracing::warn!(topic = %key.0, partition = key.1, leader,
+                    "the log is offline: this replica stops fetching until the broker restarts");
+                return false;
+            }
             !f.partition.is_deleted() && f.partition.repl.is_follower_of(leader, f.epoch)
         });
         if followed.is_empty() {
@@ -318,9 +326,11 @@ async fn truncate(
                 continue;
             };
             let target = truncation.offset();
-            if target < leo {
-                tracing::info!(topic = %key.0, partition = key.1, leader, epoch = f.epoch,
-                    from = leo, to = target, "truncating a diverged log");
+            if target <= leo {
+                if target < leo {
+                    tracing::info!(topic = %key.0, partition = key.1, leader, epoch = f.epoch,
+                        from = leo, to = target, "truncating a diverged log");
+                }
                 if let Err(e) = f.partition.truncate_from_leader(leader, f.epoch, target) {
                     tracing::warn!(topic = %key.0, partition = key.1, error = ?e, "truncation failed");
                     back_off(f);
@@ -470,6 +480,28 @@ fn apply_partition(
             back_off(f);
             return;
         }
+    }
+    let diverging = &pd.diverging_epoch;
+    if diverging.epoch >= 0 || diverging.end_offset >= 0 {
+        // KIP-595: this log diverged from the leader's; truncate as for OffsetForLeaderEpoch.
+        let end = EpochEnd {
+            epoch: diverging.epoch,
+            end_offset: diverging.end_offset,
+        };
+        let asked = p.latest_epoch();
+        let Some(t) = p.truncation_for(asked, end) else {
+            return;
+        };
+        let leo = p.reader().log_end_offset();
+        tracing::info!(topic = %p.topic, partition = p.index, leader, epoch = f.epoch,
+            from = leo, to = t.offset(), "the leader says this log diverged; truncating");
+        if let Err(e) = p.truncate_from_leader(leader, f.epoch, t.offset()) {
+            tracing::warn!(topic = %p.topic, partition = p.index, error = ?e, "truncation failed");
+            back_off(f);
+            return;
+        }
+        f.truncated = matches!(t, Truncation::Complete(_));
+        return;
     }
     let mut leo = p.reader().log_end_offset();
     if let Some(records) = pd.records.filter(|r| !r.is_empty()) {

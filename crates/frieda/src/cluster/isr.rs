@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use frieda_meta::{ControllerReply, ControllerRequest};
+use frieda_meta::{ControllerError, ControllerReply, ControllerRequest, MetaError, PartitionState};
 use tokio::sync::watch;
 
 use super::ClusterNode;
@@ -21,45 +21,75 @@ use kafka_protocol::error::ResponseError;
 /// How long an AlterPartition may wait for the controller.
 const ALTER_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Sends `change` of `partition` to the controller in the background and applies the answer.
+/// How long a leader waits before asking again after no answer (Kafka's AlterPartitionManager
+/// retries with a back-off too).
+const RETRY_AFTER: Duration = Duration::from_millis(500);
+
+/// What a controller's answer to an AlterPartition means for the leader that asked (see
+/// [`crate::replication::Replication::on_alter_answer`]): the committed state; a definite
+/// refusal (INELIGIBLE_REPLICA: nothing applied; the stale-epoch errors: wait for the image);
+/// or no answer (no controller, a timeout: the change may have been committed).
+pub fn alter_answer(result: Result<PartitionState, ControllerError>) -> AlterAnswer {
+    match result {
+        Ok(state) => AlterAnswer::Committed(state),
+        Err(ControllerError::Meta(MetaError::Ineligible(_))) => {
+            AlterAnswer::Refused(ResponseError::IneligibleReplica)
+        }
+        Err(ControllerError::Meta(MetaError::StalePartitionEpoch(_))) => {
+            AlterAnswer::Refused(ResponseError::InvalidUpdateVersion)
+        }
+        Err(ControllerError::Meta(MetaError::StaleLeader(_))) => {
+            AlterAnswer::Refused(ResponseError::FencedLeaderEpoch)
+        }
+        Err(ControllerError::NotController { .. } | ControllerError::Unavailable(_)) => {
+            AlterAnswer::Unknown
+        }
+        Err(e) => AlterAnswer::Refused(super::error_code(&e)),
+    }
+}
+
+/// Sends `change` of `partition` to the controller in the background and applies the answer;
+/// asks again while there is no answer and the change is still pending.
 pub fn alter(node: &Arc<ClusterNode>, partition: &Arc<Partition>, change: IsrChange) {
     let node = node.clone();
     let partition = partition.clone();
     tokio::spawn(async move {
         tracing::info!(topic = %partition.topic, partition = partition.index, isr = ?change.isr,
             leader_epoch = change.leader_epoch, partition_epoch = change.partition_epoch, "asking for an ISR change");
-        let req = ControllerRequest::AlterIsr {
-            topic: partition.topic.to_string(),
-            partition: partition.index,
-            leader: node.me,
-            leader_epoch: change.leader_epoch,
-            partition_epoch: change.partition_epoch,
-            isr: change.isr.clone(),
-            new_isr_epochs: change.new_isr_epochs.clone(),
-        };
-        let answer = match node.controller(req, ALTER_TIMEOUT).await {
-            Ok(ControllerReply::Partition(state)) => AlterAnswer::Committed(state),
-            Ok(other) => {
-                tracing::warn!(reply = ?other, "unexpected AlterPartition answer");
-                AlterAnswer::Unknown
-            }
-            Err(e) if e.code == ResponseError::RequestTimedOut => {
+        loop {
+            let req = ControllerRequest::AlterIsr {
+                topic: partition.topic.to_string(),
+                partition: partition.index,
+                leader: node.me,
+                leader_epoch: change.leader_epoch,
+                partition_epoch: change.partition_epoch,
+                isr: change.isr.clone(),
+                new_isr_epochs: change.new_isr_epochs.clone(),
+            };
+            let result = match node.quorum.request(req, ALTER_TIMEOUT).await {
+                Ok(ControllerReply::Partition(state)) => Ok(state),
+                Ok(other) => Err(ControllerError::Invalid(format!(
+                    "unexpected AlterPartition answer {other:?}"
+                ))),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = &result {
                 tracing::info!(topic = %partition.topic, partition = partition.index,
-                    error = %e.message, "ISR change not answered");
-                AlterAnswer::Unknown
+                    error = %e, "ISR change not committed");
             }
-            Err(e) => {
-                tracing::info!(topic = %partition.topic, partition = partition.index,
-                    error = %e.message, "ISR change refused");
-                AlterAnswer::Refused(e.code)
+            let answer = alter_answer(result);
+            let unknown = answer == AlterAnswer::Unknown;
+            let leo = partition.reader().log_end_offset();
+            if partition
+                .repl
+                .on_alter_answer(&change, answer, leo, now_ms())
+            {
+                partition.notify_data();
             }
-        };
-        let leo = partition.reader().log_end_offset();
-        if partition
-            .repl
-            .on_alter_answer(&change, answer, leo, now_ms())
-        {
-            partition.notify_data();
+            if !unknown || partition.is_deleted() || !partition.repl.pending_change(&change) {
+                return;
+            }
+            tokio::time::sleep(RETRY_AFTER).await;
         }
     });
 }

@@ -13,13 +13,15 @@ use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::cluster::{ClusterNode, LeaderHints};
 use crate::quota::QuotaKind;
+use crate::replication::follower::EpochEnd;
 use crate::security::acl::{op, resource};
 use bytes::{Bytes, BytesMut};
 use frieda_log::{FetchData, LogError};
 use futures::future::select_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_response::{
-    AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+    AbortedTransaction, EpochEndOffset, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint,
+    PartitionData,
 };
 use kafka_protocol::messages::{BrokerId, ProducerId};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
@@ -41,6 +43,11 @@ struct Wanted {
     max_bytes: usize,
     /// A follower's fetch: reads up to the log end offset, not the high watermark.
     replica: bool,
+    /// A follower's fetch: its log start offset (Fetch v5+), counted with its progress.
+    follower_log_start: i64,
+    /// A follower whose last fetched epoch diverges from this leader's log: where it ends here
+    /// (answered without records; KIP-595).
+    diverging: Option<EpochEnd>,
     /// `isolation_level` 1 (KIP-98): a consumer reads up to the last stable offset, and gets
     /// the aborted transactions of what it read.
     read_committed: bool,
@@ -91,35 +98,62 @@ fn point_to_leaders(
         .collect()
 }
 
-/// Checks a fetch of `p` at `fetch_offset`: a follower's (`replica` >= 0) records its progress
-/// and its log start offset (`(fetch_offset, log_start_offset)`; the progress may move the
-/// high watermark, or ask the controller to add it to the ISR); a consumer's must reach the
-/// leader. `leader_epoch` is the request's `current_leader_epoch`.
+/// Checks a fetch of `p` at `fetch_offset` before it is read: a follower's (`replica` >= 0)
+/// must reach the leader in its epoch and is validated against the leader's log (Kafka's
+/// `Partition.fetchRecords`: a diverging last fetched epoch is answered with where it ends,
+/// `Ok(Some(_))`; the follower's progress is counted only after the read, see
+/// [`count_follower_fetches`]); a consumer's must reach the leader. `leader_epoch` is the
+/// request's `current_leader_epoch`.
 ///
 /// Errors: NOT_LEADER_OR_FOLLOWER (6) when this broker does not lead the partition,
 /// FENCED_LEADER_EPOCH (74) / UNKNOWN_LEADER_EPOCH (76) for an older / newer epoch than the
-/// leader's.
+/// leader's, OFFSET_OUT_OF_RANGE (1) for a follower's offset outside the log.
 fn admit(
     broker: &Broker,
     p: &Arc<Partition>,
     replica: i32,
-    (fetch_offset, log_start_offset): (i64, i64),
+    (fetch_offset, last_fetched_epoch): (i64, i32),
     leader_epoch: i32,
-) -> Result<(), ResponseError> {
+) -> Result<Option<EpochEnd>, ResponseError> {
     if replica >= 0 {
+        p.repl.check_follower(leader_epoch)?;
+        return p.validate_follower_fetch(fetch_offset, last_fetched_epoch);
+    }
+    p.repl.check_leader(leader_epoch)?;
+    if p.repl.is_replicated() {
+        broker.check_lease()?;
+    }
+    Ok(None)
+}
+
+/// Counts the followers' fetches that were read (Kafka's `updateFollowerFetchState`, after the
+/// read): each one's progress may move the high watermark (waking consumers) or ask the
+/// controller to add it to the ISR.
+fn count_follower_fetches(
+    broker: &Broker,
+    replica: i32,
+    wanted: &[Wanted],
+    reads: &[PartitionRead],
+) {
+    let broker_epoch = broker
+        .cluster()
+        .and_then(|node| node.image().brokers.get(&replica).map(|b| b.epoch));
+    for (w, r) in wanted.iter().zip(reads) {
+        let (Ok(p), false, None) = (&w.partition, r.is_err(), w.diverging) else {
+            continue;
+        };
         let leo = p.reader().log_end_offset();
-        let broker_epoch = broker
-            .cluster()
-            .and_then(|node| node.image().brokers.get(&replica).map(|b| b.epoch));
-        let (change, moved) = p.repl.on_follower_fetch(
+        let Ok((change, moved)) = p.repl.on_follower_fetch(
             replica,
             broker_epoch,
-            fetch_offset,
-            log_start_offset,
-            leader_epoch,
+            w.fetch_offset,
+            w.follower_log_start,
+            -1,
             leo,
             now_ms(),
-        )?;
+        ) else {
+            continue;
+        };
         if moved {
             // Consumers waiting below the high watermark may read now.
             p.notify_data();
@@ -127,13 +161,7 @@ fn admit(
         if let (Some(change), Some(node)) = (change, broker.cluster()) {
             crate::cluster::isr::alter(node, p, change);
         }
-        return Ok(());
     }
-    p.repl.check_leader(leader_epoch)?;
-    if p.repl.is_replicated() {
-        broker.check_lease()?;
-    }
-    Ok(())
 }
 
 /// Handles a fetch (a consumer's, or a follower's when `replica_id` >= 0). Per-partition errors:
@@ -181,6 +209,13 @@ pub async fn handle(
                 .with_topic_id(ft.topic_id),
         );
         for fp in &ft.partitions {
+            let mut diverging = None;
+            // KIP-595's last fetched epoch (v12+; -1 when absent).
+            let last_fetched_epoch = if ctx.api_version >= 12 {
+                fp.last_fetched_epoch
+            } else {
+                -1
+            };
             wanted.push(Wanted {
                 topic_index: ti,
                 partition_index: fp.partition,
@@ -189,11 +224,11 @@ pub async fn handle(
                     .map_err(|e| *e)
                     .and_then(|t| t.replica(fp.partition))
                     .and_then(|p| {
-                        admit(
+                        diverging = admit(
                             broker,
                             &p,
                             replica,
-                            (fp.fetch_offset, fp.log_start_offset),
+                            (fp.fetch_offset, last_fetched_epoch),
                             fp.current_leader_epoch,
                         )?;
                         Ok(p)
@@ -201,6 +236,8 @@ pub async fn handle(
                 fetch_offset: fp.fetch_offset,
                 max_bytes: fp.partition_max_bytes.max(0) as usize,
                 replica: replica >= 0,
+                follower_log_start: fp.log_start_offset,
+                diverging,
                 read_committed: replica < 0 && req.isolation_level == 1,
             });
         }
@@ -217,6 +254,7 @@ pub async fn handle(
     let min_bytes = (req.min_bytes.max(0) as usize).min(response_max);
 
     let mut waited = Duration::ZERO;
+    let mut counted = replica < 0;
     let results = loop {
         let live: Vec<Arc<Partition>> = wanted
             .iter()
@@ -229,9 +267,19 @@ pub async fn handle(
             w.as_mut().enable();
         }
         let results = read_all(&wanted, response_max).await;
+        if !counted {
+            // The first read counts (a long poll does not count again when it wakes).
+            count_follower_fetches(broker, replica, &wanted, &results);
+            counted = true;
+        }
         let total: usize = results.iter().map(|r| r.bytes()).sum();
+        let any_diverging = wanted.iter().any(|w| w.diverging.is_some());
         let any_error = results.iter().any(|r| r.is_err());
-        if total >= min_bytes.max(1) || any_error || waits.is_empty() || Instant::now() >= deadline
+        if total >= min_bytes.max(1)
+            || any_error
+            || any_diverging
+            || waits.is_empty()
+            || Instant::now() >= deadline
         {
             break results;
         }
@@ -277,6 +325,13 @@ pub async fn handle(
                     .collect();
                 pd = pd.with_aborted_transactions(Some(aborted));
             }
+        }
+        if let Some(end) = w.diverging {
+            pd = pd.with_diverging_epoch(
+                EpochEndOffset::default()
+                    .with_epoch(end.epoch)
+                    .with_end_offset(end.end_offset),
+            );
         }
         pd = match r {
             PartitionRead::Data(data) => pd.with_records(Some(concat(data))),
@@ -352,6 +407,10 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
                 continue;
             }
         };
+        if w.diverging.is_some() {
+            out.push(PartitionRead::Empty);
+            continue;
+        }
         // Consumers read below the high watermark (read_committed: the last stable offset),
         // followers up to the log end offset.
         let leo = p.reader().log_end_offset();

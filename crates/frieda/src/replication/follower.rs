@@ -36,30 +36,44 @@ impl Truncation {
 }
 
 /// Where the follower with log `log` (high watermark `hw`) truncates after asking the leader
-/// about its epoch `asked_epoch` (its latest) and getting `leader`.
+/// about its epoch `asked_epoch` (its latest; -1 when its log has no epochs) and getting
+/// `leader` — an OffsetForLeaderEpoch answer or a Fetch response's diverging epoch. Kafka's
+/// `AbstractFetcherThread.getOffsetTruncationState`:
 ///
-/// As Frieda had it before issue 28's fix: without epochs on either side nothing is truncated;
-/// when the leader names another epoch, its end is taken against this log's end of that epoch.
+/// - no epochs in this log, or a leader that does not know the epoch (`end_offset` -1): truncate
+///   to the high watermark, the only offset known to be on the leader too;
+/// - a leader without epoch information in its answer (`epoch` -1): to its end offset;
+/// - the leader's epoch is one this log has: to the smaller of both ends of it;
+/// - the leader's epoch is one this log lacks: to where this log's largest epoch below it ends,
+///   then ask again ([`Truncation::Partial`]);
+/// - this log has no epoch at or below the leader's: to the leader's end offset.
+///
+/// Never past this log's end.
 pub fn truncation(log: &impl LogView, hw: i64, asked_epoch: i32, leader: EpochEnd) -> Truncation {
-    let _ = hw;
     let leo = log.log_end_offset();
     if asked_epoch < 0 || leader.end_offset < 0 {
-        return Truncation::Complete(leo);
+        return Truncation::Complete(hw.min(leo));
     }
-    if leader.epoch == asked_epoch {
+    if leader.epoch < 0 {
         return Truncation::Complete(leader.end_offset.min(leo));
     }
-    let (ours_epoch, ours_end) = log.end_offset_for_epoch(leader.epoch);
-    let ours = if ours_epoch < 0 { leo } else { ours_end };
-    Truncation::Complete(leader.end_offset.min(ours).min(leo))
+    match log.end_offset_for_epoch(leader.epoch) {
+        (ours, end) if ours >= 0 && ours != leader.epoch => Truncation::Partial(end.min(leo)),
+        (ours, end) if ours >= 0 => Truncation::Complete(end.min(leader.end_offset).min(leo)),
+        _ => Truncation::Complete(leader.end_offset.min(leo)),
+    }
 }
 
-/// Where a follower fetches next and the `last_fetched_epoch` it sends: its log end offset, or
-/// `skip_to` (the leader's log start, after the leader's retention moved past this log's end)
-/// when that is further.
+/// Where a follower fetches next and the `last_fetched_epoch` it sends (KIP-595; -1 when its log
+/// has no epochs): its log end offset, or `skip_to` (the leader's log start, after the leader's
+/// retention moved past this log's end) when that is further. The leader checks the epoch
+/// against its own log before it counts the fetch ([`crate::replication::fetch`]).
 pub fn fetch_position(log: &impl LogView, skip_to: Option<i64>) -> (i64, i32) {
     let leo = log.log_end_offset();
-    (skip_to.map_or(leo, |n| n.max(leo)), -1)
+    (
+        skip_to.map_or(leo, |n| n.max(leo)),
+        log.latest_epoch().max(-1),
+    )
 }
 
 /// What a follower does when the leader answers OFFSET_OUT_OF_RANGE to its fetch at `offset`.
@@ -85,4 +99,82 @@ pub fn on_offset_out_of_range(offset: i64, leader_log_start: i64) -> OutOfRange 
 /// A follower's high watermark: the leader's, capped by the follower's own log end `leo`.
 pub fn high_watermark(leader_hw: i64, leo: i64) -> i64 {
     leader_hw.min(leo).max(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use frieda_log::Epochs;
+
+    struct Log {
+        leo: i64,
+        epochs: Epochs,
+    }
+
+    impl LogView for Log {
+        fn log_start_offset(&self) -> i64 {
+            0
+        }
+        fn log_end_offset(&self) -> i64 {
+            self.leo
+        }
+        fn latest_epoch(&self) -> i32 {
+            self.epochs.latest_epoch()
+        }
+        fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+            self.epochs.end_offset_for(epoch, self.leo)
+        }
+    }
+
+    fn log(leo: i64, epochs: &[(i32, i64)]) -> Log {
+        let mut e = Epochs::new();
+        for (epoch, start) in epochs {
+            e.assign(*epoch, *start);
+        }
+        Log { leo, epochs: e }
+    }
+
+    fn end(epoch: i32, end_offset: i64) -> EpochEnd {
+        EpochEnd { epoch, end_offset }
+    }
+
+    #[test]
+    fn truncation_follows_kafka() {
+        // Epochs 1 from 0, 3 from 50; the log ends at 80.
+        let l = log(80, &[(1, 0), (3, 50)]);
+        // Same epoch on the leader, ending earlier: cut there.
+        assert_eq!(truncation(&l, 40, 3, end(3, 60)), Truncation::Complete(60));
+        // Same epoch, ending later on the leader: nothing to cut.
+        assert_eq!(truncation(&l, 40, 3, end(3, 95)), Truncation::Complete(80));
+        // The leader's largest epoch <= 3 is 2, which this log lacks: cut to where epoch 1
+        // ends here (50) and ask again.
+        assert_eq!(truncation(&l, 40, 3, end(2, 70)), Truncation::Partial(50));
+        // The leader knows epoch 1 only, ending at 30: cut to 30.
+        assert_eq!(truncation(&l, 40, 1, end(1, 30)), Truncation::Complete(30));
+        // Issue 28, item 5: the leader does not know the epoch (-1, -1): the high watermark.
+        assert_eq!(truncation(&l, 40, 3, end(-1, -1)), Truncation::Complete(40));
+        // No epochs here: the high watermark.
+        assert_eq!(
+            truncation(&log(80, &[]), 40, -1, end(-1, -1)),
+            Truncation::Complete(40)
+        );
+        // Every epoch here is later than the leader's: this log's copy of that epoch (as
+        // Kafka's `endOffsetFor` answers for an epoch below the first) is empty; cut to 0.
+        assert_eq!(
+            truncation(&log(80, &[(5, 0)]), 40, 5, end(4, 20)),
+            Truncation::Complete(0)
+        );
+        // An epoch newer than this log knows (no answer here): the leader's end.
+        assert_eq!(
+            truncation(&log(80, &[(1, 0)]), 40, 1, end(3, 20)),
+            Truncation::Complete(20)
+        );
+    }
+
+    #[test]
+    fn the_fetch_carries_the_last_fetched_epoch() {
+        assert_eq!(fetch_position(&log(80, &[(1, 0), (3, 50)]), None), (80, 3));
+        assert_eq!(fetch_position(&log(0, &[]), None), (0, -1));
+        assert_eq!(fetch_position(&log(80, &[(1, 0)]), Some(100)), (100, 1));
+    }
 }

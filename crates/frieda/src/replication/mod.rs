@@ -6,6 +6,7 @@
 //! - [`state`]: a leader's view: followers' progress, the in-sync replicas, the high watermark,
 //!   ISR shrink and expansion (the AlterPartition requests a leader makes);
 //! - [`ack`]: when an `acks=all` produce is answered;
+//! - [`fetch`]: how a leader validates a follower's fetch before counting it;
 //! - [`follower`]: a follower's truncation (KIP-101/279), fetch position and high watermark;
 //! - [`assignment`]: which role the metadata image gives a replica;
 //! - [`Replication`]: one partition's role and high watermark, shared by the threads that
@@ -18,6 +19,7 @@
 
 pub mod ack;
 pub mod assignment;
+pub mod fetch;
 pub mod follower;
 pub mod state;
 
@@ -133,51 +135,74 @@ impl Replication {
         self.me.load(Ordering::Relaxed) as BrokerId
     }
 
-    /// The high watermark checkpointed before a restart (`replication-offset-checkpoint`): where
-    /// this replica's starts before it learns its role.
-    pub fn restore_high_watermark(&self, hw: i64) {
-        self.hw.fetch_max(hw, Ordering::AcqRel);
+    /// The high watermark checkpointed before a restart (`replication-offset-checkpoint`), for
+    /// a log that now ends at `leo`: where this replica starts before it learns its role,
+    /// capped at the log end (a power loss can take back what the checkpoint counted; a high
+    /// watermark above the log end would keep followers out of the ISR for good: issue 28,
+    /// item 3).
+    pub fn restore_high_watermark(&self, hw: i64, leo: i64) {
+        self.hw.store(hw.min(leo).max(0), Ordering::Release);
     }
 
-    /// Sets the role (cluster mode), starting the high watermark at `hw` (it only moves
-    /// forward from there on a leader; a follower takes the leader's). Wakes everyone waiting
-    /// on the old role.
-    pub fn set_role(&self, me: BrokerId, role: Role, hw: i64) {
+    /// Sets the role (cluster mode), the log ending at `leo`: the high watermark is capped at
+    /// it (on a leader it only moves forward from there; a follower takes the leader's). Wakes
+    /// everyone waiting on the old role.
+    pub fn set_role(&self, me: BrokerId, role: Role, leo: i64) {
         self.me.store(i64::from(me), Ordering::Relaxed);
         *self.role.lock() = role;
-        self.hw.fetch_max(hw, Ordering::AcqRel);
+        self.cap_high_watermark(leo);
         self.replicated.store(true, Ordering::Release);
         self.changed.notify_waiters();
+    }
+
+    /// The log was truncated to end at `leo` (a follower's, to its leader's): the high
+    /// watermark never stays above the log end (Kafka's `UnifiedLog.truncateTo`).
+    pub fn on_truncated(&self, leo: i64) {
+        self.cap_high_watermark(leo);
+    }
+
+    fn cap_high_watermark(&self, leo: i64) {
+        let _ = self
+            .hw
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |hw| {
+                (hw > leo).then_some(leo.max(0))
+            });
     }
 
     /// Takes the leader role of `p` (the image's state) in `p.leader_epoch`, this broker `me`,
     /// at `now_ms`, its log ending at `leo` (Kafka's `Partition.makeLeader`; the caller records
     /// the epoch in the log first). Returns whether the high watermark moved.
     pub fn become_leader(&self, me: BrokerId, p: &PartitionState, now_ms: i64, leo: i64) -> bool {
-        let hw = self.high_watermark();
-        self.set_role(
-            me,
-            Role::Leader(Leader::new(p, me, now_ms, leo)),
-            hw.min(leo),
-        );
+        self.set_role(me, Role::Leader(Leader::new(p, me, now_ms, leo)), leo);
         self.advance(leo)
     }
 
     /// Takes a follower role of `leader` in `epoch` (or an offline one, `leader` = -1), the
     /// log ending at `leo` (Kafka's `Partition.makeFollower`).
     pub fn become_follower(&self, me: BrokerId, leader: BrokerId, epoch: i32, leo: i64) {
-        let hw = self.high_watermark();
         let role = if leader < 0 {
             Role::Offline { epoch }
         } else {
             Role::Follower { leader, epoch }
         };
-        self.set_role(me, role, hw.min(leo));
+        self.set_role(me, role, leo);
     }
 
-    /// The controller's answer to the ISR change `change` this leader asked for (Kafka's
-    /// `Partition.handleAlterPartitionUpdate` / `handleAlterPartitionError`), its log ending at
-    /// `leo`. Returns whether the high watermark moved.
+    /// The controller's answer to the ISR change `change` this leader asked for, its log ending
+    /// at `leo` (Kafka's `Partition.handleAlterPartitionUpdate` / `handleAlterPartitionError`).
+    /// Returns whether the high watermark moved.
+    ///
+    /// Until a definite answer the change stays pending, so the high watermark keeps counting
+    /// the larger of both ISRs (issue 28, item 4: dropping it on any refusal or a timeout, or
+    /// installing an answer older than what this leader already has, let a leader count a
+    /// smaller ISR than the controller had committed):
+    /// - a committed state for this leader epoch and a newer partition epoch replaces the
+    ///   leader's; an older or equal one, or one of another leader epoch, is ignored (the
+    ///   metadata image brings the truth);
+    /// - INELIGIBLE_REPLICA (the controller applied nothing and the partition epoch was
+    ///   current) drops the pending change;
+    /// - any other refusal, or no answer, keeps it: the driver asks again
+    ///   ([`Replication::pending_change`]), or a newer image resolves it.
     pub fn on_alter_answer(
         &self,
         change: &IsrChange,
@@ -185,20 +210,37 @@ impl Replication {
         leo: i64,
         now_ms: i64,
     ) -> bool {
-        let _ = change;
         match answer {
             AlterAnswer::Committed(state) => {
                 let before = self.high_watermark();
-                if !self.update_leader(&state, leo, now_ms) {
-                    self.isr_change_failed();
+                let ours = matches!(&*self.role.lock(), Role::Leader(l)
+                    if l.epoch == state.leader_epoch && state.partition_epoch > l.partition_epoch);
+                if ours {
+                    self.update_leader(&state, leo, now_ms);
                 }
                 self.high_watermark() > before
             }
-            AlterAnswer::Refused(_) | AlterAnswer::Unknown => {
-                self.isr_change_failed();
+            AlterAnswer::Refused(ResponseError::IneligibleReplica) => {
+                if let Role::Leader(l) = &mut *self.role.lock() {
+                    if l.pending_isr.as_ref() == Some(&change.isr)
+                        && l.partition_epoch == change.partition_epoch
+                    {
+                        l.pending_isr = None;
+                    }
+                }
                 false
             }
+            AlterAnswer::Refused(_) | AlterAnswer::Unknown => false,
         }
+    }
+
+    /// Whether `change` is still this leader's pending ISR change (its driver asks the
+    /// controller again after no answer).
+    pub fn pending_change(&self, change: &IsrChange) -> bool {
+        matches!(&*self.role.lock(), Role::Leader(l)
+            if l.epoch == change.leader_epoch
+                && l.partition_epoch == change.partition_epoch
+                && l.pending_isr.as_ref() == Some(&change.isr))
     }
 
     /// A cluster replica just opened, before the reconciler gives it its role: replicated and
@@ -261,7 +303,10 @@ impl Replication {
         if l.epoch != p.leader_epoch {
             return false;
         }
-        if l.partition_epoch != p.partition_epoch {
+        // Only a newer partition state replaces the leader's (Kafka: "ignoring new ISR since
+        // we have a newer version"): an image or answer that is older must not install an
+        // older, smaller ISR (issue 28, item 4).
+        if p.partition_epoch > l.partition_epoch {
             l.isr = p.isr.clone();
             l.partition_epoch = p.partition_epoch;
             l.pending_isr = None;
@@ -300,10 +345,28 @@ impl Replication {
         false
     }
 
-    /// A follower fetched at `fetch_offset` (its log starting at `follower_log_start`, -1 if
-    /// not said; `broker_epoch` its registration as this leader's metadata says, KIP-903) while
-    /// the leader's log ends at `leo`: records its progress and moves the high watermark. Returns an ISR expansion to ask the controller
-    /// for, and whether the high watermark moved.
+    /// Whether `replica` may fetch from this leader as a follower in `follower_epoch` (-1: not
+    /// checked), before the fetch is validated and read ([`fetch::validate_follower_fetch`]).
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER when this broker does not lead, UNKNOWN_LEADER_EPOCH /
+    /// FENCED_LEADER_EPOCH when the follower's epoch is newer / older.
+    pub fn check_follower(&self, follower_epoch: i32) -> Result<(), ResponseError> {
+        let Role::Leader(l) = &*self.role.lock() else {
+            return Err(ResponseError::NotLeaderOrFollower);
+        };
+        match follower_epoch {
+            e if e >= 0 && e > l.epoch => Err(ResponseError::UnknownLeaderEpoch),
+            e if e >= 0 && e < l.epoch => Err(ResponseError::FencedLeaderEpoch),
+            _ => Ok(()),
+        }
+    }
+
+    /// A follower's fetch at `fetch_offset` was validated and read (its log starting at
+    /// `follower_log_start`, -1 if not said; `broker_epoch` its registration as this leader's
+    /// metadata says, KIP-903) while the leader's log ends at `leo`: records its progress and
+    /// moves the high watermark (Kafka's `updateFollowerFetchState`, called only after a
+    /// successful read). Returns an ISR expansion to ask the controller for, and whether the
+    /// high watermark moved.
     ///
     /// Errors: NOT_LEADER_OR_FOLLOWER when this broker does not lead, UNKNOWN_LEADER_EPOCH /
     /// FENCED_LEADER_EPOCH when the follower's epoch is newer / older.
@@ -382,14 +445,6 @@ impl Replication {
         match &mut *self.role.lock() {
             Role::Leader(l) => l.shrink(me, now_ms, leo, limits),
             _ => None,
-        }
-    }
-
-    /// The controller refused or could not take an ISR change: forget it (the next check asks
-    /// again, with whatever the image says then).
-    pub fn isr_change_failed(&self) {
-        if let Role::Leader(l) = &mut *self.role.lock() {
-            l.pending_isr = None;
         }
     }
 
