@@ -44,6 +44,10 @@ pub struct Heartbeat {
     pub raft_addr: String,
     /// Set when shutting down: the controller fences it at once (controlled shutdown).
     pub shutting_down: bool,
+    /// `(topic, partition)` of its replicas whose log went offline (a failed fsync): Kafka's
+    /// `OfflineLogDirs` of BrokerHeartbeat (KIP-858).
+    #[serde(default)]
+    pub offline_replicas: Vec<(String, i32)>,
 }
 
 /// How long a new active controller waits for its quorum to confirm it and its image to catch
@@ -212,6 +216,9 @@ pub struct ControllerConfig {
     pub leader_rebalance_interval: Option<Duration>,
     /// `leader.imbalance.per.broker.percentage`.
     pub leader_imbalance_percentage: u32,
+    /// This node's static `unclean.leader.election.enable` (the default below topic configs
+    /// and the dynamic cluster-wide default, while this node is the active controller).
+    pub unclean_leader_election: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -543,10 +550,10 @@ impl Controller {
         }
         // What the confirmation applied: the registration decision below must see it.
         let fresh = self.image.borrow().clone();
-        let command = heartbeat_command(&fresh, &hb);
+        let commands = heartbeat_commands(&fresh, &hb);
         if hb.shutting_down {
             self.sessions.lock().remove(&hb.id);
-            if let Some(cmd) = command {
+            for cmd in commands {
                 self.propose(cmd).await?;
             }
             return Ok(ControllerReply::Heartbeat {
@@ -561,9 +568,12 @@ impl Controller {
                 last: Instant::now(),
             },
         );
-        if let Some(cmd) = command {
+        for cmd in commands {
             let what = match &cmd {
                 MetaCommand::RegisterBroker { .. } => "registered broker",
+                MetaCommand::ReplicasOffline { .. } => {
+                    "the broker's offline replicas leave their ISRs and leaderships"
+                }
                 _ => "unfenced broker",
             };
             self.propose(cmd).await?;
@@ -610,6 +620,15 @@ impl Controller {
             return;
         }
         let image = self.image.borrow().clone();
+        if image.unclean_default != self.config.unclean_leader_election {
+            let enable = self.config.unclean_leader_election;
+            if let Err(e) = self
+                .propose(MetaCommand::SetUncleanDefault { enable })
+                .await
+            {
+                tracing::warn!(error = %e, "recording unclean.leader.election.enable failed");
+            }
+        }
         if image.cluster_id.is_none() {
             let id = base64_url(Uuid::new_v4().as_bytes());
             if let Err(e) = self
@@ -722,24 +741,31 @@ impl Controller {
     }
 }
 
-/// The command a broker's heartbeat calls for, if any (Kafka's `ClusterControlManager`:
-/// registration, unfencing, controlled shutdown): a broker shutting down is fenced if live; a
-/// broker whose registration the image does not have as it is (a new run, new endpoints or
-/// rack) registers (again); a fenced one is unfenced. Pure, so the cluster simulator decides
-/// exactly as the controller does.
-pub fn heartbeat_command(image: &MetadataImage, hb: &Heartbeat) -> Option<MetaCommand> {
+/// The commands a broker's heartbeat calls for (Kafka's `ClusterControlManager` and
+/// `ReplicationControlManager`: registration, unfencing, controlled shutdown, offline log
+/// directories): a broker shutting down is fenced if live; a broker whose registration the
+/// image does not have as it is (a new run, new endpoints or rack) registers (again); a fenced
+/// one is unfenced; replicas it reports offline that the image does not know as offline yet
+/// leave their ISRs and leaderships. Pure, so the cluster simulator decides exactly as the
+/// controller does.
+pub fn heartbeat_commands(image: &MetadataImage, hb: &Heartbeat) -> Vec<MetaCommand> {
     if hb.shutting_down {
-        return image.is_live(hb.id).then_some(MetaCommand::FenceBroker {
-            id: hb.id,
-            incarnation: hb.incarnation,
-        });
+        return image
+            .is_live(hb.id)
+            .then_some(MetaCommand::FenceBroker {
+                id: hb.id,
+                incarnation: hb.incarnation,
+            })
+            .into_iter()
+            .collect();
     }
+    let mut out = Vec::new();
     let registered = image.brokers.get(&hb.id);
     let current = registered.is_some_and(|b| {
         b.incarnation == hb.incarnation && b.endpoints == hb.endpoints && b.rack == hb.rack
     });
     if !current {
-        return Some(MetaCommand::RegisterBroker {
+        out.push(MetaCommand::RegisterBroker {
             registration: BrokerRegistration {
                 id: hb.id,
                 incarnation: hb.incarnation,
@@ -747,15 +773,29 @@ pub fn heartbeat_command(image: &MetadataImage, hb: &Heartbeat) -> Option<MetaCo
                 rack: hb.rack.clone(),
                 fenced: false,
                 epoch: 0,
+                offline_replicas: Default::default(),
             },
         });
-    }
-    registered
-        .is_some_and(|b| b.fenced)
-        .then_some(MetaCommand::UnfenceBroker {
+    } else if registered.is_some_and(|b| b.fenced) {
+        out.push(MetaCommand::UnfenceBroker {
             id: hb.id,
             incarnation: hb.incarnation,
-        })
+        });
+    }
+    let new_offline: Vec<(String, i32)> = hb
+        .offline_replicas
+        .iter()
+        .filter(|(t, p)| !current || !image.replica_offline(hb.id, t, *p))
+        .cloned()
+        .collect();
+    if !new_offline.is_empty() {
+        out.push(MetaCommand::ReplicasOffline {
+            id: hb.id,
+            incarnation: hb.incarnation,
+            replicas: new_offline,
+        });
+    }
+    out
 }
 
 /// The live brokers to fence because their session expired: `session(id)` gives the

@@ -48,6 +48,11 @@ pub struct BrokerRegistration {
     pub fenced: bool,
     /// Log index of the registration (Kafka's broker epoch).
     pub epoch: u64,
+    /// Replicas whose log this run of the broker reported offline (a failed fsync; Kafka's
+    /// offline log directories, KIP-858): ineligible to lead or to be in sync until the broker
+    /// registers again (a restart recovers the log).
+    #[serde(default)]
+    pub offline_replicas: BTreeSet<(String, i32)>,
 }
 
 /// One partition's replicas and leadership (Kafka's `PartitionRegistration`).
@@ -118,6 +123,11 @@ pub struct MetadataImage {
     /// ApiVersions reports (Kafka reports the metadata offset of the last feature change).
     #[serde(default)]
     pub features_epoch: u64,
+    /// The active controller's static `unclean.leader.election.enable` (the default for topics
+    /// that set none, below a dynamic cluster-wide default), set by
+    /// [`MetaCommand::SetUncleanDefault`].
+    #[serde(default)]
+    pub unclean_default: bool,
     /// Log index of the last applied command (the image's version).
     pub offset: u64,
 }
@@ -149,6 +159,22 @@ pub enum MetaCommand {
         id: BrokerId,
         /// Only this incarnation.
         incarnation: Uuid,
+    },
+    /// A broker's replicas whose log went offline (reported with its heartbeat): the broker
+    /// leaves their ISRs (the last member stays), and where it led, an eligible in-sync replica
+    /// is elected (Kafka's `ReplicationControlManager.handleDirectoriesOffline`).
+    ReplicasOffline {
+        /// The broker.
+        id: BrokerId,
+        /// Only this incarnation.
+        incarnation: Uuid,
+        /// `(topic, partition)` of each offline replica.
+        replicas: Vec<(String, i32)>,
+    },
+    /// The active controller's static `unclean.leader.election.enable`.
+    SetUncleanDefault {
+        /// Enabled.
+        enable: bool,
     },
     /// Creates a topic with the given assignment (leader = first live replica, ISR = live ones).
     CreateTopic {
@@ -331,12 +357,37 @@ impl MetadataImage {
             .get(usize::try_from(partition).ok()?)
     }
 
-    /// Whether unclean leader election is allowed for `topic` (`unclean.leader.election.enable`).
-    fn unclean_allowed(&self, topic: &str) -> bool {
+    /// Whether unclean leader election is allowed for `topic` (`unclean.leader.election.enable`):
+    /// the topic's config, else the dynamic cluster-wide broker default (`kafka-configs
+    /// --entity-type brokers --entity-default`), else the active controller's static setting
+    /// (issue 28, item 8: the broker default was not read).
+    pub fn unclean_allowed(&self, topic: &str) -> bool {
+        const KEY: &str = "unclean.leader.election.enable";
         self.topics
             .get(topic)
-            .and_then(|t| t.configs.get("unclean.leader.election.enable"))
-            .is_some_and(|v| v == "true")
+            .and_then(|t| t.configs.get(KEY))
+            .or_else(|| self.broker_configs.get("").and_then(|c| c.get(KEY)))
+            .map_or(self.unclean_default, |v| v == "true")
+    }
+
+    /// Whether broker `id`'s replica of `topic`-`partition` is offline (its log failed).
+    pub fn replica_offline(&self, id: BrokerId, topic: &str, partition: i32) -> bool {
+        self.brokers.get(&id).is_some_and(|b| {
+            !b.offline_replicas.is_empty()
+                && b.offline_replicas.contains(&(topic.to_string(), partition))
+        })
+    }
+
+    /// Every offline replica, as `(broker, topic, partition)`.
+    fn offline_set(&self) -> BTreeSet<(BrokerId, String, i32)> {
+        self.brokers
+            .values()
+            .flat_map(|b| {
+                b.offline_replicas
+                    .iter()
+                    .map(move |(t, p)| (b.id, t.clone(), *p))
+            })
+            .collect()
     }
 
     /// Applies `cmd`, committed at log index `offset`. Deterministic; see the module docs.
@@ -374,6 +425,25 @@ impl MetadataImage {
                     _ => return Err(MetaError::UnknownBroker(*id)),
                 }
                 self.fence_in_partitions(*id);
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::ReplicasOffline {
+                id,
+                incarnation,
+                replicas,
+            } => {
+                match self.brokers.get_mut(id) {
+                    Some(b) if b.incarnation == *incarnation => {
+                        b.offline_replicas.extend(replicas.iter().cloned());
+                    }
+                    _ => return Err(MetaError::UnknownBroker(*id)),
+                }
+                let only: BTreeSet<(String, i32)> = replicas.iter().cloned().collect();
+                self.leave_partitions(*id, Some(&only));
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::SetUncleanDefault { enable } => {
+                self.unclean_default = *enable;
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::UnfenceBroker { id, incarnation } => {
@@ -501,11 +571,13 @@ impl MetadataImage {
                 unclean,
             } => {
                 let live = self.live_set();
+                let offline = self.replica_offline(*leader, topic, *partition);
                 let p = self.partition_mut(topic, *partition)?;
                 if p.leader == *leader {
                     return Err(MetaError::ElectionNotNeeded);
                 }
-                let eligible = live.contains(leader)
+                let eligible = !offline
+                    && live.contains(leader)
                     && p.replicas.contains(leader)
                     && (p.isr.contains(leader) || *unclean);
                 if !eligible {
@@ -589,7 +661,15 @@ impl MetadataImage {
     /// the partition can come back with it), and partitions it led get the first live ISR
     /// member (or none: offline; or, with unclean election allowed, the first live replica).
     fn fence_in_partitions(&mut self, id: BrokerId) {
+        self.leave_partitions(id, None);
+    }
+
+    /// `id` leaves the ISR of every partition (`only`: of those listed) and its leaderships
+    /// move, as in [`fence_in_partitions`](Self::fence_in_partitions). Replicas whose log is
+    /// offline are never elected.
+    fn leave_partitions(&mut self, id: BrokerId, only: Option<&BTreeSet<(String, i32)>>) {
         let live = self.live_set();
+        let offline = self.offline_set();
         let unclean: Vec<String> = self
             .topics
             .keys()
@@ -597,7 +677,14 @@ impl MetadataImage {
             .cloned()
             .collect();
         for (name, t) in self.topics.iter_mut() {
-            for p in t.partitions.iter_mut() {
+            for (i, p) in t.partitions.iter_mut().enumerate() {
+                let i = i as i32;
+                if only.is_some_and(|o| !o.contains(&(name.clone(), i))) {
+                    continue;
+                }
+                let eligible = |b: &BrokerId| {
+                    *b != id && live.contains(b) && !offline.contains(&(*b, name.clone(), i))
+                };
                 let was_leader = p.leader == id;
                 let mut changed = false;
                 if p.isr.contains(&id) && p.isr.len() > 1 {
@@ -609,14 +696,11 @@ impl MetadataImage {
                         .replicas
                         .iter()
                         .copied()
-                        .find(|b| *b != id && p.isr.contains(b) && live.contains(b))
+                        .find(|b| p.isr.contains(b) && eligible(b))
                         .or_else(|| {
-                            unclean.contains(name).then(|| {
-                                p.replicas
-                                    .iter()
-                                    .copied()
-                                    .find(|b| *b != id && live.contains(b))
-                            })?
+                            unclean
+                                .contains(name)
+                                .then(|| p.replicas.iter().copied().find(|b| eligible(b)))?
                         });
                     p.leader = next.unwrap_or(NO_LEADER);
                     if let Some(n) = next {
@@ -644,9 +728,13 @@ impl MetadataImage {
             .filter(|t| self.unclean_allowed(t))
             .cloned()
             .collect();
+        let offline = self.offline_set();
         for (name, t) in self.topics.iter_mut() {
-            for p in t.partitions.iter_mut() {
-                if p.leader != NO_LEADER || !p.replicas.contains(&id) {
+            for (i, p) in t.partitions.iter_mut().enumerate() {
+                if p.leader != NO_LEADER
+                    || !p.replicas.contains(&id)
+                    || offline.contains(&(id, name.clone(), i as i32))
+                {
                     continue;
                 }
                 if p.isr.contains(&id) {
@@ -683,6 +771,7 @@ impl MetadataImage {
             )));
         }
         let live = self.live_set();
+        let offline = self.offline_set();
         let p = self.partition_mut(topic, partition)?;
         if p.leader != leader || p.leader_epoch != leader_epoch {
             return Err(MetaError::StaleLeader(format!(
@@ -702,10 +791,11 @@ impl MetadataImage {
             ));
         }
         let all_replicas: Vec<BrokerId> = p.replicas.iter().chain(&p.adding).copied().collect();
-        if let Some(b) = isr
-            .iter()
-            .find(|b| !all_replicas.contains(b) || (**b != leader && !live.contains(b)))
-        {
+        if let Some(b) = isr.iter().find(|b| {
+            !all_replicas.contains(b)
+                || (**b != leader && !live.contains(b))
+                || (!p.isr.contains(b) && offline.contains(&(**b, topic.to_string(), partition)))
+        }) {
             // Kafka's INELIGIBLE_REPLICA: only live replicas may join the ISR.
             return Err(MetaError::Ineligible(format!(
                 "broker {b} cannot join the ISR of {topic}-{partition}"
@@ -774,11 +864,36 @@ impl MetadataImage {
             .copied()
             .filter(|b| !target.contains(b))
             .collect();
-        p.replicas = target.to_vec();
-        p.replicas.extend(removing.iter().copied());
+        let mut replicas = target.to_vec();
+        replicas.extend(removing.iter().copied());
+        // A reassignment that replaces (or cancels) one in progress drops replicas the earlier
+        // one was adding: they leave the ISR too (ISR ⊆ replicas; Kafka's
+        // PartitionChangeBuilder keeps the target ISR within the target replicas).
+        let isr: Vec<BrokerId> = p
+            .isr
+            .iter()
+            .copied()
+            .filter(|b| replicas.contains(b))
+            .collect();
+        if isr.is_empty() {
+            return Err(MetaError::InvalidAssignment(format!(
+                "the reassignment of {topic}-{partition} to {target:?} would leave no in-sync replica"
+            )));
+        }
+        p.replicas = replicas;
+        p.isr = isr;
         p.adding = adding;
         p.removing = removing;
         p.partition_epoch += 1;
+        if p.leader != NO_LEADER && !p.isr.contains(&p.leader) {
+            p.leader = p
+                .replicas
+                .iter()
+                .copied()
+                .find(|b| p.isr.contains(b) && live.contains(b))
+                .unwrap_or(NO_LEADER);
+            p.leader_epoch += 1;
+        }
         if p.adding.is_empty() {
             // Nothing to copy: the removed replicas go at once.
             let removing = std::mem::take(&mut p.removing);

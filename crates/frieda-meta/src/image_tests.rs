@@ -15,6 +15,7 @@ fn broker(id: BrokerId) -> MetaCommand {
             rack: None,
             fenced: true,
             epoch: 0,
+            offline_replicas: Default::default(),
         },
     }
 }
@@ -281,6 +282,7 @@ fn a_broker_restarted_within_its_session_gives_up_what_it_led() {
             rack: None,
             fenced: false,
             epoch: 0,
+            offline_replicas: Default::default(),
         },
     };
     img.apply(&restarted, 200).unwrap();
@@ -350,4 +352,58 @@ fn an_isr_expansion_for_a_replica_that_registered_again_is_refused() {
     let now = img.brokers[&3].epoch;
     let out = img.apply(&expand(now, pe(&img)), 203).unwrap();
     assert!(matches!(out, MetaOutcome::Partition(p) if p.isr == vec![1, 2, 3]));
+}
+
+/// Found by frieda-sim (seed 230 before the fix): a reassignment replacing one in progress kept
+/// the replica the first one was adding in the ISR after dropping it from the replicas.
+#[test]
+fn a_reassignment_replacing_another_keeps_the_isr_within_the_replicas() {
+    let mut img = image_with(&[1, 2, 3, 4, 5]);
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    let o = img.offset + 1;
+    img.apply(
+        &MetaCommand::Reassign {
+            topic: "t".into(),
+            partition: 0,
+            target: vec![5, 3, 4],
+        },
+        o,
+    )
+    .unwrap();
+    // 5 caught up and joined the ISR; 4 has not yet.
+    let p = img.partition("t", 0).unwrap().clone();
+    let o = img.offset + 1;
+    img.apply(
+        &MetaCommand::AlterIsr {
+            topic: "t".into(),
+            partition: 0,
+            leader: 1,
+            leader_epoch: p.leader_epoch,
+            partition_epoch: p.partition_epoch,
+            isr: vec![1, 2, 3, 5],
+            new_isr_epochs: vec![],
+        },
+        o,
+    )
+    .unwrap();
+    let o = img.offset + 1;
+    img.apply(
+        &MetaCommand::Reassign {
+            topic: "t".into(),
+            partition: 0,
+            target: vec![4, 1, 3],
+        },
+        o,
+    )
+    .unwrap();
+    let p = img.partition("t", 0).unwrap();
+    assert_eq!(p.adding, vec![4]);
+    assert_eq!(p.removing, vec![2]);
+    assert!(
+        p.isr.iter().all(|b| p.replicas.contains(b)),
+        "ISR {:?} within replicas {:?}",
+        p.isr,
+        p.replicas
+    );
+    assert!(!p.isr.contains(&5));
 }

@@ -106,6 +106,8 @@ pub struct QuorumConfig {
     pub leader_rebalance_interval_ms: Option<u64>,
     /// `leader.imbalance.per.broker.percentage`.
     pub leader_imbalance_percentage: u32,
+    /// `unclean.leader.election.enable` of this node's static configuration.
+    pub unclean_leader_election: bool,
 }
 
 /// One voter as DescribeQuorum reports it.
@@ -229,6 +231,7 @@ impl MetadataQuorum {
                     .leader_rebalance_interval_ms
                     .map(Duration::from_millis),
                 leader_imbalance_percentage: cfg.leader_imbalance_percentage,
+                unclean_leader_election: cfg.unclean_leader_election,
             },
         ));
         let (stop, stop_rx) = watch::channel(false);

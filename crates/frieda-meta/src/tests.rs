@@ -44,6 +44,7 @@ impl Cluster {
             broker_session_timeout_ms: 1500,
             leader_rebalance_interval_ms: None,
             leader_imbalance_percentage: 10,
+            unclean_leader_election: false,
         };
         self.nodes
             .insert(id, MetadataQuorum::start(cfg).await.unwrap());
@@ -85,6 +86,7 @@ fn heartbeat(id: BrokerId, incarnation: u128) -> ControllerRequest {
         rack: None,
         raft_addr: String::new(),
         shutting_down: false,
+        offline_replicas: vec![],
     })
 }
 

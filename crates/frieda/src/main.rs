@@ -139,6 +139,7 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
                 let fetchers = Fetchers::new(node.clone());
                 heartbeat = Some(tokio::spawn(cluster::heartbeat::run(
                     node.clone(),
+                    broker.clone(),
                     registration(&broker.config)?,
                     hb_stop_rx,
                 )));
@@ -298,6 +299,8 @@ async fn start_cluster(broker: &Broker) -> anyhow::Result<Arc<ClusterNode>> {
             .auto_leader_rebalance
             .then_some(c.leader_imbalance_check_interval_ms),
         leader_imbalance_percentage: c.leader_imbalance_per_broker_percentage,
+        unclean_leader_election: cfg.topic_defaults.get("unclean.leader.election.enable")
+            == Some("true"),
     })
     .await
     .context("starting the metadata quorum")?;

@@ -585,6 +585,20 @@ impl Broker {
         }
     }
 
+    /// `(topic, partition)` of every local replica whose log went offline (a failed fsync),
+    /// sorted: what the broker's heartbeat reports (Kafka's offline log directories).
+    pub fn offline_replicas(&self) -> Vec<(String, i32)> {
+        let mut out: Vec<(String, i32)> = self
+            .topics()
+            .iter()
+            .flat_map(|t| t.local_partitions())
+            .filter(|p| !p.is_online() && !p.is_deleted())
+            .map(|p| (p.topic.to_string(), p.index))
+            .collect();
+        out.sort();
+        out
+    }
+
     /// All topics, sorted by name.
     pub fn topics(&self) -> Vec<Arc<Topic>> {
         let mut v: Vec<_> = self.topics.read().values().cloned().collect();

@@ -10,6 +10,9 @@
 //!   here) until heartbeats are answered again. The controller elects new leaders after the
 //!   same timeout, so two brokers do not both take writes for long; `acks=all` writes are safe
 //!   regardless, since a leader cut off from its followers cannot advance its high watermark.
+//! - **Offline replicas**: each heartbeat names the replicas whose log a failed fsync took
+//!   offline (Kafka's offline log directories, KIP-858); the controller moves their
+//!   leaderships and takes them out of their ISRs until the broker restarts.
 //! - **Controlled shutdown**: on stop the broker asks to be fenced; the controller moves its
 //!   leaderships first, so clients fail over before the connections close.
 
@@ -20,6 +23,7 @@ use frieda_meta::{ControllerReply, ControllerRequest, Endpoint, Heartbeat};
 use tokio::sync::watch;
 
 use super::ClusterNode;
+use crate::broker::Broker;
 
 /// What the broker registers with.
 #[derive(Debug, Clone)]
@@ -32,7 +36,12 @@ pub struct Registration {
     pub raft_addr: String,
 }
 
-fn heartbeat(node: &ClusterNode, reg: &Registration, shutting_down: bool) -> ControllerRequest {
+fn heartbeat(
+    node: &ClusterNode,
+    reg: &Registration,
+    broker: &Broker,
+    shutting_down: bool,
+) -> ControllerRequest {
     ControllerRequest::Heartbeat(Heartbeat {
         id: node.me,
         incarnation: node.incarnation,
@@ -40,12 +49,18 @@ fn heartbeat(node: &ClusterNode, reg: &Registration, shutting_down: bool) -> Con
         rack: reg.rack.clone(),
         raft_addr: reg.raft_addr.clone(),
         shutting_down,
+        offline_replicas: broker.offline_replicas(),
     })
 }
 
 /// Heartbeats until `stop` turns true, then shuts down in a controlled way (see the module
 /// docs), waiting at most `broker.session.timeout.ms` for the controller.
-pub async fn run(node: Arc<ClusterNode>, reg: Registration, mut stop: watch::Receiver<bool>) {
+pub async fn run(
+    node: Arc<ClusterNode>,
+    broker: Arc<Broker>,
+    reg: Registration,
+    mut stop: watch::Receiver<bool>,
+) {
     let interval = Duration::from_millis(node.config.broker_heartbeat_interval_ms.max(10));
     let session = Duration::from_millis(node.config.broker_session_timeout_ms);
     let mut tick = tokio::time::interval(interval);
@@ -58,7 +73,7 @@ pub async fn run(node: Arc<ClusterNode>, reg: Registration, mut stop: watch::Rec
         }
         let sent = crate::clock::lease_ms();
         match node
-            .controller(heartbeat(&node, &reg, false), interval * 2)
+            .controller(heartbeat(&node, &reg, &broker, false), interval * 2)
             .await
         {
             Ok(ControllerReply::Heartbeat { fenced, offset }) => {
@@ -93,14 +108,22 @@ pub async fn run(node: Arc<ClusterNode>, reg: Registration, mut stop: watch::Rec
             }
         }
     }
-    controlled_shutdown(&node, &reg, session).await;
+    controlled_shutdown(&node, &reg, &broker, session).await;
 }
 
 /// Asks the controller to fence this broker and waits until the image shows its leaderships
 /// moved (or `timeout`).
-async fn controlled_shutdown(node: &ClusterNode, reg: &Registration, timeout: Duration) {
+async fn controlled_shutdown(
+    node: &ClusterNode,
+    reg: &Registration,
+    broker: &Broker,
+    timeout: Duration,
+) {
     let started = Instant::now();
-    match node.controller(heartbeat(node, reg, true), timeout).await {
+    match node
+        .controller(heartbeat(node, reg, broker, true), timeout)
+        .await
+    {
         Ok(_) => {
             let me = node.me;
             let moved = node
