@@ -70,7 +70,10 @@ pub async fn apply(
     fetchers: &Arc<Fetchers>,
     image: &MetadataImage,
 ) {
-    // Dynamic broker configs first: topics opened below take the topic defaults in force.
+    // Before anything that can take a while: leaderships the image took away end now, so a
+    // deposed leader stops acknowledging at once.
+    demote_first(broker, node, image);
+    // Dynamic broker configs next: topics opened below take the topic defaults in force.
     broker.apply_dynamic_configs(&image.broker_configs);
     broker
         .security
@@ -120,6 +123,44 @@ pub async fn apply(
                 },
             };
             take_role(broker, node, fetchers, &topic, &partition, p).await;
+        }
+    }
+}
+
+/// Every partition this broker leads but `image` gives to another broker or epoch, or no
+/// longer assigns here, stops leading before the rest of the image is applied (issue 28, item
+/// 7): replicas to open, coordinators to load and topics to remove can take seconds, and a
+/// leader the image deposed must not acknowledge meanwhile (its followers moved on, so only
+/// `acks=1` writes could still land, and they would be truncated).
+fn demote_first(broker: &Broker, node: &ClusterNode, image: &MetadataImage) {
+    let me = node.me;
+    for topic in broker.topics() {
+        let current = image
+            .topics
+            .get(&*topic.name)
+            .filter(|ti| ti.id == topic.id);
+        for partition in topic.local_partitions() {
+            if !matches!(partition.repl.role(), Role::Leader(_)) {
+                continue;
+            }
+            let state = current.and_then(|ti| ti.partitions.get(partition.index as usize));
+            let assigned =
+                state.is_some_and(|p| p.replicas.contains(&me) || p.adding.contains(&me));
+            let change = match state {
+                Some(p) if assigned => plan(&partition.repl.role(), p, me, node.is_fenced()),
+                _ => RoleChange::BecomeOffline,
+            };
+            let epoch = state.map_or(partition.repl.leader_epoch(), |p| p.leader_epoch);
+            let hw = partition.repl.high_watermark();
+            match change {
+                RoleChange::BecomeFollower(leader) => {
+                    partition.become_follower(me, leader, epoch, hw);
+                }
+                RoleChange::BecomeOffline => partition.become_follower(me, NO_LEADER, epoch, hw),
+                _ => continue,
+            }
+            tracing::info!(topic = %topic.name, partition = partition.index, epoch,
+                "no longer the leader: stopped acknowledging");
         }
     }
 }
