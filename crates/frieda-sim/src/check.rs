@@ -19,6 +19,7 @@ use crate::world::{World, TOPIC};
 impl World {
     /// Checks after one event.
     pub(crate) fn check_step(&mut self) {
+        self.complete_parked();
         self.complete_produces();
         if self.violation.is_some() {
             return;
@@ -97,7 +98,8 @@ impl World {
         } else {
             r.last_leader_hw = None;
         }
-        self.check_agreement(id, p, hw.min(leo));
+        let served = self.served_hw(id, p);
+        self.check_agreement(id, p, served);
     }
 
     /// Replicas agree below their high watermarks: each batch below a replica's high watermark
@@ -157,7 +159,7 @@ impl World {
         let d = self.brokers[(id - 1) as usize].disks.get(&p)?;
         self.acked
             .iter()
-            .filter(|(bid, a)| a.partition == p && a.acks == -1 && !self.voided.contains(bid))
+            .filter(|(bid, a)| a.partition == p && a.acks == -1 && !self.exempt(**bid))
             .find(|(bid, a)| d.log.batch_at(a.base).is_none_or(|b| b.id != **bid))
             .map(|(bid, a)| {
                 format!(
@@ -190,14 +192,16 @@ impl World {
             return;
         }
         let fsync = self.plan.shape.fsync;
+        let lost_by = self.power_lost.get(&x.id);
         let copies = self
             .brokers
             .iter()
             .filter(|b| {
-                b.disks.get(&x.partition).is_some_and(|d| {
+                let here = b.disks.get(&x.partition).is_some_and(|d| {
                     d.log.batch_at(x.base).is_some_and(|bt| bt.id == x.id)
                         && (!fsync || d.log.is_synced(x.id))
-                })
+                });
+                here || lost_by.is_some_and(|l| l.contains(&b.id))
             })
             .count();
         if copies < self.plan.shape.min_isr {

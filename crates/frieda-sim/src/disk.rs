@@ -166,6 +166,9 @@ impl SimLog {
         if self.offline {
             return Err(DiskError::Offline);
         }
+        if offset > self.leo() {
+            return Ok(self.leo());
+        }
         let keep = self.batches.partition_point(|b| b.end() <= offset);
         self.batches.truncate(keep);
         self.synced = self.synced.min(keep);
@@ -187,6 +190,11 @@ impl SimLog {
         }
         self.synced = self.batches.len();
         Ok(())
+    }
+
+    /// Disarms an armed fsync failure (the faults are over).
+    pub fn heal(&mut self) {
+        self.fail_next_sync = false;
     }
 
     /// Arms a failure of the next fsync.
@@ -211,11 +219,13 @@ impl SimLog {
         lost
     }
 
-    /// A process restart: an offline log is recovered from disk (a restarted broker recovers
-    /// it from its files; what was written stays in the page cache).
+    /// A process restart: the log is recovered from its files (what a crashed process wrote is
+    /// still in the page cache) and, as `PartitionLog::open_from` does after an unclean
+    /// shutdown, what recovery kept is fsync'ed before the log serves.
     pub fn restart(&mut self) {
         self.offline = false;
         self.fail_next_sync = false;
+        self.synced = self.batches.len();
     }
 }
 

@@ -29,12 +29,12 @@ pub mod world;
 pub use plan::{Action, Plan, Shape, Time};
 pub use world::{Report, Stats, Violation, World};
 
-/// Runs the plan of `seed`.
-pub fn run_seed(seed: u64, trace: bool) -> Report {
-    World::new(Plan::generate(seed), trace).run()
+/// Runs the plan of `seed`, not stopping for violations of the `ignore`d kinds.
+pub fn run_seed(seed: u64, trace: bool, ignore: &[String]) -> Report {
+    World::new(Plan::generate(seed), trace).ignore(ignore).run()
 }
 
 /// Runs `plan`.
-pub fn run_plan(plan: Plan, trace: bool) -> Report {
-    World::new(plan, trace).run()
+pub fn run_plan(plan: Plan, trace: bool, ignore: &[String]) -> Report {
+    World::new(plan, trace).ignore(ignore).run()
 }

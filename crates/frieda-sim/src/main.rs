@@ -39,6 +39,9 @@ struct Args {
     /// Stop at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
+    /// Invariant kinds not to stop for (comma-separated), to look past a known defect.
+    #[arg(long, value_delimiter = ',')]
+    ignore: Vec<String>,
 }
 
 fn print_report(r: &Report) {
@@ -58,10 +61,10 @@ fn main() {
     let args = Args::parse();
     if let Some(seed) = args.seed {
         let plan = Plan::generate(seed);
-        let report = run_seed(seed, args.trace && !args.shrink);
+        let report = run_seed(seed, args.trace && !args.shrink, &args.ignore);
         if args.shrink {
             if let Some(v) = &report.violation {
-                let small = shrink::shrink(&plan, v.kind, 2_000);
+                let small = shrink::shrink(&plan, v.kind, 2_000, &args.ignore);
                 println!(
                     "seed {seed}: {} of {} actions left after shrinking",
                     small.actions.len(),
@@ -70,7 +73,7 @@ fn main() {
                 for (t, a) in &small.actions {
                     println!("  plan {t:>6} {a:?}");
                 }
-                let again = run_plan(small, true);
+                let again = run_plan(small, true, &args.ignore);
                 for line in &again.trace {
                     println!("{line}");
                 }
@@ -95,6 +98,7 @@ fn main() {
             let (next, failures, totals, stop) =
                 (next.clone(), failures.clone(), totals.clone(), stop.clone());
             let fail_fast = args.fail_fast;
+            let ignore = args.ignore.clone();
             std::thread::spawn(move || loop {
                 if stop.load(Ordering::Relaxed) {
                     return;
@@ -103,7 +107,7 @@ fn main() {
                 if seed >= end {
                     return;
                 }
-                let r = run_seed(seed, false);
+                let r = run_seed(seed, false, &ignore);
                 {
                     let mut t = totals.lock().expect("totals");
                     t.0 += 1;

@@ -43,8 +43,6 @@ pub enum Msg {
         hb: Heartbeat,
         /// Lease-clock send time, ms.
         sent: u64,
-        /// The broker's offline replicas (partition indexes), Kafka's offline log dirs.
-        offline: Vec<i32>,
     },
     /// Controller -> broker.
     HeartbeatReply {

@@ -23,6 +23,8 @@ pub struct Shape {
     /// acknowledge, followers before they fetch again). Power losses are only in these runs
     /// and in runs without acknowledged data at risk (see `crate::check`).
     pub fsync: bool,
+    /// Most batches a replica fetch returns (`replica.fetch.max.bytes` in batches).
+    pub fetch_max_batches: usize,
     /// When faults and new produce requests stop; everything heals and the run settles until
     /// `end`.
     pub heal: Time,
@@ -97,6 +99,26 @@ pub enum Action {
         /// For, ms.
         len: Time,
     },
+    /// Every message to or from `broker` takes `extra` ms longer, for `len` ms (a slow link or
+    /// an overloaded machine: its fetches keep coming, late).
+    SlowLink {
+        /// Broker.
+        broker: i32,
+        /// Added delay, ms.
+        extra: Time,
+        /// For, ms.
+        len: Time,
+    },
+    /// Kill the partition's leader (SIGKILL, down for `down` ms), then kill the next leader
+    /// `gap` ms after it takes over (Jepsen's leader-killing nemesis).
+    KillLeaderTwice {
+        /// Partition.
+        partition: i32,
+        /// After the next leader takes over, ms.
+        gap: Time,
+        /// Each stays down for, ms.
+        down: Time,
+    },
     /// The next fsync of `partition`'s log on `broker` fails.
     FsyncFailure {
         /// Broker.
@@ -133,6 +155,7 @@ pub struct Plan {
 /// cluster can make progress).
 fn takes_broker_down(a: &Action) -> Option<(i32, Time)> {
     match a {
+        Action::KillLeaderTwice { down, gap, .. } => Some((0, 2 * down + gap + 4_000)),
         Action::Crash { broker, down }
         | Action::PowerLoss { broker, down }
         | Action::Shutdown { broker, down } => Some((*broker, *down)),
@@ -162,6 +185,7 @@ impl Plan {
             rf,
             min_isr,
             fsync: rng.gen_bool(0.3),
+            fetch_max_batches: [1, 2, 8, 32][rng.gen_range(0..4)],
             heal: 40_000,
             end: 60_000,
         };
@@ -186,7 +210,7 @@ impl Plan {
         let mut busy_until: Time = 0;
         while t < shape.heal - 5_000 {
             let broker = rng.gen_range(1..=brokers);
-            let a = match rng.gen_range(0..100) {
+            let a = match rng.gen_range(0..108) {
                 0..=14 => Action::Crash {
                     broker,
                     down: rng.gen_range(200..8_000),
@@ -221,7 +245,17 @@ impl Plan {
                 65..=69 => Action::ControllerOutage {
                     len: rng.gen_range(200..4_000),
                 },
-                70..=77 => Action::FsyncFailure {
+                70..=72 => Action::SlowLink {
+                    broker,
+                    extra: rng.gen_range(20..400),
+                    len: rng.gen_range(500..8_000),
+                },
+                73..=77 => Action::KillLeaderTwice {
+                    partition: rng.gen_range(0..shape.partitions),
+                    gap: rng.gen_range(0..300),
+                    down: rng.gen_range(1_000..6_000),
+                },
+                100..=107 => Action::FsyncFailure {
                     broker,
                     partition: rng.gen_range(0..shape.partitions),
                 },

@@ -8,18 +8,23 @@ use crate::world::World;
 
 /// Shrinks `plan`, which breaks invariant `kind`, to a shorter plan that still breaks it,
 /// running at most `budget` simulations. Returns the shorter plan.
-pub fn shrink(plan: &Plan, kind: &str, budget: usize) -> Plan {
+pub fn shrink(plan: &Plan, kind: &str, budget: usize, ignore: &[String]) -> Plan {
     let mut best = plan.clone();
     let mut runs = 0;
     let fails = |p: &Plan, runs: &mut usize| {
         *runs += 1;
         World::new(p.clone(), false)
+            .ignore(ignore)
             .run()
             .violation
             .is_some_and(|v| v.kind == kind)
     };
     // Stop the run right after the violation: later actions cannot matter.
-    if let Some(v) = World::new(best.clone(), false).run().violation {
+    if let Some(v) = World::new(best.clone(), false)
+        .ignore(ignore)
+        .run()
+        .violation
+    {
         let cut = v.time;
         let mut shorter = best.clone();
         shorter.actions.retain(|(t, _)| *t <= cut);
