@@ -8,7 +8,7 @@ use frieda::broker::Broker;
 use frieda::cluster::{self, heartbeat::Registration, ClusterNode};
 use frieda::config::{BrokerConfig, Endpoint};
 use frieda::replication::fetcher::Fetchers;
-use frieda_meta::{Endpoint as MetaEndpoint, MetadataQuorum, QuorumConfig};
+use frieda_meta::{Endpoint as MetaEndpoint, MetadataQuorum, PlaintextTransport, QuorumConfig};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -298,6 +298,7 @@ async fn start_cluster(broker: &Broker) -> anyhow::Result<Arc<ClusterNode>> {
             .auto_leader_rebalance
             .then_some(c.leader_imbalance_check_interval_ms),
         leader_imbalance_percentage: c.leader_imbalance_per_broker_percentage,
+        transport: Arc::new(PlaintextTransport),
     })
     .await
     .context("starting the metadata quorum")?;

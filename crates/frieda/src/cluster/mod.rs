@@ -51,6 +51,7 @@ pub fn error_code(e: &ControllerError) -> ResponseError {
         ControllerError::NotController { .. } | ControllerError::Unavailable(_) => {
             ResponseError::RequestTimedOut
         }
+        ControllerError::Refused(_) => ResponseError::ClusterAuthorizationFailed,
         ControllerError::InvalidPartitions(_) => ResponseError::InvalidPartitions,
         ControllerError::Invalid(_) => ResponseError::InvalidRequest,
         ControllerError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
