@@ -9,6 +9,8 @@
 //!   removed, leader and follower roles, follower fetchers, group and transaction
 //!   coordinators).
 //! - [`clients`]: connections to other brokers for the coordinators' requests.
+//! - [`quorum_transport`]: the controller listener's TLS, SASL and authorization (the metadata
+//!   quorum's network layer runs with it when the listener is not PLAINTEXT).
 //!
 //! Kafka's equivalents: `BrokerLifecycleManager`, `BrokerMetadataPublisher`,
 //! `ReplicaManager.applyDelta`. The design (Kafka's ISR protocol over a Raft metadata log) is in
@@ -17,6 +19,7 @@
 pub mod clients;
 pub mod heartbeat;
 pub mod isr;
+pub mod quorum_transport;
 pub mod reconciler;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
