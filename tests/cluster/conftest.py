@@ -209,7 +209,8 @@ class Node:
         return self.proc.pid if self.proc is not None else None
 
     def write_config(self, voters: str, settings: dict) -> None:
-        listeners = f"PLAINTEXT://{self.host}:{self.client_port},CONTROLLER://{self.host}:{self.quorum_port}"
+        listeners = (f"{self.cluster.client_listener}://{self.host}:{self.client_port},"
+                     f"CONTROLLER://{self.host}:{self.quorum_port}")
         if self.sasl_port is not None:
             # a second client listener named SECURE (its protocol comes from the settings'
             # listener.security.protocol.map)
@@ -287,13 +288,18 @@ class Node:
 class Cluster:
     def __init__(self, workdir: Path, n: int = 3, voters: int | None = None,
                  hosts: dict[int, str] | None = None, netns: dict[int, str] | None = None,
-                 data_dirs: dict[int, Path] | None = None, sasl: bool = False, **settings):
+                 data_dirs: dict[int, Path] | None = None, sasl: bool = False,
+                 client_listener: str = "PLAINTEXT", client_conf: dict | None = None, **settings):
         """``hosts``/``netns``/``data_dirs``: per node id, the address it listens on (default
         127.0.0.1), the network namespace it runs in (default none; see netns.py) and its data
         directory (default ``<workdir>/node-<i>/data``; e.g. a syncfs mount). ``sasl``: each node
         also gets a client listener named SECURE (``Node.sasl_port``; its protocol and settings
-        come in ``settings``)."""
+        come in ``settings``). ``client_listener``: the name of the listener on ``client_port``
+        (its protocol from ``listener.security.protocol.map``), and ``client_conf`` the
+        confluent-kafka settings the fixture's admin clients need to use it (TLS, SASL)."""
         self.workdir = Path(workdir)
+        self.client_listener = client_listener
+        self.client_conf = dict(client_conf or {})
         self.n = n
         self.voters = min(n, 3) if voters is None else voters
         assert 1 <= self.voters <= n
@@ -433,7 +439,7 @@ class Cluster:
             boot = self.nodes[via].addr
         else:
             boot = ",".join(self.nodes[i].addr for i in self.running())
-        return AdminClient({"bootstrap.servers": boot, "log_level": LOG_LEVEL})
+        return AdminClient({"bootstrap.servers": boot, "log_level": LOG_LEVEL, **self.client_conf})
 
     def metadata(self, topic: str | None = None, via: int | None = None, timeout: float = 5):
         """confluent-kafka ClusterMetadata from node ``via`` (default: the first running node)."""

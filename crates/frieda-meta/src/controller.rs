@@ -154,6 +154,27 @@ pub enum ControllerRequest {
     DescribeQuorum,
 }
 
+impl ControllerRequest {
+    /// The request's name, for log lines (`Heartbeat`, `AlterSecurity`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ControllerRequest::Heartbeat(_) => "Heartbeat",
+            ControllerRequest::CreateTopic { .. } => "CreateTopic",
+            ControllerRequest::DeleteTopic { .. } => "DeleteTopic",
+            ControllerRequest::CreatePartitions { .. } => "CreatePartitions",
+            ControllerRequest::AlterSecurity(_) => "AlterSecurity",
+            ControllerRequest::UpdateFeatures { .. } => "UpdateFeatures",
+            ControllerRequest::SetBrokerConfigs { .. } => "SetBrokerConfigs",
+            ControllerRequest::SetTopicConfigs { .. } => "SetTopicConfigs",
+            ControllerRequest::AlterIsr { .. } => "AlterIsr",
+            ControllerRequest::ElectLeader { .. } => "ElectLeader",
+            ControllerRequest::Reassign { .. } => "Reassign",
+            ControllerRequest::AllocateProducerIds => "AllocateProducerIds",
+            ControllerRequest::DescribeQuorum => "DescribeQuorum",
+        }
+    }
+}
+
 /// The controller's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ControllerReply {
@@ -202,6 +223,10 @@ pub enum ControllerError {
     /// The quorum could not commit (REQUEST_TIMED_OUT / NOT_CONTROLLER for the client).
     #[error("the metadata quorum is unavailable: {0}")]
     Unavailable(String),
+    /// The active controller refused this node's request: its principal may not send quorum
+    /// requests there (CLUSTER_AUTHORIZATION_FAILED for the client). Not retried.
+    #[error("refused by the active controller: {0}")]
+    Refused(String),
     /// A request the controller does not take (INVALID_REQUEST, 42).
     #[error("invalid controller request: {0}")]
     Invalid(String),

@@ -6,7 +6,8 @@
 //! - [`image`]: the metadata image and the commands that change it (the state machine's
 //!   deterministic transition function);
 //! - `types`, `log_store` (the Raft log in a Frieda partition log), `state_machine` (the image,
-//!   its snapshots), `network` (the controller listener's protocol): openraft's plumbing;
+//!   its snapshots), `network` (the controller listener's protocol, secured by an injected
+//!   [`QuorumTransport`]): openraft's plumbing;
 //! - [`controller`]: what the node leading the quorum decides (broker sessions and fencing,
 //!   placement, elections, ISR changes);
 //! - [`MetadataQuorum`]: the handle a broker holds.
@@ -43,6 +44,12 @@ pub use security::{AclEntry, ClientQuotas, QuotaEntity, ScramCredential, ScramCr
 
 use controller::{Controller, ControllerConfig};
 use log_store::LogStore;
+pub use network::{
+    BoxFuture, PeerIdentity, PlaintextTransport, QuorumStream, QuorumTransport,
+    AUTHENTICATION_TIMEOUT, MAX_AUTHENTICATING, MAX_CONNECTIONS, MAX_FRAME_BYTES,
+    UNAUTHORIZED_MAX_FRAME_BYTES,
+};
+
 use network::{Conn, Network, Request, Response};
 use state_machine::StateMachine;
 use types::Raft;
@@ -108,6 +115,9 @@ pub struct QuorumConfig {
     pub leader_imbalance_percentage: u32,
     /// `unclean.leader.election.enable` of this node's static configuration.
     pub unclean_leader_election: bool,
+    /// How the controller listener authenticates and authorizes peers and how this node
+    /// connects to the others ([`PlaintextTransport`]: Kafka's PLAINTEXT).
+    pub transport: Arc<dyn QuorumTransport>,
 }
 
 /// One voter as DescribeQuorum reports it.
@@ -178,6 +188,9 @@ pub(crate) fn quorum_status(raft: &Raft, me: u64) -> QuorumStatus {
     }
 }
 
+/// Idle controller-request connections kept per node.
+const POOLED_PER_NODE: usize = 4;
+
 /// A node's handle on the metadata quorum.
 pub struct MetadataQuorum {
     node_id: u64,
@@ -185,6 +198,10 @@ pub struct MetadataQuorum {
     controller: Arc<Controller>,
     image: watch::Receiver<Arc<MetadataImage>>,
     voters: BTreeMap<u64, String>,
+    transport: Arc<dyn QuorumTransport>,
+    /// Idle connections to other nodes' controller listeners, by node id (a secured
+    /// connection's handshake is paid once, not per heartbeat).
+    pool: parking_lot::Mutex<BTreeMap<u64, Vec<Conn>>>,
     stop: watch::Sender<bool>,
     tasks: parking_lot::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
@@ -215,9 +232,15 @@ impl MetadataQuorum {
         }
         .validate()
         .context("invalid quorum timeouts")?;
-        let raft = Raft::new(cfg.node_id, Arc::new(config), Network, log, sm)
-            .await
-            .context("starting the Raft node")?;
+        let raft = Raft::new(
+            cfg.node_id,
+            Arc::new(config),
+            Network::new(cfg.transport.clone()),
+            log,
+            sm,
+        )
+        .await
+        .context("starting the Raft node")?;
         let listener = tokio::net::TcpListener::bind(cfg.listen)
             .await
             .with_context(|| format!("binding the controller listener {}", cfg.listen))?;
@@ -236,7 +259,12 @@ impl MetadataQuorum {
         ));
         let (stop, stop_rx) = watch::channel(false);
         let mut tasks = vec![
-            tokio::spawn(network::serve(listener, raft.clone(), controller.clone())),
+            tokio::spawn(network::serve(
+                listener,
+                raft.clone(),
+                controller.clone(),
+                cfg.transport.clone(),
+            )),
             tokio::spawn(controller.clone().run(stop_rx)),
         ];
         if fresh && cfg.voters.contains_key(&cfg.node_id) {
@@ -254,13 +282,16 @@ impl MetadataQuorum {
                 }
             }));
         }
-        tracing::info!(node = cfg.node_id, listen = %cfg.listen, voters = ?cfg.voters, "metadata quorum started");
+        tracing::info!(node = cfg.node_id, listen = %cfg.listen, voters = ?cfg.voters,
+            security_protocol = cfg.transport.protocol(), "metadata quorum started");
         Ok(Arc::new(MetadataQuorum {
             node_id: cfg.node_id,
             raft,
             controller,
             image,
             voters: cfg.voters,
+            transport: cfg.transport,
+            pool: parking_lot::Mutex::new(BTreeMap::new()),
             stop,
             tasks: parking_lot::Mutex::new(tasks),
         }))
@@ -313,7 +344,6 @@ impl MetadataQuorum {
     ) -> Result<ControllerReply, ControllerError> {
         let deadline = Instant::now() + timeout;
         let mut last = ControllerError::Unavailable("no active controller".into());
-        let mut conns: BTreeMap<u64, Conn> = BTreeMap::new();
         // Voters to ask when no leader is known here (a broker-only node learns the leader from
         // the metadata log, which it only gets once its first heartbeat made it a learner): a
         // voter that does not lead answers NOT_CONTROLLER with the leader it knows.
@@ -354,16 +384,24 @@ impl MetadataQuorum {
                 }
                 Some(l) => match self.address_of(l) {
                     Some(addr) => {
-                        let conn = conns.entry(l).or_insert_with(|| Conn::new(addr));
+                        let mut conn = self.pooled(l, addr);
                         let left = deadline.saturating_duration_since(Instant::now());
-                        match conn
+                        let answer = conn
                             .call(
                                 &Request::Controller(req.clone()),
                                 left.max(Duration::from_millis(100)),
                             )
-                            .await
-                        {
-                            Ok(Response::Controller(r)) => r,
+                            .await;
+                        match answer {
+                            Ok(Response::Controller(r)) => {
+                                self.unpool(l, conn);
+                                r
+                            }
+                            Ok(Response::Refused(why)) => {
+                                tracing::warn!(node = l, reason = %why, request = req.kind(),
+                                    "the active controller refused this node's request: is this node's principal a super user there?");
+                                Err(ControllerError::Refused(why))
+                            }
                             Ok(_) => Err(ControllerError::Unavailable("unexpected answer".into())),
                             Err(e) => Err(ControllerError::Unavailable(e.to_string())),
                         }
@@ -392,6 +430,28 @@ impl MetadataQuorum {
             }
         }
         Err(last)
+    }
+
+    /// An idle connection to node `id` at `addr` from the pool, or a new one.
+    fn pooled(&self, id: u64, addr: String) -> Conn {
+        let mut pool = self.pool.lock();
+        let idle = pool.entry(id).or_default();
+        while let Some(c) = idle.pop() {
+            if c.addr() == addr {
+                return c;
+            }
+        }
+        Conn::new(addr, self.transport.clone())
+    }
+
+    /// Gives a connection that just answered back to the pool (at most [`POOLED_PER_NODE`]
+    /// idle ones per node; more are closed).
+    fn unpool(&self, id: u64, conn: Conn) {
+        let mut pool = self.pool.lock();
+        let idle = pool.entry(id).or_default();
+        if idle.len() < POOLED_PER_NODE {
+            idle.push(conn);
+        }
     }
 
     /// Waits until the applied image satisfies `done`, for up to `timeout`; returns it.
@@ -439,6 +499,7 @@ impl MetadataQuorum {
     /// Stops the node's quorum tasks and Raft.
     pub async fn shutdown(&self) {
         let _ = self.stop.send(true);
+        self.pool.lock().clear();
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(error = %e, "stopping Raft");
         }

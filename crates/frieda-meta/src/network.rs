@@ -4,7 +4,26 @@
 //!
 //! Only Frieda nodes speak it (Kafka's KRaft uses Kafka APIs here; clients never do), so it is
 //! plain serde of openraft's own request types.
+//!
+//! Security is injected ([`QuorumTransport`]; the `frieda` crate implements it with the
+//! listener's TLS and SASL settings, this crate knows no crypto):
+//!
+//! ```text
+//! accept ── connection slot (MAX_CONNECTIONS) ── transport.accept: TLS / SASL, bounded by
+//!           authentication_timeout() ── PeerIdentity ── authorize? ── JSON frames, each
+//!           authorized again (ACLs can change) ── answered in order
+//! ```
+//!
+//! On a secured listener a peer that is not authorized (Kafka: CLUSTER_ACTION on the cluster,
+//! as `ControllerApis` demands of Raft and broker-heartbeat requests) may send one frame of at
+//! most [`UNAUTHORIZED_MAX_FRAME_BYTES`]; it is answered [`Response::Refused`] and the connection
+//! is closed, with a log line naming the principal. PLAINTEXT ([`PlaintextTransport`]) admits
+//! everyone, with frames up to [`MAX_FRAME_BYTES`] from the first, as before.
 
+use std::fmt::Debug;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,8 +37,9 @@ use openraft::raft::{
 };
 use openraft::BasicNode;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
 use crate::controller::{Controller, ControllerError, ControllerReply, ControllerRequest};
 use crate::types::{Raft, TypeConfig};
@@ -28,6 +48,124 @@ type NodeId = u64;
 
 /// Largest frame accepted, bytes (a snapshot chunk is at most openraft's 3 MiB default).
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
+
+/// Largest frame read from a peer the transport did not authorize, bytes (Kafka's
+/// `sasl.server.max.receive.size` default): enough for any request it is then refused.
+pub const UNAUTHORIZED_MAX_FRAME_BYTES: usize = 512 << 10;
+
+/// Controller connections served at once (Raft streams, pooled controller-request
+/// connections of every node, and connections still authenticating); one more is closed at
+/// accept with a log line.
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// Of [`MAX_CONNECTIONS`], how many may be authenticating at once (TLS handshakes and SASL
+/// exchanges cost CPU; a flood of them must not starve the nodes' own connections).
+pub const MAX_AUTHENTICATING: usize = 64;
+
+/// How long an accepted connection may take to authenticate (TLS handshake and SASL exchange)
+/// before it is closed, unless the transport says otherwise.
+pub const AUTHENTICATION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A byte stream the quorum protocol runs over: TCP, or TLS over TCP (`Sync` because openraft
+/// shares its network clients between threads).
+pub trait QuorumStream: AsyncRead + AsyncWrite + Unpin + Send + Sync {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync> QuorumStream for T {}
+
+/// A boxed, sendable future (keeps [`QuorumTransport`] object safe).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Who is on the other end of an accepted controller connection, as the transport
+/// authenticated it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerIdentity {
+    /// Kafka's principal text: `User:node-1` (SASL), `User:CN=node-1,O=example` (a client
+    /// certificate's subject), `User:ANONYMOUS` when nothing authenticated the peer.
+    pub principal: String,
+    /// The peer's address.
+    pub addr: SocketAddr,
+}
+
+/// How the controller listener secures its connections, both ways: what an accepted
+/// connection must do before its first frame, how this node opens connections to the other
+/// nodes, and who may send quorum requests. [`PlaintextTransport`] is Kafka's PLAINTEXT.
+pub trait QuorumTransport: Debug + Send + Sync + 'static {
+    /// Kafka's name of the listener's security protocol (`PLAINTEXT`, `SSL`, `SASL_SSL`, ...),
+    /// for log lines.
+    fn protocol(&self) -> &'static str;
+
+    /// Authenticates a connection accepted from `peer` (a TLS handshake, a SASL exchange) and
+    /// returns the stream the frames then travel on, with the peer's identity. Bounded by
+    /// [`authentication_timeout`](Self::authentication_timeout).
+    ///
+    /// Errors: the peer failed to authenticate (the connection is closed; the implementation
+    /// logs why).
+    fn accept<'a>(
+        &'a self,
+        stream: TcpStream,
+        peer: SocketAddr,
+    ) -> BoxFuture<'a, std::io::Result<(Box<dyn QuorumStream>, PeerIdentity)>>;
+
+    /// Opens a connection to the controller listener at `addr` (`host:port`) and
+    /// authenticates this node on it, within `timeout`.
+    ///
+    /// Errors: connecting, the handshake or the login failed or timed out.
+    fn connect<'a>(
+        &'a self,
+        addr: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, std::io::Result<Box<dyn QuorumStream>>>;
+
+    /// Whether `peer` may send Raft RPCs and controller requests. Asked once a connection is
+    /// authenticated and again before every request (ACLs change while connections live).
+    fn authorize(&self, peer: &PeerIdentity) -> bool;
+
+    /// The longest an accepted connection may take in [`accept`](Self::accept).
+    fn authentication_timeout(&self) -> Duration {
+        AUTHENTICATION_TIMEOUT
+    }
+}
+
+/// Kafka's PLAINTEXT: no authentication, every peer is `User:ANONYMOUS` and may send
+/// everything (keep such a listener on loopback or a private network).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlaintextTransport;
+
+impl QuorumTransport for PlaintextTransport {
+    fn protocol(&self) -> &'static str {
+        "PLAINTEXT"
+    }
+
+    fn accept<'a>(
+        &'a self,
+        stream: TcpStream,
+        peer: SocketAddr,
+    ) -> BoxFuture<'a, std::io::Result<(Box<dyn QuorumStream>, PeerIdentity)>> {
+        Box::pin(async move {
+            let identity = PeerIdentity {
+                principal: "User:ANONYMOUS".into(),
+                addr: peer,
+            };
+            Ok((Box::new(stream) as Box<dyn QuorumStream>, identity))
+        })
+    }
+
+    fn connect<'a>(
+        &'a self,
+        addr: &'a str,
+        _timeout: Duration,
+    ) -> BoxFuture<'a, std::io::Result<Box<dyn QuorumStream>>> {
+        // The caller bounds the whole call (connect, write, read) by its timeout.
+        Box::pin(async move {
+            let s = TcpStream::connect(addr).await?;
+            s.set_nodelay(true)?;
+            Ok(Box::new(s) as Box<dyn QuorumStream>)
+        })
+    }
+
+    fn authorize(&self, _peer: &PeerIdentity) -> bool {
+        true
+    }
+}
 
 /// A request between nodes.
 #[derive(Debug, Serialize, Deserialize)]
@@ -40,6 +178,18 @@ pub enum Request {
     InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
     /// For the active controller.
     Controller(ControllerRequest),
+}
+
+impl Request {
+    /// The request's kind, for log lines.
+    fn kind(&self) -> &'static str {
+        match self {
+            Request::AppendEntries(_) => "AppendEntries",
+            Request::Vote(_) => "Vote",
+            Request::InstallSnapshot(_) => "InstallSnapshot",
+            Request::Controller(c) => c.kind(),
+        }
+    }
 }
 
 /// The answer to a [`Request`].
@@ -55,9 +205,14 @@ pub enum Response {
     ),
     /// From the controller.
     Controller(Result<ControllerReply, ControllerError>),
+    /// The sender may not send quorum requests (why); the connection closes after it.
+    Refused(String),
 }
 
-async fn write_frame<T: Serialize>(s: &mut TcpStream, v: &T) -> std::io::Result<()> {
+pub(crate) async fn write_frame<T: Serialize>(
+    s: &mut dyn QuorumStream,
+    v: &T,
+) -> std::io::Result<()> {
     let body = serde_json::to_vec(v).map_err(std::io::Error::other)?;
     if body.len() > MAX_FRAME_BYTES {
         return Err(std::io::Error::other("frame too large"));
@@ -65,16 +220,20 @@ async fn write_frame<T: Serialize>(s: &mut TcpStream, v: &T) -> std::io::Result<
     let mut buf = Vec::with_capacity(4 + body.len());
     buf.extend_from_slice(&(body.len() as u32).to_be_bytes());
     buf.extend_from_slice(&body);
-    s.write_all(&buf).await
+    s.write_all(&buf).await?;
+    s.flush().await
 }
 
-async fn read_frame<T: for<'de> Deserialize<'de>>(s: &mut TcpStream) -> std::io::Result<T> {
+pub(crate) async fn read_frame<T: for<'de> Deserialize<'de>>(
+    s: &mut dyn QuorumStream,
+    max: usize,
+) -> std::io::Result<T> {
     let mut len = [0u8; 4];
     s.read_exact(&mut len).await?;
     let len = u32::from_be_bytes(len) as usize;
-    if len > MAX_FRAME_BYTES {
+    if len > max {
         return Err(std::io::Error::other(format!(
-            "frame of {len} bytes refused"
+            "frame of {len} bytes refused (at most {max})"
         )));
     }
     let mut body = vec![0u8; len];
@@ -85,28 +244,38 @@ async fn read_frame<T: for<'de> Deserialize<'de>>(s: &mut TcpStream) -> std::io:
 /// A connection to one node, opened on first use and reopened after an error.
 pub struct Conn {
     addr: String,
-    stream: Option<TcpStream>,
+    transport: Arc<dyn QuorumTransport>,
+    stream: Option<Box<dyn QuorumStream>>,
 }
 
 impl Conn {
-    /// A connection to `addr` (host:port), not yet open.
-    pub fn new(addr: String) -> Self {
-        Conn { addr, stream: None }
+    /// A connection to `addr` (host:port) secured by `transport`, not yet open.
+    pub fn new(addr: String, transport: Arc<dyn QuorumTransport>) -> Self {
+        Conn {
+            addr,
+            transport,
+            stream: None,
+        }
     }
 
-    /// Sends `req` and waits for its answer, at most `timeout`.
+    /// The address it connects to.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Sends `req` and waits for its answer, at most `timeout` (connecting and authenticating
+    /// included).
     ///
-    /// Errors: connecting, writing, reading or the timeout (the connection is then dropped).
+    /// Errors: connecting, authenticating, writing, reading or the timeout (the connection is
+    /// then dropped).
     pub async fn call(&mut self, req: &Request, timeout: Duration) -> std::io::Result<Response> {
         let r = tokio::time::timeout(timeout, async {
             if self.stream.is_none() {
-                let s = TcpStream::connect(&self.addr).await?;
-                s.set_nodelay(true)?;
-                self.stream = Some(s);
+                self.stream = Some(self.transport.connect(&self.addr, timeout).await?);
             }
             let s = self.stream.as_mut().expect("just connected");
-            write_frame(s, req).await?;
-            read_frame(s).await
+            write_frame(s.as_mut(), req).await?;
+            read_frame(s.as_mut(), MAX_FRAME_BYTES).await
         })
         .await
         .unwrap_or_else(|_| {
@@ -115,21 +284,34 @@ impl Conn {
                 "timed out",
             ))
         });
-        if r.is_err() {
+        // A refusal closes the connection on the other side.
+        if r.is_err() || matches!(r, Ok(Response::Refused(_))) {
             self.stream = None;
         }
         r
     }
 }
 
-/// openraft's network factory: one [`NodeClient`] per peer.
-#[derive(Clone, Default)]
-pub struct Network;
+/// openraft's network factory: one [`NodeClient`] per peer, each connecting with the
+/// transport.
+#[derive(Clone)]
+pub struct Network {
+    transport: Arc<dyn QuorumTransport>,
+}
+
+impl Network {
+    /// Connects with `transport`.
+    pub fn new(transport: Arc<dyn QuorumTransport>) -> Self {
+        Network { transport }
+    }
+}
 
 /// The connection to one peer for Raft RPCs.
 pub struct NodeClient {
     target: NodeId,
     conn: Conn,
+    /// Whether a refusal by the peer was logged already (once per client).
+    refusal_logged: bool,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -138,7 +320,8 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> NodeClient {
         NodeClient {
             target,
-            conn: Conn::new(node.addr.clone()),
+            conn: Conn::new(node.addr.clone(), self.transport.clone()),
+            refusal_logged: false,
         }
     }
 }
@@ -150,7 +333,20 @@ impl NodeClient {
         option: &RPCOption,
     ) -> Result<Response, RPCError<NodeId, BasicNode, E>> {
         match self.conn.call(&req, option.hard_ttl()).await {
-            Ok(r) => Ok(r),
+            Ok(Response::Refused(why)) => {
+                if !self.refusal_logged {
+                    self.refusal_logged = true;
+                    tracing::warn!(node = self.target, addr = %self.conn.addr(), reason = %why,
+                        "node refused this node's Raft requests: is this node's principal a super user there?");
+                }
+                Err(RPCError::Unreachable(Unreachable::new(
+                    &std::io::Error::other(format!("refused: {why}")),
+                )))
+            }
+            Ok(r) => {
+                self.refusal_logged = false;
+                Ok(r)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                 Err(RPCError::Network(NetworkError::new(&e)))
             }
@@ -203,9 +399,19 @@ impl RaftNetwork<TypeConfig> for NodeClient {
     }
 }
 
-/// Serves the controller listener until the task is aborted: each connection's frames are
-/// handled in order (Raft RPCs by `raft`, controller requests by `controller`).
-pub async fn serve(listener: TcpListener, raft: Raft, controller: Arc<Controller>) {
+/// Serves the controller listener until the task is aborted: each connection is authenticated
+/// by `transport`, then its frames are handled in order (Raft RPCs by `raft`, controller
+/// requests by `controller`), each only if `transport` authorizes the peer.
+pub async fn serve(
+    listener: TcpListener,
+    raft: Raft,
+    controller: Arc<Controller>,
+    transport: Arc<dyn QuorumTransport>,
+) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let authenticating = Arc::new(Semaphore::new(MAX_AUTHENTICATING));
+    // When the last "connection refused: too many" line was logged (one per second at most).
+    let mut last_full_log: Option<std::time::Instant> = None;
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -215,36 +421,101 @@ pub async fn serve(listener: TcpListener, raft: Raft, controller: Arc<Controller
                 continue;
             }
         };
+        let slot = slots.clone().try_acquire_owned();
+        let auth_slot = authenticating.clone().try_acquire_owned();
+        let (Ok(slot), Ok(auth_slot)) = (slot, auth_slot) else {
+            if last_full_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                last_full_log = Some(std::time::Instant::now());
+                tracing::warn!(%peer, max_connections = MAX_CONNECTIONS, max_authenticating = MAX_AUTHENTICATING,
+                    "controller listener: too many connections; closing new ones");
+            }
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let raft = raft.clone();
         let controller = controller.clone();
+        let transport = transport.clone();
         tokio::spawn(async move {
-            let mut stream = stream;
-            loop {
-                let req: Request = match read_frame(&mut stream).await {
-                    Ok(r) => r,
-                    Err(e) => {
-                        if e.kind() != std::io::ErrorKind::UnexpectedEof {
-                            tracing::debug!(%peer, error = %e, "controller connection closed");
-                        }
-                        return;
-                    }
-                };
-                let resp = match req {
-                    Request::AppendEntries(r) => {
-                        Response::AppendEntries(raft.append_entries(r).await)
-                    }
-                    Request::Vote(r) => Response::Vote(raft.vote(r).await),
-                    Request::InstallSnapshot(r) => {
-                        Response::InstallSnapshot(raft.install_snapshot(r).await)
-                    }
-                    Request::Controller(r) => Response::Controller(controller.handle(r).await),
-                };
-                if let Err(e) = write_frame(&mut stream, &resp).await {
-                    tracing::debug!(%peer, error = %e, "controller connection closed");
+            let _slot = slot;
+            let limit = transport.authentication_timeout();
+            let (mut stream, who) = match tokio::time::timeout(
+                limit,
+                transport.accept(stream, peer),
+            )
+            .await
+            {
+                Ok(Ok(x)) => x,
+                Ok(Err(e)) => {
+                    tracing::warn!(%peer, protocol = transport.protocol(), error = %e,
+                            "controller connection closed: authentication failed");
                     return;
                 }
-            }
+                Err(_) => {
+                    tracing::warn!(%peer, protocol = transport.protocol(), limit_ms = limit.as_millis() as u64,
+                            "controller connection closed: not authenticated in time");
+                    return;
+                }
+            };
+            drop(auth_slot);
+            serve_connection(stream.as_mut(), &who, &raft, &controller, &*transport).await;
+            let _ = tokio::time::timeout(Duration::from_secs(1), stream.shutdown()).await;
         });
+    }
+}
+
+/// Serves one authenticated connection until the peer closes it, sends bad input or is
+/// refused.
+async fn serve_connection(
+    stream: &mut dyn QuorumStream,
+    who: &PeerIdentity,
+    raft: &Raft,
+    controller: &Controller,
+    transport: &dyn QuorumTransport,
+) {
+    let peer = who.addr;
+    let mut authorized = transport.authorize(who);
+    loop {
+        let max = if authorized {
+            MAX_FRAME_BYTES
+        } else {
+            UNAUTHORIZED_MAX_FRAME_BYTES
+        };
+        let req: Request = match read_frame(stream, max).await {
+            Ok(r) => r,
+            Err(e) => {
+                if !authorized {
+                    tracing::warn!(%peer, principal = %who.principal, error = %e,
+                        "controller connection closed: an unauthorized peer sent an oversized or malformed frame");
+                } else if e.kind() != std::io::ErrorKind::UnexpectedEof {
+                    tracing::debug!(%peer, error = %e, "controller connection closed");
+                }
+                return;
+            }
+        };
+        // Asked again for every request: an ACL removed meanwhile takes effect at once.
+        authorized = authorized && transport.authorize(who);
+        if !authorized {
+            tracing::warn!(%peer, principal = %who.principal, request = req.kind(), protocol = transport.protocol(),
+                "refused a quorum request and closed the connection: the principal may not send Raft or controller requests (it needs CLUSTER_ACTION on the cluster: list node principals in super.users)");
+            let why = format!(
+                "{} may not send quorum requests (CLUSTER_ACTION on the cluster needed)",
+                who.principal
+            );
+            let _ = write_frame(stream, &Response::Refused(why)).await;
+            return;
+        }
+        let resp = match req {
+            Request::AppendEntries(r) => Response::AppendEntries(raft.append_entries(r).await),
+            Request::Vote(r) => Response::Vote(raft.vote(r).await),
+            Request::InstallSnapshot(r) => {
+                Response::InstallSnapshot(raft.install_snapshot(r).await)
+            }
+            Request::Controller(r) => Response::Controller(controller.handle(r).await),
+        };
+        if let Err(e) = write_frame(stream, &resp).await {
+            tracing::debug!(%peer, error = %e, "controller connection closed");
+            return;
+        }
     }
 }

@@ -17,10 +17,15 @@ struct Cluster {
     dirs: Vec<tempfile::TempDir>,
     voters: BTreeMap<u64, String>,
     nodes: BTreeMap<u64, Arc<MetadataQuorum>>,
+    transport: Arc<dyn QuorumTransport>,
 }
 
 impl Cluster {
     fn new(n: u64) -> Cluster {
+        Self::with_transport(n, Arc::new(PlaintextTransport))
+    }
+
+    fn with_transport(n: u64, transport: Arc<dyn QuorumTransport>) -> Cluster {
         let voters = (1..=n)
             .map(|id| (id, format!("127.0.0.1:{}", free_port())))
             .collect();
@@ -28,6 +33,7 @@ impl Cluster {
             dirs: (0..n).map(|_| tempfile::tempdir().unwrap()).collect(),
             voters,
             nodes: BTreeMap::new(),
+            transport,
         }
     }
 
@@ -45,6 +51,7 @@ impl Cluster {
             leader_rebalance_interval_ms: None,
             leader_imbalance_percentage: 10,
             unclean_leader_election: false,
+            transport: self.transport.clone(),
         };
         self.nodes
             .insert(id, MetadataQuorum::start(cfg).await.unwrap());
@@ -304,4 +311,180 @@ async fn a_leader_without_its_quorum_answers_at_the_timeout() {
     );
     assert!(took < Duration::from_secs(3), "answered after {took:?}");
     c.stop(leader).await;
+}
+
+/// A test transport: a connection authenticates by sending [`NODE_KEY`] first (any other 8
+/// bytes make a stranger); only `User:node` may send quorum requests.
+#[derive(Debug)]
+struct KeyTransport;
+
+const NODE_KEY: &[u8; 8] = b"node-key";
+
+impl QuorumTransport for KeyTransport {
+    fn protocol(&self) -> &'static str {
+        "TEST"
+    }
+
+    fn accept<'a>(
+        &'a self,
+        mut stream: tokio::net::TcpStream,
+        peer: std::net::SocketAddr,
+    ) -> BoxFuture<'a, std::io::Result<(Box<dyn QuorumStream>, PeerIdentity)>> {
+        Box::pin(async move {
+            use tokio::io::AsyncReadExt;
+            let mut key = [0u8; 8];
+            stream.read_exact(&mut key).await?;
+            let principal = if &key == NODE_KEY {
+                "User:node"
+            } else {
+                "User:stranger"
+            };
+            let id = PeerIdentity {
+                principal: principal.into(),
+                addr: peer,
+            };
+            Ok((Box::new(stream) as Box<dyn QuorumStream>, id))
+        })
+    }
+
+    fn connect<'a>(
+        &'a self,
+        addr: &'a str,
+        _timeout: Duration,
+    ) -> BoxFuture<'a, std::io::Result<Box<dyn QuorumStream>>> {
+        Box::pin(async move {
+            use tokio::io::AsyncWriteExt;
+            let mut s = tokio::net::TcpStream::connect(addr).await?;
+            s.write_all(NODE_KEY).await?;
+            Ok(Box::new(s) as Box<dyn QuorumStream>)
+        })
+    }
+
+    fn authorize(&self, peer: &PeerIdentity) -> bool {
+        peer.principal == "User:node"
+    }
+
+    fn authentication_timeout(&self) -> Duration {
+        Duration::from_millis(300)
+    }
+}
+
+/// A stranger's connection to `addr`: authenticated as `User:stranger`.
+async fn stranger(addr: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"stranger").await.unwrap();
+    s
+}
+
+/// Whether the other side closed `s` (EOF or reset) within 2 s.
+async fn closed(s: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut b = [0u8; 1];
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), s.read(&mut b)).await,
+        Ok(Ok(0) | Err(_))
+    )
+}
+
+/// On a secured listener the nodes (authorized by the transport) form the quorum and decide as
+/// usual, while an unauthorized peer's AlterAcls, a heartbeat fencing a live broker, a Vote and
+/// an AppendEntries are each answered `Refused`, the connection closed, and nothing changes; a
+/// peer that never authenticates is dropped at the authentication timeout, and an unauthorized
+/// one may not send a large frame.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthorized_peers_are_refused_and_change_nothing() {
+    use network::{read_frame, write_frame, Request, Response};
+    use tokio::io::AsyncWriteExt;
+    let mut c = Cluster::with_transport(3, Arc::new(KeyTransport));
+    for id in 1..=3 {
+        c.start(id).await;
+    }
+    let leader = c.leader().await;
+    let via = c.nodes[&leader].clone();
+    via.wait_for(T, |i| i.cluster_id.is_some())
+        .await
+        .expect("cluster id");
+    // Brokers 1 and 2 register through a follower (forwarded over the transport).
+    let follower = c.nodes.keys().copied().find(|&n| n != leader).unwrap();
+    for b in 1..=2 {
+        let r = c.nodes[&follower].request(heartbeat(b, b as u128), T).await;
+        assert!(
+            matches!(r, Ok(ControllerReply::Heartbeat { fenced: false, .. })),
+            "{r:?}"
+        );
+    }
+    let term = via.status().term;
+    let acl = AclEntry {
+        resource_type: 4,
+        resource_name: "kafka-cluster".into(),
+        pattern_type: 3,
+        principal: "User:stranger".into(),
+        host: "*".into(),
+        operation: 2,
+        permission: 3,
+    };
+    let mut fence = heartbeat(1, 1);
+    if let ControllerRequest::Heartbeat(h) = &mut fence {
+        h.shutting_down = true;
+    }
+    let vote = openraft::raft::VoteRequest::new(openraft::Vote::new(term + 5, 99), None);
+    let append = openraft::raft::AppendEntriesRequest::<crate::types::TypeConfig> {
+        vote: openraft::Vote::new_committed(term + 5, 99),
+        prev_log_id: None,
+        entries: vec![],
+        leader_commit: None,
+    };
+    let attempts = vec![
+        Request::Controller(ControllerRequest::AlterSecurity(MetaCommand::AlterAcls {
+            create: vec![acl],
+            delete: vec![],
+        })),
+        Request::Controller(fence),
+        Request::Vote(vote),
+        Request::AppendEntries(append),
+    ];
+    for req in &attempts {
+        for addr in c.voters.values() {
+            let mut s = stranger(addr).await;
+            write_frame(&mut s, req).await.unwrap();
+            let resp: Response = read_frame(&mut s, MAX_FRAME_BYTES).await.unwrap();
+            assert!(
+                matches!(&resp, Response::Refused(why) if why.contains("User:stranger")),
+                "{resp:?}"
+            );
+            assert!(closed(&mut s).await, "connection left open after a refusal");
+        }
+    }
+    // A silent peer is dropped at the authentication timeout; an unauthorized one announcing a
+    // frame over the limit is closed without it being read.
+    let addr = c.voters[&leader].clone();
+    let mut silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(
+        closed(&mut silent).await,
+        "unauthenticated connection not timed out"
+    );
+    let mut big = stranger(&addr).await;
+    big.write_all(&((UNAUTHORIZED_MAX_FRAME_BYTES as u32 + 1).to_be_bytes()))
+        .await
+        .unwrap();
+    assert!(
+        closed(&mut big).await,
+        "oversized unauthorized frame not refused"
+    );
+
+    // Nothing changed: no ACL, broker 1 not fenced, the same leader and term.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for n in c.nodes.values() {
+        let img = n.image();
+        assert!(img.acls.is_empty(), "an ACL appeared: {:?}", img.acls);
+        assert!(img.brokers.get(&1).is_some_and(|b| !b.fenced));
+    }
+    assert_eq!(via.status().term, term);
+    assert!(via.is_leader());
+    // The nodes' own requests still pass.
+    via.request(heartbeat(1, 1), T).await.unwrap();
+    for id in 1..=3 {
+        c.stop(id).await;
+    }
 }

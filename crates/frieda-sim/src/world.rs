@@ -702,7 +702,12 @@ impl World {
             } => {
                 if let Some(p) = self.controller.image.partition(TOPIC, partition).cloned() {
                     if p.leader > 0 && self.b(p.leader).up {
-                        self.log(|| format!("nemesis kills broker {}, leader of partition {partition}", p.leader));
+                        self.log(|| {
+                            format!(
+                                "nemesis kills broker {}, leader of partition {partition}",
+                                p.leader
+                            )
+                        });
                         self.stop_broker(p.leader, false, false);
                         self.after(down, Event::Restart(p.leader));
                         self.leader_watch

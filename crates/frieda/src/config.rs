@@ -460,12 +460,8 @@ impl BrokerConfig {
                     l.name.to_ascii_lowercase()
                 );
             }
-            if self.is_controller_listener(&l.name) && protocol != SecurityProtocol::Plaintext {
-                bail!(
-                    "config key `listeners`: controller listener {} uses {}; the metadata quorum speaks PLAINTEXT only (keep it on loopback or a private network)",
-                    l.name,
-                    protocol.name()
-                );
+            if self.is_controller_listener(&l.name) {
+                self.check_controller_listener(&l.name, protocol)?;
             }
         }
         for (i, a) in self.listeners.iter().enumerate() {
@@ -529,6 +525,47 @@ impl BrokerConfig {
         Ok(())
     }
 
+    /// What a secured controller listener needs beyond any listener's settings: nodes
+    /// authenticate each other on it, so SSL asks for client certificates (mutual TLS) and
+    /// SASL offers the mechanism nodes log in with (`sasl.mechanism.controller.protocol`,
+    /// PLAIN).
+    fn check_controller_listener(
+        &self,
+        name: &str,
+        protocol: SecurityProtocol,
+    ) -> anyhow::Result<()> {
+        let lower = name.to_ascii_lowercase();
+        if protocol == SecurityProtocol::Ssl {
+            let auth = self
+                .security
+                .listener_value(name, "ssl.client.auth")
+                .unwrap_or("none")
+                .trim()
+                .to_ascii_lowercase();
+            if auth != "required" && auth != "requested" {
+                bail!("config key `listener.name.{lower}.ssl.client.auth`: the SSL controller listener {name} authenticates nodes by their certificates (mutual TLS): set it to required");
+            }
+        }
+        if protocol.uses_sasl() {
+            let mechanism = self
+                .security
+                .listener_value(name, "sasl.mechanism.controller.protocol")
+                .unwrap_or("PLAIN")
+                .trim();
+            if mechanism != "PLAIN" {
+                bail!("config key `sasl.mechanism.controller.protocol`: `{mechanism}` is not supported (PLAIN over SASL_SSL: SCRAM credentials live in the metadata log, which a node must reach before it has them)");
+            }
+            let enabled = self
+                .security
+                .listener_value(name, "sasl.enabled.mechanisms")
+                .unwrap_or("PLAIN,SCRAM-SHA-256,SCRAM-SHA-512");
+            if !enabled.split(',').any(|m| m.trim() == "PLAIN") {
+                bail!("config key `listener.name.{lower}.sasl.enabled.mechanisms`: the controller listener {name} must enable PLAIN, the mechanism nodes log in with (sasl.mechanism.controller.protocol)");
+            }
+        }
+        Ok(())
+    }
+
     /// The security protocol of listener `name` (`listener.security.protocol.map`; controller
     /// listeners default to PLAINTEXT, as in Kafka). `None`: unmapped or unknown protocol.
     pub fn listener_protocol(&self, name: &str) -> Option<SecurityProtocol> {
@@ -540,10 +577,11 @@ impl BrokerConfig {
         }
     }
 
-    /// Every client listener's name and security protocol (PLAINTEXT for one not mapped, which
-    /// [`check`](Self::check) refuses).
-    pub fn client_listener_protocols(&self) -> Vec<(String, SecurityProtocol)> {
-        self.client_listeners()
+    /// Every listener's name and security protocol, the controller listener's included
+    /// (PLAINTEXT for one not mapped, which [`check`](Self::check) refuses).
+    pub fn listener_protocols(&self) -> Vec<(String, SecurityProtocol)> {
+        self.listeners
+            .iter()
             .map(|l| {
                 (
                     l.name.clone(),
@@ -1116,6 +1154,57 @@ mod tests {
             (text.replace("broker,controller", "broker"), "process.roles"),
         ] {
             let e = format!("{:#}", BrokerConfig::from_toml(&bad).unwrap_err());
+            assert!(e.contains(key), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_secured_controller_listener_needs_mutual_tls_or_plain() {
+        let base = "\"node.id\" = 1\n\"process.roles\" = \"broker,controller\"\n\
+            listeners = \"SASL_SSL://127.0.0.1:9192,CONTROLLER://127.0.0.1:9193\"\n\
+            \"controller.quorum.voters\" = \"1@127.0.0.1:9193\"\n\
+            \"ssl.keystore.location\" = \"/k.pem\"\n\
+            \"ssl.truststore.location\" = \"/ca.pem\"\n";
+        let with = |extra: &str| BrokerConfig::from_toml(&format!("{base}{extra}"));
+        // CONTROLLER:SSL with client certificates, and CONTROLLER:SASL_SSL with PLAIN.
+        let ssl = with(
+            "\"listener.security.protocol.map\" = \"SASL_SSL:SASL_SSL,CONTROLLER:SSL\"\n\
+             \"listener.name.controller.ssl.client.auth\" = \"required\"",
+        )
+        .unwrap();
+        assert_eq!(
+            ssl.listener_protocol("CONTROLLER"),
+            Some(SecurityProtocol::Ssl)
+        );
+        assert_eq!(ssl.listener_protocols().len(), 2);
+        let sasl = with(
+            "\"listener.security.protocol.map\" = \"SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL\"\n\
+             \"sasl.mechanism.controller.protocol\" = \"PLAIN\"",
+        )
+        .unwrap();
+        assert_eq!(
+            sasl.listener_protocol("CONTROLLER"),
+            Some(SecurityProtocol::SaslSsl)
+        );
+        // SSL without client certificates cannot tell nodes from strangers; SCRAM credentials
+        // live in the quorum itself; PLAIN must be enabled where nodes log in with it.
+        for (extra, key) in [
+            (
+                "\"listener.security.protocol.map\" = \"SASL_SSL:SASL_SSL,CONTROLLER:SSL\"",
+                "ssl.client.auth",
+            ),
+            (
+                "\"listener.security.protocol.map\" = \"SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL\"\n\
+                 \"sasl.mechanism.controller.protocol\" = \"SCRAM-SHA-256\"",
+                "sasl.mechanism.controller.protocol",
+            ),
+            (
+                "\"listener.security.protocol.map\" = \"SASL_SSL:SASL_SSL,CONTROLLER:SASL_PLAINTEXT\"\n\
+                 \"listener.name.controller.sasl.enabled.mechanisms\" = \"SCRAM-SHA-512\"",
+                "sasl.enabled.mechanisms",
+            ),
+        ] {
+            let e = format!("{:#}", with(extra).unwrap_err());
             assert!(e.contains(key), "{e}");
         }
     }

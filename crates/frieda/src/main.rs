@@ -8,7 +8,9 @@ use frieda::broker::Broker;
 use frieda::cluster::fetcher::Fetchers;
 use frieda::cluster::{self, heartbeat::Registration, ClusterNode};
 use frieda::config::{BrokerConfig, Endpoint};
-use frieda_meta::{Endpoint as MetaEndpoint, MetadataQuorum, QuorumConfig};
+use frieda_meta::{
+    Endpoint as MetaEndpoint, MetadataQuorum, PlaintextTransport, QuorumConfig, QuorumTransport,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -133,7 +135,7 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
         let mut cluster_tasks = Vec::new();
         let mut heartbeat = None;
         let node = if broker.config.cluster.enabled() {
-            let node = start_cluster(&broker).await?;
+            let node = start_cluster(&broker, stop_rx.clone()).await?;
             broker.start_transactions()?;
             if broker.config.cluster.broker {
                 let fetchers = Fetchers::new(node.clone());
@@ -276,9 +278,13 @@ async fn wait_ready(node: &ClusterNode) {
     }
 }
 
-/// Starts this node's part of the metadata quorum (controller listener bound, metadata log in
-/// `<data.dir>/meta/__cluster_metadata-0`) and attaches it to the broker.
-async fn start_cluster(broker: &Broker) -> anyhow::Result<Arc<ClusterNode>> {
+/// Starts this node's part of the metadata quorum (controller listener bound with its
+/// security protocol, metadata log in `<data.dir>/meta/__cluster_metadata-0`) and attaches it
+/// to the broker.
+async fn start_cluster(
+    broker: &Arc<Broker>,
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<Arc<ClusterNode>> {
     let cfg = &broker.config;
     let c = &cfg.cluster;
     let listener = cfg
@@ -286,6 +292,25 @@ async fn start_cluster(broker: &Broker) -> anyhow::Result<Arc<ClusterNode>> {
         .context("a cluster node needs a controller listener (controller.listener.names)")?;
     let listen = listener.bind_addr()?;
     let node_id = u64::try_from(cfg.node_id).context("node.id must not be negative")?;
+    let protocol = cfg
+        .listener_protocol(&listener.name)
+        .unwrap_or(frieda::security::SecurityProtocol::Plaintext);
+    let transport: Arc<dyn QuorumTransport> = if protocol
+        == frieda::security::SecurityProtocol::Plaintext
+    {
+        if cfg.security.authorizer {
+            tracing::warn!(listener = %listener.name, "the controller listener is PLAINTEXT: anyone who reaches it can change the metadata (ACLs, SCRAM credentials, broker fencing); map it to SSL or SASL_SSL in listener.security.protocol.map");
+        }
+        Arc::new(PlaintextTransport)
+    } else {
+        let t = frieda::cluster::quorum_transport::ControllerTransport::new(
+            broker.clone(),
+            &listener.name,
+        )
+        .with_context(|| format!("controller listener {}", listener.name))?;
+        tracing::info!(listener = %listener.name, security_protocol = protocol.name(), transport = ?t, "controller connections secured");
+        Arc::new(t)
+    };
     let quorum = MetadataQuorum::start(QuorumConfig {
         node_id,
         voters: c.voters.clone(),
@@ -301,6 +326,7 @@ async fn start_cluster(broker: &Broker) -> anyhow::Result<Arc<ClusterNode>> {
         leader_imbalance_percentage: c.leader_imbalance_per_broker_percentage,
         unclean_leader_election: cfg.topic_defaults.get("unclean.leader.election.enable")
             == Some("true"),
+        transport,
     })
     .await
     .context("starting the metadata quorum")?;
@@ -322,8 +348,36 @@ async fn start_cluster(broker: &Broker) -> anyhow::Result<Arc<ClusterNode>> {
         node.set_inter_broker_security(security);
     }
     broker.attach_cluster(node.clone());
+    if !c.broker {
+        // A controller-only node runs no reconciler; its controller listener still needs the
+        // image's ACLs (CLUSTER_ACTION granted by an ACL) and SCRAM credentials.
+        tokio::spawn(follow_security(
+            broker.clone(),
+            node.quorum.subscribe(),
+            stop,
+        ));
+    }
     tracing::info!(node = cfg.node_id, voters = ?c.voters, broker = c.broker, controller = c.controller, "joined the cluster");
     Ok(node)
+}
+
+/// Applies the security metadata (ACLs, SCRAM credentials, client quotas) of every new image
+/// to `broker` until `stop` (a controller-only node's stand-in for the reconciler).
+async fn follow_security(
+    broker: Arc<Broker>,
+    mut images: watch::Receiver<Arc<frieda_meta::MetadataImage>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let image = images.borrow_and_update().clone();
+        broker
+            .security
+            .apply(&image.scram_credentials, &image.acls, &image.client_quotas);
+        tokio::select! {
+            changed = images.changed() => if changed.is_err() { return },
+            _ = stop.changed() => return,
+        }
+    }
 }
 
 /// `host:port` where other nodes reach this node's controller listener.

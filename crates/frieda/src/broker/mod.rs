@@ -212,7 +212,8 @@ impl Broker {
         ));
         let security = Arc::new(crate::security::Security::new(
             &config.security,
-            &config.client_listener_protocols(),
+            // The controller listener's TLS and SASL too (the quorum's transport uses them).
+            &config.listener_protocols(),
         )?);
         if !clustered {
             // A cluster takes its credentials and ACLs from the metadata image (the reconciler).

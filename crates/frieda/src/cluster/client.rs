@@ -14,12 +14,12 @@ use kafka_protocol::messages::{
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// A byte stream to another broker: TCP, or TLS over TCP.
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+// A byte stream to another broker: TCP, or TLS over TCP (the quorum's stream trait, so a
+// logged-in connection can carry the controller listener's frames).
+use frieda_meta::QuorumStream as Io;
 
 /// Largest response accepted, bytes (a follower fetch is bounded by `replica.fetch.max.bytes`
 /// per partition and the response limit; this only guards against garbage lengths).
@@ -75,6 +75,12 @@ impl BrokerClient {
                 .await?;
         }
         Ok(client)
+    }
+
+    /// The connection's byte stream, handshakes and login done (the controller listener's
+    /// frames follow them on it).
+    pub fn into_stream(self) -> Box<dyn Io> {
+        self.stream
     }
 
     /// SaslHandshake v1 and SaslAuthenticate v2 exchanges as `user` (PLAIN or SCRAM).

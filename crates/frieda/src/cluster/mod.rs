@@ -12,6 +12,8 @@
 //!   [`client`] (a small Kafka client).
 //! - [`fetcher`]: the follower fetchers, the I/O that drives the ISR protocol's follower rules
 //!   ([`crate::replication::follower`]).
+//! - [`quorum_transport`]: the controller listener's TLS, SASL and authorization (the metadata
+//!   quorum's network layer runs with it when the listener is not PLAINTEXT).
 //!
 //! Kafka's equivalents: `BrokerLifecycleManager`, `BrokerMetadataPublisher`,
 //! `ReplicaManager.applyDelta`. The design (Kafka's ISR protocol over a Raft metadata log) is in
@@ -23,6 +25,7 @@ pub mod fetcher;
 pub mod heartbeat;
 pub mod isr;
 pub mod lease;
+pub mod quorum_transport;
 pub mod reconciler;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +60,7 @@ pub fn error_code(e: &ControllerError) -> ResponseError {
         ControllerError::NotController { .. } | ControllerError::Unavailable(_) => {
             ResponseError::RequestTimedOut
         }
+        ControllerError::Refused(_) => ResponseError::ClusterAuthorizationFailed,
         ControllerError::InvalidPartitions(_) => ResponseError::InvalidPartitions,
         ControllerError::Invalid(_) => ResponseError::InvalidRequest,
         ControllerError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,

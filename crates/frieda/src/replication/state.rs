@@ -221,7 +221,10 @@ impl Leader {
         }
         p.last_fetch = (leo, now_ms);
         let broker_epoch = p.broker_epoch?;
-        if self.isr.contains(&replica) || self.pending_isr.is_some() || !self.is_in_sync(fetch_offset, hw) {
+        if self.isr.contains(&replica)
+            || self.pending_isr.is_some()
+            || !self.is_in_sync(fetch_offset, hw)
+        {
             return None;
         }
         let mut isr = self.isr.clone();
@@ -379,9 +382,15 @@ mod kafka_7128_tests {
         };
         let mut l = Leader::new(&p, 1, 0, 10);
         l.note_broker_epoch(3, Some(40));
-        assert_eq!(l.on_fetch(3, 5, -1, 10, 5, 100), None, "at the lagging HW only");
+        assert_eq!(
+            l.on_fetch(3, 5, -1, 10, 5, 100),
+            None,
+            "at the lagging HW only"
+        );
         assert_eq!(l.on_fetch(3, 9, -1, 10, 5, 200), None);
-        let change = l.on_fetch(3, 10, -1, 10, 5, 300).expect("has the epoch start");
+        let change = l
+            .on_fetch(3, 10, -1, 10, 5, 300)
+            .expect("has the epoch start");
         assert_eq!(change.isr, vec![1, 2, 3]);
     }
 }

@@ -11,6 +11,10 @@
 //!   convention: `listener.name.sasl_ssl.plain.sasl.jaas.config = ... username="broker"
 //!   password="..." user_broker="..." ...`). With an authorizer, that principal needs
 //!   CLUSTER_ACTION on the cluster, usually through `super.users`.
+//!
+//! Connections to the controller listener (Raft between voters, brokers' heartbeats and
+//! controller requests) are secured the same way with the controller listener's settings,
+//! logging in with `sasl.mechanism.controller.protocol` ([`ClientSecurity::controller`]).
 
 use super::config::SecurityConfig;
 use super::sasl::{plain, Mechanism};
@@ -20,10 +24,37 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::sync::Arc;
 
+/// Which of this node's outgoing connections a [`ClientSecurity`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// To other brokers' inter-broker listener.
+    InterBroker,
+    /// To the controller listener of the quorum's nodes.
+    Controller,
+}
+
+impl Role {
+    /// The setting naming the SASL mechanism this node logs in with.
+    fn mechanism_setting(self) -> &'static str {
+        match self {
+            Role::InterBroker => "sasl.mechanism.inter.broker.protocol",
+            Role::Controller => "sasl.mechanism.controller.protocol",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Role::InterBroker => "inter-broker",
+            Role::Controller => "controller",
+        }
+    }
+}
+
 /// SASL credentials of this broker.
 #[derive(Clone)]
 pub struct SaslCredentials {
-    /// Mechanism (`sasl.mechanism.inter.broker.protocol`).
+    /// Mechanism (`sasl.mechanism.inter.broker.protocol` or
+    /// `sasl.mechanism.controller.protocol`).
     pub mechanism: Mechanism,
     /// User name.
     pub username: String,
@@ -68,13 +99,39 @@ impl ClientSecurity {
         listener: &str,
         protocol: SecurityProtocol,
     ) -> anyhow::Result<Self> {
+        Self::load_for(cfg, listener, protocol, Role::InterBroker)
+    }
+
+    /// How this node connects to the controller listener `listener` of the quorum's nodes
+    /// (its security protocol `protocol`): TLS with the listener's trust store and its key
+    /// store as the client certificate (mutual TLS), SASL as `sasl.mechanism.controller.protocol`
+    /// (default PLAIN; Kafka's default is GSSAPI, which Frieda lacks) with the `username` and
+    /// `password` of that mechanism's JAAS line on the listener
+    /// (`listener.name.controller.plain.sasl.jaas.config`), as Kafka's KRaft nodes log in.
+    ///
+    /// Errors: as [`load`](Self::load); a SCRAM or OAUTHBEARER mechanism (SCRAM credentials
+    /// live in the metadata log, which a node must reach before it has them).
+    pub fn controller(
+        cfg: &SecurityConfig,
+        listener: &str,
+        protocol: SecurityProtocol,
+    ) -> anyhow::Result<Self> {
+        Self::load_for(cfg, listener, protocol, Role::Controller)
+    }
+
+    fn load_for(
+        cfg: &SecurityConfig,
+        listener: &str,
+        protocol: SecurityProtocol,
+        role: Role,
+    ) -> anyhow::Result<Self> {
         let get = |k: &str| cfg.listener_value(listener, k).map(str::to_string);
         let tls = if protocol.uses_tls() {
             let pem = match (get("ssl.truststore.location"), get("ssl.truststore.certificates")) {
                 (Some(path), _) => std::fs::read(&path)
                     .with_context(|| format!("ssl.truststore.location {path}"))?,
                 (None, Some(inline)) => inline.into_bytes(),
-                (None, None) => bail!("the inter-broker listener {listener} uses TLS: brokers need ssl.truststore.location to verify each other"),
+                (None, None) => bail!("the {} listener {listener} uses TLS: nodes need ssl.truststore.location to verify each other", role.what()),
             };
             let mut roots = rustls::RootCertStore::empty();
             for cert in CertificateDer::pem_slice_iter(&pem) {
@@ -119,16 +176,20 @@ impl ClientSecurity {
             None
         };
         let sasl = if protocol.uses_sasl() {
-            let name =
-                get("sasl.mechanism.inter.broker.protocol").unwrap_or_else(|| "PLAIN".into());
-            let mechanism = Mechanism::parse(name.trim())
-                .filter(|m| *m != Mechanism::OAuthBearer)
-                .with_context(|| format!("sasl.mechanism.inter.broker.protocol: `{name}` is not supported between brokers (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"))?;
+            let setting = role.mechanism_setting();
+            let name = get(setting).unwrap_or_else(|| "PLAIN".into());
+            let mechanism = match (role, Mechanism::parse(name.trim())) {
+                (Role::InterBroker, Some(m)) if m != Mechanism::OAuthBearer => m,
+                (Role::InterBroker, _) => bail!("{setting}: `{name}` is not supported between brokers (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"),
+                (Role::Controller, Some(Mechanism::Plain)) => Mechanism::Plain,
+                (Role::Controller, _) => bail!("{setting}: `{name}` is not supported on the controller listener (PLAIN: SCRAM credentials live in the metadata log, which a node must reach before it has them)"),
+            };
             let jaas = cfg.jaas_config(listener, mechanism.name()).with_context(|| {
                 format!(
-                    "listener.name.{}.{}.sasl.jaas.config: the broker's own username and password for inter-broker SASL",
+                    "listener.name.{}.{}.sasl.jaas.config: the node's own username and password for {} SASL",
                     listener.to_ascii_lowercase(),
-                    mechanism.name().to_ascii_lowercase()
+                    mechanism.name().to_ascii_lowercase(),
+                    role.what()
                 )
             })?;
             let options = plain::jaas_options(jaas)?;
@@ -139,7 +200,7 @@ impl ClientSecurity {
                     .map(|(_, v)| v.clone())
             };
             let (Some(username), Some(password)) = (opt("username"), opt("password")) else {
-                bail!("the JAAS line of listener {listener} for {} needs username and password options (the broker's own login)", mechanism.name());
+                bail!("the JAAS line of listener {listener} for {} needs username and password options (the node's own login)", mechanism.name());
             };
             Some(SaslCredentials {
                 mechanism,
@@ -164,5 +225,43 @@ impl ClientSecurity {
             .trim_end_matches(']');
         ServerName::try_from(host.to_string())
             .map_err(|e| std::io::Error::other(format!("TLS server name {host}: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controller_login_uses_the_controller_mechanism_and_its_jaas_line() {
+        let mut cfg = SecurityConfig::default();
+        cfg.set(
+            "listener.name.controller.plain.sasl.jaas.config",
+            r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="node" password="node-secret" user_node="node-secret";"#,
+        )
+        .unwrap();
+        cfg.set("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512")
+            .unwrap();
+        let c = ClientSecurity::controller(&cfg, "CONTROLLER", SecurityProtocol::SaslPlaintext)
+            .unwrap();
+        let sasl = c.sasl.unwrap();
+        assert_eq!(sasl.mechanism, Mechanism::Plain);
+        assert_eq!(
+            (sasl.username.as_str(), sasl.password.as_str()),
+            ("node", "node-secret")
+        );
+        // The inter-broker setting does not apply to the controller listener, and SCRAM is
+        // refused there (its credentials live in the quorum itself).
+        cfg.set("sasl.mechanism.controller.protocol", "SCRAM-SHA-256")
+            .unwrap();
+        let e = ClientSecurity::controller(&cfg, "CONTROLLER", SecurityProtocol::SaslPlaintext)
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("sasl.mechanism.controller.protocol"),
+            "{e}"
+        );
+        // TLS needs a trust store to verify the other nodes.
+        let e = ClientSecurity::controller(&cfg, "CONTROLLER", SecurityProtocol::Ssl).unwrap_err();
+        assert!(e.to_string().contains("ssl.truststore.location"), "{e}");
     }
 }

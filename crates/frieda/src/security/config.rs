@@ -148,7 +148,9 @@ impl SecurityConfig {
                 }
                 self.ssl_reload_check_interval_ms = n;
             }
-            "security.inter.broker.protocol" | "sasl.mechanism.inter.broker.protocol" => {
+            "security.inter.broker.protocol"
+            | "sasl.mechanism.inter.broker.protocol"
+            | "sasl.mechanism.controller.protocol" => {
                 self.raw.insert(key.to_string(), text.to_string());
             }
             _ => {
