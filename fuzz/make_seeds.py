@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Writes the committed seed corpus of the fuzz targets (fuzz/seeds/<target>/) from the integration
-tests' wire encoder (tests/integration/kafka_wire.py). Deterministic: rerun after changing it."""
+tests' wire encoder (tests/integration/kafka_wire.py). Deterministic: rerun after changing it.
+
+These are the hand-made, realistic seeds; the request targets also start from a request for every
+version of every API of the broker's API table (crates/frieda/src/handlers/table.rs), generated at
+run time by the fuzz crate (`frieda_fuzz::table_seeds`), so a new API needs no edit here."""
 
 import hashlib
 import random

@@ -21,6 +21,36 @@ pub fn request_stream(data: &[u8]) {
     assert!(frames <= data.len() / 4);
 }
 
+/// Seeds generated from the broker's API table (`frieda::handlers::table`), so that every API it
+/// serves is fuzzed from a request it decodes: for `request_frame`, one frame payload per version
+/// of every API (a default-valued body); for `request_stream`, one stream per API carrying a size
+/// prefixed frame of each of its versions; nothing for the other targets. Each is `(name, bytes)`,
+/// the name a file name (`table-<api key>[-v<version>]`) for `mutate --write-seeds`.
+pub fn table_seeds(target: &str) -> Vec<(String, Vec<u8>)> {
+    let requests = frieda::server::fuzzing::table_requests();
+    match target {
+        "request_frame" => requests
+            .into_iter()
+            .map(|r| (format!("table-{}-v{}", r.api_key, r.version), r.payload))
+            .collect(),
+        "request_stream" => {
+            let mut streams: Vec<(String, Vec<u8>)> = Vec::new();
+            for r in requests {
+                let name = format!("table-{}", r.api_key);
+                if streams.last().map(|(n, _)| n) != Some(&name) {
+                    streams.push((name, Vec::new()));
+                }
+                if let Some((_, stream)) = streams.last_mut() {
+                    stream.extend_from_slice(&(r.payload.len() as u32).to_be_bytes());
+                    stream.extend_from_slice(&r.payload);
+                }
+            }
+            streams
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Record-batch validation as Produce runs it (`validate_batches`, `BatchHeader::parse`), with
 /// the invariants a stored batch relies on checked independently when it accepts the input.
 pub fn record_batch(data: &[u8]) {
@@ -188,5 +218,29 @@ mod tests {
         log_recovery(b"");
         request_frame(&[0, 18, 0, 0, 0, 0, 0, 1, 0, 1, b'x']);
         request_stream(&[0, 0, 0, 11, 0, 18, 0, 0, 0, 0, 0, 1, 0, 1, b'x']);
+    }
+
+    #[test]
+    fn table_seeds_cover_every_api() {
+        let apis = frieda::handlers::table::APIS;
+        let versions: usize = apis.iter().map(|s| (s.max - s.min + 1) as usize).sum();
+        let frames = table_seeds("request_frame");
+        assert_eq!(frames.len(), versions);
+        for (name, frame) in &frames {
+            assert_eq!(
+                frieda::server::fuzzing::request_frame(frame),
+                frieda::server::fuzzing::FrameOutcome::Decoded,
+                "{name}"
+            );
+            request_frame(frame);
+        }
+        let streams = table_seeds("request_stream");
+        assert_eq!(streams.len(), apis.len());
+        for ((name, stream), spec) in streams.iter().zip(apis) {
+            assert_eq!(name, &format!("table-{}", spec.key as i16));
+            let frames = frieda::server::fuzzing::request_stream(stream, 64 * 1024);
+            assert_eq!(frames, (spec.max - spec.min + 1) as usize, "{name}");
+        }
+        assert!(table_seeds("record_batch").is_empty());
     }
 }

@@ -3,9 +3,16 @@
 //! corpus through the same target functions, for a bounded time.
 //!
 //!     cargo run --release --bin mutate -- TARGET SECONDS [SEED]
+//!     cargo run --release --bin mutate -- --write-seeds TARGET DIR
+//!
+//! The corpus: the committed seeds (`fuzz/seeds/TARGET`), the working corpus of libFuzzer runs
+//! (`fuzz/corpus/TARGET`) and the seeds generated from the broker's API table
+//! ([`frieda_fuzz::table_seeds`]: every version of every API). Each seed runs once unmodified,
+//! then mutations until SECONDS are up, however many seeds there are.
 //!
 //! Prints `TARGET: N executions in S s` and exits non-zero on the first panic, after writing
-//! the input to `fuzz/artifacts/TARGET/crash-mutate-*`.
+//! the input to `fuzz/artifacts/TARGET/crash-mutate-*`. `--write-seeds` writes the table's seeds
+//! of TARGET as files into DIR (created if missing) for libFuzzer (`scripts/fuzz`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -89,6 +96,22 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[Vec<u8>]) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--write-seeds") {
+        let (Some(target), Some(dir)) = (args.get(2), args.get(3)) else {
+            eprintln!("usage: mutate --write-seeds TARGET DIR");
+            std::process::exit(2);
+        };
+        std::process::exit(match write_seeds(target, Path::new(dir)) {
+            Ok(n) => {
+                println!("{target}: {n} table seeds written to {dir}");
+                0
+            }
+            Err(e) => {
+                eprintln!("{target}: cannot write the table seeds to {dir}: {e}");
+                1
+            }
+        });
+    }
     let target = args.get(1).map(String::as_str).unwrap_or("");
     let seconds: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10);
     let seed: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(0x5eed);
@@ -116,6 +139,9 @@ fn main() {
             }
         }
     }
+    let table = frieda_fuzz::table_seeds(target);
+    let table_count = table.len();
+    corpus.extend(table.into_iter().map(|(_, bytes)| bytes));
     if corpus.is_empty() {
         corpus.push(Vec::new());
     }
@@ -149,7 +175,18 @@ fn main() {
         }
     }
     println!(
-        "{target}: {execs} executions in {:.0} s (stable mutation runner), 0 crashes",
-        start.elapsed().as_secs_f64()
+        "{target}: {execs} executions in {:.0} s (stable mutation runner, {} seeds of which {table_count} from the API table), 0 crashes",
+        start.elapsed().as_secs_f64(),
+        corpus.len()
     );
+}
+
+/// Writes the API table's seeds of `target` into `dir`, one file each; returns how many.
+fn write_seeds(target: &str, dir: &Path) -> std::io::Result<usize> {
+    std::fs::create_dir_all(dir)?;
+    let seeds = frieda_fuzz::table_seeds(target);
+    for (name, bytes) in &seeds {
+        std::fs::write(dir.join(name), bytes)?;
+    }
+    Ok(seeds.len())
 }

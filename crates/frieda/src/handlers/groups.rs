@@ -513,7 +513,7 @@ mod tests {
     //! Every group and offset API answers at every advertised version with a response that
     //! encodes (kafka-protocol refuses fields a version does not have), through a whole
     //! group lifecycle, including static members and errors.
-    use super::super::{api_versions, encode, offsets};
+    use super::super::{encode, offsets};
     use super::*;
     use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
     use kafka_protocol::messages::leave_group_request::MemberIdentity;
@@ -551,12 +551,8 @@ mod tests {
     }
 
     fn versions(key: ApiKey) -> std::ops::RangeInclusive<i16> {
-        let (_, min, max) = api_versions::SUPPORTED
-            .iter()
-            .find(|(k, _, _)| *k == key)
-            .copied()
-            .expect("advertised");
-        min..=max
+        let spec = crate::handlers::table::spec(key).expect("advertised");
+        spec.min..=spec.max
     }
 
     fn encodes<T: Encodable>(c: &RequestContext, resp: &T) {

@@ -2,7 +2,7 @@
 //! the API and version; [`handle`] decodes the body, runs the handler and encodes the response
 //! with its header, ready for the sequencer.
 //!
-//! Supported APIs and versions are listed once, in [`api_versions::SUPPORTED`].
+//! Supported APIs, their versions and handlers are listed once, in [`table::APIS`].
 
 pub mod acls;
 pub mod admin;
@@ -26,6 +26,7 @@ pub mod producer_id;
 pub mod quorum;
 pub mod quotas;
 pub mod scram;
+pub mod table;
 pub mod topic_partitions;
 pub mod transactions;
 
@@ -186,11 +187,12 @@ pub fn parse_request(
     let key = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
-    let Some(api_key) = api_versions::supported_key(key) else {
+    let Some(spec) = table::lookup(key) else {
         tracing::warn!(%peer, api_key = key, "closing connection: unknown or unsupported API key");
         return Err(None);
     };
-    if !api_versions::version_supported(api_key, version) {
+    let api_key = spec.key;
+    if !spec.serves(version) {
         if api_key == ApiKey::ApiVersions {
             tracing::info!(%peer, version, "ApiVersions version not supported; answering with v0 and UNSUPPORTED_VERSION");
             return Err(Some(api_versions::unsupported_version_response(
@@ -291,7 +293,7 @@ fn encode_now<T: Encodable>(ctx: &RequestContext, response: &T) -> Result<Bytes,
 /// ([`RequestTimes`]; the connection adds the response queue and the send).
 pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Handled {
     let Some(received) = ctx.timing.received else {
-        let response = dispatch(broker, &ctx, body).await;
+        let response = table::dispatch(broker, &ctx, body).await;
         return Handled {
             response,
             times: None,
@@ -302,7 +304,7 @@ pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Ha
     // A request quota already exceeded throttles this request too (and Produce and Fetch say
     // so in their answer); its own time is recorded once it is handled.
     charge_request_quota(&broker, &ctx, 0.0);
-    let result = dispatch(broker.clone(), &ctx, body).await;
+    let result = table::dispatch(broker.clone(), &ctx, body).await;
     let t = &ctx.timing;
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let times = RequestTimes {
@@ -334,15 +336,11 @@ pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Ha
 /// the request's user and client id and raises the request's throttle to the wait that brings
 /// them back under their request quota (0 within it; called with 0 before the request is
 /// handled, so a quota already exceeded throttles it too). Nothing is recorded without a request
-/// quota; ApiVersions and the SASL requests are exempt, as in Kafka.
+/// quota; ApiVersions and the SASL requests are exempt, as in Kafka
+/// ([`table::ApiSpec::quota_exempt`]).
 fn charge_request_quota(broker: &Broker, ctx: &RequestContext, percent_seconds: f64) {
     let quotas = &broker.security.quotas;
-    if !quotas.requests_limited()
-        || matches!(
-            ctx.api_key,
-            ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
-        )
-    {
+    if !quotas.requests_limited() || table::spec(ctx.api_key).is_some_and(|s| s.quota_exempt()) {
         return;
     }
     let throttle = quotas.record(
@@ -353,112 +351,6 @@ fn charge_request_quota(broker: &Broker, ctx: &RequestContext, percent_seconds: 
         Instant::now(),
     );
     ctx.throttle.at_least(throttle);
-}
-
-async fn dispatch(
-    broker: Arc<Broker>,
-    ctx: &RequestContext,
-    body: Bytes,
-) -> Result<Option<Bytes>, CloseConnection> {
-    macro_rules! simple {
-        ($module:ident) => {{
-            let req = decode(ctx, body)?;
-            let resp = $module::handle(&broker, ctx, req).await;
-            encode(ctx, &resp).map(Some)
-        }};
-    }
-    macro_rules! call {
-        ($module:ident :: $f:ident) => {{
-            let req = decode(ctx, body)?;
-            let resp = $module::$f(&broker, ctx, req).await;
-            encode(ctx, &resp).map(Some)
-        }};
-    }
-    match ctx.api_key {
-        ApiKey::FindCoordinator => call!(groups::find_coordinator),
-        ApiKey::JoinGroup => call!(groups::join_group),
-        ApiKey::SyncGroup => call!(groups::sync_group),
-        ApiKey::Heartbeat => call!(groups::heartbeat),
-        ApiKey::LeaveGroup => call!(groups::leave_group),
-        ApiKey::ListGroups => call!(groups::list_groups),
-        ApiKey::ConsumerGroupHeartbeat => call!(consumer_groups::heartbeat),
-        ApiKey::ConsumerGroupDescribe => call!(consumer_groups::describe),
-        ApiKey::DescribeGroups => call!(groups::describe_groups),
-        ApiKey::DeleteGroups => call!(groups::delete_groups),
-        ApiKey::OffsetCommit => call!(offsets::commit),
-        ApiKey::OffsetFetch => call!(offsets::fetch),
-        ApiKey::OffsetDelete => call!(offsets::delete),
-        ApiKey::Produce => {
-            let req = decode(ctx, body)?;
-            match produce::handle(&broker, ctx, req).await {
-                Some(resp) => encode(ctx, &resp).map(Some),
-                None => Ok(None),
-            }
-        }
-        ApiKey::Fetch => simple!(fetch),
-        ApiKey::ListOffsets => simple!(list_offsets),
-        ApiKey::DeleteRecords => simple!(delete_records),
-        ApiKey::OffsetForLeaderEpoch => simple!(leader_epoch),
-        ApiKey::DescribeAcls => call!(acls::describe),
-        ApiKey::CreateAcls => call!(acls::create),
-        ApiKey::DeleteAcls => call!(acls::delete),
-        ApiKey::ElectLeaders => call!(leadership::elect_leaders),
-        ApiKey::AlterPartitionReassignments => call!(leadership::alter_reassignments),
-        ApiKey::ListPartitionReassignments => call!(leadership::list_reassignments),
-        ApiKey::DescribeQuorum => simple!(quorum),
-        ApiKey::UpdateFeatures => simple!(features),
-        ApiKey::DescribeLogDirs => simple!(log_dirs),
-        ApiKey::ListConfigResources => simple!(config_resources),
-        ApiKey::AlterReplicaLogDirs => call!(log_dirs::alter_replica_log_dirs),
-        ApiKey::DescribeTopicPartitions => simple!(topic_partitions),
-        ApiKey::Metadata => simple!(metadata),
-        ApiKey::ApiVersions => simple!(api_versions),
-        ApiKey::InitProducerId => simple!(producer_id),
-        ApiKey::AddPartitionsToTxn => call!(transactions::add_partitions),
-        ApiKey::AddOffsetsToTxn => call!(transactions::add_offsets),
-        ApiKey::EndTxn => call!(transactions::end_txn),
-        ApiKey::WriteTxnMarkers => call!(transactions::write_txn_markers),
-        ApiKey::TxnOffsetCommit => call!(transactions::txn_offset_commit),
-        ApiKey::DescribeTransactions => call!(transactions::describe_transactions),
-        ApiKey::ListTransactions => call!(transactions::list_transactions),
-        ApiKey::DescribeProducers => call!(transactions::describe_producers),
-        ApiKey::DescribeCluster => simple!(cluster),
-        ApiKey::SaslHandshake => call!(scram::sasl_handshake),
-        ApiKey::SaslAuthenticate => call!(scram::sasl_authenticate),
-        ApiKey::DescribeUserScramCredentials => call!(scram::describe),
-        ApiKey::DescribeClientQuotas => call!(quotas::describe),
-        ApiKey::AlterClientQuotas => call!(quotas::alter),
-        ApiKey::AlterUserScramCredentials => call!(scram::alter),
-        ApiKey::CreateTopics => {
-            let req = decode(ctx, body)?;
-            encode(ctx, &admin::create_topics(&broker, ctx, req).await).map(Some)
-        }
-        ApiKey::DeleteTopics => {
-            let req = decode(ctx, body)?;
-            encode(ctx, &admin::delete_topics(&broker, ctx, req).await).map(Some)
-        }
-        ApiKey::CreatePartitions => {
-            let req = decode(ctx, body)?;
-            encode(ctx, &admin::create_partitions(&broker, ctx, req).await).map(Some)
-        }
-        ApiKey::DescribeConfigs => {
-            let req = decode(ctx, body)?;
-            encode(ctx, &configs::describe(&broker, ctx, req).await).map(Some)
-        }
-        ApiKey::AlterConfigs => {
-            let req = decode(ctx, body)?;
-            encode(ctx, &configs::alter(&broker, ctx, req).await).map(Some)
-        }
-        ApiKey::IncrementalAlterConfigs => {
-            let req = decode(ctx, body)?;
-            encode(ctx, &configs::incremental_alter(&broker, ctx, req).await).map(Some)
-        }
-        other => {
-            // parse_request only lets supported APIs through; reaching here is a table mismatch.
-            tracing::error!(api = ?other, "no handler for an advertised API; closing connection");
-            Err(CloseConnection)
-        }
-    }
 }
 
 /// Whether the request's principal may do `operation` on resource `resource_type`/`name`

@@ -4,6 +4,7 @@
 //! everything after it is overlapped.
 
 use crate::broker::Broker;
+use crate::handlers::table::{self, Auth};
 use crate::handlers::{self, CloseConnection, RequestContext};
 use crate::security::sasl::{Authenticator, Verdict};
 use crate::security::tls::{subject_dn, TlsServer};
@@ -182,9 +183,16 @@ pub fn sasl_bare_token(broker: &Broker, auth: &mut Authenticator, token: &[u8]) 
     outcome(broker, Ok(buf.freeze()), a.verdict, false)
 }
 
-/// Whether a request of `api` may pass before (or during) SASL authentication.
+/// Whether a request of `api` may pass before (or during) SASL authentication: ApiVersions
+/// ([`Auth::Open`] in the API table).
 pub fn allowed_before_authentication(api: ApiKey) -> bool {
-    matches!(api, ApiKey::ApiVersions)
+    table::spec(api).is_some_and(|s| s.auth == Auth::Open)
+}
+
+/// Whether a request of `api` is part of the SASL exchange (SaslHandshake, SaslAuthenticate:
+/// [`Auth::Exchange`] in the API table), which [`sasl_request`] answers on a SASL listener.
+pub fn sasl_exchange(api: ApiKey) -> bool {
+    table::spec(api).is_some_and(|s| s.auth == Auth::Exchange)
 }
 
 /// The session requests of this connection run as.

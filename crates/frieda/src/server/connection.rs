@@ -17,7 +17,6 @@ use crate::security::{ListenerSecurity, Session};
 use crate::stats::{nanos, BrokerStats, RequestTimes};
 use futures::stream::{FuturesOrdered, StreamExt};
 use futures::FutureExt;
-use kafka_protocol::messages::ApiKey;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -321,7 +320,7 @@ async fn serve(
                         match handlers::parse_request(frame.payload, peer, &conn.session()) {
                             Ok((mut ctx, body)) => {
                                 if let Some(a) = conn.auth.as_mut() {
-                                    if matches!(ctx.api_key, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
+                                    if auth::sasl_exchange(ctx.api_key) {
                                         drop(permit);
                                         if queue_sasl(auth::sasl_request(&broker, a, &ctx, body), &mut inflight) {
                                             closing = true;
