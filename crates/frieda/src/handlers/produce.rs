@@ -256,7 +256,7 @@ async fn verify_transactions(
         }
         let token = p
             .partition
-            .begin_verification(h.producer_id, h.producer_epoch);
+            .begin_verification(h.producer_id, h.producer_epoch, tv2);
         *check = ProducerCheck::Client {
             verification: token,
             require_verification: true,
