@@ -92,18 +92,25 @@ def test_a_commit_without_min_insync_replicas_is_neither_acknowledged_nor_fetche
     commit was acknowledged by the coordinator alone and served). Once the ISR is full again a
     commit succeeds."""
     c = cluster(n=5, voters=5)
-    group = f"g-{uuid.uuid4().hex[:8]}"
     topic = "t-offsets"
     assert cw.create_topic(c.node(1).client_port, topic, 1, 3)[0] == 0
     c.wait_topic(topic, 1)
+    # FindCoordinator creates __consumer_offsets
+    c.wait_until(lambda: find_coordinator(c.node(1).client_port, "any")[0] == 0, 30, "__consumer_offsets")
+    c.wait_full_isr(OFFSETS)
+    # A group whose partition's followers do not include the active controller: pausing the
+    # controller would also cost the coordinator its lease for a moment (NOT_COORDINATOR).
+    ctrl = c.controller()
+    n = c.setting("offsets.topic.num.partitions")
+    parts = c.partitions(OFFSETS)
+    part = next(q for q in range(n) if ctrl not in set(parts[q].replicas) - {parts[q].leader})
+    group = next(g for g in (f"g-{uuid.uuid4().hex[:8]}" for _ in range(10000)) if offsets_partition(g, n) == part)
     coordinator = c.wait_until(
         lambda: (lambda r: r[1] if r[0] == 0 else None)(find_coordinator(c.node(1).client_port, group)),
         30, f"a coordinator for {group}")
-    c.wait_full_isr(OFFSETS)
-    part = offsets_partition(group, c.setting("offsets.topic.num.partitions"))
     assert c.leader_of(OFFSETS, part) == coordinator, "the coordinator leads the group's partition"
     followers = [b for b in c.replicas_of(OFFSETS, part) if b != coordinator]
-    assert len(followers) == 2, c.replicas_of(OFFSETS, part)
+    assert len(followers) == 2 and ctrl not in followers, (c.replicas_of(OFFSETS, part), ctrl)
     port = c.node(coordinator).client_port
 
     # (NOT_COORDINATOR until the new leader has loaded the partition)
