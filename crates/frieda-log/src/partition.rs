@@ -1291,8 +1291,16 @@ impl PartitionLog {
 
     /// Starts verifying that `producer_id`'s transaction includes this partition (KIP-890):
     /// `None` when it is already open here at `epoch`, else the token its append must carry.
-    pub fn begin_verification(&mut self, producer_id: i64, epoch: i16) -> Option<u64> {
-        self.producers.begin_verification(producer_id, epoch)
+    /// `supports_epoch_bump`: a transactions v2 producer (see
+    /// [`ProducerStateManager::begin_verification`]).
+    pub fn begin_verification(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        supports_epoch_bump: bool,
+    ) -> Option<u64> {
+        self.producers
+            .begin_verification(producer_id, epoch, supports_epoch_bump)
     }
 
     /// Notes a batch refused before its append with a retriable error.

@@ -182,14 +182,26 @@ pub struct ProducerStateManager {
     /// before appending it (not leading, fenced, too few in-sync replicas), until a batch
     /// covering that sequence is appended. Bounded by [`MAX_REFUSED_PRODUCERS`].
     refused: HashMap<i64, (i16, i32)>,
-    /// Transaction verifications in flight (KIP-890 part 1): producer id -> (epoch, token).
-    verifying: HashMap<i64, (i16, u64)>,
+    /// Transaction verifications in flight (KIP-890): producer id -> the verification.
+    verifying: HashMap<i64, Verification>,
     next_token: u64,
     /// Whether this table may lack a producer that wrote here: one was expired or evicted, the
     /// partition's log start moved past batches, or the log was reopened after a restart (set
     /// by the partition, which also remembers an expiry across restarts). Until then an unknown producer's first batch must
     /// start at sequence 0 (see [`check`](Self::check)).
     may_have_forgotten: bool,
+}
+
+/// A transaction verification in flight (Kafka's `VerificationStateEntry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Verification {
+    /// The producer epoch verified.
+    epoch: i16,
+    /// The token its append must carry (Kafka's `VerificationGuard`).
+    token: u64,
+    /// Asked by a transactions v2 producer (Produce v12+, KIP-890 part 2), whose epoch was
+    /// bumped when its previous transaction ended.
+    supports_epoch_bump: bool,
 }
 
 fn in_sequence(last: i32, next: i32) -> bool {
@@ -246,7 +258,7 @@ impl ProducerStateManager {
             if !continues
                 && require_verification
                 && (verification.is_none()
-                    || self.verifying.get(&batch.producer_id).map(|v| v.1) != verification)
+                    || self.verifying.get(&batch.producer_id).map(|v| v.token) != verification)
             {
                 return Err(ProducerError::InvalidTxnState);
             }
@@ -342,9 +354,21 @@ impl ProducerStateManager {
     /// Starts verifying that `producer_id`'s transaction at `epoch` includes this partition
     /// (KIP-890 part 1, Kafka's `maybeStartTransactionVerification`): `None` when no
     /// verification is needed (its transaction is already open here at that epoch), else a
-    /// token to pass to [`check`](Self::check) once the coordinator confirmed it. A marker for
-    /// the producer, or a newer verification, voids the token.
-    pub fn begin_verification(&mut self, producer_id: i64, epoch: i16) -> Option<u64> {
+    /// token to pass to [`check`](Self::check) once the coordinator confirmed it.
+    /// `supports_epoch_bump`: the producer uses transactions v2 (KIP-890 part 2).
+    ///
+    /// A marker for the producer voids the token (a late write of a finished transaction
+    /// cannot open a hanging one), except a transactions v2 verification whose epoch is the
+    /// marker's: the marker carries the epoch the coordinator bumped to when the previous
+    /// transaction ended, so the verification is for the next transaction (Kafka's
+    /// `UnifiedLog.updateProducers`, `isV2NextTransactionStarted`). A newer verification
+    /// replaces the token.
+    pub fn begin_verification(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        supports_epoch_bump: bool,
+    ) -> Option<u64> {
         if let Some(e) = self.producers.get(&producer_id) {
             if e.current_txn_first_offset.is_some() && e.epoch == epoch {
                 return None;
@@ -355,13 +379,20 @@ impl ProducerStateManager {
         {
             self.verifying.clear();
         }
-        if let Some((e, token)) = self.verifying.get(&producer_id) {
-            if *e == epoch {
-                return Some(*token);
+        if let Some(v) = self.verifying.get(&producer_id) {
+            if v.epoch == epoch {
+                return Some(v.token);
             }
         }
         self.next_token += 1;
-        self.verifying.insert(producer_id, (epoch, self.next_token));
+        self.verifying.insert(
+            producer_id,
+            Verification {
+                epoch,
+                token: self.next_token,
+                supports_epoch_bump,
+            },
+        );
         Some(self.next_token)
     }
 
@@ -443,6 +474,13 @@ impl ProducerStateManager {
     /// Records a transaction marker written at `offset` (`timestamp` its record's, ms): the
     /// producer takes the marker's epoch and coordinator epoch, and its open transaction, if
     /// any, closes. Returns the closed transaction.
+    ///
+    /// The producer's verification in flight is voided, unless it is a transactions v2 one at
+    /// the marker's epoch (see [`begin_verification`](Self::begin_verification)): a v2
+    /// producer's next transaction may start verifying here, with the epoch EndTxn bumped
+    /// to, before the previous transaction's marker (carrying that same epoch) lands; voiding
+    /// it refused the producer's first batch with INVALID_TXN_STATE although the coordinator
+    /// had added the partition.
     pub fn record_marker(
         &mut self,
         producer_id: i64,
@@ -451,7 +489,13 @@ impl ProducerStateManager {
         offset: i64,
         timestamp: i64,
     ) -> Option<CompletedTxn> {
-        self.verifying.remove(&producer_id);
+        let next_transaction_started = self
+            .verifying
+            .get(&producer_id)
+            .is_some_and(|v| v.supports_epoch_bump && v.epoch == epoch);
+        if !next_transaction_started {
+            self.verifying.remove(&producer_id);
+        }
         self.refused.remove(&producer_id);
         let entry = self.producers.entry(producer_id).or_default();
         entry.set_epoch(epoch);

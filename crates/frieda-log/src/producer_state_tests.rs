@@ -257,9 +257,9 @@ fn opening_a_transaction_needs_a_verification_a_marker_voids() {
     let mut t = ProducerStateManager::default();
     let b = txn_batch(5, 0, 0, 1);
     assert_eq!(t.check(&b, None, true), Err(ProducerError::InvalidTxnState));
-    let token = t.begin_verification(5, 0).unwrap();
+    let token = t.begin_verification(5, 0, false).unwrap();
     assert_eq!(
-        t.begin_verification(5, 0),
+        t.begin_verification(5, 0, false),
         Some(token),
         "same epoch, same token"
     );
@@ -272,17 +272,66 @@ fn opening_a_transaction_needs_a_verification_a_marker_voids() {
         t.check(&b, Some(token), true),
         Err(ProducerError::InvalidTxnState)
     );
-    let token = t.begin_verification(5, 0).unwrap();
+    let token = t.begin_verification(5, 0, false).unwrap();
     assert_eq!(t.check(&b, Some(token), true), Ok(SequenceCheck::Append));
     t.record(&b, 1);
     assert_eq!(
-        t.begin_verification(5, 0),
+        t.begin_verification(5, 0, false),
         None,
         "open here: nothing to verify"
     );
     assert_eq!(
         t.check(&txn_batch(5, 0, 1, 1), None, true),
         Ok(SequenceCheck::Append)
+    );
+}
+
+/// Transactions v2 (KIP-890 part 2): EndTxn answers with the bumped epoch before the markers
+/// are written, so the producer's next transaction may start verifying a partition (at the
+/// bumped epoch) while the previous transaction is still open there. The previous
+/// transaction's marker carries that same epoch and must not void the verification: the
+/// coordinator adds the partition once the markers are written, and the append then needs its
+/// token (Kafka's `UnifiedLog.updateProducers`, `isV2NextTransactionStarted`). franz-go's
+/// `TestTxnEtl` got INVALID_TXN_STATE on the first produce of a transaction so.
+#[test]
+fn a_v2_verification_at_the_bumped_epoch_survives_the_previous_transactions_marker() {
+    let mut t = ProducerStateManager::default();
+    // Transaction 1 at epoch 0 is open here; EndTxn(commit) bumped the epoch to 1.
+    t.record(&txn_batch(5, 0, 0, 1), 0);
+    // Transaction 2's first batch (epoch 1) arrives before transaction 1's marker.
+    let token = t.begin_verification(5, 1, true).unwrap();
+    // The marker of transaction 1, with the bumped epoch, lands; then the coordinator
+    // (CompleteCommit by now) adds the partition to transaction 2 and the batch is appended.
+    t.record_marker(5, 1, marker(ControlType::Commit, 0), 1, 0);
+    let first = txn_batch(5, 1, 0, 1);
+    assert_eq!(
+        t.check(&first, Some(token), true),
+        Ok(SequenceCheck::Append)
+    );
+    t.record(&first, 2);
+    assert_eq!(t.begin_verification(5, 1, true), None, "open here now");
+
+    // A marker with another epoch (transaction 2 fenced: epoch 2 aborts) voids a v2
+    // verification, and a v1 verification is voided by any marker (the ABA case KIP-890
+    // part 1 guards against: the late write of a finished transaction).
+    let mut t = ProducerStateManager::default();
+    t.record(&txn_batch(6, 0, 0, 1), 0);
+    let token = t.begin_verification(6, 1, true).unwrap();
+    t.record_marker(6, 2, marker(ControlType::Abort, 0), 1, 0);
+    assert_eq!(
+        t.check(&txn_batch(6, 2, 0, 1), Some(token), true),
+        Err(ProducerError::InvalidTxnState)
+    );
+    let mut t = ProducerStateManager::default();
+    t.record(&txn_batch(7, 0, 0, 1), 0);
+    let token = t.begin_verification(7, 0, false);
+    assert_eq!(token, None, "v1: the same epoch's transaction is open here");
+    t.record_marker(7, 0, marker(ControlType::Commit, 0), 1, 0);
+    let token = t.begin_verification(7, 0, false).unwrap();
+    t.record_marker(7, 0, marker(ControlType::Abort, 0), 2, 0);
+    assert_eq!(
+        t.check(&txn_batch(7, 0, 1, 1), Some(token), true),
+        Err(ProducerError::InvalidTxnState)
     );
 }
 

@@ -575,12 +575,19 @@ impl Partition {
 
     /// Starts a KIP-890 verification of `producer_id`'s transaction at `epoch` for this
     /// partition: `None` when its transaction is already open here, else the token the append
-    /// must carry once the coordinator confirmed it.
-    pub fn begin_verification(&self, producer_id: i64, epoch: i16) -> Option<u64> {
-        self.state
-            .lock()
-            .as_mut()
-            .and_then(|s| s.log.begin_verification(producer_id, epoch))
+    /// must carry once the coordinator confirmed it. `supports_epoch_bump`: a transactions v2
+    /// producer (Produce v12+), whose verification survives the marker of its previous
+    /// transaction (see [`frieda_log::ProducerStateManager::begin_verification`]).
+    pub fn begin_verification(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        supports_epoch_bump: bool,
+    ) -> Option<u64> {
+        self.state.lock().as_mut().and_then(|s| {
+            s.log
+                .begin_verification(producer_id, epoch, supports_epoch_bump)
+        })
     }
 
     /// The last stable offset (KIP-98): `read_committed` consumers read below it.

@@ -71,14 +71,7 @@ pub async fn write_marker_locally(
     let outcome = p
         .append_marker(m.producer_id, m.producer_epoch, marker, m.bumps_epoch)
         .await?;
-    if &*p.topic == OFFSETS_TOPIC {
-        // In the log now: the group coordinator applies it in log order, replicated or not
-        // (as it does every write of the offsets log).
-        broker
-            .groups
-            .land_marker(p.index, outcome.base_offset, m.producer_id, m.commit);
-    }
-    if replicated {
+    let waited = if replicated {
         p.repl
             .wait_replicated(
                 outcome.last_offset,
@@ -86,9 +79,23 @@ pub async fn write_marker_locally(
                 min_isr,
                 MARKER_REPLICATION_TIMEOUT,
             )
-            .await?;
+            .await
+    } else {
+        Ok(())
+    };
+    if &*p.topic == OFFSETS_TOPIC {
+        // In the log now: the group coordinator takes it in log order, and completes the
+        // producer's transactional offsets only if it replicated (Kafka completes them for the
+        // marker appends that succeeded; the coordinator writes a failed one again).
+        broker.groups.land_marker(
+            p.index,
+            outcome.base_offset,
+            m.producer_id,
+            m.commit,
+            waited.is_ok(),
+        );
     }
-    Ok(())
+    waited
 }
 
 /// Where a partition's marker goes.

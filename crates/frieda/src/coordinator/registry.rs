@@ -37,8 +37,8 @@ pub fn offsets_partition_for(group: &str, partitions: i32) -> i32 {
 }
 
 /// A transaction marker that landed while its partition's coordinator was loading: (offset,
-/// producer id, commit).
-type EarlyMarker = (i64, i64, bool);
+/// producer id, commit, replicated).
+type EarlyMarker = (i64, i64, bool, bool);
 
 /// The coordinators of the offsets partitions this broker leads.
 pub struct GroupCoordinators {
@@ -128,8 +128,9 @@ impl GroupCoordinators {
         let c = Arc::new(opened?);
         // Markers appended while the log was replayed: those the replay read are skipped by
         // the store (below its next offset), the others fill their place in the log order.
-        for (offset, producer_id, commit) in early {
-            c.offsets.land_marker(offset, producer_id, commit);
+        for (offset, producer_id, commit, replicated) in early {
+            c.offsets
+                .land_marker(offset, producer_id, commit, replicated);
         }
         self.loaded.write().insert(index, c);
         drop(loading);
@@ -250,15 +251,23 @@ impl GroupCoordinators {
             .await
     }
 
-    /// A transaction marker landed at `offset` of offsets partition `index` (see
-    /// [`crate::coordinator::offsets::OffsetStore::land_marker`]); nothing if its coordinator
-    /// does not run here (the one that loads it replays the marker).
-    pub fn land_marker(&self, index: i32, offset: i64, producer_id: i64, commit: bool) {
+    /// A transaction marker landed at `offset` of offsets partition `index`, `replicated` or
+    /// not (see [`crate::coordinator::offsets::OffsetStore::land_marker`]); nothing if its
+    /// coordinator does not run here (the one that loads it replays the marker).
+    pub fn land_marker(
+        &self,
+        index: i32,
+        offset: i64,
+        producer_id: i64,
+        commit: bool,
+        replicated: bool,
+    ) {
         let mut loading = self.loading.lock();
         if let Some(c) = self.loaded.read().get(&index) {
-            c.offsets.land_marker(offset, producer_id, commit);
+            c.offsets
+                .land_marker(offset, producer_id, commit, replicated);
         } else if let Some(early) = loading.get_mut(&index) {
-            early.push((offset, producer_id, commit));
+            early.push((offset, producer_id, commit, replicated));
         }
     }
 

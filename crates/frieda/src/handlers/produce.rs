@@ -210,9 +210,23 @@ const ABORTABLE_VERSION: i16 = 11;
 /// See [`ABORTABLE_VERSION`].
 const TXN_V2_VERSION: i16 = 12;
 
+/// How long a transactions v2 produce retries an add its coordinator answered
+/// CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being written)
+/// before the error goes to the client: Kafka's `add.partitions.to.txn.retry.backoff.max.ms`
+/// (100 ms; `ReplicaManager.appendRecordsWithTransactionVerification`).
+const ADD_RETRY_MAX: Duration = Duration::from_millis(100);
+/// The pause between those retries: Kafka's `add.partitions.to.txn.retry.backoff.ms` (20 ms).
+const ADD_RETRY_BACKOFF: Duration = Duration::from_millis(20);
+
 /// Sets each transactional batch's producer check: batches that would open a transaction on
 /// their partition are verified (or, v12+, added) with the coordinator first (one request for
 /// the whole produce request); a refusal becomes the partition's error.
+///
+/// Transactions v2 (KIP-890 part 2): EndTxn answers before the markers are written, so the
+/// producer's next transaction often reaches a partition while its coordinator still answers
+/// CONCURRENT_TRANSACTIONS (51); as Kafka's `ReplicaManager` does, the add is retried here
+/// every [`ADD_RETRY_BACKOFF`], starting each partition's verification again, for up to
+/// [`ADD_RETRY_MAX`], and only then is CONCURRENT_TRANSACTIONS answered (the client retries).
 async fn verify_transactions(
     broker: &Arc<Broker>,
     version: i16,
@@ -222,7 +236,7 @@ async fn verify_transactions(
     let tv2 = version >= TXN_V2_VERSION;
     let verify = tv2 || broker.config.transactions.partition_verification;
     let mut producer: Option<(i64, i16)> = None;
-    let mut needed: Vec<(usize, (String, i32), u64)> = Vec::new();
+    let mut needed: Vec<(usize, (String, i32))> = Vec::new();
     for (i, (_, _, prepared, check)) in items.iter_mut().enumerate() {
         let Ok(p) = prepared else { continue };
         if !p.header.is_transactional() {
@@ -256,13 +270,13 @@ async fn verify_transactions(
         }
         let token = p
             .partition
-            .begin_verification(h.producer_id, h.producer_epoch);
+            .begin_verification(h.producer_id, h.producer_epoch, tv2);
         *check = ProducerCheck::Client {
             verification: token,
             require_verification: true,
         };
-        if let Some(t) = token {
-            needed.push((i, (p.partition.topic.to_string(), p.partition.index), t));
+        if token.is_some() {
+            needed.push((i, (p.partition.topic.to_string(), p.partition.index)));
         }
     }
     let (Some(id), Some((pid, epoch))) = (transactional_id, producer) else {
@@ -271,9 +285,34 @@ async fn verify_transactions(
     if needed.is_empty() {
         return;
     }
-    let tps: Vec<(String, i32)> = needed.iter().map(|(_, tp, _)| tp.clone()).collect();
-    let failed = txn_verify::add_or_verify(broker, id, pid, epoch, &tps, tv2).await;
-    for (i, tp, _) in needed {
+    let started = std::time::Instant::now();
+    let mut failed;
+    loop {
+        let tps: Vec<(String, i32)> = needed.iter().map(|(_, tp)| tp.clone()).collect();
+        failed = txn_verify::add_or_verify(broker, id, pid, epoch, &tps, tv2).await;
+        let concurrent = failed
+            .values()
+            .any(|e| *e == ResponseError::ConcurrentTransactions);
+        if !tv2 || !concurrent || started.elapsed() >= ADD_RETRY_MAX {
+            break;
+        }
+        tokio::time::sleep(ADD_RETRY_BACKOFF).await;
+        // Kafka's retry starts each partition's verification again: the previous
+        // transaction's marker may have landed meanwhile.
+        needed.retain(|&(i, _)| {
+            let Ok(p) = &items[i].2 else { return false };
+            let token = p.partition.begin_verification(pid, epoch, tv2);
+            items[i].3 = ProducerCheck::Client {
+                verification: token,
+                require_verification: true,
+            };
+            token.is_some()
+        });
+        if needed.is_empty() {
+            return;
+        }
+    }
+    for (i, tp) in needed {
         if let Some(&e) = failed.get(&tp) {
             let code = txn_verify::produce_error(e, version >= ABORTABLE_VERSION, tv2);
             tracing::debug!(transactional_id = id, topic = %tp.0, partition = tp.1, error = ?e, "transaction verification refused a batch");

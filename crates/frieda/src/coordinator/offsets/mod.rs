@@ -7,6 +7,14 @@
 //! only once a write is in the log, and writes are applied in log order (by offset), so the map
 //! is always what a replay of the log would give. A write that fails changes nothing.
 //!
+//! In a cluster a write is made as an `acks=all` produce is (Kafka's offset commits and group
+//! writes use required acks -1): refused before the append when fewer than the partition's
+//! `min.insync.replicas` are in sync, and counted only once its in-sync replicas have it. A
+//! write appended but not replicated as asked is answered with the error and not applied
+//! (Kafka's `GroupMetadataManager.failPendingOffsetWrite` / `failPendingTxnOffsetCommit`):
+//! OffsetFetch never serves it. It stays in the log, so a coordinator that loads the partition
+//! later (after a failover, or a restart) may find it, as Kafka's does.
+//!
 //! The log is replayed on start. It is a compacted log (`cleanup.policy=compact`) kept small by
 //! the broker's log cleaner like any compacted topic: the latest record of each key stays,
 //! tombstones go after `delete.retention.ms`.
@@ -49,8 +57,8 @@ type Done = oneshot::Sender<Result<AppendOutcome, ResponseError>>;
 /// Something in the log waiting to be applied (in log order).
 enum Landed {
     /// A write: its records, where it landed, its waiter and what to tell it (an error when the
-    /// write is in the log but not replicated as asked); `txn`: the producer of a
-    /// transactional commit (pending until its marker).
+    /// write is in the log but not replicated as asked: then it is not applied); `txn`: the
+    /// producer of a transactional commit (pending until its marker).
     Write {
         records: Vec<(LogKey, Option<Bytes>)>,
         outcome: AppendOutcome,
@@ -58,8 +66,14 @@ enum Landed {
         replicated: Result<(), ResponseError>,
         txn: Option<i64>,
     },
-    /// A transaction marker of `producer_id` (one offset).
-    Marker { producer_id: i64, commit: bool },
+    /// A transaction marker of `producer_id` (one offset); `replicated`: whether it reached
+    /// the in-sync replicas (if not, the producer's offsets stay pending: the transaction
+    /// coordinator writes the marker again).
+    Marker {
+        producer_id: i64,
+        commit: bool,
+        replicated: bool,
+    },
 }
 
 /// A transactional offset commit waiting for its transaction's outcome.
@@ -79,6 +93,32 @@ const MAX_PENDING_PRODUCERS: usize = 100_000;
 /// How long a write to a replicated offsets partition waits for its in-sync replicas
 /// (Kafka's `offsets.commit.timeout.ms`, default 5000).
 const REPLICATION_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(5000);
+
+/// The error a group coordinator answers for a failed write of its log (Kafka's
+/// `GroupMetadataManager.appendGroupMetadataErrorToResponseError` and
+/// `CoordinatorOperationExceptionHelper.handleOperationException`):
+/// UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND and
+/// REQUEST_TIMED_OUT become COORDINATOR_NOT_AVAILABLE (15; the client retries),
+/// NOT_LEADER_OR_FOLLOWER and KAFKA_STORAGE_ERROR NOT_COORDINATOR (16; the client looks the
+/// coordinator up again), MESSAGE_TOO_LARGE and RECORD_LIST_TOO_LARGE UNKNOWN_SERVER_ERROR;
+/// anything else is answered as it is. (Kafka 4's coordinator appends with acks=1 and waits for
+/// the high watermark itself, so it never sees NOT_ENOUGH_REPLICAS_AFTER_APPEND; it times out
+/// instead, which it answers COORDINATOR_NOT_AVAILABLE.)
+pub fn append_error(e: ResponseError) -> ResponseError {
+    match e {
+        ResponseError::UnknownTopicOrPartition
+        | ResponseError::NotEnoughReplicas
+        | ResponseError::NotEnoughReplicasAfterAppend
+        | ResponseError::RequestTimedOut => ResponseError::CoordinatorNotAvailable,
+        ResponseError::NotLeaderOrFollower | ResponseError::KafkaStorageError => {
+            ResponseError::NotCoordinator
+        }
+        ResponseError::MessageTooLarge | ResponseError::RecordListTooLarge => {
+            ResponseError::UnknownServerError
+        }
+        other => other,
+    }
+}
 
 #[derive(Default)]
 struct Inner {
@@ -139,10 +179,15 @@ impl Inner {
                     replicated,
                     txn,
                 } => {
-                    for (k, v) in records {
-                        match txn {
-                            Some(pid) => self.add_pending(pid, k, v.as_deref(), at),
-                            None => self.apply(k, v.as_deref(), at),
+                    // A write that did not replicate as asked is not applied (Kafka's
+                    // `failPendingOffsetWrite` / `failPendingTxnOffsetCommit`): its committer
+                    // gets the error, OffsetFetch keeps serving what was there.
+                    if replicated.is_ok() {
+                        for (k, v) in records {
+                            match txn {
+                                Some(pid) => self.add_pending(pid, k, v.as_deref(), at),
+                                None => self.apply(k, v.as_deref(), at),
+                            }
                         }
                     }
                     let _ = done.send(replicated.map(|()| outcome));
@@ -150,7 +195,15 @@ impl Inner {
                 Landed::Marker {
                     producer_id,
                     commit,
-                } => self.complete_txn(producer_id, commit),
+                    replicated,
+                } => {
+                    // Kafka completes a group's transactional offsets only for marker appends
+                    // that succeeded (`KafkaApis.handleWriteTxnMarkersRequest`); a failed one is
+                    // written again by the transaction coordinator.
+                    if replicated {
+                        self.complete_txn(producer_id, commit)
+                    }
+                }
             }
         }
     }
@@ -373,29 +426,37 @@ impl OffsetStore {
             .map(|(k, v)| (codec::encode_key(k), v.clone()))
             .collect();
         let (batch, header) = super::records::encode_batch(&encoded, now_ms(), txn);
-        let appended = self.log.submit(batch, header);
         let (tx, rx) = oneshot::channel();
+        // acks=all, as Kafka writes its offsets topic: with fewer than the partition's
+        // `min.insync.replicas` in sync the write is refused before the append
+        // (NOT_ENOUGH_REPLICAS, answered COORDINATOR_NOT_AVAILABLE).
+        let min_insync = self.log.produce_policy().min_insync_replicas;
+        if self.log.repl.is_replicated() {
+            if let Err(e) = self.log.repl.check_writable(true, min_insync) {
+                let _ = tx.send(Err(append_error(e)));
+                return rx;
+            }
+        }
+        let appended = self.log.submit(batch, header);
         let inner = self.inner.clone();
         let log = self.log.clone();
         tokio::spawn(async move {
             match appended.await {
                 Ok(Ok(outcome)) => {
                     // In a cluster a write counts once the partition's in-sync replicas have it
-                    // (acks=all). It is in the log either way, so the map takes it either way.
+                    // (acks=all, `min.insync.replicas`). It is in the log either way, so it
+                    // lands either way (writes apply in log order); one that did not replicate
+                    // is not applied.
                     let replicated = log
                         .repl
                         .wait_replicated(
                             outcome.last_offset,
                             outcome.leader_epoch,
-                            1,
+                            min_insync,
                             REPLICATION_TIMEOUT,
                         )
                         .await
-                        .map_err(|e| match e {
-                            // Kafka's GroupMetadataManager maps append errors the same way.
-                            ResponseError::NotLeaderOrFollower => ResponseError::NotCoordinator,
-                            _ => ResponseError::CoordinatorNotAvailable,
-                        });
+                        .map_err(append_error);
                     let count = records.len();
                     inner.lock().land(
                         outcome.base_offset,
@@ -409,8 +470,8 @@ impl OffsetStore {
                         },
                     )
                 }
-                Ok(Err(e)) => drop(tx.send(Err(e))),
-                Err(_) => drop(tx.send(Err(ResponseError::KafkaStorageError))),
+                Ok(Err(e)) => drop(tx.send(Err(append_error(e)))),
+                Err(_) => drop(tx.send(Err(append_error(ResponseError::KafkaStorageError)))),
             }
         });
         rx
@@ -439,14 +500,17 @@ impl OffsetStore {
 
     /// A transaction marker of `producer_id` was appended at `offset` of this log: once every
     /// write before it is applied, the producer's pending offsets are applied (commit) or
-    /// dropped (abort).
-    pub fn land_marker(&self, offset: i64, producer_id: i64, commit: bool) {
+    /// dropped (abort) if the marker `replicated` (reached the partition's in-sync replicas);
+    /// if not, they stay pending until the coordinator's next attempt. Every marker appended
+    /// must be reported, replicated or not (writes apply in log order).
+    pub fn land_marker(&self, offset: i64, producer_id: i64, commit: bool, replicated: bool) {
         self.inner.lock().land(
             offset,
             1,
             Landed::Marker {
                 producer_id,
                 commit,
+                replicated,
             },
         );
     }
@@ -651,6 +715,51 @@ mod tests {
         OffsetStore::open(Arc::new(p)).unwrap()
     }
 
+    /// A store over a replicated `__consumer_offsets` partition led by broker 1 in leader
+    /// epoch 5, with replicas 1, 2, 3, in-sync replicas `isr` and the topic's
+    /// `min.insync.replicas` = `min_isr`.
+    fn open_replicated(
+        dir: &Path,
+        writers: &LogWriters,
+        isr: Vec<i32>,
+        min_isr: usize,
+    ) -> OffsetStore {
+        use crate::replication::{Leader, Role};
+        let cfg = LogConfig {
+            segment_bytes: 64 << 10,
+            retention_ms: -1,
+            tail_cache_bytes: 0,
+            ..LogConfig::default()
+        };
+        let (log, _) = PartitionLog::open(dir, cfg, now_ms()).unwrap();
+        let name: Arc<str> = Arc::from("__consumer_offsets");
+        let mut topic = TopicConfigs::default();
+        topic
+            .set("min.insync.replicas", &min_isr.to_string())
+            .unwrap();
+        let policy = topic.produce_policy(&TopicConfigs::default());
+        assert_eq!(policy.min_insync_replicas, min_isr);
+        let p = Partition::new(
+            name.clone(),
+            0,
+            log,
+            writers.for_partition(&name, 0),
+            policy,
+        );
+        let state = frieda_meta::PartitionState {
+            replicas: vec![1, 2, 3],
+            isr,
+            leader: 1,
+            leader_epoch: 5,
+            partition_epoch: 1,
+            adding: vec![],
+            removing: vec![],
+        };
+        p.repl
+            .set_role(1, Role::Leader(Leader::new(&state, 1, now_ms())), 0);
+        OffsetStore::open(Arc::new(p)).unwrap()
+    }
+
     fn close(store: OffsetStore) {
         if let Some(st) = store.log.state.lock().take() {
             st.log.close().unwrap();
@@ -733,7 +842,7 @@ mod tests {
             .commit("g", vec![(("t".into(), 0), value(1, now))])
             .await
             .unwrap();
-        store.land_marker(0, 42, true);
+        store.land_marker(0, 42, true, true);
         let later = store.commit("g", vec![(("t".into(), 0), value(2, now))]);
         tokio::time::timeout(std::time::Duration::from_secs(5), later)
             .await
@@ -769,6 +878,135 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(store.has_offsets("g"), "a failed deletion deletes nothing");
         log.log.close().unwrap();
+        writers.stop();
+    }
+
+    /// The write waits for the partition's own `min.insync.replicas` (acks=all), not for 1:
+    /// with only the leader in sync and `min.insync.replicas=2` a commit is refused before its
+    /// append (NOT_ENOUGH_REPLICAS, answered COORDINATOR_NOT_AVAILABLE) and never served;
+    /// with `min.insync.replicas=1` the same commit is taken.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_commit_needs_the_partitions_min_insync_replicas() {
+        let now = now_ms();
+        for (min_isr, expected) in [
+            (2, Err(ResponseError::CoordinatorNotAvailable)),
+            (1, Ok(())),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let writers = LogWriters::start(1);
+            let store = open_replicated(dir.path(), &writers, vec![1], min_isr);
+            let got = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                store.commit("g", vec![(("t".into(), 0), value(7, now))]),
+            )
+            .await
+            .expect("answered");
+            assert_eq!(got, expected, "min.insync.replicas={min_isr}");
+            let group = written(store.store_group(
+                "g",
+                GroupValue {
+                    protocol_type: "consumer".into(),
+                    generation: 1,
+                    protocol: None,
+                    leader: None,
+                    state_timestamp: now,
+                    members: vec![],
+                },
+            ))
+            .await;
+            assert_eq!(group, expected, "group metadata goes the same way");
+            let served = expected.is_ok().then(|| value(7, now));
+            assert_eq!(store.get("g", "t", 0), served);
+            assert_eq!(store.stored_groups().len(), usize::from(expected.is_ok()));
+            close(store);
+            writers.stop();
+        }
+    }
+
+    /// A commit appended but not replicated (the leader lost the partition while its followers
+    /// had not fetched it) is answered with the error (NOT_LEADER_OR_FOLLOWER: NOT_COORDINATOR)
+    /// and is not served, nor is a transactional commit left pending (Kafka's
+    /// `failPendingOffsetWrite` / `failPendingTxnOffsetCommit`); a replicated one is served.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_commit_that_did_not_replicate_is_not_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        let store = open_replicated(dir.path(), &writers, vec![1, 2, 3], 2);
+        let now = now_ms();
+        // Replicated: both followers fetch past it.
+        let first = store.commit("g", vec![(("t".into(), 0), value(1, now))]);
+        let log = store.partition().clone();
+        let follow = |leo: i64| {
+            for f in [2, 3] {
+                log.repl
+                    .on_follower_fetch(f, None, leo, 0, 5, leo, now_ms())
+                    .unwrap();
+            }
+        };
+        while log.reader().log_end_offset() == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        follow(log.reader().log_end_offset());
+        first.await.unwrap();
+        assert_eq!(store.get("g", "t", 0), Some(value(1, now)));
+        // Not replicated: nobody fetches; the leadership ends while the commits wait.
+        let plain = store.commit("g", vec![(("t".into(), 0), value(2, now))]);
+        let txn = store.txn_commit(
+            "g",
+            TxnProducer { id: 9, epoch: 0 },
+            vec![(("t".into(), 1), value(3, now))],
+        );
+        let stop = async {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            log.repl.stop();
+        };
+        let (plain, txn, ()) = tokio::join!(plain, txn, stop);
+        assert_eq!(plain, Err(ResponseError::NotCoordinator));
+        assert_eq!(txn, Err(ResponseError::NotCoordinator));
+        assert_eq!(store.get("g", "t", 0), Some(value(1, now)), "not served");
+        assert!(!store.has_pending("g", "t", 1), "not pending either");
+        close(store);
+        writers.stop();
+    }
+
+    /// A transaction marker that did not replicate completes nothing (Kafka completes the
+    /// offsets only for marker appends that succeeded); the coordinator's next attempt does.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_marker_that_did_not_replicate_leaves_the_offsets_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        let store = open(dir.path(), &writers);
+        let now = now_ms();
+        store
+            .txn_commit(
+                "g",
+                TxnProducer { id: 9, epoch: 0 },
+                vec![(("t".into(), 1), value(3, now))],
+            )
+            .await
+            .unwrap();
+        assert!(store.has_pending("g", "t", 1));
+        let marker = frieda_log::EndTxnMarker {
+            control: frieda_log::ControlType::Commit,
+            coordinator_epoch: 0,
+        };
+        let first = store
+            .partition()
+            .append_marker(9, 0, marker, false)
+            .await
+            .unwrap();
+        store.land_marker(first.base_offset, 9, true, false);
+        assert!(store.has_pending("g", "t", 1), "still pending");
+        assert_eq!(store.get("g", "t", 1), None);
+        let again = store
+            .partition()
+            .append_marker(9, 0, marker, false)
+            .await
+            .unwrap();
+        store.land_marker(again.base_offset, 9, true, true);
+        assert!(!store.has_pending("g", "t", 1));
+        assert_eq!(store.get("g", "t", 1), Some(value(3, now)));
+        close(store);
         writers.stop();
     }
 

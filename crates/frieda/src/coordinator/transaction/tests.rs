@@ -52,6 +52,16 @@ struct Fixture {
 }
 
 fn open(dir: &Path, markers: Arc<Markers>, epoch: i32) -> Fixture {
+    open_with(dir, markers.clone(), markers, epoch)
+}
+
+/// [`open`] with the marker writer `writer` (`markers` records nothing then).
+fn open_with(
+    dir: &Path,
+    writer: Arc<dyn MarkerWriter>,
+    markers: Arc<Markers>,
+    epoch: i32,
+) -> Fixture {
     let writers = LogWriters::start(1);
     let (log, _) = PartitionLog::open(dir, LogConfig::default(), now_ms()).unwrap();
     let name: Arc<str> = Arc::from(TRANSACTION_STATE_TOPIC);
@@ -68,7 +78,7 @@ fn open(dir: &Path, markers: Arc<Markers>, epoch: i32) -> Fixture {
         let id = next.fetch_add(1, Ordering::Relaxed);
         Box::pin(async move { Ok(id) })
     });
-    coord.attach(ids, markers.clone());
+    coord.attach(ids, writer);
     coord.load(0, epoch, p.clone()).unwrap();
     Fixture {
         coord,
@@ -323,4 +333,174 @@ async fn a_reloaded_coordinator_resumes_the_markers_of_a_prepared_transaction() 
         1
     );
     close(f);
+}
+
+/// Appends the markers of partition `p` to it, as a partition leader does, once `gate` has
+/// permits (the markers of a transaction wait there like markers still in flight).
+struct PartitionMarkers {
+    p: Arc<Partition>,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl MarkerWriter for PartitionMarkers {
+    fn write(
+        &self,
+        req: MarkerRequest,
+    ) -> BoxFuture<'static, Vec<(TopicPartition, Result<(), E>)>> {
+        let (p, gate) = (self.p.clone(), self.gate.clone());
+        Box::pin(async move {
+            let _open = gate.acquire().await;
+            let mut out = Vec::new();
+            for tp in req.partitions {
+                let r = if tp == (p.topic.to_string(), p.index) {
+                    let marker = frieda_log::EndTxnMarker {
+                        control: if req.commit {
+                            frieda_log::ControlType::Commit
+                        } else {
+                            frieda_log::ControlType::Abort
+                        },
+                        coordinator_epoch: req.coordinator_epoch,
+                    };
+                    p.append_marker(
+                        req.producer_id,
+                        req.producer_epoch,
+                        marker,
+                        req.version.bumps_epoch(),
+                    )
+                    .await
+                    .map(|_| ())
+                } else {
+                    Err(E::UnknownTopicOrPartition)
+                };
+                out.push((tp, r));
+            }
+            out
+        })
+    }
+}
+
+/// A client's transactional batch of one record: producer `pid` at `epoch`, sequence `seq`.
+fn txn_batch(pid: i64, epoch: i16, seq: i32) -> (bytes::BytesMut, frieda_log::BatchHeader) {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let r = Record {
+        transactional: true,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: 0,
+        producer_id: pid,
+        producer_epoch: epoch,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: seq,
+        timestamp: now_ms(),
+        key: None,
+        value: Some(bytes::Bytes::from_static(b"v")),
+        headers: Default::default(),
+    };
+    let mut buf = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        [&r],
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .unwrap();
+    let header = frieda_log::BatchHeader::parse(&buf).unwrap();
+    (buf, header)
+}
+
+/// Transactions v2 (KIP-890 part 2), the race franz-go's `TestTxnEtl` hit (INVALID_TXN_STATE on
+/// the first produce after a successful EndTxn): EndTxn answers with the bumped epoch while the
+/// markers are still being written. The producer's next batch for a partition of the previous
+/// transaction starts its verification there before that partition's marker lands (the old
+/// transaction is still open there), is answered CONCURRENT_TRANSACTIONS while the coordinator
+/// is in PrepareCommit (Kafka's `handleAddPartitionsToTransaction`), and its retry verifies
+/// again while the marker is still in flight; the marker lands, the coordinator completes and
+/// adds the partition, and the append must then accept the verification: the marker carried
+/// the epoch that verification was made with (Kafka keeps it: `isV2NextTransactionStarted`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v2_produce_verified_before_the_previous_marker_lands_is_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = tempfile::tempdir().unwrap();
+    let data_writers = LogWriters::start(1);
+    let (log, _) = PartitionLog::open(data_dir.path(), LogConfig::default(), now_ms()).unwrap();
+    let name: Arc<str> = Arc::from("a");
+    let a0 = Arc::new(Partition::new(
+        name.clone(),
+        0,
+        log,
+        data_writers.for_partition(&name, 0),
+        TopicConfigs::default().produce_policy(&TopicConfigs::default()),
+    ));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let writer = Arc::new(PartitionMarkers {
+        p: a0.clone(),
+        gate: gate.clone(),
+    });
+    let f = open_with(dir.path(), writer, Arc::default(), 0);
+    let (pid, e0) = f.coord.init_producer_id("etl", 60_000, None).await.unwrap();
+    let produce = |epoch: i16, token: Option<u64>| {
+        let (buf, header) = txn_batch(pid, epoch, 0);
+        let a0 = a0.clone();
+        async move {
+            a0.append_checked(
+                buf,
+                header,
+                crate::broker::partition::ProducerCheck::Client {
+                    verification: token,
+                    require_verification: true,
+                },
+            )
+            .await
+        }
+    };
+    // Transaction 1 (epoch e0): the partition leader verifies, the coordinator adds, append.
+    let token = a0.begin_verification(pid, e0, true);
+    assert!(token.is_some());
+    f.coord
+        .add_partitions("etl", pid, e0, &[tp("a", 0)], TxnVersion::V2)
+        .await
+        .unwrap();
+    produce(e0, token).await.unwrap();
+    // EndTxn(commit): answered with the bumped epoch; the markers wait at the gate.
+    let (pid1, e1) = f
+        .coord
+        .end_txn("etl", pid, e0, true, TxnVersion::V2)
+        .await
+        .unwrap();
+    assert_eq!((pid1, e1), (pid, e0 + 1));
+    // Transaction 2's first produce: verification starts (transaction 1 is still open here)
+    // and the coordinator answers CONCURRENT_TRANSACTIONS, as Kafka does, the client retries.
+    let token = a0.begin_verification(pid, e1, true);
+    assert!(token.is_some());
+    assert_eq!(
+        f.coord
+            .add_partitions("etl", pid, e1, &[tp("a", 0)], TxnVersion::V2)
+            .await,
+        Err(E::ConcurrentTransactions)
+    );
+    // The retry verifies again, still before the marker.
+    let retry = a0.begin_verification(pid, e1, true);
+    assert_eq!(retry, token, "the same verification, same epoch");
+    // The marker (epoch e1) lands and the coordinator completes the transaction.
+    gate.add_permits(100);
+    settle(&f, "etl", TxnState::CompleteCommit).await;
+    // The coordinator adds the partition to transaction 2, and the batch is appended.
+    f.coord
+        .add_partitions("etl", pid, e1, &[tp("a", 0)], TxnVersion::V2)
+        .await
+        .unwrap();
+    assert!(
+        produce(e1, retry).await.is_ok(),
+        "the first batch of the next transaction is appended"
+    );
+    close(f);
+    if let Some(st) = a0.state.lock().take() {
+        st.log.close().unwrap();
+    }
+    data_writers.stop();
 }
