@@ -141,8 +141,18 @@ impl World {
         d.verified_upto = hw;
     }
 
-    /// A broker just became `p`'s leader: it must have every acknowledged `acks=all` record.
-    pub(crate) fn check_new_leader(&mut self, id: i32, p: i32) {
+    /// A broker just became `p`'s leader in `epoch`: if the controller elected it (a broker
+    /// acting on a stale image leads nothing: without a lease it neither acknowledges nor
+    /// serves), it must have every acknowledged `acks=all` record.
+    pub(crate) fn check_new_leader(&mut self, id: i32, p: i32, epoch: i32) {
+        let elected = self
+            .controller
+            .image
+            .partition(crate::world::TOPIC, p)
+            .is_some_and(|s| s.leader == id && s.leader_epoch == epoch);
+        if !elected {
+            return;
+        }
         if let Some(missing) = self.missing_acked(id, p) {
             self.violate(
                 "leader-lacks-acked-record",

@@ -1532,7 +1532,7 @@ impl World {
                 "broker {id}: leads partition {p} in epoch {e}, isr {isr:?}, leo {leo}, hw {hw}"
             )
         });
-        self.check_new_leader(id, p);
+        self.check_new_leader(id, p, e);
     }
 
     fn become_follower(&mut self, id: i32, p: i32, leader: i32, epoch: i32) {

@@ -724,7 +724,6 @@ mod tests {
         isr: Vec<i32>,
         min_isr: usize,
     ) -> OffsetStore {
-        use crate::replication::{Leader, Role};
         let cfg = LogConfig {
             segment_bytes: 64 << 10,
             retention_ms: -1,
@@ -755,8 +754,7 @@ mod tests {
             adding: vec![],
             removing: vec![],
         };
-        p.repl
-            .set_role(1, Role::Leader(Leader::new(&state, 1, now_ms())), 0);
+        p.repl.become_leader(1, &state, now_ms(), 0);
         OffsetStore::open(Arc::new(p)).unwrap()
     }
 
