@@ -31,6 +31,7 @@ from cluster_clients import (ProducerThread, check_acked, check_log, read_all, r
 from conftest import LOG_LEVEL
 
 NOT_ENOUGH_REPLICAS = 19
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 MSG_SIZE_TOO_LARGE = 10
 
 
@@ -212,6 +213,55 @@ def test_min_insync_replicas_with_two_of_three_replicas_down(cluster, topic_name
     got, hw = read_all(c.live_bootstrap, t, 3)
     check_log([before, nr, one, after], got, hw, t, exact=True)
     wait_identical(c, t, 3)
+
+
+def test_acks_all_is_not_acknowledged_with_both_followers_paused(cluster, topic_name):
+    """Issue 28, item 1 (tried from outside): min.insync.replicas=2, one partition on nodes 1, 2
+    and 3 of a five-voter cluster, broker.session.timeout.ms=20000 (the paused nodes are not
+    fenced, only the leader's ISR rules apply). Both followers get SIGSTOP while an acks=all
+    producer (not idempotent, retries=0) sends 100 records/s; the leader shrinks the ISR to
+    itself (stall detection in Frieda, replica.lag.time.max.ms=3000 in Kafka). Not one record
+    sent after the SIGSTOP may be acknowledged: each is answered NOT_ENOUGH_REPLICAS(_AFTER_APPEND)
+    or times out. Before the fix, the records waiting when the ISR shrank were acknowledged with
+    only the leader holding them. After SIGCONT the followers rejoin, acks=all works again, and
+    every acknowledged record comes back at its offset. (Run against Kafka with
+    tools/kafka_as_frieda_node.py and KAFKA_NODE_EXEC=1, so SIGSTOP reaches the JVM.)"""
+    c = cluster(5, voters=5, broker_session_timeout_ms=20000)
+    t = topic_name()
+    create(c, t, assignment=[[1, 2, 3]])
+    conf = dict(enable_idempotence=False, acks="all", retries=0, message_timeout_ms=15000, linger_ms=0)
+    before = ProducerThread(c.node(1).addr, t, 1, tag="before", **conf)
+    acks, errs = before.produce_now(50)
+    assert len(acks) == 50 and not errs, errs[:5]
+
+    during = ProducerThread(c.node(1).addr, t, 1, rate=100, tag="during", **conf)
+    c.pause(2)
+    c.pause(3)
+    paused_at = time.monotonic()
+    during.start()
+    try:
+        c.wait_until(lambda: c.isr_of(t, 0, via=1) == [1], 30, "the ISR shrunk to the leader")
+        print(f"ISR [1] {time.monotonic() - paused_at:.1f}s after SIGSTOP of both followers")
+        time.sleep(1.5)  # records sent after the shrink too
+    finally:
+        during.stop(flush_timeout=40)
+        c.resume(2)
+        c.resume(3)
+    assert during.sent > 50, f"only {during.sent} records sent while the followers were paused"
+    assert not during.acks, (
+        f"{len(during.acks)} of {during.sent} acks=all records acknowledged while only the leader had them "
+        f"(min.insync.replicas=2), e.g. offsets {[a.offset for a in during.acks[:10]]}")
+    codes = {e.code() for _seq, e in during.errors}
+    assert codes <= {NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND, KafkaError._MSG_TIMED_OUT,
+                     KafkaError.REQUEST_TIMED_OUT}, f"unexpected errors: {during.errors[:5]}"
+
+    c.wait_full_isr(t, 60)
+    after = ProducerThread(c.bootstrap, t, 1, tag="after", **conf)
+    acks, errs = after.produce_now(50)
+    assert len(acks) == 50 and not errs, f"acks=all after the followers resumed: {errs[:5]}"
+    got, hw = read_all(c.live_bootstrap, t, 1)
+    check_log([before, during, after], got, hw, t, exact=False)
+    wait_identical(c, t, 1)
 
 
 # ---------------------------------------------------------------- d. group coordinator failover

@@ -163,6 +163,31 @@ impl World {
         }
     }
 
+    /// Every member of `p`'s committed ISR holds every acknowledged `acks=all` record (what
+    /// makes electing any of them safe; Kafka admits a follower only once it has everything the
+    /// current and earlier leaders acknowledged, `isFollowerInSync`, KAFKA-7128). Checked for the
+    /// members in `members` when they join, after an acknowledgement, and after a truncation.
+    pub(crate) fn check_isr_members(&mut self, p: i32, members: &[i32], when: &str) {
+        for &m in members {
+            if m < 1 || m > self.plan.shape.brokers {
+                continue;
+            }
+            if let Some(missing) = self.missing_acked(m, p) {
+                let isr = self
+                    .controller
+                    .image
+                    .partition(crate::world::TOPIC, p)
+                    .map(|s| s.isr.clone())
+                    .unwrap_or_default();
+                self.violate(
+                    "isr-member-lacks-acked-record",
+                    format!("partition {p}: broker {m}, in the committed ISR {isr:?} ({when}), lacks acknowledged {missing}"),
+                );
+                return;
+            }
+        }
+    }
+
     /// The first acknowledged, not voided, `acks=all` batch of `p` that broker `id`'s log lacks
     /// at its offset.
     fn missing_acked(&self, id: i32, p: i32) -> Option<String> {
@@ -200,6 +225,17 @@ impl World {
         }
         if x.acks != -1 {
             return;
+        }
+        if let Some(state) = self
+            .controller
+            .image
+            .partition(crate::world::TOPIC, x.partition)
+        {
+            let isr = state.isr.clone();
+            self.check_isr_members(x.partition, &isr, "when the record was acknowledged");
+            if self.violation.is_some() {
+                return;
+            }
         }
         let fsync = self.plan.shape.fsync;
         let lost_by = self.power_lost.get(&x.id);

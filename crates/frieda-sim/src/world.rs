@@ -869,12 +869,9 @@ impl World {
             return;
         }
         if !self.plan.shape.fsync {
-            let committed = lost
-                .iter()
-                .any(|id| self.history[p as usize].values().any(|b| b.id == *id));
-            if committed {
-                self.disagreement_allowed.insert(p);
-            }
+            // Its progress before the loss may still count on the leader, so records it lost can
+            // pass the high watermark later: replicas may disagree from now on.
+            self.disagreement_allowed.insert(p);
             for id in lost {
                 self.power_lost.entry(*id).or_default().insert(broker);
                 if self.acked.get(id).is_some_and(|a| a.acks == -1) && self.voided.insert(*id) {
@@ -997,6 +994,13 @@ impl World {
             }
             if o.isr != n.isr {
                 self.stats.isr_changes += 1;
+                let joined: Vec<i32> = n
+                    .isr
+                    .iter()
+                    .copied()
+                    .filter(|b| !o.isr.contains(b))
+                    .collect();
+                self.check_isr_members(i as i32, &joined, "joined");
             }
             if n.leader_epoch < o.leader_epoch || n.partition_epoch < o.partition_epoch {
                 self.violate(
@@ -1700,6 +1704,14 @@ impl World {
                     d.verified_upto = d.verified_upto.min(new_leo);
                     b.replicas[&p].repl.on_truncated(new_leo);
                     if new_leo < leo {
+                        let in_isr = self
+                            .controller
+                            .image
+                            .partition(TOPIC, p)
+                            .is_some_and(|s| s.isr.contains(&id));
+                        if in_isr {
+                            self.check_isr_members(p, &[id], "after it truncated");
+                        }
                         self.stats.truncations += 1;
                         self.log(|| {
                             format!("broker {id}: partition {p} truncated from {leo} to {new_leo}")
