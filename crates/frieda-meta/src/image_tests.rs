@@ -407,3 +407,145 @@ fn a_reassignment_replacing_another_keeps_the_isr_within_the_replicas() {
     );
     assert!(!p.isr.contains(&5));
 }
+
+/// Issue 28, item 6: a broker reports a replica whose log went offline; its leadership moves to
+/// an in-sync replica, it leaves the ISR, and it is not elected again until it registers anew.
+#[test]
+fn an_offline_replica_loses_its_leadership_and_its_isr_place() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![1, 2, 3], vec![2, 1, 3]]);
+    let p = img.partition("t", 0).unwrap().clone();
+    assert_eq!((p.leader, p.isr.clone()), (1, vec![1, 2, 3]));
+    let hb = crate::controller::Heartbeat {
+        id: 1,
+        incarnation: img.brokers[&1].incarnation,
+        endpoints: img.brokers[&1].endpoints.clone(),
+        rack: None,
+        raft_addr: String::new(),
+        shutting_down: false,
+        offline_replicas: vec![("t".into(), 0)],
+    };
+    let cmds = crate::controller::heartbeat_commands(&img, &hb);
+    assert_eq!(cmds.len(), 1, "{cmds:?}");
+    for c in &cmds {
+        let o = img.offset + 1;
+        img.apply(c, o).unwrap();
+    }
+    let p0 = img.partition("t", 0).unwrap();
+    assert_eq!(p0.leader, 2, "an in-sync replica leads");
+    assert_eq!(p0.isr, vec![2, 3]);
+    assert!(p0.leader_epoch > p.leader_epoch);
+    // Partition 1, whose replica on broker 1 is fine, is untouched.
+    assert_eq!(img.partition("t", 1).unwrap().isr, vec![2, 1, 3]);
+    // Reported again: nothing new to commit.
+    assert!(crate::controller::heartbeat_commands(&img, &hb).is_empty());
+    // Broker 1 cannot be elected for partition 0 while its replica is offline...
+    let o = img.offset + 1;
+    assert!(img
+        .apply(
+            &MetaCommand::ElectLeader {
+                topic: "t".into(),
+                partition: 0,
+                leader: 1,
+                unclean: true,
+            },
+            o
+        )
+        .is_err());
+    // ...nor re-admitted to the ISR.
+    let p0 = img.partition("t", 0).unwrap().clone();
+    let o = img.offset + 1;
+    assert!(img
+        .apply(
+            &MetaCommand::AlterIsr {
+                topic: "t".into(),
+                partition: 0,
+                leader: 2,
+                leader_epoch: p0.leader_epoch,
+                partition_epoch: p0.partition_epoch,
+                isr: vec![1, 2, 3],
+                new_isr_epochs: vec![],
+            },
+            o
+        )
+        .is_err());
+    // A restart (a new registration) recovers the log: eligible again.
+    let mut again = match broker(1) {
+        MetaCommand::RegisterBroker { registration } => registration,
+        _ => unreachable!(),
+    };
+    again.incarnation = Uuid::from_u128(99);
+    let o = img.offset + 1;
+    img.apply(
+        &MetaCommand::RegisterBroker {
+            registration: again,
+        },
+        o,
+    )
+    .unwrap();
+    assert!(!img.replica_offline(1, "t", 0));
+}
+
+/// Issue 28, item 8: unclean election reads the topic's setting, else the dynamic cluster
+/// default, else the active controller's static setting.
+#[test]
+fn unclean_election_reads_the_broker_defaults() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    assert!(!img.unclean_allowed("t"));
+    img.apply(
+        &MetaCommand::SetUncleanDefault { enable: true },
+        img.offset + 1,
+    )
+    .unwrap();
+    assert!(img.unclean_allowed("t"), "the static default");
+    let mut dynamic = BTreeMap::new();
+    dynamic.insert(
+        "unclean.leader.election.enable".to_string(),
+        "false".to_string(),
+    );
+    img.apply(
+        &MetaCommand::SetBrokerConfigs {
+            resource: String::new(),
+            configs: dynamic,
+        },
+        img.offset + 1,
+    )
+    .unwrap();
+    assert!(
+        !img.unclean_allowed("t"),
+        "the dynamic default wins over the static one"
+    );
+    let mut topic = BTreeMap::new();
+    topic.insert(
+        "unclean.leader.election.enable".to_string(),
+        "true".to_string(),
+    );
+    img.apply(
+        &MetaCommand::SetTopicConfigs {
+            name: "t".into(),
+            configs: topic,
+        },
+        img.offset + 1,
+    )
+    .unwrap();
+    assert!(img.unclean_allowed("t"), "the topic's own setting wins");
+    // With it, the last in-sync replica fenced, an out-of-sync live replica leads.
+    let p = img.partition("t", 0).unwrap().clone();
+    img.apply(
+        &MetaCommand::AlterIsr {
+            topic: "t".into(),
+            partition: 0,
+            leader: 1,
+            leader_epoch: p.leader_epoch,
+            partition_epoch: p.partition_epoch,
+            isr: vec![1],
+            new_isr_epochs: vec![],
+        },
+        img.offset + 1,
+    )
+    .unwrap();
+    img.apply(&fence(1), img.offset + 1).unwrap();
+    let p = img.partition("t", 0).unwrap();
+    assert_eq!((p.leader, p.isr.clone()), (2, vec![2]));
+}
