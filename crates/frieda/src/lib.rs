@@ -31,3 +31,4 @@ pub mod replication;
 pub mod security;
 pub mod server;
 pub mod stats;
+pub mod storage;

@@ -3,11 +3,11 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use frieda::broker::cleaner::LogCleaner;
-use frieda::broker::writer::Upkeep;
 use frieda::broker::Broker;
 use frieda::cluster::fetcher::Fetchers;
 use frieda::cluster::{self, heartbeat::Registration, ClusterNode};
 use frieda::config::{BrokerConfig, Endpoint};
+use frieda::storage::writer::Upkeep;
 use frieda_meta::{
     Endpoint as MetaEndpoint, MetadataQuorum, PlaintextTransport, QuorumConfig, QuorumTransport,
 };

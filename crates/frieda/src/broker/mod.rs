@@ -23,20 +23,14 @@
 //! `replication-offset-checkpoint` keeps the high watermarks, and `__consumer_offsets` is an
 //! ordinary replicated topic with `offsets.topic.num.partitions` partitions.
 
-pub mod checkpoint;
 pub mod cleaner;
 pub mod cluster_admin;
 pub mod dynamic_config;
 pub mod features_admin;
-pub mod log_start;
-pub mod partition;
 pub mod replicas;
 pub mod security_admin;
-pub mod topic;
-pub mod topic_config;
 pub mod txn_markers;
 pub mod txn_verify;
-pub mod writer;
 
 use crate::clock::now_ms;
 use crate::cluster::ClusterNode;
@@ -46,18 +40,21 @@ use crate::coordinator::producer_ids::ProducerIdAllocator;
 use crate::coordinator::registry::GroupCoordinators;
 use crate::coordinator::transaction::{IdSource, TransactionCoordinators};
 use crate::durable::{self, DurableError};
+use crate::storage::partition::Partition;
+use crate::storage::topic::{
+    valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC,
+};
+use crate::storage::topic_config::{ConfigError, TopicConfigs};
+use crate::storage::writer::{LogWriters, Upkeep, WriterJob, WriterOptions};
+use crate::storage::{checkpoint, log_start};
 use anyhow::Context;
 use frieda_log::PartitionLog;
 use kafka_protocol::error::ResponseError;
 use parking_lot::RwLock;
-use partition::Partition;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use topic::{valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
-use topic_config::{ConfigError, TopicConfigs};
 use uuid::Uuid;
-use writer::{LogWriters, Upkeep, WriterJob, WriterOptions};
 
 /// An admin operation's failure: the Kafka error code and a message for the response.
 #[derive(Debug, Clone)]

@@ -16,11 +16,11 @@ use kafka_protocol::messages::write_txn_markers_request::{
 };
 use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
 
-use super::partition::Partition;
-use super::topic::OFFSETS_TOPIC;
 use super::Broker;
 use crate::coordinator::transaction::{MarkerRequest, MarkerWriter, TopicPartition, TxnVersion};
 use crate::handlers::str_bytes;
+use crate::storage::partition::Partition;
+use crate::storage::topic::OFFSETS_TOPIC;
 
 /// WriteTxnMarkers version sent to other brokers (v2 carries the transaction version).
 pub const WRITE_TXN_MARKERS_VERSION: i16 = 2;

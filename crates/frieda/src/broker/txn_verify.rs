@@ -14,10 +14,10 @@ use kafka_protocol::messages::add_partitions_to_txn_request::{
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, ProducerId, TopicName, TransactionalId};
 
-use super::topic::TRANSACTION_STATE_TOPIC;
 use super::Broker;
 use crate::coordinator::transaction::{TopicPartition, TxnVersion};
 use crate::handlers::str_bytes;
+use crate::storage::topic::TRANSACTION_STATE_TOPIC;
 
 /// AddPartitionsToTxn version brokers send (v4+ are the brokers' batched form).
 const ADD_PARTITIONS_VERSION: i16 = 5;

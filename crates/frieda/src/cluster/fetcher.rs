@@ -33,9 +33,9 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
 use super::client::BrokerClient;
-use crate::broker::partition::Partition;
 use crate::cluster::ClusterNode;
 use crate::replication::follower::{self, EpochEnd, OutOfRange, Truncation};
+use crate::storage::partition::Partition;
 
 /// Fetch version followers use: names topics, carries `replica_id` (v12; KIP-320 fields).
 const FETCH_VERSION: i16 = 12;

@@ -12,10 +12,10 @@ use frieda_meta::{ControllerError, ControllerReply, ControllerRequest, MetaError
 use tokio::sync::watch;
 
 use super::ClusterNode;
-use crate::broker::partition::Partition;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::replication::{AlterAnswer, IsrChange, LagLimits};
+use crate::storage::partition::Partition;
 use kafka_protocol::error::ResponseError;
 
 /// How long an AlterPartition may wait for the controller.

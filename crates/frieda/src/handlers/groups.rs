@@ -5,11 +5,11 @@
 //! have them (kafka-protocol refuses to encode others).
 
 use super::{authorized, authorized_cluster, str_bytes, RequestContext};
-use crate::broker::topic::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::broker::Broker;
 use crate::coordinator::group::state::JoinRequest;
 use crate::coordinator::registry::offsets_partition_for;
 use crate::security::acl;
+use crate::storage::topic::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
