@@ -25,6 +25,7 @@ pub mod coordinator;
 pub mod durable;
 pub mod features;
 pub mod handlers;
+pub mod membership;
 pub mod metrics;
 pub mod quota;
 pub mod replication;

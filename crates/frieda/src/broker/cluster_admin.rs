@@ -4,7 +4,7 @@
 //! Kafka's brokers wait for the controller's change to be replicated to them).
 
 use super::{AdminError, Broker};
-use crate::cluster::{ClusterError, ClusterNode, CONTROLLER_TIMEOUT};
+use crate::membership::{ClusterError, ClusterNode, CONTROLLER_TIMEOUT};
 use crate::storage::topic::Topic;
 use crate::storage::topic_config::TopicConfigs;
 use frieda_meta::{ControllerRequest, MetadataImage};

@@ -33,13 +33,13 @@ pub mod txn_markers;
 pub mod txn_verify;
 
 use crate::clock::now_ms;
-use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
 use crate::coordinator::group::GroupCoordinator;
 use crate::coordinator::producer_ids::ProducerIdAllocator;
 use crate::coordinator::registry::GroupCoordinators;
 use crate::coordinator::transaction::{IdSource, TransactionCoordinators};
 use crate::durable::{self, DurableError};
+use crate::membership::ClusterNode;
 use crate::storage::partition::Partition;
 use crate::storage::topic::{
     valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC,

@@ -15,10 +15,10 @@ use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
+use kafka_protocol::protocol::StrBytes;
 
 use super::Broker;
 use crate::coordinator::transaction::{MarkerRequest, MarkerWriter, TopicPartition, TxnVersion};
-use crate::handlers::str_bytes;
 use crate::storage::partition::Partition;
 use crate::storage::topic::OFFSETS_TOPIC;
 
@@ -233,7 +233,7 @@ async fn send(
                 .into_iter()
                 .map(|(t, ps)| {
                     WritableTxnMarkerTopic::default()
-                        .with_name(TopicName(str_bytes(&t)))
+                        .with_name(TopicName(StrBytes::from_string(t)))
                         .with_partition_indexes(ps)
                 })
                 .collect(),

@@ -32,8 +32,8 @@ use kafka_protocol::protocol::StrBytes;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
-use super::client::BrokerClient;
-use crate::cluster::ClusterNode;
+use crate::membership::client::BrokerClient;
+use crate::membership::ClusterNode;
 use crate::replication::follower::{self, EpochEnd, OutOfRange, Truncation};
 use crate::storage::partition::Partition;
 

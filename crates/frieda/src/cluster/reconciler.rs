@@ -19,10 +19,10 @@ use std::time::Duration;
 use frieda_meta::{MetadataImage, PartitionState, NO_LEADER};
 use tokio::sync::watch;
 
-use super::ClusterNode;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::cluster::fetcher::Fetchers;
+use crate::membership::ClusterNode;
 use crate::replication::{plan, Role, RoleChange};
 use crate::storage::partition::Partition;
 use crate::storage::topic::{Topic, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};

@@ -10,7 +10,7 @@
 use super::{authorized, authorized_cluster, str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::clock::now_ms;
-use crate::cluster::{ClusterNode, LeaderHints};
+use crate::membership::{ClusterNode, LeaderHints};
 use crate::quota::QuotaKind;
 use crate::replication::follower::EpochEnd;
 use crate::security::acl::{op, resource};

@@ -115,7 +115,7 @@ async fn locate(
         .brokers
         .get(&leader)
         .filter(|b| !b.fenced)
-        .and_then(|b| crate::cluster::endpoint_on(b, &ctx.session.listener))
+        .and_then(|b| crate::membership::endpoint_on(b, &ctx.session.listener))
         .ok_or_else(|| unavailable(format!("{topic}-{index} has no leader")))?;
     Ok((leader, endpoint.host.clone(), i32::from(endpoint.port)))
 }

@@ -4,7 +4,7 @@
 
 use super::{authorized, authorized_cluster, str_bytes, RequestContext};
 use crate::broker::Broker;
-use crate::cluster::ClusterNode;
+use crate::membership::ClusterNode;
 use crate::security::acl::{op, resource};
 use crate::storage::topic::Topic;
 use kafka_protocol::error::ResponseError;
@@ -303,7 +303,7 @@ async fn cluster_metadata(
     let brokers = image
         .live_brokers()
         .filter_map(|b| {
-            let e = crate::cluster::endpoint_on(b, &ctx.session.listener)?;
+            let e = crate::membership::endpoint_on(b, &ctx.session.listener)?;
             let mut mb = MetadataResponseBroker::default()
                 .with_node_id(BrokerId(b.id))
                 .with_host(str_bytes(&e.host))

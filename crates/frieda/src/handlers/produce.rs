@@ -8,7 +8,7 @@ use super::{authorized, str_bytes, RequestContext, RequestTiming};
 use crate::broker::txn_verify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
-use crate::cluster::{ClusterNode, LeaderHints};
+use crate::membership::{ClusterNode, LeaderHints};
 use crate::quota::QuotaKind;
 use crate::security::acl::{op, resource};
 use crate::storage::partition::{Partition, ProducerCheck};
