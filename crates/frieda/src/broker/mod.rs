@@ -1,5 +1,9 @@
-//! The broker's state: topics and partitions, the log writer threads, and the operations the
-//! handlers act on (create, delete, grow, reconfigure topics).
+//! The broker's state: the registry of topics (each a [`crate::storage::topic::Topic`] of
+//! [`crate::storage::partition::Partition`]s), the log writer threads and the log cleaner, the
+//! group and transaction coordinators, the cluster membership handle, and the operations the
+//! handlers act on (create, delete, grow, reconfigure topics; feature levels, credentials and
+//! ACLs), persisted locally on a single broker and through the controller in a cluster
+//! ([`cluster_admin`], [`features_admin`], [`security_admin`]).
 //!
 //! Layout of the data directory:
 //! ```text
