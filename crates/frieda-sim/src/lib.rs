@@ -3,7 +3,7 @@
 //! process on simulated time, network and disk, driven by a seed.
 //!
 //! - The brokers run Frieda's own replication rules ([`frieda::replication`]: ISR, high
-//!   watermark, acknowledgements, truncation, roles) and lease ([`frieda::cluster::lease`]); the
+//!   watermark, acknowledgements, truncation, roles) and lease ([`frieda::membership::lease`]); the
 //!   controller decides with `frieda-meta`'s functions on its `MetadataImage`, the same
 //!   transition function every node applies. What is simulated is only the I/O around them:
 //!   messages (delayed, lost, duplicated, reordered, cut by partitions), disks (a synced prefix

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use frieda::clock::{LeaseClock, LEASE_CLOCK};
 use frieda::cluster::isr::alter_answer;
-use frieda::cluster::lease::Lease;
+use frieda::membership::lease::Lease;
 use frieda::replication::fetch::validate_follower_fetch;
 use frieda::replication::follower::{self, EpochEnd, OutOfRange, Truncation};
 use frieda::replication::{

@@ -5,11 +5,12 @@
 //! same. Topic-level names (`retention.ms`, `segment.bytes`, ...) set the defaults of every topic;
 //! a topic's own overrides (CreateTopics configs, AlterConfigs) win over them.
 
-use crate::broker::topic_config::{TopicConfigs, TOPIC_CONFIG_KEYS};
 use crate::coordinator::group::CoordinatorConfig;
 use crate::coordinator::transaction::TxnConfig;
 use crate::security::config::SecurityConfig;
 use crate::security::SecurityProtocol;
+use crate::storage::topic_config::{TopicConfigs, TOPIC_CONFIG_KEYS};
+pub use crate::storage::writer::AppendMode;
 use anyhow::{bail, Context};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -337,20 +338,6 @@ impl Default for CleanerConfig {
             io_max_bytes_per_second: f64::INFINITY,
         }
     }
-}
-
-/// Which thread appends a produced batch to its partition log (`log.append.mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AppendMode {
-    /// The network thread that decoded the request appends it (a copy into the page cache under
-    /// the partition's lock), wakes waiting fetches and answers, with no thread hand-off. An
-    /// append that the flush policy (`flush.messages`) says must be fsync'ed before the
-    /// acknowledgement waits for a log writer thread's group commit; network threads never
-    /// call fsync.
-    Inline,
-    /// Every append goes to the partition's log writer thread and back (two thread hand-offs
-    /// per produce; the thread model before the issue-5 measurements).
-    Writer,
 }
 
 impl Default for BrokerConfig {

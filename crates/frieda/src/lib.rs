@@ -1,21 +1,35 @@
 //! Frieda: a message broker that speaks the Apache Kafka wire protocol, built for low,
 //! predictable tail latency.
 //!
-//! Layers, top-down (each uses only the ones below it):
+//! Layers, top-down: each module uses only modules of the layers below its own, never one of
+//! its own layer or above. `tests/layers.rs` checks every file against its `LAYERS`, which is
+//! this list bottom-up.
 //! - [`metrics`]: the Prometheus endpoint, reading everything below at scrape time.
-//! - [`server`]: listener, connection read loop, response sequencer.
+//! - [`server`]: listener, connection read loop, response sequencer, SASL authentication; the
+//!   controller listener's transport (`quorum_transport`).
 //! - [`handlers`]: one module per API family, decoding requests and building responses.
-//! - [`cluster`]: membership of a cluster (heartbeats, fencing) and the reconciler that turns
-//!   the metadata image into local replicas and roles.
-//! - [`replication`]: each partition's role, followers' progress and high watermark; the
-//!   follower fetchers.
-//! - [`coordinator`]: cross-request state (consumer groups, committed offsets, idempotent
-//!   producers).
-//! - [`broker`]: topics and partitions, log writer threads, the log cleaner.
-//! - [`durable`]: crash-safe small metadata files; [`clock`]: wall and monotonic time;
-//!   [`stats`]: the lock-free request and connection counters the server records.
-//! - `frieda-meta` (crate): the metadata quorum (openraft) and the active controller.
-//! - `frieda-log` (crate): the partition log itself.
+//! - [`cluster`]: what drives the membership: heartbeats, the reconciler that turns the
+//!   metadata image into local replicas and roles, the follower fetchers, ISR changes.
+//! - [`broker`]: the `Broker` the handlers share: the topic registry and the operations on
+//!   topics, the coordinators, the membership handle, security, features, the log cleaner,
+//!   transaction markers and verification, admin requests forwarded to the controller.
+//! - [`membership`]: this broker as a cluster member (`ClusterNode`: the metadata image,
+//!   readiness, fencing, the lease, requests to the controller) and its Kafka client for other
+//!   brokers.
+//! - [`config`]: the static configuration.
+//! - [`coordinator`]: cross-request state (consumer groups, committed offsets, transactions,
+//!   producer ids).
+//! - [`storage`]: topics and partitions as the handlers and coordinators act on them, the log
+//!   writer threads, topic configs, checkpoint files, the internal topics' names.
+//! - [`security`]: who a connection is and what it may do (TLS, SASL, credentials, ACLs).
+//! - leaves, using no other module: [`replication`] (each partition's role, followers' progress
+//!   and high watermark: the ISR protocol's rules, free of I/O), [`features`] (feature levels,
+//!   KIP-584), [`quota`] (client quotas), [`stats`] (the lock-free request and connection
+//!   counters the server records), [`durable`] (crash-safe small metadata files), [`clock`]
+//!   (wall, monotonic and lease time).
+//!
+//! Below the crate: `frieda-meta` (the metadata quorum on openraft and the active controller)
+//! and `frieda-log` (the partition log itself). The binary (`main.rs`) uses them all.
 
 pub mod broker;
 pub mod clock;
@@ -25,9 +39,11 @@ pub mod coordinator;
 pub mod durable;
 pub mod features;
 pub mod handlers;
+pub mod membership;
 pub mod metrics;
 pub mod quota;
 pub mod replication;
 pub mod security;
 pub mod server;
 pub mod stats;
+pub mod storage;

@@ -3,11 +3,12 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use frieda::broker::cleaner::LogCleaner;
-use frieda::broker::writer::Upkeep;
 use frieda::broker::Broker;
 use frieda::cluster::fetcher::Fetchers;
-use frieda::cluster::{self, heartbeat::Registration, ClusterNode};
+use frieda::cluster::{self, heartbeat::Registration};
 use frieda::config::{BrokerConfig, Endpoint};
+use frieda::membership::ClusterNode;
+use frieda::storage::writer::Upkeep;
 use frieda_meta::{
     Endpoint as MetaEndpoint, MetadataQuorum, PlaintextTransport, QuorumConfig, QuorumTransport,
 };
@@ -303,7 +304,7 @@ async fn start_cluster(
         }
         Arc::new(PlaintextTransport)
     } else {
-        let t = frieda::cluster::quorum_transport::ControllerTransport::new(
+        let t = frieda::server::quorum_transport::ControllerTransport::new(
             broker.clone(),
             &listener.name,
         )

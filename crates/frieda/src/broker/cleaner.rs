@@ -11,12 +11,12 @@
 //! a pass only ever adds files until it is installed). When no log needed cleaning the thread
 //! sleeps `log.cleaner.backoff.ms`.
 
-use super::checkpoint::{self, Offsets};
-use super::partition::Partition;
-use super::writer::enforce_retention;
 use super::Broker;
 use crate::clock::now_ms;
 use crate::config::CleanerConfig;
+use crate::storage::checkpoint::{self, Offsets};
+use crate::storage::partition::Partition;
+use crate::storage::writer::enforce_retention;
 use frieda_log::{CleanContext, Throttle, BYTES_PER_MAP_ENTRY};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet};

@@ -3,10 +3,10 @@
 //! broker's own image shows the change, so a client's next Metadata request here sees it (as
 //! Kafka's brokers wait for the controller's change to be replicated to them).
 
-use super::topic::Topic;
-use super::topic_config::TopicConfigs;
 use super::{AdminError, Broker};
-use crate::cluster::{ClusterError, ClusterNode, CONTROLLER_TIMEOUT};
+use crate::membership::{ClusterError, ClusterNode, CONTROLLER_TIMEOUT};
+use crate::storage::topic::Topic;
+use crate::storage::topic_config::TopicConfigs;
 use frieda_meta::{ControllerRequest, MetadataImage};
 use kafka_protocol::error::ResponseError;
 use parking_lot::RwLock;

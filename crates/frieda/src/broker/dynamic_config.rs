@@ -12,9 +12,9 @@
 //! applied: on a single broker in `meta/broker-configs.json`, in a cluster through the metadata
 //! quorum (the image's `broker_configs`).
 
-use super::topic_config::{TopicConfigs, TOPIC_CONFIG_BROKER_SYNONYMS};
 use super::AdminError;
 use crate::durable;
+use crate::storage::topic_config::{TopicConfigs, TOPIC_CONFIG_BROKER_SYNONYMS};
 use kafka_protocol::error::ResponseError;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,9 +4,9 @@
 //! `finalized_features`, which every broker's reconciler puts in force).
 
 use super::{AdminError, Broker};
-use crate::cluster::CONTROLLER_TIMEOUT;
 use crate::durable;
 use crate::features::{plan_update, Finalized};
+use crate::membership::CONTROLLER_TIMEOUT;
 use frieda_meta::ControllerRequest;
 use kafka_protocol::error::ResponseError;
 use std::path::Path;

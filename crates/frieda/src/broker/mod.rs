@@ -1,5 +1,9 @@
-//! The broker's state: topics and partitions, the log writer threads, and the operations the
-//! handlers act on (create, delete, grow, reconfigure topics).
+//! The broker's state: the registry of topics (each a [`crate::storage::topic::Topic`] of
+//! [`crate::storage::partition::Partition`]s), the log writer threads and the log cleaner, the
+//! group and transaction coordinators, the cluster membership handle, and the operations the
+//! handlers act on (create, delete, grow, reconfigure topics; feature levels, credentials and
+//! ACLs), persisted locally on a single broker and through the controller in a cluster
+//! ([`cluster_admin`], [`features_admin`], [`security_admin`]).
 //!
 //! Layout of the data directory:
 //! ```text
@@ -23,41 +27,38 @@
 //! `replication-offset-checkpoint` keeps the high watermarks, and `__consumer_offsets` is an
 //! ordinary replicated topic with `offsets.topic.num.partitions` partitions.
 
-pub mod checkpoint;
 pub mod cleaner;
 pub mod cluster_admin;
 pub mod dynamic_config;
 pub mod features_admin;
-pub mod log_start;
-pub mod partition;
 pub mod replicas;
 pub mod security_admin;
-pub mod topic;
-pub mod topic_config;
 pub mod txn_markers;
 pub mod txn_verify;
-pub mod writer;
 
 use crate::clock::now_ms;
-use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
 use crate::coordinator::group::GroupCoordinator;
 use crate::coordinator::producer_ids::ProducerIdAllocator;
 use crate::coordinator::registry::GroupCoordinators;
 use crate::coordinator::transaction::{IdSource, TransactionCoordinators};
 use crate::durable::{self, DurableError};
+use crate::membership::ClusterNode;
+use crate::storage::partition::Partition;
+use crate::storage::topic::{
+    valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC,
+};
+use crate::storage::topic_config::{ConfigError, TopicConfigs};
+use crate::storage::writer::{LogWriters, Upkeep, WriterJob, WriterOptions};
+use crate::storage::{checkpoint, log_start};
 use anyhow::Context;
 use frieda_log::PartitionLog;
 use kafka_protocol::error::ResponseError;
 use parking_lot::RwLock;
-use partition::Partition;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use topic::{valid_topic_name, Topic, TopicMeta, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
-use topic_config::{ConfigError, TopicConfigs};
 use uuid::Uuid;
-use writer::{LogWriters, Upkeep, WriterJob, WriterOptions};
 
 /// An admin operation's failure: the Kafka error code and a message for the response.
 #[derive(Debug, Clone)]

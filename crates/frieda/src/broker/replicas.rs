@@ -7,12 +7,12 @@
 //!   watermark, so a restarted leader does not hide acknowledged records from consumers while
 //!   its followers catch up.
 
-use super::checkpoint::{self, Offsets};
-use super::partition::Partition;
-use super::topic::Topic;
-use super::topic_config::TopicConfigs;
 use super::{sync_dir, Broker};
 use crate::durable;
+use crate::storage::checkpoint::{self, Offsets};
+use crate::storage::partition::Partition;
+use crate::storage::topic::Topic;
+use crate::storage::topic_config::TopicConfigs;
 use anyhow::Context;
 use frieda_meta::MetadataImage;
 use parking_lot::RwLock;
@@ -147,9 +147,9 @@ impl Broker {
         {
             drop(slot);
         }
-        if &*topic.name == super::topic::OFFSETS_TOPIC {
+        if &*topic.name == crate::storage::topic::OFFSETS_TOPIC {
             self.groups.unload(index);
-        } else if &*topic.name == super::topic::TRANSACTION_STATE_TOPIC {
+        } else if &*topic.name == crate::storage::topic::TRANSACTION_STATE_TOPIC {
             self.txns.unload(index);
         }
         p.mark_deleted();

@@ -7,8 +7,8 @@
 //! broker and a cluster agree on what a change means.
 
 use super::{AdminError, Broker};
-use crate::cluster::CONTROLLER_TIMEOUT;
 use crate::durable;
+use crate::membership::CONTROLLER_TIMEOUT;
 use crate::security::acl::AclEntry;
 use crate::security::scram::ScramCredentials;
 use frieda_meta::{ControllerRequest, MetaCommand, MetadataImage};

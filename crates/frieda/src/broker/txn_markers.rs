@@ -15,12 +15,12 @@ use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
+use kafka_protocol::protocol::StrBytes;
 
-use super::partition::Partition;
-use super::topic::OFFSETS_TOPIC;
 use super::Broker;
 use crate::coordinator::transaction::{MarkerRequest, MarkerWriter, TopicPartition, TxnVersion};
-use crate::handlers::str_bytes;
+use crate::storage::partition::Partition;
+use crate::storage::topic::OFFSETS_TOPIC;
 
 /// WriteTxnMarkers version sent to other brokers (v2 carries the transaction version).
 pub const WRITE_TXN_MARKERS_VERSION: i16 = 2;
@@ -233,7 +233,7 @@ async fn send(
                 .into_iter()
                 .map(|(t, ps)| {
                     WritableTxnMarkerTopic::default()
-                        .with_name(TopicName(str_bytes(&t)))
+                        .with_name(TopicName(StrBytes::from_string(t)))
                         .with_partition_indexes(ps)
                 })
                 .collect(),

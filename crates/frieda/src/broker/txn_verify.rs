@@ -13,11 +13,11 @@ use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, ProducerId, TopicName, TransactionalId};
+use kafka_protocol::protocol::StrBytes;
 
-use super::topic::TRANSACTION_STATE_TOPIC;
 use super::Broker;
 use crate::coordinator::transaction::{TopicPartition, TxnVersion};
-use crate::handlers::str_bytes;
+use crate::storage::topic::TRANSACTION_STATE_TOPIC;
 
 /// AddPartitionsToTxn version brokers send (v4+ are the brokers' batched form).
 const ADD_PARTITIONS_VERSION: i16 = 5;
@@ -84,14 +84,16 @@ pub async fn add_or_verify(
             Some(x) => x.partitions.push(*p),
             None => topics.push(
                 AddPartitionsToTxnTopic::default()
-                    .with_name(TopicName(str_bytes(t)))
+                    .with_name(TopicName(StrBytes::from_string(t.to_string())))
                     .with_partitions(vec![*p]),
             ),
         }
     }
     let req = AddPartitionsToTxnRequest::default().with_transactions(vec![
         AddPartitionsToTxnTransaction::default()
-            .with_transactional_id(TransactionalId(str_bytes(transactional_id)))
+            .with_transactional_id(TransactionalId(StrBytes::from_string(
+                transactional_id.to_string(),
+            )))
             .with_producer_id(ProducerId(producer_id))
             .with_producer_epoch(epoch)
             .with_verify_only(!add)

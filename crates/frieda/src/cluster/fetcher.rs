@@ -32,10 +32,10 @@ use kafka_protocol::protocol::StrBytes;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
-use super::client::BrokerClient;
-use crate::broker::partition::Partition;
-use crate::cluster::ClusterNode;
+use crate::membership::client::BrokerClient;
+use crate::membership::ClusterNode;
 use crate::replication::follower::{self, EpochEnd, OutOfRange, Truncation};
+use crate::storage::partition::Partition;
 
 /// Fetch version followers use: names topics, carries `replica_id` (v12; KIP-320 fields).
 const FETCH_VERSION: i16 = 12;

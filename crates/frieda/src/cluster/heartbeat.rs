@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use frieda_meta::{ControllerReply, ControllerRequest, Endpoint, Heartbeat};
 use tokio::sync::watch;
 
-use super::ClusterNode;
 use crate::broker::Broker;
+use crate::membership::ClusterNode;
 
 /// What the broker registers with.
 #[derive(Debug, Clone)]

@@ -11,11 +11,11 @@ use std::time::Duration;
 use frieda_meta::{ControllerError, ControllerReply, ControllerRequest, MetaError, PartitionState};
 use tokio::sync::watch;
 
-use super::ClusterNode;
-use crate::broker::partition::Partition;
 use crate::broker::Broker;
 use crate::clock::now_ms;
+use crate::membership::ClusterNode;
 use crate::replication::{AlterAnswer, IsrChange, LagLimits};
+use crate::storage::partition::Partition;
 use kafka_protocol::error::ResponseError;
 
 /// How long an AlterPartition may wait for the controller.
@@ -44,7 +44,7 @@ pub fn alter_answer(result: Result<PartitionState, ControllerError>) -> AlterAns
         Err(ControllerError::NotController { .. } | ControllerError::Unavailable(_)) => {
             AlterAnswer::Unknown
         }
-        Err(e) => AlterAnswer::Refused(super::error_code(&e)),
+        Err(e) => AlterAnswer::Refused(crate::membership::error_code(&e)),
     }
 }
 

@@ -19,14 +19,14 @@ use std::time::Duration;
 use frieda_meta::{MetadataImage, PartitionState, NO_LEADER};
 use tokio::sync::watch;
 
-use super::ClusterNode;
-use crate::broker::partition::Partition;
-use crate::broker::topic::{Topic, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
-use crate::broker::topic_config::TopicConfigs;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::cluster::fetcher::Fetchers;
+use crate::membership::ClusterNode;
 use crate::replication::{plan, Role, RoleChange};
+use crate::storage::partition::Partition;
+use crate::storage::topic::{Topic, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
+use crate::storage::topic_config::TopicConfigs;
 
 /// Re-applies the image at least this often (retries of replicas that failed to open).
 const RETRY_EVERY: Duration = Duration::from_secs(1);

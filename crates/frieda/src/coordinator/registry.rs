@@ -13,7 +13,7 @@ use super::group::state::{JoinRequest, JoinResult, SyncResult};
 use super::group::{CoordinatorConfig, GroupCoordinator, GroupDescription, GroupListing, TICK};
 use super::offsets::codec::OffsetValue;
 use super::offsets::TopicPartition;
-use crate::broker::partition::Partition;
+use crate::storage::partition::Partition;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
 use parking_lot::{Mutex, RwLock};

@@ -47,7 +47,7 @@ fn answer(
         let brokers = image
             .live_brokers()
             .filter_map(|b| {
-                let e = crate::cluster::endpoint_on(b, &ctx.session.listener)?;
+                let e = crate::membership::endpoint_on(b, &ctx.session.listener)?;
                 Some(
                     DescribeClusterBroker::default()
                         .with_broker_id(BrokerId(b.id))

@@ -3,11 +3,11 @@
 //! [`crate::broker::dynamic_config`]).
 
 use super::{str_bytes, RequestContext};
-use crate::broker::topic_config::{
-    TopicConfigs, ValueKind, TOPIC_CONFIG_BROKER_SYNONYMS, TOPIC_CONFIG_KEYS,
-};
 use crate::broker::{dynamic_config, AdminError, Broker};
 use crate::config::BrokerConfig;
+use crate::storage::topic_config::{
+    TopicConfigs, ValueKind, TOPIC_CONFIG_BROKER_SYNONYMS, TOPIC_CONFIG_KEYS,
+};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::describe_configs_response::{
@@ -577,7 +577,7 @@ fn topic_resource(
     broker: &Broker,
     resource_type: i8,
     name: &StrBytes,
-) -> Result<Arc<crate::broker::topic::Topic>, AdminError> {
+) -> Result<Arc<crate::storage::topic::Topic>, AdminError> {
     if resource_type != RESOURCE_TOPIC {
         return Err(AdminError {
             code: ResponseError::InvalidRequest,

@@ -16,9 +16,9 @@
 //! the followers have not caught up within `timeout_ms` (the low watermark so far is returned).
 
 use super::{authorized, RequestContext};
-use crate::broker::partition::Partition;
 use crate::broker::Broker;
 use crate::security::acl::{op, resource};
+use crate::storage::partition::Partition;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,

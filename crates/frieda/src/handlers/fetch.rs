@@ -8,13 +8,13 @@
 //! take as "no session" and keep sending full fetch requests.
 
 use super::{authorized, authorized_cluster, str_bytes, RequestContext};
-use crate::broker::partition::Partition;
 use crate::broker::Broker;
 use crate::clock::now_ms;
-use crate::cluster::{ClusterNode, LeaderHints};
+use crate::membership::{ClusterNode, LeaderHints};
 use crate::quota::QuotaKind;
 use crate::replication::follower::EpochEnd;
 use crate::security::acl::{op, resource};
+use crate::storage::partition::Partition;
 use bytes::{Bytes, BytesMut};
 use frieda_log::{FetchData, LogError};
 use futures::future::select_all;

@@ -5,11 +5,11 @@
 //! have them (kafka-protocol refuses to encode others).
 
 use super::{authorized, authorized_cluster, str_bytes, RequestContext};
-use crate::broker::topic::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::broker::Broker;
 use crate::coordinator::group::state::JoinRequest;
 use crate::coordinator::registry::offsets_partition_for;
 use crate::security::acl;
+use crate::storage::topic::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
@@ -115,7 +115,7 @@ async fn locate(
         .brokers
         .get(&leader)
         .filter(|b| !b.fenced)
-        .and_then(|b| crate::cluster::endpoint_on(b, &ctx.session.listener))
+        .and_then(|b| crate::membership::endpoint_on(b, &ctx.session.listener))
         .ok_or_else(|| unavailable(format!("{topic}-{index} has no leader")))?;
     Ok((leader, endpoint.host.clone(), i32::from(endpoint.port)))
 }

@@ -8,7 +8,7 @@
 
 use super::{authorized_cluster, str_bytes, RequestContext};
 use crate::broker::Broker;
-use crate::cluster::CONTROLLER_TIMEOUT;
+use crate::membership::CONTROLLER_TIMEOUT;
 use crate::security::acl::op;
 use frieda_meta::{ControllerRequest, MetadataImage};
 use kafka_protocol::error::ResponseError;

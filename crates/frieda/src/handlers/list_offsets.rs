@@ -4,9 +4,9 @@
 //! tiered storage (offset -1, leader epoch -1, no error), and offset by timestamp.
 
 use super::{authorized, RequestContext};
-use crate::broker::partition::Partition;
 use crate::broker::Broker;
 use crate::security::acl::{op, resource};
+use crate::storage::partition::Partition;
 use frieda_log::LogError;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::list_offsets_response::{

@@ -3,10 +3,10 @@
 //! allows it (v4+ flag; always for v0-3).
 
 use super::{authorized, authorized_cluster, str_bytes, RequestContext};
-use crate::broker::topic::Topic;
 use crate::broker::Broker;
-use crate::cluster::ClusterNode;
+use crate::membership::ClusterNode;
 use crate::security::acl::{op, resource};
+use crate::storage::topic::Topic;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -286,7 +286,7 @@ async fn cluster_metadata(
                 Some((n, t)) => describe_image_topic(n, t, &image, v),
                 None => {
                     let code = match &name {
-                        Some(n) if !crate::broker::topic::valid_topic_name(n) => {
+                        Some(n) if !crate::storage::topic::valid_topic_name(n) => {
                             ResponseError::InvalidTopicException
                         }
                         Some(_) => ResponseError::UnknownTopicOrPartition,
@@ -303,7 +303,7 @@ async fn cluster_metadata(
     let brokers = image
         .live_brokers()
         .filter_map(|b| {
-            let e = crate::cluster::endpoint_on(b, &ctx.session.listener)?;
+            let e = crate::membership::endpoint_on(b, &ctx.session.listener)?;
             let mut mb = MetadataResponseBroker::default()
                 .with_node_id(BrokerId(b.id))
                 .with_host(str_bytes(&e.host))
@@ -377,6 +377,6 @@ fn describe_image_topic(
         } else {
             uuid::Uuid::nil()
         })
-        .with_is_internal(crate::broker::topic::is_internal_topic(name))
+        .with_is_internal(crate::storage::topic::is_internal_topic(name))
         .with_partitions(partitions)
 }

@@ -5,14 +5,14 @@
 //! exactly as received with the base offset patched in (DESIGN.md, "ordering without CPU cost").
 
 use super::{authorized, str_bytes, RequestContext, RequestTiming};
-use crate::broker::partition::{Partition, ProducerCheck};
-use crate::broker::topic_config::ProducePolicy;
 use crate::broker::txn_verify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
-use crate::cluster::{ClusterNode, LeaderHints};
+use crate::membership::{ClusterNode, LeaderHints};
 use crate::quota::QuotaKind;
 use crate::security::acl::{op, resource};
+use crate::storage::partition::{Partition, ProducerCheck};
+use crate::storage::topic_config::ProducePolicy;
 use bytes::{Bytes, BytesMut};
 use frieda_log::{
     build_batch, records_section, validate_batches, validate_records, BatchError, BatchHeader,

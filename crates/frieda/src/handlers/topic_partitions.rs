@@ -5,9 +5,9 @@
 //! kept: those lists are empty (Kafka's admin client needs them non-null).
 
 use super::{authorized, str_bytes, RequestContext};
-use crate::broker::topic::valid_topic_name;
 use crate::broker::Broker;
 use crate::security::acl::{op, resource};
+use crate::storage::topic::valid_topic_name;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_topic_partitions_response::{
     Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
@@ -183,7 +183,7 @@ pub async fn handle(
             DescribeTopicPartitionsResponseTopic::default()
                 .with_name(Some(TopicName(str_bytes(&name))))
                 .with_topic_id(id)
-                .with_is_internal(crate::broker::topic::is_internal_topic(&name))
+                .with_is_internal(crate::storage::topic::is_internal_topic(&name))
                 .with_partitions(out)
                 .with_topic_authorized_operations(i32::MIN),
         );

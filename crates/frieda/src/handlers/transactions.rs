@@ -36,7 +36,6 @@ use kafka_protocol::messages::{
 };
 
 use super::{authorized, authorized_cluster, str_bytes, RequestContext};
-use crate::broker::topic::OFFSETS_TOPIC;
 use crate::broker::txn_markers::{write_marker_locally, LocalMarker};
 use crate::broker::txn_verify;
 use crate::broker::Broker;
@@ -47,6 +46,7 @@ use crate::coordinator::transaction::{
     TopicPartition, TransactionCoordinators, TxnFilter, TxnState, TxnVersion,
 };
 use crate::security::acl::{op, resource};
+use crate::storage::topic::OFFSETS_TOPIC;
 
 fn code(e: Option<E>) -> i16 {
     e.map_or(0, |e| e.code())

@@ -105,7 +105,7 @@ fn api_name(key: i16) -> String {
 /// Per local partition: (topic, partition, the partition).
 fn local_partitions(
     broker: &Broker,
-) -> Vec<(String, i32, Arc<crate::broker::partition::Partition>)> {
+) -> Vec<(String, i32, Arc<crate::storage::partition::Partition>)> {
     let mut out = Vec::new();
     for t in broker.topics() {
         for p in t.local_partitions() {
@@ -283,7 +283,7 @@ impl Collector for BrokerCollector {
             }),
         )?;
         let parts = local_partitions(broker);
-        let per_partition = |f: &dyn Fn(&crate::broker::partition::Partition) -> i64| {
+        let per_partition = |f: &dyn Fn(&crate::storage::partition::Partition) -> i64| {
             parts
                 .iter()
                 .map(|(t, i, p)| (tp(t, *i), ConstGauge::new(f(p))))

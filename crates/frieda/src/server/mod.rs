@@ -14,6 +14,7 @@ pub mod connection;
 pub mod frame;
 pub mod fuzzing;
 pub mod listener;
+pub mod quorum_transport;
 pub mod sequencer;
 pub mod transport;
 

@@ -20,10 +20,10 @@ pub mod consumer;
 pub mod embedded;
 pub mod state;
 
-use crate::broker::partition::Partition;
 use crate::clock::now_ms;
 use crate::coordinator::offsets::codec::OffsetValue;
 use crate::coordinator::offsets::{OffsetStore, TopicPartition};
+use crate::storage::partition::Partition;
 use bytes::Bytes;
 use consumer::classic;
 use consumer::{ConsumerGroup, ConsumerGroupConfig, Heartbeat, HeartbeatReply, TopicsView};

@@ -27,10 +27,10 @@
 
 pub mod codec;
 
-use crate::broker::partition::Partition;
-use crate::broker::writer::AppendOutcome;
 use crate::clock::now_ms;
 use crate::coordinator::records::TxnProducer;
+use crate::storage::partition::Partition;
+use crate::storage::writer::AppendOutcome;
 use bytes::Bytes;
 use codec::{GroupValue, LogKey, OffsetValue};
 use kafka_protocol::error::ResponseError;
@@ -691,8 +691,8 @@ impl OffsetStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::broker::topic_config::TopicConfigs;
-    use crate::broker::writer::LogWriters;
+    use crate::storage::topic_config::TopicConfigs;
+    use crate::storage::writer::LogWriters;
     use frieda_log::{LogConfig, PartitionLog};
     use std::path::Path;
 

@@ -38,7 +38,7 @@ pub use metadata::{TopicPartition, TxnMetadata, TxnState, TxnTransit, TxnVersion
 use partition::TxnPartition;
 
 /// The internal topic holding the coordinators' state.
-pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
+pub use crate::storage::topic::TRANSACTION_STATE_TOPIC;
 
 /// Transaction coordinator settings, Kafka's names and defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -248,7 +248,7 @@ impl TransactionCoordinators {
         self: &Arc<Self>,
         index: i32,
         coordinator_epoch: i32,
-        log: Arc<crate::broker::partition::Partition>,
+        log: Arc<crate::storage::partition::Partition>,
     ) -> anyhow::Result<()> {
         let started = std::time::Instant::now();
         let p = Arc::new(TxnPartition::load(
@@ -488,7 +488,7 @@ impl TransactionCoordinators {
     /// The `__consumer_offsets` partition AddOffsetsToTxn adds for `group`.
     pub fn offsets_partition(group: &str, offsets_partitions: i32) -> TopicPartition {
         (
-            crate::broker::topic::OFFSETS_TOPIC.to_string(),
+            crate::storage::topic::OFFSETS_TOPIC.to_string(),
             offsets_partition_for(group, offsets_partitions),
         )
     }

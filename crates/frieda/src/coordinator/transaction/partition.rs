@@ -14,9 +14,9 @@ use parking_lot::Mutex;
 
 use super::log;
 use super::metadata::{TxnMetadata, TxnState, TxnTransit};
-use crate::broker::partition::Partition;
 use crate::clock::now_ms;
 use crate::coordinator::records::encode_batch;
+use crate::storage::partition::Partition;
 
 /// How long a write to `__transaction_state` waits for its in-sync replicas (Kafka's
 /// `transaction.state.log` appends use the request timeout; 5 s here).

@@ -2,9 +2,9 @@
 //! writer that records what it is asked.
 
 use super::*;
-use crate::broker::partition::Partition;
-use crate::broker::topic_config::TopicConfigs;
-use crate::broker::writer::LogWriters;
+use crate::storage::partition::Partition;
+use crate::storage::topic_config::TopicConfigs;
+use crate::storage::writer::LogWriters;
 use frieda_log::{LogConfig, PartitionLog};
 use parking_lot::Mutex;
 use std::path::Path;
@@ -450,7 +450,7 @@ async fn a_v2_produce_verified_before_the_previous_marker_lands_is_appended() {
             a0.append_checked(
                 buf,
                 header,
-                crate::broker::partition::ProducerCheck::Client {
+                crate::storage::partition::ProducerCheck::Client {
                     verification: token,
                     require_verification: true,
                 },

@@ -30,14 +30,14 @@ use kafka_protocol::messages::ApiKey;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::client::BrokerClient;
+use super::authentication as auth;
 use crate::broker::Broker;
 use crate::handlers;
+use crate::membership::client::BrokerClient;
 use crate::security::acl::{op, resource, CLUSTER_NAME};
 use crate::security::client::ClientSecurity;
 use crate::security::sasl::{Authenticator, SaslListener};
 use crate::security::{ListenerSecurity, Principal, SecurityProtocol, Session};
-use crate::server::authentication as auth;
 
 /// The secured controller listener of this node, both ways.
 pub struct ControllerTransport {

@@ -278,7 +278,7 @@ impl TopicConfigs {
 }
 
 /// What a produce to a topic must check and do, read on the request path without locking the
-/// partition (see [`crate::broker::partition::Partition::produce_policy`]).
+/// partition (see [`crate::storage::partition::Partition::produce_policy`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProducePolicy {
     /// `max.message.bytes`: largest batch accepted, bytes (MESSAGE_TOO_LARGE beyond).

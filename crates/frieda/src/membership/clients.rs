@@ -16,8 +16,8 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request};
 use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
+use super::client::BrokerClient;
 use super::ClusterNode;
-use crate::cluster::client::BrokerClient;
 
 /// Idle connections kept per broker.
 pub const MAX_IDLE_PER_BROKER: usize = 4;

@@ -13,7 +13,6 @@
 
 use super::partition::{Partition, PartitionState, ProducerCheck};
 use crate::clock::now_ms;
-use crate::config::AppendMode;
 use bytes::BytesMut;
 use frieda_log::{BatchHeader, LogError};
 use kafka_protocol::error::ResponseError;
@@ -79,6 +78,20 @@ pub struct Upkeep {
     pub retention: bool,
     /// Forget idempotent producers silent this long, ms (`producer.id.expiration.ms`).
     pub producer_expiration_ms: Option<i64>,
+}
+
+/// Which thread appends a produced batch to its partition log (`log.append.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendMode {
+    /// The network thread that decoded the request appends it (a copy into the page cache under
+    /// the partition's lock), wakes waiting fetches and answers, with no thread hand-off. An
+    /// append that the flush policy (`flush.messages`) says must be fsync'ed before the
+    /// acknowledgement waits for a log writer thread's group commit; network threads never
+    /// call fsync.
+    Inline,
+    /// Every append goes to the partition's log writer thread and back (two thread hand-offs
+    /// per produce; the thread model before the issue-5 measurements).
+    Writer,
 }
 
 /// The design switches of the append path (`log.append.mode`, `log.group.commit`,

@@ -36,7 +36,7 @@ pub struct Topic {
 /// The internal topic holding committed offsets and group metadata (read-only for clients).
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// The internal topic holding the transaction coordinators' state.
-pub use crate::coordinator::transaction::TRANSACTION_STATE_TOPIC;
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
 /// Whether `name` is an internal topic (`__consumer_offsets`, `__transaction_state`).
 pub fn is_internal_topic(name: &str) -> bool {
