@@ -31,10 +31,32 @@ pub use world::{Report, Stats, Violation, World};
 
 /// Runs the plan of `seed`, not stopping for violations of the `ignore`d kinds.
 pub fn run_seed(seed: u64, trace: bool, ignore: &[String]) -> Report {
-    World::new(Plan::generate(seed), trace).ignore(ignore).run()
+    run_plan(Plan::generate(seed), trace, ignore)
 }
 
-/// Runs `plan`.
+/// Runs `plan`. A broken assertion of the replication rules (`frieda::invariant!`, a panic)
+/// is reported as the violation `replication-assertion`.
 pub fn run_plan(plan: Plan, trace: bool, ignore: &[String]) -> Report {
-    World::new(plan, trace).ignore(ignore).run()
+    let seed = plan.seed;
+    let world = World::new(plan, trace).ignore(ignore);
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| world.run())) {
+        Ok(report) => report,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Report {
+                seed,
+                violation: Some(Violation {
+                    time: 0,
+                    kind: "replication-assertion",
+                    detail: what,
+                }),
+                stats: Stats::default(),
+                trace: Vec::new(),
+            }
+        }
+    }
 }

@@ -4,7 +4,6 @@
 //! same network randomness for the same sequence of sends).
 
 use crate::plan::Plan;
-use crate::world::World;
 
 /// Shrinks `plan`, which breaks invariant `kind`, to a shorter plan that still breaks it,
 /// running at most `budget` simulations. Returns the shorter plan.
@@ -13,18 +12,12 @@ pub fn shrink(plan: &Plan, kind: &str, budget: usize, ignore: &[String]) -> Plan
     let mut runs = 0;
     let fails = |p: &Plan, runs: &mut usize| {
         *runs += 1;
-        World::new(p.clone(), false)
-            .ignore(ignore)
-            .run()
+        crate::run_plan(p.clone(), false, ignore)
             .violation
             .is_some_and(|v| v.kind == kind)
     };
     // Stop the run right after the violation: later actions cannot matter.
-    if let Some(v) = World::new(best.clone(), false)
-        .ignore(ignore)
-        .run()
-        .violation
-    {
+    if let Some(v) = crate::run_plan(best.clone(), false, ignore).violation {
         let cut = v.time;
         let mut shorter = best.clone();
         shorter.actions.retain(|(t, _)| *t <= cut);

@@ -49,6 +49,25 @@ enum Command {
     },
 }
 
+/// A broken replication invariant stops the process (after the default hook has printed the
+/// panic), so its partitions fail over instead of a task dying and the rest acknowledging on
+/// state the protocol no longer vouches for (see `frieda::invariant!`).
+fn fail_stop_on_broken_invariants() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default(info);
+        let payload = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if payload.starts_with(frieda::replication::INVARIANT_BROKEN) {
+            std::process::abort();
+        }
+    }));
+}
+
 fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -64,6 +83,7 @@ fn main() -> std::process::ExitCode {
                 }),
         )
         .init();
+    fail_stop_on_broken_invariants();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve {

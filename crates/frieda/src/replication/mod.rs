@@ -17,6 +17,30 @@
 //! applies each metadata image (`cluster::reconciler`). The design choice (ISR rather than
 //! majority commit) and its measurement are in `docs/cluster.md`.
 
+/// Stops the broker when an invariant of the ISR protocol is broken (TigerBeetle's assertions,
+/// kept in release builds where they are cheap): continuing could acknowledge records that are
+/// not where the protocol says they are. Logs the invariant, then panics with
+/// [`INVARIANT_BROKEN`]; the broker's panic hook aborts the process on such a panic (its
+/// partitions fail over), the simulator reports it for the seed.
+#[macro_export]
+macro_rules! invariant {
+    ($cond:expr, $($arg:tt)+) => {
+        if !$cond {
+            $crate::replication::broken(format_args!($($arg)+));
+        }
+    };
+}
+
+/// What a broken-invariant panic message starts with.
+pub const INVARIANT_BROKEN: &str = "replication invariant broken";
+
+/// See [`invariant!`].
+#[cold]
+pub fn broken(what: std::fmt::Arguments) -> ! {
+    tracing::error!(invariant = %what, "{INVARIANT_BROKEN}: stopping");
+    panic!("{INVARIANT_BROKEN}: {what}");
+}
+
 pub mod ack;
 pub mod assignment;
 pub mod fetch;
@@ -101,6 +125,15 @@ impl Default for Replication {
     }
 }
 
+/// The leader epoch a role knows (-1 for a replica that has none yet).
+fn epoch_of(role: &Role) -> i32 {
+    match role {
+        Role::Sole => 0,
+        Role::Leader(l) => l.epoch,
+        Role::Follower { epoch, .. } | Role::Offline { epoch } => *epoch,
+    }
+}
+
 impl Replication {
     /// Whether the partition is replicated (cluster mode).
     pub fn is_replicated(&self) -> bool {
@@ -124,11 +157,18 @@ impl Replication {
 
     /// The leader epoch this replica knows, or -1.
     pub fn leader_epoch(&self) -> i32 {
-        match &*self.role.lock() {
-            Role::Sole => 0,
-            Role::Leader(l) => l.epoch,
-            Role::Follower { epoch, .. } | Role::Offline { epoch } => *epoch,
-        }
+        epoch_of(&self.role.lock())
+    }
+
+    /// Asserts (see [`invariant!`]) that the high watermark is not above `leo`, the log's end
+    /// read under the partition's lock (no truncation can run meanwhile, and the log end only
+    /// grows otherwise).
+    pub fn assert_within(&self, leo: i64) {
+        let hw = self.hw.load(Ordering::Acquire);
+        crate::invariant!(
+            !self.is_replicated() || hw <= leo,
+            "high watermark {hw} above the log end offset {leo}"
+        );
     }
 
     fn me(&self) -> BrokerId {
@@ -149,7 +189,15 @@ impl Replication {
     /// everyone waiting on the old role.
     pub fn set_role(&self, me: BrokerId, role: Role, leo: i64) {
         self.me.store(i64::from(me), Ordering::Relaxed);
-        *self.role.lock() = role;
+        {
+            let mut current = self.role.lock();
+            let (old, new) = (epoch_of(&current), epoch_of(&role));
+            crate::invariant!(
+                old < 0 || new < 0 || new >= old,
+                "the leader epoch of a replica went back from {old} to {new}"
+            );
+            *current = role;
+        }
         self.cap_high_watermark(leo);
         self.replicated.store(true, Ordering::Release);
         self.changed.notify_waiters();
@@ -173,6 +221,11 @@ impl Replication {
     /// at `now_ms`, its log ending at `leo` (Kafka's `Partition.makeLeader`; the caller records
     /// the epoch in the log first). Returns whether the high watermark moved.
     pub fn become_leader(&self, me: BrokerId, p: &PartitionState, now_ms: i64, leo: i64) -> bool {
+        crate::invariant!(
+            p.isr.contains(&me),
+            "broker {me} takes the leadership of a partition whose ISR {:?} lacks it",
+            p.isr
+        );
         self.set_role(me, Role::Leader(Leader::new(p, me, now_ms, leo)), leo);
         self.advance(leo)
     }
@@ -307,6 +360,12 @@ impl Replication {
         // we have a newer version"): an image or answer that is older must not install an
         // older, smaller ISR (issue 28, item 4).
         if p.partition_epoch > l.partition_epoch {
+            crate::invariant!(
+                p.isr.contains(&self.me()),
+                "the leader's new ISR {:?} lacks the leader {}",
+                p.isr,
+                self.me()
+            );
             l.isr = p.isr.clone();
             l.partition_epoch = p.partition_epoch;
             l.pending_isr = None;

@@ -354,6 +354,7 @@ impl Partition {
         }
         match state.log.append(records, now_ms()) {
             Ok(info) => {
+                self.repl.assert_within(state.log.log_end_offset());
                 // Closed transactions whose markers the high watermark passed no longer hold
                 // back the last stable offset or the cleaner.
                 state.log.prune_replicated_txns(self.high_watermark());
@@ -396,6 +397,7 @@ impl Partition {
         let _ = hw;
         let leo = self.reader.log_end_offset();
         self.repl.become_leader(me, p, now_ms(), leo);
+        self.repl.assert_within(leo);
         drop(guard);
         self.notify_data();
     }
@@ -416,6 +418,7 @@ impl Partition {
         let _ = hw;
         let leo = self.reader.log_end_offset();
         self.repl.become_follower(me, leader, epoch, leo);
+        self.repl.assert_within(leo);
         drop(guard);
         self.notify_data();
     }
@@ -449,6 +452,7 @@ impl Partition {
         }
         match state.log.append_replicated(records, now_ms()) {
             Ok(_) => {
+                self.repl.assert_within(state.log.log_end_offset());
                 state.log.prune_replicated_txns(self.repl.high_watermark());
                 let leo = state.log.log_end_offset();
                 drop(guard);
@@ -496,6 +500,7 @@ impl Partition {
                 ResponseError::KafkaStorageError
             })?;
             self.repl.on_truncated(state.log.log_end_offset());
+            self.repl.assert_within(state.log.log_end_offset());
             removed
         };
         if let Err(e) = removed.delete_files() {
