@@ -367,6 +367,16 @@ def run_subscribe(cfg: dict) -> None:
         if time.monotonic() >= next_observe:
             next_observe = time.monotonic() + rnd.uniform(2, 5)
             observe_committed(h, c, topic, group, sorted(owned))
+    # Leave the group on the poll path before close(): librdkafka can deadlock when close()
+    # itself runs the revoke callback (its automatic assign(NULL) waits for an op queue that only
+    # close()'s own, blocked thread serves: the "subscriber hung in close()" of
+    # tests/jepsen/README.md, gdb stacks in Consumer_rebalance_cb -> rd_kafka_assign ->
+    # rd_kafka_op_req from rd_kafka_consumer_close). Unsubscribing runs the revoke inside
+    # consume(), where the callback's assign is served; close() then has nothing to revoke.
+    c.unsubscribe()
+    leave_by = time.monotonic() + 10
+    while owned and time.monotonic() < leave_by:
+        record_poll(h, c.consume(num_messages=200, timeout=0.2), positions)
     c.close()  # leaves the group (its partitions go to the others)
     h.close()
 

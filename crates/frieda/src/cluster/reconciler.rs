@@ -151,12 +151,11 @@ fn demote_first(broker: &Broker, node: &ClusterNode, image: &MetadataImage) {
                 _ => RoleChange::BecomeOffline,
             };
             let epoch = state.map_or(partition.repl.leader_epoch(), |p| p.leader_epoch);
-            let hw = partition.repl.high_watermark();
             match change {
                 RoleChange::BecomeFollower(leader) => {
-                    partition.become_follower(me, leader, epoch, hw);
+                    partition.become_follower(me, leader, epoch);
                 }
-                RoleChange::BecomeOffline => partition.become_follower(me, NO_LEADER, epoch, hw),
+                RoleChange::BecomeOffline => partition.become_follower(me, NO_LEADER, epoch),
                 _ => continue,
             }
             tracing::info!(topic = %topic.name, partition = partition.index, epoch,
@@ -200,25 +199,20 @@ async fn take_role(
                 .repl
                 .update_leader(p, partition.reader().log_end_offset(), now_ms())
             {
-                partition.become_leader(me, p, partition.repl.high_watermark());
+                partition.become_leader(me, p);
             }
         }
         RoleChange::BecomeLeader => {
-            partition.become_leader(me, p, partition.repl.high_watermark());
+            partition.become_leader(me, p);
             tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch,
                 isr = ?p.isr, log_end_offset = partition.reader().log_end_offset(), "leading");
         }
         RoleChange::BecomeFollower(leader) => {
-            partition.become_follower(me, leader, p.leader_epoch, partition.repl.high_watermark());
+            partition.become_follower(me, leader, p.leader_epoch);
             tracing::info!(topic = %topic.name, partition = partition.index, leader, epoch = p.leader_epoch, "following");
         }
         RoleChange::BecomeOffline => {
-            partition.become_follower(
-                me,
-                NO_LEADER,
-                p.leader_epoch,
-                partition.repl.high_watermark(),
-            );
+            partition.become_follower(me, NO_LEADER, p.leader_epoch);
             tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch, "offline (no leader here)");
         }
         RoleChange::Keep => {}

@@ -572,6 +572,100 @@ impl Replication {
 mod tests {
     use super::*;
 
+    fn state(isr: Vec<BrokerId>, leader_epoch: i32, partition_epoch: i32) -> PartitionState {
+        PartitionState {
+            replicas: vec![1, 2, 3],
+            isr,
+            leader: 1,
+            leader_epoch,
+            partition_epoch,
+            adding: vec![],
+            removing: vec![],
+        }
+    }
+
+    /// Issue 28, item 3: a checkpointed high watermark above the log end (a power loss took back
+    /// what it counted) is capped when loaded, on a role change and after a truncation.
+    #[test]
+    fn the_high_watermark_never_stays_above_the_log_end() {
+        let r = Replication::default();
+        r.restore_high_watermark(120, 80);
+        assert_eq!(r.high_watermark(), 80, "capped when loaded");
+        r.await_role();
+        r.become_follower(2, 1, 3, 60);
+        assert_eq!(r.high_watermark(), 60, "capped at a role change");
+        r.follower_high_watermark(60, 60);
+        r.on_truncated(45);
+        assert_eq!(r.high_watermark(), 45, "capped after a truncation");
+        r.assert_within(45);
+    }
+
+    /// Issue 28, item 4: only a newer partition epoch of this leader epoch replaces the
+    /// leader's ISR; a refusal other than INELIGIBLE_REPLICA, or no answer, keeps the pending
+    /// change (the maximal ISR the high watermark waits for).
+    #[test]
+    fn stale_alter_partition_answers_change_nothing() {
+        let r = Replication::default();
+        r.become_leader(1, &state(vec![1, 2, 3], 4, 9), 0, 100);
+        // The image already moved to partition epoch 11 with ISR [1, 2, 3].
+        assert!(r.update_leader(&state(vec![1, 2, 3], 4, 11), 100, 0));
+        // A late answer of an older request (epoch 10, ISR [1]) must not install [1].
+        let shrink = IsrChange {
+            leader_epoch: 4,
+            partition_epoch: 9,
+            isr: vec![1],
+            new_isr_epochs: vec![],
+        };
+        r.on_alter_answer(
+            &shrink,
+            AlterAnswer::Committed(state(vec![1], 4, 10)),
+            100,
+            0,
+        );
+        assert!(r.update_leader(&state(vec![1], 4, 10), 100, 0));
+        match r.role() {
+            Role::Leader(l) => assert_eq!((l.isr, l.partition_epoch), (vec![1, 2, 3], 11)),
+            other => panic!("{other:?}"),
+        }
+        // A pending shrink to [1, 2] stays pending on a stale refusal or no answer...
+        let pending = r
+            .shrink_check(
+                100_000,
+                101,
+                LagLimits {
+                    lag_max_ms: 1,
+                    stall_max_ms: 1,
+                },
+            )
+            .expect("both followers lag");
+        for answer in [
+            AlterAnswer::Refused(ResponseError::InvalidUpdateVersion),
+            AlterAnswer::Unknown,
+        ] {
+            r.on_alter_answer(&pending, answer, 101, 0);
+            assert!(r.pending_change(&pending));
+        }
+        // ...and is dropped only when the controller says it applied nothing.
+        r.on_alter_answer(
+            &pending,
+            AlterAnswer::Refused(ResponseError::IneligibleReplica),
+            101,
+            0,
+        );
+        assert!(!r.pending_change(&pending));
+        // An answer for another leader epoch is ignored.
+        r.on_alter_answer(
+            &pending,
+            AlterAnswer::Committed(state(vec![1], 5, 12)),
+            101,
+            0,
+        );
+        match r.role() {
+            Role::Leader(l) => assert_eq!(l.partition_epoch, 11),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[tokio::test]
     async fn a_stopped_replica_answers_its_waiting_produces_at_once() {
         let p = PartitionState {

@@ -378,14 +378,10 @@ impl Partition {
     }
 
     /// Takes the leader role in `p.leader_epoch` (cluster mode): appends are stamped with the
-    /// epoch from now on, followers start caught up, the high watermark starts at `hw` (at most
-    /// the log end). The partition's lock is held across the change, so no append straddles it.
-    pub fn become_leader(
-        &self,
-        me: frieda_meta::BrokerId,
-        p: &frieda_meta::PartitionState,
-        hw: i64,
-    ) {
+    /// epoch from now on, the epoch is recorded at the log end, followers start caught up, the
+    /// high watermark stays (capped at the log end). The partition's lock is held across the
+    /// change, so no append straddles it.
+    pub fn become_leader(&self, me: frieda_meta::BrokerId, p: &frieda_meta::PartitionState) {
         let mut guard = self.state.lock();
         if let Some(state) = guard.as_mut() {
             if let Err(e) = state.log.set_leader_epoch(p.leader_epoch) {
@@ -394,7 +390,6 @@ impl Partition {
                     "cannot record the leader epoch");
             }
         }
-        let _ = hw;
         let leo = self.reader.log_end_offset();
         self.repl.become_leader(me, p, now_ms(), leo);
         self.repl.assert_within(leo);
@@ -402,20 +397,19 @@ impl Partition {
         self.notify_data();
     }
 
-    /// Takes a follower role (or an offline one, `leader` = -1): no appends but the leader's.
+    /// Takes a follower role of `leader` in `epoch` (or an offline one, `leader` = -1): no
+    /// appends but the leader's; the high watermark is capped at the log end.
     pub fn become_follower(
         &self,
         me: frieda_meta::BrokerId,
         leader: frieda_meta::BrokerId,
         epoch: i32,
-        hw: i64,
     ) {
         let mut guard = self.state.lock();
         if let Some(state) = guard.as_mut() {
             // -1 records nothing and cannot fail.
             let _ = state.log.set_leader_epoch(-1);
         }
-        let _ = hw;
         let leo = self.reader.log_end_offset();
         self.repl.become_follower(me, leader, epoch, leo);
         self.repl.assert_within(leo);
