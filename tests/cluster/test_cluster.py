@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import time
 import uuid
 
 import pytest
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ElectionType, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic)
 
 import cluster_wire as cw
@@ -32,6 +33,7 @@ from conftest import LOG_LEVEL
 
 NOT_ENOUGH_REPLICAS = 19
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+NOT_LEADER_OR_FOLLOWER = 6
 MSG_SIZE_TOO_LARGE = 10
 
 
@@ -262,6 +264,72 @@ def test_acks_all_is_not_acknowledged_with_both_followers_paused(cluster, topic_
     got, hw = read_all(c.live_bootstrap, t, 1)
     check_log([before, during, after], got, hw, t, exact=False)
     wait_identical(c, t, 1)
+
+
+def _fetch_v4_as_replica(port: int, topic: str, partition: int, offset: int, replica: int,
+                         max_wait_ms: int) -> "socket.socket":
+    """Sends a follower's Fetch v4 (replica_id set, no leader epoch) and returns the socket; read
+    the answer with ``_fetch_v4_answer``."""
+    body = (kw.i32(replica) + kw.i32(max_wait_ms) + kw.i32(1) + kw.i32(1 << 20) + kw.i8(0)
+            + kw.i32(1) + kw.string(topic) + kw.i32(1) + kw.i32(partition) + kw.i64(offset) + kw.i32(1 << 20))
+    s = kw.connect("127.0.0.1", port, timeout=30)
+    kw.send(s, kw.frame(kw.header_v1(1, 4, 41) + body))
+    return s
+
+
+def _fetch_v4_answer(s, timeout: float) -> tuple[int, int, bytes]:
+    """(error code, high watermark, records) of the one partition of a Fetch v4 answer."""
+    r = kw.Reader(kw.recv_frame(s, timeout=timeout))
+    assert r.i32() == 41
+    r.i32()  # throttle
+    assert r.i32() == 1
+    r.take(r.i16())  # topic
+    assert r.i32() == 1
+    r.i32()  # partition
+    err, hw = r.i16(), r.i64()
+    r.i64()  # last stable offset
+    for _ in range(max(r.i32(), 0)):
+        r.i64(), r.i64()
+    n = r.i32()
+    return err, hw, (r.take(n) if n > 0 else b"")
+
+
+def test_a_waiting_replica_fetch_is_not_served_by_a_deposed_leader(cluster, topic_name):
+    """Found by frieda-sim (soak seeds 8694 and 16378): a follower's fetch long-polls on its
+    leader; the leadership moves (a preferred election), the old leader becomes a follower and
+    copies the new leader's records; the waiting fetch must not hand those to the fetcher as if
+    they were the old leader's (its log would then hold both leaders' records at different
+    offsets and join the ISR diverged). Kafka's DelayedFetch checks the leader epoch before it
+    completes; Frieda now answers NOT_LEADER_OR_FOLLOWER. Before the fix the fetch came back
+    with the new leader's records. auto.leader.rebalance.enable=false, one partition on nodes
+    1, 2, 3; node 1 is killed so node 2 leads, restarted, and the fetch (as replica 3, at the
+    log end, max_wait 10 s) waits on node 2 while the preferred election gives node 1 back the
+    partition and 10 records are produced to it."""
+    c = cluster(auto_leader_rebalance_enable=False)
+    t = topic_name()
+    create(c, t, assignment=[[1, 2, 3]])
+    p = ProducerThread(c.bootstrap, t, 1, tag="a")
+    acks, errs = p.produce_now(20)
+    assert len(acks) == 20 and not errs, errs[:5]
+    c.kill(1)
+    c.wait_until(lambda: c.leader_of(t, 0, via=2) == 2, 30, "node 2 leading")
+    c.start(1)
+    c.wait_full_isr(t, 60, via=2)
+    end = watermarks(c.node(2).addr, t, 1)[0][1]
+    s = _fetch_v4_as_replica(c.node(2).client_port, t, 0, end, 3, 10000)
+    try:
+        time.sleep(0.5)  # parked: nothing past the log end yet
+        adm = c.admin(via=2)
+        adm.elect_leaders(ElectionType.PREFERRED, [TopicPartition(t, 0)]).result(timeout=30)
+        c.wait_until(lambda: c.leader_of(t, 0, via=2) == 1, 30, "node 1 leading again")
+        more = ProducerThread(c.node(1).addr, t, 1, tag="b")
+        acks, errs = more.produce_now(10)
+        assert len(acks) == 10 and not errs, errs[:5]
+        err, _hw, records = _fetch_v4_answer(s, timeout=20)
+    finally:
+        s.close()
+    assert not records, f"a deposed leader served {len(records)} bytes of another leader's records to a waiting replica fetch"
+    assert err == NOT_LEADER_OR_FOLLOWER, f"error {err}, want NOT_LEADER_OR_FOLLOWER"
 
 
 # ---------------------------------------------------------------- d. group coordinator failover

@@ -111,6 +111,15 @@ fn main() {
                 {
                     let mut t = totals.lock().expect("totals");
                     t.0 += 1;
+                    if t.0 % 5_000 == 0 {
+                        println!(
+                            "progress: {} seeds done, {:.1} simulated hours, {} failed so far, {:.0} s",
+                            t.0,
+                            t.1 as f64 / 3_600_000.0,
+                            failures.lock().expect("failures").len(),
+                            started.elapsed().as_secs_f64()
+                        );
+                    }
                     t.1 += r.stats.sim_ms;
                     t.2 += r.stats.faults;
                     t.3 += r.stats.acked_all;

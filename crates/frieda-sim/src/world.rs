@@ -223,6 +223,8 @@ struct Parked {
     partition: i32,
     offset: i64,
     deadline: Time,
+    /// The leader epoch the fetch was admitted in.
+    epoch: i32,
 }
 
 #[derive(Debug, Clone)]
@@ -1375,12 +1377,14 @@ impl World {
                     // Nothing to read: a long poll (the broker's fetch handler waits for data
                     // up to max_wait_ms, as Kafka's DelayedFetch).
                     let deadline = self.now + FETCH_WAIT_MAX_MS;
+                    let epoch = self.b(id).replicas[&partition].repl.leader_epoch();
                     self.bm(id).parked.push(Parked {
                         replica,
                         req,
                         partition,
                         offset,
                         deadline,
+                        epoch,
                     });
                     return;
                 }
@@ -1691,6 +1695,7 @@ impl World {
         let log = &b.disks[&p].log;
         let leo = log.leo();
         let t = follower::truncation(log, hw, asked, end);
+        self.log(|| format!("broker {id}: partition {p}: the leader says epoch {asked} ends at {end:?}; truncation {t:?} (leo {leo}, hw {hw})"));
         self.apply_truncation(id, p, leo, t);
     }
 
@@ -1854,7 +1859,16 @@ impl World {
         if d.log.is_offline() {
             return Err(ResponseError::KafkaStorageError);
         }
-        if let Some(end) = validate_follower_fetch(&d.log, offset, last_fetched_epoch)? {
+        let validated = validate_follower_fetch(&d.log, offset, last_fetched_epoch);
+        let (leo_now, hw_now) = (d.log.leo(), r.repl.high_watermark());
+        self.log(|| {
+            format!("broker {id}: fetch of partition {p} by {replica} at {offset} (last fetched epoch {last_fetched_epoch}): {validated:?}; leo {leo_now}, hw {hw_now}")
+        });
+        let b = self.b(id);
+        let (Some(r), Some(d)) = (b.replicas.get(&p), b.disks.get(&p)) else {
+            return Err(ResponseError::NotLeaderOrFollower);
+        };
+        if let Some(end) = validated? {
             return Ok(FetchData {
                 batches: vec![],
                 hw: self.served_hw(id, p),
@@ -1974,15 +1988,22 @@ impl World {
             let mut keep = Vec::new();
             for x in parked {
                 let b = self.b(id);
-                let Some(d) = b.disks.get(&x.partition) else {
+                let (Some(d), Some(r)) = (b.disks.get(&x.partition), b.replicas.get(&x.partition))
+                else {
                     continue;
                 };
-                let ready = d.log.leo() > x.offset || now >= x.deadline || d.log.is_offline();
+                // As the broker's fetch handler: a woken long poll checks the leadership it was
+                // admitted under before it reads (Kafka's DelayedFetch).
+                let moved = !r.repl.leads_in(x.epoch);
+                let ready =
+                    moved || d.log.leo() > x.offset || now >= x.deadline || d.log.is_offline();
                 if !ready {
                     keep.push(x);
                     continue;
                 }
-                let result = if d.log.is_offline() {
+                let result = if moved {
+                    Err(ResponseError::NotLeaderOrFollower)
+                } else if d.log.is_offline() {
                     Err(ResponseError::KafkaStorageError)
                 } else {
                     Ok(FetchData {

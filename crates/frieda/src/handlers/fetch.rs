@@ -43,6 +43,9 @@ struct Wanted {
     max_bytes: usize,
     /// A follower's fetch: reads up to the log end offset, not the high watermark.
     replica: bool,
+    /// The leader epoch this broker led the partition in when it admitted the fetch: every read
+    /// (a long poll reads again when woken) first checks it still leads in it.
+    admitted_epoch: i32,
     /// A follower's fetch: its log start offset (Fetch v5+), counted with its progress.
     follower_log_start: i64,
     /// A follower whose last fetched epoch diverges from this leader's log: where it ends here
@@ -210,6 +213,7 @@ pub async fn handle(
         );
         for fp in &ft.partitions {
             let mut diverging = None;
+            let mut admitted_epoch = -1;
             // KIP-595's last fetched epoch (v12+; -1 when absent).
             let last_fetched_epoch = if ctx.api_version >= 12 {
                 fp.last_fetched_epoch
@@ -224,6 +228,7 @@ pub async fn handle(
                     .map_err(|e| *e)
                     .and_then(|t| t.replica(fp.partition))
                     .and_then(|p| {
+                        admitted_epoch = p.repl.leader_epoch();
                         diverging = admit(
                             broker,
                             &p,
@@ -236,6 +241,7 @@ pub async fn handle(
                 fetch_offset: fp.fetch_offset,
                 max_bytes: fp.partition_max_bytes.max(0) as usize,
                 replica: replica >= 0,
+                admitted_epoch,
                 follower_log_start: fp.log_start_offset,
                 diverging,
                 read_committed: replica < 0 && req.isolation_level == 1,
@@ -407,6 +413,13 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
                 continue;
             }
         };
+        if !p.repl.leads_in(w.admitted_epoch) {
+            // It lost the leadership while the fetch waited (Kafka's DelayedFetch checks the
+            // leader epoch again before it completes): its log may now hold another leader's
+            // records, which a follower of the old epoch must not take as this one's.
+            out.push(PartitionRead::Error(ResponseError::NotLeaderOrFollower));
+            continue;
+        }
         if w.diverging.is_some() {
             out.push(PartitionRead::Empty);
             continue;

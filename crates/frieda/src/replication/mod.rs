@@ -330,6 +330,15 @@ impl Replication {
         }
     }
 
+    /// Whether this replica leads in `epoch` (or is the single broker's only replica).
+    pub fn leads_in(&self, epoch: i32) -> bool {
+        match &*self.role.lock() {
+            Role::Sole => true,
+            Role::Leader(l) => l.epoch == epoch,
+            _ => false,
+        }
+    }
+
     /// The leader and epoch this replica follows, if it is a follower.
     pub fn following(&self) -> Option<(BrokerId, i32)> {
         match &*self.role.lock() {
