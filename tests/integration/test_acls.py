@@ -97,16 +97,19 @@ def kp_error(e: Exception) -> str:
     return repr(e)
 
 
-def fetch(b, names, subscribe: bool = False) -> str:
+def fetch(b, names, subscribe: bool = False, from_committed: bool = False) -> str:
     """The first thing alice's consumer gets: a record or the end of the partition (ok), or an
-    error. `subscribe`: through the group (a topic it may not describe is reported so)."""
+    error. `subscribe`: through the group (a topic it may not describe is reported so).
+    `from_committed`: assigned without an offset, so the consumer asks the group coordinator for
+    its committed offset before it fetches (with offset 0 given, the group is consulted only in
+    the background, and whether its error or the end of the partition comes first is a race)."""
     c = Consumer({**b.client("alice"), "group.id": names["g"], "enable.auto.commit": False,
                   "enable.partition.eof": True, "auto.offset.reset": "earliest"})
     try:
         if subscribe:
             c.subscribe([names["t"]])
         else:
-            c.assign([TopicPartition(names["t"], 0, 0)])
+            c.assign([TopicPartition(names["t"], 0) if from_committed else TopicPartition(names["t"], 0, 0)])
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             m = c.poll(0.5)
@@ -122,6 +125,10 @@ def fetch(b, names, subscribe: bool = False) -> str:
 
 def fetch_subscribed(b, names) -> str:
     return fetch(b, names, subscribe=True)
+
+
+def fetch_from_committed(b, names) -> str:
+    return fetch(b, names, from_committed=True)
 
 
 def commit(b, names) -> str:
@@ -256,7 +263,8 @@ CASES = [
     Case("fetch-read", [alice(T, "{t}", O.READ), alice(G, "{g}", O.READ)], fetch, OK),
     Case("fetch-describe-only", [alice(T, "{t}", O.DESCRIBE), alice(G, "{g}", O.READ)], fetch,
          "TOPIC_AUTHORIZATION_FAILED"),
-    Case("fetch-group-denied", [alice(T, "{t}", O.READ)], fetch, "GROUP_AUTHORIZATION_FAILED"),
+    Case("fetch-group-denied", [alice(T, "{t}", O.READ)], fetch_from_committed, "GROUP_AUTHORIZATION_FAILED"),
+    Case("fetch-from-committed", [alice(T, "{t}", O.READ), alice(G, "{g}", O.READ)], fetch_from_committed, OK),
     Case("commit-without-group", [alice(T, "{t}", O.READ)], commit, "GROUP_AUTHORIZATION_FAILED"),
     Case("commit-with-group", [alice(T, "{t}", O.READ), alice(G, "{g}", O.READ)], commit, OK,
          groups=["g"]),
