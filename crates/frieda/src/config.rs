@@ -1,9 +1,14 @@
-//! Broker configuration: defaults embedded, overridden by a TOML file and the command line.
+//! Broker configuration: defaults embedded, overridden by a config file, `--override key=value`
+//! arguments and the command line's flags.
 //!
-//! The TOML file uses Kafka's property names. Dotted names may be written quoted
-//! (`"retention.ms" = 60000`) or as TOML dotted keys (`retention.ms = 60000`); both mean the
-//! same. Topic-level names (`retention.ms`, `segment.bytes`, ...) set the defaults of every topic;
-//! a topic's own overrides (CreateTopics configs, AlterConfigs) win over them.
+//! The file is Kafka's Java-properties `server.properties` (any name not ending in `.toml`; Kafka
+//! 4.4's shipped KRaft file starts a broker unchanged) or TOML (`*.toml`), both with Kafka's
+//! property names (see [`file`]). In TOML, dotted names may be written quoted
+//! (`"retention.ms" = 60000`) or as dotted keys (`retention.ms = 60000`); both mean the same.
+//! Topic-level names (`retention.ms`, `segment.bytes`, ...) set the defaults of every topic; a
+//! topic's own overrides (CreateTopics configs, AlterConfigs) win over them.
+
+pub mod file;
 
 use crate::coordinator::group::CoordinatorConfig;
 use crate::coordinator::transaction::TxnConfig;
@@ -252,6 +257,10 @@ pub struct ClusterConfig {
     pub broker: bool,
     /// `controller.quorum.voters`: voter id -> `host:port` of its controller listener.
     pub voters: BTreeMap<u64, String>,
+    /// `controller.quorum.bootstrap.servers` (KIP-853): `host:port` of controllers to ask for the
+    /// voters. Only a single controller naming itself is supported (it becomes a one-voter
+    /// quorum, see [`BrokerConfig::finish`]).
+    pub bootstrap_servers: Vec<String>,
     /// `controller.listener.names` (default `CONTROLLER`): the listeners the quorum speaks on.
     pub controller_listener_names: Vec<String>,
     /// `inter.broker.listener.name`: the client listener other brokers connect to (follower
@@ -296,6 +305,7 @@ impl Default for ClusterConfig {
             controller: true,
             broker: true,
             voters: BTreeMap::new(),
+            bootstrap_servers: Vec::new(),
             controller_listener_names: vec!["CONTROLLER".into()],
             inter_broker_listener_name: None,
             broker_session_timeout_ms: 9_000,
@@ -397,25 +407,123 @@ impl Default for BrokerConfig {
 }
 
 impl BrokerConfig {
-    /// Reads a TOML file over the defaults. Errors name the file and the offending key.
-    pub fn load(path: &Path) -> anyhow::Result<BrokerConfig> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading config file {}", path.display()))?;
-        Self::from_toml(&text).with_context(|| format!("in config file {}", path.display()))
+    /// Reads a config file (properties or TOML, see [`file::read_settings`]) over the defaults,
+    /// then `overrides` (`--override key=value`) over the file; see [`from_settings`](Self::from_settings).
+    /// The command line's flags and [`finish`](Self::finish) come after.
+    ///
+    /// Errors: the file cannot be read or parsed; every unknown key and bad value at once.
+    pub fn load(path: Option<&Path>, overrides: &[(String, String)]) -> anyhow::Result<Loaded> {
+        let mut settings = match path {
+            Some(p) => file::read_settings(p)?,
+            None => Vec::new(),
+        };
+        settings.extend(overrides.iter().cloned());
+        let loaded = Self::from_settings(&settings);
+        match path {
+            Some(p) => loaded.with_context(|| format!("in config file {}", p.display())),
+            None => loaded,
+        }
     }
 
-    /// Parses TOML text over the defaults.
+    /// Parses TOML text over the defaults and [`finish`](Self::finish)es it.
     pub fn from_toml(text: &str) -> anyhow::Result<BrokerConfig> {
-        let table: toml::Table = text.parse().context("invalid TOML")?;
-        let mut flat = BTreeMap::new();
-        flatten("", &table, &mut flat);
-        let mut cfg = BrokerConfig::default();
-        for (key, value) in flat {
-            cfg.set(&key, &value)
-                .with_context(|| format!("config key `{key}`"))?;
-        }
-        cfg.check()?;
+        let mut cfg = Self::from_settings(&file::toml_settings(text)?)?.config;
+        cfg.finish()?;
         Ok(cfg)
+    }
+
+    /// Parses Java-properties text (Kafka's `server.properties`) over the defaults and
+    /// [`finish`](Self::finish)es it.
+    pub fn from_properties(text: &str) -> anyhow::Result<Loaded> {
+        let mut loaded = Self::from_settings(&file::properties_settings(text)?)?;
+        loaded.config.finish()?;
+        Ok(loaded)
+    }
+
+    /// Applies `settings` in order over the defaults (a later value of a key wins).
+    ///
+    /// Kafka broker settings that mean nothing in Frieda are collected in
+    /// [`Loaded::unused_kafka_keys`]. Errors: one message listing every key that is neither
+    /// Frieda's nor Kafka's (with "did you mean" for near misses) and every bad value (naming
+    /// the key, the value and what was expected).
+    pub fn from_settings(settings: &[(String, String)]) -> anyhow::Result<Loaded> {
+        let mut cfg = BrokerConfig::default();
+        let mut unused = Vec::new();
+        let mut unknown = Vec::new();
+        let mut bad = Vec::new();
+        for (key, value) in settings {
+            match cfg.set(key, value) {
+                Ok(()) => {}
+                Err(e) if e.downcast_ref::<UnknownSetting>().is_some() => {
+                    if file::is_kafka_broker_key(key) {
+                        if !unused.contains(key) {
+                            unused.push(key.clone());
+                        }
+                    } else {
+                        let known = file::kafka_broker_keys()
+                            .chain(file::FRIEDA_ONLY_KEYS.iter().copied())
+                            .chain(TOPIC_CONFIG_KEYS.iter().map(|k| k.name));
+                        unknown.push(match file::did_you_mean(key, known) {
+                            Some(near) => format!("`{key}` (did you mean `{near}`?)"),
+                            None => format!("`{key}`"),
+                        });
+                    }
+                }
+                Err(e) => bad.push(format!("config key `{key}` = `{value}`: {}", explain(&e))),
+            }
+        }
+        let mut problems = Vec::new();
+        if !unknown.is_empty() {
+            problems.push(format!(
+                "unknown setting{} (neither Kafka's nor Frieda's): {}",
+                if unknown.len() == 1 { "" } else { "s" },
+                unknown.join(", ")
+            ));
+        }
+        problems.extend(bad);
+        if !problems.is_empty() {
+            bail!("{}", problems.join("; "));
+        }
+        Ok(Loaded {
+            config: cfg,
+            unused_kafka_keys: unused,
+        })
+    }
+
+    /// Completes a configuration once the file, the overrides and the command line are applied:
+    /// a single controller whose `controller.quorum.bootstrap.servers` is itself becomes a
+    /// one-voter quorum (what Kafka's `kafka-storage format --standalone` makes of Kafka's
+    /// shipped server.properties), then [`check`](Self::check).
+    ///
+    /// Errors: `controller.quorum.bootstrap.servers` naming other controllers (dynamic quorums
+    /// of several voters, KIP-853, are not supported: use `controller.quorum.voters`), and
+    /// whatever [`check`](Self::check) refuses.
+    pub fn finish(&mut self) -> anyhow::Result<()> {
+        let c = &self.cluster;
+        if c.voters.is_empty() && !c.bootstrap_servers.is_empty() {
+            let own = self
+                .listeners
+                .iter()
+                .find(|l| c.controller_listener_names.contains(&l.name));
+            let standalone = match (c.controller, own, c.bootstrap_servers.as_slice()) {
+                (true, Some(own), [only]) => Endpoint::parse(only)
+                    .ok()
+                    .filter(|b| b.port == own.port && is_this_host(&b.host, &own.host))
+                    .map(|_| only.clone()),
+                _ => None,
+            };
+            match standalone {
+                Some(addr) => {
+                    let id = u64::try_from(self.node_id).context("config key `node.id`")?;
+                    self.cluster.voters = BTreeMap::from([(id, addr)]);
+                }
+                None => bail!(
+                    "config key `controller.quorum.bootstrap.servers`: {:?} names controllers other than this node's own controller listener; dynamic quorums of several controllers (KIP-853) are not supported yet: list the voters in controller.quorum.voters (ID@HOST:PORT,...)",
+                    c.bootstrap_servers
+                ),
+            }
+        }
+        self.check()
     }
 
     /// Checks what no single key can: every listener speaks a supported security protocol, and
@@ -603,11 +711,10 @@ impl BrokerConfig {
             .find(|l| self.is_controller_listener(&l.name))
     }
 
-    fn set(&mut self, key: &str, value: &toml::Value) -> anyhow::Result<()> {
-        let text = match value {
-            toml::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
+    /// Applies one setting. Errors: [`UnknownSetting`] for a name Frieda does not know, else a
+    /// message saying what the value should be.
+    fn set(&mut self, key: &str, value: &str) -> anyhow::Result<()> {
+        let text = value.trim().to_string();
         let positive = |text: &str| -> anyhow::Result<u64> {
             let n: u64 = text.parse().context("expected a positive integer")?;
             if n == 0 {
@@ -857,7 +964,16 @@ impl BrokerConfig {
                 self.cluster.voters = voters;
             }
             "controller.quorum.bootstrap.servers" => {
-                bail!("use controller.quorum.voters (static voters; dynamic quorums are not supported)")
+                let servers: Vec<String> = text
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+                for s in &servers {
+                    Endpoint::parse(s).with_context(|| format!("expected HOST:PORT, got `{s}`"))?;
+                }
+                self.cluster.bootstrap_servers = servers;
             }
             "inter.broker.listener.name" => {
                 self.cluster.inter_broker_listener_name = Some(text.trim().to_ascii_uppercase())
@@ -922,7 +1038,7 @@ impl BrokerConfig {
                     other => other,
                 };
                 if !TOPIC_CONFIG_KEYS.iter().any(|k| k.name == topic_key) {
-                    bail!("unknown setting");
+                    return Err(UnknownSetting.into());
                 }
                 self.topic_defaults.set(topic_key, &text)?;
             }
@@ -991,28 +1107,63 @@ fn local_host_name() -> String {
         .unwrap_or_else(|| "localhost".to_string())
 }
 
+/// A value's error as a user reads it: what was expected first when the cause is a plain parse
+/// error (`invalid digit found in string` alone names no type).
+fn explain(e: &anyhow::Error) -> String {
+    let text = format!("{e:#}");
+    let expected = e.chain().find_map(|c| {
+        if c.is::<std::num::ParseIntError>() {
+            Some("an integer")
+        } else if c.is::<std::str::ParseBoolError>() {
+            Some("true or false")
+        } else if c.is::<std::num::ParseFloatError>() {
+            Some("a number")
+        } else {
+            None
+        }
+    });
+    match expected {
+        Some(t) if !text.contains("expected") => format!("expected {t} ({text})"),
+        _ => text,
+    }
+}
+
+/// A configuration as read, with what it set that Frieda accepts but does not use.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The configuration (not yet [`finish`](BrokerConfig::finish)ed when from
+    /// [`BrokerConfig::load`] or [`BrokerConfig::from_settings`]).
+    pub config: BrokerConfig,
+    /// Apache Kafka broker settings with no meaning in Frieda (`num.io.threads`,
+    /// `num.recovery.threads.per.data.dir`, ...), in the order given: logged once as a warning.
+    pub unused_kafka_keys: Vec<String>,
+}
+
+/// The error of a setting Frieda does not know (it may still be Kafka's: see
+/// [`file::is_kafka_broker_key`]).
+#[derive(Debug, thiserror::Error)]
+#[error("unknown setting")]
+pub struct UnknownSetting;
+
+/// Whether `host` (of a bootstrap server) names this machine's listener on `listener_host`:
+/// the same name, a loopback name or address, or an empty listener host (every interface)
+/// with this machine's host name.
+fn is_this_host(host: &str, listener_host: &str) -> bool {
+    let loopback = |h: &str| {
+        h.eq_ignore_ascii_case("localhost")
+            || h.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
+    };
+    host.eq_ignore_ascii_case(listener_host)
+        || (loopback(host) && (listener_host.is_empty() || loopback(listener_host)))
+        || (listener_host.is_empty() && host.eq_ignore_ascii_case(&local_host_name()))
+}
+
 /// A socket buffer size: -1 for the system default, else 1..=2^31-1 bytes.
 fn buffer_size(text: &str) -> anyhow::Result<Option<u32>> {
     match text.parse::<i64>()? {
         -1 => Ok(None),
         n if (1..=i64::from(i32::MAX)).contains(&n) => Ok(Some(n as u32)),
         _ => bail!("must be -1 (system default) or a positive size in bytes"),
-    }
-}
-
-fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::Value>) {
-    for (k, v) in table {
-        let key = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
-        };
-        match v {
-            toml::Value::Table(t) => flatten(&key, t, out),
-            other => {
-                out.insert(key, other.clone());
-            }
-        }
     }
 }
 
@@ -1028,6 +1179,76 @@ mod tests {
         assert_eq!(b.topic_defaults.get("retention.ms"), Some("1000"));
         assert_eq!(a.num_partitions, 3);
         assert_eq!(b.num_partitions, 3);
+    }
+
+    #[test]
+    fn every_frieda_only_key_is_known() {
+        for key in file::FRIEDA_ONLY_KEYS {
+            let mut cfg = BrokerConfig::default();
+            if let Err(e) = cfg.set(key, "1") {
+                assert!(
+                    e.downcast_ref::<UnknownSetting>().is_none(),
+                    "{key} is not known"
+                );
+            }
+            assert!(!file::is_kafka_broker_key(key), "{key} is Kafka's too");
+        }
+    }
+
+    #[test]
+    fn kafkas_shipped_server_properties_is_a_one_voter_quorum() {
+        let text = include_str!("../../../tests/integration/data/kafka-4.4-server.properties");
+        let loaded = BrokerConfig::from_properties(text).unwrap();
+        let c = &loaded.config;
+        assert_eq!(
+            c.cluster.voters,
+            BTreeMap::from([(1, "localhost:9093".to_string())])
+        );
+        assert!(c.cluster.controller && c.cluster.broker);
+        assert_eq!(c.data_dir, PathBuf::from("/tmp/kraft-combined-logs"));
+        assert_eq!(c.topic_defaults.get("retention.ms"), Some("604800000"));
+        assert_eq!(c.topic_defaults.get("segment.bytes"), Some("1073741824"));
+        assert_eq!(
+            loaded.unused_kafka_keys,
+            [
+                "num.io.threads",
+                "num.recovery.threads.per.data.dir",
+                "share.coordinator.state.topic.replication.factor",
+                "share.coordinator.state.topic.min.isr"
+            ]
+        );
+        // a broker-only node, or other controllers, cannot use a dynamic quorum
+        let other = text.replace(
+            "controller.quorum.bootstrap.servers=localhost:9093",
+            "controller.quorum.bootstrap.servers=localhost:9093,otherhost:9093",
+        );
+        let e = BrokerConfig::from_properties(&other).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("controller.quorum.voters"),
+            "{e:#}"
+        );
+    }
+
+    #[test]
+    fn every_unknown_key_and_bad_value_is_named_at_once() {
+        let e = BrokerConfig::from_properties(
+            "num.partition=2\nlog.retention.hour=1\nnum.io.threads=3\nnum.network.threads=x\n",
+        )
+        .unwrap_err();
+        let m = format!("{e:#}");
+        assert!(
+            m.contains("`num.partition` (did you mean `num.partitions`?)"),
+            "{m}"
+        );
+        assert!(
+            m.contains("`log.retention.hour` (did you mean `log.retention.hours`?)"),
+            "{m}"
+        );
+        assert!(
+            m.contains("config key `num.network.threads` = `x`: expected"),
+            "{m}"
+        );
+        assert!(!m.contains("num.io.threads"), "{m}");
     }
 
     #[test]

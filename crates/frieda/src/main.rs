@@ -28,25 +28,65 @@ struct Cli {
     command: Command,
 }
 
+/// Where the configuration comes from, shared by `serve` and `check`.
+#[derive(clap::Args)]
+struct ConfigArgs {
+    /// Config file: Kafka's server.properties format, or TOML when the name ends in `.toml`
+    /// (Kafka's setting names in both; see README).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// KEY=VALUE over the config file (repeatable), as `kafka-server-start.sh --override`.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+    /// Where to listen: HOST:PORT or Kafka's NAME://HOST:PORT (host names resolve; an empty
+    /// host means every interface); overrides the config file's `listeners`.
+    #[arg(long)]
+    listen: Option<String>,
+    /// Data directory; overrides the config file.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// HOST:PORT (or NAME://HOST:PORT) advertised to clients in Metadata; defaults to the
+    /// listen address.
+    #[arg(long)]
+    advertised_listener: Option<String>,
+}
+
+impl ConfigArgs {
+    /// The configuration in force: defaults, the file, `--override`s, then the flags, finished
+    /// (see `BrokerConfig::finish`); a warning names the Kafka settings that mean nothing here.
+    fn resolve(self) -> anyhow::Result<BrokerConfig> {
+        let overrides = frieda::config::file::parse_overrides(&self.overrides)?;
+        let loaded = BrokerConfig::load(self.config.as_deref(), &overrides)?;
+        if !loaded.unused_kafka_keys.is_empty() {
+            tracing::warn!(
+                "Kafka settings with no meaning in Frieda, ignored: {}",
+                loaded.unused_kafka_keys.join(", ")
+            );
+        }
+        let mut cfg = loaded.config;
+        if let Some(l) = self.listen {
+            cfg.listeners = vec![Endpoint::parse(&l).context("--listen")?];
+        }
+        if let Some(d) = self.data_dir {
+            cfg.data_dir = d;
+        }
+        if let Some(a) = self.advertised_listener {
+            cfg.advertised_listeners =
+                Some(Endpoint::parse_list(&a).context("--advertised-listener")?);
+        }
+        cfg.finish()?;
+        Ok(cfg)
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the broker (defaults: 127.0.0.1:9092, data in ./frieda-data).
-    Serve {
-        /// Where to listen: HOST:PORT or Kafka's NAME://HOST:PORT (host names resolve; an empty
-        /// host means every interface); overrides the config file's `listeners`.
-        #[arg(long)]
-        listen: Option<String>,
-        /// Data directory; overrides the config file.
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
-        /// TOML config file with Kafka-named settings (see README).
-        #[arg(long)]
-        config: Option<PathBuf>,
-        /// HOST:PORT (or NAME://HOST:PORT) advertised to clients in Metadata; defaults to the
-        /// listen address.
-        #[arg(long)]
-        advertised_listener: Option<String>,
-    },
+    Serve(ConfigArgs),
+    /// Validate a configuration and print the settings in force (Kafka's names, one
+    /// `key=value` per line, secrets redacted) without touching the data directory; exits 1
+    /// with every problem named when it is invalid.
+    Check(ConfigArgs),
 }
 
 /// A broken replication invariant stops the process (after the default hook has printed the
@@ -85,60 +125,74 @@ fn main() -> std::process::ExitCode {
         .init();
     fail_stop_on_broken_invariants();
     let cli = Cli::parse();
-    match cli.command {
-        Command::Serve {
-            listen,
-            data_dir,
-            config,
-            advertised_listener,
-        } => {
-            let result = (|| {
-                let mut cfg = match config {
-                    Some(path) => BrokerConfig::load(&path)?,
-                    None => BrokerConfig::default(),
-                };
-                if let Some(l) = listen {
-                    cfg.listeners = vec![Endpoint::parse(&l).context("--listen")?];
-                }
-                if let Some(d) = data_dir {
-                    cfg.data_dir = d;
-                }
-                if let Some(a) = advertised_listener {
-                    cfg.advertised_listeners =
-                        Some(Endpoint::parse_list(&a).context("--advertised-listener")?);
-                }
-                cfg.check()?;
-                serve(cfg)
-            })();
-            match result {
-                Ok(()) => std::process::ExitCode::SUCCESS,
-                Err(e) => {
-                    tracing::error!("{e:#}");
-                    std::process::ExitCode::FAILURE
-                }
+    let result = match cli.command {
+        Command::Serve(args) => args.resolve().and_then(serve_leaving_no_new_data_dir),
+        Command::Check(args) => args.resolve().map(|cfg| {
+            for (name, value) in effective_config(&cfg) {
+                println!("{name}={value}");
             }
+        }),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            std::process::ExitCode::FAILURE
         }
     }
 }
 
-/// Logs the configuration in force at start-up, one line per setting under Kafka's broker key
-/// names (as DescribeConfigs of the broker reports it), values of secret-looking keys redacted.
+/// Serves; when the start fails and the data directory did not exist before, removes what the
+/// attempt created, so a corrected start begins from nothing (no half-initialised directory).
+fn serve_leaving_no_new_data_dir(cfg: BrokerConfig) -> anyhow::Result<()> {
+    let dir = cfg.data_dir.clone();
+    let existed = dir.exists();
+    let listening = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let result = serve(cfg, listening.clone());
+    if result.is_err() && !existed && !listening.load(std::sync::atomic::Ordering::SeqCst) {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {
+                tracing::info!(dir = %dir.display(), "start failed: removed the data directory it had created")
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "start failed; could not remove the data directory it had created")
+            }
+        }
+    }
+    result
+}
+
+/// The configuration in force under Kafka's broker key names (as DescribeConfigs of the broker
+/// reports it), values of secret-looking keys redacted.
+fn effective_config(cfg: &BrokerConfig) -> Vec<(String, String)> {
+    frieda::handlers::configs::broker_config_entries(cfg)
+        .into_iter()
+        .map(|e| {
+            let name = e.name.to_string();
+            let secret = ["password", "secret", "sasl.jaas.config", "keystore.key"]
+                .iter()
+                .any(|s| name.contains(s));
+            let value = match &e.value {
+                _ if secret => "[redacted]".to_string(),
+                Some(v) => v.to_string(),
+                None => "null".to_string(),
+            };
+            (name, value)
+        })
+        .collect()
+}
+
+/// Logs the configuration in force at start-up, one line per setting (see [`effective_config`]).
 fn log_effective_config(cfg: &BrokerConfig) {
-    for e in frieda::handlers::configs::broker_config_entries(cfg) {
-        let name = e.name.to_string();
-        let secret = ["password", "secret", "sasl.jaas.config", "keystore.key"]
-            .iter()
-            .any(|s| name.contains(s));
-        let value = match &e.value {
-            _ if secret => "[redacted]".to_string(),
-            Some(v) => v.to_string(),
-            None => "null".to_string(),
-        };
+    for (name, value) in effective_config(cfg) {
         tracing::info!(target: "frieda::config", "{name} = {value}");
     }
 }
 
-fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
+/// Runs the broker until a signal; `listening` turns true once clients can connect (after
+/// which a failure is no longer a failed start).
+fn serve(cfg: BrokerConfig, listening: Arc<std::sync::atomic::AtomicBool>) -> anyhow::Result<()> {
     log_effective_config(&cfg);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.network_threads)
@@ -216,6 +270,7 @@ fn serve(cfg: BrokerConfig) -> anyhow::Result<()> {
             }
             None => None,
         };
+        listening.store(true, std::sync::atomic::Ordering::SeqCst);
         let (host, port) = broker.config.advertised();
         tracing::info!(advertised = %format!("{host}:{port}"), version = env!("CARGO_PKG_VERSION"), "frieda is listening");
         let maintenance = tokio::spawn(maintain(broker.clone(), stop_rx.clone()));
