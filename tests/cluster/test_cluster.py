@@ -257,8 +257,11 @@ def test_acks_all_is_not_acknowledged_with_both_followers_paused(cluster, topic_
     assert codes <= {NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND, KafkaError._MSG_TIMED_OUT,
                      KafkaError.REQUEST_TIMED_OUT}, f"unexpected errors: {during.errors[:5]}"
 
-    c.wait_full_isr(t, 60)
-    after = ProducerThread(c.bootstrap, t, 1, tag="after", **conf)
+    # Asked of the leader: a follower just resumed still answers Metadata from the image it had
+    # before its pause (ISR [1, 2, 3]), which once let this wait pass before the ISR grew back.
+    # Retries: the leader's produce path may apply the grown ISR a moment after its Metadata.
+    c.wait_full_isr(t, 60, via=1)
+    after = ProducerThread(c.bootstrap, t, 1, tag="after", **dict(conf, retries=20, retry_backoff_ms=250))
     acks, errs = after.produce_now(50)
     assert len(acks) == 50 and not errs, f"acks=all after the followers resumed: {errs[:5]}"
     got, hw = read_all(c.live_bootstrap, t, 1)
