@@ -438,3 +438,43 @@ def test_tls_client_certificate_subject_is_the_principal(secured, pki):
         assert time.monotonic() < deadline, f"{secured.kind}: {principal} could not write"
         time.sleep(0.5)
     assert write("erik") == "TOPIC_AUTHORIZATION_FAILED"
+
+
+def test_the_audit_log_speaks_kafkas_words(tmp_path, pki):
+    """Issue 29: a denied operation is an INFO line in Kafka's StandardAuthorizer words (what
+    operators alert on), an allowed one is not at INFO, an all-topics listing logs no denial,
+    and ACL changes are logged as Kafka's StandardAcl."""
+    b = make_secure("frieda", tmp_path, pki, authorizer=True)
+    try:
+        admin = AdminClient(b.client("admin"))
+        for f in admin.create_topics([NewTopic("orders", 1, 1), NewTopic("open", 1, 1)]).values():
+            f.result(15)
+        acl = AclBinding(T, "open", LIT, "User:alice", "*", O.WRITE, A)
+        see = AclBinding(T, "orders", LIT, "User:alice", "*", O.DESCRIBE, A)  # Metadata answers
+        for f in admin.create_acls([acl, see]).values():
+            f.result(15)
+        assert produce(b, {"t": "orders"}) == "TOPIC_AUTHORIZATION_FAILED"
+        assert produce(b, {"t": "open"}) == OK
+        AdminClient(b.client("alice")).list_topics(timeout=10)  # all topics: a filter
+        deadline = time.monotonic() + 5
+        want = ("INFO kafka.authorizer.logger: Principal = User:alice is Denied operation = WRITE "
+                "from host = 127.0.0.1 on resource = Topic:LITERAL:orders for request = Produce "
+                "with resourceRefCount = 1 based on rule DefaultDeny")
+        while want not in b.log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        text = b.log_path.read_text()
+        assert want in text, text[-4000:]
+        assert "Added ACL StandardAcl(resourceType=TOPIC, resourceName=open, patternType=LITERAL, " \
+               "principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW) (by User:admin)" in text, text[-4000:]
+        info = [line for line in text.splitlines() if "INFO kafka.authorizer.logger" in line]
+        assert not [line for line in info if "is Allowed" in line], info[:5]
+        assert not [line for line in info if "request = Metadata" in line and "is Denied" in line], info[:5]
+        flt = AclBindingFilter(T, "open", LIT, "User:alice", "*", O.WRITE, A)
+        assert len(admin.delete_acls([flt])[flt].result(15)) == 1
+        deadline = time.monotonic() + 5
+        while "Removed ACL StandardAcl(resourceType=TOPIC, resourceName=open" not in b.log_path.read_text() \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "Removed ACL StandardAcl(resourceType=TOPIC, resourceName=open" in b.log_path.read_text()
+    finally:
+        b.stop()

@@ -71,10 +71,13 @@ pub async fn describe(
     let Some(authorizer) = &broker.security.authorizer else {
         return describe_disabled(ctx);
     };
-    if !broker
-        .security
-        .authorize(&ctx.session, op::DESCRIBE, resource::CLUSTER, CLUSTER_NAME)
-    {
+    if !broker.security.authorize(
+        &ctx.session,
+        crate::handlers::api_name(ctx.api_key),
+        op::DESCRIBE,
+        resource::CLUSTER,
+        CLUSTER_NAME,
+    ) {
         return DescribeAclsResponse::default()
             .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
             .with_error_message(Some(str_bytes(CLUSTER_DENIED)));
@@ -142,10 +145,13 @@ pub async fn create(
             .with_error_code(code.code())
             .with_error_message(Some(str_bytes(m)))
     };
-    if !broker
-        .security
-        .authorize(&ctx.session, op::ALTER, resource::CLUSTER, CLUSTER_NAME)
-    {
+    if !broker.security.authorize(
+        &ctx.session,
+        crate::handlers::api_name(ctx.api_key),
+        op::ALTER,
+        resource::CLUSTER,
+        CLUSTER_NAME,
+    ) {
         return CreateAclsResponse::default().with_results(
             req.creations
                 .iter()
@@ -184,7 +190,7 @@ pub async fn create(
             .await
     };
     if stored.is_ok() && !valid.is_empty() {
-        tracing::info!(principal = %ctx.session.principal, acls = ?valid, "ACLs created");
+        crate::security::audit::acl_change(&ctx.session.principal.to_string(), true, &valid);
     }
     let results = entries
         .iter()
@@ -227,10 +233,13 @@ pub async fn delete(
             .with_error_code(code.code())
             .with_error_message(Some(str_bytes(m)))
     };
-    if !broker
-        .security
-        .authorize(&ctx.session, op::ALTER, resource::CLUSTER, CLUSTER_NAME)
-    {
+    if !broker.security.authorize(
+        &ctx.session,
+        crate::handlers::api_name(ctx.api_key),
+        op::ALTER,
+        resource::CLUSTER,
+        CLUSTER_NAME,
+    ) {
         return DeleteAclsResponse::default().with_filter_results(
             req.filters
                 .iter()
@@ -270,7 +279,7 @@ pub async fn delete(
             .await
     };
     if removed.is_ok() && !doomed.is_empty() {
-        tracing::info!(principal = %ctx.session.principal, acls = ?doomed, "ACLs deleted");
+        crate::security::audit::acl_change(&ctx.session.principal.to_string(), false, &doomed);
     }
     let results = matched
         .into_iter()

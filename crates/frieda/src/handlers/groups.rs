@@ -63,10 +63,13 @@ async fn locate(
             E::TransactionalIdAuthorizationFailed,
         )
     };
-    if !broker
-        .security
-        .authorize(&ctx.session, acl::op::DESCRIBE, resource, key)
-    {
+    if !broker.security.authorize(
+        &ctx.session,
+        super::api_name(ctx.api_key),
+        acl::op::DESCRIBE,
+        resource,
+        key,
+    ) {
         return Err((denied, denied.to_string()));
     }
     let Some(node) = broker.cluster() else {
@@ -377,7 +380,7 @@ pub async fn list_groups(
         .into_iter()
         .filter(|g| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(g.group_type)))
         .filter(|g| {
-            all || authorized(
+            all || super::authorized_filter(
                 broker,
                 ctx,
                 acl::op::DESCRIBE,

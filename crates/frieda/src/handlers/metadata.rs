@@ -2,7 +2,7 @@
 //! Unknown topics are auto-created when `auto.create.topics.enable` is on and the request
 //! allows it (v4+ flag; always for v0-3).
 
-use super::{authorized, authorized_cluster, str_bytes, RequestContext};
+use super::{authorized, authorized_cluster, authorized_filter, str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::membership::ClusterNode;
 use crate::security::acl::{op, resource};
@@ -18,6 +18,12 @@ use std::sync::Arc;
 /// out of an all-topics answer and answers a named one with TOPIC_AUTHORIZATION_FAILED.
 fn may_describe(broker: &Broker, ctx: &RequestContext, name: &str) -> bool {
     authorized(broker, ctx, op::DESCRIBE, resource::TOPIC, name)
+}
+
+/// As [`may_describe`] for an all-topics answer, which leaves out what it may not see without
+/// an audit line at INFO for each (Kafka's `logIfDenied = false` for filters).
+fn may_see(broker: &Broker, ctx: &RequestContext, name: &str) -> bool {
+    authorized_filter(broker, ctx, op::DESCRIBE, resource::TOPIC, name)
 }
 
 /// Whether the request may auto-create topic `name`: CREATE on the cluster or on the topic.
@@ -110,14 +116,14 @@ async fn single_metadata(
             broker
                 .topics()
                 .iter()
-                .filter(|t| may_describe(broker, ctx, &t.name))
+                .filter(|t| may_see(broker, ctx, &t.name))
                 .map(|t| describe(t, node, ctx.api_version)),
         ),
         Some(list) if list.is_empty() && ctx.api_version == 0 => topics.extend(
             broker
                 .topics()
                 .iter()
-                .filter(|t| may_describe(broker, ctx, &t.name))
+                .filter(|t| may_see(broker, ctx, &t.name))
                 .map(|t| describe(t, node, ctx.api_version)),
         ),
         Some(list) => {
@@ -253,7 +259,7 @@ async fn cluster_metadata(
     let mut topics = Vec::new();
     if all {
         for (name, t) in &image.topics {
-            if may_describe(broker, ctx, name) {
+            if may_see(broker, ctx, name) {
                 topics.push(describe_image_topic(name, t, &image, v));
             }
         }

@@ -362,9 +362,37 @@ pub fn authorized(
     resource_type: i8,
     name: &str,
 ) -> bool {
-    broker
-        .security
-        .authorize(&ctx.session, operation, resource_type, name)
+    broker.security.authorize(
+        &ctx.session,
+        api_name(ctx.api_key),
+        operation,
+        resource_type,
+        name,
+    )
+}
+
+/// As [`authorized`] for a check that only filters what the request sees (an all-topics
+/// listing, ListGroups): a denial is not an audit event at INFO (Kafka's `logIfDenied = false`).
+pub fn authorized_filter(
+    broker: &Broker,
+    ctx: &RequestContext,
+    operation: i8,
+    resource_type: i8,
+    name: &str,
+) -> bool {
+    broker.security.authorize_filter(
+        &ctx.session,
+        api_name(ctx.api_key),
+        operation,
+        resource_type,
+        name,
+    )
+}
+
+/// Kafka's name of an API (`ApiKeys.name`: `Produce`, `CreateTopics`), as the audit log
+/// writes it.
+pub fn api_name(key: ApiKey) -> &'static str {
+    table::api_name(key)
 }
 
 /// Whether the request's principal may do `operation` on the cluster resource.

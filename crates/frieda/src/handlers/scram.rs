@@ -55,10 +55,13 @@ pub async fn describe(
     req: DescribeUserScramCredentialsRequest,
 ) -> DescribeUserScramCredentialsResponse {
     let resp = DescribeUserScramCredentialsResponse::default();
-    if !broker
-        .security
-        .authorize(&ctx.session, op::DESCRIBE, resource::CLUSTER, CLUSTER_NAME)
-    {
+    if !broker.security.authorize(
+        &ctx.session,
+        crate::handlers::api_name(ctx.api_key),
+        op::DESCRIBE,
+        resource::CLUSTER,
+        CLUSTER_NAME,
+    ) {
         return resp
             .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
             .with_error_message(Some(str_bytes("Cluster authorization failed.")));
@@ -145,10 +148,13 @@ pub async fn alter(
             .with_error_code(e.as_ref().map_or(0, |(c, _)| c.code()))
             .with_error_message(e.map(|(_, m)| str_bytes(&m)))
     };
-    if !broker
-        .security
-        .authorize(&ctx.session, op::ALTER, resource::CLUSTER, CLUSTER_NAME)
-    {
+    if !broker.security.authorize(
+        &ctx.session,
+        crate::handlers::api_name(ctx.api_key),
+        op::ALTER,
+        resource::CLUSTER,
+        CLUSTER_NAME,
+    ) {
         let mut names: Vec<&str> = req
             .deletions
             .iter()
@@ -259,8 +265,14 @@ pub async fn alter(
             ));
         }
         if outcome.is_ok() {
-            tracing::info!(principal = %ctx.session.principal, deleted = ?deletions.keys().collect::<Vec<_>>(),
-                upserted = ?upserts.keys().collect::<Vec<_>>(), "SCRAM credentials changed");
+            for (user, m) in &deletions {
+                tracing::info!(target: crate::security::audit::TARGET,
+                    "Deleted SCRAM credential of user {user} ({}) (by {})", m.name(), ctx.session.principal);
+            }
+            for (user, (m, iterations, _, _)) in &upserts {
+                tracing::info!(target: crate::security::audit::TARGET,
+                    "Upserted SCRAM credential of user {user} ({}, {iterations} iterations) (by {})", m.name(), ctx.session.principal);
+            }
         }
     }
     let mut errors: Vec<_> = errors.into_iter().collect();

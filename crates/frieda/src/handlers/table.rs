@@ -144,6 +144,15 @@ macro_rules! api_table {
             }
         }
 
+        /// Kafka's name of an API in the table (`ApiKeys.name`: `Produce`, `CreateTopics`);
+        /// `Unknown` for one outside it.
+        pub fn api_name(key: ApiKey) -> &'static str {
+            match key {
+                $(ApiKey::$key => stringify!($key),)*
+                _ => "Unknown",
+            }
+        }
+
         /// The body of `key`'s request with every field at its default, encoded at `version`:
         /// a seed for the fuzz targets and a request the tests dispatch. `None` for an API
         /// outside the table or a version its schema cannot encode.

@@ -28,6 +28,31 @@ pub const WILDCARD: &str = "*";
 /// The principal matching every principal.
 pub const WILDCARD_PRINCIPAL: &str = "User:*";
 
+/// Why the authorizer decided as it did (Kafka's `MatchingRule`; written
+/// as Kafka writes it by [`super::audit`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rule {
+    /// The principal is in `super.users`: allowed.
+    SuperUser,
+    /// No ACL decided and `allow.everyone.if.no.acl.found` applied: allowed.
+    DefaultAllow,
+    /// No ACL allowed it: denied.
+    DefaultDeny,
+    /// This ACL decided (a DENY, or the ALLOW that allowed it).
+    MatchingAcl(AclEntry),
+}
+
+impl Rule {
+    /// Whether the rule allows the operation.
+    pub fn allows(&self) -> bool {
+        match self {
+            Rule::SuperUser | Rule::DefaultAllow => true,
+            Rule::DefaultDeny => false,
+            Rule::MatchingAcl(a) => a.permission == permission::ALLOW,
+        }
+    }
+}
+
 /// Kafka's `ResourceType` codes.
 pub mod resource {
     /// Filter only: any type.
@@ -356,14 +381,29 @@ impl Authorizer {
         resource_type: i8,
         name: &str,
     ) -> bool {
+        self.decide(session, operation, resource_type, name)
+            .allows()
+    }
+
+    /// The rule that decides whether `session` may do `operation` on the resource
+    /// `resource_type`/`name` (Kafka's `StandardAuthorizerData.findAclRule`): a matching DENY,
+    /// else the first matching ALLOW, else the default.
+    pub fn decide(&self, session: &Session, operation: i8, resource_type: i8, name: &str) -> Rule {
         if self.is_super(&session.principal) {
-            return true;
+            return Rule::SuperUser;
         }
+        let default = |any: bool| {
+            if !any && self.allow_if_no_acl {
+                Rule::DefaultAllow
+            } else {
+                Rule::DefaultDeny
+            }
+        };
         let principal = session.principal.to_string();
         let host = session.client_address.to_string();
         let index = self.acls.read().clone();
         let Some(t) = index.by_type.get(&resource_type) else {
-            return self.allow_if_no_acl;
+            return default(false);
         };
         let candidates = t
             .literal
@@ -383,19 +423,18 @@ impl Authorizer {
                     .filter(|a| name.starts_with(&a.resource_name)),
             );
         let mut any = false;
-        let mut allowed = false;
+        let mut allowed_by = None;
         for acl in candidates {
             any = true;
             match verdict(acl, &principal, &host, operation) {
-                Some(false) => return false,
-                Some(true) => allowed = true,
-                None => {}
+                Some(false) => return Rule::MatchingAcl(acl.clone()),
+                Some(true) if allowed_by.is_none() => allowed_by = Some(acl),
+                _ => {}
             }
         }
-        if allowed {
-            true
-        } else {
-            !any && self.allow_if_no_acl
+        match allowed_by {
+            Some(acl) => Rule::MatchingAcl(acl.clone()),
+            None => default(any),
         }
     }
 

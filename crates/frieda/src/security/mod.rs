@@ -19,6 +19,7 @@
 //! authentication, the SASL user name on a SASL listener), the listener and the client address.
 
 pub mod acl;
+pub mod audit;
 pub mod client;
 pub mod config;
 pub mod principal;
@@ -288,24 +289,62 @@ impl Security {
     }
 
     /// Whether `session` may do `operation` on `resource_type`/`name` (always, without an
-    /// authorizer). A denial is logged at debug level, as Kafka's authorizer logs it at info
-    /// in its own audit logger.
+    /// authorizer), for `request` (Kafka's API name, `Produce`; or `Controller` for the quorum's
+    /// peers). The decision goes to the audit log in Kafka's words ([`audit`]): denied at INFO,
+    /// allowed at DEBUG.
     pub fn authorize(
         &self,
         session: &Session,
+        request: &str,
         operation: i8,
         resource_type: i8,
         name: &str,
     ) -> bool {
+        self.authorize_logged(session, request, operation, resource_type, name, true)
+    }
+
+    /// As [`authorize`](Self::authorize) for a check that only filters what a request sees
+    /// (an all-topics listing, ListGroups): a denial is logged at TRACE only, as Kafka's
+    /// `logIfDenied = false`.
+    pub fn authorize_filter(
+        &self,
+        session: &Session,
+        request: &str,
+        operation: i8,
+        resource_type: i8,
+        name: &str,
+    ) -> bool {
+        self.authorize_logged(session, request, operation, resource_type, name, false)
+    }
+
+    fn authorize_logged(
+        &self,
+        session: &Session,
+        request: &str,
+        operation: i8,
+        resource_type: i8,
+        name: &str,
+        log_if_denied: bool,
+    ) -> bool {
         let Some(a) = &self.authorizer else {
             return true;
         };
-        let ok = a.authorize(session, operation, resource_type, name);
-        if !ok {
-            tracing::debug!(principal = %session.principal, host = %session.client_address,
-                operation, resource_type, resource = name, "authorization denied");
-        }
-        ok
+        let rule = a.decide(session, operation, resource_type, name);
+        let principal = session.principal.to_string();
+        let host = session.client_address.to_string();
+        audit::log(
+            &audit::Decision {
+                principal: &principal,
+                host: &host,
+                operation,
+                resource_type,
+                resource_name: name,
+                request,
+                rule: &rule,
+            },
+            log_if_denied,
+        );
+        rule.allows()
     }
 
     /// Whether `session` may do `operation` on some resource of `resource_type`.

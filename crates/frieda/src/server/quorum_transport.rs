@@ -218,6 +218,7 @@ impl QuorumTransport for ControllerTransport {
         session.principal = principal;
         self.broker.security.authorize(
             &session,
+            "Controller",
             op::CLUSTER_ACTION,
             resource::CLUSTER,
             CLUSTER_NAME,
