@@ -12,6 +12,7 @@ pub mod file;
 
 use crate::coordinator::group::CoordinatorConfig;
 use crate::coordinator::transaction::TxnConfig;
+use crate::logging::{LogOutput, Rotation};
 use crate::security::config::SecurityConfig;
 use crate::security::SecurityProtocol;
 use crate::storage::topic_config::{TopicConfigs, TOPIC_CONFIG_KEYS};
@@ -239,6 +240,10 @@ pub struct BrokerConfig {
     /// Transaction coordinator settings (`transaction.*`, `transactional.id.expiration.ms`):
     /// see [`TxnConfig`].
     pub transactions: TxnConfig,
+    /// Where and how log lines are written (`log.format` = `text` | `json`, `log.file`,
+    /// `log.file.rotation` = `daily` | `hourly` | `never`, `log.file.max.files`, default 7):
+    /// see [`crate::logging`].
+    pub log_output: LogOutput,
 }
 
 impl ClusterConfig {
@@ -402,6 +407,10 @@ impl Default for BrokerConfig {
             rack: None,
             coordinator: CoordinatorConfig::default(),
             transactions: TxnConfig::default(),
+            log_output: LogOutput {
+                max_files: 7,
+                ..LogOutput::default()
+            },
         }
     }
 }
@@ -933,6 +942,23 @@ impl BrokerConfig {
             "transaction.partition.verification.enable" => {
                 self.transactions.partition_verification = text.parse()?
             }
+            "log.format" => {
+                self.log_output.json = match text.to_ascii_lowercase().as_str() {
+                    "text" => false,
+                    "json" => true,
+                    _ => bail!("expected text or json"),
+                }
+            }
+            "log.file" => self.log_output.file = (!text.is_empty()).then(|| PathBuf::from(&text)),
+            "log.file.rotation" => {
+                self.log_output.rotation = match text.to_ascii_lowercase().as_str() {
+                    "daily" => Rotation::Daily,
+                    "hourly" => Rotation::Hourly,
+                    "never" => Rotation::Never,
+                    _ => bail!("expected daily, hourly or never"),
+                }
+            }
+            "log.file.max.files" => self.log_output.max_files = text.parse()?,
             "broker.rack" => self.rack = Some(text.clone()).filter(|r| !r.is_empty()),
             "default.replication.factor" => {
                 self.default_replication_factor = i16::try_from(positive(&text)?)?

@@ -26,7 +26,7 @@
 //!   and high watermark: the ISR protocol's rules, free of I/O), [`features`] (feature levels,
 //!   KIP-584), [`quota`] (client quotas), [`stats`] (the lock-free request and connection
 //!   counters the server records), [`durable`] (crash-safe small metadata files), [`clock`]
-//!   (wall, monotonic and lease time).
+//!   (wall, monotonic and lease time), [`logging`] (log output, levels changed at run time).
 //!
 //! Below the crate: `frieda-meta` (the metadata quorum on openraft and the active controller)
 //! and `frieda-log` (the partition log itself). The binary (`main.rs`) uses them all.
@@ -39,6 +39,7 @@ pub mod coordinator;
 pub mod durable;
 pub mod features;
 pub mod handlers;
+pub mod logging;
 pub mod membership;
 pub mod metrics;
 pub mod quota;

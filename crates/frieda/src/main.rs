@@ -53,16 +53,11 @@ struct ConfigArgs {
 
 impl ConfigArgs {
     /// The configuration in force: defaults, the file, `--override`s, then the flags, finished
-    /// (see `BrokerConfig::finish`); a warning names the Kafka settings that mean nothing here.
-    fn resolve(self) -> anyhow::Result<BrokerConfig> {
+    /// (see `BrokerConfig::finish`), with the Kafka settings that mean nothing here.
+    fn resolve(self) -> anyhow::Result<(BrokerConfig, Vec<String>)> {
         let overrides = frieda::config::file::parse_overrides(&self.overrides)?;
         let loaded = BrokerConfig::load(self.config.as_deref(), &overrides)?;
-        if !loaded.unused_kafka_keys.is_empty() {
-            tracing::warn!(
-                "Kafka settings with no meaning in Frieda, ignored: {}",
-                loaded.unused_kafka_keys.join(", ")
-            );
-        }
+        let unused = loaded.unused_kafka_keys;
         let mut cfg = loaded.config;
         if let Some(l) = self.listen {
             cfg.listeners = vec![Endpoint::parse(&l).context("--listen")?];
@@ -75,7 +70,7 @@ impl ConfigArgs {
                 Some(Endpoint::parse_list(&a).context("--advertised-listener")?);
         }
         cfg.finish()?;
-        Ok(cfg)
+        Ok((cfg, unused))
     }
 }
 
@@ -109,30 +104,39 @@ fn fail_stop_on_broken_invariants() {
 }
 
 fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                // openraft reports every failed send to a stopped node; the quorum's own
-                // warnings say what matters.
-                .unwrap_or_else(|_| {
-                    tracing_subscriber::EnvFilter::new(
-                        "info,openraft=warn,openraft::replication=off,openraft::engine=off",
-                    )
-                }),
-        )
-        .init();
     fail_stop_on_broken_invariants();
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Serve(args) => args.resolve().and_then(serve_leaving_no_new_data_dir),
-        Command::Check(args) => args.resolve().map(|cfg| {
+    let (serve_it, args) = match cli.command {
+        Command::Serve(args) => (true, args),
+        Command::Check(args) => (false, args),
+    };
+    // The configuration says where log lines go, so it is read first; what it finds wrong is
+    // logged to stderr.
+    let resolved = args.resolve();
+    let output = match &resolved {
+        Ok((cfg, _)) if serve_it => cfg.log_output.clone(),
+        _ => frieda::logging::LogOutput::default(),
+    };
+    if let Err(e) = frieda::logging::init(&output) {
+        eprintln!("frieda: {e:#}");
+        return std::process::ExitCode::FAILURE;
+    }
+    let result = resolved.and_then(|(cfg, unused)| {
+        if !unused.is_empty() {
+            tracing::warn!(
+                "Kafka settings with no meaning in Frieda, ignored: {}",
+                unused.join(", ")
+            );
+        }
+        if serve_it {
+            serve_leaving_no_new_data_dir(cfg)
+        } else {
             for (name, value) in effective_config(&cfg) {
                 println!("{name}={value}");
             }
-        }),
-    };
+            Ok(())
+        }
+    });
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
         "quota",
         "features",
         "replication",
+        "logging",
     ],
     &["security"],
     &["storage"],

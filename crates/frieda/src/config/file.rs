@@ -43,6 +43,10 @@ pub const FRIEDA_ONLY_KEYS: &[&str] = &[
     "replica.stall.max.ms",
     "offsets.retention.ms",
     "ssl.reload.check.interval.ms",
+    "log.format",
+    "log.file",
+    "log.file.rotation",
+    "log.file.max.files",
 ];
 
 /// Whether `key` is one of Apache Kafka 4.4.0's broker settings (or under one of Kafka's

@@ -25,6 +25,10 @@ use std::sync::Arc;
 pub const RESOURCE_TOPIC: i8 = 2;
 /// Resource type BROKER in the config APIs.
 pub const RESOURCE_BROKER: i8 = 4;
+/// ConfigResource type BROKER_LOGGER (KIP-412): a broker's log levels.
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+/// Config source DYNAMIC_BROKER_LOGGER_CONFIG.
+const SOURCE_DYNAMIC_BROKER_LOGGER: i8 = 6;
 
 // Config sources (DescribeConfigs v1+).
 const SOURCE_TOPIC: i8 = 1;
@@ -500,6 +504,23 @@ pub async fn describe(
                 }
                 Ok(all)
             }
+            RESOURCE_BROKER_LOGGER
+                if r.resource_name.as_str() == broker.config.node_id.to_string() =>
+            {
+                let mut all: Vec<ConfigEntry> = crate::logging::describe()
+                    .into_iter()
+                    .map(|(logger, level)| ConfigEntry {
+                        name: str_bytes(&logger),
+                        value: Some(str_bytes(&level)),
+                        config_source: SOURCE_DYNAMIC_BROKER_LOGGER,
+                        config_type: 2, // STRING
+                    })
+                    .collect();
+                if let Some(keys) = &r.configuration_keys {
+                    all.retain(|e| keys.iter().any(|k| k.as_str() == e.name.as_str()));
+                }
+                Ok(all)
+            }
             _ => Err((ResponseError::InvalidRequest, "unsupported resource")),
         };
         results.push(match entries {
@@ -633,6 +654,11 @@ pub async fn alter(
         );
         let outcome = if let Err(e) = access {
             Err(e)
+        } else if r.resource_type == RESOURCE_BROKER_LOGGER {
+            Err(AdminError::new(
+                ResponseError::InvalidRequest,
+                "AlterConfigs does not support the resource type BROKER_LOGGER: use IncrementalAlterConfigs",
+            ))
         } else if r.resource_type == RESOURCE_BROKER {
             let configs = r
                 .configs
@@ -701,6 +727,8 @@ pub async fn incremental_alter(
             Err(e)
         } else if clears_throttles {
             Ok(())
+        } else if r.resource_type == RESOURCE_BROKER_LOGGER {
+            incremental_broker_logger(broker, &r, req.validate_only)
         } else if r.resource_type == RESOURCE_BROKER {
             incremental_broker(broker, &r, req.validate_only).await
         } else {
@@ -773,6 +801,75 @@ async fn incremental_topic(
 /// SET (0) and DELETE (1) on its dynamic config set (see [`dynamic_config`]).
 /// Errors: INVALID_CONFIG for other operations, keys that cannot change at run time and bad
 /// values; INVALID_REQUEST for a bad resource name.
+/// Log levels at run time (KIP-412, Kafka's `ConfigAdminManager` rules): SET a logger to a
+/// log4j level name, DELETE to let it follow its parent again. Errors: INVALID_REQUEST (42)
+/// for another broker's id, APPEND/SUBTRACT, or removing the root logger's level;
+/// INVALID_CONFIG (40) for an unknown logger or level. All are checked before any applies.
+fn incremental_broker_logger(
+    broker: &Broker,
+    r: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), AdminError> {
+    use crate::logging;
+    let id = broker.config.node_id.to_string();
+    if r.resource_name.as_str() != id {
+        return Err(AdminError::new(
+            ResponseError::InvalidRequest,
+            format!(
+                "Unexpected broker id, expected {id}, but received {}",
+                r.resource_name.as_str()
+            ),
+        ));
+    }
+    for c in &r.configs {
+        let logger = c.name.as_str();
+        match (c.config_operation, &c.value) {
+            (0, Some(v)) => {
+                if !logging::logger_exists(logger) {
+                    return Err(AdminError::new(
+                        ResponseError::InvalidConfig,
+                        format!("Logger {logger} does not exist!"),
+                    ));
+                }
+                logging::parse_level(v.as_str())
+                    .map_err(|m| AdminError::new(ResponseError::InvalidConfig, m))?;
+            }
+            (1, _) if logger == logging::ROOT => {
+                return Err(AdminError::new(
+                    ResponseError::InvalidRequest,
+                    "Removing the log level of the root logger is not allowed",
+                ))
+            }
+            (1, _) if !logging::logger_exists(logger) => {
+                return Err(AdminError::new(
+                    ResponseError::InvalidConfig,
+                    format!("Logger {logger} does not exist!"),
+                ))
+            }
+            (1, _) => {}
+            (op, _) => {
+                return Err(AdminError::new(
+                    ResponseError::InvalidRequest,
+                    format!(
+                        "operation {op} is not supported for BROKER_LOGGER (only SET and DELETE)"
+                    ),
+                ))
+            }
+        }
+    }
+    if validate_only {
+        return Ok(());
+    }
+    for c in &r.configs {
+        let applied = match (c.config_operation, &c.value) {
+            (0, Some(v)) => logging::set_level(c.name.as_str(), v.as_str()),
+            _ => logging::unset_level(c.name.as_str()),
+        };
+        applied.map_err(|m| AdminError::new(ResponseError::InvalidConfig, m))?;
+    }
+    Ok(())
+}
+
 async fn incremental_broker(
     broker: &Arc<Broker>,
     r: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
