@@ -175,20 +175,27 @@ def watermarks(bootstrap: str, topic: str, partitions: int, timeout: float = 10)
 
 
 # A leader moved after the client's metadata: it asked the old leader. Kafka's clients refresh
-# their metadata and retry; librdkafka's get_watermark_offsets does not, so this does.
-_MOVED = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._UNKNOWN_PARTITION}
+# their metadata and retry; librdkafka's get_watermark_offsets does not, so this does. Also when
+# the broker it asked just left the client's metadata (a node stopped: _DESTROY_BROKER), and when
+# no leader answered in time (a controller failover: _TIMED_OUT), until the caller's timeout.
+_MOVED = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._UNKNOWN_PARTITION,
+          KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT}
 
 
 def _watermark(c: Consumer, topic: str, p: int, timeout: float) -> tuple[int, int]:
     deadline = time.monotonic() + timeout
     while True:
+        left = max(0.5, deadline - time.monotonic())
         try:
-            return c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)
+            return c.get_watermark_offsets(TopicPartition(topic, p), timeout=min(3.0, left), cached=False)
         except KafkaException as e:
             if e.args[0].code() not in _MOVED or time.monotonic() >= deadline:
                 raise
             time.sleep(0.2)
-            c.list_topics(topic, timeout=5)  # refreshes the partition's leader
+            try:
+                c.list_topics(topic, timeout=5)  # refreshes the partition's leader
+            except KafkaException:
+                pass
 
 
 def read_partitions(bootstrap: str, topic: str, ends: dict[int, int], timeout: float = 60) -> dict:

@@ -419,13 +419,17 @@ class Cluster:
         running = [n for n in self.nodes.values() if n.alive()]
         for node in running:
             os.kill(node.proc.pid, signal.SIGTERM)
+        # Every node stops at once, so the quorum goes away under the controlled shutdowns: a
+        # node waits for the controller's acknowledgement up to its broker session timeout
+        # (the moment its leaderships would move anyway), then stops.
+        limit = STOP_TIMEOUT_S + 10 + self.setting("broker.session.timeout.ms") / 1000
         for node in running:
             try:
-                rc = node.proc.wait(timeout=STOP_TIMEOUT_S + 10)
+                rc = node.proc.wait(timeout=limit)
                 if rc != 0:
                     problems.append(f"node {node.id} exited with {rc} after the final SIGTERM")
             except subprocess.TimeoutExpired:
-                problems.append(f"node {node.id} did not exit within {STOP_TIMEOUT_S + 10}s of the final SIGTERM")
+                problems.append(f"node {node.id} did not exit within {limit}s of the final SIGTERM")
                 node.kill_hard()
         for node in self.nodes.values():
             if "panicked" in node.text():

@@ -114,10 +114,17 @@ def test_leader_sigkilled_during_idempotent_acks_all_production(cluster, topic_n
     for i in sorted(c.nodes):
         c.stop(i)
         c.wait_until(lambda: moved_off(c, t, 3, i), 15, f"leaderships moved off stopped node {i}")
-        wm = watermarks(c.live_bootstrap, t, 3)
+        # A new leader's high watermark can lag its log until its followers fetch in the new
+        # epoch (Kafka's too: the HW advances with the ISR's end offsets); it must get there.
+        deadline = time.monotonic() + 20
+        while True:
+            wm = watermarks(c.live_bootstrap, t, 3, timeout=20)
+            if all(wm[q][1] >= ends[q] for q in range(3)) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         for q in range(3):
             assert wm[q][1] >= ends[q], \
-                f"node {i} stopped: {t}[{q}] high watermark {wm[q][1]} < acknowledged end {ends[q]}"
+                f"node {i} stopped: {t}[{q}] high watermark {wm[q][1]} < acknowledged end {ends[q]} after 20 s"
         check_acked(p.acks, read_partitions(c.live_bootstrap, t, ends), t)
         c.start(i)
         c.wait_full_isr(t, 30)
