@@ -806,22 +806,7 @@ impl MetadataImage {
         isr.dedup();
         p.isr = isr;
         p.partition_epoch += 1;
-        // A reassignment completes once every target replica is in sync.
-        if !p.adding.is_empty() && p.adding.iter().all(|b| p.isr.contains(b)) {
-            let removing = std::mem::take(&mut p.removing);
-            p.adding.clear();
-            p.replicas.retain(|b| !removing.contains(b));
-            p.isr.retain(|b| !removing.contains(b));
-            if removing.contains(&p.leader) {
-                p.leader = p
-                    .replicas
-                    .iter()
-                    .copied()
-                    .find(|b| p.isr.contains(b) && live.contains(b))
-                    .unwrap_or(NO_LEADER);
-                p.leader_epoch += 1;
-            }
-        }
+        complete_reassignment_if_in_sync(p, &live);
         Ok(MetaOutcome::Partition(p.clone()))
     }
 
@@ -864,11 +849,22 @@ impl MetadataImage {
             .copied()
             .filter(|b| !target.contains(b))
             .collect();
+        let mut removing = removing;
+        // Replicas an earlier reassignment was adding that this one drops. Kafka drops them at
+        // once, ISR included; but one in the ISR may already count for the high watermark at a
+        // leader that has not applied this change (a fetch it sent is in flight), and deleting
+        // its log would leave an acks=all record on fewer replicas than acknowledged it (found by
+        // frieda-sim, seed 76819). It stays, as a removing replica, until this reassignment
+        // completes; the others leave now.
+        removing.extend(
+            p.adding
+                .iter()
+                .copied()
+                .filter(|b| !target.contains(b) && p.isr.contains(b)),
+        );
         let mut replicas = target.to_vec();
         replicas.extend(removing.iter().copied());
-        // A reassignment that replaces (or cancels) one in progress drops replicas the earlier
-        // one was adding: they leave the ISR too (ISR ⊆ replicas; Kafka's
-        // PartitionChangeBuilder keeps the target ISR within the target replicas).
+        // ISR ⊆ replicas: dropped replicas not in sync are not in the ISR anyway.
         let isr: Vec<BrokerId> = p
             .isr
             .iter()
@@ -894,22 +890,47 @@ impl MetadataImage {
                 .unwrap_or(NO_LEADER);
             p.leader_epoch += 1;
         }
-        if p.adding.is_empty() {
-            // Nothing to copy: the removed replicas go at once.
-            let removing = std::mem::take(&mut p.removing);
-            p.replicas.retain(|b| !removing.contains(b));
-            p.isr.retain(|b| !removing.contains(b));
-            if removing.contains(&p.leader) || p.leader == NO_LEADER {
-                p.leader = p
-                    .replicas
-                    .iter()
-                    .copied()
-                    .find(|b| p.isr.contains(b) && live.contains(b))
-                    .unwrap_or(NO_LEADER);
-                p.leader_epoch += 1;
-            }
-        }
+        complete_reassignment_if_in_sync(p, &live);
         Ok(MetaOutcome::Partition(p.clone()))
+    }
+}
+
+/// Completes a reassignment in progress once every target replica is in the ISR (Kafka's
+/// `PartitionReassignmentReplicas.maybeCompleteReassignment`: the ISR without the removing
+/// replicas must contain every replica that stays): the removing replicas leave the replicas
+/// and the ISR, and a removed leader's partition gets the first live ISR member. Until then the
+/// removing replicas stay, so a record a stale leader counted on them is still on them.
+fn complete_reassignment_if_in_sync(p: &mut PartitionState, live: &[BrokerId]) {
+    if p.adding.is_empty() && p.removing.is_empty() {
+        return;
+    }
+    let target: Vec<BrokerId> = p
+        .replicas
+        .iter()
+        .copied()
+        .filter(|b| !p.removing.contains(b))
+        .collect();
+    let isr: Vec<BrokerId> = p
+        .isr
+        .iter()
+        .copied()
+        .filter(|b| !p.removing.contains(b))
+        .collect();
+    if isr.is_empty() || target.is_empty() || !target.iter().all(|b| isr.contains(b)) {
+        return;
+    }
+    let removing = std::mem::take(&mut p.removing);
+    p.adding.clear();
+    p.replicas = target;
+    p.isr = isr;
+    if removing.contains(&p.leader) || p.leader == NO_LEADER {
+        p.leader = p
+            .replicas
+            .iter()
+            .copied()
+            .find(|b| p.isr.contains(b) && live.contains(b))
+            .unwrap_or(NO_LEADER);
+        p.leader_epoch += 1;
     }
 }
 
