@@ -16,7 +16,7 @@
 
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
-use crate::security::acl::{self, op, resource, AclEntry, AclFilter, CLUSTER_NAME};
+use crate::security::acl::{self, op, AclEntry, AclFilter};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_acls_response::AclCreationResult;
 use kafka_protocol::messages::delete_acls_response::{
@@ -71,13 +71,7 @@ pub async fn describe(
     let Some(authorizer) = &broker.security.authorizer else {
         return describe_disabled(ctx);
     };
-    if !broker.security.authorize(
-        &ctx.session,
-        crate::handlers::api_name(ctx.api_key),
-        op::DESCRIBE,
-        resource::CLUSTER,
-        CLUSTER_NAME,
-    ) {
+    if !crate::handlers::authorized_cluster(broker, ctx, op::DESCRIBE) {
         return DescribeAclsResponse::default()
             .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
             .with_error_message(Some(str_bytes(CLUSTER_DENIED)));
@@ -145,13 +139,7 @@ pub async fn create(
             .with_error_code(code.code())
             .with_error_message(Some(str_bytes(m)))
     };
-    if !broker.security.authorize(
-        &ctx.session,
-        crate::handlers::api_name(ctx.api_key),
-        op::ALTER,
-        resource::CLUSTER,
-        CLUSTER_NAME,
-    ) {
+    if !crate::handlers::authorized_cluster(broker, ctx, op::ALTER) {
         return CreateAclsResponse::default().with_results(
             req.creations
                 .iter()
@@ -233,13 +221,7 @@ pub async fn delete(
             .with_error_code(code.code())
             .with_error_message(Some(str_bytes(m)))
     };
-    if !broker.security.authorize(
-        &ctx.session,
-        crate::handlers::api_name(ctx.api_key),
-        op::ALTER,
-        resource::CLUSTER,
-        CLUSTER_NAME,
-    ) {
+    if !crate::handlers::authorized_cluster(broker, ctx, op::ALTER) {
         return DeleteAclsResponse::default().with_filter_results(
             req.filters
                 .iter()

@@ -8,7 +8,7 @@
 
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
-use crate::security::acl::{op, resource, CLUSTER_NAME};
+use crate::security::acl::op;
 use crate::security::scram::{ScramMechanism, MAX_ITERATIONS, MIN_ITERATIONS};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
@@ -55,13 +55,7 @@ pub async fn describe(
     req: DescribeUserScramCredentialsRequest,
 ) -> DescribeUserScramCredentialsResponse {
     let resp = DescribeUserScramCredentialsResponse::default();
-    if !broker.security.authorize(
-        &ctx.session,
-        crate::handlers::api_name(ctx.api_key),
-        op::DESCRIBE,
-        resource::CLUSTER,
-        CLUSTER_NAME,
-    ) {
+    if !crate::handlers::authorized_cluster(broker, ctx, op::DESCRIBE) {
         return resp
             .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
             .with_error_message(Some(str_bytes("Cluster authorization failed.")));
@@ -148,13 +142,7 @@ pub async fn alter(
             .with_error_code(e.as_ref().map_or(0, |(c, _)| c.code()))
             .with_error_message(e.map(|(_, m)| str_bytes(&m)))
     };
-    if !broker.security.authorize(
-        &ctx.session,
-        crate::handlers::api_name(ctx.api_key),
-        op::ALTER,
-        resource::CLUSTER,
-        CLUSTER_NAME,
-    ) {
+    if !crate::handlers::authorized_cluster(broker, ctx, op::ALTER) {
         let mut names: Vec<&str> = req
             .deletions
             .iter()
