@@ -292,17 +292,72 @@ impl Conn {
     }
 }
 
-/// openraft's network factory: one [`NodeClient`] per peer, each connecting with the
+/// openraft's network factory: one [`NodeClient`] per peer and purpose (openraft opens one
+/// for each replication stream, election and leadership check), each connecting with the
 /// transport.
 #[derive(Clone)]
 pub struct Network {
     transport: Arc<dyn QuorumTransport>,
+    reachability: Arc<Reachability>,
 }
 
 impl Network {
     /// Connects with `transport`.
     pub fn new(transport: Arc<dyn QuorumTransport>) -> Self {
-        Network { transport }
+        Network {
+            transport,
+            reachability: Arc::default(),
+        }
+    }
+}
+
+/// Whether each peer answered its last Raft request, shared by every [`NodeClient`] of this
+/// node, so that a peer going away or coming back is logged once per change (WARN when a peer
+/// that answered stops, INFO when it answers again or has not answered yet since this node
+/// started) rather than once per retry, as openraft's own reports would (logging.rs leaves
+/// those out).
+#[derive(Default)]
+pub struct Reachability {
+    /// Peer → how its last Raft request went; absent until the first request. At most one
+    /// entry per node of the metadata log's membership.
+    peers: parking_lot::Mutex<std::collections::HashMap<NodeId, Peer>>,
+}
+
+/// How the last Raft request to a peer went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    /// It answered.
+    Answering,
+    /// It has not answered since this node started.
+    NotYet,
+    /// It answered before, and did not last time.
+    Lost,
+}
+
+impl Reachability {
+    /// Records the outcome of a request to `node` at `addr`; logs when it changes.
+    fn record(&self, node: NodeId, addr: &str, result: Result<(), &dyn std::fmt::Display>) {
+        let mut peers = self.peers.lock();
+        let before = peers.get(&node).copied();
+        let now = match (before, &result) {
+            (_, Ok(())) => Peer::Answering,
+            (None | Some(Peer::NotYet), Err(_)) => Peer::NotYet,
+            (Some(Peer::Answering | Peer::Lost), Err(_)) => Peer::Lost,
+        };
+        peers.insert(node, now);
+        drop(peers);
+        if before == Some(now) {
+            return;
+        }
+        match (before, result) {
+            (Some(Peer::Lost), Ok(())) => tracing::info!(node, addr, "quorum peer answers again"),
+            (Some(Peer::NotYet), Ok(())) => tracing::info!(node, addr, "quorum peer answers"),
+            (_, Err(e)) if now == Peer::Lost => tracing::warn!(node, addr, error = %e,
+                "quorum peer does not answer; retrying quietly until it does"),
+            (_, Err(e)) => tracing::info!(node, addr, error = %e,
+                "quorum peer does not answer yet; retrying quietly until it does"),
+            _ => {}
+        }
     }
 }
 
@@ -312,6 +367,7 @@ pub struct NodeClient {
     conn: Conn,
     /// Whether a refusal by the peer was logged already (once per client).
     refusal_logged: bool,
+    reachability: Arc<Reachability>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -322,6 +378,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             conn: Conn::new(node.addr.clone(), self.transport.clone()),
             refusal_logged: false,
+            reachability: self.reachability.clone(),
         }
     }
 }
@@ -332,7 +389,15 @@ impl NodeClient {
         req: Request,
         option: &RPCOption,
     ) -> Result<Response, RPCError<NodeId, BasicNode, E>> {
-        match self.conn.call(&req, option.hard_ttl()).await {
+        let result = self.conn.call(&req, option.hard_ttl()).await;
+        let outcome: Result<(), &dyn std::fmt::Display> = match &result {
+            Ok(Response::Refused(why)) => Err(why),
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        self.reachability
+            .record(self.target, self.conn.addr(), outcome);
+        match result {
             Ok(Response::Refused(why)) => {
                 if !self.refusal_logged {
                     self.refusal_logged = true;

@@ -205,13 +205,69 @@ pub fn init(output: &LogOutput) -> anyhow::Result<()> {
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_ansi(ansi);
-    let registry = tracing_subscriber::registry().with(filter_layer);
+    let registry = tracing_subscriber::registry()
+        .with(filter_layer)
+        .with(QuietRetries);
     if output.json {
         registry.with(fmt.json()).try_init()?;
     } else {
         registry.with(fmt).try_init()?;
     }
     Ok(())
+}
+
+/// openraft's reports of a quorum peer that does not answer, made again on every retry: a
+/// leadership check for each linearizable read (several a second), a vote request each
+/// election. A voter that is down while the quorum holds is normal operation, so these are
+/// left out at every level; `frieda_meta::network` logs each change of a peer's reachability
+/// once instead (WARN when it stops answering, INFO when it answers again).
+const OPENRAFT_RETRY_REPORTS: &[&str] = &[
+    "timeout while confirming leadership for read request",
+    "while requesting vote",
+    "timeout",
+    "A message will be ignored because vote changed",
+];
+
+/// Whether an event is one of [`OPENRAFT_RETRY_REPORTS`].
+fn is_openraft_retry_report(event: &tracing::Event<'_>) -> bool {
+    struct Message(Option<String>);
+    impl tracing::field::Visit for Message {
+        fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+            if field.name() == "message" {
+                self.0 = Some(value.to_string());
+            }
+        }
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = Some(format!("{value:?}"));
+            }
+        }
+    }
+    let meta = event.metadata();
+    if !meta.target().starts_with("openraft") || *meta.level() > tracing::Level::WARN {
+        return false;
+    }
+    let mut m = Message(None);
+    event.record(&mut m);
+    m.0.is_some_and(|m| {
+        OPENRAFT_RETRY_REPORTS.iter().any(|r| {
+            m.strip_prefix(r)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(':'))
+        })
+    })
+}
+
+/// The layer that drops [`OPENRAFT_RETRY_REPORTS`].
+struct QuietRetries;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QuietRetries {
+    fn event_enabled(
+        &self,
+        event: &tracing::Event<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        !is_openraft_retry_report(event)
+    }
 }
 
 fn apply(s: &State) {
@@ -317,6 +373,45 @@ mod tests {
         assert_eq!(effective(&d, "frieda::cluster"), "DEBUG");
         assert_eq!(effective(&d, "frieda::cluster::isr"), "TRACE");
         assert_eq!(effective(&d, "frieda::clusterx"), "WARN");
+    }
+
+    #[test]
+    fn openrafts_retry_reports_are_left_out_and_nothing_else() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        struct Count(Arc<AtomicUsize>);
+        impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Count {
+            fn on_event(
+                &self,
+                _: &tracing::Event<'_>,
+                _: tracing_subscriber::layer::Context<'_, S>,
+            ) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let seen = Arc::new(AtomicUsize::new(0));
+        let subscriber = tracing_subscriber::registry()
+            .with(QuietRetries)
+            .with(Count(seen.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            let raft = "openraft::core::raft_core";
+            tracing::error!(target: "openraft::core::raft_core", target = 3, error = "Unreachable node",
+                "timeout while confirming leadership for read request");
+            tracing::error!(target: "openraft::core::raft_core", error = "refused", target = 3, "while requesting vote");
+            tracing::error!(target: "openraft::core::raft_core", error = "elapsed", "timeout");
+            tracing::warn!(target: "openraft::core::raft_core",
+                "A message will be ignored because vote changed: msg sent by vote: T1-N2:committed; current my vote: None; when (VoteResponse)");
+            assert_eq!(
+                seen.load(Ordering::Relaxed),
+                0,
+                "{raft}: retry reports pass"
+            );
+            tracing::error!(target: "openraft::core::raft_core", error = "storage", "quit RaftCore::main on error");
+            tracing::error!(target: "openraft::core::raft_core", "timeout while applying");
+            tracing::error!(target: "frieda::cluster", "timeout");
+            tracing::info!(target: "openraft::core::raft_core", "timeout");
+            assert_eq!(seen.load(Ordering::Relaxed), 4, "other reports are kept");
+        });
     }
 
     #[test]
