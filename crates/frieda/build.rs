@@ -1,5 +1,7 @@
 //! Lists the crate's modules (from the files under `src/`) for `logging::KNOWN_LOGGERS`: the
-//! loggers DescribeConfigs on BROKER_LOGGER reports and `kafka-configs` may then set.
+//! loggers DescribeConfigs on BROKER_LOGGER reports and `kafka-configs` may then set; and
+//! records the git commit built (`FRIEDA_REVISION`, `unknown` outside a git checkout) for the
+//! build-info metric and `frieda --version`.
 
 use std::path::Path;
 
@@ -25,8 +27,41 @@ fn modules(dir: &Path, prefix: &str, out: &mut Vec<String>) {
     }
 }
 
+/// The commit checked out (12 hex digits), and the files whose change means another commit.
+fn revision() -> (String, Vec<std::path::PathBuf>) {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_string())
+    };
+    let Some(rev) = git(&["rev-parse", "--short=12", "HEAD"]) else {
+        return ("unknown".into(), Vec::new());
+    };
+    let mut watch = Vec::new();
+    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+        let dir = Path::new(&dir);
+        watch.push(dir.join("HEAD"));
+        if let Some(head) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            watch.push(dir.join(head));
+        }
+        watch.push(dir.join("packed-refs"));
+    }
+    // A path that does not exist would make cargo run this script on every build.
+    watch.retain(|p| p.exists());
+    (rev, watch)
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=src");
+    let (rev, watch) = revision();
+    for p in watch {
+        println!("cargo:rerun-if-changed={}", p.display());
+    }
+    println!("cargo:rustc-env=FRIEDA_REVISION={rev}");
     let mut out = vec!["frieda".to_string()];
     modules(Path::new("src"), "frieda", &mut out);
     out.sort();

@@ -172,9 +172,10 @@ def test_metrics_agree_with_what_clients_did(make_own_broker, topic_name):
 def test_metrics_endpoint_answers_only_get_metrics(make_own_broker):
     port = free_port()
     make_own_broker(f'metrics.listen = "127.0.0.1:{port}"\n')
-    with pytest.raises(urllib.error.HTTPError) as e:
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=5)
-    assert e.value.code == 404
+    for path in ("/other", "/", "/metrics/x"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5)
+        assert e.value.code == 404, path
     req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", data=b"x", method="POST")
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=5)
@@ -254,3 +255,65 @@ def test_fetch_reads_say_whether_the_page_cache_missed(make_own_broker, topic_na
     tail0 = read_bytes("tail_cache")
     consume(7500, 500)
     assert read_bytes("tail_cache") - tail0 >= 400_000
+
+
+def _proc_status(pid: int, key: str) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"{key} not in /proc/{pid}/status")
+
+
+def test_process_metrics_and_build_info_describe_the_running_process(make_own_broker, topic_name):
+    """``process_*`` as every Prometheus client library names them, checked against what the
+    kernel says of the broker's PID from outside, and ``frieda_build_info`` against the git
+    checkout the binary was built from and ``frieda --version``."""
+    import os
+    import subprocess
+    from conftest import frieda_bin
+
+    port = free_port()
+    before = time.time()
+    b = make_own_broker(f'metrics.listen = "127.0.0.1:{port}"\n')
+    after = time.time()
+    pid = b.proc.pid
+    m = scrape(port)
+
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    assert abs(value(m, "process_open_fds") - fds) <= 8, (value(m, "process_open_fds"), fds)
+    soft = int(open(f"/proc/{pid}/limits").read().split("Max open files")[1].split()[0])
+    assert value(m, "process_max_fds") == soft
+    rss = _proc_status(pid, "VmRSS") * 1024
+    assert 0.5 * rss <= value(m, "process_resident_memory_bytes") <= 2 * rss, rss
+    assert value(m, "process_virtual_memory_bytes") >= value(m, "process_resident_memory_bytes")
+    assert value(m, "process_threads") == _proc_status(pid, "Threads")
+    assert before - 1 <= value(m, "process_start_time_seconds") <= after + 1, (before, after)
+    cpu_before = value(m, "process_cpu_seconds", "process_cpu_seconds_total")
+
+    # Work makes the CPU counter move.
+    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+    topic = topic_name()
+    for i in range(20000):
+        p.produce(topic, value=VALUE)
+        if i % 1000 == 0:
+            p.poll(0)
+    assert p.flush(30) == 0
+    cpu_after = value(scrape(port), "process_cpu_seconds", "process_cpu_seconds_total")
+    assert cpu_after > cpu_before
+
+    # Build info: the commit this checkout is at, as ``frieda --version`` says it.
+    info = [(lab, v) for (n, lab, v) in m["frieda_build_info"] if n == "frieda_build_info"]
+    assert len(info) == 1 and info[0][1] == 1, info
+    labels = info[0][0]
+    version = subprocess.run([str(frieda_bin()), "--version"], capture_output=True, text=True, check=True).stdout
+    assert version.strip() == f"frieda {labels['version']} ({labels['revision']})", version
+    head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True)
+    if "FRIEDA_BIN" in os.environ:
+        pass  # a binary built elsewhere
+    elif head.returncode == 0:
+        # The binary under test is built from this checkout (scripts/test builds it first); a
+        # commit made since the build would show here as a stale binary.
+        assert labels["revision"] == head.stdout.strip()
+    else:
+        assert labels["revision"] == "unknown"

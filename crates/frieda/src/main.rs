@@ -20,7 +20,7 @@ use tokio::sync::watch;
 #[derive(Parser)]
 #[command(
     name = "frieda",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("FRIEDA_REVISION"), ")"),
     about = "A Kafka-protocol message broker built for low tail latency"
 )]
 struct Cli {
@@ -276,7 +276,7 @@ fn serve(cfg: BrokerConfig, listening: Arc<std::sync::atomic::AtomicBool>) -> an
         };
         listening.store(true, std::sync::atomic::Ordering::SeqCst);
         let (host, port) = broker.config.advertised();
-        tracing::info!(advertised = %format!("{host}:{port}"), version = env!("CARGO_PKG_VERSION"), "frieda is listening");
+        tracing::info!(advertised = %format!("{host}:{port}"), version = frieda::metrics::VERSION, revision = frieda::metrics::REVISION, "frieda is listening");
         let maintenance = tokio::spawn(maintain(broker.clone(), stop_rx.clone()));
         // Group timers (sessions, rebalances) and offsets retention; on stop it answers parked
         // JoinGroup/SyncGroup requests so connections can finish.

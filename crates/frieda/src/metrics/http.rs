@@ -1,5 +1,5 @@
-//! The endpoint's HTTP side (hyper, HTTP/1.1): `GET /metrics` (and `/`) answers the scrape,
-//! anything else 404, a method other than GET or HEAD 405. Each connection is served on its
+//! The endpoint's HTTP side (hyper, HTTP/1.1): `GET /metrics` answers the scrape, any other
+//! path 404, a method other than GET or HEAD 405. Each connection is served on its
 //! own task until the broker stops.
 
 use super::render;
@@ -68,7 +68,7 @@ async fn answer(
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return Ok(reply(StatusCode::METHOD_NOT_ALLOWED, Bytes::new()));
     }
-    if !matches!(req.uri().path(), "/metrics" | "/") {
+    if req.uri().path() != "/metrics" {
         return Ok(reply(
             StatusCode::NOT_FOUND,
             Bytes::from_static(b"try /metrics\n"),

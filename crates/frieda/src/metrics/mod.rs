@@ -5,11 +5,14 @@
 //! [`crate::stats`], the log flush histogram of `frieda_log::stats`, and gauges taken from the
 //! broker's state (partitions, groups, the metadata image). Names follow Kafka's JMX metrics as
 //! the Prometheus JMX exporter spells them, so dashboards built for Kafka translate; the full
-//! list with the JMX name each maps to is in `docs/metrics.md`.
+//! list with the JMX name each maps to is in `docs/metrics.md`. The process's own metrics
+//! (`process_*`) and `frieda_build_info` come from [`process`].
 
 mod http;
+mod process;
 
 pub use http::{bind, serve};
+pub use process::{REVISION, VERSION};
 
 use crate::broker::Broker;
 use crate::replication::Role;
@@ -440,6 +443,6 @@ impl Collector for BrokerCollector {
             MetricType::Gauge,
             lag,
         )?;
-        Ok(())
+        process::encode(&mut e)
     }
 }

@@ -1,0 +1,124 @@
+//! The process's own metrics, named as every Prometheus client library's process collector
+//! names them (so the usual dashboards and alerts apply): CPU seconds, resident and virtual
+//! memory, open and maximum file descriptors, start time, threads; read from `/proc/self`
+//! with the `procfs` crate at scrape time. And `frieda_build_info`, the version and git
+//! commit built (the Prometheus `*_build_info` convention; Kafka's JMX `app-info` says the
+//! same).
+
+use super::{family, Labels};
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+
+/// The version built (`Cargo.toml`).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The git commit built, 12 hex digits (`unknown` when built outside a git checkout; see
+/// `build.rs`).
+pub const REVISION: &str = env!("FRIEDA_REVISION");
+
+/// What `/proc/self` says, read once per scrape.
+struct ProcessSample {
+    cpu_seconds: f64,
+    resident_bytes: u64,
+    virtual_bytes: u64,
+    threads: i64,
+    start_time_seconds: f64,
+    open_fds: Option<usize>,
+    max_fds: Option<u64>,
+}
+
+fn sample() -> Option<ProcessSample> {
+    let me = procfs::process::Process::myself().ok()?;
+    let stat = me.stat().ok()?;
+    let ticks = procfs::ticks_per_second() as f64;
+    let boot = procfs::boot_time_secs().ok().unwrap_or(0) as f64;
+    let max_fds = me
+        .limits()
+        .ok()
+        .and_then(|l| match l.max_open_files.soft_limit {
+            procfs::process::LimitValue::Value(v) => Some(v),
+            procfs::process::LimitValue::Unlimited => None,
+        });
+    Some(ProcessSample {
+        cpu_seconds: (stat.utime + stat.stime) as f64 / ticks,
+        resident_bytes: stat.rss * procfs::page_size(),
+        virtual_bytes: stat.vsize,
+        threads: stat.num_threads,
+        start_time_seconds: boot + stat.starttime as f64 / ticks,
+        open_fds: me.fd_count().ok(),
+        max_fds,
+    })
+}
+
+/// Writes the `process_*` families (none when `/proc/self` cannot be read) and
+/// `frieda_build_info`.
+pub(super) fn encode(e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    let none = || -> Labels { Vec::new() };
+    if let Some(p) = sample() {
+        family(
+            e,
+            "process_cpu_seconds",
+            "Total user and system CPU time spent in seconds.",
+            MetricType::Counter,
+            [(none(), ConstCounter::new(p.cpu_seconds))],
+        )?;
+        let gauges: [(&str, &str, Option<f64>); 6] = [
+            (
+                "process_resident_memory_bytes",
+                "Resident memory size in bytes.",
+                Some(p.resident_bytes as f64),
+            ),
+            (
+                "process_virtual_memory_bytes",
+                "Virtual memory size in bytes.",
+                Some(p.virtual_bytes as f64),
+            ),
+            (
+                "process_open_fds",
+                "Number of open file descriptors.",
+                p.open_fds.map(|n| n as f64),
+            ),
+            (
+                "process_max_fds",
+                "Maximum number of open file descriptors (the soft limit).",
+                p.max_fds.map(|n| n as f64),
+            ),
+            (
+                "process_start_time_seconds",
+                "Start time of the process since unix epoch in seconds.",
+                Some(p.start_time_seconds),
+            ),
+            (
+                "process_threads",
+                "Number of OS threads in the process.",
+                Some(p.threads as f64),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            if let Some(v) = value {
+                family(
+                    e,
+                    name,
+                    help,
+                    MetricType::Gauge,
+                    [(none(), ConstGauge::new(v))],
+                )?;
+            }
+        }
+    }
+    family(
+        e,
+        "frieda_build_info",
+        "The version and git commit of the running binary; always 1.",
+        MetricType::Gauge,
+        [(
+            vec![
+                ("version", VERSION.to_string()),
+                ("revision", REVISION.to_string()),
+            ],
+            ConstGauge::new(1i64),
+        )],
+    )
+}
