@@ -72,6 +72,39 @@ def test_secure_broker_section_as_written(tmp_path):
         assert produce("alice", "alice-secret", "PLAIN", "payments") == "TOPIC_AUTHORIZATION_FAILED"
         assert produce("bob", "bob-secret", "SCRAM-SHA-512", "orders") == "TOPIC_AUTHORIZATION_FAILED"
         assert "SASL authentication failed" not in (tmp_path / "frieda.stderr").read_text()
+
+        # The client certificate block: a v3 certificate logs in on the SSL listener as its
+        # subject; a v1 one (the same request signed without extensions) is refused with the
+        # broker's log line saying why.
+        r = subprocess.run(["bash", "-euo", "pipefail", "-c", here(fenced("bash", 1))],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        v = subprocess.run(["openssl", "x509", "-in", str(d / "alice.crt"), "-noout", "-text"],
+                           capture_output=True, text=True, check=True).stdout
+        assert "Version: 3" in v
+
+        def ssl_metadata(cert: str) -> str:
+            from confluent_kafka.admin import AdminClient
+            a = AdminClient({"bootstrap.servers": f"127.0.0.1:{ssl_port}", "security.protocol": "SSL",
+                             "ssl.ca.location": str(d / "ca.pem"), "ssl.certificate.location": cert,
+                             "ssl.key.location": str(d / "alice.key"), "log_level": 0})
+            try:
+                a.list_topics(timeout=5)
+                return "ok"
+            except Exception as e:  # noqa: BLE001 - the client's failure is the result
+                return str(e)
+
+        assert ssl_metadata(str(d / "alice.crt")) == "ok"
+        subprocess.run(["openssl", "x509", "-req", "-in", str(d / "alice.csr"), "-CA", str(d / "ca.pem"),
+                        "-CAkey", str(d / "ca.key"), "-CAcreateserial", "-days", "1", "-out", str(d / "v1.crt")],
+                       capture_output=True, check=True)
+        if "Version: 1" in subprocess.run(["openssl", "x509", "-in", str(d / "v1.crt"), "-noout", "-text"],
+                                          capture_output=True, text=True).stdout:
+            assert ssl_metadata(str(d / "v1.crt")) != "ok"
+            deadline = time.monotonic() + 10
+            while "the certificate is X.509 v1" not in (tmp_path / "frieda.stderr").read_text():
+                assert time.monotonic() < deadline, (tmp_path / "frieda.stderr").read_text()[-3000:]
+                time.sleep(0.2)
     finally:
         proc.terminate()
         proc.wait(10)

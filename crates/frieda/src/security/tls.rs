@@ -225,6 +225,22 @@ fn build(s: &Sources) -> anyhow::Result<Arc<ServerConfig>> {
     Ok(Arc::new(config))
 }
 
+/// A TLS failure as rustls reports it (`reason`), with what to do when the cause is one a
+/// Kafka operator meets for the first time here: rustls (webpki) accepts only X.509 v3
+/// certificates, while Java and OpenSSL also take the v1 certificates that `openssl x509 -req`
+/// makes without `-extfile`/`-copy_extensions`.
+pub fn explain_failure(reason: &str) -> String {
+    if reason.contains("UnsupportedCertVersion") {
+        format!(
+            "{reason} (the certificate is X.509 v1; Frieda's TLS (rustls) accepts only v3 \
+             certificates: sign it with extensions, e.g. `openssl x509 -req ... -extfile \
+             <(printf 'basicConstraints=CA:FALSE')`, see the README's secure section)"
+        )
+    } else {
+        reason.to_string()
+    }
+}
+
 /// The subject of a DER certificate as Java's `X500Principal.getName()` prints it (RFC 2253:
 /// most specific attribute first, `CN=alice,OU=eng,O=example`), which Kafka's default principal
 /// builder uses as the principal name.

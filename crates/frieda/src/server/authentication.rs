@@ -7,7 +7,7 @@ use crate::broker::Broker;
 use crate::handlers::table::{self, Auth};
 use crate::handlers::{self, CloseConnection, RequestContext};
 use crate::security::sasl::{Authenticator, Verdict};
-use crate::security::tls::{subject_dn, TlsServer};
+use crate::security::tls::{explain_failure, subject_dn, TlsServer};
 use crate::security::{ListenerSecurity, Principal, Session};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
@@ -49,7 +49,7 @@ pub async fn tls_handshake(
             return None;
         }
         Ok(Err(e)) => {
-            failed(e.to_string());
+            failed(explain_failure(&e.to_string()));
             return None;
         }
         Err(_) => {
