@@ -120,3 +120,48 @@ def test_exactly_once_across_sigkills_of_the_transaction_coordinator_and_a_leade
     assert killed, "no broker was killed"
 
     check_exactly_once_output(b, dst, parts, inputs)
+
+
+def test_find_hanging_and_describe_producers_ask_every_replica(cluster, topic_name):
+    """Operators run `kafka-transactions find-hanging --broker-id N` on each broker of a cluster
+    (issue 29): DescribeProducers goes to broker N for every partition N holds, leader or
+    follower, and Kafka answers from any replica's log (`Partition.activeProducerState`). With
+    one transaction left open on an RF 3 partition (3 records at offsets 0-2, acks=all so every
+    in-sync replica holds them), `describe-producers --broker-id F` on each follower F shows the
+    same producer, last sequence and transaction start offset as the leader, and `find-hanging
+    --broker-id N` succeeds on all three brokers and finds nothing hanging (its coordinator knows
+    the transaction)."""
+    c = cluster(3)
+    b = c.bootstrap
+    cp = t.java_classpath()
+    topic = topic_name()
+    adm = c.admin()
+    adm.create_topics([NewTopic(topic, num_partitions=1, replication_factor=3)])[topic].result(30)
+    c.wait_full_isr(topic, 30)
+    tid = f"tx-{topic}"
+    p = t.txn_producer(b, tid, transaction_timeout_ms=60000)
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(topic, key=b"k%d" % i, value=b"open %d" % i, partition=0)
+    assert p.flush(30) == 0
+    leader = c.partitions(topic)[0].leader
+    followers = [i for i in c.nodes if i != leader]
+
+    def producers(broker_id: int) -> list[dict]:
+        out = t.txn_tool(cp, b, "describe-producers", "--topic", topic, "--partition", "0",
+                         "--broker-id", str(broker_id))
+        return t.parse_table(out)
+
+    at_leader = producers(leader)
+    assert len(at_leader) == 1, at_leader
+    assert at_leader[0]["LastSequence"] == "2" and at_leader[0]["CurrentTransactionStartOffset"] == "0", at_leader
+    for f in followers:
+        # a follower fetches up to the leader's log end; acks=all means it already holds it all
+        assert producers(f) == at_leader, f"broker {f} (a follower)"
+    for n in c.nodes:
+        out = t.txn_tool(cp, b, "find-hanging", "--broker-id", str(n), "--max-transaction-timeout", "0")
+        lines = [l for l in out.splitlines() if l.strip()]
+        assert lines and lines[0].split()[:3] == ["Topic", "Partition", "ProducerId"], out
+        assert not any(topic in l for l in lines[1:]), out
+    p.abort_transaction(30)

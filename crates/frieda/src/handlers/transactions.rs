@@ -691,11 +691,13 @@ pub async fn list_transactions(
         .with_transaction_states(listed)
 }
 
-/// DescribeProducers v0 (KIP-664): the producers of partitions this broker leads (their
-/// epochs, last sequences and open transactions' first offsets, for `kafka-transactions
-/// describe-producers` and `find-hanging`).
+/// DescribeProducers v0 (KIP-664): the producers of partitions this broker holds a replica of,
+/// leader or follower (their epochs, last sequences and open transactions' first offsets, for
+/// `kafka-transactions describe-producers` and `find-hanging`).
 ///
-/// Errors per partition: UNKNOWN_TOPIC_OR_PARTITION (3), NOT_LEADER_OR_FOLLOWER (6).
+/// Errors per partition: TOPIC_AUTHORIZATION_FAILED (29) without READ on the topic,
+/// UNKNOWN_TOPIC_OR_PARTITION (3), NOT_LEADER_OR_FOLLOWER (6) when this broker holds no replica
+/// with an open log.
 pub async fn describe_producers(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -716,18 +718,16 @@ pub async fn describe_producers(
                     let found = match &topic {
                         _ if !readable => Err(E::TopicAuthorizationFailed),
                         None => Err(E::UnknownTopicOrPartition),
-                        Some(t) => t.replica(index).and_then(|p| {
-                            if p.repl.is_leader_or_sole() {
-                                Ok(p)
-                            } else {
-                                Err(E::NotLeaderOrFollower)
-                            }
-                        }),
+                        // Any replica with a log answers, as Kafka's `Partition.activeProducerState`
+                        // (`kafka-transactions find-hanging --broker-id` asks every replica).
+                        Some(t) => t
+                            .replica(index)
+                            .and_then(|p| p.describe_producers().ok_or(E::NotLeaderOrFollower)),
                     };
                     match found {
                         Err(e) => out.with_error_code(e.code()),
-                        Ok(p) => out.with_active_producers(
-                            p.describe_producers()
+                        Ok(producers) => out.with_active_producers(
+                            producers
                                 .into_iter()
                                 .map(|s| {
                                     ProducerState::default()

@@ -594,13 +594,13 @@ impl Partition {
         self.reader.last_stable_offset(self.high_watermark())
     }
 
-    /// Every producer of this partition (DescribeProducers).
-    pub fn describe_producers(&self) -> Vec<frieda_log::ProducerInfo> {
+    /// Every producer of this replica's log (DescribeProducers; a follower's log tracks its
+    /// producers as the leader's does); `None` when the replica has no open log.
+    pub fn describe_producers(&self) -> Option<Vec<frieda_log::ProducerInfo>> {
         self.state
             .lock()
             .as_ref()
             .map(|s| s.log.describe_producers())
-            .unwrap_or_default()
     }
 
     /// Notes that `header`'s batch was refused before its append with a retriable error (see
