@@ -1,7 +1,7 @@
 //! Topic administration: CreateTopics (key 19, v2-7), DeleteTopics (key 20, v1-6),
 //! CreatePartitions (key 37, v0-3).
 
-use super::configs::topic_config_entries;
+use super::configs::{topic_config_entries, Inherited};
 use super::{authorized, authorized_cluster, str_bytes, RequestContext};
 use crate::broker::{AdminError, Broker};
 use crate::security::acl::{op, resource};
@@ -121,17 +121,24 @@ pub async fn create_topics(
                 } else if ctx.api_version >= 5 {
                     let configs = topic.configs.read().clone();
                     r = r.with_configs(Some(
-                        topic_config_entries(&configs, &broker.topic_defaults(), None)
-                            .into_iter()
-                            .map(|e| {
-                                CreatableTopicConfigs::default()
-                                    .with_name(e.name)
-                                    .with_value(e.value)
-                                    .with_read_only(false)
-                                    .with_config_source(e.config_source)
-                                    .with_is_sensitive(false)
-                            })
-                            .collect(),
+                        topic_config_entries(
+                            &configs,
+                            Inherited {
+                                dynamic: Some((&broker.dynamic_configs(), broker.config.node_id)),
+                                static_defaults: &broker.config.topic_defaults,
+                            },
+                            None,
+                        )
+                        .into_iter()
+                        .map(|e| {
+                            CreatableTopicConfigs::default()
+                                .with_name(e.name)
+                                .with_value(e.value)
+                                .with_read_only(false)
+                                .with_config_source(e.config_source)
+                                .with_is_sensitive(false)
+                        })
+                        .collect(),
                     ));
                 }
                 r

@@ -3,6 +3,7 @@
 //! [`crate::broker::dynamic_config`]).
 
 use super::{str_bytes, RequestContext};
+use crate::broker::dynamic_config::BrokerConfigSets;
 use crate::broker::{dynamic_config, AdminError, Broker};
 use crate::config::BrokerConfig;
 use crate::storage::topic_config::{
@@ -11,7 +12,7 @@ use crate::storage::topic_config::{
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResult;
 use kafka_protocol::messages::{
@@ -30,8 +31,10 @@ pub const RESOURCE_BROKER_LOGGER: i8 = 8;
 /// Config source DYNAMIC_BROKER_LOGGER_CONFIG.
 const SOURCE_DYNAMIC_BROKER_LOGGER: i8 = 6;
 
-// Config sources (DescribeConfigs v1+).
+// Config sources (DescribeConfigs v1+; Kafka's `DescribeConfigsResponse.ConfigSource`).
 const SOURCE_TOPIC: i8 = 1;
+const SOURCE_DYNAMIC_BROKER: i8 = dynamic_config::SOURCE_DYNAMIC_BROKER;
+const SOURCE_DYNAMIC_DEFAULT: i8 = dynamic_config::SOURCE_DYNAMIC_DEFAULT;
 const SOURCE_STATIC_BROKER: i8 = 4;
 const SOURCE_DEFAULT: i8 = 5;
 
@@ -48,33 +51,125 @@ pub struct ConfigEntry {
     pub name: StrBytes,
     /// Effective value.
     pub value: Option<StrBytes>,
-    /// Where it comes from (1 topic, 4 static broker config, 5 default).
+    /// Where it comes from (1 topic, 2 this broker's dynamic config, 3 the cluster's dynamic
+    /// default, 4 static broker config, 5 default).
     pub config_source: i8,
     /// Value type (v3+).
     pub config_type: i8,
+    /// Every place the value is defined, highest precedence first, the first being the one in
+    /// force (DescribeConfigs `include_synonyms`, v1+; KIP-226): for a topic config its
+    /// override, then the broker-level synonym's dynamic per-broker, dynamic cluster-default,
+    /// static and default values.
+    pub synonyms: Vec<Synonym>,
 }
 
-/// The effective configs of a topic: its overrides, then the broker's topic defaults, then
-/// Kafka's defaults. `only` restricts to the named keys.
+/// One place a config value is defined (DescribeConfigs v1+ `Synonyms`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Synonym {
+    /// The key there (a topic config's broker-level synonym for broker-level values).
+    pub name: StrBytes,
+    /// Its value there.
+    pub value: Option<StrBytes>,
+    /// The source (as [`ConfigEntry::config_source`]).
+    pub source: i8,
+}
+
+impl Synonym {
+    fn new(name: &str, value: Option<&str>, source: i8) -> Self {
+        Synonym {
+            name: str_bytes(name),
+            value: value.map(str_bytes),
+            source,
+        }
+    }
+}
+
+/// Topic configs whose broker-level synonym has no default in Kafka (`log.retention.ms`,
+/// `log.roll.ms`, `log.roll.jitter.ms` and `log.flush.interval.ms` are null; the hours forms
+/// carry the defaults): Kafka lists no DEFAULT_CONFIG synonym for them (Kafka 4.3.1 observed,
+/// `kafka-configs --describe --all`).
+const NO_BROKER_DEFAULT: &[&str] = &[
+    "retention.ms",
+    "segment.ms",
+    "segment.jitter.ms",
+    "flush.ms",
+];
+
+/// Where a topic's values come from when the topic does not set them, highest precedence
+/// first (Kafka's `DynamicBrokerConfig` layering, KIP-226).
+#[derive(Clone, Copy)]
+pub struct Inherited<'a> {
+    /// The dynamic broker configs in force and this broker's id (per-broker values win over the
+    /// cluster default); `None` when only the static file counts (`frieda check`).
+    pub dynamic: Option<(&'a BrokerConfigSets, i32)>,
+    /// The topic defaults the static config file sets.
+    pub static_defaults: &'a TopicConfigs,
+}
+
+impl Inherited<'_> {
+    /// The synonyms of topic config `key` below the topic itself.
+    fn synonyms(&self, key: &crate::storage::topic_config::TopicConfigKey) -> Vec<Synonym> {
+        let broker_key = TOPIC_CONFIG_BROKER_SYNONYMS
+            .iter()
+            .find(|(t, _)| *t == key.name)
+            .map(|(_, b)| *b);
+        let mut out = Vec::new();
+        if let (Some(b), Some((sets, node_id))) = (broker_key, self.dynamic) {
+            for (resource, source) in [
+                (node_id.to_string(), SOURCE_DYNAMIC_BROKER),
+                (
+                    dynamic_config::DEFAULT_RESOURCE.to_string(),
+                    SOURCE_DYNAMIC_DEFAULT,
+                ),
+            ] {
+                let Some(v) = sets.get(&resource).and_then(|c| c.get(b)) else {
+                    continue;
+                };
+                // As `effective_defaults`: a value that no longer validates is not in force.
+                if TopicConfigs::default().set(key.name, v).is_ok() {
+                    out.push(Synonym::new(b, Some(v), source));
+                }
+            }
+        }
+        // Topic configs without a broker-level synonym (the throttled-replica lists) have none.
+        let Some(name) = broker_key else {
+            return out;
+        };
+        if let Some(v) = self.static_defaults.get(key.name) {
+            out.push(Synonym::new(name, Some(v), SOURCE_STATIC_BROKER));
+        }
+        if !NO_BROKER_DEFAULT.contains(&key.name) {
+            out.push(Synonym::new(name, Some(key.default), SOURCE_DEFAULT));
+        }
+        out
+    }
+}
+
+/// The effective configs of a topic: its overrides, then what it inherits (the broker's
+/// dynamic and static topic defaults, then Kafka's defaults), each with its synonyms. `only`
+/// restricts to the named keys.
 pub fn topic_config_entries(
     configs: &TopicConfigs,
-    defaults: &TopicConfigs,
+    inherited: Inherited<'_>,
     only: Option<&[StrBytes]>,
 ) -> Vec<ConfigEntry> {
     TOPIC_CONFIG_KEYS
         .iter()
         .filter(|k| only.is_none_or(|o| o.iter().any(|n| n.as_str() == k.name)))
         .map(|k| {
-            let (value, source) = if let Some(v) = configs.get(k.name) {
-                (v, SOURCE_TOPIC)
-            } else if let Some(v) = defaults.get(k.name) {
-                (v, SOURCE_STATIC_BROKER)
-            } else {
-                (k.default, SOURCE_DEFAULT)
-            };
+            let mut synonyms = Vec::new();
+            if let Some(v) = configs.get(k.name) {
+                synonyms.push(Synonym::new(k.name, Some(v), SOURCE_TOPIC));
+            }
+            synonyms.extend(inherited.synonyms(k));
+            let (value, source) = synonyms
+                .first()
+                .map_or((Some(str_bytes(k.default)), SOURCE_DEFAULT), |s| {
+                    (s.value.clone(), s.source)
+                });
             ConfigEntry {
                 name: str_bytes(k.name),
-                value: Some(str_bytes(value)),
+                value,
                 config_source: source,
                 config_type: match k.kind {
                     ValueKind::Long { .. } => TYPE_LONG,
@@ -84,6 +179,7 @@ pub fn topic_config_entries(
                     ValueKind::Ratio { .. } => TYPE_DOUBLE,
                     ValueKind::ReplicaList => TYPE_LIST,
                 },
+                synonyms,
             }
         })
         .collect()
@@ -369,45 +465,38 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
         ),
     ]
     .into_iter()
-    .map(|(n, v, t)| ConfigEntry {
-        name: str_bytes(n),
-        value: Some(str_bytes(&v)),
-        config_source: SOURCE_STATIC_BROKER,
-        config_type: t,
-    })
+    .map(|(n, v, t)| static_entry(n, Some(&v), t))
     .collect();
     // unset: null, as Kafka reports it
-    entries.push(ConfigEntry {
-        name: str_bytes("broker.rack"),
-        value: c.rack.as_deref().map(str_bytes),
-        config_source: if c.rack.is_some() {
-            SOURCE_STATIC_BROKER
-        } else {
-            SOURCE_DEFAULT
+    entries.push(match c.rack.as_deref() {
+        Some(rack) => static_entry("broker.rack", Some(rack), TYPE_STRING),
+        None => ConfigEntry {
+            name: str_bytes("broker.rack"),
+            value: None,
+            config_source: SOURCE_DEFAULT,
+            config_type: TYPE_STRING,
+            synonyms: vec![Synonym::new("broker.rack", None, SOURCE_DEFAULT)],
         },
-        config_type: TYPE_STRING,
     });
     // Security settings (sensitive values null, as Kafka reports them).
     for (name, value) in c.security.describe() {
         if entries.iter().any(|x| x.name.as_str() == name) {
             continue;
         }
-        entries.push(ConfigEntry {
-            name: str_bytes(&name),
-            value: value.as_deref().map(str_bytes),
-            config_source: SOURCE_STATIC_BROKER,
-            config_type: TYPE_STRING,
-        });
+        entries.push(static_entry(&name, value.as_deref(), TYPE_STRING));
     }
     if let Some(name) = &c.cluster.inter_broker_listener_name {
-        entries.push(ConfigEntry {
-            name: str_bytes("inter.broker.listener.name"),
-            value: Some(str_bytes(name)),
-            config_source: SOURCE_STATIC_BROKER,
-            config_type: TYPE_STRING,
-        });
+        entries.push(static_entry(
+            "inter.broker.listener.name",
+            Some(name),
+            TYPE_STRING,
+        ));
     }
-    for mut e in topic_config_entries(&TopicConfigs::default(), &c.topic_defaults, None) {
+    let inherited = Inherited {
+        dynamic: None,
+        static_defaults: &c.topic_defaults,
+    };
+    for mut e in topic_config_entries(&TopicConfigs::default(), inherited, None) {
         let Some((_, synonym)) = TOPIC_CONFIG_BROKER_SYNONYMS
             .iter()
             .find(|(topic_key, _)| *topic_key == e.name.as_str())
@@ -421,6 +510,17 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
         entries.push(e);
     }
     entries
+}
+
+/// A value of the static config file (STATIC_BROKER_CONFIG), its only synonym itself.
+fn static_entry(name: &str, value: Option<&str>, config_type: i8) -> ConfigEntry {
+    ConfigEntry {
+        name: str_bytes(name),
+        value: value.map(str_bytes),
+        config_source: SOURCE_STATIC_BROKER,
+        config_type,
+        synonyms: vec![Synonym::new(name, value, SOURCE_STATIC_BROKER)],
+    }
 }
 
 /// Checks `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a config resource as Kafka does:
@@ -466,6 +566,7 @@ pub async fn describe(
     ctx: &RequestContext,
     req: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
+    let include_synonyms = req.include_synonyms;
     let mut results = Vec::with_capacity(req.resources.len());
     for r in req.resources {
         let result = DescribeConfigsResult::default()
@@ -489,7 +590,10 @@ pub async fn describe(
             RESOURCE_TOPIC => match broker.topic(r.resource_name.as_str()) {
                 Some(t) => Ok(topic_config_entries(
                     &t.configs.read(),
-                    &broker.topic_defaults(),
+                    Inherited {
+                        dynamic: Some((&broker.dynamic_configs(), broker.config.node_id)),
+                        static_defaults: &broker.config.topic_defaults,
+                    },
                     r.configuration_keys.as_deref(),
                 )),
                 None => Err((ResponseError::UnknownTopicOrPartition, "unknown topic")),
@@ -514,6 +618,7 @@ pub async fn describe(
                         value: Some(str_bytes(&level)),
                         config_source: SOURCE_DYNAMIC_BROKER_LOGGER,
                         config_type: 2, // STRING
+                        synonyms: Vec::new(),
                     })
                     .collect();
                 if let Some(keys) = &r.configuration_keys {
@@ -530,10 +635,24 @@ pub async fn describe(
                     .map(|e| {
                         let read_only = r.resource_type == RESOURCE_BROKER
                             && dynamic_config::topic_key(e.name.as_str()).is_none();
+                        let synonyms = if include_synonyms {
+                            e.synonyms
+                                .into_iter()
+                                .map(|s| {
+                                    DescribeConfigsSynonym::default()
+                                        .with_name(s.name)
+                                        .with_value(s.value)
+                                        .with_source(s.source)
+                                })
+                                .collect()
+                        } else {
+                            Vec::new()
+                        };
                         DescribeConfigsResourceResult::default()
                             .with_name(e.name)
                             .with_value(e.value)
                             .with_read_only(read_only)
+                            .with_synonyms(synonyms)
                             .with_config_source(e.config_source)
                             .with_is_sensitive(false)
                             .with_config_type(if ctx.api_version >= 3 {
@@ -553,8 +672,9 @@ pub async fn describe(
 }
 
 /// This broker's configs as DescribeConfigs reports them: the static entries with the dynamic
-/// values over them (source DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG); for the
-/// cluster-default resource (`default_only`) only the dynamic defaults, as Kafka answers.
+/// values over them (source DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG, both listed
+/// as synonyms above the static and default ones); for the cluster-default resource
+/// (`default_only`) only the dynamic defaults, as Kafka answers.
 fn broker_entries_in_force(broker: &Broker, default_only: bool) -> Vec<ConfigEntry> {
     let sets = broker.dynamic_configs();
     let mut all = broker_config_entries(&broker.config);
@@ -566,20 +686,31 @@ fn broker_entries_in_force(broker: &Broker, default_only: bool) -> Vec<ConfigEnt
             .map(|(k, v)| ConfigEntry {
                 name: str_bytes(k),
                 value: Some(str_bytes(v)),
-                config_source: dynamic_config::SOURCE_DYNAMIC_DEFAULT,
+                config_source: SOURCE_DYNAMIC_DEFAULT,
                 config_type: all
                     .iter()
                     .find(|e| e.name.as_str() == k)
                     .map_or(TYPE_STRING, |e| e.config_type),
+                synonyms: vec![Synonym::new(k, Some(v), SOURCE_DYNAMIC_DEFAULT)],
             })
             .collect();
     }
+    let node = broker.config.node_id.to_string();
     for e in all.iter_mut() {
-        if let Some((source, value)) =
-            dynamic_config::dynamic_value(&sets, broker.config.node_id, e.name.as_str())
-        {
-            e.value = Some(str_bytes(&value));
-            e.config_source = source;
+        let mut dynamic = Vec::new();
+        for (resource, source) in [
+            (node.as_str(), SOURCE_DYNAMIC_BROKER),
+            (dynamic_config::DEFAULT_RESOURCE, SOURCE_DYNAMIC_DEFAULT),
+        ] {
+            if let Some(v) = sets.get(resource).and_then(|c| c.get(e.name.as_str())) {
+                dynamic.push(Synonym::new(e.name.as_str(), Some(v), source));
+            }
+        }
+        if let Some(first) = dynamic.first() {
+            e.value = first.value.clone();
+            e.config_source = first.source;
+            dynamic.append(&mut e.synonyms);
+            e.synonyms = dynamic;
         }
     }
     all
