@@ -760,19 +760,17 @@ impl MetadataImage {
         isr: &[BrokerId],
         new_isr_epochs: &[(BrokerId, u64)],
     ) -> Result<MetaOutcome, MetaError> {
-        // KIP-903: a replica the leader saw caught up under an older registration has
-        // restarted since; its log may be shorter than what the leader counted.
-        if let Some((b, e)) = new_isr_epochs
-            .iter()
-            .find(|(b, e)| self.brokers.get(b).map(|r| r.epoch) != Some(*e))
-        {
-            return Err(MetaError::Ineligible(format!(
-                "broker {b} registered again since the leader saw it caught up (broker epoch {e} is stale)"
-            )));
-        }
         let live = self.live_set();
         let offline = self.offline_set();
+        // KIP-903: a replica the leader saw caught up under an older registration has
+        // restarted since; its log may be shorter than what the leader counted.
+        let stale_registration = new_isr_epochs
+            .iter()
+            .find(|(b, e)| self.brokers.get(b).map(|r| r.epoch) != Some(*e))
+            .copied();
         let p = self.partition_mut(topic, partition)?;
+        // Kafka's order: the leader and partition epochs first (FENCED_LEADER_EPOCH,
+        // INVALID_UPDATE_VERSION), then whether the new members may join (INELIGIBLE_REPLICA).
         if p.leader != leader || p.leader_epoch != leader_epoch {
             return Err(MetaError::StaleLeader(format!(
                 "{topic}-{partition}: leader {} epoch {}, asked by {leader} epoch {leader_epoch}",
@@ -785,21 +783,33 @@ impl MetadataImage {
                 p.partition_epoch
             )));
         }
-        if !isr.contains(&leader) {
-            return Err(MetaError::Ineligible(
-                "the ISR must contain the leader".into(),
-            ));
-        }
         let all_replicas: Vec<BrokerId> = p.replicas.iter().chain(&p.adding).copied().collect();
-        if let Some(b) = isr.iter().find(|b| {
-            !all_replicas.contains(b)
-                || (**b != leader && !live.contains(b))
-                || (!p.isr.contains(b) && offline.contains(&(**b, topic.to_string(), partition)))
-        }) {
-            // Kafka's INELIGIBLE_REPLICA: only live replicas may join the ISR.
-            return Err(MetaError::Ineligible(format!(
-                "broker {b} cannot join the ISR of {topic}-{partition}"
-            )));
+        let ineligible = if let Some((b, e)) = stale_registration {
+            Some(format!(
+                "broker {b} registered again since the leader saw it caught up (broker epoch {e} is stale)"
+            ))
+        } else if !isr.contains(&leader) {
+            Some("the ISR must contain the leader".into())
+        } else {
+            isr.iter()
+                .find(|b| {
+                    !all_replicas.contains(b)
+                        || (**b != leader && !live.contains(b))
+                        || (!p.isr.contains(b)
+                            && offline.contains(&(**b, topic.to_string(), partition)))
+                })
+                // Kafka's INELIGIBLE_REPLICA: only live replicas may join the ISR.
+                .map(|b| format!("broker {b} cannot join the ISR of {topic}-{partition}"))
+        };
+        if let Some(why) = ineligible {
+            // The refusal moves the partition epoch on, so that no other copy of this ask (a
+            // retry after a timeout, a request delayed on an old connection) can commit it
+            // later: the leader drops its pending change on this answer and counts only the
+            // committed ISR again, which a late commit of the old ask would silently undo
+            // (frieda-sim seed 44251: a follower joined the ISR without records acknowledged
+            // in between). Kafka has one AlterPartition in flight per partition instead.
+            p.partition_epoch += 1;
+            return Err(MetaError::Ineligible(why));
         }
         let mut isr = isr.to_vec();
         isr.sort_unstable();

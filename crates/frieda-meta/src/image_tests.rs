@@ -206,6 +206,51 @@ fn alter_isr_is_fenced_by_epochs() {
     ));
 }
 
+/// Found by frieda-sim (seed 44251 before the fix): an expansion refused while the follower was
+/// fenced, then a second copy of the same ask (a retry, or a request delayed on an old
+/// connection) committed once it was unfenced, after the leader had dropped its pending change
+/// and acknowledged records the follower lacked. The refusal moves the partition epoch on, so
+/// the copy is stale.
+#[test]
+fn a_refused_isr_expansion_cannot_be_committed_by_a_copy_of_the_ask() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    let alter = |pe: i32, isr: Vec<BrokerId>, epochs: Vec<(BrokerId, u64)>| MetaCommand::AlterIsr {
+        topic: "t".into(),
+        partition: 0,
+        leader: 1,
+        leader_epoch: 0,
+        partition_epoch: pe,
+        isr,
+        new_isr_epochs: epochs,
+    };
+    img.apply(&alter(0, vec![1, 2], vec![]), 200).unwrap();
+    img.apply(&fence(3), 201).unwrap();
+    let pe = img.partition("t", 0).unwrap().partition_epoch;
+    let epoch3 = img.brokers[&3].epoch;
+    let ask = alter(pe, vec![1, 2, 3], vec![(3, epoch3)]);
+    assert!(matches!(
+        img.apply(&ask, 202),
+        Err(MetaError::Ineligible(_))
+    ));
+    let p = img.partition("t", 0).unwrap();
+    assert_eq!((p.isr.clone(), p.partition_epoch), (vec![1, 2], pe + 1));
+    img.apply(
+        &MetaCommand::UnfenceBroker {
+            id: 3,
+            incarnation: Uuid::from_u128(3),
+        },
+        203,
+    )
+    .unwrap();
+    assert!(!img.brokers[&3].fenced);
+    assert!(matches!(
+        img.apply(&ask, 204),
+        Err(MetaError::StalePartitionEpoch(_))
+    ));
+    assert_eq!(img.partition("t", 0).unwrap().isr, vec![1, 2]);
+}
+
 #[test]
 fn reassignment_adds_then_removes() {
     let mut img = image_with(&[1, 2, 3, 4]);

@@ -950,10 +950,16 @@ impl World {
         let offset = self.controller.log.len() as u64 + 1;
         let result = self.controller.image.apply(&cmd, offset);
         self.controller.log.push(cmd.clone());
-        if result.is_ok() {
-            self.note_image_change(&before);
-            let c = cmd.clone();
-            self.log(|| format!("controller commits {offset}: {}", brief(&c)));
+        // A refusal can change the image too (an ineligible ISR change moves the partition
+        // epoch on): the invariants are checked either way.
+        self.note_image_change(&before);
+        let c = cmd.clone();
+        match &result {
+            Ok(_) => self.log(|| format!("controller commits {offset}: {}", brief(&c))),
+            Err(e) => {
+                let e = e.clone();
+                self.log(|| format!("controller refuses {offset}: {} ({e})", brief(&c)))
+            }
         }
         result
     }

@@ -252,8 +252,9 @@ impl Replication {
     /// - a committed state for this leader epoch and a newer partition epoch replaces the
     ///   leader's; an older or equal one, or one of another leader epoch, is ignored (the
     ///   metadata image brings the truth);
-    /// - INELIGIBLE_REPLICA (the controller applied nothing and the partition epoch was
-    ///   current) drops the pending change;
+    /// - INELIGIBLE_REPLICA drops the pending change: the controller refused it at the
+    ///   current partition epoch and moved that epoch on with the refusal, so no other copy of
+    ///   the ask (a retry, a delayed request) can be committed later (frieda-sim seed 44251);
     /// - any other refusal, or no answer, keeps it: the driver asks again
     ///   ([`Replication::pending_change`]), or a newer image resolves it.
     pub fn on_alter_answer(
