@@ -129,12 +129,20 @@ def test_a_bad_value_names_key_value_and_what_was_expected(tmp_path):
     assert "config key `auto.create.topics.enable` = `perhaps`: expected true or false" in r.stderr, r.stderr
 
 
-def test_a_dynamic_quorum_of_several_controllers_is_refused_by_name(tmp_path):
+def test_bootstrap_servers_naming_other_controllers_join_their_quorum(tmp_path):
+    """KIP-853: `controller.quorum.bootstrap.servers` naming other controllers (no static
+    voters) is a node that joins their quorum as an observer (`kafka-storage format
+    --no-initial-controllers`); tests/cluster/test_dynamic_quorum.py runs it. A controller-only
+    node cannot join that way yet, and is refused naming process.roles."""
     cport = free_port()
-    r = _check(["--config", str(SHIPPED), *_port_overrides(free_port(), cport, tmp_path / "d"),
-                "--override", f"controller.quorum.bootstrap.servers=localhost:{cport},otherhost:9093"])
+    joining = ["--config", str(SHIPPED), *_port_overrides(free_port(), cport, tmp_path / "d"),
+               "--override", f"controller.quorum.bootstrap.servers=localhost:{cport},otherhost:9093"]
+    r = _check(joining)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert f"controller.quorum.bootstrap.servers=localhost:{cport},otherhost:9093" in r.stdout, r.stdout
+    r = _check([*joining, "--override", "process.roles=controller"])
     assert r.returncode == 1, (r.stdout, r.stderr)
-    assert "controller.quorum.bootstrap.servers" in r.stderr and "controller.quorum.voters" in r.stderr, r.stderr
+    assert "process.roles" in r.stderr and "must also be a broker" in r.stderr, r.stderr
 
 
 def test_a_failed_start_leaves_no_data_directory(tmp_path):

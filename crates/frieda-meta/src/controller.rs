@@ -152,6 +152,20 @@ pub enum ControllerRequest {
     AllocateProducerIds,
     /// The quorum's state as the active controller sees it (DescribeQuorum).
     DescribeQuorum,
+    /// AddRaftVoter (KIP-853, `kafka-metadata-quorum add-controller`): make `node`, an observer
+    /// (learner) of the metadata log with its controller listener at `addr`, a voter.
+    AddVoter {
+        /// The controller's node id.
+        node: u64,
+        /// Its controller listener, `host:port`.
+        addr: String,
+    },
+    /// RemoveRaftVoter (KIP-853, `kafka-metadata-quorum remove-controller`): `node` stops
+    /// voting and stays an observer.
+    RemoveVoter {
+        /// The voter's node id.
+        node: u64,
+    },
 }
 
 impl ControllerRequest {
@@ -171,6 +185,8 @@ impl ControllerRequest {
             ControllerRequest::Reassign { .. } => "Reassign",
             ControllerRequest::AllocateProducerIds => "AllocateProducerIds",
             ControllerRequest::DescribeQuorum => "DescribeQuorum",
+            ControllerRequest::AddVoter { .. } => "AddVoter",
+            ControllerRequest::RemoveVoter { .. } => "RemoveVoter",
         }
     }
 }
@@ -230,6 +246,12 @@ pub enum ControllerError {
     /// A request the controller does not take (INVALID_REQUEST, 42).
     #[error("invalid controller request: {0}")]
     Invalid(String),
+    /// AddRaftVoter of a node that already votes (DUPLICATE_VOTER, 126).
+    #[error("{0}")]
+    DuplicateVoter(String),
+    /// RemoveRaftVoter of a node that does not vote (VOTER_NOT_FOUND, 127).
+    #[error("{0}")]
+    VoterNotFound(String),
 }
 
 /// Settings of the controller.
@@ -371,12 +393,19 @@ impl Controller {
                 leader: self.raft.metrics().borrow().current_leader,
             });
         }
-        if matches!(req, ControllerRequest::DescribeQuorum) {
-            // A read: no decision, no lock.
-            return Ok(ControllerReply::Quorum(crate::quorum_status(
-                &self.raft,
-                self.node_id,
-            )));
+        match req {
+            ControllerRequest::DescribeQuorum => {
+                // A read: no decision, no lock.
+                return Ok(ControllerReply::Quorum(crate::quorum_status(
+                    &self.raft,
+                    self.node_id,
+                )));
+            }
+            // Raft's own membership changes, not image decisions: no lock (adding a voter
+            // waits for it to catch up).
+            ControllerRequest::AddVoter { node, addr } => return self.add_voter(node, addr).await,
+            ControllerRequest::RemoveVoter { node } => return self.remove_voter(node).await,
+            _ => {}
         }
         let _one = self.decide.lock().await;
         let image = self.image.borrow().clone();
@@ -385,6 +414,9 @@ impl Controller {
                 &self.raft,
                 self.node_id,
             ))),
+            ControllerRequest::AddVoter { .. } | ControllerRequest::RemoveVoter { .. } => {
+                Err(ControllerError::Invalid("answered above".into()))
+            }
             ControllerRequest::Heartbeat(hb) => self.heartbeat(hb).await,
             ControllerRequest::CreateTopic {
                 name,
@@ -612,6 +644,86 @@ impl Controller {
     }
 
     /// A broker-only node gets the metadata log as a Raft learner.
+    /// Makes observer `node` a voter: it is added as a learner first if the metadata log does
+    /// not know it yet (openraft then waits until it has caught up), then the voter set grows
+    /// by it through a joint configuration (Raft's membership change, openraft
+    /// `change_membership`), committed before the answer.
+    ///
+    /// Errors: DuplicateVoter when it already votes; Unavailable when the change does not
+    /// commit (no quorum, or another change in progress).
+    async fn add_voter(&self, node: u64, addr: String) -> Result<ControllerReply, ControllerError> {
+        let membership = self
+            .raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .clone();
+        if membership.voter_ids().any(|v| v == node) {
+            return Err(ControllerError::DuplicateVoter(format!(
+                "node {node} is already a voter of the metadata quorum"
+            )));
+        }
+        if membership.get_node(&node).is_none() {
+            self.raft
+                .add_learner(node, openraft::BasicNode { addr: addr.clone() }, true)
+                .await
+                .map_err(|e| ControllerError::Unavailable(e.to_string()))?;
+        }
+        let change = openraft::ChangeMembers::AddVoterIds(std::collections::BTreeSet::from([node]));
+        match self.raft.change_membership(change, true).await {
+            Ok(_) => {
+                tracing::info!(node, addr = %addr, "added a voter to the metadata quorum");
+                Ok(ControllerReply::Done)
+            }
+            Err(openraft::error::RaftError::APIError(
+                openraft::error::ClientWriteError::ForwardToLeader(f),
+            )) => Err(ControllerError::NotController {
+                leader: f.leader_id,
+            }),
+            Err(e) => Err(ControllerError::Unavailable(e.to_string())),
+        }
+    }
+
+    /// Removes voter `node` from the voter set (it stays a learner, as Kafka's removed
+    /// controller stays an observer), committed before the answer.
+    ///
+    /// Errors: VoterNotFound when it does not vote; Invalid for the last voter.
+    async fn remove_voter(&self, node: u64) -> Result<ControllerReply, ControllerError> {
+        let membership = self
+            .raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .clone();
+        let voters: Vec<u64> = membership.voter_ids().collect();
+        if !voters.contains(&node) {
+            return Err(ControllerError::VoterNotFound(format!(
+                "node {node} is not a voter of the metadata quorum (voters: {voters:?})"
+            )));
+        }
+        if voters.len() == 1 {
+            return Err(ControllerError::Invalid(format!(
+                "node {node} is the only voter of the metadata quorum"
+            )));
+        }
+        let change =
+            openraft::ChangeMembers::RemoveVoters(std::collections::BTreeSet::from([node]));
+        match self.raft.change_membership(change, true).await {
+            Ok(_) => {
+                tracing::info!(node, "removed a voter from the metadata quorum");
+                Ok(ControllerReply::Done)
+            }
+            Err(openraft::error::RaftError::APIError(
+                openraft::error::ClientWriteError::ForwardToLeader(f),
+            )) => Err(ControllerError::NotController {
+                leader: f.leader_id,
+            }),
+            Err(e) => Err(ControllerError::Unavailable(e.to_string())),
+        }
+    }
+
     async fn ensure_learner(&self, id: BrokerId, addr: &str) {
         let Ok(node) = u64::try_from(id) else { return };
         let known = self

@@ -95,7 +95,13 @@ pub struct QuorumConfig {
     /// This node's id (`node.id`).
     pub node_id: u64,
     /// `controller.quorum.voters`: voter id -> controller listener address (`host:port`).
+    /// Empty for a node that joins an existing quorum through `bootstrap`.
     pub voters: BTreeMap<u64, String>,
+    /// `controller.quorum.bootstrap.servers` (KIP-853) when `voters` is empty: controller
+    /// listeners (`host:port`) to send this node's first requests to (its heartbeat makes it an
+    /// observer, a learner of the metadata log; `kafka-metadata-quorum add-controller` may then
+    /// make it a voter).
+    pub bootstrap: Vec<String>,
     /// Address to bind the controller listener to.
     pub listen: SocketAddr,
     /// How other nodes reach this node's controller listener (`host:port`).
@@ -198,6 +204,8 @@ pub struct MetadataQuorum {
     controller: Arc<Controller>,
     image: watch::Receiver<Arc<MetadataImage>>,
     voters: BTreeMap<u64, String>,
+    /// See [`QuorumConfig::bootstrap`].
+    bootstrap: Vec<String>,
     transport: Arc<dyn QuorumTransport>,
     /// Idle connections to other nodes' controller listeners, by node id (a secured
     /// connection's handshake is paid once, not per heartbeat).
@@ -290,6 +298,7 @@ impl MetadataQuorum {
             controller,
             image,
             voters: cfg.voters,
+            bootstrap: cfg.bootstrap,
             transport: cfg.transport,
             pool: parking_lot::Mutex::new(BTreeMap::new()),
             stop,
@@ -384,32 +393,21 @@ impl MetadataQuorum {
                 }
                 Some(l) => match self.address_of(l) {
                     Some(addr) => {
-                        let mut conn = self.pooled(l, addr);
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        let answer = conn
-                            .call(
-                                &Request::Controller(req.clone()),
-                                left.max(Duration::from_millis(100)),
-                            )
-                            .await;
-                        match answer {
-                            Ok(Response::Controller(r)) => {
-                                self.unpool(l, conn);
-                                r
-                            }
-                            Ok(Response::Refused(why)) => {
-                                tracing::warn!(node = l, reason = %why, request = req.kind(),
-                                    "the active controller refused this node's request: is this node's principal a super user there?");
-                                Err(ControllerError::Refused(why))
-                            }
-                            Ok(_) => Err(ControllerError::Unavailable("unexpected answer".into())),
-                            Err(e) => Err(ControllerError::Unavailable(e.to_string())),
-                        }
+                        let conn = self.pooled(l, addr);
+                        self.call_at(Some(l), conn, &req, deadline).await
                     }
                     None => Err(ControllerError::Unavailable(format!(
                         "no address for node {l}"
                     ))),
                 },
+                // A node joining through controller.quorum.bootstrap.servers knows no voter
+                // yet: ask the bootstrap controllers in turn until the leader answers.
+                None if !self.bootstrap.is_empty() => {
+                    turn += 1;
+                    let addr = self.bootstrap[turn % self.bootstrap.len()].clone();
+                    let conn = Conn::new(addr, self.transport.clone());
+                    self.call_at(None, conn, &req, deadline).await
+                }
                 None => Err(ControllerError::Unavailable("no active controller".into())),
             };
             match result {
@@ -430,6 +428,39 @@ impl MetadataQuorum {
             }
         }
         Err(last)
+    }
+
+    /// Sends `req` on `conn` (to node `id`, pooled again after an answer; `None`: a bootstrap
+    /// address, not pooled).
+    async fn call_at(
+        &self,
+        id: Option<u64>,
+        mut conn: Conn,
+        req: &ControllerRequest,
+        deadline: Instant,
+    ) -> Result<ControllerReply, ControllerError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let answer = conn
+            .call(
+                &Request::Controller(req.clone()),
+                left.max(Duration::from_millis(100)),
+            )
+            .await;
+        match answer {
+            Ok(Response::Controller(r)) => {
+                if let Some(l) = id {
+                    self.unpool(l, conn);
+                }
+                r
+            }
+            Ok(Response::Refused(why)) => {
+                tracing::warn!(node = ?id, addr = %conn.addr(), reason = %why, request = req.kind(),
+                    "the active controller refused this node's request: is this node's principal a super user there?");
+                Err(ControllerError::Refused(why))
+            }
+            Ok(_) => Err(ControllerError::Unavailable("unexpected answer".into())),
+            Err(e) => Err(ControllerError::Unavailable(e.to_string())),
+        }
     }
 
     /// An idle connection to node `id` at `addr` from the pool, or a new one.

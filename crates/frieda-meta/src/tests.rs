@@ -42,6 +42,7 @@ impl Cluster {
         let cfg = QuorumConfig {
             node_id: id,
             voters: self.voters.clone(),
+            bootstrap: Vec::new(),
             listen: addr.parse().unwrap(),
             advertised: addr,
             dir: self.dirs[(id - 1) as usize].path().join("meta"),

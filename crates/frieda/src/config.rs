@@ -247,9 +247,17 @@ pub struct BrokerConfig {
 }
 
 impl ClusterConfig {
-    /// Whether this node is part of a cluster (`controller.quorum.voters` is set).
+    /// Whether this node is part of a cluster (`controller.quorum.voters` or
+    /// `controller.quorum.bootstrap.servers` is set).
     pub fn enabled(&self) -> bool {
-        !self.voters.is_empty()
+        !self.voters.is_empty() || !self.bootstrap_servers.is_empty()
+    }
+
+    /// Whether this node joins an existing quorum through `controller.quorum.bootstrap.servers`
+    /// (no static voters): it becomes an observer of the metadata log, and a voter once
+    /// `kafka-metadata-quorum add-controller` adds it (KIP-853).
+    pub fn joins_by_bootstrap(&self) -> bool {
+        self.voters.is_empty() && !self.bootstrap_servers.is_empty()
     }
 }
 
@@ -263,8 +271,9 @@ pub struct ClusterConfig {
     /// `controller.quorum.voters`: voter id -> `host:port` of its controller listener.
     pub voters: BTreeMap<u64, String>,
     /// `controller.quorum.bootstrap.servers` (KIP-853): `host:port` of controllers to ask for the
-    /// voters. Only a single controller naming itself is supported (it becomes a one-voter
-    /// quorum, see [`BrokerConfig::finish`]).
+    /// voters. A single controller naming only itself becomes a one-voter quorum (see
+    /// [`BrokerConfig::finish`]); any other node joins the existing quorum as an observer
+    /// ([`ClusterConfig::joins_by_bootstrap`]).
     pub bootstrap_servers: Vec<String>,
     /// `controller.listener.names` (default `CONTROLLER`): the listeners the quorum speaks on.
     pub controller_listener_names: Vec<String>,
@@ -502,11 +511,11 @@ impl BrokerConfig {
     /// Completes a configuration once the file, the overrides and the command line are applied:
     /// a single controller whose `controller.quorum.bootstrap.servers` is itself becomes a
     /// one-voter quorum (what Kafka's `kafka-storage format --standalone` makes of Kafka's
-    /// shipped server.properties), then [`check`](Self::check).
+    /// shipped server.properties); with other controllers named there the node joins their
+    /// quorum as an observer (`kafka-storage format --no-initial-controllers`, KIP-853); then
+    /// [`check`](Self::check).
     ///
-    /// Errors: `controller.quorum.bootstrap.servers` naming other controllers (dynamic quorums
-    /// of several voters, KIP-853, are not supported: use `controller.quorum.voters`), and
-    /// whatever [`check`](Self::check) refuses.
+    /// Errors: whatever [`check`](Self::check) refuses.
     pub fn finish(&mut self) -> anyhow::Result<()> {
         let c = &self.cluster;
         if c.voters.is_empty() && !c.bootstrap_servers.is_empty() {
@@ -521,15 +530,9 @@ impl BrokerConfig {
                     .map(|_| only.clone()),
                 _ => None,
             };
-            match standalone {
-                Some(addr) => {
-                    let id = u64::try_from(self.node_id).context("config key `node.id`")?;
-                    self.cluster.voters = BTreeMap::from([(id, addr)]);
-                }
-                None => bail!(
-                    "config key `controller.quorum.bootstrap.servers`: {:?} names controllers other than this node's own controller listener; dynamic quorums of several controllers (KIP-853) are not supported yet: list the voters in controller.quorum.voters (ID@HOST:PORT,...)",
-                    c.bootstrap_servers
-                ),
+            if let Some(addr) = standalone {
+                let id = u64::try_from(self.node_id).context("config key `node.id`")?;
+                self.cluster.voters = BTreeMap::from([(id, addr)]);
             }
         }
         self.check()
@@ -595,7 +598,14 @@ impl BrokerConfig {
                 bail!("config key `process.roles`: a node must be a broker, a controller or both");
             }
             let id = u64::try_from(self.node_id).unwrap_or(u64::MAX);
-            if c.controller {
+            if c.controller && c.joins_by_bootstrap() && !c.broker {
+                bail!("config key `process.roles`: a controller joining an existing quorum through controller.quorum.bootstrap.servers must also be a broker (process.roles=broker,controller) for now: it becomes an observer through its broker heartbeat; or list it in controller.quorum.voters");
+            }
+            if c.controller && c.joins_by_bootstrap() {
+                if self.controller_listener().is_none() {
+                    bail!("config key `listeners`: a controller needs a listener named in controller.listener.names ({:?})", c.controller_listener_names);
+                }
+            } else if c.controller {
                 if !c.voters.contains_key(&id) {
                     bail!("config key `controller.quorum.voters`: this controller (node.id {}) is not one of the voters {:?}", self.node_id, c.voters);
                 }
@@ -618,7 +628,7 @@ impl BrokerConfig {
                 }
             }
         } else if self.client_listeners().next().is_none() {
-            bail!("config key `listeners`: controller listeners need controller.quorum.voters");
+            bail!("config key `listeners`: controller listeners need controller.quorum.voters or controller.quorum.bootstrap.servers");
         }
         if !self.cluster.enabled() || self.cluster.broker {
             let (host, _) = self.advertised();
@@ -1243,16 +1253,24 @@ mod tests {
                 "share.coordinator.state.topic.min.isr"
             ]
         );
-        // a broker-only node, or other controllers, cannot use a dynamic quorum
+        // other controllers named: this node joins their quorum as an observer (KIP-853)
         let other = text.replace(
             "controller.quorum.bootstrap.servers=localhost:9093",
             "controller.quorum.bootstrap.servers=localhost:9093,otherhost:9093",
         );
-        let e = BrokerConfig::from_properties(&other).unwrap_err();
-        assert!(
-            format!("{e:#}").contains("controller.quorum.voters"),
-            "{e:#}"
+        let joining = BrokerConfig::from_properties(&other).unwrap().config;
+        assert!(joining.cluster.joins_by_bootstrap() && joining.cluster.enabled());
+        assert_eq!(
+            joining.cluster.bootstrap_servers,
+            ["localhost:9093", "otherhost:9093"]
         );
+        // a controller-only node cannot join that way yet
+        let controller_only = other.replace(
+            "process.roles=broker,controller",
+            "process.roles=controller",
+        );
+        let e = BrokerConfig::from_properties(&controller_only).unwrap_err();
+        assert!(format!("{e:#}").contains("must also be a broker"), "{e:#}");
     }
 
     #[test]

@@ -367,6 +367,7 @@ async fn start_cluster(
 ) -> anyhow::Result<Arc<ClusterNode>> {
     let cfg = &broker.config;
     let c = &cfg.cluster;
+    let stop_for_meta = stop.clone();
     let listener = cfg
         .controller_listener()
         .context("a cluster node needs a controller listener (controller.listener.names)")?;
@@ -394,6 +395,11 @@ async fn start_cluster(
     let quorum = MetadataQuorum::start(QuorumConfig {
         node_id,
         voters: c.voters.clone(),
+        bootstrap: if c.joins_by_bootstrap() {
+            c.bootstrap_servers.clone()
+        } else {
+            Vec::new()
+        },
         listen,
         advertised: controller_address(cfg),
         dir: cfg.data_dir.join("meta").join("__cluster_metadata-0"),
@@ -437,8 +443,46 @@ async fn start_cluster(
             stop,
         ));
     }
-    tracing::info!(node = cfg.node_id, voters = ?c.voters, broker = c.broker, controller = c.controller, "joined the cluster");
+    tokio::spawn(write_meta_properties(
+        cfg.data_dir.clone(),
+        cfg.node_id,
+        node.quorum.subscribe(),
+        stop_for_meta,
+    ));
+    tracing::info!(node = cfg.node_id, voters = ?c.voters, bootstrap = ?c.bootstrap_servers, broker = c.broker, controller = c.controller, "joined the cluster");
     Ok(node)
+}
+
+/// Writes Kafka's `meta.properties` into the data directory once the metadata log names the
+/// cluster (see `storage::meta_properties`: Kafka's tools read a node's directory id there).
+async fn write_meta_properties(
+    data_dir: PathBuf,
+    node_id: i32,
+    mut images: watch::Receiver<Arc<frieda_meta::MetadataImage>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let cluster = images.borrow_and_update().cluster_id.clone();
+        if let Some(cluster) = cluster {
+            let dir = data_dir.clone();
+            let written = tokio::task::spawn_blocking(move || {
+                frieda::storage::meta_properties::ensure(&dir, node_id, &cluster)
+            })
+            .await;
+            match written {
+                Ok(Ok(id)) => tracing::debug!(directory_id = %id, "meta.properties in place"),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "writing meta.properties failed (Kafka's tools that read the data directory will not find this node's directory id)")
+                }
+                Err(e) => tracing::warn!(error = %e, "writing meta.properties failed"),
+            }
+            return;
+        }
+        tokio::select! {
+            changed = images.changed() => if changed.is_err() { return },
+            _ = stop.changed() => return,
+        }
+    }
 }
 
 /// Applies the security metadata (ACLs, SCRAM credentials, client quotas) of every new image

@@ -232,6 +232,11 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
             TYPE_STRING,
         ),
         ("controller.quorum.voters", voters, TYPE_LIST),
+        (
+            "controller.quorum.bootstrap.servers",
+            join(k.bootstrap_servers.clone()),
+            TYPE_LIST,
+        ),
         ("log.dirs", c.data_dir.display().to_string(), TYPE_STRING),
         ("log.dir", c.data_dir.display().to_string(), TYPE_STRING),
         ("num.partitions", c.num_partitions.to_string(), TYPE_LONG),

@@ -1,7 +1,8 @@
 //! DescribeQuorum (key 55, v0-2, KIP-595/KIP-853): the metadata quorum's leader, epoch, high
 //! watermark and each voter's and observer's progress, as `kafka-metadata-quorum.sh describe`
 //! shows them. Any broker answers by asking the active controller (which alone knows the
-//! followers' progress).
+//! followers' progress). AddRaftVoter (80) and RemoveRaftVoter (81), KIP-853: voters added and
+//! removed at run time (`kafka-metadata-quorum add-controller` / `remove-controller`).
 
 use super::{authorized_cluster, str_bytes, RequestContext};
 use crate::broker::Broker;
@@ -9,11 +10,16 @@ use crate::membership::CONTROLLER_TIMEOUT;
 use crate::security::acl::op;
 use frieda_meta::{ControllerReply, ControllerRequest, QuorumStatus, VoterState};
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::add_raft_voter_request::Listener as AddRaftVoterListener;
 use kafka_protocol::messages::describe_quorum_response::{
     Listener, Node, PartitionData, ReplicaState, TopicData,
 };
-use kafka_protocol::messages::{BrokerId, DescribeQuorumRequest, DescribeQuorumResponse};
+use kafka_protocol::messages::{
+    AddRaftVoterRequest, AddRaftVoterResponse, BrokerId, DescribeQuorumRequest,
+    DescribeQuorumResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse,
+};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The metadata log's name in DescribeQuorum (KRaft's).
 const METADATA_TOPIC: &str = "__cluster_metadata";
@@ -121,4 +127,137 @@ pub async fn handle(
         resp = resp.with_nodes(nodes);
     }
     resp
+}
+
+/// The `host:port` a voter's first listener names (AddRaftVoter), or why not.
+fn voter_address(listeners: &[AddRaftVoterListener]) -> Result<String, String> {
+    let l = listeners
+        .first()
+        .ok_or("AddRaftVoter names no listener for the new voter")?;
+    let port = l.port;
+    if l.host.is_empty() || port == 0 {
+        return Err(format!("invalid listener {}:{}", l.host.as_str(), l.port));
+    }
+    Ok(if l.host.contains(':') {
+        format!("[{}]:{port}", l.host.as_str())
+    } else {
+        format!("{}:{port}", l.host.as_str())
+    })
+}
+
+/// Checks ALTER on the cluster (Kafka's `ControllerApis`/`KafkaApis` for AddRaftVoter and
+/// RemoveRaftVoter) and the request's cluster id; returns this node's cluster handle.
+fn voter_change_allowed(
+    broker: &Broker,
+    ctx: &RequestContext,
+    cluster_id: Option<&str>,
+) -> Result<Arc<crate::membership::ClusterNode>, (ResponseError, String)> {
+    if !authorized_cluster(broker, ctx, op::ALTER) {
+        return Err((
+            ResponseError::ClusterAuthorizationFailed,
+            "Cluster authorization failed.".into(),
+        ));
+    }
+    let Some(node) = broker.cluster() else {
+        return Err((
+            ResponseError::InvalidRequest,
+            "this broker runs without a metadata quorum (no controller.quorum.voters)".into(),
+        ));
+    };
+    let ours = node
+        .image()
+        .cluster_id
+        .clone()
+        .unwrap_or_else(|| broker.cluster_id.clone());
+    if let Some(theirs) = cluster_id.filter(|c| *c != ours) {
+        return Err((
+            ResponseError::InconsistentClusterId,
+            format!("cluster id {theirs} is not this cluster's ({ours})"),
+        ));
+    }
+    Ok(node.clone())
+}
+
+/// How long a voter change may take: the request's `timeout_ms`, within 1 s..2 min.
+fn voter_change_timeout(timeout_ms: i32) -> Duration {
+    Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0).clamp(1_000, 120_000))
+}
+
+/// AddRaftVoter (key 80, v0, KIP-853; `kafka-metadata-quorum add-controller`): makes a node
+/// that observes the metadata log (started with `controller.quorum.bootstrap.servers`) a voter
+/// at the controller listener it names. Forwarded to the active controller, answered once the
+/// new voter set is committed. The directory id is not checked (Frieda keys voters by node
+/// id; DescribeQuorum reports the nil directory id).
+///
+/// Errors: CLUSTER_AUTHORIZATION_FAILED (31) without ALTER on the cluster;
+/// INCONSISTENT_CLUSTER_ID (104); DUPLICATE_VOTER (126) when it already votes; INVALID_REQUEST
+/// (42) without a usable listener; REQUEST_TIMED_OUT (7) when the change does not commit.
+pub async fn add_raft_voter(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: AddRaftVoterRequest,
+) -> AddRaftVoterResponse {
+    let fail = |code: ResponseError, message: String| {
+        tracing::info!(voter = req.voter_id, error = ?code, %message, "AddRaftVoter refused");
+        AddRaftVoterResponse::default()
+            .with_error_code(code.code())
+            .with_error_message(Some(str_bytes(&message)))
+    };
+    let node = match voter_change_allowed(broker, ctx, req.cluster_id.as_deref()) {
+        Ok(n) => n,
+        Err((code, message)) => return fail(code, message),
+    };
+    let Ok(id) = u64::try_from(req.voter_id) else {
+        return fail(
+            ResponseError::InvalidRequest,
+            format!("invalid voter id {}", req.voter_id),
+        );
+    };
+    let addr = match voter_address(&req.listeners) {
+        Ok(a) => a,
+        Err(e) => return fail(ResponseError::InvalidRequest, e),
+    };
+    let change = ControllerRequest::AddVoter { node: id, addr };
+    match node
+        .controller(change, voter_change_timeout(req.timeout_ms))
+        .await
+    {
+        Ok(_) => AddRaftVoterResponse::default(),
+        Err(e) => fail(e.code, e.message),
+    }
+}
+
+/// RemoveRaftVoter (key 81, v0, KIP-853; `kafka-metadata-quorum remove-controller`): the
+/// voter stops voting and stays an observer. Forwarded to the active controller, answered
+/// once the new voter set is committed. The directory id is not checked (see
+/// [`add_raft_voter`]).
+///
+/// Errors: CLUSTER_AUTHORIZATION_FAILED (31); INCONSISTENT_CLUSTER_ID (104); VOTER_NOT_FOUND
+/// (127) when it does not vote; INVALID_REQUEST (42) for the last voter; REQUEST_TIMED_OUT (7).
+pub async fn remove_raft_voter(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: RemoveRaftVoterRequest,
+) -> RemoveRaftVoterResponse {
+    let fail = |code: ResponseError, message: String| {
+        tracing::info!(voter = req.voter_id, error = ?code, %message, "RemoveRaftVoter refused");
+        RemoveRaftVoterResponse::default()
+            .with_error_code(code.code())
+            .with_error_message(Some(str_bytes(&message)))
+    };
+    let node = match voter_change_allowed(broker, ctx, req.cluster_id.as_deref()) {
+        Ok(n) => n,
+        Err((code, message)) => return fail(code, message),
+    };
+    let Ok(id) = u64::try_from(req.voter_id) else {
+        return fail(
+            ResponseError::VoterNotFound,
+            format!("invalid voter id {}", req.voter_id),
+        );
+    };
+    let change = ControllerRequest::RemoveVoter { node: id };
+    match node.controller(change, voter_change_timeout(30_000)).await {
+        Ok(_) => RemoveRaftVoterResponse::default(),
+        Err(e) => fail(e.code, e.message),
+    }
 }

@@ -205,6 +205,8 @@ api_table! {
     ListPartitionReassignments(ListPartitionReassignmentsRequest) 0..=0,
                                                             Required, leadership::list_reassignments;
     DescribeQuorum(DescribeQuorumRequest) 0..=2,            Required, quorum::handle;
+    AddRaftVoter(AddRaftVoterRequest) 0..=0,                Required, quorum::add_raft_voter;
+    RemoveRaftVoter(RemoveRaftVoterRequest) 0..=0,          Required, quorum::remove_raft_voter;
     UpdateFeatures(UpdateFeaturesRequest) 0..=2,            Required, features::handle;
     DescribeLogDirs(DescribeLogDirsRequest) 1..=5,          Required, log_dirs::handle;
     AlterReplicaLogDirs(AlterReplicaLogDirsRequest) 1..=2,  Required, log_dirs::alter_replica_log_dirs;

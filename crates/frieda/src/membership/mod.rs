@@ -52,6 +52,8 @@ pub fn error_code(e: &ControllerError) -> ResponseError {
         ControllerError::Refused(_) => ResponseError::ClusterAuthorizationFailed,
         ControllerError::InvalidPartitions(_) => ResponseError::InvalidPartitions,
         ControllerError::Invalid(_) => ResponseError::InvalidRequest,
+        ControllerError::DuplicateVoter(_) => ResponseError::DuplicateVoter,
+        ControllerError::VoterNotFound(_) => ResponseError::VoterNotFound,
         ControllerError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
         ControllerError::Meta(m) => match m {
             MetaError::TopicExists(_) => ResponseError::TopicAlreadyExists,

@@ -15,6 +15,7 @@
 
 pub mod checkpoint;
 pub mod log_start;
+pub mod meta_properties;
 pub mod partition;
 pub mod topic;
 pub mod topic_config;
