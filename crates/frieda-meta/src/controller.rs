@@ -254,6 +254,22 @@ pub enum ControllerError {
     VoterNotFound(String),
 }
 
+/// The controller error for a Raft write that failed (a command, a learner, a membership
+/// change): NotController naming the leader openraft knows when this node does not lead,
+/// else Unavailable.
+fn write_error(
+    e: openraft::error::RaftError<u64, openraft::error::ClientWriteError<u64, openraft::BasicNode>>,
+) -> ControllerError {
+    match e {
+        openraft::error::RaftError::APIError(
+            openraft::error::ClientWriteError::ForwardToLeader(f),
+        ) => ControllerError::NotController {
+            leader: f.leader_id,
+        },
+        e => ControllerError::Unavailable(e.to_string()),
+    }
+}
+
 /// Settings of the controller.
 #[derive(Debug, Clone)]
 pub struct ControllerConfig {
@@ -375,13 +391,18 @@ impl Controller {
     async fn propose(&self, cmd: MetaCommand) -> Result<MetaOutcome, ControllerError> {
         match self.raft.client_write(cmd).await {
             Ok(resp) => resp.data.map_err(ControllerError::Meta),
-            Err(openraft::error::RaftError::APIError(
-                openraft::error::ClientWriteError::ForwardToLeader(f),
-            )) => Err(ControllerError::NotController {
-                leader: f.leader_id,
-            }),
-            Err(e) => Err(ControllerError::Unavailable(e.to_string())),
+            Err(e) => Err(write_error(e)),
         }
+    }
+
+    /// The membership of the metadata log (voters and learners) as this node knows it.
+    fn membership(&self) -> openraft::Membership<u64, openraft::BasicNode> {
+        self.raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .clone()
     }
 
     /// Handles a request if this node is the active controller.
@@ -643,7 +664,6 @@ impl Controller {
         })
     }
 
-    /// A broker-only node gets the metadata log as a Raft learner.
     /// Makes observer `node` a voter: it is added as a learner first if the metadata log does
     /// not know it yet (openraft then waits until it has caught up), then the voter set grows
     /// by it through a joint configuration (Raft's membership change, openraft
@@ -652,13 +672,7 @@ impl Controller {
     /// Errors: DuplicateVoter when it already votes; Unavailable when the change does not
     /// commit (no quorum, or another change in progress).
     async fn add_voter(&self, node: u64, addr: String) -> Result<ControllerReply, ControllerError> {
-        let membership = self
-            .raft
-            .metrics()
-            .borrow()
-            .membership_config
-            .membership()
-            .clone();
+        let membership = self.membership();
         if membership.voter_ids().any(|v| v == node) {
             return Err(ControllerError::DuplicateVoter(format!(
                 "node {node} is already a voter of the metadata quorum"
@@ -668,21 +682,15 @@ impl Controller {
             self.raft
                 .add_learner(node, openraft::BasicNode { addr: addr.clone() }, true)
                 .await
-                .map_err(|e| ControllerError::Unavailable(e.to_string()))?;
+                .map_err(write_error)?;
         }
         let change = openraft::ChangeMembers::AddVoterIds(std::collections::BTreeSet::from([node]));
-        match self.raft.change_membership(change, true).await {
-            Ok(_) => {
-                tracing::info!(node, addr = %addr, "added a voter to the metadata quorum");
-                Ok(ControllerReply::Done)
-            }
-            Err(openraft::error::RaftError::APIError(
-                openraft::error::ClientWriteError::ForwardToLeader(f),
-            )) => Err(ControllerError::NotController {
-                leader: f.leader_id,
-            }),
-            Err(e) => Err(ControllerError::Unavailable(e.to_string())),
-        }
+        self.raft
+            .change_membership(change, true)
+            .await
+            .map_err(write_error)?;
+        tracing::info!(node, addr = %addr, "added a voter to the metadata quorum");
+        Ok(ControllerReply::Done)
     }
 
     /// Removes voter `node` from the voter set (it stays a learner, as Kafka's removed
@@ -690,14 +698,7 @@ impl Controller {
     ///
     /// Errors: VoterNotFound when it does not vote; Invalid for the last voter.
     async fn remove_voter(&self, node: u64) -> Result<ControllerReply, ControllerError> {
-        let membership = self
-            .raft
-            .metrics()
-            .borrow()
-            .membership_config
-            .membership()
-            .clone();
-        let voters: Vec<u64> = membership.voter_ids().collect();
+        let voters: Vec<u64> = self.membership().voter_ids().collect();
         if !voters.contains(&node) {
             return Err(ControllerError::VoterNotFound(format!(
                 "node {node} is not a voter of the metadata quorum (voters: {voters:?})"
@@ -710,20 +711,15 @@ impl Controller {
         }
         let change =
             openraft::ChangeMembers::RemoveVoters(std::collections::BTreeSet::from([node]));
-        match self.raft.change_membership(change, true).await {
-            Ok(_) => {
-                tracing::info!(node, "removed a voter from the metadata quorum");
-                Ok(ControllerReply::Done)
-            }
-            Err(openraft::error::RaftError::APIError(
-                openraft::error::ClientWriteError::ForwardToLeader(f),
-            )) => Err(ControllerError::NotController {
-                leader: f.leader_id,
-            }),
-            Err(e) => Err(ControllerError::Unavailable(e.to_string())),
-        }
+        self.raft
+            .change_membership(change, true)
+            .await
+            .map_err(write_error)?;
+        tracing::info!(node, "removed a voter from the metadata quorum");
+        Ok(ControllerReply::Done)
     }
 
+    /// A broker-only node gets the metadata log as a Raft learner.
     async fn ensure_learner(&self, id: BrokerId, addr: &str) {
         let Ok(node) = u64::try_from(id) else { return };
         let known = self

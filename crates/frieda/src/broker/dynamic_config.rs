@@ -103,22 +103,25 @@ pub fn effective_defaults(
     out
 }
 
-/// Where broker `node_id`'s value of `broker_key` comes from, if it was set dynamically:
-/// (source, value).
-pub fn dynamic_value(
-    sets: &BrokerConfigSets,
+/// Broker `node_id`'s dynamic values of `broker_key`, the one in force first: this broker's
+/// (source DYNAMIC_BROKER_CONFIG), then the cluster default's (DYNAMIC_DEFAULT_BROKER_CONFIG);
+/// DescribeConfigs lists both as synonyms.
+pub fn dynamic_values<'a>(
+    sets: &'a BrokerConfigSets,
     node_id: i32,
     broker_key: &str,
-) -> Option<(i8, String)> {
-    if let Some(v) = sets
-        .get(&node_id.to_string())
-        .and_then(|c| c.get(broker_key))
-    {
-        return Some((SOURCE_DYNAMIC_BROKER, v.clone()));
-    }
-    sets.get(DEFAULT_RESOURCE)
-        .and_then(|c| c.get(broker_key))
-        .map(|v| (SOURCE_DYNAMIC_DEFAULT, v.clone()))
+) -> Vec<(i8, &'a str)> {
+    [
+        (node_id.to_string(), SOURCE_DYNAMIC_BROKER),
+        (DEFAULT_RESOURCE.to_string(), SOURCE_DYNAMIC_DEFAULT),
+    ]
+    .into_iter()
+    .filter_map(|(resource, source)| {
+        sets.get(&resource)
+            .and_then(|c| c.get(broker_key))
+            .map(|v| (source, v.as_str()))
+    })
+    .collect()
 }
 
 /// Reads a single broker's `meta/broker-configs.json` (missing: none).
@@ -262,14 +265,17 @@ mod tests {
             Some("2000000")
         );
         assert_eq!(
-            dynamic_value(&sets, 2, "log.retention.ms"),
-            Some((SOURCE_DYNAMIC_BROKER, "7000".into()))
+            dynamic_values(&sets, 2, "log.retention.ms"),
+            [
+                (SOURCE_DYNAMIC_BROKER, "7000"),
+                (SOURCE_DYNAMIC_DEFAULT, "5000")
+            ]
         );
         assert_eq!(
-            dynamic_value(&sets, 1, "log.retention.ms"),
-            Some((SOURCE_DYNAMIC_DEFAULT, "5000".into()))
+            dynamic_values(&sets, 1, "log.retention.ms"),
+            [(SOURCE_DYNAMIC_DEFAULT, "5000")]
         );
-        assert_eq!(dynamic_value(&sets, 1, "log.segment.bytes"), None);
+        assert_eq!(dynamic_values(&sets, 1, "log.segment.bytes"), []);
     }
 
     #[test]

@@ -33,7 +33,6 @@ const SOURCE_DYNAMIC_BROKER_LOGGER: i8 = 6;
 
 // Config sources (DescribeConfigs v1+; Kafka's `DescribeConfigsResponse.ConfigSource`).
 const SOURCE_TOPIC: i8 = 1;
-const SOURCE_DYNAMIC_BROKER: i8 = dynamic_config::SOURCE_DYNAMIC_BROKER;
 const SOURCE_DYNAMIC_DEFAULT: i8 = dynamic_config::SOURCE_DYNAMIC_DEFAULT;
 const SOURCE_STATIC_BROKER: i8 = 4;
 const SOURCE_DEFAULT: i8 = 5;
@@ -115,16 +114,7 @@ impl Inherited<'_> {
             .map(|(_, b)| *b);
         let mut out = Vec::new();
         if let (Some(b), Some((sets, node_id))) = (broker_key, self.dynamic) {
-            for (resource, source) in [
-                (node_id.to_string(), SOURCE_DYNAMIC_BROKER),
-                (
-                    dynamic_config::DEFAULT_RESOURCE.to_string(),
-                    SOURCE_DYNAMIC_DEFAULT,
-                ),
-            ] {
-                let Some(v) = sets.get(&resource).and_then(|c| c.get(b)) else {
-                    continue;
-                };
+            for (source, v) in dynamic_config::dynamic_values(sets, node_id, b) {
                 // As `effective_defaults`: a value that no longer validates is not in force.
                 if TopicConfigs::default().set(key.name, v).is_ok() {
                     out.push(Synonym::new(b, Some(v), source));
@@ -700,17 +690,12 @@ fn broker_entries_in_force(broker: &Broker, default_only: bool) -> Vec<ConfigEnt
             })
             .collect();
     }
-    let node = broker.config.node_id.to_string();
     for e in all.iter_mut() {
-        let mut dynamic = Vec::new();
-        for (resource, source) in [
-            (node.as_str(), SOURCE_DYNAMIC_BROKER),
-            (dynamic_config::DEFAULT_RESOURCE, SOURCE_DYNAMIC_DEFAULT),
-        ] {
-            if let Some(v) = sets.get(resource).and_then(|c| c.get(e.name.as_str())) {
-                dynamic.push(Synonym::new(e.name.as_str(), Some(v), source));
-            }
-        }
+        let mut dynamic: Vec<Synonym> =
+            dynamic_config::dynamic_values(&sets, broker.config.node_id, e.name.as_str())
+                .into_iter()
+                .map(|(source, v)| Synonym::new(e.name.as_str(), Some(v), source))
+                .collect();
         if let Some(first) = dynamic.first() {
             e.value = first.value.clone();
             e.config_source = first.source;

@@ -145,42 +145,65 @@ fn voter_address(listeners: &[AddRaftVoterListener]) -> Result<String, String> {
     })
 }
 
-/// Checks ALTER on the cluster (Kafka's `ControllerApis`/`KafkaApis` for AddRaftVoter and
-/// RemoveRaftVoter) and the request's cluster id; returns this node's cluster handle.
-fn voter_change_allowed(
-    broker: &Broker,
-    ctx: &RequestContext,
-    cluster_id: Option<&str>,
-) -> Result<Arc<crate::membership::ClusterNode>, (ResponseError, String)> {
-    if !authorized_cluster(broker, ctx, op::ALTER) {
-        return Err((
-            ResponseError::ClusterAuthorizationFailed,
-            "Cluster authorization failed.".into(),
-        ));
-    }
-    let Some(node) = broker.cluster() else {
-        return Err((
-            ResponseError::InvalidRequest,
-            "this broker runs without a metadata quorum (no controller.quorum.voters)".into(),
-        ));
-    };
-    let ours = node
-        .image()
-        .cluster_id
-        .clone()
-        .unwrap_or_else(|| broker.cluster_id.clone());
-    if let Some(theirs) = cluster_id.filter(|c| *c != ours) {
-        return Err((
-            ResponseError::InconsistentClusterId,
-            format!("cluster id {theirs} is not this cluster's ({ours})"),
-        ));
-    }
-    Ok(node.clone())
-}
-
 /// How long a voter change may take: the request's `timeout_ms`, within 1 s..2 min.
 fn voter_change_timeout(timeout_ms: i32) -> Duration {
     Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0).clamp(1_000, 120_000))
+}
+
+/// A voter change as AddRaftVoter and RemoveRaftVoter ask it: ALTER on the cluster (Kafka's
+/// `ControllerApis`/`KafkaApis`), the request's cluster id, a voter id that is a node id
+/// (else `bad_id`), then `change` of that node forwarded to the active controller and
+/// committed within `timeout`. `api` names the request in the log line of a refusal.
+///
+/// Errors: the Kafka error and message to answer.
+#[allow(clippy::too_many_arguments)]
+async fn change_voter(
+    broker: &Broker,
+    ctx: &RequestContext,
+    api: &str,
+    cluster_id: Option<&str>,
+    voter_id: i32,
+    bad_id: ResponseError,
+    change: impl FnOnce(u64) -> Result<ControllerRequest, String>,
+    timeout: Duration,
+) -> Result<(), (ResponseError, String)> {
+    let result = async {
+        if !authorized_cluster(broker, ctx, op::ALTER) {
+            return Err((
+                ResponseError::ClusterAuthorizationFailed,
+                "Cluster authorization failed.".to_string(),
+            ));
+        }
+        let Some(node) = broker.cluster() else {
+            return Err((
+                ResponseError::InvalidRequest,
+                "this broker runs without a metadata quorum (no controller.quorum.voters)".into(),
+            ));
+        };
+        let ours = node
+            .image()
+            .cluster_id
+            .clone()
+            .unwrap_or_else(|| broker.cluster_id.clone());
+        if let Some(theirs) = cluster_id.filter(|c| *c != ours) {
+            return Err((
+                ResponseError::InconsistentClusterId,
+                format!("cluster id {theirs} is not this cluster's ({ours})"),
+            ));
+        }
+        let id = u64::try_from(voter_id)
+            .map_err(|_| (bad_id, format!("invalid voter id {voter_id}")))?;
+        let change = change(id).map_err(|e| (ResponseError::InvalidRequest, e))?;
+        node.controller(change, timeout)
+            .await
+            .map(|_| ())
+            .map_err(|e| (e.code, e.message))
+    }
+    .await;
+    if let Err((code, message)) = &result {
+        tracing::info!(voter = voter_id, error = ?code, %message, "{api} refused");
+    }
+    result
 }
 
 /// AddRaftVoter (key 80, v0, KIP-853; `kafka-metadata-quorum add-controller`): makes a node
@@ -197,33 +220,23 @@ pub async fn add_raft_voter(
     ctx: &RequestContext,
     req: AddRaftVoterRequest,
 ) -> AddRaftVoterResponse {
-    let fail = |code: ResponseError, message: String| {
-        tracing::info!(voter = req.voter_id, error = ?code, %message, "AddRaftVoter refused");
-        AddRaftVoterResponse::default()
+    let addr = voter_address(&req.listeners);
+    let added = change_voter(
+        broker,
+        ctx,
+        "AddRaftVoter",
+        req.cluster_id.as_deref(),
+        req.voter_id,
+        ResponseError::InvalidRequest,
+        |node| addr.map(|addr| ControllerRequest::AddVoter { node, addr }),
+        voter_change_timeout(req.timeout_ms),
+    )
+    .await;
+    match added {
+        Ok(()) => AddRaftVoterResponse::default(),
+        Err((code, message)) => AddRaftVoterResponse::default()
             .with_error_code(code.code())
-            .with_error_message(Some(str_bytes(&message)))
-    };
-    let node = match voter_change_allowed(broker, ctx, req.cluster_id.as_deref()) {
-        Ok(n) => n,
-        Err((code, message)) => return fail(code, message),
-    };
-    let Ok(id) = u64::try_from(req.voter_id) else {
-        return fail(
-            ResponseError::InvalidRequest,
-            format!("invalid voter id {}", req.voter_id),
-        );
-    };
-    let addr = match voter_address(&req.listeners) {
-        Ok(a) => a,
-        Err(e) => return fail(ResponseError::InvalidRequest, e),
-    };
-    let change = ControllerRequest::AddVoter { node: id, addr };
-    match node
-        .controller(change, voter_change_timeout(req.timeout_ms))
-        .await
-    {
-        Ok(_) => AddRaftVoterResponse::default(),
-        Err(e) => fail(e.code, e.message),
+            .with_error_message(Some(str_bytes(&message))),
     }
 }
 
@@ -239,25 +252,21 @@ pub async fn remove_raft_voter(
     ctx: &RequestContext,
     req: RemoveRaftVoterRequest,
 ) -> RemoveRaftVoterResponse {
-    let fail = |code: ResponseError, message: String| {
-        tracing::info!(voter = req.voter_id, error = ?code, %message, "RemoveRaftVoter refused");
-        RemoveRaftVoterResponse::default()
+    let removed = change_voter(
+        broker,
+        ctx,
+        "RemoveRaftVoter",
+        req.cluster_id.as_deref(),
+        req.voter_id,
+        ResponseError::VoterNotFound,
+        |node| Ok(ControllerRequest::RemoveVoter { node }),
+        voter_change_timeout(30_000),
+    )
+    .await;
+    match removed {
+        Ok(()) => RemoveRaftVoterResponse::default(),
+        Err((code, message)) => RemoveRaftVoterResponse::default()
             .with_error_code(code.code())
-            .with_error_message(Some(str_bytes(&message)))
-    };
-    let node = match voter_change_allowed(broker, ctx, req.cluster_id.as_deref()) {
-        Ok(n) => n,
-        Err((code, message)) => return fail(code, message),
-    };
-    let Ok(id) = u64::try_from(req.voter_id) else {
-        return fail(
-            ResponseError::VoterNotFound,
-            format!("invalid voter id {}", req.voter_id),
-        );
-    };
-    let change = ControllerRequest::RemoveVoter { node: id };
-    match node.controller(change, voter_change_timeout(30_000)).await {
-        Ok(_) => RemoveRaftVoterResponse::default(),
-        Err(e) => fail(e.code, e.message),
+            .with_error_message(Some(str_bytes(&message))),
     }
 }
