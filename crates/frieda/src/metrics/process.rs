@@ -33,7 +33,6 @@ fn sample() -> Option<ProcessSample> {
     let me = procfs::process::Process::myself().ok()?;
     let stat = me.stat().ok()?;
     let ticks = procfs::ticks_per_second() as f64;
-    let boot = procfs::boot_time_secs().ok().unwrap_or(0) as f64;
     let max_fds = me
         .limits()
         .ok()
@@ -46,9 +45,26 @@ fn sample() -> Option<ProcessSample> {
         resident_bytes: stat.rss * procfs::page_size(),
         virtual_bytes: stat.vsize,
         threads: stat.num_threads,
-        start_time_seconds: boot + stat.starttime as f64 / ticks,
+        start_time_seconds: start_time_seconds(stat.starttime as f64 / ticks),
         open_fds: me.fd_count().ok(),
         max_fds,
+    })
+}
+
+/// The process's start, Unix seconds, fixed at the first scrape: the wall clock now less the
+/// time since the process started (`/proc/uptime` less `starttime`, both on the boot-time
+/// clock). Not `btime + starttime`: `btime` in `/proc/stat` is whole seconds and drifts from
+/// the wall clock as NTP adjusts it over a long uptime (measured: 1 s after 10 h here).
+fn start_time_seconds(started_after_boot_s: f64) -> f64 {
+    use procfs::Current;
+    static START: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *START.get_or_init(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        let uptime = procfs::Uptime::current().map(|u| u.uptime).unwrap_or(0.0);
+        now - (uptime - started_after_boot_s)
     })
 }
 
