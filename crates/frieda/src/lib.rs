@@ -31,6 +31,7 @@
 //! Below the crate: `frieda-meta` (the metadata quorum on openraft and the active controller)
 //! and `frieda-log` (the partition log itself). The binary (`main.rs`) uses them all.
 
+pub mod admin;
 pub mod broker;
 pub mod clock;
 pub mod cluster;

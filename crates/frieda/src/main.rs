@@ -82,6 +82,9 @@ enum Command {
     /// `key=value` per line, secrets redacted) without touching the data directory; exits 1
     /// with every problem named when it is invalid.
     Check(ConfigArgs),
+    /// Administer a running cluster (Frieda or Apache Kafka) over the Kafka protocol: cluster
+    /// status, topics, groups, ACLs, produce and consume lines.
+    Admin(frieda::admin::AdminArgs),
 }
 
 /// A broken replication invariant stops the process (after the default hook has printed the
@@ -109,6 +112,15 @@ fn main() -> std::process::ExitCode {
     let (serve_it, args) = match cli.command {
         Command::Serve(args) => (true, args),
         Command::Check(args) => (false, args),
+        Command::Admin(args) => {
+            return match frieda::admin::run(args) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("frieda admin: {e:#}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
     };
     // The configuration says where log lines go, so it is read first; what it finds wrong is
     // logged to stderr.

@@ -127,51 +127,10 @@ impl ClientSecurity {
     ) -> anyhow::Result<Self> {
         let get = |k: &str| cfg.listener_value(listener, k).map(str::to_string);
         let tls = if protocol.uses_tls() {
-            let pem = match (get("ssl.truststore.location"), get("ssl.truststore.certificates")) {
-                (Some(path), _) => std::fs::read(&path)
-                    .with_context(|| format!("ssl.truststore.location {path}"))?,
-                (None, Some(inline)) => inline.into_bytes(),
-                (None, None) => bail!("the {} listener {listener} uses TLS: nodes need ssl.truststore.location to verify each other", role.what()),
-            };
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_slice_iter(&pem) {
-                roots
-                    .add(cert.context("ssl.truststore: not valid PEM")?)
-                    .context("ssl.truststore: a certificate is not usable as a trust anchor")?;
+            match tls_from_properties(&get)? {
+                Some(config) => Some(config),
+                None => bail!("the {} listener {listener} uses TLS: nodes need ssl.truststore.location to verify each other", role.what()),
             }
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let builder = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .context("TLS versions")?
-                .with_root_certificates(roots);
-            // The broker's own key store doubles as its client certificate (mTLS listeners).
-            let keystore = match (
-                get("ssl.keystore.location"),
-                get("ssl.keystore.certificate.chain"),
-                get("ssl.keystore.key"),
-            ) {
-                (Some(path), _, _) => {
-                    let text = std::fs::read(&path)
-                        .with_context(|| format!("ssl.keystore.location {path}"))?;
-                    Some((text.clone(), text))
-                }
-                (None, Some(chain), Some(key)) => Some((chain.into_bytes(), key.into_bytes())),
-                _ => None,
-            };
-            let config = match keystore {
-                Some((chain, key)) => {
-                    let chain: Vec<CertificateDer<'static>> =
-                        CertificateDer::pem_slice_iter(&chain)
-                            .collect::<Result<_, _>>()
-                            .context("ssl.keystore: certificate chain")?;
-                    let key = PrivateKeyDer::from_pem_slice(&key).context("ssl.keystore: key")?;
-                    builder
-                        .with_client_auth_cert(chain, key)
-                        .context("ssl.keystore: client certificate")?
-                }
-                None => builder.with_no_client_auth(),
-            };
-            Some(Arc::new(config))
         } else {
             None
         };
@@ -226,6 +185,78 @@ impl ClientSecurity {
         ServerName::try_from(host.to_string())
             .map_err(|e| std::io::Error::other(format!("TLS server name {host}: {e}")))
     }
+}
+
+/// The TLS client configuration Kafka's settings describe (`get` looks one up):
+/// `ssl.truststore.location` (a PEM file) or `ssl.truststore.certificates` (PEM text) to trust,
+/// and `ssl.keystore.location` (one PEM file with the chain and key) or
+/// `ssl.keystore.certificate.chain` with `ssl.keystore.key` (PEM text) as the client
+/// certificate. `None` when no trust store is set.
+///
+/// Errors: a file that cannot be read; see [`tls_client_config`].
+pub fn tls_from_properties(
+    get: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<Option<Arc<rustls::ClientConfig>>> {
+    let pem = match (
+        get("ssl.truststore.location"),
+        get("ssl.truststore.certificates"),
+    ) {
+        (Some(path), _) => {
+            std::fs::read(&path).with_context(|| format!("ssl.truststore.location {path}"))?
+        }
+        (None, Some(inline)) => inline.into_bytes(),
+        (None, None) => return Ok(None),
+    };
+    let keystore = match (
+        get("ssl.keystore.location"),
+        get("ssl.keystore.certificate.chain"),
+        get("ssl.keystore.key"),
+    ) {
+        (Some(path), _, _) => {
+            let text =
+                std::fs::read(&path).with_context(|| format!("ssl.keystore.location {path}"))?;
+            Some((text.clone(), text))
+        }
+        (None, Some(chain), Some(key)) => Some((chain.into_bytes(), key.into_bytes())),
+        _ => None,
+    };
+    tls_client_config(&pem, keystore).map(Some)
+}
+
+/// A TLS client configuration trusting the PEM certificates `trust_pem` (a trust store) and,
+/// when `keystore` is given as (certificate chain PEM, private key PEM), presenting that
+/// certificate to servers that ask for one (mutual TLS). TLS 1.2 and 1.3, rustls' defaults.
+///
+/// Errors: text that is not PEM, a certificate unusable as a trust anchor, a key that does not
+/// match its chain.
+pub fn tls_client_config(
+    trust_pem: &[u8],
+    keystore: Option<(Vec<u8>, Vec<u8>)>,
+) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(trust_pem) {
+        roots
+            .add(cert.context("ssl.truststore: not valid PEM")?)
+            .context("ssl.truststore: a certificate is not usable as a trust anchor")?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS versions")?
+        .with_root_certificates(roots);
+    let config = match keystore {
+        Some((chain, key)) => {
+            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&chain)
+                .collect::<Result<_, _>>()
+                .context("ssl.keystore: certificate chain")?;
+            let key = PrivateKeyDer::from_pem_slice(&key).context("ssl.keystore: key")?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .context("ssl.keystore: client certificate")?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    Ok(Arc::new(config))
 }
 
 #[cfg(test)]

@@ -1,0 +1,259 @@
+//! `frieda admin topic ...`: list, create, describe, alter-config, delete (Metadata,
+//! CreateTopics, DescribeConfigs, IncrementalAlterConfigs (KIP-339), DeleteTopics), printed
+//! as `kafka-topics.sh` and `kafka-configs.sh` print them.
+
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::client::{check, Admin, Node};
+
+/// DescribeConfigs / IncrementalAlterConfigs resource type of a topic.
+const TOPIC_RESOURCE: i8 = 2;
+/// DescribeConfigs `config_source` of a value set on the topic itself.
+const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+
+fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+/// Splits `key=value`.
+///
+/// Errors: no `=`.
+pub fn key_value(s: &str) -> anyhow::Result<(String, String)> {
+    s.split_once('=')
+        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+        .ok_or_else(|| anyhow::anyhow!("`{s}`: expected key=value"))
+}
+
+/// Prints the topic names, one per line, sorted; internal topics only with `internal`.
+pub async fn list(admin: &mut Admin, internal: bool) -> anyhow::Result<()> {
+    let md = admin.metadata(None).await?;
+    let mut names: Vec<&str> = md
+        .topics
+        .iter()
+        .filter(|t| internal || !t.is_internal)
+        .filter_map(|t| t.name.as_ref().map(|n| n.0.as_str()))
+        .collect();
+    names.sort_unstable();
+    for n in names {
+        println!("{n}");
+    }
+    Ok(())
+}
+
+/// Creates `topic` with `partitions` and `replication_factor` (-1: the broker's defaults) and
+/// topic settings `configs`.
+///
+/// Errors: TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, ... by name.
+pub async fn create(
+    admin: &mut Admin,
+    topic: &str,
+    partitions: i32,
+    replication_factor: i16,
+    configs: &[(String, String)],
+) -> anyhow::Result<()> {
+    let req = CreateTopicsRequest::default()
+        .with_timeout_ms(admin.timeout().as_millis() as i32)
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(name(topic))
+            .with_num_partitions(partitions)
+            .with_replication_factor(replication_factor)
+            .with_configs(
+                configs
+                    .iter()
+                    .map(|(k, v)| {
+                        CreatableTopicConfig::default()
+                            .with_name(StrBytes::from_string(k.clone()))
+                            .with_value(Some(StrBytes::from_string(v.clone())))
+                    })
+                    .collect(),
+            )]);
+    let resp = admin.call(Node::Any, &req).await?;
+    for t in &resp.topics {
+        check(
+            t.error_code,
+            t.error_message.as_ref(),
+            &format!("create topic {topic}"),
+        )?;
+    }
+    println!("Created topic {topic}.");
+    Ok(())
+}
+
+/// Prints each topic's partitions (leader, replicas, ISR) and the settings set on it, as
+/// `kafka-topics --describe` does; every topic when `topics` is empty.
+///
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION and the like, by name.
+pub async fn describe(admin: &mut Admin, topics: &[String]) -> anyhow::Result<()> {
+    let md = admin
+        .metadata(if topics.is_empty() {
+            None
+        } else {
+            Some(topics.to_vec())
+        })
+        .await?;
+    let mut found: Vec<_> = md.topics.iter().collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    for t in found {
+        let topic = t.name.as_ref().map_or("?", |n| n.0.as_str());
+        check(t.error_code, None, &format!("topic {topic}"))?;
+        let configs = topic_configs(admin, topic).await?;
+        let rf = t.partitions.first().map_or(0, |p| p.replica_nodes.len());
+        let settings: Vec<String> = configs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!(
+            "Topic: {topic}\tTopicId: {}\tPartitionCount: {}\tReplicationFactor: {rf}\tConfigs: {}",
+            t.topic_id,
+            t.partitions.len(),
+            settings.join(",")
+        );
+        let mut parts: Vec<_> = t.partitions.iter().collect();
+        parts.sort_by_key(|p| p.partition_index);
+        let ids = |v: &[kafka_protocol::messages::BrokerId]| {
+            v.iter()
+                .map(|b| b.0.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        for p in parts {
+            let leader = if p.leader_id.0 < 0 {
+                "none".to_string()
+            } else {
+                p.leader_id.0.to_string()
+            };
+            println!(
+                "\tTopic: {topic}\tPartition: {}\tLeader: {leader}\tReplicas: {}\tIsr: {}{}",
+                p.partition_index,
+                ids(&p.replica_nodes),
+                ids(&p.isr_nodes),
+                if p.offline_replicas.is_empty() {
+                    String::new()
+                } else {
+                    format!("\tOffline: {}", ids(&p.offline_replicas))
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The settings set on `topic` itself (not defaults), sorted by name; sensitive values as
+/// `[hidden]`.
+async fn topic_configs(admin: &mut Admin, topic: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let req =
+        DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(TOPIC_RESOURCE)
+            .with_resource_name(StrBytes::from_string(topic.to_string()))
+            .with_configuration_keys(None)]);
+    let resp = admin.call(Node::Any, &req).await?;
+    let mut out = Vec::new();
+    for r in &resp.results {
+        check(
+            r.error_code,
+            r.error_message.as_ref(),
+            &format!("configs of topic {topic}"),
+        )?;
+        for c in r
+            .configs
+            .iter()
+            .filter(|c| c.config_source == DYNAMIC_TOPIC_CONFIG)
+        {
+            let value = if c.is_sensitive {
+                "[hidden]".to_string()
+            } else {
+                c.value.as_ref().map_or("null".into(), |v| v.to_string())
+            };
+            out.push((c.name.to_string(), value));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Sets (`set`) and removes (`delete`, back to the default) settings of `topic` in one
+/// IncrementalAlterConfigs request.
+///
+/// Errors: INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION, ... by name.
+pub async fn alter_config(
+    admin: &mut Admin,
+    topic: &str,
+    set: &[(String, String)],
+    delete: &[String],
+) -> anyhow::Result<()> {
+    if set.is_empty() && delete.is_empty() {
+        anyhow::bail!("nothing to change: give --set key=value or --delete key");
+    }
+    let mut configs: Vec<AlterableConfig> = set
+        .iter()
+        .map(|(k, v)| {
+            AlterableConfig::default()
+                .with_name(StrBytes::from_string(k.clone()))
+                .with_config_operation(0) // SET
+                .with_value(Some(StrBytes::from_string(v.clone())))
+        })
+        .collect();
+    configs.extend(delete.iter().map(|k| {
+        AlterableConfig::default()
+            .with_name(StrBytes::from_string(k.clone()))
+            .with_config_operation(1) // DELETE
+    }));
+    let req = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(TOPIC_RESOURCE)
+            .with_resource_name(StrBytes::from_string(topic.to_string()))
+            .with_configs(configs),
+    ]);
+    let resp = admin.call(Node::Any, &req).await?;
+    for r in &resp.responses {
+        check(
+            r.error_code,
+            r.error_message.as_ref(),
+            &format!("alter configs of topic {topic}"),
+        )?;
+    }
+    println!("Completed updating config for topic {topic}.");
+    Ok(())
+}
+
+/// Deletes `topics`.
+///
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION and the like, by name, for the first topic refused
+/// (the others are still deleted).
+pub async fn delete(admin: &mut Admin, topics: &[String]) -> anyhow::Result<()> {
+    let version = admin.version_for::<DeleteTopicsRequest>(Node::Any).await?;
+    let mut req =
+        DeleteTopicsRequest::default().with_timeout_ms(admin.timeout().as_millis() as i32);
+    if version >= 6 {
+        req.topics = topics
+            .iter()
+            .map(|t| DeleteTopicState::default().with_name(Some(name(t))))
+            .collect();
+    } else {
+        req.topic_names = topics.iter().map(|t| name(t)).collect();
+    }
+    let resp = admin.call(Node::Any, &req).await?;
+    let mut first_error = None;
+    for r in &resp.responses {
+        let topic = r.name.as_ref().map_or("?", |n| n.0.as_str());
+        match check(
+            r.error_code,
+            r.error_message.as_ref(),
+            &format!("delete topic {topic}"),
+        ) {
+            Ok(()) => println!("Deleted topic {topic}."),
+            Err(e) => {
+                eprintln!("{e}");
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}

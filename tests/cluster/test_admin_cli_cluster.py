@@ -1,0 +1,73 @@
+"""`frieda admin cluster status` on a 3-node cluster, as an operator on call reads it: every broker
+and voter, then a killed node shows as a lagging voter and its partitions as under-replicated;
+with every replica of a partition gone the partition is offline and the command exits 1 (so a
+cron job or a health check can alert on it); after the restart all is healthy again."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+
+from confluent_kafka.admin import NewTopic
+
+from conftest import frieda_bin, wait_until
+
+
+def status(c) -> subprocess.CompletedProcess:
+    return subprocess.run([str(frieda_bin()), "admin", "--bootstrap-server", c.live_bootstrap,
+                           "cluster", "status"], capture_output=True, text=True, timeout=60)
+
+
+def rows(out: str, header: str) -> list[dict[str, str]]:
+    lines = out.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith(header))
+    cols = [c for c in re.split(r"\s{2,}", lines[start])]
+    out_rows = []
+    for l in lines[start + 1:]:
+        if not l.strip():
+            break
+        out_rows.append(dict(zip(cols, re.split(r"\s{2,}", l))))
+    return out_rows
+
+
+def test_cluster_status_shows_voters_under_replicated_and_offline_partitions(cluster):
+    c = cluster(3)
+    topic = "status-rf3"
+    single = "status-rf1"
+    admin = c.admin()  # kept referenced until the futures resolve
+    futures = admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3),
+                                    NewTopic(single, num_partitions=1, replication_factor=1)])
+    for f in futures.values():
+        f.result(30)
+    c.wait_topic(topic, 3)
+    c.wait_topic(single, 1)
+    wait_until(lambda: all(len(c.isr_of(topic, p)) == 3 for p in range(3)), 30, "full ISRs")
+
+    r = status(c)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(int(b["BROKER"]) for b in rows(r.stdout, "BROKER")) == sorted(c.nodes)
+    voters = rows(r.stdout, "NODE")
+    assert sorted(int(v["NODE"]) for v in voters) == sorted(c.nodes), r.stdout
+    assert [v["ROLE"] for v in voters].count("leader") == 1, r.stdout
+    assert "under-replicated: 0, offline: 0" in r.stdout, r.stdout
+
+    # Kill the node holding the single-replica partition.
+    victim = c.leader_of(single, 0)
+    c.kill(victim)
+
+    def degraded():
+        r = status(c)
+        return r.returncode == 1 and f"offline: {single}-0" in r.stdout and r
+    r = wait_until(degraded, 60, "the killed node's partitions reported")
+    assert "1 partition(s) offline" in r.stderr, r.stderr
+    under = re.findall(rf"under-replicated: ({topic}-\d+)", r.stdout)
+    assert sorted(under) == [f"{topic}-{p}" for p in range(3)], r.stdout
+    assert re.search(r"under-replicated: 3, offline: 1", r.stdout), r.stdout
+
+    c.start(victim)
+    def healthy():
+        r = status(c)
+        return r.returncode == 0 and "under-replicated: 0, offline: 0" in r.stdout
+    wait_until(healthy, 90, "a healthy cluster again")
+    c.assert_alive()
