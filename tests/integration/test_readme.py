@@ -73,3 +73,20 @@ def test_metrics_scrape_as_written(make_own_broker, topic_name):
     assert out.returncode == 0, out.stdout + out.stderr
     assert re.search(r'^kafka_network_requests_total\{request="Produce",version="\d+"\} [1-9]', out.stdout, re.M), out.stdout
     assert f'kafka_log_log_log_end_offset{{topic="{topic}",partition="0"}} 5' in out.stdout, out.stdout
+
+
+def test_runbook_admin_block_as_written(broker):
+    """The runbook's `frieda admin` block, every command as written (the address is this test's
+    broker): each exits 0, the records come back with their keys, the reset group shows its lag."""
+    from test_admin_cli import admin_bin
+
+    code = block("runbook-admin", "sh")
+    assert code.count("frieda admin ") >= 10
+    code = code.replace("frieda admin ", f"{admin_bin()} admin --bootstrap-server {broker.bootstrap} ")
+    p = subprocess.run(["bash", "-euo", "pipefail", "-c", code], capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "o-1\tfirst order" in p.stdout and "o-2\tsecond order" in p.stdout, p.stdout
+    assert "retention.ms=604800000" in p.stdout, p.stdout
+    lags = re.findall(r"^billing\s+orders\s+(\d+)\s+0\s+(\d+)\s+(\d+)", p.stdout, re.M)
+    assert sum(int(lag) for _, _, lag in lags) == 2 and len(lags) == 6, p.stdout
+    assert "Deleted topic orders." in p.stdout, p.stdout
