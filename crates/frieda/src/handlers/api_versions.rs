@@ -26,14 +26,62 @@ fn api_keys() -> Vec<ApiVersion> {
         .collect()
 }
 
+/// Whether a v3+ client software name or version is one Kafka accepts
+/// (`ApiVersionsRequest.isValid`: `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`).
+fn valid_software_field(s: &str) -> bool {
+    let b = s.as_bytes();
+    let end_ok = |c: &u8| c.is_ascii_alphanumeric();
+    match (b.first(), b.last()) {
+        (Some(first), Some(last)) => {
+            end_ok(first)
+                && end_ok(last)
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'.')
+        }
+        _ => false,
+    }
+}
+
 /// Answers with the table and the feature levels ([`FEATURES`] supported, the finalized levels
 /// in force with their epoch; v3+ carry them). Levels of 0 are not listed as finalized, as
 /// Kafka does not list them.
+///
+/// Errors (the answer then carries only the code, as Kafka's `getErrorResponse`):
+/// INVALID_REQUEST (42) for a v3+ client software name or version Kafka would refuse, or a v5
+/// request with only one of cluster id and node id;
+/// REBOOTSTRAP_REQUIRED (129) when a v5 request names a cluster id that is not this cluster's,
+/// or this cluster's with another node id (Kafka 4.4's `KafkaApis.handleApiVersionsRequest`:
+/// the client's bootstrap address now reaches another cluster or node).
 pub async fn handle(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
-    _req: ApiVersionsRequest,
+    ctx: &RequestContext,
+    req: ApiVersionsRequest,
 ) -> ApiVersionsResponse {
+    if ctx.api_version >= 3
+        && !(valid_software_field(&req.client_software_name)
+            && valid_software_field(&req.client_software_version))
+    {
+        return ApiVersionsResponse::default()
+            .with_error_code(ResponseError::InvalidRequest.code());
+    }
+    // v5: a cluster id and a node id come together (`ApiVersionsRequest.isValid`).
+    if ctx.api_version >= 5 && req.cluster_id.is_none() != (req.node_id == -1) {
+        return ApiVersionsResponse::default()
+            .with_error_code(ResponseError::InvalidRequest.code());
+    }
+    if ctx.api_version >= 5 {
+        if let Some(cluster) = &req.cluster_id {
+            if cluster.as_str() != broker.cluster_id || req.node_id != broker.config.node_id {
+                tracing::info!(
+                    client_cluster = %cluster.as_str(),
+                    client_node = req.node_id,
+                    "ApiVersions for another cluster or node: REBOOTSTRAP_REQUIRED"
+                );
+                return ApiVersionsResponse::default()
+                    .with_error_code(ResponseError::RebootstrapRequired.code());
+            }
+        }
+    }
     let finalized_now = broker.features.get();
     let supported = FEATURES
         .iter()

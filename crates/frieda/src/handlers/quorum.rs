@@ -206,10 +206,12 @@ async fn change_voter(
     result
 }
 
-/// AddRaftVoter (key 80, v0, KIP-853; `kafka-metadata-quorum add-controller`): makes a node
+/// AddRaftVoter (key 80, v0-1, KIP-853; `kafka-metadata-quorum add-controller`): makes a node
 /// that observes the metadata log (started with `controller.quorum.bootstrap.servers`) a voter
 /// at the controller listener it names. Forwarded to the active controller, answered once the
-/// new voter set is committed. The directory id is not checked (Frieda keys voters by node
+/// new voter set is committed, also when v1 (Kafka 4.4) asks `AckWhenCommitted = false` (an
+/// answer once the leader appended it): openraft reports a membership change only when it is
+/// committed, so the answer comes later than Kafka's but says the same. The directory id is not checked (Frieda keys voters by node
 /// id; DescribeQuorum reports the nil directory id).
 ///
 /// Errors: CLUSTER_AUTHORIZATION_FAILED (31) without ALTER on the cluster;

@@ -173,7 +173,7 @@ api_table! {
     Fetch(FetchRequest) 4..=18,                             Required, fetch::handle;
     ListOffsets(ListOffsetsRequest) 1..=11,                 Required, list_offsets::handle;
     Metadata(MetadataRequest) 0..=13,                       Required, metadata::handle;
-    ApiVersions(ApiVersionsRequest) 0..=4,                  Open, api_versions::handle;
+    ApiVersions(ApiVersionsRequest) 0..=5,                  Open, api_versions::handle;
     CreateTopics(CreateTopicsRequest) 2..=7,                Required, admin::create_topics;
     DeleteTopics(DeleteTopicsRequest) 1..=6,                Required, admin::delete_topics;
     InitProducerId(InitProducerIdRequest) 0..=5,            Required, producer_id::handle;
@@ -193,7 +193,7 @@ api_table! {
     OffsetDelete(OffsetDeleteRequest) 0..=0,                Required, offsets::delete;
     ListGroups(ListGroupsRequest) 0..=5,                    Required, groups::list_groups;
     DescribeGroups(DescribeGroupsRequest) 0..=6,            Required, groups::describe_groups;
-    DeleteGroups(DeleteGroupsRequest) 0..=2,                Required, groups::delete_groups;
+    DeleteGroups(DeleteGroupsRequest) 0..=3,                Required, groups::delete_groups;
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest) 0..=1,
                                                             Required, consumer_groups::heartbeat;
     ConsumerGroupDescribe(ConsumerGroupDescribeRequest) 0..=1,
@@ -205,7 +205,7 @@ api_table! {
     ListPartitionReassignments(ListPartitionReassignmentsRequest) 0..=0,
                                                             Required, leadership::list_reassignments;
     DescribeQuorum(DescribeQuorumRequest) 0..=2,            Required, quorum::handle;
-    AddRaftVoter(AddRaftVoterRequest) 0..=0,                Required, quorum::add_raft_voter;
+    AddRaftVoter(AddRaftVoterRequest) 0..=1,                Required, quorum::add_raft_voter;
     RemoveRaftVoter(RemoveRaftVoterRequest) 0..=0,          Required, quorum::remove_raft_voter;
     UpdateFeatures(UpdateFeaturesRequest) 0..=2,            Required, features::handle;
     DescribeLogDirs(DescribeLogDirsRequest) 1..=5,          Required, log_dirs::handle;
@@ -232,7 +232,7 @@ api_table! {
     AddOffsetsToTxn(AddOffsetsToTxnRequest) 0..=4,          Required, transactions::add_offsets;
     EndTxn(EndTxnRequest) 0..=5,                            Required, transactions::end_txn;
     WriteTxnMarkers(WriteTxnMarkersRequest) 1..=2,          Required, transactions::write_txn_markers;
-    TxnOffsetCommit(TxnOffsetCommitRequest) 0..=5,          Required, transactions::txn_offset_commit;
+    TxnOffsetCommit(TxnOffsetCommitRequest) 0..=6,          Required, transactions::txn_offset_commit;
     DescribeTransactions(DescribeTransactionsRequest) 0..=0,
                                                             Required, transactions::describe_transactions;
     ListTransactions(ListTransactionsRequest) 0..=2,        Required, transactions::list_transactions;

@@ -423,11 +423,13 @@ pub async fn write_txn_markers(
     WriteTxnMarkersResponse::default().with_markers(markers)
 }
 
-/// TxnOffsetCommit v0-5: offsets committed in the producer's transaction, visible once it
+/// TxnOffsetCommit v0-6: offsets committed in the producer's transaction, visible once it
 /// commits. v5 (transactions v2) adds the group's offsets partition to the transaction; older
 /// versions need AddOffsetsToTxn first (verified when `transaction.partition.verification.enable`).
+/// v6 (Kafka 4.4) names topics by id (KIP-516), as OffsetCommit v10 does.
 ///
-/// Errors per partition: UNKNOWN_TOPIC_OR_PARTITION (3) for a partition that does not exist
+/// Errors per partition: UNKNOWN_TOPIC_ID (100) for an id no topic has (v6),
+/// UNKNOWN_TOPIC_OR_PARTITION (3) for a partition that does not exist
 /// (only the others are committed, as Kafka's `KafkaApis.handleTxnOffsetCommitRequest` does),
 /// NOT_COORDINATOR (16), COORDINATOR_NOT_AVAILABLE (15),
 /// ILLEGAL_GENERATION (22), UNKNOWN_MEMBER_ID (25), FENCED_INSTANCE_ID (82),
@@ -437,9 +439,22 @@ pub async fn write_txn_markers(
 pub async fn txn_offset_commit(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
-    req: TxnOffsetCommitRequest,
+    mut req: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
     let v = ctx.api_version;
+    // v6 names topics by id: from here on each is named by the topic it is (an empty name for
+    // an id no topic has; those partitions answer UNKNOWN_TOPIC_ID).
+    let mut unknown_ids = std::collections::HashSet::new();
+    if v >= 6 {
+        for t in &mut req.topics {
+            match broker.topic_by_id(&t.topic_id) {
+                Some(topic) => t.name = TopicName(str_bytes(&topic.name)),
+                None => {
+                    unknown_ids.insert(t.topic_id);
+                }
+            }
+        }
+    }
     let group = req.group_id.0.to_string();
     let id = req.transactional_id.0.to_string();
     let now = now_ms();
@@ -456,14 +471,22 @@ pub async fn txn_offset_commit(
         .topics
         .iter()
         .flat_map(|t| {
-            let readable = authorized(broker, ctx, op::READ, resource::TOPIC, t.name.0.as_str());
-            t.partitions
-                .iter()
-                .map(move |p| ((t.name.0.to_string(), p.partition_index), readable))
+            let id_unknown = unknown_ids.contains(&t.topic_id);
+            let readable = !id_unknown
+                && authorized(broker, ctx, op::READ, resource::TOPIC, t.name.0.as_str());
+            t.partitions.iter().map(move |p| {
+                (
+                    (t.name.0.to_string(), p.partition_index),
+                    readable,
+                    id_unknown,
+                )
+            })
         })
-        .filter_map(|((topic, p), readable)| {
+        .filter_map(|((topic, p), readable, id_unknown)| {
             let e = if let Some(e) = refused_all {
                 e
+            } else if id_unknown {
+                E::UnknownTopicId
             } else if !readable {
                 E::TopicAuthorizationFailed
             } else if !broker.partition_exists(&topic, p) {
@@ -561,7 +584,8 @@ pub async fn txn_offset_commit(
         .map(|t| {
             let name = t.name.0.to_string();
             TxnOffsetCommitResponseTopic::default()
-                .with_name(t.name)
+                .with_name(if v >= 6 { TopicName::default() } else { t.name })
+                .with_topic_id(t.topic_id)
                 .with_partitions(
                     t.partitions
                         .iter()
