@@ -1,10 +1,10 @@
-"""Secure brokers for the security tests: Frieda, or Apache Kafka 4.3.1 with the same settings.
+"""Secure brokers for the security tests: Frieda, or Apache Kafka 4.4.0 with the same settings.
 
 Both get the same listeners (SASL_PLAINTEXT, SASL_SSL and SSL with client certificates), the
 same users (PLAIN users from a JAAS line; SCRAM credentials added through the Admin API) and,
 when asked, Kafka's StandardAuthorizer with ``super.users=User:admin``. The ACL tests run
 against both to prove their expectations (``FRIEDA_SECURITY_VS_KAFKA=1``, or the Kafka jars at
-``$KAFKA_LIB`` / ``/tmp/kafka-anchor/lib``).
+``$KAFKA_LIB`` / ``target/kafka-4.4.0/lib``).
 
 Certificates come from ``trustme``: one CA, a broker certificate for 127.0.0.1/localhost, client
 certificates with subjects such as ``CN=alice,OU=eng,O=Frieda Tests``, and a second, untrusted
@@ -28,7 +28,7 @@ USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 JAAS = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
         'username="admin" password="admin-secret" '
         + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";")
-KAFKA_LIB = Path(os.environ.get("KAFKA_LIB", "/tmp/kafka-anchor/lib"))
+KAFKA_LIB = Path(os.environ.get("KAFKA_LIB", Path(__file__).resolve().parents[2] / "target" / "kafka-4.4.0" / "lib"))
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
@@ -177,17 +177,23 @@ def kafka_available() -> bool:
     return any(KAFKA_LIB.glob("kafka_2.13-*.jar"))
 
 
+def config_command() -> str:
+    """kafka-configs' main class in the jars of KAFKA_LIB (it moved to the tools module in 4.4)."""
+    moved = any(KAFKA_LIB.glob("kafka-tools-4.4*.jar")) or any(KAFKA_LIB.glob("kafka-tools-5*.jar"))
+    return "org.apache.kafka.tools.ConfigCommand" if moved else "kafka.admin.ConfigCommand"
+
+
 def ensure_kafka_lib() -> None:
-    """Fetches Kafka 4.3.1's jars from Maven Central (../shared/kafka-baseline/pom.xml) if absent."""
+    """Fetches Kafka 4.4.0's jars from Maven Central (../shared/kafka-baseline/pom.xml) if absent."""
     if kafka_available():
         return
     pom = REPO_ROOT.parent / "shared" / "kafka-baseline" / "pom.xml"
-    subprocess.run(["mvn", "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
+    subprocess.run(["mvn", "-B", "-q", "-f", str(pom), "dependency:copy-dependencies", "-Dkafka.version=4.4.0",
                     f"-Dkafka.lib.dir={KAFKA_LIB}"], check=True, timeout=600)
 
 
 class SecureKafka(SecureBroker):
-    """Apache Kafka 4.3.1 (KRaft, one combined node) with the same listeners, users and ACL
+    """Apache Kafka 4.4.0 (KRaft, one combined node) with the same listeners, users and ACL
     settings. PEM stores as Frieda's (KIP-651)."""
 
     kind = "kafka"

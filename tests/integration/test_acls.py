@@ -5,7 +5,7 @@ Each case of the matrix creates some ACLs as the super user, then lets `alice` (
 one thing and checks the outcome: allowed, or the error Kafka gives (TOPIC_AUTHORIZATION_FAILED,
 GROUP_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED,
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED). With ``FRIEDA_SECURITY_VS_KAFKA=1`` the same matrix runs
-against Apache Kafka 4.3.1 with the same settings (security_env.SecureKafka), which is how the
+against Apache Kafka (4.4.0 in scripts/test, `KAFKA_LIB`) with the same settings (security_env.SecureKafka), which is how the
 expectations below were checked.
 """
 
@@ -252,6 +252,15 @@ CASES = [
     Case("other-host", [alice(T, "{t}", O.WRITE, host="10.9.9.9")], produce,
          "TOPIC_AUTHORIZATION_FAILED"),
     Case("this-host", [alice(T, "{t}", O.WRITE, host="127.0.0.1")], produce, OK),
+    # CIDR hosts (Kafka 4.4, metadata.version 4.4-IV1): the client's address in the range.
+    Case("cidr-this-net", [alice(T, "{t}", O.WRITE, host="127.0.0.0/8")], produce, OK),
+    Case("cidr-host-bits-set", [alice(T, "{t}", O.WRITE, host="127.1.2.3/8")], produce, OK),
+    Case("cidr-other-net", [alice(T, "{t}", O.WRITE, host="10.0.0.0/8")], produce,
+         "TOPIC_AUTHORIZATION_FAILED"),
+    Case("cidr-deny-wins", [alice(T, "{t}", O.WRITE), alice(T, "{t}", O.WRITE, D, host="127.0.0.1/32")],
+         produce, "TOPIC_AUTHORIZATION_FAILED"),
+    Case("cidr-ipv6-range", [alice(T, "{t}", O.WRITE, host="::1/128")], produce,
+         "TOPIC_AUTHORIZATION_FAILED"),
     Case("idempotent-with-topic-write", [alice(T, "{t}", O.WRITE)], produce_idempotent, OK),
     Case("txn-without-txn-acl", [alice(T, "{t}", O.WRITE)], transactional,
          "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
@@ -351,6 +360,13 @@ def test_acls_create_describe_delete_and_validation(secured):
     with pytest.raises(KafkaException) as e:
         admin.create_acls([bad])[bad].result(15)
     assert e.value.args[0].code() == KafkaError.INVALID_REQUEST
+    # A host that is not a CIDR range (Kafka 4.4's AclControlManager.validateHostPattern).
+    for host in ("10.0.0.0/33", "10.0.0/8", "not-an-ip/8"):
+        bad = AclBinding(T, "acl-api-topic", LIT, "User:carol", host, O.READ, A)
+        with pytest.raises(KafkaException) as e:
+            admin.create_acls([bad])[bad].result(15)
+        assert e.value.args[0].code() == KafkaError.INVALID_REQUEST, host
+        assert f"Invalid CIDR notation '{host}'" in e.value.args[0].str(), e.value.args[0].str()
     deleted = admin.delete_acls([flt])[flt].result(15)
     assert sorted(map(str, deleted)) == sorted(map(str, mine))
     assert admin.describe_acls(flt).result(15) == []

@@ -19,7 +19,7 @@ import subprocess
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from security_env import KAFKA_LIB, ensure_kafka_lib
+from security_env import KAFKA_LIB, config_command, ensure_kafka_lib
 
 T = 30
 
@@ -27,8 +27,7 @@ T = 30
 def kafka_configs(bootstrap: str, *args: str) -> str:
     ensure_kafka_lib()
     # Kafka 4.4 moved the tool to kafka-tools (org.apache.kafka.tools); 4.3 has it in core.
-    moved = any(KAFKA_LIB.glob("kafka-tools-4.4*.jar"))
-    main = "org.apache.kafka.tools.ConfigCommand" if moved else "kafka.admin.ConfigCommand"
+    main = config_command()
     r = subprocess.run(["java", "-Xmx256m", "-cp", f"{KAFKA_LIB}/*", main,
                         "--bootstrap-server", bootstrap, *args],
                        capture_output=True, text=True, timeout=180)

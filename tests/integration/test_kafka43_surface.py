@@ -1,8 +1,9 @@
 """Kafka 4.3's additions to the protocol surface, checked as a user and a client see them:
 
 - UpdateFeatures (KIP-584/KIP-778) through Kafka's own `kafka-features` tool (FeatureCommand
-  4.3.1): upgrade, downgrade, disable, --dry-run and the refusals, with Apache Kafka 4.3.1's
-  messages; `group.version` 0 turns KIP-848 consumer groups off (ConsumerGroupHeartbeat answers
+  4.4.0, from the jars `scripts/test` fetches into target/kafka-4.4.0/lib): upgrade, downgrade,
+  disable, --dry-run and the refusals, with Apache Kafka's messages; a new cluster finalizes
+  metadata.version 4.4-IV2, as Kafka 4.4.0; `group.version` 0 turns KIP-848 consumer groups off (ConsumerGroupHeartbeat answers
   UNSUPPORTED_VERSION) and 1 back on; finalized levels survive a restart.
 - DescribeGroups v6 (KIP-1043): GROUP_ID_NOT_FOUND with Kafka's message for a group that does not
   exist or is not a classic group (v5 keeps answering Dead without an error).
@@ -16,6 +17,7 @@ test then skips.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -26,16 +28,23 @@ from confluent_kafka import Consumer, TopicCollection, TopicPartition
 
 import kafka_wire as w
 from helpers import admin, create_topic, wait_until
-from txn_helpers import java_classpath
+from conftest import REPO_ROOT
 
 FEATURE_TOOL = "org.apache.kafka.tools.FeatureCommand"
 UNSUPPORTED_VERSION, GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_ID = 35, 69, 100
 
 
+def kafka44_classpath() -> str:
+    """Kafka 4.4.0's jars (its kafka-features knows the 4.4 metadata versions by name)."""
+    lib = os.environ.get("KAFKA44_LIB") or str(REPO_ROOT / "target" / "kafka-4.4.0" / "lib")
+    assert os.path.exists(os.path.join(lib, "kafka-tools-4.4.0.jar")), f"no Kafka 4.4.0 tools in {lib} (scripts/test fetches them)"
+    return os.path.join(lib, "*")
+
+
 def features_tool(bootstrap: str, *args: str) -> tuple[int, str]:
     """Runs kafka-features with ``args``; returns (exit status, stdout + stderr without JVM noise)."""
     cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-           "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", java_classpath(), FEATURE_TOOL,
+           "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", kafka44_classpath(), FEATURE_TOOL,
            "--bootstrap-server", bootstrap, *args]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
     out = "\n".join(l for l in (r.stdout + r.stderr).splitlines()
@@ -75,14 +84,14 @@ def consumer_group_heartbeat(bootstrap: str, group: str, topic: str) -> int:
 
 @pytest.mark.timeout(300)
 def test_kafka_features_upgrade_downgrade_disable_as_kafka(broker, topic_name):
-    """kafka-features against the broker: the levels a fresh Kafka 4.3.1 cluster reports for the
+    """kafka-features against the broker: the levels a fresh Kafka 4.4.0 cluster reports for the
     features Frieda implements, the refusals with Kafka's messages, and downgrades that take
     effect: group.version 0 refuses KIP-848 heartbeats until it is upgraded again."""
     b = broker.bootstrap
     topic = topic_name()
     create_topic(b, topic, partitions=1)
     before = describe_features(b)
-    assert before["metadata.version"]["FinalizedVersionLevel"] == "4.3-IV0", before
+    assert before["metadata.version"]["FinalizedVersionLevel"] == "4.4-IV2", before
     assert before["group.version"]["FinalizedVersionLevel"] == "1", before
     assert before["transaction.version"]["FinalizedVersionLevel"] == "2", before
     epoch0 = int(before["group.version"]["Epoch"])
@@ -94,7 +103,7 @@ def test_kafka_features_upgrade_downgrade_disable_as_kafka(broker, topic_name):
             "{node} does not support this feature.",
         ("downgrade", "--metadata", "3.9"):
             "Could not downgrade metadata.version to 21. The update failed for all features since the "
-            "following feature had an error: Unsupported metadata.version downgrade from 30 to 21. "
+            "following feature had an error: Unsupported metadata.version downgrade from 33 to 21. "
             "Refusing to perform the requested downgrade because it might delete metadata information.",
         ("upgrade", "--feature", "group.version=2"):
             "Could not upgrade group.version to 2. The update failed for all features since the following "

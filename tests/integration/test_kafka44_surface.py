@@ -33,7 +33,7 @@ from conftest import EXTERNAL, REPO_ROOT, free_port, port_open
 KAFKA44_LIB = Path(os.environ.get("KAFKA44_LIB", REPO_ROOT / "target" / "kafka-4.4.0" / "lib"))
 WRAPPER = REPO_ROOT / "tests" / "integration" / "tools" / "kafka_as_frieda.py"
 
-IMPLEMENTED_FEATURES = ["transaction.version", "group.version"]
+IMPLEMENTED_FEATURES = ["metadata.version", "transaction.version", "group.version"]
 
 API_VERSIONS, TXN_OFFSET_COMMIT, DELETE_GROUPS, INIT_PRODUCER_ID, END_TXN, FIND_COORDINATOR = 18, 28, 42, 22, 26, 10
 

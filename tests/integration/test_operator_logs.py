@@ -27,7 +27,7 @@ import helpers as h
 import kafka_wire as w
 from conftest import EXTERNAL, free_port, frieda_bin
 from frieda_proc import FriedaProc
-from security_env import KAFKA_LIB, ensure_kafka_lib
+from security_env import KAFKA_LIB, config_command, ensure_kafka_lib
 
 pytestmark = pytest.mark.skipif(bool(EXTERNAL), reason="these tests start their own brokers "
                                                         "(FRIEDA_EXTERNAL_BOOTSTRAP is set)")
@@ -36,7 +36,7 @@ T = 30
 
 def kafka_configs(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
     ensure_kafka_lib()
-    return subprocess.run(["java", "-Xmx256m", "-cp", f"{KAFKA_LIB}/*", "kafka.admin.ConfigCommand",
+    return subprocess.run(["java", "-Xmx256m", "-cp", f"{KAFKA_LIB}/*", config_command(),
                            "--bootstrap-server", bootstrap, *args],
                           capture_output=True, text=True, timeout=180)
 

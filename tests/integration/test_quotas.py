@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from security_env import KAFKA_LIB, Pki, brokers_under_test, ensure_kafka_lib, make_secure
+from security_env import KAFKA_LIB, Pki, brokers_under_test, config_command, ensure_kafka_lib, make_secure
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def configs(b, tmp_path, *args: str) -> str:
     props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
                      'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
                      'username="admin" password="admin-secret";\n')
-    r = subprocess.run(["java", "-Xmx256m", "-cp", f"{KAFKA_LIB}/*", "kafka.admin.ConfigCommand",
+    r = subprocess.run(["java", "-Xmx256m", "-cp", f"{KAFKA_LIB}/*", config_command(),
                         "--bootstrap-server", b.bootstrap(), "--command-config", str(props), *args],
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -69,7 +69,7 @@ def test_kafka_configs_sets_describes_and_removes_quotas(secure, tmp_path):
     assert "consumer_byte_rate=8192" in out, out
     # An invalid value is refused (fractional byte rate), as Kafka refuses it.
     props = tmp_path / "admin.properties"
-    r = subprocess.run(["java", "-Xmx256m", "-cp", f"{KAFKA_LIB}/*", "kafka.admin.ConfigCommand",
+    r = subprocess.run(["java", "-Xmx256m", "-cp", f"{KAFKA_LIB}/*", config_command(),
                         "--bootstrap-server", secure.bootstrap(), "--command-config", str(props), "--alter",
                         "--add-config", "producer_byte_rate=10.5", "--entity-type", "users", "--entity-name", "carol"],
                        capture_output=True, text=True, timeout=180)

@@ -449,7 +449,7 @@ def test_java_clients_and_kafka_tools_over_sasl_ssl_and_mtls(secure, pki, tmp_pa
     SCRAM-SHA-512 credential and describes it, `kafka-console-producer` writes over SASL_SSL with
     it, `kafka-console-consumer` reads the lines back over SSL with a client certificate (PEM
     key store)."""
-    from security_env import KAFKA_LIB, ensure_kafka_lib, pkcs8
+    from security_env import KAFKA_LIB, config_command, ensure_kafka_lib, pkcs8
     ensure_kafka_lib()
     cp = f"{KAFKA_LIB}/*"
 
@@ -469,12 +469,12 @@ def test_java_clients_and_kafka_tools_over_sasl_ssl_and_mtls(secure, pki, tmp_pa
                             "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule '
                                                 'required username="admin" password="admin-secret";'})
     boot = secure.bootstrap("SASL_SSL")
-    tool("kafka.admin.ConfigCommand", "--bootstrap-server", boot, "--command-config", admin, "--alter",
+    tool(config_command(), "--bootstrap-server", boot, "--command-config", admin, "--alter",
          "--add-config", "SCRAM-SHA-512=[iterations=8192,password=java-pw]", "--entity-type", "users",
          "--entity-name", "javauser")
     deadline = time.monotonic() + 15
     while "SCRAM-SHA-512=iterations=8192" not in (out := tool(
-            "kafka.admin.ConfigCommand", "--bootstrap-server", boot, "--command-config", admin,
+            config_command(), "--bootstrap-server", boot, "--command-config", admin,
             "--describe", "--entity-type", "users", "--entity-name", "javauser")):
         assert time.monotonic() < deadline, out
         time.sleep(0.5)

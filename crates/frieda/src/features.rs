@@ -17,7 +17,10 @@ use std::sync::Arc;
 /// `(feature, supported min level, supported max level, default finalized level)` of Kafka's
 /// feature flags, as ApiVersions v3+ reports them and `kafka-features describe` prints them.
 /// `metadata.version` levels are Kafka's `MetadataVersion` feature levels (7 = 3.3-IV3, the KRaft
-/// minimum; 30 = 4.3-IV0): Frieda speaks the 4.3 metadata of the APIs it advertises.
+/// minimum; 33 = 4.4-IV2, Kafka 4.4.0's latest production level): Frieda speaks the 4.4
+/// metadata of the APIs it advertises. What 4.4's levels gate: CIDR ACL hosts from 4.4-IV1 (32,
+/// [`METADATA_VERSION_CIDR_ACLS`]), controller unregistration from 4.4-IV2 (33; nothing for
+/// Frieda to gate: UnregisterBroker is not served).
 /// `group.version` 1: KIP-848 consumer groups (ConsumerGroupHeartbeat).
 /// `transaction.version` 2 (KIP-890 part 2): the Java producer 4.x then bumps its epoch at every
 /// commit and abort and lets the partition leaders add partitions; clients that predate it keep
@@ -26,7 +29,7 @@ use std::sync::Arc;
 /// groups or streams groups): a client that checks a finalized level sees them off, as on a
 /// Kafka cluster that has not finalized them.
 pub const FEATURES: &[(&str, i16, i16, i16)] = &[
-    ("metadata.version", 7, 30, 30),
+    ("metadata.version", 7, 33, 33),
     ("kraft.version", 0, 0, 0),
     ("transaction.version", 0, 2, 2),
     ("group.version", 0, 1, 1),
@@ -38,7 +41,10 @@ pub const FEATURES: &[(&str, i16, i16, i16)] = &[
 /// The feature that enables KIP-848 consumer groups at level 1.
 pub const GROUP_VERSION: &str = "group.version";
 /// The feature whose level Kafka refuses to lower (a downgrade could lose metadata).
-const METADATA_VERSION: &str = "metadata.version";
+pub const METADATA_VERSION: &str = "metadata.version";
+/// The `metadata.version` level from which ACL hosts may be CIDR ranges (4.4-IV1, Kafka's
+/// `MetadataVersion.isCidrAclSupported`).
+pub const METADATA_VERSION_CIDR_ACLS: i16 = 32;
 
 /// UpdateFeatures' upgrade types (`FeatureUpdate.UpgradeType`, KIP-778).
 pub mod upgrade_type {
@@ -206,15 +212,15 @@ mod tests {
         );
         assert_eq!(
             plan(&[("metadata.version", 21, SAFE_DOWNGRADE)]).unwrap_err(),
-            "Unsupported metadata.version downgrade from 30 to 21. Refusing to perform the requested downgrade because it might delete metadata information."
+            "Unsupported metadata.version downgrade from 33 to 21. Refusing to perform the requested downgrade because it might delete metadata information."
         );
         assert_eq!(
             plan(&[("metadata.version", 21, UNSAFE_DOWNGRADE)]).unwrap_err(),
-            "Unsupported metadata.version downgrade from 30 to 21. Unsafe metadata downgrade is not supported in this version."
+            "Unsupported metadata.version downgrade from 33 to 21. Unsafe metadata downgrade is not supported in this version."
         );
         assert!(plan(&[("metadata.version", 0, SAFE_DOWNGRADE)])
             .unwrap_err()
-            .ends_with("only supports versions 7-30"));
+            .ends_with("only supports versions 7-33"));
         // The first bad update fails the whole request.
         assert!(plan(&[("group.version", 1, UPGRADE), ("foo", 1, UPGRADE)]).is_err());
         let ok = plan(&[

@@ -5,7 +5,7 @@
         .venv/bin/pytest -q tests/integration/test_restart.py
 
 Understands `serve --listen HOST:PORT --data-dir DIR [--config FILE]` (the config file is ignored).
-Runs a single-node KRaft Kafka (jars from $KAFKA_LIB, default /tmp/kafka-anchor/lib, see
+Runs a single-node KRaft Kafka (jars from $KAFKA_LIB, default target/kafka-4.4.0/lib, see
 shared/kafka-baseline) with its data in DIR. SIGTERM/SIGINT are forwarded and the wrapper exits 0 once
 Kafka has stopped; if the wrapper is SIGKILLed, the kernel kills Kafka too (PR_SET_PDEATHSIG).
 Not used by CI.
@@ -32,7 +32,7 @@ def main(argv):
     opts = dict(zip(argv[1::2], argv[2::2]))
     host, port = opts["--listen"].rsplit(":", 1)
     data = os.path.abspath(opts["--data-dir"])
-    lib = os.environ.get("KAFKA_LIB", "/tmp/kafka-anchor/lib")
+    lib = os.environ.get("KAFKA_LIB", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "target", "kafka-4.4.0", "lib"))
     os.makedirs(data, exist_ok=True)
     props = os.path.join(data, "server.properties")
     if not os.path.exists(props):

@@ -147,7 +147,12 @@ pub async fn create(
                 .collect(),
         );
     }
-    let entries: Vec<Result<AclEntry, String>> = req
+    let cidr_supported = broker
+        .features
+        .get()
+        .level(crate::features::METADATA_VERSION)
+        >= crate::features::METADATA_VERSION_CIDR_ACLS;
+    let entries: Vec<Result<AclEntry, acl::AclRefusal>> = req
         .creations
         .iter()
         .map(|c| {
@@ -160,7 +165,7 @@ pub async fn create(
                 operation: c.operation,
                 permission: c.permission_type,
             };
-            acl::validate_new(&e).map(|()| e)
+            acl::validate_new(&e, cidr_supported).map(|()| e)
         })
         .collect();
     let valid: Vec<AclEntry> = entries
@@ -183,7 +188,8 @@ pub async fn create(
     let results = entries
         .iter()
         .map(|e| match (e, &stored) {
-            (Err(m), _) => fail(ResponseError::InvalidRequest, m),
+            (Err(acl::AclRefusal::Invalid(m)), _) => fail(ResponseError::InvalidRequest, m),
+            (Err(acl::AclRefusal::Unsupported(m)), _) => fail(ResponseError::UnsupportedVersion, m),
             (Ok(_), Err(err)) => fail(err.code, &err.message),
             (Ok(_), Ok(())) => AclCreationResult::default(),
         })

@@ -238,10 +238,57 @@ impl AclFilter {
     }
 }
 
-/// Checks a new binding as Kafka's `AclControlManager.validateNewAcl` and `AclApis` do.
+/// Checks a new binding as Kafka's `AclControlManager.validateNewAcl` and `AclApis` do;
+/// `cidr_supported`: the finalized metadata.version is 4.4-IV1 (32) or later.
 ///
-/// Errors: the message for an INVALID_REQUEST result.
-pub fn validate_new(acl: &AclEntry) -> Result<(), String> {
+/// Errors: see [`AclRefusal`].
+pub fn validate_new(acl: &AclEntry, cidr_supported: bool) -> Result<(), AclRefusal> {
+    validate_fields(acl).map_err(AclRefusal::Invalid)?;
+    validate_host(&acl.host, cidr_supported)
+}
+
+/// Why a new ACL is refused: INVALID_REQUEST (42) or UNSUPPORTED_VERSION (35), with Kafka's
+/// message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AclRefusal {
+    /// INVALID_REQUEST.
+    Invalid(String),
+    /// UNSUPPORTED_VERSION: a CIDR host before metadata.version 4.4-IV1.
+    Unsupported(String),
+}
+
+impl AclRefusal {
+    /// The message.
+    pub fn message(&self) -> &str {
+        match self {
+            AclRefusal::Invalid(m) | AclRefusal::Unsupported(m) => m,
+        }
+    }
+}
+
+/// Kafka's `AclControlManager.validateHostPattern`: not empty; `*`, an address, or (with
+/// `cidr_supported`, metadata.version 4.4-IV1 or later) a CIDR range.
+fn validate_host(host: &str, cidr_supported: bool) -> Result<(), AclRefusal> {
+    if host.is_empty() {
+        return Err(AclRefusal::Invalid(
+            "Host pattern cannot be null or empty".into(),
+        ));
+    }
+    if host == WILDCARD || !host.contains('/') {
+        return Ok(());
+    }
+    if !cidr_supported {
+        return Err(AclRefusal::Unsupported(
+            "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher.".into(),
+        ));
+    }
+    host.parse::<ipnet::IpNet>()
+        .map(|_| ())
+        .map_err(|e| AclRefusal::Invalid(format!("Invalid CIDR notation '{host}': {e}")))
+}
+
+/// The checks of Kafka's `AclControlManager.validateNewAcl` before the host's.
+fn validate_fields(acl: &AclEntry) -> Result<(), String> {
     if !resource::is_concrete(acl.resource_type) {
         return Err(format!("Invalid resourceType {}", acl.resource_type));
     }
@@ -311,13 +358,30 @@ pub struct Authorizer {
     allow_if_no_acl: bool,
 }
 
+/// Whether an ACL's host admits a client at `client` (its IP address as text): `*`, the same
+/// address, or a CIDR range holding it (Kafka 4.4, metadata.version 4.4-IV1:
+/// `StandardAuthorizerData.findResult` with `CidrUtils.isInRange`; the network and broadcast
+/// addresses are in the range).
+pub fn host_matches(acl_host: &str, client: &str) -> bool {
+    acl_host == WILDCARD
+        || acl_host == client
+        || (acl_host.contains('/')
+            && match (
+                acl_host.parse::<ipnet::IpNet>(),
+                client.parse::<std::net::IpAddr>(),
+            ) {
+                (Ok(net), Ok(ip)) => net.contains(&ip),
+                _ => false,
+            })
+}
+
 /// Whether an ACL matching the resource decides for `session` and `operation`:
 /// `Some(true)` allow, `Some(false)` deny, `None` no opinion (Kafka's `findResult`).
 fn verdict(acl: &AclEntry, principal: &str, host: &str, operation: i8) -> Option<bool> {
     if acl.principal != principal && acl.principal != WILDCARD_PRINCIPAL {
         return None;
     }
-    if acl.host != WILDCARD && acl.host != host {
+    if !host_matches(&acl.host, host) {
         return None;
     }
     let allow = acl.permission == permission::ALLOW;
@@ -457,7 +521,7 @@ impl Authorizer {
             .iter()
             .filter(|a| a.resource_type == resource_type)
         {
-            if (acl.host != host && acl.host != WILDCARD)
+            if !host_matches(&acl.host, &host)
                 || (acl.principal != principal && acl.principal != WILDCARD_PRINCIPAL)
                 || (acl.operation != operation && acl.operation != op::ALL)
             {
@@ -636,15 +700,64 @@ mod tests {
         assert!(!f(ANY, Some("pay-1")).matches(&prefixed));
         assert!(f(ANY, Some("pay-")).matches(&prefixed));
         assert!(!f(LITERAL, None).matches(&prefixed));
-        assert!(validate_new(&prefixed).is_ok());
+        assert!(validate_new(&prefixed, false).is_ok());
         let mut bad = prefixed.clone();
         bad.resource_type = resource::CLUSTER;
-        assert!(validate_new(&bad).unwrap_err().contains("kafka-cluster"));
+        assert!(validate_new(&bad, true)
+            .unwrap_err()
+            .message()
+            .contains("kafka-cluster"));
         bad = prefixed.clone();
         bad.principal = "alice".into();
-        assert!(validate_new(&bad).is_err());
+        assert!(validate_new(&bad, true).is_err());
         bad = prefixed;
         bad.operation = op::ANY;
-        assert!(validate_new(&bad).is_err());
+        assert!(validate_new(&bad, true).is_err());
+    }
+
+    #[test]
+    fn acl_hosts_match_addresses_and_cidr_ranges_as_kafka_44() {
+        assert!(host_matches("*", "10.1.2.3"));
+        assert!(host_matches("10.1.2.3", "10.1.2.3"));
+        assert!(!host_matches("10.1.2.4", "10.1.2.3"));
+        assert!(host_matches("10.0.0.0/8", "10.1.2.3"));
+        // Host bits set, network and broadcast addresses: in range (commons-net SubnetUtils
+        // with an inclusive host count).
+        assert!(host_matches("10.9.9.9/8", "10.1.2.3"));
+        assert!(host_matches("10.0.0.0/8", "10.0.0.0"));
+        assert!(host_matches("10.0.0.0/8", "10.255.255.255"));
+        assert!(!host_matches("10.0.0.0/8", "11.0.0.0"));
+        assert!(host_matches("0.0.0.0/0", "192.168.1.1"));
+        assert!(host_matches("::1/128", "::1"));
+        assert!(!host_matches("::1/128", "127.0.0.1"));
+        assert!(host_matches("fd00::/8", "fd12::5"));
+    }
+
+    #[test]
+    fn cidr_hosts_need_metadata_version_4_4_iv1_and_a_valid_range() {
+        assert_eq!(
+            validate_host("10.0.0.0/8", false),
+            Err(AclRefusal::Unsupported(
+                "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher.".into()
+            ))
+        );
+        assert_eq!(validate_host("10.0.0.0/8", true), Ok(()));
+        assert_eq!(validate_host("*", false), Ok(()));
+        assert_eq!(validate_host("10.0.0.1", false), Ok(()));
+        for bad in ["10.0.0.0/33", "10.0.0/8", "host/8", "::1/129"] {
+            match validate_host(bad, true) {
+                Err(AclRefusal::Invalid(m)) => {
+                    assert!(
+                        m.starts_with(&format!("Invalid CIDR notation '{bad}'")),
+                        "{m}"
+                    )
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            validate_host("", true),
+            Err(AclRefusal::Invalid(_))
+        ));
     }
 }

@@ -277,7 +277,7 @@ class JavaClientsTest {
 
     /**
      * Admin.describeFeatures (what {@code kafka-features describe} prints): metadata.version
-     * supported 3.3-IV3 (level 7) to 4.3-IV0 (level 30) and finalized at 4.3-IV0; group.version 1
+     * supported 3.3-IV3 (level 7) to 4.4-IV2 (level 33) and finalized at 4.4-IV2; group.version 1
      * (KIP-848 consumer groups) and transaction.version 2 (KIP-890) supported and finalized; the
      * features Frieda does not implement (KIP-853 dynamic quorums) supported at level 0 only and
      * not finalized, so clients see them off.
@@ -288,8 +288,8 @@ class JavaClientsTest {
             org.apache.kafka.clients.admin.FeatureMetadata f =
                     a.describeFeatures().featureMetadata().get(30, TimeUnit.SECONDS);
             assertEquals((short) 7, f.supportedFeatures().get("metadata.version").minVersion());
-            assertEquals((short) 30, f.supportedFeatures().get("metadata.version").maxVersion());
-            assertEquals((short) 30, f.finalizedFeatures().get("metadata.version").maxVersionLevel());
+            assertEquals((short) 33, f.supportedFeatures().get("metadata.version").maxVersion());
+            assertEquals((short) 33, f.finalizedFeatures().get("metadata.version").maxVersionLevel());
             assertEquals((short) 2, f.supportedFeatures().get("transaction.version").maxVersion());
             assertEquals((short) 2, f.finalizedFeatures().get("transaction.version").maxVersionLevel());
             assertEquals((short) 1, f.supportedFeatures().get("group.version").maxVersion());
