@@ -283,7 +283,7 @@ class JavaClientsTest {
      * not finalized, so clients see them off.
      */
     @Test
-    void featuresDescribeMetadataVersion43() throws Exception {
+    void featuresDescribeMetadataVersion44() throws Exception {
         try (Admin a = admin()) {
             org.apache.kafka.clients.admin.FeatureMetadata f =
                     a.describeFeatures().featureMetadata().get(30, TimeUnit.SECONDS);
