@@ -4,6 +4,8 @@
 //! Layers, top-down: each module uses only modules of the layers below its own, never one of
 //! its own layer or above. `tests/layers.rs` checks every file against its `LAYERS`, which is
 //! this list bottom-up.
+//! - [`admin`]: `frieda admin`, the Kafka admin tool in the binary: a client of any Kafka
+//!   cluster, built on the broker-to-broker Kafka client and the security settings below.
 //! - [`metrics`]: the Prometheus endpoint, reading everything below at scrape time.
 //! - [`server`]: listener, connection read loop, response sequencer, SASL authentication; the
 //!   controller listener's transport (`quorum_transport`).

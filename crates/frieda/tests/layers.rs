@@ -30,6 +30,7 @@ const LAYERS: &[&[&str]] = &[
     &["handlers"],
     &["server"],
     &["metrics"],
+    &["admin"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -271,7 +271,7 @@ mod tests {
     use super::*;
     use crate::handlers::{handle, RequestTiming, Throttle};
     use kafka_protocol::messages::api_versions_response::ApiVersion;
-    use kafka_protocol::protocol::Decodable;
+    use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
     #[test]
     fn table_is_within_the_crate_ranges() {
@@ -381,7 +381,14 @@ mod tests {
         let api_versions = spec(ApiKey::ApiVersions).unwrap();
         for v in api_versions.min..=api_versions.max {
             let ctx = context(ApiKey::ApiVersions, v);
-            let body = default_request(ApiKey::ApiVersions, v).unwrap();
+            // v3+ carry the client's software name and version (checked, as Kafka does).
+            let mut buf = bytes::BytesMut::new();
+            ApiVersionsRequest::default()
+                .with_client_software_name(StrBytes::from_static_str("frieda-test"))
+                .with_client_software_version(StrBytes::from_static_str("1.0"))
+                .encode(&mut buf, v)
+                .unwrap();
+            let body = buf.freeze();
             let resp = handle(broker.clone(), ctx, body).await.response.unwrap();
             let mut resp = resp.unwrap().slice(8..);
             // the response header of ApiVersions is v0 at every version (KIP-511)
