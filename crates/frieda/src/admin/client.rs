@@ -110,9 +110,7 @@ impl Settings {
             };
             let jaas = get("sasl.jaas.config")
                 .ok_or_else(|| anyhow!("sasl.jaas.config: needed for SASL ({name})"))?;
-            let options = plain::jaas_options(&jaas)?;
-            let opt = |k: &str| options.iter().find(|(o, _)| o == k).map(|(_, v)| v.clone());
-            let (Some(username), Some(password)) = (opt("username"), opt("password")) else {
+            let Some((username, password)) = plain::jaas_login(&jaas)? else {
                 bail!("sasl.jaas.config: needs username=\"...\" password=\"...\"");
             };
             Some(SaslCredentials {

@@ -56,14 +56,32 @@ pub async fn list(admin: &mut Admin) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The member a partition is assigned to, as `kafka-consumer-groups --describe` prints it.
+#[derive(Debug, Clone)]
+struct Owner {
+    member_id: String,
+    host: String,
+    client_id: String,
+}
+
+impl Owner {
+    fn of(member_id: &str, host: &str, client_id: &str) -> Owner {
+        Owner {
+            member_id: member_id.to_string(),
+            host: host.to_string(),
+            client_id: client_id.to_string(),
+        }
+    }
+}
+
 /// A group's members and their partitions, whichever protocol it speaks.
 struct Described {
     /// `Stable`, `Empty`, ... as the coordinator names it.
     state: String,
     /// `consumer` (KIP-848) or `classic`.
     kind: &'static str,
-    /// Each assigned partition's member: (member id, host, client id).
-    owners: HashMap<TopicPartition, (String, String, String)>,
+    /// Each assigned partition's member.
+    owners: HashMap<TopicPartition, Owner>,
     /// Number of members.
     members: usize,
 }
@@ -97,11 +115,7 @@ async fn describe_group(
                     for p in &tp.partitions {
                         owners.insert(
                             (tp.topic_name.0.to_string(), *p),
-                            (
-                                m.member_id.to_string(),
-                                m.client_host.to_string(),
-                                m.client_id.to_string(),
-                            ),
+                            Owner::of(&m.member_id, &m.client_host, &m.client_id),
                         );
                     }
                 }
@@ -140,11 +154,7 @@ async fn describe_group(
             for p in tp.partitions {
                 owners.insert(
                     (tp.topic.0.to_string(), p),
-                    (
-                        m.member_id.to_string(),
-                        m.client_host.to_string(),
-                        m.client_id.to_string(),
-                    ),
+                    Owner::of(&m.member_id, &m.client_host, &m.client_id),
                 );
             }
         }
@@ -246,11 +256,15 @@ pub async fn describe(admin: &mut Admin, group: &str) -> anyhow::Result<()> {
             (Some(c), Some(e)) => (e - c).max(0).to_string(),
             _ => "-".into(),
         };
-        let (member, host, client) =
-            d.owners
-                .get(tp)
-                .cloned()
-                .unwrap_or(("-".into(), "-".into(), "-".into()));
+        let Owner {
+            member_id: member,
+            host,
+            client_id: client,
+        } = d
+            .owners
+            .get(tp)
+            .cloned()
+            .unwrap_or(Owner::of("-", "-", "-"));
         t.row(vec![
             group.to_string(),
             tp.0.clone(),

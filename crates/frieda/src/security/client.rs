@@ -151,14 +151,7 @@ impl ClientSecurity {
                     role.what()
                 )
             })?;
-            let options = plain::jaas_options(jaas)?;
-            let opt = |k: &str| {
-                options
-                    .iter()
-                    .find(|(ok, _)| ok == k)
-                    .map(|(_, v)| v.clone())
-            };
-            let (Some(username), Some(password)) = (opt("username"), opt("password")) else {
+            let Some((username, password)) = plain::jaas_login(jaas)? else {
                 bail!("the JAAS line of listener {listener} for {} needs username and password options (the node's own login)", mechanism.name());
             };
             Some(SaslCredentials {

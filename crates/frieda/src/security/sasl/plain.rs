@@ -75,6 +75,16 @@ pub fn jaas_users(jaas: &str) -> anyhow::Result<HashMap<String, String>> {
         .collect())
 }
 
+/// The `username` and `password` options of a JAAS line (a client's own login, as Kafka's
+/// clients and brokers read `sasl.jaas.config`); `None` when either is missing.
+///
+/// Errors: a malformed line (see [`jaas_options`]).
+pub fn jaas_login(jaas: &str) -> anyhow::Result<Option<(String, String)>> {
+    let options = jaas_options(jaas)?;
+    let opt = |k: &str| options.iter().find(|(o, _)| o == k).map(|(_, v)| v.clone());
+    Ok(opt("username").zip(opt("password")))
+}
+
 /// The `key="value"` options of one JAAS login module entry (Kafka's `JaasConfig` grammar:
 /// `<LoginModuleClass> <ControlFlag> (<key>=<value>)* ;`, values quoted or bare).
 ///
