@@ -263,9 +263,12 @@ def committer_worker(a) -> int:
             offs = [TopicPartition(a.topic, p, o) for p, o in sorted(pos.items())]
             try:
                 res = c.commit(offsets=offs, asynchronous=False)
+                # when the broker confirmed it (the line may be written later: a SIGSTOP can
+                # come between the two, and the harness must know which side of a cut it was)
+                confirmed_at = time.time()
                 for tp in res or []:
                     if tp.error is None:
-                        out.write(f"C {tp.partition} {tp.offset}\n")
+                        out.write(f"C {tp.partition} {tp.offset} {confirmed_at:.6f}\n")
             except KafkaException:
                 pass  # broker down: not confirmed, not recorded
     c.close()
@@ -600,6 +603,17 @@ def topic_configs(a) -> dict[str, str]:
     return {"cleanup.policy": "compact", "segment.bytes": str(a.segment_bytes), "min.cleanable.dirty.ratio": "0.01"}
 
 
+def commits_after(path: Path, t: float) -> list[tuple[int, int]]:
+    """The (partition, offset) commits a committer worker recorded as confirmed after wall time `t`."""
+    out = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            f = line.split(" ")
+            if f[0] == "C" and float(f[3]) > t:
+                out.append((int(f[1]), int(f[2])))
+    return out
+
+
 def parse_worker_file(path: Path, worker: int):
     acked, errors, fatal, commits, sent, unacked = [], [], [], [], 0, 0
     if not path.exists():
@@ -613,7 +627,7 @@ def parse_worker_file(path: Path, worker: int):
         elif f[0] == "F":
             fatal.append(line)
         elif f[0] == "C":
-            commits.append((int(f[1]), int(f[2])))
+            commits.append((int(f[1]), int(f[2])))  # f[3]: when confirmed (commits_after)
         elif f[0] == "S":
             sent, unacked = int(f[1]), int(f[2])
     return acked, errors, fatal, commits, sent, unacked
@@ -790,7 +804,7 @@ def run(a) -> dict:
         hw_seen = {p: (0, 0) for p in range(a.partitions)}
         commits_seen: dict[int, int] = {}
         commits_confirmed: dict[int, set[int]] = {}  # every value the broker confirmed, per partition
-        commits_before_last_cut = 0  # confirmed commits (lines) written before the last cut
+        last_kill_at = 0.0  # wall time of the last kill: commits confirmed before it may be lost to the cut
         for cycle in range(a.cycles):
             if time.monotonic() > deadline:
                 failures.append(f"time limit of {a.max_seconds}s reached after {cycle} cycles")
@@ -813,6 +827,7 @@ def run(a) -> dict:
                 for p, o in parse_worker_file(commit_file, -1)[3]:
                     commits_seen[p] = max(commits_seen.get(p, -1), o)
                     commits_confirmed.setdefault(p, set()).add(o)
+            last_kill_at = time.time()
             broker.kill()
             if a.compact:  # was a pass under way? (its files are finished or discarded at the start)
                 interrupted = pass_files(broker.data, topic, a.partitions)
@@ -865,8 +880,6 @@ def run(a) -> dict:
                     elif c < o:
                         commit_regressions.append(f"cycle {cycle}: partition {p} committed {now.get(p)} < {o} confirmed before the kill")
             if power:
-                if groups_supported and commit_file.exists():
-                    commits_before_last_cut = len(parse_worker_file(commit_file, -1)[3])
                 signal_workers(workers, signal.SIGCONT)
             cycle_log.append({"cycle": cycle, "up_s": round(up, 3), "acked": acked_after,
                               "new_acks": acked_after - acked_before, "sampled": sampled,
@@ -896,11 +909,18 @@ def run(a) -> dict:
         if groups_supported:
             all_commits = parse_worker_file(commit_file, -1)[3]
             commits_total = len(all_commits)
-            if loss_allowed:  # what the final (clean) restart must keep: commits since the last cut
+            if loss_allowed:
+                # What the final (clean) restart must keep: the last commit confirmed since the
+                # last cut, by confirmation time (the line may have been written after the
+                # SIGSTOP of the cut). Not the largest: after records were lost to the cut, the
+                # committer first commits its stale position, then, reset to the earliest offset
+                # by OFFSET_OUT_OF_RANGE, smaller ones, as any consumer would.
                 commits_seen = {}
-                all_commits = all_commits[commits_before_last_cut:]
-            for p, o in all_commits:
-                commits_seen[p] = max(commits_seen.get(p, -1), o)
+                for p, o in commits_after(commit_file, last_kill_at):
+                    commits_seen[p] = o
+            else:
+                for p, o in all_commits:
+                    commits_seen[p] = max(commits_seen.get(p, -1), o)
         rc = broker.stop()
         if rc != 0:
             failures.append(f"broker exited {rc} on SIGTERM (want 0)")
