@@ -198,6 +198,31 @@ struct Connection {
     versions: HashMap<i16, (i16, i16)>,
 }
 
+impl Connection {
+    /// The version of `R` to send: the highest both the broker and this tool speak.
+    ///
+    /// Errors: the broker does not offer the API, or no version is common to both.
+    fn version<R: Request + Message>(&self) -> anyhow::Result<i16> {
+        let (min, max) = self.versions.get(&R::KEY).copied().ok_or_else(|| {
+            anyhow!(
+                "the broker does not offer {} (API key {})",
+                api_name(R::KEY),
+                R::KEY
+            )
+        })?;
+        let spoken = highest_spoken(R::KEY, R::VERSIONS.max);
+        let version = max.min(spoken);
+        if version < min || version < R::VERSIONS.min {
+            bail!(
+                "the broker offers {} v{min}-{max}, this tool speaks v{}-{spoken}",
+                api_name(R::KEY),
+                R::VERSIONS.min
+            );
+        }
+        Ok(version)
+    }
+}
+
 /// Where a request goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Node {
@@ -309,14 +334,10 @@ impl Admin {
     }
 
     /// The version `node` would be sent for `R` (the request's shape can depend on it).
+    ///
+    /// Errors: the broker does not offer `R` at a version this tool speaks.
     pub async fn version_for<R: Request + Message>(&mut self, node: Node) -> anyhow::Result<i16> {
-        let conn = self.connection(node).await?;
-        let (_, max) = conn
-            .versions
-            .get(&R::KEY)
-            .copied()
-            .ok_or_else(|| anyhow!("the broker does not offer {}", api_name(R::KEY)))?;
-        Ok(max.min(highest_spoken(R::KEY, R::VERSIONS.max)))
+        self.connection(node).await?.version::<R>()
     }
 
     /// Metadata for `topics` (`None`: every topic; `Some(vec![])`: brokers only), remembering
@@ -392,22 +413,7 @@ where
     R: Request + Message + Encodable + HeaderVersion,
     R::Response: Decodable + HeaderVersion,
 {
-    let (min, max) = conn.versions.get(&R::KEY).copied().ok_or_else(|| {
-        anyhow!(
-            "the broker does not offer {} (API key {})",
-            api_name(R::KEY),
-            R::KEY
-        )
-    })?;
-    let spoken = highest_spoken(R::KEY, R::VERSIONS.max);
-    let version = max.min(spoken);
-    if version < min || version < R::VERSIONS.min {
-        bail!(
-            "the broker offers {} v{min}-{max}, this tool speaks v{}-{spoken}",
-            api_name(R::KEY),
-            R::VERSIONS.min
-        );
-    }
+    let version = conn.version::<R>()?;
     conn.client
         .call(version, req, timeout)
         .await
