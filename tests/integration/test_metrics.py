@@ -288,18 +288,29 @@ def test_process_metrics_and_build_info_describe_the_running_process(make_own_br
     assert value(m, "process_virtual_memory_bytes") >= value(m, "process_resident_memory_bytes")
     assert value(m, "process_threads") == _proc_status(pid, "Threads")
     assert before - 1 <= value(m, "process_start_time_seconds") <= after + 1, (before, after)
-    cpu_before = value(m, "process_cpu_seconds", "process_cpu_seconds_total")
+    # CPU seconds: what the kernel counts for the PID (utime + stime, whole ticks), read from
+    # outside just before and after the scrape. The kernel counts in ticks (10 ms), so a broker
+    # that has done little can honestly be at 0: produce until the kernel has counted some CPU
+    # (bounded), then the scraped counter must lie between the two outside readings.
+    def kernel_cpu_seconds() -> float:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    # Work makes the CPU counter move.
     p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
     topic = topic_name()
-    for i in range(20000):
-        p.produce(topic, value=VALUE)
-        if i % 1000 == 0:
-            p.poll(0)
-    assert p.flush(30) == 0
-    cpu_after = value(scrape(port), "process_cpu_seconds", "process_cpu_seconds_total")
-    assert cpu_after > cpu_before
+    deadline = time.time() + 60
+    while kernel_cpu_seconds() < 0.05:
+        assert time.time() < deadline, "the broker was never seen using 50 ms of CPU"
+        for i in range(20000):
+            p.produce(topic, value=VALUE)
+            if i % 1000 == 0:
+                p.poll(0)
+        assert p.flush(30) == 0
+    low = kernel_cpu_seconds()
+    cpu = value(scrape(port), "process_cpu_seconds", "process_cpu_seconds_total")
+    high = kernel_cpu_seconds()
+    assert low <= cpu <= high + 0.01, (low, cpu, high)
+    assert cpu > 0
 
     # Build info: the commit this checkout is at, as ``frieda --version`` says it.
     info = [(lab, v) for (n, lab, v) in m["frieda_build_info"] if n == "frieda_build_info"]
