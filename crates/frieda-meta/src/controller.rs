@@ -48,6 +48,10 @@ pub struct Heartbeat {
     /// `OfflineLogDirs` of BrokerHeartbeat (KIP-858).
     #[serde(default)]
     pub offline_replicas: Vec<(String, i32)>,
+    /// Its previous run stopped cleanly (Kafka's `PreviousBrokerEpoch` in
+    /// BrokerRegistration): without it, it leaves every ELR when it registers (KIP-966).
+    #[serde(default)]
+    pub clean_shutdown: bool,
 }
 
 /// How long a new active controller waits for its quorum to confirm it and its image to catch
@@ -282,6 +286,10 @@ pub struct ControllerConfig {
     /// This node's static `unclean.leader.election.enable` (the default below topic configs
     /// and the dynamic cluster-wide default, while this node is the active controller).
     pub unclean_leader_election: bool,
+    /// This node's static `min.insync.replicas` (the default below topic configs and the
+    /// dynamic cluster-wide default, while this node is the active controller; KIP-966 keeps
+    /// ELR by it).
+    pub min_insync_replicas: i32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -762,6 +770,15 @@ impl Controller {
                 tracing::warn!(error = %e, "recording unclean.leader.election.enable failed");
             }
         }
+        let min_insync = self.config.min_insync_replicas.max(1);
+        if image.min_insync_default != min_insync {
+            if let Err(e) = self
+                .propose(MetaCommand::SetMinInsyncDefault { min_insync })
+                .await
+            {
+                tracing::warn!(error = %e, "recording min.insync.replicas failed");
+            }
+        }
         if image.cluster_id.is_none() {
             let id = base64_url(Uuid::new_v4().as_bytes());
             if let Err(e) = self
@@ -907,6 +924,7 @@ pub fn heartbeat_commands(image: &MetadataImage, hb: &Heartbeat) -> Vec<MetaComm
                 fenced: false,
                 epoch: 0,
                 offline_replicas: Default::default(),
+                clean_shutdown: hb.clean_shutdown,
             },
         });
     } else if registered.is_some_and(|b| b.fenced) {

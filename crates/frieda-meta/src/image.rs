@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::partition_change::{self, Context, ELR_DEFAULT_LEVEL, ELR_FEATURE};
 use crate::security::{AclEntry, ClientQuotas, QuotaEntity, ScramCredential, ScramCredentials};
 
 use serde::{Deserialize, Serialize};
@@ -53,6 +54,11 @@ pub struct BrokerRegistration {
     /// registers again (a restart recovers the log).
     #[serde(default)]
     pub offline_replicas: BTreeSet<(String, i32)>,
+    /// The broker's previous run stopped cleanly (its logs flushed and closed; Kafka's
+    /// `PreviousBrokerEpoch` matching the last registration). A broker that registers without
+    /// it may have lost unsynced records and leaves every ELR (KIP-966).
+    #[serde(default)]
+    pub clean_shutdown: bool,
 }
 
 /// One partition's replicas and leadership (Kafka's `PartitionRegistration`).
@@ -76,6 +82,15 @@ pub struct PartitionState {
     /// Replicas being removed by a reassignment (removed once the new ones are in sync).
     #[serde(default)]
     pub removing: Vec<BrokerId>,
+    /// Eligible leader replicas (KIP-966): replicas that left an ISR already smaller than
+    /// `min.insync.replicas`, so they hold every committed record and may lead when the ISR is
+    /// empty. Sorted; empty when ELR is off (see [`crate::partition_change`]).
+    #[serde(default)]
+    pub elr: Vec<BrokerId>,
+    /// Last known ELR (KIP-966, balanced recovery): the leader at the moment the ISR became
+    /// empty, electable when ISR and ELR are both empty; cleared when a leader is elected.
+    #[serde(default)]
+    pub last_known_elr: Vec<BrokerId>,
 }
 
 /// A topic.
@@ -128,6 +143,11 @@ pub struct MetadataImage {
     /// [`MetaCommand::SetUncleanDefault`].
     #[serde(default)]
     pub unclean_default: bool,
+    /// The active controller's static `min.insync.replicas` (the default for topics that set
+    /// none, below a dynamic cluster-wide default), set by [`MetaCommand::SetMinInsyncDefault`];
+    /// 0 until set, read as 1 (Kafka's default).
+    #[serde(default)]
+    pub min_insync_default: i32,
     /// Log index of the last applied command (the image's version).
     pub offset: u64,
 }
@@ -175,6 +195,12 @@ pub enum MetaCommand {
     SetUncleanDefault {
         /// Enabled.
         enable: bool,
+    },
+    /// The active controller's static `min.insync.replicas` (KIP-966: the controller keeps
+    /// ELR by each topic's effective value).
+    SetMinInsyncDefault {
+        /// The value (at least 1).
+        min_insync: i32,
     },
     /// Creates a topic with the given assignment (leader = first live replica, ISR = live ones).
     CreateTopic {
@@ -370,6 +396,33 @@ impl MetadataImage {
             .map_or(self.unclean_default, |v| v == "true")
     }
 
+    /// Whether eligible leader replicas are on ([`ELR_FEATURE`] finalized at 1 or more; a
+    /// cluster that never set it runs at [`ELR_DEFAULT_LEVEL`]).
+    pub fn elr_enabled(&self) -> bool {
+        self.finalized_features
+            .get(ELR_FEATURE)
+            .copied()
+            .unwrap_or(ELR_DEFAULT_LEVEL)
+            >= 1
+    }
+
+    /// `topic`'s effective `min.insync.replicas` (Kafka's `getTopicEffectiveMinIsr`): the
+    /// topic's config, else the dynamic cluster-wide default, else the active controller's
+    /// static one, at least 1 and at most the replication factor.
+    pub fn effective_min_isr(&self, topic: &str) -> usize {
+        const KEY: &str = "min.insync.replicas";
+        let t = self.topics.get(topic);
+        let configured = t
+            .and_then(|t| t.configs.get(KEY))
+            .or_else(|| self.broker_configs.get("").and_then(|c| c.get(KEY)))
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(i64::from(self.min_insync_default));
+        let rf = t
+            .and_then(|t| t.partitions.first())
+            .map_or(1, |p| p.replicas.len().max(1));
+        usize::try_from(configured.max(1)).unwrap_or(1).min(rf)
+    }
+
     /// Whether broker `id`'s replica of `topic`-`partition` is offline (its log failed).
     pub fn replica_offline(&self, id: BrokerId, topic: &str, partition: i32) -> bool {
         self.brokers.get(&id).is_some_and(|b| {
@@ -414,8 +467,9 @@ impl MetadataImage {
                         self.fence_in_partitions(id);
                     }
                 }
+                let unclean_shutdown = !r.clean_shutdown;
                 self.brokers.insert(id, r);
-                self.elect_where_offline(id);
+                self.elect_where_offline(id, unclean_shutdown);
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::FenceBroker { id, incarnation } => {
@@ -446,12 +500,16 @@ impl MetadataImage {
                 self.unclean_default = *enable;
                 Ok(MetaOutcome::Done)
             }
+            MetaCommand::SetMinInsyncDefault { min_insync } => {
+                self.min_insync_default = *min_insync;
+                Ok(MetaOutcome::Done)
+            }
             MetaCommand::UnfenceBroker { id, incarnation } => {
                 match self.brokers.get_mut(id) {
                     Some(b) if b.incarnation == *incarnation => b.fenced = false,
                     _ => return Err(MetaError::UnknownBroker(*id)),
                 }
-                self.elect_where_offline(*id);
+                self.elect_where_offline(*id, false);
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::CreateTopic {
@@ -532,6 +590,16 @@ impl MetadataImage {
                 self.finalized_features
                     .extend(levels.iter().map(|(f, l)| (f.clone(), *l)));
                 self.features_epoch = offset;
+                if !self.elr_enabled() {
+                    // Kafka's ClearElrRecord: ELR turned off clears every claim.
+                    for p in self.topics.values_mut().flat_map(|t| &mut t.partitions) {
+                        if !p.elr.is_empty() || !p.last_known_elr.is_empty() {
+                            p.elr.clear();
+                            p.last_known_elr.clear();
+                            p.partition_epoch += 1;
+                        }
+                    }
+                }
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::AlterAcls { create, delete } => {
@@ -576,18 +644,26 @@ impl MetadataImage {
                 if p.leader == *leader {
                     return Err(MetaError::ElectionNotNeeded);
                 }
+                // Kafka's isValidNewLeader: in the ISR, or in the ELR when the ISR is empty.
+                let from_elr = p.isr.is_empty() && p.elr.contains(leader);
                 let eligible = !offline
                     && live.contains(leader)
                     && p.replicas.contains(leader)
-                    && (p.isr.contains(leader) || *unclean);
+                    && (p.isr.contains(leader) || from_elr || *unclean);
                 if !eligible {
                     return Err(MetaError::Ineligible(format!(
                         "broker {leader} is not a live in-sync replica"
                     )));
                 }
-                if !p.isr.contains(leader) {
+                if from_elr {
                     p.isr = vec![*leader];
+                    p.elr.retain(|b| b != leader);
+                } else if !p.isr.contains(leader) {
+                    // Unclean: its log is the truth now, nothing else can claim to hold it.
+                    p.isr = vec![*leader];
+                    p.elr.clear();
                 }
+                p.last_known_elr.clear();
                 p.leader = *leader;
                 p.leader_epoch += 1;
                 p.partition_epoch += 1;
@@ -654,6 +730,8 @@ impl MetadataImage {
             partition_epoch: 0,
             adding: Vec::new(),
             removing: Vec::new(),
+            elr: Vec::new(),
+            last_known_elr: Vec::new(),
         })
     }
 
@@ -665,90 +743,82 @@ impl MetadataImage {
     }
 
     /// `id` leaves the ISR of every partition (`only`: of those listed) and its leaderships
-    /// move, as in [`fence_in_partitions`](Self::fence_in_partitions). Replicas whose log is
-    /// offline are never elected.
+    /// move, as in [`fence_in_partitions`](Self::fence_in_partitions), by Kafka's rules with
+    /// eligible leader replicas ([`partition_change`]). Replicas whose log is offline are never
+    /// elected.
     fn leave_partitions(&mut self, id: BrokerId, only: Option<&BTreeSet<(String, i32)>>) {
+        self.change_partitions(
+            |name, i, p| {
+                only.is_none_or(|o| o.contains(&(name.to_string(), i)))
+                    && (p.isr.contains(&id) || p.leader == id || p.elr.contains(&id))
+            },
+            Some(id),
+            None,
+            |p| p.isr.iter().copied().filter(|b| *b != id).collect(),
+        );
+    }
+
+    /// Runs [`partition_change::change`] on every partition `select` picks, with the target ISR
+    /// `target` gives; `leaving` is never acceptable as leader, `unclean_shutdown` leaves ELRs.
+    fn change_partitions(
+        &mut self,
+        select: impl Fn(&str, i32, &PartitionState) -> bool,
+        leaving: Option<BrokerId>,
+        unclean_shutdown: Option<BrokerId>,
+        target: impl Fn(&PartitionState) -> Vec<BrokerId>,
+    ) {
         let live = self.live_set();
         let offline = self.offline_set();
-        let unclean: Vec<String> = self
-            .topics
-            .keys()
-            .filter(|t| self.unclean_allowed(t))
-            .cloned()
-            .collect();
-        for (name, t) in self.topics.iter_mut() {
+        let elr_enabled = self.elr_enabled();
+        let names: Vec<String> = self.topics.keys().cloned().collect();
+        for name in names {
+            let unclean = self.unclean_allowed(&name);
+            let min_isr = self.effective_min_isr(&name);
+            let Some(t) = self.topics.get_mut(&name) else {
+                continue;
+            };
             for (i, p) in t.partitions.iter_mut().enumerate() {
                 let i = i as i32;
-                if only.is_some_and(|o| !o.contains(&(name.clone(), i))) {
+                if !select(&name, i, p) {
                     continue;
                 }
-                let eligible = |b: &BrokerId| {
-                    *b != id && live.contains(b) && !offline.contains(&(*b, name.clone(), i))
+                let acceptable = |b: BrokerId| {
+                    Some(b) != leaving
+                        && live.contains(&b)
+                        && !offline.contains(&(b, name.clone(), i))
                 };
-                let was_leader = p.leader == id;
-                let mut changed = false;
-                if p.isr.contains(&id) && p.isr.len() > 1 {
-                    p.isr.retain(|b| *b != id);
-                    changed = true;
-                }
-                if was_leader {
-                    let next = p
-                        .replicas
-                        .iter()
-                        .copied()
-                        .find(|b| p.isr.contains(b) && eligible(b))
-                        .or_else(|| {
-                            unclean
-                                .contains(name)
-                                .then(|| p.replicas.iter().copied().find(|b| eligible(b)))?
-                        });
-                    p.leader = next.unwrap_or(NO_LEADER);
-                    if let Some(n) = next {
-                        if !p.isr.contains(&n) {
-                            // Unclean: the new leader's log is the truth now.
-                            p.isr = vec![n];
-                        }
-                    }
-                    p.leader_epoch += 1;
-                    changed = true;
-                }
-                if changed {
-                    p.partition_epoch += 1;
-                }
+                let cx = Context {
+                    min_isr,
+                    elr_enabled,
+                    acceptable: &acceptable,
+                    unclean,
+                    unclean_shutdown,
+                };
+                let isr = target(p);
+                partition_change::change(p, isr, &cx);
             }
         }
     }
 
-    /// `id` became live: partitions without a leader that it can lead (it is in their ISR, or
-    /// unclean election is allowed and it is a replica) get it as leader.
-    fn elect_where_offline(&mut self, id: BrokerId) {
-        let unclean: Vec<String> = self
-            .topics
-            .keys()
-            .filter(|t| self.unclean_allowed(t))
-            .cloned()
-            .collect();
-        let offline = self.offline_set();
-        for (name, t) in self.topics.iter_mut() {
-            for (i, p) in t.partitions.iter_mut().enumerate() {
-                if p.leader != NO_LEADER
-                    || !p.replicas.contains(&id)
-                    || offline.contains(&(id, name.clone(), i as i32))
-                {
-                    continue;
-                }
-                if p.isr.contains(&id) {
-                    p.leader = id;
-                } else if unclean.contains(name) {
-                    p.leader = id;
-                    p.isr = vec![id];
-                } else {
-                    continue;
-                }
-                p.leader_epoch += 1;
-                p.partition_epoch += 1;
-            }
+    /// `id` became live: partitions without a leader that it can lead (it is in their ISR, in
+    /// their ELR with the ISR empty, their last known leader, or unclean election is allowed
+    /// and it is a replica) get a leader. `unclean_shutdown`: it restarted without a clean
+    /// shutdown, so it leaves every ELR first (Kafka's `handleBrokerUncleanShutdown`).
+    fn elect_where_offline(&mut self, id: BrokerId, unclean_shutdown: bool) {
+        if unclean_shutdown {
+            self.change_partitions(
+                |_, _, p| p.elr.contains(&id),
+                None,
+                Some(id),
+                |p| p.isr.clone(),
+            );
         }
+        self.change_partitions(
+            |_, _, p| p.leader == NO_LEADER && p.replicas.contains(&id),
+            None,
+            None,
+            |p| p.isr.clone(),
+        );
     }
 
     /// AlterPartition: `(leader, leader_epoch, partition_epoch)` as the leader saw them.
@@ -762,6 +832,8 @@ impl MetadataImage {
     ) -> Result<MetaOutcome, MetaError> {
         let live = self.live_set();
         let offline = self.offline_set();
+        let (min_isr, elr_enabled) = (self.effective_min_isr(topic), self.elr_enabled());
+        let unclean = self.unclean_allowed(topic);
         // KIP-903: a replica the leader saw caught up under an older registration has
         // restarted since; its log may be shorter than what the leader counted.
         let stale_registration = new_isr_epochs
@@ -811,11 +883,23 @@ impl MetadataImage {
             p.partition_epoch += 1;
             return Err(MetaError::Ineligible(why));
         }
-        let mut isr = isr.to_vec();
-        isr.sort_unstable();
-        isr.dedup();
-        p.isr = isr;
-        p.partition_epoch += 1;
+        let acceptable = |b: BrokerId| {
+            live.contains(&b) && !offline.contains(&(b, topic.to_string(), partition))
+        };
+        let cx = Context {
+            min_isr,
+            elr_enabled,
+            acceptable: &acceptable,
+            unclean,
+            unclean_shutdown: None,
+        };
+        let epoch = p.partition_epoch;
+        // The leader is in the new ISR and live: it stays; below min.insync.replicas the
+        // replicas that leave keep their claim in the ELR.
+        partition_change::change(p, isr.to_vec(), &cx);
+        if p.partition_epoch == epoch {
+            p.partition_epoch += 1;
+        }
         complete_reassignment_if_in_sync(p, &live);
         Ok(MetaOutcome::Partition(p.clone()))
     }
@@ -886,6 +970,8 @@ impl MetadataImage {
                 "the reassignment of {topic}-{partition} to {target:?} would leave no in-sync replica"
             )));
         }
+        p.elr.retain(|b| replicas.contains(b));
+        p.last_known_elr.retain(|b| replicas.contains(b));
         p.replicas = replicas;
         p.isr = isr;
         p.adding = adding;
@@ -930,6 +1016,8 @@ fn complete_reassignment_if_in_sync(p: &mut PartitionState, live: &[BrokerId]) {
         return;
     }
     let removing = std::mem::take(&mut p.removing);
+    p.elr.retain(|b| !removing.contains(b));
+    p.last_known_elr.retain(|b| !removing.contains(b));
     p.adding.clear();
     p.replicas = target;
     p.isr = isr;

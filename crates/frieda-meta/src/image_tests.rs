@@ -16,6 +16,7 @@ fn broker(id: BrokerId) -> MetaCommand {
             fenced: true,
             epoch: 0,
             offline_replicas: Default::default(),
+            clean_shutdown: true,
         },
     }
 }
@@ -105,12 +106,17 @@ fn fencing_moves_leadership_within_the_isr_and_back() {
             202
         )
         .is_err());
-    // The last ISR member stays in the ISR when it goes: the partition is offline until it
-    // comes back, and no out-of-sync replica is elected (no unclean election by default).
+    // The last ISR member leaves the ISR for the ELR (KIP-966, min.insync.replicas 1): the
+    // partition is offline until it comes back, and no out-of-sync replica is elected (no
+    // unclean election by default).
     img.apply(&fence(2), 203).unwrap();
     img.apply(&fence(3), 204).unwrap();
     let p = img.partition("t", 0).unwrap();
-    assert_eq!((p.leader, p.isr.clone()), (NO_LEADER, vec![3]));
+    assert_eq!((p.leader, p.isr.clone()), (NO_LEADER, vec![]));
+    assert_eq!(
+        (p.elr.clone(), p.last_known_elr.clone()),
+        (vec![3], vec![3])
+    );
     img.apply(
         &MetaCommand::UnfenceBroker {
             id: 1,
@@ -133,8 +139,146 @@ fn fencing_moves_leadership_within_the_isr_and_back() {
     )
     .unwrap();
     let p = img.partition("t", 0).unwrap();
-    assert_eq!(p.leader, 3);
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (3, vec![3], vec![])
+    );
     assert!(p.leader_epoch >= 3);
+}
+
+fn set_elr(img: &mut MetadataImage, level: i16, offset: u64) {
+    img.apply(
+        &MetaCommand::UpdateFeatures {
+            levels: [(crate::partition_change::ELR_FEATURE.to_string(), level)].into(),
+        },
+        offset,
+    )
+    .unwrap();
+}
+
+fn set_min_isr(img: &mut MetadataImage, topic: &str, min_isr: usize, offset: u64) {
+    img.apply(
+        &MetaCommand::SetTopicConfigs {
+            name: topic.into(),
+            configs: [("min.insync.replicas".to_string(), min_isr.to_string())].into(),
+        },
+        offset,
+    )
+    .unwrap();
+}
+
+/// Without ELR (`eligible.leader.replicas.version` 0, Kafka before 4.1) the last ISR member
+/// stays in the ISR when fenced, and only it can lead again.
+#[test]
+fn without_elr_the_last_isr_member_stays_in_the_isr() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    set_elr(&mut img, 0, 150);
+    for (i, b) in [1, 2, 3].into_iter().enumerate() {
+        img.apply(&fence(b), 200 + i as u64).unwrap();
+    }
+    let p = img.partition("t", 0).unwrap();
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (NO_LEADER, vec![3], vec![])
+    );
+}
+
+/// KIP-966 end to end in the image: min.insync.replicas=2, RF 3, brokers fenced one at a time.
+/// The broker that left an ISR already below 2 holds every committed record (the leader's
+/// high watermark stops there) and is elected when the ISR is empty; the one that left first
+/// (out of sync) is not. Turning ELR off clears every claim (Kafka's ClearElrRecord).
+#[test]
+fn a_cluster_losing_replicas_one_at_a_time_elects_the_eligible_replica() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    set_min_isr(&mut img, "t", 2, 150);
+    assert_eq!(img.effective_min_isr("t"), 2);
+    img.apply(&fence(3), 200).unwrap();
+    img.apply(&fence(2), 201).unwrap();
+    let p = img.partition("t", 0).unwrap().clone();
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (1, vec![1], vec![2])
+    );
+    img.apply(&fence(1), 202).unwrap();
+    let p = img.partition("t", 0).unwrap().clone();
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (NO_LEADER, vec![], vec![1, 2])
+    );
+    assert_eq!(p.last_known_elr, vec![1]);
+    let unfence = |id: BrokerId| MetaCommand::UnfenceBroker {
+        id,
+        incarnation: Uuid::from_u128(id as u128),
+    };
+    img.apply(&unfence(3), 203).unwrap();
+    assert_eq!(
+        img.partition("t", 0).unwrap().leader,
+        NO_LEADER,
+        "3 left in sync with 2 others"
+    );
+    img.apply(&unfence(2), 204).unwrap();
+    let p = img.partition("t", 0).unwrap().clone();
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (2, vec![2], vec![1])
+    );
+    assert!(p.last_known_elr.is_empty());
+    // A preferred-leader election may pick an ELR member only while the ISR is empty.
+    assert!(img
+        .apply(
+            &MetaCommand::ElectLeader {
+                topic: "t".into(),
+                partition: 0,
+                leader: 1,
+                unclean: false
+            },
+            205
+        )
+        .is_err());
+    set_elr(&mut img, 0, 206);
+    assert!(img.partition("t", 0).unwrap().elr.is_empty());
+}
+
+/// A broker that restarts without a clean shutdown may have lost unsynced records: it leaves
+/// every ELR when it registers again (Kafka's `handleBrokerUncleanShutdown`), and a clean one
+/// keeps its claim.
+#[test]
+fn a_broker_back_from_a_crash_leaves_the_elr() {
+    for clean in [false, true] {
+        let mut img = image_with(&[1, 2, 3]);
+        create(&mut img, "t", vec![vec![1, 2, 3]]);
+        set_min_isr(&mut img, "t", 2, 150);
+        for (i, b) in [3, 2, 1].into_iter().enumerate() {
+            img.apply(&fence(b), 200 + i as u64).unwrap();
+        }
+        let back = MetaCommand::RegisterBroker {
+            registration: BrokerRegistration {
+                id: 2,
+                incarnation: Uuid::from_u128(2002),
+                endpoints: vec![],
+                rack: None,
+                fenced: false,
+                epoch: 0,
+                offline_replicas: Default::default(),
+                clean_shutdown: clean,
+            },
+        };
+        img.apply(&back, 300).unwrap();
+        let p = img.partition("t", 0).unwrap();
+        if clean {
+            assert_eq!(
+                (p.leader, p.isr.clone(), p.elr.clone()),
+                (2, vec![2], vec![1])
+            );
+        } else {
+            assert_eq!(
+                (p.leader, p.isr.clone(), p.elr.clone()),
+                (NO_LEADER, vec![], vec![1])
+            );
+        }
+    }
 }
 
 #[test]
@@ -328,6 +472,7 @@ fn a_broker_restarted_within_its_session_gives_up_what_it_led() {
             fenced: false,
             epoch: 0,
             offline_replicas: Default::default(),
+            clean_shutdown: true,
         },
     };
     img.apply(&restarted, 200).unwrap();
@@ -551,6 +696,7 @@ fn an_offline_replica_loses_its_leadership_and_its_isr_place() {
         raft_addr: String::new(),
         shutting_down: false,
         offline_replicas: vec![("t".into(), 0)],
+        clean_shutdown: true,
     };
     let cmds = crate::controller::heartbeat_commands(&img, &hb);
     assert_eq!(cmds.len(), 1, "{cmds:?}");

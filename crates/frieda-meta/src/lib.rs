@@ -18,6 +18,7 @@ pub mod controller;
 pub mod image;
 mod log_store;
 mod network;
+pub mod partition_change;
 pub mod security;
 mod state_machine;
 mod types;
@@ -121,6 +122,8 @@ pub struct QuorumConfig {
     pub leader_imbalance_percentage: u32,
     /// `unclean.leader.election.enable` of this node's static configuration.
     pub unclean_leader_election: bool,
+    /// `min.insync.replicas` of this node's static configuration.
+    pub min_insync_replicas: i32,
     /// How the controller listener authenticates and authorizes peers and how this node
     /// connects to the others ([`PlaintextTransport`]: Kafka's PLAINTEXT).
     pub transport: Arc<dyn QuorumTransport>,
@@ -263,6 +266,7 @@ impl MetadataQuorum {
                     .map(Duration::from_millis),
                 leader_imbalance_percentage: cfg.leader_imbalance_percentage,
                 unclean_leader_election: cfg.unclean_leader_election,
+                min_insync_replicas: cfg.min_insync_replicas,
             },
         ));
         let (stop, stop_rx) = watch::channel(false);

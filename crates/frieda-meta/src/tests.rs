@@ -52,6 +52,7 @@ impl Cluster {
             leader_rebalance_interval_ms: None,
             leader_imbalance_percentage: 10,
             unclean_leader_election: false,
+            min_insync_replicas: 1,
             transport: self.transport.clone(),
         };
         self.nodes
@@ -95,6 +96,7 @@ fn heartbeat(id: BrokerId, incarnation: u128) -> ControllerRequest {
         raft_addr: String::new(),
         shutting_down: false,
         offline_replicas: vec![],
+        clean_shutdown: true,
     })
 }
 

@@ -91,7 +91,7 @@ fn main() {
     let next = Arc::new(AtomicU64::new(args.start));
     let end = args.start + args.seeds;
     let failures = Arc::new(Mutex::new(Vec::new()));
-    let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64, 0u64, 0u64)));
+    let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64)));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let workers: Vec<_> = (0..args.threads.max(1))
         .map(|_| {
@@ -125,6 +125,7 @@ fn main() {
                     t.3 += r.stats.acked_all;
                     t.4 += r.stats.events;
                     t.5 += r.stats.elections;
+                    t.6 += r.stats.elr_elections;
                 }
                 if r.violation.is_some() {
                     print_report(&r);
@@ -142,7 +143,7 @@ fn main() {
     let t = *totals.lock().expect("totals");
     let failures = failures.lock().expect("failures");
     println!(
-        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections, {} acks=all records acknowledged; {} failed",
+        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR), {} acks=all records acknowledged; {} failed",
         t.0,
         args.start,
         end,
@@ -151,6 +152,7 @@ fn main() {
         t.4,
         t.2,
         t.5,
+        t.6,
         t.3,
         failures.len()
     );

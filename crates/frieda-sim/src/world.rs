@@ -91,6 +91,8 @@ pub struct Stats {
     pub elections: u64,
     /// ISR changes committed.
     pub isr_changes: u64,
+    /// Leaders elected from the eligible leader replicas, the ISR being empty (KIP-966).
+    pub elr_elections: u64,
     /// Follower truncations that removed records.
     pub truncations: u64,
     /// Messages dropped by the network (loss, cuts, dead receivers).
@@ -249,6 +251,9 @@ pub(crate) struct Broker {
     ready: bool,
     fenced: bool,
     shutting_down: bool,
+    /// Its previous run ended in a controlled shutdown (the clean-shutdown marker): said when
+    /// it registers, or it leaves every ELR.
+    previous_run_clean: bool,
     last_answer: Time,
     lease: Lease,
     pending_renew: Option<(u64, u64, bool, Time)>,
@@ -358,6 +363,7 @@ impl World {
                 ready: false,
                 fenced: true,
                 shutting_down: false,
+                previous_run_clean: true,
                 last_answer: 0,
                 lease: Lease::new(),
                 pending_renew: None,
@@ -834,6 +840,7 @@ impl World {
         }
         let b = self.bm(id);
         b.up = false;
+        b.previous_run_clean = clean;
         b.replicas.clear();
         b.pending.clear();
         b.parked.clear();
@@ -978,6 +985,14 @@ impl World {
                 self.violate("image-isr-not-in-replicas", format!("partition {i}: {n:?}"));
                 return;
             }
+            // KIP-966: a replica claims leadership through the ISR or the ELR, never both.
+            if n.elr
+                .iter()
+                .any(|b| n.isr.contains(b) || !replicas.contains(b))
+            {
+                self.violate("image-elr-overlaps-isr", format!("partition {i}: {n:?}"));
+                return;
+            }
         }
         let Some(old) = before.topics.get(TOPIC) else {
             return;
@@ -997,8 +1012,13 @@ impl World {
                     }
                 }
                 self.stats.elections += 1;
-                let (l, e, isr) = (n.leader, n.leader_epoch, n.isr.clone());
-                self.log(|| format!("image: partition {i} leader {l} epoch {e} isr {isr:?}"));
+                if n.leader >= 0 && o.isr.is_empty() && o.elr.contains(&n.leader) {
+                    self.stats.elr_elections += 1;
+                }
+                let (l, e, isr, elr) = (n.leader, n.leader_epoch, n.isr.clone(), n.elr.clone());
+                self.log(|| {
+                    format!("image: partition {i} leader {l} epoch {e} isr {isr:?} elr {elr:?}")
+                });
             }
             if o.isr != n.isr {
                 self.stats.isr_changes += 1;
@@ -1259,6 +1279,7 @@ impl World {
             raft_addr: String::new(),
             shutting_down: b.shutting_down,
             offline_replicas,
+            clean_shutdown: b.previous_run_clean,
         };
         self.send(
             Node::Broker(id),
@@ -1502,10 +1523,12 @@ impl World {
     }
 
     fn open_replica(&mut self, id: i32, p: i32) {
+        let min_isr = self.plan.shape.min_isr;
         let b = self.bm(id);
         let existing = b.disks.contains_key(&p);
         let d = b.disks.entry(p).or_default();
         let repl = Replication::default();
+        repl.set_min_insync(min_isr);
         repl.restore_high_watermark(
             if existing {
                 d.checkpoint.unwrap_or(0)

@@ -22,18 +22,26 @@ use std::sync::Arc;
 /// [`METADATA_VERSION_CIDR_ACLS`]), controller unregistration from 4.4-IV2 (33; nothing for
 /// Frieda to gate: UnregisterBroker is not served).
 /// `group.version` 1: KIP-848 consumer groups (ConsumerGroupHeartbeat).
+/// `eligible.leader.replicas.version` 1: KIP-966 ELR in the controller
+/// ([`frieda_meta::partition_change`]), and the high watermark held while an ISR is below
+/// `min.insync.replicas`; level 0 turns ELR off and clears every ELR.
 /// `transaction.version` 2 (KIP-890 part 2): the Java producer 4.x then bumps its epoch at every
 /// commit and abort and lets the partition leaders add partitions; clients that predate it keep
 /// transactions v1 (the broker serves both, by request version). The other features are what
-/// Frieda implements of them, i.e. level 0 only (no KIP-853 dynamic quorum, no ELR, no share
-/// groups or streams groups): a client that checks a finalized level sees them off, as on a
+/// Frieda implements of them, i.e. level 0 only (kraft.version 1, share groups and streams
+/// groups not yet): a client that checks a finalized level sees them off, as on a
 /// Kafka cluster that has not finalized them.
 pub const FEATURES: &[(&str, i16, i16, i16)] = &[
     ("metadata.version", 7, 33, 33),
     ("kraft.version", 0, 0, 0),
     ("transaction.version", 0, 2, 2),
     ("group.version", 0, 1, 1),
-    ("eligible.leader.replicas.version", 0, 0, 0),
+    (
+        frieda_meta::partition_change::ELR_FEATURE,
+        0,
+        1,
+        frieda_meta::partition_change::ELR_DEFAULT_LEVEL,
+    ),
     ("share.version", 0, 0, 0),
     ("streams.version", 0, 0, 0),
 ];

@@ -233,7 +233,7 @@ fn serve(cfg: BrokerConfig, listening: Arc<std::sync::atomic::AtomicBool>) -> an
                 heartbeat = Some(tokio::spawn(cluster::heartbeat::run(
                     node.clone(),
                     broker.clone(),
-                    registration(&broker.config)?,
+                    registration(&broker.config, broker.previous_run_clean)?,
                     hb_stop_rx,
                 )));
                 cluster_tasks.push(tokio::spawn(cluster::reconciler::run(
@@ -424,6 +424,11 @@ async fn start_cluster(
         leader_imbalance_percentage: c.leader_imbalance_per_broker_percentage,
         unclean_leader_election: cfg.topic_defaults.get("unclean.leader.election.enable")
             == Some("true"),
+        min_insync_replicas: cfg
+            .topic_defaults
+            .get("min.insync.replicas")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1),
         transport,
     })
     .await
@@ -534,8 +539,9 @@ fn controller_address(cfg: &BrokerConfig) -> String {
     format!("{host}:{}", e.port)
 }
 
-/// What this broker registers with the controller.
-fn registration(cfg: &BrokerConfig) -> anyhow::Result<Registration> {
+/// What this broker registers with the controller (`clean_shutdown`: its previous run stopped
+/// cleanly).
+fn registration(cfg: &BrokerConfig, clean_shutdown: bool) -> anyhow::Result<Registration> {
     Ok(Registration {
         endpoints: cfg
             .advertised_endpoints()
@@ -544,6 +550,7 @@ fn registration(cfg: &BrokerConfig) -> anyhow::Result<Registration> {
             .collect(),
         rack: cfg.rack.clone(),
         raft_addr: controller_address(cfg),
+        clean_shutdown,
     })
 }
 

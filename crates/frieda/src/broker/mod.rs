@@ -130,6 +130,9 @@ pub struct Broker {
     pub features: crate::features::FeatureLevels,
     /// The data directory's `.lock`, held for the broker's life (released when the file closes).
     _dir_lock: std::fs::File,
+    /// The previous run stopped cleanly ([`clean_shutdown`](crate::storage::clean_shutdown)):
+    /// said at registration, so a crashed broker leaves every ELR (KIP-966).
+    pub previous_run_clean: bool,
 }
 
 impl Broker {
@@ -147,6 +150,13 @@ impl Broker {
         frieda_log::create_dir_durably(&meta_dir.join("topics"))
             .with_context(|| format!("creating data directory {}", data_dir.display()))?;
         let dir_lock = lock_data_dir(&data_dir)?;
+        let previous_run_clean =
+            crate::storage::clean_shutdown::take(&data_dir).with_context(|| {
+                format!(
+                    "removing the clean-shutdown marker in {}",
+                    data_dir.display()
+                )
+            })?;
         let cluster_id = load_cluster_id(&meta_dir)?;
         finish_deletions(&data_dir);
         let recovery = checkpoint::read(&data_dir.join(checkpoint::RECOVERY_POINT_FILE));
@@ -248,6 +258,7 @@ impl Broker {
             security,
             features: Default::default(),
             _dir_lock: dir_lock,
+            previous_run_clean,
         };
         if !clustered {
             // A cluster takes its levels from the metadata image (the reconciler).
@@ -989,6 +1000,7 @@ impl Broker {
             }
         }
         let mut points = checkpoint::Offsets::new();
+        let mut flushed = true;
         for topic in self.topics() {
             for p in topic.local_partitions().iter() {
                 p.mark_deleted();
@@ -999,6 +1011,7 @@ impl Broker {
                                 .insert((p.topic.to_string(), p.index), state.log.recovery_point());
                         }
                         Err(e) => {
+                            flushed = false;
                             tracing::error!(topic = %p.topic, partition = p.index, error = %e, "flushing a log at shutdown failed")
                         }
                     }
@@ -1008,6 +1021,12 @@ impl Broker {
         let path = self.config.data_dir.join(checkpoint::RECOVERY_POINT_FILE);
         if let Err(e) = checkpoint::write(&path, &points) {
             tracing::error!(error = %e, "writing the recovery point checkpoint failed; the next start validates every segment");
+            return;
+        }
+        if flushed {
+            if let Err(e) = crate::storage::clean_shutdown::mark(&self.config.data_dir) {
+                tracing::warn!(error = %e, "writing the clean-shutdown marker failed; the next start counts as after a crash");
+            }
         }
     }
 }

@@ -34,6 +34,8 @@ pub struct Registration {
     pub rack: Option<String>,
     /// This node's controller-listener address (`host:port`).
     pub raft_addr: String,
+    /// The previous run stopped cleanly (see [`Broker::previous_run_clean`]).
+    pub clean_shutdown: bool,
 }
 
 fn heartbeat(
@@ -50,6 +52,7 @@ fn heartbeat(
         raft_addr: reg.raft_addr.clone(),
         shutting_down,
         offline_replicas: broker.offline_replicas(),
+        clean_shutdown: reg.clean_shutdown,
     })
 }
 

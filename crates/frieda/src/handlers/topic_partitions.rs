@@ -1,8 +1,9 @@
 //! DescribeTopicPartitions (key 75, v0, KIP-966): topics with their partitions' leaders, leader
 //! epochs, replicas, in-sync and offline replicas, paginated by a partition limit and a cursor.
 //! Kafka 4's `kafka-topics --describe` uses it. Answered from the metadata image in a cluster,
-//! from the broker's topics on a single broker. Eligible leader replicas (ELR, KIP-966) are not
-//! kept: those lists are empty (Kafka's admin client needs them non-null).
+//! from the broker's topics on a single broker, with each partition's eligible leader replicas and
+//! last known ELR (KIP-966; empty lists on a single broker, never null: Kafka's admin client
+//! needs them).
 
 use super::{authorized, str_bytes, RequestContext};
 use crate::broker::Broker;
@@ -25,6 +26,8 @@ struct PartitionView {
     replicas: Vec<i32>,
     isr: Vec<i32>,
     offline: Vec<i32>,
+    elr: Vec<i32>,
+    last_known_elr: Vec<i32>,
 }
 
 /// A topic's id and partitions, or `None` for a named topic that does not exist.
@@ -53,6 +56,8 @@ fn view(broker: &Broker, names: &[String]) -> Vec<TopicView> {
                                 .copied()
                                 .filter(|b| !image.is_live(*b))
                                 .collect(),
+                            elr: p.elr.clone(),
+                            last_known_elr: p.last_known_elr.clone(),
                         })
                         .collect();
                     (name.clone(), t.id, parts)
@@ -72,6 +77,8 @@ fn view(broker: &Broker, names: &[String]) -> Vec<TopicView> {
                             replicas: vec![me],
                             isr: vec![me],
                             offline: vec![],
+                            elr: vec![],
+                            last_known_elr: vec![],
                         })
                         .collect();
                     (t.name.to_string(), t.id, parts)
@@ -172,8 +179,8 @@ pub async fn handle(
                 .with_replica_nodes(ids(&p.replicas))
                 .with_isr_nodes(ids(&p.isr))
                 .with_offline_replicas(ids(&p.offline))
-                .with_eligible_leader_replicas(Some(Vec::new()))
-                .with_last_known_elr(Some(Vec::new()));
+                .with_eligible_leader_replicas(Some(ids(&p.elr)))
+                .with_last_known_elr(Some(ids(&p.last_known_elr)));
             if p.leader < 0 {
                 dp = dp.with_error_code(ResponseError::LeaderNotAvailable.code());
             }

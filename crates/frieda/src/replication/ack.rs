@@ -67,6 +67,8 @@ mod tests {
             partition_epoch,
             adding: vec![],
             removing: vec![],
+            elr: vec![],
+            last_known_elr: vec![],
         }
     }
 

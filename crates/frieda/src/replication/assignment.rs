@@ -58,6 +58,8 @@ mod tests {
             partition_epoch: epoch,
             adding: vec![],
             removing: vec![],
+            elr: vec![],
+            last_known_elr: vec![],
         }
     }
 

@@ -47,7 +47,7 @@ pub mod fetch;
 pub mod follower;
 pub mod state;
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use frieda_meta::{BrokerId, PartitionState};
@@ -111,6 +111,9 @@ pub struct Replication {
     changed: Notify,
     /// This broker's id.
     me: AtomicI64,
+    /// The topic's `min.insync.replicas`: a leader's high watermark does not advance while
+    /// its ISR is smaller (capped at the replication factor; KIP-966).
+    min_insync: AtomicUsize,
 }
 
 impl Default for Replication {
@@ -121,6 +124,7 @@ impl Default for Replication {
             replicated: AtomicBool::new(false),
             changed: Notify::new(),
             me: AtomicI64::new(-1),
+            min_insync: AtomicUsize::new(1),
         }
     }
 }
@@ -396,6 +400,12 @@ impl Replication {
         }
     }
 
+    /// Sets the topic's `min.insync.replicas` (at partition creation and on every config
+    /// change); a leader whose high watermark it frees is advanced at the next append or fetch.
+    pub fn set_min_insync(&self, min_insync: usize) {
+        self.min_insync.store(min_insync.max(1), Ordering::Release);
+    }
+
     /// Recomputes a leader's high watermark for its log end offset `leo`; returns whether it
     /// moved (the caller wakes fetches waiting for data).
     pub fn advance(&self, leo: i64) -> bool {
@@ -404,7 +414,12 @@ impl Replication {
             return false;
         };
         let current = self.hw.load(Ordering::Acquire);
-        let hw = l.high_watermark(self.me(), leo, current);
+        let hw = l.high_watermark(
+            self.me(),
+            leo,
+            current,
+            self.min_insync.load(Ordering::Acquire),
+        );
         if hw > current {
             self.hw.store(hw, Ordering::Release);
             drop(role);
@@ -470,7 +485,12 @@ impl Replication {
             current,
             now_ms,
         );
-        let hw = l.high_watermark(self.me(), leo, current);
+        let hw = l.high_watermark(
+            self.me(),
+            leo,
+            current,
+            self.min_insync.load(Ordering::Acquire),
+        );
         drop(role);
         let moved = hw > current;
         if moved {
@@ -591,6 +611,8 @@ mod tests {
             partition_epoch,
             adding: vec![],
             removing: vec![],
+            elr: vec![],
+            last_known_elr: vec![],
         }
     }
 
@@ -686,6 +708,8 @@ mod tests {
             partition_epoch: 9,
             adding: vec![],
             removing: vec![],
+            elr: vec![],
+            last_known_elr: vec![],
         };
         let r = std::sync::Arc::new(Replication::default());
         r.set_role(1, Role::Leader(Leader::new(&p, 1, 0, 0)), 0);

@@ -176,8 +176,13 @@ impl Leader {
 
     /// The high watermark given the leader's log end offset `leo`: the smallest log end offset
     /// over the maximal ISR (a follower that has not fetched yet counts as 0 progress past
-    /// `current`).
-    pub fn high_watermark(&self, me: BrokerId, leo: i64, current: i64) -> i64 {
+    /// `current`). It stays at `current` while the committed ISR is smaller than `min_insync`
+    /// (at most the replication factor): Kafka's `maybeIncrementLeaderHW` under KIP-966, which
+    /// is what lets a replica that leaves such an ISR keep its claim to lead (ELR).
+    pub fn high_watermark(&self, me: BrokerId, leo: i64, current: i64, min_insync: usize) -> i64 {
+        if self.isr.len() < min_insync.min(self.replicas.len().max(1)) {
+            return current.min(leo);
+        }
         let mut hw = leo;
         for b in self.maximal_isr() {
             if b == me {
@@ -307,22 +312,28 @@ mod tests {
             partition_epoch: 9,
             adding: vec![],
             removing: vec![],
+            elr: vec![],
+            last_known_elr: vec![],
         }
     }
 
     #[test]
     fn the_high_watermark_waits_for_every_in_sync_replica() {
         let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0, 0);
-        assert_eq!(l.high_watermark(1, 100, 40), 40, "no follower fetched yet");
+        assert_eq!(
+            l.high_watermark(1, 100, 40, 1),
+            40,
+            "no follower fetched yet"
+        );
         l.on_fetch(2, 90, -1, 100, 40, 10);
-        assert_eq!(l.high_watermark(1, 100, 40), 40);
+        assert_eq!(l.high_watermark(1, 100, 40, 1), 40);
         l.on_fetch(3, 70, -1, 100, 40, 10);
-        assert_eq!(l.high_watermark(1, 100, 40), 70);
+        assert_eq!(l.high_watermark(1, 100, 40, 1), 70);
         l.on_fetch(3, 100, -1, 100, 70, 20);
         l.on_fetch(2, 100, -1, 100, 70, 20);
-        assert_eq!(l.high_watermark(1, 100, 70), 100);
+        assert_eq!(l.high_watermark(1, 100, 70, 1), 100);
         // Never backwards, never past the leader's log end.
-        assert_eq!(l.high_watermark(1, 100, 100), 100);
+        assert_eq!(l.high_watermark(1, 100, 100, 1), 100);
     }
 
     #[test]
@@ -343,12 +354,12 @@ mod tests {
         assert_eq!(change.isr, vec![1, 2]);
         assert_eq!((change.leader_epoch, change.partition_epoch), (4, 9));
         // While the shrink is pending the high watermark still waits for 3 (maximal ISR).
-        assert_eq!(l.high_watermark(1, 100, 10), 10);
+        assert_eq!(l.high_watermark(1, 100, 10, 1), 10);
         // Committed: 3 is out, the high watermark follows 2.
         l.isr = vec![1, 2];
         l.pending_isr = None;
         l.partition_epoch = 10;
-        assert_eq!(l.high_watermark(1, 100, 10), 100);
+        assert_eq!(l.high_watermark(1, 100, 10, 1), 100);
         // 3 catches up with the high watermark: it asks back in, naming 3's broker epoch
         // (none known yet: no expansion).
         assert_eq!(l.on_fetch(3, 100, -1, 100, 100, 31_500), None);
@@ -379,6 +390,8 @@ mod kafka_7128_tests {
             partition_epoch: 3,
             adding: vec![],
             removing: vec![],
+            elr: vec![],
+            last_known_elr: vec![],
         };
         let mut l = Leader::new(&p, 1, 0, 10);
         l.note_broker_epoch(3, Some(40));
@@ -409,6 +422,8 @@ mod stall_tests {
             partition_epoch: 0,
             adding: vec![],
             removing: vec![],
+            elr: vec![],
+            last_known_elr: vec![],
         };
         let limits = LagLimits {
             lag_max_ms: 30_000,

@@ -14,6 +14,7 @@
 //! registry: nothing here knows of either.
 
 pub mod checkpoint;
+pub mod clean_shutdown;
 pub mod log_start;
 pub mod meta_properties;
 pub mod partition;

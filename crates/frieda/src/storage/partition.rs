@@ -97,11 +97,13 @@ impl Partition {
         writer: WriterHandle,
         policy: ProducePolicy,
     ) -> Self {
+        let repl = Replication::default();
+        repl.set_min_insync(policy.min_insync_replicas);
         Partition {
             topic,
             index,
             policy: RwLock::new(policy),
-            repl: Replication::default(),
+            repl,
             reader: log.reader(),
             state: Mutex::new(Some(PartitionState { log })),
             data_arrived: Notify::new(),
@@ -154,6 +156,7 @@ impl Partition {
 
     /// Applies a new configuration (on the caller's thread; briefly takes the writer lock).
     pub fn set_configs(&self, config: frieda_log::LogConfig, policy: ProducePolicy) {
+        self.repl.set_min_insync(policy.min_insync_replicas);
         *self.policy.write() = policy;
         if let Some(state) = self.state.lock().as_mut() {
             state.log.set_config(config);

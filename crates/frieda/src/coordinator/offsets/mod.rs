@@ -753,6 +753,8 @@ mod tests {
             partition_epoch: 1,
             adding: vec![],
             removing: vec![],
+            elr: vec![],
+            last_known_elr: vec![],
         };
         p.repl.become_leader(1, &state, now_ms(), 0);
         OffsetStore::open(Arc::new(p)).unwrap()
