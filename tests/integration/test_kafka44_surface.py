@@ -257,3 +257,19 @@ def test_delete_groups_v3_answers_with_an_error_message(broker, kafka44, which):
     r.tags()
     print(which, err, repr(message))
     assert err == 69  # GROUP_ID_NOT_FOUND
+
+
+UNREGISTER_BROKER = 64
+
+
+@pytest.mark.parametrize("which", ["frieda", "kafka"])
+def test_unregister_broker_of_an_unknown_id_is_broker_id_not_registered(broker, kafka44, which):
+    """UnregisterBroker v0 (`kafka-cluster unregister --id`), served by Kafka 4.4 and Frieda:
+    an id the cluster never registered is BROKER_ID_NOT_REGISTERED (102) with Kafka's message.
+    (Unregistering a stopped broker of a cluster: tests/cluster/test_unregister.py.)"""
+    b = broker.bootstrap if which == "frieda" else kafka44
+    r = call(b, UNREGISTER_BROKER, 0, struct.pack(">i", 4242) + w.NO_TAGS)
+    r.i32()  # throttle
+    err, message = r.i16(), r.compact_string()
+    print(which, err, repr(message))
+    assert (err, message) == (102, "Broker ID 4242 is not currently registered")

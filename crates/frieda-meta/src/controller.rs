@@ -154,6 +154,12 @@ pub enum ControllerRequest {
     },
     /// A block of producer ids (InitProducerId).
     AllocateProducerIds,
+    /// UnregisterBroker (KIP-631, `kafka-cluster unregister --id`): removes the broker's
+    /// registration (see [`MetaCommand::UnregisterBroker`]).
+    UnregisterBroker {
+        /// The broker.
+        id: BrokerId,
+    },
     /// The quorum's state as the active controller sees it (DescribeQuorum).
     DescribeQuorum,
     /// AddRaftVoter (KIP-853, `kafka-metadata-quorum add-controller`): make `node`, an observer
@@ -188,6 +194,7 @@ impl ControllerRequest {
             ControllerRequest::ElectLeader { .. } => "ElectLeader",
             ControllerRequest::Reassign { .. } => "Reassign",
             ControllerRequest::AllocateProducerIds => "AllocateProducerIds",
+            ControllerRequest::UnregisterBroker { .. } => "UnregisterBroker",
             ControllerRequest::DescribeQuorum => "DescribeQuorum",
             ControllerRequest::AddVoter { .. } => "AddVoter",
             ControllerRequest::RemoveVoter { .. } => "RemoveVoter",
@@ -529,6 +536,12 @@ impl Controller {
             }
             ControllerRequest::UpdateFeatures { levels } => {
                 self.propose(MetaCommand::UpdateFeatures { levels }).await?;
+                Ok(ControllerReply::Done)
+            }
+            ControllerRequest::UnregisterBroker { id } => {
+                self.propose(MetaCommand::UnregisterBroker { id }).await?;
+                // Its session goes with it: a broker that still runs registers anew.
+                self.sessions.lock().remove(&id);
                 Ok(ControllerReply::Done)
             }
             ControllerRequest::SetBrokerConfigs { resource, configs } => {

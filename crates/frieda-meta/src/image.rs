@@ -173,6 +173,14 @@ pub enum MetaCommand {
         /// Only this incarnation (a newer registration is not fenced by a stale decision).
         incarnation: Uuid,
     },
+    /// UnregisterBroker (API 64, `kafka-cluster unregister`): the broker's registration is
+    /// removed; it leaves every ISR and ELR first, as if fenced after an unclean shutdown
+    /// (Kafka's `handleBrokerUnregistered`). Partitions keep it among their replicas. A broker
+    /// that still runs registers again at its next heartbeat.
+    UnregisterBroker {
+        /// The broker.
+        id: BrokerId,
+    },
     /// A fenced broker heartbeats again: unfenced, and offline partitions it can lead get it.
     UnfenceBroker {
         /// The broker.
@@ -479,6 +487,21 @@ impl MetadataImage {
                     _ => return Err(MetaError::UnknownBroker(*id)),
                 }
                 self.fence_in_partitions(*id);
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::UnregisterBroker { id } => {
+                let Some(b) = self.brokers.get_mut(id) else {
+                    return Err(MetaError::UnknownBroker(*id));
+                };
+                b.fenced = true;
+                let id = *id;
+                self.change_partitions(
+                    |_, _, p| p.isr.contains(&id) || p.leader == id || p.elr.contains(&id),
+                    Some(id),
+                    Some(id),
+                    |p| p.isr.iter().copied().filter(|b| *b != id).collect(),
+                );
+                self.brokers.remove(&id);
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::ReplicasOffline {

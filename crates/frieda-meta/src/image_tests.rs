@@ -822,3 +822,28 @@ fn unclean_election_reads_the_broker_defaults() {
     let p = img.partition("t", 0).unwrap();
     assert_eq!((p.leader, p.isr.clone()), (2, vec![2]));
 }
+
+/// UnregisterBroker (`kafka-cluster unregister`): the registration goes, with every ISR and ELR
+/// place; the partitions keep the broker among their replicas; an unknown id is refused.
+#[test]
+fn an_unregistered_broker_leaves_every_isr_and_elr() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    set_min_isr(&mut img, "t", 2, 150);
+    img.apply(&fence(3), 200).unwrap();
+    img.apply(&fence(2), 201).unwrap();
+    assert_eq!(img.partition("t", 0).unwrap().elr, vec![2]);
+    img.apply(&MetaCommand::UnregisterBroker { id: 2 }, 202)
+        .unwrap();
+    assert!(!img.brokers.contains_key(&2));
+    let p = img.partition("t", 0).unwrap();
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (1, vec![1], vec![])
+    );
+    assert_eq!(p.replicas, vec![1, 2, 3]);
+    assert!(matches!(
+        img.apply(&MetaCommand::UnregisterBroker { id: 2 }, 203),
+        Err(MetaError::UnknownBroker(2))
+    ));
+}

@@ -1,11 +1,18 @@
-//! DescribeCluster (key 60, KIP-700): the cluster id and the live brokers (this one alone on a
-//! single broker).
+//! The cluster's brokers: DescribeCluster (key 60, KIP-700: the cluster id and the live brokers,
+//! this one alone on a single broker) and UnregisterBroker (key 64, KIP-631: `kafka-cluster
+//! unregister --id N` removes a broker's registration).
 
 use super::{authorized_cluster, str_bytes, RequestContext};
 use crate::broker::Broker;
+use crate::membership::CONTROLLER_TIMEOUT;
 use crate::security::acl::{op, resource, CLUSTER_NAME};
+use frieda_meta::ControllerRequest;
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
-use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+use kafka_protocol::messages::{
+    BrokerId, DescribeClusterRequest, DescribeClusterResponse, UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+};
 use std::sync::Arc;
 
 /// One broker, which is also the controller. Endpoint type 1 (brokers) is the only one served;
@@ -75,4 +82,61 @@ fn answer(
             .with_broker_id(BrokerId(node))
             .with_host(str_bytes(&host))
             .with_port(port)])
+}
+
+/// UnregisterBroker v0: the controller removes broker `broker_id`'s registration; it leaves
+/// every ISR and ELR (see `MetaCommand::UnregisterBroker`). A broker that still runs registers
+/// again at its next heartbeat, as in Kafka; the use is a broker gone for good. On a single
+/// broker only its own id is registered, and it stays.
+///
+/// Errors: CLUSTER_AUTHORIZATION_FAILED (31) without ALTER on the cluster;
+/// BROKER_ID_NOT_REGISTERED (102) for an id the cluster does not have; REQUEST_TIMED_OUT (7) /
+/// NOT_CONTROLLER when the quorum does not commit it in time.
+pub async fn unregister_broker(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: UnregisterBrokerRequest,
+) -> UnregisterBrokerResponse {
+    let fail = |code: ResponseError, message: String| {
+        UnregisterBrokerResponse::default()
+            .with_error_code(code.code())
+            .with_error_message(Some(str_bytes(&message)))
+    };
+    if !authorized_cluster(broker, ctx, op::ALTER) {
+        return fail(
+            ResponseError::ClusterAuthorizationFailed,
+            "Cluster authorization failed.".into(),
+        );
+    }
+    let id = req.broker_id.0;
+    let not_registered = || {
+        fail(
+            ResponseError::BrokerIdNotRegistered,
+            format!("Broker ID {id} is not currently registered"),
+        )
+    };
+    let Some(node) = broker.cluster() else {
+        return if id == broker.config.node_id {
+            UnregisterBrokerResponse::default()
+        } else {
+            not_registered()
+        };
+    };
+    if !node.image().brokers.contains_key(&id) {
+        return not_registered();
+    }
+    match node
+        .controller(
+            ControllerRequest::UnregisterBroker { id },
+            CONTROLLER_TIMEOUT,
+        )
+        .await
+    {
+        Ok(_) => {
+            tracing::info!(broker = id, principal = %ctx.session.principal, "broker unregistered");
+            UnregisterBrokerResponse::default()
+        }
+        Err(e) if e.code == ResponseError::BrokerIdNotRegistered => not_registered(),
+        Err(e) => fail(e.code, e.message),
+    }
 }

@@ -1,0 +1,56 @@
+"""UnregisterBroker (API 64) through Kafka's own `kafka-cluster unregister --id N`
+(org.apache.kafka.tools.ClusterTool): a broker stopped for good is unregistered, it leaves every
+ISR and ELR, a second unregistration is refused (BROKER_ID_NOT_REGISTERED), and the same node
+started again registers anew and rejoins the ISR.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+from cluster_clients import ProducerThread, check_log, read_all
+from test_cluster import create, wait_identical
+from test_elr import describe
+from test_kafka_tools_cluster import classpath, java  # noqa: F401 (fixture)
+
+CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"
+
+
+def unregister(cp: str, boot: str, node: int) -> subprocess.CompletedProcess:
+    r = subprocess.run(java(cp, CLUSTER_TOOL, "unregister", "--bootstrap-server", boot, "--id", str(node)),
+                       capture_output=True, text=True, timeout=90)
+    print(f"$ kafka-cluster unregister --id {node}: exit {r.returncode}\n{r.stdout}{r.stderr[-1500:]}")
+    return r
+
+
+def test_kafka_cluster_unregister_removes_a_stopped_broker(cluster, topic_name, classpath):
+    c = cluster(5, voters=3)
+    t = topic_name()
+    create(c, t, partitions=1, assignment=[[2, 4, 5]], config={"min.insync.replicas": "2"})
+    conf = dict(enable_idempotence=False, acks="all", retries=5, retry_backoff_ms=200)
+    before = ProducerThread(c.node(2).addr, t, 1, tag="before", **conf)
+    acks, errs = before.produce_now(50)
+    assert len(acks) == 50 and not errs, errs[:5]
+
+    # 5 is paused (fenced, out of the ISR), then 4 stops: ISR [2] keeps 4's claim in the ELR.
+    # (Neither is a voter: a paused active controller would hold admin calls up.)
+    c.pause(5)
+    c.wait_until(lambda: describe(classpath, c.live_bootstrap, t)[1] == [2, 4], 30, "ISR [2, 4]")
+    c.stop(4)
+    c.wait_until(lambda: describe(classpath, c.live_bootstrap, t)[1:3] == ([2], [4]), 30, "ISR [2], Elr [4]")
+
+    r = unregister(classpath, c.live_bootstrap, 4)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert describe(classpath, c.live_bootstrap, t)[1:3] == ([2], []), "4 left the ELR with its registration"
+    again = unregister(classpath, c.live_bootstrap, 4)
+    assert again.returncode != 0 and "not currently registered" in again.stdout + again.stderr
+
+    c.resume(5)
+    c.start(4)
+    c.wait_full_isr(t, 60)
+    after = ProducerThread(c.bootstrap, t, 1, tag="after", **conf)
+    acks, errs = after.produce_now(50)
+    assert len(acks) == 50 and not errs, errs[:5]
+    got, hw = read_all(c.bootstrap, t, 1)
+    check_log([before, after], got, hw, t, exact=True)
+    wait_identical(c, t, 1)
