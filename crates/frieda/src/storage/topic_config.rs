@@ -35,8 +35,8 @@ pub struct TopicConfigKey {
 }
 
 /// Every topic config Frieda accepts, with Kafka 4.x's defaults (`LogConfig`). `min.insync.replicas`
-/// is what an `acks=all` produce needs in a cluster; `unclean.leader.election.enable` is stored and
-/// reported (the controller never elects an out-of-sync replica by itself); the
+/// is what an `acks=all` produce needs in a cluster; `unclean.leader.election.enable` lets the
+/// controller elect a replica outside the ISR and the ELR (`frieda_meta::partition_change`); the
 /// `*.replication.throttled.replicas` lists `kafka-reassign-partitions.sh` sets are stored and
 /// reported, not enforced (Frieda does not throttle replication).
 pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
