@@ -163,8 +163,8 @@ impl World {
         }
     }
 
-    /// Every member of `p`'s committed ISR holds every acknowledged `acks=all` record (what
-    /// makes electing any of them safe; Kafka admits a follower only once it has everything the
+    /// Every member of `p`'s committed ISR and ELR holds every acknowledged `acks=all` record
+    /// (what makes electing any of them safe; Kafka admits a follower only once it has everything the
     /// current and earlier leaders acknowledged, `isFollowerInSync`, KAFKA-7128). Checked for the
     /// members in `members` when they join, after an acknowledgement, and after a truncation.
     pub(crate) fn check_isr_members(&mut self, p: i32, members: &[i32], when: &str) {
@@ -181,7 +181,7 @@ impl World {
                     .unwrap_or_default();
                 self.violate(
                     "isr-member-lacks-acked-record",
-                    format!("partition {p}: broker {m}, in the committed ISR {isr:?} ({when}), lacks acknowledged {missing}"),
+                    format!("partition {p}: broker {m}, in the committed ISR {isr:?} or ELR ({when}), lacks acknowledged {missing}"),
                 );
                 return;
             }
@@ -231,7 +231,7 @@ impl World {
             .image
             .partition(crate::world::TOPIC, x.partition)
         {
-            let isr = state.isr.clone();
+            let isr: Vec<i32> = state.isr.iter().chain(&state.elr).copied().collect();
             self.check_isr_members(x.partition, &isr, "when the record was acknowledged");
             if self.violation.is_some() {
                 return;

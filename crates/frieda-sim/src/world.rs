@@ -890,11 +890,19 @@ impl World {
             self.log(|| format!("broker {broker} lost {} unsynced batches of partition {p} (no fsync: outside the contract)", lost.len()));
             return;
         }
-        let isr = self
+        // The replicas that may lead: the ISR, the ELR and the last known leader (KIP-966).
+        let isr: Vec<i32> = self
             .controller
             .image
             .partition(TOPIC, p)
-            .map(|s| s.isr.clone())
+            .map(|s| {
+                s.isr
+                    .iter()
+                    .chain(&s.elr)
+                    .chain(&s.last_known_elr)
+                    .copied()
+                    .collect()
+            })
             .unwrap_or_default();
         for id in lost {
             let Some(a) = self.acked.get(id).copied() else {
@@ -1029,6 +1037,16 @@ impl World {
                     .filter(|b| !o.isr.contains(b))
                     .collect();
                 self.check_isr_members(i as i32, &joined, "joined");
+            }
+            if o.elr != n.elr {
+                // KIP-966: a replica's claim in the ELR is that it holds every committed record.
+                let joined: Vec<i32> = n
+                    .elr
+                    .iter()
+                    .copied()
+                    .filter(|b| !o.elr.contains(b))
+                    .collect();
+                self.check_isr_members(i as i32, &joined, "joined the ELR");
             }
             if n.leader_epoch < o.leader_epoch || n.partition_epoch < o.partition_epoch {
                 self.violate(
@@ -1742,7 +1760,7 @@ impl World {
                             .controller
                             .image
                             .partition(TOPIC, p)
-                            .is_some_and(|s| s.isr.contains(&id));
+                            .is_some_and(|s| s.isr.contains(&id) || s.elr.contains(&id));
                         if in_isr {
                             self.check_isr_members(p, &[id], "after it truncated");
                         }
