@@ -494,14 +494,8 @@ impl MetadataImage {
                     return Err(MetaError::UnknownBroker(*id));
                 };
                 b.fenced = true;
-                let id = *id;
-                self.change_partitions(
-                    |_, _, p| p.isr.contains(&id) || p.leader == id || p.elr.contains(&id),
-                    Some(id),
-                    Some(id),
-                    |p| p.isr.iter().copied().filter(|b| *b != id).collect(),
-                );
-                self.brokers.remove(&id);
+                self.leave_partitions(*id, None, true);
+                self.brokers.remove(id);
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::ReplicasOffline {
@@ -516,7 +510,7 @@ impl MetadataImage {
                     _ => return Err(MetaError::UnknownBroker(*id)),
                 }
                 let only: BTreeSet<(String, i32)> = replicas.iter().cloned().collect();
-                self.leave_partitions(*id, Some(&only));
+                self.leave_partitions(*id, Some(&only), false);
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::SetUncleanDefault { enable } => {
@@ -762,21 +756,26 @@ impl MetadataImage {
     /// the partition can come back with it), and partitions it led get the first live ISR
     /// member (or none: offline; or, with unclean election allowed, the first live replica).
     fn fence_in_partitions(&mut self, id: BrokerId) {
-        self.leave_partitions(id, None);
+        self.leave_partitions(id, None, false);
     }
 
     /// `id` leaves the ISR of every partition (`only`: of those listed) and its leaderships
     /// move, as in [`fence_in_partitions`](Self::fence_in_partitions), by Kafka's rules with
-    /// eligible leader replicas ([`partition_change`]). Replicas whose log is offline are never
-    /// elected.
-    fn leave_partitions(&mut self, id: BrokerId, only: Option<&BTreeSet<(String, i32)>>) {
+    /// eligible leader replicas ([`partition_change`]); with `leave_elr` it leaves their ELRs
+    /// too. Replicas whose log is offline are never elected.
+    fn leave_partitions(
+        &mut self,
+        id: BrokerId,
+        only: Option<&BTreeSet<(String, i32)>>,
+        leave_elr: bool,
+    ) {
         self.change_partitions(
             |name, i, p| {
                 only.is_none_or(|o| o.contains(&(name.to_string(), i)))
                     && (p.isr.contains(&id) || p.leader == id || p.elr.contains(&id))
             },
             Some(id),
-            None,
+            leave_elr.then_some(id),
             |p| p.isr.iter().copied().filter(|b| *b != id).collect(),
         );
     }

@@ -21,6 +21,23 @@ fn broker(id: BrokerId) -> MetaCommand {
     }
 }
 
+/// Broker `id` registering as a new run `incarnation` (restarted; `clean`: after a clean
+/// shutdown).
+fn registers_again(id: BrokerId, incarnation: u128, clean: bool) -> MetaCommand {
+    MetaCommand::RegisterBroker {
+        registration: BrokerRegistration {
+            id,
+            incarnation: Uuid::from_u128(incarnation),
+            endpoints: vec![],
+            rack: None,
+            fenced: false,
+            epoch: 0,
+            offline_replicas: Default::default(),
+            clean_shutdown: clean,
+        },
+    }
+}
+
 fn image_with(brokers: &[BrokerId]) -> MetadataImage {
     let mut img = MetadataImage::default();
     for (i, &b) in brokers.iter().enumerate() {
@@ -253,18 +270,7 @@ fn a_broker_back_from_a_crash_leaves_the_elr() {
         for (i, b) in [3, 2, 1].into_iter().enumerate() {
             img.apply(&fence(b), 200 + i as u64).unwrap();
         }
-        let back = MetaCommand::RegisterBroker {
-            registration: BrokerRegistration {
-                id: 2,
-                incarnation: Uuid::from_u128(2002),
-                endpoints: vec![],
-                rack: None,
-                fenced: false,
-                epoch: 0,
-                offline_replicas: Default::default(),
-                clean_shutdown: clean,
-            },
-        };
+        let back = registers_again(2, 2002, clean);
         img.apply(&back, 300).unwrap();
         let p = img.partition("t", 0).unwrap();
         if clean {
@@ -463,18 +469,7 @@ fn a_broker_restarted_within_its_session_gives_up_what_it_led() {
     create(&mut img, "t", vec![vec![1, 2, 3], vec![1]]);
     // Broker 1 comes back as a new run before its session expired: its old run is fenced first
     // (its restarted log may have lost unsynced records), then it registers again.
-    let restarted = MetaCommand::RegisterBroker {
-        registration: BrokerRegistration {
-            id: 1,
-            incarnation: Uuid::from_u128(1001),
-            endpoints: vec![],
-            rack: None,
-            fenced: false,
-            epoch: 0,
-            offline_replicas: Default::default(),
-            clean_shutdown: true,
-        },
-    };
+    let restarted = registers_again(1, 1001, true);
     img.apply(&restarted, 200).unwrap();
     let p = img.partition("t", 0).unwrap();
     assert_eq!(p.leader, 2, "an in-sync replica took over");

@@ -1030,23 +1030,11 @@ impl World {
             }
             if o.isr != n.isr {
                 self.stats.isr_changes += 1;
-                let joined: Vec<i32> = n
-                    .isr
-                    .iter()
-                    .copied()
-                    .filter(|b| !o.isr.contains(b))
-                    .collect();
-                self.check_isr_members(i as i32, &joined, "joined");
+                self.check_isr_members(i as i32, &newcomers(&o.isr, &n.isr), "joined");
             }
             if o.elr != n.elr {
                 // KIP-966: a replica's claim in the ELR is that it holds every committed record.
-                let joined: Vec<i32> = n
-                    .elr
-                    .iter()
-                    .copied()
-                    .filter(|b| !o.elr.contains(b))
-                    .collect();
-                self.check_isr_members(i as i32, &joined, "joined the ELR");
+                self.check_isr_members(i as i32, &newcomers(&o.elr, &n.elr), "joined the ELR");
             }
             if n.leader_epoch < o.leader_epoch || n.partition_epoch < o.partition_epoch {
                 self.violate(
@@ -2172,6 +2160,11 @@ impl World {
 }
 
 /// A one-line description of a metadata command for traces.
+/// The members of `new` not in `old`.
+fn newcomers(old: &[BrokerId], new: &[BrokerId]) -> Vec<BrokerId> {
+    new.iter().copied().filter(|b| !old.contains(b)).collect()
+}
+
 fn brief(c: &MetaCommand) -> String {
     match c {
         MetaCommand::RegisterBroker { registration } => {

@@ -424,11 +424,13 @@ async fn start_cluster(
         leader_imbalance_percentage: c.leader_imbalance_per_broker_percentage,
         unclean_leader_election: cfg.topic_defaults.get("unclean.leader.election.enable")
             == Some("true"),
-        min_insync_replicas: cfg
-            .topic_defaults
-            .get("min.insync.replicas")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(1),
+        // What this broker's partitions enforce for a topic without an override.
+        min_insync_replicas: i32::try_from(
+            frieda::storage::topic_config::TopicConfigs::default()
+                .produce_policy(&cfg.topic_defaults)
+                .min_insync_replicas,
+        )
+        .unwrap_or(1),
         transport,
     })
     .await

@@ -122,9 +122,6 @@ pub async fn unregister_broker(
             not_registered()
         };
     };
-    if !node.image().brokers.contains_key(&id) {
-        return not_registered();
-    }
     match node
         .controller(
             ControllerRequest::UnregisterBroker { id },
