@@ -10,7 +10,7 @@ import subprocess
 
 from cluster_clients import ProducerThread, check_log, read_all
 from test_cluster import create, wait_identical
-from test_elr import describe
+from test_elr import describe, wait_observers
 from test_kafka_tools_cluster import classpath, java  # noqa: F401 (fixture)
 
 CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"
@@ -25,6 +25,7 @@ def unregister(cp: str, boot: str, node: int) -> subprocess.CompletedProcess:
 
 def test_kafka_cluster_unregister_removes_a_stopped_broker(cluster, topic_name, classpath):
     c = cluster(5, voters=3)
+    wait_observers(c, classpath, {4, 5})
     t = topic_name()
     create(c, t, partitions=1, assignment=[[2, 4, 5]], config={"min.insync.replicas": "2"})
     conf = dict(enable_idempotence=False, acks="all", retries=5, retry_backoff_ms=200)
