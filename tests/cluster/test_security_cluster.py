@@ -27,6 +27,7 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
 from conftest import Cluster
 
 import kafka_wire as kw  # noqa: E402 (conftest puts tests/integration on the path)
+from test_kafka_tools_cluster import classpath  # noqa: F401 (fixture)
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";')
@@ -523,3 +524,53 @@ def test_unauthenticated_and_unauthorized_peers_are_refused_without_effect(all_s
     logs = "".join(c.node(i).text() for i in (1, 2, 3))
     assert incarnation not in logs  # never registered
     assert "refused a quorum request" in logs
+
+
+def test_delegation_tokens_are_kept_in_the_metadata_quorum(tmp_path, classpath):
+    """A token created through one broker (Kafka's kafka-delegation-tokens tool) logs in at
+    every broker, also at one restarted since (it is kept in the metadata quorum, and each
+    broker derives its credential from the shared delegation.token.secret.key); expired
+    through another broker, it logs in nowhere."""
+    from token_tools import Tools, wait_login_refused
+    c = Cluster(tmp_path, 3, sasl=True, **{
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SECURE:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.secure.plain.sasl.jaas.config": JAAS,
+        "delegation.token.secret.key": "cluster-token-secret",
+    })
+    passed = False
+    try:
+        c.start_all()
+
+        class Via:
+            """One node's SASL listener, as Tools wants a broker."""
+            def __init__(self, i: int):
+                self.port = c.node(i).sasl_port
+
+            def bootstrap(self, _protocol: str) -> str:
+                return f"127.0.0.1:{self.port}"
+
+        tools = {i: Tools(Via(i), tmp_path, classpath) for i in (1, 2, 3)}
+        alice = tools[1].user("alice", "alice-secret")
+        token_id, hmac = tools[1].create(alice, "--max-life-time-period", "-1")
+
+        def logs_in(i: int) -> bool:
+            r = tools[i].run("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", tools[i].boot,
+                             "--list", "--command-config", tools[i].token(token_id, hmac, "SCRAM-SHA-512"),
+                             check=False, timeout=60)
+            return r.returncode == 0
+
+        for i in (1, 2, 3):
+            eventually(f"token login at node {i}", lambda: logs_in(i), True)
+        c.stop(2)
+        c.start(2)
+        assert logs_in(2), "the token did not log in at a restarted broker"
+        assert token_id in tools[3].describe(alice, "--owner-principal", "User:alice")
+        r = tools[3].tokens(alice, "--expire", "--expiry-time-period", "-1", "--hmac", hmac)
+        assert "Completed expire operation" in r.stdout, r.stdout
+        for i in (1, 2, 3):
+            wait_login_refused(tools[i], tools[i].token(token_id, hmac))
+        passed = True
+    finally:
+        c.teardown(passed)

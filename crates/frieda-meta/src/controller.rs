@@ -94,9 +94,10 @@ pub enum ControllerRequest {
         /// Check only.
         validate_only: bool,
     },
-    /// A security change (SCRAM credentials, ACLs, client quotas) already validated by the
-    /// broker, proposed as it is: [`MetaCommand::AlterScramCredentials`],
-    /// [`MetaCommand::AlterAcls`] or [`MetaCommand::AlterClientQuotas`].
+    /// A security change (SCRAM credentials, ACLs, client quotas, delegation tokens) already
+    /// validated by the broker, proposed as it is: [`MetaCommand::AlterScramCredentials`],
+    /// [`MetaCommand::AlterAcls`], [`MetaCommand::AlterClientQuotas`],
+    /// [`MetaCommand::PutDelegationToken`] or [`MetaCommand::RemoveDelegationTokens`].
     AlterSecurity(MetaCommand),
     /// UpdateFeatures (KIP-584): new finalized levels, already validated by the broker.
     UpdateFeatures {
@@ -526,9 +527,11 @@ impl Controller {
                     MetaCommand::AlterScramCredentials { .. }
                         | MetaCommand::AlterAcls { .. }
                         | MetaCommand::AlterClientQuotas { .. }
+                        | MetaCommand::PutDelegationToken { .. }
+                        | MetaCommand::RemoveDelegationTokens { .. }
                 ) {
                     return Err(ControllerError::Invalid(
-                        "AlterSecurity carries only SCRAM, ACL and client quota changes".into(),
+                        "AlterSecurity carries only SCRAM, ACL, client quota and delegation token changes".into(),
                     ));
                 }
                 self.propose(cmd).await?;

@@ -12,7 +12,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::partition_change::{self, Context, ELR_DEFAULT_LEVEL, ELR_FEATURE};
-use crate::security::{AclEntry, ClientQuotas, QuotaEntity, ScramCredential, ScramCredentials};
+use crate::security::{
+    AclEntry, ClientQuotas, DelegationToken, DelegationTokens, QuotaEntity, ScramCredential,
+    ScramCredentials,
+};
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -129,6 +132,9 @@ pub struct MetadataImage {
     /// Client quotas (AlterClientQuotas).
     #[serde(default)]
     pub client_quotas: ClientQuotas,
+    /// Delegation tokens (KIP-48: CreateDelegationToken, renewed, expired and swept), by id.
+    #[serde(default)]
+    pub delegation_tokens: DelegationTokens,
     /// Finalized feature levels set by UpdateFeatures (KIP-584, `kafka-features
     /// upgrade/downgrade/disable`), by feature name; a feature not here is at the broker's
     /// default level. Validated by the broker that took the request.
@@ -312,6 +318,24 @@ pub enum MetaCommand {
         /// (entity, quota key, new value).
         changes: Vec<(QuotaEntity, String, Option<String>)>,
     },
+    /// Stores a delegation token as the broker that took CreateDelegationToken,
+    /// RenewDelegationToken or ExpireDelegationToken decided it (KIP-48).
+    ///
+    /// Errors: [`MetaError::DelegationTokenNotFound`] when `create` is false and the token is
+    /// gone (expired or swept meanwhile: a renewal never brings a token back);
+    /// [`MetaError::Invalid`] when `create` is true and the id is taken.
+    PutDelegationToken {
+        /// The token.
+        token: DelegationToken,
+        /// A new token (true) or a new expiry of a known one (false).
+        create: bool,
+    },
+    /// Removes delegation tokens (ExpireDelegationToken with a negative period, or the sweep
+    /// of expired ones); absent ids are ignored.
+    RemoveDelegationTokens {
+        /// Token ids.
+        ids: Vec<String>,
+    },
     /// Sets finalized feature levels (UpdateFeatures, validated by the broker): feature name
     /// to its new level (0 disables the feature).
     UpdateFeatures {
@@ -370,6 +394,12 @@ pub enum MetaError {
     /// BROKER_ID_NOT_REGISTERED (102) or a stale incarnation.
     #[error("broker {0} is not registered with that incarnation")]
     UnknownBroker(BrokerId),
+    /// DELEGATION_TOKEN_NOT_FOUND (62).
+    #[error("delegation token `{0}` not found")]
+    DelegationTokenNotFound(String),
+    /// INVALID_REQUEST (42): a command that cannot apply as it is.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 impl MetadataImage {
@@ -594,6 +624,27 @@ impl MetadataImage {
                         .entry(user.clone())
                         .or_default()
                         .insert(mechanism.clone(), cred.clone());
+                }
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::PutDelegationToken { token, create } => {
+                let known = self.delegation_tokens.contains_key(&token.token_id);
+                if *create && known {
+                    return Err(MetaError::Invalid(format!(
+                        "delegation token id `{}` is taken",
+                        token.token_id
+                    )));
+                }
+                if !*create && !known {
+                    return Err(MetaError::DelegationTokenNotFound(token.token_id.clone()));
+                }
+                self.delegation_tokens
+                    .insert(token.token_id.clone(), token.clone());
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::RemoveDelegationTokens { ids } => {
+                for id in ids {
+                    self.delegation_tokens.remove(id);
                 }
                 Ok(MetaOutcome::Done)
             }

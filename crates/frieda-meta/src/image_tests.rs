@@ -842,3 +842,48 @@ fn an_unregistered_broker_leaves_every_isr_and_elr() {
         Err(MetaError::UnknownBroker(2))
     ));
 }
+
+/// Delegation tokens (KIP-48): a new token needs a free id, a renewal a token still there (an
+/// expiry or sweep in between wins: a renewal never brings a removed token back); removal
+/// ignores absent ids.
+#[test]
+fn delegation_tokens_are_created_renewed_only_while_present_and_removed() {
+    let mut img = MetadataImage::default();
+    let t = DelegationToken {
+        token_id: "tok".into(),
+        owner: "User:alice".into(),
+        requester: "User:alice".into(),
+        renewers: vec!["User:bob".into()],
+        issue_ms: 1,
+        max_ms: 100,
+        expiry_ms: 10,
+    };
+    let put = |token: &DelegationToken, create| MetaCommand::PutDelegationToken {
+        token: token.clone(),
+        create,
+    };
+    img.apply(&put(&t, true), 1).unwrap();
+    assert!(matches!(
+        img.apply(&put(&t, true), 2),
+        Err(MetaError::Invalid(_))
+    ));
+    let renewed = DelegationToken {
+        expiry_ms: 50,
+        ..t.clone()
+    };
+    img.apply(&put(&renewed, false), 3).unwrap();
+    assert_eq!(img.delegation_tokens["tok"].expiry_ms, 50);
+    let remove = MetaCommand::RemoveDelegationTokens {
+        ids: vec!["tok".into(), "absent".into()],
+    };
+    img.apply(&remove, 4).unwrap();
+    assert!(img.delegation_tokens.is_empty());
+    assert!(matches!(
+        img.apply(&put(&renewed, false), 5),
+        Err(MetaError::DelegationTokenNotFound(_))
+    ));
+    // Kept through a snapshot.
+    img.apply(&put(&t, true), 6).unwrap();
+    let back: MetadataImage = serde_json::from_str(&serde_json::to_string(&img).unwrap()).unwrap();
+    assert_eq!(back.delegation_tokens, img.delegation_tokens);
+}

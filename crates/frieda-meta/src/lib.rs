@@ -41,7 +41,10 @@ pub use image::{
     BrokerId, BrokerRegistration, Endpoint, MetaCommand, MetaError, MetaOutcome, MetadataImage,
     PartitionState, TopicImage, NO_LEADER,
 };
-pub use security::{AclEntry, ClientQuotas, QuotaEntity, ScramCredential, ScramCredentials};
+pub use security::{
+    AclEntry, ClientQuotas, DelegationToken, DelegationTokens, QuotaEntity, ScramCredential,
+    ScramCredentials,
+};
 
 use controller::{Controller, ControllerConfig};
 use log_store::LogStore;

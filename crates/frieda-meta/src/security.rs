@@ -86,3 +86,48 @@ impl ClientQuotas {
         }
     }
 }
+
+/// A delegation token (KIP-48; Kafka's `TokenInformation` and `DelegationTokenRecord`). The
+/// HMAC is not kept: every node that knows `delegation.token.secret.key` derives it from the
+/// token id (`HmacSHA512(secret, token_id)`), as Kafka's brokers do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DelegationToken {
+    /// The token id (a UUID in its 36-character text form), also the SCRAM user name a client
+    /// logs in with.
+    pub token_id: String,
+    /// The owner, `Type:name` (`User:alice`): a connection authenticated with the token acts as
+    /// `User:<owner name>`.
+    pub owner: String,
+    /// Who asked for the token, `Type:name` (KIP-373: may differ from the owner).
+    pub requester: String,
+    /// Principals (`User:bob`) that may renew and expire it besides the owner.
+    pub renewers: Vec<String>,
+    /// When it was issued, ms since the epoch.
+    pub issue_ms: i64,
+    /// When it expires for good, whatever renewals say, ms since the epoch.
+    pub max_ms: i64,
+    /// When it expires unless renewed, ms since the epoch (at most `max_ms`).
+    pub expiry_ms: i64,
+}
+
+impl DelegationToken {
+    /// Whether `principal` (`User:bob`) owns, requested or may renew it (Kafka's
+    /// `TokenInformation.ownerOrRenewer`).
+    pub fn owner_or_renewer(&self, principal: &str) -> bool {
+        self.owner == principal || self.requester == principal || self.renewer(principal)
+    }
+
+    /// Whether `principal` may renew or expire it: the owner or a named renewer (Kafka's
+    /// `allowedToRenew`).
+    pub fn renewer(&self, principal: &str) -> bool {
+        self.owner == principal || self.renewers.iter().any(|r| r == principal)
+    }
+
+    /// Whether it has expired at `now_ms` (its expiry or its maximum lifetime passed).
+    pub fn expired(&self, now_ms: i64) -> bool {
+        self.expiry_ms < now_ms || self.max_ms < now_ms
+    }
+}
+
+/// Delegation tokens by token id.
+pub type DelegationTokens = BTreeMap<String, DelegationToken>;

@@ -513,9 +513,12 @@ async fn follow_security(
 ) {
     loop {
         let image = images.borrow_and_update().clone();
-        broker
-            .security
-            .apply(&image.scram_credentials, &image.acls, &image.client_quotas);
+        broker.security.apply(
+            &image.scram_credentials,
+            &image.acls,
+            &image.client_quotas,
+            &image.delegation_tokens,
+        );
         tokio::select! {
             changed = images.changed() => if changed.is_err() { return },
             _ = stop.changed() => return,
@@ -569,10 +572,12 @@ async fn maintain(broker: std::sync::Arc<Broker>, mut stop: watch::Receiver<bool
     let retention_every = every(c.retention_check_interval_ms);
     let expiration_every = every(c.producer_id_expiration_check_interval_ms);
     let checkpoint_every = every(c.recovery_checkpoint_interval_ms);
+    let token_sweep_every = every(c.security.tokens.expiry_check_interval_ms);
     let mut tick = tokio::time::interval(Duration::from_secs(1).min(retention_every));
     let start = tokio::time::Instant::now();
     let (mut last_retention, mut last_expiration, mut last_checkpoint) = (start, start, start);
     let mut last_hw_checkpoint = start;
+    let mut last_token_sweep = start;
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -587,6 +592,12 @@ async fn maintain(broker: std::sync::Arc<Broker>, mut stop: watch::Receiver<bool
                     upkeep.producer_expiration_ms = Some(broker.config.producer_id_expiration_ms);
                 }
                 broker.schedule_maintenance(upkeep);
+                if broker.security.tokens.policy.enabled() && now - last_token_sweep >= token_sweep_every {
+                    last_token_sweep = now;
+                    // Its own task: a removal waits for the metadata quorum.
+                    let b = broker.clone();
+                    tokio::spawn(async move { b.sweep_delegation_tokens().await });
+                }
                 if now - last_checkpoint >= checkpoint_every {
                     last_checkpoint = now;
                     let b = broker.clone();

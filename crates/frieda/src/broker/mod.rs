@@ -233,6 +233,7 @@ impl Broker {
                 &stored.scram_credentials,
                 &stored.acls,
                 &stored.client_quotas,
+                &stored.delegation_tokens,
             );
         }
         let broker = Broker {

@@ -33,6 +33,9 @@ pub struct SecurityState {
     /// Client quotas.
     #[serde(default)]
     pub client_quotas: frieda_meta::ClientQuotas,
+    /// Delegation tokens (without their HMACs), by id.
+    #[serde(default)]
+    pub delegation_tokens: frieda_meta::DelegationTokens,
 }
 
 /// Reads `meta/security.json` (empty when absent).
@@ -73,6 +76,12 @@ fn reflects(image: &MetadataImage, cmd: &MetaCommand) -> bool {
         MetaCommand::AlterClientQuotas { changes } => changes.iter().all(|(entity, key, value)| {
             image.client_quotas.0.get(entity).and_then(|m| m.get(key)) == value.as_ref()
         }),
+        MetaCommand::PutDelegationToken { token, .. } => {
+            image.delegation_tokens.get(&token.token_id) == Some(token)
+        }
+        MetaCommand::RemoveDelegationTokens { ids } => ids
+            .iter()
+            .all(|id| !image.delegation_tokens.contains_key(id)),
         MetaCommand::AlterAcls { create, delete } => {
             create.iter().all(|a| image.acls.contains(a))
                 && delete
@@ -107,14 +116,19 @@ impl Broker {
                 ));
             }
             let img = node.image();
-            self.security
-                .apply(&img.scram_credentials, &img.acls, &img.client_quotas);
+            self.security.apply(
+                &img.scram_credentials,
+                &img.acls,
+                &img.client_quotas,
+                &img.delegation_tokens,
+            );
             return Ok(());
         }
         let _admin = self.admin.lock().await;
         let mut image = MetadataImage {
             scram_credentials: (*self.security.scram.snapshot()).clone(),
             client_quotas: (*self.security.client_quotas()).clone(),
+            delegation_tokens: self.stored_tokens(),
             acls: self
                 .security
                 .authorizer
@@ -130,18 +144,77 @@ impl Broker {
             scram_credentials: image.scram_credentials,
             acls: image.acls,
             client_quotas: image.client_quotas,
+            delegation_tokens: image.delegation_tokens,
         };
         let broker = self.clone();
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
             persist(&broker.meta_dir, &state)?;
-            broker
-                .security
-                .apply(&state.scram_credentials, &state.acls, &state.client_quotas);
+            broker.security.apply(
+                &state.scram_credentials,
+                &state.acls,
+                &state.client_quotas,
+                &state.delegation_tokens,
+            );
             Ok(())
         })
         .await
         .map_err(|e| AdminError::new(ResponseError::UnknownServerError, e.to_string()))?
         .map_err(|e| AdminError::new(ResponseError::KafkaStorageError, e.to_string()))
+    }
+
+    /// Removes expired delegation tokens (Kafka's `sweepExpiredDelegationTokens`, every
+    /// `delegation.token.expiry.check.interval.ms`). In a cluster the lowest-numbered live
+    /// broker does it (a removal by two is harmless, only wasted). Returns how many went.
+    pub async fn sweep_delegation_tokens(self: &Arc<Self>) -> usize {
+        if let Some(node) = self.cluster() {
+            let image = node.image();
+            if image.live_brokers().next().map(|b| b.id) != Some(self.config.node_id) {
+                return 0;
+            }
+        }
+        let now = crate::clock::now_ms();
+        let ids: Vec<String> = self
+            .security
+            .tokens
+            .all()
+            .iter()
+            .filter(|k| k.token.expired(now))
+            .map(|k| k.token.token_id.clone())
+            .collect();
+        if ids.is_empty() {
+            return 0;
+        }
+        let n = ids.len();
+        for id in &ids {
+            tracing::info!(token = %id, "delegation token expired: removing it");
+        }
+        match self
+            .alter_security(MetaCommand::RemoveDelegationTokens { ids })
+            .await
+        {
+            Ok(()) => n,
+            Err(e) => {
+                tracing::warn!(error = %e.message, "removing expired delegation tokens failed");
+                0
+            }
+        }
+    }
+
+    /// The delegation tokens of a single broker: the store's while tokens are enabled, else
+    /// those kept in `meta/security.json` (kept as they are).
+    fn stored_tokens(&self) -> frieda_meta::DelegationTokens {
+        if self.security.tokens.policy.enabled() {
+            self.security
+                .tokens
+                .all()
+                .iter()
+                .map(|k| (k.token.token_id.clone(), k.token.clone()))
+                .collect()
+        } else {
+            load(&self.meta_dir)
+                .map(|s| s.delegation_tokens)
+                .unwrap_or_default()
+        }
     }
 
     /// ACLs kept in `meta/security.json` while no authorizer is configured (kept as they are).

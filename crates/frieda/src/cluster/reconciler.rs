@@ -75,9 +75,12 @@ pub async fn apply(
     demote_first(broker, node, image);
     // Dynamic broker configs next: topics opened below take the topic defaults in force.
     broker.apply_dynamic_configs(&image.broker_configs);
-    broker
-        .security
-        .apply(&image.scram_credentials, &image.acls, &image.client_quotas);
+    broker.security.apply(
+        &image.scram_credentials,
+        &image.acls,
+        &image.client_quotas,
+        &image.delegation_tokens,
+    );
     broker
         .features
         .set(crate::features::Finalized::with_changes(

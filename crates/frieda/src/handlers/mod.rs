@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod config_resources;
 pub mod configs;
 pub mod consumer_groups;
+pub mod delegation_tokens;
 pub mod delete_records;
 pub mod features;
 pub mod fetch;

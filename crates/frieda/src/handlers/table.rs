@@ -14,9 +14,10 @@
 //! handlers serve, within what the `kafka-protocol` crate (Kafka 4.1 schemas) can decode.
 
 use super::{
-    acls, admin, api_versions, cluster, config_resources, configs, consumer_groups, delete_records,
-    features, fetch, groups, leader_epoch, leadership, list_offsets, log_dirs, metadata, offsets,
-    produce, producer_id, quorum, quotas, scram, topic_partitions, transactions,
+    acls, admin, api_versions, cluster, config_resources, configs, consumer_groups,
+    delegation_tokens, delete_records, features, fetch, groups, leader_epoch, leadership,
+    list_offsets, log_dirs, metadata, offsets, produce, producer_id, quorum, quotas, scram,
+    topic_partitions, transactions,
 };
 use super::{decode, encode, CloseConnection, RequestContext};
 use crate::broker::Broker;
@@ -228,6 +229,15 @@ api_table! {
     DescribeAcls(DescribeAclsRequest) 1..=3,                Required, acls::describe;
     CreateAcls(CreateAclsRequest) 1..=3,                    Required, acls::create;
     DeleteAcls(DeleteAclsRequest) 1..=3,                    Required, acls::delete;
+    // delegation tokens (KIP-48, KIP-373; v0 removed in Kafka 4, KIP-896)
+    CreateDelegationToken(CreateDelegationTokenRequest) 1..=3,
+                                                            Required, delegation_tokens::create;
+    RenewDelegationToken(RenewDelegationTokenRequest) 1..=2,
+                                                            Required, delegation_tokens::renew;
+    ExpireDelegationToken(ExpireDelegationTokenRequest) 1..=2,
+                                                            Required, delegation_tokens::expire;
+    DescribeDelegationToken(DescribeDelegationTokenRequest) 1..=3,
+                                                            Required, delegation_tokens::describe;
     // transactions (KIP-98, KIP-664, KIP-890)
     AddPartitionsToTxn(AddPartitionsToTxnRequest) 0..=5,    Required, transactions::add_partitions;
     AddOffsetsToTxn(AddOffsetsToTxnRequest) 0..=4,          Required, transactions::add_offsets;

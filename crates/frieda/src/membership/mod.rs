@@ -65,6 +65,8 @@ pub fn error_code(e: &ControllerError) -> ResponseError {
             MetaError::ElectionNotNeeded => ResponseError::ElectionNotNeeded,
             MetaError::NoReassignment => ResponseError::NoReassignmentInProgress,
             MetaError::UnknownBroker(_) => ResponseError::BrokerIdNotRegistered,
+            MetaError::DelegationTokenNotFound(_) => ResponseError::DelegationTokenNotFound,
+            MetaError::Invalid(_) => ResponseError::InvalidRequest,
         },
     }
 }

@@ -69,6 +69,10 @@ pub struct SecurityConfig {
     /// `ssl.reload.check.interval.ms` (Frieda's, default 5000): how often the PEM files of TLS
     /// listeners are checked for changes; a changed file is loaded without a restart.
     pub ssl_reload_check_interval_ms: u64,
+    /// Delegation tokens (KIP-48): `delegation.token.secret.key`,
+    /// `delegation.token.max.lifetime.ms`, `delegation.token.expiry.time.ms`,
+    /// `delegation.token.expiry.check.interval.ms`.
+    pub tokens: super::delegation::TokenPolicy,
 }
 
 impl Default for SecurityConfig {
@@ -82,6 +86,7 @@ impl Default for SecurityConfig {
             failed_authentication_delay_ms: 100,
             quota_window: crate::quota::QuotaWindow::default(),
             ssl_reload_check_interval_ms: 5_000,
+            tokens: Default::default(),
         }
     }
 }
@@ -147,6 +152,28 @@ impl SecurityConfig {
                     bail!("must be at least 1");
                 }
                 self.ssl_reload_check_interval_ms = n;
+            }
+            "delegation.token.secret.key" => {
+                let t = text.trim();
+                self.tokens.secret = (!t.is_empty()).then(|| t.to_string());
+            }
+            "delegation.token.max.lifetime.ms" | "delegation.token.expiry.time.ms" => {
+                let n: i64 = text.trim().parse()?;
+                if n < 1 {
+                    bail!("must be at least 1");
+                }
+                if key == "delegation.token.max.lifetime.ms" {
+                    self.tokens.max_lifetime_ms = n;
+                } else {
+                    self.tokens.expiry_time_ms = n;
+                }
+            }
+            "delegation.token.expiry.check.interval.ms" => {
+                let n: u64 = text.trim().parse()?;
+                if n == 0 {
+                    bail!("must be at least 1");
+                }
+                self.tokens.expiry_check_interval_ms = n;
             }
             "security.inter.broker.protocol"
             | "sasl.mechanism.inter.broker.protocol"
@@ -230,6 +257,20 @@ impl SecurityConfig {
             (
                 "ssl.reload.check.interval.ms".into(),
                 Some(self.ssl_reload_check_interval_ms.to_string()),
+            ),
+            // A secret: reported as null when set, as Kafka reports passwords.
+            ("delegation.token.secret.key".into(), None),
+            (
+                "delegation.token.max.lifetime.ms".into(),
+                Some(self.tokens.max_lifetime_ms.to_string()),
+            ),
+            (
+                "delegation.token.expiry.time.ms".into(),
+                Some(self.tokens.expiry_time_ms.to_string()),
+            ),
+            (
+                "delegation.token.expiry.check.interval.ms".into(),
+                Some(self.tokens.expiry_check_interval_ms.to_string()),
             ),
         ];
         out.extend(self.raw.iter().map(|(k, v)| {

@@ -22,6 +22,7 @@ pub mod acl;
 pub mod audit;
 pub mod client;
 pub mod config;
+pub mod delegation;
 pub mod principal;
 pub mod sasl;
 pub mod scram;
@@ -92,6 +93,10 @@ pub struct Session {
     pub client_address: IpAddr,
     /// The SASL mechanism that authenticated the principal, if any.
     pub mechanism: Option<sasl::Mechanism>,
+    /// Authenticated with a delegation token (KIP-48; Kafka's
+    /// `KafkaPrincipal.tokenAuthenticated`): such a session may not create, renew, expire or
+    /// describe tokens.
+    pub token_authenticated: bool,
 }
 
 impl Session {
@@ -103,6 +108,7 @@ impl Session {
             protocol,
             client_address: client,
             mechanism: None,
+            token_authenticated: false,
         }
     }
 }
@@ -148,6 +154,8 @@ pub struct Security {
     listeners: std::collections::HashMap<String, Arc<ListenerSecurity>>,
     /// SCRAM credentials.
     pub scram: Arc<scram::ScramStore>,
+    /// Delegation tokens (KIP-48) with their HMACs and SCRAM credentials.
+    pub tokens: Arc<delegation::TokenStore>,
     /// The authorizer (`authorizer.class.name` set), else every request is allowed.
     pub authorizer: Option<acl::Authorizer>,
     /// Client quotas (produce and fetch byte rates per user and client id).
@@ -167,6 +175,7 @@ impl Security {
     ) -> anyhow::Result<Self> {
         use anyhow::Context;
         let scram = Arc::new(scram::ScramStore::default());
+        let tokens = Arc::new(delegation::TokenStore::new(cfg.tokens.clone()));
         let mut map = std::collections::HashMap::new();
         for (name, protocol) in listeners {
             let tls = if protocol.uses_tls() {
@@ -221,6 +230,7 @@ impl Security {
                     credentials: sasl::Credentials {
                         plain_users,
                         scram: scram.clone(),
+                        tokens: tokens.clone(),
                         oauth,
                     },
                     reauth_ms,
@@ -249,6 +259,7 @@ impl Security {
             config: cfg.clone(),
             listeners: map,
             scram,
+            tokens,
             authorizer,
             quotas: crate::quota::QuotaManager::new(cfg.quota_window),
             client_quotas: Default::default(),
@@ -263,14 +274,16 @@ impl Security {
             .unwrap_or_else(|| ListenerSecurity::plaintext(name))
     }
 
-    /// Takes new SCRAM credentials, ACLs and client quotas (from `meta/security.json` or the
-    /// metadata image).
+    /// Takes new SCRAM credentials, ACLs, client quotas and delegation tokens (from
+    /// `meta/security.json` or the metadata image).
     pub fn apply(
         &self,
         creds: &scram::ScramCredentials,
         acls: &std::collections::BTreeSet<acl::AclEntry>,
         quotas: &frieda_meta::ClientQuotas,
+        tokens: &frieda_meta::DelegationTokens,
     ) {
+        self.tokens.replace(tokens);
         if *self.scram.snapshot() != *creds {
             self.scram.replace(creds.clone());
         }

@@ -74,9 +74,12 @@ pub enum Step {
         user: String,
         /// The server's final message.
         message: Vec<u8>,
-        /// When the credential expires (ms since the epoch; an OAUTHBEARER token's `exp`):
-        /// the session must re-authenticate before then.
+        /// When the credential expires (ms since the epoch; an OAUTHBEARER token's `exp`, a
+        /// delegation token's expiry): the session must re-authenticate before then.
         expires_at_ms: Option<i64>,
+        /// Authenticated with a delegation token (SCRAM `tokenauth=true`): `user` is the
+        /// token's owner, and the session may not ask for tokens (KIP-48).
+        token_authenticated: bool,
     },
 }
 
@@ -97,6 +100,8 @@ pub struct Credentials {
     pub plain_users: HashMap<String, String>,
     /// SCRAM credentials.
     pub scram: Arc<ScramStore>,
+    /// Delegation tokens (SCRAM logins with `tokenauth=true`).
+    pub tokens: Arc<super::delegation::TokenStore>,
     /// OAUTHBEARER token validation (when the listener enables it).
     pub oauth: Option<Arc<oauthbearer::OAuthValidator>>,
 }
@@ -105,7 +110,9 @@ impl Credentials {
     fn server(&self, mechanism: Mechanism) -> Box<dyn SaslServer> {
         match mechanism {
             Mechanism::Plain => Box::new(plain::PlainServer::new(self.plain_users.clone())),
-            Mechanism::Scram(m) => Box::new(scram::ScramServer::new(m, self.scram.clone())),
+            Mechanism::Scram(m) => Box::new(
+                scram::ScramServer::new(m, self.scram.clone()).with_tokens(self.tokens.clone()),
+            ),
             Mechanism::OAuthBearer => match &self.oauth {
                 Some(v) => Box::new(oauthbearer::OAuthServer::new(v.clone())),
                 None => Box::new(Refuse),
@@ -326,6 +333,7 @@ impl Authenticator {
                 user,
                 message,
                 expires_at_ms,
+                token_authenticated,
             }) => {
                 let principal = Principal::user(user);
                 if let Some(prev) = &self.session {
@@ -353,6 +361,7 @@ impl Authenticator {
                 let mut session = (*self.base).clone();
                 session.principal = principal;
                 session.mechanism = Some(mechanism);
+                session.token_authenticated = token_authenticated;
                 if self.session.is_none() {
                     tracing::debug!(client = %session.client_address, principal = %session.principal,
                         mechanism = mechanism.name(), "SASL authentication succeeded");
@@ -389,6 +398,7 @@ mod tests {
             credentials: Credentials {
                 plain_users: [("alice".to_string(), "secret".to_string())].into(),
                 scram: Arc::new(ScramStore::default()),
+                tokens: Default::default(),
                 oauth: None,
             },
             reauth_ms,

@@ -248,6 +248,7 @@ impl SaslServer for OAuthServer {
                     user: sub,
                     message: Vec::new(),
                     expires_at_ms: exp_ms,
+                    token_authenticated: false,
                 })
             }
             Err(why) => Err(AuthFailure::new(format!(

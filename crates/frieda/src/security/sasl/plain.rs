@@ -58,6 +58,7 @@ impl SaslServer for PlainServer {
             user: user.to_string(),
             message: Vec::new(),
             expires_at_ms: None,
+            token_authenticated: false,
         })
     }
 }

@@ -8,10 +8,16 @@
 //! ```
 //!
 //! The proof is checked as `H(ClientProof XOR HMAC(StoredKey, AuthMessage)) == StoredKey` in
-//! constant time. Channel binding is not supported (gs2 flag `n` or `y`), nor delegation tokens
-//! (`tokenauth=true`), as in Kafka without delegation tokens.
+//! constant time. Channel binding is not supported (gs2 flag `n` or `y`).
+//!
+//! Delegation tokens (KIP-48): a client-first message with the extension `tokenauth=true` names
+//! a token id as its user; the proof is checked against the credential of the token's HMAC
+//! ([`TokenStore`]), the session acts as the token's owner and lasts at most until the token
+//! expires. An expired token is refused at login (Kafka accepts one until its hourly sweep
+//! removes it).
 
 use super::{AuthFailure, SaslServer, Step};
+use crate::security::delegation::TokenStore;
 use crate::security::scram::{ScramCredential, ScramMechanism, ScramStore};
 use base64::Engine;
 use rand::RngCore;
@@ -32,11 +38,13 @@ enum State {
     ReceiveClientFirst,
     ReceiveClientFinal {
         user: String,
+        /// A delegation token's login: the token's expiry (ms since the epoch).
+        token_expiry_ms: Option<i64>,
         gs2_header: String,
         client_first_bare: String,
         server_first: String,
         nonce: String,
-        credential: ScramCredential,
+        credential: Box<ScramCredential>,
     },
     Done,
 }
@@ -45,6 +53,7 @@ enum State {
 pub struct ScramServer {
     mechanism: ScramMechanism,
     store: Arc<ScramStore>,
+    tokens: Option<Arc<TokenStore>>,
     state: State,
 }
 
@@ -54,8 +63,15 @@ impl ScramServer {
         ScramServer {
             mechanism,
             store,
+            tokens: None,
             state: State::ReceiveClientFirst,
         }
+    }
+
+    /// Accepts delegation-token logins (`tokenauth=true`) checked against `tokens`.
+    pub fn with_tokens(mut self, tokens: Arc<TokenStore>) -> Self {
+        self.tokens = Some(tokens);
+        self
     }
 
     fn client_first(&mut self, msg: &str) -> Result<Step, AuthFailure> {
@@ -75,15 +91,12 @@ impl ScramServer {
         let gs2_header = format!("{flag},{authz},");
         let mut user = None;
         let mut cnonce = None;
+        let mut token_auth = false;
         for (i, attr) in bare.split(',').enumerate() {
             match (i, attr.split_once('=')) {
                 (0, Some(("n", v))) => user = Some(unescape_name(v).ok_or_else(bad)?),
                 (1, Some(("r", v))) if !v.is_empty() => cnonce = Some(v.to_string()),
-                (_, Some(("tokenauth", v))) if v.eq_ignore_ascii_case("true") => {
-                    return Err(AuthFailure::new(
-                        "Authentication failed: delegation tokens are not supported",
-                    ))
-                }
+                (_, Some(("tokenauth", v))) => token_auth = v.eq_ignore_ascii_case("true"),
                 (0 | 1, _) => return Err(bad()),
                 _ => {} // other extensions are ignored, as Kafka does
             }
@@ -96,10 +109,42 @@ impl ScramServer {
                 "Authentication failed: Client requested an authorization id that is different from username",
             ));
         }
-        let Some(credential) = self.store.get(&user, self.mechanism) else {
-            return Err(AuthFailure::new(
-                "Authentication failed: Invalid user credentials",
-            ));
+        let (user, credential, token_expiry_ms) = if token_auth {
+            // Kafka's message for a token id it does not know.
+            let unknown = || {
+                AuthFailure::new(format!(
+                    "Token Authentication failed: Invalid tokenId : {user}"
+                ))
+            };
+            let known = self
+                .tokens
+                .as_ref()
+                .and_then(|t| t.get(&user))
+                .ok_or_else(unknown)?;
+            if known.token.expired(crate::clock::now_ms()) {
+                return Err(AuthFailure::new(format!(
+                    "Token Authentication failed: delegation token {user} has expired"
+                )));
+            }
+            // The session acts as the owner (`User:<owner's name>`, Kafka's principal builder).
+            let owner = known
+                .token
+                .owner
+                .split_once(':')
+                .map_or(known.token.owner.as_str(), |(_, name)| name)
+                .to_string();
+            (
+                owner,
+                known.credential(self.mechanism),
+                Some(known.token.expiry_ms),
+            )
+        } else {
+            let Some(credential) = self.store.get(&user, self.mechanism) else {
+                return Err(AuthFailure::new(
+                    "Authentication failed: Invalid user credentials",
+                ));
+            };
+            (user, credential, None)
         };
         let mut snonce = [0u8; 24];
         rand::thread_rng().fill_bytes(&mut snonce);
@@ -111,11 +156,12 @@ impl ScramServer {
         );
         self.state = State::ReceiveClientFinal {
             user,
+            token_expiry_ms,
             gs2_header,
             client_first_bare: bare.to_string(),
             server_first: server_first.clone(),
             nonce,
-            credential,
+            credential: Box::new(credential),
         };
         Ok(Step::Challenge(server_first.into_bytes()))
     }
@@ -129,6 +175,7 @@ impl SaslServer for ScramServer {
             State::ReceiveClientFirst => self.client_first(msg),
             State::ReceiveClientFinal {
                 user,
+                token_expiry_ms,
                 gs2_header,
                 client_first_bare,
                 server_first,
@@ -176,7 +223,8 @@ impl SaslServer for ScramServer {
                 Ok(Step::Done {
                     user,
                     message: format!("v={}", B64.encode(server_signature)).into_bytes(),
-                    expires_at_ms: None,
+                    expires_at_ms: token_expiry_ms,
+                    token_authenticated: token_expiry_ms.is_some(),
                 })
             }
             State::Done => Err(AuthFailure::new("SCRAM exchange already complete")),
@@ -315,8 +363,21 @@ mod tests {
         user: &str,
         password: &str,
     ) -> Result<Vec<u8>, AuthFailure> {
-        let mut s = ScramServer::new(m, store);
-        let cfirst_bare = format!("n={user},r=clientnonce123");
+        login_on(ScramServer::new(m, store), m, user, password, "", user).map(|(msg, ..)| msg)
+    }
+
+    /// The exchange against `s`, with `ext` appended to the client-first message (`,tokenauth=true`);
+    /// the server must name `expect_user`. Returns the server-final message, the expiry and
+    /// whether a token authenticated.
+    fn login_on(
+        mut s: ScramServer,
+        m: ScramMechanism,
+        user: &str,
+        password: &str,
+        ext: &str,
+        expect_user: &str,
+    ) -> Result<(Vec<u8>, Option<i64>, bool), AuthFailure> {
+        let cfirst_bare = format!("n={user},r=clientnonce123{ext}");
         let Step::Challenge(sfirst) = s.step(format!("n,,{cfirst_bare}").as_bytes())? else {
             panic!("expected a challenge")
         };
@@ -343,13 +404,16 @@ mod tests {
         let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(a, b)| a ^ b).collect();
         match s.step(format!("{without_proof},p={}", B64.encode(proof)).as_bytes())? {
             Step::Done {
-                user: u, message, ..
+                user: u,
+                message,
+                expires_at_ms,
+                token_authenticated,
             } => {
-                assert_eq!(u, user);
+                assert_eq!(u, expect_user);
                 let server_key = m.hmac(&salted, b"Server Key");
                 let expect = format!("v={}", B64.encode(m.hmac(&server_key, auth.as_bytes())));
                 assert_eq!(message, expect.as_bytes());
-                Ok(message)
+                Ok((message, expires_at_ms, token_authenticated))
             }
             Step::Challenge(_) => panic!("expected the end"),
         }
@@ -378,6 +442,60 @@ mod tests {
             assert!(e.0.contains("invalid credentials"), "{e:?}");
             let e = login(m, store, "bob", "alice-secret").unwrap_err();
             assert!(e.0.contains("Invalid user credentials"), "{e:?}");
+        }
+    }
+
+    /// A delegation token logs in as its owner with password base64(HMAC) and `tokenauth=true`;
+    /// the same id without the extension, an unknown id, a wrong password and an expired token
+    /// are refused.
+    #[test]
+    fn delegation_token_logs_in_as_its_owner() {
+        use crate::security::delegation::{TokenPolicy, TokenStore};
+        let tokens = Arc::new(TokenStore::new(TokenPolicy {
+            secret: Some("s3cret".into()),
+            ..Default::default()
+        }));
+        let now = crate::clock::now_ms();
+        let live = tokens
+            .policy
+            .create("User:alice".into(), "User:alice".into(), vec![], 0, now)
+            .unwrap();
+        let mut old = tokens
+            .policy
+            .create(
+                "User:bob".into(),
+                "User:bob".into(),
+                vec![],
+                0,
+                now - 10_000,
+            )
+            .unwrap();
+        old.expiry_ms = now - 1;
+        tokens.replace(
+            &[
+                (live.token_id.clone(), live.clone()),
+                (old.token_id.clone(), old.clone()),
+            ]
+            .into(),
+        );
+        let password =
+            |t: &frieda_meta::DelegationToken| B64.encode(tokens.policy.hmac(&t.token_id).unwrap());
+        let server =
+            |m| ScramServer::new(m, Arc::new(ScramStore::default())).with_tokens(tokens.clone());
+        for m in ScramMechanism::ALL {
+            let ext = ",tokenauth=true";
+            let (_, exp, tok) =
+                login_on(server(m), m, &live.token_id, &password(&live), ext, "alice").unwrap();
+            assert_eq!((exp, tok), (Some(live.expiry_ms), true));
+            let e = login_on(server(m), m, &live.token_id, "wrong", ext, "alice").unwrap_err();
+            assert!(e.0.contains("invalid credentials"), "{e:?}");
+            let e =
+                login_on(server(m), m, &live.token_id, &password(&live), "", "alice").unwrap_err();
+            assert!(e.0.contains("Invalid user credentials"), "{e:?}");
+            let e = login_on(server(m), m, "nope", "x", ext, "alice").unwrap_err();
+            assert!(e.0.contains("Invalid tokenId"), "{e:?}");
+            let e = login_on(server(m), m, &old.token_id, &password(&old), ext, "bob").unwrap_err();
+            assert!(e.0.contains("expired"), "{e:?}");
         }
     }
 
