@@ -273,3 +273,36 @@ def test_unregister_broker_of_an_unknown_id_is_broker_id_not_registered(broker, 
     err, message = r.i16(), r.compact_string()
     print(which, err, repr(message))
     assert (err, message) == (102, "Broker ID 4242 is not currently registered")
+
+
+LIST_GROUPS = 16
+
+
+def list_groups_v5(corr: int, states: int, tags: int) -> bytes:
+    """ListGroups v5 with `states` empty state names (1 byte each) and `tags` unknown tagged
+    fields (tags 100.., empty) on the request body."""
+    body = w.uvarint(states + 1) + b"\x01" * states + w.uvarint(1)  # states filter, no types filter
+    body += w.uvarint(tags) + b"".join(w.uvarint(100 + t) + w.uvarint(0) for t in range(tags))
+    return w.frame(w.header_v2(LIST_GROUPS, 5, corr) + body)
+
+
+@pytest.mark.parametrize("which", ["frieda", "kafka"])
+@pytest.mark.parametrize("states,tags,answered", [
+    (1_000_000, 0, True), (1_000_001, 0, False),  # MAX_ARRAY_LENGTH
+    (0, 10_000, True), (0, 10_001, False),  # MAX_TAGGED_FIELD_COUNT
+])
+def test_kafka_44_request_bounds(broker, kafka44, which, states, tags, answered):
+    """Kafka 4.4's bounds on what a request may claim (MessageUtil: an array of at most
+    1,000,000 elements, at most 10,000 tagged fields per structure): one element or tag more,
+    with every byte of it present, and the connection closes without an answer; at the bound
+    the request is answered. Another client is unaffected."""
+    from test_bad_input import expect_closed
+    b = broker.bootstrap if which == "frieda" else kafka44
+    with socket.create_connection(hostport(b), timeout=30) as s:
+        w.send(s, list_groups_v5(5, states, tags))
+        if answered:
+            r = w.Reader(w.recv_frame(s, 60))
+            assert r.i32() == 5
+        else:
+            expect_closed(s, f"{states} states, {tags} tags", timeout=60)
+    assert api_versions(b)["error"] == 0

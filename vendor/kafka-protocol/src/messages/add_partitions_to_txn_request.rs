@@ -278,7 +278,7 @@ impl Decodable for AddPartitionsToTxnRequest {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::decode_tagged_field_count(buf)?; // Frieda patch: Kafka 4.4's bound
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -440,7 +440,7 @@ impl Decodable for AddPartitionsToTxnTopic {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::decode_tagged_field_count(buf)?; // Frieda patch: Kafka 4.4's bound
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -704,7 +704,7 @@ impl Decodable for AddPartitionsToTxnTransaction {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::decode_tagged_field_count(buf)?; // Frieda patch: Kafka 4.4's bound
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;

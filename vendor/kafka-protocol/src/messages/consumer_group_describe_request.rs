@@ -113,7 +113,7 @@ impl Decodable for ConsumerGroupDescribeRequest {
         let group_ids = types::CompactArray(types::CompactString).decode(buf)?;
         let include_authorized_operations = types::Boolean.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::decode_tagged_field_count(buf)?; // Frieda patch: Kafka 4.4's bound
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;

@@ -985,10 +985,11 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
         match Int32.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
-                // Frieda patch: the length comes from the wire; every element takes at least one
-                // byte, so never reserve more elements than bytes remain (a 27-byte request
-                // claiming 2^31 elements made the decoder allocate 154 GB and abort).
-                let mut result = Vec::with_capacity((n as usize).min(buf.remaining()));
+                // Frieda patch: the length comes from the wire (a 27-byte request claiming 2^31
+                // elements made the decoder allocate 154 GB and abort); bounded as Kafka 4.4's
+                // generated readers bound it, see `checked_array_length`.
+                let n = checked_array_length(n as u64, buf.remaining())?;
+                let mut result = Vec::with_capacity(n.min(MAX_PREALLOCATED_ARRAY_CAPACITY));
                 for _ in 0..n {
                     result.push(self.0.decode(buf)?);
                 }
@@ -1096,9 +1097,10 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
-                // Frieda patch: capped by the bytes left, as for `Array` above.
-                let mut result = Vec::with_capacity(((n - 1) as usize).min(buf.remaining()));
-                for _ in 1..n {
+                // Frieda patch: bounded as for `Array` above.
+                let n = checked_array_length(u64::from(n - 1), buf.remaining())?;
+                let mut result = Vec::with_capacity(n.min(MAX_PREALLOCATED_ARRAY_CAPACITY));
+                for _ in 0..n {
                     result.push(self.0.decode(buf)?);
                 }
                 Ok(Some(result))
@@ -1199,4 +1201,41 @@ mod tests {
         test_encoder_decoder(CompactBytes, vec![1, 2, 3, 4], &[5, 1, 2, 3, 4]);
         test_encoder_decoder(CompactBytes, None::<Vec<u8>>, &[0]);
     }
+}
+
+// Frieda patch: Kafka 4.4's bounds on what a message decoder takes from the wire
+// (`org.apache.kafka.common.protocol.MessageUtil` 4.4.0: MAX_ARRAY_LENGTH,
+// MAX_TAGGED_FIELD_COUNT, MAX_PREALLOCATED_ARRAY_CAPACITY), checked before anything is allocated.
+
+/// Most elements an array on the wire may claim (Kafka 4.4's `MAX_ARRAY_LENGTH`).
+pub const MAX_ARRAY_LENGTH: u64 = 1_000_000;
+/// Most tagged fields a structure may carry (Kafka 4.4's `MAX_TAGGED_FIELD_COUNT`).
+pub const MAX_TAGGED_FIELD_COUNT: u32 = 10_000;
+/// Most elements reserved before they are read (Kafka 4.4's `MAX_PREALLOCATED_ARRAY_CAPACITY`).
+pub const MAX_PREALLOCATED_ARRAY_CAPACITY: usize = 1_000;
+
+/// An array length from the wire, refused (as Kafka 4.4's readers refuse it) when it claims more
+/// elements than bytes remain (every element takes at least one) or more than
+/// [`MAX_ARRAY_LENGTH`].
+pub fn checked_array_length(n: u64, remaining: usize) -> Result<usize> {
+    if n > remaining as u64 {
+        bail!("Tried to read {n} elements, but there are only {remaining} bytes remaining");
+    }
+    if n > MAX_ARRAY_LENGTH {
+        bail!("Tried to read {n} elements, which exceeds the maximum allowed size of {MAX_ARRAY_LENGTH}");
+    }
+    Ok(n as usize)
+}
+
+/// The number of tagged fields of a structure, read from the wire and refused when it claims
+/// more than bytes remain or more than [`MAX_TAGGED_FIELD_COUNT`] (Kafka 4.4).
+pub fn decode_tagged_field_count<B: ByteBuf>(buf: &mut B) -> Result<u32> {
+    let n = UnsignedVarInt.decode(buf)?;
+    if n as usize > buf.remaining() {
+        bail!("Tried to read {n} tagged fields, but there are only {} bytes remaining", buf.remaining());
+    }
+    if n > MAX_TAGGED_FIELD_COUNT {
+        bail!("Tried to read {n} tagged fields, which exceeds the maximum allowed count of {MAX_TAGGED_FIELD_COUNT}");
+    }
+    Ok(n)
 }
