@@ -578,7 +578,7 @@ def broker_config(a, verify: bool = False) -> str:
     if a.flush_messages:
         lines.append(f"flush.messages = {a.flush_messages}")
     if a.segment_bytes:
-        lines.append(f"segment.bytes = {a.segment_bytes}")
+        lines.append(f'"internal.segment.bytes" = {a.segment_bytes}')  # below 1 MiB (KIP-1030)
     if not verify:
         if a.retention_ms:
             lines.append(f"retention.ms = {a.retention_ms}")
@@ -600,7 +600,8 @@ def broker_config(a, verify: bool = False) -> str:
 def topic_configs(a) -> dict[str, str]:
     if not a.compact:
         return {}
-    return {"cleanup.policy": "compact", "segment.bytes": str(a.segment_bytes), "min.cleanable.dirty.ratio": "0.01"}
+    return {"cleanup.policy": "compact", "internal.segment.bytes": str(a.segment_bytes),
+            "min.cleanable.dirty.ratio": "0.01"}
 
 
 def commits_after(path: Path, t: float) -> list[tuple[int, int]]:

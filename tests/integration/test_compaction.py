@@ -698,7 +698,7 @@ def test_retention_never_deletes_from_compact_only_topic(make_own_broker, topic_
     b = make_own_broker(RETENTION_CONF)
     t = topic_name()
     h.create_topic(b.bootstrap, t, 1, {"cleanup.policy": "compact", "retention.ms": "5000",
-                                       "retention.bytes": "4096", "segment.bytes": "4096",
+                                       "retention.bytes": "4096", "internal.segment.bytes": "4096",
                                        "segment.ms": str(SEGMENT_MS), "min.cleanable.dirty.ratio": "0.01"})
     p, acks, rec = _produce_static_then_updates(b, t)
     latest = {}
@@ -729,7 +729,7 @@ def test_compact_delete_topic_applies_retention_and_compaction(make_own_broker, 
     b = make_own_broker(RETENTION_CONF)
     t = topic_name()
     h.create_topic(b.bootstrap, t, 1, {"cleanup.policy": "compact,delete", "retention.ms": "5000",
-                                       "segment.bytes": "4096", "segment.ms": str(SEGMENT_MS),
+                                       "internal.segment.bytes": "4096", "segment.ms": str(SEGMENT_MS),
                                        "min.cleanable.dirty.ratio": "0.01"})
     p, acks, rec = _produce_static_then_updates(b, t)
     by_offset = {acks.ok[tg][0]: (rec[tg][0], rec[tg][1], (), acks.ok[tg][1]) for tg in rec}

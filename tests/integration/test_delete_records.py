@@ -60,7 +60,7 @@ def test_delete_records_moves_the_log_start_for_good(own_broker, topic_name):
     b = own_broker
     topic = topic_name()
     a = h.admin(b.bootstrap)
-    a.create_topics([NewTopic(topic, 2, 1, config={"segment.bytes": "4096"})])[topic].result(T)
+    a.create_topics([NewTopic(topic, 2, 1, config={"internal.segment.bytes": "4096"})])[topic].result(T)
     h.wait_topic(b.bootstrap, topic, 2)
     recs = h.sample_records(360, big_every=10_000)
     for i, r in enumerate(recs):

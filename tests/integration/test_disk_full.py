@@ -96,7 +96,7 @@ def _assert_whole_batches(d: Path) -> int:
 @pytest.mark.parametrize("segment_bytes", [1 << 30, 256 * 1024], ids=["one-segment", "rolling"])
 @pytest.mark.timeout(120)
 def test_disk_full_storage_error_then_recovery(small_disk_broker, topic_name, segment_bytes):
-    b = small_disk_broker(f"segment.bytes = {segment_bytes}\n")
+    b = small_disk_broker(f'"internal.segment.bytes" = {segment_bytes}\n')
     topic = topic_name()
     h.create_topic(b.bootstrap, topic, partitions=1)
     pdir = b.data_dir / f"{topic}-0"

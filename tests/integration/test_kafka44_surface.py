@@ -306,3 +306,44 @@ def test_kafka_44_request_bounds(broker, kafka44, which, states, tags, answered)
         else:
             expect_closed(s, f"{states} states, {tags} tags", timeout=60)
     assert api_versions(b)["error"] == 0
+
+
+@pytest.mark.parametrize("which", ["frieda", "kafka"])
+def test_segment_configs_as_kafka_4(broker, kafka44, which, topic_name):
+    """KIP-1030 (Kafka 4.0): segment.bytes below 1 MiB is INVALID_CONFIG, on create and on
+    alter; Kafka's internal.segment.bytes takes any size (and is described where set);
+    segment.ms needs at least 1; segment.index.bytes and segment.jitter.ms are accepted."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    a = AdminClient({"bootstrap.servers": broker.bootstrap if which == "frieda" else kafka44})
+
+    def create(cfg: dict) -> str:
+        t = topic_name()
+        try:
+            a.create_topics([NewTopic(t, 1, 1, config=cfg)])[t].result(30)
+            return "ok"
+        except KafkaException as e:
+            return e.args[0].name()
+
+    assert create({"segment.bytes": "1048575"}) == "INVALID_CONFIG"
+    assert create({"segment.ms": "0"}) == "INVALID_CONFIG"
+    assert create({"segment.jitter.ms": "-1"}) == "INVALID_CONFIG"
+    for ok in ({"segment.bytes": "1048576"}, {"segment.index.bytes": "4096"}, {"segment.jitter.ms": "10"}):
+        assert create(ok) == "ok", ok
+    t = topic_name()
+    a.create_topics([NewTopic(t, 1, 1, config={"internal.segment.bytes": "4096"})])[t].result(30)
+    r = ConfigResource("topic", t)
+    got = {n: c.value for n, c in a.describe_configs([r])[r].result(30).items()}
+    assert got["internal.segment.bytes"] == "4096" and got["segment.bytes"] == "1073741824", got
+    r.add_incremental_config(ConfigEntry("segment.bytes", "1000", incremental_operation=AlterConfigOpType.SET))
+    with pytest.raises(KafkaException) as e:
+        a.incremental_alter_configs([r])[r].result(30)
+    assert e.value.args[0].name() == "INVALID_CONFIG"
+    plain = ConfigResource("topic", create_plain(a, topic_name()))
+    got = {n for n in a.describe_configs([plain])[plain].result(30)}
+    assert "internal.segment.bytes" not in got and "segment.index.bytes" in got, sorted(got)
+
+
+def create_plain(a: AdminClient, t: str) -> str:
+    a.create_topics([NewTopic(t, 1, 1)])[t].result(30)
+    return t

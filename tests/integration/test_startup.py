@@ -301,7 +301,7 @@ def _watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, tuple[
 
 def _fill_small_segments(b, topic: str, per_partition: int = 400) -> list[h.Acked]:
     """2 partitions, 64 KiB segments, ~8 KiB batches of ~400-byte records: 3 segments each."""
-    h.create_topic(b.bootstrap, topic, partitions=2, config={"segment.bytes": "65536"})
+    h.create_topic(b.bootstrap, topic, partitions=2, config={"internal.segment.bytes": "65536"})
     p = h.producer(b.bootstrap, acks="all", linger_ms=5, batch_size=8192)
     now = int(time.time() * 1000)
     recs = [h.Rec(b"k%d" % i, (b"%06d|" % i) * 60 + bytes([i % 256]) * (i % 50), [("n", b"%d" % i)],

@@ -1322,12 +1322,14 @@ mod tests {
     #[test]
     fn broker_level_log_prefix_and_listen() {
         let c = BrokerConfig::from_toml(
-            "listen = \"127.0.0.1:19999\"\nlog.segment.bytes = 4096\nadvertised.listener = \"PLAINTEXT://localhost:7\"",
+            "listen = \"127.0.0.1:19999\"\nlog.segment.bytes = 4194304\nadvertised.listener = \"PLAINTEXT://localhost:7\"",
         )
         .unwrap();
         assert_eq!(c.listeners[0].port, 19999);
-        assert_eq!(c.topic_defaults.get("segment.bytes"), Some("4096"));
+        assert_eq!(c.topic_defaults.get("segment.bytes"), Some("4194304"));
         assert_eq!(c.advertised(), ("localhost".to_string(), 7));
+        // KIP-1030: a broker refuses log.segment.bytes below 1 MiB, as Kafka 4 does.
+        assert!(BrokerConfig::from_toml("log.segment.bytes = 4096").is_err());
     }
 
     #[test]

@@ -1128,11 +1128,23 @@ fn refuse_internal(topic: &Topic) -> Result<(), AdminError> {
 pub(crate) fn offsets_topic_configs(config: &BrokerConfig) -> TopicConfigs {
     let mut configs = TopicConfigs::default();
     let _ = configs.set("cleanup.policy", "compact");
-    let _ = configs.set(
-        "segment.bytes",
-        &config.offsets_topic_segment_bytes.to_string(),
-    );
+    set_segment_bytes(&mut configs, config.offsets_topic_segment_bytes);
     configs
+}
+
+/// Sets an internal topic's segment size: `segment.bytes`, or below its 1 MiB minimum
+/// (KIP-1030; `offsets.topic.segment.bytes` and `transaction.state.log.segment.bytes` may be
+/// smaller) the internal override.
+fn set_segment_bytes(configs: &mut TopicConfigs, bytes: u64) {
+    use crate::storage::topic_config::{INTERNAL_SEGMENT_BYTES, MIN_SEGMENT_BYTES};
+    let key = if i64::try_from(bytes).is_ok_and(|b| b >= MIN_SEGMENT_BYTES) {
+        "segment.bytes"
+    } else {
+        INTERNAL_SEGMENT_BYTES
+    };
+    if let Err(e) = configs.set(key, &bytes.to_string()) {
+        tracing::warn!(bytes, error = %e, "internal topic segment size refused; the default applies");
+    }
 }
 
 /// `__transaction_state`'s topic configs: compacted (the latest state of each transactional
@@ -1143,10 +1155,7 @@ pub(crate) fn transaction_topic_configs(config: &BrokerConfig) -> TopicConfigs {
     let _ = configs.set("cleanup.policy", "compact");
     let _ = configs.set("compression.type", "uncompressed");
     let _ = configs.set("unclean.leader.election.enable", "false");
-    let _ = configs.set(
-        "segment.bytes",
-        &config.transactions.segment_bytes.to_string(),
-    );
+    set_segment_bytes(&mut configs, config.transactions.segment_bytes);
     let _ = configs.set(
         "min.insync.replicas",
         &config.transactions.min_isr.to_string(),

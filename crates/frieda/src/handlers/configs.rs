@@ -146,6 +146,11 @@ pub fn topic_config_entries(
     TOPIC_CONFIG_KEYS
         .iter()
         .filter(|k| only.is_none_or(|o| o.iter().any(|n| n.as_str() == k.name)))
+        // Kafka reports its internal override only where it is set.
+        .filter(|k| {
+            k.name != crate::storage::topic_config::INTERNAL_SEGMENT_BYTES
+                || configs.get(k.name).is_some()
+        })
         .map(|k| {
             let mut synonyms = Vec::new();
             if let Some(v) = configs.get(k.name) {

@@ -78,11 +78,15 @@ pub async fn create(
     };
     let (owner_type, owner_name) = split(&owner);
     let (req_type, req_name) = split(&requester);
-    let resp = CreateDelegationTokenResponse::default()
+    let mut resp = CreateDelegationTokenResponse::default()
         .with_principal_type(str_bytes(owner_type))
-        .with_principal_name(str_bytes(owner_name))
-        .with_token_requester_principal_type(str_bytes(req_type))
-        .with_token_requester_principal_name(str_bytes(req_name));
+        .with_principal_name(str_bytes(owner_name));
+    if ctx.api_version >= 3 {
+        // The requester is a v3 field (KIP-373).
+        resp = resp
+            .with_token_requester_principal_type(str_bytes(req_type))
+            .with_token_requester_principal_name(str_bytes(req_name));
+    }
     let fail = |e: ResponseError| resp.clone().with_error_code(e.code());
     if !token_requests_allowed(ctx) {
         return fail(not_allowed(ctx, "CreateDelegationToken"));
@@ -289,12 +293,16 @@ pub async fn describe(
             let t = &k.token;
             let (ot, on) = split(&t.owner);
             let (rt, rn) = split(&t.requester);
-            DescribedDelegationToken::default()
+            let mut d = DescribedDelegationToken::default()
                 .with_principal_type(str_bytes(ot))
-                .with_principal_name(str_bytes(on))
-                .with_token_requester_principal_type(str_bytes(rt))
-                .with_token_requester_principal_name(str_bytes(rn))
-                .with_issue_timestamp(t.issue_ms)
+                .with_principal_name(str_bytes(on));
+            if ctx.api_version >= 3 {
+                // The requester is a v3 field (KIP-373).
+                d = d
+                    .with_token_requester_principal_type(str_bytes(rt))
+                    .with_token_requester_principal_name(str_bytes(rn));
+            }
+            d.with_issue_timestamp(t.issue_ms)
                 .with_expiry_timestamp(t.expiry_ms)
                 .with_max_timestamp(t.max_ms)
                 .with_token_id(str_bytes(&t.token_id))

@@ -130,10 +130,33 @@ pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
         default: "604800000",
         kind: ValueKind::Long { min: -1 },
     },
+    // KIP-1030 (Kafka 4.0): at least 1 MiB, so no topic config can make the broker roll a
+    // segment per batch and run out of file descriptors.
     TopicConfigKey {
         name: "segment.bytes",
         default: "1073741824",
-        kind: ValueKind::Long { min: 14 },
+        kind: ValueKind::Long {
+            min: MIN_SEGMENT_BYTES,
+        },
+    },
+    // Kafka 4's internal override of `segment.bytes` for tests (`LogConfig.internalSegmentSize`):
+    // any size, reported only when set.
+    TopicConfigKey {
+        name: INTERNAL_SEGMENT_BYTES,
+        default: "",
+        kind: ValueKind::Long { min: 1 },
+    },
+    // Stored and reported as Kafka does; Frieda's offset and time indexes grow as needed and it
+    // rolls segments without jitter.
+    TopicConfigKey {
+        name: "segment.index.bytes",
+        default: "10485760",
+        kind: ValueKind::Long { min: 4 },
+    },
+    TopicConfigKey {
+        name: "segment.jitter.ms",
+        default: "0",
+        kind: ValueKind::Long { min: 0 },
     },
     TopicConfigKey {
         name: "segment.ms",
@@ -146,6 +169,12 @@ pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
         kind: ValueKind::Boolean,
     },
 ];
+
+/// Smallest `segment.bytes` (and broker `log.segment.bytes`): 1 MiB (KIP-1030).
+pub const MIN_SEGMENT_BYTES: i64 = 1024 * 1024;
+
+/// Kafka 4's internal topic config overriding `segment.bytes` below its minimum (tests).
+pub const INTERNAL_SEGMENT_BYTES: &str = "internal.segment.bytes";
 
 /// Finds a supported key by name.
 pub fn key(name: &str) -> Option<&'static TopicConfigKey> {
@@ -260,7 +289,10 @@ impl TopicConfigs {
             min_compaction_lag_ms: long("min.compaction.lag.ms"),
             max_compaction_lag_ms: long("max.compaction.lag.ms"),
             delete_retention_ms: long("delete.retention.ms"),
-            segment_bytes: unsigned("segment.bytes"),
+            segment_bytes: self
+                .effective(defaults, INTERNAL_SEGMENT_BYTES)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or_else(|| unsigned("segment.bytes")),
             segment_ms: long("segment.ms"),
             retention_ms: long("retention.ms"),
             retention_bytes: long("retention.bytes"),
@@ -399,15 +431,20 @@ mod tests {
     fn overrides_win_over_defaults_and_map_to_log_config() {
         let mut defaults = TopicConfigs::default();
         defaults.set("retention.ms", "1000").unwrap();
-        defaults.set("segment.bytes", "4096").unwrap();
+        defaults.set("segment.bytes", "4194304").unwrap();
         let mut topic = TopicConfigs::default();
-        topic.set("segment.bytes", "8192").unwrap();
+        topic.set("segment.bytes", "8388608").unwrap();
         topic
             .set("message.timestamp.type", "LogAppendTime")
             .unwrap();
         let log = topic.log_config(&defaults);
         assert_eq!(log.retention_ms, 1000);
-        assert_eq!(log.segment_bytes, 8192);
+        assert_eq!(log.segment_bytes, 8388608);
+        // KIP-1030: below 1 MiB only through Kafka's internal override.
+        assert!(topic.set("segment.bytes", "1048575").is_err());
+        topic.set(INTERNAL_SEGMENT_BYTES, "4096").unwrap();
+        assert_eq!(topic.log_config(&defaults).segment_bytes, 4096);
+        topic.remove(INTERNAL_SEGMENT_BYTES).unwrap();
         assert_eq!(log.max_message_bytes, 1048588);
         assert_eq!(log.message_timestamp_type, TimestampType::LogAppendTime);
         assert!(log.cleanup_delete && !log.cleanup_compact);
