@@ -893,3 +893,19 @@ def test_dynamic_broker_config_goes_through_the_quorum(cluster, topic_name):
     assert (e.value, e.source) == ("2000", ConfigSource.DYNAMIC_BROKER_CONFIG.value), e
     alter(None)
     c.wait_until(lambda: described().value == "1048588", 20, "broker 2 back on its static limit")
+
+
+def test_api_versions_v5_accepts_the_cluster_id_clients_learned(cluster):
+    """Kafka 4.4's clients send the cluster id and node id they learned from Metadata in
+    ApiVersions v5 (KIP-1102 rebootstrap): every node accepts its own pair (a node that compared
+    with its own meta.properties answered REBOOTSTRAP_REQUIRED, and a 4.4 producer never reached
+    a new leader after a failover); another node's id is REBOOTSTRAP_REQUIRED (129)."""
+    c = cluster()
+    cluster_id = c.admin().list_topics(timeout=10).cluster_id
+    for i in c.running():
+        for node, want in ((i, 0), (i % 3 + 1, 129)):
+            body = kw.compact_string("frieda-it") + kw.compact_string("1.0") + kw.compact_string(cluster_id) \
+                + kw.i32(node) + kw.NO_TAGS
+            with kw.connect(c.node(i).host, c.node(i).client_port) as s:
+                corr, err, _ = kw.parse_api_versions_v3(kw.request(s, kw.frame(kw.header_v2(18, 5, 7) + body)))
+            assert (corr, err) == (7, want), f"node {i} asked as node {node}: error {err}"

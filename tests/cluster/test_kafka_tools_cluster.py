@@ -35,7 +35,7 @@ def classpath(tmp_path_factory) -> str:
         subprocess.run(["mvn", "-B", "-q", "-f", str(JAVA_POM), "dependency:build-classpath",
                         f"-Dmdep.outputFile={f}", "-Dmdep.includeScope=test"], check=True, timeout=600)
     cp = Path(f).read_text().strip()
-    assert "kafka-tools-4.3.1.jar" in cp and "kafka-clients-4.3.1.jar" in cp, cp[:300]
+    assert "kafka-tools-4.4.0.jar" in cp and "kafka-clients-4.4.0.jar" in cp, cp[:300]
     return cp
 
 

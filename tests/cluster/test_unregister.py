@@ -42,7 +42,9 @@ def test_kafka_cluster_unregister_removes_a_stopped_broker(cluster, topic_name, 
 
     r = unregister(classpath, c.live_bootstrap, 4)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert describe(classpath, c.live_bootstrap, t)[1:3] == ([2], []), "4 left the ELR with its registration"
+    # The controller answered once committed; the broker describe asks may apply it a moment later.
+    c.wait_until(lambda: describe(classpath, c.live_bootstrap, t)[1:3] == ([2], []), 15,
+                 "4 left the ELR with its registration")
     again = unregister(classpath, c.live_bootstrap, 4)
     assert again.returncode != 0 and "not currently registered" in again.stdout + again.stderr
 

@@ -211,7 +211,7 @@ def java_classpath() -> str:
                         "dependency:build-classpath", f"-Dmdep.outputFile={f}", "-Dmdep.includeScope=test"],
                        check=True, timeout=600)
     cp = Path(f).read_text().strip()
-    assert "kafka-tools-4.3.1.jar" in cp and "kafka-clients-4.3.1.jar" in cp, cp[:300]
+    assert "kafka-tools-4.4.0.jar" in cp and "kafka-clients-4.4.0.jar" in cp, cp[:300]
     return cp
 
 

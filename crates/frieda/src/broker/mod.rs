@@ -534,6 +534,14 @@ impl Broker {
         self.cluster.get()
     }
 
+    /// The cluster id clients see (Metadata, DescribeCluster, ApiVersions v5): in a cluster the
+    /// metadata image's (named by the first controller), on a single broker its own.
+    pub fn current_cluster_id(&self) -> String {
+        self.cluster()
+            .and_then(|node| node.image().cluster_id.clone())
+            .unwrap_or_else(|| self.cluster_id.clone())
+    }
+
     /// Whether this broker may act as the leader it believes it is (single broker: always;
     /// cluster: while its heartbeat lease holds, see [`ClusterNode::holds_lease`]). A broker
     /// cut off from the controller for a session (paused, partitioned) may have been replaced:

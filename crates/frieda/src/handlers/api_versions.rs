@@ -71,7 +71,11 @@ pub async fn handle(
     }
     if ctx.api_version >= 5 {
         if let Some(cluster) = &req.cluster_id {
-            if cluster.as_str() != broker.cluster_id || req.node_id != broker.config.node_id {
+            // The id clients learned from Metadata: in a cluster the image's, not the one
+            // in this node's meta.properties (Kafka 4.4's clients send it back here).
+            if cluster.as_str() != broker.current_cluster_id()
+                || req.node_id != broker.config.node_id
+            {
                 tracing::info!(
                     client_cluster = %cluster.as_str(),
                     client_node = req.node_id,

@@ -47,7 +47,7 @@ fn answer(
             .with_error_code(120)
             .with_error_message(Some(str_bytes("only broker endpoints are served")))
             .with_endpoint_type(req.endpoint_type)
-            .with_cluster_id(str_bytes(&broker.cluster_id));
+            .with_cluster_id(str_bytes(&broker.current_cluster_id()));
     }
     if let Some(node) = broker.cluster() {
         let image = node.image();
@@ -64,13 +64,9 @@ fn answer(
                 )
             })
             .collect();
-        let cluster_id = image
-            .cluster_id
-            .clone()
-            .unwrap_or_else(|| broker.cluster_id.clone());
         return DescribeClusterResponse::default()
             .with_endpoint_type(1)
-            .with_cluster_id(str_bytes(&cluster_id))
+            .with_cluster_id(str_bytes(&broker.current_cluster_id()))
             .with_controller_id(BrokerId(node.controller_id()))
             .with_brokers(brokers);
     }

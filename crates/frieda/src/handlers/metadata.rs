@@ -334,11 +334,7 @@ async fn cluster_metadata(
         resp = resp.with_controller_id(BrokerId(id));
     }
     if v >= 2 {
-        let id = image
-            .cluster_id
-            .clone()
-            .unwrap_or_else(|| broker.cluster_id.clone());
-        resp = resp.with_cluster_id(Some(str_bytes(&id)));
+        resp = resp.with_cluster_id(Some(str_bytes(&broker.current_cluster_id())));
     }
     resp
 }

@@ -67,7 +67,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Transactions (KIP-98, KIP-890 transactions v2 as the 4.3.1 producer uses them): commit/abort and what
+ * Transactions (KIP-98, KIP-890 transactions v2 as the 4.4.0 producer uses them): commit/abort and what
  * read_committed consumers see, zombie fencing, consume-transform-produce with sendOffsetsToTransaction, and
  * Kafka Streams exactly_once_v2 across a broker SIGKILL.
  */
