@@ -1,4 +1,4 @@
-"""Apache Kafka 4.3.1's own Java tools and clients against a 3-broker Frieda cluster, run as a user
+"""Apache Kafka 4.4.0's own Java tools and clients against a 3-broker Frieda cluster, run as a user
 runs them (each a JVM on the classpath of tests/java/pom.xml: kafka-clients and kafka-tools from
 Maven Central). ``FRIEDA_JAVA_CLASSPATH`` may name a file holding that classpath (scripts/test
 writes target/java-classpath.txt); otherwise it is resolved with ``mvn dependency:build-classpath``.
