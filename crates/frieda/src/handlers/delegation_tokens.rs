@@ -19,6 +19,7 @@
 use super::{authorized, str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::security::acl::{op, resource};
+use crate::security::delegation::TokenRefusal;
 use crate::security::{principal::ANONYMOUS, SecurityProtocol};
 use frieda_meta::{DelegationToken, MetaCommand};
 use kafka_protocol::error::ResponseError;
@@ -116,10 +117,7 @@ pub async fn create(
         now,
     ) {
         Ok(t) => t,
-        Err((e, msg)) => {
-            tracing::info!(principal = %requester, "CreateDelegationToken refused: {msg}");
-            return fail(e);
-        }
+        Err(r) => return fail(refused(&requester, "CreateDelegationToken", r)),
     };
     let Some(hmac) = tokens.policy.hmac(&token.token_id) else {
         return fail(ResponseError::DelegationTokenAuthDisabled);
@@ -189,18 +187,27 @@ pub async fn renew(
                 req.renew_period_ms,
                 crate::clock::now_ms(),
             )
-            .map_err(|(e, msg)| {
-                tracing::info!(principal = %principal, "RenewDelegationToken refused: {msg}");
-                e
-            })?;
+            .map_err(|r| refused(&principal, "RenewDelegationToken", r))?;
         put(broker, renewed).await
     }
     .await;
+    let (error, expiry) = answer(result);
+    RenewDelegationTokenResponse::default()
+        .with_error_code(error)
+        .with_expiry_timestamp_ms(expiry)
+}
+
+/// Logs a refusal by the token policy; its error.
+fn refused(principal: &str, api: &str, (error, msg): TokenRefusal) -> ResponseError {
+    tracing::info!(principal = %principal, "{api} refused: {msg}");
+    error
+}
+
+/// Error code and expiry timestamp of a Renew or Expire answer.
+fn answer(result: Result<i64, ResponseError>) -> (i16, i64) {
     match result {
-        Ok(expiry) => RenewDelegationTokenResponse::default().with_expiry_timestamp_ms(expiry),
-        Err(e) => RenewDelegationTokenResponse::default()
-            .with_error_code(e.code())
-            .with_expiry_timestamp_ms(ERROR_TIMESTAMP),
+        Ok(expiry) => (0, expiry),
+        Err(e) => (e.code(), ERROR_TIMESTAMP),
     }
 }
 
@@ -218,10 +225,7 @@ pub async fn expire(
         let now = crate::clock::now_ms();
         let expired = policy
             .expire(&token, &principal, req.expiry_time_period_ms, now)
-            .map_err(|(e, msg)| {
-                tracing::info!(principal = %principal, "ExpireDelegationToken refused: {msg}");
-                e
-            })?;
+            .map_err(|r| refused(&principal, "ExpireDelegationToken", r))?;
         match expired {
             Some(t) => put(broker, t).await,
             None => {
@@ -235,12 +239,10 @@ pub async fn expire(
         }
     }
     .await;
-    match result {
-        Ok(expiry) => ExpireDelegationTokenResponse::default().with_expiry_timestamp_ms(expiry),
-        Err(e) => ExpireDelegationTokenResponse::default()
-            .with_error_code(e.code())
-            .with_expiry_timestamp_ms(ERROR_TIMESTAMP),
-    }
+    let (error, expiry) = answer(result);
+    ExpireDelegationTokenResponse::default()
+        .with_error_code(error)
+        .with_expiry_timestamp_ms(expiry)
 }
 
 /// DescribeDelegationToken: the tokens the requester owns, asked for or may renew, and those it
