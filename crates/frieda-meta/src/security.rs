@@ -92,8 +92,8 @@ impl ClientQuotas {
 /// token id (`HmacSHA512(secret, token_id)`), as Kafka's brokers do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DelegationToken {
-    /// The token id (a UUID in its 36-character text form), also the SCRAM user name a client
-    /// logs in with.
+    /// The token id (a random UUID in Kafka's 22-character URL-safe base64 form), also the
+    /// SCRAM user name a client logs in with.
     pub token_id: String,
     /// The owner, `Type:name` (`User:alice`): a connection authenticated with the token acts as
     /// `User:<owner name>`.

@@ -128,7 +128,7 @@ impl Broker {
         let mut image = MetadataImage {
             scram_credentials: (*self.security.scram.snapshot()).clone(),
             client_quotas: (*self.security.client_quotas()).clone(),
-            delegation_tokens: self.stored_tokens(),
+            delegation_tokens: self.security.tokens.snapshot(),
             acls: self
                 .security
                 .authorizer
@@ -197,23 +197,6 @@ impl Broker {
                 tracing::warn!(error = %e.message, "removing expired delegation tokens failed");
                 0
             }
-        }
-    }
-
-    /// The delegation tokens of a single broker: the store's while tokens are enabled, else
-    /// those kept in `meta/security.json` (kept as they are).
-    fn stored_tokens(&self) -> frieda_meta::DelegationTokens {
-        if self.security.tokens.policy.enabled() {
-            self.security
-                .tokens
-                .all()
-                .iter()
-                .map(|k| (k.token.token_id.clone(), k.token.clone()))
-                .collect()
-        } else {
-            load(&self.meta_dir)
-                .map(|s| s.delegation_tokens)
-                .unwrap_or_default()
         }
     }
 

@@ -206,14 +206,17 @@ pub struct KnownToken {
 
 #[derive(Debug, Default)]
 struct Cache {
-    /// Tokens by id.
+    /// The tokens of the metadata, as given (kept while tokens are disabled too).
+    tokens: DelegationTokens,
+    /// Tokens by id, with their credentials (empty while tokens are disabled).
     by_id: HashMap<String, Arc<KnownToken>>,
     /// Token id by HMAC.
     by_hmac: HashMap<Vec<u8>, String>,
 }
 
 /// The tokens in force with their HMACs and SCRAM credentials, replaced on every metadata
-/// change (Kafka's `DelegationTokenCache`). Empty while tokens are disabled.
+/// change (Kafka's `DelegationTokenCache`). While tokens are disabled it keeps the metadata's
+/// tokens as they are ([`snapshot`](Self::snapshot)) and authenticates none.
 #[derive(Debug, Default)]
 pub struct TokenStore {
     /// The settings.
@@ -234,19 +237,15 @@ impl TokenStore {
     /// moves the expiry), new ones get theirs (PBKDF2 at Kafka's 4096 iterations, a random
     /// salt per broker, as Kafka's `prepareScramCredentials`).
     pub fn replace(&self, tokens: &DelegationTokens) {
-        if !self.policy.enabled() {
-            return;
-        }
         let old = self.cache.read().clone();
-        let unchanged = old.by_id.len() == tokens.len()
-            && tokens
-                .iter()
-                .all(|(id, t)| old.by_id.get(id).is_some_and(|k| k.token == *t));
-        if unchanged {
+        if old.tokens == *tokens {
             return;
         }
-        let mut cache = Cache::default();
-        for (id, t) in tokens {
+        let mut cache = Cache {
+            tokens: tokens.clone(),
+            ..Cache::default()
+        };
+        for (id, t) in tokens.iter().filter(|_| self.policy.enabled()) {
             let known = match old.by_id.get(id) {
                 Some(k) => Arc::new(KnownToken {
                     token: t.clone(),
@@ -280,7 +279,12 @@ impl TokenStore {
         c.by_hmac.get(hmac).and_then(|id| c.by_id.get(id)).cloned()
     }
 
-    /// Every token.
+    /// The tokens of the metadata as last given (what a single broker persists).
+    pub fn snapshot(&self) -> DelegationTokens {
+        self.cache.read().tokens.clone()
+    }
+
+    /// Every token that authenticates (none while tokens are disabled).
     pub fn all(&self) -> Vec<Arc<KnownToken>> {
         let mut v: Vec<_> = self.cache.read().by_id.values().cloned().collect();
         v.sort_by(|a, b| a.token.token_id.cmp(&b.token.token_id));
@@ -421,6 +425,20 @@ mod tests {
         assert_eq!(k2.token.expiry_ms, t.expiry_ms + 5);
         assert_eq!(k2.credential(ScramMechanism::Sha256).salt, salt);
         store.replace(&DelegationTokens::new());
+        assert!(store.get(&t.token_id).is_none() && store.all().is_empty());
+    }
+
+    /// Without a secret key the store keeps the metadata's tokens (a single broker persists
+    /// them as they are) but authenticates none.
+    #[test]
+    fn a_disabled_store_keeps_tokens_and_authenticates_none() {
+        let t = policy()
+            .create("User:a".into(), "User:a".into(), vec![], 0, 0)
+            .unwrap();
+        let tokens: DelegationTokens = [(t.token_id.clone(), t.clone())].into();
+        let store = TokenStore::new(TokenPolicy::default());
+        store.replace(&tokens);
+        assert_eq!(store.snapshot(), tokens);
         assert!(store.get(&t.token_id).is_none() && store.all().is_empty());
     }
 }

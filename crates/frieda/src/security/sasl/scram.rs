@@ -18,6 +18,7 @@
 
 use super::{AuthFailure, SaslServer, Step};
 use crate::security::delegation::TokenStore;
+use crate::security::principal::Principal;
 use crate::security::scram::{ScramCredential, ScramMechanism, ScramStore};
 use base64::Engine;
 use rand::RngCore;
@@ -127,12 +128,8 @@ impl ScramServer {
                 )));
             }
             // The session acts as the owner (`User:<owner's name>`, Kafka's principal builder).
-            let owner = known
-                .token
-                .owner
-                .split_once(':')
-                .map_or(known.token.owner.as_str(), |(_, name)| name)
-                .to_string();
+            let owner = Principal::parse(&known.token.owner)
+                .map_or_else(|| known.token.owner.clone(), |p| p.name);
             (
                 owner,
                 known.credential(self.mechanism),
