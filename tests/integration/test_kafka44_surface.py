@@ -347,3 +347,111 @@ def test_segment_configs_as_kafka_4(broker, kafka44, which, topic_name):
 def create_plain(a: AdminClient, t: str) -> str:
     a.create_topics([NewTopic(t, 1, 1)])[t].result(30)
     return t
+
+
+CONSUMER_GROUP_HEARTBEAT, OFFSET_COMMIT = 68, 8
+
+
+def topic_uuid(admin: AdminClient, topic: str) -> uuid.UUID:
+    def get():
+        try:
+            tid = admin.describe_topics(TopicCollection([topic]))[topic].result(10).topic_id
+        except Exception:  # noqa: BLE001 - not yet visible
+            return None
+        return uuid.UUID(int=((tid.get_most_significant_bits() & (2**64 - 1)) << 64)
+                         | (tid.get_least_significant_bits() & (2**64 - 1)))
+    return retry(get, f"the id of {topic}")
+
+
+def heartbeat(gc: str, group: str, member: str, epoch: int, topic: str | None,
+              owned: list[tuple[uuid.UUID, list[int]]] | None) -> tuple[int, int, dict | None]:
+    """ConsumerGroupHeartbeat v1: (error, member epoch, assignment {topic id: partitions} or None
+    when unchanged). `topic` subscribes (first heartbeat); `owned` reports what it holds."""
+    parts = None if owned is None else w.compact_array(
+        [t.bytes + w.compact_array([w.i32(p) for p in ps]) + w.NO_TAGS for t, ps in owned])
+    body = (w.compact_string(group) + w.compact_string(member) + w.i32(epoch)
+            + w.compact_string(None) + w.compact_string(None)  # instance id, rack
+            + w.i32(30000 if topic else -1)
+            + (w.compact_array([w.compact_string(topic)]) if topic else w.uvarint(0))
+            + w.compact_string(None)  # regex
+            + w.compact_string("uniform" if topic else None)
+            + (parts if parts is not None else w.uvarint(0)) + w.NO_TAGS)
+    r = call(gc, CONSUMER_GROUP_HEARTBEAT, 1, body)
+    r.i32()  # throttle
+    err, _msg, _member, member_epoch, _interval = r.i16(), r.compact_string(), r.compact_string(), r.i32(), r.i32()
+    assignment = None
+    if r.i8() == 1:
+        assignment = {}
+        for _ in range(r.uvarint() - 1):
+            tid = uuid.UUID(bytes=r.take(16))
+            assignment[tid] = sorted(r.i32() for _ in range(r.uvarint() - 1))
+            r.tags()
+        r.tags()
+    return err, member_epoch, assignment
+
+
+def offset_commit(gc: str, group: str, member: str, epoch: int, topic: str, partitions: list[int],
+                  version: int = 9) -> set[int]:
+    """OffsetCommit v8/v9 of offset 1 for `partitions`: the set of error codes answered."""
+    ps = [w.i32(p) + w.i64(1) + w.i32(-1) + w.compact_string(None) + w.NO_TAGS for p in partitions]
+    body = (w.compact_string(group) + w.i32(epoch) + w.compact_string(member) + w.compact_string(None)
+            + w.compact_array([w.compact_string(topic) + w.compact_array(ps) + w.NO_TAGS]) + w.NO_TAGS)
+    r = call(gc, OFFSET_COMMIT, version, body)
+    r.i32()
+    errors = set()
+    for _ in range(r.uvarint() - 1):
+        r.compact_string()
+        for _ in range(r.uvarint() - 1):
+            r.i32()
+            errors.add(r.i16())
+            r.tags()
+        r.tags()
+    return errors
+
+
+@pytest.mark.parametrize("which", ["frieda", "kafka"])
+def test_offset_commit_with_a_lagging_member_epoch(broker, kafka44, which, topic_name):
+    """KIP-1251 (Kafka 4.3's assignment epochs): a consumer-protocol member that commits with its
+    previous epoch (the heartbeat answer with the new one is still on its way) is accepted for a
+    partition it has held since then, and refused with STALE_MEMBER_EPOCH (113) for one it gave
+    up, for an epoch newer than its own or older than the partition's; at its own epoch any
+    partition goes; OffsetCommit v8 is UNSUPPORTED_VERSION (35) for it. The same requests and
+    answers with Kafka 4.4.0."""
+    b = broker.bootstrap if which == "frieda" else kafka44
+    topic = topic_name()
+    admin = AdminClient({"bootstrap.servers": b})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    tid = topic_uuid(admin, topic)
+    group = f"g-{topic}"
+    gc = retry(lambda: _try(lambda: coordinator(b, group, 0)), "a group coordinator")
+    a, bm = str(uuid.uuid4()), str(uuid.uuid4())
+
+    # a joins alone and gets both partitions.
+    err, ea, got = heartbeat(gc, group, a, 0, topic, [])
+    assert err == 0, err
+    asg_seen = got == {tid: [0, 1]}
+    while not asg_seen:
+        err, ea, got = heartbeat(gc, group, a, ea, None, [])
+        assert err == 0, err
+        asg_seen = got == {tid: [0, 1]} or asg_seen
+        time.sleep(0.2)
+    first = ea
+    # b joins; a must give up one partition, keeping its epoch until it reports it gone.
+    err, eb, _ = heartbeat(gc, group, bm, 0, topic, [])
+    assert err == 0, err
+    kept = retry(lambda: (lambda r: r[2][tid] if r[0] == 0 and r[2] and len(r[2].get(tid, [])) == 1 else None)(
+        heartbeat(gc, group, a, first, None, [(tid, [0, 1])])), "a is asked to revoke a partition")
+    gone = [p for p in (0, 1) if p not in kept]
+    assert offset_commit(gc, group, a, first, topic, gone) == {0}, "pending revocation: still a's"
+    second = retry(lambda: (lambda r: r[1] if r[0] == 0 and r[1] > first else None)(
+        heartbeat(gc, group, a, first, None, [(tid, kept)])), "a moves to the new epoch")
+    print(which, "epochs", first, second, "kept", kept, "gone", gone)
+
+    assert offset_commit(gc, group, a, first, topic, kept) == {0}, "lagging epoch, partition held since"
+    assert offset_commit(gc, group, a, first, topic, gone) == {113}, "lagging epoch, partition given up"
+    assert offset_commit(gc, group, a, first, topic, kept + gone) == {113}, "one refusal fails the request"
+    assert offset_commit(gc, group, a, first - 1, topic, kept) == {113}, "older than the assignment epoch"
+    assert offset_commit(gc, group, a, second + 1, topic, kept) == {113}, "newer than the member's epoch"
+    assert offset_commit(gc, group, a, second, topic, gone) == {0}, "its own epoch: any partition"
+    assert offset_commit(gc, group, a, second, topic, kept, version=8) == {35}
+    assert offset_commit(gc, group, "no-such-member", second, topic, kept) == {25}

@@ -8,7 +8,7 @@
 //! the log) and unloads it when leadership moves; requests for a group whose partition is not
 //! loaded here get NOT_COORDINATOR (16), so clients look the coordinator up again.
 
-use super::group::consumer::TopicsView;
+use super::group::consumer::{Committer, TopicsView};
 use super::group::state::{JoinRequest, JoinResult, SyncResult};
 use super::group::{CoordinatorConfig, GroupCoordinator, GroupDescription, GroupListing, TICK};
 use super::offsets::codec::OffsetValue;
@@ -225,29 +225,26 @@ impl GroupCoordinators {
     pub async fn commit(
         &self,
         group: &str,
-        generation: i32,
-        member_id: &str,
-        instance_id: Option<&str>,
+        committer: Committer<'_>,
         entries: Vec<(TopicPartition, OffsetValue)>,
+        topic_ids: &(dyn Fn(&str) -> Option<uuid::Uuid> + Sync),
     ) -> Result<(), E> {
         self.for_group(group)?
-            .commit(group, generation, member_id, instance_id, entries)
+            .commit(group, committer, entries, topic_ids)
             .await
     }
 
     /// TxnOffsetCommit (see [`GroupCoordinator::txn_commit`]).
-    #[allow(clippy::too_many_arguments)]
     pub async fn txn_commit(
         &self,
         group: &str,
         producer: crate::coordinator::records::TxnProducer,
-        generation: i32,
-        member_id: &str,
-        instance_id: Option<&str>,
+        committer: Committer<'_>,
         entries: Vec<(TopicPartition, OffsetValue)>,
+        topic_ids: &(dyn Fn(&str) -> Option<uuid::Uuid> + Sync),
     ) -> Result<(), E> {
         self.for_group(group)?
-            .txn_commit(group, producer, generation, member_id, instance_id, entries)
+            .txn_commit(group, producer, committer, entries, topic_ids)
             .await
     }
 

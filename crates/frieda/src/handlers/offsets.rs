@@ -5,6 +5,7 @@
 use super::{authorized, str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::clock::now_ms;
+use crate::coordinator::group::consumer::Committer;
 use crate::coordinator::offsets::codec::OffsetValue;
 use crate::security::acl::{op, resource};
 use kafka_protocol::error::ResponseError as E;
@@ -39,7 +40,8 @@ fn topic_named(broker: &Broker, version: i16, name: &TopicName, id: &Uuid) -> Op
 /// OffsetCommit v2-10 (v10 names topics by id). Per partition: UNKNOWN_TOPIC_ID (100) for an
 /// unknown topic id (v10), UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE, or the
 /// group's verdict (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
-/// FENCED_INSTANCE_ID, INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, KAFKA_STORAGE_ERROR).
+/// FENCED_INSTANCE_ID, STALE_MEMBER_EPOCH and UNSUPPORTED_VERSION below v9 for consumer-protocol
+/// members (KIP-848, KIP-1251), INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, KAFKA_STORAGE_ERROR).
 pub async fn commit(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -90,15 +92,17 @@ pub async fn commit(
     let verdict = if entries.is_empty() {
         Ok(())
     } else {
+        let committer = Committer {
+            member_id: &req.member_id,
+            epoch: req.generation_id_or_member_epoch,
+            instance_id: req.group_instance_id.as_deref(),
+            transactional: false,
+            version: ctx.api_version,
+        };
+        let topic_ids = |name: &str| broker.topic(name).map(|t| t.id);
         broker
             .groups
-            .commit(
-                &req.group_id.0,
-                req.generation_id_or_member_epoch,
-                &req.member_id,
-                req.group_instance_id.as_deref(),
-                entries,
-            )
+            .commit(&req.group_id.0, committer, entries, &topic_ids)
             .await
     };
     let mut topics: Vec<OffsetCommitResponseTopic> = Vec::new();

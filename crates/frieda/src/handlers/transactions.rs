@@ -40,6 +40,7 @@ use crate::broker::txn_markers::{write_marker_locally, LocalMarker};
 use crate::broker::txn_verify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
+use crate::coordinator::group::consumer::Committer;
 use crate::coordinator::offsets::codec::OffsetValue;
 use crate::coordinator::records::TxnProducer;
 use crate::coordinator::transaction::{
@@ -565,19 +566,24 @@ pub async fn txn_offset_commit(
         } else {
             None
         };
+        let committer = Committer {
+            member_id: &member,
+            epoch: generation,
+            instance_id: instance.as_deref(),
+            transactional: true,
+            version: v,
+        };
+        let topic_ids = |name: &str| broker.topic(name).map(|t| t.id);
         result = broker
             .groups
-            .txn_commit(
-                &group,
-                producer,
-                generation,
-                &member,
-                instance.as_deref(),
-                entries,
-            )
+            .txn_commit(&group, producer, committer, entries, &topic_ids)
             .await;
     }
-    let error = result.err().map(|e| for_version(e, v, 2, 4));
+    // Kafka's TxnOffsetCommitRequest.supportsStaleMemberEpochError: v6 and later.
+    let error = result.err().map(|e| match for_version(e, v, 2, 4) {
+        E::StaleMemberEpoch if v < 6 => E::IllegalGeneration,
+        other => other,
+    });
     let topics = req
         .topics
         .into_iter()

@@ -124,6 +124,11 @@ pub struct Member {
     pub assigned: Assignment,
     /// Partitions it must revoke.
     pub revoking: Assignment,
+    /// The group epoch at which each partition of `assigned` and `revoking` was given to it
+    /// (KIP-1251's assignment epochs, Kafka 4.3's `ConsumerGroupMember.assignedPartitions`): a
+    /// commit with an older member epoch is accepted for a partition it got at or before that
+    /// epoch. Kept in step by [`Member::stamp_assignment_epochs`]; bounded by its partitions.
+    assignment_epochs: BTreeMap<(Uuid, i32), i32>,
     /// Reconciliation state.
     pub state: MemberState,
     /// Set for a member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat) in
@@ -157,6 +162,7 @@ impl Member {
             rebalance_timeout_ms,
             assigned: Assignment::new(),
             revoking: Assignment::new(),
+            assignment_epochs: BTreeMap::new(),
             state: MemberState::Stable,
             classic: None,
             session_deadline,
@@ -167,6 +173,27 @@ impl Member {
     /// Whether it speaks the classic protocol.
     pub fn uses_classic_protocol(&self) -> bool {
         self.classic.is_some()
+    }
+
+    /// Brings [`Member::assignment_epochs`] in step with `assigned` and `revoking` after either
+    /// changed: partitions it no longer holds lose their epoch, partitions new to it get `epoch`
+    /// (the assignment epoch they were given at); the others keep theirs.
+    pub(crate) fn stamp_assignment_epochs(&mut self, epoch: i32) {
+        let holds = |a: &Assignment, t: &Uuid, p: &i32| a.get(t).is_some_and(|ps| ps.contains(p));
+        let (assigned, revoking) = (&self.assigned, &self.revoking);
+        self.assignment_epochs
+            .retain(|(t, p), _| holds(assigned, t, p) || holds(revoking, t, p));
+        for (t, ps) in &self.assigned {
+            for p in ps {
+                self.assignment_epochs.entry((*t, *p)).or_insert(epoch);
+            }
+        }
+    }
+
+    /// The epoch at which it got partition `partition` of topic `topic`, if it holds it
+    /// (assigned or pending revocation).
+    pub fn assignment_epoch(&self, topic: Uuid, partition: i32) -> Option<i32> {
+        self.assignment_epochs.get(&(topic, partition)).copied()
     }
 
     fn subscribes_to(&self, topic: &str) -> bool {
@@ -481,6 +508,7 @@ impl ConsumerGroup {
                 m.epoch = 0;
                 m.assigned.clear();
                 m.revoking.clear();
+                m.stamp_assignment_epochs(0);
                 m.state = MemberState::Stable;
                 m.revocation_deadline = None;
             }
@@ -615,6 +643,7 @@ impl ConsumerGroup {
         if !revoke.is_empty() {
             m.assigned = keep;
             m.revoking = revoke;
+            m.stamp_assignment_epochs(epoch);
             m.state = MemberState::UnrevokedPartitions;
             m.revocation_deadline =
                 Some(now + Duration::from_millis(m.rebalance_timeout_ms.max(0) as u64));
@@ -625,6 +654,7 @@ impl ConsumerGroup {
         let unreleased = !minus(&wanted, &free).is_empty();
         m.assigned = keep;
         union(&mut m.assigned, &free);
+        m.stamp_assignment_epochs(epoch);
         if m.epoch != epoch {
             m.previous_epoch = m.epoch;
             m.epoch = epoch;
@@ -664,25 +694,82 @@ impl ConsumerGroup {
         !expired.is_empty()
     }
 
-    /// OffsetCommit / TxnOffsetCommit validation (Kafka's `ConsumerGroup.validateOffsetCommit`):
-    /// epoch < 0 from a client outside the group is allowed while the group is empty.
+    /// OffsetCommit / TxnOffsetCommit validation (Kafka 4.4's
+    /// `ConsumerGroup.validateOffsetCommit`, with KIP-1251's assignment epochs): a member
+    /// committing at its current epoch may commit any partition; at an older epoch (its
+    /// heartbeat answer with the newer one has not reached it yet) only partitions it holds
+    /// (assigned or pending revocation) that it got at or before that epoch. Epoch < 0 from a
+    /// client outside the group is allowed while the group is empty, and a transactional
+    /// commit without member information (generation -1, no member, no instance) always.
+    /// `partitions` names what is committed: (topic id, topic name, partition).
     ///
-    /// Errors: UNKNOWN_MEMBER_ID (25), STALE_MEMBER_EPOCH (113) when the epoch is not the member's,
-    /// ILLEGAL_GENERATION (22) instead for a classic member (its generation is its epoch).
-    pub fn validate_commit(&self, member_id: &str, epoch: i32) -> Result<(), E> {
-        if epoch < 0 && self.members.is_empty() {
+    /// Errors (one for the whole request, as Kafka's): UNKNOWN_MEMBER_ID (25);
+    /// UNSUPPORTED_VERSION (35) for OffsetCommit below v9 from a member of the consumer
+    /// protocol; STALE_MEMBER_EPOCH (113) for an epoch newer than the member's, or older than a
+    /// partition's assignment epoch, or a partition it does not hold; ILLEGAL_GENERATION (22)
+    /// instead for a classic member (its generation is its epoch).
+    pub fn validate_commit(
+        &self,
+        c: &Committer<'_>,
+        partitions: &[(Uuid, &str, i32)],
+    ) -> Result<(), E> {
+        if c.epoch < 0 && self.members.is_empty() {
             return Ok(());
         }
-        let m = self.members.get(member_id).ok_or(E::UnknownMemberId)?;
-        if m.epoch != epoch {
-            return Err(if m.uses_classic_protocol() {
-                E::IllegalGeneration
-            } else {
-                E::StaleMemberEpoch
-            });
+        if c.transactional && c.epoch == -1 && c.member_id.is_empty() && c.instance_id.is_none() {
+            return Ok(());
+        }
+        let m = self.members.get(c.member_id).ok_or(E::UnknownMemberId)?;
+        if !c.transactional && !m.uses_classic_protocol() && c.version < 9 {
+            tracing::debug!(group = %self.id, member = c.member_id, version = c.version,
+                "OffsetCommit version 9 or above must be used by members using the consumer group protocol");
+            return Err(E::UnsupportedVersion);
+        }
+        if c.epoch == m.epoch {
+            return Ok(());
+        }
+        let stale = if m.uses_classic_protocol() {
+            E::IllegalGeneration
+        } else {
+            E::StaleMemberEpoch
+        };
+        if c.epoch > m.epoch {
+            tracing::debug!(group = %self.id, member = c.member_id,
+                "Received member epoch {} is newer than current member epoch {}.", c.epoch, m.epoch);
+            return Err(stale);
+        }
+        for &(topic_id, topic, partition) in partitions {
+            match m.assignment_epoch(topic_id, partition) {
+                None => {
+                    tracing::debug!(group = %self.id, member = c.member_id,
+                        "Partition {topic}-{partition} is not assigned or pending revocation for member.");
+                    return Err(stale);
+                }
+                Some(at) if c.epoch < at => {
+                    tracing::debug!(group = %self.id, member = c.member_id,
+                        "Received member epoch {} is older than assignment epoch {at} for partition {topic}-{partition}.", c.epoch);
+                    return Err(stale);
+                }
+                Some(_) => {}
+            }
         }
         Ok(())
     }
+}
+
+/// Who commits offsets: the member fields of an OffsetCommit or TxnOffsetCommit request.
+#[derive(Debug, Clone, Copy)]
+pub struct Committer<'a> {
+    /// Member id (empty for a client outside the group).
+    pub member_id: &'a str,
+    /// Generation id (classic) or member epoch (consumer protocol); -1 outside the group.
+    pub epoch: i32,
+    /// `group.instance.id` of a static member.
+    pub instance_id: Option<&'a str>,
+    /// TxnOffsetCommit (KIP-447) rather than OffsetCommit.
+    pub transactional: bool,
+    /// The request's version (OffsetCommit v9+ for consumer-protocol members).
+    pub version: i16,
 }
 
 #[cfg(test)]

@@ -196,19 +196,141 @@ fn regex_subscriptions_follow_new_topics() {
     );
 }
 
+fn committer(id: &str, epoch: i32) -> Committer<'_> {
+    Committer {
+        member_id: id,
+        epoch,
+        instance_id: None,
+        transactional: false,
+        version: 9,
+    }
+}
+
+/// The partitions of `a` as a commit names them (topic "t").
+fn committed(a: &Assignment) -> Vec<(Uuid, &'static str, i32)> {
+    a.iter()
+        .flat_map(|(t, ps)| ps.iter().map(move |p| (*t, "t", *p)))
+        .collect()
+}
+
 #[test]
 fn commits_need_the_member_epoch() {
     let now = Instant::now();
     let tv = topics(&[("t", T1, 1)]);
     let mut g = ConsumerGroup::new("g", ConsumerGroupConfig::default());
+    let p0 = committed(&parts(T1, &[0]));
     assert!(
-        g.validate_commit("", -1).is_ok(),
+        g.validate_commit(&committer("", -1), &p0).is_ok(),
         "empty group: simple commits"
     );
     g.heartbeat(join("a", &["t"]), &tv, now).unwrap();
-    assert_eq!(g.validate_commit("", -1), Err(E::UnknownMemberId));
-    assert_eq!(g.validate_commit("a", 0), Err(E::StaleMemberEpoch));
-    assert!(g.validate_commit("a", 1).is_ok());
+    assert_eq!(
+        g.validate_commit(&committer("", -1), &p0),
+        Err(E::UnknownMemberId)
+    );
+    assert_eq!(
+        g.validate_commit(&committer("a", 0), &p0),
+        Err(E::StaleMemberEpoch),
+        "older than the partition's assignment epoch (1)"
+    );
+    assert_eq!(
+        g.validate_commit(&committer("a", 2), &p0),
+        Err(E::StaleMemberEpoch),
+        "newer than the member's epoch"
+    );
+    assert!(g.validate_commit(&committer("a", 1), &p0).is_ok());
+    // OffsetCommit below v9 is refused to consumer-protocol members (Kafka 4.4).
+    let v8 = Committer {
+        version: 8,
+        ..committer("a", 1)
+    };
+    assert_eq!(g.validate_commit(&v8, &p0), Err(E::UnsupportedVersion));
+    // A transactional commit without member information is not checked (KIP-447's
+    // sendOffsetsToTransaction with a group id only).
+    let txn = Committer {
+        transactional: true,
+        version: 3,
+        ..committer("", -1)
+    };
+    assert!(g.validate_commit(&txn, &p0).is_ok());
+}
+
+/// KIP-1251 (Kafka 4.3): a member whose heartbeat answer with a new epoch has not reached it
+/// yet commits with its previous epoch; that is accepted for the partitions it got at or before
+/// that epoch, and refused for partitions it gave up or got later.
+#[test]
+fn commits_with_a_lagging_epoch_are_accepted_for_partitions_held_since() {
+    let now = Instant::now();
+    let tv = topics(&[("t", T1, 2)]);
+    let mut g = ConsumerGroup::new("g", ConsumerGroupConfig::default());
+    let a = g.heartbeat(join("a", &["t"]), &tv, now).unwrap();
+    assert_eq!(
+        (a.member_epoch, a.assignment),
+        (1, Some(parts(T1, &[0, 1])))
+    );
+    let b = g.heartbeat(join("b", &["t"]), &tv, now).unwrap();
+    assert_eq!(b.member_epoch, 2);
+    // a revokes one partition (it keeps epoch 1 meanwhile), then moves to epoch 2.
+    let kept = g
+        .heartbeat(beat("a", 1, None), &tv, now)
+        .unwrap()
+        .assignment
+        .unwrap();
+    let gone = minus(&parts(T1, &[0, 1]), &kept);
+    assert_eq!((count(&kept), count(&gone)), (1, 1));
+    let revoking = g.members().find(|m| m.id == "a").unwrap().clone();
+    assert_eq!(
+        g.validate_commit(&committer("a", 1), &committed(&gone)),
+        Ok(()),
+        "pending revocation: still its own at epoch 1"
+    );
+    let gone_partition = committed(&gone)[0].2;
+    assert_eq!(
+        revoking.assignment_epoch(Uuid::from_u128(T1), gone_partition),
+        Some(1)
+    );
+    let a = g
+        .heartbeat(beat("a", 1, Some(kept.clone())), &tv, now)
+        .unwrap();
+    assert_eq!(a.member_epoch, 2);
+
+    assert_eq!(
+        g.validate_commit(&committer("a", 1), &committed(&kept)),
+        Ok(()),
+        "lagging epoch, partition held since epoch 1"
+    );
+    assert_eq!(
+        g.validate_commit(&committer("a", 1), &committed(&gone)),
+        Err(E::StaleMemberEpoch),
+        "lagging epoch, partition given up"
+    );
+    assert_eq!(
+        g.validate_commit(&committer("a", 2), &committed(&gone)),
+        Ok(()),
+        "the member's own epoch: every partition, as Kafka"
+    );
+    assert_eq!(
+        g.validate_commit(&committer("a", 3), &committed(&kept)),
+        Err(E::StaleMemberEpoch)
+    );
+    // b gets the released partition at epoch 2: a commit of it at epoch 1 is too old.
+    let b = g.heartbeat(beat("b", 2, None), &tv, now).unwrap();
+    assert_eq!(b.assignment, Some(gone.clone()));
+    let b = g
+        .heartbeat(beat("b", 2, Some(gone.clone())), &tv, now)
+        .unwrap();
+    assert_eq!(b.member_epoch, 2);
+    assert_eq!(
+        g.validate_commit(&committer("b", 1), &committed(&gone)),
+        Err(E::StaleMemberEpoch)
+    );
+    // A rejoin (epoch 0) drops what a member held: it gets its partition anew, at the current
+    // assignment epoch, and its commits at epoch 1 no longer count.
+    g.heartbeat(join("a", &["t"]), &tv, now).unwrap();
+    assert_eq!(
+        g.validate_commit(&committer("a", 1), &committed(&kept)),
+        Err(E::StaleMemberEpoch)
+    );
 }
 
 #[test]

@@ -26,13 +26,16 @@ use crate::coordinator::offsets::{OffsetStore, TopicPartition};
 use crate::storage::partition::Partition;
 use bytes::Bytes;
 use consumer::classic;
-use consumer::{ConsumerGroup, ConsumerGroupConfig, Heartbeat, HeartbeatReply, TopicsView};
+use consumer::{
+    Committer, ConsumerGroup, ConsumerGroupConfig, Heartbeat, HeartbeatReply, TopicsView,
+};
 use kafka_protocol::error::ResponseError as E;
 use parking_lot::{Mutex, MutexGuard};
 use state::{Group, GroupConfig, GroupState, JoinRequest, JoinResult, Reply, SyncResult};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use uuid::Uuid;
 
 /// Coordinator settings (Kafka names in the broker config).
 #[derive(Debug, Clone)]
@@ -133,6 +136,22 @@ fn valid_group_id(id: &str) -> Result<(), E> {
 }
 
 /// JoinGroup of a classic member to the consumer group `c`, answered at once.
+/// The committed partitions as a consumer group's commit check names them: (topic id, topic
+/// name, partition); a topic without an id (deleted meanwhile) gets the nil id, which no member
+/// holds.
+fn committed<'a>(
+    entries: &'a [(TopicPartition, OffsetValue)],
+    topic_ids: &(dyn Fn(&str) -> Option<Uuid> + Sync),
+) -> Vec<(Uuid, &'a str, i32)> {
+    entries
+        .iter()
+        .map(|((topic, partition), _)| {
+            let id = topic_ids(topic).unwrap_or(Uuid::nil());
+            (id, topic.as_str(), *partition)
+        })
+        .collect()
+}
+
 fn classic_join(c: &mut ConsumerGroup, req: &JoinRequest, topics: &TopicsView) -> JoinResult {
     match c.classic_join(req, topics, Instant::now()) {
         Ok(j) => {
@@ -388,20 +407,28 @@ impl GroupCoordinator {
 
     /// OffsetCommit: validates the member and generation, then stores the offsets; resolves
     /// once they are durable. The error applies to every partition.
+    ///
+    /// `topic_ids` resolves the committed topics' ids for a consumer group's assignment epochs
+    /// (KIP-1251; see [`ConsumerGroup::validate_commit`]).
     pub async fn commit(
         &self,
         group_id: &str,
-        generation: i32,
-        member_id: &str,
-        instance_id: Option<&str>,
+        committer: Committer<'_>,
         entries: Vec<(TopicPartition, OffsetValue)>,
+        topic_ids: &(dyn Fn(&str) -> Option<Uuid> + Sync),
     ) -> Result<(), E> {
         valid_group_id(group_id)?;
+        let Committer {
+            epoch: generation,
+            member_id,
+            instance_id,
+            ..
+        } = committer;
         let pending = {
             let mut groups = self.groups.lock();
             let consumer_group = match self.lock_consumers(&groups).get(group_id) {
                 Some(c) => {
-                    c.validate_commit(member_id, generation)?;
+                    c.validate_commit(&committer, &committed(&entries, topic_ids))?;
                     true
                 }
                 None => false,
@@ -438,12 +465,17 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
         producer: crate::coordinator::records::TxnProducer,
-        generation: i32,
-        member_id: &str,
-        instance_id: Option<&str>,
+        committer: Committer<'_>,
         entries: Vec<(TopicPartition, OffsetValue)>,
+        topic_ids: &(dyn Fn(&str) -> Option<Uuid> + Sync),
     ) -> Result<(), E> {
         valid_group_id(group_id)?;
+        let Committer {
+            epoch: generation,
+            member_id,
+            instance_id,
+            ..
+        } = committer;
         {
             // Lock order: `groups`, then `consumers` (an `if let` on `consumers.lock()` would hold
             // it through its `else`, and taking `groups` there deadlocked against JoinGroup,
@@ -451,7 +483,7 @@ impl GroupCoordinator {
             let mut groups = self.groups.lock();
             let consumers = self.lock_consumers(&groups);
             if let Some(c) = consumers.get(group_id) {
-                c.validate_commit(member_id, generation)?;
+                c.validate_commit(&committer, &committed(&entries, topic_ids))?;
             } else if generation >= 0 {
                 match groups.get_mut(group_id) {
                     None => return Err(E::IllegalGeneration),

@@ -189,6 +189,7 @@ impl ConsumerGroup {
                 m.previous_epoch = 0;
                 m.assigned.clear();
                 m.revoking.clear();
+                m.stamp_assignment_epochs(0);
                 m.state = MemberState::Stable;
                 m.revocation_deadline = None;
                 self.target.insert(member_id.clone(), target);
@@ -398,6 +399,7 @@ impl ConsumerGroup {
             let names = super::sorted_names(sub.topics.iter().map(|t| t.to_string()));
             m.topic_names = names;
             m.assigned = assigned.clone();
+            m.stamp_assignment_epochs(g.generation);
             m.classic = Some(ClassicMember {
                 session_timeout: gm.session_timeout,
                 protocols: gm.protocols.clone(),

@@ -144,12 +144,31 @@ fn a_classic_member_joins_a_consumer_group_and_gets_its_half_after_the_other_rev
     assert_eq!(g.state(), ConsumerGroupState::Stable);
 
     // Its commits are checked by generation (ILLEGAL_GENERATION, not STALE_MEMBER_EPOCH).
-    assert_eq!(g.validate_commit(&id, j.generation), Ok(()));
+    let commit = |member: &str, epoch: i32| {
+        let c = crate::coordinator::group::consumer::Committer {
+            member_id: member,
+            epoch,
+            instance_id: None,
+            transactional: false,
+            version: 2,
+        };
+        let names: Vec<(Uuid, &str, i32)> = got
+            .iter()
+            .flat_map(|(t, ps)| ps.iter().map(move |p| (*t, "t", *p)))
+            .collect();
+        g.validate_commit(&c, &names)
+    };
+    assert_eq!(commit(&id, j.generation), Ok(()));
     assert_eq!(
-        g.validate_commit(&id, j.generation - 1),
-        Err(E::IllegalGeneration)
+        commit(&id, j.generation - 1),
+        Err(E::IllegalGeneration),
+        "its partitions were assigned at this generation"
     );
-    assert_eq!(g.validate_commit("a", 0), Err(E::StaleMemberEpoch));
+    assert_eq!(
+        commit("a", 0),
+        Err(E::UnsupportedVersion),
+        "a consumer-protocol member must use OffsetCommit v9+"
+    );
     // A consumer-protocol member cannot use the classic calls.
     assert_eq!(
         g.classic_heartbeat("a", None, 2, now),
