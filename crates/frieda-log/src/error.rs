@@ -34,4 +34,14 @@ pub enum LogError {
     /// nothing was stored.
     #[error(transparent)]
     Producer(#[from] ProducerError),
+    /// A new segment would take the process past its budget of open segment files
+    /// (`log.segment.files.max`, see [`crate::limits`]); nothing was created and the log stays
+    /// online. The broker answers KAFKA_STORAGE_ERROR (56).
+    #[error("open-file budget reached: {held} segment files open, budget {budget} (log.segment.files.max); delete topics or raise the process's open-file limit")]
+    OpenFilesBudget {
+        /// Segment files open.
+        held: usize,
+        /// The budget.
+        budget: usize,
+    },
 }

@@ -28,6 +28,7 @@ mod control;
 mod epoch;
 mod error;
 mod index;
+pub mod limits;
 mod partition;
 mod producer_state;
 mod records;

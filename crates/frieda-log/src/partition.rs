@@ -7,7 +7,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -23,6 +23,7 @@ use crate::config::{LogConfig, TimestampType};
 use crate::control::{build_marker_batch, read_control_record, ControlRecord, EndTxnMarker};
 use crate::epoch::EpochCache;
 use crate::error::LogError;
+use crate::limits;
 use crate::producer_state::{
     ProducerError, ProducerInfo, ProducerStateManager, SequenceCheck, TxnFrontier,
 };
@@ -31,6 +32,9 @@ use crate::retention::{self, SegmentInfo};
 use crate::segment::{self, read_exact_at, scan_headers, Segment, SegmentShared};
 use crate::snapshot;
 use crate::txn_index::{self, AbortedTxn};
+
+/// Time-based rolls skipped for the open-file budget (a warning every 1000).
+static BUDGET_WARNED: AtomicU64 = AtomicU64::new(0);
 
 /// An empty file in a partition's directory once its producer table has forgotten a producer
 /// (`producer.id.expiration.ms`): from then on a producer's first batch here may start at any
@@ -740,10 +744,33 @@ impl PartitionLog {
             return false;
         }
         let new_size = a.size() + len as u64;
-        new_size > self.config.segment_bytes
-            || new_size > u64::from(u32::MAX) // index positions are u32
-            || last_offset - a.base_offset() > i64::from(i32::MAX) // relative offsets
-            || a.rolling_ts.is_some_and(|t| now_ms.saturating_sub(t) > self.max_segment_ms())
+        // Index positions are u32, offsets relative to the segment's base i32.
+        if new_size > self.config.segment_bytes
+            || new_size > u64::from(u32::MAX)
+            || last_offset - a.base_offset() > i64::from(i32::MAX)
+        {
+            return true;
+        }
+        let period = self.max_segment_ms().max(limits::min_segment_ms());
+        let aged = a
+            .rolling_ts
+            .is_some_and(|t| now_ms.saturating_sub(t) > period);
+        if !aged {
+            return false;
+        }
+        // A time-based roll is optional: near the open-file budget the segment stays active.
+        if limits::room_for_optional(1) {
+            return true;
+        }
+        if BUDGET_WARNED
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(1000)
+        {
+            tracing::warn!(dir = %self.dir.display(), open_segment_files = limits::open_segment_files(),
+                budget = limits::open_files_budget(),
+                "segment.ms roll skipped: the open-file budget (log.segment.files.max) is nearly used");
+        }
+        false
     }
 
     /// How long the active segment may stay open, ms: `segment.ms`, or for a compacted log
@@ -884,6 +911,7 @@ impl PartitionLog {
         let active = self.active();
         if !active.is_empty()
             && retention::expired_by_time(&self.config, active.largest_timestamp(), now_ms)
+            && limits::room_for_optional(1)
         {
             self.roll(now_ms)?;
         }

@@ -15,6 +15,7 @@ use parking_lot::RwLock;
 use crate::batch::{BatchHeader, BATCH_HEADER_LEN};
 use crate::error::LogError;
 use crate::index::{self, IndexBuilder, OffsetEntry, TimeEntry};
+use crate::limits::SegmentFiles;
 use crate::recovery;
 use crate::txn_index::{AbortedTxn, TxnIndexFile};
 
@@ -72,6 +73,8 @@ pub(crate) struct SegmentShared {
     pub state: RwLock<SegState>,
     /// The transactions aborted by markers in this segment (its `.txnindex`), in order.
     pub aborted: RwLock<Vec<AbortedTxn>>,
+    /// Its share of the open-file budget, given back when the last holder drops it.
+    _files: SegmentFiles,
 }
 
 /// Result of reading batches from one segment.
@@ -417,6 +420,7 @@ impl Segment {
         loaded: Loaded,
         txn: (TxnIndexFile, Vec<AbortedTxn>),
         now_ms: i64,
+        budget: SegmentFiles,
     ) -> Segment {
         let Files {
             log,
@@ -447,6 +451,7 @@ impl Segment {
                 log,
                 state: RwLock::new(state),
                 aborted: RwLock::new(txn.1),
+                _files: budget,
             }),
             index_file,
             time_file,
@@ -468,8 +473,12 @@ impl Segment {
     }
 
     /// Creates a new empty segment (truncating stray index files with the same base).
+    ///
+    /// Errors: [`LogError::OpenFilesBudget`] beyond the open-file budget (nothing created),
+    /// `LogError::Io`.
     pub fn create(dir: &Path, base_offset: i64, now_ms: i64) -> Result<Segment, LogError> {
-        Self::create_as(dir, base_offset, now_ms, "")
+        let budget = SegmentFiles::reserve()?;
+        Self::create_in_budget(dir, base_offset, now_ms, "", budget)
     }
 
     /// Creates a new empty segment whose files carry `suffix` after their usual names (the
@@ -480,6 +489,16 @@ impl Segment {
         base_offset: i64,
         now_ms: i64,
         suffix: &str,
+    ) -> Result<Segment, LogError> {
+        Self::create_in_budget(dir, base_offset, now_ms, suffix, SegmentFiles::force())
+    }
+
+    fn create_in_budget(
+        dir: &Path,
+        base_offset: i64,
+        now_ms: i64,
+        suffix: &str,
+        budget: SegmentFiles,
     ) -> Result<Segment, LogError> {
         let log = open_rw(&file_name(dir, base_offset, &format!(".log{suffix}")), true)?;
         let idx = open_rw(
@@ -503,7 +522,15 @@ impl Segment {
             builder: IndexBuilder::new(),
         };
         let txn = TxnIndexFile::create(file_name(dir, base_offset, &format!(".txnindex{suffix}")));
-        let mut s = Segment::assemble(dir, base_offset, files, loaded, (txn, Vec::new()), now_ms);
+        let mut s = Segment::assemble(
+            dir,
+            base_offset,
+            files,
+            loaded,
+            (txn, Vec::new()),
+            now_ms,
+            budget,
+        );
         s.last_modified_ms = now_ms;
         Ok(s)
     }
@@ -576,6 +603,7 @@ impl Segment {
             loaded,
             txn,
             now_ms,
+            SegmentFiles::force(),
         ))
     }
 
@@ -684,7 +712,15 @@ impl Segment {
             builder,
         };
         let txn = TxnIndexFile::open(file_name(dir, base_offset, ".txnindex"))?;
-        let mut seg = Segment::assemble(dir, base_offset, files, loaded, txn, now_ms);
+        let mut seg = Segment::assemble(
+            dir,
+            base_offset,
+            files,
+            loaded,
+            txn,
+            now_ms,
+            SegmentFiles::force(),
+        );
         if !closed && !rec.batches.is_empty() {
             seg.rolling_ts = Some(creation_ms(&seg.shared.log, now_ms));
         }
@@ -753,7 +789,15 @@ impl Segment {
             builder,
         };
         let txn = TxnIndexFile::open(file_name(dir, base_offset, ".txnindex"))?;
-        let mut seg = Segment::assemble(dir, base_offset, files, loaded, txn, now_ms);
+        let mut seg = Segment::assemble(
+            dir,
+            base_offset,
+            files,
+            loaded,
+            txn,
+            now_ms,
+            SegmentFiles::force(),
+        );
         if size > 0 {
             seg.rolling_ts = Some(creation_ms(&seg.shared.log, now_ms));
         }

@@ -224,6 +224,15 @@ pub struct BrokerConfig {
     /// Most partitions the broker hosts (`max.broker.partitions`, KIP-578's name, default 10000);
     /// more is INVALID_PARTITIONS.
     pub max_broker_partitions: i32,
+    /// Most segment files the broker keeps open (`log.segment.files.max`, not a Kafka setting;
+    /// `None`, the default: 80% of the process's open-file limit, which the broker first raises
+    /// to its hard limit). A new segment beyond it is refused (KAFKA_STORAGE_ERROR to the
+    /// produce, INVALID_PARTITIONS to CreateTopics) and `segment.ms` rolls pause near it; see
+    /// `frieda_log::limits`.
+    pub log_segment_files_max: Option<usize>,
+    /// Shortest time-based roll, ms (`log.segment.ms.min`, default 1000; Redpanda's
+    /// `log_segment_ms_min`): a topic's `segment.ms` below it rolls this often.
+    pub log_segment_ms_min: i64,
     /// The cluster settings (Kafka's KRaft names); with no `controller.quorum.voters` the
     /// broker runs alone, as before there were clusters.
     pub cluster: ClusterConfig,
@@ -411,6 +420,8 @@ impl Default for BrokerConfig {
             offsets_topic_segment_bytes: 104_857_600,
             max_partitions_per_topic: 10_000,
             max_broker_partitions: 10_000,
+            log_segment_files_max: None,
+            log_segment_ms_min: frieda_log::limits::DEFAULT_MIN_SEGMENT_MS,
             cluster: ClusterConfig::default(),
             default_replication_factor: 1,
             rack: None,
@@ -853,6 +864,12 @@ impl BrokerConfig {
             }
             "max.broker.partitions" => {
                 self.max_broker_partitions = i32::try_from(positive(&text)?)?
+            }
+            "log.segment.files.max" => {
+                self.log_segment_files_max = Some(usize::try_from(positive(&text)?)?)
+            }
+            "log.segment.ms.min" => {
+                self.log_segment_ms_min = i64::try_from(positive(&text)?)?;
             }
             "overlapped.processing" => self.overlapped_processing = text.parse()?,
             "response.vectored.writes" => self.response_vectored_writes = text.parse()?,

@@ -504,8 +504,9 @@ impl Broker {
             .sum()
     }
 
-    /// INVALID_PARTITIONS (37) if `adding` more partitions would pass `max.broker.partitions`,
-    /// or a topic would have more than `max.partitions.per.topic`.
+    /// INVALID_PARTITIONS (37) if `adding` more partitions would pass `max.broker.partitions`
+    /// or the open-file budget (less a tenth kept for rolls), or a topic would have more than
+    /// `max.partitions.per.topic`.
     fn check_partition_bounds(&self, topic_total: i32, adding: i32) -> Result<(), AdminError> {
         if topic_total > self.config.max_partitions_per_topic {
             return Err(AdminError::new(
@@ -513,6 +514,17 @@ impl Broker {
                 format!(
                     "{topic_total} partitions exceed max.partitions.per.topic ({})",
                     self.config.max_partitions_per_topic
+                ),
+            ));
+        }
+        if adding > 0 && !frieda_log::limits::room_for_optional(adding as usize) {
+            return Err(AdminError::new(
+                ResponseError::InvalidPartitions,
+                format!(
+                    "{adding} more partitions would take the broker past its open-file budget \
+                     ({} of {} segment files open; log.segment.files.max)",
+                    frieda_log::limits::open_segment_files(),
+                    frieda_log::limits::open_files_budget()
                 ),
             ));
         }

@@ -40,6 +40,8 @@ pub const FRIEDA_ONLY_KEYS: &[&str] = &[
     "fetch.batched.wakeups",
     "max.partitions.per.topic",
     "max.broker.partitions",
+    "log.segment.files.max",
+    "log.segment.ms.min",
     "replica.stall.max.ms",
     "offsets.retention.ms",
     "ssl.reload.check.interval.ms",

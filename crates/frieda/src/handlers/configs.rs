@@ -349,6 +349,16 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
             TYPE_LONG,
         ),
         (
+            "log.segment.files.max",
+            frieda_log::limits::open_files_budget().to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "log.segment.ms.min",
+            c.log_segment_ms_min.to_string(),
+            TYPE_LONG,
+        ),
+        (
             "log.cleaner.enable",
             c.cleaner.enable.to_string(),
             TYPE_BOOLEAN,

@@ -124,6 +124,30 @@ pub(super) fn encode(e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
             }
         }
     }
+    let budget = frieda_log::limits::open_files_budget();
+    let log_files: [(&str, &str, Option<usize>); 2] = [
+        (
+            "frieda_log_segment_files_open",
+            "Segment files the log holds open (3 per segment: .log, .index, .timeindex).",
+            Some(frieda_log::limits::open_segment_files()),
+        ),
+        (
+            "frieda_log_segment_files_budget",
+            "Most segment files the log may hold open (log.segment.files.max); unset when unbounded.",
+            (budget != usize::MAX).then_some(budget),
+        ),
+    ];
+    for (name, help, value) in log_files {
+        if let Some(v) = value {
+            family(
+                e,
+                name,
+                help,
+                MetricType::Gauge,
+                [(none(), ConstGauge::new(v as f64))],
+            )?;
+        }
+    }
     family(
         e,
         "frieda_build_info",

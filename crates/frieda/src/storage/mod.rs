@@ -15,6 +15,7 @@
 
 pub mod checkpoint;
 pub mod clean_shutdown;
+pub mod file_budget;
 pub mod log_start;
 pub mod meta_properties;
 pub mod partition;
