@@ -374,7 +374,7 @@ def settings_section(d):
                 st.get("warmup_s", 0), st.get("pause_duration_s", 0), st.get("pause_at_s", 0), st.get("pause_secs", 0)),
             "| burn-in | %gs at the fixed rate with 8 producers after each cluster start, not reported |" % st.get("burnin_s", 0),
             "| producers | 3 brokers: %s; 4 brokers: %s |" % (st.get("producers3", "?"), st.get("producers4", "?")),
-            "| Kafka | 4.3.1 from Maven jars, KRaft, nodes 1-3 broker+controller (static `controller.quorum.voters`), "
+            "| Kafka | %s from Maven jars, KRaft" % (d.machine.get("kafka_version") or "?") + ", nodes 1-3 broker+controller (static `controller.quorum.voters`), "
             "node 4 broker-only; num.network.threads 3, num.io.threads 8, num.replica.fetchers 1, "
             "broker.session.timeout.ms 9000, broker.heartbeat.interval.ms 2000, replica.lag.time.max.ms 30000, "
             "replica.fetch.wait.max.ms 500 (all Kafka's defaults), default.replication.factor / "
@@ -480,7 +480,7 @@ def main():
     st = d.settings
     end = next((e for e in d.events if e.get("event") == "end"), {})
     tot = end.get("total_s")
-    L = ["# Frieda vs Apache Kafka 4.3.1 as clusters, on one machine", "",
+    L = ["# Frieda vs Apache Kafka %s as clusters, on one machine" % (d.machine.get("kafka_version") or "?"), "",
          "Run %s (`%s`), %s. Both broker types on the same 2-core machine, one at a time, the same load from the same "
          "generator (`frieda-bench`). Every cell: **acks=all, 1 partition, %s B records, no fsync per message**, "
          "RF 3 with min.insync.replicas=2 on 3 brokers, RF 4 with min.insync.replicas=%s on 4 brokers. "

@@ -317,7 +317,7 @@ def notes_section(d):
 def goals_report(d):
     K, F = "kafka", "frieda"
     med = d.med
-    lines = ["# Performance goals: Frieda vs Apache Kafka 4.3.1", "",
+    lines = ["# Performance goals: Frieda vs Apache Kafka %s" % (d.machine.get("kafka_version") or "?"), "",
              "Run `%s`: %d repeat%s, both brokers in each, one at a time. Every number is the **median over the "
              "repeats** (individual values at the end). Ratio = Frieda / Kafka: below 1 is better for latency and "
              "CPU, above 1 for throughput. Latencies in µs." % (

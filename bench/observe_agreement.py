@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Does the wire observer agree with the client? (`scripts/bench --observe`)
 
-For each broker (Apache Kafka 4.3.1 from ../shared/kafka-baseline, Frieda) and each offered rate,
+For each broker (Apache Kafka 4.4.0 from bench/kafka, Frieda) and each offered rate,
 `frieda-bench produce` (acks=all, 100 B records, 1 partition, 1 producer, no fsync per message)
 runs at a fixed rate while `frieda-bench observe` captures the broker's port on loopback during
 the measured window (after the warm-up). Compared per run: the observer's Produce latency (the
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINE = ROOT.parent / "shared" / "kafka-baseline"
+BASELINE = ROOT / "bench" / "kafka"  # run-kafka.sh / stop-kafka.sh of KAFKA_VERSION (4.4.0)
 BENCH = Path(os.environ.get("BENCH_BIN", ROOT / "target" / "release" / "frieda-bench"))
 FRIEDA = Path(os.environ.get("FRIEDA_BIN", ROOT / "target" / "release" / "frieda"))
 PORTS = {"frieda": int(os.environ.get("FRIEDA_PORT", "19192")), "kafka": int(os.environ.get("KAFKA_PORT", "19092"))}

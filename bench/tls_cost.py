@@ -1,4 +1,4 @@
-"""The cost of TLS (and SASL), Frieda against Apache Kafka 4.3.1: `scripts/bench --tls`.
+"""The cost of TLS (and SASL), Frieda against Apache Kafka 4.4.0: `scripts/bench --tls`.
 
 Both brokers get the same listeners (tests/integration/security_env.py): SASL_PLAINTEXT (SCRAM-
 SHA-512, no encryption), SASL_SSL (the same over TLS 1.3) and SSL (TLS with a client

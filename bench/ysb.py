@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The Yahoo! Streaming Benchmark pipeline on Kafka Streams 4.3.1, both brokers, one command
-(`scripts/bench --ysb`): for each repeat and broker (Apache Kafka 4.3.1, Frieda; each fresh),
+"""The Yahoo! Streaming Benchmark pipeline on Kafka Streams 4.4.0, both brokers, one command
+(`scripts/bench --ysb`): for each repeat and broker (Apache Kafka 4.4.0, Frieda; each fresh),
 bench/ysb/Ysb.java runs the pipeline (ad events from PRODUCERS producers at RATE events/s for
 SECS seconds; filter views, join ad -> campaign through a GlobalKTable over a compacted topic,
 count per campaign in 10 s event-time windows) and reports, per window, the delay from the
@@ -86,7 +86,7 @@ def main() -> None:
 
 def report(runs: Path, out: Path) -> None:
     rows = [json.loads(l) for l in runs.read_text().splitlines() if l.strip()]
-    lines = ["# Yahoo! Streaming Benchmark on Kafka Streams 4.3.1", "",
+    lines = ["# Yahoo! Streaming Benchmark on Kafka Streams 4.4.0", "",
              "Window latency: the final count's arrival at a results reader minus the event time of the "
              "newest event it counts (ms); YSB's own figure (final update minus window end) in the last "
              "column. Medians over repeats; every run's counts are checked against the generator's.", "",
