@@ -222,6 +222,7 @@ class Node:
             f'"controller.quorum.voters" = "{voters}"',
             f'"data.dir" = {toml_value(str(self.data_dir))}',
         ]
+        settings = {**settings, **self.cluster.node_settings.get(self.id, {})}
         lines += [f'"{k}" = {toml_value(v)}' for k, v in settings.items()]
         self.config_path.write_text("\n".join(lines) + "\n")
 
@@ -289,14 +290,16 @@ class Cluster:
     def __init__(self, workdir: Path, n: int = 3, voters: int | None = None,
                  hosts: dict[int, str] | None = None, netns: dict[int, str] | None = None,
                  data_dirs: dict[int, Path] | None = None, sasl: bool = False,
-                 client_listener: str = "PLAINTEXT", client_conf: dict | None = None, **settings):
+                 client_listener: str = "PLAINTEXT", client_conf: dict | None = None,
+                 node_settings: dict[int, dict] | None = None, **settings):
         """``hosts``/``netns``/``data_dirs``: per node id, the address it listens on (default
         127.0.0.1), the network namespace it runs in (default none; see netns.py) and its data
         directory (default ``<workdir>/node-<i>/data``; e.g. a syncfs mount). ``sasl``: each node
         also gets a client listener named SECURE (``Node.sasl_port``; its protocol and settings
         come in ``settings``). ``client_listener``: the name of the listener on ``client_port``
         (its protocol from ``listener.security.protocol.map``), and ``client_conf`` the
-        confluent-kafka settings the fixture's admin clients need to use it (TLS, SASL)."""
+        confluent-kafka settings the fixture's admin clients need to use it (TLS, SASL).
+        ``node_settings``: per node id, settings of that node only (e.g. ``broker.rack``)."""
         self.workdir = Path(workdir)
         self.client_listener = client_listener
         self.client_conf = dict(client_conf or {})
@@ -306,6 +309,7 @@ class Cluster:
         self.settings = dict(DEFAULT_SETTINGS)
         # python-style names (broker_session_timeout_ms) become Kafka's; dotted names stay as given
         self.settings.update({k if "." in k else k.replace("_", "."): v for k, v in settings.items()})
+        self.node_settings = node_settings or {}
         ports = free_ports(3 * n if sasl else 2 * n)
         hosts = hosts or {}
         netns = netns or {}
@@ -536,9 +540,9 @@ def cluster(request, tmp_path):
     made: list[Cluster] = []
 
     def make(n: int = 3, voters: int | None = None, hosts=None, netns=None, data_dirs=None,
-             **settings) -> Cluster:
+             node_settings=None, **settings) -> Cluster:
         c = Cluster(tmp_path / f"cluster-{len(made)}", n, voters, hosts=hosts, netns=netns,
-                    data_dirs=data_dirs, **settings)
+                    data_dirs=data_dirs, node_settings=node_settings, **settings)
         made.append(c)
         c.start_all()
         return c

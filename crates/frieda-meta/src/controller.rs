@@ -6,7 +6,7 @@
 //!   restarted broker is registered, a fenced one that heartbeats is unfenced, and one silent
 //!   for `broker.session.timeout.ms` is fenced (leaders elected elsewhere for its partitions). A
 //!   new controller gives every broker a full session before fencing it.
-//! - topics: replica placement (striped over live brokers by id, Kafka's default placer),
+//! - topics: replica placement (striped over live brokers and their racks: `placement`),
 //!   creation, deletion, new partitions, configs;
 //! - partitions: ISR changes from leaders (AlterPartition), leader elections, reassignments;
 //! - producer-id blocks (KIP-730) and the cluster id.
@@ -24,6 +24,7 @@ use crate::image::{
     BrokerId, BrokerRegistration, Endpoint, MetaCommand, MetaError, MetaOutcome, MetadataImage,
     PartitionState,
 };
+use crate::placement::place;
 use crate::types::Raft;
 
 /// Producer ids handed out per block (Kafka's `PRODUCER_ID_BLOCK_SIZE`).
@@ -1014,44 +1015,6 @@ pub fn election(
         leader,
         unclean: !preferred,
     })
-}
-
-/// Places `count` new partitions (indexes from `first`) of `topic` with `rf` replicas each over
-/// the live brokers, striped by broker id from a start that depends on the topic and partition
-/// (Kafka's default placement spreads leaders the same way).
-///
-/// Errors: INVALID_PARTITIONS for a count below 1, INVALID_REPLICATION_FACTOR when there are
-/// not enough live brokers.
-fn place(
-    image: &MetadataImage,
-    topic: &str,
-    first: i32,
-    count: i32,
-    rf: i16,
-) -> Result<Vec<Vec<BrokerId>>, ControllerError> {
-    if count < 1 {
-        return Err(ControllerError::InvalidPartitions(
-            "number of partitions must be at least 1".into(),
-        ));
-    }
-    let live: Vec<BrokerId> = image.live_brokers().map(|b| b.id).collect();
-    if rf < 1 || rf as usize > live.len() {
-        return Err(ControllerError::InvalidReplicationFactor(format!(
-            "Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached because only {} broker(s) are registered.",
-            live.len()
-        )));
-    }
-    let seed = topic
-        .bytes()
-        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b))) as usize;
-    Ok((first..first + count)
-        .map(|p| {
-            let start = seed.wrapping_add(p as usize) % live.len();
-            (0..rf as usize)
-                .map(|i| live[(start + i) % live.len()])
-                .collect()
-        })
-        .collect())
 }
 
 /// Kafka's cluster ids and its text form of topic ids: URL-safe base64 without padding (22

@@ -19,6 +19,7 @@ pub mod image;
 mod log_store;
 mod network;
 pub mod partition_change;
+pub mod placement;
 pub mod security;
 mod state_machine;
 mod types;
