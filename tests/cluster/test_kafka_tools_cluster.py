@@ -247,7 +247,7 @@ def test_kafka_features_downgrade_goes_through_the_quorum(cluster, classpath):
     """kafka-features downgrade --feature group.version=0, sent to node 1, is finalized through the
     metadata quorum: every node's ApiVersions reports level 0 with a newer epoch, node 2 still does
     after a SIGKILL and restart (it can only have read it from the metadata log), and the upgrade
-    back to 1 reaches every node the same way."""
+    back to 1 reaches every node the same way. kraft.version 1 cannot be downgraded."""
     import kafka_wire as kw
 
     c = cluster()
@@ -277,3 +277,11 @@ def test_kafka_features_downgrade_goes_through_the_quorum(cluster, classpath):
     assert "group.version was upgraded to 1." in out, out
     for i in c.running():
         c.wait_until(lambda: finalized(i)[1].get("group.version") == 1, 20, f"node {i} reports group.version 1")
+    # kraft.version 1 (KIP-853: the voters live in the metadata log) is never lowered, as Kafka
+    # 4.4's FeatureControlManager refuses it.
+    assert levels["kraft.version"] == 1, levels
+    r = subprocess.run(java(cp, FEATURES, "--bootstrap-server", c.node(1).addr, "downgrade", "--feature",
+                            "kraft.version=0"), capture_output=True, text=True, timeout=90)
+    print(r.stdout, r.stderr[-2000:])
+    assert r.returncode != 0 and "Can't downgrade the version of this feature." in r.stdout + r.stderr
+    assert finalized(1)[1]["kraft.version"] == 1

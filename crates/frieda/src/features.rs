@@ -27,13 +27,18 @@ use std::sync::Arc;
 /// `min.insync.replicas`; level 0 turns ELR off and clears every ELR.
 /// `transaction.version` 2 (KIP-890 part 2): the Java producer 4.x then bumps its epoch at every
 /// commit and abort and lets the partition leaders add partitions; clients that predate it keep
-/// transactions v1 (the broker serves both, by request version). The other features are what
-/// Frieda implements of them, i.e. level 0 only (kraft.version 1, share groups and streams
-/// groups not yet): a client that checks a finalized level sees them off, as on a
+/// transactions v1 (the broker serves both, by request version).
+/// `kraft.version` 1 (KIP-853): the controller quorum's voters live in the metadata log and
+/// change at run time (AddRaftVoter, RemoveRaftVoter), which Frieda's openraft quorum always
+/// does; finalized 1 on a new cluster, as Kafka 4.4 formats a new quorum; a cluster at 0 (one
+/// that finalized it before Frieda had it) refuses voter changes until upgraded, and it is
+/// never lowered (Kafka's `FeatureControlManager`).
+/// The other features are what Frieda implements of them, i.e. level 0 only (share groups and
+/// streams groups not yet): a client that checks a finalized level sees them off, as on a
 /// Kafka cluster that has not finalized them.
 pub const FEATURES: &[(&str, i16, i16, i16)] = &[
     ("metadata.version", 7, 33, 33),
-    ("kraft.version", 0, 0, 0),
+    (KRAFT_VERSION, 0, 1, 1),
     ("transaction.version", 0, 2, 2),
     ("group.version", 0, 1, 1),
     (
@@ -46,6 +51,8 @@ pub const FEATURES: &[(&str, i16, i16, i16)] = &[
     ("streams.version", 0, 0, 0),
 ];
 
+/// The feature whose level 1 lets the controller quorum's voters change (KIP-853).
+pub const KRAFT_VERSION: &str = "kraft.version";
 /// The feature that enables KIP-848 consumer groups at level 1.
 pub const GROUP_VERSION: &str = "group.version";
 /// The feature whose level Kafka refuses to lower (a downgrade could lose metadata).
@@ -122,6 +129,11 @@ impl FeatureLevels {
         }
     }
 
+    /// Whether the controller quorum's voters may change (`kraft.version` >= 1, KIP-853).
+    pub fn voter_changes_enabled(&self) -> bool {
+        self.get().level(KRAFT_VERSION) >= 1
+    }
+
     /// Whether KIP-848 consumer groups are enabled (`group.version` >= 1).
     pub fn consumer_groups_enabled(&self) -> bool {
         self.get().level(GROUP_VERSION) >= 1
@@ -166,6 +178,11 @@ pub fn plan_update(
             | upgrade_type::SAFE_DOWNGRADE
             | upgrade_type::UNSAFE_DOWNGRADE => {}
             other => return Err(invalid(format!("Unknown upgrade type {other}."))),
+        }
+        if feature == KRAFT_VERSION && *kind != upgrade_type::UPGRADE && *level != now {
+            return Err(invalid(
+                "Can't downgrade the version of this feature.".into(),
+            ));
         }
         if feature == METADATA_VERSION && *level < now {
             let why = if *kind == upgrade_type::UNSAFE_DOWNGRADE {
@@ -253,6 +270,22 @@ mod tests {
             up.unwrap_err(),
             "Invalid update version 2 for feature transaction.version. Can't downgrade to a newer version."
         );
+    }
+
+    #[test]
+    fn kraft_version_is_never_lowered() {
+        // Kafka 4.4.0's FeatureControlManager: any downgrade type to another level.
+        for kind in [SAFE_DOWNGRADE, UNSAFE_DOWNGRADE] {
+            assert_eq!(
+                plan(&[("kraft.version", 0, kind)]).unwrap_err(),
+                "Invalid update version 0 for feature kraft.version. Can't downgrade the version of this feature."
+            );
+        }
+        assert!(plan(&[("kraft.version", 1, SAFE_DOWNGRADE)]).is_ok());
+        let mut old = Finalized::default();
+        old.levels.insert("kraft.version".into(), 0);
+        let up = plan_update(&old, &[("kraft.version".into(), 1, UPGRADE)], 1);
+        assert_eq!(up.unwrap(), BTreeMap::from([("kraft.version".into(), 1)]));
     }
 
     #[test]

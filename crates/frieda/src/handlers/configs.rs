@@ -350,7 +350,9 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
         ),
         (
             "log.segment.files.max",
-            frieda_log::limits::open_files_budget().to_string(),
+            frieda_log::limits::open_files_budget()
+                .min(i64::MAX as usize)
+                .to_string(),
             TYPE_LONG,
         ),
         (

@@ -180,6 +180,20 @@ async fn change_voter(
                 "this broker runs without a metadata quorum (no controller.quorum.voters)".into(),
             ));
         };
+        if !broker.features.voter_changes_enabled() {
+            // Kafka 4.4's AddVoterHandler / RemoveVoterHandler.
+            let what = if api == "AddRaftVoter" {
+                "adding"
+            } else {
+                "removing"
+            };
+            return Err((
+                ResponseError::UnsupportedVersion,
+                format!(
+                    "Cluster doesn't support {what} voter because the kraft.version feature is 0"
+                ),
+            ));
+        }
         let ours = node
             .image()
             .cluster_id
@@ -215,6 +229,7 @@ async fn change_voter(
 /// id; DescribeQuorum reports the nil directory id).
 ///
 /// Errors: CLUSTER_AUTHORIZATION_FAILED (31) without ALTER on the cluster;
+/// UNSUPPORTED_VERSION (35) while `kraft.version` is 0;
 /// INCONSISTENT_CLUSTER_ID (104); DUPLICATE_VOTER (126) when it already votes; INVALID_REQUEST
 /// (42) without a usable listener; REQUEST_TIMED_OUT (7) when the change does not commit.
 pub async fn add_raft_voter(
@@ -247,7 +262,8 @@ pub async fn add_raft_voter(
 /// once the new voter set is committed. The directory id is not checked (see
 /// [`add_raft_voter`]).
 ///
-/// Errors: CLUSTER_AUTHORIZATION_FAILED (31); INCONSISTENT_CLUSTER_ID (104); VOTER_NOT_FOUND
+/// Errors: CLUSTER_AUTHORIZATION_FAILED (31); UNSUPPORTED_VERSION (35) while `kraft.version` is
+/// 0; INCONSISTENT_CLUSTER_ID (104); VOTER_NOT_FOUND
 /// (127) when it does not vote; INVALID_REQUEST (42) for the last voter; REQUEST_TIMED_OUT (7).
 pub async fn remove_raft_voter(
     broker: &Arc<Broker>,
