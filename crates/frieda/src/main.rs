@@ -216,7 +216,7 @@ fn serve(cfg: BrokerConfig, listening: Arc<std::sync::atomic::AtomicBool>) -> an
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    frieda::storage::file_budget::apply(&cfg);
+    frieda::storage::file_budget::apply(cfg.log_segment_files_max, cfg.log_segment_ms_min);
     let broker = Broker::open(cfg)?;
     let cleaner = LogCleaner::start(broker.clone());
     let served = runtime.block_on(async {

@@ -5,7 +5,6 @@
 //! connections, snapshots and checkpoints. Also the shortest time-based roll
 //! (`log.segment.ms.min`).
 
-use crate::config::BrokerConfig;
 use rustix::process::{getrlimit, setrlimit, Resource};
 
 /// Share of the open-file limit segment files may take by default, percent.
@@ -33,16 +32,17 @@ pub fn raise_open_file_limit() -> Option<u64> {
     limit.current
 }
 
-/// Applies `log.segment.files.max` and `log.segment.ms.min` to the log; returns the budget.
-pub fn apply(cfg: &BrokerConfig) -> usize {
+/// Applies `log.segment.files.max` (`segment_files_max`; `None`: the default share of the
+/// limit) and `log.segment.ms.min` (`segment_ms_min`, ms) to the log; returns the budget.
+pub fn apply(segment_files_max: Option<usize>, segment_ms_min: i64) -> usize {
     let limit = raise_open_file_limit();
-    let budget = match (cfg.log_segment_files_max, limit) {
+    let budget = match (segment_files_max, limit) {
         (Some(n), _) => n,
         (None, Some(l)) => usize::try_from(l / 100 * DEFAULT_SHARE_PERCENT).unwrap_or(usize::MAX),
         (None, None) => usize::MAX,
     };
     frieda_log::limits::set_open_files_budget(budget);
-    frieda_log::limits::set_min_segment_ms(cfg.log_segment_ms_min);
+    frieda_log::limits::set_min_segment_ms(segment_ms_min);
     tracing::info!(
         open_file_limit = ?limit,
         segment_files_budget = budget,
