@@ -65,7 +65,7 @@ def test_replicas_lost_one_at_a_time_elect_the_eligible_replica(cluster, topic_n
     # 4 goes: below min.insync.replicas, 4 keeps its claim; acks=all is refused and the high
     # watermark stays where 4 left it (what makes the claim true).
     c.pause(4)
-    c.wait_until(lambda: describe(classpath, boot(), t)[1:3] == ([3], [4]), 30, "ISR [3], Elr [4]")
+    c.wait_until(lambda: describe(classpath, boot(), t)[1:3] == ([3], [4]), 60, "ISR [3], Elr [4]")
     refused = ProducerThread(c.node(3).addr, t, 1, tag="refused", **conf)
     acks, errs = refused.produce_now(20)
     assert not acks and {e.code() for _s, e in errs} == {NOT_ENOUGH_REPLICAS}, errs[:5]
