@@ -177,16 +177,7 @@ def test_txn_offset_commit_v6_names_topics_by_id(broker, kafka44, which, topic_n
     topic = topic_name()
     admin = AdminClient({"bootstrap.servers": b})
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
-    topic_id = None
-    deadline = time.monotonic() + 20
-    while topic_id is None and time.monotonic() < deadline:
-        try:
-            desc = admin.describe_topics(TopicCollection([topic]))[topic].result(10)
-            tid = desc.topic_id
-            topic_id = uuid.UUID(int=((tid.get_most_significant_bits() & (2**64 - 1)) << 64)
-                                 | (tid.get_least_significant_bits() & (2**64 - 1)))
-        except Exception:  # noqa: BLE001 - not yet visible
-            time.sleep(0.3)
+    topic_id = topic_uuid(admin, topic, timeout=20)
     group, txn_id = f"g-{topic}", f"t-{topic}"
 
     # InitProducerId v5 at the transaction coordinator.
@@ -354,7 +345,7 @@ def create_plain(a: AdminClient, t: str) -> str:
 CONSUMER_GROUP_HEARTBEAT, OFFSET_COMMIT = 68, 8
 
 
-def topic_uuid(admin: AdminClient, topic: str) -> uuid.UUID:
+def topic_uuid(admin: AdminClient, topic: str, timeout: float = 30) -> uuid.UUID:
     def get():
         try:
             tid = admin.describe_topics(TopicCollection([topic]))[topic].result(10).topic_id
@@ -362,7 +353,7 @@ def topic_uuid(admin: AdminClient, topic: str) -> uuid.UUID:
             return None
         return uuid.UUID(int=((tid.get_most_significant_bits() & (2**64 - 1)) << 64)
                          | (tid.get_least_significant_bits() & (2**64 - 1)))
-    return retry(get, f"the id of {topic}")
+    return retry(get, f"the id of {topic}", timeout)
 
 
 def heartbeat(gc: str, group: str, member: str, epoch: int, topic: str | None,

@@ -68,6 +68,26 @@ fn start_time_seconds(started_after_boot_s: f64) -> f64 {
     })
 }
 
+/// Writes one unlabelled gauge family per `(name, help, value)` that has a value.
+fn gauges_present(
+    e: &mut DescriptorEncoder,
+    gauges: &[(&str, &str, Option<f64>)],
+) -> Result<(), std::fmt::Error> {
+    for (name, help, value) in gauges {
+        if let Some(v) = value {
+            let none: Labels = Vec::new();
+            family(
+                e,
+                name,
+                help,
+                MetricType::Gauge,
+                [(none, ConstGauge::new(*v))],
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes the `process_*` families (none when `/proc/self` cannot be read) and
 /// `frieda_build_info`.
 pub(super) fn encode(e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
@@ -112,42 +132,24 @@ pub(super) fn encode(e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
                 Some(p.threads as f64),
             ),
         ];
-        for (name, help, value) in gauges {
-            if let Some(v) = value {
-                family(
-                    e,
-                    name,
-                    help,
-                    MetricType::Gauge,
-                    [(none(), ConstGauge::new(v))],
-                )?;
-            }
-        }
+        gauges_present(e, &gauges)?;
     }
     let budget = frieda_log::limits::open_files_budget();
-    let log_files: [(&str, &str, Option<usize>); 2] = [
-        (
-            "frieda_log_segment_files_open",
-            "Segment files the log holds open (3 per segment: .log, .index, .timeindex).",
-            Some(frieda_log::limits::open_segment_files()),
-        ),
-        (
-            "frieda_log_segment_files_budget",
-            "Most segment files the log may hold open (log.segment.files.max); unset when unbounded.",
-            (budget != usize::MAX).then_some(budget),
-        ),
-    ];
-    for (name, help, value) in log_files {
-        if let Some(v) = value {
-            family(
-                e,
-                name,
-                help,
-                MetricType::Gauge,
-                [(none(), ConstGauge::new(v as f64))],
-            )?;
-        }
-    }
+    gauges_present(
+        e,
+        &[
+            (
+                "frieda_log_segment_files_open",
+                "Segment files the log holds open (3 per segment: .log, .index, .timeindex).",
+                Some(frieda_log::limits::open_segment_files() as f64),
+            ),
+            (
+                "frieda_log_segment_files_budget",
+                "Most segment files the log may hold open (log.segment.files.max); unset when unbounded.",
+                (budget != usize::MAX).then_some(budget as f64),
+            ),
+        ],
+    )?;
     family(
         e,
         "frieda_build_info",
