@@ -18,7 +18,9 @@
 # report can show them: num.network.threads 3, num.io.threads 8, broker.session.timeout.ms 9000,
 # broker.heartbeat.interval.ms 2000, replica.lag.time.max.ms 30000, no log.flush.* (no fsync per
 # message). Heap per broker: $KAFKA_BROKER_HEAP_OPTS (env.sh: -Xms1g -Xmx1g); 4 brokers fit in 24 GiB.
-# Extra properties for every node: KAFKA_CLUSTER_EXTRA="key=value" lines.
+# Extra properties for every node: KAFKA_CLUSTER_EXTRA="key=value" lines. Racks:
+# KAFKA_CLUSTER_RACKS="a a b b ..." gives node i the i-th word as broker.rack (tests/cluster's
+# fetch-from-follower test compares a 6-node, 3-rack Kafka with Frieda).
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/env.sh"
 
@@ -49,6 +51,7 @@ done
 kafka_require_lib
 rm -rf "$KAFKA_CLUSTER_DIR"
 mkdir -p "$KAFKA_CLUSTER_DIR"
+read -r -a racks <<< "${KAFKA_CLUSTER_RACKS:-}"
 nv=$(( N < 3 ? N : 3 ))
 rf=$(( N < 3 ? N : 3 ))
 minisr=$(( rf > 1 ? 2 : 1 ))
@@ -107,6 +110,7 @@ file.delete.delay.ms=1000
 # no log.flush.* settings: Kafka's default is to never fsync explicitly (page cache + replication)
 ${KAFKA_CLUSTER_EXTRA:-}
 EOF
+  if [ -n "${racks[$((i - 1))]:-}" ]; then echo "broker.rack=${racks[$((i - 1))]}" >> "$d/server.properties"; fi
   cat > "$d/log4j2.properties" <<EOF
 status = warn
 appender.file.type = File

@@ -129,6 +129,23 @@ def test_a_bad_value_names_key_value_and_what_was_expected(tmp_path):
     assert "config key `auto.create.topics.enable` = `perhaps`: expected true or false" in r.stderr, r.stderr
 
 
+def test_replica_selector_class_takes_kafkas_rack_aware_selector_only(tmp_path):
+    """KIP-392's `replica.selector.class`: Kafka's rack-aware selector is taken (and shown by
+    `check`); any other class is refused at start-up, as Frieda runs no plugins."""
+    good = tmp_path / "good.properties"
+    good.write_text("broker.rack=r1\n"
+                    "replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector\n")
+    r = _check(["--config", str(good)])
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "RackAware" in r.stdout + r.stderr, (r.stdout, r.stderr)
+    bad = tmp_path / "bad.properties"
+    bad.write_text("replica.selector.class=com.example.MySelector\n")
+    r = _check(["--config", str(bad)])
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "config key `replica.selector.class` = `com.example.MySelector`" in r.stderr, r.stderr
+    assert "RackAwareReplicaSelector" in r.stderr, r.stderr
+
+
 def test_bootstrap_servers_naming_other_controllers_join_their_quorum(tmp_path):
     """KIP-853: `controller.quorum.bootstrap.servers` naming other controllers (no static
     voters) is a node that joins their quorum as an observer (`kafka-storage format

@@ -239,8 +239,15 @@ pub struct BrokerConfig {
     /// `default.replication.factor` for topics created without one (CreateTopics -1,
     /// auto-creation), default 1.
     pub default_replication_factor: i16,
-    /// `broker.rack`: reported in Metadata and DescribeCluster (not yet used for placement).
+    /// `broker.rack`: reported in Metadata and DescribeCluster; replica placement spreads each
+    /// partition over racks (`frieda_meta::placement`), and consumers in a rack may read from a
+    /// follower there (`replica_selector`).
     pub rack: Option<String>,
+    /// `replica.selector.class` (KIP-392): unset, consumers read from leaders; Kafka's
+    /// `org.apache.kafka.common.replica.RackAwareReplicaSelector`, a leader sends a consumer
+    /// with `client.rack` to an in-sync follower in its rack. Other classes are refused at
+    /// start-up (no plugins). See [`crate::replication::read_replica`].
+    pub replica_selector: crate::replication::read_replica::ReplicaSelector,
     /// Group coordinator settings: `group.initial.rebalance.delay.ms` (default 0, as in Kafka's
     /// shipped server.properties; Kafka's built-in default is 3000), `group.min.session.timeout.ms`
     /// (6000), `group.max.session.timeout.ms` (1800000), `offsets.retention.minutes` (10080),
@@ -425,6 +432,7 @@ impl Default for BrokerConfig {
             cluster: ClusterConfig::default(),
             default_replication_factor: 1,
             rack: None,
+            replica_selector: Default::default(),
             coordinator: CoordinatorConfig::default(),
             transactions: TxnConfig::default(),
             log_output: LogOutput {
@@ -987,6 +995,15 @@ impl BrokerConfig {
             }
             "log.file.max.files" => self.log_output.max_files = text.parse()?,
             "broker.rack" => self.rack = Some(text.clone()).filter(|r| !r.is_empty()),
+            "replica.selector.class" => {
+                use crate::replication::read_replica::ReplicaSelector;
+                self.replica_selector = ReplicaSelector::parse(&text).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "unsupported class; expected {} or nothing",
+                        ReplicaSelector::RACK_AWARE_CLASS
+                    )
+                })?;
+            }
             "default.replication.factor" => {
                 self.default_replication_factor = i16::try_from(positive(&text)?)?
             }

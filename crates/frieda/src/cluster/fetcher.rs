@@ -524,7 +524,10 @@ fn apply_partition(
             }
         }
     }
-    p.repl.follower_high_watermark(pd.high_watermark, leo);
+    if p.repl.follower_high_watermark(pd.high_watermark, leo) {
+        // Consumers reading from this follower (KIP-392) wait for its high watermark.
+        p.notify_data();
+    }
 }
 
 /// Bytes of `records` that are whole batches.

@@ -43,6 +43,7 @@ const TYPE_STRING: i8 = 2;
 const TYPE_LONG: i8 = 5;
 const TYPE_DOUBLE: i8 = 6;
 const TYPE_LIST: i8 = 7;
+const TYPE_CLASS: i8 = 8;
 
 /// One described config value.
 pub struct ConfigEntry {
@@ -488,6 +489,16 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
             config_source: SOURCE_DEFAULT,
             config_type: TYPE_STRING,
             synonyms: vec![Synonym::new("broker.rack", None, SOURCE_DEFAULT)],
+        },
+    });
+    entries.push(match c.replica_selector.class_name() {
+        Some(class) => static_entry("replica.selector.class", Some(class), TYPE_CLASS),
+        None => ConfigEntry {
+            name: str_bytes("replica.selector.class"),
+            value: None,
+            config_source: SOURCE_DEFAULT,
+            config_type: TYPE_CLASS,
+            synonyms: vec![Synonym::new("replica.selector.class", None, SOURCE_DEFAULT)],
         },
     });
     // Security settings (sensitive values null, as Kafka reports them).

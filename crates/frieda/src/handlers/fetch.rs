@@ -4,6 +4,11 @@
 //! partitions to receive data; one wake-up per partition append round releases every waiting
 //! fetch (DESIGN.md, batched confirmation).
 //!
+//! Fetch from follower (KIP-392): a consumer's fetch v11+ may read a follower, up to that
+//! follower's high watermark; with `replica.selector.class` set to Kafka's rack-aware selector a
+//! leader answers a consumer with `client.rack` with the in-sync follower of its rack as
+//! `preferred_read_replica`, and no records (see [`crate::replication::read_replica`]).
+//!
 //! Fetch sessions (KIP-227) are not kept: every response carries session id 0, which clients
 //! take as "no session" and keep sending full fetch requests.
 
@@ -13,6 +18,7 @@ use crate::clock::now_ms;
 use crate::membership::{ClusterNode, LeaderHints};
 use crate::quota::QuotaKind;
 use crate::replication::follower::EpochEnd;
+use crate::replication::read_replica::{self, ReadCandidate, ReplicaSelector};
 use crate::security::acl::{op, resource};
 use crate::storage::partition::Partition;
 use bytes::{Bytes, BytesMut};
@@ -43,9 +49,14 @@ struct Wanted {
     max_bytes: usize,
     /// A follower's fetch: reads up to the log end offset, not the high watermark.
     replica: bool,
-    /// The leader epoch this broker led the partition in when it admitted the fetch: every read
-    /// (a long poll reads again when woken) first checks it still leads in it.
+    /// A consumer's fetch v11+ (KIP-392): followers serve it too, not only the leader.
+    any_replica: bool,
+    /// The leader epoch this broker led (or, for `any_replica`, followed) the partition in
+    /// when it admitted the fetch: every read (a long poll reads again when woken) first checks
+    /// it still does.
     admitted_epoch: i32,
+    /// KIP-392: the follower this leader sends the consumer to; nothing is read then.
+    preferred: Option<i32>,
     /// A follower's fetch: its log start offset (Fetch v5+), counted with its progress.
     follower_log_start: i64,
     /// A follower whose last fetched epoch diverges from this leader's log: where it ends here
@@ -62,6 +73,8 @@ const REPLICA_STATE_VERSION: i16 = 15;
 const CURRENT_LEADER_VERSION: i16 = 12;
 /// Fetch v16 carries the leaders' endpoints for partitions that moved (KIP-951).
 const NODE_ENDPOINTS_VERSION: i16 = 16;
+/// Fetch v11 carries the consumer's rack and lets consumers read followers (KIP-392).
+const RACK_ID_VERSION: i16 = 11;
 
 /// KIP-951: partitions answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH get their
 /// current leader and epoch, and the response the leaders' endpoints.
@@ -105,16 +118,18 @@ fn point_to_leaders(
 /// must reach the leader in its epoch and is validated against the leader's log (Kafka's
 /// `Partition.fetchRecords`: a diverging last fetched epoch is answered with where it ends,
 /// `Ok(Some(_))`; the follower's progress is counted only after the read, see
-/// [`count_follower_fetches`]); a consumer's must reach the leader. `leader_epoch` is the
-/// request's `current_leader_epoch`.
+/// [`count_follower_fetches`]); a consumer's must reach the leader, or for `any_replica`
+/// (Fetch v11+, KIP-392) the leader or a follower. `leader_epoch` is the request's
+/// `current_leader_epoch`.
 ///
-/// Errors: NOT_LEADER_OR_FOLLOWER (6) when this broker does not lead the partition,
-/// FENCED_LEADER_EPOCH (74) / UNKNOWN_LEADER_EPOCH (76) for an older / newer epoch than the
-/// leader's, OFFSET_OUT_OF_RANGE (1) for a follower's offset outside the log.
+/// Errors: NOT_LEADER_OR_FOLLOWER (6) when this broker does not lead the partition (for
+/// `any_replica`: is offline for it), FENCED_LEADER_EPOCH (74) / UNKNOWN_LEADER_EPOCH (75) for
+/// an older / newer epoch than this replica's, OFFSET_OUT_OF_RANGE (1) for a follower's offset
+/// outside the log.
 fn admit(
     broker: &Broker,
     p: &Arc<Partition>,
-    replica: i32,
+    (replica, any_replica): (i32, bool),
     (fetch_offset, last_fetched_epoch): (i64, i32),
     leader_epoch: i32,
 ) -> Result<Option<EpochEnd>, ResponseError> {
@@ -122,11 +137,60 @@ fn admit(
         p.repl.check_follower(leader_epoch)?;
         return p.validate_follower_fetch(fetch_offset, last_fetched_epoch);
     }
-    p.repl.check_leader(leader_epoch)?;
-    if p.repl.is_replicated() {
+    if any_replica {
+        p.repl.check_replica_read(leader_epoch)?;
+    } else {
+        p.repl.check_leader(leader_epoch)?;
+    }
+    if p.repl.is_replicated() && p.repl.is_leader_or_sole() {
         broker.check_lease()?;
     }
     Ok(None)
+}
+
+/// KIP-392: the follower a leader sends a consumer in `client_rack` reading `p` at
+/// `fetch_offset` to, if `replica.selector.class` is the rack-aware selector and one fits (see
+/// [`read_replica`]). Followers must be registered, unfenced and reachable on `listener`.
+fn preferred_read_replica(
+    broker: &Broker,
+    listener: &str,
+    p: &Partition,
+    client_rack: &str,
+    fetch_offset: i64,
+) -> Option<i32> {
+    if broker.config.replica_selector != ReplicaSelector::RackAware || client_rack.is_empty() {
+        return None;
+    }
+    let node = broker.cluster()?;
+    let followers = p.repl.read_candidates(fetch_offset, now_ms())?;
+    let image = node.image();
+    let candidates: Vec<ReadCandidate> = followers
+        .into_iter()
+        .filter_map(|(id, leo, since)| {
+            let b = image.brokers.get(&id)?;
+            if b.fenced || crate::membership::endpoint_on(b, listener).is_none() {
+                return None;
+            }
+            Some(ReadCandidate {
+                broker: id,
+                rack: b.rack.clone(),
+                log_end_offset: leo,
+                since_caught_up_ms: since,
+            })
+        })
+        .collect();
+    let leader = ReadCandidate {
+        broker: broker.config.node_id,
+        rack: broker.config.rack.clone(),
+        log_end_offset: p.reader().log_end_offset(),
+        since_caught_up_ms: 0,
+    };
+    read_replica::select(
+        broker.config.replica_selector,
+        Some(client_rack),
+        &leader,
+        &candidates,
+    )
 }
 
 /// Counts the followers' fetches that were read (Kafka's `updateFollowerFetchState`, after the
@@ -184,6 +248,13 @@ pub async fn handle(
     } else {
         req.replica_id.0
     };
+    // Kafka's `FetchParams.fetchOnlyFromLeader`: false for a consumer's fetch v11+.
+    let any_replica = replica < 0 && ctx.api_version >= RACK_ID_VERSION;
+    let client_rack = if any_replica {
+        req.rack_id.as_str()
+    } else {
+        ""
+    };
     let mut topics_out = Vec::with_capacity(req.topics.len());
     let mut wanted = Vec::new();
     // Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic.
@@ -214,6 +285,7 @@ pub async fn handle(
         for fp in &ft.partitions {
             let mut diverging = None;
             let mut admitted_epoch = -1;
+            let mut preferred = None;
             // KIP-595's last fetched epoch (v12+; -1 when absent).
             let last_fetched_epoch = if ctx.api_version >= 12 {
                 fp.last_fetched_epoch
@@ -232,16 +304,27 @@ pub async fn handle(
                         diverging = admit(
                             broker,
                             &p,
-                            replica,
+                            (replica, any_replica),
                             (fp.fetch_offset, last_fetched_epoch),
                             fp.current_leader_epoch,
                         )?;
+                        if any_replica {
+                            preferred = preferred_read_replica(
+                                broker,
+                                &ctx.session.listener,
+                                &p,
+                                client_rack,
+                                fp.fetch_offset,
+                            );
+                        }
                         Ok(p)
                     }),
                 fetch_offset: fp.fetch_offset,
                 max_bytes: fp.partition_max_bytes.max(0) as usize,
                 replica: replica >= 0,
+                any_replica,
                 admitted_epoch,
+                preferred,
                 follower_log_start: fp.log_start_offset,
                 diverging,
                 read_committed: replica < 0 && req.isolation_level == 1,
@@ -279,7 +362,10 @@ pub async fn handle(
             counted = true;
         }
         let total: usize = results.iter().map(|r| r.bytes()).sum();
-        let any_diverging = wanted.iter().any(|w| w.diverging.is_some());
+        // A preferred read replica is answered at once (Kafka's `hasPreferredReadReplica`).
+        let any_diverging = wanted
+            .iter()
+            .any(|w| w.diverging.is_some() || w.preferred.is_some());
         let any_error = results.iter().any(|r| r.is_err());
         if total >= min_bytes.max(1)
             || any_error
@@ -310,7 +396,7 @@ pub async fn handle(
             .with_last_stable_offset(-1)
             .with_log_start_offset(-1)
             .with_aborted_transactions(Some(Vec::new()))
-            .with_preferred_read_replica((-1).into());
+            .with_preferred_read_replica(BrokerId(w.preferred.unwrap_or(-1)));
         if let Ok(p) = &w.partition {
             pd = pd
                 .with_high_watermark(p.high_watermark())
@@ -413,14 +499,19 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
                 continue;
             }
         };
-        if !p.repl.leads_in(w.admitted_epoch) {
+        let serves = if w.any_replica {
+            p.repl.serves_in(w.admitted_epoch)
+        } else {
+            p.repl.leads_in(w.admitted_epoch)
+        };
+        if !serves {
             // It lost the leadership while the fetch waited (Kafka's DelayedFetch checks the
             // leader epoch again before it completes): its log may now hold another leader's
             // records, which a follower of the old epoch must not take as this one's.
             out.push(PartitionRead::Error(ResponseError::NotLeaderOrFollower));
             continue;
         }
-        if w.diverging.is_some() {
+        if w.diverging.is_some() || w.preferred.is_some() {
             out.push(PartitionRead::Empty);
             continue;
         }

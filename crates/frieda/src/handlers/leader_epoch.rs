@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// epoch starts (the log end offset for the current one); -1/-1 for an unknown or future epoch.
 /// A single broker answers epoch 0 (what its Metadata says) ending at the log end. Errors:
 /// UNKNOWN_TOPIC_OR_PARTITION (3), NOT_LEADER_OR_FOLLOWER (6), FENCED_LEADER_EPOCH (74) /
-/// UNKNOWN_LEADER_EPOCH (76) for a `current_leader_epoch` older / newer than the leader's.
+/// UNKNOWN_LEADER_EPOCH (75) for a `current_leader_epoch` older / newer than the leader's.
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,

@@ -24,7 +24,7 @@ const EARLIEST_PENDING_UPLOAD: i64 = -6;
 
 /// Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3); UNSUPPORTED_VERSION (35) for a
 /// negative timestamp below -6 (as Kafka 4.3.1); in a cluster NOT_LEADER_OR_FOLLOWER
-/// (6), FENCED_LEADER_EPOCH (74), UNKNOWN_LEADER_EPOCH (76); KAFKA_STORAGE_ERROR (56) when a
+/// (6), FENCED_LEADER_EPOCH (74), UNKNOWN_LEADER_EPOCH (75); KAFKA_STORAGE_ERROR (56) when a
 /// timestamp lookup cannot read the log. A timestamp past every record, or MAX_TIMESTAMP on an
 /// empty partition, gives offset -1 and timestamp -1, as in Kafka. MAX_TIMESTAMP returns the
 /// earliest record carrying the largest timestamp (Kafka's `RecordBatch.offsetOfMaxTimestamp`).

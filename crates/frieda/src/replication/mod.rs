@@ -9,6 +9,7 @@
 //! - [`fetch`]: how a leader validates a follower's fetch before counting it;
 //! - [`follower`]: a follower's truncation (KIP-101/279), fetch position and high watermark;
 //! - [`assignment`]: which role the metadata image gives a replica;
+//! - [`read_replica`]: which replica a consumer reads from (KIP-392, fetch from follower);
 //! - [`Replication`]: one partition's role and high watermark, shared by the threads that
 //!   append, fetch and reconcile.
 //!
@@ -45,6 +46,7 @@ pub mod ack;
 pub mod assignment;
 pub mod fetch;
 pub mod follower;
+pub mod read_replica;
 pub mod state;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
@@ -391,13 +393,16 @@ impl Replication {
     }
 
     /// A follower's high watermark from its leader's fetch response, capped by its own log end.
-    pub fn follower_high_watermark(&self, leader_hw: i64, leo: i64) {
+    /// Returns whether it moved (consumers reading from this follower, KIP-392, may read more).
+    pub fn follower_high_watermark(&self, leader_hw: i64, leo: i64) -> bool {
         let hw = follower::high_watermark(leader_hw, leo);
         let old = self.hw.load(Ordering::Acquire);
         if hw != old {
             self.hw.store(hw, Ordering::Release);
             self.changed.notify_waiters();
+            return true;
         }
+        false
     }
 
     /// Sets the topic's `min.insync.replicas` (at partition creation and on every config
@@ -513,7 +518,7 @@ impl Replication {
     /// `current_leader_epoch` it carries (-1: not checked; KIP-320).
     ///
     /// Errors: NOT_LEADER_OR_FOLLOWER (6) on a follower or offline replica,
-    /// FENCED_LEADER_EPOCH (74) when the client's epoch is older, UNKNOWN_LEADER_EPOCH (76)
+    /// FENCED_LEADER_EPOCH (74) when the client's epoch is older, UNKNOWN_LEADER_EPOCH (75)
     /// when it is newer (this broker has not caught up with the metadata yet).
     pub fn check_leader(&self, client_epoch: i32) -> Result<(), ResponseError> {
         let epoch = match &*self.role.lock() {
@@ -526,6 +531,63 @@ impl Replication {
             e if e < epoch => Err(ResponseError::FencedLeaderEpoch),
             _ => Err(ResponseError::UnknownLeaderEpoch),
         }
+    }
+
+    /// Whether a consumer that may read from followers (Fetch v11+, KIP-392) may read this
+    /// replica, given the `current_leader_epoch` it carries (-1: not checked). Kafka's
+    /// `Partition.localLogWithEpochOrThrow` without `requireLeader`: the leader and its
+    /// followers serve such reads (up to their own high watermark); an offline replica does not.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER (6) on an offline replica, FENCED_LEADER_EPOCH (74) when
+    /// the client's epoch is older than this replica's, UNKNOWN_LEADER_EPOCH (75) when newer.
+    pub fn check_replica_read(&self, client_epoch: i32) -> Result<(), ResponseError> {
+        let epoch = match &*self.role.lock() {
+            Role::Sole => return Ok(()),
+            Role::Leader(l) => l.epoch,
+            Role::Follower { epoch, .. } => *epoch,
+            Role::Offline { .. } => return Err(ResponseError::NotLeaderOrFollower),
+        };
+        match client_epoch {
+            e if e < 0 || e == epoch => Ok(()),
+            e if e < epoch => Err(ResponseError::FencedLeaderEpoch),
+            _ => Err(ResponseError::UnknownLeaderEpoch),
+        }
+    }
+
+    /// Whether this replica still leads or follows in `epoch` (a consumer's read from a
+    /// follower checks it again before each read, as [`Replication::leads_in`] does for the
+    /// leader's).
+    pub fn serves_in(&self, epoch: i32) -> bool {
+        match &*self.role.lock() {
+            Role::Sole => true,
+            Role::Leader(l) => l.epoch == epoch,
+            Role::Follower { epoch: e, .. } => *e == epoch,
+            Role::Offline { .. } => false,
+        }
+    }
+
+    /// On a leader, the followers a consumer reading at `fetch_offset` could be sent to
+    /// (KIP-392): in the committed ISR, their log holding the offset (log start <= offset <=
+    /// log end, as their last fetch said), with their log end offset and how long since they
+    /// were caught up at `now_ms` (ms). `None` on any other replica.
+    pub fn read_candidates(
+        &self,
+        fetch_offset: i64,
+        now_ms: i64,
+    ) -> Option<Vec<(BrokerId, i64, i64)>> {
+        let Role::Leader(l) = &*self.role.lock() else {
+            return None;
+        };
+        let mut out: Vec<(BrokerId, i64, i64)> = l
+            .followers
+            .iter()
+            .filter(|(id, f)| {
+                l.isr.contains(id) && f.leo >= fetch_offset && f.log_start <= fetch_offset
+            })
+            .map(|(id, f)| (*id, f.leo, (now_ms - f.caught_up_ms).max(0)))
+            .collect();
+        out.sort_unstable();
+        Some(out)
     }
 
     /// The ISR shrink a leader whose log ends at `leo` should ask for now, if any.
@@ -614,6 +676,59 @@ mod tests {
             elr: vec![],
             last_known_elr: vec![],
         }
+    }
+
+    /// KIP-392: a leader offers consumers only in-sync followers that hold the fetch offset;
+    /// followers serve consumers' reads in their own epoch, offline replicas do not.
+    #[test]
+    fn read_candidates_and_replica_reads() {
+        let r = Replication::default();
+        r.become_leader(1, &state(vec![1, 2], 4, 9), 0, 100);
+        // Follower 2 (in sync) reached 100, follower 3 (not in the ISR) 100 too.
+        r.on_follower_fetch(2, None, 100, 10, -1, 100, 50).unwrap();
+        r.on_follower_fetch(3, None, 100, 0, -1, 100, 50).unwrap();
+        assert_eq!(r.read_candidates(60, 80), Some(vec![(2, 100, 30)]));
+        assert_eq!(
+            r.read_candidates(5, 80),
+            Some(vec![]),
+            "below follower 2's log start"
+        );
+        assert_eq!(r.read_candidates(101, 80), Some(vec![]), "past its log end");
+        assert_eq!(r.check_replica_read(4), Ok(()));
+        assert!(r.serves_in(4) && !r.serves_in(3));
+
+        let f = Replication::default();
+        f.become_follower(2, 1, 4, 100);
+        assert_eq!(
+            f.read_candidates(60, 80),
+            None,
+            "only a leader sends consumers elsewhere"
+        );
+        assert_eq!(f.check_replica_read(-1), Ok(()));
+        assert_eq!(f.check_replica_read(4), Ok(()));
+        assert_eq!(
+            f.check_replica_read(3),
+            Err(ResponseError::FencedLeaderEpoch)
+        );
+        assert_eq!(
+            f.check_replica_read(5),
+            Err(ResponseError::UnknownLeaderEpoch)
+        );
+        assert_eq!(f.check_leader(4), Err(ResponseError::NotLeaderOrFollower));
+        assert!(f.serves_in(4) && !f.serves_in(5));
+        assert!(
+            f.follower_high_watermark(80, 100),
+            "the high watermark moved"
+        );
+        assert!(!f.follower_high_watermark(80, 100));
+
+        let o = Replication::default();
+        o.become_follower(2, -1, 4, 100);
+        assert_eq!(
+            o.check_replica_read(4),
+            Err(ResponseError::NotLeaderOrFollower)
+        );
+        assert!(!o.serves_in(4));
     }
 
     /// Issue 28, item 3: a checkpointed high watermark above the log end (a power loss took back
