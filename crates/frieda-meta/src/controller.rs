@@ -11,7 +11,8 @@
 //! - partitions: ISR changes from leaders (AlterPartition), leader elections, reassignments;
 //! - producer-id blocks (KIP-730) and the cluster id.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ use crate::image::{
     BrokerId, BrokerRegistration, Endpoint, MetaCommand, MetaError, MetaOutcome, MetadataImage,
     PartitionState,
 };
+use crate::leadership::{self, LeaderPlacement, PlacementConfig};
 use crate::placement::place;
 use crate::types::Raft;
 
@@ -53,6 +55,10 @@ pub struct Heartbeat {
     /// BrokerRegistration): without it, it leaves every ELR when it registers (KIP-966).
     #[serde(default)]
     pub clean_shutdown: bool,
+    /// Its measured leader cost, µs (issue 33; `None` until it has measured a window): what
+    /// measured leader placement compares ([`crate::leadership`]).
+    #[serde(default)]
+    pub leader_cost_us: Option<u64>,
 }
 
 /// How long a new active controller waits for its quorum to confirm it and its image to catch
@@ -292,6 +298,8 @@ pub struct ControllerConfig {
     pub leader_rebalance_interval: Option<Duration>,
     /// `leader.imbalance.per.broker.percentage`.
     pub leader_imbalance_percentage: u32,
+    /// `leader.placement` and its settings ([`crate::leadership`]).
+    pub placement: PlacementConfig,
     /// This node's static `unclean.leader.election.enable` (the default below topic configs
     /// and the dynamic cluster-wide default, while this node is the active controller).
     pub unclean_leader_election: bool,
@@ -322,6 +330,13 @@ pub struct Controller {
     decide: tokio::sync::Mutex<()>,
     /// When preferred leaders were last checked.
     last_rebalance: Mutex<Instant>,
+    /// Each broker's last reported leader cost (µs) and when it came (measured placement).
+    costs: Mutex<HashMap<BrokerId, (u64, Instant)>>,
+    /// When measured placement last planned.
+    last_placement: Mutex<Instant>,
+    /// When the leaderships moved in the last minute were moved (at most
+    /// `leader.placement.max.moves.per.minute` entries).
+    recent_moves: Mutex<VecDeque<Instant>>,
 }
 
 impl Controller {
@@ -342,6 +357,9 @@ impl Controller {
             ready_term: Mutex::new(None),
             decide: tokio::sync::Mutex::new(()),
             last_rebalance: Mutex::new(Instant::now()),
+            costs: Mutex::new(HashMap::new()),
+            last_placement: Mutex::new(Instant::now()),
+            recent_moves: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -671,6 +689,10 @@ impl Controller {
                 last: Instant::now(),
             },
         );
+        match hb.leader_cost_us {
+            Some(c) => self.costs.lock().insert(hb.id, (c, Instant::now())),
+            None => self.costs.lock().remove(&hb.id),
+        };
         for cmd in commands {
             let what = match &cmd {
                 MetaCommand::RegisterBroker { .. } => "registered broker",
@@ -891,6 +913,74 @@ impl Controller {
         }
     }
 
+    /// Measured leader placement (issue 33): every `leader.placement.check.interval.ms`, the
+    /// moves [`leadership::plan_moves`] asks for with the costs the brokers reported within a
+    /// session timeout, within what is left of the per-minute budget; each is a leader
+    /// election (refused by the image if the target left the ISR meanwhile).
+    async fn place_leaders(&self) {
+        let placement = self.config.placement;
+        {
+            let mut last = self.last_placement.lock();
+            if last.elapsed() < placement.check_interval {
+                return;
+            }
+            *last = Instant::now();
+        }
+        let costs: BTreeMap<BrokerId, u64> = self
+            .costs
+            .lock()
+            .iter()
+            .filter(|(_, (_, at))| at.elapsed() < self.config.session_timeout)
+            .map(|(b, (c, _))| (*b, *c))
+            .collect();
+        let budget = {
+            let mut recent = self.recent_moves.lock();
+            while recent
+                .front()
+                .is_some_and(|t| t.elapsed() >= Duration::from_secs(60))
+            {
+                recent.pop_front();
+            }
+            (placement.max_moves_per_minute as usize).saturating_sub(recent.len())
+        };
+        if budget == 0 {
+            return;
+        }
+        let image = self.image.borrow().clone();
+        for m in leadership::plan_moves(&image, &costs, budget) {
+            let _one = self.decide.lock().await;
+            let result = self
+                .propose(MetaCommand::ElectLeader {
+                    topic: m.topic.clone(),
+                    partition: m.partition,
+                    leader: m.to,
+                    unclean: false,
+                })
+                .await;
+            match result {
+                Ok(_) => {
+                    self.recent_moves.lock().push_back(Instant::now());
+                    leadership::MOVES[m.reason as usize].fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(
+                        topic = m.topic,
+                        partition = m.partition,
+                        from = m.from,
+                        to = m.to,
+                        reason = m.reason.label(),
+                        gap_us = m.gap_us,
+                        from_cost_us = costs.get(&m.from),
+                        to_cost_us = costs.get(&m.to),
+                        "leader placement: moved the leadership"
+                    );
+                }
+                Err(e) => {
+                    tracing::debug!(topic = m.topic, partition = m.partition, error = %e,
+                        "leader placement: move skipped");
+                }
+            }
+        }
+    }
+
     /// Runs the controller's periodic work until `stop` turns true.
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -899,7 +989,11 @@ impl Controller {
                 _ = tick.tick() => {
                     self.tick().await;
                     if self.ready().await.is_some() {
-                        self.rebalance_leaders().await;
+                        if self.config.placement.mode == LeaderPlacement::Measured {
+                            self.place_leaders().await;
+                        } else {
+                            self.rebalance_leaders().await;
+                        }
                     }
                 }
                 _ = stop.changed() => return,

@@ -692,6 +692,7 @@ fn an_offline_replica_loses_its_leadership_and_its_isr_place() {
         shutting_down: false,
         offline_replicas: vec![("t".into(), 0)],
         clean_shutdown: true,
+        leader_cost_us: None,
     };
     let cmds = crate::controller::heartbeat_commands(&img, &hb);
     assert_eq!(cmds.len(), 1, "{cmds:?}");

@@ -16,6 +16,7 @@
 
 pub mod controller;
 pub mod image;
+pub mod leadership;
 mod log_store;
 mod network;
 pub mod partition_change;
@@ -42,6 +43,7 @@ pub use image::{
     BrokerId, BrokerRegistration, Endpoint, MetaCommand, MetaError, MetaOutcome, MetadataImage,
     PartitionState, TopicImage, NO_LEADER,
 };
+pub use leadership::{LeaderPlacement, PlacementConfig};
 pub use security::{
     AclEntry, ClientQuotas, DelegationToken, DelegationTokens, QuotaEntity, ScramCredential,
     ScramCredentials,
@@ -124,6 +126,8 @@ pub struct QuorumConfig {
     pub leader_rebalance_interval_ms: Option<u64>,
     /// `leader.imbalance.per.broker.percentage`.
     pub leader_imbalance_percentage: u32,
+    /// `leader.placement` and its settings (issue 33, see [`leadership`]).
+    pub leader_placement: PlacementConfig,
     /// `unclean.leader.election.enable` of this node's static configuration.
     pub unclean_leader_election: bool,
     /// `min.insync.replicas` of this node's static configuration.
@@ -269,6 +273,7 @@ impl MetadataQuorum {
                     .leader_rebalance_interval_ms
                     .map(Duration::from_millis),
                 leader_imbalance_percentage: cfg.leader_imbalance_percentage,
+                placement: cfg.leader_placement,
                 unclean_leader_election: cfg.unclean_leader_election,
                 min_insync_replicas: cfg.min_insync_replicas,
             },

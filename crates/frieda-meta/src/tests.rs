@@ -51,6 +51,7 @@ impl Cluster {
             broker_session_timeout_ms: 1500,
             leader_rebalance_interval_ms: None,
             leader_imbalance_percentage: 10,
+            leader_placement: Default::default(),
             unclean_leader_election: false,
             min_insync_replicas: 1,
             transport: self.transport.clone(),
@@ -97,6 +98,7 @@ fn heartbeat(id: BrokerId, incarnation: u128) -> ControllerRequest {
         shutting_down: false,
         offline_replicas: vec![],
         clean_shutdown: true,
+        leader_cost_us: None,
     })
 }
 

@@ -1286,6 +1286,7 @@ impl World {
             shutting_down: b.shutting_down,
             offline_replicas,
             clean_shutdown: b.previous_run_clean,
+            leader_cost_us: None,
         };
         self.send(
             Node::Broker(id),

@@ -327,6 +327,10 @@ pub struct ClusterConfig {
     /// `leader.imbalance.per.broker.percentage` (Kafka 10): a broker's preferred partitions are
     /// handed back once more than this share of them are led elsewhere.
     pub leader_imbalance_per_broker_percentage: u32,
+    /// `leader.placement` (`preferred`, Kafka's, or `measured`: leaderships follow the brokers'
+    /// measured leader cost, issue 33), `leader.placement.check.interval.ms` (2000) and
+    /// `leader.placement.max.moves.per.minute` (60). See `frieda_meta::leadership`.
+    pub leader_placement: frieda_meta::PlacementConfig,
 }
 
 impl Default for ClusterConfig {
@@ -350,6 +354,7 @@ impl Default for ClusterConfig {
             auto_leader_rebalance: true,
             leader_imbalance_check_interval_ms: 300_000,
             leader_imbalance_per_broker_percentage: 10,
+            leader_placement: frieda_meta::PlacementConfig::default(),
         }
     }
 }
@@ -1066,6 +1071,18 @@ impl BrokerConfig {
             }
             "replica.lag.time.max.ms" => self.cluster.replica_lag_time_max_ms = positive(&text)?,
             "replica.stall.max.ms" => self.cluster.replica_stall_max_ms = positive(&text)?,
+            "leader.placement" => {
+                self.cluster.leader_placement.mode = frieda_meta::LeaderPlacement::parse(&text)
+                    .ok_or_else(|| anyhow::anyhow!("expected preferred or measured"))?
+            }
+            "leader.placement.check.interval.ms" => {
+                self.cluster.leader_placement.check_interval =
+                    std::time::Duration::from_millis(positive(&text)?)
+            }
+            "leader.placement.max.moves.per.minute" => {
+                self.cluster.leader_placement.max_moves_per_minute =
+                    u32::try_from(positive(&text)?)?
+            }
             "replica.fetch.wait.max.ms" => {
                 self.cluster.replica_fetch_wait_max_ms = positive(&text)?
             }

@@ -423,6 +423,7 @@ async fn start_cluster(
             .auto_leader_rebalance
             .then_some(c.leader_imbalance_check_interval_ms),
         leader_imbalance_percentage: c.leader_imbalance_per_broker_percentage,
+        leader_placement: c.leader_placement,
         unclean_leader_election: cfg.topic_defaults.get("unclean.leader.election.enable")
             == Some("true"),
         // What this broker's partitions enforce for a topic without an override.

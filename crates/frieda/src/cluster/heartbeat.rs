@@ -13,6 +13,8 @@
 //! - **Offline replicas**: each heartbeat names the replicas whose log a failed fsync took
 //!   offline (Kafka's offline log directories, KIP-858); the controller moves their
 //!   leaderships and takes them out of their ISRs until the broker restarts.
+//! - **Leader cost**: each heartbeat carries what it costs this broker to lead
+//!   ([`super::leader_cost`]), for measured leader placement.
 //! - **Controlled shutdown**: on stop the broker asks to be fenced; the controller moves its
 //!   leaderships first, so clients fail over before the connections close.
 
@@ -53,6 +55,7 @@ fn heartbeat(
         shutting_down,
         offline_replicas: broker.offline_replicas(),
         clean_shutdown: reg.clean_shutdown,
+        leader_cost_us: super::leader_cost::LEADER_COST.cost_us(),
     })
 }
 
@@ -69,6 +72,7 @@ pub async fn run(
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_answer = Instant::now();
+    tokio::spawn(super::leader_cost::run(stop.clone()));
     loop {
         tokio::select! {
             _ = tick.tick() => {}

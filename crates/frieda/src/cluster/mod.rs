@@ -3,6 +3,8 @@
 //!
 //! - [`heartbeat`]: registers and heartbeats with the controller; fences itself when the
 //!   controller cannot be reached for a whole session; controlled shutdown.
+//! - [`leader_cost`]: what it costs this broker to lead, sent with each heartbeat (measured
+//!   leader placement).
 //! - [`isr`]: in-sync replica changes a leader asks the controller for (AlterPartition).
 //! - [`reconciler`]: turns each new image into local state (partition replicas opened or
 //!   removed, leader and follower roles, follower fetchers, group and transaction
@@ -20,4 +22,5 @@
 pub mod fetcher;
 pub mod heartbeat;
 pub mod isr;
+pub mod leader_cost;
 pub mod reconciler;

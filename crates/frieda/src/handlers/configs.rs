@@ -442,6 +442,24 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
             TYPE_LONG,
         ),
         (
+            "leader.placement",
+            match k.leader_placement.mode {
+                frieda_meta::LeaderPlacement::Preferred => "preferred".to_string(),
+                frieda_meta::LeaderPlacement::Measured => "measured".to_string(),
+            },
+            TYPE_STRING,
+        ),
+        (
+            "leader.placement.check.interval.ms",
+            k.leader_placement.check_interval.as_millis().to_string(),
+            TYPE_LONG,
+        ),
+        (
+            "leader.placement.max.moves.per.minute",
+            k.leader_placement.max_moves_per_minute.to_string(),
+            TYPE_LONG,
+        ),
+        (
             "replica.fetch.wait.max.ms",
             k.replica_fetch_wait_max_ms.to_string(),
             TYPE_LONG,

@@ -150,6 +150,42 @@ pub(super) fn encode(e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
             ),
         ],
     )?;
+    let cost = &crate::cluster::leader_cost::LEADER_COST;
+    gauges_present(
+        e,
+        &[
+            (
+                "frieda_leader_cost_microseconds",
+                "What it costs this broker to lead, smoothed (stall + fsync; sent to the controller for leader.placement=measured).",
+                cost.cost_us().map(|v| v as f64),
+            ),
+            (
+                "frieda_leader_cost_stall_microseconds",
+                "90th percentile of how late a task of the request runtime woke in the last window.",
+                cost.stall_us().map(|v| v as f64),
+            ),
+            (
+                "frieda_leader_cost_fsync_microseconds",
+                "99th percentile of the log flushes of the last window (0 without flushes).",
+                cost.fsync_us().map(|v| v as f64),
+            ),
+        ],
+    )?;
+    family(
+        e,
+        "frieda_leader_placement_moves",
+        "Leaderships this node moved as the active controller under leader.placement=measured, by reason.",
+        MetricType::Counter,
+        frieda_meta::leadership::MoveReason::ALL.map(|r| {
+            (
+                vec![("reason", r.label().to_string())],
+                ConstCounter::new(
+                    frieda_meta::leadership::MOVES[r as usize]
+                        .load(std::sync::atomic::Ordering::Relaxed),
+                ),
+            )
+        }),
+    )?;
     family(
         e,
         "frieda_build_info",
