@@ -131,6 +131,13 @@ pub enum Action {
         /// Partition.
         partition: i32,
     },
+    /// Measured leader placement (`leader.placement=measured`, issue 33): the controller plans
+    /// moves with `frieda_meta::leadership::plan_moves` for these leader costs (µs, brokers
+    /// `1..`) and elects each target, as the real controller does.
+    PlaceLeaders {
+        /// Each broker's reported cost, by broker id - 1.
+        costs: Vec<u64>,
+    },
     /// Reassignment to `target` (kafka-reassign-partitions).
     Reassign {
         /// Partition.
@@ -259,8 +266,20 @@ impl Plan {
                     broker,
                     partition: rng.gen_range(0..shape.partitions),
                 },
-                78..=87 => Action::ElectPreferred {
+                78..=82 => Action::ElectPreferred {
                     partition: rng.gen_range(0..shape.partitions),
+                },
+                // A slow broker (or none) among healthy ones, as measured placement sees them.
+                83..=87 => Action::PlaceLeaders {
+                    costs: (1..=brokers)
+                        .map(|_| {
+                            if rng.gen_bool(0.3) {
+                                rng.gen_range(5_000..50_000)
+                            } else {
+                                rng.gen_range(200..1_500)
+                            }
+                        })
+                        .collect(),
                 },
                 _ => {
                     let mut all: Vec<i32> = (1..=brokers).collect();

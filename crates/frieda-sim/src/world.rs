@@ -19,6 +19,7 @@ use frieda::replication::{
     RoleChange,
 };
 use frieda_meta::controller::{election, expired_sessions, heartbeat_commands};
+use frieda_meta::leadership::plan_moves;
 use frieda_meta::{BrokerId, Heartbeat, MetaCommand, MetaError, MetadataImage, PartitionState};
 use kafka_protocol::error::ResponseError;
 use rand::{Rng, SeedableRng};
@@ -732,6 +733,20 @@ impl World {
                 if self.controller.out_until <= self.now {
                     if let Ok(cmd) = election(&self.controller.image, TOPIC, partition, true) {
                         let _ = self.commit(cmd);
+                    }
+                }
+            }
+            Action::PlaceLeaders { costs } => {
+                if self.controller.out_until <= self.now {
+                    let costs = (1..).zip(costs).collect();
+                    for m in plan_moves(&self.controller.image, &costs, 60) {
+                        self.log(|| format!("controller: leader placement {m:?}"));
+                        let _ = self.commit(MetaCommand::ElectLeader {
+                            topic: m.topic,
+                            partition: m.partition,
+                            leader: m.to,
+                            unclean: false,
+                        });
                     }
                 }
             }
