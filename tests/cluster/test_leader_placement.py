@@ -71,14 +71,14 @@ def test_leaderships_leave_a_slow_node_and_come_back(cluster, topic_name):
     # Every node measured a cost; healthy nodes are cheap, so nothing moves.
     wait_until(lambda: all("frieda_leader_cost_microseconds" in scrape(p) for p in ports), 15,
                "every node reports its leader cost")
-    time.sleep(3)
+    time.sleep(2)
     assert led_by(SLOW) == preferred, "leaderships moved between healthy nodes"
 
     prod = ProducerThread(c.bootstrap, topic, PARTITIONS, rate=300)
     prod.start()
     staller = Staller(c.node(SLOW).pid)
     try:
-        time.sleep(2)
+        time.sleep(1)
         t0 = time.monotonic()
         staller.start()
         wait_until(lambda: led_by(SLOW) == [], 30, f"node {SLOW}'s leaderships moved away")
@@ -86,7 +86,7 @@ def test_leaderships_leave_a_slow_node_and_come_back(cluster, topic_name):
         cost = scrape(ports[SLOW - 1])["frieda_leader_cost_microseconds"]
         others = [scrape(ports[i - 1])["frieda_leader_cost_microseconds"] for i in (1, 3)]
         assert cost > 2 * max(others), (cost, others)
-        time.sleep(3)
+        time.sleep(2)
         assert led_by(SLOW) == [], "a leadership went back to the slow node"
 
         staller.halt()
