@@ -55,7 +55,7 @@ def test_replicas_lost_one_at_a_time_elect_the_eligible_replica(cluster, topic_n
 
     # 5 goes: the ISR keeps min.insync.replicas members, no ELR; acks=all still works.
     c.pause(5)
-    c.wait_until(lambda: describe(classpath, boot(), t)[1] == [3, 4], 30, "ISR [3, 4]")
+    c.wait_until(lambda: describe(classpath, boot(), t)[1] == [3, 4], 60, "ISR [3, 4]")
     mid = ProducerThread(c.node(3).addr, t, 1, tag="mid", **dict(conf, retries=10, retry_backoff_ms=200))
     acks, errs = mid.produce_now(100)
     assert len(acks) == 100 and not errs, errs[:5]
