@@ -860,12 +860,8 @@ impl Controller {
         let Some(every) = self.config.leader_rebalance_interval else {
             return;
         };
-        {
-            let mut last = self.last_rebalance.lock();
-            if last.elapsed() < every {
-                return;
-            }
-            *last = Instant::now();
+        if !due(&self.last_rebalance, every) {
+            return;
         }
         let image = self.image.borrow().clone();
         let mut per_broker: BTreeMap<BrokerId, (usize, Vec<(String, i32)>)> = BTreeMap::new();
@@ -919,12 +915,8 @@ impl Controller {
     /// election (refused by the image if the target left the ISR meanwhile).
     async fn place_leaders(&self) {
         let placement = self.config.placement;
-        {
-            let mut last = self.last_placement.lock();
-            if last.elapsed() < placement.check_interval {
-                return;
-            }
-            *last = Instant::now();
+        if !due(&self.last_placement, placement.check_interval) {
+            return;
         }
         let costs: BTreeMap<BrokerId, u64> = self
             .costs
@@ -1000,6 +992,17 @@ impl Controller {
             }
         }
     }
+}
+
+/// Whether periodic work last done at `*last` is due again after `every`; if so, `*last` becomes
+/// now.
+fn due(last: &Mutex<Instant>, every: Duration) -> bool {
+    let mut last = last.lock();
+    if last.elapsed() < every {
+        return false;
+    }
+    *last = Instant::now();
+    true
 }
 
 /// The commands a broker's heartbeat calls for (Kafka's `ClusterControlManager` and

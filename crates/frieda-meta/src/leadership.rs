@@ -54,10 +54,16 @@ pub enum LeaderPlacement {
 impl LeaderPlacement {
     /// Parses `preferred` or `measured`.
     pub fn parse(s: &str) -> Option<LeaderPlacement> {
-        match s.trim() {
-            "preferred" => Some(LeaderPlacement::Preferred),
-            "measured" => Some(LeaderPlacement::Measured),
-            _ => None,
+        [LeaderPlacement::Preferred, LeaderPlacement::Measured]
+            .into_iter()
+            .find(|p| p.name() == s.trim())
+    }
+
+    /// The setting's value: `preferred` or `measured`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LeaderPlacement::Preferred => "preferred",
+            LeaderPlacement::Measured => "measured",
         }
     }
 }

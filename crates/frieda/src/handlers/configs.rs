@@ -443,10 +443,7 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
         ),
         (
             "leader.placement",
-            match k.leader_placement.mode {
-                frieda_meta::LeaderPlacement::Preferred => "preferred".to_string(),
-                frieda_meta::LeaderPlacement::Measured => "measured".to_string(),
-            },
+            k.leader_placement.mode.name().to_string(),
             TYPE_STRING,
         ),
         (
@@ -498,27 +495,16 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
     .into_iter()
     .map(|(n, v, t)| static_entry(n, Some(&v), t))
     .collect();
-    // unset: null, as Kafka reports it
-    entries.push(match c.rack.as_deref() {
-        Some(rack) => static_entry("broker.rack", Some(rack), TYPE_STRING),
-        None => ConfigEntry {
-            name: str_bytes("broker.rack"),
-            value: None,
-            config_source: SOURCE_DEFAULT,
-            config_type: TYPE_STRING,
-            synonyms: vec![Synonym::new("broker.rack", None, SOURCE_DEFAULT)],
-        },
-    });
-    entries.push(match c.replica_selector.class_name() {
-        Some(class) => static_entry("replica.selector.class", Some(class), TYPE_CLASS),
-        None => ConfigEntry {
-            name: str_bytes("replica.selector.class"),
-            value: None,
-            config_source: SOURCE_DEFAULT,
-            config_type: TYPE_CLASS,
-            synonyms: vec![Synonym::new("replica.selector.class", None, SOURCE_DEFAULT)],
-        },
-    });
+    entries.push(static_or_default(
+        "broker.rack",
+        c.rack.as_deref(),
+        TYPE_STRING,
+    ));
+    entries.push(static_or_default(
+        "replica.selector.class",
+        c.replica_selector.class_name(),
+        TYPE_CLASS,
+    ));
     // Security settings (sensitive values null, as Kafka reports them).
     for (name, value) in c.security.describe() {
         if entries.iter().any(|x| x.name.as_str() == name) {
@@ -554,6 +540,21 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
 }
 
 /// A value of the static config file (STATIC_BROKER_CONFIG), its only synonym itself.
+/// A static setting that is `value` when set, else unset: null with a default-source synonym, as
+/// Kafka reports an unset `broker.rack` or `replica.selector.class`.
+fn static_or_default(name: &str, value: Option<&str>, config_type: i8) -> ConfigEntry {
+    match value {
+        Some(v) => static_entry(name, Some(v), config_type),
+        None => ConfigEntry {
+            name: str_bytes(name),
+            value: None,
+            config_source: SOURCE_DEFAULT,
+            config_type,
+            synonyms: vec![Synonym::new(name, None, SOURCE_DEFAULT)],
+        },
+    }
+}
+
 fn static_entry(name: &str, value: Option<&str>, config_type: i8) -> ConfigEntry {
     ConfigEntry {
         name: str_bytes(name),

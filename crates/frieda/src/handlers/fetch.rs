@@ -362,14 +362,15 @@ pub async fn handle(
             counted = true;
         }
         let total: usize = results.iter().map(|r| r.bytes()).sum();
-        // A preferred read replica is answered at once (Kafka's `hasPreferredReadReplica`).
-        let any_diverging = wanted
+        // A diverging epoch or a preferred read replica (Kafka's `hasPreferredReadReplica`) is
+        // answered at once.
+        let answer_now = wanted
             .iter()
             .any(|w| w.diverging.is_some() || w.preferred.is_some());
         let any_error = results.iter().any(|r| r.is_err());
         if total >= min_bytes.max(1)
             || any_error
-            || any_diverging
+            || answer_now
             || waits.is_empty()
             || Instant::now() >= deadline
         {

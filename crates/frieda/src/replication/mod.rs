@@ -131,6 +131,16 @@ impl Default for Replication {
     }
 }
 
+/// A client's `current_leader_epoch` (-1: not checked; KIP-320) against this replica's `epoch`:
+/// FENCED_LEADER_EPOCH (74) when older, UNKNOWN_LEADER_EPOCH (75) when newer.
+fn check_client_epoch(client_epoch: i32, epoch: i32) -> Result<(), ResponseError> {
+    match client_epoch {
+        e if e < 0 || e == epoch => Ok(()),
+        e if e < epoch => Err(ResponseError::FencedLeaderEpoch),
+        _ => Err(ResponseError::UnknownLeaderEpoch),
+    }
+}
+
 /// The leader epoch a role knows (-1 for a replica that has none yet).
 fn epoch_of(role: &Role) -> i32 {
     match role {
@@ -526,11 +536,7 @@ impl Replication {
             Role::Leader(l) => l.epoch,
             _ => return Err(ResponseError::NotLeaderOrFollower),
         };
-        match client_epoch {
-            e if e < 0 || e == epoch => Ok(()),
-            e if e < epoch => Err(ResponseError::FencedLeaderEpoch),
-            _ => Err(ResponseError::UnknownLeaderEpoch),
-        }
+        check_client_epoch(client_epoch, epoch)
     }
 
     /// Whether a consumer that may read from followers (Fetch v11+, KIP-392) may read this
@@ -547,11 +553,7 @@ impl Replication {
             Role::Follower { epoch, .. } => *epoch,
             Role::Offline { .. } => return Err(ResponseError::NotLeaderOrFollower),
         };
-        match client_epoch {
-            e if e < 0 || e == epoch => Ok(()),
-            e if e < epoch => Err(ResponseError::FencedLeaderEpoch),
-            _ => Err(ResponseError::UnknownLeaderEpoch),
-        }
+        check_client_epoch(client_epoch, epoch)
     }
 
     /// Whether this replica still leads or follows in `epoch` (a consumer's read from a
