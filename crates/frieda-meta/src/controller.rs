@@ -59,6 +59,10 @@ pub struct Heartbeat {
     /// measured leader placement compares ([`crate::leadership`]).
     #[serde(default)]
     pub leader_cost_us: Option<u64>,
+    /// Claims of its replicas of leaderless `quorum` partitions, `(topic, partition, claim)`
+    /// (issue 34, [`crate::quorum`]): what the controller elects their leaders from.
+    #[serde(default)]
+    pub claims: Vec<(String, i32, crate::quorum::Claim)>,
 }
 
 /// How long a new active controller waits for its quorum to confirm it and its image to catch
@@ -307,6 +311,10 @@ pub struct ControllerConfig {
     /// dynamic cluster-wide default, while this node is the active controller; KIP-966 keeps
     /// ELR by it).
     pub min_insync_replicas: i32,
+    /// This node's static `replication.ack.policy` is `quorum` (the default below topic
+    /// configs and the dynamic cluster-wide default, while this node is the active
+    /// controller; issue 34).
+    pub quorum_acks: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -332,6 +340,8 @@ pub struct Controller {
     last_rebalance: Mutex<Instant>,
     /// Each broker's last reported leader cost (µs) and when it came (measured placement).
     costs: Mutex<HashMap<BrokerId, (u64, Instant)>>,
+    /// Claims of replicas of leaderless `quorum` partitions ([`crate::quorum`]).
+    claims: Mutex<crate::quorum::Claims>,
     /// When measured placement last planned.
     last_placement: Mutex<Instant>,
     /// When the leaderships moved in the last minute were moved (at most
@@ -358,6 +368,7 @@ impl Controller {
             decide: tokio::sync::Mutex::new(()),
             last_rebalance: Mutex::new(Instant::now()),
             costs: Mutex::new(HashMap::new()),
+            claims: Mutex::new(Default::default()),
             last_placement: Mutex::new(Instant::now()),
             recent_moves: Mutex::new(VecDeque::new()),
         }
@@ -408,6 +419,9 @@ impl Controller {
         *led = Some(term);
         let now = Instant::now();
         let image = self.image.borrow().clone();
+        // Claims sent to an earlier term's controller are not known here: the next heartbeats
+        // bring them again.
+        self.claims.lock().clear();
         let mut sessions = self.sessions.lock();
         sessions.clear();
         for b in image.brokers.values() {
@@ -704,6 +718,11 @@ impl Controller {
             self.propose(cmd).await?;
             tracing::info!(broker = hb.id, incarnation = %hb.incarnation, "{what}");
         }
+        if !hb.claims.is_empty() {
+            let image = self.image.borrow().clone();
+            crate::quorum::record(&mut self.claims.lock(), &image, hb.id, &hb.claims);
+            self.elect_from_claims().await;
+        }
         self.ensure_learner(hb.id, &hb.raft_addr).await;
         Ok(ControllerReply::Heartbeat {
             fenced: false,
@@ -809,6 +828,15 @@ impl Controller {
                 tracing::warn!(error = %e, "recording unclean.leader.election.enable failed");
             }
         }
+        if image.quorum_ack_default != self.config.quorum_acks {
+            let quorum = self.config.quorum_acks;
+            if let Err(e) = self
+                .propose(MetaCommand::SetAckPolicyDefault { quorum })
+                .await
+            {
+                tracing::warn!(error = %e, "recording replication.ack.policy failed");
+            }
+        }
         let min_insync = self.config.min_insync_replicas.max(1);
         if image.min_insync_default != min_insync {
             if let Err(e) = self
@@ -848,6 +876,34 @@ impl Controller {
                 .await
             {
                 tracing::warn!(broker = id, error = %e, "fencing failed");
+            }
+        }
+    }
+
+    /// Elects the leaders of leaderless `quorum` partitions the recorded claims allow
+    /// ([`crate::quorum::elections`]). The caller holds `decide` (requests are handled under
+    /// it).
+    async fn elect_from_claims(&self) {
+        let image = self.image.borrow().clone();
+        let commands = crate::quorum::elections(&image, &self.claims.lock());
+        for cmd in commands {
+            if let MetaCommand::ElectFromClaims {
+                topic,
+                partition,
+                leader,
+                leader_epoch,
+            } = &cmd
+            {
+                tracing::info!(
+                    topic,
+                    partition,
+                    leader,
+                    leader_epoch,
+                    "quorum partition: leader elected from the replicas' claims"
+                );
+            }
+            if let Err(e) = self.propose(cmd).await {
+                tracing::debug!(error = %e, "election from claims skipped");
             }
         }
     }
@@ -981,6 +1037,10 @@ impl Controller {
                 _ = tick.tick() => {
                     self.tick().await;
                     if self.ready().await.is_some() {
+                        {
+                            let _one = self.decide.lock().await;
+                            self.elect_from_claims().await;
+                        }
                         if self.config.placement.mode == LeaderPlacement::Measured {
                             self.place_leaders().await;
                         } else {

@@ -94,6 +94,23 @@ pub struct PartitionState {
     /// empty, electable when ISR and ELR are both empty; cleared when a leader is elected.
     #[serde(default)]
     pub last_known_elr: Vec<BrokerId>,
+    /// A partition of a topic with `replication.ack.policy=quorum` waiting for its replicas'
+    /// claims before a leader is chosen (issue 34, [`crate::quorum`]); `None` otherwise.
+    #[serde(default)]
+    pub electing: Option<Electing>,
+}
+
+/// Why a `quorum` partition is leaderless: whose leadership ended and who was asked for
+/// ([`crate::quorum`]). The leader epoch was bumped when it began, so a replica that sees the
+/// partition leaderless has stopped following the previous leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Electing {
+    /// The leader whose epoch ended ([`NO_LEADER`] if none): its claim, when it makes one,
+    /// says what was acknowledged.
+    pub previous: BrokerId,
+    /// The replica a leader election asked for (preferred election, measured placement,
+    /// ElectLeaders), or [`NO_LEADER`]: chosen when its log holds every acknowledged record.
+    pub wanted: BrokerId,
 }
 
 /// A topic.
@@ -154,6 +171,11 @@ pub struct MetadataImage {
     /// 0 until set, read as 1 (Kafka's default).
     #[serde(default)]
     pub min_insync_default: i32,
+    /// The active controller's static `replication.ack.policy` is `quorum` (the default for
+    /// topics that set none, below a dynamic cluster-wide default), set by
+    /// [`MetaCommand::SetAckPolicyDefault`].
+    #[serde(default)]
+    pub quorum_ack_default: bool,
     /// Log index of the last applied command (the image's version).
     pub offset: u64,
 }
@@ -209,6 +231,24 @@ pub enum MetaCommand {
     SetUncleanDefault {
         /// Enabled.
         enable: bool,
+    },
+    /// The active controller's static `replication.ack.policy` (issue 34).
+    SetAckPolicyDefault {
+        /// `replication.ack.policy=quorum`.
+        quorum: bool,
+    },
+    /// Elects `leader` for a `quorum` partition that is leaderless in `leader_epoch`, chosen
+    /// from its replicas' claims by [`crate::quorum::choose`]; refused (ELECTION_NOT_NEEDED)
+    /// when the partition moved on meanwhile, INELIGIBLE_REPLICA when `leader` may not lead.
+    ElectFromClaims {
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+        /// The leaderless epoch the claims were made in.
+        leader_epoch: i32,
+        /// The replica chosen.
+        leader: BrokerId,
     },
     /// The active controller's static `min.insync.replicas` (KIP-966: the controller keeps
     /// ELR by each topic's effective value).
@@ -444,6 +484,18 @@ impl MetadataImage {
             >= 1
     }
 
+    /// Whether `topic` acknowledges `acks=all` records on a quorum (issue 34,
+    /// `replication.ack.policy=quorum`): the topic's config, else the dynamic cluster-wide
+    /// default, else the active controller's static one; `isr` (Kafka's rule) otherwise.
+    pub fn quorum_acks(&self, topic: &str) -> bool {
+        const KEY: &str = "replication.ack.policy";
+        self.topics
+            .get(topic)
+            .and_then(|t| t.configs.get(KEY))
+            .or_else(|| self.broker_configs.get("").and_then(|c| c.get(KEY)))
+            .map_or(self.quorum_ack_default, |v| v == "quorum")
+    }
+
     /// `topic`'s effective `min.insync.replicas` (Kafka's `getTopicEffectiveMinIsr`): the
     /// topic's config, else the dynamic cluster-wide default, else the active controller's
     /// static one, at least 1 and at most the replication factor.
@@ -542,6 +594,37 @@ impl MetadataImage {
                 let only: BTreeSet<(String, i32)> = replicas.iter().cloned().collect();
                 self.leave_partitions(*id, Some(&only), false);
                 Ok(MetaOutcome::Done)
+            }
+            MetaCommand::SetAckPolicyDefault { quorum } => {
+                self.quorum_ack_default = *quorum;
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::ElectFromClaims {
+                topic,
+                partition,
+                leader_epoch,
+                leader,
+            } => {
+                let live = self.is_live(*leader);
+                let offline = self.replica_offline(*leader, topic, *partition);
+                let p = self.partition_mut(topic, *partition)?;
+                if p.leader != NO_LEADER || p.leader_epoch != *leader_epoch {
+                    return Err(MetaError::ElectionNotNeeded);
+                }
+                if !live || offline || !p.replicas.contains(leader) {
+                    return Err(MetaError::Ineligible(format!(
+                        "broker {leader} cannot lead {topic}-{partition}"
+                    )));
+                }
+                if !p.isr.contains(leader) {
+                    p.isr.push(*leader);
+                    p.isr.sort_unstable();
+                }
+                p.electing = None;
+                p.leader = *leader;
+                p.leader_epoch += 1;
+                p.partition_epoch += 1;
+                Ok(MetaOutcome::Partition(p.clone()))
             }
             MetaCommand::SetUncleanDefault { enable } => {
                 self.unclean_default = *enable;
@@ -708,9 +791,34 @@ impl MetadataImage {
             } => {
                 let live = self.live_set();
                 let offline = self.replica_offline(*leader, topic, *partition);
+                let quorum = self.quorum_acks(topic);
                 let p = self.partition_mut(topic, *partition)?;
                 if p.leader == *leader {
                     return Err(MetaError::ElectionNotNeeded);
+                }
+                if quorum && !*unclean {
+                    // The ISR does not say who holds every acknowledged record: the leader's
+                    // epoch ends and the replicas' claims decide ([`crate::quorum`]), `leader`
+                    // first if its log holds everything acknowledged.
+                    if offline || !live.contains(leader) || !p.replicas.contains(leader) {
+                        return Err(MetaError::Ineligible(format!(
+                            "broker {leader} is not a live replica"
+                        )));
+                    }
+                    let previous = match p.electing {
+                        Some(e) if p.leader == NO_LEADER => e.previous,
+                        _ => p.leader,
+                    };
+                    p.electing = Some(Electing {
+                        previous,
+                        wanted: *leader,
+                    });
+                    if p.leader != NO_LEADER {
+                        p.leader = NO_LEADER;
+                        p.leader_epoch += 1;
+                    }
+                    p.partition_epoch += 1;
+                    return Ok(MetaOutcome::Partition(p.clone()));
                 }
                 // Kafka's isValidNewLeader: in the ISR, or in the ELR when the ISR is empty.
                 let from_elr = p.isr.is_empty() && p.elr.contains(leader);
@@ -732,6 +840,7 @@ impl MetadataImage {
                     p.elr.clear();
                 }
                 p.last_known_elr.clear();
+                p.electing = None;
                 p.leader = *leader;
                 p.leader_epoch += 1;
                 p.partition_epoch += 1;
@@ -800,6 +909,7 @@ impl MetadataImage {
             removing: Vec::new(),
             elr: Vec::new(),
             last_known_elr: Vec::new(),
+            electing: None,
         })
     }
 
@@ -847,6 +957,7 @@ impl MetadataImage {
         for name in names {
             let unclean = self.unclean_allowed(&name);
             let min_isr = self.effective_min_isr(&name);
+            let quorum = self.quorum_acks(&name);
             let Some(t) = self.topics.get_mut(&name) else {
                 continue;
             };
@@ -862,10 +973,11 @@ impl MetadataImage {
                 };
                 let cx = Context {
                     min_isr,
-                    elr_enabled,
+                    elr_enabled: elr_enabled && !quorum,
                     acceptable: &acceptable,
                     unclean,
                     unclean_shutdown,
+                    quorum,
                 };
                 let isr = target(p);
                 partition_change::change(p, isr, &cx);
@@ -905,7 +1017,8 @@ impl MetadataImage {
     ) -> Result<MetaOutcome, MetaError> {
         let live = self.live_set();
         let offline = self.offline_set();
-        let (min_isr, elr_enabled) = (self.effective_min_isr(topic), self.elr_enabled());
+        let quorum = self.quorum_acks(topic);
+        let (min_isr, elr_enabled) = (self.effective_min_isr(topic), self.elr_enabled() && !quorum);
         let unclean = self.unclean_allowed(topic);
         // KIP-903: a replica the leader saw caught up under an older registration has
         // restarted since; its log may be shorter than what the leader counted.
@@ -965,6 +1078,7 @@ impl MetadataImage {
             acceptable: &acceptable,
             unclean,
             unclean_shutdown: None,
+            quorum,
         };
         let epoch = p.partition_epoch;
         // The leader is in the new ISR and live: it stays; below min.insync.replicas the
@@ -973,7 +1087,7 @@ impl MetadataImage {
         if p.partition_epoch == epoch {
             p.partition_epoch += 1;
         }
-        complete_reassignment_if_in_sync(p, &live);
+        complete_reassignment_if_in_sync(p, &live, quorum);
         Ok(MetaOutcome::Partition(p.clone()))
     }
 
@@ -985,6 +1099,7 @@ impl MetadataImage {
     ) -> Result<MetaOutcome, MetaError> {
         let registered: Vec<BrokerId> = self.brokers.keys().copied().collect();
         let live = self.live_set();
+        let quorum = self.quorum_acks(topic);
         let p = self.partition_mut(topic, partition)?;
         if target.is_empty() {
             return Err(MetaError::InvalidAssignment("no replicas".into()));
@@ -1051,15 +1166,9 @@ impl MetadataImage {
         p.removing = removing;
         p.partition_epoch += 1;
         if p.leader != NO_LEADER && !p.isr.contains(&p.leader) {
-            p.leader = p
-                .replicas
-                .iter()
-                .copied()
-                .find(|b| p.isr.contains(b) && live.contains(b))
-                .unwrap_or(NO_LEADER);
-            p.leader_epoch += 1;
+            reelect(p, &live, quorum);
         }
-        complete_reassignment_if_in_sync(p, &live);
+        complete_reassignment_if_in_sync(p, &live, quorum);
         Ok(MetaOutcome::Partition(p.clone()))
     }
 }
@@ -1069,7 +1178,7 @@ impl MetadataImage {
 /// replicas must contain every replica that stays): the removing replicas leave the replicas
 /// and the ISR, and a removed leader's partition gets the first live ISR member. Until then the
 /// removing replicas stay, so a record a stale leader counted on them is still on them.
-fn complete_reassignment_if_in_sync(p: &mut PartitionState, live: &[BrokerId]) {
+fn complete_reassignment_if_in_sync(p: &mut PartitionState, live: &[BrokerId], quorum: bool) {
     if p.adding.is_empty() && p.removing.is_empty() {
         return;
     }
@@ -1094,15 +1203,32 @@ fn complete_reassignment_if_in_sync(p: &mut PartitionState, live: &[BrokerId]) {
     p.adding.clear();
     p.replicas = target;
     p.isr = isr;
-    if removing.contains(&p.leader) || p.leader == NO_LEADER {
-        p.leader = p
-            .replicas
-            .iter()
-            .copied()
-            .find(|b| p.isr.contains(b) && live.contains(b))
-            .unwrap_or(NO_LEADER);
-        p.leader_epoch += 1;
+    if removing.contains(&p.leader) || (p.leader == NO_LEADER && !quorum) {
+        reelect(p, live, quorum);
     }
+}
+
+/// A new leader for `p`, whose leader has to go: the first live ISR member (or none), or for a
+/// `quorum` partition none yet, the replicas' claims deciding ([`crate::quorum`]).
+fn reelect(p: &mut PartitionState, live: &[BrokerId], quorum: bool) {
+    if quorum {
+        if p.leader != NO_LEADER {
+            p.electing = Some(Electing {
+                previous: p.leader,
+                wanted: NO_LEADER,
+            });
+            p.leader = NO_LEADER;
+            p.leader_epoch += 1;
+        }
+        return;
+    }
+    p.leader = p
+        .replicas
+        .iter()
+        .copied()
+        .find(|b| p.isr.contains(b) && live.contains(b))
+        .unwrap_or(NO_LEADER);
+    p.leader_epoch += 1;
 }
 
 #[cfg(test)]

@@ -693,6 +693,7 @@ fn an_offline_replica_loses_its_leadership_and_its_isr_place() {
         offline_replicas: vec![("t".into(), 0)],
         clean_shutdown: true,
         leader_cost_us: None,
+        claims: vec![],
     };
     let cmds = crate::controller::heartbeat_commands(&img, &hb);
     assert_eq!(cmds.len(), 1, "{cmds:?}");
@@ -887,4 +888,95 @@ fn delegation_tokens_are_created_renewed_only_while_present_and_removed() {
     img.apply(&put(&t, true), 6).unwrap();
     let back: MetadataImage = serde_json::from_str(&serde_json::to_string(&img).unwrap()).unwrap();
     assert_eq!(back.delegation_tokens, img.delegation_tokens);
+}
+
+/// Issue 34: a `quorum` topic's partition never gets a leader picked from its ISR: a fenced
+/// leader, a preferred election and a reassignment away from the leader each leave it leaderless
+/// in a new epoch with [`Electing`] set, and `ElectFromClaims` elects (only in that epoch, only
+/// a live replica).
+#[test]
+fn quorum_partitions_go_leaderless_and_are_elected_from_claims() {
+    let mut img = image_with(&[1, 2, 3, 4]);
+    img.apply(&MetaCommand::SetAckPolicyDefault { quorum: true }, 10)
+        .unwrap();
+    create(&mut img, "q", vec![vec![1, 2, 3]]);
+    assert!(img.quorum_acks("q"));
+    let p = img.partition("q", 0).unwrap().clone();
+    assert_eq!((p.leader, p.leader_epoch, p.electing), (1, 0, None));
+
+    // The leader is fenced: leaderless in epoch 1, not 2 picked from the ISR.
+    img.apply(&fence(1), 101).unwrap();
+    let p = img.partition("q", 0).unwrap().clone();
+    assert_eq!((p.leader, p.leader_epoch), (NO_LEADER, 1));
+    assert_eq!(
+        p.electing,
+        Some(Electing {
+            previous: 1,
+            wanted: NO_LEADER
+        })
+    );
+    // Another broker fenced meanwhile: still leaderless, same epoch (claims stay valid).
+    img.apply(&fence(4), 102).unwrap();
+    assert_eq!(img.partition("q", 0).unwrap().leader_epoch, 1);
+
+    let elect = |epoch, leader| MetaCommand::ElectFromClaims {
+        topic: "q".into(),
+        partition: 0,
+        leader_epoch: epoch,
+        leader,
+    };
+    assert_eq!(
+        img.apply(&elect(0, 3), 103),
+        Err(MetaError::ElectionNotNeeded),
+        "stale epoch"
+    );
+    assert!(
+        matches!(img.apply(&elect(1, 1), 104), Err(MetaError::Ineligible(_))),
+        "fenced"
+    );
+    img.apply(&elect(1, 3), 105).unwrap();
+    let p = img.partition("q", 0).unwrap().clone();
+    assert_eq!((p.leader, p.leader_epoch, p.electing), (3, 2, None));
+    assert!(p.isr.contains(&3));
+    assert_eq!(
+        img.apply(&elect(1, 2), 106),
+        Err(MetaError::ElectionNotNeeded)
+    );
+
+    // A preferred election asks for 1 (back and live): leaderless, 1 wanted.
+    img.apply(&registers_again(1, 11, true), 107).unwrap();
+    img.apply(
+        &MetaCommand::ElectLeader {
+            topic: "q".into(),
+            partition: 0,
+            leader: 1,
+            unclean: false,
+        },
+        108,
+    )
+    .unwrap();
+    let p = img.partition("q", 0).unwrap().clone();
+    assert_eq!((p.leader, p.leader_epoch), (NO_LEADER, 3));
+    assert_eq!(
+        p.electing,
+        Some(Electing {
+            previous: 3,
+            wanted: 1
+        })
+    );
+    img.apply(&elect(3, 1), 109).unwrap();
+    assert_eq!(img.partition("q", 0).unwrap().leader, 1);
+
+    // A reassignment that removes the leader: leaderless until the claims elect.
+    img.apply(
+        &MetaCommand::Reassign {
+            topic: "q".into(),
+            partition: 0,
+            target: vec![2, 3],
+        },
+        110,
+    )
+    .unwrap();
+    let p = img.partition("q", 0).unwrap().clone();
+    assert!(p.leader == 1 || p.leader == NO_LEADER);
 }

@@ -21,6 +21,7 @@ mod log_store;
 mod network;
 pub mod partition_change;
 pub mod placement;
+pub mod quorum;
 pub mod security;
 mod state_machine;
 mod types;
@@ -40,8 +41,8 @@ pub use controller::{
     ControllerError, ControllerReply, ControllerRequest, Heartbeat, PRODUCER_ID_BLOCK,
 };
 pub use image::{
-    BrokerId, BrokerRegistration, Endpoint, MetaCommand, MetaError, MetaOutcome, MetadataImage,
-    PartitionState, TopicImage, NO_LEADER,
+    BrokerId, BrokerRegistration, Electing, Endpoint, MetaCommand, MetaError, MetaOutcome,
+    MetadataImage, PartitionState, TopicImage, NO_LEADER,
 };
 pub use leadership::{LeaderPlacement, PlacementConfig};
 pub use security::{
@@ -132,6 +133,8 @@ pub struct QuorumConfig {
     pub unclean_leader_election: bool,
     /// `min.insync.replicas` of this node's static configuration.
     pub min_insync_replicas: i32,
+    /// `replication.ack.policy=quorum` in this node's static configuration (issue 34).
+    pub quorum_acks: bool,
     /// How the controller listener authenticates and authorizes peers and how this node
     /// connects to the others ([`PlaintextTransport`]: Kafka's PLAINTEXT).
     pub transport: Arc<dyn QuorumTransport>,
@@ -276,6 +279,7 @@ impl MetadataQuorum {
                 placement: cfg.leader_placement,
                 unclean_leader_election: cfg.unclean_leader_election,
                 min_insync_replicas: cfg.min_insync_replicas,
+                quorum_acks: cfg.quorum_acks,
             },
         ));
         let (stop, stop_rx) = watch::channel(false);

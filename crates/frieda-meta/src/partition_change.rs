@@ -15,7 +15,7 @@
 //! are both empty (KIP-966 balanced recovery: it was the last ISR member), and, with unclean
 //! election allowed, any acceptable replica (the ISR becomes just it and the ELR is cleared).
 
-use crate::image::{BrokerId, PartitionState, NO_LEADER};
+use crate::image::{BrokerId, Electing, PartitionState, NO_LEADER};
 
 /// The finalized feature that turns ELR on (Kafka's `eligible.leader.replicas.version`, level 1).
 pub const ELR_FEATURE: &str = "eligible.leader.replicas.version";
@@ -37,6 +37,11 @@ pub(crate) struct Context<'a> {
     /// A broker that restarted after an unclean shutdown: it may have lost unsynced records,
     /// so it leaves the ELR (Kafka's `handleBrokerUncleanShutdown`).
     pub unclean_shutdown: Option<BrokerId>,
+    /// The topic's `replication.ack.policy` is `quorum` (issue 34): an ISR member need not hold
+    /// every acknowledged record, so a leader is never picked from the ISR here; the partition
+    /// goes leaderless with [`Electing`] set and [`crate::quorum`] elects from the replicas'
+    /// claims. ELR does not apply.
+    pub quorum: bool,
 }
 
 /// How a leader was chosen.
@@ -89,7 +94,21 @@ pub(crate) fn change(p: &mut PartitionState, target_isr: Vec<BrokerId>, cx: &Con
     };
     let mut how = Elected::Unchanged;
     let mut leader = p.leader;
-    if p.leader == NO_LEADER || !valid(p.leader, &isr, &elr) {
+    if cx.quorum && (p.leader == NO_LEADER || !valid(p.leader, &isr, &elr)) {
+        if p.leader != NO_LEADER {
+            p.electing = Some(Electing {
+                previous: p.leader,
+                wanted: NO_LEADER,
+            });
+            leader = NO_LEADER;
+            how = Elected::None;
+        } else if p.electing.is_none() {
+            p.electing = Some(Electing {
+                previous: NO_LEADER,
+                wanted: NO_LEADER,
+            });
+        }
+    } else if p.leader == NO_LEADER || !valid(p.leader, &isr, &elr) {
         let clean = p.replicas.iter().copied().find(|b| valid(*b, &isr, &elr));
         let last_known = (cx.elr_enabled
             && isr.is_empty()
@@ -172,6 +191,7 @@ mod tests {
             removing: vec![],
             elr: vec![],
             last_known_elr: vec![],
+            electing: None,
         }
     }
 
@@ -182,6 +202,7 @@ mod tests {
             acceptable,
             unclean: false,
             unclean_shutdown: None,
+            quorum: false,
         }
     }
 

@@ -54,6 +54,7 @@ impl Cluster {
             leader_placement: Default::default(),
             unclean_leader_election: false,
             min_insync_replicas: 1,
+            quorum_acks: false,
             transport: self.transport.clone(),
         };
         self.nodes
@@ -99,6 +100,7 @@ fn heartbeat(id: BrokerId, incarnation: u128) -> ControllerRequest {
         offline_replicas: vec![],
         clean_shutdown: true,
         leader_cost_us: None,
+        claims: vec![],
     })
 }
 

@@ -91,7 +91,7 @@ fn main() {
     let next = Arc::new(AtomicU64::new(args.start));
     let end = args.start + args.seeds;
     let failures = Arc::new(Mutex::new(Vec::new()));
-    let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64)));
+    let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64)));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let workers: Vec<_> = (0..args.threads.max(1))
         .map(|_| {
@@ -126,6 +126,7 @@ fn main() {
                     t.4 += r.stats.events;
                     t.5 += r.stats.elections;
                     t.6 += r.stats.elr_elections;
+                    t.7 += r.stats.claim_elections;
                 }
                 if r.violation.is_some() {
                     print_report(&r);
@@ -143,7 +144,7 @@ fn main() {
     let t = *totals.lock().expect("totals");
     let failures = failures.lock().expect("failures");
     println!(
-        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR), {} acks=all records acknowledged; {} failed",
+        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged; {} failed",
         t.0,
         args.start,
         end,
@@ -153,6 +154,7 @@ fn main() {
         t.2,
         t.5,
         t.6,
+        t.7,
         t.3,
         failures.len()
     );

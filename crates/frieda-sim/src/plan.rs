@@ -23,6 +23,11 @@ pub struct Shape {
     /// acknowledge, followers before they fetch again). Power losses are only in these runs
     /// and in runs without acknowledged data at risk (see `crate::check`).
     pub fsync: bool,
+    /// `replication.ack.policy=quorum` (issue 34): `acks=all` is acknowledged on
+    /// `min.insync.replicas` replicas and leaders are elected from the replicas' claims
+    /// (`frieda_meta::quorum`); Kafka's ISR rule otherwise. Drawn from its own generator so
+    /// the rest of a seed's plan is what it was before the policy existed.
+    pub quorum: bool,
     /// Most batches a replica fetch returns (`replica.fetch.max.bytes` in batches).
     pub fetch_max_batches: usize,
     /// When faults and new produce requests stop; everything heals and the run settles until
@@ -192,6 +197,7 @@ impl Plan {
             rf,
             min_isr,
             fsync: rng.gen_bool(0.3),
+            quorum: ChaCha8Rng::seed_from_u64(seed ^ 0x5155_4f52_554d).gen_bool(0.5),
             fetch_max_batches: [1, 2, 8, 32][rng.gen_range(0..4)],
             heal: 40_000,
             end: 60_000,

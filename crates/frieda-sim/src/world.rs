@@ -94,6 +94,8 @@ pub struct Stats {
     pub isr_changes: u64,
     /// Leaders elected from the eligible leader replicas, the ISR being empty (KIP-966).
     pub elr_elections: u64,
+    /// Leaders of `replication.ack.policy=quorum` partitions elected from the replicas' claims.
+    pub claim_elections: u64,
     /// Follower truncations that removed records.
     pub truncations: u64,
     /// Messages dropped by the network (loss, cuts, dead receivers).
@@ -277,6 +279,8 @@ pub(crate) struct Controller {
     pub(crate) image: MetadataImage,
     log: Vec<MetaCommand>,
     sessions: BTreeMap<BrokerId, (Uuid, Time)>,
+    /// Claims of replicas of leaderless quorum partitions (`frieda_meta::quorum`).
+    claims: frieda_meta::quorum::Claims,
     out_until: Time,
 }
 
@@ -333,6 +337,7 @@ impl World {
                 image: MetadataImage::default(),
                 log: Vec::new(),
                 sessions: BTreeMap::new(),
+                claims: Default::default(),
                 out_until: 0,
             },
             cuts: BTreeMap::new(),
@@ -964,6 +969,8 @@ impl World {
         // A new active controller: every registered broker gets a whole session.
         let now = self.now;
         let c = &mut self.controller;
+        // Claims are in the old active controller's memory only.
+        c.claims.clear();
         c.sessions = c
             .image
             .brokers
@@ -984,6 +991,9 @@ impl World {
         // epoch on): the invariants are checked either way.
         self.note_image_change(&before);
         let c = cmd.clone();
+        if result.is_ok() && matches!(c, MetaCommand::ElectFromClaims { .. }) {
+            self.stats.claim_elections += 1;
+        }
         match &result {
             Ok(_) => self.log(|| format!("controller commits {offset}: {}", brief(&c))),
             Err(e) => {
@@ -1076,6 +1086,9 @@ impl World {
             "min.insync.replicas".to_string(),
             self.plan.shape.min_isr.to_string(),
         );
+        if self.plan.shape.quorum {
+            configs.insert("replication.ack.policy".to_string(), "quorum".to_string());
+        }
         let id = Uuid::from_u128(self.rng.gen());
         let _ = self.commit(MetaCommand::CreateTopic {
             name: TOPIC.into(),
@@ -1137,6 +1150,18 @@ impl World {
                     .insert(hb.id, (hb.incarnation, now));
                 for c in cmds {
                     let _ = self.commit(c);
+                }
+                if !hb.claims.is_empty() {
+                    let image = &self.controller.image;
+                    frieda_meta::quorum::record(
+                        &mut self.controller.claims,
+                        image,
+                        hb.id,
+                        &hb.claims,
+                    );
+                    for c in frieda_meta::quorum::elections(image, &self.controller.claims) {
+                        let _ = self.commit(c);
+                    }
                 }
                 let offset = self.controller.log.len() as u64;
                 self.send(
@@ -1292,6 +1317,16 @@ impl World {
             .filter(|(p, d)| d.log.is_offline() && b.replicas.contains_key(p))
             .map(|(p, _)| (TOPIC.to_string(), *p))
             .collect();
+        // Claims of its replicas of leaderless quorum partitions (the broker's `claims()`).
+        let claims = b
+            .replicas
+            .iter()
+            .filter(|(_, r)| r.repl.quorum_acks())
+            .filter_map(|(p, r)| {
+                let d = b.disks.get(p)?;
+                Some((TOPIC.to_string(), *p, r.repl.claim(&d.log)?))
+            })
+            .collect();
         let hb = Heartbeat {
             id,
             incarnation: b.incarnation,
@@ -1302,6 +1337,7 @@ impl World {
             offline_replicas,
             clean_shutdown: b.previous_run_clean,
             leader_cost_us: None,
+            claims,
         };
         self.send(
             Node::Broker(id),
@@ -1539,18 +1575,26 @@ impl World {
                 RoleChange::BecomeFollower(leader) => {
                     self.become_follower(id, i, leader, p.leader_epoch)
                 }
-                RoleChange::BecomeOffline => self.become_follower(id, i, -1, p.leader_epoch),
+                RoleChange::BecomeOffline => {
+                    self.become_follower(id, i, -1, p.leader_epoch);
+                    if p.electing.is_some() && !self.b(id).fenced && !self.b(id).shutting_down {
+                        // The broker sends its claim at once (heartbeat.rs `CLAIMS`).
+                        self.send_heartbeat(id);
+                    }
+                }
             }
         }
     }
 
     fn open_replica(&mut self, id: i32, p: i32) {
         let min_isr = self.plan.shape.min_isr;
+        let quorum = self.plan.shape.quorum;
         let b = self.bm(id);
         let existing = b.disks.contains_key(&p);
         let d = b.disks.entry(p).or_default();
         let repl = Replication::default();
         repl.set_min_insync(min_isr);
+        repl.set_quorum_acks(quorum);
         repl.restore_high_watermark(
             if existing {
                 d.checkpoint.unwrap_or(0)
@@ -1752,6 +1796,9 @@ impl World {
 
     fn apply_truncation(&mut self, id: i32, p: i32, leo: i64, t: Truncation) {
         let target = t.offset();
+        if target < leo {
+            self.check_truncation(id, p, target);
+        }
         if target <= leo {
             let b = self.bm(id);
             let d = b.disks.get_mut(&p).expect("opened");

@@ -11,6 +11,7 @@ fn shape(brokers: i32, partitions: i32, fsync: bool) -> Shape {
         rf: 3,
         min_isr: 2,
         fsync,
+        quorum: false,
         fetch_max_batches: 32,
         heal: 20_000,
         end: 30_000,
@@ -91,6 +92,40 @@ fn item_1_followers_cut_off_during_a_produce() {
         shape: shape(4, 3, false),
         actions,
     });
+}
+
+/// Issue 34 (`replication.ack.policy=quorum`): follower 2 of partition 0 (replicas [1, 2, 3],
+/// the first an ISR election would pick) is paused while records are acknowledged on 1 and 3
+/// alone; then the leader 1 crashes. The controller must wait for two claims and elect 3, whose
+/// log is the longest; 2 resumes, truncates nothing acknowledged and catches up.
+#[test]
+fn quorum_leader_crash_while_the_preferred_follower_lags() {
+    for fsync in [false, true] {
+        let mut actions = steady(1, 16_000);
+        actions.push((
+            4_000,
+            Action::Pause {
+                broker: 2,
+                len: 6_000,
+            },
+        ));
+        actions.push((
+            7_000,
+            Action::Crash {
+                broker: 1,
+                down: 4_000,
+            },
+        ));
+        actions.sort_by_key(|(t, _)| *t);
+        assert_clean(Plan {
+            seed: 34,
+            shape: Shape {
+                quorum: true,
+                ..shape(3, 1, fsync)
+            },
+            actions,
+        });
+    }
 }
 
 /// Issue 28, item 3 (frieda-sim seed 12 before the fix, shrunk): a follower loses power after

@@ -433,6 +433,7 @@ async fn start_cluster(
                 .min_insync_replicas,
         )
         .unwrap_or(1),
+        quorum_acks: cfg.topic_defaults.get("replication.ack.policy") == Some("quorum"),
         transport,
     })
     .await

@@ -633,6 +633,17 @@ impl Broker {
         out
     }
 
+    /// The claims of local replicas of leaderless `quorum` partitions, `(topic, partition,
+    /// claim)`: what the broker's heartbeat carries (issue 34, `frieda_meta::quorum`).
+    pub fn claims(&self) -> Vec<(String, i32, frieda_meta::quorum::Claim)> {
+        self.topics()
+            .iter()
+            .flat_map(|t| t.local_partitions())
+            .filter(|p| p.repl.quorum_acks() && !p.is_deleted())
+            .filter_map(|p| Some((p.topic.to_string(), p.index, p.claim()?)))
+            .collect()
+    }
+
     /// All topics, sorted by name.
     pub fn topics(&self) -> Vec<Arc<Topic>> {
         let mut v: Vec<_> = self.topics.read().values().cloned().collect();

@@ -15,6 +15,9 @@
 //!   leaderships and takes them out of their ISRs until the broker restarts.
 //! - **Leader cost**: each heartbeat carries what it costs this broker to lead
 //!   ([`super::leader_cost`]), for measured leader placement.
+//! - **Claims**: each heartbeat carries the claims of this broker's replicas of leaderless
+//!   `quorum` partitions (`frieda_meta::quorum`); one is sent at once when such a partition
+//!   goes leaderless ([`CLAIMS`]), so a leader is elected within a round trip.
 //! - **Controlled shutdown**: on stop the broker asks to be fenced; the controller moves its
 //!   leaderships first, so clients fail over before the connections close.
 
@@ -22,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use frieda_meta::{ControllerReply, ControllerRequest, Endpoint, Heartbeat};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use crate::broker::Broker;
 use crate::membership::ClusterNode;
@@ -40,6 +43,10 @@ pub struct Registration {
     pub clean_shutdown: bool,
 }
 
+/// Wakes the heartbeat loop early: a `quorum` partition went leaderless here and the
+/// controller waits for this replica's claim.
+pub(crate) static CLAIMS: Notify = Notify::const_new();
+
 fn heartbeat(
     node: &ClusterNode,
     reg: &Registration,
@@ -56,6 +63,7 @@ fn heartbeat(
         offline_replicas: broker.offline_replicas(),
         clean_shutdown: reg.clean_shutdown,
         leader_cost_us: super::leader_cost::LEADER_COST.cost_us(),
+        claims: broker.claims(),
     })
 }
 
@@ -76,6 +84,7 @@ pub async fn run(
     loop {
         tokio::select! {
             _ = tick.tick() => {}
+            _ = CLAIMS.notified() => {}
             _ = stop.changed() => break,
         }
         let sent = crate::clock::lease_ms();

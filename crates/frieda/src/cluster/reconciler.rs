@@ -217,6 +217,10 @@ async fn take_role(
         RoleChange::BecomeOffline => {
             partition.become_follower(me, NO_LEADER, p.leader_epoch);
             tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch, "offline (no leader here)");
+            if p.electing.is_some() {
+                // A quorum partition waits for its replicas' claims: send this one now.
+                super::heartbeat::CLAIMS.notify_one();
+            }
         }
         RoleChange::Keep => {}
     }

@@ -28,12 +28,18 @@ pub enum AckStatus {
 ///   a record held by fewer replicas than `min.insync.replicas` promises (issue 28, item 1:
 ///   both followers paused, stall detection shrinks the ISR to the leader, the waiting
 ///   produces were answered OK).
+///
+/// With `quorum` (`replication.ack.policy=quorum`, issue 34) the high watermark itself only
+/// passes a record once `min_insync` replicas have it
+/// ([`Leader::quorum_high_watermark`](super::Leader::quorum_high_watermark)): done once it
+/// has, whatever the ISR.
 pub fn ack_status(
     role: &Role,
     hw: i64,
     last_offset: i64,
     epoch: i32,
     min_insync: usize,
+    quorum: bool,
 ) -> AckStatus {
     match role {
         Role::Leader(l) if l.epoch == epoch => {
@@ -41,7 +47,7 @@ pub fn ack_status(
             if hw < required {
                 return AckStatus::Pending;
             }
-            if l.maximal_isr().len() >= min_insync {
+            if quorum || l.maximal_isr().len() >= min_insync {
                 AckStatus::Done(Ok(()))
             } else {
                 AckStatus::Done(Err(ResponseError::NotEnoughReplicasAfterAppend))
@@ -69,6 +75,7 @@ mod tests {
             removing: vec![],
             elr: vec![],
             last_known_elr: vec![],
+            electing: None,
         }
     }
 
@@ -100,13 +107,19 @@ mod tests {
         let leader = |l: &Leader| Role::Leader(l.clone());
         // Below the high watermark: pending, even with the ISR below min (Kafka keeps waiting).
         l.isr = vec![1];
-        assert_eq!(ack_status(&leader(&l), 3, 4, 4, 2), AckStatus::Pending);
+        assert_eq!(
+            ack_status(&leader(&l), 3, 4, 4, 2, false),
+            AckStatus::Pending
+        );
         // A pending expansion counts (maximal ISR): the follower caught up with the HW.
         l.pending_isr = Some(vec![1, 2]);
-        assert_eq!(ack_status(&leader(&l), 5, 4, 4, 2), AckStatus::Done(Ok(())));
+        assert_eq!(
+            ack_status(&leader(&l), 5, 4, 4, 2, false),
+            AckStatus::Done(Ok(()))
+        );
         // Another epoch: leadership moved.
         assert_eq!(
-            ack_status(&leader(&l), 5, 4, 3, 2),
+            ack_status(&leader(&l), 5, 4, 3, 2, false),
             AckStatus::Done(Err(ResponseError::NotLeaderOrFollower))
         );
         assert_eq!(
@@ -118,7 +131,8 @@ mod tests {
                 5,
                 4,
                 4,
-                2
+                2,
+                false
             ),
             AckStatus::Done(Err(ResponseError::NotLeaderOrFollower))
         );

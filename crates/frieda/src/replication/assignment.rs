@@ -60,6 +60,7 @@ mod tests {
             removing: vec![],
             elr: vec![],
             last_known_elr: vec![],
+            electing: None,
         }
     }
 

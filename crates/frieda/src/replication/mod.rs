@@ -52,6 +52,7 @@ pub mod state;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use frieda_meta::quorum::{Claim, Led};
 use frieda_meta::{BrokerId, PartitionState};
 use kafka_protocol::error::ResponseError;
 use parking_lot::Mutex;
@@ -85,6 +86,21 @@ pub trait LogView {
     /// Kafka's `endOffsetForEpoch`: the largest epoch `<= epoch` in the log and where the next
     /// epoch starts (the log end for the latest); `(-1, -1)` if unknown.
     fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64);
+    /// The leader epoch of the last record (Raft's last log term), -1 if none: the latest
+    /// epoch, unless a leader assigned it without appending in it (Kafka's
+    /// `maybeAssignEpochStartOffset`), then the one before.
+    fn last_record_epoch(&self) -> i32 {
+        let latest = self.latest_epoch();
+        if latest <= 0 {
+            return latest;
+        }
+        let (before, latest_start) = self.end_offset_for_epoch(latest - 1);
+        if before >= 0 && latest_start >= self.log_end_offset() {
+            before
+        } else {
+            latest
+        }
+    }
 }
 
 impl LogView for frieda_log::PartitionLog {
@@ -116,6 +132,12 @@ pub struct Replication {
     /// The topic's `min.insync.replicas`: a leader's high watermark does not advance while
     /// its ISR is smaller (capped at the replication factor; KIP-966).
     min_insync: AtomicUsize,
+    /// The topic's `replication.ack.policy` is `quorum` (issue 34): a leader's high watermark
+    /// counts `min.insync.replicas` replicas, not the ISR ([`Leader::quorum_high_watermark`]).
+    quorum: AtomicBool,
+    /// This replica's last leadership, from when it ended: what its claim says when the
+    /// partition is leaderless ([`frieda_meta::quorum::Led`]).
+    last_led: Mutex<Option<Led>>,
 }
 
 impl Default for Replication {
@@ -127,6 +149,8 @@ impl Default for Replication {
             changed: Notify::new(),
             me: AtomicI64::new(-1),
             min_insync: AtomicUsize::new(1),
+            quorum: AtomicBool::new(false),
+            last_led: Mutex::new(None),
         }
     }
 }
@@ -207,6 +231,13 @@ impl Replication {
         self.me.store(i64::from(me), Ordering::Relaxed);
         {
             let mut current = self.role.lock();
+            if let Role::Leader(l) = &*current {
+                let hw = self.hw.load(Ordering::Acquire);
+                *self.last_led.lock() = Some(Led {
+                    epoch: l.epoch,
+                    committed: if hw > l.epoch_start_offset { hw } else { leo },
+                });
+            }
             let (old, new) = (epoch_of(&current), epoch_of(&role));
             crate::invariant!(
                 old < 0 || new < 0 || new >= old,
@@ -421,6 +452,33 @@ impl Replication {
         self.min_insync.store(min_insync.max(1), Ordering::Release);
     }
 
+    /// Sets the topic's `replication.ack.policy` (`quorum`: true), at partition creation and
+    /// on every config change.
+    pub fn set_quorum_acks(&self, quorum: bool) {
+        self.quorum.store(quorum, Ordering::Release);
+    }
+
+    /// Whether the topic's `replication.ack.policy` is `quorum`.
+    pub fn quorum_acks(&self) -> bool {
+        self.quorum.load(Ordering::Acquire)
+    }
+
+    /// This replica's claim ([`frieda_meta::quorum::Claim`]) while it is offline in a leader
+    /// epoch (a leaderless `quorum` partition), its log being `log`; `None` otherwise. Taken
+    /// under the role's lock, after the replica stopped following anyone.
+    pub fn claim(&self, log: &impl LogView) -> Option<Claim> {
+        let role = self.role.lock();
+        let Role::Offline { epoch } = &*role else {
+            return None;
+        };
+        Some(Claim {
+            leader_epoch: *epoch,
+            last_epoch: log.last_record_epoch(),
+            log_end: log.log_end_offset(),
+            led: *self.last_led.lock(),
+        })
+    }
+
     /// Recomputes a leader's high watermark for its log end offset `leo`; returns whether it
     /// moved (the caller wakes fetches waiting for data).
     pub fn advance(&self, leo: i64) -> bool {
@@ -434,6 +492,7 @@ impl Replication {
             leo,
             current,
             self.min_insync.load(Ordering::Acquire),
+            self.quorum.load(Ordering::Acquire),
         );
         if hw > current {
             self.hw.store(hw, Ordering::Release);
@@ -505,6 +564,7 @@ impl Replication {
             leo,
             current,
             self.min_insync.load(Ordering::Acquire),
+            self.quorum.load(Ordering::Acquire),
         );
         drop(role);
         let moved = hw > current;
@@ -631,6 +691,7 @@ impl Replication {
             last_offset,
             epoch,
             min_insync,
+            self.quorum.load(Ordering::Acquire),
         )
     }
 
@@ -677,6 +738,7 @@ mod tests {
             removing: vec![],
             elr: vec![],
             last_known_elr: vec![],
+            electing: None,
         }
     }
 
@@ -827,6 +889,7 @@ mod tests {
             removing: vec![],
             elr: vec![],
             last_known_elr: vec![],
+            electing: None,
         };
         let r = std::sync::Arc::new(Replication::default());
         r.set_role(1, Role::Leader(Leader::new(&p, 1, 0, 0)), 0);

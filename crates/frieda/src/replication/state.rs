@@ -78,6 +78,20 @@ pub struct Leader {
     /// The leader's log end offset when it took this epoch (Kafka's
     /// `leaderEpochStartOffsetOpt`): everything acknowledged in earlier epochs lies below it.
     pub epoch_start_offset: i64,
+    /// The replica sets a `quorum` acknowledgement needs `min.insync.replicas` of: the
+    /// replicas, or during a reassignment both the old and the new set (Raft's joint
+    /// consensus).
+    pub voters: Vec<Vec<BrokerId>>,
+}
+
+/// The replica sets of `p` a `quorum` acknowledgement counts in (see [`Leader::voters`]).
+fn voters(p: &PartitionState) -> Vec<Vec<BrokerId>> {
+    if p.adding.is_empty() && p.removing.is_empty() {
+        return vec![p.replicas.clone()];
+    }
+    let old = p.replicas.iter().filter(|b| !p.adding.contains(b));
+    let new = p.replicas.iter().filter(|b| !p.removing.contains(b));
+    vec![old.copied().collect(), new.copied().collect()]
 }
 
 /// What this broker is for a partition.
@@ -134,6 +148,7 @@ impl Leader {
             pending_isr: None,
             followers,
             epoch_start_offset: leo,
+            voters: voters(p),
         }
     }
 
@@ -141,6 +156,7 @@ impl Leader {
     /// start caught up at `now_ms`, removed ones are forgotten.
     pub fn set_replicas(&mut self, me: BrokerId, p: &PartitionState, now_ms: i64) {
         self.replicas = p.replicas.iter().chain(&p.adding).copied().collect();
+        self.voters = voters(p);
         let replicas = self.replicas.clone();
         self.followers.retain(|b, _| replicas.contains(b));
         for b in replicas.into_iter().filter(|b| *b != me) {
@@ -179,7 +195,17 @@ impl Leader {
     /// `current`). It stays at `current` while the committed ISR is smaller than `min_insync`
     /// (at most the replication factor): Kafka's `maybeIncrementLeaderHW` under KIP-966, which
     /// is what lets a replica that leaves such an ISR keep its claim to lead (ELR).
-    pub fn high_watermark(&self, me: BrokerId, leo: i64, current: i64, min_insync: usize) -> i64 {
+    pub fn high_watermark(
+        &self,
+        me: BrokerId,
+        leo: i64,
+        current: i64,
+        min_insync: usize,
+        quorum: bool,
+    ) -> i64 {
+        if quorum {
+            return self.quorum_high_watermark(me, leo, current, min_insync);
+        }
         if self.isr.len() < min_insync.min(self.replicas.len().max(1)) {
             return current.min(leo);
         }
@@ -192,6 +218,47 @@ impl Leader {
             hw = hw.min(if f < 0 { current } else { f });
         }
         hw.max(current).min(leo)
+    }
+
+    /// The high watermark under `replication.ack.policy=quorum` (issue 34), the leader's log
+    /// ending at `leo`; never below `current`. The largest offset such that
+    ///
+    /// - `min_insync` replicas of each voter set (the leader counted with its own log end) have
+    ///   fetched past it in this epoch, provided that covers a record of this epoch (past
+    ///   [`Leader::epoch_start_offset`]): counting replicas for an earlier epoch's record alone
+    ///   could acknowledge a record a replica with a newer last epoch may still overwrite
+    ///   (Raft §5.4.2, figure 8);
+    /// - or every replica has fetched past it in this epoch (no replica can lack it).
+    ///
+    /// The ISR plays no part: [`frieda_meta::quorum`] elects from the replicas' logs.
+    pub fn quorum_high_watermark(
+        &self,
+        me: BrokerId,
+        leo: i64,
+        current: i64,
+        min_insync: usize,
+    ) -> i64 {
+        let progress = |b: BrokerId| {
+            if b == me {
+                leo
+            } else {
+                self.followers.get(&b).map_or(-1, |p| p.leo)
+            }
+        };
+        let mut quorum = i64::MAX;
+        let mut all = i64::MAX;
+        for set in &self.voters {
+            let mut ends: Vec<i64> = set.iter().map(|b| progress(*b)).collect();
+            ends.sort_unstable_by(|a, b| b.cmp(a));
+            let m = min_insync.clamp(1, ends.len().max(1));
+            quorum = quorum.min(ends.get(m - 1).copied().unwrap_or(-1));
+            all = all.min(ends.last().copied().unwrap_or(-1));
+        }
+        let mut hw = current;
+        if quorum > self.epoch_start_offset {
+            hw = hw.max(quorum);
+        }
+        hw.max(all).min(leo)
     }
 
     /// Notes the broker epoch `replica` fetches under (see [`Progress::broker_epoch`]).
@@ -314,6 +381,7 @@ mod tests {
             removing: vec![],
             elr: vec![],
             last_known_elr: vec![],
+            electing: None,
         }
     }
 
@@ -321,19 +389,19 @@ mod tests {
     fn the_high_watermark_waits_for_every_in_sync_replica() {
         let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0, 0);
         assert_eq!(
-            l.high_watermark(1, 100, 40, 1),
+            l.high_watermark(1, 100, 40, 1, false),
             40,
             "no follower fetched yet"
         );
         l.on_fetch(2, 90, -1, 100, 40, 10);
-        assert_eq!(l.high_watermark(1, 100, 40, 1), 40);
+        assert_eq!(l.high_watermark(1, 100, 40, 1, false), 40);
         l.on_fetch(3, 70, -1, 100, 40, 10);
-        assert_eq!(l.high_watermark(1, 100, 40, 1), 70);
+        assert_eq!(l.high_watermark(1, 100, 40, 1, false), 70);
         l.on_fetch(3, 100, -1, 100, 70, 20);
         l.on_fetch(2, 100, -1, 100, 70, 20);
-        assert_eq!(l.high_watermark(1, 100, 70, 1), 100);
+        assert_eq!(l.high_watermark(1, 100, 70, 1, false), 100);
         // Never backwards, never past the leader's log end.
-        assert_eq!(l.high_watermark(1, 100, 100, 1), 100);
+        assert_eq!(l.high_watermark(1, 100, 100, 1, false), 100);
     }
 
     #[test]
@@ -354,12 +422,12 @@ mod tests {
         assert_eq!(change.isr, vec![1, 2]);
         assert_eq!((change.leader_epoch, change.partition_epoch), (4, 9));
         // While the shrink is pending the high watermark still waits for 3 (maximal ISR).
-        assert_eq!(l.high_watermark(1, 100, 10, 1), 10);
+        assert_eq!(l.high_watermark(1, 100, 10, 1, false), 10);
         // Committed: 3 is out, the high watermark follows 2.
         l.isr = vec![1, 2];
         l.pending_isr = None;
         l.partition_epoch = 10;
-        assert_eq!(l.high_watermark(1, 100, 10, 1), 100);
+        assert_eq!(l.high_watermark(1, 100, 10, 1, false), 100);
         // 3 catches up with the high watermark: it asks back in, naming 3's broker epoch
         // (none known yet: no expansion).
         assert_eq!(l.on_fetch(3, 100, -1, 100, 100, 31_500), None);
@@ -392,6 +460,7 @@ mod kafka_7128_tests {
             removing: vec![],
             elr: vec![],
             last_known_elr: vec![],
+            electing: None,
         };
         let mut l = Leader::new(&p, 1, 0, 10);
         l.note_broker_epoch(3, Some(40));
@@ -424,6 +493,7 @@ mod stall_tests {
             removing: vec![],
             elr: vec![],
             last_known_elr: vec![],
+            electing: None,
         };
         let limits = LagLimits {
             lag_max_ms: 30_000,
@@ -445,5 +515,79 @@ mod stall_tests {
         );
         let change = l.shrink(1, 2_600, 70, limits).expect("3 stalled behind");
         assert_eq!(change.isr, vec![1, 2]);
+    }
+}
+
+#[cfg(test)]
+mod quorum_tests {
+    use super::*;
+
+    fn state(adding: Vec<BrokerId>, removing: Vec<BrokerId>) -> PartitionState {
+        let mut replicas = vec![1, 2, 3];
+        replicas.extend(adding.iter().copied());
+        PartitionState {
+            replicas,
+            isr: vec![1, 2, 3],
+            leader: 1,
+            leader_epoch: 4,
+            partition_epoch: 9,
+            adding,
+            removing,
+            elr: vec![],
+            last_known_elr: vec![],
+            electing: None,
+        }
+    }
+
+    /// Issue 34: min.insync.replicas=2 of 3 replicas is enough, provided it covers a record of
+    /// this epoch (the leader took it at log end 10); every replica having it is enough too.
+    #[test]
+    fn the_quorum_high_watermark_counts_min_insync_replicas() {
+        let mut l = Leader::new(&state(vec![], vec![]), 1, 0, 10);
+        let hw = |l: &Leader, current| l.high_watermark(1, 20, current, 2, true);
+        assert_eq!(hw(&l, 5), 5, "no follower fetched in this epoch");
+        l.on_fetch(2, 8, -1, 20, 5, 1);
+        assert_eq!(
+            hw(&l, 5),
+            5,
+            "8 is below the epoch start: not counted by 2 of 3"
+        );
+        l.on_fetch(3, 9, -1, 20, 5, 1);
+        assert_eq!(hw(&l, 5), 8, "every replica has 8");
+        l.on_fetch(2, 15, -1, 20, 8, 2);
+        assert_eq!(
+            hw(&l, 8),
+            15,
+            "the leader and 2 have a record of this epoch"
+        );
+        assert_eq!(
+            l.high_watermark(1, 20, 8, 3, true),
+            9,
+            "min.insync.replicas=3: everyone"
+        );
+        assert_eq!(
+            l.high_watermark(1, 20, 8, 2, false),
+            9,
+            "the ISR rule waits for 3"
+        );
+        assert_eq!(hw(&l, 17), 17, "never backwards");
+    }
+
+    /// During a reassignment of [1, 2, 3] to [1, 2, 4] both sets need min.insync.replicas (joint
+    /// consensus), so a record acknowledged then is on 2 replicas of whichever set remains.
+    #[test]
+    fn a_reassignment_counts_in_both_replica_sets() {
+        let mut l = Leader::new(&state(vec![4], vec![3]), 1, 0, 0);
+        assert_eq!(l.voters, vec![vec![1, 2, 3], vec![1, 2, 4]]);
+        l.on_fetch(3, 30, -1, 40, 0, 1);
+        assert_eq!(
+            l.high_watermark(1, 40, 0, 2, true),
+            0,
+            "[1, 2, 4] has it once only"
+        );
+        l.on_fetch(4, 20, -1, 40, 0, 1);
+        assert_eq!(l.high_watermark(1, 40, 0, 2, true), 20);
+        l.on_fetch(2, 25, -1, 40, 20, 2);
+        assert_eq!(l.high_watermark(1, 40, 20, 2, true), 25);
     }
 }

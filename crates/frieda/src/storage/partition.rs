@@ -99,6 +99,7 @@ impl Partition {
     ) -> Self {
         let repl = Replication::default();
         repl.set_min_insync(policy.min_insync_replicas);
+        repl.set_quorum_acks(policy.quorum_acks);
         Partition {
             topic,
             index,
@@ -157,6 +158,7 @@ impl Partition {
     /// Applies a new configuration (on the caller's thread; briefly takes the writer lock).
     pub fn set_configs(&self, config: frieda_log::LogConfig, policy: ProducePolicy) {
         self.repl.set_min_insync(policy.min_insync_replicas);
+        self.repl.set_quorum_acks(policy.quorum_acks);
         *self.policy.write() = policy;
         if let Some(state) = self.state.lock().as_mut() {
             state.log.set_config(config);
@@ -691,6 +693,13 @@ impl Partition {
             .lock()
             .as_ref()
             .map(|s| follower::fetch_position(&s.log, skip_to))
+    }
+
+    /// This replica's claim while its `quorum` partition is leaderless
+    /// ([`Replication::claim`](crate::replication::Replication::claim)).
+    pub fn claim(&self) -> Option<frieda_meta::quorum::Claim> {
+        let guard = self.state.lock();
+        self.repl.claim(&guard.as_ref()?.log)
     }
 
     /// The latest leader epoch in the log, -1 if none.

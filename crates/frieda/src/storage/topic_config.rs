@@ -120,6 +120,12 @@ pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
         default: "1",
         kind: ValueKind::Long { min: 1 },
     },
+    // Frieda's own (issue 34): when an acks=all record is acknowledged; docs/cluster.md.
+    TopicConfigKey {
+        name: "replication.ack.policy",
+        default: "isr",
+        kind: ValueKind::Choice(&["isr", "quorum"]),
+    },
     TopicConfigKey {
         name: "retention.bytes",
         default: "-1",
@@ -209,6 +215,7 @@ pub const TOPIC_CONFIG_BROKER_SYNONYMS: &[(&str, &str)] = &[
     ),
     ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
     ("min.insync.replicas", "min.insync.replicas"),
+    ("replication.ack.policy", "replication.ack.policy"),
     ("preallocate", "log.preallocate"),
     ("retention.bytes", "log.retention.bytes"),
     ("retention.ms", "log.retention.ms"),
@@ -331,6 +338,10 @@ pub struct ProducePolicy {
     /// `min.insync.replicas`: an `acks=all` produce needs this many in-sync replicas
     /// (NOT_ENOUGH_REPLICAS before the append, NOT_ENOUGH_REPLICAS_AFTER_APPEND after).
     pub min_insync_replicas: usize,
+    /// `replication.ack.policy=quorum` (issue 34): an `acks=all` record is acknowledged once
+    /// `min.insync.replicas` replicas have it, not every in-sync replica
+    /// (`frieda_meta::quorum`).
+    pub quorum_acks: bool,
 }
 
 impl ProducePolicy {
@@ -366,6 +377,7 @@ impl TopicConfigs {
                 .and_then(Codec::from_topic_config),
             flush_every_append: log.flush_messages <= 1,
             min_insync_replicas: long("min.insync.replicas").clamp(1, i64::from(i16::MAX)) as usize,
+            quorum_acks: self.effective(defaults, "replication.ack.policy") == Some("quorum"),
         }
     }
 }

@@ -755,6 +755,7 @@ mod tests {
             removing: vec![],
             elr: vec![],
             last_known_elr: vec![],
+            electing: None,
         };
         p.repl.become_leader(1, &state, now_ms(), 0);
         OffsetStore::open(Arc::new(p)).unwrap()
