@@ -12,7 +12,10 @@ connected to its leader, RATE/3 each) measures for SECS s; the three latency dis
 merged (record-weighted) into one.
 
     python3 bench/placement.py OUT_DIR [--repeat N] [--brokers kafka,frieda] [--rate R]
-        [--secs S] [--settle S] [--producers N] [--stop-ms MS] [--period-ms MS]
+        [--secs S] [--settle S] [--producers N] [--stop-ms MS] [--period-ms MS] [--quorum]
+
+`--quorum` adds Frieda's two placements again with `replication.ack.policy=quorum` topics (issue
+34): a slow follower is then outvoted, so only a slow leader is left to move.
 
 Writes OUT_DIR/runs.jsonl (one line per cell) and OUT_DIR/report.md: medians over repeats of
 p50-p99.99, max and throughput per configuration, and the ratios measured / preferred and
@@ -83,7 +86,7 @@ def start(config: str, workdir: Path, out: Path) -> tuple[str, list[int], callab
         base, piddir = KAFKA_BASE, d
     else:
         d = workdir / "frieda"
-        mode = "measured" if config == "frieda-measured" else "preferred"
+        mode = "measured" if config.startswith("frieda-measured") else "preferred"
         env.update(FRIEDA_BIN=str(FRIEDA), FRIEDA_CLUSTER_PORT_BASE=str(FRIEDA_BASE),
                    FRIEDA_CLUSTER_CONFIG=f'"leader.placement" = "{mode}"\n')
         cmd = [str(ROOT / "bench/frieda/run-frieda-cluster.sh"), "3", str(d)]
@@ -165,7 +168,10 @@ def cell(config: str, rep: int, acks: str, args, out: Path) -> dict:
         topics = [f"placement-{config}-acks{acks}-{rep}-{i}" for i in (1, 2, 3)]
         adm = AdminClient({"bootstrap.servers": boot, "log_level": 0})
         assignment = {1: [1, 2, 3], 2: [2, 3, 1], 3: [3, 1, 2]}
-        fs = adm.create_topics([NewTopic(t, num_partitions=1, replica_assignment=[assignment[i]], config={"min.insync.replicas": "2"})
+        tconf = {"min.insync.replicas": "2"}
+        if config.endswith("-quorum"):
+            tconf["replication.ack.policy"] = "quorum"  # issue 34
+        fs = adm.create_topics([NewTopic(t, num_partitions=1, replica_assignment=[assignment[i]], config=tconf)
                                 for i, t in zip((1, 2, 3), topics)], operation_timeout=30, request_timeout=60)
         for f in fs.values():
             f.result(60)
@@ -225,7 +231,8 @@ def report(out: Path, all_rows: list[dict], args) -> None:
 
 
 def table(acks: str, rows: list[dict], args) -> list[str]:
-    configs = [c for c in ("kafka", "frieda-preferred", "frieda-measured") if any(r["config"] == c for r in rows)]
+    configs = [c for c in ("kafka", "frieda-preferred", "frieda-measured", "frieda-preferred-quorum",
+                           "frieda-measured-quorum") if any(r["config"] == c for r in rows)]
     med = {c: {k: median([r.get(k) for r in rows if r["config"] == c and r["rc"] == 0]) for k in KEYS}
            for c in configs}
     lines = [
@@ -247,7 +254,9 @@ def table(acks: str, rows: list[dict], args) -> list[str]:
         fmt = lambda v: "-" if v is None else f"{v:,.0f}"  # noqa: E731
         lines.append(f"| {c} | " + " | ".join(fmt(m[k]) for k in KEYS) + f" | {slow_led} |")
     lines.append("")
-    for a, b in (("frieda-measured", "frieda-preferred"), ("frieda-measured", "kafka"), ("frieda-preferred", "kafka")):
+    for a, b in (("frieda-measured", "frieda-preferred"), ("frieda-measured", "kafka"), ("frieda-preferred", "kafka"),
+                 ("frieda-measured-quorum", "frieda-preferred"), ("frieda-measured-quorum", "frieda-preferred-quorum"),
+                 ("frieda-measured-quorum", "kafka")):
         if a in med and b in med and med[b]["p999_us"]:
             lines.append(f"- {a} / {b}: p99 {med[a]['p99_us'] / med[b]['p99_us']:.2f}x, "
                          f"p99.9 {med[a]['p999_us'] / med[b]['p999_us']:.2f}x, "
@@ -268,6 +277,8 @@ def main() -> None:
     ap.add_argument("--stop-ms", type=int, default=20)
     ap.add_argument("--period-ms", type=int, default=100)
     ap.add_argument("--workdir", default="/tmp/frieda-bench-placement")
+    ap.add_argument("--quorum", action="store_true",
+                    help="also Frieda's two placements with replication.ack.policy=quorum topics (issue 34)")
     args = ap.parse_args()
     out = Path(args.out)
     (out / "raw").mkdir(parents=True, exist_ok=True)
@@ -276,6 +287,8 @@ def main() -> None:
         configs.append("kafka")
     if "frieda" in args.brokers:
         configs += ["frieda-preferred", "frieda-measured"]
+        if args.quorum:
+            configs += ["frieda-preferred-quorum", "frieda-measured-quorum"]
     rows = []
     for rep in range(args.repeat):
         order = configs[rep % len(configs):] + configs[:rep % len(configs)]
