@@ -442,6 +442,24 @@ pub enum MetaError {
     Invalid(String),
 }
 
+impl PartitionState {
+    /// Ends the leadership of a `quorum` partition ([`crate::quorum`]): leaderless in a new
+    /// leader epoch (when it had a leader), [`Electing`] naming the leader that ends (or, when
+    /// already leaderless, the one named before) and `wanted` ([`NO_LEADER`]: none). The
+    /// caller moves the partition epoch on.
+    pub(crate) fn end_leadership(&mut self, wanted: BrokerId) {
+        let previous = match self.electing {
+            Some(e) if self.leader == NO_LEADER => e.previous,
+            _ => self.leader,
+        };
+        self.electing = Some(Electing { previous, wanted });
+        if self.leader != NO_LEADER {
+            self.leader = NO_LEADER;
+            self.leader_epoch += 1;
+        }
+    }
+}
+
 impl MetadataImage {
     /// Live (registered, unfenced) brokers, by id.
     pub fn live_brokers(&self) -> impl Iterator<Item = &BrokerRegistration> {
@@ -466,12 +484,18 @@ impl MetadataImage {
     /// --entity-type brokers --entity-default`), else the active controller's static setting
     /// (issue 28, item 8: the broker default was not read).
     pub fn unclean_allowed(&self, topic: &str) -> bool {
-        const KEY: &str = "unclean.leader.election.enable";
+        self.topic_config(topic, "unclean.leader.election.enable")
+            .map_or(self.unclean_default, |v| v == "true")
+    }
+
+    /// `key` as `topic` sets it, else as the dynamic cluster-wide broker default sets it
+    /// (`kafka-configs --entity-type brokers --entity-default`); `None` when neither does (the
+    /// active controller's static setting applies).
+    fn topic_config(&self, topic: &str, key: &str) -> Option<&String> {
         self.topics
             .get(topic)
-            .and_then(|t| t.configs.get(KEY))
-            .or_else(|| self.broker_configs.get("").and_then(|c| c.get(KEY)))
-            .map_or(self.unclean_default, |v| v == "true")
+            .and_then(|t| t.configs.get(key))
+            .or_else(|| self.broker_configs.get("").and_then(|c| c.get(key)))
     }
 
     /// Whether eligible leader replicas are on ([`ELR_FEATURE`] finalized at 1 or more; a
@@ -488,11 +512,7 @@ impl MetadataImage {
     /// `replication.ack.policy=quorum`): the topic's config, else the dynamic cluster-wide
     /// default, else the active controller's static one; `isr` (Kafka's rule) otherwise.
     pub fn quorum_acks(&self, topic: &str) -> bool {
-        const KEY: &str = "replication.ack.policy";
-        self.topics
-            .get(topic)
-            .and_then(|t| t.configs.get(KEY))
-            .or_else(|| self.broker_configs.get("").and_then(|c| c.get(KEY)))
+        self.topic_config(topic, "replication.ack.policy")
             .map_or(self.quorum_ack_default, |v| v == "quorum")
     }
 
@@ -500,14 +520,13 @@ impl MetadataImage {
     /// topic's config, else the dynamic cluster-wide default, else the active controller's
     /// static one, at least 1 and at most the replication factor.
     pub fn effective_min_isr(&self, topic: &str) -> usize {
-        const KEY: &str = "min.insync.replicas";
-        let t = self.topics.get(topic);
-        let configured = t
-            .and_then(|t| t.configs.get(KEY))
-            .or_else(|| self.broker_configs.get("").and_then(|c| c.get(KEY)))
+        let configured = self
+            .topic_config(topic, "min.insync.replicas")
             .and_then(|v| v.parse::<i64>().ok())
             .unwrap_or(i64::from(self.min_insync_default));
-        let rf = t
+        let rf = self
+            .topics
+            .get(topic)
             .and_then(|t| t.partitions.first())
             .map_or(1, |p| p.replicas.len().max(1));
         usize::try_from(configured.max(1)).unwrap_or(1).min(rf)
@@ -805,18 +824,7 @@ impl MetadataImage {
                             "broker {leader} is not a live replica"
                         )));
                     }
-                    let previous = match p.electing {
-                        Some(e) if p.leader == NO_LEADER => e.previous,
-                        _ => p.leader,
-                    };
-                    p.electing = Some(Electing {
-                        previous,
-                        wanted: *leader,
-                    });
-                    if p.leader != NO_LEADER {
-                        p.leader = NO_LEADER;
-                        p.leader_epoch += 1;
-                    }
+                    p.end_leadership(*leader);
                     p.partition_epoch += 1;
                     return Ok(MetaOutcome::Partition(p.clone()));
                 }
@@ -1213,12 +1221,7 @@ fn complete_reassignment_if_in_sync(p: &mut PartitionState, live: &[BrokerId], q
 fn reelect(p: &mut PartitionState, live: &[BrokerId], quorum: bool) {
     if quorum {
         if p.leader != NO_LEADER {
-            p.electing = Some(Electing {
-                previous: p.leader,
-                wanted: NO_LEADER,
-            });
-            p.leader = NO_LEADER;
-            p.leader_epoch += 1;
+            p.end_leadership(NO_LEADER);
         }
         return;
     }
