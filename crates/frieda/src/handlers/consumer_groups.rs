@@ -8,7 +8,7 @@ use super::groups::{group_operations, may_read_group};
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::coordinator::group::assignor::Assignment;
-use crate::coordinator::group::consumer::{Heartbeat, TopicsView};
+use crate::coordinator::group::consumer::{Heartbeat, TopicView, TopicsView};
 use crate::security::acl;
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::consumer_group_describe_response::{
@@ -22,15 +22,32 @@ use kafka_protocol::messages::{
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Every topic a consumer group may subscribe to: name -> (id, partitions). Internal topics
-/// included, as Kafka's broker-side regex resolution does not skip them (franz-go's
+/// Every topic a consumer group may subscribe to: name -> id, partitions and the racks of each
+/// partition's replicas (KIP-881; only in a cluster whose brokers set `broker.rack`). Internal
+/// topics included, as Kafka's broker-side regex resolution does not skip them (franz-go's
 /// `Test848RegexBrokerResolves` checks it). In a cluster every topic of the metadata image is a
 /// local topic.
 pub fn topics_view(broker: &Broker) -> TopicsView {
+    let image = broker.cluster().map(|c| c.image());
+    let racked = image
+        .as_ref()
+        .filter(|i| i.brokers.values().any(|b| b.rack.is_some()));
     broker
         .topics()
         .into_iter()
-        .map(|t| (t.name.to_string(), (t.id, t.partition_count())))
+        .map(|t| {
+            let mut view = TopicView::new(t.id, t.partition_count());
+            if let Some(topic) = racked.and_then(|i| i.topics.get(t.name.as_ref())) {
+                let racks = topic.partitions.iter().map(|p| {
+                    p.replicas
+                        .iter()
+                        .filter_map(|r| racked?.brokers.get(r)?.rack.clone())
+                        .collect()
+                });
+                view.racks = Arc::new(racks.collect());
+            }
+            (t.name.to_string(), view)
+        })
         .collect()
 }
 
@@ -173,7 +190,7 @@ pub async fn describe(
 ) -> ConsumerGroupDescribeResponse {
     let names: BTreeMap<uuid::Uuid, String> = topics_view(broker)
         .into_iter()
-        .map(|(name, (id, _))| (id, name))
+        .map(|(name, t)| (t.id, name))
         .collect();
     let groups = req
         .group_ids

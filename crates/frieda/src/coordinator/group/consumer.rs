@@ -18,9 +18,10 @@
 
 pub mod classic;
 
-use super::assignor::{Assignment, Assignor, AssignorMember};
+use super::assignor::{Assignment, Assignor, AssignorMember, AssignorTopic};
 use kafka_protocol::error::ResponseError as E;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
@@ -29,8 +30,34 @@ pub const LEAVE_EPOCH: i32 = -1;
 /// Member epoch of a static member's leave: it keeps its partitions until its session expires.
 pub const STATIC_LEAVE_EPOCH: i32 = -2;
 
-/// The topics a group can subscribe to: name -> (topic id, partition count).
-pub type TopicsView = BTreeMap<String, (Uuid, i32)>;
+/// The topics a group can subscribe to, by name.
+pub type TopicsView = BTreeMap<String, TopicView>;
+
+/// One topic a group can subscribe to, as its coordinator sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicView {
+    /// Topic id.
+    pub id: Uuid,
+    /// Partition count.
+    pub partitions: i32,
+    /// Per partition (by index), the racks (`broker.rack`) of its replicas; shorter than
+    /// `partitions`, or empty sets, where unknown (a single broker, brokers without racks). The
+    /// assignors prefer a member whose `rack_id` is among them (KIP-881). A change here changes
+    /// the subscribed view and so bumps the group epoch, as Kafka 4.x does for rack topology
+    /// changes (KIP-1101).
+    pub racks: Arc<Vec<BTreeSet<String>>>,
+}
+
+impl TopicView {
+    /// A topic with no rack information.
+    pub fn new(id: Uuid, partitions: i32) -> TopicView {
+        TopicView {
+            id,
+            partitions,
+            racks: Arc::default(),
+        }
+    }
+}
 
 /// Settings (Kafka's broker configs of the same names).
 #[derive(Debug, Clone)]
@@ -575,11 +602,22 @@ impl ConsumerGroup {
                     .subscribed
                     .iter()
                     .filter(|(n, _)| m.subscribes_to(n))
-                    .map(|(_, (id, _))| *id)
+                    .map(|(_, t)| t.id)
                     .collect(),
+                rack: m.rack_id.as_deref(),
             })
             .collect();
-        let partitions: BTreeMap<Uuid, i32> = self.subscribed.values().copied().collect();
+        let partitions: BTreeMap<Uuid, AssignorTopic<'_>> = self
+            .subscribed
+            .values()
+            .map(|t| {
+                let topic = AssignorTopic {
+                    partitions: t.partitions,
+                    racks: &t.racks,
+                };
+                (t.id, topic)
+            })
+            .collect();
         self.target = self.assignor.assign(&members, &partitions, &self.target);
         self.assignment_epoch = self.epoch;
         tracing::debug!(group = %self.id, epoch = self.epoch, members = self.members.len(),
@@ -591,7 +629,7 @@ impl ConsumerGroup {
         topics
             .iter()
             .filter(|(name, _)| self.members.values().any(|m| m.subscribes_to(name)))
-            .map(|(n, v)| (n.clone(), *v))
+            .map(|(n, v)| (n.clone(), v.clone()))
             .collect()
     }
 

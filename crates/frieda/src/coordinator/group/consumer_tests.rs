@@ -5,7 +5,7 @@ const T2: u128 = 2;
 
 fn topics(list: &[(&str, u128, i32)]) -> TopicsView {
     list.iter()
-        .map(|(n, id, c)| (n.to_string(), (Uuid::from_u128(*id), *c)))
+        .map(|(n, id, c)| (n.to_string(), TopicView::new(Uuid::from_u128(*id), *c)))
         .collect()
 }
 

@@ -50,8 +50,8 @@ pub fn decode_assignment(bytes: &Bytes, topics: &TopicsView) -> Assignment {
         return out;
     };
     for tp in a.assigned_partitions {
-        if let Some((id, _)) = topics.get(tp.topic.as_str()) {
-            out.entry(*id).or_default().extend(tp.partitions);
+        if let Some(t) = topics.get(tp.topic.as_str()) {
+            out.entry(t.id).or_default().extend(tp.partitions);
         }
     }
     out.retain(|_, ps| !ps.is_empty());
@@ -63,7 +63,7 @@ pub fn decode_assignment(bytes: &Bytes, topics: &TopicsView) -> Assignment {
 pub fn encode_assignment(assigned: &Assignment, topics: &TopicsView, version: i16) -> Bytes {
     let names: BTreeMap<Uuid, &str> = topics
         .iter()
-        .map(|(name, (id, _))| (*id, name.as_str()))
+        .map(|(name, t)| (t.id, name.as_str()))
         .collect();
     let assignment = ConsumerProtocolAssignment::default().with_assigned_partitions(
         assigned
@@ -90,8 +90,8 @@ pub fn encode_assignment(assigned: &Assignment, topics: &TopicsView, version: i1
 pub fn owned_partitions(sub: &ConsumerProtocolSubscription, topics: &TopicsView) -> Assignment {
     let mut out = Assignment::new();
     for tp in &sub.owned_partitions {
-        if let Some((id, _)) = topics.get(tp.topic.as_str()) {
-            out.entry(*id)
+        if let Some(t) = topics.get(tp.topic.as_str()) {
+            out.entry(t.id)
                 .or_default()
                 .extend(tp.partitions.iter().copied());
         }

@@ -1,6 +1,7 @@
 use super::super::{ConsumerGroupState, Heartbeat};
 use super::*;
 use crate::coordinator::group::assignor::Assignment;
+use crate::coordinator::group::consumer::TopicView;
 use crate::coordinator::group::state::{GroupConfig, GroupState, Reply};
 use bytes::BytesMut;
 use kafka_protocol::messages::{
@@ -12,7 +13,7 @@ use std::collections::BTreeSet;
 const T1: u128 = 1;
 
 fn topics() -> TopicsView {
-    TopicsView::from([("t".to_string(), (Uuid::from_u128(T1), 4))])
+    TopicsView::from([("t".to_string(), TopicView::new(Uuid::from_u128(T1), 4))])
 }
 
 fn parts(ps: &[i32]) -> Assignment {
