@@ -5,14 +5,15 @@ Apache Kafka 4.4.0 (bench/kafka/run-kafka-cluster.sh; fixed preferred leaders), 
 `leader.placement=preferred` (Kafka's rule) and Frieda with `leader.placement=measured`. In each,
 node SLOW is made slow the same way: its process is stopped for STOP ms of every PERIOD ms
 (SIGSTOP/SIGCONT by PID, from this script), which a noisy neighbour or a stalling VM does to a
-real node. Three single-partition topics, node i the preferred leader of topic i. After SETTLE s
-(measured placement moves leaderships then; the others do not), the same load generator
-(frieda-bench produce: open loop, fixed rate, acks=all and acks=1 (a table each), 100 B records; one process per topic,
-connected to its leader, RATE/3 each) measures for SECS s; the three latency distributions are
+real node. Twelve single-partition topics (12 partitions, as issue 33 asks), node (k mod 3) + 1 the
+preferred leader of topic k, so each node prefers four. After SETTLE s (measured placement moves
+leaderships then; the others do not), the same load generator (frieda-bench produce: open loop,
+fixed rate, acks=all and acks=1 (a table each), 100 B records; one process per topic, connected
+to its partition's leader, RATE/12 each) measures for SECS s; the twelve latency distributions are
 merged (record-weighted) into one.
 
     python3 bench/placement.py OUT_DIR [--repeat N] [--brokers kafka,frieda] [--rate R]
-        [--secs S] [--settle S] [--producers N] [--stop-ms MS] [--period-ms MS] [--quorum]
+        [--secs S] [--settle S] [--producers N] [--topics N] [--stop-ms MS] [--period-ms MS] [--quorum]
 
 `--quorum` adds Frieda's two placements again with `replication.ack.policy=quorum` topics (issue
 34): a slow follower is then outvoted, so only a slow leader is left to move.
@@ -37,7 +38,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "target" / "release" / "frieda-bench"
 FRIEDA = Path(os.environ.get("FRIEDA_BIN", ROOT / "target" / "release" / "frieda"))
-TOPICS = 3
 SLOW = 2
 FRIEDA_BASE = int(os.environ.get("FRIEDA_CLUSTER_PORT_BASE", "21092"))
 KAFKA_BASE = int(os.environ.get("KAFKA_CLUSTER_PORT_BASE", "22092"))
@@ -154,8 +154,8 @@ def merge(runs: list[dict]) -> dict:
 
 
 def cell(config: str, rep: int, acks: str, args, out: Path) -> dict:
-    """One measurement: a fresh cluster, TOPICS single-partition topics (node i the preferred leader
-    of topic i), node SLOW slowed, one frieda-bench per topic in parallel (each connects to its
+    """One measurement: a fresh cluster, `args.topics` single-partition topics (node (k mod 3) + 1
+    the preferred leader of topic k), node SLOW slowed, one frieda-bench per topic in parallel (each connects to its
     topic's leader), latencies merged."""
     from confluent_kafka.admin import AdminClient, NewTopic
     workdir = Path(args.workdir)
@@ -165,14 +165,14 @@ def cell(config: str, rep: int, acks: str, args, out: Path) -> dict:
     try:
         subprocess.run([str(BENCH), "describe", "--bootstrap", boot, "--brokers", "3", "--wait-isr-full-secs", "120",
                         "--json", str(raw / f"{config}-{rep}-cluster.json")], capture_output=True, timeout=180, check=True)
-        topics = [f"placement-{config}-acks{acks}-{rep}-{i}" for i in (1, 2, 3)]
+        topics = [f"placement-{config}-acks{acks}-{rep}-{k}" for k in range(args.topics)]
         adm = AdminClient({"bootstrap.servers": boot, "log_level": 0})
-        assignment = {1: [1, 2, 3], 2: [2, 3, 1], 3: [3, 1, 2]}
+        rotations = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
         tconf = {"min.insync.replicas": "2"}
         if config.endswith("-quorum"):
             tconf["replication.ack.policy"] = "quorum"  # issue 34
-        fs = adm.create_topics([NewTopic(t, num_partitions=1, replica_assignment=[assignment[i]], config=tconf)
-                                for i, t in zip((1, 2, 3), topics)], operation_timeout=30, request_timeout=60)
+        fs = adm.create_topics([NewTopic(t, num_partitions=1, replica_assignment=[rotations[k % 3]], config=tconf)
+                                for k, t in enumerate(topics)], operation_timeout=30, request_timeout=60)
         for f in fs.values():
             f.result(60)
         for t in topics:
@@ -238,11 +238,12 @@ def table(acks: str, rows: list[dict], args) -> list[str]:
     lines = [
         f"## acks={acks}: leader placement with one slow node (`scripts/bench --placement`)",
         "",
-        f"3-node clusters on loopback, RF 3, min.insync.replicas 2, {TOPICS} single-partition topics (node i the "
-        f"preferred leader of topic i; one frieda-bench per topic, connected to its leader, latencies merged); node {SLOW} stopped "
+        f"3-node clusters on loopback, RF 3, min.insync.replicas 2, {args.topics} single-partition topics (node "
+        f"(k mod 3) + 1 the preferred leader of topic k; one frieda-bench per topic, connected to its leader, "
+        f"latencies merged); node {SLOW} stopped "
         f"{args.stop_ms} ms of every {args.period_ms} ms (SIGSTOP/SIGCONT) from {args.settle} s before the "
-        f"measurement to its end. frieda-bench produce: open loop {args.rate} records/s, {args.producers} "
-        f"producers, acks={acks}, 100 B values, no fsync per message, 5 s warm-up, {args.secs} s measured. "
+        f"measurement to its end. frieda-bench produce: open loop {args.rate} records/s in all, {args.producers} "
+        f"producer(s) per topic, acks={acks}, 100 B values, no fsync per message, 5 s warm-up, {args.secs} s measured. "
         f"Medians of {args.repeat} repeat(s); latency in µs (HdrHistogram).",
         "",
         "| configuration | p50 | p90 | p99 | p99.9 | p99.99 | max | records/s | partitions led by the slow node (per repeat) |",
@@ -272,7 +273,8 @@ def main() -> None:
     ap.add_argument("--rate", type=int, default=10000)
     ap.add_argument("--secs", type=int, default=30)
     ap.add_argument("--settle", type=int, default=20)
-    ap.add_argument("--producers", type=int, default=4)
+    ap.add_argument("--producers", type=int, default=1, help="producers (connections) per topic")
+    ap.add_argument("--topics", type=int, default=12, help="single-partition topics (partitions)")
     ap.add_argument("--acks", default="all,1", help="comma-separated: each is a table")
     ap.add_argument("--stop-ms", type=int, default=20)
     ap.add_argument("--period-ms", type=int, default=100)
