@@ -23,7 +23,8 @@ BROKERS = [K, F, FQ]
 METRICS = ["throughput_rps", "throughput_mb_s", "p50_us", "p99_us", "p999_us", "p9999_us", "max_us",
            "errors", "broker_cpu_s_per_million"]
 PCTS = [("p50", "p50_us"), ("p99", "p99_us"), ("p99.9", "p999_us"), ("p99.99", "p9999_us"), ("max", "max_us")]
-CELL_RE = re.compile(r"^c(\d+)-(lat|unth|pause|burnin)(?:-(\d+)p)?$")
+CELL_RE = re.compile(r"^c(\d+)-(lat5|unth5|lat|unth|pause|burnin|mixed)(?:-(\d+)p)?$")
+KIND_ORDER = ["burnin", "lat", "lat5", "mixed", "unth", "unth5", "pause"]
 
 
 def median(vals):
@@ -76,7 +77,7 @@ def cell_parts(cell):
 
 def cell_order(cell):
     n, kind, p = cell_parts(cell)
-    return (n, ["burnin", "lat", "unth", "pause"].index(kind) if kind in ("burnin", "lat", "unth", "pause") else 9, p)
+    return (n, KIND_ORDER.index(kind) if kind in KIND_ORDER else 9, p)
 
 
 # ---------------------------------------------------------------- data
@@ -312,7 +313,7 @@ def goal_section(d):
     met = total = 0
     for c in d.cells():
         n, kind, p = cell_parts(c)
-        if kind == "unth":
+        if kind in ("unth", "unth5", "lat5"):
             continue
         rows = [("%s" % c, lambda b: d.med(b, c, "p999_us"))]
         if kind == "pause":
@@ -334,6 +335,67 @@ def goal_section(d):
                                                          "–" if r is None else ("MET" if ok else "**NOT MET**")))
     lines += ["", "**%d of %d cells meet the goal.**" % (met, total), ""]
     return lines
+
+
+def mixed_section(d, cells):
+    """Issue 34's mixed load: the fixed-rate acks=all producers while backlog readers and a bulk
+    producer load the same cluster; against the quiet cell with the same producers and Kafka."""
+    st = d.settings
+    lines = ["### Mixed load: %s records/s acks=all, %s backlog readers, one unthrottled 64 KiB producer" % (
+        f_int(st.get("rate")), st.get("mixed_readers", 4)), "",
+             "The fixed-rate acks=all producers of the latency cell, measured while %s readers fetch a second topic "
+             "(first filled with %s MB of 64 KiB records) from spread-out offsets to its end and around again "
+             "(`frieda-bench read`, 1 MiB fetches), and one producer appends 64 KiB records (one per batch, acks=all) "
+             "to that topic unthrottled. Goals (issue 34): Frieda's p99.9 within 2× of its quiet run (the latency "
+             "cell with as many producers) and ≤ 1/10 of Kafka's in this cell." % (
+                 st.get("mixed_readers", 4), f_int(st.get("mixed_backlog_mb"))), ""] + lat_table(d, cells)
+    lines += ["| producers | broker | backlog MB | backlog read MB/s | bulk producer MB/s | p99.9 / quiet p99.9 |",
+              "|---|---|---|---|---|---|"]
+    for c in cells:
+        n, _, p = cell_parts(c)
+        quiet = "c%d-lat-%dp" % (n, p)
+        for b in d.brokers():
+            runs = d.ok(b, c)
+            if not runs:
+                continue
+            back = median([r["meta"].get("backlog_mb") for r in runs])
+            rd = median([(r["meta"].get("read") or {}).get("mb_s") for r in runs])
+            bulk = median([(load_json(os.path.join(d.raw, r["meta"]["bulk"])) or {}).get("throughput_mb_s")
+                           for r in runs if r["meta"].get("bulk")])
+            q = d.med(b, quiet, "p999_us") if d.ok(b, quiet) else None
+            r = ratio(d.med(b, c, "p999_us"), q)
+            lines.append("| %s | %s | %s | %s | %s | %s%s |" % (
+                cell_title(c), b, f_int(back), "–" if rd is None else "%.0f" % rd,
+                "–" if bulk is None else "%.0f" % bulk, f_ratio(r),
+                "" if r is None or b == K else (" (≤ 2×: MET)" if r <= 2 else " (≤ 2×: **NOT MET**)")))
+    return lines + [""]
+
+
+def floor_section(d):
+    """The echo floor measured in the same run (frieda-bench roof-wake at the cells' rate, no broker
+    running), and Frieda's quiet p99.9 against it (issue 34: within 2x)."""
+    floors = [load_json(os.path.join(d.raw, e["json"])) for e in d.events if e.get("event") == "floor"]
+    floors = [f for f in floors if f]
+    if not floors:
+        return []
+    med = {k: median([f.get(k) for f in floors]) for k in
+           ("echo_p50_us", "echo_p99_us", "echo_p999_us", "echo_p9999_us", "echo_max_us")}
+    lines = ["## The echo floor", "",
+             "A do-nothing loopback TCP echo at %s round trips/s (`frieda-bench roof-wake`), no broker running, at the "
+             "start of each repeat: what this machine's scheduler and loopback cost any request/response. Medians of %d." % (
+                 f_int(d.settings.get("rate")), len(floors)), "",
+             "| p50 | p99 | p99.9 | p99.99 | max |", "|---|---|---|---|---|",
+             "| %s |" % " | ".join(f_us(med[k]) for k in ("echo_p50_us", "echo_p99_us", "echo_p999_us", "echo_p9999_us",
+                                                          "echo_max_us")), ""]
+    quiet = [c for c in d.cells(kind="lat") if cell_parts(c)[2] == 1]
+    for c in quiet:
+        for b in (F, FQ):
+            v = d.med(b, c, "p999_us") if d.ok(b, c) else None
+            r = ratio(v, med["echo_p999_us"])
+            if r is not None:
+                lines.append("- %s %s (quiet: 1 producer, fixed rate): p99.9 %s = %s the echo floor's (goal ≤ 2×: %s)" % (
+                    b, c, f_us(v), f_ratio(r), "MET" if r <= 2 else "**NOT MET**"))
+    return lines + [""]
 
 
 def noise_section(d):
@@ -507,11 +569,20 @@ def main():
         L += ["## %s" % title, ""]
         if d.cells(n, "lat"):
             L += ["### Fixed rate, %s records/s, acks=all" % f_int(st.get("rate")), ""] + lat_table(d, d.cells(n, "lat"))
+        if d.cells(n, "lat5"):
+            L += ["### Fixed rate, %s records/s, acks=all, linger.ms=5 (librdkafka's default)" % f_int(st.get("rate")), "",
+                  "What a client with default settings gets: its batches wait up to 5 ms to fill, on both brokers. "
+                  "Not in the 1/10 goal above (the linger sets the floor of both).", ""] + lat_table(d, d.cells(n, "lat5"))
+        if d.cells(n, "mixed"):
+            L += mixed_section(d, d.cells(n, "mixed"))
         if d.cells(n, "unth"):
             L += ["### Unthrottled, acks=all", ""] + unth_table(d, d.cells(n, "unth"))
+        if d.cells(n, "unth5"):
+            L += ["### Unthrottled, acks=all, linger.ms=5", ""] + unth_table(d, d.cells(n, "unth5"))
         if d.cells(n, "pause"):
             L += ["### One follower paused (SIGSTOP) for %gs, %s records/s, acks=all" % (
                 st.get("pause_secs", 20), f_int(st.get("rate"))), ""] + pause_sections(d, d.cells(n, "pause"))
+    L += floor_section(d)
     nts = notes(d)
     L += ["## Errors and notes", ""] + (["- " + x for x in nts] if nts else
                                         ["No failed runs and no failed records in any cell."]) + [""]

@@ -12,6 +12,7 @@ mod observe;
 mod pacer;
 mod procstat;
 mod produce;
+mod read;
 mod roof;
 mod stats;
 
@@ -59,6 +60,23 @@ enum Cmd {
         common: Common,
         #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
         producers_list: Vec<usize>,
+    },
+    /// Backlog readers: N connections fetching partition 0 of a topic from spread-out offsets to
+    /// the log end and around again, for a time (load for the mixed-load cell); JSON with MB/s.
+    Read {
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[arg(long)]
+        topic: String,
+        #[arg(long, default_value_t = 4)]
+        readers: usize,
+        #[arg(long, default_value_t = 30.0)]
+        secs: f64,
+        /// Fetch max bytes (per request and partition), bytes.
+        #[arg(long, default_value_t = 1 << 20)]
+        max_bytes: i32,
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
     /// Create a topic (CreateTopics) and wait until all its partitions have a leader.
     CreateTopic {
@@ -445,6 +463,21 @@ fn main() -> Result<()> {
             json,
         } => {
             let r = roof::net(secs, streams, write_size)?;
+            let line = serde_json::to_string(&r)?;
+            println!("{line}");
+            if let Some(j) = json {
+                std::fs::write(j, line + "\n")?;
+            }
+        }
+        Cmd::Read {
+            bootstrap,
+            topic,
+            readers,
+            secs,
+            max_bytes,
+            json,
+        } => {
+            let r = rt.block_on(read::run(&bootstrap, &topic, readers, secs, max_bytes))?;
             let line = serde_json::to_string(&r)?;
             println!("{line}");
             if let Some(j) = json {
