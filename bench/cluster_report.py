@@ -346,7 +346,8 @@ def mixed_section(d, cells):
              "The fixed-rate acks=all producers of the latency cell, measured while %s readers fetch a second topic "
              "(first filled with %s MB of 64 KiB records) from spread-out offsets to its end and around again "
              "(`frieda-bench read`, 1 MiB fetches), and one producer appends 64 KiB records (one per batch, acks=all) "
-             "to that topic unthrottled. Goals (issue 34): Frieda's p99.9 within 2× of its quiet run (the latency "
+             "to that topic unthrottled, one request in flight. The readers are unthrottled too: each broker serves "
+             "them as fast as it can (the read MB/s column). Goals (issue 34): Frieda's p99.9 within 2× of its quiet run (the latency "
              "cell with as many producers) and ≤ 1/10 of Kafka's in this cell." % (
                  st.get("mixed_readers", 4), f_int(st.get("mixed_backlog_mb"))), ""] + lat_table(d, cells)
     lines += ["| producers | broker | backlog MB | backlog read MB/s | bulk producer MB/s | p99.9 / quiet p99.9 |",
