@@ -128,6 +128,103 @@ fn quorum_leader_crash_while_the_preferred_follower_lags() {
     }
 }
 
+/// Issue 34 (`replication.ack.policy=quorum`), Raft's figure 8 (§5.4.2): a leader must not
+/// count an older epoch's record as committed because enough replicas now hold it. Leader 1
+/// appends x while both followers are cut off, and is killed; the next leader (2 or 3, both
+/// claim) appends y at the same offset, cut off from the third replica, and is killed too. 1
+/// returns, is elected from its claim (its last epoch is the newest there), and copies x to the
+/// surviving replica: two replicas hold x, but no record of 1's own epoch, so x is not below the
+/// high watermark. 1 is killed; the second leader returns and wins (its last epoch, y's, is
+/// newer than x's), and the survivor replaces x by y. Had x been counted, the survivor would
+/// hold a different record below its high watermark than it had before
+/// (replicas-disagree-below-hw); dropping the own-epoch condition from
+/// `Leader::quorum_high_watermark` makes this plan fail.
+#[test]
+fn quorum_figure_8_an_old_epochs_record_is_not_committed_by_counting() {
+    for fsync in [false, true] {
+        let mut actions: Vec<(u64, Action)> =
+            (0..5).map(|i| (2_000 + i * 100, produce(0, 1))).collect();
+        actions.push((
+            5_500,
+            Action::Partition {
+                side: vec![2, 3],
+                with_controller: false,
+                len: 1_000,
+            },
+        ));
+        actions.push((5_700, produce(0, 1))); // x, on the leader alone
+        actions.push((
+            6_000,
+            Action::KillLeaderTwice {
+                partition: 0,
+                gap: 600,
+                down: 5_000,
+            },
+        ));
+        actions.push((
+            7_000,
+            Action::Partition {
+                side: vec![2],
+                with_controller: false,
+                len: 3_500,
+            },
+        ));
+        // y, on the second leader alone, whenever it takes over (about 3 s after the kill)
+        actions.extend((0..16).map(|i| (8_800 + i * 50, produce(0, 1))));
+        actions.push((
+            13_800,
+            Action::Crash {
+                broker: 1,
+                down: 9_000,
+            },
+        ));
+        actions.extend((0..20).map(|i| (18_000 + i * 100, produce(0, 1))));
+        actions.sort_by_key(|(t, _)| *t);
+        let plan = Plan {
+            seed: 808,
+            shape: Shape {
+                quorum: true,
+                ..shape(3, 1, fsync)
+            },
+            actions,
+        };
+        let r = run_plan(plan, true, &[]);
+        assert!(
+            r.violation.is_none(),
+            "fsync {fsync}: {:?}",
+            r.violation
+                .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
+        );
+        // The plan took the figure-8 path: after 1 (the first leader, not logged as a change),
+        // X, then 1 again, then X again.
+        let mut leaders: Vec<i32> = Vec::new();
+        for line in &r.trace {
+            let Some(rest) = line.split("image: partition 0 leader ").nth(1) else {
+                continue;
+            };
+            let leader: i32 = rest
+                .split(' ')
+                .next()
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(-1);
+            if leader > 0 && leaders.last() != Some(&leader) {
+                leaders.push(leader);
+            }
+        }
+        let shape_seen = leaders
+            .windows(3)
+            .any(|w| w[0] != 1 && w[1] == 1 && w[2] == w[0]);
+        assert!(
+            shape_seen,
+            "fsync {fsync}: leaders {leaders:?}, not the figure-8 sequence"
+        );
+        assert!(
+            r.stats.truncations > 0,
+            "fsync {fsync}: nothing was truncated"
+        );
+    }
+}
+
 /// Issue 28, item 3 (frieda-sim seed 12 before the fix, shrunk): a follower loses power after
 /// its high watermark was checkpointed past what it had synced; it restarts with HW <= LEO and
 /// rejoins.
