@@ -38,15 +38,22 @@ fn steady(partitions: i32, until: u64) -> Vec<(u64, Action)> {
 }
 
 fn assert_clean(plan: Plan) {
-    let seed = plan.seed;
-    let r = run_plan(plan, false, &[]);
+    run_clean(plan, false);
+}
+
+/// Runs `plan` (tracing it when `trace`), asserts it broke no invariant and acknowledged
+/// something, and returns its report.
+fn run_clean(plan: Plan, trace: bool) -> frieda_sim::Report {
+    let (seed, fsync) = (plan.seed, plan.shape.fsync);
+    let r = run_plan(plan, trace, &[]);
     assert!(
         r.violation.is_none(),
-        "plan {seed}: {:?}",
+        "plan {seed} (fsync {fsync}): {:?}",
         r.violation
             .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
     );
     assert!(r.stats.acked_all > 0, "nothing was acknowledged");
+    r
 }
 
 #[test]
@@ -188,13 +195,7 @@ fn quorum_figure_8_an_old_epochs_record_is_not_committed_by_counting() {
             },
             actions,
         };
-        let r = run_plan(plan, true, &[]);
-        assert!(
-            r.violation.is_none(),
-            "fsync {fsync}: {:?}",
-            r.violation
-                .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
-        );
+        let r = run_clean(plan, true);
         // The plan took the figure-8 path: after 1 (the first leader, not logged as a change),
         // X, then 1 again, then X again.
         let mut leaders: Vec<i32> = Vec::new();

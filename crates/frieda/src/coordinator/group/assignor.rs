@@ -336,6 +336,15 @@ mod tests {
             .collect()
     }
 
+    /// Topic 1, one partition per entry of `racks`.
+    fn racked_topic(racks: &[BTreeSet<String>]) -> BTreeMap<Uuid, AssignorTopic<'_>> {
+        let topic = AssignorTopic {
+            partitions: racks.len() as i32,
+            racks,
+        };
+        BTreeMap::from([(Uuid::from_u128(1), topic)])
+    }
+
     /// How many of `a`'s partitions are with an on-rack member.
     fn on_rack_count(
         a: &HashMap<String, Assignment>,
@@ -423,13 +432,7 @@ mod tests {
         // 6 partitions over racks r0..r2 (partition i on r(i%3) and r(i+1 %3)); one member
         // per rack: every partition can go on rack, two each.
         let racks = rack_list(6, 3);
-        let parts = BTreeMap::from([(
-            Uuid::from_u128(1),
-            AssignorTopic {
-                partitions: 6,
-                racks: &racks,
-            },
-        )]);
+        let parts = racked_topic(&racks);
         let ms = vec![
             racked("a", &[1], "r0"),
             racked("b", &[1], "r1"),
@@ -479,13 +482,7 @@ mod tests {
     #[test]
     fn range_keeps_counts_and_prefers_on_rack_partitions() {
         let racks = rack_list(6, 3);
-        let parts = BTreeMap::from([(
-            Uuid::from_u128(1),
-            AssignorTopic {
-                partitions: 6,
-                racks: &racks,
-            },
-        )]);
+        let parts = racked_topic(&racks);
         let ms = vec![racked("a", &[1], "r2"), racked("b", &[1], "r0")];
         let a = Assignor::Range.assign(&ms, &parts, &HashMap::new());
         assert_eq!(count(&a["a"]), 3);
