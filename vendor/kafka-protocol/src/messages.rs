@@ -304,6 +304,14 @@ pub use delete_share_group_state_request::DeleteShareGroupStateRequest;
 pub mod read_share_group_state_summary_request;
 pub use read_share_group_state_summary_request::ReadShareGroupStateSummaryRequest;
 
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+pub mod streams_group_heartbeat_request;
+pub use streams_group_heartbeat_request::StreamsGroupHeartbeatRequest;
+
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+pub mod streams_group_describe_request;
+pub use streams_group_describe_request::StreamsGroupDescribeRequest;
+
 pub mod describe_share_group_offsets_request;
 pub use describe_share_group_offsets_request::DescribeShareGroupOffsetsRequest;
 
@@ -312,6 +320,10 @@ pub use alter_share_group_offsets_request::AlterShareGroupOffsetsRequest;
 
 pub mod delete_share_group_offsets_request;
 pub use delete_share_group_offsets_request::DeleteShareGroupOffsetsRequest;
+
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+pub mod streams_group_topology_description_update_request;
+pub use streams_group_topology_description_update_request::StreamsGroupTopologyDescriptionUpdateRequest;
 
 pub mod produce_response;
 pub use produce_response::ProduceResponse;
@@ -565,6 +577,14 @@ pub use delete_share_group_state_response::DeleteShareGroupStateResponse;
 pub mod read_share_group_state_summary_response;
 pub use read_share_group_state_summary_response::ReadShareGroupStateSummaryResponse;
 
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+pub mod streams_group_heartbeat_response;
+pub use streams_group_heartbeat_response::StreamsGroupHeartbeatResponse;
+
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+pub mod streams_group_describe_response;
+pub use streams_group_describe_response::StreamsGroupDescribeResponse;
+
 pub mod describe_share_group_offsets_response;
 pub use describe_share_group_offsets_response::DescribeShareGroupOffsetsResponse;
 
@@ -573,6 +593,10 @@ pub use alter_share_group_offsets_response::AlterShareGroupOffsetsResponse;
 
 pub mod delete_share_group_offsets_response;
 pub use delete_share_group_offsets_response::DeleteShareGroupOffsetsResponse;
+
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+pub mod streams_group_topology_description_update_response;
+pub use streams_group_topology_description_update_response::StreamsGroupTopologyDescriptionUpdateResponse;
 
 #[cfg(all(feature = "client", feature = "broker"))]
 impl Request for ProduceRequest {
@@ -1078,6 +1102,20 @@ impl Request for ReadShareGroupStateSummaryRequest {
     type Response = ReadShareGroupStateSummaryResponse;
 }
 
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+#[cfg(all(feature = "client", feature = "broker"))]
+impl Request for StreamsGroupHeartbeatRequest {
+    const KEY: i16 = 88;
+    type Response = StreamsGroupHeartbeatResponse;
+}
+
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+#[cfg(all(feature = "client", feature = "broker"))]
+impl Request for StreamsGroupDescribeRequest {
+    const KEY: i16 = 89;
+    type Response = StreamsGroupDescribeResponse;
+}
+
 #[cfg(all(feature = "client", feature = "broker"))]
 impl Request for DescribeShareGroupOffsetsRequest {
     const KEY: i16 = 90;
@@ -1094,6 +1132,13 @@ impl Request for AlterShareGroupOffsetsRequest {
 impl Request for DeleteShareGroupOffsetsRequest {
     const KEY: i16 = 92;
     type Response = DeleteShareGroupOffsetsResponse;
+}
+
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+#[cfg(all(feature = "client", feature = "broker"))]
+impl Request for StreamsGroupTopologyDescriptionUpdateRequest {
+    const KEY: i16 = 93;
+    type Response = StreamsGroupTopologyDescriptionUpdateResponse;
 }
 
 /// Valid API keys in the Kafka protocol.
@@ -1267,12 +1312,18 @@ pub enum ApiKey {
     DeleteShareGroupState = 86,
     /// API key for request ReadShareGroupStateSummaryRequest
     ReadShareGroupStateSummary = 87,
+    /// API key for request StreamsGroupHeartbeatRequest
+    StreamsGroupHeartbeat = 88, // Frieda patch (KIP-1071)
+    /// API key for request StreamsGroupDescribeRequest
+    StreamsGroupDescribe = 89, // Frieda patch (KIP-1071)
     /// API key for request DescribeShareGroupOffsetsRequest
     DescribeShareGroupOffsets = 90,
     /// API key for request AlterShareGroupOffsetsRequest
     AlterShareGroupOffsets = 91,
     /// API key for request DeleteShareGroupOffsetsRequest
     DeleteShareGroupOffsets = 92,
+    /// API key for request StreamsGroupTopologyDescriptionUpdateRequest
+    StreamsGroupTopologyDescriptionUpdate = 93, // Frieda patch (KIP-1071)
 }
 
 impl ApiKey {
@@ -1387,6 +1438,8 @@ impl ApiKey {
             ApiKey::ReadShareGroupStateSummary => {
                 ReadShareGroupStateSummaryRequest::header_version(version)
             }
+            ApiKey::StreamsGroupHeartbeat => StreamsGroupHeartbeatRequest::header_version(version), // Frieda patch (KIP-1071)
+            ApiKey::StreamsGroupDescribe => StreamsGroupDescribeRequest::header_version(version), // Frieda patch (KIP-1071)
             ApiKey::DescribeShareGroupOffsets => {
                 DescribeShareGroupOffsetsRequest::header_version(version)
             }
@@ -1396,6 +1449,9 @@ impl ApiKey {
             ApiKey::DeleteShareGroupOffsets => {
                 DeleteShareGroupOffsetsRequest::header_version(version)
             }
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => {
+                StreamsGroupTopologyDescriptionUpdateRequest::header_version(version)
+            } // Frieda patch (KIP-1071)
         }
     }
     /// Get the version of response header that needs to be prepended to this message
@@ -1509,6 +1565,8 @@ impl ApiKey {
             ApiKey::ReadShareGroupStateSummary => {
                 ReadShareGroupStateSummaryResponse::header_version(version)
             }
+            ApiKey::StreamsGroupHeartbeat => StreamsGroupHeartbeatResponse::header_version(version), // Frieda patch (KIP-1071)
+            ApiKey::StreamsGroupDescribe => StreamsGroupDescribeResponse::header_version(version), // Frieda patch (KIP-1071)
             ApiKey::DescribeShareGroupOffsets => {
                 DescribeShareGroupOffsetsResponse::header_version(version)
             }
@@ -1518,6 +1576,9 @@ impl ApiKey {
             ApiKey::DeleteShareGroupOffsets => {
                 DeleteShareGroupOffsetsResponse::header_version(version)
             }
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => {
+                StreamsGroupTopologyDescriptionUpdateResponse::header_version(version)
+            } // Frieda patch (KIP-1071)
         }
     }
     /// Returns the valid versions that can be used with this ApiKey
@@ -1607,15 +1668,18 @@ impl ApiKey {
             ApiKey::WriteShareGroupState => VersionRange { min: 0, max: 0 },
             ApiKey::DeleteShareGroupState => VersionRange { min: 0, max: 0 },
             ApiKey::ReadShareGroupStateSummary => VersionRange { min: 0, max: 0 },
+            ApiKey::StreamsGroupHeartbeat => VersionRange { min: 0, max: 1 }, // Frieda patch (KIP-1071)
+            ApiKey::StreamsGroupDescribe => VersionRange { min: 0, max: 1 }, // Frieda patch (KIP-1071)
             ApiKey::DescribeShareGroupOffsets => VersionRange { min: 0, max: 0 },
             ApiKey::AlterShareGroupOffsets => VersionRange { min: 0, max: 0 },
             ApiKey::DeleteShareGroupOffsets => VersionRange { min: 0, max: 0 },
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => VersionRange { min: 0, max: 0 }, // Frieda patch (KIP-1071)
         }
     }
 
     /// Iterate through every ApiKey variant in the order of the internal code.
     pub fn iter() -> impl Iterator<Item = ApiKey> {
-        (0..=92).filter_map(|i| ApiKey::try_from(i).ok())
+        (0..=93).filter_map(|i| ApiKey::try_from(i).ok()) // Frieda patch: 93 (KIP-1071)
     }
 }
 impl TryFrom<i16> for ApiKey {
@@ -1721,11 +1785,16 @@ impl TryFrom<i16> for ApiKey {
             x if x == ApiKey::ReadShareGroupStateSummary as i16 => {
                 Ok(ApiKey::ReadShareGroupStateSummary)
             }
+            x if x == ApiKey::StreamsGroupHeartbeat as i16 => Ok(ApiKey::StreamsGroupHeartbeat), // Frieda patch (KIP-1071)
+            x if x == ApiKey::StreamsGroupDescribe as i16 => Ok(ApiKey::StreamsGroupDescribe), // Frieda patch (KIP-1071)
             x if x == ApiKey::DescribeShareGroupOffsets as i16 => {
                 Ok(ApiKey::DescribeShareGroupOffsets)
             }
             x if x == ApiKey::AlterShareGroupOffsets as i16 => Ok(ApiKey::AlterShareGroupOffsets),
             x if x == ApiKey::DeleteShareGroupOffsets as i16 => Ok(ApiKey::DeleteShareGroupOffsets),
+            x if x == ApiKey::StreamsGroupTopologyDescriptionUpdate as i16 => {
+                Ok(ApiKey::StreamsGroupTopologyDescriptionUpdate)
+            } // Frieda patch (KIP-1071)
             _ => Err(()),
         }
     }
@@ -1904,12 +1973,18 @@ pub enum RequestKind {
     DeleteShareGroupState(DeleteShareGroupStateRequest),
     /// ReadShareGroupStateSummaryRequest,
     ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequest),
+    /// StreamsGroupHeartbeatRequest, (Frieda patch, KIP-1071)
+    StreamsGroupHeartbeat(StreamsGroupHeartbeatRequest),
+    /// StreamsGroupDescribeRequest, (Frieda patch, KIP-1071)
+    StreamsGroupDescribe(StreamsGroupDescribeRequest),
     /// DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest),
     /// AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsets(AlterShareGroupOffsetsRequest),
     /// DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest),
+    /// StreamsGroupTopologyDescriptionUpdateRequest, (Frieda patch, KIP-1071)
+    StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateRequest),
 }
 
 #[cfg(feature = "messages_enums")]
@@ -2002,9 +2077,12 @@ impl RequestKind {
             RequestKind::WriteShareGroupState(x) => encode(x, bytes, version),
             RequestKind::DeleteShareGroupState(x) => encode(x, bytes, version),
             RequestKind::ReadShareGroupStateSummary(x) => encode(x, bytes, version),
+            RequestKind::StreamsGroupHeartbeat(x) => encode(x, bytes, version), // Frieda patch (KIP-1071)
+            RequestKind::StreamsGroupDescribe(x) => encode(x, bytes, version), // Frieda patch (KIP-1071)
             RequestKind::DescribeShareGroupOffsets(x) => encode(x, bytes, version),
             RequestKind::AlterShareGroupOffsets(x) => encode(x, bytes, version),
             RequestKind::DeleteShareGroupOffsets(x) => encode(x, bytes, version),
+            RequestKind::StreamsGroupTopologyDescriptionUpdate(x) => encode(x, bytes, version), // Frieda patch (KIP-1071)
         }
     }
     /// Decode the message from the provided buffer and version
@@ -2163,6 +2241,12 @@ impl RequestKind {
             ApiKey::ReadShareGroupStateSummary => Ok(RequestKind::ReadShareGroupStateSummary(
                 decode(bytes, version)?,
             )),
+            ApiKey::StreamsGroupHeartbeat => {
+                Ok(RequestKind::StreamsGroupHeartbeat(decode(bytes, version)?))
+            } // Frieda patch (KIP-1071)
+            ApiKey::StreamsGroupDescribe => {
+                Ok(RequestKind::StreamsGroupDescribe(decode(bytes, version)?))
+            } // Frieda patch (KIP-1071)
             ApiKey::DescribeShareGroupOffsets => Ok(RequestKind::DescribeShareGroupOffsets(
                 decode(bytes, version)?,
             )),
@@ -2172,6 +2256,9 @@ impl RequestKind {
             ApiKey::DeleteShareGroupOffsets => Ok(RequestKind::DeleteShareGroupOffsets(decode(
                 bytes, version,
             )?)),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Ok(
+                RequestKind::StreamsGroupTopologyDescriptionUpdate(decode(bytes, version)?),
+            ), // Frieda patch (KIP-1071)
         }
     }
 }
@@ -2763,6 +2850,22 @@ impl From<ReadShareGroupStateSummaryRequest> for RequestKind {
     }
 }
 
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+#[cfg(feature = "messages_enums")]
+impl From<StreamsGroupHeartbeatRequest> for RequestKind {
+    fn from(value: StreamsGroupHeartbeatRequest) -> RequestKind {
+        RequestKind::StreamsGroupHeartbeat(value)
+    }
+}
+
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+#[cfg(feature = "messages_enums")]
+impl From<StreamsGroupDescribeRequest> for RequestKind {
+    fn from(value: StreamsGroupDescribeRequest) -> RequestKind {
+        RequestKind::StreamsGroupDescribe(value)
+    }
+}
+
 #[cfg(feature = "messages_enums")]
 impl From<DescribeShareGroupOffsetsRequest> for RequestKind {
     fn from(value: DescribeShareGroupOffsetsRequest) -> RequestKind {
@@ -2781,6 +2884,14 @@ impl From<AlterShareGroupOffsetsRequest> for RequestKind {
 impl From<DeleteShareGroupOffsetsRequest> for RequestKind {
     fn from(value: DeleteShareGroupOffsetsRequest) -> RequestKind {
         RequestKind::DeleteShareGroupOffsets(value)
+    }
+}
+
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+#[cfg(feature = "messages_enums")]
+impl From<StreamsGroupTopologyDescriptionUpdateRequest> for RequestKind {
+    fn from(value: StreamsGroupTopologyDescriptionUpdateRequest) -> RequestKind {
+        RequestKind::StreamsGroupTopologyDescriptionUpdate(value)
     }
 }
 
@@ -2981,12 +3092,18 @@ pub enum ResponseKind {
     DeleteShareGroupState(DeleteShareGroupStateResponse),
     /// ReadShareGroupStateSummaryResponse,
     ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponse),
+    /// StreamsGroupHeartbeatResponse, (Frieda patch, KIP-1071)
+    StreamsGroupHeartbeat(StreamsGroupHeartbeatResponse),
+    /// StreamsGroupDescribeResponse, (Frieda patch, KIP-1071)
+    StreamsGroupDescribe(StreamsGroupDescribeResponse),
     /// DescribeShareGroupOffsetsResponse,
     DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponse),
     /// AlterShareGroupOffsetsResponse,
     AlterShareGroupOffsets(AlterShareGroupOffsetsResponse),
     /// DeleteShareGroupOffsetsResponse,
     DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponse),
+    /// StreamsGroupTopologyDescriptionUpdateResponse, (Frieda patch, KIP-1071)
+    StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateResponse),
 }
 
 #[cfg(feature = "messages_enums")]
@@ -3079,9 +3196,12 @@ impl ResponseKind {
             ResponseKind::WriteShareGroupState(x) => encode(x, bytes, version),
             ResponseKind::DeleteShareGroupState(x) => encode(x, bytes, version),
             ResponseKind::ReadShareGroupStateSummary(x) => encode(x, bytes, version),
+            ResponseKind::StreamsGroupHeartbeat(x) => encode(x, bytes, version), // Frieda patch (KIP-1071)
+            ResponseKind::StreamsGroupDescribe(x) => encode(x, bytes, version), // Frieda patch (KIP-1071)
             ResponseKind::DescribeShareGroupOffsets(x) => encode(x, bytes, version),
             ResponseKind::AlterShareGroupOffsets(x) => encode(x, bytes, version),
             ResponseKind::DeleteShareGroupOffsets(x) => encode(x, bytes, version),
+            ResponseKind::StreamsGroupTopologyDescriptionUpdate(x) => encode(x, bytes, version), // Frieda patch (KIP-1071)
         }
     }
     /// Decode the message from the provided buffer and version
@@ -3240,6 +3360,12 @@ impl ResponseKind {
             ApiKey::ReadShareGroupStateSummary => Ok(ResponseKind::ReadShareGroupStateSummary(
                 decode(bytes, version)?,
             )),
+            ApiKey::StreamsGroupHeartbeat => {
+                Ok(ResponseKind::StreamsGroupHeartbeat(decode(bytes, version)?))
+            } // Frieda patch (KIP-1071)
+            ApiKey::StreamsGroupDescribe => {
+                Ok(ResponseKind::StreamsGroupDescribe(decode(bytes, version)?))
+            } // Frieda patch (KIP-1071)
             ApiKey::DescribeShareGroupOffsets => Ok(ResponseKind::DescribeShareGroupOffsets(
                 decode(bytes, version)?,
             )),
@@ -3249,6 +3375,9 @@ impl ResponseKind {
             ApiKey::DeleteShareGroupOffsets => Ok(ResponseKind::DeleteShareGroupOffsets(decode(
                 bytes, version,
             )?)),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => Ok(
+                ResponseKind::StreamsGroupTopologyDescriptionUpdate(decode(bytes, version)?),
+            ), // Frieda patch (KIP-1071)
         }
     }
     /// Get the version of request header that needs to be prepended to this message
@@ -3402,6 +3531,12 @@ impl ResponseKind {
             ResponseKind::ReadShareGroupStateSummary(_) => {
                 ReadShareGroupStateSummaryResponse::header_version(version)
             }
+            ResponseKind::StreamsGroupHeartbeat(_) => {
+                StreamsGroupHeartbeatResponse::header_version(version)
+            } // Frieda patch (KIP-1071)
+            ResponseKind::StreamsGroupDescribe(_) => {
+                StreamsGroupDescribeResponse::header_version(version)
+            } // Frieda patch (KIP-1071)
             ResponseKind::DescribeShareGroupOffsets(_) => {
                 DescribeShareGroupOffsetsResponse::header_version(version)
             }
@@ -3411,6 +3546,9 @@ impl ResponseKind {
             ResponseKind::DeleteShareGroupOffsets(_) => {
                 DeleteShareGroupOffsetsResponse::header_version(version)
             }
+            ResponseKind::StreamsGroupTopologyDescriptionUpdate(_) => {
+                StreamsGroupTopologyDescriptionUpdateResponse::header_version(version)
+            } // Frieda patch (KIP-1071)
         }
     }
 }
@@ -4003,6 +4141,22 @@ impl From<ReadShareGroupStateSummaryResponse> for ResponseKind {
     }
 }
 
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+#[cfg(feature = "messages_enums")]
+impl From<StreamsGroupHeartbeatResponse> for ResponseKind {
+    fn from(value: StreamsGroupHeartbeatResponse) -> ResponseKind {
+        ResponseKind::StreamsGroupHeartbeat(value)
+    }
+}
+
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+#[cfg(feature = "messages_enums")]
+impl From<StreamsGroupDescribeResponse> for ResponseKind {
+    fn from(value: StreamsGroupDescribeResponse) -> ResponseKind {
+        ResponseKind::StreamsGroupDescribe(value)
+    }
+}
+
 #[cfg(feature = "messages_enums")]
 impl From<DescribeShareGroupOffsetsResponse> for ResponseKind {
     fn from(value: DescribeShareGroupOffsetsResponse) -> ResponseKind {
@@ -4021,6 +4175,14 @@ impl From<AlterShareGroupOffsetsResponse> for ResponseKind {
 impl From<DeleteShareGroupOffsetsResponse> for ResponseKind {
     fn from(value: DeleteShareGroupOffsetsResponse) -> ResponseKind {
         ResponseKind::DeleteShareGroupOffsets(value)
+    }
+}
+
+// Frieda patch: Kafka 4.4's streams groups (KIP-1071), generated from kafka-clients 4.4.0.
+#[cfg(feature = "messages_enums")]
+impl From<StreamsGroupTopologyDescriptionUpdateResponse> for ResponseKind {
+    fn from(value: StreamsGroupTopologyDescriptionUpdateResponse) -> ResponseKind {
+        ResponseKind::StreamsGroupTopologyDescriptionUpdate(value)
     }
 }
 
