@@ -929,6 +929,21 @@ impl BrokerConfig {
             "group.consumer.max.size" => {
                 self.coordinator.consumer.max_size = usize::try_from(positive(&text)?)?
             }
+            "group.streams.session.timeout.ms" => {
+                self.coordinator.streams.session_timeout =
+                    std::time::Duration::from_millis(positive(&text)?)
+            }
+            "group.streams.heartbeat.interval.ms" => {
+                self.coordinator.streams.heartbeat_interval =
+                    std::time::Duration::from_millis(positive(&text)?)
+            }
+            "group.streams.initial.rebalance.delay.ms" => {
+                self.coordinator.streams.initial_rebalance_delay =
+                    std::time::Duration::from_millis(text.parse()?)
+            }
+            "group.streams.max.size" => {
+                self.coordinator.streams.max_size = usize::try_from(positive(&text)?)?
+            }
             "group.consumer.assignors" => {
                 let first = text.split(',').next().unwrap_or("").trim();
                 let short = first.rsplit('.').next().unwrap_or(first);

@@ -33,8 +33,9 @@ use std::sync::Arc;
 /// does; finalized 1 on a new cluster, as Kafka 4.4 formats a new quorum; a cluster at 0 (one
 /// that finalized it before Frieda had it) refuses voter changes until upgraded, and it is
 /// never lowered (Kafka's `FeatureControlManager`).
-/// The other features are what Frieda implements of them, i.e. level 0 only (share groups and
-/// streams groups not yet): a client that checks a finalized level sees them off, as on a
+/// `streams.version` 1 (KIP-1071): streams groups, finalized 1 on a new cluster as in Kafka 4.4.
+/// The other features are what Frieda implements of them, i.e. level 0 only (share groups not
+/// yet): a client that checks a finalized level sees them off, as on a
 /// Kafka cluster that has not finalized them.
 pub const FEATURES: &[(&str, i16, i16, i16)] = &[
     ("metadata.version", 7, 33, 33),
@@ -48,11 +49,14 @@ pub const FEATURES: &[(&str, i16, i16, i16)] = &[
         frieda_meta::partition_change::ELR_DEFAULT_LEVEL,
     ),
     ("share.version", 0, 0, 0),
-    ("streams.version", 0, 0, 0),
+    (STREAMS_VERSION, 0, 1, 1),
 ];
 
 /// The feature whose level 1 lets the controller quorum's voters change (KIP-853).
 pub const KRAFT_VERSION: &str = "kraft.version";
+/// The feature that enables KIP-1071 streams groups at level 1 (Kafka 4.2's `StreamsVersion.SV_1`,
+/// finalized on a new Kafka 4.4 cluster).
+pub const STREAMS_VERSION: &str = "streams.version";
 /// The feature that enables KIP-848 consumer groups at level 1.
 pub const GROUP_VERSION: &str = "group.version";
 /// The feature whose level Kafka refuses to lower (a downgrade could lose metadata).
@@ -137,6 +141,12 @@ impl FeatureLevels {
     /// Whether KIP-848 consumer groups are enabled (`group.version` >= 1).
     pub fn consumer_groups_enabled(&self) -> bool {
         self.get().level(GROUP_VERSION) >= 1
+    }
+
+    /// Whether KIP-1071 streams groups are enabled (`streams.version` >= 1); StreamsGroupHeartbeat
+    /// answers UNSUPPORTED_VERSION (35) otherwise.
+    pub fn streams_groups_enabled(&self) -> bool {
+        self.get().level(STREAMS_VERSION) >= 1
     }
 }
 

@@ -27,6 +27,7 @@ pub mod producer_id;
 pub mod quorum;
 pub mod quotas;
 pub mod scram;
+pub mod streams_groups;
 pub mod table;
 pub mod topic_partitions;
 pub mod transactions;

@@ -17,7 +17,7 @@ use super::{
     acls, admin, api_versions, cluster, config_resources, configs, consumer_groups,
     delegation_tokens, delete_records, features, fetch, groups, leader_epoch, leadership,
     list_offsets, log_dirs, metadata, offsets, produce, producer_id, quorum, quotas, scram,
-    topic_partitions, transactions,
+    streams_groups, topic_partitions, transactions,
 };
 use super::{decode, encode, CloseConnection, RequestContext};
 use crate::broker::Broker;
@@ -200,6 +200,13 @@ api_table! {
                                                             Required, consumer_groups::heartbeat;
     ConsumerGroupDescribe(ConsumerGroupDescribeRequest) 0..=1,
                                                             Required, consumer_groups::describe;
+    // KIP-1071 streams groups (Kafka Streams' `group.protocol=streams`)
+    StreamsGroupHeartbeat(StreamsGroupHeartbeatRequest) 0..=1,
+                                                            Required, streams_groups::heartbeat;
+    StreamsGroupDescribe(StreamsGroupDescribeRequest) 0..=1,
+                                                            Required, streams_groups::describe;
+    StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateRequest) 0..=0,
+                                                            Required, streams_groups::topology_description_update;
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest) 2..=4, Required, leader_epoch::handle;
     ElectLeaders(ElectLeadersRequest) 0..=2,                Required, leadership::elect_leaders;
     AlterPartitionReassignments(AlterPartitionReassignmentsRequest) 0..=1,

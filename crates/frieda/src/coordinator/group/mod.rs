@@ -11,6 +11,9 @@
 //!   group when a consumer-protocol member joins, a consumer group takes classic members, and it
 //!   turns classic again when its last consumer-protocol member goes ([`consumer::classic`],
 //!   KIP-848's upgrade path).
+//! - [`streams`]: one KIP-1071 streams group (the `streams` protocol of Kafka Streams,
+//!   StreamsGroupHeartbeat). A group id is a streams group only while no classic or consumer group
+//!   of that id has members.
 //! - Offsets live in [`OffsetStore`](crate::coordinator::offsets::OffsetStore); group metadata
 //!   (protocol type, generation) is stored there too when a generation starts, so groups and
 //!   their offsets come back after a restart (members rejoin: their sessions are not restored).
@@ -19,6 +22,7 @@ pub mod assignor;
 pub mod consumer;
 pub mod embedded;
 pub mod state;
+pub mod streams;
 
 use crate::clock::now_ms;
 use crate::coordinator::offsets::codec::OffsetValue;
@@ -35,6 +39,7 @@ use state::{Group, GroupConfig, GroupState, JoinRequest, JoinResult, Reply, Sync
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use streams::StreamsGroup;
 use uuid::Uuid;
 
 /// Coordinator settings (Kafka names in the broker config).
@@ -44,6 +49,8 @@ pub struct CoordinatorConfig {
     pub group: GroupConfig,
     /// KIP-848 consumer groups: session timeout, heartbeat interval, assignor.
     pub consumer: ConsumerGroupConfig,
+    /// KIP-1071 streams groups: session timeout, heartbeat interval, size.
+    pub streams: streams::StreamsGroupConfig,
     /// `offsets.retention.minutes` as ms: offsets of an empty group are deleted this long after
     /// it became empty (or after their commit, for offsets-only groups). Default 7 days.
     pub offsets_retention_ms: i64,
@@ -58,6 +65,7 @@ impl Default for CoordinatorConfig {
         CoordinatorConfig {
             group: GroupConfig::default(),
             consumer: ConsumerGroupConfig::default(),
+            streams: streams::StreamsGroupConfig::default(),
             offsets_retention_ms: 7 * 24 * 3600 * 1000,
             offsets_retention_check_interval_ms: 600_000,
             offset_metadata_max_bytes: 4096,
@@ -120,6 +128,8 @@ pub struct GroupCoordinator {
     groups: Mutex<HashMap<String, Group>>,
     /// KIP-848 consumer groups. Lock order: `groups`, then `consumers`.
     consumers: Mutex<HashMap<String, ConsumerGroup>>,
+    /// KIP-1071 streams groups. Lock order: `groups`, `consumers`, then `streams`.
+    streams: Mutex<HashMap<String, StreamsGroup>>,
     /// Set at shutdown (under the groups lock): no JoinGroup or SyncGroup parks any more.
     stopped: std::sync::atomic::AtomicBool,
     /// Committed offsets.
@@ -149,6 +159,14 @@ fn committed<'a>(
             let id = topic_ids(topic).unwrap_or(Uuid::nil());
             (id, topic.as_str(), *partition)
         })
+        .collect()
+}
+
+/// The committed partitions as a streams group's commit check names them: (topic, partition).
+fn streams_committed(entries: &[(TopicPartition, OffsetValue)]) -> Vec<(&str, i32)> {
+    entries
+        .iter()
+        .map(|((topic, partition), _)| (topic.as_str(), *partition))
         .collect()
 }
 
@@ -196,6 +214,7 @@ impl GroupCoordinator {
         Ok(GroupCoordinator {
             groups: Mutex::new(groups),
             consumers: Mutex::new(HashMap::new()),
+            streams: Mutex::new(HashMap::new()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             offsets,
             config,
@@ -209,6 +228,15 @@ impl GroupCoordinator {
         _groups: &MutexGuard<'_, HashMap<String, Group>>,
     ) -> MutexGuard<'a, HashMap<String, ConsumerGroup>> {
         self.consumers.lock()
+    }
+
+    /// The KIP-1071 streams groups, locked; after `groups` (and `consumers`, if held): nothing
+    /// takes either while it holds `streams`.
+    fn lock_streams<'a>(
+        &'a self,
+        _groups: &MutexGuard<'_, HashMap<String, Group>>,
+    ) -> MutexGuard<'a, HashMap<String, StreamsGroup>> {
+        self.streams.lock()
     }
 
     /// Settings.
@@ -250,6 +278,14 @@ impl GroupCoordinator {
                     }
                     None => {}
                 }
+            }
+            if self
+                .lock_streams(&groups)
+                .get(group_id)
+                .is_some_and(|s| !s.is_empty())
+            {
+                // Kafka: a classic member cannot join a streams group.
+                return JoinResult::error(&req.member_id, E::InconsistentGroupProtocol);
             }
             if !groups.contains_key(group_id) {
                 if !req.member_id.is_empty() {
@@ -426,13 +462,17 @@ impl GroupCoordinator {
         } = committer;
         let pending = {
             let mut groups = self.groups.lock();
-            let consumer_group = match self.lock_consumers(&groups).get(group_id) {
+            let mut consumer_group = match self.lock_consumers(&groups).get(group_id) {
                 Some(c) => {
                     c.validate_commit(&committer, &committed(&entries, topic_ids))?;
                     true
                 }
                 None => false,
             };
+            if let Some(s) = self.lock_streams(&groups).get(group_id) {
+                s.validate_commit(&committer, &streams_committed(&entries))?;
+                consumer_group = true;
+            }
             match groups.get_mut(group_id) {
                 _ if consumer_group => {}
                 None if generation < 0 => {
@@ -482,8 +522,11 @@ impl GroupCoordinator {
             // LeaveGroup and OffsetCommit).
             let mut groups = self.groups.lock();
             let consumers = self.lock_consumers(&groups);
+            let streams = self.lock_streams(&groups);
             if let Some(c) = consumers.get(group_id) {
                 c.validate_commit(&committer, &committed(&entries, topic_ids))?;
+            } else if let Some(s) = streams.get(group_id) {
+                s.validate_commit(&committer, &streams_committed(&entries))?;
             } else if generation >= 0 {
                 match groups.get_mut(group_id) {
                     None => return Err(E::IllegalGeneration),
@@ -506,13 +549,25 @@ impl GroupCoordinator {
         valid_group_id(group_id)?;
         let (results, pending) = {
             let groups = self.groups.lock();
-            let consumer_topics = self.lock_consumers(&groups).get(group_id).map(|c| {
-                if c.is_empty() {
-                    Default::default()
-                } else {
-                    c.subscribed_topics()
-                }
-            });
+            let consumer_topics = self
+                .lock_consumers(&groups)
+                .get(group_id)
+                .map(|c| {
+                    if c.is_empty() {
+                        Default::default()
+                    } else {
+                        c.subscribed_topics()
+                    }
+                })
+                .or_else(|| {
+                    self.lock_streams(&groups).get(group_id).map(|s| {
+                        if s.is_empty() {
+                            Default::default()
+                        } else {
+                            s.topics()
+                        }
+                    })
+                });
             let subscribed = match (consumer_topics, groups.get(group_id)) {
                 (Some(topics), _) => topics.into_iter().collect(),
                 (None, None) => return Err(E::GroupIdNotFound),
@@ -574,6 +629,18 @@ impl GroupCoordinator {
                 });
             }
         }
+        for s in self.lock_streams(&groups).values() {
+            let state = s.state().name();
+            if states.is_empty() || states.iter().any(|x| x.eq_ignore_ascii_case(state)) {
+                out.retain(|l| l.group_id != s.id);
+                out.push(GroupListing {
+                    group_id: s.id.clone(),
+                    protocol_type: "streams".to_string(),
+                    state,
+                    group_type: "streams",
+                });
+            }
+        }
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         out
     }
@@ -582,7 +649,9 @@ impl GroupCoordinator {
     pub fn describe(&self, group_id: &str) -> GroupDescription {
         let groups = self.groups.lock();
         let Some(g) = groups.get(group_id) else {
-            let why = if self.lock_consumers(&groups).contains_key(group_id) {
+            let why = if self.lock_consumers(&groups).contains_key(group_id)
+                || self.lock_streams(&groups).contains_key(group_id)
+            {
                 format!("Group {group_id} is not a classic group.")
             } else {
                 format!("Group {group_id} not found.")
@@ -646,7 +715,17 @@ impl GroupCoordinator {
                         consumers.remove(group_id);
                         true
                     }
-                    None => false,
+                    None => {
+                        let mut streams = self.lock_streams(&groups);
+                        match streams.get(group_id) {
+                            Some(s) if !s.is_empty() => return Err(E::NonEmptyGroup),
+                            Some(_) => {
+                                streams.remove(group_id);
+                                true
+                            }
+                            None => false,
+                        }
+                    }
                 }
             };
             if consumer_group {
@@ -695,6 +774,9 @@ impl GroupCoordinator {
                 downgrade.push(c.id.clone());
             }
         }
+        for s in self.lock_streams(&groups).values_mut() {
+            s.tick(now);
+        }
         drop(groups);
         if !downgrade.is_empty() {
             let topics = topics();
@@ -724,6 +806,14 @@ impl GroupCoordinator {
             return Err(E::NotCoordinator);
         }
         let mut consumers = self.lock_consumers(&groups);
+        if !consumers.contains_key(group_id)
+            && self
+                .lock_streams(&groups)
+                .get(group_id)
+                .is_some_and(|s| !s.is_empty())
+        {
+            return Err(E::GroupIdNotFound);
+        }
         if !consumers.contains_key(group_id) {
             if req.member_epoch != 0 {
                 return Err(E::UnknownMemberId);
@@ -795,6 +885,78 @@ impl GroupCoordinator {
         g.meta_changed = true;
         self.persist(&mut g);
         groups.insert(group_id.to_string(), g);
+    }
+
+    /// StreamsGroupHeartbeat (KIP-1071) of `group_id`; `partitions_of(topic)` is the partition
+    /// count of an existing topic. An empty classic or consumer group of that id (offsets only)
+    /// becomes a streams group.
+    ///
+    /// Errors (with Kafka's message): INVALID_GROUP_ID (24), NOT_COORDINATOR (16) after shutdown,
+    /// GROUP_ID_NOT_FOUND (69) when a classic or consumer group of that id has members,
+    /// UNKNOWN_MEMBER_ID (25) for a heartbeat to an unknown group, and the group's
+    /// ([`StreamsGroup::heartbeat`]).
+    pub fn streams_heartbeat(
+        &self,
+        group_id: &str,
+        req: streams::Heartbeat,
+        partitions_of: &dyn Fn(&str) -> Option<i32>,
+    ) -> Result<streams::HeartbeatReply, (E, String)> {
+        valid_group_id(group_id).map_err(|e| (e, "GroupId can't be empty.".to_string()))?;
+        let mut groups = self.groups.lock();
+        if self.is_stopped() {
+            return Err((E::NotCoordinator, String::new()));
+        }
+        let not_streams = || {
+            (
+                E::GroupIdNotFound,
+                format!("Group {group_id} is not a streams group."),
+            )
+        };
+        let mut consumers = self.lock_consumers(&groups);
+        if consumers.get(group_id).is_some_and(|c| !c.is_empty()) {
+            return Err(not_streams());
+        }
+        let mut streams = self.lock_streams(&groups);
+        if !streams.contains_key(group_id) {
+            if groups.get(group_id).is_some_and(|g| !g.is_empty_state()) {
+                return Err(not_streams());
+            }
+            if req.member_epoch != 0 {
+                return Err((
+                    E::UnknownMemberId,
+                    format!("Streams group {group_id} not found."),
+                ));
+            }
+            consumers.remove(group_id);
+            drop(consumers);
+            streams.insert(
+                group_id.to_string(),
+                StreamsGroup::new(group_id, self.config.streams.clone()),
+            );
+            drop(streams);
+            groups.remove(group_id);
+            streams = self.lock_streams(&groups);
+        } else {
+            drop(consumers);
+        }
+        let s = streams.get_mut(group_id).expect("inserted");
+        let (member, epoch) = (req.member_id.clone(), req.member_epoch);
+        let r = s.heartbeat(req, partitions_of, Instant::now());
+        if let Err((e, why)) = &r {
+            tracing::debug!(group = group_id, member = %member, epoch, error = ?e, why = %why, "StreamsGroupHeartbeat refused");
+        }
+        r
+    }
+
+    /// A streams group as StreamsGroupDescribe shows it (a clone of its state).
+    ///
+    /// Errors: GROUP_ID_NOT_FOUND (69) for an unknown group or one of another type.
+    pub fn streams_describe(&self, group_id: &str) -> Result<StreamsGroup, E> {
+        let groups = self.groups.lock();
+        self.lock_streams(&groups)
+            .get(group_id)
+            .cloned()
+            .ok_or(E::GroupIdNotFound)
     }
 
     /// A consumer group as ConsumerGroupDescribe shows it (a clone of its state).
