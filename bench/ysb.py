@@ -40,13 +40,15 @@ def compile_ysb(cp: str, dest: Path) -> None:
     subprocess.run(["javac", "-d", str(dest), "-cp", cp, str(YSB)], check=True, timeout=300)
 
 
-def run_ysb(cp: str, classes: Path, bootstrap: str, rate: float, secs: float, producers: int, tmp: Path) -> dict:
-    """One pipeline run against ``bootstrap``: Ysb's JSON line (exit status 1: a count was wrong)."""
+def run_ysb(cp: str, classes: Path, bootstrap: str, rate: float, secs: float, producers: int, tmp: Path,
+            group_protocol: str = "classic") -> dict:
+    """One pipeline run against ``bootstrap``: Ysb's JSON line (exit status 1: a count was wrong).
+    ``group_protocol``: Kafka Streams' ``group.protocol``, ``classic`` or ``streams`` (KIP-1071)."""
     state = tmp / "streams-state"
     shutil.rmtree(state, ignore_errors=True)
     state.mkdir(parents=True)
     r = subprocess.run(["java", "-Xmx1g", f"-Djava.io.tmpdir={state}", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                        "-cp", f"{classes}:{cp}", "Ysb", bootstrap, str(rate), str(secs), str(producers)],
+                        "-cp", f"{classes}:{cp}", "Ysb", bootstrap, str(rate), str(secs), str(producers), "100", group_protocol],
                        capture_output=True, text=True, timeout=secs + 300)
     shutil.rmtree(state, ignore_errors=True)
     line = next((l for l in r.stdout.splitlines() if l.startswith("{")), None)

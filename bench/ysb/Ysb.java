@@ -68,6 +68,9 @@ public class Ysb {
         double secs = Double.parseDouble(a[2]);
         int producers = Integer.parseInt(a[3]);
         int campaigns = a.length > 4 ? Integer.parseInt(a[4]) : 100;
+        // "classic" (the consumer-group rebalance protocol) or "streams" (KIP-1071: the broker
+        // assigns the tasks).
+        String groupProtocol = a.length > 5 ? a[5] : "classic";
         String run = "ysb-" + UUID.randomUUID().toString().substring(0, 8);
         String events = run + "-events", table = run + "-campaigns", results = run + "-results";
 
@@ -99,6 +102,7 @@ public class Ysb {
         Properties sp = new Properties();
         sp.put(StreamsConfig.APPLICATION_ID_CONFIG, run);
         sp.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        sp.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, groupProtocol);
         sp.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0); // every update goes out (as YSB writes each to Redis)
         sp.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         sp.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);

@@ -10,6 +10,10 @@ requests.
 - TxnOffsetCommit v6 (Kafka 4.4) names topics by id: a transactional commit with it is read back
   once the transaction commits; an unknown id is UNKNOWN_TOPIC_ID (100).
 - DeleteGroups v3 (Kafka 4.4) answers with an error message field.
+- Streams groups (KIP-1071) at the wire: a member joining with a topology whose source topic does
+  not exist is admitted with no tasks and the MISSING_SOURCE_TOPICS status; a malformed heartbeat
+  is INVALID_REQUEST; StreamsGroupTopologyDescriptionUpdate is UNSUPPORTED_VERSION without a
+  description plugin (Kafka's default). tests/java's JavaStreamsGroupsTest runs Kafka Streams.
 """
 
 from __future__ import annotations
@@ -33,10 +37,11 @@ from conftest import EXTERNAL, REPO_ROOT, free_port, port_open
 KAFKA44_LIB = Path(os.environ.get("KAFKA44_LIB", REPO_ROOT / "target" / "kafka-4.4.0" / "lib"))
 WRAPPER = REPO_ROOT / "tests" / "integration" / "tools" / "kafka_as_frieda.py"
 
-IMPLEMENTED_FEATURES = ["metadata.version", "transaction.version", "group.version",
+IMPLEMENTED_FEATURES = ["metadata.version", "transaction.version", "group.version", "streams.version",
                         "eligible.leader.replicas.version", "kraft.version"]
 
 API_VERSIONS, TXN_OFFSET_COMMIT, DELETE_GROUPS, INIT_PRODUCER_ID, END_TXN, FIND_COORDINATOR = 18, 28, 42, 22, 26, 10
+STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 88, 93
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +123,7 @@ def test_api_versions_equal_kafka_44_for_every_api_frieda_serves(broker, kafka44
     print(f"features, Kafka 4.4.0: {theirs['supported']} finalized {theirs['finalized']}")
     print(f"features, Frieda: {ours['supported']} finalized {ours['finalized']}")
     # The features whose every level Frieda implements: the same ranges, and a new cluster
-    # finalizes the same levels. (share.version and streams.version are advertised as 0-0 until
+    # finalizes the same levels. (share.version is advertised as 0-0 until
     # their work lands.)
     for name in IMPLEMENTED_FEATURES:
         assert ours["supported"].get(name) == theirs["supported"].get(name), name
@@ -448,3 +453,48 @@ def test_offset_commit_with_a_lagging_member_epoch(broker, kafka44, which, topic
     assert offset_commit(gc, group, a, second, topic, gone) == {0}, "its own epoch: any partition"
     assert offset_commit(gc, group, a, second, topic, kept, version=8) == {35}
     assert offset_commit(gc, group, "no-such-member", second, topic, kept) == {25}
+
+
+def streams_heartbeat(bootstrap: str, group: str, member: str, source_topic: str) -> tuple[int, list[int], int | None]:
+    """A StreamsGroupHeartbeat v1 join (epoch 0) with a one-subtopology topology reading
+    ``source_topic``: (error code, status codes, number of active tasks or None)."""
+    NULL_ARRAY = w.uvarint(0)
+    subtopology = (w.compact_string("0") + w.compact_array([w.compact_string(source_topic)])
+                   + w.compact_array([]) * 5 + w.NO_TAGS)
+    topology = w.i8(1) + w.i32(0) + w.compact_array([subtopology]) + w.NO_TAGS
+    body = (w.compact_string(group) + w.compact_string(member) + w.i32(0) + w.i32(-1)
+            + w.compact_string(None) + w.compact_string(None) + w.i32(30000) + topology
+            + w.compact_array([]) * 3 + w.compact_string("p-" + member) + w.i8(-1)
+            + NULL_ARRAY * 3 + w.i8(0) + w.NO_TAGS)
+    r = call(bootstrap, STREAMS_GROUP_HEARTBEAT, 1, body)
+    r.i32()  # throttle
+    err = r.i16()
+    r.compact_string()  # error message
+    if err:
+        return err, [], None
+    r.compact_string(), r.i32(), r.i32(), r.i32(), r.i64()  # member, epoch, interval, offsets, lag
+    statuses = []
+    for _ in range(r.uvarint() - 1):
+        statuses.append(r.i8())
+        r.compact_string()
+        r.tags()
+    n = r.uvarint()
+    return err, statuses, (None if n == 0 else n - 1)
+
+
+@pytest.mark.parametrize("which", ["frieda", "kafka"])
+def test_streams_group_heartbeat_and_topology_description_update(broker, kafka44, which):
+    b = broker.bootstrap if which == "frieda" else kafka44
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    gc = retry(lambda: _try(lambda: coordinator(b, group, 0)), "a group coordinator")
+    member = uuid.uuid4().hex[:22]
+    # Admitted with no tasks; statuses ASSIGNMENT_DELAYED (5: the initial rebalance delay of
+    # group.streams.initial.rebalance.delay.ms, 3 s) and MISSING_SOURCE_TOPICS (1).
+    assert streams_heartbeat(gc, group, member, f"absent-{group}") == (0, [5, 1], 0)
+    # An empty member id: INVALID_REQUEST (42).
+    assert streams_heartbeat(gc, group + "x", "", "t")[0] == 42
+    body = (w.compact_string(group) + w.compact_string(member) + w.i32(0)
+            + w.compact_array([]) + w.compact_array([]) + w.NO_TAGS + w.NO_TAGS)
+    r = call(gc, STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, body)
+    r.i32()
+    assert r.i16() == 35

@@ -1,5 +1,6 @@
-"""The Yahoo! Streaming Benchmark pipeline (bench/ysb/Ysb.java) on Kafka Streams 4.3.1 against
-Frieda, short: 4 producers send YSB's JSON ad events at 3,000 events/s for 21 s; Kafka Streams
+"""The Yahoo! Streaming Benchmark pipeline (bench/ysb/Ysb.java) on Kafka Streams 4.4.0 against
+Frieda, short, with each group protocol (`classic` rebalancing, and `streams`, KIP-1071, where the
+broker assigns the tasks): 4 producers send YSB's JSON ad events at 3,000 events/s for 21 s; Kafka Streams
 filters the views, joins each ad to its campaign through a GlobalKTable over a compacted topic
 (the changelog of 1,000 ads), repartitions by campaign and counts in 10 s event-time windows,
 writing every update to a results topic. Every window wholly inside the production period (at
@@ -22,11 +23,12 @@ from ysb import compile_ysb, run_ysb  # noqa: E402
 
 
 @pytest.mark.timeout(300)
-def test_ysb_pipeline_counts_every_window_exactly(own_broker, tmp_path):
+@pytest.mark.parametrize("group_protocol", ["classic", "streams"])
+def test_ysb_pipeline_counts_every_window_exactly(own_broker, tmp_path, group_protocol):
     cp = java_classpath()
     classes = tmp_path / "classes"
     compile_ysb(cp, classes)
-    r = run_ysb(cp, classes, own_broker.bootstrap, 3000, 21, 4, tmp_path)
+    r = run_ysb(cp, classes, own_broker.bootstrap, 3000, 21, 4, tmp_path, group_protocol)
     print(json.dumps({k: v for k, v in r.items() if k != "window_latencies_ms"}))
     assert r["windows"] >= 100, r  # 100 campaigns x at least one complete window
     assert (r["mismatched"], r["missing"], r["exit"]) == (0, 0, 0), r
