@@ -22,12 +22,19 @@ sys.path.insert(0, str(REPO_ROOT / "bench"))
 from ysb import compile_ysb, run_ysb  # noqa: E402
 
 
+@pytest.fixture(scope="module")
+def ysb_classes(tmp_path_factory):
+    """The classpath and Ysb compiled once for both protocols."""
+    cp = java_classpath()
+    classes = tmp_path_factory.mktemp("ysb") / "classes"
+    compile_ysb(cp, classes)
+    return cp, classes
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("group_protocol", ["classic", "streams"])
-def test_ysb_pipeline_counts_every_window_exactly(own_broker, tmp_path, group_protocol):
-    cp = java_classpath()
-    classes = tmp_path / "classes"
-    compile_ysb(cp, classes)
+def test_ysb_pipeline_counts_every_window_exactly(own_broker, tmp_path, group_protocol, ysb_classes):
+    cp, classes = ysb_classes
     r = run_ysb(cp, classes, own_broker.bootstrap, 3000, 21, 4, tmp_path, group_protocol)
     print(json.dumps({k: v for k, v in r.items() if k != "window_latencies_ms"}))
     assert r["windows"] >= 100, r  # 100 campaigns x at least one complete window
