@@ -159,11 +159,13 @@ final class Broker implements AutoCloseable {
     }
 
     /**
-     * Creates a topic (replication factor 1, {@code configs}) and waits up to 30 s until every
-     * one of its {@code partitions} has a leader.
+     * Creates a topic (the broker's default replication factor: 1 on one broker, the cluster's
+     * on a cluster given by FRIEDA_EXTERNAL_BOOTSTRAP; {@code configs}) and waits up to 30 s
+     * until every one of its {@code partitions} has a leader.
      */
     static void createTopic(Admin a, String topic, int partitions, Map<String, String> configs) throws Exception {
-        a.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs))).all().get(30, TimeUnit.SECONDS);
+        a.createTopics(List.of(new NewTopic(topic, java.util.Optional.of(partitions), java.util.Optional.empty()).configs(configs)))
+                .all().get(30, TimeUnit.SECONDS);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
             try {
