@@ -67,6 +67,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=5000)
     ap.add_argument("--secs", type=float, default=60)
     ap.add_argument("--producers", type=int, default=8)
+    ap.add_argument("--group-protocols", default="classic",
+                    help="Kafka Streams group.protocol values to run, comma-separated: classic,streams")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     cp = classpath()
@@ -76,10 +78,10 @@ def main() -> None:
         classes = tmp / "classes"
         compile_ysb(cp, classes)
         for rep in range(a.repeat):
-            for kind in a.brokers.split(","):
+            for kind, protocol in [(k, p) for p in a.group_protocols.split(",") for k in a.brokers.split(",")]:
                 with Broker(kind, tmp) as b:
-                    row = run_ysb(cp, classes, f"127.0.0.1:{b.port}", a.rate, a.secs, a.producers, tmp)
-                row.update(broker=kind, repeat=rep)
+                    row = run_ysb(cp, classes, f"127.0.0.1:{b.port}", a.rate, a.secs, a.producers, tmp, protocol)
+                row.update(broker=kind, repeat=rep, group_protocol=protocol)
                 f.write(json.dumps(row) + "\n")
                 f.flush()
                 print(json.dumps({k: v for k, v in row.items() if k != "window_latencies_ms"}), file=sys.stderr)
@@ -92,32 +94,37 @@ def report(runs: Path, out: Path) -> None:
              "Window latency: the final count's arrival at a results reader minus the event time of the "
              "newest event it counts (ms); YSB's own figure (final update minus window end) in the last "
              "column. Medians over repeats; every run's counts are checked against the generator's.", "",
-             "| broker | runs | events/s | producers | s | windows/run | counts short / over / missing | window latency p50 / p90 / p99 / max | after window end p50 / p99 |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| broker | group.protocol | runs | events/s | producers | s | windows/run | counts short / over / missing | window latency p50 / p90 / p99 / max | after window end p50 / p99 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     med = {}
-    for kind in dict.fromkeys(r["broker"] for r in rows):
-        sel = [r for r in rows if r["broker"] == kind]
+    for r in rows:
+        r.setdefault("group_protocol", "classic")
+    for kind, protocol in dict.fromkeys((r["broker"], r["group_protocol"]) for r in rows):
+        sel = [r for r in rows if (r["broker"], r["group_protocol"]) == (kind, protocol)]
         m = {p: statistics.median(r["latency_ms"][p] for r in sel) for p in ("p50", "p90", "p99", "max")}
         e = {p: statistics.median(r["after_window_end_ms"][p] for r in sel) for p in ("p50", "p99")}
-        med[kind] = m
+        med[(kind, protocol)] = m
         over = sum(r.get("over_counted", 0) for r in sel)
         short = sum(r["mismatched"] for r in sel) - over
         wrong = f"{short} / {over} / {sum(r['missing'] for r in sel)}"
-        lines.append(f"| {kind} | {len(sel)} | {sel[0]['rate']:.0f} | {sel[0]['producers']} | {sel[0]['secs']:.0f} | "
+        lines.append(f"| {kind} | {protocol} | {len(sel)} | {sel[0]['rate']:.0f} | {sel[0]['producers']} | {sel[0]['secs']:.0f} | "
                      f"{statistics.median(r['windows'] for r in sel):.0f} | {wrong} | "
                      + " / ".join(f"{m[p]:.0f}" for p in ("p50", "p90", "p99", "max"))
                      + f" | {e['p50']:.0f} / {e['p99']:.0f} |")
-    if "frieda" in med and "kafka" in med:
-        lines += ["", "Frieda / Kafka: " + ", ".join(
-            f"{p} {med['frieda'][p] / max(med['kafka'][p], 1):.2f}" for p in ("p50", "p90", "p99", "max"))]
+    for protocol in dict.fromkeys(p for _, p in med):
+        f, k = med.get(("frieda", protocol)), med.get(("kafka", protocol))
+        if f and k:
+            lines += ["", f"Frieda / Kafka ({protocol}): " + ", ".join(
+                f"{p} {f[p] / max(k[p], 1):.2f}" for p in ("p50", "p90", "p99", "max"))]
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots(figsize=(7, 4))
-        for kind in med:
-            lat = sorted(x for r in rows if r["broker"] == kind for x in r["window_latencies_ms"])
-            ax.plot(lat, [(i + 1) / len(lat) for i in range(len(lat))], label=kind)
+        for kind, protocol in med:
+            lat = sorted(x for r in rows if (r["broker"], r["group_protocol"]) == (kind, protocol)
+                         for x in r["window_latencies_ms"])
+            ax.plot(lat, [(i + 1) / len(lat) for i in range(len(lat))], label=f"{kind} ({protocol})")
         ax.set_xscale("symlog", linthresh=10)
         ax.set_xlabel("window latency (ms, log scale above 10)")
         ax.set_ylabel("fraction of windows")

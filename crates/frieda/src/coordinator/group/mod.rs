@@ -917,7 +917,8 @@ impl GroupCoordinator {
             return Err(not_streams());
         }
         let mut streams = self.lock_streams(&groups);
-        if !streams.contains_key(group_id) {
+        let created = !streams.contains_key(group_id);
+        if created {
             if groups.get(group_id).is_some_and(|g| !g.is_empty_state()) {
                 return Err(not_streams());
             }
@@ -944,6 +945,10 @@ impl GroupCoordinator {
         let r = s.heartbeat(req, partitions_of, Instant::now());
         if let Err((e, why)) = &r {
             tracing::debug!(group = group_id, member = %member, epoch, error = ?e, why = %why, "StreamsGroupHeartbeat refused");
+            if created && s.is_empty() {
+                // A refused first join leaves no group behind (Kafka writes no records for it).
+                streams.remove(group_id);
+            }
         }
         r
     }

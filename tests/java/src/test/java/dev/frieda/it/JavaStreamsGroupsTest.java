@@ -25,17 +25,20 @@ import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
+import org.apache.kafka.clients.admin.ListStreamsGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.StreamsGroupDescription;
 import org.apache.kafka.clients.admin.StreamsGroupMemberDescription;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.GroupType;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -61,7 +64,8 @@ import org.junit.jupiter.api.Timeout;
  * topology, creates its repartition and changelog topics, assigns tasks to the application's
  * instances and moves them when an instance leaves; Admin and kafka-streams-groups show the group.
  * A word count (a repartition through groupBy, a state store with a changelog) must produce every
- * word's exact count, across the move.
+ * word's exact count, across the move; at the end every input record is committed and the empty
+ * group is deleted.
  */
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 class JavaStreamsGroupsTest {
@@ -293,6 +297,21 @@ class JavaStreamsGroupsTest {
                 both.addAll(batch2);
                 awaitCounts(out, counts(both));
                 assertTrue(errors.isEmpty(), "stream thread errors: " + errors);
+
+                // Closed, the application has committed every input record, and the empty group
+                // can be deleted.
+                first.close(Duration.ofSeconds(30));
+                Map<TopicPartition, OffsetAndMetadata> committed = a.listStreamsGroupOffsets(
+                        Map.of(appId, new ListStreamsGroupOffsetsSpec())).partitionsToOffsetAndMetadata(appId)
+                        .get(30, TimeUnit.SECONDS);
+                long inputCommitted = committed.entrySet().stream().filter(e -> e.getKey().topic().equals(in))
+                        .mapToLong(e -> e.getValue().offset()).sum();
+                assertEquals(both.size(), inputCommitted, "committed input offsets " + committed);
+                assertEquals(GroupState.EMPTY, describe(a, appId).groupState());
+                a.deleteStreamsGroups(List.of(appId)).all().get(30, TimeUnit.SECONDS);
+                Set<String> left = a.listGroups().all().get(30, TimeUnit.SECONDS).stream()
+                        .map(GroupListing::groupId).collect(Collectors.toSet());
+                assertTrue(!left.contains(appId), "deleted group still listed: " + left);
             } finally {
                 first.close(Duration.ofSeconds(30));
                 second.close(Duration.ofSeconds(30));
