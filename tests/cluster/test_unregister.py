@@ -33,9 +33,11 @@ def test_kafka_cluster_unregister_removes_a_stopped_broker(cluster, topic_name, 
     acks, errs = before.produce_now(50)
     assert len(acks) == 50 and not errs, errs[:5]
 
-    # 5 is paused (fenced, out of the ISR), then 4 stops: ISR [2] keeps 4's claim in the ELR.
-    # (Neither is a voter: a paused active controller would hold admin calls up.)
-    c.pause(5)
+    # 5 stops (out of the ISR, which stays at min.insync.replicas), then 4 stops: ISR [2] keeps
+    # 4's claim in the ELR. (Neither is a voter. 5 is stopped rather than paused: with a
+    # broker-only node paused, the ISR shrink has stalled until its resume in one run of several,
+    # a controller liveness issue of its own that test_elr and test_cluster's pause tests meet.)
+    c.stop(5)
     c.wait_until(lambda: describe(classpath, c.live_bootstrap, t)[1] == [2, 4], 30, "ISR [2, 4]")
     c.stop(4)
     c.wait_until(lambda: describe(classpath, c.live_bootstrap, t)[1:3] == ([2], [4]), 30, "ISR [2], Elr [4]")
@@ -48,7 +50,7 @@ def test_kafka_cluster_unregister_removes_a_stopped_broker(cluster, topic_name, 
     again = unregister(classpath, c.live_bootstrap, 4)
     assert again.returncode != 0 and "not currently registered" in again.stdout + again.stderr
 
-    c.resume(5)
+    c.start(5)
     c.start(4)
     c.wait_full_isr(t, 60)
     after = ProducerThread(c.bootstrap, t, 1, tag="after", **conf)

@@ -493,6 +493,8 @@ def test_streams_group_heartbeat_and_topology_description_update(broker, kafka44
     assert streams_heartbeat(gc, group, member, f"absent-{group}") == (0, [5, 1], 0)
     # An empty member id: INVALID_REQUEST (42).
     assert streams_heartbeat(gc, group + "x", "", "t")[0] == 42
+    # A topology reading an internal topic: STREAMS_INVALID_TOPOLOGY (130).
+    assert streams_heartbeat(gc, group + "y", member, "__consumer_offsets")[0] == 130
     body = (w.compact_string(group) + w.compact_string(member) + w.i32(0)
             + w.compact_array([]) + w.compact_array([]) + w.NO_TAGS + w.NO_TAGS)
     r = call(gc, STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, body)

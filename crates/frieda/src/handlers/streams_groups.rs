@@ -15,6 +15,7 @@ use crate::coordinator::group::streams::{
     TASK_OFFSET_INTERVAL_MS,
 };
 use crate::security::acl;
+use crate::storage::topic::{is_internal_topic, valid_topic_name};
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::streams_group_describe_response::{self as describe};
 use kafka_protocol::messages::streams_group_heartbeat_request as hb_req;
@@ -241,6 +242,7 @@ fn create_internal_topics(broker: &Arc<Broker>, topics: Vec<TopicToCreate>) {
 ///
 /// Errors (top level, with Kafka's message): UNSUPPORTED_VERSION (35) while `streams.version` is
 /// finalized below 1; GROUP_AUTHORIZATION_FAILED (30) without READ on the group;
+/// STREAMS_INVALID_TOPOLOGY (130) for a topology naming an internal topic or an invalid name;
 /// TOPIC_AUTHORIZATION_FAILED (29) without DESCRIBE on a topic of the topology; INVALID_REQUEST
 /// (42) for a malformed request; NOT_COORDINATOR (16), COORDINATOR_NOT_AVAILABLE (15); and the
 /// group's ([`StreamsGroup::heartbeat`]). Internal topics the client may not CREATE (on the
@@ -267,7 +269,37 @@ pub async fn heartbeat(
         );
     }
     if let Some(t) = &req.topology {
-        let denied: Vec<String> = topology_topics(t)
+        // Kafka's KafkaApis checks, in this order: internal topics, topic names, DESCRIBE.
+        let named = topology_topics(t);
+        let internal: Vec<&str> = named
+            .iter()
+            .map(String::as_str)
+            .filter(|t| is_internal_topic(t))
+            .collect();
+        if !internal.is_empty() {
+            return refuse(
+                E::StreamsInvalidTopology,
+                &format!(
+                    "Use of Kafka internal topics {} in a Kafka Streams topology is prohibited.",
+                    internal.join(",")
+                ),
+            );
+        }
+        let invalid: Vec<&str> = named
+            .iter()
+            .map(String::as_str)
+            .filter(|t| !valid_topic_name(t))
+            .collect();
+        if !invalid.is_empty() {
+            return refuse(
+                E::StreamsInvalidTopology,
+                &format!(
+                    "Topic names {} are not valid topic names.",
+                    invalid.join(",")
+                ),
+            );
+        }
+        let denied: Vec<String> = named
             .into_iter()
             .filter(|t| !authorized(broker, ctx, acl::op::DESCRIBE, acl::resource::TOPIC, t))
             .collect();
