@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Stop the cluster started by run-kafka-cluster.sh: SIGCONT + SIGTERM to each node by the PID in
 # $KAFKA_CLUSTER_DIR/node-i.pid (only if that PID is still a kafka.Kafka process started with that
-# node's config), broker-only nodes first; wait up to 30 s, then SIGKILL the same PIDs.
-# Never kills by name.
+# node's config), broker-only nodes first; wait up to KAFKA_STOP_WAIT_S (default 30) s, then SIGKILL
+# the same PIDs. Never kills by name.
 set -uo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/env.sh"
 KAFKA_CLUSTER_DIR="${KAFKA_CLUSTER_DIR:-$KAFKA_ANCHOR_DIR/cluster}"
+KAFKA_STOP_WAIT_S="${KAFKA_STOP_WAIT_S:-30}"
 
 ours() {  # ours PID NODE_DIR: the PID is alive, not a zombie, and runs kafka.Kafka with that node's config
   kill -0 "$1" 2>/dev/null || return 1
@@ -27,7 +28,7 @@ for i in $(seq 64 -1 1); do
     rm -f "$f"
   fi
 done
-for _ in $(seq 1 60); do
+for _ in $(seq 1 $((KAFKA_STOP_WAIT_S * 2))); do
   left=0
   for x in "${pids[@]}"; do
     IFS=: read -r pid node f <<< "$x"
@@ -39,7 +40,7 @@ done
 for x in "${pids[@]}"; do
   IFS=: read -r pid node f <<< "$x"
   if ours "$pid" "$KAFKA_CLUSTER_DIR/$node"; then
-    echo "[kafka-cluster] $node (pid $pid) still alive after 30 s; SIGKILL"
+    echo "[kafka-cluster] $node (pid $pid) still alive after $KAFKA_STOP_WAIT_S s; SIGKILL"
     kill -KILL "$pid" 2>/dev/null || true
   fi
   rm -f "$f"

@@ -123,8 +123,11 @@ def test_api_versions_equal_kafka_44_for_every_api_frieda_serves(broker, kafka44
     print(f"features, Kafka 4.4.0: {theirs['supported']} finalized {theirs['finalized']}")
     print(f"features, Frieda: {ours['supported']} finalized {ours['finalized']}")
     # The features whose every level Frieda implements: the same ranges, and a new cluster
-    # finalizes the same levels. (share.version is advertised as 0-0 until
-    # their work lands.)
+    # finalizes the same levels. share.version: Frieda supports and finalizes level 1 (share
+    # groups); Kafka 4.4 level 2 (share groups and the KIP-1191 dead-letter queue, not built).
+    assert ours["supported"].get("share.version") == (0, 1)
+    assert ours["finalized"].get("share.version") == (1, 1)
+    assert theirs["supported"].get("share.version") == (0, 2)
     for name in IMPLEMENTED_FEATURES:
         assert ours["supported"].get(name) == theirs["supported"].get(name), name
         assert ours["finalized"].get(name) == theirs["finalized"].get(name), name

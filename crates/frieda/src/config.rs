@@ -941,6 +941,49 @@ impl BrokerConfig {
                 self.coordinator.streams.initial_rebalance_delay =
                     std::time::Duration::from_millis(text.parse()?)
             }
+            "group.share.session.timeout.ms" => {
+                self.coordinator.share.session_timeout =
+                    std::time::Duration::from_millis(positive(&text)?)
+            }
+            "group.share.heartbeat.interval.ms" => {
+                self.coordinator.share.heartbeat_interval =
+                    std::time::Duration::from_millis(positive(&text)?)
+            }
+            "group.share.max.size" => {
+                self.coordinator.share.max_size = usize::try_from(positive(&text)?)?
+            }
+            "group.share.record.lock.duration.ms" => {
+                self.coordinator.share_records.partition.lock_duration_ms = positive(&text)?
+            }
+            "group.share.delivery.count.limit" => {
+                self.coordinator
+                    .share_records
+                    .partition
+                    .delivery_count_limit = u16::try_from(positive(&text)?)?
+            }
+            "group.share.partition.max.record.locks" => {
+                self.coordinator.share_records.partition.max_record_locks =
+                    usize::try_from(positive(&text)?)?
+            }
+            "group.share.max.share.sessions" => {
+                self.coordinator.share_records.max_share_sessions =
+                    usize::try_from(positive(&text)?)?
+            }
+            "share.auto.offset.reset" => {
+                use crate::coordinator::share::AutoOffsetReset;
+                self.coordinator.share_records.auto_offset_reset = match text.as_str() {
+                    "earliest" => AutoOffsetReset::Earliest,
+                    "latest" => AutoOffsetReset::Latest,
+                    _ => anyhow::bail!("expected \"earliest\" or \"latest\""),
+                }
+            }
+            "share.isolation.level" => {
+                self.coordinator.share_records.read_committed = match text.as_str() {
+                    "read_committed" => true,
+                    "read_uncommitted" => false,
+                    _ => anyhow::bail!("expected \"read_committed\" or \"read_uncommitted\""),
+                }
+            }
             "group.streams.max.size" => {
                 self.coordinator.streams.max_size = usize::try_from(positive(&text)?)?
             }

@@ -34,9 +34,9 @@ use std::sync::Arc;
 /// that finalized it before Frieda had it) refuses voter changes until upgraded, and it is
 /// never lowered (Kafka's `FeatureControlManager`).
 /// `streams.version` 1 (KIP-1071): streams groups, finalized 1 on a new cluster as in Kafka 4.4.
-/// The other features are what Frieda implements of them, i.e. level 0 only (share groups not
-/// yet): a client that checks a finalized level sees them off, as on a
-/// Kafka cluster that has not finalized them.
+/// `share.version` 1 (KIP-932): share groups. Kafka 4.4 supports and finalizes level 2, which adds
+/// the KIP-1191 dead-letter queue; Frieda has no dead-letter queue yet, so it supports and
+/// finalizes level 1.
 pub const FEATURES: &[(&str, i16, i16, i16)] = &[
     ("metadata.version", 7, 33, 33),
     (KRAFT_VERSION, 0, 1, 1),
@@ -48,7 +48,7 @@ pub const FEATURES: &[(&str, i16, i16, i16)] = &[
         1,
         frieda_meta::partition_change::ELR_DEFAULT_LEVEL,
     ),
-    ("share.version", 0, 0, 0),
+    (SHARE_VERSION, 0, 1, 1),
     (STREAMS_VERSION, 0, 1, 1),
 ];
 
@@ -57,6 +57,8 @@ pub const KRAFT_VERSION: &str = "kraft.version";
 /// The feature that enables KIP-1071 streams groups at level 1 (Kafka 4.2's `StreamsVersion.SV_1`,
 /// finalized on a new Kafka 4.4 cluster).
 pub const STREAMS_VERSION: &str = "streams.version";
+/// The feature that enables KIP-932 share groups at level 1 (Kafka's `ShareVersion.SV_1`).
+pub const SHARE_VERSION: &str = "share.version";
 /// The feature that enables KIP-848 consumer groups at level 1.
 pub const GROUP_VERSION: &str = "group.version";
 /// The feature whose level Kafka refuses to lower (a downgrade could lose metadata).
@@ -147,6 +149,12 @@ impl FeatureLevels {
     /// answers UNSUPPORTED_VERSION (35) otherwise.
     pub fn streams_groups_enabled(&self) -> bool {
         self.get().level(STREAMS_VERSION) >= 1
+    }
+
+    /// Whether KIP-932 share groups are enabled (`share.version` >= 1); every share group API
+    /// answers UNSUPPORTED_VERSION (35) otherwise, as Kafka 4.4's KafkaApis does first.
+    pub fn share_groups_enabled(&self) -> bool {
+        self.get().level(SHARE_VERSION) >= 1
     }
 }
 

@@ -8,10 +8,12 @@
 //! - [`transaction`]: the transaction coordinator (KIP-98, KIP-890), one per
 //!   `__transaction_state` partition led.
 //! - [`records`]: the batches coordinators write to their internal logs.
+//! - [`share`]: share-partitions and share sessions (KIP-932), on each partition's leader.
 
 pub mod group;
 pub mod offsets;
 pub mod producer_ids;
 pub mod records;
 pub mod registry;
+pub mod share;
 pub mod transaction;

@@ -13,6 +13,7 @@ use super::group::state::{JoinRequest, JoinResult, SyncResult};
 use super::group::{CoordinatorConfig, GroupCoordinator, GroupDescription, GroupListing, TICK};
 use super::offsets::codec::OffsetValue;
 use super::offsets::TopicPartition;
+use super::share::SharePartitions;
 use crate::storage::partition::Partition;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
@@ -51,6 +52,8 @@ pub struct GroupCoordinators {
     /// every later write waits behind. Lock order: `loading`, then `loaded`.
     loading: Mutex<HashMap<i32, Vec<EarlyMarker>>>,
     config: CoordinatorConfig,
+    /// The share-partitions and share sessions of the partitions led here (KIP-932).
+    pub shares: Arc<SharePartitions>,
 }
 
 impl GroupCoordinators {
@@ -61,6 +64,7 @@ impl GroupCoordinators {
             partitions: AtomicI32::new(1),
             loaded: RwLock::new(HashMap::from([(0, Arc::new(coordinator))])),
             loading: Mutex::new(HashMap::new()),
+            shares: Arc::new(SharePartitions::new(config.share_records.clone())),
             config,
         }
     }
@@ -71,6 +75,7 @@ impl GroupCoordinators {
             partitions: AtomicI32::new(0),
             loaded: RwLock::new(HashMap::new()),
             loading: Mutex::new(HashMap::new()),
+            shares: Arc::new(SharePartitions::new(config.share_records.clone())),
             config,
         }
     }
@@ -335,6 +340,7 @@ impl GroupCoordinators {
             for c in &all {
                 c.tick(&*topics);
             }
+            self.shares.expire_locks(crate::clock::now_ms() as u64);
             if last_retention.elapsed() >= retention_every {
                 last_retention = Instant::now();
                 for c in &all {

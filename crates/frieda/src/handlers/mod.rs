@@ -27,6 +27,8 @@ pub mod producer_id;
 pub mod quorum;
 pub mod quotas;
 pub mod scram;
+pub mod share_fetch;
+pub mod share_groups;
 pub mod streams_groups;
 pub mod table;
 pub mod topic_partitions;

@@ -17,7 +17,7 @@ use super::{
     acls, admin, api_versions, cluster, config_resources, configs, consumer_groups,
     delegation_tokens, delete_records, features, fetch, groups, leader_epoch, leadership,
     list_offsets, log_dirs, metadata, offsets, produce, producer_id, quorum, quotas, scram,
-    streams_groups, topic_partitions, transactions,
+    share_fetch, share_groups, streams_groups, topic_partitions, transactions,
 };
 use super::{decode, encode, CloseConnection, RequestContext};
 use crate::broker::Broker;
@@ -207,6 +207,11 @@ api_table! {
                                                             Required, streams_groups::describe;
     StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateRequest) 0..=0,
                                                             Required, streams_groups::topology_description_update;
+    // KIP-932 share groups (Kafka's `KafkaShareConsumer`; v0 was 4.0's early access)
+    ShareGroupHeartbeat(ShareGroupHeartbeatRequest) 1..=1,  Required, share_groups::heartbeat;
+    ShareGroupDescribe(ShareGroupDescribeRequest) 1..=1,    Required, share_groups::describe;
+    ShareFetch(ShareFetchRequest) 1..=2,                    Required, share_fetch::handle;
+    ShareAcknowledge(ShareAcknowledgeRequest) 1..=2,        Required, share_fetch::acknowledge_handle;
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest) 2..=4, Required, leader_epoch::handle;
     ElectLeaders(ElectLeadersRequest) 0..=2,                Required, leadership::elect_leaders;
     AlterPartitionReassignments(AlterPartitionReassignmentsRequest) 0..=1,

@@ -17,18 +17,18 @@ use crate::protocol::{
     Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
 };
 
-/// Valid versions: 1
+/// Valid versions: 1-2
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcknowledgePartition {
     /// The partition index.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub partition_index: i32,
 
     /// Record batches to acknowledge.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub acknowledgement_batches: Vec<AcknowledgementBatch>,
 
     /// Other tagged fields
@@ -40,7 +40,7 @@ impl AcknowledgePartition {
     ///
     /// The partition index.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub fn with_partition_index(mut self, value: i32) -> Self {
         self.partition_index = value;
         self
@@ -49,7 +49,7 @@ impl AcknowledgePartition {
     ///
     /// Record batches to acknowledge.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub fn with_acknowledgement_batches(mut self, value: Vec<AcknowledgementBatch>) -> Self {
         self.acknowledgement_batches = value;
         self
@@ -69,7 +69,7 @@ impl AcknowledgePartition {
 #[cfg(feature = "client")]
 impl Encodable for AcknowledgePartition {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version != 1 {
+        if version < 1 || version > 2 {
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.partition_index)?;
@@ -109,7 +109,7 @@ impl Encodable for AcknowledgePartition {
 #[cfg(feature = "broker")]
 impl Decodable for AcknowledgePartition {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version != 1 {
+        if version < 1 || version > 2 {
             bail!("specified version not supported by this message type");
         }
         let partition_index = types::Int32.decode(buf)?;
@@ -141,22 +141,22 @@ impl Default for AcknowledgePartition {
 }
 
 impl Message for AcknowledgePartition {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 2 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1
+/// Valid versions: 1-2
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcknowledgeTopic {
     /// The unique topic ID.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub topic_id: Uuid,
 
     /// The partitions containing records to acknowledge.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub partitions: Vec<AcknowledgePartition>,
 
     /// Other tagged fields
@@ -168,7 +168,7 @@ impl AcknowledgeTopic {
     ///
     /// The unique topic ID.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub fn with_topic_id(mut self, value: Uuid) -> Self {
         self.topic_id = value;
         self
@@ -177,7 +177,7 @@ impl AcknowledgeTopic {
     ///
     /// The partitions containing records to acknowledge.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub fn with_partitions(mut self, value: Vec<AcknowledgePartition>) -> Self {
         self.partitions = value;
         self
@@ -197,7 +197,7 @@ impl AcknowledgeTopic {
 #[cfg(feature = "client")]
 impl Encodable for AcknowledgeTopic {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version != 1 {
+        if version < 1 || version > 2 {
             bail!("specified version not supported by this message type");
         }
         types::Uuid.encode(buf, &self.topic_id)?;
@@ -236,7 +236,7 @@ impl Encodable for AcknowledgeTopic {
 #[cfg(feature = "broker")]
 impl Decodable for AcknowledgeTopic {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version != 1 {
+        if version < 1 || version > 2 {
             bail!("specified version not supported by this message type");
         }
         let topic_id = types::Uuid.decode(buf)?;
@@ -268,27 +268,27 @@ impl Default for AcknowledgeTopic {
 }
 
 impl Message for AcknowledgeTopic {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 2 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1
+/// Valid versions: 1-2
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcknowledgementBatch {
     /// First offset of batch of records to acknowledge.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub first_offset: i64,
 
     /// Last offset (inclusive) of batch of records to acknowledge.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub last_offset: i64,
 
-    /// Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject.
+    /// Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject,4:Renew.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub acknowledge_types: Vec<i8>,
 
     /// Other tagged fields
@@ -300,7 +300,7 @@ impl AcknowledgementBatch {
     ///
     /// First offset of batch of records to acknowledge.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub fn with_first_offset(mut self, value: i64) -> Self {
         self.first_offset = value;
         self
@@ -309,16 +309,16 @@ impl AcknowledgementBatch {
     ///
     /// Last offset (inclusive) of batch of records to acknowledge.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub fn with_last_offset(mut self, value: i64) -> Self {
         self.last_offset = value;
         self
     }
     /// Sets `acknowledge_types` to the passed value.
     ///
-    /// Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject.
+    /// Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject,4:Renew.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub fn with_acknowledge_types(mut self, value: Vec<i8>) -> Self {
         self.acknowledge_types = value;
         self
@@ -338,7 +338,7 @@ impl AcknowledgementBatch {
 #[cfg(feature = "client")]
 impl Encodable for AcknowledgementBatch {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version != 1 {
+        if version < 1 || version > 2 {
             bail!("specified version not supported by this message type");
         }
         types::Int64.encode(buf, &self.first_offset)?;
@@ -378,7 +378,7 @@ impl Encodable for AcknowledgementBatch {
 #[cfg(feature = "broker")]
 impl Decodable for AcknowledgementBatch {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version != 1 {
+        if version < 1 || version > 2 {
             bail!("specified version not supported by this message type");
         }
         let first_offset = types::Int64.decode(buf)?;
@@ -413,32 +413,37 @@ impl Default for AcknowledgementBatch {
 }
 
 impl Message for AcknowledgementBatch {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 2 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1
+/// Valid versions: 1-2
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareAcknowledgeRequest {
     /// The group identifier.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub group_id: Option<super::GroupId>,
 
     /// The member ID.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub member_id: Option<StrBytes>,
 
     /// The current share session epoch: 0 to open a share session; -1 to close it; otherwise increments for consecutive requests.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub share_session_epoch: i32,
+
+    /// Whether Renew type acknowledgements present in AcknowledgementBatches.
+    ///
+    /// Supported API versions: 2
+    pub is_renew_ack: bool,
 
     /// The topics containing records to acknowledge.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub topics: Vec<AcknowledgeTopic>,
 
     /// Other tagged fields
@@ -450,7 +455,7 @@ impl ShareAcknowledgeRequest {
     ///
     /// The group identifier.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub fn with_group_id(mut self, value: Option<super::GroupId>) -> Self {
         self.group_id = value;
         self
@@ -459,7 +464,7 @@ impl ShareAcknowledgeRequest {
     ///
     /// The member ID.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub fn with_member_id(mut self, value: Option<StrBytes>) -> Self {
         self.member_id = value;
         self
@@ -468,16 +473,25 @@ impl ShareAcknowledgeRequest {
     ///
     /// The current share session epoch: 0 to open a share session; -1 to close it; otherwise increments for consecutive requests.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub fn with_share_session_epoch(mut self, value: i32) -> Self {
         self.share_session_epoch = value;
+        self
+    }
+    /// Sets `is_renew_ack` to the passed value.
+    ///
+    /// Whether Renew type acknowledgements present in AcknowledgementBatches.
+    ///
+    /// Supported API versions: 2
+    pub fn with_is_renew_ack(mut self, value: bool) -> Self {
+        self.is_renew_ack = value;
         self
     }
     /// Sets `topics` to the passed value.
     ///
     /// The topics containing records to acknowledge.
     ///
-    /// Supported API versions: 1
+    /// Supported API versions: 1-2
     pub fn with_topics(mut self, value: Vec<AcknowledgeTopic>) -> Self {
         self.topics = value;
         self
@@ -497,12 +511,19 @@ impl ShareAcknowledgeRequest {
 #[cfg(feature = "client")]
 impl Encodable for ShareAcknowledgeRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version != 1 {
+        if version < 1 || version > 2 {
             bail!("specified version not supported by this message type");
         }
         types::CompactString.encode(buf, &self.group_id)?;
         types::CompactString.encode(buf, &self.member_id)?;
         types::Int32.encode(buf, &self.share_session_epoch)?;
+        if version >= 2 {
+            types::Boolean.encode(buf, &self.is_renew_ack)?;
+        } else {
+            if self.is_renew_ack {
+                bail!("A field is set that is not available on the selected protocol version");
+            }
+        }
         types::CompactArray(types::Struct { version }).encode(buf, &self.topics)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
@@ -521,6 +542,13 @@ impl Encodable for ShareAcknowledgeRequest {
         total_size += types::CompactString.compute_size(&self.group_id)?;
         total_size += types::CompactString.compute_size(&self.member_id)?;
         total_size += types::Int32.compute_size(&self.share_session_epoch)?;
+        if version >= 2 {
+            total_size += types::Boolean.compute_size(&self.is_renew_ack)?;
+        } else {
+            if self.is_renew_ack {
+                bail!("A field is set that is not available on the selected protocol version");
+            }
+        }
         total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
@@ -539,12 +567,17 @@ impl Encodable for ShareAcknowledgeRequest {
 #[cfg(feature = "broker")]
 impl Decodable for ShareAcknowledgeRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version != 1 {
+        if version < 1 || version > 2 {
             bail!("specified version not supported by this message type");
         }
         let group_id = types::CompactString.decode(buf)?;
         let member_id = types::CompactString.decode(buf)?;
         let share_session_epoch = types::Int32.decode(buf)?;
+        let is_renew_ack = if version >= 2 {
+            types::Boolean.decode(buf)?
+        } else {
+            false
+        };
         let topics = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::decode_tagged_field_count(buf)?; // Frieda patch: Kafka 4.4's bound
@@ -558,6 +591,7 @@ impl Decodable for ShareAcknowledgeRequest {
             group_id,
             member_id,
             share_session_epoch,
+            is_renew_ack,
             topics,
             unknown_tagged_fields,
         })
@@ -570,6 +604,7 @@ impl Default for ShareAcknowledgeRequest {
             group_id: None,
             member_id: Some(Default::default()),
             share_session_epoch: 0,
+            is_renew_ack: false,
             topics: Default::default(),
             unknown_tagged_fields: BTreeMap::new(),
         }
@@ -577,7 +612,7 @@ impl Default for ShareAcknowledgeRequest {
 }
 
 impl Message for ShareAcknowledgeRequest {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 2 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

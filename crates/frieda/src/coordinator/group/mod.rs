@@ -14,6 +14,8 @@
 //! - [`streams`]: one KIP-1071 streams group (the `streams` protocol of Kafka Streams,
 //!   StreamsGroupHeartbeat). A group id is a streams group only while no classic or consumer group
 //!   of that id has members.
+//! - [`share`]: one KIP-932 share group's membership (ShareGroupHeartbeat); its records are
+//!   handed out by the share-partitions of [`crate::coordinator::share`].
 //! - Offsets live in [`OffsetStore`](crate::coordinator::offsets::OffsetStore); group metadata
 //!   (protocol type, generation) is stored there too when a generation starts, so groups and
 //!   their offsets come back after a restart (members rejoin: their sessions are not restored).
@@ -21,6 +23,7 @@
 pub mod assignor;
 pub mod consumer;
 pub mod embedded;
+pub mod share;
 pub mod state;
 pub mod streams;
 
@@ -35,6 +38,7 @@ use consumer::{
 };
 use kafka_protocol::error::ResponseError as E;
 use parking_lot::{Mutex, MutexGuard};
+use share::ShareGroup;
 use state::{Group, GroupConfig, GroupState, JoinRequest, JoinResult, Reply, SyncResult};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -51,6 +55,10 @@ pub struct CoordinatorConfig {
     pub consumer: ConsumerGroupConfig,
     /// KIP-1071 streams groups: session timeout, heartbeat interval, size.
     pub streams: streams::StreamsGroupConfig,
+    /// KIP-932 share groups: session timeout, heartbeat interval, size.
+    pub share: share::ShareGroupConfig,
+    /// KIP-932 share-partitions: lock duration, delivery limit, in-flight bound, sessions.
+    pub share_records: crate::coordinator::share::ShareConfig,
     /// `offsets.retention.minutes` as ms: offsets of an empty group are deleted this long after
     /// it became empty (or after their commit, for offsets-only groups). Default 7 days.
     pub offsets_retention_ms: i64,
@@ -66,6 +74,8 @@ impl Default for CoordinatorConfig {
             group: GroupConfig::default(),
             consumer: ConsumerGroupConfig::default(),
             streams: streams::StreamsGroupConfig::default(),
+            share: share::ShareGroupConfig::default(),
+            share_records: Default::default(),
             offsets_retention_ms: 7 * 24 * 3600 * 1000,
             offsets_retention_check_interval_ms: 600_000,
             offset_metadata_max_bytes: 4096,
@@ -130,6 +140,8 @@ pub struct GroupCoordinator {
     consumers: Mutex<HashMap<String, ConsumerGroup>>,
     /// KIP-1071 streams groups. Lock order: `groups`, `consumers`, then `streams`.
     streams: Mutex<HashMap<String, StreamsGroup>>,
+    /// KIP-932 share groups. Lock order: `groups`, `consumers`, `streams`, then `shares`.
+    shares: Mutex<HashMap<String, ShareGroup>>,
     /// Set at shutdown (under the groups lock): no JoinGroup or SyncGroup parks any more.
     stopped: std::sync::atomic::AtomicBool,
     /// Committed offsets.
@@ -215,6 +227,7 @@ impl GroupCoordinator {
             groups: Mutex::new(groups),
             consumers: Mutex::new(HashMap::new()),
             streams: Mutex::new(HashMap::new()),
+            shares: Mutex::new(HashMap::new()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             offsets,
             config,
@@ -237,6 +250,15 @@ impl GroupCoordinator {
         _groups: &MutexGuard<'_, HashMap<String, Group>>,
     ) -> MutexGuard<'a, HashMap<String, StreamsGroup>> {
         self.streams.lock()
+    }
+
+    /// The KIP-932 share groups, locked; last in the lock order: nothing else is taken while
+    /// it is held.
+    fn lock_shares<'a>(
+        &'a self,
+        _groups: &MutexGuard<'_, HashMap<String, Group>>,
+    ) -> MutexGuard<'a, HashMap<String, ShareGroup>> {
+        self.shares.lock()
     }
 
     /// Settings.
@@ -641,6 +663,18 @@ impl GroupCoordinator {
                 });
             }
         }
+        for g in self.lock_shares(&groups).values() {
+            let state = g.state().name();
+            if states.is_empty() || states.iter().any(|x| x.eq_ignore_ascii_case(state)) {
+                out.retain(|l| l.group_id != g.id);
+                out.push(GroupListing {
+                    group_id: g.id.clone(),
+                    protocol_type: "share".to_string(),
+                    state,
+                    group_type: "share",
+                });
+            }
+        }
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         out
     }
@@ -651,6 +685,7 @@ impl GroupCoordinator {
         let Some(g) = groups.get(group_id) else {
             let why = if self.lock_consumers(&groups).contains_key(group_id)
                 || self.lock_streams(&groups).contains_key(group_id)
+                || self.lock_shares(&groups).contains_key(group_id)
             {
                 format!("Group {group_id} is not a classic group.")
             } else {
@@ -723,7 +758,17 @@ impl GroupCoordinator {
                                 streams.remove(group_id);
                                 true
                             }
-                            None => false,
+                            None => {
+                                let mut shares = self.lock_shares(&groups);
+                                match shares.get(group_id) {
+                                    Some(g) if !g.is_empty() => return Err(E::NonEmptyGroup),
+                                    Some(_) => {
+                                        shares.remove(group_id);
+                                        true
+                                    }
+                                    None => false,
+                                }
+                            }
                         }
                     }
                 }
@@ -776,6 +821,11 @@ impl GroupCoordinator {
         }
         for s in self.lock_streams(&groups).values_mut() {
             s.tick(now);
+        }
+        for g in self.lock_shares(&groups).values_mut() {
+            for member in g.expire(now) {
+                tracing::info!(group = %g.id, member = %member, "share group member's session expired: it left");
+            }
         }
         drop(groups);
         if !downgrade.is_empty() {
@@ -951,6 +1001,83 @@ impl GroupCoordinator {
             }
         }
         r
+    }
+
+    /// ShareGroupHeartbeat (KIP-932) of `group_id`; `partitions_of(topic)` is an existing
+    /// topic's partition count. A group id free of other groups with members becomes a share
+    /// group at a member's first join.
+    ///
+    /// Errors (with Kafka's messages): INVALID_GROUP_ID (24), NOT_COORDINATOR (16) after
+    /// shutdown, GROUP_ID_NOT_FOUND (69) for a group of another type or a heartbeat to an
+    /// unknown group, and the group's ([`ShareGroup::heartbeat`]).
+    pub fn share_heartbeat(
+        &self,
+        group_id: &str,
+        req: share::Heartbeat,
+        partitions_of: &dyn Fn(&str) -> Option<i32>,
+    ) -> Result<share::HeartbeatReply, (E, String)> {
+        valid_group_id(group_id).map_err(|e| (e, "GroupId can't be empty.".to_string()))?;
+        let groups = self.groups.lock();
+        if self.is_stopped() {
+            return Err((E::NotCoordinator, String::new()));
+        }
+        let not_share = || {
+            (
+                E::GroupIdNotFound,
+                format!("Group {group_id} is not a share group."),
+            )
+        };
+        if groups.get(group_id).is_some_and(|g| !g.is_empty_state())
+            || self
+                .lock_consumers(&groups)
+                .get(group_id)
+                .is_some_and(|c| !c.is_empty())
+            || self
+                .lock_streams(&groups)
+                .get(group_id)
+                .is_some_and(|s| !s.is_empty())
+        {
+            return Err(not_share());
+        }
+        let mut shares = self.lock_shares(&groups);
+        let created = !shares.contains_key(group_id);
+        if created {
+            if req.member_epoch != 0 {
+                return Err((
+                    E::GroupIdNotFound,
+                    format!("Share group {group_id} not found."),
+                ));
+            }
+            shares.insert(
+                group_id.to_string(),
+                ShareGroup::new(group_id, self.config.share.clone()),
+            );
+        }
+        let g = shares.get_mut(group_id).expect("inserted");
+        let r = g.heartbeat(req, partitions_of, Instant::now());
+        if r.is_err() && created && g.is_empty() {
+            shares.remove(group_id);
+        }
+        r
+    }
+
+    /// A share group as ShareGroupDescribe shows it (a clone of its state).
+    ///
+    /// Errors: GROUP_ID_NOT_FOUND (69) for an unknown group or one of another type.
+    pub fn share_describe(&self, group_id: &str) -> Result<ShareGroup, E> {
+        let groups = self.groups.lock();
+        let found = self.lock_shares(&groups).get(group_id).cloned();
+        found.ok_or(E::GroupIdNotFound)
+    }
+
+    /// Whether `member` belongs to the share group `group_id`.
+    pub fn is_share_member(&self, group_id: &str, member: &str) -> bool {
+        let groups = self.groups.lock();
+        let found = self
+            .lock_shares(&groups)
+            .get(group_id)
+            .is_some_and(|g| g.has_member(member));
+        found
     }
 
     /// A streams group as StreamsGroupDescribe shows it (a clone of its state).

@@ -1,0 +1,470 @@
+//! One share-partition (KIP-932): the state a share group keeps for one topic partition, on that
+//! partition's leader. Pure state, unit-tested in `partition_tests.rs`.
+//!
+//! The records between the share-partition start offset (SPSO, [`SharePartition::start_offset`])
+//! and the end offset ([`SharePartition::end_offset`], one past the last record taken into the
+//! window) are *in flight*, each in one of KIP-932's states:
+//!
+//! - **Available**: may be handed to a consumer (again);
+//! - **Acquired**: handed to one member, locked for `group.share.record.lock.duration.ms`;
+//! - **Acknowledged**: accepted by a consumer: done;
+//! - **Archived**: rejected, delivered `group.share.delivery.count.limit` times, or not a
+//!   record a consumer may see (a control record, an aborted transaction's record with
+//!   `read_committed`): done.
+//!
+//! The SPSO moves past every leading Acknowledged or Archived record. The window holds at most
+//! `group.share.partition.max.record.locks` records (Kafka's bound on in-flight records):
+//! nothing new is acquired while it is full. A member's acknowledgement is refused with
+//! INVALID_RECORD_STATE (121) for any record it does not hold (Kafka's `SharePartition.acknowledge`).
+
+use kafka_protocol::error::ResponseError as E;
+use std::collections::VecDeque;
+
+/// A record's state (Kafka's `RecordState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordState {
+    /// May be acquired.
+    Available,
+    /// Held by a member under a lock.
+    Acquired,
+    /// Accepted.
+    Acknowledged,
+    /// Rejected, over the delivery limit, or not deliverable.
+    Archived,
+}
+
+/// An acknowledgement type (KIP-932's `AcknowledgeTypes` on the wire: 0 gap, 1 accept, 2 release,
+/// 3 reject, 4 renew (KIP-1222, ShareFetch/ShareAcknowledge v2)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckType {
+    /// No record at this offset (a control record or a compacted one): archived.
+    Gap,
+    /// Processed: acknowledged.
+    Accept,
+    /// Give it back: available again (archived once its delivery count reaches the limit).
+    Release,
+    /// Unprocessable: archived.
+    Reject,
+    /// Keep it: the lock starts again.
+    Renew,
+}
+
+impl AckType {
+    /// The wire value's type; `None` for an unknown value (INVALID_REQUEST).
+    pub fn from_wire(v: i8) -> Option<AckType> {
+        Some(match v {
+            0 => AckType::Gap,
+            1 => AckType::Accept,
+            2 => AckType::Release,
+            3 => AckType::Reject,
+            4 => AckType::Renew,
+            _ => return None,
+        })
+    }
+}
+
+/// Settings of one share-partition (the group's, Kafka's broker and group configs).
+#[derive(Debug, Clone)]
+pub struct SharePartitionConfig {
+    /// `group.share.record.lock.duration.ms` (default 30000): how long an acquired record stays
+    /// with its member.
+    pub lock_duration_ms: u64,
+    /// `group.share.delivery.count.limit` (default 5): deliveries before a record is archived.
+    pub delivery_count_limit: u16,
+    /// `group.share.partition.max.record.locks` (default 2000): most records in flight.
+    pub max_record_locks: usize,
+}
+
+impl Default for SharePartitionConfig {
+    fn default() -> Self {
+        SharePartitionConfig {
+            lock_duration_ms: 30_000,
+            delivery_count_limit: 5,
+            max_record_locks: 2000,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Slot {
+    state: RecordState,
+    delivery_count: u16,
+    /// The member holding it (Acquired only).
+    owner: Option<String>,
+    /// When its lock expires, in ms (Acquired only).
+    lock_deadline_ms: u64,
+}
+
+/// Offsets acquired with one delivery count, `first..=last` (ShareFetch's `AcquiredRecords`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcquiredRange {
+    /// First offset.
+    pub first: i64,
+    /// Last offset (inclusive).
+    pub last: i64,
+    /// How many times these records have been delivered, this time included.
+    pub delivery_count: u16,
+}
+
+/// A span of offsets a log read returned: `first..=last`, `deliverable` when a consumer may see
+/// it (not a control batch, not an aborted transaction's batch under `read_committed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadSpan {
+    /// First offset.
+    pub first: i64,
+    /// Last offset (inclusive).
+    pub last: i64,
+    /// Whether a consumer may get it.
+    pub deliverable: bool,
+}
+
+/// Why records left the window archived, for the dead-letter queue and the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchiveReason {
+    /// A consumer rejected it.
+    Rejected,
+    /// Its delivery count reached the limit.
+    DeliveryLimit,
+}
+
+/// One share-partition's in-flight state.
+#[derive(Debug, Clone)]
+pub struct SharePartition {
+    start: i64,
+    slots: VecDeque<Slot>,
+    config: SharePartitionConfig,
+    /// Records archived by rejection or the delivery limit since the last
+    /// [`take_archived`](Self::take_archived): (offset, reason, delivery count).
+    archived: Vec<(i64, ArchiveReason, u16)>,
+    /// Bound of `archived`: the oldest are dropped beyond it.
+    archived_bound: usize,
+}
+
+impl SharePartition {
+    /// A share-partition starting at `start_offset` (from `share.auto.offset.reset`, or its
+    /// persisted start), nothing in flight.
+    pub fn new(start_offset: i64, config: SharePartitionConfig) -> Self {
+        SharePartition {
+            start: start_offset.max(0),
+            slots: VecDeque::new(),
+            archived_bound: config.max_record_locks.max(1) * 2,
+            config,
+            archived: Vec::new(),
+        }
+    }
+
+    /// The share-partition start offset (SPSO): every record below it is done.
+    pub fn start_offset(&self) -> i64 {
+        self.start
+    }
+
+    /// One past the last offset in flight: where new records are read from.
+    pub fn end_offset(&self) -> i64 {
+        self.start + self.slots.len() as i64
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SharePartitionConfig {
+        &self.config
+    }
+
+    /// Replaces the settings (a group config changed); records keep their locks.
+    pub fn set_config(&mut self, config: SharePartitionConfig) {
+        self.config = config;
+    }
+
+    fn slot(&self, offset: i64) -> Option<&Slot> {
+        let i = offset.checked_sub(self.start)?;
+        usize::try_from(i).ok().and_then(|i| self.slots.get(i))
+    }
+
+    /// The state of `offset`: `None` outside the window (below it: done; above: not read yet).
+    pub fn state(&self, offset: i64) -> Option<(RecordState, u16)> {
+        self.slot(offset).map(|s| (s.state, s.delivery_count))
+    }
+
+    /// Records in flight (window length).
+    pub fn in_flight(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Records currently acquired.
+    pub fn acquired(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.state == RecordState::Acquired)
+            .count()
+    }
+
+    /// The first offset a fetch should read from to find something to acquire: the first
+    /// Available record in the window, else the end when the window has room; `None` when
+    /// nothing can be acquired now.
+    pub fn next_fetch_offset(&self) -> Option<i64> {
+        if let Some(i) = self
+            .slots
+            .iter()
+            .position(|s| s.state == RecordState::Available)
+        {
+            return Some(self.start + i as i64);
+        }
+        (self.slots.len() < self.config.max_record_locks).then(|| self.end_offset())
+    }
+
+    /// The log moved its start past the SPSO (retention, DeleteRecords): records below
+    /// `log_start` are gone, so the window starts there.
+    pub fn on_log_start(&mut self, log_start: i64) {
+        while self.start < log_start {
+            if self.slots.pop_front().is_none() {
+                self.start = log_start;
+                break;
+            }
+            self.start += 1;
+        }
+    }
+
+    /// Acquires for `member` what the log read `spans` (in offset order) returned, at most
+    /// `max_records` deliverable records: Available records in the window, then new records past
+    /// its end while it has room. Undeliverable records are archived. Returns the acquired
+    /// ranges, merged where contiguous with one delivery count.
+    pub fn acquire(
+        &mut self,
+        member: &str,
+        spans: &[ReadSpan],
+        max_records: usize,
+        now_ms: u64,
+    ) -> Vec<AcquiredRange> {
+        let mut out: Vec<AcquiredRange> = Vec::new();
+        let mut taken = 0usize;
+        let deadline = now_ms + self.config.lock_duration_ms;
+        'spans: for span in spans {
+            let mut offset = span.first.max(self.start);
+            while offset <= span.last {
+                if taken >= max_records {
+                    break 'spans;
+                }
+                let end = self.end_offset();
+                if offset > end {
+                    // A hole before this span: the log has no record there (compacted away, or
+                    // a read that started inside a batch). Those offsets are done.
+                    if self.slots.len() >= self.config.max_record_locks {
+                        break 'spans;
+                    }
+                    self.slots.push_back(Slot {
+                        state: RecordState::Archived,
+                        delivery_count: 0,
+                        owner: None,
+                        lock_deadline_ms: 0,
+                    });
+                    continue;
+                }
+                if offset == end {
+                    if self.slots.len() >= self.config.max_record_locks {
+                        break 'spans;
+                    }
+                    self.slots.push_back(Slot {
+                        state: RecordState::Available,
+                        delivery_count: 0,
+                        owner: None,
+                        lock_deadline_ms: 0,
+                    });
+                }
+                let i = (offset - self.start) as usize;
+                let slot = &mut self.slots[i];
+                if slot.state == RecordState::Available {
+                    if span.deliverable {
+                        slot.state = RecordState::Acquired;
+                        slot.delivery_count = slot.delivery_count.saturating_add(1);
+                        slot.owner = Some(member.to_string());
+                        slot.lock_deadline_ms = deadline;
+                        taken += 1;
+                        let dc = slot.delivery_count;
+                        match out.last_mut() {
+                            Some(r) if r.last + 1 == offset && r.delivery_count == dc => {
+                                r.last = offset
+                            }
+                            _ => out.push(AcquiredRange {
+                                first: offset,
+                                last: offset,
+                                delivery_count: dc,
+                            }),
+                        }
+                    } else {
+                        slot.state = RecordState::Archived;
+                    }
+                }
+                offset += 1;
+            }
+        }
+        self.advance();
+        out
+    }
+
+    /// Applies `member`'s acknowledgement of `first..=last`: one type for the whole range, or
+    /// one per offset.
+    ///
+    /// Errors: INVALID_REQUEST (42) for a malformed batch (last < first, a type count that is
+    /// neither 1 nor the range's length); INVALID_RECORD_STATE (121) when a record of the range
+    /// is not acquired by `member` (nothing is applied then), as Kafka's `SharePartition`.
+    pub fn acknowledge(
+        &mut self,
+        member: &str,
+        first: i64,
+        last: i64,
+        types: &[AckType],
+        now_ms: u64,
+    ) -> Result<(), E> {
+        if last < first || types.is_empty() {
+            return Err(E::InvalidRequest);
+        }
+        let len = (last - first + 1) as u64;
+        if types.len() != 1 && types.len() as u64 != len {
+            return Err(E::InvalidRequest);
+        }
+        let type_of = |o: i64| {
+            if types.len() == 1 {
+                types[0]
+            } else {
+                types[(o - first) as usize]
+            }
+        };
+        for o in first..=last {
+            let t = type_of(o);
+            match self.slot(o) {
+                Some(s)
+                    if s.state == RecordState::Acquired && s.owner.as_deref() == Some(member) => {}
+                // A gap below the window is a record already done: nothing to do.
+                None if t == AckType::Gap && o < self.start => {}
+                _ => return Err(E::InvalidRecordState),
+            }
+        }
+        let limit = self.config.delivery_count_limit;
+        let deadline = now_ms + self.config.lock_duration_ms;
+        for o in first.max(self.start)..=last {
+            let t = type_of(o);
+            let i = (o - self.start) as usize;
+            let s = &mut self.slots[i];
+            match t {
+                AckType::Accept => s.state = RecordState::Acknowledged,
+                AckType::Gap => s.state = RecordState::Archived,
+                AckType::Reject => {
+                    s.state = RecordState::Archived;
+                    push_bounded(
+                        &mut self.archived,
+                        self.archived_bound,
+                        (o, ArchiveReason::Rejected, s.delivery_count),
+                    );
+                }
+                AckType::Release => {
+                    if s.delivery_count >= limit {
+                        s.state = RecordState::Archived;
+                        push_bounded(
+                            &mut self.archived,
+                            self.archived_bound,
+                            (o, ArchiveReason::DeliveryLimit, s.delivery_count),
+                        );
+                    } else {
+                        s.state = RecordState::Available;
+                    }
+                }
+                AckType::Renew => {
+                    s.lock_deadline_ms = deadline;
+                    continue;
+                }
+            }
+            s.owner = None;
+        }
+        self.advance();
+        Ok(())
+    }
+
+    /// Gives back every record `member` holds (its share session closed, or it left the group):
+    /// Available again, or Archived once at the delivery limit. Returns how many.
+    pub fn release_member(&mut self, member: &str) -> usize {
+        self.release_where(|s, _| s.owner.as_deref() == Some(member), 0)
+    }
+
+    /// Releases every record whose lock expired by `now_ms`. Returns how many.
+    pub fn expire_locks(&mut self, now_ms: u64) -> usize {
+        self.release_where(|s, now| s.lock_deadline_ms <= now, now_ms)
+    }
+
+    fn release_where(&mut self, pick: impl Fn(&Slot, u64) -> bool, now_ms: u64) -> usize {
+        let limit = self.config.delivery_count_limit;
+        let mut n = 0;
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            if s.state == RecordState::Acquired && pick(s, now_ms) {
+                s.owner = None;
+                n += 1;
+                if s.delivery_count >= limit {
+                    s.state = RecordState::Archived;
+                    push_bounded(
+                        &mut self.archived,
+                        self.archived_bound,
+                        (
+                            self.start + i as i64,
+                            ArchiveReason::DeliveryLimit,
+                            s.delivery_count,
+                        ),
+                    );
+                } else {
+                    s.state = RecordState::Available;
+                }
+            }
+        }
+        if n > 0 {
+            self.advance();
+        }
+        n
+    }
+
+    /// The earliest lock deadline in flight (ms), if any record is acquired.
+    pub fn next_lock_deadline(&self) -> Option<u64> {
+        self.slots
+            .iter()
+            .filter(|s| s.state == RecordState::Acquired)
+            .map(|s| s.lock_deadline_ms)
+            .min()
+    }
+
+    /// Moves the start to `offset` and drops everything in flight (AlterShareGroupOffsets,
+    /// allowed only while the group has no members).
+    pub fn reset(&mut self, offset: i64) {
+        self.start = offset.max(0);
+        self.slots.clear();
+    }
+
+    /// The records archived by rejection or the delivery limit since the last call (for the
+    /// dead-letter queue), oldest first.
+    pub fn take_archived(&mut self) -> Vec<(i64, ArchiveReason, u16)> {
+        std::mem::take(&mut self.archived)
+    }
+
+    fn advance(&mut self) {
+        while let Some(s) = self.slots.front() {
+            if matches!(s.state, RecordState::Acknowledged | RecordState::Archived) {
+                self.slots.pop_front();
+                self.start += 1;
+            } else {
+                break;
+            }
+        }
+        debug_assert!(
+            self.slots.front().is_none_or(|s| !matches!(
+                s.state,
+                RecordState::Acknowledged | RecordState::Archived
+            )),
+            "the start offset stops at the first record in flight"
+        );
+    }
+}
+
+fn push_bounded<T>(v: &mut Vec<T>, bound: usize, x: T) {
+    if v.len() >= bound {
+        v.remove(0);
+    }
+    v.push(x);
+}
+
+#[cfg(test)]
+#[path = "partition_tests.rs"]
+mod tests;

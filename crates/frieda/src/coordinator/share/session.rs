@@ -1,0 +1,226 @@
+//! Share sessions (KIP-932, like KIP-227's fetch sessions): a member's ShareFetch and
+//! ShareAcknowledge requests carry `ShareSessionEpoch`; 0 opens a session holding the request's
+//! partitions, each later request must carry the session's current epoch (which then moves on),
+//! -1 closes it. One session per (group, member), at most `group.share.max.share.sessions` per
+//! broker. Semantics of Kafka 4.4's `SharePartitionManager.newContext` and
+//! `acknowledgeSessionUpdate`.
+
+use kafka_protocol::error::ResponseError as E;
+use std::collections::{BTreeSet, HashMap};
+use uuid::Uuid;
+
+/// The session epoch that opens a session.
+pub const INITIAL_EPOCH: i32 = 0;
+/// The session epoch that closes it.
+pub const FINAL_EPOCH: i32 = -1;
+
+/// A partition of a session: (topic id, partition).
+pub type SessionPartition = (Uuid, i32);
+
+/// The epoch after `e` (Kafka's `ShareRequestMetadata.nextEpoch`).
+pub fn next_epoch(e: i32) -> i32 {
+    if e < 0 {
+        FINAL_EPOCH
+    } else if e == i32::MAX {
+        1
+    } else {
+        e + 1
+    }
+}
+
+#[derive(Debug, Default)]
+struct Session {
+    epoch: i32,
+    partitions: BTreeSet<SessionPartition>,
+}
+
+/// What a ShareFetch's epoch means for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FetchContext {
+    /// A session (new or continued): fetch these partitions.
+    Fetch(Vec<SessionPartition>),
+    /// The final request (epoch -1): acknowledge only, then the session is closed.
+    Final,
+}
+
+/// The share sessions of this broker.
+#[derive(Debug)]
+pub struct ShareSessions {
+    sessions: HashMap<(String, String), Session>,
+    /// `group.share.max.share.sessions` (default 2000).
+    capacity: usize,
+}
+
+impl ShareSessions {
+    /// At most `capacity` sessions.
+    pub fn new(capacity: usize) -> Self {
+        ShareSessions {
+            sessions: HashMap::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Sessions open.
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// No session open.
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    /// A ShareFetch of `member` in `group` with `epoch`, naming `added` partitions and
+    /// `forgotten` ones.
+    ///
+    /// Errors: INVALID_REQUEST (42) for acknowledgements in an epoch-0 request;
+    /// SHARE_SESSION_LIMIT_REACHED (133) when a new session finds the cache full;
+    /// SHARE_SESSION_NOT_FOUND (122) for a continued session that is not open;
+    /// INVALID_SHARE_SESSION_EPOCH (123) for an epoch other than the session's.
+    pub fn fetch(
+        &mut self,
+        group: &str,
+        member: &str,
+        epoch: i32,
+        added: &[SessionPartition],
+        forgotten: &[SessionPartition],
+        has_acks: bool,
+    ) -> Result<FetchContext, E> {
+        let key = (group.to_string(), member.to_string());
+        match epoch {
+            INITIAL_EPOCH => {
+                if has_acks {
+                    return Err(E::InvalidRequest);
+                }
+                if !self.sessions.contains_key(&key) && self.sessions.len() >= self.capacity {
+                    return Err(E::ShareSessionLimitReached);
+                }
+                let partitions: BTreeSet<SessionPartition> = added.iter().copied().collect();
+                let list = partitions.iter().copied().collect();
+                self.sessions.insert(
+                    key,
+                    Session {
+                        epoch: next_epoch(INITIAL_EPOCH),
+                        partitions,
+                    },
+                );
+                Ok(FetchContext::Fetch(list))
+            }
+            FINAL_EPOCH => {
+                if self.sessions.contains_key(&key) {
+                    Ok(FetchContext::Final)
+                } else {
+                    Err(E::ShareSessionNotFound)
+                }
+            }
+            n => {
+                let s = self.sessions.get_mut(&key).ok_or(E::ShareSessionNotFound)?;
+                if s.epoch != n {
+                    return Err(E::InvalidShareSessionEpoch);
+                }
+                s.partitions.extend(added.iter().copied());
+                for f in forgotten {
+                    s.partitions.remove(f);
+                }
+                s.epoch = next_epoch(n);
+                Ok(FetchContext::Fetch(s.partitions.iter().copied().collect()))
+            }
+        }
+    }
+
+    /// A ShareAcknowledge's epoch.
+    ///
+    /// Errors: INVALID_SHARE_SESSION_EPOCH (123) for epoch 0 or another epoch than the
+    /// session's; SHARE_SESSION_NOT_FOUND (122) without a session.
+    pub fn acknowledge(&mut self, group: &str, member: &str, epoch: i32) -> Result<(), E> {
+        if epoch == INITIAL_EPOCH {
+            return Err(E::InvalidShareSessionEpoch);
+        }
+        let key = (group.to_string(), member.to_string());
+        let s = self.sessions.get_mut(&key).ok_or(E::ShareSessionNotFound)?;
+        if epoch == FINAL_EPOCH {
+            return Ok(());
+        }
+        if s.epoch != epoch {
+            return Err(E::InvalidShareSessionEpoch);
+        }
+        s.epoch = next_epoch(epoch);
+        Ok(())
+    }
+
+    /// Closes `member`'s session in `group`; returns its partitions.
+    pub fn close(&mut self, group: &str, member: &str) -> Vec<SessionPartition> {
+        self.sessions
+            .remove(&(group.to_string(), member.to_string()))
+            .map(|s| s.partitions.into_iter().collect())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp(p: i32) -> SessionPartition {
+        (Uuid::from_u128(7), p)
+    }
+
+    #[test]
+    fn epochs_open_continue_and_close_a_session() {
+        let mut s = ShareSessions::new(2);
+        assert_eq!(
+            s.fetch("g", "m", 0, &[tp(0)], &[], false),
+            Ok(FetchContext::Fetch(vec![tp(0)]))
+        );
+        assert_eq!(
+            s.fetch("g", "m", 2, &[], &[], false),
+            Err(E::InvalidShareSessionEpoch)
+        );
+        assert_eq!(
+            s.fetch("g", "m", 1, &[tp(1)], &[], false),
+            Ok(FetchContext::Fetch(vec![tp(0), tp(1)]))
+        );
+        assert_eq!(
+            s.fetch("g", "m", 2, &[], &[tp(0)], false),
+            Ok(FetchContext::Fetch(vec![tp(1)]))
+        );
+        assert_eq!(s.acknowledge("g", "m", 0), Err(E::InvalidShareSessionEpoch));
+        assert_eq!(s.acknowledge("g", "m", 3), Ok(()));
+        assert_eq!(
+            s.fetch("g", "m", 3, &[], &[], false),
+            Err(E::InvalidShareSessionEpoch)
+        );
+        assert_eq!(
+            s.fetch("g", "m", 4, &[], &[], false),
+            Ok(FetchContext::Fetch(vec![tp(1)]))
+        );
+        assert_eq!(
+            s.fetch("g", "m", -1, &[], &[], true),
+            Ok(FetchContext::Final)
+        );
+        assert_eq!(s.close("g", "m"), vec![tp(1)]);
+        assert_eq!(
+            s.fetch("g", "m", 5, &[], &[], false),
+            Err(E::ShareSessionNotFound)
+        );
+        assert_eq!(s.acknowledge("g", "m", -1), Err(E::ShareSessionNotFound));
+    }
+
+    #[test]
+    fn a_new_session_with_acknowledgements_or_beyond_capacity_is_refused() {
+        let mut s = ShareSessions::new(1);
+        assert_eq!(
+            s.fetch("g", "m", 0, &[tp(0)], &[], true),
+            Err(E::InvalidRequest)
+        );
+        s.fetch("g", "m", 0, &[tp(0)], &[], false).unwrap();
+        assert_eq!(
+            s.fetch("g", "n", 0, &[tp(0)], &[], false),
+            Err(E::ShareSessionLimitReached)
+        );
+        // The same member opening again replaces its session.
+        assert!(s.fetch("g", "m", 0, &[tp(1)], &[], false).is_ok());
+        assert_eq!(s.len(), 1);
+        assert_eq!(next_epoch(i32::MAX), 1);
+    }
+}

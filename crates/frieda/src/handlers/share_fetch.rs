@@ -1,0 +1,588 @@
+//! ShareFetch (78, v1-2) and ShareAcknowledge (79, v1-2) of KIP-932 share groups, at Kafka
+//! 4.4.0's versions: a member fetches records of the partitions this broker leads through its
+//! share session ([`crate::coordinator::share::session`]); each record it gets is acquired for it
+//! (locked for `group.share.record.lock.duration.ms`) and comes back as whole record batches with
+//! the `AcquiredRecords` ranges it holds; acknowledgements (accept, release, reject, renew, gap)
+//! ride on ShareFetch or go alone in ShareAcknowledge. Check order as Kafka 4.4's `KafkaApis`:
+//! `share.version`, group id, GROUP READ, member id, the session epoch, then TOPIC READ per
+//! partition; acknowledgement batches are validated as `KafkaApis.validateAcknowledgementBatches`.
+
+use super::share_groups::valid_member_id;
+use super::{authorized, str_bytes, RequestContext};
+use crate::broker::Broker;
+use crate::coordinator::share::partition::{AckType, AcquiredRange, ReadSpan};
+use crate::coordinator::share::session::{FetchContext, SessionPartition, FINAL_EPOCH};
+use crate::coordinator::share::{AutoOffsetReset, ShareKey};
+use crate::security::acl;
+use crate::storage::partition::Partition;
+use bytes::{Bytes, BytesMut};
+use frieda_log::{BatchHeader, LogError};
+use kafka_protocol::error::ResponseError as E;
+use kafka_protocol::messages::share_acknowledge_response as ack_resp;
+use kafka_protocol::messages::share_fetch_response::{
+    AcquiredRecords, PartitionData, ShareFetchableTopicResponse,
+};
+use kafka_protocol::messages::{
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// The longest a ShareFetch waits for records (ms), whatever it asks.
+const MAX_WAIT_CAP_MS: i32 = 30_000;
+
+/// One acknowledgement batch off the wire: (first, last, types).
+type AckBatch = (i64, i64, Vec<i8>);
+
+/// Kafka's `validateAcknowledgementBatches` for one partition's batches: INVALID_REQUEST (42)
+/// for a batch whose last offset is before its first, one that starts before the previous
+/// batch's last offset, no types, a type count that is neither 1 nor the range's length, an
+/// unknown type, or RENEW (4) without `IsRenewAck` (or before v2).
+fn validate_batches(batches: &[AckBatch], version: i16, renew: bool) -> Result<(), E> {
+    let max_type = if version >= 2 { 4 } else { 3 };
+    let mut prev_last = -1i64;
+    for (first, last, types) in batches {
+        if first > last || *first < prev_last || types.is_empty() {
+            return Err(E::InvalidRequest);
+        }
+        if types.len() > 1 && (last - first) as u64 != types.len() as u64 - 1 {
+            return Err(E::InvalidRequest);
+        }
+        if types
+            .iter()
+            .any(|t| *t < 0 || *t > max_type || (*t == 4 && !renew))
+        {
+            return Err(E::InvalidRequest);
+        }
+        prev_last = *last;
+    }
+    Ok(())
+}
+
+/// Applies `member`'s acknowledgement `batches` of `group`'s share-partition `topic`/`index`.
+///
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION (3) when no share-partition of the group is kept here (it
+/// never fetched here, or this broker no longer leads the partition), NOT_LEADER_OR_FOLLOWER (6)
+/// when this broker is not the leader, and the share-partition's (INVALID_RECORD_STATE, 121).
+fn acknowledge(
+    broker: &Broker,
+    group: &str,
+    member: &str,
+    topic: &str,
+    index: i32,
+    batches: &[AckBatch],
+) -> Result<(), E> {
+    if batches.is_empty() {
+        return Ok(());
+    }
+    let t = broker.topic(topic).ok_or(E::UnknownTopicOrPartition)?;
+    let p = t.replica(index)?;
+    p.repl.check_leader(-1)?;
+    let shares = &broker.groups.shares;
+    let sp = shares
+        .get(&(group.to_string(), topic.to_string(), index))
+        .ok_or(E::UnknownTopicOrPartition)?;
+    let now = now_ms();
+    let mut state = sp.lock();
+    let mut result = Ok(());
+    for (first, last, types) in batches {
+        let types: Vec<AckType> = types
+            .iter()
+            .filter_map(|t| AckType::from_wire(*t))
+            .collect();
+        if let Err(e) = state.acknowledge(member, *first, *last, &types, now) {
+            result = Err(e);
+        }
+    }
+    drop(state);
+    shares.changed.notify_waiters();
+    result
+}
+
+fn now_ms() -> u64 {
+    crate::clock::now_ms().max(0) as u64
+}
+
+/// The batches of a log read: each batch's bytes and span, `deliverable` unless it is a control
+/// batch or (with `read_committed`) a batch of an aborted transaction.
+fn batches_of(chunks: &[Bytes], aborted: &[(i64, i64)]) -> Vec<(Bytes, ReadSpan)> {
+    let mut aborted: Vec<(i64, i64)> = aborted.to_vec();
+    aborted.sort_by_key(|a| a.1);
+    let mut next_aborted = 0usize;
+    let mut open_aborted: BTreeSet<i64> = BTreeSet::new();
+    let mut out = Vec::new();
+    for chunk in chunks {
+        let mut at = 0usize;
+        while at < chunk.len() {
+            let Ok(h) = BatchHeader::parse(&chunk[at..]) else {
+                break;
+            };
+            let size = h.total_size();
+            if size == 0 || at + size > chunk.len() {
+                break;
+            }
+            while next_aborted < aborted.len() && aborted[next_aborted].1 <= h.base_offset {
+                open_aborted.insert(aborted[next_aborted].0);
+                next_aborted += 1;
+            }
+            let in_aborted = h.is_transactional() && open_aborted.contains(&h.producer_id);
+            if h.is_control() {
+                open_aborted.remove(&h.producer_id);
+            }
+            out.push((
+                chunk.slice(at..at + size),
+                ReadSpan {
+                    first: h.base_offset,
+                    last: h.last_offset(),
+                    deliverable: !h.is_control() && !in_aborted,
+                },
+            ));
+            at += size;
+        }
+    }
+    out
+}
+
+/// What one partition's fetch produced.
+struct Acquired {
+    records: Bytes,
+    ranges: Vec<AcquiredRange>,
+}
+
+/// Reads `p` for `group`'s share-partition and acquires what it can for `member`: at most
+/// `max_records` records, about `max_bytes` bytes (at least one batch).
+async fn acquire(
+    broker: &Broker,
+    p: &Arc<Partition>,
+    key: &ShareKey,
+    member: &str,
+    max_records: usize,
+    max_bytes: usize,
+) -> Result<Acquired, E> {
+    let config = broker.groups.shares.config();
+    let read_committed = config.read_committed;
+    let reset = config.auto_offset_reset;
+    let sp = broker.groups.shares.get_or_create(key, || match reset {
+        AutoOffsetReset::Earliest => p.log_start_offset(),
+        AutoOffsetReset::Latest => p.high_watermark(),
+    });
+    let from = {
+        let mut state = sp.lock();
+        state.on_log_start(p.log_start_offset());
+        match state.next_fetch_offset() {
+            Some(o) => o,
+            None => {
+                return Ok(Acquired {
+                    records: Bytes::new(),
+                    ranges: Vec::new(),
+                })
+            }
+        }
+    };
+    let limit = if read_committed {
+        p.last_stable_offset()
+    } else {
+        p.high_watermark()
+    };
+    if from >= limit {
+        return Ok(Acquired {
+            records: Bytes::new(),
+            ranges: Vec::new(),
+        });
+    }
+    let budget = max_bytes.max(1);
+    let read = match p.reader().read_cached(from, budget, limit) {
+        Some(r) => r,
+        None => {
+            let reader = p.reader().clone();
+            tokio::task::spawn_blocking(move || reader.read(from, budget, limit))
+                .await
+                .map_err(|_| E::KafkaStorageError)?
+        }
+    };
+    let data = match read {
+        Ok(d) => d,
+        Err(LogError::OffsetOutOfRange { .. }) => {
+            sp.lock().on_log_start(p.log_start_offset());
+            return Ok(Acquired {
+                records: Bytes::new(),
+                ranges: Vec::new(),
+            });
+        }
+        Err(_) => return Err(E::KafkaStorageError),
+    };
+    let aborted: Vec<(i64, i64)> = if read_committed {
+        p.reader()
+            .aborted_transactions(from, data.next_offset)
+            .into_iter()
+            .map(|a| (a.producer_id, a.first_offset))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let batches = batches_of(&data.chunks, &aborted);
+    let spans: Vec<ReadSpan> = batches.iter().map(|(_, s)| *s).collect();
+    let ranges = sp.lock().acquire(member, &spans, max_records, now_ms());
+    let (Some(lo), Some(hi)) = (
+        ranges.first().map(|r| r.first),
+        ranges.last().map(|r| r.last),
+    ) else {
+        return Ok(Acquired {
+            records: Bytes::new(),
+            ranges,
+        });
+    };
+    // Whole batches, only those holding acquired records (Kafka's `maybeSliceFetchRecords`).
+    let mut buf = BytesMut::new();
+    for (bytes, span) in &batches {
+        if span.last >= lo && span.first <= hi {
+            buf.extend_from_slice(bytes);
+        }
+    }
+    Ok(Acquired {
+        records: buf.freeze(),
+        ranges,
+    })
+}
+
+fn acks_of(batches: impl Iterator<Item = (i64, i64, Vec<i8>)>) -> Vec<AckBatch> {
+    batches.collect()
+}
+
+/// ShareFetch: acknowledges what the request carries, then acquires records of every partition
+/// of the member's share session that this broker leads, waiting up to `MaxWaitMs` for some.
+pub async fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: ShareFetchRequest,
+) -> ShareFetchResponse {
+    let top = |e: E, message: Option<&str>| {
+        ShareFetchResponse::default()
+            .with_error_code(e.code())
+            .with_error_message(message.map(str_bytes))
+    };
+    if !broker.features.share_groups_enabled() {
+        return top(E::UnsupportedVersion, None);
+    }
+    let Some(group) = req.group_id.as_ref().map(|g| g.0.to_string()) else {
+        return top(E::InvalidRequest, Some("Invalid group id in the request."));
+    };
+    if !authorized(broker, ctx, acl::op::READ, acl::resource::GROUP, &group) {
+        return top(E::GroupAuthorizationFailed, None);
+    }
+    let member = req
+        .member_id
+        .as_ref()
+        .map(|m| m.to_string())
+        .unwrap_or_default();
+    if !valid_member_id(&member) {
+        return top(E::InvalidRequest, Some("Invalid member id in the request."));
+    }
+    let renew = ctx.api_version >= 2 && req.is_renew_ack;
+    if renew
+        && (req.max_bytes != 0
+            || req.min_bytes != 0
+            || req.max_records != 0
+            || req.max_wait_ms != 0)
+    {
+        return top(
+            E::InvalidRequest,
+            Some("maxBytes, minBytes, maxRecords and maxWaitMs must be set to 0 if isRenewAck is true."),
+        );
+    }
+    let has_acks = req.topics.iter().any(|t| {
+        t.partitions
+            .iter()
+            .any(|p| !p.acknowledgement_batches.is_empty())
+    });
+    let added: Vec<SessionPartition> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| (t.topic_id, p.partition_index))
+        })
+        .collect();
+    let forgotten: Vec<SessionPartition> = req
+        .forgotten_topics_data
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p)))
+        .collect();
+    let context = broker.groups.shares.sessions.lock().fetch(
+        &group,
+        &member,
+        req.share_session_epoch,
+        &added,
+        &forgotten,
+        has_acks,
+    );
+    let context = match context {
+        Ok(c) => c,
+        Err(e) => return top(e, None),
+    };
+    let lock_ms = broker.groups.shares.config().partition.lock_duration_ms as i32;
+
+    // Results by (topic id, partition).
+    let mut out: BTreeMap<(Uuid, i32), PartitionData> = BTreeMap::new();
+    let name_of = |id: &Uuid| broker.topic_by_id(id).map(|t| t.name.to_string());
+    // Acknowledgements first.
+    for t in &req.topics {
+        for p in &t.partitions {
+            if p.acknowledgement_batches.is_empty() {
+                continue;
+            }
+            let batches = acks_of(
+                p.acknowledgement_batches
+                    .iter()
+                    .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone())),
+            );
+            let result = match name_of(&t.topic_id) {
+                None => Err(E::UnknownTopicId),
+                Some(name)
+                    if !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, &name) =>
+                {
+                    Err(E::TopicAuthorizationFailed)
+                }
+                Some(name) => validate_batches(&batches, ctx.api_version, req.is_renew_ack)
+                    .and_then(|_| {
+                        acknowledge(broker, &group, &member, &name, p.partition_index, &batches)
+                    }),
+            };
+            let pd = PartitionData::default()
+                .with_partition_index(p.partition_index)
+                .with_records(Some(Bytes::new()));
+            let pd = match result {
+                Ok(()) => pd,
+                Err(e) => pd.with_acknowledge_error_code(e.code()),
+            };
+            out.insert((t.topic_id, p.partition_index), pd);
+        }
+    }
+    let partitions = match context {
+        FetchContext::Final => {
+            let closed = broker.groups.shares.sessions.lock().close(&group, &member);
+            let named: Vec<(String, i32)> = closed
+                .iter()
+                .filter_map(|(id, p)| name_of(id).map(|n| (n, *p)))
+                .collect();
+            broker.groups.shares.release_member(&group, &member, &named);
+            Vec::new()
+        }
+        FetchContext::Fetch(_) if renew => Vec::new(),
+        FetchContext::Fetch(ps) => ps,
+    };
+    let max_records = req.max_records.max(0) as usize;
+    let max_bytes = if req.max_bytes <= 0 {
+        broker.config.fetch_max_bytes
+    } else {
+        (req.max_bytes as usize).min(broker.config.fetch_max_bytes)
+    };
+    if !partitions.is_empty() && max_records > 0 {
+        let wait = Duration::from_millis(req.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
+        let deadline = Instant::now() + wait;
+        loop {
+            // Arm the wake-ups before looking, so nothing arriving in between is missed.
+            let changed = broker.groups.shares.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let mut live: Vec<Arc<Partition>> = Vec::new();
+            let mut got_any = false;
+            let mut left = max_records;
+            for (id, index) in &partitions {
+                let slot = (*id, *index);
+                let Some(name) = name_of(id) else {
+                    out.entry(slot)
+                        .or_insert_with(|| {
+                            PartitionData::default()
+                                .with_partition_index(*index)
+                                .with_records(Some(Bytes::new()))
+                        })
+                        .error_code = E::UnknownTopicId.code();
+                    continue;
+                };
+                if !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, &name) {
+                    out.entry(slot)
+                        .or_insert_with(|| {
+                            PartitionData::default()
+                                .with_partition_index(*index)
+                                .with_records(Some(Bytes::new()))
+                        })
+                        .error_code = E::TopicAuthorizationFailed.code();
+                    continue;
+                }
+                let p = match broker
+                    .topic(&name)
+                    .ok_or(E::UnknownTopicOrPartition)
+                    .and_then(|t| t.replica(*index))
+                    .and_then(|p| p.repl.check_leader(-1).map(|_| p))
+                {
+                    Ok(p) => p,
+                    Err(e) => {
+                        out.entry(slot)
+                            .or_insert_with(|| {
+                                PartitionData::default()
+                                    .with_partition_index(*index)
+                                    .with_records(Some(Bytes::new()))
+                            })
+                            .error_code = e.code();
+                        continue;
+                    }
+                };
+                live.push(p.clone());
+                if left == 0 {
+                    continue;
+                }
+                let key = (group.clone(), name.clone(), *index);
+                let entry = out.entry(slot).or_insert_with(|| {
+                    PartitionData::default()
+                        .with_partition_index(*index)
+                        .with_records(Some(Bytes::new()))
+                });
+                match acquire(broker, &p, &key, &member, left, max_bytes).await {
+                    Ok(a) if !a.ranges.is_empty() => {
+                        got_any = true;
+                        let n: i64 = a.ranges.iter().map(|r| r.last - r.first + 1).sum();
+                        left = left.saturating_sub(n as usize);
+                        entry.records = Some(a.records);
+                        entry.acquired_records = a
+                            .ranges
+                            .iter()
+                            .map(|r| {
+                                AcquiredRecords::default()
+                                    .with_first_offset(r.first)
+                                    .with_last_offset(r.last)
+                                    .with_delivery_count(r.delivery_count as i16)
+                            })
+                            .collect();
+                    }
+                    Ok(_) => {}
+                    Err(e) => entry.error_code = e.code(),
+                }
+            }
+            if got_any || live.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            let arrivals: Vec<_> = live.iter().map(|p| Box::pin(p.data_arrived())).collect();
+            let any_arrival = futures::future::select_all(arrivals);
+            let woke = tokio::time::timeout_at(deadline.into(), async {
+                tokio::select! {
+                    _ = any_arrival => {}
+                    _ = &mut changed => {}
+                }
+            })
+            .await;
+            if woke.is_err() {
+                break;
+            }
+        }
+    }
+    let mut topics: BTreeMap<Uuid, Vec<PartitionData>> = BTreeMap::new();
+    for ((id, _), pd) in out {
+        topics.entry(id).or_default().push(pd);
+    }
+    ShareFetchResponse::default()
+        .with_acquisition_lock_timeout_ms(lock_ms)
+        .with_responses(
+            topics
+                .into_iter()
+                .map(|(id, ps)| {
+                    ShareFetchableTopicResponse::default()
+                        .with_topic_id(id)
+                        .with_partitions(ps)
+                })
+                .collect(),
+        )
+}
+
+/// ShareAcknowledge: applies acknowledgements in the member's share session; epoch -1 then
+/// closes the session and releases what the member still holds.
+pub async fn acknowledge_handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: ShareAcknowledgeRequest,
+) -> ShareAcknowledgeResponse {
+    let top = |e: E, message: Option<&str>| {
+        ShareAcknowledgeResponse::default()
+            .with_error_code(e.code())
+            .with_error_message(message.map(str_bytes))
+    };
+    if !broker.features.share_groups_enabled() {
+        return top(E::UnsupportedVersion, None);
+    }
+    let Some(group) = req.group_id.as_ref().map(|g| g.0.to_string()) else {
+        return top(E::InvalidRequest, Some("Invalid group id in the request."));
+    };
+    if !authorized(broker, ctx, acl::op::READ, acl::resource::GROUP, &group) {
+        return top(E::GroupAuthorizationFailed, None);
+    }
+    let member = req
+        .member_id
+        .as_ref()
+        .map(|m| m.to_string())
+        .unwrap_or_default();
+    if !valid_member_id(&member) {
+        return top(E::InvalidRequest, Some("Invalid member id in the request."));
+    }
+    let epoch = req.share_session_epoch;
+    if let Err(e) = broker
+        .groups
+        .shares
+        .sessions
+        .lock()
+        .acknowledge(&group, &member, epoch)
+    {
+        return top(e, None);
+    }
+    let name_of = |id: &Uuid| broker.topic_by_id(id).map(|t| t.name.to_string());
+    let mut responses = Vec::new();
+    for t in &req.topics {
+        let name = name_of(&t.topic_id);
+        let partitions = t
+            .partitions
+            .iter()
+            .map(|p| {
+                let batches = acks_of(
+                    p.acknowledgement_batches
+                        .iter()
+                        .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone())),
+                );
+                let result = match &name {
+                    None => Err(E::UnknownTopicId),
+                    Some(n) if !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, n) => {
+                        Err(E::TopicAuthorizationFailed)
+                    }
+                    Some(n) => validate_batches(&batches, ctx.api_version, req.is_renew_ack)
+                        .and_then(|_| {
+                            acknowledge(broker, &group, &member, n, p.partition_index, &batches)
+                        }),
+                };
+                let pd = ack_resp::PartitionData::default().with_partition_index(p.partition_index);
+                match result {
+                    Ok(()) => pd,
+                    Err(e) => pd.with_error_code(e.code()),
+                }
+            })
+            .collect();
+        responses.push(
+            ack_resp::ShareAcknowledgeTopicResponse::default()
+                .with_topic_id(t.topic_id)
+                .with_partitions(partitions),
+        );
+    }
+    if epoch == FINAL_EPOCH {
+        let closed = broker.groups.shares.sessions.lock().close(&group, &member);
+        let named: Vec<(String, i32)> = closed
+            .iter()
+            .filter_map(|(id, p)| name_of(id).map(|n| (n, *p)))
+            .collect();
+        broker.groups.shares.release_member(&group, &member, &named);
+    }
+    ShareAcknowledgeResponse::default()
+        .with_acquisition_lock_timeout_ms(
+            broker.groups.shares.config().partition.lock_duration_ms as i32,
+        )
+        .with_responses(responses)
+}
