@@ -498,7 +498,12 @@ pub async fn delete_groups(
     let mut results = Vec::new();
     for id in &req.groups_names {
         let e = if authorized(broker, ctx, acl::op::DELETE, acl::resource::GROUP, &id.0) {
-            broker.groups.delete_group(&id.0).await.err()
+            let e = broker.groups.delete_group(&id.0).await.err();
+            if e.is_none() {
+                // A share group's share-partitions kept here go with it.
+                broker.groups.shares.delete_group(&id.0);
+            }
+            e
         } else {
             Some(E::GroupAuthorizationFailed)
         };

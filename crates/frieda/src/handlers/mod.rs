@@ -29,6 +29,7 @@ pub mod quotas;
 pub mod scram;
 pub mod share_fetch;
 pub mod share_groups;
+pub mod share_state;
 pub mod streams_groups;
 pub mod table;
 pub mod topic_partitions;

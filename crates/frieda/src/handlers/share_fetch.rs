@@ -8,11 +8,15 @@
 //! partition; acknowledgement batches are validated as `KafkaApis.validateAcknowledgementBatches`.
 
 use super::share_groups::valid_member_id;
+use super::share_state;
 use super::{authorized, str_bytes, RequestContext};
 use crate::broker::Broker;
-use crate::coordinator::share::partition::{AckType, AcquiredRange, ReadSpan};
+use crate::coordinator::offsets::codec::ShareStateValue;
+use crate::coordinator::share::partition::{
+    AckType, AcquiredRange, ReadSpan, SharePartition, ShareSnapshot,
+};
 use crate::coordinator::share::session::{FetchContext, SessionPartition, FINAL_EPOCH};
-use crate::coordinator::share::{AutoOffsetReset, ShareKey};
+use crate::coordinator::share::{AutoOffsetReset, ShareKey, SharedPartition};
 use crate::security::acl;
 use crate::storage::partition::Partition;
 use bytes::{Bytes, BytesMut};
@@ -61,12 +65,15 @@ fn validate_batches(batches: &[AckBatch], version: i16, renew: bool) -> Result<(
     Ok(())
 }
 
-/// Applies `member`'s acknowledgement `batches` of `group`'s share-partition `topic`/`index`.
+/// Applies `member`'s acknowledgement `batches` of `group`'s share-partition `topic`/`index`,
+/// and writes the share-partition's durable state before answering (so an acknowledged record
+/// is never delivered again, also after a failover).
 ///
 /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3) when no share-partition of the group is kept here (it
 /// never fetched here, or this broker no longer leads the partition), NOT_LEADER_OR_FOLLOWER (6)
-/// when this broker is not the leader, and the share-partition's (INVALID_RECORD_STATE, 121).
-fn acknowledge(
+/// when this broker is not the leader, the share-partition's (INVALID_RECORD_STATE, 121), and the
+/// state write's (COORDINATOR_NOT_AVAILABLE, FENCED_STATE_EPOCH, FENCED_LEADER_EPOCH).
+async fn acknowledge(
     broker: &Broker,
     group: &str,
     member: &str,
@@ -81,24 +88,91 @@ fn acknowledge(
     let p = t.replica(index)?;
     p.repl.check_leader(-1)?;
     let shares = &broker.groups.shares;
-    let sp = shares
-        .get(&(group.to_string(), topic.to_string(), index))
+    let key = (group.to_string(), topic.to_string(), index);
+    let entry = shares
+        .get(&key, p.repl.leader_epoch())
         .ok_or(E::UnknownTopicOrPartition)?;
+    let _order = entry.persist.lock().await;
     let now = now_ms();
-    let mut state = sp.lock();
-    let mut result = Ok(());
-    for (first, last, types) in batches {
-        let types: Vec<AckType> = types
-            .iter()
-            .filter_map(|t| AckType::from_wire(*t))
-            .collect();
-        if let Err(e) = state.acknowledge(member, *first, *last, &types, now) {
-            result = Err(e);
+    let (mut result, snapshot) = {
+        let mut state = entry.state.lock();
+        let mut result = Ok(());
+        for (first, last, types) in batches {
+            let types: Vec<AckType> = types
+                .iter()
+                .filter_map(|t| AckType::from_wire(*t))
+                .collect();
+            if let Err(e) = state.acknowledge(member, *first, *last, &types, now) {
+                result = Err(e);
+            }
         }
-    }
-    drop(state);
+        (result, state.snapshot())
+    };
     shares.changed.notify_waiters();
+    let value = ShareStateValue {
+        state_epoch: entry.state_epoch,
+        leader_epoch: entry.leader_epoch,
+        start_offset: snapshot.start_offset,
+        batches: snapshot.batches,
+    };
+    if let Err(e) = share_state::write(broker, group, entry.topic_id, index, value).await {
+        tracing::warn!(group, topic, partition = index, error = ?e, "share-partition state not written: the acknowledgement fails");
+        if matches!(e, E::FencedStateEpoch | E::FencedLeaderEpoch) {
+            shares.forget(&key);
+        }
+        result = Err(e);
+    }
     result
+}
+
+/// The share-partition of `key` for this leadership of `p`: kept here, else loaded from its
+/// durable state, else started where `share.auto.offset.reset` says (and that start written, so
+/// a new leader starts there too).
+async fn load(
+    broker: &Broker,
+    p: &Arc<Partition>,
+    key: &ShareKey,
+    topic_id: Uuid,
+) -> Result<SharedPartition, E> {
+    let shares = &broker.groups.shares;
+    let leader_epoch = p.repl.leader_epoch();
+    if let Some(e) = shares.get(key, leader_epoch) {
+        return Ok(e);
+    }
+    let _loading = shares.loading.lock().await;
+    if let Some(e) = shares.get(key, leader_epoch) {
+        return Ok(e);
+    }
+    let config = shares.config();
+    let (group, index) = (&key.0, key.2);
+    let stored = share_state::read(broker, group, topic_id, index, leader_epoch).await?;
+    let (state, state_epoch) = match stored {
+        Some(v) => {
+            let snapshot = ShareSnapshot {
+                start_offset: v.start_offset,
+                batches: v.batches,
+            };
+            (
+                SharePartition::restore(&snapshot, config.partition.clone()),
+                v.state_epoch,
+            )
+        }
+        None => {
+            let start = match config.auto_offset_reset {
+                AutoOffsetReset::Earliest => p.log_start_offset(),
+                AutoOffsetReset::Latest => p.high_watermark(),
+            };
+            let value = ShareStateValue {
+                state_epoch: 0,
+                leader_epoch,
+                start_offset: start,
+                batches: Vec::new(),
+            };
+            share_state::write(broker, group, topic_id, index, value).await?;
+            (SharePartition::new(start, config.partition.clone()), 0)
+        }
+    };
+    Ok(shares.insert(key, state, topic_id, leader_epoch, state_epoch))
 }
 
 fn now_ms() -> u64 {
@@ -161,15 +235,14 @@ async fn acquire(
     max_records: usize,
     max_bytes: usize,
 ) -> Result<Acquired, E> {
-    let config = broker.groups.shares.config();
-    let read_committed = config.read_committed;
-    let reset = config.auto_offset_reset;
-    let sp = broker.groups.shares.get_or_create(key, || match reset {
-        AutoOffsetReset::Earliest => p.log_start_offset(),
-        AutoOffsetReset::Latest => p.high_watermark(),
-    });
+    let read_committed = broker.groups.shares.config().read_committed;
+    let topic_id = broker
+        .topic(&key.1)
+        .map(|t| t.id)
+        .ok_or(E::UnknownTopicOrPartition)?;
+    let entry = load(broker, p, key, topic_id).await?;
     let from = {
-        let mut state = sp.lock();
+        let mut state = entry.state.lock();
         state.on_log_start(p.log_start_offset());
         match state.next_fetch_offset() {
             Some(o) => o,
@@ -205,7 +278,7 @@ async fn acquire(
     let data = match read {
         Ok(d) => d,
         Err(LogError::OffsetOutOfRange { .. }) => {
-            sp.lock().on_log_start(p.log_start_offset());
+            entry.state.lock().on_log_start(p.log_start_offset());
             return Ok(Acquired {
                 records: Bytes::new(),
                 ranges: Vec::new(),
@@ -224,7 +297,10 @@ async fn acquire(
     };
     let batches = batches_of(&data.chunks, &aborted);
     let spans: Vec<ReadSpan> = batches.iter().map(|(_, s)| *s).collect();
-    let ranges = sp.lock().acquire(member, &spans, max_records, now_ms());
+    let ranges = entry
+        .state
+        .lock()
+        .acquire(member, &spans, max_records, now_ms());
     let (Some(lo), Some(hi)) = (
         ranges.first().map(|r| r.first),
         ranges.last().map(|r| r.last),
@@ -312,6 +388,7 @@ pub async fn handle(
         .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p)))
         .collect();
     let context = broker.groups.shares.sessions.lock().fetch(
+        ctx.peer,
         &group,
         &member,
         req.share_session_epoch,
@@ -346,10 +423,13 @@ pub async fn handle(
                 {
                     Err(E::TopicAuthorizationFailed)
                 }
-                Some(name) => validate_batches(&batches, ctx.api_version, req.is_renew_ack)
-                    .and_then(|_| {
+                Some(name) => match validate_batches(&batches, ctx.api_version, req.is_renew_ack) {
+                    Ok(()) => {
                         acknowledge(broker, &group, &member, &name, p.partition_index, &batches)
-                    }),
+                            .await
+                    }
+                    Err(e) => Err(e),
+                },
             };
             let pd = PartitionData::default()
                 .with_partition_index(p.partition_index)
@@ -540,32 +620,31 @@ pub async fn acknowledge_handle(
     let mut responses = Vec::new();
     for t in &req.topics {
         let name = name_of(&t.topic_id);
-        let partitions = t
-            .partitions
-            .iter()
-            .map(|p| {
-                let batches = acks_of(
-                    p.acknowledgement_batches
-                        .iter()
-                        .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone())),
-                );
-                let result = match &name {
-                    None => Err(E::UnknownTopicId),
-                    Some(n) if !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, n) => {
-                        Err(E::TopicAuthorizationFailed)
-                    }
-                    Some(n) => validate_batches(&batches, ctx.api_version, req.is_renew_ack)
-                        .and_then(|_| {
-                            acknowledge(broker, &group, &member, n, p.partition_index, &batches)
-                        }),
-                };
-                let pd = ack_resp::PartitionData::default().with_partition_index(p.partition_index);
-                match result {
-                    Ok(()) => pd,
-                    Err(e) => pd.with_error_code(e.code()),
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for p in &t.partitions {
+            let batches = acks_of(
+                p.acknowledgement_batches
+                    .iter()
+                    .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone())),
+            );
+            let result = match &name {
+                None => Err(E::UnknownTopicId),
+                Some(n) if !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, n) => {
+                    Err(E::TopicAuthorizationFailed)
                 }
-            })
-            .collect();
+                Some(n) => match validate_batches(&batches, ctx.api_version, req.is_renew_ack) {
+                    Ok(()) => {
+                        acknowledge(broker, &group, &member, n, p.partition_index, &batches).await
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            let pd = ack_resp::PartitionData::default().with_partition_index(p.partition_index);
+            partitions.push(match result {
+                Ok(()) => pd,
+                Err(e) => pd.with_error_code(e.code()),
+            });
+        }
         responses.push(
             ack_resp::ShareAcknowledgeTopicResponse::default()
                 .with_topic_id(t.topic_id)

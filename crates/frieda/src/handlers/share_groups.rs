@@ -1,5 +1,6 @@
-//! The KIP-932 share group membership APIs: ShareGroupHeartbeat (76, v1) and ShareGroupDescribe
-//! (77, v1), at Kafka 4.4.0's versions (v0 was 4.0's early access and is not served). The state
+//! The KIP-932 share group APIs of the group coordinator: ShareGroupHeartbeat (76, v1),
+//! ShareGroupDescribe (77, v1), DescribeShareGroupOffsets (90, v0-1), AlterShareGroupOffsets (91,
+//! v0) and DeleteShareGroupOffsets (92, v0), at Kafka 4.4.0's versions (v0 was 4.0's early access and is not served). The state
 //! lives in [`crate::coordinator::group::share`]; these functions translate requests and
 //! responses and check ACLs in the order Kafka 4.4's `KafkaApis` does: `share.version`, GROUP
 //! READ (DESCRIBE for describe), the member id, then DESCRIBE on the subscribed topics.
@@ -8,13 +9,19 @@ use super::groups::group_operations;
 use super::{authorized, str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::coordinator::group::share::{Heartbeat, TopicPartition};
+use crate::coordinator::offsets::codec::ShareStateValue;
 use crate::security::acl;
 use kafka_protocol::error::ResponseError as E;
+use kafka_protocol::messages::alter_share_group_offsets_response as offsets_alter_resp;
+use kafka_protocol::messages::delete_share_group_offsets_response as offsets_delete_resp;
+use kafka_protocol::messages::describe_share_group_offsets_response as offsets_resp;
 use kafka_protocol::messages::share_group_describe_response::{self as describe};
 use kafka_protocol::messages::share_group_heartbeat_response::{self as hb};
 use kafka_protocol::messages::{
-    GroupId, ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse, TopicName,
+    AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse, DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse, GroupId, ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -227,4 +234,274 @@ pub async fn describe(
         })
         .collect();
     ShareGroupDescribeResponse::default().with_groups(groups)
+}
+
+/// Records acknowledged or archived above the start offset in a stored state.
+fn completed(v: &ShareStateValue) -> i64 {
+    v.batches
+        .iter()
+        .filter(|(_, _, s, _)| *s == 2 || *s == 4)
+        .map(|(f, l, _, _)| l - f + 1)
+        .sum()
+}
+
+/// The lag of a share-partition (DescribeShareGroupOffsets v1, KIP-1226): the partition's high
+/// watermark less the start offset less the records done above it; -1 when this broker does
+/// not lead the partition (its high watermark is not known here).
+fn lag(broker: &Broker, topic: &str, index: i32, v: &ShareStateValue) -> i64 {
+    let Some(p) = broker
+        .topic(topic)
+        .and_then(|t| t.replica(index).ok())
+        .filter(|p| p.repl.check_leader(-1).is_ok())
+    else {
+        return -1;
+    };
+    (p.high_watermark() - v.start_offset.max(p.log_start_offset()) - completed(v)).max(0)
+}
+
+/// DescribeShareGroupOffsets (90, v0-1): each group's share-partition start offsets (and v1
+/// lags). Per group: UNSUPPORTED_VERSION (35) with `share.version` 0, GROUP_AUTHORIZATION_FAILED
+/// (30) without DESCRIBE, NOT_COORDINATOR (16), GROUP_ID_NOT_FOUND (69). Topics the principal may
+/// not DESCRIBE are left out of an "all topics" answer and answered TOPIC_AUTHORIZATION_FAILED
+/// (29) when named, as Kafka 4.4's KafkaApis does.
+pub async fn describe_offsets(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: DescribeShareGroupOffsetsRequest,
+) -> DescribeShareGroupOffsetsResponse {
+    let groups = req
+        .groups
+        .iter()
+        .map(|g| {
+            let group = g.group_id.0.to_string();
+            let out = offsets_resp::DescribeShareGroupOffsetsResponseGroup::default()
+                .with_group_id(g.group_id.clone());
+            let fail = |e: E, message: Option<String>| {
+                offsets_resp::DescribeShareGroupOffsetsResponseGroup::default()
+                    .with_group_id(g.group_id.clone())
+                    .with_error_code(e.code())
+                    .with_error_message(message.map(|m| str_bytes(&m)))
+            };
+            if !broker.features.share_groups_enabled() {
+                return fail(E::UnsupportedVersion, None);
+            }
+            if !authorized(broker, ctx, acl::op::DESCRIBE, acl::resource::GROUP, &group) {
+                return fail(E::GroupAuthorizationFailed, None);
+            }
+            let states = match broker
+                .groups
+                .for_group(&group)
+                .and_then(|c| c.share_offsets(&group))
+            {
+                Ok(s) => s,
+                Err(E::GroupIdNotFound) => {
+                    return fail(
+                        E::GroupIdNotFound,
+                        Some(format!("Group {group} not found.")),
+                    )
+                }
+                Err(e) => return fail(e, None),
+            };
+            let stored: BTreeMap<(uuid::Uuid, i32), ShareStateValue> = states.into_iter().collect();
+            let partition = |name: &str, id: uuid::Uuid, index: i32| {
+                let p = offsets_resp::DescribeShareGroupOffsetsResponsePartition::default()
+                    .with_partition_index(index)
+                    .with_leader_epoch(-1);
+                match stored.get(&(id, index)) {
+                    Some(v) => p
+                        .with_start_offset(v.start_offset)
+                        .with_lag(if ctx.api_version >= 1 { lag(broker, name, index, v) } else { -1 }),
+                    None => p.with_start_offset(-1).with_lag(-1),
+                }
+            };
+            let topics: Vec<offsets_resp::DescribeShareGroupOffsetsResponseTopic> = match &g.topics
+            {
+                None => {
+                    let mut by_topic: BTreeMap<String, (uuid::Uuid, Vec<i32>)> = BTreeMap::new();
+                    for (id, index) in stored.keys() {
+                        if let Some(t) = broker.topic_by_id(id) {
+                            by_topic
+                                .entry(t.name.to_string())
+                                .or_insert_with(|| (*id, Vec::new()))
+                                .1
+                                .push(*index);
+                        }
+                    }
+                    by_topic
+                        .into_iter()
+                        .filter(|(name, _)| {
+                            authorized(broker, ctx, acl::op::DESCRIBE, acl::resource::TOPIC, name)
+                        })
+                        .map(|(name, (id, ps))| {
+                            offsets_resp::DescribeShareGroupOffsetsResponseTopic::default()
+                                .with_topic_name(TopicName(str_bytes(&name)))
+                                .with_topic_id(id)
+                                .with_partitions(
+                                    ps.into_iter().map(|i| partition(&name, id, i)).collect(),
+                                )
+                        })
+                        .collect()
+                }
+                Some(asked) => asked
+                    .iter()
+                    .map(|t| {
+                        let name = t.topic_name.0.to_string();
+                        let out = offsets_resp::DescribeShareGroupOffsetsResponseTopic::default()
+                            .with_topic_name(t.topic_name.clone());
+                        if !authorized(broker, ctx, acl::op::DESCRIBE, acl::resource::TOPIC, &name)
+                        {
+                            return out.with_partitions(
+                                t.partitions
+                                    .iter()
+                                    .map(|i| {
+                                        offsets_resp::DescribeShareGroupOffsetsResponsePartition::default()
+                                            .with_partition_index(*i)
+                                            .with_start_offset(-1)
+                                            .with_lag(-1)
+                                            .with_error_code(E::TopicAuthorizationFailed.code())
+                                    })
+                                    .collect(),
+                            );
+                        }
+                        let id = broker.topic(&name).map(|t| t.id).unwrap_or_default();
+                        out.with_topic_id(id).with_partitions(
+                            t.partitions.iter().map(|i| partition(&name, id, *i)).collect(),
+                        )
+                    })
+                    .collect(),
+            };
+            out.with_topics(topics)
+        })
+        .collect();
+    DescribeShareGroupOffsetsResponse::default().with_groups(groups)
+}
+
+/// AlterShareGroupOffsets (91, v0): the group's share-partitions of the topics named start again
+/// at the offsets given (`kafka-share-groups --reset-offsets`). GROUP READ as Kafka checks it;
+/// per topic TOPIC_AUTHORIZATION_FAILED (29) without READ, UNKNOWN_TOPIC_OR_PARTITION (3) for an
+/// unknown topic or partition; top-level NON_EMPTY_GROUP (68) while the group has members,
+/// GROUP_ID_NOT_FOUND (69) for a group of another type, NOT_COORDINATOR (16).
+pub async fn alter_offsets(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: AlterShareGroupOffsetsRequest,
+) -> AlterShareGroupOffsetsResponse {
+    let top = |e: E, message: Option<String>| {
+        AlterShareGroupOffsetsResponse::default()
+            .with_error_code(e.code())
+            .with_error_message(message.map(|m| str_bytes(&m)))
+    };
+    if !broker.features.share_groups_enabled() {
+        return top(E::UnsupportedVersion, None);
+    }
+    let group = req.group_id.0.to_string();
+    if !authorized(broker, ctx, acl::op::READ, acl::resource::GROUP, &group) {
+        return top(E::GroupAuthorizationFailed, None);
+    }
+    let mut entries = Vec::new();
+    let mut responses = Vec::new();
+    for t in &req.topics {
+        let name = t.topic_name.0.to_string();
+        let topic = broker.topic(&name);
+        let denied = !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, &name);
+        let id = topic.as_ref().map(|t| t.id).unwrap_or_default();
+        let partitions = t
+            .partitions
+            .iter()
+            .map(|p| {
+                let code = if denied {
+                    E::TopicAuthorizationFailed.code()
+                } else if topic.as_ref().is_none_or(|t| {
+                    p.partition_index < 0 || p.partition_index >= t.partition_count()
+                }) {
+                    E::UnknownTopicOrPartition.code()
+                } else {
+                    entries.push(((id, p.partition_index), p.start_offset));
+                    0
+                };
+                offsets_alter_resp::AlterShareGroupOffsetsResponsePartition::default()
+                    .with_partition_index(p.partition_index)
+                    .with_error_code(code)
+            })
+            .collect();
+        responses.push(
+            offsets_alter_resp::AlterShareGroupOffsetsResponseTopic::default()
+                .with_topic_name(t.topic_name.clone())
+                .with_topic_id(id)
+                .with_partitions(partitions),
+        );
+    }
+    let result = match broker.groups.for_group(&group) {
+        Ok(c) => c.alter_share_offsets(&group, entries).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => {
+            broker.groups.shares.delete_group(&group);
+            AlterShareGroupOffsetsResponse::default().with_responses(responses)
+        }
+        Err(E::NonEmptyGroup) => top(
+            E::NonEmptyGroup,
+            Some(format!(
+                "The group {group} is not empty: alter its offsets once every member left."
+            )),
+        ),
+        Err(e) => top(e, None),
+    }
+}
+
+/// DeleteShareGroupOffsets (92, v0): forgets the group's share-partition states of the topics
+/// named (they start again from `share.auto.offset.reset`). GROUP DELETE as Kafka checks it;
+/// per topic TOPIC_AUTHORIZATION_FAILED (29) without READ, UNKNOWN_TOPIC_OR_PARTITION (3);
+/// top-level NON_EMPTY_GROUP (68), GROUP_ID_NOT_FOUND (69), NOT_COORDINATOR (16).
+pub async fn delete_offsets(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: DeleteShareGroupOffsetsRequest,
+) -> DeleteShareGroupOffsetsResponse {
+    let top = |e: E, message: Option<String>| {
+        DeleteShareGroupOffsetsResponse::default()
+            .with_error_code(e.code())
+            .with_error_message(message.map(|m| str_bytes(&m)))
+    };
+    if !broker.features.share_groups_enabled() {
+        return top(E::UnsupportedVersion, None);
+    }
+    let group = req.group_id.0.to_string();
+    if !authorized(broker, ctx, acl::op::DELETE, acl::resource::GROUP, &group) {
+        return top(E::GroupAuthorizationFailed, None);
+    }
+    let mut ids = Vec::new();
+    let mut responses = Vec::new();
+    for t in &req.topics {
+        let name = t.topic_name.0.to_string();
+        let out = offsets_delete_resp::DeleteShareGroupOffsetsResponseTopic::default()
+            .with_topic_name(t.topic_name.clone());
+        if !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, &name) {
+            responses.push(out.with_error_code(E::TopicAuthorizationFailed.code()));
+            continue;
+        }
+        match broker.topic(&name) {
+            Some(topic) => {
+                ids.push(topic.id);
+                responses.push(out.with_topic_id(topic.id));
+            }
+            None => responses.push(out.with_error_code(E::UnknownTopicOrPartition.code())),
+        }
+    }
+    let result = match broker.groups.for_group(&group) {
+        Ok(c) => c.delete_share_offsets(&group, &ids).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => {
+            broker.groups.shares.delete_group(&group);
+            DeleteShareGroupOffsetsResponse::default().with_responses(responses)
+        }
+        Err(E::GroupIdNotFound) => top(
+            E::GroupIdNotFound,
+            Some(format!("Group {group} not found.")),
+        ),
+        Err(e) => top(e, None),
+    }
 }

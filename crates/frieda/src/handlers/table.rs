@@ -17,7 +17,7 @@ use super::{
     acls, admin, api_versions, cluster, config_resources, configs, consumer_groups,
     delegation_tokens, delete_records, features, fetch, groups, leader_epoch, leadership,
     list_offsets, log_dirs, metadata, offsets, produce, producer_id, quorum, quotas, scram,
-    share_fetch, share_groups, streams_groups, topic_partitions, transactions,
+    share_fetch, share_groups, share_state, streams_groups, topic_partitions, transactions,
 };
 use super::{decode, encode, CloseConnection, RequestContext};
 use crate::broker::Broker;
@@ -212,6 +212,15 @@ api_table! {
     ShareGroupDescribe(ShareGroupDescribeRequest) 1..=1,    Required, share_groups::describe;
     ShareFetch(ShareFetchRequest) 1..=2,                    Required, share_fetch::handle;
     ShareAcknowledge(ShareAcknowledgeRequest) 1..=2,        Required, share_fetch::acknowledge_handle;
+    DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest) 0..=1,
+                                                            Required, share_groups::describe_offsets;
+    AlterShareGroupOffsets(AlterShareGroupOffsetsRequest) 0..=0,
+                                                            Required, share_groups::alter_offsets;
+    DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest) 0..=0,
+                                                            Required, share_groups::delete_offsets;
+    // Inter-broker: a partition leader's share-partition state, to the share group's coordinator
+    ReadShareGroupState(ReadShareGroupStateRequest) 0..=0,  Required, share_state::handle_read;
+    WriteShareGroupState(WriteShareGroupStateRequest) 0..=1, Required, share_state::handle_write;
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest) 2..=4, Required, leader_epoch::handle;
     ElectLeaders(ElectLeadersRequest) 0..=2,                Required, leadership::elect_leaders;
     AlterPartitionReassignments(AlterPartitionReassignmentsRequest) 0..=1,

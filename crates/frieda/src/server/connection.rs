@@ -76,9 +76,13 @@ pub async fn serve_connection(
             session: Arc::new(session),
             auth: authenticator,
         };
-        serve(rd, wr, conn, broker, budget, &mut shutdown).await;
+        serve(rd, wr, conn, broker.clone(), budget, &mut shutdown).await;
     }
     stats.connections.fetch_sub(1, Ordering::Relaxed);
+    // Share sessions opened on this connection close with it (KIP-932).
+    broker.groups.shares.connection_closed(peer, &|id| {
+        broker.topic_by_id(id).map(|t| t.name.to_string())
+    });
     tracing::debug!(%peer, "connection closed");
 }
 

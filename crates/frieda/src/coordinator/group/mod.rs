@@ -29,6 +29,7 @@ pub mod streams;
 
 use crate::clock::now_ms;
 use crate::coordinator::offsets::codec::OffsetValue;
+use crate::coordinator::offsets::codec::ShareStateValue;
 use crate::coordinator::offsets::{OffsetStore, TopicPartition};
 use crate::storage::partition::Partition;
 use bytes::Bytes;
@@ -223,11 +224,20 @@ impl GroupCoordinator {
             };
             groups.insert(id, g);
         }
+        // Share groups with stored share-partition states come back Empty (members rejoin).
+        let shares: HashMap<String, ShareGroup> = offsets
+            .share_groups()
+            .into_iter()
+            .map(|id| {
+                let g = ShareGroup::new(&id, config.share.clone());
+                (id, g)
+            })
+            .collect();
         Ok(GroupCoordinator {
             groups: Mutex::new(groups),
             consumers: Mutex::new(HashMap::new()),
             streams: Mutex::new(HashMap::new()),
-            shares: Mutex::new(HashMap::new()),
+            shares: Mutex::new(shares),
             stopped: std::sync::atomic::AtomicBool::new(false),
             offsets,
             config,
@@ -1068,6 +1078,151 @@ impl GroupCoordinator {
         let groups = self.groups.lock();
         let found = self.lock_shares(&groups).get(group_id).cloned();
         found.ok_or(E::GroupIdNotFound)
+    }
+
+    /// ReadShareGroupState (84) of `group_id`'s share-partition: its stored state, `None` if
+    /// it has none yet (the leader then starts it from `share.auto.offset.reset`).
+    ///
+    /// Errors: FENCED_LEADER_EPOCH (74) when a newer leader epoch wrote the state.
+    pub fn read_share_state(
+        &self,
+        group_id: &str,
+        topic_id: Uuid,
+        partition: i32,
+        leader_epoch: i32,
+    ) -> Result<Option<ShareStateValue>, E> {
+        let groups = self.groups.lock();
+        let _order = self.lock_shares(&groups);
+        match self.offsets.share_state(group_id, topic_id, partition) {
+            Some(v) if v.leader_epoch > leader_epoch && leader_epoch >= 0 => {
+                Err(E::FencedLeaderEpoch)
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// WriteShareGroupState (85) of `group_id`'s share-partition; resolves once the state is in
+    /// the offsets log and replicated.
+    ///
+    /// Errors: FENCED_STATE_EPOCH (124) for a state epoch older than the stored one (the offsets
+    /// were altered since), FENCED_LEADER_EPOCH (74) for an older leader epoch, and the write's
+    /// (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR).
+    pub async fn write_share_state(
+        &self,
+        group_id: &str,
+        topic_id: Uuid,
+        partition: i32,
+        value: ShareStateValue,
+    ) -> Result<(), E> {
+        let rx = {
+            let groups = self.groups.lock();
+            if self.is_stopped() {
+                return Err(E::NotCoordinator);
+            }
+            let mut shares = self.lock_shares(&groups);
+            if let Some(old) = self.offsets.share_state(group_id, topic_id, partition) {
+                if value.state_epoch < old.state_epoch {
+                    return Err(E::FencedStateEpoch);
+                }
+                if value.leader_epoch < old.leader_epoch {
+                    return Err(E::FencedLeaderEpoch);
+                }
+            }
+            shares
+                .entry(group_id.to_string())
+                .or_insert_with(|| ShareGroup::new(group_id, self.config.share.clone()));
+            self.offsets
+                .store_share_states(group_id, vec![((topic_id, partition), Some(value))])
+        };
+        crate::coordinator::offsets::written(rx).await
+    }
+
+    /// DescribeShareGroupOffsets (90): every stored share-partition state of `group_id`.
+    ///
+    /// Errors: GROUP_ID_NOT_FOUND (69) when `group_id` is not a share group.
+    pub fn share_offsets(
+        &self,
+        group_id: &str,
+    ) -> Result<Vec<crate::coordinator::offsets::ShareStateEntry>, E> {
+        let groups = self.groups.lock();
+        if !self.lock_shares(&groups).contains_key(group_id) {
+            return Err(E::GroupIdNotFound);
+        }
+        Ok(self.offsets.share_states(group_id))
+    }
+
+    /// AlterShareGroupOffsets (91): each partition's share-partition starts again at the offset
+    /// given, with nothing in flight and the state epoch bumped (a leader still holding the old
+    /// state is fenced, FENCED_STATE_EPOCH, and reads the new one). Creates the group if new.
+    ///
+    /// Errors: NON_EMPTY_GROUP (68) while the group has members, GROUP_ID_NOT_FOUND (69) for a
+    /// group of another type, and the write's.
+    pub async fn alter_share_offsets(
+        &self,
+        group_id: &str,
+        entries: Vec<((Uuid, i32), i64)>,
+    ) -> Result<(), E> {
+        valid_group_id(group_id)?;
+        let rx = {
+            let groups = self.groups.lock();
+            if groups.get(group_id).is_some_and(|g| !g.is_empty_state())
+                || self.lock_consumers(&groups).contains_key(group_id)
+                || self.lock_streams(&groups).contains_key(group_id)
+            {
+                return Err(E::GroupIdNotFound);
+            }
+            let mut shares = self.lock_shares(&groups);
+            let g = shares
+                .entry(group_id.to_string())
+                .or_insert_with(|| ShareGroup::new(group_id, self.config.share.clone()));
+            if !g.is_empty() {
+                return Err(E::NonEmptyGroup);
+            }
+            let states = entries
+                .into_iter()
+                .map(|((topic_id, partition), start)| {
+                    let old = self.offsets.share_state(group_id, topic_id, partition);
+                    let value = ShareStateValue {
+                        state_epoch: old.as_ref().map_or(0, |o| o.state_epoch + 1),
+                        leader_epoch: old.as_ref().map_or(-1, |o| o.leader_epoch),
+                        start_offset: start,
+                        batches: Vec::new(),
+                    };
+                    ((topic_id, partition), Some(value))
+                })
+                .collect();
+            self.offsets.store_share_states(group_id, states)
+        };
+        crate::coordinator::offsets::written(rx).await
+    }
+
+    /// DeleteShareGroupOffsets (92): forgets the share-partition states of `topic_ids` (the
+    /// group starts those topics again from `share.auto.offset.reset`).
+    ///
+    /// Errors: GROUP_ID_NOT_FOUND (69) for an unknown or non-share group, NON_EMPTY_GROUP (68)
+    /// while it has members, and the write's.
+    pub async fn delete_share_offsets(&self, group_id: &str, topic_ids: &[Uuid]) -> Result<(), E> {
+        let rx = {
+            let groups = self.groups.lock();
+            let shares = self.lock_shares(&groups);
+            match shares.get(group_id) {
+                None => return Err(E::GroupIdNotFound),
+                Some(g) if !g.is_empty() => return Err(E::NonEmptyGroup),
+                Some(_) => {}
+            }
+            let gone: Vec<_> = self
+                .offsets
+                .share_states(group_id)
+                .into_iter()
+                .filter(|((t, _), _)| topic_ids.contains(t))
+                .map(|(k, _)| (k, None))
+                .collect();
+            if gone.is_empty() {
+                return Ok(());
+            }
+            self.offsets.store_share_states(group_id, gone)
+        };
+        crate::coordinator::offsets::written(rx).await
     }
 
     /// Whether `member` belongs to the share group `group_id`.

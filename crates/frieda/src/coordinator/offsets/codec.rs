@@ -6,6 +6,11 @@
 //!   `(offset, leader_epoch, metadata, commit_timestamp)`.
 //! - Group metadata: key v2 `(group)`, value v3 `(protocol_type, generation, protocol, leader,
 //!   current_state_timestamp, members)`; Frieda writes no members (they re-join after a restart).
+//! - Share-partition state (KIP-932): key v`SHARE_STATE_KEY_VERSION` `(group, topic id,
+//!   partition)`, value v0 `(state_epoch, leader_epoch, start_offset, [first, last, state,
+//!   delivery_count])`. Frieda's own record: Kafka keeps this state in `__share_group_state`
+//!   (`ShareSnapshotValue`), Frieda next to the share group's offsets, with its coordinator; Kafka's
+//!   formatters skip the key version they do not know.
 //! - A null value is a tombstone: the key was deleted.
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -27,6 +32,31 @@ pub enum LogKey {
         /// Group id.
         group: String,
     },
+    /// A share group's state of one partition (KIP-932).
+    ShareState {
+        /// Group id.
+        group: String,
+        /// Topic id.
+        topic_id: uuid::Uuid,
+        /// Partition index.
+        partition: i32,
+    },
+}
+
+/// The key version of share-partition state records (Frieda's own, well above Kafka's).
+pub const SHARE_STATE_KEY_VERSION: i16 = 1000;
+
+/// A share-partition's durable state as stored (`WriteShareGroupState`'s fields).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareStateValue {
+    /// State epoch: bumped when the offsets are altered, fencing writes of the older epoch.
+    pub state_epoch: i32,
+    /// The leader epoch of the partition leader that wrote it (older leaders are fenced).
+    pub leader_epoch: i32,
+    /// The share-partition start offset.
+    pub start_offset: i64,
+    /// In-flight runs `(first, last, state, delivery count)` (Kafka's `RecordState` ids).
+    pub batches: Vec<(i64, i64, i8, i16)>,
 }
 
 /// A committed offset as stored.
@@ -152,8 +182,60 @@ pub fn encode_key(key: &LogKey) -> Bytes {
             b.put_i16(2);
             put_str(&mut b, group);
         }
+        LogKey::ShareState {
+            group,
+            topic_id,
+            partition,
+        } => {
+            b.put_i16(SHARE_STATE_KEY_VERSION);
+            put_str(&mut b, group);
+            b.put_slice(topic_id.as_bytes());
+            b.put_i32(*partition);
+        }
     }
     b.freeze()
+}
+
+/// Encodes a share-partition state (value v0).
+pub fn encode_share_state(v: &ShareStateValue) -> Bytes {
+    let mut b = BytesMut::with_capacity(24 + 19 * v.batches.len());
+    b.put_i16(0);
+    b.put_i32(v.state_epoch);
+    b.put_i32(v.leader_epoch);
+    b.put_i64(v.start_offset);
+    b.put_i32(v.batches.len() as i32);
+    for (first, last, state, count) in &v.batches {
+        b.put_i64(*first);
+        b.put_i64(*last);
+        b.put_i8(*state);
+        b.put_i16(*count);
+    }
+    b.freeze()
+}
+
+/// Decodes a share-partition state; `None` for an unknown version or malformed bytes.
+pub fn decode_share_state(bytes: &[u8]) -> Option<ShareStateValue> {
+    let mut r = Reader(bytes);
+    if r.i16()? != 0 {
+        return None;
+    }
+    let (state_epoch, leader_epoch, start_offset) = (r.i32()?, r.i32()?, r.i64()?);
+    let n = r.i32()?;
+    if n < 0 || n as usize > bytes.len() / 19 {
+        return None;
+    }
+    let mut batches = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let (first, last) = (r.i64()?, r.i64()?);
+        let state = r.take(1)?[0] as i8;
+        batches.push((first, last, state, r.i16()?));
+    }
+    Some(ShareStateValue {
+        state_epoch,
+        leader_epoch,
+        start_offset,
+        batches,
+    })
 }
 
 /// Decodes a key; `None` for an unknown version or malformed bytes.
@@ -166,6 +248,11 @@ pub fn decode_key(bytes: &[u8]) -> Option<LogKey> {
             partition: r.i32()?,
         }),
         2 => Some(LogKey::Group { group: r.string()? }),
+        SHARE_STATE_KEY_VERSION => Some(LogKey::ShareState {
+            group: r.string()?,
+            topic_id: uuid::Uuid::from_slice(r.take(16)?).ok()?,
+            partition: r.i32()?,
+        }),
         _ => None,
     }
 }

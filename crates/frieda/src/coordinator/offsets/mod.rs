@@ -134,6 +134,8 @@ struct Inner {
     /// Where the last plain (non-transactional) commit of each group and partition is in the
     /// log: a transactional commit written before it does not override it.
     plain_at: HashMap<(String, TopicPartition), i64>,
+    /// Share-partition states (KIP-932) by (group, topic id, partition).
+    shares: HashMap<(String, uuid::Uuid, i32), codec::ShareStateValue>,
 }
 
 impl Inner {
@@ -297,6 +299,18 @@ impl Inner {
                     }
                 }
             },
+            LogKey::ShareState {
+                group,
+                topic_id,
+                partition,
+            } => match value.and_then(codec::decode_share_state) {
+                Some(v) => {
+                    self.shares.insert((group, topic_id, partition), v);
+                }
+                None => {
+                    self.shares.remove(&(group, topic_id, partition));
+                }
+            },
             LogKey::Group { group } => match value.and_then(codec::decode_group) {
                 Some(v) => {
                     self.groups.insert(group, v);
@@ -308,6 +322,9 @@ impl Inner {
         }
     }
 }
+
+/// A stored share-partition state: ((topic id, partition), state).
+pub type ShareStateEntry = ((uuid::Uuid, i32), codec::ShareStateValue);
 
 /// The offsets store. Thread safe.
 pub struct OffsetStore {
@@ -597,6 +614,18 @@ impl OffsetStore {
                 None,
             ));
         }
+        records.extend(inner.shares.keys().filter(|(g, _, _)| g == group).map(
+            |(g, topic_id, partition)| {
+                (
+                    LogKey::ShareState {
+                        group: g.clone(),
+                        topic_id: *topic_id,
+                        partition: *partition,
+                    },
+                    None,
+                )
+            },
+        ));
         if records.is_empty() {
             return None;
         }
@@ -605,6 +634,65 @@ impl OffsetStore {
             last = Some(self.write(&mut inner, chunk.to_vec()));
         }
         last
+    }
+
+    /// The stored state of `group`'s share-partition `topic_id`/`partition` (KIP-932).
+    pub fn share_state(
+        &self,
+        group: &str,
+        topic_id: uuid::Uuid,
+        partition: i32,
+    ) -> Option<codec::ShareStateValue> {
+        self.inner
+            .lock()
+            .shares
+            .get(&(group.to_string(), topic_id, partition))
+            .cloned()
+    }
+
+    /// Every stored share-partition state of `group`: ((topic id, partition), state).
+    pub fn share_states(&self, group: &str) -> Vec<ShareStateEntry> {
+        let inner = self.inner.lock();
+        let mut out: Vec<_> = inner
+            .shares
+            .iter()
+            .filter(|((g, _, _), _)| g == group)
+            .map(|((_, t, p), v)| ((*t, *p), v.clone()))
+            .collect();
+        out.sort_by_key(|(k, _)| *k);
+        out
+    }
+
+    /// The groups with stored share-partition states.
+    pub fn share_groups(&self) -> Vec<String> {
+        let inner = self.inner.lock();
+        let set: std::collections::BTreeSet<&String> =
+            inner.shares.keys().map(|(g, _, _)| g).collect();
+        set.into_iter().cloned().collect()
+    }
+
+    /// Stores (`Some`) or deletes (`None`) share-partition states of `group`: ((topic id,
+    /// partition), state). Resolves once in the log and replicated.
+    pub fn store_share_states(
+        &self,
+        group: &str,
+        states: Vec<((uuid::Uuid, i32), Option<codec::ShareStateValue>)>,
+    ) -> WriteResult {
+        let mut inner = self.inner.lock();
+        let records = states
+            .into_iter()
+            .map(|((topic_id, partition), v)| {
+                (
+                    LogKey::ShareState {
+                        group: group.to_string(),
+                        topic_id,
+                        partition,
+                    },
+                    v.map(|v| codec::encode_share_state(&v)),
+                )
+            })
+            .collect();
+        self.write(&mut inner, records)
     }
 
     /// Stores a group's metadata (a new generation, or the group became empty).

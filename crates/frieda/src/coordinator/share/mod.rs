@@ -6,11 +6,14 @@
 //!   acquisition locks, delivery counts).
 //! - [`session`]: share sessions (ShareFetch/ShareAcknowledge epochs).
 //!
-//! A share-partition is created at the first ShareFetch of its group on the partition's leader,
-//! starting where `share.auto.offset.reset` says (latest by default). Its state is kept in memory
-//! only: after a restart or a leader change the share-partition starts again from the log end
-//! (`latest`) or start (`earliest`) and acquired records are not remembered. Kafka keeps it in
-//! `__share_group_state`; Frieda does not yet (see the README).
+//! A share-partition is loaded at the first ShareFetch of its group on the partition's leader:
+//! from its durable state, which the share group's coordinator keeps in `__consumer_offsets`
+//! (ReadShareGroupState), or, for a new one, where `share.auto.offset.reset` says (latest by
+//! default). Every acknowledgement is written there (WriteShareGroupState) before it is
+//! answered, so a new leader or a restarted broker continues from it: acknowledged records are
+//! never delivered again; records acquired but not acknowledged may be (at-least-once). Kafka
+//! keeps this state in `__share_group_state` with a share coordinator; Frieda with the group
+//! coordinator.
 
 pub mod partition;
 pub mod session;
@@ -57,14 +60,33 @@ impl Default for ShareConfig {
 /// The key of a share-partition: (group, topic, partition).
 pub type ShareKey = (String, String, i32);
 
-/// A share-partition, locked while a fetch reads and acquires or an acknowledgement applies.
-pub type SharedPartition = Arc<Mutex<SharePartition>>;
+/// A share-partition kept here, with what its durable state is tied to.
+pub struct ShareEntry {
+    /// The state, locked while a fetch acquires or an acknowledgement applies.
+    pub state: Mutex<SharePartition>,
+    /// Held across an acknowledgement's state write, so the snapshots reach the group
+    /// coordinator in the order they were taken.
+    pub persist: tokio::sync::Mutex<()>,
+    /// The topic's id (the durable state's key).
+    pub topic_id: uuid::Uuid,
+    /// The partition's leader epoch when this share-partition was loaded: a leader change
+    /// (or losing and regaining the leadership) loads it again from the durable state.
+    pub leader_epoch: i32,
+    /// The durable state's epoch (bumped by AlterShareGroupOffsets).
+    pub state_epoch: i32,
+}
+
+/// A share-partition kept here.
+pub type SharedPartition = Arc<ShareEntry>;
 
 /// This broker's share-partitions and share sessions.
 pub struct SharePartitions {
     partitions: Mutex<HashMap<ShareKey, SharedPartition>>,
     /// Share sessions.
     pub sessions: Mutex<ShareSessions>,
+    /// Held while a share-partition is loaded from (or first written to) its durable state, so
+    /// two fetches never load the same one twice.
+    pub loading: tokio::sync::Mutex<()>,
     config: ShareConfig,
     /// Woken when records become available again (released, lock expired, acknowledged), so
     /// that waiting ShareFetch requests look again.
@@ -77,6 +99,7 @@ impl SharePartitions {
         SharePartitions {
             partitions: Mutex::new(HashMap::new()),
             sessions: Mutex::new(ShareSessions::new(config.max_share_sessions)),
+            loading: tokio::sync::Mutex::new(()),
             config,
             changed: tokio::sync::Notify::new(),
         }
@@ -87,24 +110,53 @@ impl SharePartitions {
         &self.config
     }
 
-    /// The share-partition of `key`, if it exists.
-    pub fn get(&self, key: &ShareKey) -> Option<SharedPartition> {
-        self.partitions.lock().get(key).cloned()
-    }
-
-    /// The share-partition of `key`, created at `start()` if new.
-    pub fn get_or_create(&self, key: &ShareKey, start: impl FnOnce() -> i64) -> SharedPartition {
+    /// The share-partition of `key`, if it is kept here for `leader_epoch` (a share-partition
+    /// of an older leadership is dropped).
+    pub fn get(&self, key: &ShareKey, leader_epoch: i32) -> Option<SharedPartition> {
         let mut all = self.partitions.lock();
-        all.entry(key.clone())
-            .or_insert_with(|| {
-                let at = start();
-                tracing::info!(group = %key.0, topic = %key.1, partition = key.2, start_offset = at, "share-partition created");
-                Arc::new(Mutex::new(SharePartition::new(at, self.config.partition.clone())))
-            })
-            .clone()
+        match all.get(key) {
+            Some(e) if e.leader_epoch == leader_epoch => Some(e.clone()),
+            Some(_) => {
+                all.remove(key);
+                None
+            }
+            None => None,
+        }
     }
 
-    /// Every share-partition of `group`: (topic, partition, share-partition).
+    /// Keeps `state` as the share-partition of `key`, unless another fetch loaded it first
+    /// (that one is returned).
+    pub fn insert(
+        &self,
+        key: &ShareKey,
+        state: SharePartition,
+        topic_id: uuid::Uuid,
+        leader_epoch: i32,
+        state_epoch: i32,
+    ) -> SharedPartition {
+        let mut all = self.partitions.lock();
+        if let Some(e) = all.get(key).filter(|e| e.leader_epoch == leader_epoch) {
+            return e.clone();
+        }
+        tracing::info!(group = %key.0, topic = %key.1, partition = key.2, leader_epoch, state_epoch,
+            start_offset = state.start_offset(), in_flight = state.in_flight(), "share-partition loaded");
+        let e = Arc::new(ShareEntry {
+            state: Mutex::new(state),
+            persist: tokio::sync::Mutex::new(()),
+            topic_id,
+            leader_epoch,
+            state_epoch,
+        });
+        all.insert(key.clone(), e.clone());
+        e
+    }
+
+    /// Drops the share-partition of `key` (its durable state moved on: it is loaded again).
+    pub fn forget(&self, key: &ShareKey) {
+        self.partitions.lock().remove(key);
+    }
+
+    /// Every share-partition of `group` kept here: (topic, partition, share-partition).
     pub fn of_group(&self, group: &str) -> Vec<(String, i32, SharedPartition)> {
         let all = self.partitions.lock();
         let mut out: Vec<_> = all
@@ -116,13 +168,22 @@ impl SharePartitions {
         out
     }
 
-    /// Gives back what `member` of `group` holds in `topics` partitions (its session closed).
+    /// Gives back what `member` of `group` holds in `partitions` (its session closed). When
+    /// `group` has no share session left here, its share-partitions are dropped: their durable
+    /// state has every acknowledgement, and the next fetch loads it again (so offsets altered
+    /// meanwhile are seen).
     pub fn release_member(&self, group: &str, member: &str, partitions: &[(String, i32)]) {
         let mut released = 0;
-        for (topic, p) in partitions {
-            if let Some(sp) = self.get(&(group.to_string(), topic.clone(), *p)) {
-                released += sp.lock().release_member(member);
+        {
+            let all = self.partitions.lock();
+            for (topic, p) in partitions {
+                if let Some(e) = all.get(&(group.to_string(), topic.clone(), *p)) {
+                    released += e.state.lock().release_member(member);
+                }
             }
+        }
+        if !self.sessions.lock().has_group(group) {
+            self.partitions.lock().retain(|k, _| k.0 != group);
         }
         if released > 0 {
             tracing::debug!(
@@ -140,11 +201,33 @@ impl SharePartitions {
     pub fn release_member_everywhere(&self, group: &str, member: &str) {
         self.sessions.lock().close(group, member);
         let mut released = 0;
-        for (_, _, sp) in self.of_group(group) {
-            released += sp.lock().release_member(member);
+        for (_, _, e) in self.of_group(group) {
+            released += e.state.lock().release_member(member);
+        }
+        if !self.sessions.lock().has_group(group) {
+            self.partitions.lock().retain(|k, _| k.0 != group);
         }
         if released > 0 {
             self.changed.notify_waiters();
+        }
+    }
+
+    /// A client connection closed: the share sessions it opened close, and their members'
+    /// records are released (Kafka's `ShareSessionCache` connection-disconnect listener).
+    /// `name_of` gives a topic id's name.
+    pub fn connection_closed(
+        &self,
+        conn: std::net::SocketAddr,
+        name_of: &dyn Fn(&uuid::Uuid) -> Option<String>,
+    ) {
+        let closed = self.sessions.lock().close_connection(conn);
+        for (group, member, partitions) in closed {
+            tracing::debug!(group = %group, member = %member, %conn, "share session closed with its connection");
+            let named: Vec<(String, i32)> = partitions
+                .iter()
+                .filter_map(|(id, p)| name_of(id).map(|n| (n, *p)))
+                .collect();
+            self.release_member(&group, &member, &named);
         }
     }
 
@@ -152,8 +235,8 @@ impl SharePartitions {
     pub fn expire_locks(&self, now_ms: u64) {
         let all: Vec<SharedPartition> = self.partitions.lock().values().cloned().collect();
         let mut released = 0;
-        for sp in all {
-            let mut p = sp.lock();
+        for e in all {
+            let mut p = e.state.lock();
             if p.next_lock_deadline().is_some_and(|d| d <= now_ms) {
                 released += p.expire_locks(now_ms);
             }
@@ -170,12 +253,5 @@ impl SharePartitions {
     /// Drops every share-partition of `group` (the group was deleted).
     pub fn delete_group(&self, group: &str) {
         self.partitions.lock().retain(|k, _| k.0 != group);
-    }
-
-    /// Drops the share-partitions of a partition this broker no longer leads.
-    pub fn forget_partition(&self, topic: &str, partition: i32) {
-        self.partitions
-            .lock()
-            .retain(|k, _| !(k.1 == topic && k.2 == partition));
     }
 }

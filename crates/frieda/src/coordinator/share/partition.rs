@@ -127,6 +127,27 @@ pub enum ArchiveReason {
     DeliveryLimit,
 }
 
+/// A share-partition's durable state (what `WriteShareGroupState` carries and the group
+/// coordinator keeps): the start offset and the in-flight records as runs of one state and
+/// delivery count. Acquired records are kept as Available (a lock does not outlive the leader).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShareSnapshot {
+    /// The share-partition start offset.
+    pub start_offset: i64,
+    /// Runs `(first, last, state, delivery count)`, `state` as Kafka's `RecordState` ids:
+    /// 0 available, 2 acknowledged, 4 archived.
+    pub batches: Vec<(i64, i64, i8, i16)>,
+}
+
+/// Kafka's `RecordState` id of a state as persisted (acquired persists as available).
+fn persisted_id(s: RecordState) -> i8 {
+    match s {
+        RecordState::Available | RecordState::Acquired => 0,
+        RecordState::Acknowledged => 2,
+        RecordState::Archived => 4,
+    }
+}
+
 /// One share-partition's in-flight state.
 #[derive(Debug, Clone)]
 pub struct SharePartition {
@@ -151,6 +172,68 @@ impl SharePartition {
             config,
             archived: Vec::new(),
         }
+    }
+
+    /// A share-partition restored from its durable state: the records of `snapshot`'s runs are
+    /// back in flight, Available ones (acquired before) to be delivered again with their counts.
+    pub fn restore(snapshot: &ShareSnapshot, config: SharePartitionConfig) -> Self {
+        let mut p = SharePartition::new(snapshot.start_offset, config);
+        for (first, last, state, count) in &snapshot.batches {
+            let state = match state {
+                2 => RecordState::Acknowledged,
+                4 => RecordState::Archived,
+                _ => RecordState::Available,
+            };
+            let from = (*first).max(p.end_offset());
+            for _ in from..=*last {
+                if p.slots.len() >= p.config.max_record_locks {
+                    break;
+                }
+                p.slots.push_back(Slot {
+                    state,
+                    delivery_count: (*count).max(0) as u16,
+                    owner: None,
+                    lock_deadline_ms: 0,
+                });
+            }
+        }
+        // Trailing Available records with no delivery yet need not be remembered: drop them,
+        // so a restored window ends at its last record with a history.
+        while p
+            .slots
+            .back()
+            .is_some_and(|s| s.state == RecordState::Available && s.delivery_count == 0)
+        {
+            p.slots.pop_back();
+        }
+        p.advance();
+        p
+    }
+
+    /// The durable state now (see [`ShareSnapshot`]).
+    pub fn snapshot(&self) -> ShareSnapshot {
+        let mut batches: Vec<(i64, i64, i8, i16)> = Vec::new();
+        for (i, s) in self.slots.iter().enumerate() {
+            let o = self.start + i as i64;
+            let (id, dc) = (persisted_id(s.state), s.delivery_count as i16);
+            match batches.last_mut() {
+                Some(b) if b.1 + 1 == o && b.2 == id && b.3 == dc => b.1 = o,
+                _ => batches.push((o, o, id, dc)),
+            }
+        }
+        ShareSnapshot {
+            start_offset: self.start,
+            batches,
+        }
+    }
+
+    /// Records acknowledged or archived above the start offset (Kafka's delivery-complete
+    /// count, for the lag: end offset − start offset − this).
+    pub fn completed_in_flight(&self) -> i64 {
+        self.slots
+            .iter()
+            .filter(|s| matches!(s.state, RecordState::Acknowledged | RecordState::Archived))
+            .count() as i64
     }
 
     /// The share-partition start offset (SPSO): every record below it is done.

@@ -263,3 +263,45 @@ fn the_log_start_moving_past_the_start_drops_those_records() {
         }]
     );
 }
+
+#[test]
+fn a_snapshot_restores_what_is_done_and_what_was_delivered() {
+    let mut p = sp();
+    p.acquire("a", &[span(0, 5)], 100, 0);
+    p.acknowledge("a", 1, 1, &[AckType::Accept], 0).unwrap();
+    p.acknowledge("a", 2, 2, &[AckType::Reject], 0).unwrap();
+    p.acknowledge("a", 3, 3, &[AckType::Release], 0).unwrap();
+    let snap = p.snapshot();
+    assert_eq!(
+        snap,
+        ShareSnapshot {
+            start_offset: 0,
+            batches: vec![(0, 0, 0, 1), (1, 1, 2, 1), (2, 2, 4, 1), (3, 5, 0, 1)],
+        }
+    );
+    let mut q = SharePartition::restore(&snap, p.config().clone());
+    assert_eq!((q.start_offset(), q.end_offset()), (0, 6));
+    // Everything that was acquired is available again, with its delivery count.
+    let again = q.acquire("b", &[span(0, 7)], 100, 0);
+    assert_eq!(
+        again,
+        vec![
+            AcquiredRange {
+                first: 0,
+                last: 0,
+                delivery_count: 2
+            },
+            AcquiredRange {
+                first: 3,
+                last: 5,
+                delivery_count: 2
+            },
+            AcquiredRange {
+                first: 6,
+                last: 7,
+                delivery_count: 1
+            },
+        ]
+    );
+    assert_eq!(q.completed_in_flight(), 2);
+}

@@ -7,6 +7,7 @@
 
 use kafka_protocol::error::ResponseError as E;
 use std::collections::{BTreeSet, HashMap};
+use std::net::SocketAddr;
 use uuid::Uuid;
 
 /// The session epoch that opens a session.
@@ -28,10 +29,12 @@ pub fn next_epoch(e: i32) -> i32 {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Session {
     epoch: i32,
     partitions: BTreeSet<SessionPartition>,
+    /// The connection that opened it: closing it closes the session.
+    conn: SocketAddr,
 }
 
 /// What a ShareFetch's epoch means for it.
@@ -77,8 +80,10 @@ impl ShareSessions {
     /// SHARE_SESSION_LIMIT_REACHED (133) when a new session finds the cache full;
     /// SHARE_SESSION_NOT_FOUND (122) for a continued session that is not open;
     /// INVALID_SHARE_SESSION_EPOCH (123) for an epoch other than the session's.
+    #[allow(clippy::too_many_arguments)]
     pub fn fetch(
         &mut self,
+        conn: SocketAddr,
         group: &str,
         member: &str,
         epoch: i32,
@@ -102,6 +107,7 @@ impl ShareSessions {
                     Session {
                         epoch: next_epoch(INITIAL_EPOCH),
                         partitions,
+                        conn,
                     },
                 );
                 Ok(FetchContext::Fetch(list))
@@ -148,6 +154,30 @@ impl ShareSessions {
         Ok(())
     }
 
+    /// Whether any member of `group` has a session here.
+    pub fn has_group(&self, group: &str) -> bool {
+        self.sessions.keys().any(|(g, _)| g == group)
+    }
+
+    /// Closes the sessions opened on connection `conn`: (group, member, partitions) of each.
+    pub fn close_connection(
+        &mut self,
+        conn: SocketAddr,
+    ) -> Vec<(String, String, Vec<SessionPartition>)> {
+        let keys: Vec<(String, String)> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.conn == conn)
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|k| {
+                let s = self.sessions.remove(&k)?;
+                Some((k.0, k.1, s.partitions.into_iter().collect()))
+            })
+            .collect()
+    }
+
     /// Closes `member`'s session in `group`; returns its partitions.
     pub fn close(&mut self, group: &str, member: &str) -> Vec<SessionPartition> {
         self.sessions
@@ -161,6 +191,10 @@ impl ShareSessions {
 mod tests {
     use super::*;
 
+    fn c() -> SocketAddr {
+        "127.0.0.1:1".parse().unwrap()
+    }
+
     fn tp(p: i32) -> SessionPartition {
         (Uuid::from_u128(7), p)
     }
@@ -169,38 +203,38 @@ mod tests {
     fn epochs_open_continue_and_close_a_session() {
         let mut s = ShareSessions::new(2);
         assert_eq!(
-            s.fetch("g", "m", 0, &[tp(0)], &[], false),
+            s.fetch(c(), "g", "m", 0, &[tp(0)], &[], false),
             Ok(FetchContext::Fetch(vec![tp(0)]))
         );
         assert_eq!(
-            s.fetch("g", "m", 2, &[], &[], false),
+            s.fetch(c(), "g", "m", 2, &[], &[], false),
             Err(E::InvalidShareSessionEpoch)
         );
         assert_eq!(
-            s.fetch("g", "m", 1, &[tp(1)], &[], false),
+            s.fetch(c(), "g", "m", 1, &[tp(1)], &[], false),
             Ok(FetchContext::Fetch(vec![tp(0), tp(1)]))
         );
         assert_eq!(
-            s.fetch("g", "m", 2, &[], &[tp(0)], false),
+            s.fetch(c(), "g", "m", 2, &[], &[tp(0)], false),
             Ok(FetchContext::Fetch(vec![tp(1)]))
         );
         assert_eq!(s.acknowledge("g", "m", 0), Err(E::InvalidShareSessionEpoch));
         assert_eq!(s.acknowledge("g", "m", 3), Ok(()));
         assert_eq!(
-            s.fetch("g", "m", 3, &[], &[], false),
+            s.fetch(c(), "g", "m", 3, &[], &[], false),
             Err(E::InvalidShareSessionEpoch)
         );
         assert_eq!(
-            s.fetch("g", "m", 4, &[], &[], false),
+            s.fetch(c(), "g", "m", 4, &[], &[], false),
             Ok(FetchContext::Fetch(vec![tp(1)]))
         );
         assert_eq!(
-            s.fetch("g", "m", -1, &[], &[], true),
+            s.fetch(c(), "g", "m", -1, &[], &[], true),
             Ok(FetchContext::Final)
         );
         assert_eq!(s.close("g", "m"), vec![tp(1)]);
         assert_eq!(
-            s.fetch("g", "m", 5, &[], &[], false),
+            s.fetch(c(), "g", "m", 5, &[], &[], false),
             Err(E::ShareSessionNotFound)
         );
         assert_eq!(s.acknowledge("g", "m", -1), Err(E::ShareSessionNotFound));
@@ -210,16 +244,16 @@ mod tests {
     fn a_new_session_with_acknowledgements_or_beyond_capacity_is_refused() {
         let mut s = ShareSessions::new(1);
         assert_eq!(
-            s.fetch("g", "m", 0, &[tp(0)], &[], true),
+            s.fetch(c(), "g", "m", 0, &[tp(0)], &[], true),
             Err(E::InvalidRequest)
         );
-        s.fetch("g", "m", 0, &[tp(0)], &[], false).unwrap();
+        s.fetch(c(), "g", "m", 0, &[tp(0)], &[], false).unwrap();
         assert_eq!(
-            s.fetch("g", "n", 0, &[tp(0)], &[], false),
+            s.fetch(c(), "g", "n", 0, &[tp(0)], &[], false),
             Err(E::ShareSessionLimitReached)
         );
         // The same member opening again replaces its session.
-        assert!(s.fetch("g", "m", 0, &[tp(1)], &[], false).is_ok());
+        assert!(s.fetch(c(), "g", "m", 0, &[tp(1)], &[], false).is_ok());
         assert_eq!(s.len(), 1);
         assert_eq!(next_epoch(i32::MAX), 1);
     }
