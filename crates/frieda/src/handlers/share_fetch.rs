@@ -24,10 +24,11 @@ use frieda_log::{BatchHeader, LogError};
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::share_acknowledge_response as ack_resp;
 use kafka_protocol::messages::share_fetch_response::{
-    AcquiredRecords, PartitionData, ShareFetchableTopicResponse,
+    AcquiredRecords, LeaderIdAndEpoch, NodeEndpoint, PartitionData, ShareFetchableTopicResponse,
 };
 use kafka_protocol::messages::{
-    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+    BrokerId, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
+    ShareFetchResponse,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -102,26 +103,31 @@ async fn acknowledge(
                 .iter()
                 .filter_map(|t| AckType::from_wire(*t))
                 .collect();
-            if let Err(e) = state.acknowledge(member, *first, *last, &types, now) {
+            if let Err(e) = state.stage_acknowledge(member, *first, *last, &types, now) {
                 result = Err(e);
             }
         }
         (result, state.snapshot())
     };
-    shares.changed.notify_waiters();
     let value = ShareStateValue {
         state_epoch: entry.state_epoch,
         leader_epoch: entry.leader_epoch,
         start_offset: snapshot.start_offset,
         batches: snapshot.batches,
     };
-    if let Err(e) = share_state::write(broker, group, entry.topic_id, index, value).await {
-        tracing::warn!(group, topic, partition = index, error = ?e, "share-partition state not written: the acknowledgement fails");
-        if matches!(e, E::FencedStateEpoch | E::FencedLeaderEpoch) {
-            shares.forget(&key);
+    match share_state::write(broker, group, entry.topic_id, index, value).await {
+        Ok(()) => entry.state.lock().commit_pending(),
+        Err(e) => {
+            // Not durable: the records stay the member's, and come back when their lock expires.
+            entry.state.lock().rollback_pending();
+            tracing::warn!(group, topic, partition = index, error = ?e, "share-partition state not written: the acknowledgement fails");
+            if matches!(e, E::FencedStateEpoch | E::FencedLeaderEpoch) {
+                shares.forget(&key);
+            }
+            result = Err(e);
         }
-        result = Err(e);
     }
+    shares.changed.notify_waiters();
     result
 }
 
@@ -321,6 +327,28 @@ async fn acquire(
         records: buf.freeze(),
         ranges,
     })
+}
+
+/// Whether an error sends the client to the partition's new leader.
+fn moved(code: i16) -> bool {
+    code == E::NotLeaderOrFollower.code() || code == E::FencedLeaderEpoch.code()
+}
+
+/// The current leader and epoch of `topic_id`/`index` as the image knows them, and the leader's
+/// endpoint on the request's listener (for `CurrentLeader` and `NodeEndpoints`, as KafkaApis
+/// fills them for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH); `(-1, -1)` when unknown.
+fn leader_hint(
+    hints: &mut Option<crate::membership::LeaderHints<'_>>,
+    topic_id: Uuid,
+    index: i32,
+) -> (i32, i32) {
+    let Some(h) = hints.as_mut() else {
+        return (-1, -1);
+    };
+    let Some(name) = h.topic_name("", topic_id) else {
+        return (-1, -1);
+    };
+    h.leader(&name, index).unwrap_or((-1, -1))
 }
 
 fn acks_of(batches: impl Iterator<Item = (i64, i64, Vec<i8>)>) -> Vec<AckBatch> {
@@ -559,11 +587,39 @@ pub async fn handle(
             }
         }
     }
+    let mut hints = broker
+        .cluster()
+        .map(|node| crate::membership::LeaderHints::new(node, &ctx.session.listener));
     let mut topics: BTreeMap<Uuid, Vec<PartitionData>> = BTreeMap::new();
-    for ((id, _), pd) in out {
+    for ((id, index), mut pd) in out {
+        if moved(pd.error_code) {
+            let (leader, epoch) = leader_hint(&mut hints, id, index);
+            pd.current_leader = LeaderIdAndEpoch::default()
+                .with_leader_id(leader)
+                .with_leader_epoch(epoch);
+        } else {
+            pd.current_leader = LeaderIdAndEpoch::default()
+                .with_leader_id(-1)
+                .with_leader_epoch(-1);
+        }
         topics.entry(id).or_default().push(pd);
     }
+    let endpoints = hints
+        .map(|h| {
+            h.endpoints()
+                .iter()
+                .map(|e| {
+                    NodeEndpoint::default()
+                        .with_node_id(BrokerId(e.leader))
+                        .with_host(str_bytes(&e.host))
+                        .with_port(i32::from(e.port))
+                        .with_rack(e.rack.as_deref().map(str_bytes))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     ShareFetchResponse::default()
+        .with_node_endpoints(endpoints)
         .with_acquisition_lock_timeout_ms(lock_ms)
         .with_responses(
             topics
@@ -617,6 +673,9 @@ pub async fn acknowledge_handle(
         return top(e, None);
     }
     let name_of = |id: &Uuid| broker.topic_by_id(id).map(|t| t.name.to_string());
+    let mut hints = broker
+        .cluster()
+        .map(|node| crate::membership::LeaderHints::new(node, &ctx.session.listener));
     let mut responses = Vec::new();
     for t in &req.topics {
         let name = name_of(&t.topic_id);
@@ -640,10 +699,22 @@ pub async fn acknowledge_handle(
                 },
             };
             let pd = ack_resp::PartitionData::default().with_partition_index(p.partition_index);
-            partitions.push(match result {
+            let pd = match result {
                 Ok(()) => pd,
                 Err(e) => pd.with_error_code(e.code()),
-            });
+            };
+            let (leader, epoch) = if moved(pd.error_code) {
+                leader_hint(&mut hints, t.topic_id, p.partition_index)
+            } else {
+                (-1, -1)
+            };
+            partitions.push(
+                pd.with_current_leader(
+                    ack_resp::LeaderIdAndEpoch::default()
+                        .with_leader_id(leader)
+                        .with_leader_epoch(epoch),
+                ),
+            );
         }
         responses.push(
             ack_resp::ShareAcknowledgeTopicResponse::default()
@@ -659,7 +730,22 @@ pub async fn acknowledge_handle(
             .collect();
         broker.groups.shares.release_member(&group, &member, &named);
     }
+    let endpoints = hints
+        .map(|h| {
+            h.endpoints()
+                .iter()
+                .map(|e| {
+                    ack_resp::NodeEndpoint::default()
+                        .with_node_id(BrokerId(e.leader))
+                        .with_host(str_bytes(&e.host))
+                        .with_port(i32::from(e.port))
+                        .with_rack(e.rack.as_deref().map(str_bytes))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     ShareAcknowledgeResponse::default()
+        .with_node_endpoints(endpoints)
         .with_acquisition_lock_timeout_ms(
             broker.groups.shares.config().partition.lock_duration_ms as i32,
         )

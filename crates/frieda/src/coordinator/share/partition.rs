@@ -93,6 +93,10 @@ struct Slot {
     owner: Option<String>,
     /// When its lock expires, in ms (Acquired only).
     lock_deadline_ms: u64,
+    /// An acknowledgement's outcome waiting for its durable write (Acquired only): the record
+    /// stays with its member, neither expiring nor released, until the write succeeds
+    /// ([`SharePartition::commit_pending`]) or fails ([`SharePartition::rollback_pending`]).
+    pending: Option<(RecordState, Option<ArchiveReason>)>,
 }
 
 /// Offsets acquired with one delivery count, `first..=last` (ShareFetch's `AcquiredRecords`).
@@ -194,6 +198,7 @@ impl SharePartition {
                     delivery_count: (*count).max(0) as u16,
                     owner: None,
                     lock_deadline_ms: 0,
+                    pending: None,
                 });
             }
         }
@@ -215,7 +220,10 @@ impl SharePartition {
         let mut batches: Vec<(i64, i64, i8, i16)> = Vec::new();
         for (i, s) in self.slots.iter().enumerate() {
             let o = self.start + i as i64;
-            let (id, dc) = (persisted_id(s.state), s.delivery_count as i16);
+            let (id, dc) = (
+                persisted_id(s.pending.map_or(s.state, |p| p.0)),
+                s.delivery_count as i16,
+            );
             match batches.last_mut() {
                 Some(b) if b.1 + 1 == o && b.2 == id && b.3 == dc => b.1 = o,
                 _ => batches.push((o, o, id, dc)),
@@ -337,6 +345,7 @@ impl SharePartition {
                         delivery_count: 0,
                         owner: None,
                         lock_deadline_ms: 0,
+                        pending: None,
                     });
                     continue;
                 }
@@ -349,6 +358,7 @@ impl SharePartition {
                         delivery_count: 0,
                         owner: None,
                         lock_deadline_ms: 0,
+                        pending: None,
                     });
                 }
                 let i = (offset - self.start) as usize;
@@ -396,6 +406,24 @@ impl SharePartition {
         types: &[AckType],
         now_ms: u64,
     ) -> Result<(), E> {
+        self.stage_acknowledge(member, first, last, types, now_ms)?;
+        self.commit_pending();
+        Ok(())
+    }
+
+    /// [`acknowledge`](Self::acknowledge) in two steps: the outcome of each record is staged
+    /// (the records stay acquired by `member`, see [`snapshot`](Self::snapshot), which already
+    /// shows the outcome) until [`commit_pending`](Self::commit_pending) after the durable write,
+    /// or [`rollback_pending`](Self::rollback_pending) if it failed (the records then stay
+    /// acquired, and come back when their lock expires). A renewal applies at once. Same errors.
+    pub fn stage_acknowledge(
+        &mut self,
+        member: &str,
+        first: i64,
+        last: i64,
+        types: &[AckType],
+        now_ms: u64,
+    ) -> Result<(), E> {
         if last < first || types.is_empty() {
             return Err(E::InvalidRequest);
         }
@@ -414,7 +442,9 @@ impl SharePartition {
             let t = type_of(o);
             match self.slot(o) {
                 Some(s)
-                    if s.state == RecordState::Acquired && s.owner.as_deref() == Some(member) => {}
+                    if s.state == RecordState::Acquired
+                        && s.pending.is_none()
+                        && s.owner.as_deref() == Some(member) => {}
                 // A gap below the window is a record already done: nothing to do.
                 None if t == AckType::Gap && o < self.start => {}
                 _ => return Err(E::InvalidRecordState),
@@ -423,41 +453,51 @@ impl SharePartition {
         let limit = self.config.delivery_count_limit;
         let deadline = now_ms + self.config.lock_duration_ms;
         for o in first.max(self.start)..=last {
-            let t = type_of(o);
             let i = (o - self.start) as usize;
             let s = &mut self.slots[i];
-            match t {
-                AckType::Accept => s.state = RecordState::Acknowledged,
-                AckType::Gap => s.state = RecordState::Archived,
-                AckType::Reject => {
-                    s.state = RecordState::Archived;
-                    push_bounded(
-                        &mut self.archived,
-                        self.archived_bound,
-                        (o, ArchiveReason::Rejected, s.delivery_count),
-                    );
+            s.pending = Some(match type_of(o) {
+                AckType::Accept => (RecordState::Acknowledged, None),
+                AckType::Gap => (RecordState::Archived, None),
+                AckType::Reject => (RecordState::Archived, Some(ArchiveReason::Rejected)),
+                AckType::Release if s.delivery_count >= limit => {
+                    (RecordState::Archived, Some(ArchiveReason::DeliveryLimit))
                 }
-                AckType::Release => {
-                    if s.delivery_count >= limit {
-                        s.state = RecordState::Archived;
-                        push_bounded(
-                            &mut self.archived,
-                            self.archived_bound,
-                            (o, ArchiveReason::DeliveryLimit, s.delivery_count),
-                        );
-                    } else {
-                        s.state = RecordState::Available;
-                    }
-                }
+                AckType::Release => (RecordState::Available, None),
                 AckType::Renew => {
                     s.lock_deadline_ms = deadline;
                     continue;
                 }
+            });
+        }
+        Ok(())
+    }
+
+    /// The staged acknowledgements are durable: their outcomes apply.
+    pub fn commit_pending(&mut self) {
+        let start = self.start;
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            let Some((target, reason)) = s.pending.take() else {
+                continue;
+            };
+            if let Some(reason) = reason {
+                push_bounded(
+                    &mut self.archived,
+                    self.archived_bound,
+                    (start + i as i64, reason, s.delivery_count),
+                );
             }
+            s.state = target;
             s.owner = None;
         }
         self.advance();
-        Ok(())
+    }
+
+    /// The staged acknowledgements could not be written: the records stay acquired by their
+    /// member (their locks run on).
+    pub fn rollback_pending(&mut self) {
+        for s in self.slots.iter_mut() {
+            s.pending = None;
+        }
     }
 
     /// Gives back every record `member` holds (its share session closed, or it left the group):
@@ -475,7 +515,7 @@ impl SharePartition {
         let limit = self.config.delivery_count_limit;
         let mut n = 0;
         for (i, s) in self.slots.iter_mut().enumerate() {
-            if s.state == RecordState::Acquired && pick(s, now_ms) {
+            if s.state == RecordState::Acquired && s.pending.is_none() && pick(s, now_ms) {
                 s.owner = None;
                 n += 1;
                 if s.delivery_count >= limit {
@@ -504,7 +544,7 @@ impl SharePartition {
     pub fn next_lock_deadline(&self) -> Option<u64> {
         self.slots
             .iter()
-            .filter(|s| s.state == RecordState::Acquired)
+            .filter(|s| s.state == RecordState::Acquired && s.pending.is_none())
             .map(|s| s.lock_deadline_ms)
             .min()
     }

@@ -305,3 +305,47 @@ fn a_snapshot_restores_what_is_done_and_what_was_delivered() {
     );
     assert_eq!(q.completed_in_flight(), 2);
 }
+
+#[test]
+fn a_staged_acknowledgement_waits_for_its_write() {
+    let mut p = sp();
+    p.acquire("a", &[span(0, 2)], 100, 0);
+    p.stage_acknowledge("a", 0, 1, &[AckType::Accept], 0)
+        .unwrap();
+    // The snapshot to write shows the outcome; the records stay with a until it is written.
+    assert_eq!(p.snapshot().batches, vec![(0, 1, 2, 1), (2, 2, 0, 1)]);
+    assert_eq!(p.start_offset(), 0);
+    assert_eq!(
+        p.expire_locks(10_000),
+        1,
+        "only the unacknowledged record expires"
+    );
+    assert_eq!(
+        p.acknowledge("a", 0, 0, &[AckType::Accept], 0),
+        Err(E::InvalidRecordState)
+    );
+    p.rollback_pending();
+    // The write failed: still a's, redelivered once the lock expires.
+    assert_eq!(p.state(0), Some((RecordState::Acquired, 1)));
+    assert_eq!(p.expire_locks(20_000), 2);
+    let again = p.acquire("b", &[span(0, 2)], 100, 20_000);
+    assert_eq!(
+        again,
+        vec![AcquiredRange {
+            first: 0,
+            last: 2,
+            delivery_count: 2
+        }]
+    );
+    p.stage_acknowledge(
+        "b",
+        0,
+        2,
+        &[AckType::Accept, AckType::Reject, AckType::Accept],
+        0,
+    )
+    .unwrap();
+    p.commit_pending();
+    assert_eq!(p.start_offset(), 3);
+    assert_eq!(p.take_archived(), vec![(1, ArchiveReason::Rejected, 2)]);
+}

@@ -1,0 +1,179 @@
+"""Share groups (KIP-932) on a 3-node cluster while brokers are SIGKILLed: three Kafka 4.4
+`KafkaShareConsumer`s (tests/cluster/tools/ShareWorker.java) accept every record of a 3-partition
+topic (RF 3, min.insync.replicas 2) while the share group's coordinator and then a partition
+leader are SIGKILLed and restarted. Afterwards every record the producer got acknowledged was
+accepted at least once, and no record was delivered again after a consumer's acknowledgement of
+it was reported stored (commitSync without an error for its partition).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from test_cluster import create
+from test_kafka_tools_cluster import classpath  # noqa: F401 (fixture)
+from test_offsets_min_isr import find_coordinator
+from conftest import REPO_ROOT
+
+WORKER = REPO_ROOT / "tests" / "cluster" / "tools" / "ShareWorker.java"
+
+
+class Worker:
+    """One ShareWorker process; its GOT/ACK lines are collected as they come."""
+
+    def __init__(self, cp: str, bootstrap: str, group: str, topic: str, name: str, log):
+        self.name = name
+        self.log = log
+        self.proc = subprocess.Popen(
+            ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.logFile=System.err",
+             "-cp", cp, str(WORKER), bootstrap, group, topic, name],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True)
+        self.got: list[tuple[int, int, int, str, int]] = []  # (ms, partition, offset, value, delivery count)
+        self.acked: list[tuple[int, str]] = []  # (ms, value)
+        self.errors: list[str] = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            f = line.split()
+            with self.lock:
+                if f[:1] == ["GOT"]:
+                    self.got.append((int(f[1]), int(f[2]), int(f[3]), f[4], int(f[5])))
+                elif f[:1] == ["ACK"]:
+                    self.acked.append((int(f[1]), f[2]))
+                elif f[:1] == ["ERR"]:
+                    self.errors.append(line.strip())
+
+    def stop(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def diagnose(workers, produced: set[str]) -> str:
+    acked = acked_values(workers)
+    missing = sorted(produced - acked, key=lambda v: int(v[1:]))
+    lines = [f"{len(produced)} produced, {len(acked & produced)} accepted, {len(missing)} missing: {missing[:20]}"]
+    for w in workers:
+        with w.lock:
+            last_got = w.got[-1] if w.got else None
+            lines.append(f"{w.name}: alive={w.proc.poll() is None} got={len(w.got)} acked={len(w.acked)} "
+                         f"last got={last_got} errors={w.errors[-3:]}")
+        try:
+            tail = open(w.log).read()[-1500:]
+        except OSError:
+            tail = ""
+        lines.append(f"{w.name} stderr tail:\n{tail}")
+    return "\n".join(lines)
+
+
+def acked_values(workers) -> set[str]:
+    out = set()
+    for w in workers:
+        with w.lock:
+            out.update(v for _, v in w.acked)
+    return out
+
+
+@pytest.mark.timeout(400)
+def test_share_group_accepts_every_record_once_through_sigkills_of_the_coordinator_and_a_leader(
+        cluster, topic_name, classpath, tmp_path):
+    c = cluster(3)
+    topic = topic_name("jobs")
+    group = "workers-" + topic
+    create(c, topic, partitions=3, rf=3, config={"min.insync.replicas": "2"})
+    workers = [Worker(classpath, c.bootstrap, group, topic, f"w{i}", tmp_path / f"w{i}.stderr") for i in range(3)]
+    producer = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "enable.idempotence": True,
+                         "message.timeout.ms": 120000, "linger.ms": 5})
+    produced: set[str] = set()
+    failed: list[str] = []
+
+    def cb(err, msg):
+        if err is None:
+            produced.add(msg.value().decode())
+        else:
+            failed.append(str(err))
+
+    try:
+        # A new share group starts at the log end: sentinels until every partition's reached a worker.
+        deadline = time.monotonic() + 90
+        while True:
+            for p in range(3):
+                producer.produce(topic, value=b"sentinel-%d" % p, partition=p)
+            producer.flush(30)
+            time.sleep(0.5)
+            seen = {v for w in workers for (_, _, _, v, _) in list(w.got) if v.startswith("sentinel")}
+            if len(seen) == 3:
+                break
+            assert time.monotonic() < deadline, f"the workers got no record of every partition: {seen}"
+
+        n = 3000
+        stop = threading.Event()
+
+        def produce():
+            for i in range(n):
+                producer.produce(topic, value=b"v%d" % i, partition=i % 3, on_delivery=cb)
+                if i % 100 == 99:
+                    producer.poll(0)
+                    time.sleep(0.05)
+                if stop.is_set():
+                    break
+            producer.flush(120)
+
+        pt = threading.Thread(target=produce, daemon=True)
+        pt.start()
+
+        def accepted(k: int) -> bool:
+            return len([v for v in acked_values(workers) if v.startswith("v")]) >= k
+
+        c.wait_until(lambda: accepted(n // 4), 90, f"{n // 4} records accepted")
+        err, coordinator = find_coordinator(c.node(c.running()[0]).client_port, group)
+        assert err == 0, err
+        print(f"SIGKILL the share group's coordinator, node {coordinator}")
+        c.kill(coordinator)
+        time.sleep(3)
+        c.start(coordinator)
+
+        c.wait_until(lambda: accepted(n // 2), 120, f"{n // 2} records accepted")
+        leader = c.leader_of(topic, 1)
+        print(f"SIGKILL the leader of {topic}-1, node {leader}")
+        c.kill(leader)
+        time.sleep(3)
+        c.start(leader)
+
+        pt.join(180)
+        assert not failed, failed[:5]
+        assert len(produced) == n, f"{len(produced)} of {n} produced"
+        try:
+            c.wait_until(lambda: produced <= acked_values(workers), 180,
+                         "every produced record accepted at least once")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{diagnose(workers, produced)}") from None
+    finally:
+        for w in workers:
+            w.stop()
+
+    # No record came back after its acknowledgement was reported stored.
+    acked_at: dict[str, int] = {}
+    for w in workers:
+        for ms, v in w.acked:
+            acked_at[v] = min(ms, acked_at.get(v, ms))
+    again = [(w.name, ms, p, o, v, dc) for w in workers for (ms, p, o, v, dc) in w.got
+             if v in acked_at and ms > acked_at[v]]
+    deliveries = sum(len(w.got) for w in workers)
+    redelivered = sum(1 for w in workers for g in w.got if g[4] > 1)
+    print(f"{len(produced)} produced, {len(acked_at)} accepted, {deliveries} deliveries "
+          f"({redelivered} with delivery count > 1), worker errors: {[w.errors[:2] for w in workers]}")
+    assert not again, f"delivered again after an acknowledgement was stored: {again[:10]}"
+    per_worker = {w.name: len(w.acked) for w in workers}
+    assert sum(1 for k in per_worker.values() if k > 0) >= 2, f"records were shared: {per_worker}"
