@@ -64,9 +64,10 @@ pub type ShareKey = (String, String, i32);
 pub struct ShareEntry {
     /// The state, locked while a fetch acquires or an acknowledgement applies.
     pub state: Mutex<SharePartition>,
-    /// Held across an acknowledgement's state write, so the snapshots reach the group
-    /// coordinator in the order they were taken.
-    pub persist: tokio::sync::Mutex<()>,
+    /// Held across a state write, so the snapshots reach the group coordinator in the order
+    /// they were taken; holds the outcome of the last writes: the highest stage generation made
+    /// durable and the highest one whose write failed ([`SharePartition::stage_gen`]).
+    pub persist: tokio::sync::Mutex<(u64, u64)>,
     /// The topic's id (the durable state's key).
     pub topic_id: uuid::Uuid,
     /// The partition's leader epoch when this share-partition was loaded: a leader change
@@ -142,7 +143,7 @@ impl SharePartitions {
             start_offset = state.start_offset(), in_flight = state.in_flight(), "share-partition loaded");
         let e = Arc::new(ShareEntry {
             state: Mutex::new(state),
-            persist: tokio::sync::Mutex::new(()),
+            persist: tokio::sync::Mutex::new((0, 0)),
             topic_id,
             leader_epoch,
             state_epoch,

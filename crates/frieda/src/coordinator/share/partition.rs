@@ -96,7 +96,7 @@ struct Slot {
     /// An acknowledgement's outcome waiting for its durable write (Acquired only): the record
     /// stays with its member, neither expiring nor released, until the write succeeds
     /// ([`SharePartition::commit_pending`]) or fails ([`SharePartition::rollback_pending`]).
-    pending: Option<(RecordState, Option<ArchiveReason>)>,
+    pending: Option<(RecordState, Option<ArchiveReason>, u64)>,
 }
 
 /// Offsets acquired with one delivery count, `first..=last` (ShareFetch's `AcquiredRecords`).
@@ -163,6 +163,8 @@ pub struct SharePartition {
     archived: Vec<(i64, ArchiveReason, u16)>,
     /// Bound of `archived`: the oldest are dropped beyond it.
     archived_bound: usize,
+    /// Generation of the last staged acknowledgement.
+    stage_gen: u64,
 }
 
 impl SharePartition {
@@ -175,6 +177,7 @@ impl SharePartition {
             archived_bound: config.max_record_locks.max(1) * 2,
             config,
             archived: Vec::new(),
+            stage_gen: 0,
         }
     }
 
@@ -452,10 +455,12 @@ impl SharePartition {
         }
         let limit = self.config.delivery_count_limit;
         let deadline = now_ms + self.config.lock_duration_ms;
+        self.stage_gen += 1;
+        let gen = self.stage_gen;
         for o in first.max(self.start)..=last {
             let i = (o - self.start) as usize;
             let s = &mut self.slots[i];
-            s.pending = Some(match type_of(o) {
+            let (state, reason) = match type_of(o) {
                 AckType::Accept => (RecordState::Acknowledged, None),
                 AckType::Gap => (RecordState::Archived, None),
                 AckType::Reject => (RecordState::Archived, Some(ArchiveReason::Rejected)),
@@ -467,18 +472,32 @@ impl SharePartition {
                     s.lock_deadline_ms = deadline;
                     continue;
                 }
-            });
+            };
+            s.pending = Some((state, reason, gen));
         }
         Ok(())
     }
 
-    /// The staged acknowledgements are durable: their outcomes apply.
+    /// The generation of the last staged acknowledgement: a write whose snapshot was taken at
+    /// generation `g` makes every acknowledgement staged at or before `g` durable.
+    pub fn stage_gen(&self) -> u64 {
+        self.stage_gen
+    }
+
+    /// Every acknowledgement staged (the state after it is durable): their outcomes apply.
     pub fn commit_pending(&mut self) {
+        self.commit_pending_upto(u64::MAX)
+    }
+
+    /// The acknowledgements staged at or before generation `upto` are durable (a snapshot
+    /// taken at `upto` was written): their outcomes apply; later ones stay staged.
+    pub fn commit_pending_upto(&mut self, upto: u64) {
         let start = self.start;
         for (i, s) in self.slots.iter_mut().enumerate() {
-            let Some((target, reason)) = s.pending.take() else {
+            let Some((target, reason, _)) = s.pending.filter(|p| p.2 <= upto) else {
                 continue;
             };
+            s.pending = None;
             if let Some(reason) = reason {
                 push_bounded(
                     &mut self.archived,
@@ -495,8 +514,16 @@ impl SharePartition {
     /// The staged acknowledgements could not be written: the records stay acquired by their
     /// member (their locks run on).
     pub fn rollback_pending(&mut self) {
+        self.rollback_pending_upto(u64::MAX)
+    }
+
+    /// The write of the snapshot taken at generation `upto` failed: the acknowledgements staged
+    /// at or before it are undone (the records stay acquired); later ones stay staged.
+    pub fn rollback_pending_upto(&mut self, upto: u64) {
         for s in self.slots.iter_mut() {
-            s.pending = None;
+            if s.pending.is_some_and(|p| p.2 <= upto) {
+                s.pending = None;
+            }
         }
     }
 

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Share groups (KIP-932), both brokers, one command (`scripts/bench --share`): for each repeat,
+broker (Apache Kafka 4.4.0, Frieda; each fresh) and consumer count, bench/share/ShareBench.java
+runs one partition with that many KafkaShareConsumers (explicit acknowledgement): the
+produce-to-acknowledge latency at a fixed offered rate (open loop, acks=all, µs), and the records/s
+delivered (and acknowledged) draining a backlog. Writes OUT/runs.jsonl and OUT/report.md.
+
+Usage: share_bench.py OUT [--repeat 3] [--brokers kafka,frieda] [--consumers 1,4,16]
+                          [--rate 2000] [--secs 20] [--backlog 200000] [--record-bytes 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from observe_agreement import ROOT, Broker  # noqa: E402
+from ysb import classpath  # noqa: E402
+
+SHARE_BENCH = ROOT / "bench" / "share" / "ShareBench.java"
+PCTS = ("p50", "p90", "p99", "p99.9", "p99.99", "max")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--brokers", default="kafka,frieda")
+    ap.add_argument("--consumers", default="1,4,16")
+    ap.add_argument("--rate", type=float, default=2000)
+    ap.add_argument("--secs", type=float, default=20)
+    ap.add_argument("--warmup", type=float, default=3)
+    ap.add_argument("--backlog", type=int, default=200000)
+    ap.add_argument("--record-bytes", type=int, default=100)
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    cp = classpath()
+    runs = a.out / "runs.jsonl"
+    with tempfile.TemporaryDirectory() as t, open(runs, "a") as f:
+        tmp = Path(t)
+        classes = tmp / "classes"
+        subprocess.run(["javac", "-d", str(classes), "-cp", cp, str(SHARE_BENCH)], check=True, timeout=300)
+        for rep in range(a.repeat):
+            for kind in a.brokers.split(","):
+                with Broker(kind, tmp) as b:
+                    for n in [int(x) for x in a.consumers.split(",")]:
+                        r = subprocess.run(
+                            ["java", "-Xmx2g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", f"{classes}:{cp}",
+                             "ShareBench", f"127.0.0.1:{b.port}", str(n), str(a.rate), str(a.secs), str(a.warmup),
+                             str(a.backlog), str(a.record_bytes)],
+                            capture_output=True, text=True, timeout=a.secs + a.warmup + 600)
+                        line = next((l for l in r.stdout.splitlines() if l.startswith("{")), None)
+                        if line is None:
+                            raise RuntimeError(f"ShareBench exited {r.returncode}\n{r.stderr[-3000:]}")
+                        row = json.loads(line)
+                        row.update(broker=kind, repeat=rep)
+                        f.write(json.dumps(row) + "\n")
+                        f.flush()
+                        print(json.dumps(row), file=sys.stderr)
+    report(runs, a.out)
+
+
+def report(runs: Path, out: Path) -> None:
+    rows = [json.loads(l) for l in runs.read_text().splitlines() if l.strip()]
+    lines = ["# Share groups (KIP-932): one partition, N KafkaShareConsumers 4.4.0, explicit acknowledgement", "",
+             "Produce-to-acknowledge latency (µs): from a record's intended send (open loop, acks=all) to the "
+             "return of the commitSync that stored its acknowledgement. Delivered records/s: a backlog drained "
+             "by N new consumers, from their start to the last acknowledgement stored. Medians over repeats; "
+             "fsync: each broker's default (Frieda: none, like Kafka's `log.flush.interval.messages`).", "",
+             "| broker | consumers | runs | offered rec/s | record B | latency p50 / p90 / p99 / p99.9 / p99.99 / max (µs) | backlog | delivered rec/s |",
+             "|---|---|---|---|---|---|---|---|"]
+    med: dict[tuple[str, int], dict] = {}
+    for kind, n in dict.fromkeys((r["broker"], r["consumers"]) for r in rows):
+        sel = [r for r in rows if (r["broker"], r["consumers"]) == (kind, n)]
+        m = {p: statistics.median(r["latency_us"][p] for r in sel) for p in PCTS}
+        m["delivered"] = statistics.median(r["delivered_per_sec"] for r in sel)
+        med[(kind, n)] = m
+        lines.append(f"| {kind} | {n} | {len(sel)} | {sel[0]['rate']:.0f} | {sel[0]['record_bytes']} | "
+                     + " / ".join(f"{m[p]:.0f}" for p in PCTS)
+                     + f" | {sel[0]['backlog']} | {m['delivered']:.0f} |")
+    ratios = []
+    for n in dict.fromkeys(n for _, n in med):
+        f, k = med.get(("frieda", n)), med.get(("kafka", n))
+        if f and k:
+            ratios.append(f"| {n} | {f['delivered'] / max(k['delivered'], 1):.2f} | "
+                          + " | ".join(f"{f[p] / max(k[p], 1):.2f}" for p in ("p50", "p99", "p99.9")) + " |")
+    if ratios:
+        lines += ["", "Frieda / Kafka (goal: delivered ≥ 2, p99.9 ≤ 0.2):", "",
+                  "| consumers | delivered rec/s | p50 | p99 | p99.9 |", "|---|---|---|---|---|"] + ratios
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
