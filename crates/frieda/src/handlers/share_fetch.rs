@@ -55,7 +55,7 @@ fn validate_batches(batches: &[AckBatch], version: i16, renew: bool) -> Result<(
         if first > last || *first < prev_last || types.is_empty() {
             return Err(E::InvalidRequest);
         }
-        if types.len() > 1 && (last - first) as u64 != types.len() as u64 - 1 {
+        if types.len() > 1 && (*last as i128 - *first as i128) != types.len() as i128 - 1 {
             return Err(E::InvalidRequest);
         }
         if types

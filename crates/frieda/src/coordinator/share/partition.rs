@@ -430,8 +430,9 @@ impl SharePartition {
         if last < first || types.is_empty() {
             return Err(E::InvalidRequest);
         }
-        let len = (last - first + 1) as u64;
-        if types.len() != 1 && types.len() as u64 != len {
+        // i128: any two offsets off the wire, without overflow.
+        let len = last as i128 - first as i128 + 1;
+        if types.len() != 1 && types.len() as i128 != len {
             return Err(E::InvalidRequest);
         }
         let type_of = |o: i64| {
@@ -441,15 +442,26 @@ impl SharePartition {
                 types[(o - first) as usize]
             }
         };
-        for o in first..=last {
-            let t = type_of(o);
+        // Below the window every record is done: only gaps may be named there.
+        if first < self.start {
+            let below = if types.len() == 1 {
+                types
+            } else {
+                let n = (self.start as i128 - first as i128).min(types.len() as i128) as usize;
+                &types[..n]
+            };
+            if below.iter().any(|t| *t != AckType::Gap) {
+                return Err(E::InvalidRecordState);
+            }
+        }
+        // In the window, each record must be `member`'s (the loop ends at the first that is
+        // not, at the latest one past the window's end).
+        for o in first.max(self.start)..=last {
             match self.slot(o) {
                 Some(s)
                     if s.state == RecordState::Acquired
                         && s.pending.is_none()
                         && s.owner.as_deref() == Some(member) => {}
-                // A gap below the window is a record already done: nothing to do.
-                None if t == AckType::Gap && o < self.start => {}
                 _ => return Err(E::InvalidRecordState),
             }
         }

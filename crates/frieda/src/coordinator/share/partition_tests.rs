@@ -349,3 +349,24 @@ fn a_staged_acknowledgement_waits_for_its_write() {
     assert_eq!(p.start_offset(), 3);
     assert_eq!(p.take_archived(), vec![(1, ArchiveReason::Rejected, 2)]);
 }
+
+#[test]
+fn acknowledgements_off_the_wire_at_any_offsets_end_quickly() {
+    let mut p = sp();
+    p.acquire("a", &[span(0, 2)], 100, 0);
+    p.acknowledge("a", 0, 2, &[AckType::Accept], 0).unwrap();
+    // Gaps below the window are done already; anything else there is refused, at once.
+    assert_eq!(p.acknowledge("a", i64::MIN, 2, &[AckType::Gap], 0), Ok(()));
+    assert_eq!(
+        p.acknowledge("a", i64::MIN, i64::MAX, &[AckType::Accept], 0),
+        Err(E::InvalidRecordState)
+    );
+    assert_eq!(
+        p.acknowledge("a", 3, i64::MAX, &[AckType::Accept], 0),
+        Err(E::InvalidRecordState)
+    );
+    assert_eq!(
+        p.acknowledge("a", i64::MIN, i64::MAX, &[AckType::Accept, AckType::Gap], 0),
+        Err(E::InvalidRequest)
+    );
+}
