@@ -376,8 +376,51 @@ fn leader_hint(
     h.leader(&name, index).unwrap_or((-1, -1))
 }
 
-fn acks_of(batches: impl Iterator<Item = (i64, i64, Vec<i8>)>) -> Vec<AckBatch> {
-    batches.collect()
+/// The checks both APIs start with, in KafkaApis' order: `share.version` (UNSUPPORTED_VERSION),
+/// a group id (INVALID_REQUEST), READ on the group (GROUP_AUTHORIZATION_FAILED), a valid member id
+/// (INVALID_REQUEST). Returns (group, member), or the top-level error with Kafka's message.
+fn check_member(
+    broker: &Broker,
+    ctx: &RequestContext,
+    group_id: Option<&kafka_protocol::messages::GroupId>,
+    member_id: Option<&kafka_protocol::protocol::StrBytes>,
+) -> Result<(String, String), (E, Option<&'static str>)> {
+    if !broker.features.share_groups_enabled() {
+        return Err((E::UnsupportedVersion, None));
+    }
+    let Some(group) = group_id.map(|g| g.0.to_string()) else {
+        return Err((E::InvalidRequest, Some("Invalid group id in the request.")));
+    };
+    if !authorized(broker, ctx, acl::op::READ, acl::resource::GROUP, &group) {
+        return Err((E::GroupAuthorizationFailed, None));
+    }
+    let member = member_id.map(|m| m.to_string()).unwrap_or_default();
+    if !valid_member_id(&member) {
+        return Err((E::InvalidRequest, Some("Invalid member id in the request.")));
+    }
+    Ok((group, member))
+}
+
+/// One partition's acknowledgement batches, as both APIs answer them: UNKNOWN_TOPIC_ID (100)
+/// for an unknown topic id (`topic` `None`), TOPIC_AUTHORIZATION_FAILED (29) without READ, the
+/// batches' validation ([`validate_batches`]), then [`acknowledge`].
+#[allow(clippy::too_many_arguments)]
+async fn acknowledge_partition(
+    broker: &Broker,
+    ctx: &RequestContext,
+    group: &str,
+    member: &str,
+    topic: Option<&str>,
+    index: i32,
+    batches: &[AckBatch],
+    renew: bool,
+) -> Result<(), E> {
+    let topic = topic.ok_or(E::UnknownTopicId)?;
+    if !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, topic) {
+        return Err(E::TopicAuthorizationFailed);
+    }
+    validate_batches(batches, ctx.api_version, renew)?;
+    acknowledge(broker, group, member, topic, index, batches).await
 }
 
 /// ShareFetch: acknowledges what the request carries, then acquires records of every partition
@@ -392,23 +435,11 @@ pub async fn handle(
             .with_error_code(e.code())
             .with_error_message(message.map(str_bytes))
     };
-    if !broker.features.share_groups_enabled() {
-        return top(E::UnsupportedVersion, None);
-    }
-    let Some(group) = req.group_id.as_ref().map(|g| g.0.to_string()) else {
-        return top(E::InvalidRequest, Some("Invalid group id in the request."));
-    };
-    if !authorized(broker, ctx, acl::op::READ, acl::resource::GROUP, &group) {
-        return top(E::GroupAuthorizationFailed, None);
-    }
-    let member = req
-        .member_id
-        .as_ref()
-        .map(|m| m.to_string())
-        .unwrap_or_default();
-    if !valid_member_id(&member) {
-        return top(E::InvalidRequest, Some("Invalid member id in the request."));
-    }
+    let (group, member) =
+        match check_member(broker, ctx, req.group_id.as_ref(), req.member_id.as_ref()) {
+            Ok(ids) => ids,
+            Err((e, message)) => return top(e, message),
+        };
     let renew = ctx.api_version >= 2 && req.is_renew_ack;
     if renew
         && (req.max_bytes != 0
@@ -464,26 +495,23 @@ pub async fn handle(
             if p.acknowledgement_batches.is_empty() {
                 continue;
             }
-            let batches = acks_of(
-                p.acknowledgement_batches
-                    .iter()
-                    .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone())),
-            );
-            let result = match name_of(&t.topic_id) {
-                None => Err(E::UnknownTopicId),
-                Some(name)
-                    if !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, &name) =>
-                {
-                    Err(E::TopicAuthorizationFailed)
-                }
-                Some(name) => match validate_batches(&batches, ctx.api_version, req.is_renew_ack) {
-                    Ok(()) => {
-                        acknowledge(broker, &group, &member, &name, p.partition_index, &batches)
-                            .await
-                    }
-                    Err(e) => Err(e),
-                },
-            };
+            let batches: Vec<AckBatch> = p
+                .acknowledgement_batches
+                .iter()
+                .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))
+                .collect();
+            let name = name_of(&t.topic_id);
+            let result = acknowledge_partition(
+                broker,
+                ctx,
+                &group,
+                &member,
+                name.as_deref(),
+                p.partition_index,
+                &batches,
+                req.is_renew_ack,
+            )
+            .await;
             let pd = PartitionData::default()
                 .with_partition_index(p.partition_index)
                 .with_records(Some(Bytes::new()));
@@ -496,12 +524,10 @@ pub async fn handle(
     }
     let partitions = match context {
         FetchContext::Final => {
-            let closed = broker.groups.shares.sessions.lock().close(&group, &member);
-            let named: Vec<(String, i32)> = closed
-                .iter()
-                .filter_map(|(id, p)| name_of(id).map(|n| (n, *p)))
-                .collect();
-            broker.groups.shares.release_member(&group, &member, &named);
+            broker
+                .groups
+                .shares
+                .close_session(&group, &member, &name_of);
             Vec::new()
         }
         FetchContext::Fetch(_) if renew => Vec::new(),
@@ -670,23 +696,11 @@ pub async fn acknowledge_handle(
             .with_error_code(e.code())
             .with_error_message(message.map(str_bytes))
     };
-    if !broker.features.share_groups_enabled() {
-        return top(E::UnsupportedVersion, None);
-    }
-    let Some(group) = req.group_id.as_ref().map(|g| g.0.to_string()) else {
-        return top(E::InvalidRequest, Some("Invalid group id in the request."));
-    };
-    if !authorized(broker, ctx, acl::op::READ, acl::resource::GROUP, &group) {
-        return top(E::GroupAuthorizationFailed, None);
-    }
-    let member = req
-        .member_id
-        .as_ref()
-        .map(|m| m.to_string())
-        .unwrap_or_default();
-    if !valid_member_id(&member) {
-        return top(E::InvalidRequest, Some("Invalid member id in the request."));
-    }
+    let (group, member) =
+        match check_member(broker, ctx, req.group_id.as_ref(), req.member_id.as_ref()) {
+            Ok(ids) => ids,
+            Err((e, message)) => return top(e, message),
+        };
     let epoch = req.share_session_epoch;
     if let Err(e) = broker
         .groups
@@ -706,23 +720,22 @@ pub async fn acknowledge_handle(
         let name = name_of(&t.topic_id);
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
-            let batches = acks_of(
-                p.acknowledgement_batches
-                    .iter()
-                    .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone())),
-            );
-            let result = match &name {
-                None => Err(E::UnknownTopicId),
-                Some(n) if !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, n) => {
-                    Err(E::TopicAuthorizationFailed)
-                }
-                Some(n) => match validate_batches(&batches, ctx.api_version, req.is_renew_ack) {
-                    Ok(()) => {
-                        acknowledge(broker, &group, &member, n, p.partition_index, &batches).await
-                    }
-                    Err(e) => Err(e),
-                },
-            };
+            let batches: Vec<AckBatch> = p
+                .acknowledgement_batches
+                .iter()
+                .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))
+                .collect();
+            let result = acknowledge_partition(
+                broker,
+                ctx,
+                &group,
+                &member,
+                name.as_deref(),
+                p.partition_index,
+                &batches,
+                req.is_renew_ack,
+            )
+            .await;
             let pd = ack_resp::PartitionData::default().with_partition_index(p.partition_index);
             let pd = match result {
                 Ok(()) => pd,
@@ -748,12 +761,10 @@ pub async fn acknowledge_handle(
         );
     }
     if epoch == FINAL_EPOCH {
-        let closed = broker.groups.shares.sessions.lock().close(&group, &member);
-        let named: Vec<(String, i32)> = closed
-            .iter()
-            .filter_map(|(id, p)| name_of(id).map(|n| (n, *p)))
-            .collect();
-        broker.groups.shares.release_member(&group, &member, &named);
+        broker
+            .groups
+            .shares
+            .close_session(&group, &member, &name_of);
     }
     let endpoints = hints
         .map(|h| {

@@ -224,12 +224,34 @@ impl SharePartitions {
         let closed = self.sessions.lock().close_connection(conn);
         for (group, member, partitions) in closed {
             tracing::debug!(group = %group, member = %member, %conn, "share session closed with its connection");
-            let named: Vec<(String, i32)> = partitions
-                .iter()
-                .filter_map(|(id, p)| name_of(id).map(|n| (n, *p)))
-                .collect();
-            self.release_member(&group, &member, &named);
+            self.release_session_partitions(&group, &member, &partitions, name_of);
         }
+    }
+
+    /// Closes `member`'s share session in `group` (a request with epoch -1) and releases what it
+    /// holds in the session's partitions. `name_of` gives a topic id's name.
+    pub fn close_session(
+        &self,
+        group: &str,
+        member: &str,
+        name_of: &dyn Fn(&uuid::Uuid) -> Option<String>,
+    ) {
+        let partitions = self.sessions.lock().close(group, member);
+        self.release_session_partitions(group, member, &partitions, name_of);
+    }
+
+    fn release_session_partitions(
+        &self,
+        group: &str,
+        member: &str,
+        partitions: &[session::SessionPartition],
+        name_of: &dyn Fn(&uuid::Uuid) -> Option<String>,
+    ) {
+        let named: Vec<(String, i32)> = partitions
+            .iter()
+            .filter_map(|(id, p)| name_of(id).map(|n| (n, *p)))
+            .collect();
+        self.release_member(group, member, &named);
     }
 
     /// Releases the records whose acquisition lock expired by `now_ms` (call periodically).
