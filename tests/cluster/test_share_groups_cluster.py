@@ -177,3 +177,48 @@ def test_share_group_accepts_every_record_once_through_sigkills_of_the_coordinat
     assert not again, f"delivered again after an acknowledgement was stored: {again[:10]}"
     per_worker = {w.name: len(w.acked) for w in workers}
     assert sum(1 for k in per_worker.values() if k > 0) >= 2, f"records were shared: {per_worker}"
+
+
+def group_configs(addr: str, group: str) -> dict:
+    """DescribeConfigs of GROUP ``group`` asked of the broker at ``addr``: name -> (value, source)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+    a = AdminClient({"bootstrap.servers": addr})
+    res = ConfigResource(ResourceType.GROUP, group)
+    got = a.describe_configs([res])[res].result(timeout=20)
+    return {n: (e.value, e.source) for n, e in got.items()}
+
+
+@pytest.mark.timeout(120)
+def test_group_configs_go_through_the_quorum_to_every_broker(cluster):
+    """Group configs (IncrementalAlterConfigs on GROUP) set through one broker are kept by the
+    metadata quorum: every broker describes them (source GROUP_CONFIG, 8), a broker restarted
+    afterwards too, and a DELETE brings the broker's default back everywhere."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    c = cluster(3)
+    group = "configured-share-group"
+
+    def alter(op, value=None):
+        a = AdminClient({"bootstrap.servers": c.nodes[1].addr})
+        res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry("share.record.lock.duration.ms", value, incremental_operation=op),
+            ConfigEntry("errors.deadletterqueue.topic.name", "dlq.jobs", incremental_operation=op)])
+        a.incremental_alter_configs([res])[res].result(timeout=30)
+
+    def everywhere(want_lock: tuple, want_dlq: tuple):
+        deadline = time.monotonic() + 20
+        while True:
+            seen = {i: group_configs(n.addr, group) for i, n in c.nodes.items()}
+            ok = all(s["share.record.lock.duration.ms"] == want_lock
+                     and s["errors.deadletterqueue.topic.name"] == want_dlq for s in seen.values())
+            if ok:
+                return
+            assert time.monotonic() < deadline, f"brokers describe {group}: {seen}"
+            time.sleep(0.2)
+
+    alter(AlterConfigOpType.SET, "20000")
+    everywhere(("20000", 8), ("dlq.jobs", 8))
+    c.stop(3)
+    c.start(3)
+    everywhere(("20000", 8), ("dlq.jobs", 8))
+    alter(AlterConfigOpType.DELETE)
+    everywhere(("30000", 5), ("", 5))

@@ -1,4 +1,4 @@
-"""franz-go's own transactional integration test against Frieda (issue 13).
+"""franz-go's own integration tests against Frieda: the transactional ETL (issue 13) and the share groups.
 
 `TestTxnEtl` (franz-go v1.22.3, `pkg/kgo/txn_test.go`, unchanged, built from the Go module proxy
 with `go test -c`): a transactional producer writes KGO_TEST_RECORDS records to a topic,
@@ -81,3 +81,36 @@ def test_franz_go_txn_etl(broker, tmp_path):
     assert re.search(r"^--- PASS: TestTxnEtl ", text, re.M), tail
     assert not skipped, f"subtests skipped: {sorted(skipped)}"
     assert sorted(passed) == sorted(EXPECTED_SUBTESTS), f"subtests passed {sorted(passed)}, want {EXPECTED_SUBTESTS}"
+
+
+# franz-go's share-group tests (KIP-932; `pkg/kgo/share_test.go` and `client_test.go`), unchanged. They skip
+# unless the broker advertises ShareFetch v2 and ShareAcknowledge v2, and they set group configs
+# (`share.auto.offset.reset`, `share.record.lock.duration.ms`) through IncrementalAlterConfigs on the GROUP resource
+# and wait until DescribeConfigs shows them.
+SHARE_TESTS = ["TestShareGroup", "TestShareGroupETL", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin"]
+
+
+@pytest.mark.timeout(900)
+def test_franz_go_share_groups(broker, tmp_path):
+    """franz-go's share-group tests pass against a single Frieda broker: TestShareGroup (200 records, every one
+    delivered), TestShareGroupETL (a two-level ETL of share groups over 3+1-partition topics with accept, release,
+    reject, short-lived consumers and rebalances; at-least-once, rejected keys never reach the next level, delivery
+    counts and bodies intact), TestShareGroupAckOnClose (acknowledgements sent on close stick) and
+    TestShareGroupOffsetsAdmin (Alter/Describe/DeleteShareGroupOffsets round trip). Each must run and pass; a skip
+    fails."""
+    binary = kgo_test_binary()
+    env = dict(os.environ, KGO_SEEDS=broker.bootstrap, KGO_TEST_RF="1", KGO_LOG_LEVEL="warn")
+    cmd = [str(binary), "-test.run", "^(" + "|".join(SHARE_TESTS) + ")$",
+           "-test.v", "-test.timeout", "800s", "-test.count", "1"]
+    log = tmp_path / "kgo-share.log"
+    with open(log, "w") as f:
+        r = subprocess.run(cmd, cwd=tmp_path, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=850)
+    text = log.read_text(errors="replace")
+    tail = text[-6000:]
+    print(tail)
+    passed = set(re.findall(r"^--- PASS: (\S+)", text, re.M))
+    failed = set(re.findall(r"--- FAIL: (\S+)", text))
+    skipped = set(re.findall(r"--- SKIP: (\S+)", text))
+    assert r.returncode == 0 and not failed, f"kgo.test exited {r.returncode}; failed {sorted(failed)}\n{tail}"
+    assert not skipped, f"skipped: {sorted(skipped)}\n{tail}"
+    assert sorted(passed) == sorted(SHARE_TESTS), f"passed {sorted(passed)}, want {SHARE_TESTS}\n{tail}"

@@ -37,7 +37,7 @@ from conftest import EXTERNAL, REPO_ROOT, free_port, port_open
 KAFKA44_LIB = Path(os.environ.get("KAFKA44_LIB", REPO_ROOT / "target" / "kafka-4.4.0" / "lib"))
 WRAPPER = REPO_ROOT / "tests" / "integration" / "tools" / "kafka_as_frieda.py"
 
-IMPLEMENTED_FEATURES = ["metadata.version", "transaction.version", "group.version", "streams.version",
+IMPLEMENTED_FEATURES = ["metadata.version", "share.version", "transaction.version", "group.version", "streams.version",
                         "eligible.leader.replicas.version", "kraft.version"]
 
 API_VERSIONS, TXN_OFFSET_COMMIT, DELETE_GROUPS, INIT_PRODUCER_ID, END_TXN, FIND_COORDINATOR = 18, 28, 42, 22, 26, 10
@@ -123,11 +123,7 @@ def test_api_versions_equal_kafka_44_for_every_api_frieda_serves(broker, kafka44
     print(f"features, Kafka 4.4.0: {theirs['supported']} finalized {theirs['finalized']}")
     print(f"features, Frieda: {ours['supported']} finalized {ours['finalized']}")
     # The features whose every level Frieda implements: the same ranges, and a new cluster
-    # finalizes the same levels. share.version: Frieda supports and finalizes level 1 (share
-    # groups); Kafka 4.4 level 2 (share groups and the KIP-1191 dead-letter queue, not built).
-    assert ours["supported"].get("share.version") == (0, 1)
-    assert ours["finalized"].get("share.version") == (1, 1)
-    assert theirs["supported"].get("share.version") == (0, 2)
+    # finalizes the same levels (share.version 2: share groups with the KIP-1191 dead-letter queue).
     for name in IMPLEMENTED_FEATURES:
         assert ours["supported"].get(name) == theirs["supported"].get(name), name
         assert ours["finalized"].get(name) == theirs["finalized"].get(name), name

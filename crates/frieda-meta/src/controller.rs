@@ -122,6 +122,14 @@ pub enum ControllerRequest {
         /// Kafka broker key names and values (already validated by the broker).
         configs: BTreeMap<String, String>,
     },
+    /// (Incremental)AlterConfigs of a group: its whole new config set (already validated by
+    /// the broker; empty removes it).
+    SetGroupConfigs {
+        /// Group id.
+        group: String,
+        /// Kafka group config names and values.
+        configs: BTreeMap<String, String>,
+    },
     /// AlterConfigs of a topic.
     SetTopicConfigs {
         /// Topic.
@@ -201,6 +209,7 @@ impl ControllerRequest {
             ControllerRequest::AlterSecurity(_) => "AlterSecurity",
             ControllerRequest::UpdateFeatures { .. } => "UpdateFeatures",
             ControllerRequest::SetBrokerConfigs { .. } => "SetBrokerConfigs",
+            ControllerRequest::SetGroupConfigs { .. } => "SetGroupConfigs",
             ControllerRequest::SetTopicConfigs { .. } => "SetTopicConfigs",
             ControllerRequest::AlterIsr { .. } => "AlterIsr",
             ControllerRequest::ElectLeader { .. } => "ElectLeader",
@@ -582,6 +591,11 @@ impl Controller {
             }
             ControllerRequest::SetBrokerConfigs { resource, configs } => {
                 self.propose(MetaCommand::SetBrokerConfigs { resource, configs })
+                    .await?;
+                Ok(ControllerReply::Done)
+            }
+            ControllerRequest::SetGroupConfigs { group, configs } => {
+                self.propose(MetaCommand::SetGroupConfigs { group, configs })
                     .await?;
                 Ok(ControllerReply::Done)
             }

@@ -140,6 +140,11 @@ pub struct MetadataImage {
     /// key names and values as set.
     #[serde(default)]
     pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Group configs (`kafka-configs --entity-type groups`, ConfigResource type GROUP), by
+    /// group id; Kafka's group config names and values as set (Kafka keeps them as
+    /// `ConfigRecord`s of resource type GROUP in its metadata log).
+    #[serde(default)]
+    pub group_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// SCRAM credentials (AlterUserScramCredentials), by user and mechanism.
     #[serde(default)]
     pub scram_credentials: ScramCredentials,
@@ -285,6 +290,13 @@ pub enum MetaCommand {
         /// `""` or a broker id.
         resource: String,
         /// Kafka broker key names and values.
+        configs: BTreeMap<String, String>,
+    },
+    /// Replaces a group's configs; an empty set removes them.
+    SetGroupConfigs {
+        /// Group id.
+        group: String,
+        /// Kafka group config names and values.
         configs: BTreeMap<String, String>,
     },
     /// Replaces a topic's explicit configs.
@@ -709,6 +721,14 @@ impl MetadataImage {
                 } else {
                     self.broker_configs
                         .insert(resource.clone(), configs.clone());
+                }
+                Ok(MetaOutcome::Done)
+            }
+            MetaCommand::SetGroupConfigs { group, configs } => {
+                if configs.is_empty() {
+                    self.group_configs.remove(group);
+                } else {
+                    self.group_configs.insert(group.clone(), configs.clone());
                 }
                 Ok(MetaOutcome::Done)
             }

@@ -977,6 +977,12 @@ impl BrokerConfig {
                     _ => anyhow::bail!("expected \"earliest\" or \"latest\""),
                 }
             }
+            "errors.deadletterqueue.auto.create.topics.enable" => {
+                self.coordinator.share_records.dlq_auto_create = text.parse()?
+            }
+            "errors.deadletterqueue.topic.name.prefix" => {
+                self.coordinator.share_records.dlq_topic_prefix = text.clone()
+            }
             "share.isolation.level" => {
                 self.coordinator.share_records.read_committed = match text.as_str() {
                     "read_committed" => true,

@@ -34,9 +34,8 @@ use std::sync::Arc;
 /// that finalized it before Frieda had it) refuses voter changes until upgraded, and it is
 /// never lowered (Kafka's `FeatureControlManager`).
 /// `streams.version` 1 (KIP-1071): streams groups, finalized 1 on a new cluster as in Kafka 4.4.
-/// `share.version` 1 (KIP-932): share groups. Kafka 4.4 supports and finalizes level 2, which adds
-/// the KIP-1191 dead-letter queue; Frieda has no dead-letter queue yet, so it supports and
-/// finalizes level 1.
+/// `share.version` 1 (KIP-932): share groups; 2 (KIP-1191) adds their dead-letter queue
+/// (`errors.deadletterqueue.topic.name`). Finalized 2 on a new cluster, as Kafka 4.4.
 pub const FEATURES: &[(&str, i16, i16, i16)] = &[
     ("metadata.version", 7, 33, 33),
     (KRAFT_VERSION, 0, 1, 1),
@@ -48,7 +47,7 @@ pub const FEATURES: &[(&str, i16, i16, i16)] = &[
         1,
         frieda_meta::partition_change::ELR_DEFAULT_LEVEL,
     ),
-    (SHARE_VERSION, 0, 1, 1),
+    (SHARE_VERSION, 0, 2, 2),
     (STREAMS_VERSION, 0, 1, 1),
 ];
 
@@ -155,6 +154,12 @@ impl FeatureLevels {
     /// answers UNSUPPORTED_VERSION (35) otherwise, as Kafka 4.4's KafkaApis does first.
     pub fn share_groups_enabled(&self) -> bool {
         self.get().level(SHARE_VERSION) >= 1
+    }
+
+    /// Whether share groups' dead-letter queues are on (`share.version` >= 2, KIP-1191, Kafka's
+    /// `ShareVersion.supportsShareGroupDLQ`).
+    pub fn share_dlq_enabled(&self) -> bool {
+        self.get().level(SHARE_VERSION) >= 2
     }
 }
 

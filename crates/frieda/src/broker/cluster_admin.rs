@@ -209,6 +209,35 @@ impl Broker {
         Ok(())
     }
 
+    /// A group's new config set in a cluster (already validated), through the metadata quorum.
+    /// Errors: REQUEST_TIMED_OUT (7).
+    pub(crate) async fn cluster_set_group_configs(
+        &self,
+        node: &Arc<ClusterNode>,
+        group: &str,
+        configs: std::collections::BTreeMap<String, String>,
+    ) -> Result<(), AdminError> {
+        let wanted = configs.clone();
+        node.controller(
+            ControllerRequest::SetGroupConfigs {
+                group: group.to_string(),
+                configs,
+            },
+            CONTROLLER_TIMEOUT,
+        )
+        .await?;
+        let seen = node
+            .wait_for(CONTROLLER_TIMEOUT, |img| {
+                img.group_configs.get(group).cloned().unwrap_or_default() == wanted
+            })
+            .await;
+        if !seen {
+            return Err(not_seen("the group config change"));
+        }
+        self.apply_group_configs(&node.image().group_configs);
+        Ok(())
+    }
+
     /// AlterConfigs of a topic in a cluster (already validated). Errors: REQUEST_TIMED_OUT (7).
     pub(crate) async fn cluster_set_topic_configs(
         &self,

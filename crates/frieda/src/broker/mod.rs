@@ -31,6 +31,7 @@ pub mod cleaner;
 pub mod cluster_admin;
 pub mod dynamic_config;
 pub mod features_admin;
+pub mod group_config;
 pub mod replicas;
 pub mod security_admin;
 pub mod txn_markers;
@@ -116,6 +117,9 @@ pub struct Broker {
     pub(crate) cleaner_state: cleaner::CleanerState,
     /// Dynamic broker configs (single broker: `meta/broker-configs.json`; cluster: the image's).
     dynamic_configs: RwLock<dynamic_config::BrokerConfigSets>,
+    /// Group configs by group id (single broker: `meta/group-configs.json`; cluster: the
+    /// image's).
+    group_configs: RwLock<Arc<crate::coordinator::group::config::GroupConfigSets>>,
     /// The topic defaults in force: the static ones with the dynamic configs over them.
     topic_defaults: RwLock<Arc<TopicConfigs>>,
     /// Log start offsets moved inside a segment (DeleteRecords), persisted before applied.
@@ -175,6 +179,11 @@ impl Broker {
             dynamic_config::BrokerConfigSets::new()
         } else {
             dynamic_config::load(&meta_dir)?
+        };
+        let group_configs = if clustered {
+            Default::default()
+        } else {
+            group_config::load(&meta_dir)?
         };
         let topic_defaults = Arc::new(dynamic_config::effective_defaults(
             &config.topic_defaults,
@@ -254,6 +263,7 @@ impl Broker {
             cleaner_state: cleaner::CleanerState::load(&data_dir),
             log_starts: Arc::new(log_start::LogStartCheckpoint::load(&data_dir)),
             dynamic_configs: RwLock::new(dynamic),
+            group_configs: RwLock::new(Arc::new(group_configs)),
             topic_defaults: RwLock::new(topic_defaults),
             stats,
             security,

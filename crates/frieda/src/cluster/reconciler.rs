@@ -75,6 +75,7 @@ pub async fn apply(
     demote_first(broker, node, image);
     // Dynamic broker configs next: topics opened below take the topic defaults in force.
     broker.apply_dynamic_configs(&image.broker_configs);
+    broker.apply_group_configs(&image.group_configs);
     broker.security.apply(
         &image.scram_credentials,
         &image.acls,

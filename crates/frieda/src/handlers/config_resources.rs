@@ -3,8 +3,8 @@
 //! `Admin.listConfigResources` ask. v0 (the former ListClientMetricsResources) lists client
 //! metrics resources only; v1 lists the types asked for (all supported ones for an empty list):
 //! TOPIC (2) every topic, BROKER (4) and BROKER_LOGGER (8) every registered broker id,
-//! CLIENT_METRICS (16) and GROUP (32) none (Frieda has no client metrics subscriptions and no
-//! group configs). An unknown type is INVALID_REQUEST for the whole request.
+//! CLIENT_METRICS (16) none (Frieda has no client metrics subscriptions), GROUP (32) the groups
+//! that have group configs. An unknown type is INVALID_REQUEST for the whole request.
 
 use super::{authorized_cluster, str_bytes, RequestContext};
 use crate::broker::Broker;
@@ -65,6 +65,8 @@ pub async fn handle(
         let names: Vec<String> = match t {
             TOPIC => topics.clone(),
             BROKER | BROKER_LOGGER => brokers.iter().map(i32::to_string).collect(),
+            // The groups that have configs (Kafka also lists every group it coordinates).
+            GROUP => broker.group_configs().keys().cloned().collect(),
             _ => Vec::new(),
         };
         out.extend(names.into_iter().map(|n| {

@@ -28,6 +28,8 @@ pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
 /// ConfigResource type BROKER_LOGGER (KIP-412): a broker's log levels.
 pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+/// ConfigResource type GROUP: a group's configs (KIP-848; [`crate::coordinator::group::config`]).
+pub use crate::coordinator::group::config::RESOURCE_GROUP;
 /// Config source DYNAMIC_BROKER_LOGGER_CONFIG.
 const SOURCE_DYNAMIC_BROKER_LOGGER: i8 = 6;
 
@@ -40,6 +42,7 @@ const SOURCE_DEFAULT: i8 = 5;
 // Config types (DescribeConfigs v3+).
 const TYPE_BOOLEAN: i8 = 1;
 const TYPE_STRING: i8 = 2;
+const TYPE_INT: i8 = 3;
 const TYPE_LONG: i8 = 5;
 const TYPE_DOUBLE: i8 = 6;
 const TYPE_LIST: i8 = 7;
@@ -582,7 +585,7 @@ fn config_access(
             name,
             ResponseError::TopicAuthorizationFailed,
         ),
-        32 => (
+        RESOURCE_GROUP => (
             resource::GROUP,
             name,
             ResponseError::GroupAuthorizationFailed,
@@ -668,6 +671,17 @@ pub async fn describe(
                 }
                 Ok(all)
             }
+            RESOURCE_GROUP if r.resource_name.is_empty() => Err((
+                ResponseError::InvalidRequest,
+                "Group name must not be empty",
+            )),
+            RESOURCE_GROUP => {
+                let mut all = group_config_entries(broker, r.resource_name.as_str());
+                if let Some(keys) = r.configuration_keys.as_ref().filter(|k| !k.is_empty()) {
+                    all.retain(|e| keys.iter().any(|k| k.as_str() == e.name.as_str()));
+                }
+                Ok(all)
+            }
             _ => Err((ResponseError::InvalidRequest, "unsupported resource")),
         };
         results.push(match entries {
@@ -711,6 +725,34 @@ pub async fn describe(
         });
     }
     DescribeConfigsResponse::default().with_results(results)
+}
+
+/// A group's configs as DescribeConfigs reports them (Kafka's `ConfigHelper` for resource type
+/// GROUP): every group config, the group's own values with source GROUP_CONFIG (8).
+fn group_config_entries(broker: &Broker, group: &str) -> Vec<ConfigEntry> {
+    use crate::coordinator::group::config::{describe, ValueType};
+    let sets = broker.group_configs();
+    let value = |k: &str| broker.group_config_broker_value(k);
+    describe(sets.get(group), &value)
+        .into_iter()
+        .map(|c| ConfigEntry {
+            name: str_bytes(c.name),
+            value: c.value.as_deref().map(str_bytes),
+            config_source: c.source,
+            config_type: match c.value_type {
+                ValueType::Int => TYPE_INT,
+                ValueType::Long => TYPE_LONG,
+                ValueType::Boolean => TYPE_BOOLEAN,
+                ValueType::String => TYPE_STRING,
+                ValueType::List => TYPE_LIST,
+            },
+            synonyms: c
+                .synonyms
+                .iter()
+                .map(|(n, v, source)| Synonym::new(n, v.as_deref(), *source))
+                .collect(),
+        })
+        .collect()
 }
 
 /// This broker's configs as DescribeConfigs reports them: the static entries with the dynamic
@@ -827,15 +869,21 @@ pub async fn alter(
                 ResponseError::InvalidRequest,
                 "AlterConfigs does not support the resource type BROKER_LOGGER: use IncrementalAlterConfigs",
             ))
-        } else if r.resource_type == RESOURCE_BROKER {
+        } else if r.resource_type == RESOURCE_BROKER || r.resource_type == RESOURCE_GROUP {
             let configs = r
                 .configs
                 .iter()
                 .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
                 .collect();
-            broker
-                .set_broker_configs(r.resource_name.as_str(), configs, req.validate_only)
-                .await
+            if r.resource_type == RESOURCE_GROUP {
+                broker
+                    .set_group_configs(r.resource_name.as_str(), configs, req.validate_only)
+                    .await
+            } else {
+                broker
+                    .set_broker_configs(r.resource_name.as_str(), configs, req.validate_only)
+                    .await
+            }
         } else {
             alter_topic_configs(
                 broker,
@@ -899,6 +947,8 @@ pub async fn incremental_alter(
             incremental_broker_logger(broker, &r, req.validate_only)
         } else if r.resource_type == RESOURCE_BROKER {
             incremental_broker(broker, &r, req.validate_only).await
+        } else if r.resource_type == RESOURCE_GROUP {
+            incremental_group(broker, &r, req.validate_only).await
         } else {
             incremental_topic(broker, &r, req.validate_only).await
         };
@@ -912,6 +962,80 @@ pub async fn incremental_alter(
         );
     }
     IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+/// IncrementalAlterConfigs of a group (resource type GROUP, KIP-848): SET (0) and DELETE (1)
+/// on its config set, APPEND (2) / SUBTRACT (3) on the list-typed
+/// `streams.rack.aware.assignment.tags`; the new set is checked as a whole
+/// ([`crate::coordinator::group::config::validate`]). Errors: INVALID_REQUEST (42) for an empty
+/// group id, INVALID_CONFIG (40) for unknown keys, bad values and APPEND/SUBTRACT elsewhere.
+async fn incremental_group(
+    broker: &Arc<Broker>,
+    r: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), AdminError> {
+    use crate::coordinator::group::config::{find, ValueType};
+    let group = r.resource_name.as_str();
+    let mut configs = broker
+        .group_configs()
+        .get(group)
+        .cloned()
+        .unwrap_or_default();
+    for c in &r.configs {
+        let name = c.name.to_string();
+        let value = c.value.as_ref().map(|v| v.to_string()).unwrap_or_default();
+        match c.config_operation {
+            0 => {
+                configs.insert(name, value);
+            }
+            1 => {
+                configs.remove(&name);
+            }
+            2 | 3 if find(&name).is_some_and(|k| k.value_type == ValueType::List) => {
+                let mut items: Vec<String> = configs
+                    .get(&name)
+                    .map(|v| {
+                        v.split(',')
+                            .map(|i| i.trim().to_string())
+                            .filter(|i| !i.is_empty())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for v in value.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+                    if c.config_operation == 2 {
+                        if !items.iter().any(|i| i == v) {
+                            items.push(v.to_string());
+                        }
+                    } else {
+                        items.retain(|i| i != v);
+                    }
+                }
+                configs.insert(name, items.join(","));
+            }
+            2 | 3 => {
+                return Err(AdminError::new(
+                    ResponseError::InvalidConfig,
+                    format!(
+                        "Config value {} is not allowed for config key: {name}",
+                        if c.config_operation == 2 {
+                            "append"
+                        } else {
+                            "subtract"
+                        }
+                    ),
+                ))
+            }
+            op => {
+                return Err(AdminError::new(
+                    ResponseError::InvalidConfig,
+                    format!("operation {op} is not valid for `{name}`"),
+                ))
+            }
+        }
+    }
+    broker
+        .set_group_configs(group, configs, validate_only)
+        .await
 }
 
 /// IncrementalAlterConfigs of a topic: SET, DELETE, and APPEND/SUBTRACT on `cleanup.policy`.

@@ -27,6 +27,7 @@ pub mod producer_id;
 pub mod quorum;
 pub mod quotas;
 pub mod scram;
+pub mod share_dlq;
 pub mod share_fetch;
 pub mod share_groups;
 pub mod share_state;

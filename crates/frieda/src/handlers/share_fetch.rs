@@ -16,7 +16,7 @@ use crate::coordinator::share::partition::{
     AckType, AcquiredRange, ReadSpan, SharePartition, ShareSnapshot,
 };
 use crate::coordinator::share::session::{FetchContext, SessionPartition, FINAL_EPOCH};
-use crate::coordinator::share::{AutoOffsetReset, ShareKey, SharedPartition};
+use crate::coordinator::share::{AutoOffsetReset, GroupShareConfig, ShareKey, SharedPartition};
 use crate::security::acl;
 use crate::storage::partition::Partition;
 use bytes::{Bytes, BytesMut};
@@ -78,12 +78,12 @@ fn validate_batches(batches: &[AckBatch], version: i16, renew: bool) -> Result<(
 /// when this broker is not the leader, the share-partition's (INVALID_RECORD_STATE, 121), and the
 /// state write's (COORDINATOR_NOT_AVAILABLE, FENCED_STATE_EPOCH, FENCED_LEADER_EPOCH).
 async fn acknowledge(
-    broker: &Broker,
-    group: &str,
-    member: &str,
+    broker: &Arc<Broker>,
+    (group, member): (&str, &str),
     topic: &str,
     index: i32,
     batches: &[AckBatch],
+    config: &GroupShareConfig,
 ) -> Result<(), E> {
     if batches.is_empty() {
         return Ok(());
@@ -150,6 +150,8 @@ async fn acknowledge(
     }
     drop(outcome);
     shares.changed.notify_waiters();
+    let archived = entry.state.lock().take_archived();
+    super::share_dlq::publish(broker, &key, &p, archived, config).await;
     result
 }
 
@@ -161,6 +163,7 @@ async fn load(
     p: &Arc<Partition>,
     key: &ShareKey,
     topic_id: Uuid,
+    config: &GroupShareConfig,
 ) -> Result<SharedPartition, E> {
     let shares = &broker.groups.shares;
     let leader_epoch = p.repl.leader_epoch();
@@ -171,7 +174,6 @@ async fn load(
     if let Some(e) = shares.get(key, leader_epoch) {
         return Ok(e);
     }
-    let config = shares.config();
     let (group, index) = (&key.0, key.2);
     let stored = share_state::read(broker, group, topic_id, index, leader_epoch).await?;
     let (state, state_epoch) = match stored {
@@ -189,6 +191,16 @@ async fn load(
             let start = match config.auto_offset_reset {
                 AutoOffsetReset::Earliest => p.log_start_offset(),
                 AutoOffsetReset::Latest => p.high_watermark(),
+                AutoOffsetReset::ByDurationMs(ms) => {
+                    let ts = crate::clock::now_ms().saturating_sub(ms);
+                    let reader = p.reader().clone();
+                    let hw = p.high_watermark();
+                    match tokio::task::spawn_blocking(move || reader.offset_for_timestamp(ts)).await
+                    {
+                        Ok(Ok(Some((offset, _)))) => offset.min(hw),
+                        _ => hw,
+                    }
+                }
             };
             let value = ShareStateValue {
                 state_epoch: 0,
@@ -256,19 +268,28 @@ struct Acquired {
 /// Reads `p` for `group`'s share-partition and acquires what it can for `member`: at most
 /// `max_records` records, about `max_bytes` bytes (at least one batch).
 async fn acquire(
-    broker: &Broker,
+    broker: &Arc<Broker>,
     p: &Arc<Partition>,
     key: &ShareKey,
     member: &str,
-    max_records: usize,
-    max_bytes: usize,
+    (max_records, max_bytes): (usize, usize),
+    config: &GroupShareConfig,
 ) -> Result<Acquired, E> {
-    let read_committed = broker.groups.shares.config().read_committed;
+    let read_committed = config.read_committed;
     let topic_id = broker
         .topic(&key.1)
         .map(|t| t.id)
         .ok_or(E::UnknownTopicOrPartition)?;
-    let entry = load(broker, p, key, topic_id).await?;
+    let entry = load(broker, p, key, topic_id, config).await?;
+    let archived = {
+        let mut state = entry.state.lock();
+        if *state.config() != config.partition {
+            state.set_config(config.partition.clone());
+        }
+        state.take_archived()
+    };
+    // Archived by expired locks since the last look: to the dead-letter queue.
+    super::share_dlq::publish(broker, key, p, archived, config).await;
     let from = {
         let mut state = entry.state.lock();
         state.on_log_start(p.log_start_offset());
@@ -406,7 +427,7 @@ fn check_member(
 /// batches' validation ([`validate_batches`]), then [`acknowledge`].
 #[allow(clippy::too_many_arguments)]
 async fn acknowledge_partition(
-    broker: &Broker,
+    broker: &Arc<Broker>,
     ctx: &RequestContext,
     group: &str,
     member: &str,
@@ -414,13 +435,18 @@ async fn acknowledge_partition(
     index: i32,
     batches: &[AckBatch],
     renew: bool,
+    config: &GroupShareConfig,
 ) -> Result<(), E> {
     let topic = topic.ok_or(E::UnknownTopicId)?;
     if !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, topic) {
         return Err(E::TopicAuthorizationFailed);
     }
     validate_batches(batches, ctx.api_version, renew)?;
-    acknowledge(broker, group, member, topic, index, batches).await
+    // KIP-1222: a group may turn RENEW off (`share.renew.acknowledge.enable`).
+    if !config.renew_enabled && batches.iter().any(|(_, _, types)| types.contains(&4)) {
+        return Err(E::InvalidRecordState);
+    }
+    acknowledge(broker, (group, member), topic, index, batches, config).await
 }
 
 /// ShareFetch: acknowledges what the request carries, then acquires records of every partition
@@ -484,7 +510,8 @@ pub async fn handle(
         Ok(c) => c,
         Err(e) => return top(e, None),
     };
-    let lock_ms = broker.groups.shares.config().partition.lock_duration_ms as i32;
+    let config = broker.share_config_of(&group);
+    let lock_ms = config.partition.lock_duration_ms as i32;
 
     // Results by (topic id, partition).
     let mut out: BTreeMap<(Uuid, i32), PartitionData> = BTreeMap::new();
@@ -510,6 +537,7 @@ pub async fn handle(
                 p.partition_index,
                 &batches,
                 req.is_renew_ack,
+                &config,
             )
             .await;
             let pd = PartitionData::default()
@@ -600,7 +628,7 @@ pub async fn handle(
                         .with_partition_index(*index)
                         .with_records(Some(Bytes::new()))
                 });
-                match acquire(broker, &p, &key, &member, left, max_bytes).await {
+                match acquire(broker, &p, &key, &member, (left, max_bytes), &config).await {
                     Ok(a) if !a.ranges.is_empty() => {
                         got_any = true;
                         let n: i64 = a.ranges.iter().map(|r| r.last - r.first + 1).sum();
@@ -711,6 +739,7 @@ pub async fn acknowledge_handle(
     {
         return top(e, None);
     }
+    let config = broker.share_config_of(&group);
     let name_of = |id: &Uuid| broker.topic_by_id(id).map(|t| t.name.to_string());
     let mut hints = broker
         .cluster()
@@ -734,6 +763,7 @@ pub async fn acknowledge_handle(
                 p.partition_index,
                 &batches,
                 req.is_renew_ack,
+                &config,
             )
             .await;
             let pd = ack_resp::PartitionData::default().with_partition_index(p.partition_index);
@@ -782,8 +812,6 @@ pub async fn acknowledge_handle(
         .unwrap_or_default();
     ShareAcknowledgeResponse::default()
         .with_node_endpoints(endpoints)
-        .with_acquisition_lock_timeout_ms(
-            broker.groups.shares.config().partition.lock_duration_ms as i32,
-        )
+        .with_acquisition_lock_timeout_ms(config.partition.lock_duration_ms as i32)
         .with_responses(responses)
 }

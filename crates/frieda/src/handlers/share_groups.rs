@@ -25,6 +25,7 @@ use kafka_protocol::messages::{
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Kafka's `KafkaApis.isMemberIdValid`: non-empty, at most 36 characters.
 pub(crate) fn valid_member_id(id: &str) -> bool {
@@ -100,6 +101,13 @@ pub async fn heartbeat(
             .map(|ts| ts.iter().map(|t| t.0.to_string()).collect()),
         client_id: ctx.client_id.clone().unwrap_or_default(),
         client_host: format!("/{}", ctx.peer.ip()),
+        timeouts: {
+            let c = broker.share_config_of(&group);
+            Some((
+                Duration::from_millis(c.session_timeout_ms),
+                Duration::from_millis(c.heartbeat_interval_ms),
+            ))
+        },
     };
     let partitions_of = |t: &str| broker.topic(t).map(|t| t.partition_count());
     let result = broker

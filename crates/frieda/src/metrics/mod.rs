@@ -443,6 +443,68 @@ impl Collector for BrokerCollector {
             MetricType::Gauge,
             lag,
         )?;
+        // Share groups (KIP-932): the share-partitions this broker keeps (it leads their
+        // partitions), as Kafka's SharePartitionMetrics and the lag of DescribeShareGroupOffsets.
+        let mut in_flight = Vec::new();
+        let mut acquired = Vec::new();
+        let mut start = Vec::new();
+        let mut share_lag = Vec::new();
+        let mut archived = Vec::new();
+        for ((group, topic, partition), entry) in broker.groups.shares.all() {
+            let labels = vec![
+                ("group", group.clone()),
+                ("topic", topic.clone()),
+                ("partition", partition.to_string()),
+            ];
+            let state = entry.state.lock();
+            in_flight.push((labels.clone(), ConstGauge::new(state.in_flight() as i64)));
+            acquired.push((labels.clone(), ConstGauge::new(state.acquired() as i64)));
+            start.push((labels.clone(), ConstGauge::new(state.start_offset())));
+            if let Some(end) = hw.get(&(topic.clone(), partition)) {
+                let lag = end - state.start_offset() - state.completed_in_flight();
+                share_lag.push((labels.clone(), ConstGauge::new(lag.max(0))));
+            }
+            archived.push((labels, ConstCounter::new(state.archived_total())));
+        }
+        for v in [&mut in_flight, &mut acquired, &mut start, &mut share_lag] {
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        archived.sort_by(|a, b| a.0.cmp(&b.0));
+        family(
+            &mut e,
+            "kafka_server_sharepartitionmetrics_inflightmessagecount",
+            "Records in a share-partition's in-flight window (SharePartitionMetrics InFlightMessageCount).",
+            MetricType::Gauge,
+            in_flight,
+        )?;
+        family(
+            &mut e,
+            "frieda_share_partition_acquired_records",
+            "Records of a share-partition acquired by a consumer (under an acquisition lock).",
+            MetricType::Gauge,
+            acquired,
+        )?;
+        family(
+            &mut e,
+            "frieda_share_partition_start_offset",
+            "A share-partition's start offset: every record below it was acknowledged or archived.",
+            MetricType::Gauge,
+            start,
+        )?;
+        family(
+            &mut e,
+            "frieda_share_partition_lag",
+            "Records of a share-partition not yet acknowledged or archived (high watermark minus start offset minus those done above it; DescribeShareGroupOffsets' lag).",
+            MetricType::Gauge,
+            share_lag,
+        )?;
+        family(
+            &mut e,
+            "frieda_share_partition_archived_records",
+            "Records a share-partition archived (rejected, or at share.delivery.count.limit).",
+            MetricType::Counter,
+            archived,
+        )?;
         process::encode(&mut e)
     }
 }

@@ -174,6 +174,12 @@ pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
         default: "false",
         kind: ValueKind::Boolean,
     },
+    // KIP-1191: a topic share groups may use as their dead-letter queue.
+    TopicConfigKey {
+        name: "errors.deadletterqueue.group.enable",
+        default: "false",
+        kind: ValueKind::Boolean,
+    },
 ];
 
 /// Smallest `segment.bytes` (and broker `log.segment.bytes`): 1 MiB (KIP-1030).

@@ -21,6 +21,7 @@
 //!   their offsets come back after a restart (members rejoin: their sessions are not restored).
 
 pub mod assignor;
+pub mod config;
 pub mod consumer;
 pub mod embedded;
 pub mod share;

@@ -78,6 +78,9 @@ pub struct Heartbeat {
     pub client_id: String,
     /// Client host.
     pub client_host: String,
+    /// The group's `share.session.timeout.ms` and `share.heartbeat.interval.ms` in force (its
+    /// group configs), if they differ from the broker's.
+    pub timeouts: Option<(Duration, Duration)>,
 }
 
 /// The answer to a heartbeat.
@@ -183,6 +186,10 @@ impl ShareGroup {
         partitions_of: &dyn Fn(&str) -> Option<i32>,
         now: Instant,
     ) -> Result<HeartbeatReply, (E, String)> {
+        if let Some((session, heartbeat)) = req.timeouts {
+            self.config.session_timeout = session;
+            self.config.heartbeat_interval = heartbeat;
+        }
         if req.member_epoch < LEAVE_EPOCH {
             return Err((E::InvalidRequest, "MemberEpoch is invalid.".into()));
         }

@@ -8,6 +8,7 @@ fn hb(member: &str, epoch: i32, topics: Option<&[&str]>) -> Heartbeat {
         subscribed: topics.map(|t| t.iter().map(|s| s.to_string()).collect()),
         client_id: "c".into(),
         client_host: "/127.0.0.1".into(),
+        timeouts: None,
     }
 }
 

@@ -31,6 +31,34 @@ pub enum AutoOffsetReset {
     Earliest,
     /// The log end offset (Kafka's default).
     Latest,
+    /// The first record whose timestamp is at most this many ms old (`by_duration:<ISO-8601>`);
+    /// the log end offset if there is none.
+    ByDurationMs(i64),
+}
+
+/// A share group's settings in force: its group configs over the broker's
+/// ([`ShareConfig::for_group`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupShareConfig {
+    /// `share.record.lock.duration.ms`, `share.delivery.count.limit`,
+    /// `share.partition.max.record.locks`.
+    pub partition: SharePartitionConfig,
+    /// `share.auto.offset.reset`.
+    pub auto_offset_reset: AutoOffsetReset,
+    /// `share.isolation.level` is `read_committed`.
+    pub read_committed: bool,
+    /// `share.renew.acknowledge.enable` (KIP-1222, default true): RENEW acknowledgements are
+    /// accepted.
+    pub renew_enabled: bool,
+    /// `errors.deadletterqueue.topic.name` (KIP-1191), if set.
+    pub dlq_topic: Option<String>,
+    /// `errors.deadletterqueue.copy.record.enable` (KIP-1191, default false): DLQ records carry
+    /// the original key and value.
+    pub dlq_copy_record: bool,
+    /// `share.session.timeout.ms` in ms.
+    pub session_timeout_ms: u64,
+    /// `share.heartbeat.interval.ms` in ms.
+    pub heartbeat_interval_ms: u64,
 }
 
 /// Broker-wide share settings (Kafka's `group.share.*` broker configs).
@@ -44,6 +72,12 @@ pub struct ShareConfig {
     pub auto_offset_reset: AutoOffsetReset,
     /// `share.isolation.level` is `read_committed` for every group (default read_uncommitted).
     pub read_committed: bool,
+    /// `errors.deadletterqueue.auto.create.topics.enable` (KIP-1191, default false): a missing
+    /// dead-letter topic is created (with `errors.deadletterqueue.group.enable=true`).
+    pub dlq_auto_create: bool,
+    /// `errors.deadletterqueue.topic.name.prefix` (KIP-1191, default `dlq.`): dead-letter topics
+    /// must start with it (empty: any name).
+    pub dlq_topic_prefix: String,
 }
 
 impl Default for ShareConfig {
@@ -53,6 +87,52 @@ impl Default for ShareConfig {
             max_share_sessions: 2000,
             auto_offset_reset: AutoOffsetReset::Latest,
             read_committed: false,
+            dlq_auto_create: false,
+            dlq_topic_prefix: "dlq.".into(),
+        }
+    }
+}
+
+impl ShareConfig {
+    /// The settings of a share group whose effective group config is `group` (its overrides
+    /// over the broker's `group.share.*` values; the broker-wide `share.auto.offset.reset` and
+    /// `share.isolation.level` of Frieda's config file are the defaults of those two).
+    pub fn for_group(
+        &self,
+        group: &crate::coordinator::group::config::EffectiveGroupConfig<'_>,
+    ) -> GroupShareConfig {
+        use crate::coordinator::group::config::{parse_auto_offset_reset, AutoOffsetResetValue};
+        let auto_offset_reset = match group.overridden("share.auto.offset.reset") {
+            Some(v) => match parse_auto_offset_reset(v) {
+                Ok(AutoOffsetResetValue::Earliest) => AutoOffsetReset::Earliest,
+                Ok(AutoOffsetResetValue::Latest) => AutoOffsetReset::Latest,
+                Ok(AutoOffsetResetValue::ByDurationMs(ms)) => AutoOffsetReset::ByDurationMs(ms),
+                Err(_) => self.auto_offset_reset,
+            },
+            None => self.auto_offset_reset,
+        };
+        let read_committed = match group.overridden("share.isolation.level") {
+            Some(v) => v == "read_committed",
+            None => self.read_committed,
+        };
+        let dlq_topic = group
+            .raw("errors.deadletterqueue.topic.name")
+            .filter(|t| !t.trim().is_empty());
+        GroupShareConfig {
+            partition: SharePartitionConfig {
+                lock_duration_ms: group.number("share.record.lock.duration.ms").max(1) as u64,
+                delivery_count_limit: group
+                    .number("share.delivery.count.limit")
+                    .clamp(1, i64::from(u16::MAX)) as u16,
+                max_record_locks: group.number("share.partition.max.record.locks").max(1) as usize,
+            },
+            auto_offset_reset,
+            read_committed,
+            renew_enabled: group.boolean("share.renew.acknowledge.enable"),
+            dlq_topic,
+            dlq_copy_record: group.boolean("errors.deadletterqueue.copy.record.enable"),
+            session_timeout_ms: group.number("share.session.timeout.ms").max(1) as u64,
+            heartbeat_interval_ms: group.number("share.heartbeat.interval.ms").max(1) as u64,
         }
     }
 }
@@ -157,7 +237,16 @@ impl SharePartitions {
         self.partitions.lock().remove(key);
     }
 
-    /// Every share-partition of `group` kept here: (topic, partition, share-partition).
+    /// Every share-partition kept here, with its key (for the metrics endpoint).
+    pub fn all(&self) -> Vec<(ShareKey, SharedPartition)> {
+        self.partitions
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// This group's share-partitions kept here: (topic, partition, share-partition).
     pub fn of_group(&self, group: &str) -> Vec<(String, i32, SharedPartition)> {
         let all = self.partitions.lock();
         let mut out: Vec<_> = all

@@ -64,7 +64,7 @@ impl AckType {
 }
 
 /// Settings of one share-partition (the group's, Kafka's broker and group configs).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharePartitionConfig {
     /// `group.share.record.lock.duration.ms` (default 30000): how long an acquired record stays
     /// with its member.
@@ -163,6 +163,9 @@ pub struct SharePartition {
     archived: Vec<(i64, ArchiveReason, u16)>,
     /// Bound of `archived`: the oldest are dropped beyond it.
     archived_bound: usize,
+    /// Records archived here so far (rejected, at the delivery limit): a counter for the
+    /// metrics endpoint.
+    archived_total: u64,
     /// Generation of the last staged acknowledgement.
     stage_gen: u64,
 }
@@ -177,6 +180,7 @@ impl SharePartition {
             archived_bound: config.max_record_locks.max(1) * 2,
             config,
             archived: Vec::new(),
+            archived_total: 0,
             stage_gen: 0,
         }
     }
@@ -245,6 +249,11 @@ impl SharePartition {
             .iter()
             .filter(|s| matches!(s.state, RecordState::Acknowledged | RecordState::Archived))
             .count() as i64
+    }
+
+    /// Records archived here so far (rejected or at the delivery limit; not control records).
+    pub fn archived_total(&self) -> u64 {
+        self.archived_total
     }
 
     /// The share-partition start offset (SPSO): every record below it is done.
@@ -511,6 +520,7 @@ impl SharePartition {
             };
             s.pending = None;
             if let Some(reason) = reason {
+                self.archived_total += 1;
                 push_bounded(
                     &mut self.archived,
                     self.archived_bound,
@@ -559,6 +569,7 @@ impl SharePartition {
                 n += 1;
                 if s.delivery_count >= limit {
                     s.state = RecordState::Archived;
+                    self.archived_total += 1;
                     push_bounded(
                         &mut self.archived,
                         self.archived_bound,

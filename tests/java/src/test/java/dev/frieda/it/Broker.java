@@ -27,6 +27,8 @@ import org.apache.kafka.clients.admin.TopicDescription;
  */
 final class Broker implements AutoCloseable {
     final String bootstrap;
+    /** The Prometheus metrics endpoint's port ({@code metrics.listen}); -1 for an external broker. */
+    int metricsPort = -1;
     private volatile Process process;
     private final Path dir;
     private final Path stderr;
@@ -57,12 +59,18 @@ final class Broker implements AutoCloseable {
         try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
             port = s.getLocalPort();
         }
+        int metricsPort;
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            metricsPort = s.getLocalPort();
+        }
         Path dir = Files.createTempDirectory("frieda-java-it-");
         Path data = Files.createDirectory(dir.resolve("data"));
         Path err = dir.resolve("frieda.stderr");
         String listen = "127.0.0.1:" + port;
         Broker b = new Broker(listen, null, dir, err);
-        b.command = List.of(bin, "serve", "--listen", listen, "--data-dir", data.toString());
+        b.metricsPort = metricsPort;
+        b.command = List.of(bin, "serve", "--listen", listen, "--data-dir", data.toString(),
+                "--override", "metrics.listen=127.0.0.1:" + metricsPort);
         b.launch(false);
         return b;
     }

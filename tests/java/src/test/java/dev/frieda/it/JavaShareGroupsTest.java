@@ -23,7 +23,10 @@ import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.ShareGroupDescription;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -31,6 +34,11 @@ import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.utils.internals.Exit;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.InvalidConfigurationException;
+import org.apache.kafka.tools.ConfigCommand;
 import org.apache.kafka.tools.consumer.group.ShareGroupCommand;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -286,6 +294,16 @@ class JavaShareGroupsTest {
 
     /** Runs kafka-share-groups in this JVM and returns what it printed. */
     private static String shareGroupsTool(String... args) {
+        return tool("kafka-share-groups", () -> ShareGroupCommand.main(args), args);
+    }
+
+    /** Runs kafka-configs in this JVM and returns what it printed. */
+    private static String configsTool(String... args) {
+        return tool("kafka-configs", () -> ConfigCommand.main(args), args);
+    }
+
+    /** Runs a Kafka command-line tool's main in this JVM; fails the test on a non-zero exit. */
+    private static String tool(String name, Runnable main, String... args) {
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
         PrintStream old = System.out;
         Exit.setExitProcedure((code, msg) -> {
@@ -293,16 +311,16 @@ class JavaShareGroupsTest {
         });
         try (PrintStream ps = new PrintStream(buf, true, StandardCharsets.UTF_8)) {
             System.setOut(ps);
-            ShareGroupCommand.main(args);
+            main.run();
         } catch (ToolExit e) {
-            assertEquals(0, e.code, "kafka-share-groups exited with " + e.code + ": " + e.getMessage()
+            assertEquals(0, e.code, name + " exited with " + e.code + ": " + e.getMessage()
                     + "\n" + buf.toString(StandardCharsets.UTF_8));
         } finally {
             System.setOut(old);
             Exit.resetExitProcedure();
         }
         String out = buf.toString(StandardCharsets.UTF_8);
-        System.err.println("kafka-share-groups " + String.join(" ", args) + "\n" + out);
+        System.err.println(name + " " + String.join(" ", args) + "\n" + out);
         return out;
     }
 
@@ -375,5 +393,194 @@ class JavaShareGroupsTest {
         shareGroupsTool("--bootstrap-server", b, "--delete", "--group", group);
         assertTrue(shareGroupsTool("--bootstrap-server", b, "--list").lines().noneMatch(l -> l.trim().equals(group)),
                 "deleted");
+    }
+
+    /**
+     * Group configs (resource type GROUP) set with kafka-configs apply to the share group:
+     * share.auto.offset.reset=earliest makes a new group start at the log start (records produced
+     * before any consumer joined are delivered), share.delivery.count.limit=2 archives a record
+     * released twice; kafka-configs --describe shows the values; an out-of-range value is refused
+     * with Kafka's message.
+     */
+    @Test
+    void groupConfigsSetWithKafkaConfigsApplyToTheShareGroup() throws Exception {
+        String topic = Broker.uniqueTopic("share-configs");
+        String group = "share-" + topic;
+        String b = broker.bootstrap;
+        int n = 5;
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", b))) {
+            Broker.createTopic(admin, topic, 1, Map.of());
+            ConfigResource res = new ConfigResource(ConfigResource.Type.GROUP, group);
+            var bad = admin.incrementalAlterConfigs(Map.of(res, List.of(new AlterConfigOp(
+                    new ConfigEntry("share.delivery.count.limit", "11"), AlterConfigOp.OpType.SET)))).all();
+            try {
+                bad.get();
+                throw new AssertionError("share.delivery.count.limit=11 accepted");
+            } catch (java.util.concurrent.ExecutionException e) {
+                assertTrue(e.getCause() instanceof InvalidConfigurationException, e.toString());
+                assertTrue(e.getCause().getMessage().contains(
+                        "share.delivery.count.limit must be in the range 2 to 10 inclusive."), e.toString());
+            }
+        }
+        try (KafkaProducer<String, String> prod = producer()) {
+            for (int i = 0; i < n; i++) {
+                prod.send(new ProducerRecord<>(topic, "k" + i, "early" + i));
+            }
+            prod.flush();
+        }
+        configsTool("--bootstrap-server", b, "--alter", "--entity-type", "groups", "--entity-name", group,
+                "--add-config", "share.auto.offset.reset=earliest,share.delivery.count.limit=2");
+        String described = configsTool("--bootstrap-server", b, "--describe", "--entity-type", "groups",
+                "--entity-name", group);
+        assertTrue(described.contains("share.auto.offset.reset=earliest")
+                && described.contains("share.delivery.count.limit=2"), described);
+
+        KafkaShareConsumer<String, String> c = consumer(group, "configs-consumer");
+        c.subscribe(List.of(topic));
+        Map<String, List<Short>> deliveries = new HashMap<>();
+        List<String> accepted = new ArrayList<>();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        // early0 is released on every delivery: with the limit of 2 it comes twice, then never.
+        while (System.nanoTime() < deadline && (accepted.size() < n - 1 || deliveries.getOrDefault("early0",
+                List.of()).size() < 2)) {
+            for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                deliveries.computeIfAbsent(r.value(), k -> new ArrayList<>()).add(r.deliveryCount().orElse((short) -1));
+                if (r.value().equals("early0")) {
+                    c.acknowledge(r, AcknowledgeType.RELEASE);
+                } else {
+                    c.acknowledge(r, AcknowledgeType.ACCEPT);
+                    accepted.add(r.value());
+                }
+            }
+            c.commitSync();
+        }
+        // A while longer: early0 must not come a third time.
+        long quiet = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        while (System.nanoTime() < quiet) {
+            for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                deliveries.computeIfAbsent(r.value(), k -> new ArrayList<>()).add(r.deliveryCount().orElse((short) -1));
+                c.acknowledge(r, AcknowledgeType.ACCEPT);
+            }
+            c.commitSync();
+        }
+        c.close();
+        for (int i = 1; i < n; i++) {
+            assertEquals(List.of((short) 1), deliveries.get("early" + i), "early" + i + ": " + deliveries);
+        }
+        assertEquals(List.of((short) 1, (short) 2), deliveries.get("early0"),
+                "released twice, then archived by share.delivery.count.limit=2: " + deliveries);
+    }
+
+    /**
+     * The dead-letter queue (KIP-1191, share.version 2): with errors.deadletterqueue.topic.name
+     * set on the group (a topic named dlq.* with errors.deadletterqueue.group.enable=true), a
+     * rejected record and a record released until share.delivery.count.limit
+     * (2) are written to the DLQ topic with Kafka's __dlq.errors.* headers (source topic,
+     * partition, offset, group, delivery count, cause) and, with
+     * errors.deadletterqueue.copy.record.enable=true, the original key and value; accepted
+     * records are not.
+     */
+    @Test
+    void rejectedAndExhaustedRecordsGoToTheDeadLetterQueue() throws Exception {
+        String topic = Broker.uniqueTopic("share-dlq-src");
+        // Kafka 4.4: a DLQ topic's name starts with errors.deadletterqueue.topic.name.prefix
+        // (dlq.) and it carries errors.deadletterqueue.group.enable=true.
+        String dlq = "dlq." + Broker.uniqueTopic("share");
+        String group = "share-" + topic;
+        String b = broker.bootstrap;
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", b))) {
+            Broker.createTopic(admin, topic, 1, Map.of());
+            Broker.createTopic(admin, dlq, 1, Map.of("errors.deadletterqueue.group.enable", "true"));
+            ConfigResource res = new ConfigResource(ConfigResource.Type.GROUP, group);
+            List<AlterConfigOp> ops = new ArrayList<>();
+            for (String[] kv : new String[][] {{"share.auto.offset.reset", "earliest"},
+                    {"share.delivery.count.limit", "2"}, {"errors.deadletterqueue.topic.name", dlq},
+                    {"errors.deadletterqueue.copy.record.enable", "true"}}) {
+                ops.add(new AlterConfigOp(new ConfigEntry(kv[0], kv[1]), AlterConfigOp.OpType.SET));
+            }
+            admin.incrementalAlterConfigs(Map.of(res, ops)).all().get();
+        }
+        try (KafkaProducer<String, String> prod = producer()) {
+            for (int i = 0; i < 5; i++) {
+                prod.send(new ProducerRecord<>(topic, "k" + i, "r" + i));
+            }
+            prod.flush();
+        }
+        KafkaShareConsumer<String, String> c = consumer(group, "dlq-consumer");
+        c.subscribe(List.of(topic));
+        Set<String> done = new java.util.HashSet<>();
+        int r2Deliveries = 0;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadline && (done.size() < 4 || r2Deliveries < 2)) {
+            for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                switch (r.value()) {
+                    case "r1" -> c.acknowledge(r, AcknowledgeType.REJECT);
+                    case "r2" -> {
+                        r2Deliveries++;
+                        c.acknowledge(r, AcknowledgeType.RELEASE);
+                    }
+                    default -> c.acknowledge(r, AcknowledgeType.ACCEPT);
+                }
+                if (!r.value().equals("r2")) {
+                    done.add(r.value());
+                }
+            }
+            c.commitSync();
+        }
+        if (broker.metricsPort > 0) {
+            // Frieda's metrics endpoint while the consumer is still in the group (its share-partition is
+            // kept): both archived, nothing left to deliver.
+            String labels = "{group=\"" + group + "\",topic=\"" + topic + "\",partition=\"0\"}";
+            String metrics = new String(java.net.URI.create("http://127.0.0.1:" + broker.metricsPort + "/metrics")
+                    .toURL().openStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(metrics.contains("frieda_share_partition_archived_records_total" + labels + " 2"), metrics);
+            assertTrue(metrics.contains("frieda_share_partition_lag" + labels + " 0"), metrics);
+            assertTrue(metrics.contains("frieda_share_partition_start_offset" + labels + " 5"), metrics);
+            assertTrue(metrics.contains("kafka_server_sharepartitionmetrics_inflightmessagecount" + labels + " 0"),
+                    metrics);
+        }
+        c.close();
+        assertEquals(2, r2Deliveries, "r2 delivered twice, then archived");
+
+        Properties cp = new Properties();
+        cp.put("bootstrap.servers", b);
+        cp.put("key.deserializer", StringDeserializer.class.getName());
+        cp.put("value.deserializer", StringDeserializer.class.getName());
+        cp.put("enable.auto.commit", "false");
+        Map<String, Map<String, String>> byValue = new HashMap<>();
+        try (KafkaConsumer<String, String> dc = new KafkaConsumer<>(cp)) {
+            TopicPartition tp = new TopicPartition(dlq, 0);
+            dc.assign(List.of(tp));
+            dc.seekToBeginning(List.of(tp));
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (byValue.size() < 2 && System.nanoTime() < until) {
+                for (ConsumerRecord<String, String> r : dc.poll(Duration.ofMillis(200))) {
+                    Map<String, String> h = new HashMap<>();
+                    for (Header x : r.headers()) {
+                        h.put(x.key(), new String(x.value(), StandardCharsets.UTF_8));
+                    }
+                    h.put("key", r.key());
+                    byValue.put(r.value(), h);
+                }
+            }
+            // Nothing else arrives: the accepted records are not dead letters.
+            for (ConsumerRecord<String, String> r : dc.poll(Duration.ofSeconds(1))) {
+                byValue.put(r.value(), Map.of());
+            }
+        }
+        assertEquals(Set.of("r1", "r2"), byValue.keySet(), "DLQ records: " + byValue);
+        Map<String, String> r1 = byValue.get("r1");
+        assertEquals(topic, r1.get("__dlq.errors.topic"), r1.toString());
+        assertEquals("0", r1.get("__dlq.errors.partition"), r1.toString());
+        assertEquals("1", r1.get("__dlq.errors.offset"), r1.toString());
+        assertEquals(group, r1.get("__dlq.errors.group"), r1.toString());
+        assertEquals("1", r1.get("__dlq.errors.delivery.count"), r1.toString());
+        assertEquals("Offset rejected by client.", r1.get("__dlq.errors.message"), r1.toString());
+        assertEquals("k1", r1.get("key"), r1.toString());
+        Map<String, String> r2 = byValue.get("r2");
+        assertEquals("2", r2.get("__dlq.errors.offset"), r2.toString());
+        assertEquals("2", r2.get("__dlq.errors.delivery.count"), r2.toString());
+        assertEquals("Offset delivery count exceeded the threshold.", r2.get("__dlq.errors.message"), r2.toString());
+        assertEquals("k2", r2.get("key"), r2.toString());
     }
 }
