@@ -1,7 +1,7 @@
 """Share groups (KIP-932) on a 3-node cluster while brokers are SIGKILLed: three Kafka 4.4
 `KafkaShareConsumer`s (tests/cluster/tools/ShareWorker.java) accept every record of a 3-partition
 topic (RF 3, min.insync.replicas 2) while the share group's coordinator and then a partition
-leader are SIGKILLed and restarted. Afterwards every record the producer got acknowledged was
+leader are SIGKILLed and restarted, and then one of the consumers is SIGKILLed. Afterwards every record the producer got acknowledged was
 accepted at least once, and no record was delivered again after a consumer's acknowledgement of
 it was reported stored (commitSync without an error for its partition).
 """
@@ -51,7 +51,14 @@ class Worker:
                 elif f[:1] == ["ERR"]:
                     self.errors.append(line.strip())
 
+    def kill(self):
+        """SIGKILL: the consumer dies mid-batch, holding records it acquired."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
     def stop(self):
+        if self.proc.poll() is not None:
+            return
         try:
             self.proc.stdin.close()
             self.proc.wait(timeout=20)
@@ -150,6 +157,23 @@ def test_share_group_accepts_every_record_once_through_sigkills_of_the_coordinat
         c.kill(leader)
         time.sleep(3)
         c.start(leader)
+
+        # A consumer SIGKILLed mid-batch: the records it held come back to the other two (its
+        # connections close, so its share sessions end and its records are released).
+        c.wait_until(lambda: accepted(3 * n // 4), 120, f"{3 * n // 4} records accepted")
+
+        def held(w) -> set[str]:
+            """Records w got and has not reported accepted (acquired, in its hands)."""
+            with w.lock:
+                done = {v for _, v in w.acked}
+                return {v for (_, _, _, v, _) in w.got[-200:] if v.startswith("v") and v not in done}
+
+        # Killed while it holds records, when it does within 10 s (it may be between batches).
+        deadline = time.monotonic() + 10
+        while not held(workers[0]) and time.monotonic() < deadline:
+            time.sleep(0.002)
+        workers[0].kill()
+        print(f"SIGKILL consumer {workers[0].name}, holding {len(held(workers[0]))} records")
 
         pt.join(180)
         assert not failed, failed[:5]
