@@ -8,9 +8,13 @@ it was reported stored (commitSync without an error for its partition).
 
 from __future__ import annotations
 
+import os
+import random
+import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -18,7 +22,7 @@ from confluent_kafka import Producer
 from test_cluster import create
 from test_kafka_tools_cluster import classpath  # noqa: F401 (fixture)
 from test_offsets_min_isr import find_coordinator
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, port_open, wait_until
 
 WORKER = REPO_ROOT / "tests" / "cluster" / "tools" / "ShareWorker.java"
 
@@ -92,10 +96,101 @@ def acked_values(workers) -> set[str]:
     return out
 
 
+KAFKA_LIB = Path(os.environ.get("KAFKA44_LIB", REPO_ROOT / "target" / "kafka-4.4.0" / "lib"))
+
+
+class KafkaThree:
+    """Apache Kafka 4.4.0 on 3 broker+controller nodes (bench/kafka/run-kafka-cluster.sh), with
+    the few methods of the cluster fixture the scenario uses, so the same test code runs on it."""
+
+    class _Node:
+        def __init__(self, port: int):
+            self.client_port = port
+
+    def __init__(self, workdir: Path):
+        if not (KAFKA_LIB / "kafka_2.13-4.4.0.jar").exists():
+            pytest.fail(f"Kafka 4.4.0 jars not in {KAFKA_LIB} (scripts/test fetches them)")
+        self.dir = workdir / "kafka-cluster"
+        for _ in range(50):
+            base = random.randrange(23000, 29000, 10)
+            if not any(port_open(base + 100 * i + d) for i in range(1, 4) for d in (0, 1)):
+                break
+        self.base = base
+        self.env = dict(os.environ, KAFKA_LIB=str(KAFKA_LIB), KAFKA_CLUSTER_DIR=str(self.dir),
+                        KAFKA_CLUSTER_PORT_BASE=str(base), KAFKA_BROKER_HEAP_OPTS="-Xms256m -Xmx512m")
+        r = subprocess.run([str(REPO_ROOT / "bench/kafka/run-kafka-cluster.sh"), "3"], env=self.env,
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            self.close()
+            raise AssertionError(f"Kafka cluster did not start:\n{r.stdout}\n{r.stderr}")
+        self.wait_until(lambda: len(self.admin().list_topics(timeout=5).brokers) == 3, 60, "3 Kafka brokers")
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{self.base + 100 * i}" for i in range(1, 4))
+
+    def running(self) -> list[int]:
+        return [i for i in range(1, 4) if port_open(self.base + 100 * i)]
+
+    def node(self, i: int):
+        return self._Node(self.base + 100 * i)
+
+    def wait_until(self, pred, timeout: float, what: str = "condition", interval: float = 0.1):
+        return wait_until(pred, timeout, what, interval)
+
+    def admin(self, via=None):
+        from confluent_kafka.admin import AdminClient
+        return AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def wait_topic(self, name: str, partitions: int):
+        def ready():
+            t = self.admin().list_topics(name, timeout=5).topics.get(name)
+            return t is not None and t.error is None and len(t.partitions) == partitions and all(
+                p.leader >= 0 for p in t.partitions.values())
+        return self.wait_until(ready, 60, f"{name} ready")
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        return self.admin().list_topics(topic, timeout=10).topics[topic].partitions[partition].leader
+
+    def kill(self, i: int) -> None:
+        pid = int((self.dir / f"node-{i}.pid").read_text())
+        os.kill(pid, signal.SIGKILL)
+        self.wait_until(lambda: not port_open(self.base + 100 * i), 30, f"Kafka node {i} gone")
+
+    def start(self, i: int) -> None:
+        d = self.dir / f"node-{i}"
+        proc = subprocess.Popen(
+            ["java", "-Xms256m", "-Xmx512m", f"-Dkafka.logs.dir={d}/logs",
+             f"-Dlog4j2.configurationFile={d}/log4j2.properties", "-cp", f"{KAFKA_LIB}/*", "kafka.Kafka",
+             str(d / "server.properties")],
+            stdout=open(d / "logs" / "kafka.out", "a"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+        (self.dir / f"node-{i}.pid").write_text(str(proc.pid))
+        self.wait_until(lambda: port_open(self.base + 100 * i), 60, f"Kafka node {i} listening")
+
+    def close(self) -> None:
+        subprocess.run([str(REPO_ROOT / "bench/kafka/stop-kafka-cluster.sh")],
+                       env={**self.env, "KAFKA_STOP_WAIT_S": "3"}, capture_output=True, timeout=120)
+
+
+# The same scenario on Apache Kafka 4.4.0 with FRIEDA_SHARE_KAFKA_COMPARE=1 (about 2 min; not in
+# scripts/test's time budget).
+@pytest.fixture(params=["frieda"] + (["kafka"] if os.environ.get("FRIEDA_SHARE_KAFKA_COMPARE") == "1" else []))
+def three(request, cluster, tmp_path):
+    if request.param == "frieda":
+        yield cluster(3)
+        return
+    k = KafkaThree(tmp_path)
+    try:
+        yield k
+    finally:
+        k.close()
+
+
 @pytest.mark.timeout(400)
 def test_share_group_accepts_every_record_once_through_sigkills_of_the_coordinator_and_a_leader(
-        cluster, topic_name, classpath, tmp_path):
-    c = cluster(3)
+        three, topic_name, classpath, tmp_path):
+    c = three
     topic = topic_name("jobs")
     group = "workers-" + topic
     create(c, topic, partitions=3, rf=3, config={"min.insync.replicas": "2"})

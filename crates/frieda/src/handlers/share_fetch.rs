@@ -665,6 +665,21 @@ pub async fn handle(
                 break;
             }
         }
+        // The session closed while this fetch acquired (its connection went, or the member
+        // left): what it acquired goes back now, not when the locks expire.
+        if !broker
+            .groups
+            .shares
+            .sessions
+            .lock()
+            .has_member(&group, &member)
+        {
+            let named: Vec<(String, i32)> = partitions
+                .iter()
+                .filter_map(|(id, index)| name_of(id).map(|n| (n, *index)))
+                .collect();
+            broker.groups.shares.release_member(&group, &member, &named);
+        }
     }
     let mut hints = broker
         .cluster()

@@ -154,6 +154,12 @@ impl ShareSessions {
         Ok(())
     }
 
+    /// Whether `member` of `group` has a session here.
+    pub fn has_member(&self, group: &str, member: &str) -> bool {
+        self.sessions
+            .contains_key(&(group.to_string(), member.to_string()))
+    }
+
     /// Whether any member of `group` has a session here.
     pub fn has_group(&self, group: &str) -> bool {
         self.sessions.keys().any(|(g, _)| g == group)
