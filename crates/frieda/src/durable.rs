@@ -80,6 +80,30 @@ pub fn write_or_halt(path: &Path, contents: &str, what: &str) -> std::io::Result
     }
 }
 
+/// Reads a JSON metadata file written by [`write_json_or_halt`]; a missing file is
+/// `T::default()`.
+///
+/// Errors: the file exists but cannot be read or is not JSON of the right shape (named, so the
+/// broker refuses to start rather than silently drop what the file holds).
+pub fn read_json<T: serde::de::DeserializeOwned + Default>(path: &Path) -> anyhow::Result<T> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{} is corrupt: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+        Err(e) => Err(anyhow::anyhow!("reading {}: {e}", path.display())),
+    }
+}
+
+/// [`write_or_halt`] of `value` as pretty-printed JSON.
+pub fn write_json_or_halt<T: serde::Serialize>(
+    path: &Path,
+    value: &T,
+    what: &str,
+) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    write_or_halt(path, &text, what)
+}
+
 /// Stops the broker at once after a metadata change whose durability is unknown (see the module
 /// docs): clients waiting for an answer see their connection close (an unknown outcome, which is
 /// the truth), and the next start recovers from what is on disk.

@@ -129,13 +129,7 @@ pub fn dynamic_values<'a>(
 /// Errors: the file exists but is unreadable or not JSON of the right shape (named, so the
 /// broker refuses to start rather than silently drop settings an operator made).
 pub fn load(meta_dir: &Path) -> anyhow::Result<BrokerConfigSets> {
-    let path = meta_dir.join(FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{} is corrupt: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BrokerConfigSets::new()),
-        Err(e) => Err(anyhow::anyhow!("reading {}: {e}", path.display())),
-    }
+    durable::read_json(&meta_dir.join(FILE))
 }
 
 /// Writes a single broker's dynamic configs durably (before they are applied).
@@ -143,10 +137,9 @@ pub fn load(meta_dir: &Path) -> anyhow::Result<BrokerConfigSets> {
 /// Errors: the write failed before its commit point (nothing changed); past it the broker halts
 /// ([`durable::halt`]), as for topic metadata.
 pub fn persist(meta_dir: &Path, sets: &BrokerConfigSets) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(sets).map_err(std::io::Error::other)?;
-    durable::write_or_halt(
+    durable::write_json_or_halt(
         &meta_dir.join(FILE),
-        &text,
+        sets,
         "writing the dynamic broker configs",
     )
 }

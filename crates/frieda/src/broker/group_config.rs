@@ -19,13 +19,7 @@ pub const FILE: &str = "group-configs.json";
 ///
 /// Errors: the file exists but is unreadable or not JSON of the right shape.
 pub fn load(meta_dir: &Path) -> anyhow::Result<GroupConfigSets> {
-    let path = meta_dir.join(FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{} is corrupt: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(GroupConfigSets::new()),
-        Err(e) => Err(anyhow::anyhow!("reading {}: {e}", path.display())),
-    }
+    durable::read_json(&meta_dir.join(FILE))
 }
 
 /// The broker's value of a broker config that is a group config's synonym (its
@@ -119,10 +113,9 @@ impl Broker {
         }
         let broker = self.clone();
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-            let text = serde_json::to_string_pretty(&sets).map_err(std::io::Error::other)?;
-            durable::write_or_halt(
+            durable::write_json_or_halt(
                 &broker.meta_dir.join(FILE),
-                &text,
+                &sets,
                 "writing the group configs",
             )?;
             broker.apply_group_configs(&sets);

@@ -43,22 +43,15 @@ pub struct SecurityState {
 /// Errors: the file exists but cannot be read or parsed (the broker refuses to start rather than
 /// run without its ACLs).
 pub fn load(meta_dir: &Path) -> anyhow::Result<SecurityState> {
-    let path = meta_dir.join(FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("parsing {}: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SecurityState::default()),
-        Err(e) => Err(anyhow::anyhow!("reading {}: {e}", path.display())),
-    }
+    durable::read_json(&meta_dir.join(FILE))
 }
 
 /// Writes `meta/security.json` durably. Errors: the write failed before its commit point (the
 /// old file stands); a failure after it stops the broker ([`durable::halt`]).
 pub fn persist(meta_dir: &Path, state: &SecurityState) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(state).map_err(std::io::Error::other)?;
-    durable::write_or_halt(
+    durable::write_json_or_halt(
         &meta_dir.join(FILE),
-        &text,
+        state,
         "writing the security metadata (ACLs, SCRAM credentials)",
     )
 }
