@@ -155,6 +155,9 @@ pub struct ShareEntry {
     pub leader_epoch: i32,
     /// The durable state's epoch (bumped by AlterShareGroupOffsets).
     pub state_epoch: i32,
+    /// Log bytes per record seen by the last read of this share-partition's log (0: none yet):
+    /// sizes the next read to the records it can acquire.
+    pub bytes_per_record: std::sync::atomic::AtomicU32,
 }
 
 /// A share-partition kept here.
@@ -227,6 +230,7 @@ impl SharePartitions {
             topic_id,
             leader_epoch,
             state_epoch,
+            bytes_per_record: std::sync::atomic::AtomicU32::new(0),
         });
         all.insert(key.clone(), e.clone());
         e

@@ -313,6 +313,34 @@ impl SharePartition {
         (self.slots.len() < self.config.max_record_locks).then(|| self.end_offset())
     }
 
+    /// Where a fetch that may take `max_records` records should read, and how far:
+    /// `(first offset, offsets to read)`. The read starts at [`next_fetch_offset`]
+    /// (Self::next_fetch_offset) and spans the window's slots up to the `max_records`-th
+    /// Available one, then (if that is not enough) the records past the window's end it still
+    /// has room for. `None` when nothing can be acquired now. Lets the caller size its log read
+    /// to what it can take instead of a fixed budget.
+    pub fn fetch_span(&self, max_records: usize) -> Option<(i64, u64)> {
+        let from = self.next_fetch_offset()?;
+        let want = max_records.max(1);
+        let first = (from - self.start) as usize;
+        let mut found = 0usize;
+        for (i, s) in self.slots.iter().enumerate().skip(first) {
+            if s.state == RecordState::Available {
+                found += 1;
+                if found == want {
+                    return Some((from, (i - first + 1) as u64));
+                }
+            }
+        }
+        let room = self
+            .config
+            .max_record_locks
+            .saturating_sub(self.slots.len());
+        let past_end = room.min(want - found);
+        let in_window = self.slots.len().saturating_sub(first);
+        Some((from, (in_window + past_end).max(1) as u64))
+    }
+
     /// The log moved its start past the SPSO (retention, DeleteRecords): records below
     /// `log_start` are gone, so the window starts there.
     pub fn on_log_start(&mut self, log_start: i64) {

@@ -370,3 +370,31 @@ fn acknowledgements_off_the_wire_at_any_offsets_end_quickly() {
         Err(E::InvalidRequest)
     );
 }
+
+#[test]
+fn fetch_span_covers_what_a_fetch_can_take() {
+    let mut p = sp();
+    assert_eq!(p.fetch_span(4), Some((0, 4)), "empty window: 4 new records");
+    assert_eq!(
+        p.fetch_span(50),
+        Some((0, 10)),
+        "no more than the window holds"
+    );
+    p.acquire("a", &[span(0, 5)], 100, 0);
+    // 0..=5 acquired by a; 4 records of room past the end.
+    assert_eq!(p.fetch_span(3), Some((6, 3)));
+    assert_eq!(p.fetch_span(9), Some((6, 4)));
+    p.acknowledge("a", 1, 1, &[AckType::Release], 0).unwrap();
+    p.acknowledge("a", 3, 3, &[AckType::Release], 0).unwrap();
+    // Available: 1 and 3 in the window, then room for 4 past its end (6..=9).
+    assert_eq!(p.fetch_span(1), Some((1, 1)));
+    assert_eq!(
+        p.fetch_span(2),
+        Some((1, 3)),
+        "1..=3 holds both Available records"
+    );
+    assert_eq!(p.fetch_span(3), Some((1, 6)), "then one past the end");
+    assert_eq!(p.fetch_span(100), Some((1, 9)));
+    p.acquire("b", &[span(0, 50)], 100, 0);
+    assert_eq!(p.fetch_span(5), None, "full: nothing to acquire");
+}
