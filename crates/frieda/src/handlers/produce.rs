@@ -403,6 +403,33 @@ fn prepare(partition: Arc<Partition>, records: Option<Bytes>) -> Result<Prepared
     })
 }
 
+/// Whether this broker may append to `partition` now, as its leader (produce, and the broker's
+/// own writes such as the share groups' dead-letter queue): on a replicated partition its lease
+/// must hold (a leader that may have been fenced, e.g. it was paused, takes and acknowledges
+/// nothing: another broker may lead the partition by now) and, for `acks=all`, at least
+/// `min_insync` replicas must be in sync. Refused before the append, so a retry leaves no
+/// duplicate in the log.
+///
+/// Errors: NOT_LEADER_OR_FOLLOWER (6), NOT_ENOUGH_REPLICAS (19, Kafka's check of
+/// `min.insync.replicas` in `Partition.appendRecordsToLeader`).
+pub(crate) fn check_append(
+    partition: &Partition,
+    lease: Option<&ClusterNode>,
+    acks_all: bool,
+    min_insync: usize,
+) -> Result<(), ResponseError> {
+    if !partition.repl.is_replicated() {
+        return Ok(());
+    }
+    if lease.is_some_and(|n| !n.holds_lease()) {
+        return Err(ResponseError::NotLeaderOrFollower);
+    }
+    partition
+        .repl
+        .check_writable(acks_all, min_insync)
+        .map(|_| ())
+}
+
 /// Appends one prepared batch; with `acks=all` on a replicated partition, answers once the
 /// in-sync replicas have it (at most `timeout`).
 async fn append(
@@ -422,23 +449,10 @@ async fn append(
     let partition = &partition;
     let replicated = partition.repl.is_replicated();
     let acks_all = acks == -1;
-    // A leader that may have been fenced (its lease ran out, e.g. it was paused) takes and
-    // acknowledges nothing: another broker may lead the partition by now.
     let lease_lost = || lease.is_some_and(|n| !n.holds_lease());
-    if replicated && lease_lost() {
+    if let Err(e) = check_append(partition, lease, acks_all, policy.min_insync_replicas) {
         partition.note_refused(&header);
-        return Err(ResponseError::NotLeaderOrFollower.into());
-    }
-    if replicated {
-        // Refused before the append when too few replicas are in sync (Kafka's
-        // NOT_ENOUGH_REPLICAS), so the producer can retry without a duplicate in the log.
-        if let Err(e) = partition
-            .repl
-            .check_writable(acks_all, policy.min_insync_replicas)
-        {
-            partition.note_refused(&header);
-            return Err(e.into());
-        }
+        return Err(e.into());
     }
     let appending = timing.stopwatch();
     let outcome = partition.append_checked(buf, header, check).await;

@@ -259,10 +259,14 @@ async fn write(broker: &Arc<Broker>, dlq: &str, index: i32, buf: BytesMut) -> Re
         .and_then(|p| p.repl.check_leader(-1).map(|_| p));
     match local {
         Ok(p) => {
+            // As a producer's acks=all write: refused while this leader may be fenced or too few
+            // replicas are in sync, acknowledged once `min.insync.replicas` have it.
+            let lease = broker.cluster().map(|n| n.as_ref());
+            let min_isr = p.produce_policy().min_insync_replicas;
+            super::produce::check_append(&p, lease, true, min_isr)?;
             let header = BatchHeader::parse(&buf).map_err(|_| E::CorruptMessage)?;
             let outcome = p.append(buf, header).await?;
             if p.repl.is_replicated() {
-                let min_isr = p.produce_policy().min_insync_replicas;
                 p.repl
                     .wait_replicated(
                         outcome.last_offset,
@@ -271,6 +275,9 @@ async fn write(broker: &Arc<Broker>, dlq: &str, index: i32, buf: BytesMut) -> Re
                         WRITE_TIMEOUT,
                     )
                     .await?;
+                if lease.is_some_and(|n| !n.holds_lease()) {
+                    return Err(E::NotLeaderOrFollower);
+                }
             }
             Ok(())
         }
