@@ -158,6 +158,10 @@ pub struct ShareEntry {
     /// Log bytes per record seen by the last read of this share-partition's log (0: none yet):
     /// sizes the next read to the records it can acquire.
     pub bytes_per_record: std::sync::atomic::AtomicU32,
+    /// Held by a fetch from choosing what to read until it acquired: fetches woken together
+    /// (an acknowledgement made room) take turns instead of all reading the same records of
+    /// which one wins.
+    pub acquiring: tokio::sync::Mutex<()>,
 }
 
 /// A share-partition kept here.
@@ -231,6 +235,7 @@ impl SharePartitions {
             leader_epoch,
             state_epoch,
             bytes_per_record: std::sync::atomic::AtomicU32::new(0),
+            acquiring: tokio::sync::Mutex::new(()),
         });
         all.insert(key.clone(), e.clone());
         e
