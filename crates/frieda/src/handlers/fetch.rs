@@ -542,17 +542,7 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
             continue;
         }
         let hw = limit;
-        let read = match p.reader().read_cached(w.fetch_offset, budget.max(1), hw) {
-            Some(r) => r,
-            None => {
-                let reader = p.reader().clone();
-                let offset = w.fetch_offset;
-                let budget = budget.max(1);
-                tokio::task::spawn_blocking(move || reader.read(offset, budget, hw))
-                    .await
-                    .unwrap_or_else(|e| Err(LogError::Corrupt(e.to_string())))
-            }
-        };
+        let read = p.read(w.fetch_offset, budget.max(1), hw).await;
         let first = used == 0;
         out.push(match read {
             Ok(d) if d.bytes == 0 => PartitionRead::Empty,

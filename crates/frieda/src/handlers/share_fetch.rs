@@ -413,15 +413,7 @@ async fn read_span(
                 .max(MIN_READ_BYTES)
         }
         .min(cap.saturating_sub(read_so_far).max(1));
-        let more = match p.reader().read_cached(at, budget, limit) {
-            Some(r) => r?,
-            None => {
-                let reader = p.reader().clone();
-                tokio::task::spawn_blocking(move || reader.read(at, budget, limit))
-                    .await
-                    .map_err(|e| LogError::Io(std::io::Error::other(e.to_string())))??
-            }
-        };
+        let more = p.read(at, budget, limit).await?;
         let d = match data.take() {
             None => more,
             Some(mut d) => {

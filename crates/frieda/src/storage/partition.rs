@@ -126,6 +126,27 @@ impl Partition {
         &self.reader
     }
 
+    /// Reads whole batches from `offset`, about `max_bytes` (the first batch whole, KIP-74), below
+    /// `max_offset`: from the tail cache when it holds them, else from the segment files on a
+    /// blocking thread, so a read of cold data never holds a runtime worker.
+    ///
+    /// Errors: the log's (`OffsetOutOfRange`, `Offline`, I/O); `Corrupt` if the blocking read's
+    /// task failed.
+    pub async fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+    ) -> Result<frieda_log::FetchData, LogError> {
+        if let Some(r) = self.reader.read_cached(offset, max_bytes, max_offset) {
+            return r;
+        }
+        let reader = self.reader.clone();
+        tokio::task::spawn_blocking(move || reader.read(offset, max_bytes, max_offset))
+            .await
+            .unwrap_or_else(|e| Err(LogError::Corrupt(e.to_string())))
+    }
+
     /// High watermark (exclusive): what consumers may read. With a single replica the log end
     /// offset; but when every append must be fsync'ed before it is acknowledged
     /// (`flush.messages=1`) only what is fsync'ed, as in Kafka, whose append flushes before the
