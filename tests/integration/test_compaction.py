@@ -26,6 +26,7 @@ import select
 import signal
 import struct
 import subprocess
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -929,22 +930,50 @@ def test_consumers_reading_while_the_cleaner_swaps_segments(make_own_broker, top
     for o in sorted(by_offset):
         latest[by_offset[o][0]] = o
     want = {o: by_offset[o] for o in latest.values()}
-    scans = []
-    while True:
-        passes_before = len(cleaned_lines(b, t))
-        got, (lo, hi) = read_confluent(b.bootstrap, t)
-        done = any(int(f["first_dirty_next"]) >= filler for f in cleaned_lines(b, t))
-        scans.append((len(got), len(cleaned_lines(b, t)) - passes_before))
-        assert (lo, hi) == (0, filler + 1)
-        lost = [o for o in want if got.get(o) != want[o]]
-        assert not lost, f"scan {len(scans)}: {len(lost)} latest values missing, e.g. {[(o, got.get(o)) for o in lost[:3]]}"
-        wrong = [o for o in got if got[o] != by_offset.get(o)]
-        assert not wrong, f"scan {len(scans)}: {len(wrong)} records not produced there: {[(o, got[o]) for o in wrong[:3]]}"
-        if done and len(got) == len(want):
-            break
-        assert len(scans) < 200, f"no complete pass after {len(scans)} scans: {scans[-5:]}"
-    assert any(n > 0 for _, n in scans), f"no pass finished during a scan: {scans}"
-    print(f"{len(scans)} scans (records seen, passes finished meanwhile): {scans}")
+    # Two readers scan back to back, staggered, so that a consumer is mid-read at almost every
+    # moment; a pass counts as finished during a scan by the time of its `cleaned log` line.
+    scans: list[tuple[float, float, int]] = []  # (start, end, records seen), s since the epoch
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def reader(delay: float) -> None:
+        time.sleep(delay)
+        while not stop.is_set() and not failures and len(scans) < 300:
+            try:
+                t0 = time.time()
+                got, (lo, hi) = read_confluent(b.bootstrap, t)
+                t1 = time.time()
+                assert (lo, hi) == (0, filler + 1), f"watermarks {(lo, hi)}"
+                lost = [o for o in want if got.get(o) != want[o]]
+                assert not lost, f"{len(lost)} latest values missing, e.g. {[(o, got.get(o)) for o in lost[:3]]}"
+                wrong = [o for o in got if got[o] != by_offset.get(o)]
+                assert not wrong, f"{len(wrong)} records not produced there: {[(o, got[o]) for o in wrong[:3]]}"
+                scans.append((t0, t1, len(got)))
+            except Exception as e:  # noqa: BLE001 - reported by the test thread below
+                failures.append(f"scan {len(scans) + 1}: {e!r}")
+
+    threads = [threading.Thread(target=reader, args=(d,), daemon=True) for d in (0.0, 0.4)]
+    for th in threads:
+        th.start()
+    try:
+        deadline = time.monotonic() + 240
+        while not failures:
+            done_at = [f["_at"] for f in cleaned_lines(b, t) if int(f["first_dirty_next"]) >= filler]
+            if done_at and any(s0 > done_at[0] and n == len(want) for s0, _, n in scans):
+                break
+            assert time.monotonic() < deadline, f"no complete pass seen by a scan: {[n for _, _, n in scans[-5:]]}"
+            assert len(scans) < 300, f"no complete pass after {len(scans)} scans"
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        for th in threads:
+            th.join(timeout=90)
+    assert not failures, failures[0]
+    passes = [f["_at"] for f in cleaned_lines(b, t)]
+    during = [at for at in passes if any(s0 < at < s1 for s0, s1, _ in scans)]
+    assert during, f"no pass finished during a scan: passes at {passes}, scans {[(s0, s1) for s0, s1, _ in scans]}"
+    print(f"{len(scans)} scans, {len(passes)} passes, {len(during)} finished during a scan; "
+          f"records seen: {[n for _, _, n in scans]}")
 
 
 # ---------------------------------------------------------------- 6. killed while cleaning
