@@ -149,6 +149,10 @@ async fn acknowledge(
             tracing::warn!(group, topic, partition = index, error = ?e, "share-partition state not written: the acknowledgement fails");
             if matches!(e, E::FencedStateEpoch | E::FencedLeaderEpoch) {
                 shares.forget(&key);
+            } else if !shares.sessions.lock().has_member(group, member) {
+                // Its session closed while the write was in flight: what it holds goes back
+                // now, not when the locks expire.
+                shares.release_member(group, member, &[(topic.to_string(), index)]);
             }
             result = Err(e);
         }
@@ -504,7 +508,21 @@ async fn acknowledge_partition(
     if !config.renew_enabled && batches.iter().any(|(_, _, types)| types.contains(&4)) {
         return Err(E::InvalidRecordState);
     }
-    acknowledge(broker, (group, member), topic, index, batches, config).await
+    // On its own task, so it runs to the end even when the request is dropped (its connection
+    // went while the state write was in flight): a staged acknowledgement is then written or
+    // rolled back, never left staged, where no member, session close or lock expiry reaches
+    // its records.
+    let task = {
+        let (broker, group, member) = (broker.clone(), group.to_string(), member.to_string());
+        let (topic, batches, config) = (topic.to_string(), batches.to_vec(), config.clone());
+        tokio::spawn(async move {
+            acknowledge(&broker, (&group, &member), &topic, index, &batches, &config).await
+        })
+    };
+    task.await.unwrap_or_else(|e| {
+        tracing::error!(group, topic, partition = index, error = %e, "acknowledgement task failed");
+        Err(E::UnknownServerError)
+    })
 }
 
 /// ShareFetch: acknowledges what the request carries, then acquires records of every partition

@@ -55,10 +55,80 @@ fn io_error(e: std::io::Error) -> E {
     E::CoordinatorNotAvailable
 }
 
-/// Reads the durable state of `group`'s share-partition (`None`: none yet).
+/// Attempts of a read or write while the coordinator is moving (Kafka's persister makes 5).
+const ATTEMPTS: u32 = 5;
+
+/// The wait before the second attempt, doubled before each later one (100, 200, 400, 800 ms).
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Whether `e` says the coordinator is moving or loading (another attempt may find it): Kafka's
+/// `PersisterStateManager` retries these too.
+fn retriable(e: E) -> bool {
+    matches!(
+        e,
+        E::CoordinatorNotAvailable | E::NotCoordinator | E::CoordinatorLoadInProgress
+    )
+}
+
+/// Runs `attempt` up to [`ATTEMPTS`] times while it fails with a [`retriable`] error, backing
+/// off from [`FIRST_BACKOFF`]; the last error otherwise.
+async fn with_retries<T, F, Fut>(what: &str, group: &str, mut attempt: F) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let mut backoff = FIRST_BACKOFF;
+    let mut tries = 1;
+    loop {
+        match attempt().await {
+            Err(e) if retriable(e) && tries < ATTEMPTS => {
+                tracing::debug!(group, error = ?e, tries, what, "share state: the coordinator is moving; trying again");
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+                tries += 1;
+            }
+            r => return r,
+        }
+    }
+}
+
+/// Reads the durable state of `group`'s share-partition (`None`: none yet), trying again
+/// while the coordinator moves ([`with_retries`]).
 ///
 /// Errors: COORDINATOR_NOT_AVAILABLE (15), NOT_COORDINATOR (16), FENCED_LEADER_EPOCH (74).
 pub async fn read(
+    broker: &Broker,
+    group: &str,
+    topic_id: Uuid,
+    partition: i32,
+    leader_epoch: i32,
+) -> Result<Option<ShareStateValue>, E> {
+    with_retries("read", group, || {
+        read_once(broker, group, topic_id, partition, leader_epoch)
+    })
+    .await
+}
+
+/// Writes the durable state of `group`'s share-partition; resolves once it is stored. Tries
+/// again while the coordinator moves ([`with_retries`]).
+///
+/// Errors: COORDINATOR_NOT_AVAILABLE (15), NOT_COORDINATOR (16), FENCED_STATE_EPOCH (124),
+/// FENCED_LEADER_EPOCH (74).
+pub async fn write(
+    broker: &Broker,
+    group: &str,
+    topic_id: Uuid,
+    partition: i32,
+    value: ShareStateValue,
+) -> Result<(), E> {
+    with_retries("write", group, || {
+        write_once(broker, group, topic_id, partition, value.clone())
+    })
+    .await
+}
+
+/// One [`read`] attempt.
+async fn read_once(
     broker: &Broker,
     group: &str,
     topic_id: Uuid,
@@ -120,11 +190,8 @@ pub async fn read(
     }))
 }
 
-/// Writes the durable state of `group`'s share-partition; resolves once it is stored.
-///
-/// Errors: COORDINATOR_NOT_AVAILABLE (15), NOT_COORDINATOR (16), FENCED_STATE_EPOCH (124),
-/// FENCED_LEADER_EPOCH (74).
-pub async fn write(
+/// One [`write`] attempt.
+async fn write_once(
     broker: &Broker,
     group: &str,
     topic_id: Uuid,
