@@ -23,7 +23,7 @@ use kafka_protocol::messages::{
     DescribeShareGroupOffsetsResponse, GroupId, ShareGroupDescribeRequest,
     ShareGroupDescribeResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -253,18 +253,135 @@ fn completed(v: &ShareStateValue) -> i64 {
         .sum()
 }
 
+/// High watermarks and log start offsets by (topic, partition): `(high watermark, log start)`.
+type Watermarks = HashMap<(String, i32), (i64, i64)>;
+
+/// How long DescribeShareGroupOffsets waits for another broker's watermarks.
+const WATERMARKS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The watermarks of the partitions in `wanted` that this broker does not lead, asked of their
+/// leaders (ListOffsets for the latest and the earliest offset, read_uncommitted), as Kafka
+/// 4.4's group coordinator asks the leaders for the lag (KIP-1226's partition metadata
+/// client). A leader that cannot be reached leaves its partitions out (lag -1).
+async fn remote_watermarks(broker: &Broker, wanted: BTreeSet<(String, i32)>) -> Watermarks {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
+    let mut out = Watermarks::new();
+    let Some(node) = broker.cluster() else {
+        return out;
+    };
+    let image = node.image();
+    let mut by_leader: BTreeMap<i32, BTreeMap<String, Vec<i32>>> = BTreeMap::new();
+    for (topic, index) in wanted {
+        let leader = image.partition(&topic, index).map_or(-1, |p| p.leader);
+        if leader >= 0 && leader != node.me {
+            by_leader
+                .entry(leader)
+                .or_default()
+                .entry(topic)
+                .or_default()
+                .push(index);
+        }
+    }
+    for (leader, topics) in by_leader {
+        let mut ends = HashMap::new();
+        for timestamp in [-1i64, -2] {
+            let req = ListOffsetsRequest::default()
+                .with_replica_id(BrokerId(-1))
+                .with_topics(
+                    topics
+                        .iter()
+                        .map(|(t, ps)| {
+                            ListOffsetsTopic::default()
+                                .with_name(TopicName(str_bytes(t)))
+                                .with_partitions(
+                                    ps.iter()
+                                        .map(|p| {
+                                            ListOffsetsPartition::default()
+                                                .with_partition_index(*p)
+                                                .with_current_leader_epoch(-1)
+                                                .with_timestamp(timestamp)
+                                        })
+                                        .collect(),
+                                )
+                        })
+                        .collect(),
+                );
+            // Once more on a failure: a kept connection to a restarted leader fails once.
+            let mut answer = node.clients.call(leader, 7, &req, WATERMARKS_TIMEOUT).await;
+            if answer.is_err() {
+                answer = node.clients.call(leader, 7, &req, WATERMARKS_TIMEOUT).await;
+            }
+            match answer {
+                Ok(resp) => {
+                    for t in resp.topics {
+                        for p in t.partitions.into_iter().filter(|p| p.error_code == 0) {
+                            ends.entry((t.name.0.to_string(), p.partition_index))
+                                .or_insert_with(Vec::new)
+                                .push(p.offset);
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(leader, error = %e, "watermarks for share group lags not read: lag -1");
+                    break;
+                }
+            }
+        }
+        out.extend(
+            ends.into_iter()
+                .filter_map(|(k, v)| (v.len() == 2).then(|| (k, (v[0], v[1])))),
+        );
+    }
+    out
+}
+
 /// The lag of a share-partition (DescribeShareGroupOffsets v1, KIP-1226): the partition's high
-/// watermark less the start offset less the records done above it; -1 when this broker does
-/// not lead the partition (its high watermark is not known here).
-fn lag(broker: &Broker, topic: &str, index: i32, v: &ShareStateValue) -> i64 {
-    let Some(p) = broker
+/// watermark less the start offset less the records done above it. The watermarks are this
+/// broker's when it leads the partition, else those its leader gave (`remote`); -1 when
+/// neither is known.
+fn lag(broker: &Broker, topic: &str, index: i32, v: &ShareStateValue, remote: &Watermarks) -> i64 {
+    let local = broker
         .topic(topic)
         .and_then(|t| t.replica(index).ok())
         .filter(|p| p.repl.check_leader(-1).is_ok())
+        .map(|p| (p.high_watermark(), p.log_start_offset()));
+    let Some((hw, log_start)) = local.or_else(|| remote.get(&(topic.to_string(), index)).copied())
     else {
         return -1;
     };
-    (p.high_watermark() - v.start_offset.max(p.log_start_offset()) - completed(v)).max(0)
+    (hw - v.start_offset.max(log_start) - completed(v)).max(0)
+}
+
+/// The partitions of the groups asked about whose share state is stored here but which this
+/// broker does not lead (their lags need their leaders' watermarks).
+fn led_elsewhere(
+    broker: &Broker,
+    req: &DescribeShareGroupOffsetsRequest,
+) -> BTreeSet<(String, i32)> {
+    let mut out = BTreeSet::new();
+    for g in &req.groups {
+        let group = g.group_id.0.to_string();
+        let Ok(states) = broker
+            .groups
+            .for_group(&group)
+            .and_then(|c| c.share_offsets(&group))
+        else {
+            continue;
+        };
+        for ((id, index), _) in states {
+            let Some(t) = broker.topic_by_id(&id) else {
+                continue;
+            };
+            let here = t
+                .replica(index)
+                .is_ok_and(|p| p.repl.check_leader(-1).is_ok());
+            if !here {
+                out.insert((t.name.to_string(), index));
+            }
+        }
+    }
+    out
 }
 
 /// DescribeShareGroupOffsets (90, v0-1): each group's share-partition start offsets (and v1
@@ -277,6 +394,11 @@ pub async fn describe_offsets(
     ctx: &RequestContext,
     req: DescribeShareGroupOffsetsRequest,
 ) -> DescribeShareGroupOffsetsResponse {
+    let remote = if ctx.api_version >= 1 {
+        remote_watermarks(broker, led_elsewhere(broker, &req)).await
+    } else {
+        Watermarks::new()
+    };
     let groups = req
         .groups
         .iter()
@@ -318,7 +440,7 @@ pub async fn describe_offsets(
                 match stored.get(&(id, index)) {
                     Some(v) => p
                         .with_start_offset(v.start_offset)
-                        .with_lag(if ctx.api_version >= 1 { lag(broker, name, index, v) } else { -1 }),
+                        .with_lag(if ctx.api_version >= 1 { lag(broker, name, index, v, &remote) } else { -1 }),
                     None => p.with_start_offset(-1).with_lag(-1),
                 }
             };

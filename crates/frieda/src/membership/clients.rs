@@ -5,7 +5,8 @@
 //!
 //! Up to [`MAX_IDLE_PER_BROKER`] idle connections are kept per broker; a request takes one (or
 //! connects, at most [`MAX_CONNECTIONS_PER_BROKER`] at once), and gives it back unless the
-//! request failed (a failed connection is dropped: the next request reconnects).
+//! request failed (a failed connection is dropped: the next request reconnects; when a kept one
+//! failed, every kept one of that broker is dropped, as they outlived the same peer).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -74,6 +75,7 @@ impl BrokerClients {
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no free connection"))?
             .map_err(std::io::Error::other)?;
         let idle = self.brokers.lock().get_mut(&to).and_then(|b| b.idle.pop());
+        let reused = idle.is_some();
         let mut client = match idle {
             Some(c) => c,
             None => {
@@ -103,6 +105,10 @@ impl BrokerClients {
             if b.idle.len() < MAX_IDLE_PER_BROKER {
                 b.idle.push(client);
             }
+        } else if reused {
+            // A kept connection failed: the broker likely restarted, and the other kept ones
+            // would fail the same way one request at a time. The next request reconnects.
+            self.brokers.lock().remove(&to);
         }
         result
     }
