@@ -128,7 +128,9 @@ pub async fn run(
 }
 
 /// Asks the controller to fence this broker and waits until the image shows its leaderships
-/// moved (or `timeout`).
+/// moved (or `timeout`). A leadership with no other unfenced in-sync replica cannot move (the
+/// other brokers are stopping too, or out of sync): it is not waited for; once every other
+/// broker is fenced, neither is the controller.
 async fn controlled_shutdown(
     node: &ClusterNode,
     reg: &Registration,
@@ -136,29 +138,48 @@ async fn controlled_shutdown(
     timeout: Duration,
 ) {
     let started = Instant::now();
-    match node
-        .controller(heartbeat(node, reg, broker, true), timeout)
-        .await
-    {
-        Ok(_) => {
-            let me = node.me;
-            let moved = node
-                .wait_for(timeout.saturating_sub(started.elapsed()), |img| {
-                    img.brokers.get(&me).is_none_or(|b| b.fenced)
-                        && img
-                            .topics
-                            .values()
-                            .all(|t| t.partitions.iter().all(|p| p.leader != me))
-                })
-                .await;
-            tracing::info!(
-                moved,
-                ms = started.elapsed().as_millis() as u64,
-                "controlled shutdown: leaderships moved"
-            );
+    let me = node.me;
+    // Every other broker fenced (stopping too, e.g. the whole cluster is): no leadership can
+    // move, and the quorum may be going away with them, so the controller is not waited for.
+    let alone = |img: &frieda_meta::image::MetadataImage| {
+        img.brokers.iter().all(|(id, b)| *id == me || b.fenced)
+    };
+    let all_others_fenced = async {
+        if !node.wait_for(timeout, alone).await {
+            std::future::pending::<()>().await;
         }
-        Err(e) => {
-            tracing::warn!(error = %e.message, "controlled shutdown not acknowledged; stopping anyway")
+    };
+    let asked = node.controller(heartbeat(node, reg, broker, true), timeout);
+    tokio::select! {
+        answer = asked => match answer {
+            Ok(_) => {
+                let moved = node
+                    .wait_for(timeout.saturating_sub(started.elapsed()), |img| {
+                        let could_lead =
+                            |r: &i32| *r != me && img.brokers.get(r).is_some_and(|b| !b.fenced);
+                        img.brokers.get(&me).is_none_or(|b| b.fenced)
+                            && img.topics.values().all(|t| {
+                                t.partitions
+                                    .iter()
+                                    .all(|p| p.leader != me || !p.isr.iter().any(could_lead))
+                            })
+                    })
+                    .await;
+                tracing::info!(
+                    moved,
+                    ms = started.elapsed().as_millis() as u64,
+                    "controlled shutdown: leaderships moved"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(error = %e.message, "controlled shutdown not acknowledged; stopping anyway")
+            }
+        },
+        () = all_others_fenced => {
+            tracing::info!(
+                ms = started.elapsed().as_millis() as u64,
+                "controlled shutdown: every other broker is fenced, no leadership can move; stopping"
+            );
         }
     }
     node.set_fenced(true);
