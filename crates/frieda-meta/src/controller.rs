@@ -517,7 +517,7 @@ impl Controller {
                 }
                 self.propose(MetaCommand::CreateTopic {
                     name,
-                    id: Uuid::new_v4(),
+                    id: random_uuid(),
                     configs,
                     assignment,
                 })
@@ -861,7 +861,7 @@ impl Controller {
             }
         }
         if image.cluster_id.is_none() {
-            let id = base64_url(Uuid::new_v4().as_bytes());
+            let id = base64_url(random_uuid().as_bytes());
             if let Err(e) = self
                 .propose(MetaCommand::InitCluster { cluster_id: id })
                 .await
@@ -1193,6 +1193,19 @@ pub fn election(
 pub fn base64_url(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// A new random id (topic id, cluster id, directory id, incarnation id) as Kafka's
+/// `Uuid.randomUuid` makes one: never the all-zero id, and never one whose text form
+/// ([`base64_url`]) starts with `-`, which command-line tools would take for an option
+/// (`kafka-metadata-quorum remove-controller --controller-directory-id -d4m...` failed).
+pub fn random_uuid() -> uuid::Uuid {
+    loop {
+        let id = uuid::Uuid::new_v4();
+        if !id.is_nil() && !base64_url(id.as_bytes()).starts_with('-') {
+            return id;
+        }
+    }
 }
 
 /// The 16 bytes of a UUID written by [`base64_url`], `None` if `text` is not one.

@@ -231,7 +231,7 @@ mod tests {
         img.apply(
             &MetaCommand::CreateTopic {
                 name: "t".into(),
-                id: Uuid::new_v4(),
+                id: crate::controller::random_uuid(),
                 configs: Default::default(),
                 assignment: vec![vec![1, 2, 3], vec![2, 3, 1], vec![3, 1, 2]],
             },

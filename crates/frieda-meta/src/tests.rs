@@ -495,3 +495,17 @@ async fn unauthorized_peers_are_refused_and_change_nothing() {
         c.stop(id).await;
     }
 }
+
+/// Kafka's `Uuid.randomUuid` rule: a new id's text never starts with `-` (tools would read it as
+/// an option) and is never the zero id. About 1 in 64 plain random ids starts with `-`, so
+/// 20,000 draws would hit one with overwhelming likelihood without the rule.
+#[test]
+fn random_ids_never_start_with_a_dash() {
+    for _ in 0..20_000 {
+        let id = controller::random_uuid();
+        let text = controller::base64_url(id.as_bytes());
+        assert_eq!(text.len(), 22, "{text}");
+        assert!(!text.starts_with('-'), "{text}");
+        assert!(!id.is_nil());
+    }
+}

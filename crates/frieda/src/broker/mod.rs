@@ -758,7 +758,7 @@ impl Broker {
         self.check_partition_bounds(partitions, partitions)?;
         let meta = TopicMeta {
             name: name.to_string(),
-            id: Uuid::new_v4(),
+            id: frieda_meta::controller::random_uuid(),
             partitions,
             configs: topic_configs,
         };
@@ -1290,7 +1290,7 @@ fn load_cluster_id(meta_dir: &Path) -> anyhow::Result<String> {
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     }
     // Kafka cluster ids are 22-character URL-safe base64 UUIDs.
-    let id = frieda_meta::controller::base64_url(Uuid::new_v4().as_bytes());
+    let id = frieda_meta::controller::base64_url(frieda_meta::controller::random_uuid().as_bytes());
     durable::write(&path, &serde_json::json!({ "cluster_id": id }).to_string())
         .map_err(std::io::Error::from)
         .with_context(|| format!("writing {}", path.display()))?;

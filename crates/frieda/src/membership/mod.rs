@@ -197,7 +197,7 @@ impl ClusterNode {
         Arc::new_cyclic(|weak| ClusterNode {
             quorum,
             me,
-            incarnation: Uuid::new_v4(),
+            incarnation: frieda_meta::controller::random_uuid(),
             config,
             ready: AtomicBool::new(false),
             fenced: AtomicBool::new(true),

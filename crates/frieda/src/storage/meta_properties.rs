@@ -13,10 +13,10 @@ use std::path::Path;
 pub const FILE: &str = "meta.properties";
 
 /// A directory id as Kafka writes one: 16 random bytes, URL-safe base64 without padding
-/// (22 characters, Kafka's `Uuid.toString`).
+/// (22 characters, Kafka's `Uuid.toString`), never starting with `-`
+/// ([`frieda_meta::controller::random_uuid`]).
 fn new_directory_id() -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(uuid::Uuid::new_v4().as_bytes())
+    frieda_meta::controller::base64_url(frieda_meta::controller::random_uuid().as_bytes())
 }
 
 /// The `directory.id` of an existing `meta.properties` text, if any.
