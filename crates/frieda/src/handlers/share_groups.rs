@@ -353,32 +353,47 @@ fn lag(broker: &Broker, topic: &str, index: i32, v: &ShareStateValue, remote: &W
     (hw - v.start_offset.max(log_start) - completed(v)).max(0)
 }
 
-/// The partitions of the groups asked about whose share state is stored here but which this
-/// broker does not lead (their lags need their leaders' watermarks).
-fn led_elsewhere(
-    broker: &Broker,
-    req: &DescribeShareGroupOffsetsRequest,
-) -> BTreeSet<(String, i32)> {
+/// A group's stored share-partition states by (topic id, partition), or the error its entry
+/// answers with (and the message).
+type GroupStates = Result<BTreeMap<(uuid::Uuid, i32), ShareStateValue>, (E, Option<String>)>;
+
+/// The stored states of `group` for DescribeShareGroupOffsets, after its checks in Kafka's
+/// order: UNSUPPORTED_VERSION (35) with `share.version` 0, GROUP_AUTHORIZATION_FAILED (30)
+/// without DESCRIBE, NOT_COORDINATOR (16), GROUP_ID_NOT_FOUND (69).
+fn group_states(broker: &Broker, ctx: &RequestContext, group: &str) -> GroupStates {
+    if !broker.features.share_groups_enabled() {
+        return Err((E::UnsupportedVersion, None));
+    }
+    if !authorized(broker, ctx, acl::op::DESCRIBE, acl::resource::GROUP, group) {
+        return Err((E::GroupAuthorizationFailed, None));
+    }
+    match broker
+        .groups
+        .for_group(group)
+        .and_then(|c| c.share_offsets(group))
+    {
+        Ok(s) => Ok(s.into_iter().collect()),
+        Err(E::GroupIdNotFound) => Err((
+            E::GroupIdNotFound,
+            Some(format!("Group {group} not found.")),
+        )),
+        Err(e) => Err((e, None)),
+    }
+}
+
+/// The partitions with a stored state in `groups` that this broker does not lead (their lags
+/// need their leaders' watermarks).
+fn led_elsewhere(broker: &Broker, groups: &[GroupStates]) -> BTreeSet<(String, i32)> {
     let mut out = BTreeSet::new();
-    for g in &req.groups {
-        let group = g.group_id.0.to_string();
-        let Ok(states) = broker
-            .groups
-            .for_group(&group)
-            .and_then(|c| c.share_offsets(&group))
-        else {
+    for (id, index) in groups.iter().flatten().flat_map(|s| s.keys()) {
+        let Some(t) = broker.topic_by_id(id) else {
             continue;
         };
-        for ((id, index), _) in states {
-            let Some(t) = broker.topic_by_id(&id) else {
-                continue;
-            };
-            let here = t
-                .replica(index)
-                .is_ok_and(|p| p.repl.check_leader(-1).is_ok());
-            if !here {
-                out.insert((t.name.to_string(), index));
-            }
+        let here = t
+            .replica(*index)
+            .is_ok_and(|p| p.repl.check_leader(-1).is_ok());
+        if !here {
+            out.insert((t.name.to_string(), *index));
         }
     }
     out
@@ -394,45 +409,31 @@ pub async fn describe_offsets(
     ctx: &RequestContext,
     req: DescribeShareGroupOffsetsRequest,
 ) -> DescribeShareGroupOffsetsResponse {
+    let states: Vec<GroupStates> = req
+        .groups
+        .iter()
+        .map(|g| group_states(broker, ctx, &g.group_id.0))
+        .collect();
     let remote = if ctx.api_version >= 1 {
-        remote_watermarks(broker, led_elsewhere(broker, &req)).await
+        remote_watermarks(broker, led_elsewhere(broker, &states)).await
     } else {
         Watermarks::new()
     };
     let groups = req
         .groups
         .iter()
-        .map(|g| {
-            let group = g.group_id.0.to_string();
+        .zip(&states)
+        .map(|(g, stored)| {
             let out = offsets_resp::DescribeShareGroupOffsetsResponseGroup::default()
                 .with_group_id(g.group_id.clone());
-            let fail = |e: E, message: Option<String>| {
-                offsets_resp::DescribeShareGroupOffsetsResponseGroup::default()
-                    .with_group_id(g.group_id.clone())
-                    .with_error_code(e.code())
-                    .with_error_message(message.map(|m| str_bytes(&m)))
-            };
-            if !broker.features.share_groups_enabled() {
-                return fail(E::UnsupportedVersion, None);
-            }
-            if !authorized(broker, ctx, acl::op::DESCRIBE, acl::resource::GROUP, &group) {
-                return fail(E::GroupAuthorizationFailed, None);
-            }
-            let states = match broker
-                .groups
-                .for_group(&group)
-                .and_then(|c| c.share_offsets(&group))
-            {
+            let stored = match stored {
                 Ok(s) => s,
-                Err(E::GroupIdNotFound) => {
-                    return fail(
-                        E::GroupIdNotFound,
-                        Some(format!("Group {group} not found.")),
-                    )
+                Err((e, message)) => {
+                    return out
+                        .with_error_code(e.code())
+                        .with_error_message(message.as_deref().map(str_bytes))
                 }
-                Err(e) => return fail(e, None),
             };
-            let stored: BTreeMap<(uuid::Uuid, i32), ShareStateValue> = states.into_iter().collect();
             let partition = |name: &str, id: uuid::Uuid, index: i32| {
                 let p = offsets_resp::DescribeShareGroupOffsetsResponsePartition::default()
                     .with_partition_index(index)
