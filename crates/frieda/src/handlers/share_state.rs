@@ -122,7 +122,7 @@ pub async fn write(
     value: ShareStateValue,
 ) -> Result<(), E> {
     with_retries("write", group, || {
-        write_once(broker, group, topic_id, partition, value.clone())
+        write_once(broker, group, topic_id, partition, &value)
     })
     .await
 }
@@ -196,11 +196,13 @@ async fn write_once(
     group: &str,
     topic_id: Uuid,
     partition: i32,
-    value: ShareStateValue,
+    value: &ShareStateValue,
 ) -> Result<(), E> {
     let Some(to) = coordinator_of(broker, group)? else {
         let c = broker.groups.for_group(group)?;
-        return c.write_share_state(group, topic_id, partition, value).await;
+        return c
+            .write_share_state(group, topic_id, partition, value.clone())
+            .await;
     };
     let node = broker.cluster().ok_or(E::CoordinatorNotAvailable)?;
     let req = WriteShareGroupStateRequest::default()
