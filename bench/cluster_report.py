@@ -344,7 +344,7 @@ def mixed_section(d, cells):
     lines = ["### Mixed load: %s records/s acks=all, %s backlog readers, one unthrottled 64 KiB producer" % (
         f_int(st.get("rate")), st.get("mixed_readers", 4)), "",
              "The fixed-rate acks=all producers of the latency cell, measured while %s readers fetch a second topic "
-             "(first filled with %s MB of 64 KiB records) from spread-out offsets to its end and around again "
+             "(first filled with %s MB of 64 KiB records) from spread-out offsets to its high watermark and around again (never following the tail) "
              "(`frieda-bench read`, 1 MiB fetches), and one producer appends 64 KiB records (one per batch, acks=all) "
              "to that topic unthrottled, one request in flight. The readers are unthrottled too: each broker serves "
              "them as fast as it can (the read MB/s column). Goals (issue 34): Frieda's p99.9 within 2× of its quiet run (the latency "

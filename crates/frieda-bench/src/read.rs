@@ -1,8 +1,9 @@
 //! `frieda-bench read`: consumers catching up on a backlog, as load next to a latency
 //! measurement (issue 34's mixed-load cell). Each reader is one connection to the leader of
 //! partition 0 that fetches from its own starting point (spread evenly over the backlog) up to
-//! the log end, then starts again at the log start, until the time is up: a steady stream of
-//! large reads of old data. Batches are not decoded, only their headers walked (base offset at
+//! the high watermark, then starts again at the log start, until the time is up: a steady stream
+//! of large reads of old data (a reader that caught up never follows the tail, even while
+//! another producer appends to the partition). Batches are not decoded, only their headers walked (base offset at
 //! byte 0, batch length at 8, last offset delta at 23; the record batch format, protocol guide
 //! "Record Batch"), so the reader costs little CPU itself.
 
@@ -27,7 +28,7 @@ pub struct ReadOut {
     pub fetches: u64,
     /// MB/s (10^6 bytes) over all readers.
     pub mb_s: f64,
-    /// Passes from the log start to the log end, all readers.
+    /// Passes from the log start to the high watermark, all readers.
     pub wraps: u64,
     /// Failed fetches (an error code or a lost connection).
     pub errors: u64,
@@ -157,9 +158,11 @@ async fn reader(
         let records = pd.records.as_deref().unwrap_or(&[]);
         bytes += records.len() as u64;
         match next_offset(records) {
-            Some(n) if n > offset => offset = n,
+            // Caught up with the high watermark: from the start again, so that a reader never
+            // turns into a tail reader of the partition while another producer appends to it
+            Some(n) if n > offset && n < pd.high_watermark => offset = n,
             _ => {
-                // at the log end (or an answer without a whole batch): from the start again
+                // at the high watermark (or an answer without a whole batch): from the start again
                 offset = pd.log_start_offset.max(0);
                 wraps += 1;
             }
