@@ -59,7 +59,7 @@ pub use epoch::{
 };
 pub use error::LogError;
 pub use partition::{
-    create_dir_durably, AppendInfo, FetchData, FlushTicket, LogReader, PartitionLog,
+    create_dir_durably, AppendInfo, DiskRead, FetchData, FlushTicket, LogReader, PartitionLog,
     RecoveryReport, RemovedSegments, RetentionReport,
 };
 pub use producer_state::{

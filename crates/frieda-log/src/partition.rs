@@ -110,6 +110,54 @@ pub struct FetchData {
     pub next_offset: i64,
 }
 
+/// A fetch from the segment files, planned by [`LogReader::plan_disk_read`] under the log's
+/// locks; [`run`](Self::run) reads without taking any (the segments it holds stay readable
+/// even if retention removes them meanwhile).
+#[derive(Debug)]
+pub struct DiskRead {
+    offset: i64,
+    max_bytes: usize,
+    max_offset: i64,
+    index_interval: usize,
+    segments: Vec<(Arc<SegmentShared>, crate::segment::ReadStart)>,
+}
+
+impl DiskRead {
+    /// Reads the planned batches: whole batches from the requested offset, about `max_bytes`
+    /// (the first batch whole, KIP-74), below `max_offset` ([`FetchData`]'s shape; empty at the
+    /// log end).
+    ///
+    /// Errors: `LogError::Io` for a failed `pread`, `LogError::Corrupt` for a batch header that
+    /// does not parse or runs past its segment.
+    pub fn run(self) -> Result<FetchData, LogError> {
+        let mut out = FetchData::empty(self.offset);
+        let mut cur = self.offset;
+        for (s, at) in &self.segments {
+            let r = s.read_batches_at(
+                *at,
+                cur,
+                self.max_bytes.saturating_sub(out.bytes),
+                self.max_offset,
+                out.chunks.is_empty(),
+                self.index_interval,
+            )?;
+            if let Some(d) = r.data {
+                if out.chunks.is_empty() {
+                    out.first_offset = r.first_offset;
+                }
+                out.bytes += r.bytes;
+                out.next_offset = r.next_offset;
+                cur = r.next_offset;
+                out.chunks.push(d);
+            }
+            if r.stopped || cur >= self.max_offset {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
 impl FetchData {
     fn empty(offset: i64) -> Self {
         FetchData {
@@ -1609,52 +1657,57 @@ impl LogReader {
         self.read_disk(offset, max_bytes, max_offset)
     }
 
-    /// Fetch from the segment files only.
+    /// Fetch from the segment files only (plans and runs a [`DiskRead`] on this thread).
     pub(crate) fn read_disk(
         &self,
         offset: i64,
         max_bytes: usize,
         max_offset: i64,
     ) -> Result<FetchData, LogError> {
+        self.plan_disk_read(offset, max_bytes, max_offset)?.run()
+    }
+
+    /// The first half of a fetch from the segment files: the checks and lookups that take the
+    /// log's locks (bounds, the segment list, the offset index, each segment's extent), done on
+    /// the caller's thread. [`DiskRead::run`] then only `pread`s, so it may run on a
+    /// low-priority thread without ever holding a lock the appender or a tail read waits for.
+    /// Same arguments and errors as [`read`](Self::read).
+    pub fn plan_disk_read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+    ) -> Result<DiskRead, LogError> {
+        let mut plan = DiskRead {
+            offset,
+            max_bytes,
+            max_offset,
+            index_interval: usize::try_from(self.shared.index_interval.load(Ordering::Relaxed))
+                .unwrap_or(4096),
+            segments: Vec::new(),
+        };
         let Some(leo) = self.bounds(offset)? else {
-            return Ok(FetchData::empty(offset));
+            return Ok(plan);
         };
-        let max_offset = max_offset.min(leo);
-        let segs: Vec<Arc<SegmentShared>> = {
-            let all = self.shared.segments.read();
-            let n = all.partition_point(|s| s.base_offset <= offset);
-            if n == 0 {
-                // Retention removed it between the bounds check and now.
-                return Err(self.out_of_range(offset));
-            }
-            all[n - 1..].to_vec()
-        };
-        let interval =
-            usize::try_from(self.shared.index_interval.load(Ordering::Relaxed)).unwrap_or(4096);
-        let mut out = FetchData::empty(offset);
-        let mut cur = offset;
-        for s in &segs {
-            let r = s.read_batches(
-                cur,
-                max_bytes.saturating_sub(out.bytes),
-                max_offset,
-                out.chunks.is_empty(),
-                interval,
-            )?;
-            if let Some(d) = r.data {
-                if out.chunks.is_empty() {
-                    out.first_offset = r.first_offset;
-                }
-                out.bytes += r.bytes;
-                out.next_offset = r.next_offset;
-                cur = r.next_offset;
-                out.chunks.push(d);
-            }
-            if r.stopped || cur >= max_offset {
-                break;
-            }
+        plan.max_offset = max_offset.min(leo);
+        let all = self.shared.segments.read();
+        let n = all.partition_point(|s| s.base_offset <= offset);
+        if n == 0 {
+            // Retention removed it between the bounds check and now.
+            drop(all);
+            return Err(self.out_of_range(offset));
         }
-        Ok(out)
+        // Each later segment is read from its start (the read continues at the offset where
+        // the previous one ended, at or below the next's base offset).
+        plan.segments = all[n - 1..]
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let at = s.locate(if i == 0 { offset } else { s.base_offset });
+                (s.clone(), at)
+            })
+            .collect();
+        Ok(plan)
     }
 
     /// ListOffsets by timestamp: the earliest offset whose timestamp is `>= ts` (ms), with that

@@ -359,6 +359,48 @@ fn rolls_by_bytes_with_kafka_file_names_and_reads_across_segments() {
     assert_eq!(log.reader().read(14, 1, i64::MAX).unwrap().bytes, big.len());
 }
 
+/// A disk read planned under the log's locks and run later (on the backlog lane): it reads what
+/// the log held when planned, byte for byte across segments, even if the log grew or retention
+/// deleted the segments' files in between.
+#[test]
+fn a_planned_disk_read_runs_without_the_log_and_sees_the_log_as_planned() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 100).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 3,
+        retention_ms: 1000,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    let stored = fill(&mut log, 7, 2, NOW - 5000, 100); // offsets 0..14, segments 0, 6, 12
+    let r = log.reader();
+    let plan = r.plan_disk_read(3, usize::MAX, i64::MAX).unwrap();
+    let capped = r.plan_disk_read(0, 1, 9).unwrap();
+    let at_end = r.plan_disk_read(14, usize::MAX, i64::MAX).unwrap();
+    // The log grows and then loses every old segment before the reads run.
+    fill(&mut log, 3, 2, NOW, 100);
+    let rep = retain(&mut log, NOW + 500).unwrap();
+    assert_eq!(rep.deleted_segments, 2);
+    assert!(!dir.path().join("00000000000000000000.log").exists());
+    assert!(!dir.path().join("00000000000000000006.log").exists());
+    let f = plan.run().unwrap();
+    let want: Vec<u8> = stored[1..].iter().flat_map(|(_, b)| b.clone()).collect();
+    assert_eq!(concat(&f), want);
+    assert_eq!((f.first_offset, f.next_offset), (2, 14));
+    // KIP-74's first batch whole, max_bytes and max_offset as in `read`.
+    let f = capped.run().unwrap();
+    assert_eq!((f.first_offset, f.next_offset), (0, 2));
+    assert_eq!(concat(&f), stored[0].1);
+    let f = at_end.run().unwrap();
+    assert!(f.chunks.is_empty());
+    assert_eq!((f.first_offset, f.next_offset), (14, 14));
+    // Planning below the new log start is OFFSET_OUT_OF_RANGE, as a read is.
+    assert!(matches!(
+        r.plan_disk_read(3, usize::MAX, i64::MAX),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+}
+
 #[test]
 fn rolls_by_segment_ms() {
     let dir = tempfile::tempdir().unwrap();

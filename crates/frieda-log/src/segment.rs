@@ -77,6 +77,15 @@ pub(crate) struct SegmentShared {
     _files: SegmentFiles,
 }
 
+/// A segment read's start position (bytes) and the segment's size (bytes) and end offset
+/// (exclusive) when it was located ([`SegmentShared::locate`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReadStart {
+    pub pos: u64,
+    pub size: u64,
+    pub end_offset: i64,
+}
+
 /// Result of reading batches from one segment.
 pub(crate) struct SegRead {
     pub data: Option<Bytes>,
@@ -229,24 +238,39 @@ impl<'a> Window<'a> {
 }
 
 impl SegmentShared {
-    /// Reads whole batches starting with the one containing `offset`, stopping before `max_bytes`
-    /// would be exceeded (unless `include_first_anyway` and nothing was taken yet, KIP-74) and before
-    /// any batch whose last offset is `>= max_offset`.
-    pub fn read_batches(
+    /// Where a read of `offset` starts in this segment, and the segment's extent now: taken
+    /// under the segment's state lock, which [`read_batches_at`](Self::read_batches_at) then
+    /// never takes (so a read on a low-priority thread never holds a lock the appender needs).
+    pub fn locate(&self, offset: i64) -> ReadStart {
+        let st = self.state.read();
+        let rel = u32::try_from(offset.saturating_sub(self.base_offset)).unwrap_or(u32::MAX);
+        let pos = index::lookup_offset(&st.offset_index, rel).map_or(0, |e| u64::from(e.position));
+        ReadStart {
+            pos,
+            size: st.size,
+            end_offset: st.end_offset,
+        }
+    }
+
+    /// Reads whole batches starting with the one containing `offset`, from `at` (a
+    /// [`locate`](Self::locate) of `offset` or of an earlier offset), stopping before `max_bytes`
+    /// would be exceeded (unless `include_first_anyway` and nothing was taken yet, KIP-74) and
+    /// before any batch whose last offset is `>= max_offset`. `pread`s only, no lock: bytes the
+    /// segment gained after `at` was taken are not read.
+    pub fn read_batches_at(
         &self,
+        at: ReadStart,
         offset: i64,
         max_bytes: usize,
         max_offset: i64,
         include_first_anyway: bool,
         index_interval: usize,
     ) -> Result<SegRead, LogError> {
-        let (mut pos, size, end_offset) = {
-            let st = self.state.read();
-            let rel = u32::try_from(offset.saturating_sub(self.base_offset)).unwrap_or(u32::MAX);
-            let pos =
-                index::lookup_offset(&st.offset_index, rel).map_or(0, |e| u64::from(e.position));
-            (pos, st.size, st.end_offset)
-        };
+        let ReadStart {
+            mut pos,
+            size,
+            end_offset,
+        } = at;
         let mut out = SegRead {
             data: None,
             bytes: 0,
