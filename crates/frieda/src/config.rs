@@ -170,6 +170,14 @@ pub struct BrokerConfig {
     pub queued_max_request_bytes: usize,
     /// Threads that append to partition logs and fsync them (`log.writer.threads`), default 1.
     pub log_writer_threads: usize,
+    /// The backlog read lane (`backlog.read.threads`, default 2; `backlog.read.priority`,
+    /// `idle` (default), `low` or `normal`): reads that miss the tail cache run there, at that
+    /// CPU priority ([`crate::storage::backlog`]).
+    pub backlog: crate::storage::backlog::BacklogConfig,
+    /// The bulk-append lane (`bulk.append.min.bytes`, default 65536, -1 for none;
+    /// `bulk.append.priority`, `low` (default), `idle` or `normal`): produced batches this
+    /// large are appended there ([`crate::storage::bulk`]).
+    pub bulk: crate::storage::bulk::BulkConfig,
     /// Tokio worker threads serving the network (`num.network.threads`), default = cores.
     pub network_threads: usize,
     /// How often retention and time-based flushes are checked, ms (`log.retention.check.interval.ms`),
@@ -415,6 +423,8 @@ impl Default for BrokerConfig {
             socket_send_buffer_bytes: None,
             socket_receive_buffer_bytes: None,
             log_writer_threads: 1,
+            backlog: Default::default(),
+            bulk: Default::default(),
             network_threads: cores,
             retention_check_interval_ms: 300_000,
             topic_defaults: TopicConfigs::default(),
@@ -824,6 +834,13 @@ impl BrokerConfig {
                 };
             }
             "log.writer.threads" => self.log_writer_threads = positive(&text)? as usize,
+            "backlog.read.threads" => self.backlog.threads = positive(&text)? as usize,
+            "backlog.read.priority" => self.backlog.priority = text.parse()?,
+            "bulk.append.min.bytes" => {
+                let n: i64 = text.parse()?;
+                self.bulk.min_bytes = if n < 0 { usize::MAX } else { n as usize };
+            }
+            "bulk.append.priority" => self.bulk.priority = text.parse()?,
             "num.network.threads" => self.network_threads = positive(&text)? as usize,
             "log.retention.check.interval.ms" => {
                 self.retention_check_interval_ms = positive(&text)?.max(10)

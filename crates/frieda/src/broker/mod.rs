@@ -172,6 +172,8 @@ impl Broker {
                 batched_wakeups: config.fetch_batched_wakeups,
             },
         );
+        crate::storage::backlog::start(config.backlog);
+        crate::storage::bulk::start(config.bulk);
         let producer_ids = ProducerIdAllocator::open(&meta_dir)?;
         let clustered = config.cluster.enabled();
         // A cluster takes its dynamic configs from the metadata image (the reconciler).

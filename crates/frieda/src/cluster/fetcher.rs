@@ -508,7 +508,17 @@ fn apply_partition(
         // Whole batches only (a response may end in a partial one).
         let whole = whole_batches(&records);
         if whole > 0 {
-            match p.append_from_leader(leader, f.epoch, BytesMut::from(&records[..whole])) {
+            let append =
+                || p.append_from_leader(leader, f.epoch, BytesMut::from(&records[..whole]));
+            // A bulk write (the bulk-append lane's size) leaves this network thread's other
+            // tasks to another thread while it copies into the page cache, so acks=all
+            // produces and tail reads queued here never wait for it.
+            let result = if whole >= crate::storage::bulk::lane().min_bytes() && multi_threaded() {
+                tokio::task::block_in_place(append)
+            } else {
+                append()
+            };
+            match result {
                 Ok(new_leo) => {
                     leo = new_leo;
                     if f.next_offset.is_some_and(|n| n <= leo) {
@@ -528,6 +538,12 @@ fn apply_partition(
         // Consumers reading from this follower (KIP-392) wait for its high watermark.
         p.notify_data();
     }
+}
+
+/// Whether this runs on a multi-threaded tokio runtime (where `block_in_place` may be used).
+fn multi_threaded() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 /// Bytes of `records` that are whole batches.

@@ -355,7 +355,7 @@ pub async fn handle(
         for w in waits.iter_mut() {
             w.as_mut().enable();
         }
-        let results = read_all(&wanted, response_max).await;
+        let results = read_all(&wanted, response_max, ctx).await;
         if !counted {
             // The first read counts (a long poll does not count again when it wakes).
             count_follower_fetches(broker, replica, &wanted, &results);
@@ -385,7 +385,7 @@ pub async fn handle(
             waited += t.elapsed();
         }
         if woken.is_err() {
-            break read_all(&wanted, response_max).await;
+            break read_all(&wanted, response_max, ctx).await;
         }
     };
     ctx.timing.waited(waited);
@@ -488,8 +488,15 @@ impl PartitionRead {
 
 /// Reads every wanted partition in request order within the response byte budget
 /// (`min(request max_bytes, fetch.max.bytes)`) and each partition's own limit. The first
-/// partition with data returns at least one batch even if larger (KIP-74).
-async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> {
+/// partition with data returns at least one batch even if larger (KIP-74). A consumer's read
+/// that came from the segment files marks the response as backlog data (`ctx.backlog`): the
+/// connection writes it from the backlog lane. Replica fetches never are (replication is a
+/// high class: `acks=all` waits for it).
+async fn read_all(
+    wanted: &[Wanted],
+    response_max: usize,
+    ctx: &RequestContext,
+) -> Vec<PartitionRead> {
     let mut out = Vec::with_capacity(wanted.len());
     let mut used = 0usize;
     for w in wanted {
@@ -542,7 +549,15 @@ async fn read_all(wanted: &[Wanted], response_max: usize) -> Vec<PartitionRead> 
             continue;
         }
         let hw = limit;
-        let read = p.read(w.fetch_offset, budget.max(1), hw).await;
+        let read = match p.read_classed(w.fetch_offset, budget.max(1), hw).await {
+            Ok((d, from_disk)) => {
+                if from_disk && !w.replica && d.bytes > 0 {
+                    ctx.backlog.set();
+                }
+                Ok(d)
+            }
+            Err(e) => Err(e),
+        };
         let first = used == 0;
         out.push(match read {
             Ok(d) if d.bytes == 0 => PartitionRead::Empty,

@@ -549,6 +549,7 @@ mod tests {
             peer: "127.0.0.1:5555".parse().unwrap(),
             request_bytes: 0,
             throttle: Default::default(),
+            backlog: Default::default(),
             session: std::sync::Arc::new(crate::security::Session::anonymous(
                 "PLAINTEXT".into(),
                 crate::security::SecurityProtocol::Plaintext,

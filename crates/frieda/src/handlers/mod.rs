@@ -74,6 +74,32 @@ pub struct RequestContext {
     pub throttle: Throttle,
     /// Where the request's time goes (recorded only with metrics on).
     pub timing: RequestTiming,
+    /// Set by a handler whose response carries backlog data (a consumer fetch read from the
+    /// segment files): the connection writes it from the backlog lane, at its low CPU
+    /// priority ([`crate::storage::backlog::send`]).
+    pub backlog: BacklogResponse,
+}
+
+/// Whether a response belongs to the backlog class (see [`RequestContext::backlog`]).
+#[derive(Debug, Default)]
+pub struct BacklogResponse(std::sync::atomic::AtomicBool);
+
+impl Clone for BacklogResponse {
+    fn clone(&self) -> Self {
+        BacklogResponse(std::sync::atomic::AtomicBool::new(self.get()))
+    }
+}
+
+impl BacklogResponse {
+    /// Marks the response as backlog data.
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether it is.
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// The throttle time (ms) a quota gave a request; the largest of several counts.
@@ -109,6 +135,8 @@ pub struct Handled {
     pub times: Option<RequestTimes>,
     /// Throttle time, ms (0: none).
     pub throttle_ms: u32,
+    /// The response carries backlog data ([`RequestContext::backlog`]).
+    pub backlog: bool,
 }
 
 /// A request's clock for the metrics endpoint ([`crate::stats`]): when its frame was read and
@@ -225,6 +253,7 @@ pub fn parse_request(
         session: session.clone(),
         request_bytes: frame.len() + 4,
         throttle: Throttle::default(),
+        backlog: BacklogResponse::default(),
         timing: RequestTiming::default(),
     };
     Ok((ctx, frame))
@@ -304,6 +333,7 @@ pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Ha
             response,
             times: None,
             throttle_ms: ctx.throttle.get(),
+            backlog: ctx.backlog.get(),
         };
     };
     let started = Instant::now();
@@ -335,6 +365,7 @@ pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Ha
         response: result,
         times: Some(times),
         throttle_ms: ctx.throttle.get(),
+        backlog: ctx.backlog.get(),
     }
 }
 

@@ -354,6 +354,7 @@ mod tests {
             )),
             request_bytes: 0,
             throttle: Throttle::default(),
+            backlog: Default::default(),
             timing: RequestTiming::default(),
         }
     }

@@ -8,7 +8,7 @@
 
 use super::authentication::{self as auth, SaslOutcome};
 use super::frame::{FrameError, FrameReader, RequestBudget};
-use super::sequencer::ResponseQueue;
+use super::sequencer::{ResponseQueue, Wrote};
 use super::transport::{self, Reader, Writer};
 use crate::broker::Broker;
 use crate::handlers::{self, RequestTiming};
@@ -116,7 +116,7 @@ fn queue_sasl(
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
-                (Ok(Some(resp)), None, 0)
+                (Ok(Some(resp)), None, 0, false)
             }
             .boxed(),
         );
@@ -151,18 +151,52 @@ fn note_written(stats: &BrokerStats, unsent: &mut VecDeque<Option<Unsent>>, out:
     }
 }
 
+/// Writes what the socket takes now: responses from this task, and a response carrying
+/// backlog data from the backlog lane at its low CPU priority (plain TCP; with TLS from this
+/// task too). True when everything released was written, false when the socket is full.
+///
+/// Errors: the socket's (the peer reset the connection).
+async fn write_out(out: &mut ResponseQueue, wr: &Writer) -> std::io::Result<bool> {
+    let fd = wr.raw_fd();
+    loop {
+        match out.write_until_backlog(wr, fd.is_some())? {
+            Wrote::Empty => return Ok(true),
+            Wrote::Full => return Ok(false),
+            Wrote::Backlog => {
+                let (Some(fd), Some(data)) = (fd, out.backlog_front()) else {
+                    return Ok(out.is_empty());
+                };
+                let n = crate::storage::backlog::write_now(fd, data).await?;
+                out.written(n);
+                if n == 0 {
+                    // The socket is full. Tokio must see that itself (its WouldBlock clears the
+                    // readiness the connection then waits on), or the wait would return at once:
+                    // one small write from here, which takes whatever room appeared meanwhile.
+                    match out.write_one(wr, 16 * 1024)? {
+                        Wrote::Full => return Ok(false),
+                        Wrote::Empty => return Ok(true),
+                        Wrote::Backlog => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A finished request: its response (`Ok(None)`: none is due, acks=0 produce) and, timed, its
-/// stages with when its frame was read and when its handler finished.
+/// stages with when its frame was read and when its handler finished; its quota throttle (ms);
+/// whether it carries backlog data.
 type Handled = (
     Result<Option<bytes::Bytes>, handlers::CloseConnection>,
     Option<(RequestTimes, std::time::Instant, std::time::Instant)>,
     u32,
+    bool,
 );
 
 /// Queues a finished request's response for writing (and, timed, records its stages so far and
 /// keeps its entry in `unsent`). False when the request must close the connection.
 fn release(
-    (result, times, _throttle): Handled,
+    (result, times, _throttle, backlog): Handled,
     out: &mut ResponseQueue,
     unsent: &mut VecDeque<Option<Unsent>>,
     stats: &BrokerStats,
@@ -185,7 +219,7 @@ fn release(
                         }),
                 );
             }
-            out.push(bytes);
+            out.push_classed(bytes, backlog);
             true
         }
         Ok(None) => true,
@@ -270,7 +304,7 @@ async fn serve(
                     }
                 }
                 let was_empty = out.is_empty();
-                let wrote = out.write_now(&wr);
+                let wrote = write_out(&mut out, &wr).await;
                 note_written(&stats, &mut unsent, &out);
                 match wrote {
                     Ok(_) if was_empty => {}
@@ -284,7 +318,10 @@ async fn serve(
             }
             ready = wr.ready(), if !out.is_empty() || wr.has_buffered() => {
                 let writes = out.writes();
-                let wrote = ready.and_then(|()| out.write_now(&wr));
+                let wrote = match ready {
+                    Ok(()) => write_out(&mut out, &wr).await,
+                    Err(e) => Err(e),
+                };
                 note_written(&stats, &mut unsent, &out);
                 match wrote {
                     Ok(_) => {
@@ -360,7 +397,7 @@ async fn serve(
                                         let h = fut.await;
                                         drop(permit);
                                         let times = h.times.map(|t| (t, received, std::time::Instant::now()));
-                                        (h.response, times, h.throttle_ms)
+                                        (h.response, times, h.throttle_ms, h.backlog)
                                     }
                                     .boxed(),
                                 );
@@ -370,7 +407,7 @@ async fn serve(
                                 // An early answer (ApiVersions of an unsupported version) still
                                 // goes out in order; otherwise the connection closes.
                                 if let Some(resp) = reject {
-                                    inflight.push_back(async move { (Ok(Some(resp)), None, 0) }.boxed());
+                                    inflight.push_back(async move { (Ok(Some(resp)), None, 0, false) }.boxed());
                                 } else {
                                     closing = true;
                                 }

@@ -33,9 +33,23 @@ impl TryWrite for tokio::net::tcp::OwnedWriteHalf {
     }
 }
 
+/// Where [`ResponseQueue::write_until_backlog`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wrote {
+    /// Everything released was handed to the socket.
+    Empty,
+    /// The socket is full: wait until it is writable.
+    Full,
+    /// The oldest response carries backlog data (write it from the backlog lane).
+    Backlog,
+}
+
 /// Released responses not yet taken by the socket, oldest first.
 pub struct ResponseQueue {
     pending: VecDeque<Bytes>,
+    /// Per response in `pending`: whether it carries backlog data (written from the backlog
+    /// lane when the connection can, see [`write_until_backlog`](Self::write_until_backlog)).
+    backlog: VecDeque<bool>,
     /// Bytes of `pending[0]` already written.
     skip: usize,
     /// `response.vectored.writes`: several responses per `writev` (true) or one `write` each.
@@ -49,6 +63,7 @@ impl ResponseQueue {
     pub fn new(vectored: bool) -> Self {
         ResponseQueue {
             pending: VecDeque::new(),
+            backlog: VecDeque::new(),
             skip: 0,
             vectored,
             writes: 0,
@@ -57,8 +72,30 @@ impl ResponseQueue {
 
     /// Appends a released response (its request's turn has come).
     pub fn push(&mut self, response: Bytes) {
+        self.push_classed(response, false);
+    }
+
+    /// Appends a released response; `backlog`: it carries backlog data.
+    pub fn push_classed(&mut self, response: Bytes, backlog: bool) {
         if !response.is_empty() {
             self.pending.push_back(response);
+            self.backlog.push_back(backlog);
+        }
+    }
+
+    /// The unwritten rest of the oldest response if it carries backlog data.
+    pub fn backlog_front(&self) -> Option<Bytes> {
+        match (self.pending.front(), self.backlog.front()) {
+            (Some(b), Some(true)) => Some(b.slice(self.skip..)),
+            _ => None,
+        }
+    }
+
+    /// Notes `n` bytes of the oldest responses as written by someone else (the backlog lane).
+    pub fn written(&mut self, n: usize) {
+        if n > 0 {
+            self.writes += 1;
+            self.advance(n);
         }
     }
 
@@ -82,11 +119,39 @@ impl ResponseQueue {
     ///
     /// Errors: the socket's (the peer reset the connection), or `WriteZero`.
     pub fn write_now<W: TryWrite>(&mut self, sock: &W) -> io::Result<bool> {
+        self.write_until_backlog(sock, false)
+            .map(|w| w == Wrote::Empty)
+    }
+
+    /// [`write_now`](Self::write_now), but with `stop_at_backlog` it writes no response that
+    /// carries backlog data: it stops with [`Wrote::Backlog`] when the oldest one does (the
+    /// caller writes that one from the backlog lane).
+    ///
+    /// Errors: the socket's (the peer reset the connection), or `WriteZero`.
+    pub fn write_until_backlog<W: TryWrite>(
+        &mut self,
+        sock: &W,
+        stop_at_backlog: bool,
+    ) -> io::Result<Wrote> {
         while !self.pending.is_empty() {
-            let result = if self.vectored && self.pending.len() > 1 {
+            // Responses before the first backlog one (all of them without `stop_at_backlog`).
+            let n_ready = if stop_at_backlog {
+                self.backlog.iter().take_while(|b| !**b).count()
+            } else {
+                self.pending.len()
+            };
+            if n_ready == 0 {
+                return Ok(Wrote::Backlog);
+            }
+            let result = if self.vectored && n_ready > 1 {
                 let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
                 let mut n = 0;
-                for (i, b) in self.pending.iter().take(MAX_IOVECS).enumerate() {
+                for (i, b) in self
+                    .pending
+                    .iter()
+                    .take(n_ready.min(MAX_IOVECS))
+                    .enumerate()
+                {
                     iov[i] = IoSlice::new(if i == 0 { &b[self.skip..] } else { b });
                     n = i + 1;
                 }
@@ -100,12 +165,39 @@ impl ResponseQueue {
                     self.writes += 1;
                     self.advance(n);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Wrote::Full),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
-        Ok(true)
+        Ok(Wrote::Empty)
+    }
+
+    /// One write of at most `max` bytes of the oldest response, whatever its class (a
+    /// connection that wrote through the backlog lane and found the socket full lets the socket's
+    /// owner see that). [`Wrote::Full`] when the socket took nothing.
+    ///
+    /// Errors: the socket's, or `WriteZero`.
+    pub fn write_one<W: TryWrite>(&mut self, sock: &W, max: usize) -> io::Result<Wrote> {
+        let Some(front) = self.pending.front() else {
+            return Ok(Wrote::Empty);
+        };
+        let end = front.len().min(self.skip.saturating_add(max.max(1)));
+        match sock.try_write(&front[self.skip..end]) {
+            Ok(0) => Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                self.writes += 1;
+                self.advance(n);
+                Ok(if self.pending.is_empty() {
+                    Wrote::Empty
+                } else {
+                    Wrote::Backlog
+                })
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Wrote::Full),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(Wrote::Backlog),
+            Err(e) => Err(e),
+        }
     }
 
     fn advance(&mut self, mut n: usize) {
@@ -117,6 +209,7 @@ impl ResponseQueue {
             if n >= left {
                 n -= left;
                 self.pending.pop_front();
+                self.backlog.pop_front();
                 self.skip = 0;
             } else {
                 self.skip += n;
@@ -197,5 +290,42 @@ mod tests {
         // 60 bytes in 7-byte writes: vectored needs 9 calls; one response per call needs more.
         assert_eq!(vectored, 9);
         assert!(single > vectored, "{single} vs {vectored}");
+    }
+
+    /// A backlog response is never written by `write_until_backlog(.., true)`: the responses
+    /// before it go out, then it stops; what another writer (the lane) takes is noted with
+    /// `written`, and `write_one` writes at most its limit. Order is kept throughout.
+    #[test]
+    fn backlog_responses_are_left_to_the_lane_in_order() {
+        let sock = TinySocket {
+            room: 1000,
+            got: RefCell::new(Vec::new()),
+            calls: Cell::new(0),
+        };
+        let mut q = ResponseQueue::new(true);
+        q.push(Bytes::from_static(b"aa"));
+        q.push_classed(Bytes::from_static(b"BACKLOG"), true);
+        q.push(Bytes::from_static(b"cc"));
+        assert_eq!(q.write_until_backlog(&sock, true).unwrap(), Wrote::Backlog);
+        assert_eq!(*sock.got.borrow(), b"aa");
+        assert_eq!(q.backlog_front().as_deref(), Some(&b"BACKLOG"[..]));
+        // The lane took 3 bytes; the rest of the response is what it is asked for next.
+        sock.got.borrow_mut().extend_from_slice(b"BAC");
+        q.written(3);
+        assert_eq!(q.backlog_front().as_deref(), Some(&b"KLOG"[..]));
+        sock.calls.set(0); // the next call of the socket takes bytes
+        assert_eq!(q.write_one(&sock, 2).unwrap(), Wrote::Backlog);
+        assert_eq!(q.backlog_front().as_deref(), Some(&b"OG"[..]));
+        sock.got.borrow_mut().extend_from_slice(b"OG");
+        q.written(2);
+        assert_eq!(q.backlog_front(), None);
+        sock.calls.set(0);
+        assert_eq!(q.write_until_backlog(&sock, true).unwrap(), Wrote::Empty);
+        assert_eq!(*sock.got.borrow(), b"aaBACKLOGcc");
+        // Without the lane (TLS), a backlog response is written like any other.
+        let mut q = ResponseQueue::new(true);
+        q.push_classed(Bytes::from_static(b"xy"), true);
+        sock.calls.set(0);
+        assert_eq!(q.write_until_backlog(&sock, false).unwrap(), Wrote::Empty);
     }
 }

@@ -138,6 +138,16 @@ impl Writer {
         }
     }
 
+    /// The socket's descriptor for writes made elsewhere (the backlog lane): plain TCP only
+    /// (TLS records are written through the session).
+    pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        match self {
+            Writer::Tcp(w) => Some(w.as_ref().as_raw_fd()),
+            Writer::Tls(_) => None,
+        }
+    }
+
     /// Whether bytes were accepted that the socket has not taken yet (TLS records).
     pub fn has_buffered(&self) -> bool {
         match self {

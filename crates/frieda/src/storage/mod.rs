@@ -6,6 +6,8 @@
 //!   role, the wake-up of waiting fetches).
 //! - [`writer`]: the log writer threads (group commit fsync; appends with
 //!   `log.append.mode = "writer"`).
+//! - [`backlog`]: the backlog read lane (reads that miss the tail cache, at idle CPU priority).
+//! - [`bulk`]: the bulk-append lane (large produced batches, appended off the network threads).
 //! - [`topic`]: a topic (id, partitions, config overrides) and the internal topics' names.
 //! - [`topic_config`]: topic-level configs under Kafka's names, mapped onto the log's.
 //! - [`checkpoint`], [`log_start`]: Kafka's offset checkpoint files.
@@ -13,6 +15,8 @@
 //! Below the coordinators and the [`Broker`](crate::broker::Broker) that holds the topic
 //! registry: nothing here knows of either.
 
+pub mod backlog;
+pub mod bulk;
 pub mod checkpoint;
 pub mod clean_shutdown;
 pub mod file_budget;

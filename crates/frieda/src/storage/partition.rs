@@ -10,7 +10,7 @@ use bytes::BytesMut;
 use frieda_log::{BatchHeader, LogError, LogReader, PartitionLog, ProducerError, SequenceCheck};
 use kafka_protocol::error::ResponseError;
 use parking_lot::{Mutex, RwLock};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{oneshot, Notify};
 
@@ -86,6 +86,9 @@ pub struct Partition {
     /// Where a moved log start offset is persisted (`None`: it cannot be moved, e.g. the
     /// single broker's offsets log).
     log_starts: Option<Arc<LogStartCheckpoint>>,
+    /// Appends of this partition queued on, or running on, the bulk-append lane: while any is,
+    /// every later append goes there too, so appends land in the order they were submitted.
+    bulk_pending: AtomicUsize,
 }
 
 impl Partition {
@@ -111,6 +114,7 @@ impl Partition {
             deleted: AtomicBool::new(false),
             writer,
             log_starts: None,
+            bulk_pending: AtomicUsize::new(0),
         }
     }
 
@@ -127,24 +131,36 @@ impl Partition {
     }
 
     /// Reads whole batches from `offset`, about `max_bytes` (the first batch whole, KIP-74), below
-    /// `max_offset`: from the tail cache when it holds them, else from the segment files on a
-    /// blocking thread, so a read of cold data never holds a runtime worker.
+    /// `max_offset`: from the tail cache when it holds them, else from the segment files on the
+    /// backlog lane ([`super::backlog`]: its own threads at idle CPU priority), so a read of
+    /// cold data never holds a runtime worker nor takes CPU that appends and tail reads want.
     ///
-    /// Errors: the log's (`OffsetOutOfRange`, `Offline`, I/O); `Corrupt` if the blocking read's
-    /// task failed.
+    /// Errors: the log's (`OffsetOutOfRange`, `Offline`, I/O); `Corrupt` if the backlog read
+    /// failed to run.
     pub async fn read(
         &self,
         offset: i64,
         max_bytes: usize,
         max_offset: i64,
     ) -> Result<frieda_log::FetchData, LogError> {
-        if let Some(r) = self.reader.read_cached(offset, max_bytes, max_offset) {
-            return r;
-        }
-        let reader = self.reader.clone();
-        tokio::task::spawn_blocking(move || reader.read(offset, max_bytes, max_offset))
+        self.read_classed(offset, max_bytes, max_offset)
             .await
-            .unwrap_or_else(|e| Err(LogError::Corrupt(e.to_string())))
+            .map(|(d, _)| d)
+    }
+
+    /// [`read`](Self::read), also saying whether the data came from the segment files (the
+    /// backlog lane) rather than the tail cache.
+    pub async fn read_classed(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+    ) -> Result<(frieda_log::FetchData, bool), LogError> {
+        if let Some(r) = self.reader.read_cached(offset, max_bytes, max_offset) {
+            return r.map(|d| (d, false));
+        }
+        let plan = self.reader.plan_disk_read(offset, max_bytes, max_offset)?;
+        super::backlog::read(plan).await.map(|d| (d, true))
     }
 
     /// High watermark (exclusive): what consumers may read. With a single replica the log end
@@ -267,9 +283,41 @@ impl Partition {
             });
             return Submitted::Waiting(rx);
         }
+        let lane = super::bulk::lane();
+        if records.len() >= lane.min_bytes() || self.bulk_pending.load(Ordering::Acquire) > 0 {
+            // A bulk batch: its page-cache write runs on the bulk-append lane, never on a
+            // network thread that small batches and replica fetches wait for.
+            self.bulk_pending.fetch_add(1, Ordering::AcqRel);
+            let (tx, rx) = oneshot::channel();
+            let p = self.clone();
+            lane.submit(Box::new(move || {
+                let (result, flush_due) = p.append_now(records, &header, check);
+                p.bulk_pending.fetch_sub(1, Ordering::AcqRel);
+                p.answer(result, flush_due, tx);
+            }));
+            return Submitted::Waiting(rx);
+        }
+        let (result, flush_due) = self.append_now(records, &header, check);
+        if flush_due && result.is_ok() {
+            let (tx, rx) = oneshot::channel();
+            self.answer(result, true, tx);
+            return Submitted::Waiting(rx);
+        }
+        Submitted::Done(result)
+    }
+
+    /// Appends on the calling thread under the partition's lock, advances the high watermark
+    /// and wakes waiting fetches. Returns the outcome and whether the flush policy wants it
+    /// fsync'ed before it is acknowledged.
+    fn append_now(
+        &self,
+        records: BytesMut,
+        header: &BatchHeader,
+        check: ProducerCheck,
+    ) -> (Result<AppendOutcome, ResponseError>, bool) {
         let (result, flush_due) = {
             let mut guard = self.state.lock();
-            let result = self.append_to(guard.as_mut(), records, &header, check);
+            let result = self.append_to(guard.as_mut(), records, header, check);
             // A retried batch answered with its original offset is acknowledged only once that
             // original is as durable as the policy asks: its Flush job runs after the original's
             // on the same writer thread (or itself covers it).
@@ -285,18 +333,26 @@ impl Partition {
             self.advance_high_watermark();
             self.notify_data();
         }
+        (result, flush_due)
+    }
+
+    /// Sends an append's outcome to `reply`: at once, or when `flush_due` after the log writer
+    /// thread's group commit made it durable (durable before acknowledged).
+    fn answer(
+        self: &Arc<Self>,
+        result: Result<AppendOutcome, ResponseError>,
+        flush_due: bool,
+        reply: oneshot::Sender<Result<AppendOutcome, ResponseError>>,
+    ) {
         match result {
-            Ok(outcome) if flush_due => {
-                // Durable before acknowledged: the writer thread's group commit answers.
-                let (tx, rx) = oneshot::channel();
-                self.writer.send(WriterJob::Flush {
-                    partition: self.clone(),
-                    outcome,
-                    reply: tx,
-                });
-                Submitted::Waiting(rx)
+            Ok(outcome) if flush_due => self.writer.send(WriterJob::Flush {
+                partition: self.clone(),
+                outcome,
+                reply,
+            }),
+            result => {
+                let _ = reply.send(result);
             }
-            result => Submitted::Done(result),
         }
     }
 

@@ -1,0 +1,252 @@
+//! The backlog lane: reads that miss the tail cache (a consumer catching up, a lagging replica)
+//! run on a few threads of their own at the lowest CPU priority (`SCHED_IDLE`), so that on a
+//! busy machine they take only the CPU that produce, replication and tail reads leave
+//! unused: a bulk read never delays an acknowledgement (issue 34's priority lanes; the LNS seed,
+//! `000_00b2c58f2a1e5093.txt` §12: the priority travels with the request through every queue).
+//!
+//! What a read does while holding the log's locks (bounds, segment list, offset index) is done
+//! on the caller's thread ([`frieda_log::LogReader::plan_disk_read`]); the lane only `pread`s
+//! ([`frieda_log::DiskRead::run`]), so a starved backlog thread never holds a lock that the
+//! appender or a tail read waits for.
+//!
+//! The socket writes of backlog responses (a consumer fetch answered from the segment files)
+//! run here too ([`write_now`]): on loopback and on a busy machine the kernel's send work costs
+//! more CPU than the read.
+//!
+//! Bounds: `backlog.read.threads` threads (default 2); at most [`MAX_QUEUED_PER_THREAD`] jobs
+//! (reads, writes) per thread queued or running, further ones wait (asynchronously) for a slot.
+
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+
+use frieda_log::{DiskRead, FetchData, LogError};
+
+/// Reads queued or running per backlog thread; a read beyond `threads` times this waits for a
+/// slot (its fetch waits; nothing else does).
+pub const MAX_QUEUED_PER_THREAD: usize = 16;
+
+/// CPU priority of a lane's threads (`backlog.read.priority`, `bulk.append.priority`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LanePriority {
+    /// `SCHED_IDLE` (default): runs only when no normal thread of the machine wants the CPU.
+    Idle,
+    /// `nice 19`: the lowest normal priority (about 1.5% of a CPU against one busy nice-0 thread).
+    Low,
+    /// The same priority as every other thread (the lane still bounds the threads and queue).
+    Normal,
+}
+
+impl std::str::FromStr for LanePriority {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> anyhow::Result<Self> {
+        match s {
+            "idle" => Ok(LanePriority::Idle),
+            "low" => Ok(LanePriority::Low),
+            "normal" => Ok(LanePriority::Normal),
+            _ => anyhow::bail!("expected \"idle\", \"low\" or \"normal\""),
+        }
+    }
+}
+
+/// Settings of the backlog lane (`backlog.read.threads`, `backlog.read.priority`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BacklogConfig {
+    /// Threads (at least 1).
+    pub threads: usize,
+    /// Their CPU priority.
+    pub priority: LanePriority,
+}
+
+impl Default for BacklogConfig {
+    fn default() -> Self {
+        BacklogConfig {
+            threads: 2,
+            priority: LanePriority::Idle,
+        }
+    }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The backlog threads and their bounded queue.
+pub struct BacklogLane {
+    jobs: mpsc::Sender<Job>,
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+static LANE: OnceLock<BacklogLane> = OnceLock::new();
+
+/// Starts the process's backlog lane with `config` (the first call wins: brokers of one process
+/// share it); later calls and [`read`] without a call use what was started first.
+pub fn start(config: BacklogConfig) -> &'static BacklogLane {
+    LANE.get_or_init(|| BacklogLane::spawn(config))
+}
+
+/// Runs `plan` on the backlog lane; waits for a queue slot when the lane is full.
+///
+/// Errors: those of [`DiskRead::run`]; `LogError::Corrupt` if the lane's thread died with the
+/// read (a panic in it, which is logged).
+pub async fn read(plan: DiskRead) -> Result<FetchData, LogError> {
+    start(BacklogConfig::default()).run(plan).await
+}
+
+/// Writes as much of `data` as the socket `fd` takes now (non-blocking, never waiting for
+/// room) from the backlog lane, at its CPU priority: the kernel's send work for a backlog
+/// response (on loopback also the receiver's side of TCP) is then done at that priority too.
+/// Returns the bytes written, 0 when the socket is full. The lane writes through a duplicate
+/// of `fd`, so a connection dropped meanwhile never has its descriptor number reused under it.
+///
+/// Errors: the socket's (`EPIPE`, `ECONNRESET`), or `dup`'s.
+pub async fn write_now(fd: std::os::fd::RawFd, data: bytes::Bytes) -> std::io::Result<usize> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: duplicates a descriptor the caller holds open for the duration of this call.
+    let dup = unsafe { libc::dup(fd) };
+    if dup < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `dup` is a fresh descriptor owned only here.
+    let dup = unsafe { OwnedFd::from_raw_fd(dup) };
+    start(BacklogConfig::default())
+        .call(move || {
+            let mut done = 0usize;
+            while done < data.len() {
+                let rest = &data[done..];
+                // SAFETY: sends from a live buffer on a descriptor this closure owns.
+                let n = unsafe {
+                    libc::send(
+                        dup.as_raw_fd(),
+                        rest.as_ptr().cast(),
+                        rest.len(),
+                        libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                    )
+                };
+                if n > 0 {
+                    done += n as usize;
+                    continue;
+                }
+                let e = std::io::Error::last_os_error();
+                match e.kind() {
+                    std::io::ErrorKind::WouldBlock => break,
+                    std::io::ErrorKind::Interrupted => {}
+                    _ if n == 0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                    _ => return Err(e),
+                }
+            }
+            Ok(done)
+        })
+        .await
+        .unwrap_or_else(|| Err(std::io::Error::other("backlog lane closed")))
+}
+
+impl BacklogLane {
+    fn spawn(config: BacklogConfig) -> Self {
+        let threads = config.threads.max(1);
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..threads {
+            let rx = rx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("backlog-{i}"))
+                .spawn(move || {
+                    lower_priority(config.priority);
+                    loop {
+                        // The receiver's lock is held only while taking a job: an idle-priority
+                        // thread holding it delays only the other backlog threads.
+                        let job = match rx.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => return,
+                        };
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "could not start a backlog read thread");
+            }
+        }
+        tracing::info!(threads, priority = ?config.priority, "backlog read lane started");
+        BacklogLane {
+            jobs: tx,
+            slots: Arc::new(tokio::sync::Semaphore::new(threads * MAX_QUEUED_PER_THREAD)),
+        }
+    }
+
+    /// Runs `plan` on one of the lane's threads (see [`read`]).
+    pub async fn run(&self, plan: DiskRead) -> Result<FetchData, LogError> {
+        self.call(move || plan.run())
+            .await
+            .unwrap_or_else(|| Err(LogError::Corrupt("backlog lane closed".into())))
+    }
+
+    /// Runs `f` on one of the lane's threads once a queue slot is free; `None` if the lane is
+    /// gone or `f` panicked (logged).
+    async fn call<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let slot = self.slots.clone().acquire_owned().await.ok()?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+            drop(slot);
+            match r {
+                Ok(v) => {
+                    let _ = tx.send(v);
+                }
+                Err(_) => tracing::error!("a backlog lane job panicked"),
+            }
+        });
+        self.jobs.send(job).ok()?;
+        rx.await.ok()
+    }
+}
+
+/// Puts the calling thread at `priority` (Linux: `sched_setscheduler(SCHED_IDLE)` or
+/// `setpriority(19)` on the thread); logs and keeps the normal priority if refused.
+pub(crate) fn lower_priority(priority: LanePriority) {
+    let rc = match priority {
+        LanePriority::Normal => return,
+        LanePriority::Idle => {
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: sets the calling thread's (0) scheduling policy; `param` outlives the call.
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) }
+        }
+        LanePriority::Low => {
+            // SAFETY: gettid has no arguments; on Linux the nice value is per thread, named by
+            // its tid with PRIO_PROCESS.
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
+            // SAFETY: plain syscall on the calling thread.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 19) }
+        }
+    };
+    if rc != 0 {
+        tracing::warn!(?priority, error = %std::io::Error::last_os_error(),
+            "backlog read thread keeps the normal CPU priority");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priorities_parse_by_name() {
+        assert_eq!("idle".parse::<LanePriority>().unwrap(), LanePriority::Idle);
+        assert_eq!("low".parse::<LanePriority>().unwrap(), LanePriority::Low);
+        assert_eq!(
+            "normal".parse::<LanePriority>().unwrap(),
+            LanePriority::Normal
+        );
+        assert!("high".parse::<LanePriority>().is_err());
+    }
+
+    #[test]
+    fn an_idle_thread_runs_at_sched_idle() {
+        let policy = std::thread::spawn(|| {
+            lower_priority(LanePriority::Idle);
+            // SAFETY: reads the calling thread's policy.
+            unsafe { libc::sched_getscheduler(0) }
+        })
+        .join()
+        .unwrap();
+        assert_eq!(policy, libc::SCHED_IDLE);
+    }
+}
