@@ -105,17 +105,14 @@ mod tests {
     use crate::storage::topic_config::TopicConfigs;
     use crate::storage::writer::LogWriters;
     use frieda_log::{BatchHeader, LogConfig, PartitionLog};
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-        TimestampType,
-    };
+    use kafka_protocol::records::{Record, RecordBatchDecoder, TimestampType};
     use std::sync::Arc;
 
     /// A batch of one record with a `len`-byte value carrying `tag` in its first byte.
     fn batch(tag: u8, len: usize) -> (bytes::BytesMut, BatchHeader) {
         let mut value = vec![0u8; len];
         value[0] = tag;
-        let r = Record {
+        crate::storage::testing::one_record_batch(&Record {
             transactional: false,
             control: false,
             delete_horizon: false,
@@ -129,19 +126,7 @@ mod tests {
             key: None,
             value: Some(value.into()),
             headers: Default::default(),
-        };
-        let mut buf = bytes::BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            [&r],
-            &RecordEncodeOptions {
-                version: 2,
-                compression: Compression::None,
-            },
-        )
-        .unwrap();
-        let header = BatchHeader::parse(&buf).unwrap();
-        (buf, header)
+        })
     }
 
     /// Large batches take the lane, small ones do not, and a small batch submitted while a large

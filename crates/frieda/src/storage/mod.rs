@@ -26,3 +26,25 @@ pub mod partition;
 pub mod topic;
 pub mod topic_config;
 pub mod writer;
+
+/// Test helpers: record batches as a client encodes them.
+#[cfg(test)]
+pub(crate) mod testing {
+    use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
+
+    /// `record` alone in a v2 batch, uncompressed, with its parsed header.
+    pub(crate) fn one_record_batch(record: &Record) -> (bytes::BytesMut, frieda_log::BatchHeader) {
+        let mut buf = bytes::BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            [record],
+            &RecordEncodeOptions {
+                version: 2,
+                compression: Compression::None,
+            },
+        )
+        .expect("encode a record batch");
+        let header = frieda_log::BatchHeader::parse(&buf).expect("parse the batch just encoded");
+        (buf, header)
+    }
+}

@@ -381,10 +381,8 @@ impl MarkerWriter for PartitionMarkers {
 
 /// A client's transactional batch of one record: producer `pid` at `epoch`, sequence `seq`.
 fn txn_batch(pid: i64, epoch: i16, seq: i32) -> (bytes::BytesMut, frieda_log::BatchHeader) {
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
-    let r = Record {
+    use kafka_protocol::records::{Record, TimestampType};
+    crate::storage::testing::one_record_batch(&Record {
         transactional: true,
         control: false,
         delete_horizon: false,
@@ -398,19 +396,7 @@ fn txn_batch(pid: i64, epoch: i16, seq: i32) -> (bytes::BytesMut, frieda_log::Ba
         key: None,
         value: Some(bytes::Bytes::from_static(b"v")),
         headers: Default::default(),
-    };
-    let mut buf = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        [&r],
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    let header = frieda_log::BatchHeader::parse(&buf).unwrap();
-    (buf, header)
+    })
 }
 
 /// Transactions v2 (KIP-890 part 2), the race franz-go's `TestTxnEtl` hit (INVALID_TXN_STATE on
