@@ -98,7 +98,7 @@ EXPECTED_UNIT = {
     "LockPersonality": "yes",
     "MemoryDenyWriteExecute": "yes",
     "SystemCallArchitectures": "native",
-    "SystemCallFilter": "@system-service | ~@privileged @resources",
+    "SystemCallFilter": "@system-service | ~@privileged @resources | sched_setscheduler setpriority",
 }
 # the settings the tests move (ports, data dir); every other one stays as packaged
 MOVED_SETTINGS = {"listeners", "advertised.listeners", "controller.quorum.bootstrap.servers",
@@ -491,15 +491,21 @@ def expand(groups: dict, items: list[str], seen: set | None = None) -> set[str]:
 
 
 def unit_syscall_filter(unit: dict, groups: dict) -> tuple[set[str], set[str]]:
-    """(allowed, denied) by the unit's SystemCallFilter= lines: an allow list, then ~ removals."""
-    allowed, denied = None, set()
+    """(allowed, denied) by the unit's SystemCallFilter= lines as systemd applies them, in order:
+    the first line is an allow list, then each ~ line removes from it and each further allow line
+    adds to it again (systemd.exec(5), SystemCallFilter=). `denied`: what is refused in the end
+    of what some ~ line named."""
+    allowed, named = None, set()
     for value in unit["Service.SystemCallFilter"]:
         if value.startswith("~"):
-            denied |= expand(groups, value[1:].split())
+            assert allowed is not None, "SystemCallFilter starts with a deny list"
+            calls = expand(groups, value[1:].split())
+            named |= calls
+            allowed -= calls
         else:
             allowed = (allowed or set()) | expand(groups, value.split())
     assert allowed is not None, "SystemCallFilter has no allow list"
-    return allowed - denied, denied
+    return allowed, named - allowed
 
 
 WRITE_CALLS = ("mkdir", "mkdirat", "rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir",
