@@ -549,15 +549,15 @@ async fn read_all(
             continue;
         }
         let hw = limit;
-        let read = match p.read_classed(w.fetch_offset, budget.max(1), hw).await {
-            Ok((d, from_disk)) => {
+        let read = p
+            .read_classed(w.fetch_offset, budget.max(1), hw)
+            .await
+            .map(|(d, from_disk)| {
                 if from_disk && !w.replica && d.bytes > 0 {
                     ctx.backlog.set();
                 }
-                Ok(d)
-            }
-            Err(e) => Err(e),
-        };
+                d
+            });
         let first = used == 0;
         out.push(match read {
             Ok(d) if d.bytes == 0 => PartitionRead::Empty,

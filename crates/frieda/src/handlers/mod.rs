@@ -76,7 +76,7 @@ pub struct RequestContext {
     pub timing: RequestTiming,
     /// Set by a handler whose response carries backlog data (a consumer fetch read from the
     /// segment files): the connection writes it from the backlog lane, at its low CPU
-    /// priority ([`crate::storage::backlog::send`]).
+    /// priority ([`crate::storage::backlog::write_now`]).
     pub backlog: BacklogResponse,
 }
 

@@ -175,7 +175,9 @@ impl ResponseQueue {
 
     /// One write of at most `max` bytes of the oldest response, whatever its class (a
     /// connection that wrote through the backlog lane and found the socket full lets the socket's
-    /// owner see that). [`Wrote::Full`] when the socket took nothing.
+    /// owner see that). [`Wrote::Full`] when the socket took nothing, [`Wrote::Empty`] when the
+    /// queue is empty after it, else [`Wrote::Backlog`]: more is queued (of either class; the
+    /// caller goes back to [`write_until_backlog`](Self::write_until_backlog)).
     ///
     /// Errors: the socket's, or `WriteZero`.
     pub fn write_one<W: TryWrite>(&mut self, sock: &W, max: usize) -> io::Result<Wrote> {

@@ -123,11 +123,14 @@ pub async fn write_now(fd: std::os::fd::RawFd, data: bytes::Bytes) -> std::io::R
                     done += n as usize;
                     continue;
                 }
+                if n == 0 {
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                // n < 0: errno says why.
                 let e = std::io::Error::last_os_error();
                 match e.kind() {
                     std::io::ErrorKind::WouldBlock => break,
                     std::io::ErrorKind::Interrupted => {}
-                    _ if n == 0 => return Err(std::io::ErrorKind::WriteZero.into()),
                     _ => return Err(e),
                 }
             }
@@ -149,8 +152,9 @@ impl BacklogLane {
                 .spawn(move || {
                     lower_priority(config.priority);
                     loop {
-                        // The receiver's lock is held only while taking a job: an idle-priority
-                        // thread holding it delays only the other backlog threads.
+                        // One thread at a time waits for the next job holding the receiver's
+                        // lock; the lock is released before the job runs. Only backlog threads
+                        // ever take it, so a starved holder delays only them.
                         let job = match rx.lock() {
                             Ok(r) => r.recv(),
                             Err(_) => return,
