@@ -5,7 +5,8 @@ before KIP-966 (the last ISR member only) would wait and unclean election would 
 Five nodes, three of them voters (1, 2, 3); one partition on nodes 3, 4 and 5,
 min.insync.replicas=2. The replicas are paused (SIGSTOP: fenced after
 broker.session.timeout.ms, not shut down, so each keeps its claim) in the order 5, 4, 3, and
-kafka-topics --describe shows ISR, Elr and LastKnownElr at each step.
+kafka-topics --describe shows ISR, Elr and LastKnownElr at each step. The waits poll Metadata
+(a few ms a call) and only then ask kafka-topics (a JVM start, 2-3 s here) for the ELR columns.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def test_replicas_lost_one_at_a_time_elect_the_eligible_replica(cluster, topic_n
 
     # 5 goes: the ISR keeps min.insync.replicas members, no ELR; acks=all still works.
     c.pause(5)
-    c.wait_until(lambda: describe(classpath, boot(), t)[1] == [3, 4], 60, "ISR [3, 4]")
+    c.wait_until(lambda: c.isr_of(t, 0, via=1) == [3, 4], 60, "ISR [3, 4] (Metadata)")
+    assert describe(classpath, boot(), t)[1] == [3, 4]
     mid = ProducerThread(c.node(3).addr, t, 1, tag="mid", **dict(conf, retries=10, retry_backoff_ms=200))
     acks, errs = mid.produce_now(100)
     assert len(acks) == 100 and not errs, errs[:5]
@@ -65,6 +67,7 @@ def test_replicas_lost_one_at_a_time_elect_the_eligible_replica(cluster, topic_n
     # 4 goes: below min.insync.replicas, 4 keeps its claim; acks=all is refused and the high
     # watermark stays where 4 left it (what makes the claim true).
     c.pause(4)
+    c.wait_until(lambda: c.isr_of(t, 0, via=1) == [3], 60, "ISR [3] (Metadata)")
     c.wait_until(lambda: describe(classpath, boot(), t)[1:3] == ([3], [4]), 60, "ISR [3], Elr [4]")
     refused = ProducerThread(c.node(3).addr, t, 1, tag="refused", **conf)
     acks, errs = refused.produce_now(20)
@@ -79,6 +82,7 @@ def test_replicas_lost_one_at_a_time_elect_the_eligible_replica(cluster, topic_n
     # 3 is a voter (and may have been the active controller): admin calls wait for the quorum
     # to fence it first, or kafka-topics would send its call to the paused node.
     c.wait_until(lambda: 3 not in c.brokers_seen(via=1) and c.controller(via=1) != 3, 30, "3 fenced")
+    c.wait_until(lambda: c.leader_of(t, 0, via=1) == -1, 60, "no leader (Metadata)")
     c.wait_until(lambda: describe(classpath, boot(), t) == (-1, [], [3, 4], [3]), 60,
                  "no leader, Isr [], Elr [3, 4], LastKnownElr [3]")
 
@@ -91,7 +95,7 @@ def test_replicas_lost_one_at_a_time_elect_the_eligible_replica(cluster, topic_n
 
     # 4 comes back: elected from the ELR; every acknowledged record is there.
     c.resume(4)
-    c.wait_until(lambda: describe(classpath, boot(), t)[0] == 4, 30, "4 leads from the ELR")
+    c.wait_until(lambda: c.leader_of(t, 0, via=1) == 4, 30, "4 leads from the ELR (Metadata)")
     # At once ISR [4] with 3 still eligible; 5 may catch up and join right after (ISR [4, 5]
     # is at min.insync.replicas again, which clears the ELR). 3 is paused: never in the ISR.
     _, isr, elr, _ = describe(classpath, boot(), t)

@@ -201,7 +201,22 @@ final class Broker implements AutoCloseable {
         return Admin.create(p);
     }
 
-    /** SIGTERM, then exit status 0 within 5 s ($FRIEDA_STOP_TIMEOUT). */
+    /**
+     * Removes the temp dir (data and stderr) after a clean stop; a broker that failed to stop
+     * keeps it, and the assertion's message names its stderr file.
+     */
+    private void deleteDir() throws IOException {
+        if (dir == null) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+
+    /** SIGTERM, then exit status 0 within 5 s ($FRIEDA_STOP_TIMEOUT); the temp dir is removed then. */
     @Override
     public void close() throws Exception {
         if (process == null) {
@@ -221,6 +236,7 @@ final class Broker implements AutoCloseable {
             if (process.exitValue() != 0) {
                 throw new AssertionError("broker exited with " + process.exitValue() + " after SIGTERM (want 0)\n" + tail());
             }
+            deleteDir();
         } finally {
             if (process.isAlive()) {
                 process.destroyForcibly();
