@@ -67,5 +67,6 @@ pub use producer_state::{
     MAX_PRODUCERS_PER_PARTITION,
 };
 pub use records::{encode_record, parse_records, RecordRef};
+pub use segment::SegmentWriteback;
 pub use txn_index::AbortedTxn;
 pub use validator::{validate_header, validate_records, RecordPolicy};

@@ -378,6 +378,33 @@ impl SegmentSync {
     }
 }
 
+/// A range of a segment's log file whose writeback is to be started, taken under the
+/// partition's lock ([`PartitionLog::plan_writeback`](crate::PartitionLog::plan_writeback)) and
+/// started without it.
+pub struct SegmentWriteback {
+    shared: Arc<SegmentShared>,
+    /// First byte, page-aligned.
+    from: u64,
+    /// Bytes, a whole number of pages.
+    len: u64,
+}
+
+/// Bytes of a page of the page cache (x86-64 and arm64 Linux defaults): the unit of writeback.
+const PAGE: u64 = 4096;
+
+impl SegmentWriteback {
+    /// The log file, for Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)` of [`range`](Self::range)
+    /// (the caller makes the call: this crate has no unsafe code). Open while `self` lives.
+    pub fn file(&self) -> &File {
+        &self.shared.log
+    }
+
+    /// (first byte, bytes): page-aligned, a whole number of pages, never empty.
+    pub fn range(&self) -> (u64, u64) {
+        (self.from, self.len)
+    }
+}
+
 /// Writer side of a segment.
 pub(crate) struct Segment {
     pub shared: Arc<SegmentShared>,
@@ -397,6 +424,9 @@ pub(crate) struct Segment {
     /// Ms of the last append (file mtime after a restart), used when batches carry no timestamps.
     pub last_modified_ms: i64,
     pub dirty: bool,
+    /// Bytes of the log file whose writeback was started ([`Segment::plan_writeback`]): a
+    /// page boundary at or below `size`.
+    written_back: u64,
     /// Test hook: the next log write stores this many bytes and then fails.
     #[cfg(test)]
     pub fail_next_write: Option<(usize, io::ErrorKind)>,
@@ -491,6 +521,7 @@ impl Segment {
             rolling_ts: None,
             last_modified_ms,
             dirty: false,
+            written_back: 0,
             #[cfg(test)]
             fail_next_write: None,
         }
@@ -903,6 +934,26 @@ impl Segment {
         st.max_ts = self.builder.max_ts;
         st.max_ts_offset = self.builder.max_ts_offset;
         Ok(())
+    }
+
+    /// The writeback to start for the whole pages appended since the last call, if any: from the
+    /// last planned page boundary to the page boundary at or below the log's size. The page the
+    /// next append writes into stays dirty and out of writeback, so that append never waits for
+    /// the device.
+    pub fn plan_writeback(&mut self) -> Option<SegmentWriteback> {
+        let end = self.size / PAGE * PAGE;
+        if end <= self.written_back {
+            // After a truncation below the planned point, start again from the new end.
+            self.written_back = self.written_back.min(end);
+            return None;
+        }
+        let from = self.written_back;
+        self.written_back = end;
+        Some(SegmentWriteback {
+            shared: self.shared.clone(),
+            from,
+            len: end - from,
+        })
     }
 
     fn write_all(

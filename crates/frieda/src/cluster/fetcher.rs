@@ -513,7 +513,9 @@ fn apply_partition(
             // A bulk write (the bulk-append lane's size) leaves this network thread's other
             // tasks to another thread while it copies into the page cache, so acks=all
             // produces and tail reads queued here never wait for it.
-            let result = if whole >= crate::storage::bulk::lane().min_bytes() && multi_threaded() {
+            let lane = crate::storage::bulk::lane();
+            let bulk = whole >= lane.min_bytes();
+            let result = if bulk && multi_threaded() {
                 tokio::task::block_in_place(append)
             } else {
                 append()
@@ -521,6 +523,12 @@ fn apply_partition(
             match result {
                 Ok(new_leo) => {
                     leo = new_leo;
+                    if bulk {
+                        // As the leader's bulk lane does after its append (see storage::bulk).
+                        if let Some(wb) = p.plan_writeback() {
+                            lane.submit_writeback(wb);
+                        }
+                    }
                     if f.next_offset.is_some_and(|n| n <= leo) {
                         f.next_offset = None;
                     }

@@ -294,6 +294,9 @@ impl Partition {
                 let (result, flush_due) = p.append_now(records, &header, check);
                 p.bulk_pending.fetch_sub(1, Ordering::AcqRel);
                 p.answer(result, flush_due, tx);
+                if let Some(wb) = p.plan_writeback() {
+                    super::bulk::start_writeback(&wb);
+                }
             }));
             return Submitted::Waiting(rx);
         }
@@ -304,6 +307,16 @@ impl Partition {
             return Submitted::Waiting(rx);
         }
         Submitted::Done(result)
+    }
+
+    /// The whole pages appended since the last call, whose writeback is to be started
+    /// ([`bulk::start_writeback`](super::bulk::start_writeback)) outside the partition's lock;
+    /// `None` if there are none or the partition is closed.
+    pub(crate) fn plan_writeback(&self) -> Option<frieda_log::SegmentWriteback> {
+        self.state
+            .lock()
+            .as_mut()
+            .and_then(|s| s.log.plan_writeback())
     }
 
     /// Appends on the calling thread under the partition's lock, advances the high watermark
