@@ -538,13 +538,13 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Starts nothing itself: returns the range of the active segment's whole pages written
-    /// since the last call, whose writeback the caller starts outside the partition's lock, on
-    /// a low-priority thread (Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`). Used after large appends, so that the page cache does not gather
-    /// gigabytes of dirty pages that the kernel's flusher then writes back in one sweep, in
-    /// which it also puts the tail pages of every other partition under writeback (an append
-    /// to a page under writeback waits for the device). `None` when no whole page is new or
-    /// the log is offline.
+    /// The range of the active segment's whole pages written since the last call. It only
+    /// plans: the caller starts the writeback outside the partition's lock, on a low-priority
+    /// thread (Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`). Used after large appends, so
+    /// that the page cache does not gather gigabytes of dirty pages that the kernel's flusher
+    /// then writes back in one sweep, in which it also puts the tail pages of every other
+    /// partition under writeback (an append to a page under writeback waits for the device).
+    /// `None` when no whole page is new or the log is offline.
     pub fn plan_writeback(&mut self) -> Option<SegmentWriteback> {
         if self.check_online().is_err() {
             return None;

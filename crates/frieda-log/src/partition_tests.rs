@@ -1165,18 +1165,18 @@ fn writeback_plans_cover_each_whole_page_once_and_never_the_tail_page() {
     let dir = tempfile::tempdir().unwrap();
     let (mut log, _) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
     let path = dir.path().join("00000000000000000000.log");
-    let size = |_: &PartitionLog| std::fs::metadata(&path).unwrap().len();
+    let size = || std::fs::metadata(&path).unwrap().len();
     assert!(
         log.plan_writeback().is_none(),
         "an empty log has no whole page"
     );
     // Under one page: nothing yet.
     log.append(bm(&simple_batch(1, NOW, 100)), NOW).unwrap();
-    assert!(size(&log) < 4096);
+    assert!(size() < 4096);
     assert!(log.plan_writeback().is_none());
     // Past two pages: the whole pages from 0, the partial one left out.
     log.append(bm(&simple_batch(1, NOW, 9000)), NOW).unwrap();
-    let end = size(&log);
+    let end = size();
     let wb = log.plan_writeback().expect("whole pages written");
     assert_eq!(wb.range(), (0, end / 4096 * 4096));
     assert!(wb.range().0 + wb.range().1 <= end);
@@ -1184,7 +1184,7 @@ fn writeback_plans_cover_each_whole_page_once_and_never_the_tail_page() {
     assert!(log.plan_writeback().is_none(), "each page is planned once");
     // More: the next range starts where the last one ended.
     log.append(bm(&simple_batch(1, NOW, 5000)), NOW).unwrap();
-    let end2 = size(&log);
+    let end2 = size();
     let wb2 = log.plan_writeback().expect("more whole pages");
     assert_eq!(
         wb2.range(),
@@ -1192,7 +1192,7 @@ fn writeback_plans_cover_each_whole_page_once_and_never_the_tail_page() {
     );
     // Cut back below the planned point: planning starts again from the new end.
     log.truncate_to(1).unwrap().delete_files().unwrap();
-    assert!(size(&log) < 4096);
+    assert!(size() < 4096);
     assert!(log.plan_writeback().is_none());
     log.append(bm(&simple_batch(1, NOW, 9000)), NOW).unwrap();
     let wb3 = log
