@@ -23,8 +23,14 @@ BROKERS = [K, F, FQ]
 METRICS = ["throughput_rps", "throughput_mb_s", "p50_us", "p99_us", "p999_us", "p9999_us", "max_us",
            "errors", "broker_cpu_s_per_million"]
 PCTS = [("p50", "p50_us"), ("p99", "p99_us"), ("p99.9", "p999_us"), ("p99.99", "p9999_us"), ("max", "max_us")]
-CELL_RE = re.compile(r"^c(\d+)-(lat5|unth5|lat|unth|pause|burnin|mixed)(?:-(\d+)p)?$")
-KIND_ORDER = ["burnin", "lat", "lat5", "mixed", "unth", "unth5", "pause"]
+CELL_RE = re.compile(r"^c(\d+)-(lat5|unth5|mixed5|pause5|lat|unth|pause|burnin|mixed)(?:-(\d+)p)?$")
+KIND_ORDER = ["burnin", "lat", "lat5", "mixed", "mixed5", "unth", "unth5", "pause", "pause5"]
+
+
+def base_kind(kind):
+    """The cell's kind without the linger.ms=5 suffix: pause5 -> pause (issue 34: every cell at
+    librdkafka's default linger.ms as well as 0)."""
+    return kind[:-1] if kind.endswith("5") else kind
 
 
 def median(vals):
@@ -107,7 +113,7 @@ class Data:
             if r.get("ack_policy") == "quorum":
                 # issue 34: the paused-follower cell under replication.ack.policy=quorum, shown as
                 # a third broker row next to Kafka and Frieda (isr) in the pause tables
-                broker, cell = FQ, cell.replace("-qpause-", "-pause-")
+                broker, cell = FQ, cell.replace("-qpause-", "-pause-").replace("-qpause5-", "-pause5-")
             self.runs.setdefault((broker, cell), []).append(run)
 
     def cells(self, nodes=None, kind=None):
@@ -316,10 +322,10 @@ def goal_section(d):
         if kind in ("unth", "unth5", "lat5"):
             continue
         rows = [("%s" % c, lambda b: d.med(b, c, "p999_us"))]
-        if kind == "pause":
+        if base_kind(kind) == "pause":
             rows.append(("%s, pause window" % c, lambda b: d.med_f(b, c, lambda r: (pause_phase(r) or {}).get("p999_us"))))
         for label, get in rows:
-            if kind == "pause" and d.ok(FQ, c):
+            if base_kind(kind) == "pause" and d.ok(FQ, c):
                 # issue 34's goal for the quorum policy: p99.9 <= 1/100 of Kafka's
                 k, q = get(K), get(FQ)
                 r = ratio(q, k)
@@ -337,12 +343,13 @@ def goal_section(d):
     return lines
 
 
-def mixed_section(d, cells):
+def mixed_section(d, cells, suffix=""):
     """Issue 34's mixed load: the fixed-rate acks=all producers while backlog readers and a bulk
-    producer load the same cluster; against the quiet cell with the same producers and Kafka."""
+    producer load the same cluster; against the quiet cell with the same producers and Kafka
+    (for mixed5, linger.ms=5: the quiet cell is lat5)."""
     st = d.settings
-    lines = ["### Mixed load: %s records/s acks=all, %s backlog readers, one unthrottled 64 KiB producer" % (
-        f_int(st.get("rate")), st.get("mixed_readers", 4)), "",
+    lines = ["### Mixed load: %s records/s acks=all, %s backlog readers, one unthrottled 64 KiB producer%s" % (
+        f_int(st.get("rate")), st.get("mixed_readers", 4), suffix), "",
              "The fixed-rate acks=all producers of the latency cell, measured while %s readers fetch a second topic "
              "(first filled with %s MB of 64 KiB records) from spread-out offsets to its high watermark and around again (never following the tail) "
              "(`frieda-bench read`, 1 MiB fetches), and one producer appends 64 KiB records (one per batch, acks=all) "
@@ -353,8 +360,8 @@ def mixed_section(d, cells):
     lines += ["| producers | broker | backlog MB | backlog read MB/s | bulk producer MB/s | p99.9 / quiet p99.9 |",
               "|---|---|---|---|---|---|"]
     for c in cells:
-        n, _, p = cell_parts(c)
-        quiet = "c%d-lat-%dp" % (n, p)
+        n, kind, p = cell_parts(c)
+        quiet = "c%d-%s-%dp" % (n, "lat5" if kind == "mixed5" else "lat", p)
         for b in d.brokers():
             runs = d.ok(b, c)
             if not runs:
@@ -536,7 +543,7 @@ def summary(d):
         for m in METRICS:
             row[m] = d.med(b, c, m)
         row["errors"] = d.errors(b, c)
-        if kind == "pause":
+        if base_kind(kind) == "pause":
             row["pause_window"] = {m: d.med_f(b, c, lambda r, m=m: (pause_phase(r) or {}).get(m))
                                    for m in ("records", "p50_us", "p99_us", "p999_us", "p9999_us", "max_us")}
             row["longest_ack_gap_ms"] = d.med_f(b, c, lambda r: ((r["result"] or {}).get("timeline") or {}).get("longest_ack_gap_ms"))
@@ -563,7 +570,8 @@ def main():
              st.get("stamp", "?"), st.get("argv", "?"), "%.1f min" % (tot / 60) if tot else "?",
              st.get("record_size", 100), st.get("min_insync4", 2), f_int(st.get("rate"))), ""]
     L += goal_section(d)
-    for n, title in ((3, "3 brokers, RF 3, min.insync.replicas=2"),
+    for n, title in ((1, "1 broker, RF 1 (issue 34's one hot partition on a single node)"),
+                     (3, "3 brokers, RF 3, min.insync.replicas=2"),
                      (4, "4 brokers, RF 4, min.insync.replicas=%s (the thesis's §4.3.1, fig. 4.10)" % st.get("min_insync4", 2))):
         if not d.cells(nodes=n):
             continue
@@ -576,6 +584,9 @@ def main():
                   "Not in the 1/10 goal above (the linger sets the floor of both).", ""] + lat_table(d, d.cells(n, "lat5"))
         if d.cells(n, "mixed"):
             L += mixed_section(d, d.cells(n, "mixed"))
+        if d.cells(n, "mixed5"):
+            L += mixed_section(d, d.cells(n, "mixed5"), ", linger.ms=5 for the acks=all producers (their quiet run: "
+                               "the linger.ms=5 cell)")
         if d.cells(n, "unth"):
             L += ["### Unthrottled, acks=all", ""] + unth_table(d, d.cells(n, "unth"))
         if d.cells(n, "unth5"):
@@ -583,6 +594,9 @@ def main():
         if d.cells(n, "pause"):
             L += ["### One follower paused (SIGSTOP) for %gs, %s records/s, acks=all" % (
                 st.get("pause_secs", 20), f_int(st.get("rate"))), ""] + pause_sections(d, d.cells(n, "pause"))
+        if d.cells(n, "pause5"):
+            L += ["### One follower paused (SIGSTOP) for %gs, %s records/s, acks=all, linger.ms=5" % (
+                st.get("pause_secs", 20), f_int(st.get("rate"))), ""] + pause_sections(d, d.cells(n, "pause5"))
     L += floor_section(d)
     nts = notes(d)
     L += ["## Errors and notes", ""] + (["- " + x for x in nts] if nts else
