@@ -14,6 +14,8 @@ requests.
   not exist is admitted with no tasks and the MISSING_SOURCE_TOPICS status; a malformed heartbeat
   is INVALID_REQUEST; StreamsGroupTopologyDescriptionUpdate is UNSUPPORTED_VERSION without a
   description plugin (Kafka's default). tests/java's JavaStreamsGroupsTest runs Kafka Streams.
+- Topic configs as Kafka 4: KIP-1030's segment sizes; KIP-405's tiered-storage keys with tiering
+  off (described with Kafka's defaults, `remote.storage.enable=true` refused with its message).
 """
 
 from __future__ import annotations
@@ -339,6 +341,50 @@ def test_segment_configs_as_kafka_4(broker, kafka44, which, topic_name):
     plain = ConfigResource("topic", create_plain(a, topic_name()))
     got = {n for n in a.describe_configs([plain])[plain].result(30)}
     assert "internal.segment.bytes" not in got and "segment.index.bytes" in got, sorted(got)
+
+
+@pytest.mark.parametrize("which", ["frieda", "kafka"])
+def test_tiered_storage_topic_configs_with_tiering_off(broker, kafka44, which, topic_name):
+    """KIP-405 / KIP-950 topic configs on a broker without `remote.log.storage.system.enable`
+    (Kafka's default, and Frieda's only setting until tiered storage is built,
+    docs/tiered-storage.md): described with Kafka's defaults; `remote.storage.enable=true`
+    refused with Kafka's message on create and on alter; local retention values a topic may
+    hold without tiering accepted, out-of-range ones refused."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    a = AdminClient({"bootstrap.servers": broker.bootstrap if which == "frieda" else kafka44})
+    disabled = "Tiered Storage functionality is disabled in the broker"
+
+    def create(cfg: dict) -> tuple[str, str]:
+        t = topic_name()
+        try:
+            a.create_topics([NewTopic(t, 1, 1, config=cfg)])[t].result(30)
+            return "ok", t
+        except KafkaException as e:
+            return e.args[0].name(), e.args[0].str()
+
+    code, msg = create({"remote.storage.enable": "true"})
+    assert code == "INVALID_CONFIG" and disabled in msg, (code, msg)
+    code, msg = create({"remote.storage.enable": "true", "cleanup.policy": "compact"})
+    assert code == "INVALID_CONFIG" and disabled in msg, (code, msg)
+    assert create({"local.retention.ms": "-3"})[0] == "INVALID_CONFIG"
+    code, t = create({"local.retention.ms": "1000", "local.retention.bytes": "-1", "remote.log.copy.disable": "true"})
+    assert code == "ok", t
+    r = ConfigResource("topic", t)
+    got = {n: c.value for n, c in a.describe_configs([r])[r].result(30).items()}
+    assert (got["local.retention.ms"], got["local.retention.bytes"], got["remote.log.copy.disable"]) == \
+        ("1000", "-1", "true"), got
+    plain = ConfigResource("topic", create_plain(a, topic_name()))
+    got = {n: c.value for n, c in a.describe_configs([plain])[plain].result(30).items()}
+    assert {k: got.get(k) for k in ("remote.storage.enable", "local.retention.ms", "local.retention.bytes",
+                                     "remote.log.copy.disable", "remote.log.delete.on.disable")} == {
+        "remote.storage.enable": "false", "local.retention.ms": "-2", "local.retention.bytes": "-2",
+        "remote.log.copy.disable": "false", "remote.log.delete.on.disable": "false"}, got
+    plain.add_incremental_config(ConfigEntry("remote.storage.enable", "true",
+                                             incremental_operation=AlterConfigOpType.SET))
+    with pytest.raises(KafkaException) as e:
+        a.incremental_alter_configs([plain])[plain].result(30)
+    assert e.value.args[0].name() == "INVALID_CONFIG" and disabled in e.value.args[0].str(), e.value
 
 
 def create_plain(a: AdminClient, t: str) -> str:

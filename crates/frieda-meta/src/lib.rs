@@ -10,7 +10,9 @@
 //!   [`QuorumTransport`]): openraft's plumbing;
 //! - [`controller`]: what the node leading the quorum decides (broker sessions and fencing,
 //!   placement, elections, ISR changes);
-//! - [`MetadataQuorum`]: the handle a broker holds.
+//! - [`MetadataQuorum`]: the handle a broker holds;
+//! - [`remote_log`]: the rules over a tiered partition's remote segments (KIP-405; the image
+//!   keeps them from step 2 of `docs/tiered-storage.md`).
 
 #![warn(missing_docs)]
 
@@ -22,6 +24,7 @@ mod network;
 pub mod partition_change;
 pub mod placement;
 pub mod quorum;
+pub mod remote_log;
 pub mod security;
 mod state_machine;
 mod types;

@@ -705,6 +705,8 @@ impl Broker {
                 }
             }
         }
+        // Tiered storage is not built: `remote.log.storage.system.enable` is false here.
+        topic_configs.check_tiering(&self.topic_defaults(), None, false)?;
         if let Some(node) = self.cluster() {
             if name == OFFSETS_TOPIC {
                 return Err(AdminError::new(

@@ -831,7 +831,11 @@ async fn alter_topic_configs(
     edit: impl FnOnce(&TopicConfigs) -> Result<TopicConfigs, AdminError>,
 ) -> Result<(), AdminError> {
     let topic = topic_resource(broker, resource_type, name)?;
-    let configs = edit(&topic.configs.read())?;
+    let previous = topic.configs.read().clone();
+    let configs = edit(&previous)?;
+    // Kafka's tiered-storage rules over the whole new set (`remote.log.storage.system.enable`
+    // is false here: tiered storage is not built, docs/tiered-storage.md).
+    configs.check_tiering(&broker.topic_defaults(), Some(&previous), false)?;
     if !validate_only {
         broker.set_topic_configs(topic, configs).await?;
     }

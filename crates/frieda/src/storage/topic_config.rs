@@ -180,7 +180,39 @@ pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
         default: "false",
         kind: ValueKind::Boolean,
     },
+    // Tiered storage (KIP-405, KIP-950), not built yet (docs/tiered-storage.md): stored,
+    // described and validated as Kafka does with `remote.log.storage.system.enable=false`, so
+    // `remote.storage.enable=true` is refused ([`TopicConfigs::check_tiering`]). -2: "as
+    // `retention.*`".
+    TopicConfigKey {
+        name: REMOTE_STORAGE_ENABLE,
+        default: "false",
+        kind: ValueKind::Boolean,
+    },
+    TopicConfigKey {
+        name: "local.retention.ms",
+        default: "-2",
+        kind: ValueKind::Long { min: -2 },
+    },
+    TopicConfigKey {
+        name: "local.retention.bytes",
+        default: "-2",
+        kind: ValueKind::Long { min: -2 },
+    },
+    TopicConfigKey {
+        name: "remote.log.copy.disable",
+        default: "false",
+        kind: ValueKind::Boolean,
+    },
+    TopicConfigKey {
+        name: "remote.log.delete.on.disable",
+        default: "false",
+        kind: ValueKind::Boolean,
+    },
 ];
+
+/// The topic config that puts a topic in tiered storage (KIP-405).
+pub const REMOTE_STORAGE_ENABLE: &str = "remote.storage.enable";
 
 /// Smallest `segment.bytes` (and broker `log.segment.bytes`): 1 MiB (KIP-1030).
 pub const MIN_SEGMENT_BYTES: i64 = 1024 * 1024;
@@ -229,6 +261,8 @@ pub const TOPIC_CONFIG_BROKER_SYNONYMS: &[(&str, &str)] = &[
     ("segment.index.bytes", "log.index.size.max.bytes"),
     ("segment.jitter.ms", "log.roll.jitter.ms"),
     ("segment.ms", "log.roll.ms"),
+    ("local.retention.ms", "log.local.retention.ms"),
+    ("local.retention.bytes", "log.local.retention.bytes"),
     (
         "unclean.leader.election.enable",
         "unclean.leader.election.enable",
@@ -250,6 +284,9 @@ pub enum ConfigError {
         value: String,
         why: String,
     },
+    /// A rule over several configs, with Kafka's own message.
+    #[error("{0}")]
+    Rule(String),
 }
 
 impl TopicConfigs {
@@ -319,6 +356,99 @@ impl TopicConfigs {
             },
             ..LogConfig::default()
         }
+    }
+}
+
+impl TopicConfigs {
+    /// Kafka's tiered-storage rules over a topic's whole new config set (these overrides over
+    /// `defaults`, the broker's topic defaults), as `LogConfig.validateTopicLogConfigValues`
+    /// applies them (Kafka 4.x, KIP-405 and KIP-950). `previous` is the topic's config set
+    /// before an alter (`None` on create); `system_enabled` is the broker's
+    /// `remote.log.storage.system.enable`.
+    ///
+    /// Errors ([`ConfigError`], answered as INVALID_CONFIG (40) with Kafka's text): with
+    /// `remote.storage.enable=true`, a broker without tiering, a compacted topic, a local
+    /// retention of -1 or above the total one (unless either is unlimited or -2), and with
+    /// `remote.log.copy.disable=true` a local retention other than -2 or the total; turning
+    /// `remote.storage.enable` off without `remote.log.delete.on.disable=true`.
+    pub fn check_tiering(
+        &self,
+        defaults: &TopicConfigs,
+        previous: Option<&TopicConfigs>,
+        system_enabled: bool,
+    ) -> Result<(), ConfigError> {
+        let flag = |name: &str| self.effective(defaults, name) == Some("true");
+        let long = |name: &str| -> i64 {
+            self.effective(defaults, name)
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(-2)
+        };
+        if !flag(REMOTE_STORAGE_ENABLE) {
+            let was = previous
+                .is_some_and(|p| p.effective(defaults, REMOTE_STORAGE_ENABLE) == Some("true"));
+            if was && !flag("remote.log.delete.on.disable") {
+                return Err(ConfigError::Rule(
+                    "It is invalid to disable remote storage without deleting remote data. If you want to keep the remote data and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. If you want to disable remote storage and delete all remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`."
+                        .into(),
+                ));
+            }
+            return Ok(());
+        }
+        if !system_enabled {
+            return Err(ConfigError::Rule(
+                "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+                    .into(),
+            ));
+        }
+        if self
+            .effective(defaults, "cleanup.policy")
+            .is_some_and(|p| p.to_ascii_lowercase().contains("compact"))
+        {
+            return Err(ConfigError::Rule(
+                "Remote log storage is unsupported for the compacted topics".into(),
+            ));
+        }
+        for (total, local) in [
+            ("retention.bytes", "local.retention.bytes"),
+            ("retention.ms", "local.retention.ms"),
+        ] {
+            let (t, l) = (long(total), long(local));
+            // Kafka: an unlimited total is `retention.bytes <= -1` but `retention.ms == -1`.
+            let unlimited = if total == "retention.bytes" {
+                t <= -1
+            } else {
+                t == -1
+            };
+            if unlimited || l == -2 {
+                continue;
+            }
+            let why = if l == -1 {
+                format!("Value must not be -1 as {total} value is set as {t}.")
+            } else if l > t {
+                format!("Value must not be more than {total} property value: {t}")
+            } else {
+                continue;
+            };
+            return Err(ConfigError::Invalid {
+                name: local.into(),
+                value: l.to_string(),
+                why,
+            });
+        }
+        if flag("remote.log.copy.disable") {
+            for (total, local) in [
+                ("retention.bytes", "local.retention.bytes"),
+                ("retention.ms", "local.retention.ms"),
+            ] {
+                let (t, l) = (long(total), long(local));
+                if l != -2 && l != t {
+                    return Err(ConfigError::Rule(format!(
+                        "When `remote.log.copy.disable` is set to true, the `{local}` and `{total}` must be set to the identical value because there will be no more logs copied to the remote storage."
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -478,6 +608,93 @@ mod tests {
         let log = topic.log_config(&defaults);
         assert!(log.cleanup_delete && log.cleanup_compact);
         assert!(topic.set("min.cleanable.dirty.ratio", "1.5").is_err());
+    }
+
+    #[test]
+    fn tiering_rules_are_kafkas() {
+        let defaults = TopicConfigs::default();
+        let with = |pairs: &[(&str, &str)]| {
+            let mut c = TopicConfigs::default();
+            for (k, v) in pairs {
+                c.set(k, v).unwrap();
+            }
+            c
+        };
+        let tiered = with(&[(REMOTE_STORAGE_ENABLE, "true")]);
+        // Refused while the broker does not tier (Kafka's default, and Frieda's only setting).
+        let e = tiered.check_tiering(&defaults, None, false).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("Tiered Storage functionality is disabled"));
+        assert!(tiered.check_tiering(&defaults, None, true).is_ok());
+        // Compacted topics never.
+        let compacted = with(&[
+            (REMOTE_STORAGE_ENABLE, "true"),
+            ("cleanup.policy", "delete,compact"),
+        ]);
+        assert!(compacted.check_tiering(&defaults, None, true).is_err());
+        // Local retention: -1 and above the total refused, -2 and any value under an unlimited
+        // total accepted.
+        for (pairs, ok) in [
+            (
+                &[("retention.ms", "1000"), ("local.retention.ms", "-1")][..],
+                false,
+            ),
+            (
+                &[("retention.ms", "1000"), ("local.retention.ms", "1001")][..],
+                false,
+            ),
+            (
+                &[("retention.ms", "1000"), ("local.retention.ms", "1000")][..],
+                true,
+            ),
+            (
+                &[("retention.ms", "-1"), ("local.retention.ms", "5")][..],
+                true,
+            ),
+            (
+                &[("retention.bytes", "100"), ("local.retention.bytes", "-1")][..],
+                false,
+            ),
+            (
+                &[("retention.bytes", "-1"), ("local.retention.bytes", "-1")][..],
+                true,
+            ),
+            (&[("local.retention.bytes", "7")][..], true),
+        ] {
+            let mut c = with(pairs);
+            c.set(REMOTE_STORAGE_ENABLE, "true").unwrap();
+            assert_eq!(
+                c.check_tiering(&defaults, None, true).is_ok(),
+                ok,
+                "{pairs:?}"
+            );
+        }
+        // The local retention defaults to -2 even where the broker sets the total one.
+        let broker = with(&[("retention.ms", "1000")]);
+        assert!(tiered.check_tiering(&broker, None, true).is_ok());
+        let local = with(&[
+            (REMOTE_STORAGE_ENABLE, "true"),
+            ("local.retention.ms", "2000"),
+        ]);
+        assert!(local.check_tiering(&broker, None, true).is_err());
+        // Copy disabled: the local retention must be the total one.
+        let ro = with(&[
+            (REMOTE_STORAGE_ENABLE, "true"),
+            ("remote.log.copy.disable", "true"),
+        ]);
+        assert!(ro.check_tiering(&defaults, None, true).is_ok());
+        let mut ro_local = ro.clone();
+        ro_local.set("local.retention.ms", "5").unwrap();
+        assert!(ro_local.check_tiering(&defaults, None, true).is_err());
+        // Turning it off needs remote.log.delete.on.disable; a topic that never tiered is free.
+        let off = TopicConfigs::default();
+        assert!(off.check_tiering(&defaults, Some(&tiered), true).is_err());
+        assert!(off.check_tiering(&defaults, Some(&off), false).is_ok());
+        let off_delete = with(&[("remote.log.delete.on.disable", "true")]);
+        assert!(off_delete
+            .check_tiering(&defaults, Some(&tiered), true)
+            .is_ok());
     }
 
     #[test]

@@ -1,0 +1,428 @@
+//! The remote segments of one tiered partition (KIP-405's `RemoteLogSegmentMetadata` and its
+//! states), as the metadata image will keep them: the rules every node applies to a change, so
+//! a retried, abandoned or taken-over copy never leaves two live copies of an offset and a
+//! deposed leader changes nothing. Design: `docs/tiered-storage.md` ("Remote segment metadata
+//! lives in the metadata quorum"). Step 1 of its build order: the rules and their tests; the
+//! image's command and the copier that issues it come with step 2.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+use crate::image::BrokerId;
+
+/// Most remote segments one partition may have in the image (entries not yet
+/// `DELETE_FINISHED`): a `COPY_STARTED` beyond it is refused, so a tiny `segment.bytes` cannot
+/// grow the image without limit (`remote.log.metadata.max.segments.per.partition`).
+pub const MAX_SEGMENTS_PER_PARTITION: usize = 100_000;
+
+/// KIP-405's `RemoteLogSegmentState`. A segment goes `CopyStarted → CopyFinished →
+/// DeleteStarted`, or `CopyStarted → DeleteStarted` when its copy is abandoned (a failure, a
+/// new leader); `DELETE_FINISHED` removes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RemoteSegmentState {
+    /// Registered before the first upload: every object in the bucket belongs to a known id.
+    CopyStarted,
+    /// Uploaded with its indexes and manifest: readable, and its local copy may be deleted.
+    CopyFinished,
+    /// Being deleted (expired, below the log start, an abandoned copy, a deleted topic).
+    DeleteStarted,
+}
+
+/// One remote segment (KIP-405's `RemoteLogSegmentMetadata`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteSegment {
+    /// New for every copy attempt (`RemoteLogSegmentId`); part of each object key.
+    pub id: Uuid,
+    /// First offset in the segment.
+    pub start_offset: i64,
+    /// Last offset in the segment (inclusive).
+    pub end_offset: i64,
+    /// Largest record timestamp in it, ms (time retention and lookups by timestamp).
+    pub max_timestamp_ms: i64,
+    /// Bytes of its `.log` (size retention counts remote and local bytes together).
+    pub size_bytes: u64,
+    /// The broker that copies it.
+    pub broker: BrokerId,
+    /// The partition's leader epoch when the copy started: a later leader abandons it if it
+    /// is still `CopyStarted`.
+    pub leader_epoch: i32,
+    /// The leader epochs of its batches: `(epoch, first offset)`, ascending (the segment's
+    /// part of the leader-epoch checkpoint; KIP-405 `segmentLeaderEpochs`).
+    pub segment_epochs: Vec<(i32, i64)>,
+    /// Where it is in its life.
+    pub state: RemoteSegmentState,
+}
+
+/// A change to a partition's remote segments, issued by its leader.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RemoteSegmentChange {
+    /// Registers a copy about to start (`segment.state` must be `CopyStarted`).
+    CopyStarted(RemoteSegment),
+    /// Its objects are all uploaded.
+    CopyFinished(Uuid),
+    /// Its deletion begins.
+    DeleteStarted(Uuid),
+    /// Its objects are all deleted: it leaves the image.
+    DeleteFinished(Uuid),
+}
+
+/// Why a change was refused; every node refuses it the same way.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteLogError {
+    /// The change came from a leader epoch that is not the partition's current one (a deposed
+    /// leader): FENCED_LEADER_EPOCH where a client would see it.
+    #[error(
+        "remote segment change from leader epoch {issued}; the partition is in epoch {current}"
+    )]
+    StaleLeaderEpoch {
+        /// The issuer's epoch.
+        issued: i32,
+        /// The partition's.
+        current: i32,
+    },
+    /// No such segment (already deleted, or never registered).
+    #[error("unknown remote segment {0}")]
+    Unknown(Uuid),
+    /// The transition is not one of KIP-405's.
+    #[error("remote segment {id}: {from:?} cannot become {to}")]
+    BadTransition {
+        /// The segment.
+        id: Uuid,
+        /// Its state.
+        from: RemoteSegmentState,
+        /// The state asked for.
+        to: &'static str,
+    },
+    /// The segment's offsets are empty, overlap a live segment, or do not continue the copied
+    /// end (a second live copy of an offset).
+    #[error("remote segment {id} [{start}, {end}]: {why}")]
+    Offsets {
+        /// The segment.
+        id: Uuid,
+        /// Its first offset.
+        start: i64,
+        /// Its last offset.
+        end: i64,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// The id is already registered.
+    #[error("remote segment {0} is already registered")]
+    Duplicate(Uuid),
+    /// [`MAX_SEGMENTS_PER_PARTITION`] reached.
+    #[error("the partition has {0} remote segments, the most it may have")]
+    TooMany(usize),
+}
+
+/// The remote segments of one partition, by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteLog {
+    segments: BTreeMap<Uuid, RemoteSegment>,
+}
+
+impl RemoteLog {
+    /// Applies `change`, issued by the leader of `issued_epoch`, to a partition now in
+    /// `current_epoch`. Nothing changes when it is refused.
+    ///
+    /// Errors: [`RemoteLogError`] as its variants say.
+    pub fn apply(
+        &mut self,
+        change: &RemoteSegmentChange,
+        issued_epoch: i32,
+        current_epoch: i32,
+    ) -> Result<(), RemoteLogError> {
+        if issued_epoch != current_epoch {
+            return Err(RemoteLogError::StaleLeaderEpoch {
+                issued: issued_epoch,
+                current: current_epoch,
+            });
+        }
+        match change {
+            RemoteSegmentChange::CopyStarted(s) => {
+                let bad = |why| RemoteLogError::Offsets {
+                    id: s.id,
+                    start: s.start_offset,
+                    end: s.end_offset,
+                    why,
+                };
+                if s.state != RemoteSegmentState::CopyStarted {
+                    return Err(RemoteLogError::BadTransition {
+                        id: s.id,
+                        from: s.state,
+                        to: "a new segment",
+                    });
+                }
+                if self.segments.contains_key(&s.id) {
+                    return Err(RemoteLogError::Duplicate(s.id));
+                }
+                if self.segments.len() >= MAX_SEGMENTS_PER_PARTITION {
+                    return Err(RemoteLogError::TooMany(self.segments.len()));
+                }
+                if s.start_offset < 0 || s.end_offset < s.start_offset {
+                    return Err(bad("not an offset range"));
+                }
+                if self.copied_end().is_some_and(|end| s.start_offset <= end) {
+                    return Err(bad("starts at or below the copied end"));
+                }
+                self.segments.insert(s.id, s.clone());
+            }
+            RemoteSegmentChange::CopyFinished(id) => {
+                let s = self.get(*id)?;
+                if s.state != RemoteSegmentState::CopyStarted {
+                    return Err(RemoteLogError::BadTransition {
+                        id: *id,
+                        from: s.state,
+                        to: "CopyFinished",
+                    });
+                }
+                // Checked again here: another copy of these offsets may have finished since
+                // this one started (a takeover that did not abandon it first).
+                if self.copied_end().is_some_and(|end| s.start_offset <= end) {
+                    return Err(RemoteLogError::Offsets {
+                        id: *id,
+                        start: s.start_offset,
+                        end: s.end_offset,
+                        why: "another copy of these offsets finished first",
+                    });
+                }
+                self.set_state(*id, RemoteSegmentState::CopyFinished);
+            }
+            RemoteSegmentChange::DeleteStarted(id) => {
+                let s = self.get(*id)?;
+                if s.state == RemoteSegmentState::DeleteStarted {
+                    return Err(RemoteLogError::BadTransition {
+                        id: *id,
+                        from: s.state,
+                        to: "DeleteStarted",
+                    });
+                }
+                self.set_state(*id, RemoteSegmentState::DeleteStarted);
+            }
+            RemoteSegmentChange::DeleteFinished(id) => {
+                let s = self.get(*id)?;
+                if s.state != RemoteSegmentState::DeleteStarted {
+                    return Err(RemoteLogError::BadTransition {
+                        id: *id,
+                        from: s.state,
+                        to: "DeleteFinished",
+                    });
+                }
+                self.segments.remove(id);
+            }
+        }
+        debug_assert!(self.finished_do_not_overlap(), "{self:?}");
+        Ok(())
+    }
+
+    /// The last offset of the `CopyFinished` segments (ListOffsets `-5`, KIP-1005), if any.
+    pub fn copied_end(&self) -> Option<i64> {
+        self.finished().map(|s| s.end_offset).max()
+    }
+
+    /// The readable segments, ascending by offset.
+    pub fn finished(&self) -> impl Iterator<Item = &RemoteSegment> {
+        let mut v: Vec<&RemoteSegment> = self
+            .segments
+            .values()
+            .filter(|s| s.state == RemoteSegmentState::CopyFinished)
+            .collect();
+        v.sort_by_key(|s| s.start_offset);
+        v.into_iter()
+    }
+
+    /// The readable segment holding `offset`, if any.
+    pub fn finished_holding(&self, offset: i64) -> Option<&RemoteSegment> {
+        self.finished()
+            .find(|s| s.start_offset <= offset && offset <= s.end_offset)
+    }
+
+    /// Copies started under an earlier leader epoch than `epoch` and never finished: the new
+    /// leader deletes their objects before it copies those offsets again.
+    pub fn abandoned(&self, epoch: i32) -> impl Iterator<Item = &RemoteSegment> {
+        self.segments
+            .values()
+            .filter(move |s| s.state == RemoteSegmentState::CopyStarted && s.leader_epoch < epoch)
+    }
+
+    /// Segments being deleted (their deletion is retried until `DeleteFinished`).
+    pub fn deleting(&self) -> impl Iterator<Item = &RemoteSegment> {
+        self.segments
+            .values()
+            .filter(|s| s.state == RemoteSegmentState::DeleteStarted)
+    }
+
+    /// Every registered segment (any state).
+    pub fn len(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// No segment is registered.
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    fn get(&self, id: Uuid) -> Result<&RemoteSegment, RemoteLogError> {
+        self.segments.get(&id).ok_or(RemoteLogError::Unknown(id))
+    }
+
+    fn set_state(&mut self, id: Uuid, state: RemoteSegmentState) {
+        if let Some(s) = self.segments.get_mut(&id) {
+            s.state = state;
+        }
+    }
+
+    /// Invariant 5 of the design: at most one readable segment covers any offset.
+    fn finished_do_not_overlap(&self) -> bool {
+        let f: Vec<&RemoteSegment> = self.finished().collect();
+        f.windows(2).all(|w| w[0].end_offset < w[1].start_offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(n: u128, start: i64, end: i64, epoch: i32) -> RemoteSegment {
+        RemoteSegment {
+            id: Uuid::from_u128(n),
+            start_offset: start,
+            end_offset: end,
+            max_timestamp_ms: 0,
+            size_bytes: 100,
+            broker: 1,
+            leader_epoch: epoch,
+            segment_epochs: vec![(epoch, start)],
+            state: RemoteSegmentState::CopyStarted,
+        }
+    }
+
+    fn id(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    #[test]
+    fn a_segment_lives_through_kip_405s_states() {
+        let mut r = RemoteLog::default();
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(1, 0, 99, 3)), 3, 3)
+            .unwrap();
+        assert_eq!(
+            r.copied_end(),
+            None,
+            "not readable before its copy finished"
+        );
+        r.apply(&RemoteSegmentChange::CopyFinished(id(1)), 3, 3)
+            .unwrap();
+        assert_eq!(r.copied_end(), Some(99));
+        assert_eq!(r.finished_holding(42).map(|s| s.id), Some(id(1)));
+        assert!(r.finished_holding(100).is_none());
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(2, 100, 199, 3)), 3, 3)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::CopyFinished(id(2)), 3, 3)
+            .unwrap();
+        assert_eq!(r.copied_end(), Some(199));
+        // Expiry of the oldest: deleting, then gone.
+        r.apply(&RemoteSegmentChange::DeleteStarted(id(1)), 3, 3)
+            .unwrap();
+        assert!(r.finished_holding(42).is_none());
+        assert_eq!(r.deleting().count(), 1);
+        r.apply(&RemoteSegmentChange::DeleteFinished(id(1)), 3, 3)
+            .unwrap();
+        assert_eq!(r.len(), 1);
+        // Only KIP-405's transitions.
+        for bad in [
+            RemoteSegmentChange::CopyFinished(id(2)),
+            RemoteSegmentChange::DeleteFinished(id(2)),
+            RemoteSegmentChange::CopyFinished(id(1)),
+        ] {
+            assert!(r.apply(&bad, 3, 3).is_err(), "{bad:?}");
+        }
+        let mut finished = seg(9, 500, 600, 3);
+        finished.state = RemoteSegmentState::CopyFinished;
+        assert!(matches!(
+            r.apply(&RemoteSegmentChange::CopyStarted(finished), 3, 3),
+            Err(RemoteLogError::BadTransition { .. })
+        ));
+    }
+
+    #[test]
+    fn a_deposed_leader_changes_nothing() {
+        let mut r = RemoteLog::default();
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(1, 0, 99, 3)), 3, 3)
+            .unwrap();
+        let before = r.clone();
+        assert_eq!(
+            r.apply(&RemoteSegmentChange::CopyFinished(id(1)), 3, 4),
+            Err(RemoteLogError::StaleLeaderEpoch {
+                issued: 3,
+                current: 4
+            })
+        );
+        assert_eq!(r, before);
+        // The new leader sees the copy as abandoned, deletes it and copies again under a new id.
+        assert_eq!(r.abandoned(4).map(|s| s.id).collect::<Vec<_>>(), [id(1)]);
+        assert_eq!(
+            r.abandoned(3).count(),
+            0,
+            "its own copies are not abandoned"
+        );
+        r.apply(&RemoteSegmentChange::DeleteStarted(id(1)), 4, 4)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(2, 0, 99, 4)), 4, 4)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::CopyFinished(id(2)), 4, 4)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::DeleteFinished(id(1)), 4, 4)
+            .unwrap();
+        assert_eq!(r.copied_end(), Some(99));
+    }
+
+    #[test]
+    fn no_offset_gets_two_live_copies() {
+        let mut r = RemoteLog::default();
+        // Two attempts at the same offsets (a retry whose first attempt was not abandoned):
+        // the first to finish wins, the second can never finish.
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(1, 0, 99, 1)), 1, 1)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(2, 0, 99, 1)), 1, 1)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::CopyFinished(id(2)), 1, 1)
+            .unwrap();
+        assert!(matches!(
+            r.apply(&RemoteSegmentChange::CopyFinished(id(1)), 1, 1),
+            Err(RemoteLogError::Offsets { .. })
+        ));
+        // A new copy must start above the copied end; empty ranges and reused ids are refused.
+        for (s, why) in [
+            (seg(3, 50, 150, 1), "overlaps"),
+            (seg(4, 99, 99, 1), "at the end"),
+            (seg(5, 200, 199, 1), "empty"),
+            (seg(2, 100, 199, 1), "reused id"),
+        ] {
+            assert!(
+                r.apply(&RemoteSegmentChange::CopyStarted(s), 1, 1).is_err(),
+                "{why}"
+            );
+        }
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(6, 100, 199, 1)), 1, 1)
+            .unwrap();
+        assert!(r.finished_do_not_overlap());
+    }
+
+    #[test]
+    fn the_image_holds_a_bounded_number_of_segments() {
+        let mut r = RemoteLog::default();
+        for n in 0..MAX_SEGMENTS_PER_PARTITION as i64 {
+            let s = seg(n as u128 + 1, n, n, 1);
+            r.segments.insert(s.id, s);
+        }
+        assert_eq!(
+            r.apply(
+                &RemoteSegmentChange::CopyStarted(seg(u128::MAX, 1 << 40, 1 << 40, 1)),
+                1,
+                1
+            ),
+            Err(RemoteLogError::TooMany(MAX_SEGMENTS_PER_PARTITION))
+        );
+    }
+}
