@@ -149,6 +149,11 @@ class Data:
         return [b for b in BROKERS if any(k[0] == b for k in self.runs)]
 
 
+def both(d):
+    """Kafka and Frieda both ran (the Frieda/Kafka ratio rows)."""
+    return K in d.brokers() and F in d.brokers()
+
+
 def phase(res, i):
     t = (res or {}).get("timeline") or {}
     ph = t.get("phases") or []
@@ -215,7 +220,7 @@ def phase_table(d, cells, i):
                 continue
             lines.append("| %s | %s | %s | %s |" % (cell_title(c), b, " | ".join(f_us(get(b, c, m)) for _, m in PCTS),
                                                    f_int(get(b, c, "records"))))
-        if len(d.brokers()) == 2:
+        if both(d):
             lines.append("| %s | **Frieda/Kafka** | %s | |" % (
                 cell_title(c), " | ".join("**%s**" % f_ratio(ratio(get(F, c, m), get(K, c, m))) for _, m in PCTS)))
     return lines + [""]
@@ -230,12 +235,14 @@ def lat_table(d, cells, get=None):
         for b in d.brokers():
             if not d.ok(b, c):
                 fl = d.failures(b, c)
+                if b == FQ and not fl:
+                    continue  # the quorum policy runs in the paused-follower cells only
                 lines.append("| %s | %s | %s | | | | | | | |" % (cell_title(c), b, "failed: " + "; ".join(fl) if fl else "not run"))
                 continue
             lines.append("| %s | %s | %s | %s | %d | %s |" % (
                 cell_title(c), b, " | ".join(f_us(get(b, c, m)) for _, m in PCTS), f_int(d.med(b, c, "throughput_rps")),
                 d.errors(b, c), f_cpu(d.med(b, c, "broker_cpu_s_per_million"))))
-        if len(d.brokers()) == 2:
+        if both(d):
             lines.append("| %s | **Frieda/Kafka** | %s | %s | | %s |" % (
                 cell_title(c), " | ".join("**%s**" % f_ratio(ratio(get(F, c, m), get(K, c, m))) for _, m in PCTS),
                 f_ratio(ratio(d.med(F, c, "throughput_rps"), d.med(K, c, "throughput_rps"))),
@@ -250,13 +257,15 @@ def unth_table(d, cells):
         for b in d.brokers():
             if not d.ok(b, c):
                 fl = d.failures(b, c)
+                if b == FQ and not fl:
+                    continue  # the quorum policy runs in the paused-follower cells only
                 lines.append("| %s | %s | %s | | | | | | | |" % (cell_title(c), b, "failed: " + "; ".join(fl) if fl else "not run"))
                 continue
             lines.append("| %s | %s | %s | %.2f | %s | %s | %s | %s | %d | %s |" % (
                 cell_title(c), b, f_int(d.med(b, c, "throughput_rps")), d.med(b, c, "throughput_mb_s") or 0,
                 f_us(d.med(b, c, "p50_us")), f_us(d.med(b, c, "p99_us")), f_us(d.med(b, c, "p999_us")),
                 f_us(d.med(b, c, "max_us")), d.errors(b, c), f_cpu(d.med(b, c, "broker_cpu_s_per_million"))))
-        if len(d.brokers()) == 2:
+        if both(d):
             lines.append("| %s | **Frieda/Kafka** | **%s** | | %s | %s | %s | %s | | %s |" % (
                 cell_title(c), f_ratio(ratio(d.med(F, c, "throughput_rps"), d.med(K, c, "throughput_rps"))),
                 *[f_ratio(ratio(d.med(F, c, m), d.med(K, c, m))) for m in ("p50_us", "p99_us", "p999_us", "max_us")],
