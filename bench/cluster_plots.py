@@ -40,6 +40,14 @@ def plot(out):
         return []
     kv = summ.get("settings", {}).get("stamp", "")
     made = []
+
+    def finish(fig, name, what, n):
+        fig.suptitle("%d broker%s, acks=all, 1 partition, 100 B, %s (run %s)" % (
+            n, "" if n == 1 else "s", what, kv), fontsize=10)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "plots", name), dpi=90)
+        plt.close(fig)
+        made.append(name)
     for n in sorted({r["brokers"] for r in rows}):
         cells = sorted({(r["kind"], r["producers"]) for r in rows if r["brokers"] == n and r["kind"] in FIXED},
                        key=lambda c: (FIXED.index(c[0]), c[1]))
@@ -62,13 +70,7 @@ def plot(out):
                 ax.legend(fontsize=7)
             for ax in list(axes.flat)[len(cells):]:
                 ax.axis("off")
-            fig.suptitle("%d broker%s, acks=all, 1 partition, 100 B, fixed rate; medians of repeats (run %s)" % (
-                n, "" if n == 1 else "s", kv), fontsize=10)
-            fig.tight_layout()
-            name = "latency-%dn.png" % n
-            fig.savefig(os.path.join(out, "plots", name), dpi=90)
-            plt.close(fig)
-            made.append(name)
+            finish(fig, "latency-%dn.png" % n, "fixed rate; medians of repeats", n)
         kinds = [k for k in UNTH if any(r["brokers"] == n and r["kind"] == k for r in rows)]
         if kinds:
             fig, axes = plt.subplots(1, len(kinds), figsize=(max(7.0, 4.6 * len(kinds)), 3.4), squeeze=False)
@@ -87,13 +89,7 @@ def plot(out):
                 ax.set_title(TITLES[kind], fontsize=9)
                 ax.legend(fontsize=7)
                 ax.grid(True, axis="y", alpha=0.3)
-            fig.suptitle("%d broker%s, acks=all, 1 partition, 100 B, unthrottled; medians (run %s)" % (
-                n, "" if n == 1 else "s", kv), fontsize=10)
-            fig.tight_layout()
-            name = "throughput-%dn.png" % n
-            fig.savefig(os.path.join(out, "plots", name), dpi=90)
-            plt.close(fig)
-            made.append(name)
+            finish(fig, "throughput-%dn.png" % n, "unthrottled; medians", n)
     return made
 
 
