@@ -226,6 +226,15 @@ def phase_table(d, cells, i):
     return lines + [""]
 
 
+def missing_row(d, b, c):
+    """The row of a broker without a result in cell c: its failures, or "not run" (none for the
+    quorum policy, which runs in the paused-follower cells only)."""
+    fl = d.failures(b, c)
+    if b == FQ and not fl:
+        return []
+    return ["| %s | %s | %s | | | | | | | |" % (cell_title(c), b, "failed: " + "; ".join(fl) if fl else "not run")]
+
+
 def lat_table(d, cells, get=None):
     """Rows: cell × broker with percentiles, errors, CPU/M; then the ratio row."""
     get = get or (lambda b, c, m: d.med(b, c, m))
@@ -234,10 +243,7 @@ def lat_table(d, cells, get=None):
     for c in cells:
         for b in d.brokers():
             if not d.ok(b, c):
-                fl = d.failures(b, c)
-                if b == FQ and not fl:
-                    continue  # the quorum policy runs in the paused-follower cells only
-                lines.append("| %s | %s | %s | | | | | | | |" % (cell_title(c), b, "failed: " + "; ".join(fl) if fl else "not run"))
+                lines += missing_row(d, b, c)
                 continue
             lines.append("| %s | %s | %s | %s | %d | %s |" % (
                 cell_title(c), b, " | ".join(f_us(get(b, c, m)) for _, m in PCTS), f_int(d.med(b, c, "throughput_rps")),
@@ -256,10 +262,7 @@ def unth_table(d, cells):
     for c in cells:
         for b in d.brokers():
             if not d.ok(b, c):
-                fl = d.failures(b, c)
-                if b == FQ and not fl:
-                    continue  # the quorum policy runs in the paused-follower cells only
-                lines.append("| %s | %s | %s | | | | | | | |" % (cell_title(c), b, "failed: " + "; ".join(fl) if fl else "not run"))
+                lines += missing_row(d, b, c)
                 continue
             lines.append("| %s | %s | %s | %.2f | %s | %s | %s | %s | %d | %s |" % (
                 cell_title(c), b, f_int(d.med(b, c, "throughput_rps")), d.med(b, c, "throughput_mb_s") or 0,

@@ -162,9 +162,7 @@ impl RemoteLog {
                 if s.start_offset < 0 || s.end_offset < s.start_offset {
                     return Err(bad("not an offset range"));
                 }
-                if self.copied_end().is_some_and(|end| s.start_offset <= end) {
-                    return Err(bad("starts at or below the copied end"));
-                }
+                self.check_above_copied_end(s, "starts at or below the copied end")?;
                 self.segments.insert(s.id, s.clone());
             }
             RemoteSegmentChange::CopyFinished(id) => {
@@ -178,14 +176,7 @@ impl RemoteLog {
                 }
                 // Checked again here: another copy of these offsets may have finished since
                 // this one started (a takeover that did not abandon it first).
-                if self.copied_end().is_some_and(|end| s.start_offset <= end) {
-                    return Err(RemoteLogError::Offsets {
-                        id: *id,
-                        start: s.start_offset,
-                        end: s.end_offset,
-                        why: "another copy of these offsets finished first",
-                    });
-                }
+                self.check_above_copied_end(s, "another copy of these offsets finished first")?;
                 self.set_state(*id, RemoteSegmentState::CopyFinished);
             }
             RemoteSegmentChange::DeleteStarted(id) => {
@@ -217,7 +208,11 @@ impl RemoteLog {
 
     /// The last offset of the `CopyFinished` segments (ListOffsets `-5`, KIP-1005), if any.
     pub fn copied_end(&self) -> Option<i64> {
-        self.finished().map(|s| s.end_offset).max()
+        self.segments
+            .values()
+            .filter(|s| s.state == RemoteSegmentState::CopyFinished)
+            .map(|s| s.end_offset)
+            .max()
     }
 
     /// The readable segments, ascending by offset.
@@ -260,6 +255,24 @@ impl RemoteLog {
     /// No segment is registered.
     pub fn is_empty(&self) -> bool {
         self.segments.is_empty()
+    }
+
+    /// Refuses `s` ([`RemoteLogError::Offsets`] saying `why`) unless it starts above the
+    /// copied end: invariant 5, no offset in two readable segments.
+    fn check_above_copied_end(
+        &self,
+        s: &RemoteSegment,
+        why: &'static str,
+    ) -> Result<(), RemoteLogError> {
+        if self.copied_end().is_some_and(|end| s.start_offset <= end) {
+            return Err(RemoteLogError::Offsets {
+                id: s.id,
+                start: s.start_offset,
+                end: s.end_offset,
+                why,
+            });
+        }
+        Ok(())
     }
 
     fn get(&self, id: Uuid) -> Result<&RemoteSegment, RemoteLogError> {

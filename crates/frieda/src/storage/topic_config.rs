@@ -214,6 +214,12 @@ pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
 /// The topic config that puts a topic in tiered storage (KIP-405).
 pub const REMOTE_STORAGE_ENABLE: &str = "remote.storage.enable";
 
+/// Each total retention with its local one, in the order Kafka checks them (size, then time).
+const LOCAL_RETENTION_PAIRS: [(&str, &str); 2] = [
+    ("retention.bytes", "local.retention.bytes"),
+    ("retention.ms", "local.retention.ms"),
+];
+
 /// Smallest `segment.bytes` (and broker `log.segment.bytes`): 1 MiB (KIP-1030).
 pub const MIN_SEGMENT_BYTES: i64 = 1024 * 1024;
 
@@ -408,10 +414,7 @@ impl TopicConfigs {
                 "Remote log storage is unsupported for the compacted topics".into(),
             ));
         }
-        for (total, local) in [
-            ("retention.bytes", "local.retention.bytes"),
-            ("retention.ms", "local.retention.ms"),
-        ] {
+        for (total, local) in LOCAL_RETENTION_PAIRS {
             let (t, l) = (long(total), long(local));
             // Kafka: an unlimited total is `retention.bytes <= -1` but `retention.ms == -1`.
             let unlimited = if total == "retention.bytes" {
@@ -436,10 +439,7 @@ impl TopicConfigs {
             });
         }
         if flag("remote.log.copy.disable") {
-            for (total, local) in [
-                ("retention.bytes", "local.retention.bytes"),
-                ("retention.ms", "local.retention.ms"),
-            ] {
+            for (total, local) in LOCAL_RETENTION_PAIRS {
                 let (t, l) = (long(total), long(local));
                 if l != -2 && l != t {
                     return Err(ConfigError::Rule(format!(
