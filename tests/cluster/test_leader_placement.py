@@ -72,7 +72,8 @@ def test_leaderships_leave_a_slow_node_and_come_back(cluster, topic_name):
     wait_until(lambda: all("frieda_leader_cost_microseconds" in scrape(p) for p in ports), 15,
                "every node reports its leader cost")
     time.sleep(2)
-    assert led_by(SLOW) == preferred, "leaderships moved between healthy nodes"
+    costs = [{k: v for k, v in scrape(p).items() if k.startswith("frieda_leader_cost")} for p in ports]
+    assert led_by(SLOW) == preferred, f"leaderships moved between healthy nodes; costs by node: {costs}"
 
     prod = ProducerThread(c.bootstrap, topic, PARTITIONS, rate=300)
     prod.start()

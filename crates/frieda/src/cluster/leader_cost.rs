@@ -11,11 +11,15 @@
 //!   within a factor of two, from `frieda_log::stats::LOG_FLUSH`; 0 without flushes): a slow
 //!   or ageing disk.
 //!
-//! The cost is their sum, smoothed over windows (an exponentially weighted mean, weight
-//! [`SMOOTHING`] for the newest window), so one bad window does not move leaderships and a
-//! recovered broker is trusted again within a few windows. Leaders' append-to-replicated time
-//! is not part of it: it depends on the followers as much as on the leader.
+//! The cost is the median of their sum over the last [`WINDOWS`] windows, so one bad window
+//! (a slow directory sync, a stall of the machine) does not move leaderships, a broker slow in
+//! two windows of three does, and a recovered broker is trusted again after two good windows.
+//! The first window after start is not counted: it measures the start-up, not leading. No
+//! cost is reported (and the controller moves nothing to or from this broker) until
+//! [`WINDOWS`] windows are in. Leaders' append-to-replicated time is not part of it: it depends
+//! on the followers as much as on the leader.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -26,8 +30,8 @@ use tokio::time::Instant;
 pub const TICK: Duration = Duration::from_millis(10);
 /// How long one measurement window lasts.
 pub const WINDOW: Duration = Duration::from_secs(2);
-/// Weight of the newest window in the smoothed cost.
-pub const SMOOTHING: f64 = 0.4;
+/// How many windows the cost is the median of.
+pub const WINDOWS: usize = 3;
 
 const NONE: u64 = u64::MAX;
 
@@ -39,18 +43,23 @@ pub struct LeaderCost {
 }
 
 /// This process's measurements (one broker per process).
-pub static LEADER_COST: LeaderCost = LeaderCost {
-    cost_us: AtomicU64::new(NONE),
-    stall_us: AtomicU64::new(NONE),
-    fsync_us: AtomicU64::new(NONE),
-};
+pub static LEADER_COST: LeaderCost = LeaderCost::new();
 
 fn get(a: &AtomicU64) -> Option<u64> {
     Some(a.load(Ordering::Relaxed)).filter(|v| *v != NONE)
 }
 
 impl LeaderCost {
-    /// The smoothed leader cost, µs; `None` before the first window.
+    const fn new() -> LeaderCost {
+        LeaderCost {
+            cost_us: AtomicU64::new(NONE),
+            stall_us: AtomicU64::new(NONE),
+            fsync_us: AtomicU64::new(NONE),
+        }
+    }
+
+    /// The leader cost (median of the last [`WINDOWS`] windows' stall + fsync), µs; `None`
+    /// until [`WINDOWS`] windows are in.
     pub fn cost_us(&self) -> Option<u64> {
         get(&self.cost_us)
     }
@@ -65,15 +74,19 @@ impl LeaderCost {
         get(&self.fsync_us)
     }
 
-    fn record(&self, stall_us: u64, fsync_us: u64) {
-        let now = (stall_us + fsync_us) as f64;
-        let cost = match self.cost_us() {
-            None => now,
-            Some(prev) => prev as f64 * (1.0 - SMOOTHING) + now * SMOOTHING,
-        };
+    /// Records one window; `recent` holds the last windows' costs (at most [`WINDOWS`]).
+    fn record(&self, recent: &mut VecDeque<u64>, stall_us: u64, fsync_us: u64) {
+        if recent.len() == WINDOWS {
+            recent.pop_front();
+        }
+        recent.push_back(stall_us + fsync_us);
         self.stall_us.store(stall_us, Ordering::Relaxed);
         self.fsync_us.store(fsync_us, Ordering::Relaxed);
-        self.cost_us.store(cost.round() as u64, Ordering::Relaxed);
+        if recent.len() == WINDOWS {
+            let mut sorted: Vec<u64> = recent.iter().copied().collect();
+            self.cost_us
+                .store(quantile(&mut sorted, 0.5), Ordering::Relaxed);
+        }
     }
 }
 
@@ -93,6 +106,8 @@ pub async fn run(mut stop: watch::Receiver<bool>) {
     let mut lateness: Vec<u64> = Vec::with_capacity(per_window + 1);
     let mut flushes = frieda_log::stats::LOG_FLUSH.snapshot();
     let mut window_start = Instant::now();
+    let mut recent: VecDeque<u64> = VecDeque::with_capacity(WINDOWS);
+    let mut warmed_up = false;
     loop {
         let due = Instant::now() + TICK;
         tokio::select! {
@@ -113,7 +128,10 @@ pub async fn run(mut stop: watch::Receiver<bool>) {
         window.count = window.count.saturating_sub(flushes.count);
         let fsync = window.quantile_bound_us(0.99).unwrap_or(0).min(60_000_000);
         flushes = current;
-        LEADER_COST.record(stall, fsync);
+        if warmed_up {
+            LEADER_COST.record(&mut recent, stall, fsync);
+        }
+        warmed_up = true;
         lateness.clear();
         window_start = now;
     }
@@ -128,16 +146,23 @@ mod tests {
         let mut s = vec![5, 1, 9, 3, 7, 2, 8, 4, 6, 10];
         assert_eq!(quantile(&mut s, 0.9), 9);
         assert_eq!(quantile(&mut [], 0.9), 0);
-        let c = LeaderCost {
-            cost_us: AtomicU64::new(NONE),
-            stall_us: AtomicU64::new(NONE),
-            fsync_us: AtomicU64::new(NONE),
-        };
+        let c = LeaderCost::new();
+        let mut recent = VecDeque::new();
         assert_eq!(c.cost_us(), None);
-        c.record(1_000, 0);
+        c.record(&mut recent, 1_000, 0);
+        c.record(&mut recent, 50_000, 1_000);
+        // Not reported before WINDOWS windows.
+        assert_eq!(c.cost_us(), None);
+        assert_eq!((c.stall_us(), c.fsync_us()), (Some(50_000), Some(1_000)));
+        c.record(&mut recent, 900, 0);
+        // One bad window of three does not count.
         assert_eq!(c.cost_us(), Some(1_000));
-        c.record(20_000, 1_000);
-        assert_eq!(c.cost_us(), Some(9_000));
-        assert_eq!((c.stall_us(), c.fsync_us()), (Some(20_000), Some(1_000)));
+        c.record(&mut recent, 30_000, 0);
+        // Two of three do.
+        assert_eq!(c.cost_us(), Some(30_000));
+        c.record(&mut recent, 800, 0);
+        c.record(&mut recent, 700, 0);
+        // Two good windows bring it back.
+        assert_eq!(c.cost_us(), Some(800));
     }
 }
