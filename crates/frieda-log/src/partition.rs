@@ -1545,6 +1545,11 @@ pub struct LogReader {
 }
 
 impl LogReader {
+    /// The segment list now (handles, cheap to clone; the list's read lock only for the copy).
+    pub(crate) fn segments_snapshot(&self) -> Vec<Arc<SegmentShared>> {
+        self.shared.segments.read().clone()
+    }
+
     /// First offset stored (advanced by retention).
     pub fn log_start_offset(&self) -> i64 {
         self.shared.log_start.load(Ordering::Acquire)

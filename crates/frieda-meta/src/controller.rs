@@ -27,6 +27,7 @@ use crate::image::{
 };
 use crate::leadership::{self, LeaderPlacement, PlacementConfig};
 use crate::placement::place;
+use crate::remote_log::RemoteSegmentChange;
 use crate::types::Raft;
 
 /// Producer ids handed out per block (Kafka's `PRODUCER_ID_BLOCK_SIZE`).
@@ -180,6 +181,20 @@ pub enum ControllerRequest {
         /// The broker.
         id: BrokerId,
     },
+    /// A tiered partition leader's change to its remote segments (KIP-405; see
+    /// [`MetaCommand::RemoteSegment`]).
+    RemoteSegment {
+        /// Topic.
+        topic: String,
+        /// Topic id.
+        topic_id: Uuid,
+        /// Partition.
+        partition: i32,
+        /// The leader's epoch.
+        leader_epoch: i32,
+        /// The change.
+        change: RemoteSegmentChange,
+    },
     /// The quorum's state as the active controller sees it (DescribeQuorum).
     DescribeQuorum,
     /// AddRaftVoter (KIP-853, `kafka-metadata-quorum add-controller`): make `node`, an observer
@@ -216,6 +231,7 @@ impl ControllerRequest {
             ControllerRequest::Reassign { .. } => "Reassign",
             ControllerRequest::AllocateProducerIds => "AllocateProducerIds",
             ControllerRequest::UnregisterBroker { .. } => "UnregisterBroker",
+            ControllerRequest::RemoteSegment { .. } => "RemoteSegment",
             ControllerRequest::DescribeQuorum => "DescribeQuorum",
             ControllerRequest::AddVoter { .. } => "AddVoter",
             ControllerRequest::RemoveVoter { .. } => "RemoveVoter",
@@ -627,6 +643,23 @@ impl Controller {
                 MetaOutcome::Partition(p) => Ok(ControllerReply::Partition(p)),
                 _ => Ok(ControllerReply::Done),
             },
+            ControllerRequest::RemoteSegment {
+                topic,
+                topic_id,
+                partition,
+                leader_epoch,
+                change,
+            } => {
+                self.propose(MetaCommand::RemoteSegment {
+                    topic,
+                    topic_id,
+                    partition,
+                    leader_epoch,
+                    change,
+                })
+                .await?;
+                Ok(ControllerReply::Done)
+            }
             ControllerRequest::ElectLeader {
                 topic,
                 partition,

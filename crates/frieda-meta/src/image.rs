@@ -10,8 +10,10 @@
 //! `PartitionChangeRecord`, `ConfigRecord`, `ProducerIdsRecord`) and `MetadataImage`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::partition_change::{self, Context, ELR_DEFAULT_LEVEL, ELR_FEATURE};
+use crate::remote_log::{RemoteLog, RemoteLogError, RemoteSegmentChange};
 use crate::security::{
     AclEntry, ClientQuotas, DelegationToken, DelegationTokens, QuotaEntity, ScramCredential,
     ScramCredentials,
@@ -122,6 +124,10 @@ pub struct TopicImage {
     pub configs: BTreeMap<String, String>,
     /// Partitions by index.
     pub partitions: Vec<PartitionState>,
+    /// The remote segments of its tiered partitions (KIP-405), by partition index; a partition
+    /// without any is absent. Shared, so cloning the image does not copy them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub remote: BTreeMap<i32, Arc<RemoteLog>>,
 }
 
 /// The whole metadata image.
@@ -398,6 +404,21 @@ pub enum MetaCommand {
     AllocateProducerIds {
         /// Ids in the block.
         count: i64,
+    },
+    /// A change to a tiered partition's remote segments (KIP-405), from its leader: applied
+    /// only while `leader_epoch` is the partition's current one and by the rules of
+    /// [`RemoteLog::apply`] (docs/tiered-storage.md).
+    RemoteSegment {
+        /// Topic name.
+        topic: String,
+        /// Topic id: a change for a deleted and recreated topic of the same name is refused.
+        topic_id: Uuid,
+        /// Partition index.
+        partition: i32,
+        /// The leader epoch of the leader issuing it.
+        leader_epoch: i32,
+        /// The change.
+        change: RemoteSegmentChange,
     },
 }
 
@@ -695,6 +716,7 @@ impl MetadataImage {
                         id: *id,
                         configs: configs.clone(),
                         partitions,
+                        remote: BTreeMap::new(),
                     },
                 );
                 Ok(MetaOutcome::Done)
@@ -884,7 +906,48 @@ impl MetadataImage {
                 self.next_producer_id = start.saturating_add((*count).max(1));
                 Ok(MetaOutcome::ProducerIds { start })
             }
+            MetaCommand::RemoteSegment {
+                topic,
+                topic_id,
+                partition,
+                leader_epoch,
+                change,
+            } => {
+                let unknown = || MetaError::UnknownTopic(format!("{topic}-{partition}"));
+                let t = self.topics.get_mut(topic).ok_or_else(unknown)?;
+                if t.id != *topic_id {
+                    return Err(unknown());
+                }
+                let current = t
+                    .partitions
+                    .get(usize::try_from(*partition).map_err(|_| unknown())?)
+                    .ok_or_else(unknown)?
+                    .leader_epoch;
+                let mut log = t.remote.get(partition).cloned().unwrap_or_default();
+                Arc::make_mut(&mut log)
+                    .apply(change, *leader_epoch, current)
+                    .map_err(|e| match e {
+                        RemoteLogError::StaleLeaderEpoch { .. } => {
+                            MetaError::StaleLeader(e.to_string())
+                        }
+                        e => MetaError::Invalid(e.to_string()),
+                    })?;
+                if log.is_empty() {
+                    t.remote.remove(partition);
+                } else {
+                    t.remote.insert(*partition, log);
+                }
+                Ok(MetaOutcome::Done)
+            }
         }
+    }
+
+    /// The remote segments of `topic`'s `partition` (KIP-405), if it has any.
+    pub fn remote_log(&self, topic: &str, partition: i32) -> Option<&RemoteLog> {
+        self.topics
+            .get(topic)
+            .and_then(|t| t.remote.get(&partition))
+            .map(|r| r.as_ref())
     }
 
     fn live_set(&self) -> Vec<BrokerId> {

@@ -980,3 +980,113 @@ fn quorum_partitions_go_leaderless_and_are_elected_from_claims() {
     let p = img.partition("q", 0).unwrap().clone();
     assert!(p.leader == 1 || p.leader == NO_LEADER);
 }
+
+#[test]
+fn remote_segments_are_fenced_by_leader_epoch_and_topic_id() {
+    use crate::remote_log::{RemoteSegment, RemoteSegmentChange, RemoteSegmentState};
+    let mut img = image_with(&[1, 2, 3]);
+    for b in [1, 2, 3] {
+        img.apply(
+            &MetaCommand::UnfenceBroker {
+                id: b,
+                incarnation: Uuid::from_u128(b as u128),
+            },
+            10 + b as u64,
+        )
+        .unwrap();
+    }
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    let (topic_id, epoch) = (
+        img.topics["t"].id,
+        img.topics["t"].partitions[0].leader_epoch,
+    );
+    let seg = |n: u128, start: i64, end: i64| RemoteSegment {
+        id: Uuid::from_u128(n),
+        start_offset: start,
+        end_offset: end,
+        max_timestamp_ms: 0,
+        size_bytes: 10,
+        broker: 1,
+        leader_epoch: epoch,
+        segment_epochs: vec![(epoch, start)],
+        state: RemoteSegmentState::CopyStarted,
+    };
+    let change =
+        |id: Uuid, leader_epoch: i32, change: RemoteSegmentChange| MetaCommand::RemoteSegment {
+            topic: "t".into(),
+            topic_id: id,
+            partition: 0,
+            leader_epoch,
+            change,
+        };
+    img.apply(
+        &change(
+            topic_id,
+            epoch,
+            RemoteSegmentChange::CopyStarted(seg(1, 0, 9)),
+        ),
+        200,
+    )
+    .unwrap();
+    img.apply(
+        &change(
+            topic_id,
+            epoch,
+            RemoteSegmentChange::CopyFinished(Uuid::from_u128(1)),
+        ),
+        201,
+    )
+    .unwrap();
+    assert_eq!(img.remote_log("t", 0).and_then(|r| r.copied_end()), Some(9));
+    // A deposed leader (an older epoch) changes nothing.
+    assert!(matches!(
+        img.apply(
+            &change(
+                topic_id,
+                epoch - 1,
+                RemoteSegmentChange::CopyStarted(seg(2, 10, 19))
+            ),
+            202,
+        ),
+        Err(MetaError::StaleLeader(_))
+    ));
+    // Nor does a change for a deleted topic's partition under a recreated topic of that name.
+    assert!(matches!(
+        img.apply(
+            &change(
+                Uuid::from_u128(99),
+                epoch,
+                RemoteSegmentChange::CopyStarted(seg(2, 10, 19))
+            ),
+            203,
+        ),
+        Err(MetaError::UnknownTopic(_))
+    ));
+    // A second copy of copied offsets is refused.
+    assert!(matches!(
+        img.apply(
+            &change(
+                topic_id,
+                epoch,
+                RemoteSegmentChange::CopyStarted(seg(3, 5, 19))
+            ),
+            204,
+        ),
+        Err(MetaError::Invalid(_))
+    ));
+    // The entries survive a snapshot round trip; the last deletion removes the partition's log.
+    let back: MetadataImage = serde_json::from_slice(&serde_json::to_vec(&img).unwrap()).unwrap();
+    assert_eq!(back, img);
+    for (i, c) in [
+        RemoteSegmentChange::DeleteStarted(Uuid::from_u128(1)),
+        RemoteSegmentChange::DeleteFinished(Uuid::from_u128(1)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        img.apply(&change(topic_id, epoch, c), 205 + i as u64)
+            .unwrap();
+    }
+    assert!(img.remote_log("t", 0).is_none());
+    assert!(img.topics["t"].remote.is_empty());
+}

@@ -174,6 +174,9 @@ pub struct BrokerConfig {
     /// `idle` (default), `low` or `normal`): reads that miss the tail cache run there, at that
     /// CPU priority ([`crate::storage::backlog`]).
     pub backlog: crate::storage::backlog::BacklogConfig,
+    /// Tiered storage (`remote.log.storage.system.enable`, `remote.log.manager.*`, the object
+    /// store's `rsm.config.*` keys; [`crate::tiering::config`]).
+    pub tiered: crate::tiering::config::TieredConfig,
     /// The bulk-append lane (`bulk.append.min.bytes`, default 65536, -1 for none;
     /// `bulk.append.priority`, `low` (default), `idle` or `normal`): produced batches this
     /// large are appended there ([`crate::storage::bulk`]).
@@ -424,6 +427,7 @@ impl Default for BrokerConfig {
             socket_receive_buffer_bytes: None,
             log_writer_threads: 1,
             backlog: Default::default(),
+            tiered: Default::default(),
             bulk: Default::default(),
             network_threads: cores,
             retention_check_interval_ms: 300_000,
@@ -578,10 +582,11 @@ impl BrokerConfig {
     /// Errors: a message naming the setting.
     pub fn check(&self) -> anyhow::Result<()> {
         // Topic defaults set in the file obey Kafka's tiered-storage rules too (a broker-wide
-        // `remote.storage.enable=true` would tier every topic; tiering is not built).
+        // `remote.storage.enable=true` would tier every topic, refused unless tiering is on).
         self.topic_defaults
-            .check_tiering(&TopicConfigs::default(), None, false)
+            .check_tiering(&TopicConfigs::default(), None, self.tiered.enabled)
             .context("topic defaults")?;
+        self.tiered.check(self.cluster.enabled())?;
         for l in &self.listeners {
             let protocol = self.listener_protocol(&l.name).with_context(|| {
                 format!(
@@ -821,12 +826,7 @@ impl BrokerConfig {
                 self.num_partitions = n;
             }
             "auto.create.topics.enable" => self.auto_create_topics = text.parse()?,
-            "remote.log.storage.system.enable" => {
-                let on: bool = text.parse().context("expected true or false")?;
-                if on {
-                    bail!("tiered storage (KIP-405) is not built yet (docs/tiered-storage.md): leave it false, Kafka's default");
-                }
-            }
+            k if self.tiered.set(k, &text)? => {}
             "socket.request.max.bytes" => self.max_request_bytes = positive(&text)? as usize,
             "max.inflight.requests.per.connection" => {
                 self.max_inflight_per_connection = positive(&text)? as usize
@@ -1447,12 +1447,17 @@ mod tests {
     }
 
     #[test]
-    fn tiered_storage_is_refused_until_built() {
-        // Kafka's default (false) passes; true names the design note. The local retention
-        // defaults are topic defaults like any other.
+    fn tiered_storage_needs_a_bucket_and_the_quorum() {
+        // Kafka's default (false) passes; true needs a bucket and the metadata quorum. The
+        // local retention defaults are topic defaults like any other.
         assert!(BrokerConfig::from_toml("\"remote.log.storage.system.enable\" = false").is_ok());
         let e = BrokerConfig::from_toml("\"remote.log.storage.system.enable\" = true").unwrap_err();
-        assert!(format!("{e:#}").contains("docs/tiered-storage.md"), "{e:#}");
+        assert!(format!("{e:#}").contains("bucket.name"), "{e:#}");
+        let e = BrokerConfig::from_toml(
+            "\"remote.log.storage.system.enable\" = true\n\"rsm.config.storage.s3.bucket.name\" = \"b\"",
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("metadata quorum"), "{e:#}");
         let c = BrokerConfig::from_toml("\"log.local.retention.ms\" = 5000").unwrap();
         assert_eq!(c.topic_defaults.get("local.retention.ms"), Some("5000"));
         // A broker-wide remote.storage.enable=true would tier every topic.

@@ -51,3 +51,4 @@ pub mod security;
 pub mod server;
 pub mod stats;
 pub mod storage;
+pub mod tiering;

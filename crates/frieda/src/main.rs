@@ -226,6 +226,7 @@ fn serve(cfg: BrokerConfig, listening: Arc<std::sync::atomic::AtomicBool>) -> an
         let (hb_stop_tx, hb_stop_rx) = watch::channel(false);
         let mut cluster_tasks = Vec::new();
         let mut heartbeat = None;
+        let mut _remote_log_manager = None;
         let node = if broker.config.cluster.enabled() {
             let node = start_cluster(&broker, stop_rx.clone()).await?;
             broker.start_transactions()?;
@@ -248,6 +249,11 @@ fn serve(cfg: BrokerConfig, listening: Arc<std::sync::atomic::AtomicBool>) -> an
                     node.clone(),
                     stop_rx.clone(),
                 )));
+                _remote_log_manager = frieda::tiering::RemoteLogManager::start(
+                    &broker,
+                    &node,
+                    stop_rx.clone(),
+                )?;
             }
             Some(node)
         } else {

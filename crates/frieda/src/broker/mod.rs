@@ -705,8 +705,7 @@ impl Broker {
                 }
             }
         }
-        // Tiered storage is not built: `remote.log.storage.system.enable` is false here.
-        topic_configs.check_tiering(&self.topic_defaults(), None, false)?;
+        topic_configs.check_tiering(&self.topic_defaults(), None, self.config.tiered.enabled)?;
         if let Some(node) = self.cluster() {
             if name == OFFSETS_TOPIC {
                 return Err(AdminError::new(

@@ -251,6 +251,16 @@ pub fn broker_config_entries(c: &BrokerConfig) -> Vec<ConfigEntry> {
         ),
         ("delete.topic.enable", "true".to_string(), TYPE_BOOLEAN),
         (
+            "remote.log.storage.system.enable",
+            c.tiered.enabled.to_string(),
+            TYPE_BOOLEAN,
+        ),
+        (
+            "remote.log.manager.task.interval.ms",
+            c.tiered.task_interval_ms.to_string(),
+            TYPE_LONG,
+        ),
+        (
             "socket.request.max.bytes",
             c.max_request_bytes.to_string(),
             TYPE_LONG,
@@ -833,9 +843,12 @@ async fn alter_topic_configs(
     let topic = topic_resource(broker, resource_type, name)?;
     let previous = topic.configs.read().clone();
     let configs = edit(&previous)?;
-    // Kafka's tiered-storage rules over the whole new set (`remote.log.storage.system.enable`
-    // is false here: tiered storage is not built, docs/tiered-storage.md).
-    configs.check_tiering(&broker.topic_defaults(), Some(&previous), false)?;
+    // Kafka's tiered-storage rules over the whole new set (docs/tiered-storage.md).
+    configs.check_tiering(
+        &broker.topic_defaults(),
+        Some(&previous),
+        broker.config.tiered.enabled,
+    )?;
     if !validate_only {
         broker.set_topic_configs(topic, configs).await?;
     }

@@ -1,7 +1,8 @@
 //! ListOffsets (key 2, v1-11): earliest (-2), latest (-1), max timestamp (-3, KIP-734),
-//! earliest local (-4, KIP-1005, same as earliest here), latest tiered (-5, KIP-1005) and
-//! earliest pending upload (-6, KIP-1023; v11) answered as Kafka 4.3.1 answers them without
-//! tiered storage (offset -1, leader epoch -1, no error), and offset by timestamp.
+//! earliest local (-4, KIP-1005, same as earliest until local retention over copied segments
+//! is built), latest tiered (-5, KIP-1005) and earliest pending upload (-6, KIP-1023; v11) as
+//! Kafka's `UnifiedLog.fetchOffsetByTimestamp` answers them (offset -1, leader epoch -1, no
+//! error on a topic without tiered storage), and offset by timestamp.
 
 use super::{authorized, RequestContext};
 use crate::broker::Broker;
@@ -53,6 +54,13 @@ pub async fn handle(
         } else {
             Err(ResponseError::TopicAuthorizationFailed)
         };
+        // Tiered storage on for this topic (Kafka's `remoteLogEnabled`), and the remote
+        // segments the metadata image knows.
+        let tiered = broker.config.tiered.enabled
+            && topic
+                .as_ref()
+                .is_ok_and(|t| t.configs.read().get("remote.storage.enable") == Some("true"));
+        let image = broker.cluster().filter(|_| tiered).map(|n| n.image());
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for lp in t.partitions {
             let resp = ListOffsetsPartitionResponse::default()
@@ -101,10 +109,38 @@ pub async fn handle(
                     let reader = p.reader().clone();
                     lookup(&p, move || reader.offset_for_timestamp(ts)).await
                 }
-                // Nothing is tiered here: no such offset, and no epoch (Kafka 4.3.1 without
-                // remote storage).
-                LATEST_TIERED | EARLIEST_PENDING_UPLOAD => {
+                // Without tiered storage: no such offset, and no epoch (Kafka's answer).
+                LATEST_TIERED | EARLIEST_PENDING_UPLOAD if image.is_none() => {
                     partitions.push(resp.with_leader_epoch(epoch(-1)));
+                    continue;
+                }
+                LATEST_TIERED | EARLIEST_PENDING_UPLOAD => {
+                    let remote = image.as_ref().and_then(|i| i.remote_log(&p.topic, p.index));
+                    let copied =
+                        remote.and_then(|r| r.copied_end().and_then(|e| r.finished_holding(e)));
+                    let (offset, offset_epoch) = match (lp.timestamp, copied) {
+                        // The last copied offset, with the epoch of its batch.
+                        (LATEST_TIERED, Some(s)) => {
+                            let e = s
+                                .segment_epochs
+                                .iter()
+                                .rev()
+                                .find(|(_, o)| *o <= s.end_offset);
+                            (s.end_offset, e.map_or(-1, |(e, _)| *e))
+                        }
+                        (LATEST_TIERED, None) => (-1, -1),
+                        // The first offset not copied yet.
+                        (_, Some(s)) => (
+                            (s.end_offset + 1).max(p.log_start_offset()),
+                            p.repl.leader_epoch(),
+                        ),
+                        // Nothing copied yet: the log start (local and total are one here).
+                        (_, None) => (p.log_start_offset(), p.repl.leader_epoch()),
+                    };
+                    partitions.push(
+                        resp.with_offset(offset)
+                            .with_leader_epoch(epoch(offset_epoch)),
+                    );
                     continue;
                 }
                 _ => Err(ResponseError::UnsupportedVersion),

@@ -186,6 +186,40 @@ pub(super) fn encode(e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
             )
         }),
     )?;
+    let remote = &crate::tiering::STATS;
+    for (name, help, v) in [
+        (
+            "frieda_remote_copy_bytes",
+            "Bytes of segment files this broker uploaded to remote storage (Kafka's RemoteCopyBytesPerSec, as a total).",
+            &remote.copied_bytes,
+        ),
+        (
+            "frieda_remote_copy_segments",
+            "Segments whose copy to remote storage this broker finished.",
+            &remote.copied_segments,
+        ),
+        (
+            "frieda_remote_copy_errors",
+            "Remote copy rounds that stopped on an error (object store, metadata, local read); retried next round.",
+            &remote.copy_errors,
+        ),
+        (
+            "frieda_remote_deleted_segments",
+            "Unfinished or abandoned remote copies this broker deleted from the bucket.",
+            &remote.deleted_segments,
+        ),
+    ] {
+        family(
+            e,
+            name,
+            help,
+            MetricType::Counter,
+            [(
+                Vec::<(&str, String)>::new(),
+                ConstCounter::new(v.load(std::sync::atomic::Ordering::Relaxed)),
+            )],
+        )?;
+    }
     family(
         e,
         "frieda_build_info",

@@ -180,10 +180,9 @@ pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
         default: "false",
         kind: ValueKind::Boolean,
     },
-    // Tiered storage (KIP-405, KIP-950), not built yet (docs/tiered-storage.md): stored,
-    // described and validated as Kafka does with `remote.log.storage.system.enable=false`, so
-    // `remote.storage.enable=true` is refused ([`TopicConfigs::check_tiering`]). -2: "as
-    // `retention.*`".
+    // Tiered storage (KIP-405, KIP-950; docs/tiered-storage.md): validated as Kafka does
+    // ([`TopicConfigs::check_tiering`]; `remote.storage.enable=true` only with the broker's
+    // `remote.log.storage.system.enable`). -2: "as `retention.*`".
     TopicConfigKey {
         name: REMOTE_STORAGE_ENABLE,
         default: "false",

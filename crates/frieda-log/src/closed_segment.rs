@@ -1,0 +1,115 @@
+//! Closed segments as tiered storage copies them (issue 32, KIP-405's `LogSegmentData`): the
+//! bytes of the `.log`, the segment's indexes in one object, and its leader epochs, read
+//! without any lock of the partition (the copier takes the segment's handle under the segment
+//! list's read lock, then only `pread`s). Design: `docs/tiered-storage.md`.
+
+use std::sync::Arc;
+
+use crate::error::LogError;
+use crate::index::{encode_offsets, encode_times};
+use crate::partition::LogReader;
+use crate::segment::{read_exact_at, scan_headers, SegmentShared};
+use crate::txn_index::encode_entries;
+
+/// Magic at the start of an `.indexes` object (Frieda's format, version 1).
+pub const INDEXES_MAGIC: &[u8; 8] = b"FRIDX\x00\x00\x01";
+
+/// A closed (no longer appended) segment of a partition log: its offsets, size and largest
+/// timestamp when taken, and an open handle to its files, valid even if retention deletes it
+/// meanwhile (the file stays readable while open).
+pub struct ClosedSegment {
+    shared: Arc<SegmentShared>,
+    /// First offset (the segment's base offset).
+    pub base_offset: i64,
+    /// Last offset it holds (inclusive).
+    pub last_offset: i64,
+    /// Bytes of its `.log`.
+    pub size_bytes: u64,
+    /// Largest batch max-timestamp in it, ms (-1 if none).
+    pub max_timestamp_ms: i64,
+}
+
+impl LogReader {
+    /// The closed, non-empty segments whose first offset is `from` or more and whose last
+    /// offset is below `below`, ascending (the active segment, the last one, is never among
+    /// them). Takes the segment list's read lock only to clone handles.
+    pub fn closed_segments(&self, from: i64, below: i64) -> Vec<ClosedSegment> {
+        let all = self.segments_snapshot();
+        let n = all.len().saturating_sub(1);
+        all[..n]
+            .iter()
+            .filter_map(|s| {
+                let st = s.state.read();
+                let seg = ClosedSegment {
+                    shared: s.clone(),
+                    base_offset: s.base_offset,
+                    last_offset: st.end_offset - 1,
+                    size_bytes: st.size,
+                    max_timestamp_ms: st.max_ts,
+                };
+                let wanted = st.size > 0 && seg.base_offset >= from && seg.last_offset < below;
+                wanted.then_some(seg)
+            })
+            .collect()
+    }
+}
+
+impl ClosedSegment {
+    /// `len` bytes of the `.log` at `pos` (fewer at its end).
+    ///
+    /// Errors: `LogError::Io` from the read.
+    pub fn read_log(&self, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
+        let len = len.min(self.size_bytes.saturating_sub(pos) as usize);
+        read_exact_at(&self.shared.log, pos, len)
+    }
+
+    /// The leader epochs of its batches, `(epoch, first offset)` ascending, read from the
+    /// batch headers (KIP-405's `segmentLeaderEpochs`).
+    ///
+    /// Errors: `LogError::Corrupt` for a header that does not parse; `LogError::Io`.
+    pub fn leader_epochs(&self) -> Result<Vec<(i32, i64)>, LogError> {
+        let mut out: Vec<(i32, i64)> = Vec::new();
+        scan_headers(&self.shared.log, 0, self.size_bytes, |_, h| {
+            if out
+                .last()
+                .is_none_or(|(e, _)| *e != h.partition_leader_epoch)
+            {
+                out.push((h.partition_leader_epoch, h.base_offset));
+            }
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// Its indexes as one object: [`INDEXES_MAGIC`], then four big-endian u32 lengths (offset
+    /// index, time index, transaction index, leader epochs) and the four parts: the offset and
+    /// time indexes and the aborted transactions in the local files' formats, the epochs as
+    /// `(i32 epoch, i64 first offset)` pairs.
+    ///
+    /// Errors: as [`leader_epochs`](Self::leader_epochs).
+    pub fn indexes(&self) -> Result<Vec<u8>, LogError> {
+        let (offsets, times) = {
+            let st = self.shared.state.read();
+            (
+                encode_offsets(&st.offset_index),
+                encode_times(&st.time_index),
+            )
+        };
+        let txns = encode_entries(&self.shared.aborted.read());
+        let mut epochs = Vec::new();
+        for (e, o) in self.leader_epochs()? {
+            epochs.extend_from_slice(&e.to_be_bytes());
+            epochs.extend_from_slice(&o.to_be_bytes());
+        }
+        let parts = [offsets, times, txns, epochs];
+        let mut out = Vec::with_capacity(8 + 16 + parts.iter().map(Vec::len).sum::<usize>());
+        out.extend_from_slice(INDEXES_MAGIC);
+        for p in &parts {
+            out.extend_from_slice(&(p.len() as u32).to_be_bytes());
+        }
+        for p in parts {
+            out.extend_from_slice(&p);
+        }
+        Ok(out)
+    }
+}

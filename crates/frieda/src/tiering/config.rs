@@ -1,0 +1,245 @@
+//! The settings of tiered storage (issue 32): Kafka's broker keys (KIP-405,
+//! `RemoteLogManagerConfig`) and the object store's, named as Aiven's S3 plugin for Kafka
+//! names them under Kafka's `rsm.config.` prefix (its `docs/configs.rst`), so an existing
+//! configuration carries over. Keys of that plugin Frieda does not implement (encryption,
+//! compression, other backends) are refused at start, never ignored.
+
+use anyhow::{bail, Context};
+use std::path::PathBuf;
+
+/// The one backend accepted for `rsm.config.storage.backend.class`.
+pub const AIVEN_S3_BACKEND: &str = "io.aiven.kafka.tieredstorage.storage.s3.S3Storage";
+/// The one chunk cache accepted for `rsm.config.fetch.chunk.cache.class`.
+pub const AIVEN_DISK_CACHE: &str = "io.aiven.kafka.tieredstorage.fetch.cache.DiskChunkCache";
+
+/// Broker-wide tiered-storage settings.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TieredConfig {
+    /// `remote.log.storage.system.enable` (default false): the broker tiers at all; topics
+    /// cannot set `remote.storage.enable=true` otherwise.
+    pub enabled: bool,
+    /// `remote.log.manager.task.interval.ms` (Kafka's default 30000): how often each led tiered
+    /// partition looks for closed segments to copy.
+    pub task_interval_ms: u64,
+    /// The object store (`rsm.config.*`).
+    pub s3: S3Config,
+}
+
+/// The S3 bucket and how to reach it (`rsm.config.storage.*`, Aiven's names).
+#[derive(Clone, PartialEq, Eq)]
+pub struct S3Config {
+    /// `storage.s3.bucket.name` (required when tiering is on).
+    pub bucket: Option<String>,
+    /// `storage.s3.region` (default `us-east-1`).
+    pub region: String,
+    /// `storage.s3.endpoint.url`, e.g. `http://127.0.0.1:8333` (SeaweedFS, MinIO); AWS's own
+    /// endpoint when absent.
+    pub endpoint: Option<String>,
+    /// `storage.s3.path.style.access.enabled` (default false as in Aiven's; S3-compatible
+    /// servers mostly need true).
+    pub path_style: bool,
+    /// `storage.aws.access.key.id`; otherwise the `AWS_ACCESS_KEY_ID` environment.
+    pub access_key_id: Option<String>,
+    /// `storage.aws.secret.access.key`; otherwise `AWS_SECRET_ACCESS_KEY`.
+    pub secret_access_key: Option<String>,
+    /// `storage.s3.multipart.upload.part.size`, bytes per upload part (default 25 MiB, at
+    /// least 5 MiB as S3 requires).
+    pub part_size: u64,
+    /// `key.prefix`: prefix of every object key (default empty).
+    pub key_prefix: String,
+    /// `chunk.size`: bytes per ranged read of a segment (required by Aiven's; default 4 MiB
+    /// here, its recommended start).
+    pub chunk_size: u64,
+    /// `fetch.chunk.cache.path` (default `<data dir>/remote-cache`).
+    pub cache_path: Option<PathBuf>,
+    /// `fetch.chunk.cache.size`, bytes (default 1 GiB here; Aiven's requires it).
+    pub cache_size: u64,
+    /// `fetch.chunk.cache.prefetch.max.size`, bytes read ahead after a miss (default 0).
+    pub prefetch_bytes: u64,
+    /// `fetch.chunk.cache.retention.ms` (default 600000).
+    pub cache_retention_ms: u64,
+}
+
+const MIB: u64 = 1024 * 1024;
+
+impl Default for TieredConfig {
+    fn default() -> Self {
+        TieredConfig {
+            enabled: false,
+            task_interval_ms: 30_000,
+            s3: S3Config {
+                bucket: None,
+                region: "us-east-1".into(),
+                endpoint: None,
+                path_style: false,
+                access_key_id: None,
+                secret_access_key: None,
+                part_size: 25 * MIB,
+                key_prefix: String::new(),
+                chunk_size: 4 * MIB,
+                cache_path: None,
+                cache_size: 1024 * MIB,
+                prefetch_bytes: 0,
+                cache_retention_ms: 600_000,
+            },
+        }
+    }
+}
+
+impl std::fmt::Debug for TieredConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.s3;
+        f.debug_struct("TieredConfig")
+            .field("enabled", &self.enabled)
+            .field("task_interval_ms", &self.task_interval_ms)
+            .field("bucket", &s.bucket)
+            .field("region", &s.region)
+            .field("endpoint", &s.endpoint)
+            .field("path_style", &s.path_style)
+            .field("access_key_id", &s.access_key_id)
+            .field(
+                "secret_access_key",
+                &s.secret_access_key.as_ref().map(|_| "[hidden]"),
+            )
+            .field("part_size", &s.part_size)
+            .field("key_prefix", &s.key_prefix)
+            .field("chunk_size", &s.chunk_size)
+            .finish_non_exhaustive()
+    }
+}
+
+fn bytes(text: &str, min: u64) -> anyhow::Result<u64> {
+    let n: u64 = text.parse().context("expected a number of bytes")?;
+    if n < min {
+        bail!("must be at least {min}");
+    }
+    Ok(n)
+}
+
+impl TieredConfig {
+    /// Sets `key` (a broker key, `rsm.config.` included) if it is a tiered-storage key;
+    /// `Ok(false)` if it is not one.
+    ///
+    /// Errors: a bad value, or an `rsm.config.` key Frieda does not implement (naming it).
+    pub fn set(&mut self, key: &str, text: &str) -> anyhow::Result<bool> {
+        match key {
+            "remote.log.storage.system.enable" => {
+                self.enabled = text.parse().context("expected true or false")?
+            }
+            "remote.log.manager.task.interval.ms" => {
+                self.task_interval_ms = bytes(text, 1).context("expected milliseconds")?
+            }
+            _ => match key.strip_prefix("rsm.config.") {
+                Some(k) => self.set_rsm(k, text)?,
+                None => return Ok(false),
+            },
+        }
+        Ok(true)
+    }
+
+    fn set_rsm(&mut self, key: &str, text: &str) -> anyhow::Result<()> {
+        let s = &mut self.s3;
+        let some = || Some(text.to_string());
+        match key {
+            "storage.backend.class" => {
+                if text != AIVEN_S3_BACKEND {
+                    bail!("the only storage backend is {AIVEN_S3_BACKEND} (S3 and S3-compatible servers)");
+                }
+            }
+            "storage.s3.bucket.name" => s.bucket = some(),
+            "storage.s3.region" => s.region = text.to_string(),
+            "storage.s3.endpoint.url" => s.endpoint = some(),
+            "storage.s3.path.style.access.enabled" => {
+                s.path_style = text.parse().context("expected true or false")?
+            }
+            "storage.aws.access.key.id" => s.access_key_id = some(),
+            "storage.aws.secret.access.key" => s.secret_access_key = some(),
+            "storage.s3.multipart.upload.part.size" => s.part_size = bytes(text, 5 * MIB)?,
+            "key.prefix" => s.key_prefix = text.to_string(),
+            "chunk.size" => s.chunk_size = bytes(text, 1)?,
+            "fetch.chunk.cache.class" => {
+                if text != AIVEN_DISK_CACHE {
+                    bail!("the only chunk cache is {AIVEN_DISK_CACHE}");
+                }
+            }
+            "fetch.chunk.cache.path" => s.cache_path = Some(PathBuf::from(text)),
+            "fetch.chunk.cache.size" => s.cache_size = bytes(text, 1)?,
+            "fetch.chunk.cache.prefetch.max.size" => s.prefetch_bytes = bytes(text, 0)?,
+            "fetch.chunk.cache.retention.ms" => s.cache_retention_ms = bytes(text, 1)?,
+            _ => bail!(
+                "not implemented by Frieda's tiered storage (it has S3 storage, path-style or \
+                 virtual-hosted, static or environment credentials, key prefix, chunk size and \
+                 the disk chunk cache; no encryption or compression of its own): remove it"
+            ),
+        }
+        Ok(())
+    }
+
+    /// Checks what no single key can: with tiering on, a bucket is named and the broker runs
+    /// in a cluster (remote segment metadata lives in the metadata quorum).
+    ///
+    /// Errors: a message naming the setting.
+    pub fn check(&self, in_cluster: bool) -> anyhow::Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if self.s3.bucket.is_none() {
+            bail!(
+                "`remote.log.storage.system.enable=true` needs `rsm.config.storage.s3.bucket.name`"
+            );
+        }
+        if !in_cluster {
+            bail!(
+                "`remote.log.storage.system.enable=true` needs the metadata quorum (remote segment \
+                 metadata lives there): set `process.roles` and `controller.quorum.bootstrap.servers` \
+                 (one node may name only itself)"
+            );
+        }
+        if self.s3.access_key_id.is_some() != self.s3.secret_access_key.is_some() {
+            bail!("`rsm.config.storage.aws.access.key.id` and `rsm.config.storage.aws.secret.access.key` go together");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aiven_keys_set_the_bucket_and_unknown_ones_are_refused() {
+        let mut c = TieredConfig::default();
+        for (k, v) in [
+            ("remote.log.storage.system.enable", "true"),
+            ("rsm.config.storage.backend.class", AIVEN_S3_BACKEND),
+            ("rsm.config.storage.s3.bucket.name", "b"),
+            (
+                "rsm.config.storage.s3.endpoint.url",
+                "http://127.0.0.1:8333",
+            ),
+            ("rsm.config.storage.s3.path.style.access.enabled", "true"),
+            ("rsm.config.chunk.size", "4194304"),
+        ] {
+            assert!(c.set(k, v).unwrap(), "{k}");
+        }
+        assert!(!c.set("num.partitions", "3").unwrap());
+        assert_eq!(c.s3.bucket.as_deref(), Some("b"));
+        assert!(c.s3.path_style);
+        c.check(true).unwrap();
+        assert!(c.check(false).is_err(), "needs the quorum");
+        assert!(c.set("rsm.config.encryption.enabled", "true").is_err());
+        assert!(c
+            .set("rsm.config.storage.backend.class", "x.GcsStorage")
+            .is_err());
+        assert!(c
+            .set("rsm.config.storage.s3.multipart.upload.part.size", "1024")
+            .is_err());
+        c.set("rsm.config.storage.aws.secret.access.key", "s")
+            .unwrap();
+        assert!(
+            !format!("{c:?}").contains("\"s\""),
+            "the secret is not printed"
+        );
+        assert!(c.check(true).is_err(), "key id and secret go together");
+    }
+}

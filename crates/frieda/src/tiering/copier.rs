@@ -1,0 +1,309 @@
+//! The copy task (issue 32; docs/tiered-storage.md, "Who does what"): every
+//! `remote.log.manager.task.interval.ms`, for each partition of a topic with
+//! `remote.storage.enable=true` (and not `remote.log.copy.disable=true`) this broker leads,
+//! copies its closed segments past the copied end and wholly below the high watermark and the
+//! last stable offset to the bucket, in offset order, one at a time:
+//!
+//! 1. `COPY_STARTED` with a fresh segment id is committed in the metadata quorum, so every
+//!    object in the bucket belongs to an id the image knows;
+//! 2. the `.log` (multipart, read with `pread` in parts of the part size), the `.indexes` and
+//!    last the manifest are uploaded;
+//! 3. `COPY_FINISHED` is committed: the segment is readable remotely.
+//!
+//! A copy that fails is abandoned at once (`DELETE_STARTED`, its keys deleted,
+//! `DELETE_FINISHED`) and retried next round under a new id; one that finds its partition led
+//! elsewhere (the image refuses the change: a stale leader epoch) stops there, and the new
+//! leader abandons it. Copies left `COPY_STARTED` by an earlier round or leader, and deletions
+//! left unfinished, are finished first. All of it runs on the remote-log runtime, never on the
+//! network threads; the partition is not locked (the segment's handle keeps its file readable).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use frieda_log::ClosedSegment;
+use frieda_meta::controller::{ControllerError, ControllerRequest};
+use frieda_meta::image::MetaError;
+use frieda_meta::remote_log::{RemoteSegment, RemoteSegmentChange, RemoteSegmentState};
+use object_store::PutPayload;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use super::store::{ObjectKind, RemoteStore, SegmentKey};
+use super::STATS;
+use crate::broker::Broker;
+use crate::membership::ClusterNode;
+use crate::storage::partition::Partition;
+
+/// How long one metadata change may wait for the controller.
+const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a partition's round stopped.
+#[derive(Debug, thiserror::Error)]
+enum CopyError {
+    /// The image refused the change: this broker no longer leads in that epoch.
+    #[error("no longer the leader in epoch {0}")]
+    Deposed(i32),
+    /// The controller did not answer, or refused for another reason.
+    #[error("metadata change not committed: {0}")]
+    Commit(ControllerError),
+    /// The bucket failed.
+    #[error("object store: {0}")]
+    Store(#[from] object_store::Error),
+    /// The local segment could not be read.
+    #[error("reading the segment: {0}")]
+    Log(#[from] frieda_log::LogError),
+}
+
+/// Copies until `stop` turns true; a round every `interval`.
+pub async fn run(
+    broker: Arc<Broker>,
+    node: Arc<ClusterNode>,
+    store: Arc<RemoteStore>,
+    interval: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        for (p, topic_id) in tiered_leaderships(&broker) {
+            if *stop.borrow() {
+                return;
+            }
+            let mut copier = Copier {
+                node: &node,
+                store: &store,
+                partition: &p,
+                topic_id,
+                epoch: p.repl.leader_epoch(),
+            };
+            if let Err(e) = copier.round().await {
+                STATS.copy_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(topic = %p.topic, partition = p.index, error = %e,
+                    "remote copy round stopped; it is retried next round");
+            }
+        }
+    }
+}
+
+/// The partitions this broker leads of topics with `remote.storage.enable=true` and copying
+/// on, with their topic ids.
+fn tiered_leaderships(broker: &Broker) -> Vec<(Arc<Partition>, Uuid)> {
+    let mut out = Vec::new();
+    for t in broker.topics() {
+        let copying = {
+            let c = t.configs.read();
+            c.get("remote.storage.enable") == Some("true")
+                && c.get("remote.log.copy.disable") != Some("true")
+        };
+        if !copying {
+            continue;
+        }
+        for p in t.local_partitions() {
+            if p.repl.is_replicated() && p.repl.is_leader_or_sole() && !p.is_deleted() {
+                out.push((p, t.id));
+            }
+        }
+    }
+    out
+}
+
+struct Copier<'a> {
+    node: &'a ClusterNode,
+    store: &'a RemoteStore,
+    partition: &'a Partition,
+    topic_id: Uuid,
+    epoch: i32,
+}
+
+impl Copier<'_> {
+    /// One round: finish what earlier rounds left, then copy every eligible closed segment.
+    async fn round(&mut self) -> Result<(), CopyError> {
+        let (leftover, copied_end) = {
+            let image = self.node.image();
+            let log = image.remote_log(&self.partition.topic, self.partition.index);
+            let leftover: Vec<RemoteSegment> = log
+                .map(|l| l.abandoned(i32::MAX).chain(l.deleting()).cloned().collect())
+                .unwrap_or_default();
+            (leftover, log.and_then(|l| l.copied_end()))
+        };
+        // Copies run one at a time per broker, so a COPY_STARTED seen here is no copy in
+        // progress: an earlier failure, or a deposed leader's.
+        for s in leftover {
+            self.abandon(&s).await?;
+        }
+        let upper = self
+            .partition
+            .high_watermark()
+            .min(self.partition.last_stable_offset());
+        let from = copied_end.map_or(0, |e| e + 1);
+        for seg in self.partition.reader().closed_segments(from, upper) {
+            self.copy(seg).await?;
+        }
+        Ok(())
+    }
+
+    /// Copies one closed segment under a new id; on failure abandons that id.
+    async fn copy(&mut self, seg: ClosedSegment) -> Result<(), CopyError> {
+        let seg = Arc::new(seg);
+        let epochs = {
+            let seg = seg.clone();
+            tokio::task::spawn_blocking(move || seg.leader_epochs())
+                .await
+                .map_err(|e| frieda_log::LogError::Io(std::io::Error::other(e)))??
+        };
+        let meta = RemoteSegment {
+            id: Uuid::new_v4(),
+            start_offset: seg.base_offset,
+            end_offset: seg.last_offset,
+            max_timestamp_ms: seg.max_timestamp_ms,
+            size_bytes: seg.size_bytes,
+            broker: self.node.me,
+            leader_epoch: self.epoch,
+            segment_epochs: epochs,
+            state: RemoteSegmentState::CopyStarted,
+        };
+        self.commit(RemoteSegmentChange::CopyStarted(meta.clone()))
+            .await?;
+        match self.upload(&seg, &meta).await {
+            Ok(()) => {
+                self.commit(RemoteSegmentChange::CopyFinished(meta.id))
+                    .await?;
+                STATS.copied_segments.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(topic = %self.partition.topic, partition = self.partition.index,
+                    start_offset = meta.start_offset, end_offset = meta.end_offset,
+                    bytes = meta.size_bytes, segment_id = %meta.id, "copied a segment to remote storage");
+                Ok(())
+            }
+            Err(e) => {
+                // Best effort now; a later round finishes it if this fails too.
+                if let Err(e2) = self.abandon(&meta).await {
+                    tracing::info!(error = %e2, segment_id = %meta.id, "abandoning the failed copy did not finish");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Uploads the three objects of `seg` under `meta.id`, the manifest last.
+    async fn upload(
+        &self,
+        seg: &Arc<ClosedSegment>,
+        meta: &RemoteSegment,
+    ) -> Result<(), CopyError> {
+        let key = self.key(meta);
+        let log_key = self.store.key(&key, ObjectKind::Log);
+        let part = self.store.part_size();
+        let mut crc = 0u32;
+        let mut at = 0u64;
+        let mut upload = self.store.put_multipart(&log_key).await?;
+        let result: Result<(), CopyError> = async {
+            while at < seg.size_bytes {
+                let data = {
+                    let seg = seg.clone();
+                    tokio::task::spawn_blocking(move || seg.read_log(at, part))
+                        .await
+                        .map_err(|e| frieda_log::LogError::Io(std::io::Error::other(e)))??
+                };
+                if data.is_empty() {
+                    break;
+                }
+                crc = crc32c::crc32c_append(crc, &data);
+                at += data.len() as u64;
+                STATS
+                    .copied_bytes
+                    .fetch_add(data.len() as u64, Ordering::Relaxed);
+                upload.put_part(PutPayload::from(data)).await?;
+            }
+            upload.complete().await?;
+            Ok(())
+        }
+        .await;
+        if let Err(e) = result {
+            let _ = upload.abort().await;
+            return Err(e);
+        }
+        let indexes = {
+            let seg = seg.clone();
+            tokio::task::spawn_blocking(move || seg.indexes())
+                .await
+                .map_err(|e| frieda_log::LogError::Io(std::io::Error::other(e)))??
+        };
+        let manifest = serde_json::json!({
+            "format": 1,
+            "segment_id": meta.id.to_string(),
+            "start_offset": meta.start_offset,
+            "end_offset": meta.end_offset,
+            "log_bytes": at,
+            "log_crc32c": crc,
+            "indexes_bytes": indexes.len(),
+            "indexes_crc32c": crc32c::crc32c(&indexes),
+            "segment_epochs": meta.segment_epochs,
+        });
+        self.store
+            .put(
+                &self.store.key(&key, ObjectKind::Indexes),
+                Bytes::from(indexes),
+            )
+            .await?;
+        self.store
+            .put(
+                &self.store.key(&key, ObjectKind::Manifest),
+                Bytes::from(manifest.to_string()),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes a failed or abandoned copy: `DELETE_STARTED` (unless begun), its keys,
+    /// `DELETE_FINISHED`.
+    async fn abandon(&self, s: &RemoteSegment) -> Result<(), CopyError> {
+        if s.state != RemoteSegmentState::DeleteStarted {
+            self.commit(RemoteSegmentChange::DeleteStarted(s.id))
+                .await?;
+        }
+        let key = self.key(s);
+        for kind in ObjectKind::ALL {
+            self.store.delete(&self.store.key(&key, kind)).await?;
+        }
+        self.commit(RemoteSegmentChange::DeleteFinished(s.id))
+            .await?;
+        STATS.deleted_segments.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(topic = %self.partition.topic, partition = self.partition.index,
+            segment_id = %s.id, start_offset = s.start_offset, "deleted an unfinished remote copy");
+        Ok(())
+    }
+
+    fn key<'s>(&'s self, s: &RemoteSegment) -> SegmentKey<'s> {
+        SegmentKey {
+            topic: &self.partition.topic,
+            topic_id: self.topic_id,
+            partition: self.partition.index,
+            base_offset: s.start_offset,
+            segment_id: s.id,
+        }
+    }
+
+    /// Commits `change` in the metadata quorum under this leader's epoch.
+    async fn commit(&self, change: RemoteSegmentChange) -> Result<(), CopyError> {
+        let req = ControllerRequest::RemoteSegment {
+            topic: self.partition.topic.to_string(),
+            topic_id: self.topic_id,
+            partition: self.partition.index,
+            leader_epoch: self.epoch,
+            change,
+        };
+        match self.node.quorum.request(req, COMMIT_TIMEOUT).await {
+            Ok(_) => Ok(()),
+            Err(ControllerError::Meta(MetaError::StaleLeader(_))) => {
+                Err(CopyError::Deposed(self.epoch))
+            }
+            Err(e) => Err(CopyError::Commit(e)),
+        }
+    }
+}

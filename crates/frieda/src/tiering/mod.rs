@@ -1,0 +1,98 @@
+//! Tiered storage (issue 32, KIP-405; the HuronFS seed's two-level store): closed segments of
+//! topics with `remote.storage.enable=true` are copied to an S3 bucket, their metadata kept in
+//! the metadata quorum (`frieda_meta::remote_log`). The design and its build order:
+//! `docs/tiered-storage.md`. Built so far: the settings ([`config`]), the bucket ([`store`]),
+//! the copy task ([`copier`]) and ListOffsets `-5`/`-6`; local retention over copied segments
+//! and reads from the bucket come next.
+//!
+//! Everything here runs on a runtime of its own (threads `frieda-remote`), so the S3 client's
+//! HTTP and the segment reads of a copy never run on the network threads, and a slow or failing
+//! object store delays only copies.
+
+pub mod config;
+pub mod copier;
+pub mod store;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::watch;
+
+use crate::broker::Broker;
+use crate::membership::ClusterNode;
+
+/// Threads of the remote-log runtime (the copier and the S3 client's connections).
+pub const REMOTE_THREADS: usize = 2;
+
+/// Counters of this process's remote-log work (the `frieda_remote_*` metrics).
+pub struct TieringStats {
+    /// Bytes of `.log` uploaded (Kafka's `RemoteCopyBytesPerSec`, as a total).
+    pub copied_bytes: AtomicU64,
+    /// Segments whose copy finished.
+    pub copied_segments: AtomicU64,
+    /// Copy rounds that stopped on an error (bucket, metadata, local read).
+    pub copy_errors: AtomicU64,
+    /// Unfinished or abandoned copies deleted from the bucket.
+    pub deleted_segments: AtomicU64,
+}
+
+/// This process's counters.
+pub static STATS: TieringStats = TieringStats {
+    copied_bytes: AtomicU64::new(0),
+    copied_segments: AtomicU64::new(0),
+    copy_errors: AtomicU64::new(0),
+    deleted_segments: AtomicU64::new(0),
+};
+
+/// The running remote-log manager: its runtime, stopped when this is dropped (without
+/// waiting: a copy cut short is abandoned and redone by the next leader's round).
+pub struct RemoteLogManager {
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl RemoteLogManager {
+    /// Starts the copy task on a runtime of its own, when `remote.log.storage.system.enable`
+    /// is on; `None` otherwise.
+    ///
+    /// Errors: the runtime or the S3 client could not be built.
+    pub fn start(
+        broker: &Arc<Broker>,
+        node: &Arc<ClusterNode>,
+        stop: watch::Receiver<bool>,
+    ) -> anyhow::Result<Option<RemoteLogManager>> {
+        let cfg = &broker.config.tiered;
+        if !cfg.enabled {
+            return Ok(None);
+        }
+        let store = Arc::new(store::RemoteStore::new(&cfg.s3)?);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(REMOTE_THREADS)
+            .max_blocking_threads(REMOTE_THREADS)
+            .thread_name("frieda-remote")
+            .enable_all()
+            .build()
+            .context("starting the remote-log runtime")?;
+        tracing::info!(bucket = ?cfg.s3.bucket, endpoint = ?cfg.s3.endpoint,
+            task_interval_ms = cfg.task_interval_ms, "remote-log manager started");
+        runtime.spawn(copier::run(
+            broker.clone(),
+            node.clone(),
+            store,
+            Duration::from_millis(cfg.task_interval_ms),
+            stop,
+        ));
+        Ok(Some(RemoteLogManager {
+            runtime: Some(runtime),
+        }))
+    }
+}
+
+impl Drop for RemoteLogManager {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}

@@ -1,0 +1,138 @@
+"""Tiered storage (issue 32, KIP-405), as built so far: the leader of a partition of a topic with
+``remote.storage.enable=true`` copies its closed segments to a real S3 server (SeaweedFS, ``weed
+mini``), registering each copy in the metadata quorum before its first PUT; ListOffsets ``-5``
+(latest tiered) and ``-6`` (earliest pending upload) answer from what was copied.
+
+One 3-node cluster, one partition at RF 3, 1 MiB segments, an idempotent acks=all producer
+running throughout, and in turn: copies while nothing fails; the object store SIGKILLed (records
+are still acknowledged; copies wait) and restarted (copies resume); the partition leader
+SIGKILLed (the new leader continues the copies). Then every acknowledged record reads back, and
+the bucket holds, per copied segment, exactly its three objects (no two copies of an offset, no
+orphan of an abandoned attempt), whose ``.log`` objects, in offset order, are byte for byte the
+batches every replica holds on disk, each batch's CRC intact; Kafka's own GetOffsetShell reads
+``-5`` as the last copied offset and ``-6`` as the next one."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import defaultdict
+
+import crc32c
+import pytest
+
+from cluster_clients import ProducerThread, check_acked, read_all, replica_batches
+from conftest import wait_until
+from kafka_wire_extra import parse_batches
+from seaweedfs import started
+from test_cluster import create
+from test_kafka_tools_cluster import classpath, tool  # noqa: F401 (fixture)
+
+OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
+KEY = re.compile(r".*/(\d{20})-([A-Za-z0-9_-]{22})\.(log|indexes|rsm-manifest)$")
+
+
+def remote_segments(store) -> dict[tuple[int, str], dict[str, int]]:
+    """(base offset, segment id) -> {object kind: size}."""
+    out: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)
+    for key, size in store.objects().items():
+        m = KEY.match(key)
+        assert m, f"unexpected key in the bucket: {key}"
+        out[(int(m[1]), m[2])][m[3]] = size
+    return dict(out)
+
+
+def finished(store) -> int:
+    return sum(1 for kinds in remote_segments(store).values() if "rsm-manifest" in kinds)
+
+
+def get_offset(cp: str, boot: str, topic: str, spec: int) -> int:
+    out = tool(cp, OFFSETS, "--bootstrap-server", boot, "--topic", topic, "--time", str(spec))
+    m = re.search(rf"^{re.escape(topic)}:0:(-?\d+)$", out, re.M)
+    assert m, out
+    return int(m[1])
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = started(tmp_path)
+    yield s
+    s.stop()
+
+
+def test_closed_segments_reach_the_bucket_through_store_and_leader_failures(cluster, topic_name, store,
+                                                                           classpath):  # noqa: F811
+    c = cluster(3, **store.broker_settings(), **{"remote.log.manager.task.interval.ms": 500})
+    topic = topic_name()
+    create(c, topic, partitions=1, rf=3,
+           config={"remote.storage.enable": "true", "segment.bytes": str(1 << 20)})
+    # ~110-byte records at 6,000/s: a 1 MiB segment closes every couple of seconds
+    prod = ProducerThread(c.bootstrap, topic, 1, rate=6000, tag="tiered")
+    prod.start()
+    try:
+        wait_until(lambda: finished(store) >= 2, 60, "two segments copied")
+
+        # The object store dies: producing goes on, copies wait; it comes back: copies resume.
+        store.kill()
+        acked = len(prod.acks)
+        prod.wait_more(5000, 30, "records acknowledged while the object store is down")
+        print(f"{len(prod.acks) - acked} records acknowledged while the object store was down")
+        store.start()
+        before = finished(store)
+        wait_until(lambda: finished(store) >= before + 2, 60, "copies resumed after the store restarted")
+
+        # The leader dies: the new leader continues (and abandons what the old one left).
+        old = c.leader_of(topic, 0)
+        c.kill(old)
+        wait_until(lambda: c.leader_of(topic, 0, via=next(i for i in c.running())) not in (old, -1), 30,
+                   "a new leader")
+        before = finished(store)
+        wait_until(lambda: finished(store) >= before + 2, 60, "the new leader copies")
+        c.start(old)
+    finally:
+        prod.stop()
+    assert not prod.errors, prod.errors[:5]
+    c.wait_full_isr(topic, 60)
+
+    got, hw = read_all(c.bootstrap, topic, 1)
+    check_acked(prod.acks, got, topic)
+
+    # Settled: the bucket stops changing and every registered copy has its three objects.
+    def settled():
+        a = remote_segments(store)
+        time.sleep(2)
+        b = remote_segments(store)
+        return a == b and all(set(k) == {"log", "indexes", "rsm-manifest"} for k in b.values()) and b
+    segments = wait_until(settled, 60, "the bucket settles with whole copies only")
+    bases = [base for base, _ in segments]
+    assert len(bases) == len(set(bases)), f"two live copies of one segment: {sorted(bases)}"
+
+    # The .log objects, in offset order: contiguous from offset 0, each batch's CRC intact, the
+    # manifest's CRC and end offset right, and byte for byte what every replica holds.
+    remote = []
+    expected_next = 0
+    for (base, sid) in sorted(segments):
+        prefix = f"{topic}"
+        key = next(k for k in store.objects() if k.endswith(f"/{base:020d}-{sid}.log") and prefix in k)
+        data = store.get(key)
+        manifest = json.loads(store.get(key[:-len("log")] + "rsm-manifest"))
+        batches = parse_batches(data, allow_partial_tail=False)
+        assert batches and all(b.crc_ok for b in batches), f"{key}: a batch fails its CRC"
+        assert base == batches[0].base_offset == expected_next, (key, batches[0].base_offset, expected_next)
+        assert manifest["end_offset"] == batches[-1].last_offset, (manifest, batches[-1])
+        assert manifest["log_crc32c"] == crc32c.crc32c(data), manifest
+        assert manifest["log_bytes"] == len(data), manifest
+        expected_next = batches[-1].last_offset + 1
+        remote += [data[b.position:b.position + b.size] for b in batches]
+    last_copied = expected_next - 1
+    print(f"{len(segments)} segments copied, offsets 0-{last_copied} of {hw[0]}")
+    assert 0 < last_copied < hw[0]
+    for node in (1, 2, 3):
+        local = replica_batches(c.node(node).data_dir, topic, 0)
+        assert local[:len(remote)] == remote, f"node {node}'s batches differ from the bucket's"
+
+    # ListOffsets through Kafka's tool: -5 the last copied offset, -6 the next one.
+    assert get_offset(classpath, c.bootstrap, topic, -5) == last_copied
+    assert get_offset(classpath, c.bootstrap, topic, -6) == last_copied + 1
+    assert get_offset(classpath, c.bootstrap, topic, -2) == 0
