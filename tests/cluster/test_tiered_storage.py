@@ -10,7 +10,8 @@ SIGKILLed (the new leader continues the copies). Then every acknowledged record 
 the bucket holds, per copied segment, exactly its three objects (no two copies of an offset, no
 orphan of an abandoned attempt), whose ``.log`` objects, in offset order, are byte for byte the
 batches every replica holds on disk, each batch's CRC intact; Kafka's own GetOffsetShell reads
-``-5`` as the last copied offset and ``-6`` as the next one."""
+``-5`` as the last copied offset and ``-6`` as the next one. Deleting the topic empties its part of
+the bucket."""
 
 from __future__ import annotations
 
@@ -136,3 +137,9 @@ def test_closed_segments_reach_the_bucket_through_store_and_leader_failures(clus
     assert get_offset(classpath, c.bootstrap, topic, -5) == last_copied
     assert get_offset(classpath, c.bootstrap, topic, -6) == last_copied + 1
     assert get_offset(classpath, c.bootstrap, topic, -2) == 0
+
+    # Deleting the topic deletes its remote data.
+    adm = c.admin()  # kept referenced until the result is in
+    adm.delete_topics([topic], operation_timeout=20)[topic].result(30)
+    wait_until(lambda: not any(f"{topic}-" in k for k in store.objects()), 60,
+               "the deleted topic's objects leave the bucket")

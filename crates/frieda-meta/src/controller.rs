@@ -195,6 +195,12 @@ pub enum ControllerRequest {
         /// The change.
         change: RemoteSegmentChange,
     },
+    /// A deleted topic's remote objects are all deleted (see
+    /// [`MetaCommand::RemoteTopicDeleted`]).
+    RemoteTopicDeleted {
+        /// The deleted topic's id.
+        topic_id: Uuid,
+    },
     /// The quorum's state as the active controller sees it (DescribeQuorum).
     DescribeQuorum,
     /// AddRaftVoter (KIP-853, `kafka-metadata-quorum add-controller`): make `node`, an observer
@@ -232,6 +238,7 @@ impl ControllerRequest {
             ControllerRequest::AllocateProducerIds => "AllocateProducerIds",
             ControllerRequest::UnregisterBroker { .. } => "UnregisterBroker",
             ControllerRequest::RemoteSegment { .. } => "RemoteSegment",
+            ControllerRequest::RemoteTopicDeleted { .. } => "RemoteTopicDeleted",
             ControllerRequest::DescribeQuorum => "DescribeQuorum",
             ControllerRequest::AddVoter { .. } => "AddVoter",
             ControllerRequest::RemoveVoter { .. } => "RemoveVoter",
@@ -658,6 +665,11 @@ impl Controller {
                     change,
                 })
                 .await?;
+                Ok(ControllerReply::Done)
+            }
+            ControllerRequest::RemoteTopicDeleted { topic_id } => {
+                self.propose(MetaCommand::RemoteTopicDeleted { topic_id })
+                    .await?;
                 Ok(ControllerReply::Done)
             }
             ControllerRequest::ElectLeader {

@@ -187,9 +187,19 @@ pub struct MetadataImage {
     /// [`MetaCommand::SetAckPolicyDefault`].
     #[serde(default)]
     pub quorum_ack_default: bool,
+    /// Deleted topics whose remote segments (KIP-405) are still in the bucket, by topic id,
+    /// with the topic's name (part of the object keys): the remote-log manager of the lowest
+    /// live broker deletes their objects, then [`MetaCommand::RemoteTopicDeleted`] removes the
+    /// entry. At most [`MAX_DELETED_REMOTE_TOPICS`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deleted_remote: BTreeMap<Uuid, String>,
     /// Log index of the last applied command (the image's version).
     pub offset: u64,
 }
+
+/// Most deleted topics whose remote data awaits deletion ([`MetadataImage::deleted_remote`]);
+/// a topic deleted beyond it leaves its objects in the bucket (logged by the controller).
+pub const MAX_DELETED_REMOTE_TOPICS: usize = 100_000;
 
 /// A change to the image, proposed by the active controller and applied by every node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -404,6 +414,12 @@ pub enum MetaCommand {
     AllocateProducerIds {
         /// Ids in the block.
         count: i64,
+    },
+    /// The objects of a deleted topic's remote segments are all deleted: its entry leaves
+    /// [`MetadataImage::deleted_remote`].
+    RemoteTopicDeleted {
+        /// The deleted topic's id.
+        topic_id: Uuid,
     },
     /// A change to a tiered partition's remote segments (KIP-405), from its leader: applied
     /// only while `leader_epoch` is the partition's current one and by the rules of
@@ -722,7 +738,13 @@ impl MetadataImage {
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::DeleteTopic { name } => match self.topics.remove(name) {
-                Some(_) => Ok(MetaOutcome::Done),
+                Some(t) => {
+                    if !t.remote.is_empty() && self.deleted_remote.len() < MAX_DELETED_REMOTE_TOPICS
+                    {
+                        self.deleted_remote.insert(t.id, name.clone());
+                    }
+                    Ok(MetaOutcome::Done)
+                }
                 None => Err(MetaError::UnknownTopic(name.clone())),
             },
             MetaCommand::CreatePartitions { name, assignment } => {
@@ -905,6 +927,10 @@ impl MetadataImage {
                 let start = self.next_producer_id;
                 self.next_producer_id = start.saturating_add((*count).max(1));
                 Ok(MetaOutcome::ProducerIds { start })
+            }
+            MetaCommand::RemoteTopicDeleted { topic_id } => {
+                self.deleted_remote.remove(topic_id);
+                Ok(MetaOutcome::Done)
             }
             MetaCommand::RemoteSegment {
                 topic,

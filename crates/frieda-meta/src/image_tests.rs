@@ -1089,4 +1089,30 @@ fn remote_segments_are_fenced_by_leader_epoch_and_topic_id() {
     }
     assert!(img.remote_log("t", 0).is_none());
     assert!(img.topics["t"].remote.is_empty());
+    // A deleted topic with remote segments leaves its id for the bucket's sweep; one without
+    // leaves nothing.
+    img.apply(
+        &change(
+            topic_id,
+            epoch,
+            RemoteSegmentChange::CopyStarted(seg(4, 10, 19)),
+        ),
+        210,
+    )
+    .unwrap();
+    create(&mut img, "plain", vec![vec![1, 2, 3]]);
+    for (i, name) in ["t", "plain"].into_iter().enumerate() {
+        img.apply(
+            &MetaCommand::DeleteTopic { name: name.into() },
+            211 + i as u64,
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        img.deleted_remote,
+        BTreeMap::from([(topic_id, "t".to_string())])
+    );
+    img.apply(&MetaCommand::RemoteTopicDeleted { topic_id }, 213)
+        .unwrap();
+    assert!(img.deleted_remote.is_empty());
 }

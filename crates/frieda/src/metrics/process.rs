@@ -220,6 +220,29 @@ pub(super) fn encode(e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
             )],
         )?;
     }
+    for (name, help, v) in [
+        (
+            "frieda_remote_copy_lag_segments",
+            "Closed segments of the tiered partitions this broker leads that may be copied but are not yet (Kafka's RemoteCopyLagSegments), at the end of the last copy round.",
+            &remote.copy_lag_segments,
+        ),
+        (
+            "frieda_remote_copy_lag_bytes",
+            "Their bytes (Kafka's RemoteCopyLagBytes).",
+            &remote.copy_lag_bytes,
+        ),
+    ] {
+        family(
+            e,
+            name,
+            help,
+            MetricType::Gauge,
+            [(
+                Vec::<(&str, String)>::new(),
+                ConstGauge::new(v.load(std::sync::atomic::Ordering::Relaxed) as i64),
+            )],
+        )?;
+    }
     family(
         e,
         "frieda_build_info",

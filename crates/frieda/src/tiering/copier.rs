@@ -71,6 +71,7 @@ pub async fn run(
             _ = tick.tick() => {}
             _ = stop.changed() => return,
         }
+        let mut lag = (0u64, 0u64);
         for (p, topic_id) in tiered_leaderships(&broker) {
             if *stop.borrow() {
                 return;
@@ -81,6 +82,7 @@ pub async fn run(
                 partition: &p,
                 topic_id,
                 epoch: p.repl.leader_epoch(),
+                lag: &mut lag,
             };
             if let Err(e) = copier.round().await {
                 STATS.copy_errors.fetch_add(1, Ordering::Relaxed);
@@ -88,7 +90,39 @@ pub async fn run(
                     "remote copy round stopped; it is retried next round");
             }
         }
+        STATS.copy_lag_segments.store(lag.0, Ordering::Relaxed);
+        STATS.copy_lag_bytes.store(lag.1, Ordering::Relaxed);
+        if let Err(e) = sweep_deleted_topics(&node, &store).await {
+            tracing::warn!(error = %e, "deleting a deleted topic's remote data stopped; retried next round");
+        }
     }
+}
+
+/// On the lowest live broker: deletes every object of the deleted topics the image lists
+/// (everything under each one's key prefix, so objects of abandoned copies go too), then
+/// commits that the topic's remote data is gone.
+async fn sweep_deleted_topics(node: &ClusterNode, store: &RemoteStore) -> Result<(), CopyError> {
+    let image = node.image();
+    if image.deleted_remote.is_empty() || image.live_brokers().map(|b| b.id).min() != Some(node.me)
+    {
+        return Ok(());
+    }
+    for (&topic_id, name) in &image.deleted_remote {
+        let prefix = store.topic_prefix(name, topic_id);
+        let keys = store.list(&prefix).await?;
+        for (key, _) in &keys {
+            store
+                .delete(&object_store::path::Path::from(key.as_str()))
+                .await?;
+        }
+        let req = ControllerRequest::RemoteTopicDeleted { topic_id };
+        node.quorum
+            .request(req, COMMIT_TIMEOUT)
+            .await
+            .map_err(CopyError::Commit)?;
+        tracing::info!(topic = %name, %topic_id, objects = keys.len(), "deleted a deleted topic's remote data");
+    }
+    Ok(())
 }
 
 /// The partitions this broker leads of topics with `remote.storage.enable=true` and copying
@@ -119,6 +153,8 @@ struct Copier<'a> {
     partition: &'a Partition,
     topic_id: Uuid,
     epoch: i32,
+    /// Segments and bytes eligible for copying but not copied, summed over the round.
+    lag: &'a mut (u64, u64),
 }
 
 impl Copier<'_> {
@@ -142,10 +178,23 @@ impl Copier<'_> {
             .high_watermark()
             .min(self.partition.last_stable_offset());
         let from = copied_end.map_or(0, |e| e + 1);
-        for seg in self.partition.reader().closed_segments(from, upper) {
-            self.copy(seg).await?;
+        let segments = self.partition.reader().closed_segments(from, upper);
+        let mut left = (
+            segments.len() as u64,
+            segments.iter().map(|s| s.size_bytes).sum::<u64>(),
+        );
+        let mut result = Ok(());
+        for seg in segments {
+            let size = seg.size_bytes;
+            result = self.copy(seg).await;
+            if result.is_err() {
+                break;
+            }
+            left = (left.0 - 1, left.1 - size);
         }
-        Ok(())
+        self.lag.0 += left.0;
+        self.lag.1 += left.1;
+        result
     }
 
     /// Copies one closed segment under a new id; on failure abandons that id.
@@ -181,7 +230,9 @@ impl Copier<'_> {
                 Ok(())
             }
             Err(e) => {
-                // Best effort now; a later round finishes it if this fails too.
+                // Best effort now; a later round finishes it if this fails too. (A topic
+                // deleted meanwhile refuses the commits: its prefix is swept by
+                // `sweep_deleted_topics`.)
                 if let Err(e2) = self.abandon(&meta).await {
                     tracing::info!(error = %e2, segment_id = %meta.id, "abandoning the failed copy did not finish");
                 }

@@ -36,6 +36,11 @@ pub struct TieringStats {
     pub copy_errors: AtomicU64,
     /// Unfinished or abandoned copies deleted from the bucket.
     pub deleted_segments: AtomicU64,
+    /// Closed segments of led tiered partitions eligible for copying but not copied at the
+    /// end of the last round (Kafka's `RemoteCopyLagSegments`).
+    pub copy_lag_segments: AtomicU64,
+    /// Their bytes (Kafka's `RemoteCopyLagBytes`).
+    pub copy_lag_bytes: AtomicU64,
 }
 
 /// This process's counters.
@@ -44,6 +49,8 @@ pub static STATS: TieringStats = TieringStats {
     copied_segments: AtomicU64::new(0),
     copy_errors: AtomicU64::new(0),
     deleted_segments: AtomicU64::new(0),
+    copy_lag_segments: AtomicU64::new(0),
+    copy_lag_bytes: AtomicU64::new(0),
 };
 
 /// The running remote-log manager: its runtime, stopped when this is dropped (without

@@ -114,13 +114,14 @@ impl RemoteStore {
         self.part_size
     }
 
+    /// The key prefix of a topic's objects: `<prefix><topic>-<topic id>/`.
+    pub fn topic_prefix(&self, topic: &str, topic_id: Uuid) -> String {
+        format!("{}{topic}-{}/", self.prefix, kafka_uuid(topic_id))
+    }
+
     /// The key prefix of a partition's objects: `<prefix><topic>-<topic id>/<partition>/`.
     pub fn partition_prefix(&self, topic: &str, topic_id: Uuid, partition: i32) -> String {
-        format!(
-            "{}{topic}-{}/{partition}/",
-            self.prefix,
-            kafka_uuid(topic_id)
-        )
+        format!("{}{partition}/", self.topic_prefix(topic, topic_id))
     }
 
     /// The key of one object of a remote segment.
