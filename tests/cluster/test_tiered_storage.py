@@ -143,3 +143,56 @@ def test_closed_segments_reach_the_bucket_through_store_and_leader_failures(clus
     adm.delete_topics([topic], operation_timeout=20)[topic].result(30)
     wait_until(lambda: not any(f"{topic}-" in k for k in store.objects()), 60,
                "the deleted topic's objects leave the bucket")
+
+
+def local_log_bytes(node, topic: str) -> int:
+    return sum(f.stat().st_size for f in (node.data_dir / f"{topic}-0").glob("*.log"))
+
+
+def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic_name, store,
+                                                                 classpath):  # noqa: F811
+    """``local.retention.bytes`` = 1 MiB on an RF 3 topic of 1 MiB segments; about 10 MiB
+    produced. Every replica deletes locally what was copied (its disk holds a few segments),
+    ListOffsets ``-4`` (earliest local) moves up while ``-2`` (earliest) stays 0, and a consumer
+    reading from offset 0 gets every acknowledged record byte for byte, most of them from the
+    bucket. A leader restart does not change that."""
+    c = cluster(3, **store.broker_settings(), **{"remote.log.manager.task.interval.ms": 500,
+                                                 "log.retention.check.interval.ms": 500})
+    topic = topic_name()
+    mib = 1 << 20
+    create(c, topic, partitions=1, rf=3, config={
+        "remote.storage.enable": "true", "segment.bytes": str(mib), "local.retention.bytes": str(mib)})
+    prod = ProducerThread(c.bootstrap, topic, 1, tag="history")
+    try:
+        acks, errors = prod.produce_now(90_000, timeout=120)
+    finally:
+        prod.close()
+    assert not errors, errors[:5]
+    end = max(a.offset for a in acks) + 1
+
+    # Every replica keeps locally about the local retention (plus the active segment and the
+    # one being copied), not the ~10 MiB written.
+    def trimmed():
+        sizes = {n: local_log_bytes(c.node(n), topic) for n in (1, 2, 3)}
+        return all(s <= 4 * mib for s in sizes.values()) and sizes
+    sizes = wait_until(trimmed, 90, "every replica deletes what was copied")
+    print(f"local .log bytes by node after producing to offset {end}: {sizes}")
+
+    earliest_local = get_offset(classpath, c.bootstrap, topic, -4)
+    assert earliest_local > end // 2, (earliest_local, end)
+    assert get_offset(classpath, c.bootstrap, topic, -2) == 0
+    latest_tiered = get_offset(classpath, c.bootstrap, topic, -5)
+    assert earliest_local <= latest_tiered + 1 < end, (earliest_local, latest_tiered, end)
+
+    got, hw = read_all(c.bootstrap, topic, 1)
+    assert hw[0] == end
+    check_acked(acks, got, topic)
+
+    # The leader restarts: the new one and then it again serve the history the same way.
+    leader = c.leader_of(topic, 0)
+    c.stop(leader)
+    c.start(leader)
+    c.wait_full_isr(topic, 60)
+    assert get_offset(classpath, c.bootstrap, topic, -2) == 0
+    got, _ = read_all(c.bootstrap, topic, 1)
+    check_acked(acks, got, topic)

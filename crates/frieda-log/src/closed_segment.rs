@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use crate::error::LogError;
-use crate::index::{encode_offsets, encode_times};
+use crate::index::{decode_offsets, encode_offsets, encode_times};
 use crate::partition::LogReader;
 use crate::segment::{read_exact_at, scan_headers, SegmentShared};
-use crate::txn_index::encode_entries;
+use crate::txn_index::{decode_entries, encode_entries, AbortedTxn};
 
 /// Magic at the start of an `.indexes` object (Frieda's format, version 1).
 pub const INDEXES_MAGIC: &[u8; 8] = b"FRIDX\x00\x00\x01";
@@ -111,5 +111,55 @@ impl ClosedSegment {
             out.extend_from_slice(&p);
         }
         Ok(out)
+    }
+}
+
+/// A remote segment's `.indexes` object read back ([`ClosedSegment::indexes`] wrote it): what a
+/// read from the remote tier needs of it.
+#[derive(Debug, Clone, Default)]
+pub struct RemoteIndexes {
+    /// Offset index: `(offset relative to the base, byte position)`, ascending.
+    offsets: Vec<(u32, u32)>,
+    /// The transactions aborted by markers in the segment.
+    pub aborted: Vec<AbortedTxn>,
+}
+
+impl RemoteIndexes {
+    /// Parses an `.indexes` object; `None` if it is not one (wrong magic, lengths that do not
+    /// add up, entries that do not decode).
+    pub fn parse(bytes: &[u8]) -> Option<RemoteIndexes> {
+        let body = bytes.strip_prefix(INDEXES_MAGIC.as_slice())?;
+        let len_at = |i: usize| -> Option<usize> {
+            let b = body.get(i * 4..i * 4 + 4)?;
+            Some(u32::from_be_bytes(b.try_into().ok()?) as usize)
+        };
+        let lens = [len_at(0)?, len_at(1)?, len_at(2)?, len_at(3)?];
+        let mut at = 16usize;
+        let mut parts = Vec::with_capacity(4);
+        for l in lens {
+            parts.push(body.get(at..at.checked_add(l)?)?);
+            at += l;
+        }
+        if at != body.len() {
+            return None;
+        }
+        let offsets = decode_offsets(parts[0])?
+            .into_iter()
+            .map(|e| (e.rel_offset, e.position))
+            .collect();
+        let (aborted, whole) = decode_entries(parts[2]);
+        whole.then_some(RemoteIndexes { offsets, aborted })
+    }
+
+    /// The byte position in the `.log` of a segment based at `base` from which a read of
+    /// `offset` starts: the last indexed batch at or below it (0 if none).
+    pub fn position_for(&self, base: i64, offset: i64) -> u64 {
+        let rel = (offset - base).clamp(0, u32::MAX as i64) as u32;
+        let i = self.offsets.partition_point(|(r, _)| *r <= rel);
+        if i == 0 {
+            0
+        } else {
+            u64::from(self.offsets[i - 1].1)
+        }
     }
 }

@@ -995,6 +995,54 @@ impl PartitionLog {
         Ok((report, removed))
     }
 
+    /// Local retention of a tiered log (KIP-405): removes, oldest first, closed segments that
+    /// were copied to remote storage (every offset at or below `copied_end`) while
+    /// `local_retention_ms` / `local_retention_bytes` (the resolved `local.retention.*`; -1 =
+    /// unbounded) say they are past the local tier, as [`enforce_retention`] does for the whole
+    /// log. A segment not copied yet stays, and every later one with it. Advances the log start
+    /// offset of this (local) log; the records stay readable from the remote tier. The caller
+    /// deletes the returned segments' files after releasing the lock.
+    ///
+    /// Errors: `LogError::Offline`.
+    ///
+    /// [`enforce_retention`]: Self::enforce_retention
+    pub fn enforce_local_retention(
+        &mut self,
+        now_ms: i64,
+        local_retention_ms: i64,
+        local_retention_bytes: i64,
+        copied_end: i64,
+    ) -> Result<(RetentionReport, RemovedSegments), LogError> {
+        let mut report = RetentionReport {
+            deleted_segments: 0,
+            deleted_bytes: 0,
+            log_start_offset: self.log_start_offset(),
+        };
+        self.check_online()?;
+        let copied: Vec<SegmentInfo> = self.segments[..self.segments.len() - 1]
+            .iter()
+            .take_while(|s| s.end_offset() - 1 <= copied_end)
+            .map(|s| SegmentInfo {
+                size: s.size(),
+                largest_timestamp: s.largest_timestamp(),
+            })
+            .collect();
+        let local = LogConfig {
+            retention_ms: local_retention_ms,
+            retention_bytes: local_retention_bytes,
+            ..self.config.clone()
+        };
+        let n = retention::deletable_prefix(&local, &copied, self.size_bytes(), now_ms);
+        if n == 0 {
+            return Ok((report, RemovedSegments::none()));
+        }
+        let removed = self.remove_oldest(n);
+        report.deleted_segments = n;
+        report.deleted_bytes = removed.segments.iter().map(Segment::size).sum();
+        report.log_start_offset = self.log_start_offset();
+        Ok((report, removed))
+    }
+
     /// Removes, oldest first, every closed segment whose records all lie below `offset` (never the
     /// active one) and advances the log start offset to the first remaining segment's base. For
     /// logs that keep only what is needed past a point (a Raft log purged after a snapshot). The

@@ -3,6 +3,7 @@
 use super::*;
 use crate::batch::testutil::{encode_batch, rec, simple_batch, Rec};
 use crate::batch::validate_batches;
+use crate::RemoteIndexes;
 use std::io::Write;
 
 const NOW: i64 = 1_700_000_000_000;
@@ -1199,4 +1200,49 @@ fn writeback_plans_cover_each_whole_page_once_and_never_the_tail_page() {
         .plan_writeback()
         .expect("whole pages after the truncation");
     assert_eq!(wb3.range().0, 0);
+}
+
+#[test]
+fn tiered_local_retention_deletes_only_copied_segments_and_closed_segments_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 100).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 2,
+        index_interval_bytes: 1,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    let stored = fill(&mut log, 9, 2, NOW, 100); // segments at 0, 4, 8, 12 closed; 16 active
+    let closed = log.reader().closed_segments(0, i64::MAX);
+    assert_eq!(
+        closed
+            .iter()
+            .map(|s| (s.base_offset, s.last_offset))
+            .collect::<Vec<_>>(),
+        vec![(0, 3), (4, 7), (8, 11), (12, 15)]
+    );
+    // Only segments wholly below the bound, from `from` on.
+    assert_eq!(log.reader().closed_segments(4, 12).len(), 2);
+    // A closed segment's bytes are the stored batches; its indexes parse back and point each
+    // offset at its batch.
+    let s = &closed[1];
+    let bytes = s.read_log(0, usize::MAX).unwrap();
+    assert_eq!(bytes, [stored[2].1.clone(), stored[3].1.clone()].concat());
+    assert_eq!(s.leader_epochs().unwrap().len(), 1);
+    let idx = RemoteIndexes::parse(&s.indexes().unwrap()).unwrap();
+    assert_eq!(idx.position_for(4, 4), 0);
+    assert_eq!(idx.position_for(4, 7), one);
+    assert!(RemoteIndexes::parse(b"not an index").is_none());
+
+    // Local retention of 1 byte, but only segments copied up to offset 7 may go.
+    let (rep, removed) = log.enforce_local_retention(NOW, -1, 1, 7).unwrap();
+    removed.delete_files().unwrap();
+    assert_eq!(rep.deleted_segments, 2);
+    assert_eq!(log.log_start_offset(), 8);
+    // Nothing more until more is copied; the active segment never goes.
+    let (rep, _) = log.enforce_local_retention(NOW, -1, 1, 9).unwrap();
+    assert_eq!(rep.deleted_segments, 0);
+    let (rep, removed) = log.enforce_local_retention(NOW, -1, 1, 100).unwrap();
+    removed.delete_files().unwrap();
+    assert_eq!((rep.deleted_segments, log.log_start_offset()), (2, 16));
 }

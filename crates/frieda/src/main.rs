@@ -264,7 +264,13 @@ fn serve(cfg: BrokerConfig, listening: Arc<std::sync::atomic::AtomicBool>) -> an
             // As Kafka's brokers do, serve clients only once registered and caught up with the
             // metadata: a client then never sees a broker that does not know the cluster yet.
             tokio::select! {
-                _ = wait_ready(n) => {}
+                _ = wait_ready(n) => {
+                    // Before clients come: every replica knows its remote tier (ListOffsets
+                    // earliest, fetches below the local log).
+                    if broker.remote().is_some() {
+                        frieda::tiering::copier::refresh_views(&broker, n);
+                    }
+                }
                 _ = wait_for_signal() => {
                     tracing::info!("stopped before the cluster was ready");
                     let _ = hb_stop_tx.send(true);

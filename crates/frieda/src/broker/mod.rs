@@ -107,6 +107,8 @@ pub struct Broker {
     txn_log: Option<Arc<Partition>>,
     /// Cluster membership (cluster mode), set once at start.
     cluster: OnceLock<Arc<ClusterNode>>,
+    /// Reads from the remote tier (KIP-405), set once the remote-log manager started.
+    remote: OnceLock<crate::tiering::RemoteAccess>,
     /// Checkpointed recovery points not yet used by a partition opened (cluster mode opens
     /// partitions as the metadata image assigns them).
     startup_recovery: parking_lot::Mutex<checkpoint::Offsets>,
@@ -260,6 +262,7 @@ impl Broker {
             txns,
             txn_log,
             cluster: OnceLock::new(),
+            remote: OnceLock::new(),
             startup_recovery: parking_lot::Mutex::new(recovery.clone()),
             startup_hw: parking_lot::Mutex::new(startup_hw),
             cleaner_state: cleaner::CleanerState::load(&data_dir),
@@ -556,6 +559,16 @@ impl Broker {
     /// This broker's cluster membership, in cluster mode.
     pub fn cluster(&self) -> Option<&Arc<ClusterNode>> {
         self.cluster.get()
+    }
+
+    /// Reads from the remote tier, when tiered storage runs (`remote.log.storage.system.enable`).
+    pub fn remote(&self) -> Option<&crate::tiering::RemoteAccess> {
+        self.remote.get()
+    }
+
+    /// Sets the remote-tier reader (once, at start).
+    pub fn set_remote(&self, access: crate::tiering::RemoteAccess) {
+        let _ = self.remote.set(access);
     }
 
     /// The cluster id clients see (Metadata, DescribeCluster, ApiVersions v5): in a cluster the

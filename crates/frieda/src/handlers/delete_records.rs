@@ -121,6 +121,13 @@ async fn delete_below(
     if !p.cleanup_deletes() {
         return Err(ResponseError::PolicyViolation);
     }
+    if p.tiered.enabled() && p.tiered.copied_end() >= 0 {
+        // Records below the local log are in the remote tier; deleting them there (KIP-405's
+        // remote expiration) is not built yet (docs/tiered-storage.md, step 5).
+        tracing::info!(topic = %p.topic, partition = p.index,
+            "DeleteRecords refused: the partition has records in the remote tier, which DeleteRecords cannot delete yet");
+        return Err(ResponseError::PolicyViolation);
+    }
     let hw = p.high_watermark();
     let target = if offset == HIGH_WATERMARK { hw } else { offset };
     if target < 0 || target > hw {
@@ -135,5 +142,5 @@ async fn delete_below(
 
 /// The partition's low watermark: its own log start, and on a leader its in-sync followers'.
 fn low_watermark(p: &Partition) -> i64 {
-    p.repl.low_watermark(p.log_start_offset())
+    p.repl.low_watermark(p.total_log_start_offset())
 }

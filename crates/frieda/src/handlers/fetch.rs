@@ -22,7 +22,7 @@ use crate::replication::read_replica::{self, ReadCandidate, ReplicaSelector};
 use crate::security::acl::{op, resource};
 use crate::storage::partition::Partition;
 use bytes::{Bytes, BytesMut};
-use frieda_log::{FetchData, LogError};
+use frieda_log::{AbortedTxn, FetchData, LogError};
 use futures::future::select_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_response::{
@@ -32,6 +32,7 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::{BrokerId, ProducerId};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -355,7 +356,7 @@ pub async fn handle(
         for w in waits.iter_mut() {
             w.as_mut().enable();
         }
-        let results = read_all(&wanted, response_max, ctx).await;
+        let results = read_all(broker, &wanted, response_max, ctx).await;
         if !counted {
             // The first read counts (a long poll does not count again when it wakes).
             count_follower_fetches(broker, replica, &wanted, &results);
@@ -385,7 +386,7 @@ pub async fn handle(
             waited += t.elapsed();
         }
         if woken.is_err() {
-            break read_all(&wanted, response_max, ctx).await;
+            break read_all(broker, &wanted, response_max, ctx).await;
         }
     };
     ctx.timing.waited(waited);
@@ -403,7 +404,18 @@ pub async fn handle(
                 .with_high_watermark(p.high_watermark())
                 .with_last_stable_offset(p.last_stable_offset());
             if ctx.api_version >= 5 {
-                pd = pd.with_log_start_offset(p.log_start_offset());
+                pd = pd.with_log_start_offset(p.total_log_start_offset());
+            }
+            if let (true, PartitionRead::Remote(_, aborted)) = (w.read_committed, &r) {
+                let aborted = aborted
+                    .iter()
+                    .map(|a| {
+                        AbortedTransaction::default()
+                            .with_producer_id(ProducerId(a.producer_id))
+                            .with_first_offset(a.first_offset)
+                    })
+                    .collect();
+                pd = pd.with_aborted_transactions(Some(aborted));
             }
             if let (true, PartitionRead::Data(data)) = (w.read_committed, &r) {
                 let aborted = p
@@ -427,7 +439,9 @@ pub async fn handle(
             );
         }
         pd = match r {
-            PartitionRead::Data(data) => pd.with_records(Some(concat(data))),
+            PartitionRead::Data(data) | PartitionRead::Remote(data, _) => {
+                pd.with_records(Some(concat(data)))
+            }
             PartitionRead::Empty => pd.with_records(Some(Bytes::new())),
             // Kafka sends empty (not null) records with an error; librdkafka refuses null here.
             PartitionRead::Error(code) => pd
@@ -470,6 +484,8 @@ pub async fn handle(
 
 enum PartitionRead {
     Data(FetchData),
+    /// Read from the remote tier (KIP-405), with the aborted transactions of its segment.
+    Remote(FetchData, Vec<AbortedTxn>),
     Empty,
     Error(ResponseError),
 }
@@ -477,7 +493,7 @@ enum PartitionRead {
 impl PartitionRead {
     fn bytes(&self) -> usize {
         match self {
-            PartitionRead::Data(d) => d.bytes,
+            PartitionRead::Data(d) | PartitionRead::Remote(d, _) => d.bytes,
             _ => 0,
         }
     }
@@ -493,6 +509,7 @@ impl PartitionRead {
 /// connection writes it from the backlog lane. Replica fetches never are (replication is a
 /// high class: `acks=all` waits for it).
 async fn read_all(
+    broker: &Broker,
     wanted: &[Wanted],
     response_max: usize,
     ctx: &RequestContext,
@@ -540,7 +557,7 @@ async fn read_all(
             // Between the high watermark and the log end is no error, only nothing to read yet
             // (Kafka's `LocalLog.read`): a new leader's high watermark may lag for a moment.
             out.push(
-                if w.fetch_offset >= p.log_start_offset() && w.fetch_offset <= leo {
+                if w.fetch_offset >= p.total_log_start_offset() && w.fetch_offset <= leo {
                     PartitionRead::Empty
                 } else {
                     PartitionRead::Error(ResponseError::OffsetOutOfRange)
@@ -549,6 +566,21 @@ async fn read_all(
             continue;
         }
         let hw = limit;
+        // Below the local log start of a tiered partition: from the remote tier.
+        if let Some(access) = broker.remote().filter(|_| {
+            p.tiered.enabled()
+                && w.fetch_offset < p.log_start_offset()
+                && w.fetch_offset >= p.total_log_start_offset()
+        }) {
+            let r = remote_read(broker, access, p, w.fetch_offset, budget.max(1), hw).await;
+            if used > 0 && r.bytes() > budget {
+                out.push(PartitionRead::Empty);
+            } else {
+                used += r.bytes();
+                out.push(r);
+            }
+            continue;
+        }
         let read = p
             .read_classed(w.fetch_offset, budget.max(1), hw)
             .await
@@ -579,6 +611,83 @@ async fn read_all(
         });
     }
     out
+}
+
+/// Reads `p` at `offset` from the remote tier (the copied segment holding it), waiting at most
+/// `remote.fetch.max.wait.ms`: then an empty answer (the read goes on and warms the chunk
+/// cache; the client asks again). A failing object store is KAFKA_STORAGE_ERROR for this
+/// partition only; an offset no copied segment holds is OFFSET_OUT_OF_RANGE.
+async fn remote_read(
+    broker: &Broker,
+    access: &crate::tiering::RemoteAccess,
+    p: &Partition,
+    offset: i64,
+    max_bytes: usize,
+    upper: i64,
+) -> PartitionRead {
+    let Some(node) = broker.cluster() else {
+        return PartitionRead::Error(ResponseError::OffsetOutOfRange);
+    };
+    let image = node.image();
+    let Some(t) = image.topics.get(&*p.topic) else {
+        return PartitionRead::Error(ResponseError::UnknownTopicOrPartition);
+    };
+    let Some(segment) = t
+        .remote
+        .get(&p.index)
+        .and_then(|r| r.finished_holding(offset))
+        .cloned()
+    else {
+        return PartitionRead::Error(ResponseError::OffsetOutOfRange);
+    };
+    let (topic, topic_id, partition) = (p.topic.to_string(), t.id, p.index);
+    let reader = access.reader.clone();
+    let pending = access.pending.clone();
+    if pending.fetch_add(1, Ordering::AcqRel) >= crate::tiering::MAX_PENDING_READS {
+        pending.fetch_sub(1, Ordering::AcqRel);
+        return PartitionRead::Empty;
+    }
+    let job = access.runtime.spawn(async move {
+        let _done = PendingGuard(pending);
+        let key = crate::tiering::store::SegmentKey {
+            topic: &topic,
+            topic_id,
+            partition,
+            base_offset: segment.start_offset,
+            segment_id: segment.id,
+        };
+        reader.read(&key, &segment, offset, max_bytes, upper).await
+    });
+    match tokio::time::timeout(access.wait, job).await {
+        Ok(Ok(Ok(r))) if r.data.is_empty() => PartitionRead::Empty,
+        Ok(Ok(Ok(r))) => PartitionRead::Remote(
+            FetchData {
+                bytes: r.data.len(),
+                chunks: vec![r.data],
+                first_offset: r.first_offset,
+                next_offset: r.next_offset,
+            },
+            r.aborted,
+        ),
+        Ok(Ok(Err(e))) => {
+            tracing::warn!(topic = %p.topic, partition = p.index, offset, error = %e, "remote read failed");
+            PartitionRead::Error(ResponseError::KafkaStorageError)
+        }
+        Ok(Err(e)) => {
+            tracing::error!(topic = %p.topic, partition = p.index, offset, error = %e, "remote read task failed");
+            PartitionRead::Error(ResponseError::KafkaStorageError)
+        }
+        Err(_) => PartitionRead::Empty,
+    }
+}
+
+/// Counts a remote read out when it ends (or is dropped).
+struct PendingGuard(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 fn concat(data: FetchData) -> Bytes {

@@ -1,6 +1,6 @@
 //! ListOffsets (key 2, v1-11): earliest (-2), latest (-1), max timestamp (-3, KIP-734),
-//! earliest local (-4, KIP-1005, same as earliest until local retention over copied segments
-//! is built), latest tiered (-5, KIP-1005) and earliest pending upload (-6, KIP-1023; v11) as
+//! earliest local (-4, KIP-1005: the local log start; earliest is the whole log's, remote tier
+//! included), latest tiered (-5, KIP-1005) and earliest pending upload (-6, KIP-1023; v11) as
 //! Kafka's `UnifiedLog.fetchOffsetByTimestamp` answers them (offset -1, leader epoch -1, no
 //! error on a topic without tiered storage), and offset by timestamp.
 
@@ -97,7 +97,8 @@ pub async fn handle(
             };
             let found: Result<Option<(i64, i64)>, ResponseError> = match lp.timestamp {
                 LATEST => Ok(Some((upper, -1))),
-                EARLIEST | EARLIEST_LOCAL => Ok(Some((p.log_start_offset(), -1))),
+                EARLIEST => Ok(Some((p.total_log_start_offset(), -1))),
+                EARLIEST_LOCAL => Ok(Some((p.log_start_offset(), -1))),
                 MAX_TIMESTAMP => {
                     let reader = p.reader().clone();
                     lookup(&p, move || {
@@ -131,11 +132,15 @@ pub async fn handle(
                         (LATEST_TIERED, None) => (-1, -1),
                         // The first offset not copied yet.
                         (_, Some(s)) => (
-                            (s.end_offset + 1).max(p.log_start_offset()),
+                            (s.end_offset + 1).max(p.total_log_start_offset()),
                             p.repl.leader_epoch(),
                         ),
-                        // Nothing copied yet: the log start (local and total are one here).
-                        (_, None) => (p.log_start_offset(), p.repl.leader_epoch()),
+                        // Nothing copied yet: the log start, if the local log still starts
+                        // there (Kafka: -1 when it does not know of earlier copies).
+                        (_, None) if p.log_start_offset() == p.total_log_start_offset() => {
+                            (p.log_start_offset(), p.repl.leader_epoch())
+                        }
+                        (_, None) => (-1, -1),
                     };
                     partitions.push(
                         resp.with_offset(offset)

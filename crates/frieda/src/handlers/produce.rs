@@ -367,7 +367,7 @@ fn prepare(partition: Arc<Partition>, records: Option<Bytes>) -> Result<Prepared
     let rejected = |e: BatchError| {
         tracing::info!(topic = %partition.topic, partition = partition.index, error = %e, "rejected produce batch");
         AppendError {
-            log_start_offset: partition.log_start_offset(),
+            log_start_offset: partition.total_log_start_offset(),
             ..batch_error(e)
         }
     };

@@ -10,7 +10,7 @@ use bytes::BytesMut;
 use frieda_log::{BatchHeader, LogError, LogReader, PartitionLog, ProducerError, SequenceCheck};
 use kafka_protocol::error::ResponseError;
 use parking_lot::{Mutex, RwLock};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{oneshot, Notify};
 
@@ -89,6 +89,111 @@ pub struct Partition {
     /// Appends of this partition queued on, or running on, the bulk-append lane: while any is,
     /// every later append goes there too, so appends land in the order they were submitted.
     bulk_pending: AtomicUsize,
+    /// What tiered storage says of this partition (issue 32).
+    pub tiered: TieredView,
+}
+
+/// What tiered storage (KIP-405, [`crate::tiering`]) says of one replica's partition, refreshed
+/// from the metadata image by the remote-log manager every
+/// `remote.log.manager.task.interval.ms` on every broker. All offsets; -1 where there is none.
+#[derive(Debug)]
+pub struct TieredView {
+    /// The topic has `remote.storage.enable=true` (and the broker tiers).
+    enabled: AtomicBool,
+    /// Copies go on (`remote.log.copy.disable` is not true): local retention then deletes
+    /// only copied segments, by `local.retention.*`.
+    copying: AtomicBool,
+    /// Last offset of the copied (`COPY_FINISHED`) segments.
+    copied_end: AtomicI64,
+    /// First offset of the contiguous run of copied segments ending at `copied_end`.
+    remote_start: AtomicI64,
+    /// `local.retention.ms` resolved (-2 read as `retention.ms`), ms; -1 unbounded.
+    local_retention_ms: AtomicI64,
+    /// `local.retention.bytes` resolved (-2 read as `retention.bytes`), bytes; -1 unbounded.
+    local_retention_bytes: AtomicI64,
+}
+
+impl Default for TieredView {
+    fn default() -> Self {
+        TieredView {
+            enabled: AtomicBool::new(false),
+            copying: AtomicBool::new(false),
+            copied_end: AtomicI64::new(-1),
+            remote_start: AtomicI64::new(-1),
+            local_retention_ms: AtomicI64::new(-1),
+            local_retention_bytes: AtomicI64::new(-1),
+        }
+    }
+}
+
+/// One refresh of a [`TieredView`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TieredState {
+    /// See [`TieredView`]'s fields.
+    pub enabled: bool,
+    /// See [`TieredView`].
+    pub copying: bool,
+    /// See [`TieredView`].
+    pub copied_end: i64,
+    /// See [`TieredView`].
+    pub remote_start: i64,
+    /// See [`TieredView`].
+    pub local_retention_ms: i64,
+    /// See [`TieredView`].
+    pub local_retention_bytes: i64,
+}
+
+impl TieredView {
+    /// Stores a refresh. `remote_start` is written before `copied_end`, and both before
+    /// `enabled`, so a reader that sees a copied end also sees where the remote run begins.
+    pub fn set(&self, s: TieredState) {
+        self.remote_start.store(s.remote_start, Ordering::Release);
+        self.copied_end.store(s.copied_end, Ordering::Release);
+        self.local_retention_ms
+            .store(s.local_retention_ms, Ordering::Release);
+        self.local_retention_bytes
+            .store(s.local_retention_bytes, Ordering::Release);
+        self.copying.store(s.copying, Ordering::Release);
+        self.enabled.store(s.enabled, Ordering::Release);
+    }
+
+    /// Whether the partition is tiered.
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+
+    /// Last copied offset, -1 if none (ListOffsets `-5`).
+    pub fn copied_end(&self) -> i64 {
+        self.copied_end.load(Ordering::Acquire)
+    }
+
+    /// `(copied end, local retention ms, local retention bytes)` when local retention of a
+    /// tiered partition applies (tiered and copying), else `None`.
+    pub fn local_retention(&self) -> Option<(i64, i64, i64)> {
+        (self.enabled() && self.copying.load(Ordering::Acquire)).then(|| {
+            (
+                self.copied_end(),
+                self.local_retention_ms.load(Ordering::Acquire),
+                self.local_retention_bytes.load(Ordering::Acquire),
+            )
+        })
+    }
+
+    /// The log start offset of the whole log, remote tier included, given the local log's
+    /// start: the start of the copied run when that run reaches the local start, else the
+    /// local start.
+    pub fn log_start(&self, local_start: i64) -> i64 {
+        if !self.enabled() {
+            return local_start;
+        }
+        let start = self.remote_start.load(Ordering::Acquire);
+        let end = self.copied_end();
+        if start >= 0 && start < local_start && end + 1 >= local_start {
+            start
+        } else {
+            local_start
+        }
+    }
 }
 
 impl Partition {
@@ -115,6 +220,7 @@ impl Partition {
             writer,
             log_starts: None,
             bulk_pending: AtomicUsize::new(0),
+            tiered: TieredView::default(),
         }
     }
 
@@ -183,6 +289,13 @@ impl Partition {
     /// First offset still in the log.
     pub fn log_start_offset(&self) -> i64 {
         self.reader.log_start_offset()
+    }
+
+    /// The log start offset of the whole log: below the local one when older records are in
+    /// the remote tier (KIP-405's log start offset; ListOffsets `-2`, Fetch responses), else
+    /// the local one.
+    pub fn total_log_start_offset(&self) -> i64 {
+        self.tiered.log_start(self.reader.log_start_offset())
     }
 
     /// What a produce must check and do (`max.message.bytes`, keys on compacted topics,
@@ -766,6 +879,13 @@ impl Partition {
         fetch_offset: i64,
         last_fetched_epoch: i32,
     ) -> Result<Option<follower::EpochEnd>, ResponseError> {
+        let local_start = self.reader.log_start_offset();
+        if fetch_offset < local_start && fetch_offset >= self.tiered.log_start(local_start) {
+            // Below the local log (a new or far-behind replica of a tiered partition): read
+            // from the remote tier. The local epoch cache no longer covers these offsets, so a
+            // divergence there is not detected (the remote records are all committed).
+            return Ok(None);
+        }
         match self.state.lock().as_ref() {
             Some(s) => crate::replication::fetch::validate_follower_fetch(
                 &s.log,

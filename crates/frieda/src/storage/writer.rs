@@ -378,7 +378,15 @@ pub(crate) fn enforce_retention(partition: &Partition, now: i64) {
     let removed = {
         let mut guard = partition.state.lock();
         let Some(state) = guard.as_mut() else { return };
-        match state.log.enforce_retention(now) {
+        // A tiered partition keeps locally only what `local.retention.*` says, and deletes
+        // only segments already copied (KIP-405); the remote tier holds the rest.
+        let result = match partition.tiered.local_retention() {
+            Some((copied_end, ms, bytes)) => state
+                .log
+                .enforce_local_retention(now, ms, bytes, copied_end),
+            None => state.log.enforce_retention(now),
+        };
+        match result {
             Ok((r, removed)) => {
                 if r.deleted_segments > 0 {
                     tracing::info!(

@@ -21,6 +21,9 @@ pub struct TieredConfig {
     /// `remote.log.manager.task.interval.ms` (Kafka's default 30000): how often each led tiered
     /// partition looks for closed segments to copy.
     pub task_interval_ms: u64,
+    /// `remote.fetch.max.wait.ms` (KIP-1018, Kafka's default 500): how long a fetch waits for
+    /// its read from the remote tier.
+    pub fetch_max_wait_ms: u64,
     /// The object store (`rsm.config.*`).
     pub s3: S3Config,
 }
@@ -67,6 +70,7 @@ impl Default for TieredConfig {
         TieredConfig {
             enabled: false,
             task_interval_ms: 30_000,
+            fetch_max_wait_ms: 500,
             s3: S3Config {
                 bucket: None,
                 region: "us-east-1".into(),
@@ -128,6 +132,9 @@ impl TieredConfig {
             }
             "remote.log.manager.task.interval.ms" => {
                 self.task_interval_ms = bytes(text, 1).context("expected milliseconds")?
+            }
+            "remote.fetch.max.wait.ms" => {
+                self.fetch_max_wait_ms = bytes(text, 1).context("expected milliseconds")?
             }
             _ => match key.strip_prefix("rsm.config.") {
                 Some(k) => self.set_rsm(k, text)?,

@@ -34,7 +34,7 @@ use super::store::{ObjectKind, RemoteStore, SegmentKey};
 use super::STATS;
 use crate::broker::Broker;
 use crate::membership::ClusterNode;
-use crate::storage::partition::Partition;
+use crate::storage::partition::{Partition, TieredState};
 
 /// How long one metadata change may wait for the controller.
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -123,6 +123,88 @@ async fn sweep_deleted_topics(node: &ClusterNode, store: &RemoteStore) -> Result
         tracing::info!(topic = %name, %topic_id, objects = keys.len(), "deleted a deleted topic's remote data");
     }
     Ok(())
+}
+
+/// How often [`refresh_loop`] refreshes the views: a restarted broker or a new leader knows
+/// its partitions' remote tier within this.
+pub const REFRESH_EVERY: Duration = Duration::from_millis(500);
+
+/// Refreshes the views every [`REFRESH_EVERY`] until `stop` turns true.
+pub async fn refresh_loop(
+    broker: Arc<Broker>,
+    node: Arc<ClusterNode>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(REFRESH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => refresh_views(&broker, &node),
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Refreshes every local replica's [`TieredView`](crate::storage::partition::TieredView) from
+/// the metadata image and the topic's configs (leaders and followers alike: each deletes
+/// locally what was copied).
+pub fn refresh_views(broker: &Broker, node: &ClusterNode) {
+    let image = node.image();
+    let defaults = broker.topic_defaults();
+    for t in broker.topics() {
+        let (enabled, copying, local_ms, local_bytes) = {
+            let c = t.configs.read();
+            let long = |name: &str| -> i64 {
+                c.effective(&defaults, name)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(-1)
+            };
+            let resolve = |local: &str, total: &str| match long(local) {
+                -2 => long(total),
+                v => v,
+            };
+            (
+                c.effective(&defaults, "remote.storage.enable") == Some("true"),
+                c.effective(&defaults, "remote.log.copy.disable") != Some("true"),
+                resolve("local.retention.ms", "retention.ms"),
+                resolve("local.retention.bytes", "retention.bytes"),
+            )
+        };
+        for p in t.local_partitions() {
+            if !enabled && !p.tiered.enabled() {
+                continue;
+            }
+            let (remote_start, copied_end) = image
+                .remote_log(&t.name, p.index)
+                .map(contiguous_copied_run)
+                .unwrap_or((-1, -1));
+            p.tiered.set(TieredState {
+                enabled,
+                copying,
+                copied_end,
+                remote_start,
+                local_retention_ms: local_ms,
+                local_retention_bytes: local_bytes,
+            });
+        }
+    }
+}
+
+/// `(first offset, last offset)` of the contiguous run of copied segments ending at the copied
+/// end; `(-1, -1)` when nothing is copied.
+fn contiguous_copied_run(log: &frieda_meta::remote_log::RemoteLog) -> (i64, i64) {
+    let finished: Vec<&RemoteSegment> = log.finished().collect();
+    let Some(last) = finished.last() else {
+        return (-1, -1);
+    };
+    let mut start = last.start_offset;
+    for s in finished.iter().rev().skip(1) {
+        if s.end_offset + 1 != start {
+            break;
+        }
+        start = s.start_offset;
+    }
+    (start, last.end_offset)
 }
 
 /// The partitions this broker leads of topics with `remote.storage.enable=true` and copying

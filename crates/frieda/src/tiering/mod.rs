@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod copier;
+pub mod reader;
 pub mod store;
 
 use std::sync::atomic::AtomicU64;
@@ -53,6 +54,24 @@ pub static STATS: TieringStats = TieringStats {
     copy_lag_bytes: AtomicU64::new(0),
 };
 
+/// What the fetch path needs to read from the remote tier.
+pub struct RemoteAccess {
+    /// The reader and its chunk cache.
+    pub reader: Arc<reader::RemoteReader>,
+    /// The remote-log runtime, where reads run.
+    pub runtime: tokio::runtime::Handle,
+    /// `remote.fetch.max.wait.ms`: how long a fetch waits for a remote read before it answers
+    /// without that partition's records.
+    pub wait: Duration,
+    /// Remote reads queued or running; at [`MAX_PENDING_READS`] a fetch below the local log
+    /// is answered without records (the client asks again) instead of queueing more.
+    pub pending: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Most remote reads queued or running at once (Kafka's `remote.log.reader.max.pending.tasks`
+/// default): memory in flight is at most this many reads of a fetch's partition bytes.
+pub const MAX_PENDING_READS: usize = 100;
+
 /// The running remote-log manager: its runtime, stopped when this is dropped (without
 /// waiting: a copy cut short is abandoned and redone by the next leader's round).
 pub struct RemoteLogManager {
@@ -83,6 +102,30 @@ impl RemoteLogManager {
             .context("starting the remote-log runtime")?;
         tracing::info!(bucket = ?cfg.s3.bucket, endpoint = ?cfg.s3.endpoint,
             task_interval_ms = cfg.task_interval_ms, "remote-log manager started");
+        let cache_dir = cfg
+            .s3
+            .cache_path
+            .clone()
+            .unwrap_or_else(|| broker.config.data_dir.join("remote-cache"));
+        let reader = reader::RemoteReader::new(
+            store.clone(),
+            cache_dir.clone(),
+            cfg.s3.cache_size,
+            cfg.s3.chunk_size,
+            cfg.s3.prefetch_bytes,
+        )
+        .with_context(|| format!("the chunk cache in {}", cache_dir.display()))?;
+        broker.set_remote(RemoteAccess {
+            reader: Arc::new(reader),
+            runtime: runtime.handle().clone(),
+            wait: Duration::from_millis(cfg.fetch_max_wait_ms),
+            pending: Arc::default(),
+        });
+        runtime.spawn(copier::refresh_loop(
+            broker.clone(),
+            node.clone(),
+            stop.clone(),
+        ));
         runtime.spawn(copier::run(
             broker.clone(),
             node.clone(),

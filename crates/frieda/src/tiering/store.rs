@@ -177,6 +177,13 @@ impl RemoteStore {
             .await
     }
 
+    /// The whole object `key`.
+    ///
+    /// Errors: the store's (`NotFound` for a missing key).
+    pub async fn get(&self, key: &Path) -> Result<Bytes, object_store::Error> {
+        self.store.get(key).await?.bytes().await
+    }
+
     /// `len` bytes of `key` from `start`.
     ///
     /// Errors: the store's (`NotFound` for a missing key).
