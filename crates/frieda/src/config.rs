@@ -175,8 +175,8 @@ pub struct BrokerConfig {
     /// CPU priority ([`crate::storage::backlog`]).
     pub backlog: crate::storage::backlog::BacklogConfig,
     /// Tiered storage (`remote.log.storage.system.enable`, `remote.log.manager.*`, the object
-    /// store's `rsm.config.*` keys; [`crate::tiering::config`]).
-    pub tiered: crate::tiering::config::TieredConfig,
+    /// store's `rsm.config.*` keys; [`crate::remote::config`]).
+    pub tiered: crate::remote::config::TieredConfig,
     /// The bulk-append lane (`bulk.append.min.bytes`, default 65536, -1 for none;
     /// `bulk.append.priority`, `low` (default), `idle` or `normal`): produced batches this
     /// large are appended there ([`crate::storage::bulk`]).

@@ -10,6 +10,8 @@
 //! - [`server`]: listener, connection read loop, response sequencer, SASL authentication; the
 //!   controller listener's transport (`quorum_transport`).
 //! - [`handlers`]: one module per API family, decoding requests and building responses.
+//! - [`tiering`]: the remote-log manager of tiered storage (KIP-405): copies closed segments to
+//!   the bucket, keeps each replica's view of its remote tier, sweeps deleted topics.
 //! - [`cluster`]: what drives the membership: heartbeats, the reconciler that turns the
 //!   metadata image into local replicas and roles, the follower fetchers, ISR changes.
 //! - [`broker`]: the `Broker` the handlers share: the topic registry and the operations on
@@ -28,7 +30,8 @@
 //!   and high watermark: the ISR protocol's rules, free of I/O), [`features`] (feature levels,
 //!   KIP-584), [`quota`] (client quotas), [`stats`] (the lock-free request and connection
 //!   counters the server records), [`durable`] (crash-safe small metadata files), [`clock`]
-//!   (wall, monotonic and lease time), [`logging`] (log output, levels changed at run time).
+//!   (wall, monotonic and lease time), [`logging`] (log output, levels changed at run time),
+//!   [`remote`] (the S3 bucket of tiered storage, its settings, reads through the chunk cache).
 //!
 //! Below the crate: `frieda-meta` (the metadata quorum on openraft and the active controller)
 //! and `frieda-log` (the partition log itself). The binary (`main.rs`) uses them all.
@@ -46,6 +49,7 @@ pub mod logging;
 pub mod membership;
 pub mod metrics;
 pub mod quota;
+pub mod remote;
 pub mod replication;
 pub mod security;
 pub mod server;

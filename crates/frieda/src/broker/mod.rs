@@ -108,7 +108,7 @@ pub struct Broker {
     /// Cluster membership (cluster mode), set once at start.
     cluster: OnceLock<Arc<ClusterNode>>,
     /// Reads from the remote tier (KIP-405), set once the remote-log manager started.
-    remote: OnceLock<crate::tiering::RemoteAccess>,
+    remote: OnceLock<crate::remote::RemoteAccess>,
     /// Checkpointed recovery points not yet used by a partition opened (cluster mode opens
     /// partitions as the metadata image assigns them).
     startup_recovery: parking_lot::Mutex<checkpoint::Offsets>,
@@ -562,12 +562,12 @@ impl Broker {
     }
 
     /// Reads from the remote tier, when tiered storage runs (`remote.log.storage.system.enable`).
-    pub fn remote(&self) -> Option<&crate::tiering::RemoteAccess> {
+    pub fn remote(&self) -> Option<&crate::remote::RemoteAccess> {
         self.remote.get()
     }
 
     /// Sets the remote-tier reader (once, at start).
-    pub fn set_remote(&self, access: crate::tiering::RemoteAccess) {
+    pub fn set_remote(&self, access: crate::remote::RemoteAccess) {
         let _ = self.remote.set(access);
     }
 

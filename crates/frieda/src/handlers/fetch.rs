@@ -619,7 +619,7 @@ async fn read_all(
 /// partition only; an offset no copied segment holds is OFFSET_OUT_OF_RANGE.
 async fn remote_read(
     broker: &Broker,
-    access: &crate::tiering::RemoteAccess,
+    access: &crate::remote::RemoteAccess,
     p: &Partition,
     offset: i64,
     max_bytes: usize,
@@ -643,13 +643,13 @@ async fn remote_read(
     let (topic, topic_id, partition) = (p.topic.to_string(), t.id, p.index);
     let reader = access.reader.clone();
     let pending = access.pending.clone();
-    if pending.fetch_add(1, Ordering::AcqRel) >= crate::tiering::MAX_PENDING_READS {
+    if pending.fetch_add(1, Ordering::AcqRel) >= crate::remote::MAX_PENDING_READS {
         pending.fetch_sub(1, Ordering::AcqRel);
         return PartitionRead::Empty;
     }
     let job = access.runtime.spawn(async move {
         let _done = PendingGuard(pending);
-        let key = crate::tiering::store::SegmentKey {
+        let key = crate::remote::store::SegmentKey {
             topic: &topic,
             topic_id,
             partition,

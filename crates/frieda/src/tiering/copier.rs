@@ -30,10 +30,10 @@ use object_store::PutPayload;
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use super::store::{ObjectKind, RemoteStore, SegmentKey};
 use super::STATS;
 use crate::broker::Broker;
 use crate::membership::ClusterNode;
+use crate::remote::store::{ObjectKind, RemoteStore, SegmentKey};
 use crate::storage::partition::{Partition, TieredState};
 
 /// How long one metadata change may wait for the controller.

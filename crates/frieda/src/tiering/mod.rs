@@ -1,18 +1,15 @@
 //! Tiered storage (issue 32, KIP-405; the HuronFS seed's two-level store): closed segments of
 //! topics with `remote.storage.enable=true` are copied to an S3 bucket, their metadata kept in
 //! the metadata quorum (`frieda_meta::remote_log`). The design and its build order:
-//! `docs/tiered-storage.md`. Built so far: the settings ([`config`]), the bucket ([`store`]),
-//! the copy task ([`copier`]) and ListOffsets `-5`/`-6`; local retention over copied segments
-//! and reads from the bucket come next.
+//! `docs/tiered-storage.md`. This module is the remote-log manager: the copy task, the views of
+//! each replica's remote tier and the sweep of deleted topics ([`copier`]); the bucket, its
+//! settings and reads from it are [`crate::remote`], which the fetch path uses too.
 //!
 //! Everything here runs on a runtime of its own (threads `frieda-remote`), so the S3 client's
 //! HTTP and the segment reads of a copy never run on the network threads, and a slow or failing
 //! object store delays only copies.
 
-pub mod config;
 pub mod copier;
-pub mod reader;
-pub mod store;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -23,6 +20,9 @@ use tokio::sync::watch;
 
 use crate::broker::Broker;
 use crate::membership::ClusterNode;
+use crate::remote::reader::RemoteReader;
+use crate::remote::store::RemoteStore;
+use crate::remote::RemoteAccess;
 
 /// Threads of the remote-log runtime (the copier and the S3 client's connections).
 pub const REMOTE_THREADS: usize = 2;
@@ -54,24 +54,6 @@ pub static STATS: TieringStats = TieringStats {
     copy_lag_bytes: AtomicU64::new(0),
 };
 
-/// What the fetch path needs to read from the remote tier.
-pub struct RemoteAccess {
-    /// The reader and its chunk cache.
-    pub reader: Arc<reader::RemoteReader>,
-    /// The remote-log runtime, where reads run.
-    pub runtime: tokio::runtime::Handle,
-    /// `remote.fetch.max.wait.ms`: how long a fetch waits for a remote read before it answers
-    /// without that partition's records.
-    pub wait: Duration,
-    /// Remote reads queued or running; at [`MAX_PENDING_READS`] a fetch below the local log
-    /// is answered without records (the client asks again) instead of queueing more.
-    pub pending: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-/// Most remote reads queued or running at once (Kafka's `remote.log.reader.max.pending.tasks`
-/// default): memory in flight is at most this many reads of a fetch's partition bytes.
-pub const MAX_PENDING_READS: usize = 100;
-
 /// The running remote-log manager: its runtime, stopped when this is dropped (without
 /// waiting: a copy cut short is abandoned and redone by the next leader's round).
 pub struct RemoteLogManager {
@@ -92,7 +74,7 @@ impl RemoteLogManager {
         if !cfg.enabled {
             return Ok(None);
         }
-        let store = Arc::new(store::RemoteStore::new(&cfg.s3)?);
+        let store = Arc::new(RemoteStore::new(&cfg.s3)?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(REMOTE_THREADS)
             .max_blocking_threads(REMOTE_THREADS)
@@ -107,7 +89,7 @@ impl RemoteLogManager {
             .cache_path
             .clone()
             .unwrap_or_else(|| broker.config.data_dir.join("remote-cache"));
-        let reader = reader::RemoteReader::new(
+        let reader = RemoteReader::new(
             store.clone(),
             cache_dir.clone(),
             cfg.s3.cache_size,

