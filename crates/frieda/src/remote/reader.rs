@@ -215,20 +215,30 @@ impl RemoteReader {
             .ok_or_else(|| ReadError::Corrupt(format!("empty range of segment {}", key.segment_id)))
     }
 
-    /// `len` bytes of the segment's `.log` from `pos` (fewer at its end).
+    /// `len` bytes of the segment's `.log` from `pos` (fewer at its end). `memo` holds the
+    /// chunk the previous call of the same read ended in, so one read takes each chunk from the
+    /// cache (a whole file) once, not once per batch header and batch.
     async fn bytes(
         &self,
         key: &SegmentKey<'_>,
         size: u64,
         pos: u64,
         len: u64,
+        memo: &mut Option<(u64, Bytes)>,
     ) -> Result<Bytes, ReadError> {
         let end = (pos + len).min(size);
         let mut out = BytesMut::with_capacity((end.saturating_sub(pos)) as usize);
         let mut at = pos;
         while at < end {
             let chunk = at / self.chunk_size;
-            let data = self.chunk(key, size, chunk).await?;
+            let data = match memo {
+                Some((i, data)) if *i == chunk => data.clone(),
+                _ => {
+                    let data = self.chunk(key, size, chunk).await?;
+                    *memo = Some((chunk, data.clone()));
+                    data
+                }
+            };
             let from = (at - chunk * self.chunk_size) as usize;
             let take = ((end - at) as usize).min(data.len().saturating_sub(from));
             if take == 0 {
@@ -263,8 +273,9 @@ impl RemoteReader {
         let mut out = BytesMut::new();
         let mut first_offset = -1;
         let mut next_offset = offset;
+        let mut memo = None;
         while pos + HEADER <= size {
-            let head = self.bytes(key, size, pos, HEADER).await?;
+            let head = self.bytes(key, size, pos, HEADER, &mut memo).await?;
             let base = i64::from_be_bytes(head[0..8].try_into().unwrap_or_default());
             let len = i32::from_be_bytes(head[8..12].try_into().unwrap_or_default());
             let delta = i32::from_be_bytes(head[23..27].try_into().unwrap_or_default());
@@ -283,7 +294,7 @@ impl RemoteReader {
             if base >= upper || (!out.is_empty() && out.len() + total as usize > max_bytes) {
                 break;
             }
-            out.extend_from_slice(&self.bytes(key, size, pos, total).await?);
+            out.extend_from_slice(&self.bytes(key, size, pos, total, &mut memo).await?);
             if first_offset < 0 {
                 first_offset = base;
             }
