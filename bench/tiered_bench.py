@@ -31,9 +31,12 @@ import subprocess
 import threading
 import time
 import urllib.request
+import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from observe_agreement import ROOT, wait_port  # noqa: E402
+
 FRIEDA = Path(os.environ.get("FRIEDA_BIN", ROOT / "target" / "release" / "frieda"))
 BENCH = Path(os.environ.get("BENCH_BIN", ROOT / "target" / "release" / "frieda-bench"))
 WEED = ROOT / ".venv" / "bin" / "weed"
@@ -51,17 +54,6 @@ def free_ports(n: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
-
-
-def wait_port(port: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on {port} after {timeout} s")
 
 
 class Proc:

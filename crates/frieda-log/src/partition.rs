@@ -961,7 +961,7 @@ impl PartitionLog {
         &mut self,
         now_ms: i64,
     ) -> Result<(RetentionReport, RemovedSegments), LogError> {
-        let mut report = RetentionReport {
+        let report = RetentionReport {
             deleted_segments: 0,
             deleted_bytes: 0,
             log_start_offset: self.log_start_offset(),
@@ -985,14 +985,7 @@ impl PartitionLog {
             })
             .collect();
         let n = retention::deletable_prefix(&self.config, &closed, self.size_bytes(), now_ms);
-        if n == 0 {
-            return Ok((report, RemovedSegments::none()));
-        }
-        let removed = self.remove_oldest(n);
-        report.deleted_segments = n;
-        report.deleted_bytes = removed.segments.iter().map(Segment::size).sum();
-        report.log_start_offset = self.log_start_offset();
-        Ok((report, removed))
+        Ok(self.remove_for_retention(n, report))
     }
 
     /// Local retention of a tiered log (KIP-405): removes, oldest first, closed segments that
@@ -1013,7 +1006,7 @@ impl PartitionLog {
         local_retention_bytes: i64,
         copied_end: i64,
     ) -> Result<(RetentionReport, RemovedSegments), LogError> {
-        let mut report = RetentionReport {
+        let report = RetentionReport {
             deleted_segments: 0,
             deleted_bytes: 0,
             log_start_offset: self.log_start_offset(),
@@ -1033,14 +1026,24 @@ impl PartitionLog {
             ..self.config.clone()
         };
         let n = retention::deletable_prefix(&local, &copied, self.size_bytes(), now_ms);
+        Ok(self.remove_for_retention(n, report))
+    }
+
+    /// Takes the `n` oldest segments out for retention (none when `n` is 0) and completes
+    /// `report` with what went.
+    fn remove_for_retention(
+        &mut self,
+        n: usize,
+        mut report: RetentionReport,
+    ) -> (RetentionReport, RemovedSegments) {
         if n == 0 {
-            return Ok((report, RemovedSegments::none()));
+            return (report, RemovedSegments::none());
         }
         let removed = self.remove_oldest(n);
         report.deleted_segments = n;
         report.deleted_bytes = removed.segments.iter().map(Segment::size).sum();
         report.log_start_offset = self.log_start_offset();
-        Ok((report, removed))
+        (report, removed)
     }
 
     /// Removes, oldest first, every closed segment whose records all lie below `offset` (never the

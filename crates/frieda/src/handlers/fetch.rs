@@ -406,22 +406,19 @@ pub async fn handle(
             if ctx.api_version >= 5 {
                 pd = pd.with_log_start_offset(p.total_log_start_offset());
             }
-            if let (true, PartitionRead::Remote(_, aborted)) = (w.read_committed, &r) {
+            // read_committed: the aborted transactions of what was read (a remote read brings
+            // its segment's own).
+            let aborted = match (&r, w.read_committed) {
+                (PartitionRead::Data(data), true) => Some(
+                    p.reader()
+                        .aborted_transactions(w.fetch_offset, data.next_offset),
+                ),
+                (PartitionRead::Remote(_, aborted), true) => Some(aborted.clone()),
+                _ => None,
+            };
+            if let Some(aborted) = aborted {
                 let aborted = aborted
                     .iter()
-                    .map(|a| {
-                        AbortedTransaction::default()
-                            .with_producer_id(ProducerId(a.producer_id))
-                            .with_first_offset(a.first_offset)
-                    })
-                    .collect();
-                pd = pd.with_aborted_transactions(Some(aborted));
-            }
-            if let (true, PartitionRead::Data(data)) = (w.read_committed, &r) {
-                let aborted = p
-                    .reader()
-                    .aborted_transactions(w.fetch_offset, data.next_offset)
-                    .into_iter()
                     .map(|a| {
                         AbortedTransaction::default()
                             .with_producer_id(ProducerId(a.producer_id))
@@ -567,11 +564,7 @@ async fn read_all(
         }
         let hw = limit;
         // Below the local log start of a tiered partition: from the remote tier.
-        if let Some(access) = broker.remote().filter(|_| {
-            p.tiered.enabled()
-                && w.fetch_offset < p.log_start_offset()
-                && w.fetch_offset >= p.total_log_start_offset()
-        }) {
+        if let Some(access) = broker.remote().filter(|_| p.in_remote_tier(w.fetch_offset)) {
             let r = remote_read(broker, access, p, w.fetch_offset, budget.max(1), hw).await;
             if used > 0 && r.bytes() > budget {
                 out.push(PartitionRead::Empty);

@@ -298,6 +298,13 @@ impl Partition {
         self.tiered.log_start(self.reader.log_start_offset())
     }
 
+    /// Whether `offset` lies below the local log, in the remote tier of this tiered partition:
+    /// a fetch there is read from the bucket.
+    pub fn in_remote_tier(&self, offset: i64) -> bool {
+        let local_start = self.reader.log_start_offset();
+        offset < local_start && offset >= self.tiered.log_start(local_start)
+    }
+
     /// What a produce must check and do (`max.message.bytes`, keys on compacted topics,
     /// timestamp bounds, `compression.type`); read without the partition's lock so produce
     /// validation never waits for an append.
@@ -879,8 +886,7 @@ impl Partition {
         fetch_offset: i64,
         last_fetched_epoch: i32,
     ) -> Result<Option<follower::EpochEnd>, ResponseError> {
-        let local_start = self.reader.log_start_offset();
-        if fetch_offset < local_start && fetch_offset >= self.tiered.log_start(local_start) {
+        if self.in_remote_tier(fetch_offset) {
             // Below the local log (a new or far-behind replica of a tiered partition): read
             // from the remote tier. The local epoch cache no longer covers these offsets, so a
             // divergence there is not detected (the remote records are all committed).
