@@ -423,13 +423,14 @@ class Cluster:
         running = [n for n in self.nodes.values() if n.alive()]
         # Stopped all at once, the quorum goes away under the controlled shutdowns: a node waits
         # for the controller's acknowledgement up to its broker session timeout (the moment its
-        # leaderships would move anyway), then stops; 3 s of every test's teardown. With at
-        # most three voters the nodes stop in two waves instead: every node but the active
-        # controller, whose fencings the controller commits in ms (it and the asking voter are
-        # a majority of three), then the controller, which finds every other broker fenced and
-        # stops at once. With more voters the first wave can take the majority away before the
-        # last fencing commits, so they stop in one wave; so does a cluster whose controller
-        # cannot be asked.
+        # leaderships would move anyway), then stops; 3 s of every test's teardown (20 s with a
+        # 20 s session). With at most three voters the nodes stop in waves instead: the
+        # broker-only nodes (every voter still up commits their fencings in ms), then every
+        # voter but the active controller (it and any asking voter are a majority of three),
+        # then the controller, which finds every other broker fenced and stops at once. With
+        # more voters the second wave can take the majority away before its last fencing
+        # commits, so the voters stop in one wave; so does a cluster whose controller cannot be
+        # asked.
         waves = [running]
         if self.voters <= 3 and len(running) > 1:
             try:
@@ -437,7 +438,10 @@ class Cluster:
             except Exception:  # noqa: BLE001 - e.g. no node answers Metadata: one wave
                 ctrl = None
             if any(n.id == ctrl for n in running):
-                waves = [[n for n in running if n.id != ctrl], [n for n in running if n.id == ctrl]]
+                waves = [[n for n in running if not n.voter],
+                         [n for n in running if n.voter and n.id != ctrl],
+                         [n for n in running if n.id == ctrl]]
+                waves = [w for w in waves if w]
         limit = STOP_TIMEOUT_S + 10 + self.setting("broker.session.timeout.ms") / 1000
         for wave in waves:
             for node in wave:

@@ -225,9 +225,11 @@ def test_min_insync_replicas_with_two_of_three_replicas_down(cluster, topic_name
 
 
 def test_acks_all_is_not_acknowledged_with_both_followers_paused(cluster, topic_name):
-    """Issue 28, item 1 (tried from outside): min.insync.replicas=2, one partition on nodes 1, 2
-    and 3 of a five-voter cluster, broker.session.timeout.ms=20000 (the paused nodes are not
-    fenced, only the leader's ISR rules apply). Both followers get SIGSTOP while an acks=all
+    """Issue 28, item 1 (tried from outside): min.insync.replicas=2, one partition on nodes 1, 4
+    and 5 of a five-node cluster whose voters are nodes 1-3 (pausing both followers leaves the
+    quorum whole, and the teardown stops the nodes in two quick waves),
+    broker.session.timeout.ms=20000 (the paused nodes are not fenced, only the leader's ISR rules
+    apply). Both followers get SIGSTOP while an acks=all
     producer (not idempotent, retries=0) sends 100 records/s; the leader shrinks the ISR to
     itself (stall detection in Frieda, replica.lag.time.max.ms=3000 in Kafka). Not one record
     sent after the SIGSTOP may be acknowledged: each is answered NOT_ENOUGH_REPLICAS(_AFTER_APPEND)
@@ -235,17 +237,17 @@ def test_acks_all_is_not_acknowledged_with_both_followers_paused(cluster, topic_
     only the leader holding them. After SIGCONT the followers rejoin, acks=all works again, and
     every acknowledged record comes back at its offset. (Run against Kafka with
     tools/kafka_as_frieda_node.py and KAFKA_NODE_EXEC=1, so SIGSTOP reaches the JVM.)"""
-    c = cluster(5, voters=5, broker_session_timeout_ms=20000)
+    c = cluster(5, voters=3, broker_session_timeout_ms=20000)
     t = topic_name()
-    create(c, t, assignment=[[1, 2, 3]])
+    create(c, t, assignment=[[1, 4, 5]])
     conf = dict(enable_idempotence=False, acks="all", retries=0, message_timeout_ms=15000, linger_ms=0)
     before = ProducerThread(c.node(1).addr, t, 1, tag="before", **conf)
     acks, errs = before.produce_now(50)
     assert len(acks) == 50 and not errs, errs[:5]
 
     during = ProducerThread(c.node(1).addr, t, 1, rate=100, tag="during", **conf)
-    c.pause(2)
-    c.pause(3)
+    c.pause(4)
+    c.pause(5)
     paused_at = time.monotonic()
     during.start()
     try:
@@ -254,8 +256,8 @@ def test_acks_all_is_not_acknowledged_with_both_followers_paused(cluster, topic_
         time.sleep(1.5)  # records sent after the shrink too
     finally:
         during.stop(flush_timeout=40)
-        c.resume(2)
-        c.resume(3)
+        c.resume(4)
+        c.resume(5)
     assert during.sent > 50, f"only {during.sent} records sent while the followers were paused"
     assert not during.acks, (
         f"{len(during.acks)} of {during.sent} acks=all records acknowledged while only the leader had them "
