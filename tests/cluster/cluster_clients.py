@@ -198,14 +198,15 @@ def _watermark(c: Consumer, topic: str, p: int, timeout: float) -> tuple[int, in
                 pass
 
 
-def read_partitions(bootstrap: str, topic: str, ends: dict[int, int], timeout: float = 60) -> dict:
-    """Reads each partition p from offset 0 up to ``ends[p]`` (exclusive) by assignment, without a
-    group. Returns {(partition, offset): (key, value)}."""
+def read_partitions(bootstrap: str, topic: str, ends: dict[int, int], timeout: float = 60,
+                    start: int = 0) -> dict:
+    """Reads each partition p from offset ``start`` up to ``ends[p]`` (exclusive) by assignment,
+    without a group. Returns {(partition, offset): (key, value)}."""
     c = consumer(bootstrap)
     got = {}
     try:
-        todo = {p: e for p, e in ends.items() if e > 0}
-        c.assign([TopicPartition(topic, p, 0) for p in todo])
+        todo = {p: e for p, e in ends.items() if e > start}
+        c.assign([TopicPartition(topic, p, start) for p in todo])
         deadline = time.monotonic() + timeout
         while todo and time.monotonic() < deadline:
             m = c.poll(0.5)
@@ -224,10 +225,12 @@ def read_partitions(bootstrap: str, topic: str, ends: dict[int, int], timeout: f
     return got
 
 
-def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> tuple[dict, dict]:
-    """Every record below the high watermarks: ({(p, offset): (key, value)}, {p: high watermark})."""
+def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 60,
+             start: int = 0) -> tuple[dict, dict]:
+    """Every record from ``start`` below the high watermarks: ({(p, offset): (key, value)},
+    {p: high watermark})."""
     hw = {p: high for p, (_low, high) in watermarks(bootstrap, topic, partitions).items()}
-    return read_partitions(bootstrap, topic, hw, timeout), hw
+    return read_partitions(bootstrap, topic, hw, timeout, start), hw
 
 
 def check_acked(acks: list[Ack], got: dict, topic: str) -> set[tuple[int, int]]:

@@ -22,6 +22,8 @@ from collections import defaultdict
 
 import crc32c
 import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from cluster_clients import ProducerThread, check_acked, read_all, replica_batches
 from conftest import wait_until
@@ -196,3 +198,38 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
     assert get_offset(classpath, c.bootstrap, topic, -2) == 0
     got, _ = read_all(c.bootstrap, topic, 1)
     check_acked(acks, got, topic)
+
+    # Total retention over both tiers: retention.bytes = 4 MiB (local.retention.bytes 1 MiB
+    # within it). The leader deletes the oldest copies until the bucket's bytes plus those only
+    # the local disk holds are within 4 MiB; the log start (-2) moves up to the first copy kept,
+    # and a consumer from the earliest offset reads every acknowledged record from there on.
+    set_topic_config(c, topic, "retention.bytes", str(4 * mib))
+
+    def expired_by_size():
+        segments = remote_segments(store)
+        kept = sum(kinds.get("log", 0) for kinds in segments.values())
+        return bool(segments) and kept <= 4 * mib and min(segments)[0]
+    first_kept = wait_until(expired_by_size, 60, "copies beyond retention.bytes leave the bucket")
+    wait_until(lambda: get_offset(classpath, c.bootstrap, topic, -2) == first_kept, 10,
+               f"the log start moves to the first copy kept ({first_kept})")
+    got, _ = read_all(c.bootstrap, topic, 1, start=first_kept)
+    assert min(off for _p, off in got) == first_kept, (min(got), first_kept)
+    with pytest.raises(KafkaException, match="Offset out of range"):
+        read_all(c.bootstrap, topic, 1, timeout=10)  # from offset 0, now below the log start
+    check_acked([a for a in acks if a.offset >= first_kept], got, topic)
+
+    # retention.ms = 1 s: every copy expires (the records are older), the bucket empties, the
+    # log start is the local one, and -5 still names the last offset ever copied.
+    latest_tiered = get_offset(classpath, c.bootstrap, topic, -5)
+    set_topic_config(c, topic, "retention.ms", "1000")
+    wait_until(lambda: not remote_segments(store), 60, "every copy expires by retention.ms")
+    wait_until(lambda: get_offset(classpath, c.bootstrap, topic, -2)
+               == get_offset(classpath, c.bootstrap, topic, -4), 10, "the log start is the local start")
+    assert get_offset(classpath, c.bootstrap, topic, -5) >= latest_tiered
+
+
+def set_topic_config(c, topic: str, name: str, value: str) -> None:
+    res = ConfigResource("TOPIC", topic, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
+    adm = c.admin()  # kept referenced until the result is in
+    adm.incremental_alter_configs([res])[res].result(timeout=30)

@@ -54,6 +54,19 @@ impl LogReader {
     }
 }
 
+impl LogReader {
+    /// Bytes of the `.log` files of the segments whose first offset is above `offset`, the
+    /// active one included: with `offset` the highest offset tiered storage copied, the bytes
+    /// only the local tier holds (Kafka's `onlyLocalLogSegmentsSize`).
+    pub fn bytes_above(&self, offset: i64) -> u64 {
+        self.segments_snapshot()
+            .iter()
+            .filter(|s| s.base_offset > offset)
+            .map(|s| s.state.read().size)
+            .sum()
+    }
+}
+
 impl ClosedSegment {
     /// `len` bytes of the `.log` at `pos` (fewer at its end).
     ///

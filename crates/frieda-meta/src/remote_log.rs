@@ -119,6 +119,29 @@ pub enum RemoteLogError {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteLog {
     segments: BTreeMap<Uuid, RemoteSegment>,
+    /// The highest offset any finished copy held, kept when retention deletes that copy
+    /// (Kafka's `highestOffsetInRemoteStorage`): copies continue above it, and local retention
+    /// may delete what lies at or below it. `None` until a copy finishes. (Absent from images
+    /// written before remote retention: read as `None`, [`Self::copied_upto`] then falls back
+    /// to the finished segments.)
+    #[serde(default)]
+    copied_upto: Option<i64>,
+}
+
+/// A partition's total retention (`retention.ms` / `retention.bytes`, remote and local tiers
+/// together), as [`RemoteLog::expired`] applies it to the remote segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TotalRetention {
+    /// Now, ms since the epoch.
+    pub now_ms: i64,
+    /// `retention.ms`; -1 (any negative) keeps records forever by time.
+    pub retention_ms: i64,
+    /// `retention.bytes`; -1 (any negative) sets no size bound.
+    pub retention_bytes: i64,
+    /// Bytes of the local log not in any copy (the segments above [`RemoteLog::copied_upto`]),
+    /// counted with the remote bytes against `retention_bytes` (Kafka's
+    /// `onlyLocalLogSegmentsSize`).
+    pub local_only_bytes: u64,
 }
 
 impl RemoteLog {
@@ -177,7 +200,9 @@ impl RemoteLog {
                 // Checked again here: another copy of these offsets may have finished since
                 // this one started (a takeover that did not abandon it first).
                 self.check_above_copied_end(s, "another copy of these offsets finished first")?;
+                let end = s.end_offset;
                 self.set_state(*id, RemoteSegmentState::CopyFinished);
+                self.copied_upto = Some(self.copied_upto.map_or(end, |u| u.max(end)));
             }
             RemoteSegmentChange::DeleteStarted(id) => {
                 let s = self.get(*id)?;
@@ -213,6 +238,44 @@ impl RemoteLog {
             .filter(|s| s.state == RemoteSegmentState::CopyFinished)
             .map(|s| s.end_offset)
             .max()
+    }
+
+    /// The highest offset ever copied (Kafka's `highestOffsetInRemoteStorage`, ListOffsets
+    /// `-5`), kept when retention deletes the copy holding it; `None` if no copy ever finished.
+    /// New copies start above it.
+    pub fn copied_upto(&self) -> Option<i64> {
+        match (self.copied_upto, self.copied_end()) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The readable segments that total retention deletes now, oldest first (Kafka's
+    /// `RemoteLogManager` expiration task): the longest run from the oldest in which each
+    /// segment's largest timestamp is at or before `now_ms - retention_ms`, or deleting it still
+    /// leaves the partition's bytes (remote plus `local_only_bytes`) at or above
+    /// `retention_bytes`. A segment that neither bound breaches ends the run, so the remote tier
+    /// only ever shrinks from its start.
+    pub fn expired(&self, r: &TotalRetention) -> Vec<&RemoteSegment> {
+        let finished: Vec<&RemoteSegment> = self.finished().collect();
+        let mut breach = if r.retention_bytes >= 0 {
+            let remote: u64 = finished.iter().map(|s| s.size_bytes).sum();
+            (remote + r.local_only_bytes) as i128 - r.retention_bytes as i128
+        } else {
+            0
+        };
+        let cutoff = (r.retention_ms >= 0).then(|| r.now_ms.saturating_sub(r.retention_ms));
+        let mut out = Vec::new();
+        for s in finished {
+            let by_time = cutoff.is_some_and(|c| s.max_timestamp_ms <= c);
+            let by_size = breach - s.size_bytes as i128 >= 0 && breach > 0;
+            if !(by_time || by_size) {
+                break;
+            }
+            breach -= s.size_bytes as i128;
+            out.push(s);
+        }
+        out
     }
 
     /// The readable segments, ascending by offset.
@@ -252,19 +315,21 @@ impl RemoteLog {
         self.segments.len()
     }
 
-    /// No segment is registered.
+    /// No segment is registered and no copy ever finished: the image may forget the
+    /// partition's remote log.
     pub fn is_empty(&self) -> bool {
-        self.segments.is_empty()
+        self.segments.is_empty() && self.copied_upto.is_none()
     }
 
-    /// Refuses `s` ([`RemoteLogError::Offsets`] saying `why`) unless it starts above the
-    /// copied end: invariant 5, no offset in two readable segments.
+    /// Refuses `s` ([`RemoteLogError::Offsets`] saying `why`) unless it starts above every
+    /// offset ever copied: invariant 5, no offset in two readable segments (and none copied
+    /// again after retention deleted its copy).
     fn check_above_copied_end(
         &self,
         s: &RemoteSegment,
         why: &'static str,
     ) -> Result<(), RemoteLogError> {
-        if self.copied_end().is_some_and(|end| s.start_offset <= end) {
+        if self.copied_upto().is_some_and(|end| s.start_offset <= end) {
             return Err(RemoteLogError::Offsets {
                 id: s.id,
                 start: s.start_offset,
@@ -420,6 +485,92 @@ mod tests {
         r.apply(&RemoteSegmentChange::CopyStarted(seg(6, 100, 199, 1)), 1, 1)
             .unwrap();
         assert!(r.finished_do_not_overlap());
+    }
+
+    fn finished_log(sizes_and_times: &[(u64, i64)]) -> RemoteLog {
+        let mut r = RemoteLog::default();
+        for (n, &(size, ts)) in sizes_and_times.iter().enumerate() {
+            let mut s = seg(n as u128 + 1, n as i64 * 100, n as i64 * 100 + 99, 1);
+            s.size_bytes = size;
+            s.max_timestamp_ms = ts;
+            r.apply(&RemoteSegmentChange::CopyStarted(s), 1, 1).unwrap();
+            r.apply(&RemoteSegmentChange::CopyFinished(id(n as u128 + 1)), 1, 1)
+                .unwrap();
+        }
+        r
+    }
+
+    fn expired_ids(r: &RemoteLog, t: TotalRetention) -> Vec<Uuid> {
+        r.expired(&t).iter().map(|s| s.id).collect()
+    }
+
+    #[test]
+    fn total_retention_expires_the_oldest_segments_by_time_and_size() {
+        // Four segments of 100 bytes, largest timestamps 1000, 2000, 3000, 4000.
+        let r = finished_log(&[(100, 1000), (100, 2000), (100, 3000), (100, 4000)]);
+        let keep_all = TotalRetention {
+            now_ms: 5000,
+            retention_ms: -1,
+            retention_bytes: -1,
+            local_only_bytes: 50,
+        };
+        assert!(expired_ids(&r, keep_all).is_empty());
+        // Time: everything at or before now - retention.
+        let by_time = TotalRetention {
+            retention_ms: 3000,
+            ..keep_all
+        };
+        assert_eq!(expired_ids(&r, by_time), [id(1), id(2)]);
+        // Size: 450 bytes against 250: deleting two leaves 250 (>= the bound), a third 150.
+        let by_size = TotalRetention {
+            retention_bytes: 250,
+            ..keep_all
+        };
+        assert_eq!(expired_ids(&r, by_size), [id(1), id(2)]);
+        // Exactly at the bound: nothing to delete.
+        let at_bound = TotalRetention {
+            retention_bytes: 450,
+            ..keep_all
+        };
+        assert!(expired_ids(&r, at_bound).is_empty());
+        // Either bound; a segment neither breaches ends the run (only a prefix goes).
+        let both = TotalRetention {
+            retention_ms: 3500,
+            retention_bytes: 240,
+            ..keep_all
+        };
+        assert_eq!(expired_ids(&r, both), [id(1), id(2)]);
+        let out_of_order = finished_log(&[(100, 1000), (100, 9000), (100, 1000)]);
+        assert_eq!(expired_ids(&out_of_order, by_time), [id(1)]);
+    }
+
+    #[test]
+    fn copies_continue_above_what_retention_deleted() {
+        let mut r = finished_log(&[(100, 1000), (100, 2000)]);
+        for n in [1, 2] {
+            r.apply(&RemoteSegmentChange::DeleteStarted(id(n)), 1, 1)
+                .unwrap();
+            r.apply(&RemoteSegmentChange::DeleteFinished(id(n)), 1, 1)
+                .unwrap();
+        }
+        assert_eq!(r.copied_end(), None, "nothing readable");
+        assert_eq!(
+            r.copied_upto(),
+            Some(199),
+            "but offsets up to 199 were copied"
+        );
+        assert!(!r.is_empty(), "the image keeps the partition's remote log");
+        assert!(matches!(
+            r.apply(&RemoteSegmentChange::CopyStarted(seg(7, 150, 250, 1)), 1, 1),
+            Err(RemoteLogError::Offsets { .. })
+        ));
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(8, 200, 299, 1)), 1, 1)
+            .unwrap();
+        // An image written before `copied_upto` existed reads it as absent.
+        let mut json = serde_json::to_value(&r).unwrap();
+        json.as_object_mut().unwrap().remove("copied_upto");
+        let old: RemoteLog = serde_json::from_value(json).unwrap();
+        assert_eq!(old.copied_upto(), None);
     }
 
     #[test]

@@ -117,22 +117,22 @@ pub async fn handle(
                 }
                 LATEST_TIERED | EARLIEST_PENDING_UPLOAD => {
                     let remote = image.as_ref().and_then(|i| i.remote_log(&p.topic, p.index));
-                    let copied =
-                        remote.and_then(|r| r.copied_end().and_then(|e| r.finished_holding(e)));
+                    // The highest offset ever copied (kept when retention deleted its
+                    // copy: Kafka's `highestOffsetInRemoteStorage`).
+                    let copied = remote.and_then(|r| r.copied_upto());
                     let (offset, offset_epoch) = match (lp.timestamp, copied) {
-                        // The last copied offset, with the epoch of its batch.
-                        (LATEST_TIERED, Some(s)) => {
-                            let e = s
-                                .segment_epochs
-                                .iter()
-                                .rev()
-                                .find(|(_, o)| *o <= s.end_offset);
-                            (s.end_offset, e.map_or(-1, |(e, _)| *e))
+                        // The last copied offset, with the epoch of its batch (-1 once its
+                        // copy is gone).
+                        (LATEST_TIERED, Some(upto)) => {
+                            let e = remote.and_then(|r| r.finished_holding(upto)).and_then(|s| {
+                                s.segment_epochs.iter().rev().find(|(_, o)| *o <= upto)
+                            });
+                            (upto, e.map_or(-1, |(e, _)| *e))
                         }
                         (LATEST_TIERED, None) => (-1, -1),
                         // The first offset not copied yet.
-                        (_, Some(s)) => (
-                            (s.end_offset + 1).max(p.total_log_start_offset()),
+                        (_, Some(upto)) => (
+                            (upto + 1).max(p.total_log_start_offset()),
                             p.repl.leader_epoch(),
                         ),
                         // Nothing copied yet: the log start, if the local log still starts

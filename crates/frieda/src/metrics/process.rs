@@ -205,8 +205,13 @@ pub(super) fn encode(e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         ),
         (
             "frieda_remote_deleted_segments",
-            "Unfinished or abandoned remote copies this broker deleted from the bucket.",
+            "Remote copies this broker deleted from the bucket: unfinished, abandoned or expired by retention.",
             &remote.deleted_segments,
+        ),
+        (
+            "frieda_remote_expired_segments",
+            "Remote copies this broker deleted because the topic's retention.ms or retention.bytes expired them.",
+            &remote.expired_segments,
         ),
     ] {
         family(

@@ -10,6 +10,12 @@
 //!    last the manifest are uploaded;
 //! 3. `COPY_FINISHED` is committed: the segment is readable remotely.
 //!
+//! After its copies, the round applies the topic's total retention (`retention.ms`,
+//! `retention.bytes`, over both tiers) to the copied segments
+//! ([`RemoteLog::expired`](frieda_meta::remote_log::RemoteLog::expired)): each expired one,
+//! oldest first, is `DELETE_STARTED` (from then on the log start is above it), its objects
+//! deleted, `DELETE_FINISHED`.
+//!
 //! A copy that fails is abandoned at once (`DELETE_STARTED`, its keys deleted,
 //! `DELETE_FINISHED`) and retried next round under a new id; one that finds its partition led
 //! elsewhere (the image refuses the change: a stale leader epoch) stops there, and the new
@@ -25,7 +31,9 @@ use bytes::Bytes;
 use frieda_log::ClosedSegment;
 use frieda_meta::controller::{ControllerError, ControllerRequest};
 use frieda_meta::image::MetaError;
-use frieda_meta::remote_log::{RemoteSegment, RemoteSegmentChange, RemoteSegmentState};
+use frieda_meta::remote_log::{
+    RemoteSegment, RemoteSegmentChange, RemoteSegmentState, TotalRetention,
+};
 use object_store::PutPayload;
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -72,7 +80,7 @@ pub async fn run(
             _ = stop.changed() => return,
         }
         let mut lag = (0u64, 0u64);
-        for (p, topic_id) in tiered_leaderships(&broker) {
+        for (p, topic_id, retention) in tiered_leaderships(&broker) {
             if *stop.borrow() {
                 return;
             }
@@ -84,7 +92,11 @@ pub async fn run(
                 epoch: p.repl.leader_epoch(),
                 lag: &mut lag,
             };
-            if let Err(e) = copier.round().await {
+            let result = match copier.round().await {
+                Ok(()) => copier.expire(retention).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
                 STATS.copy_errors.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(topic = %p.topic, partition = p.index, error = %e,
                     "remote copy round stopped; it is retried next round");
@@ -176,7 +188,10 @@ pub fn refresh_views(broker: &Broker, node: &ClusterNode) {
             }
             let (remote_start, copied_end) = image
                 .remote_log(&t.name, p.index)
-                .map(contiguous_copied_run)
+                .map(|log| {
+                    let (start, _) = contiguous_copied_run(log);
+                    (start, log.copied_upto().unwrap_or(-1))
+                })
                 .unwrap_or((-1, -1));
             p.tiered.set(TieredState {
                 enabled,
@@ -207,22 +222,42 @@ fn contiguous_copied_run(log: &frieda_meta::remote_log::RemoteLog) -> (i64, i64)
     (start, last.end_offset)
 }
 
+/// A topic's total retention: `(retention.ms, retention.bytes)` with broker defaults; -1
+/// where unbounded.
+#[derive(Debug, Clone, Copy)]
+struct Retention {
+    ms: i64,
+    bytes: i64,
+}
+
 /// The partitions this broker leads of topics with `remote.storage.enable=true` and copying
-/// on, with their topic ids.
-fn tiered_leaderships(broker: &Broker) -> Vec<(Arc<Partition>, Uuid)> {
+/// on, with their topic ids and total retention.
+fn tiered_leaderships(broker: &Broker) -> Vec<(Arc<Partition>, Uuid, Retention)> {
+    let defaults = broker.topic_defaults();
     let mut out = Vec::new();
     for t in broker.topics() {
-        let copying = {
+        let (copying, retention) = {
             let c = t.configs.read();
-            c.get("remote.storage.enable") == Some("true")
-                && c.get("remote.log.copy.disable") != Some("true")
+            let long = |name: &str| -> i64 {
+                c.effective(&defaults, name)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(-1)
+            };
+            (
+                c.get("remote.storage.enable") == Some("true")
+                    && c.get("remote.log.copy.disable") != Some("true"),
+                Retention {
+                    ms: long("retention.ms"),
+                    bytes: long("retention.bytes"),
+                },
+            )
         };
         if !copying {
             continue;
         }
         for p in t.local_partitions() {
             if p.repl.is_replicated() && p.repl.is_leader_or_sole() && !p.is_deleted() {
-                out.push((p, t.id));
+                out.push((p, t.id, retention));
             }
         }
     }
@@ -248,12 +283,12 @@ impl Copier<'_> {
             let leftover: Vec<RemoteSegment> = log
                 .map(|l| l.abandoned(i32::MAX).chain(l.deleting()).cloned().collect())
                 .unwrap_or_default();
-            (leftover, log.and_then(|l| l.copied_end()))
+            (leftover, log.and_then(|l| l.copied_upto()))
         };
         // Copies run one at a time per broker, so a COPY_STARTED seen here is no copy in
         // progress: an earlier failure, or a deposed leader's.
         for s in leftover {
-            self.abandon(&s).await?;
+            self.delete(&s, "deleted an unfinished remote copy").await?;
         }
         let upper = self
             .partition
@@ -315,7 +350,7 @@ impl Copier<'_> {
                 // Best effort now; a later round finishes it if this fails too. (A topic
                 // deleted meanwhile refuses the commits: its prefix is swept by
                 // `sweep_deleted_topics`.)
-                if let Err(e2) = self.abandon(&meta).await {
+                if let Err(e2) = self.delete(&meta, "deleted a failed remote copy").await {
                     tracing::info!(error = %e2, segment_id = %meta.id, "abandoning the failed copy did not finish");
                 }
                 Err(e)
@@ -393,9 +428,47 @@ impl Copier<'_> {
         Ok(())
     }
 
-    /// Deletes a failed or abandoned copy: `DELETE_STARTED` (unless begun), its keys,
-    /// `DELETE_FINISHED`.
-    async fn abandon(&self, s: &RemoteSegment) -> Result<(), CopyError> {
+    /// Deletes the copies the topic's total retention expired, oldest first
+    /// ([`RemoteLog::expired`](frieda_meta::remote_log::RemoteLog::expired): by `retention.ms`
+    /// against each copy's largest timestamp, by `retention.bytes` against the remote bytes plus
+    /// the bytes only the local log holds).
+    async fn expire(&self, retention: Retention) -> Result<(), CopyError> {
+        if retention.ms < 0 && retention.bytes < 0 {
+            return Ok(());
+        }
+        let expired: Vec<RemoteSegment> = {
+            let image = self.node.image();
+            let Some(log) = image.remote_log(&self.partition.topic, self.partition.index) else {
+                return Ok(());
+            };
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            let local_only_bytes = self
+                .partition
+                .reader()
+                .bytes_above(log.copied_upto().unwrap_or(-1));
+            log.expired(&TotalRetention {
+                now_ms,
+                retention_ms: retention.ms,
+                retention_bytes: retention.bytes,
+                local_only_bytes,
+            })
+            .into_iter()
+            .cloned()
+            .collect()
+        };
+        for s in &expired {
+            self.delete(s, "deleted a remote segment past the topic's retention")
+                .await?;
+            STATS.expired_segments.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Deletes a copy (failed, abandoned or expired): `DELETE_STARTED` (unless begun), its
+    /// keys, `DELETE_FINISHED`; logs `what` once done.
+    async fn delete(&self, s: &RemoteSegment, what: &'static str) -> Result<(), CopyError> {
         if s.state != RemoteSegmentState::DeleteStarted {
             self.commit(RemoteSegmentChange::DeleteStarted(s.id))
                 .await?;
@@ -408,7 +481,7 @@ impl Copier<'_> {
             .await?;
         STATS.deleted_segments.fetch_add(1, Ordering::Relaxed);
         tracing::info!(topic = %self.partition.topic, partition = self.partition.index,
-            segment_id = %s.id, start_offset = s.start_offset, "deleted an unfinished remote copy");
+            segment_id = %s.id, start_offset = s.start_offset, end_offset = s.end_offset, "{what}");
         Ok(())
     }
 

@@ -35,8 +35,11 @@ pub struct TieringStats {
     pub copied_segments: AtomicU64,
     /// Copy rounds that stopped on an error (bucket, metadata, local read).
     pub copy_errors: AtomicU64,
-    /// Unfinished or abandoned copies deleted from the bucket.
+    /// Copies deleted from the bucket (unfinished, abandoned or expired).
     pub deleted_segments: AtomicU64,
+    /// Of those, the copies the topic's total retention expired (Kafka's
+    /// `RemoteDeleteRequestsPerSec`, as a total).
+    pub expired_segments: AtomicU64,
     /// Closed segments of led tiered partitions eligible for copying but not copied at the
     /// end of the last round (Kafka's `RemoteCopyLagSegments`).
     pub copy_lag_segments: AtomicU64,
@@ -50,6 +53,7 @@ pub static STATS: TieringStats = TieringStats {
     copied_segments: AtomicU64::new(0),
     copy_errors: AtomicU64::new(0),
     deleted_segments: AtomicU64::new(0),
+    expired_segments: AtomicU64::new(0),
     copy_lag_segments: AtomicU64::new(0),
     copy_lag_bytes: AtomicU64::new(0),
 };
