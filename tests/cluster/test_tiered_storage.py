@@ -22,7 +22,7 @@ from collections import defaultdict
 
 import crc32c
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from cluster_clients import ProducerThread, check_acked, read_all, replica_batches
@@ -30,7 +30,7 @@ from conftest import wait_until
 from kafka_wire_extra import parse_batches
 from seaweedfs import started
 from test_cluster import create
-from test_kafka_tools_cluster import classpath, tool  # noqa: F401 (fixture)
+from test_kafka_tools_cluster import REASSIGN, classpath, tool  # noqa: F401 (fixture)
 
 OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
 KEY = re.compile(r".*/(\d{20})-([A-Za-z0-9_-]{22})\.(log|indexes|rsm-manifest)$")
@@ -152,17 +152,20 @@ def local_log_bytes(node, topic: str) -> int:
 
 
 def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic_name, store,
-                                                                 classpath):  # noqa: F811
-    """``local.retention.bytes`` = 1 MiB on an RF 3 topic of 1 MiB segments; about 10 MiB
-    produced. Every replica deletes locally what was copied (its disk holds a few segments),
-    ListOffsets ``-4`` (earliest local) moves up while ``-2`` (earliest) stays 0, and a consumer
-    reading from offset 0 gets every acknowledged record byte for byte, most of them from the
-    bucket. A leader restart does not change that."""
-    c = cluster(3, **store.broker_settings(), **{"remote.log.manager.task.interval.ms": 500,
+                                                                 classpath, tmp_path):  # noqa: F811
+    """``local.retention.bytes`` = 1 MiB on an RF 3 topic of 1 MiB segments (nodes 1-3 of 4);
+    about 10 MiB produced. Every replica deletes locally what was copied (its disk holds a few
+    segments), ListOffsets ``-4`` (earliest local) moves up while ``-2`` (earliest) stays 0, and a
+    consumer reading from offset 0 gets every acknowledged record byte for byte, most of them from
+    the bucket. A leader restart does not change that. The partition is then reassigned to node 4
+    in place of a follower (Kafka's reassignment tool) and node 4 made its leader: the new replica
+    copied only the local tail, and serves the history from the bucket. Last, total retention:
+    by size, then by time."""
+    c = cluster(4, **store.broker_settings(), **{"remote.log.manager.task.interval.ms": 500,
                                                  "log.retention.check.interval.ms": 500})
     topic = topic_name()
     mib = 1 << 20
-    create(c, topic, partitions=1, rf=3, config={
+    create(c, topic, assignment=[[1, 2, 3]], config={
         "remote.storage.enable": "true", "segment.bytes": str(mib), "local.retention.bytes": str(mib)})
     prod = ProducerThread(c.bootstrap, topic, 1, tag="history")
     try:
@@ -195,6 +198,33 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
     c.stop(leader)
     c.start(leader)
     c.wait_full_isr(topic, 60)
+    assert get_offset(classpath, c.bootstrap, topic, -2) == 0
+    got, _ = read_all(c.bootstrap, topic, 1)
+    check_acked(acks, got, topic)
+
+    # A new replica (KIP-405): node 4 replaces a follower. It fetches from offset 0, the leader
+    # answers OFFSET_MOVED_TO_TIERED_STORAGE, and node 4 starts its log above the copied offsets
+    # instead of copying ~10 MiB of history. Made the leader, it serves that history from the
+    # bucket.
+    leader = c.leader_of(topic, 0)
+    replaced = next(i for i in (1, 2, 3) if i != leader)
+    target = [4] + [i for i in (1, 2, 3) if i != replaced]
+    plan = tmp_path / "reassign.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0,
+                                                              "replicas": target}]}))
+    tool(classpath, REASSIGN, "--bootstrap-server", c.bootstrap, "--reassignment-json-file", str(plan),
+         "--execute")
+    wait_until(lambda: "is completed" in tool(classpath, REASSIGN, "--bootstrap-server", c.bootstrap,
+                                              "--reassignment-json-file", str(plan), "--verify"),
+               60, "the reassignment to node 4 completes")
+    new_replica = local_log_bytes(c.node(4), topic)
+    print(f"node 4 holds {new_replica} bytes of .log after joining (the history: ~{end * 110 // mib} MiB)")
+    assert new_replica <= 2 * mib, f"the new replica copied {new_replica} bytes: more than the local tail"
+    # (Local retention would trim a full copy too; the log says the history was never fetched.)
+    assert "starting the log again above the copied offsets" in c.node(4).text(), c.node(4).tail()
+    adm = c.admin()  # kept referenced until the result is in
+    adm.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, 0)]).result(timeout=30)
+    wait_until(lambda: c.leader_of(topic, 0) == 4, 30, "node 4 leads")
     assert get_offset(classpath, c.bootstrap, topic, -2) == 0
     got, _ = read_all(c.bootstrap, topic, 1)
     check_acked(acks, got, topic)

@@ -800,6 +800,78 @@ impl PartitionLog {
         })
     }
 
+    /// Empties the log and starts it again at `offset` (Kafka's `truncateFullyAndStartAt`): a
+    /// follower of a tiered partition whose leader no longer holds locally the offsets this log
+    /// would fetch next (OFFSET_MOVED_TO_TIERED_STORAGE, KIP-405) starts over at an offset the
+    /// leader still holds; what lies below is in remote storage. Every segment is removed
+    /// (their files deleted by the caller after releasing the lock; one whose base is `offset`
+    /// is unlinked now, so the new segment can take its name), the log start, log end and
+    /// recovery point become `offset`, and the leader epoch cache, producer state and producer
+    /// snapshots are emptied (the next appended batches fill them again).
+    ///
+    /// Errors: `LogError::Offline`; `LogError::Io` from creating the new segment or writing
+    /// the epoch checkpoint (the log goes offline).
+    pub fn truncate_fully_and_start_at(
+        &mut self,
+        offset: i64,
+        now_ms: i64,
+    ) -> Result<RemovedSegments, LogError> {
+        self.check_online()?;
+        let collision = self.segments.iter().position(|s| s.base_offset() == offset);
+        if let Some(i) = collision {
+            // Readers holding it go on reading from its open files.
+            if let Err(e) = self.segments[i].delete_files() {
+                self.go_offline("starting the log again", &e);
+                return Err(e);
+            }
+        }
+        let new = match Segment::create(&self.dir, offset, now_ms) {
+            Ok(s) => s,
+            Err(e) => {
+                self.go_offline("starting the log again", &e);
+                return Err(e);
+            }
+        };
+        let mut removed: Vec<Segment> = self.segments.drain(..).collect();
+        if let Some(i) = collision {
+            drop(removed.swap_remove(i));
+        }
+        *self.shared.segments.write() = vec![new.shared.clone()];
+        self.segments.push(new);
+        self.shared.log_start.store(offset, Ordering::Release);
+        self.shared.log_end.store(offset, Ordering::Release);
+        {
+            let mut cache = self.shared.cache.write();
+            cache.trim_from(offset);
+            cache.trim_below(offset);
+        }
+        self.recovery_point = offset;
+        self.shared.recovery_point.store(offset, Ordering::Release);
+        self.unflushed = 0;
+        self.dir_dirty = true;
+        if self.epochs.truncate_from_end(i64::MIN) {
+            if let Err(e) = self.epochs.persist() {
+                self.go_offline("writing the leader epoch checkpoint", &e);
+                return Err(e);
+            }
+        }
+        for o in snapshot::list(&self.dir)? {
+            snapshot::delete(&self.dir, o);
+        }
+        if let Err(e) = self.load_producer_state() {
+            self.go_offline("emptying the producer state", &e);
+            return Err(e);
+        }
+        self.producers.set_may_have_forgotten();
+        debug_assert_eq!(self.active().end_offset(), offset);
+        tracing::info!(dir = %self.dir.display(), offset, removed_segments = removed.len(),
+            "emptied the log; it starts again at the offset");
+        Ok(RemovedSegments {
+            segments: removed,
+            snapshots: Vec::new(),
+        })
+    }
+
     fn should_roll(&self, len: usize, last_offset: i64, now_ms: i64) -> bool {
         let a = self.active();
         if a.is_empty() {

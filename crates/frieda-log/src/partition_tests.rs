@@ -1246,3 +1246,92 @@ fn tiered_local_retention_deletes_only_copied_segments_and_closed_segments_expor
     removed.delete_files().unwrap();
     assert_eq!((rep.deleted_segments, log.log_start_offset()), (2, 16));
 }
+
+#[test]
+fn a_follower_log_starts_again_at_an_offset_of_the_leaders_local_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 50).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 3,
+        index_interval_bytes: 0,
+        ..cfg()
+    };
+    // The leader: epoch 1 writes offsets 0..20 (segments based 0, 6, 12, 18).
+    let (mut leader, _) =
+        PartitionLog::open(dir.path().join("l").as_path(), config.clone(), NOW).unwrap();
+    leader.set_leader_epoch(1).unwrap();
+    fill(&mut leader, 10, 2, 1000, 50);
+    let all = leader.reader().read(0, usize::MAX, i64::MAX).unwrap();
+    let batches = validate_batches(&concat(&all), usize::MAX).unwrap();
+    let bytes = concat(&all);
+    let from = |offset: i64| -> Vec<u8> {
+        let mut pos = 0;
+        for h in &batches {
+            if h.base_offset >= offset {
+                return bytes[pos..].to_vec();
+            }
+            pos += h.total_size();
+        }
+        Vec::new()
+    };
+
+    // A stale follower holds 0..8 (segments 0 and 6); the leader's local tail starts at 12.
+    let fdir = dir.path().join("f");
+    let (mut follower, _) = PartitionLog::open(fdir.as_path(), config.clone(), NOW).unwrap();
+    let stale = from(0)[..batches[..4].iter().map(|h| h.total_size()).sum::<usize>()].to_vec();
+    follower
+        .append_replicated(BytesMut::from(&stale[..]), NOW)
+        .unwrap();
+    assert_eq!(follower.log_end_offset(), 8);
+    follower
+        .truncate_fully_and_start_at(12, NOW)
+        .unwrap()
+        .delete_files()
+        .unwrap();
+    assert_eq!(
+        (follower.log_start_offset(), follower.log_end_offset()),
+        (12, 12)
+    );
+    assert_eq!(
+        follower.latest_epoch(),
+        -1,
+        "no epochs: its next fetch claims none"
+    );
+    assert_eq!(follower.producer_count(), 0);
+    follower
+        .append_replicated(BytesMut::from(&from(12)[..]), NOW)
+        .unwrap();
+    assert_eq!(follower.log_end_offset(), 20);
+    assert_eq!(follower.end_offset_for_epoch(1), (1, 20));
+    assert_eq!(
+        concat(&follower.reader().read(12, usize::MAX, i64::MAX).unwrap()),
+        from(12),
+        "byte-identical from the new start"
+    );
+    assert!(matches!(
+        follower.reader().read(8, 100, i64::MAX),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    // Again at the base of its own segment (12): that segment's name is reused.
+    assert_eq!(follower.segment_count(), 1);
+    follower
+        .truncate_fully_and_start_at(12, NOW)
+        .unwrap()
+        .delete_files()
+        .unwrap();
+    follower
+        .append_replicated(BytesMut::from(&from(18)[..]), NOW)
+        .unwrap();
+    follower.flush().unwrap();
+    drop(follower);
+    // Reopened: the same log, from 12 (the records from 18).
+    let (reopened, _) = PartitionLog::open(fdir.as_path(), config, NOW).unwrap();
+    assert_eq!(
+        (reopened.log_start_offset(), reopened.log_end_offset()),
+        (12, 20)
+    );
+    assert_eq!(
+        concat(&reopened.reader().read(12, usize::MAX, i64::MAX).unwrap()),
+        from(18)
+    );
+}

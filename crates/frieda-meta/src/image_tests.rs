@@ -1089,7 +1089,10 @@ fn remote_segments_are_fenced_by_leader_epoch_and_topic_id() {
             .unwrap();
     }
     let log = img.remote_log("t", 0).unwrap();
-    assert_eq!((log.len(), log.copied_end(), log.copied_upto()), (0, None, Some(9)));
+    assert_eq!(
+        (log.len(), log.copied_end(), log.copied_upto()),
+        (0, None, Some(9))
+    );
     // A deleted topic with remote segments leaves its id for the bucket's sweep; one without
     // leaves nothing.
     img.apply(

@@ -475,6 +475,29 @@ fn apply_partition(
             back_off(f);
             return;
         }
+        Some(ResponseError::OffsetMovedToTieredStorage) => {
+            // KIP-405: the leader holds `offset` only in remote storage. Rather than copy the
+            // history, start this log again above every offset copied there (the leader's
+            // local log reaches at least that low: it deletes only copied segments); the
+            // history stays readable through the remote tier. Kafka asks the leader for its
+            // local log start (ListOffsets -4) instead; either start lies in the leader's
+            // local tail. A view older than the leader's waits for the next refresh.
+            let start = p.tiered.copied_end() + 1;
+            if start > offset {
+                tracing::info!(topic = %p.topic, partition = p.index, leader, offset, start,
+                    "fetch offset only in remote storage; starting the log again above the copied offsets");
+                match p.start_again_from_leader(leader, f.epoch, start) {
+                    Ok(()) => {
+                        f.next_offset = None;
+                        return;
+                    }
+                    Err(e) => tracing::warn!(topic = %p.topic, partition = p.index, error = ?e,
+                        "could not start the log again"),
+                }
+            }
+            back_off(f);
+            return;
+        }
         Some(e) => {
             tracing::debug!(topic = %p.topic, partition = p.index, leader, error = ?e, "leader refused a replica fetch; backing off");
             back_off(f);

@@ -718,6 +718,63 @@ impl Partition {
         Ok(())
     }
 
+    /// Empties this follower's log and starts it again at `offset` (KIP-405: the leader of this
+    /// tiered partition answered OFFSET_MOVED_TO_TIERED_STORAGE, so the offsets this log would
+    /// fetch next are only in remote storage; `offset` is the first one not copied there, which
+    /// the leader still holds locally). The new log start is written to the
+    /// `log-start-offset-checkpoint` first; the high watermark becomes `offset` (everything
+    /// below it was copied, so committed). The removed segments' files are deleted after the
+    /// lock is released.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER unless this replica follows `leader` in `epoch`;
+    /// KAFKA_STORAGE_ERROR when the checkpoint or the new segment cannot be written;
+    /// UNKNOWN_TOPIC_OR_PARTITION once deleted.
+    pub fn start_again_from_leader(
+        &self,
+        leader: frieda_meta::BrokerId,
+        epoch: i32,
+        offset: i64,
+    ) -> Result<(), ResponseError> {
+        if !self.repl.is_follower_of(leader, epoch) {
+            return Err(ResponseError::NotLeaderOrFollower);
+        }
+        if let Some(starts) = self.log_starts.as_deref() {
+            starts
+                .record(&self.topic, self.index, offset)
+                .map_err(|e| {
+                    tracing::error!(topic = %self.topic, partition = self.index, error = %e,
+                    "writing the log start offset checkpoint failed; the log is not started again");
+                    ResponseError::KafkaStorageError
+                })?;
+        }
+        let removed = {
+            let mut guard = self.state.lock();
+            let Some(state) = guard.as_mut() else {
+                return Err(ResponseError::UnknownTopicOrPartition);
+            };
+            if !self.repl.is_follower_of(leader, epoch) {
+                return Err(ResponseError::NotLeaderOrFollower);
+            }
+            let removed = state
+                .log
+                .truncate_fully_and_start_at(offset, now_ms())
+                .map_err(|e| {
+                    tracing::error!(topic = %self.topic, partition = self.index, error = %e,
+                        "starting the log again failed");
+                    ResponseError::KafkaStorageError
+                })?;
+            self.repl.on_truncated(offset);
+            self.repl.follower_high_watermark(offset, offset);
+            self.repl.assert_within(state.log.log_end_offset());
+            removed
+        };
+        if let Err(e) = removed.delete_files() {
+            tracing::warn!(topic = %self.topic, partition = self.index, error = %e, "removing the emptied log's segment files failed");
+        }
+        self.notify_data();
+        Ok(())
+    }
+
     /// Moves the log start offset up to `offset` (at most the log end offset): DeleteRecords
     /// on a leader (KIP-107), or a follower taking its leader's start. The new start is written
     /// to the `log-start-offset-checkpoint` before it is applied. Segments wholly
@@ -880,17 +937,18 @@ impl Partition {
     /// leader's log ([`crate::replication::fetch::validate_follower_fetch`]): `Ok(None)` to
     /// read it, `Ok(Some(end))` when the follower's log diverged (answer with `end`).
     ///
-    /// Errors: OFFSET_OUT_OF_RANGE (1), UNKNOWN_TOPIC_OR_PARTITION once deleted.
+    /// Errors: OFFSET_OUT_OF_RANGE (1), OFFSET_MOVED_TO_TIERED_STORAGE (109) below the local
+    /// log of a tiered partition (KIP-405), UNKNOWN_TOPIC_OR_PARTITION once deleted.
     pub fn validate_follower_fetch(
         &self,
         fetch_offset: i64,
         last_fetched_epoch: i32,
     ) -> Result<Option<follower::EpochEnd>, ResponseError> {
         if self.in_remote_tier(fetch_offset) {
-            // Below the local log (a new or far-behind replica of a tiered partition): read
-            // from the remote tier. The local epoch cache no longer covers these offsets, so a
-            // divergence there is not detected (the remote records are all committed).
-            return Ok(None);
+            // Below the local log (a new or far-behind replica of a tiered partition): the
+            // follower starts its log again above the copied offsets instead of copying the
+            // history (KIP-405; `start_again_from_leader`).
+            return Err(ResponseError::OffsetMovedToTieredStorage);
         }
         match self.state.lock().as_ref() {
             Some(s) => crate::replication::fetch::validate_follower_fetch(
