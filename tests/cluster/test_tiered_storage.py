@@ -61,7 +61,7 @@ def get_offset(cp: str, boot: str, topic: str, spec: int) -> int:
 def store(tmp_path):
     s = started(tmp_path)
     yield s
-    s.stop()
+    s.kill()  # nothing of it is needed afterwards (SIGTERM may take up to 10 s)
 
 
 def test_closed_segments_reach_the_bucket_through_store_and_leader_failures(cluster, topic_name, store,
@@ -230,15 +230,19 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
     check_acked(acks, got, topic)
 
     # Total retention over both tiers: retention.bytes = 4 MiB (local.retention.bytes 1 MiB
-    # within it). The leader deletes the oldest copies until the bucket's bytes plus those only
-    # the local disk holds are within 4 MiB; the log start (-2) moves up to the first copy kept,
+    # within it). The leader deletes the oldest copies while what stays (the bucket's bytes plus
+    # those only the local disk holds) is still at least 4 MiB, as Kafka does: less than one
+    # segment (1 MiB) above the bound stays. The log start (-2) moves up to the first copy kept,
     # and a consumer from the earliest offset reads every acknowledged record from there on.
     set_topic_config(c, topic, "retention.bytes", str(4 * mib))
 
     def expired_by_size():
+        before = remote_segments(store)
+        time.sleep(1)  # settled: no deletion under way
         segments = remote_segments(store)
         kept = sum(kinds.get("log", 0) for kinds in segments.values())
-        return bool(segments) and kept <= 4 * mib and min(segments)[0]
+        return (segments == before and bool(segments) and min(segments)[0] > 0 and kept <= 5 * mib
+                and min(segments)[0])
     first_kept = wait_until(expired_by_size, 60, "copies beyond retention.bytes leave the bucket")
     wait_until(lambda: get_offset(classpath, c.bootstrap, topic, -2) == first_kept, 10,
                f"the log start moves to the first copy kept ({first_kept})")
@@ -263,3 +267,99 @@ def set_topic_config(c, topic: str, name: str, value: str) -> None:
         ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
     adm = c.admin()  # kept referenced until the result is in
     adm.incremental_alter_configs([res])[res].result(timeout=30)
+
+
+def tail_reader(bootstrap: str, topic: str):
+    """A consumer assigned at the partition's current end (only new records)."""
+    from confluent_kafka import OFFSET_END
+    from cluster_clients import consumer
+    c = consumer(bootstrap)
+    c.assign([TopicPartition(topic, 0, OFFSET_END)])
+    return c
+
+
+def records_within(c, n: int, seconds: float) -> int:
+    """Polls ``c`` for up to ``seconds``; returns how many records came (stops at ``n``)."""
+    got = 0
+    deadline = time.monotonic() + seconds
+    while got < n and time.monotonic() < deadline:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            got += 1
+    return got
+
+
+def test_a_failing_or_hanging_object_store_delays_only_copies_and_history_reads(cluster, topic_name,
+                                                                                store, tmp_path):
+    """Object-store faults through a proxy in front of SeaweedFS (issue 32): first every request
+    answered ``503 SlowDown``, then every request left hanging. Meanwhile an acks=all producer on
+    the RF 3 tiered topic goes on at its rate with no acknowledgement slower than 3 s (a store
+    request times out only after 30 s), and a consumer at the tail gets new records; only a
+    consumer reading history that is in the bucket alone gets nothing. The store healthy again,
+    copies resume, every acknowledged record reads back from offset 0 byte for byte, and the
+    bucket holds whole copies only, one per offset range."""
+    from s3_fault_proxy import FaultProxy
+    proxy = FaultProxy(store.ports["s3.port"])
+    settings = dict(store.broker_settings(), **{"rsm.config.storage.s3.endpoint.url": proxy.endpoint})
+    try:
+        c = cluster(3, **settings, **{"remote.log.manager.task.interval.ms": 500,
+                                      "log.retention.check.interval.ms": 500})
+        topic = topic_name()
+        mib = 1 << 20
+        create(c, topic, partitions=1, rf=3, config={
+            "remote.storage.enable": "true", "segment.bytes": str(mib), "local.retention.bytes": str(mib)})
+        history = ProducerThread(c.bootstrap, topic, 1, tag="history")
+        try:
+            acks, errors = history.produce_now(40_000, timeout=120)
+        finally:
+            history.close()
+        assert not errors, errors[:5]
+        wait_until(lambda: all(local_log_bytes(c.node(n), topic) <= 3 * mib for n in (1, 2, 3)), 60,
+                   "the history leaves the local disks")
+
+        prod = ProducerThread(c.bootstrap, topic, 1, rate=2000, tag="live")
+        prod.start()
+        try:
+            for mode in ("slowdown", "stall"):
+                proxy.set_mode(mode)
+                since = time.monotonic()
+                tail = tail_reader(c.bootstrap, topic)
+                old = consumer_at(c.bootstrap, topic, 0)
+                try:
+                    prod.wait_more(6000, 15, f"records acknowledged while the store answers {mode}")
+                    assert records_within(tail, 500, 10) == 500, f"the tail reader starved ({mode})"
+                    assert records_within(old, 1, 3) == 0, f"history read although the store answers {mode}"
+                finally:
+                    tail.close()
+                    old.close()
+                slowest = prod.max_latency(since)
+                print(f"{mode}: {proxy.faults[mode]} requests faulted, slowest acknowledgement {slowest:.3f} s")
+                assert proxy.faults[mode] > 0, f"no request reached the proxy in mode {mode}"
+                assert slowest < 3, f"an acknowledgement took {slowest:.1f} s while the store answered {mode}"
+            proxy.set_mode("pass")
+            before = finished(store)
+            wait_until(lambda: finished(store) >= before + 2, 90, "copies resume once the store is healthy")
+        finally:
+            prod.stop()
+        assert not prod.errors, prod.errors[:5]
+
+        got, _ = read_all(c.bootstrap, topic, 1, timeout=120)
+        check_acked(acks + prod.acks, got, topic)
+
+        def settled():
+            a = remote_segments(store)
+            time.sleep(2)
+            b = remote_segments(store)
+            return a == b and all(set(k) == {"log", "indexes", "rsm-manifest"} for k in b.values()) and b
+        segments = wait_until(settled, 60, "the bucket settles with whole copies only")
+        bases = [base for base, _ in segments]
+        assert len(bases) == len(set(bases)), f"two live copies of one segment: {sorted(bases)}"
+    finally:
+        proxy.close()
+
+
+def consumer_at(bootstrap: str, topic: str, offset: int):
+    from cluster_clients import consumer
+    c = consumer(bootstrap)
+    c.assign([TopicPartition(topic, 0, offset)])
+    return c
