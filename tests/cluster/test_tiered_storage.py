@@ -1,7 +1,11 @@
-"""Tiered storage (issue 32, KIP-405), as built so far: the leader of a partition of a topic with
+"""Tiered storage (issue 32, KIP-405): the leader of a partition of a topic with
 ``remote.storage.enable=true`` copies its closed segments to a real S3 server (SeaweedFS, ``weed
 mini``), registering each copy in the metadata quorum before its first PUT; ListOffsets ``-5``
-(latest tiered) and ``-6`` (earliest pending upload) answer from what was copied.
+(latest tiered) and ``-6`` (earliest pending upload) answer from what was copied. Three tests: the
+copies through store and leader failures (below); history beyond the local disk read back from
+the bucket, a reassigned replica that copies only the local tail, and total retention;
+object-store faults (503 SlowDown, hanging requests) through a proxy, which delay only copies
+and history reads.
 
 One 3-node cluster, one partition at RF 3, 1 MiB segments, an idempotent acks=all producer
 running throughout, and in turn: copies while nothing fails; the object store SIGKILLed (records
