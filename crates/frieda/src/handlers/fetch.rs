@@ -633,9 +633,17 @@ async fn remote_read(
     else {
         return PartitionRead::Error(ResponseError::OffsetOutOfRange);
     };
+    if let Some(q) = &access.fetch_quota {
+        // `remote.log.manager.fetch.max.bytes.per.second` spent: no remote read now (Kafka's
+        // `ReplicaManager` answers such a partition without records too).
+        if !q.throttle(std::time::Instant::now()).is_zero() {
+            return PartitionRead::Empty;
+        }
+    }
     let (topic, topic_id, partition) = (p.topic.to_string(), t.id, p.index);
     let reader = access.reader.clone();
     let pending = access.pending.clone();
+    let quota = access.fetch_quota.clone();
     if pending.fetch_add(1, Ordering::AcqRel) >= crate::remote::MAX_PENDING_READS {
         pending.fetch_sub(1, Ordering::AcqRel);
         return PartitionRead::Empty;
@@ -649,7 +657,11 @@ async fn remote_read(
             base_offset: segment.start_offset,
             segment_id: segment.id,
         };
-        reader.read(&key, &segment, offset, max_bytes, upper).await
+        let read = reader.read(&key, &segment, offset, max_bytes, upper).await;
+        if let (Some(q), Ok(r)) = (&quota, &read) {
+            q.spend(r.data.len() as u64, std::time::Instant::now());
+        }
+        read
     });
     match tokio::time::timeout(access.wait, job).await {
         Ok(Ok(Ok(r))) if r.data.is_empty() => PartitionRead::Empty,

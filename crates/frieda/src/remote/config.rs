@@ -24,8 +24,30 @@ pub struct TieredConfig {
     /// `remote.fetch.max.wait.ms` (KIP-1018, Kafka's default 500): how long a fetch waits for
     /// its read from the remote tier.
     pub fetch_max_wait_ms: u64,
+    /// `remote.log.manager.copy.max.bytes.per.second` (KIP-956; Kafka's default
+    /// `Long.MAX_VALUE`, here `None`): bytes per second this broker copies to the bucket.
+    pub copy_max_bytes_per_second: Option<u64>,
+    /// `remote.log.manager.fetch.max.bytes.per.second` (KIP-956; default unlimited): bytes per
+    /// second this broker reads from the bucket for fetches.
+    pub fetch_max_bytes_per_second: Option<u64>,
+    /// `remote.log.manager.thread.priority` (Frieda's; `idle`, `low` (default) or `normal`):
+    /// the CPU priority of the remote-log threads (copies, reads from the bucket), as
+    /// `backlog.read.priority` sets the backlog lane's: `low` is `nice 19`, so copies and history
+    /// reads take the CPU that produce and tail reads leave, yet always progress.
+    pub thread_priority: ThreadPriority,
     /// The object store (`rsm.config.*`).
     pub s3: S3Config,
+}
+
+/// CPU priority of the remote-log threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadPriority {
+    /// `SCHED_IDLE`: only when no normal thread wants the CPU.
+    Idle,
+    /// `nice 19`.
+    Low,
+    /// As every other thread.
+    Normal,
 }
 
 /// The S3 bucket and how to reach it (`rsm.config.storage.*`, Aiven's names).
@@ -71,6 +93,9 @@ impl Default for TieredConfig {
             enabled: false,
             task_interval_ms: 30_000,
             fetch_max_wait_ms: 500,
+            copy_max_bytes_per_second: None,
+            fetch_max_bytes_per_second: None,
+            thread_priority: ThreadPriority::Low,
             s3: S3Config {
                 bucket: None,
                 region: "us-east-1".into(),
@@ -96,6 +121,12 @@ impl std::fmt::Debug for TieredConfig {
         f.debug_struct("TieredConfig")
             .field("enabled", &self.enabled)
             .field("task_interval_ms", &self.task_interval_ms)
+            .field("copy_max_bytes_per_second", &self.copy_max_bytes_per_second)
+            .field(
+                "fetch_max_bytes_per_second",
+                &self.fetch_max_bytes_per_second,
+            )
+            .field("thread_priority", &self.thread_priority)
             .field("bucket", &s.bucket)
             .field("region", &s.region)
             .field("endpoint", &s.endpoint)
@@ -120,6 +151,12 @@ fn bytes(text: &str, min: u64) -> anyhow::Result<u64> {
     Ok(n)
 }
 
+/// A byte rate: at least 1; Kafka's default `Long.MAX_VALUE` (9223372036854775807) is none.
+fn rate(text: &str) -> anyhow::Result<Option<u64>> {
+    let n = bytes(text, 1).context("expected bytes per second")?;
+    Ok((n < i64::MAX as u64).then_some(n))
+}
+
 impl TieredConfig {
     /// Sets `key` (a broker key, `rsm.config.` included) if it is a tiered-storage key;
     /// `Ok(false)` if it is not one.
@@ -135,6 +172,20 @@ impl TieredConfig {
             }
             "remote.fetch.max.wait.ms" => {
                 self.fetch_max_wait_ms = bytes(text, 1).context("expected milliseconds")?
+            }
+            "remote.log.manager.copy.max.bytes.per.second" => {
+                self.copy_max_bytes_per_second = rate(text)?
+            }
+            "remote.log.manager.fetch.max.bytes.per.second" => {
+                self.fetch_max_bytes_per_second = rate(text)?
+            }
+            "remote.log.manager.thread.priority" => {
+                self.thread_priority = match text {
+                    "idle" => ThreadPriority::Idle,
+                    "low" => ThreadPriority::Low,
+                    "normal" => ThreadPriority::Normal,
+                    _ => bail!("expected \"idle\", \"low\" or \"normal\""),
+                }
             }
             _ => match key.strip_prefix("rsm.config.") {
                 Some(k) => self.set_rsm(k, text)?,
@@ -230,6 +281,20 @@ mod tests {
             assert!(c.set(k, v).unwrap(), "{k}");
         }
         assert!(!c.set("num.partitions", "3").unwrap());
+        c.set("remote.log.manager.copy.max.bytes.per.second", "1048576")
+            .unwrap();
+        c.set(
+            "remote.log.manager.fetch.max.bytes.per.second",
+            "9223372036854775807",
+        )
+        .unwrap();
+        assert_eq!(
+            (c.copy_max_bytes_per_second, c.fetch_max_bytes_per_second),
+            (Some(1 << 20), None)
+        );
+        assert!(c
+            .set("remote.log.manager.copy.max.bytes.per.second", "0")
+            .is_err());
         assert_eq!(c.s3.bucket.as_deref(), Some("b"));
         assert!(c.s3.path_style);
         c.check(true).unwrap();

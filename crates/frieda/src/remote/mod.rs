@@ -6,6 +6,7 @@
 //! of this crate.
 
 pub mod config;
+pub mod quota;
 pub mod reader;
 pub mod store;
 
@@ -24,6 +25,9 @@ pub struct RemoteAccess {
     /// Remote reads queued or running; at [`MAX_PENDING_READS`] a fetch below the local log
     /// is answered without records (the client asks again) instead of queueing more.
     pub pending: Arc<std::sync::atomic::AtomicUsize>,
+    /// `remote.log.manager.fetch.max.bytes.per.second`: over it, a fetch below the local log
+    /// is answered without records (as Kafka's, which skips remote reads while throttled).
+    pub fetch_quota: Option<Arc<quota::ByteRate>>,
 }
 
 /// Most remote reads queued or running at once (Kafka's `remote.log.reader.max.pending.tasks`

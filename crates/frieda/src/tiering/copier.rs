@@ -25,7 +25,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use frieda_log::ClosedSegment;
@@ -41,6 +41,7 @@ use uuid::Uuid;
 use super::STATS;
 use crate::broker::Broker;
 use crate::membership::ClusterNode;
+use crate::remote::quota::ByteRate;
 use crate::remote::store::{ObjectKind, RemoteStore, SegmentKey};
 use crate::storage::partition::{Partition, TieredState};
 
@@ -70,6 +71,7 @@ pub async fn run(
     node: Arc<ClusterNode>,
     store: Arc<RemoteStore>,
     interval: Duration,
+    copy_quota: Option<ByteRate>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut tick = tokio::time::interval(interval);
@@ -91,6 +93,7 @@ pub async fn run(
                 topic_id,
                 epoch: p.repl.leader_epoch(),
                 lag: &mut lag,
+                quota: copy_quota.as_ref(),
             };
             let result = match copier.round().await {
                 Ok(()) => copier.expire(retention).await,
@@ -272,6 +275,8 @@ struct Copier<'a> {
     epoch: i32,
     /// Segments and bytes eligible for copying but not copied, summed over the round.
     lag: &'a mut (u64, u64),
+    /// `remote.log.manager.copy.max.bytes.per.second`: each part waits until it allows more.
+    quota: Option<&'a ByteRate>,
 }
 
 impl Copier<'_> {
@@ -372,6 +377,12 @@ impl Copier<'_> {
         let mut upload = self.store.put_multipart(&log_key).await?;
         let result: Result<(), CopyError> = async {
             while at < seg.size_bytes {
+                if let Some(q) = self.quota {
+                    let wait = q.throttle(Instant::now());
+                    if !wait.is_zero() {
+                        tokio::time::sleep(wait).await;
+                    }
+                }
                 let data = {
                     let seg = seg.clone();
                     tokio::task::spawn_blocking(move || seg.read_log(at, part))
@@ -380,6 +391,9 @@ impl Copier<'_> {
                 };
                 if data.is_empty() {
                     break;
+                }
+                if let Some(q) = self.quota {
+                    q.spend(data.len() as u64, Instant::now());
                 }
                 crc = crc32c::crc32c_append(crc, &data);
                 at += data.len() as u64;

@@ -20,9 +20,12 @@ use tokio::sync::watch;
 
 use crate::broker::Broker;
 use crate::membership::ClusterNode;
+use crate::remote::config::ThreadPriority;
+use crate::remote::quota::ByteRate;
 use crate::remote::reader::RemoteReader;
 use crate::remote::store::RemoteStore;
 use crate::remote::RemoteAccess;
+use crate::storage::backlog::{lower_priority, LanePriority};
 
 /// Threads of the remote-log runtime (the copier and the S3 client's connections).
 pub const REMOTE_THREADS: usize = 2;
@@ -79,10 +82,16 @@ impl RemoteLogManager {
             return Ok(None);
         }
         let store = Arc::new(RemoteStore::new(&cfg.s3)?);
+        let priority = match cfg.thread_priority {
+            ThreadPriority::Idle => LanePriority::Idle,
+            ThreadPriority::Low => LanePriority::Low,
+            ThreadPriority::Normal => LanePriority::Normal,
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(REMOTE_THREADS)
             .max_blocking_threads(REMOTE_THREADS)
             .thread_name("frieda-remote")
+            .on_thread_start(move || lower_priority(priority))
             .enable_all()
             .build()
             .context("starting the remote-log runtime")?;
@@ -106,6 +115,9 @@ impl RemoteLogManager {
             runtime: runtime.handle().clone(),
             wait: Duration::from_millis(cfg.fetch_max_wait_ms),
             pending: Arc::default(),
+            fetch_quota: cfg
+                .fetch_max_bytes_per_second
+                .map(|r| Arc::new(ByteRate::new(r))),
         });
         runtime.spawn(copier::refresh_loop(
             broker.clone(),
@@ -117,6 +129,7 @@ impl RemoteLogManager {
             node.clone(),
             store,
             Duration::from_millis(cfg.task_interval_ms),
+            cfg.copy_max_bytes_per_second.map(ByteRate::new),
             stop,
         ));
         Ok(Some(RemoteLogManager {
