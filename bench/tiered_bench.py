@@ -82,8 +82,12 @@ class SeaweedFS:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.ports = dict(zip(self.FLAGS, free_ports(len(self.FLAGS))))
         self.endpoint = f"http://127.0.0.1:{self.ports['s3.port']}"
-        self.proc = Proc([str(WEED), "mini", f"-dir={self.dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-                          f"-bucket={BUCKET}"] + [f"-{k}={v}" for k, v in self.ports.items()],
+        # TIERED_STORE_NICE=19 runs the store at that nice value: on this one machine its CPU
+        # competes with the broker's, where a real object store runs on other machines.
+        nice = os.environ.get("TIERED_STORE_NICE")
+        prefix = ["nice", "-n", nice] if nice else []
+        self.proc = Proc(prefix + [str(WEED), "mini", f"-dir={self.dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                                   f"-bucket={BUCKET}"] + [f"-{k}={v}" for k, v in self.ports.items()],
                          work / "seaweedfs.log", self.dir)
         deadline = time.monotonic() + 60
         while True:

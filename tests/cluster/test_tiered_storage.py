@@ -29,7 +29,7 @@ import pytest
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
-from cluster_clients import ProducerThread, check_acked, read_all, replica_batches
+from cluster_clients import ProducerThread, check_acked, read_all, replica_batches, watermarks
 from conftest import wait_until
 from kafka_wire_extra import parse_batches
 from seaweedfs import started
@@ -267,8 +267,13 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
 
 
 def set_topic_config(c, topic: str, name: str, value: str) -> None:
+    set_topic_configs(c, topic, {name: value})
+
+
+def set_topic_configs(c, topic: str, configs: dict[str, str]) -> None:
+    """IncrementalAlterConfigs SET of every key in one request."""
     res = ConfigResource("TOPIC", topic, incremental_configs=[
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()])
     adm = c.admin()  # kept referenced until the result is in
     adm.incremental_alter_configs([res])[res].result(timeout=30)
 
@@ -301,7 +306,8 @@ def test_a_failing_or_hanging_object_store_delays_only_copies_and_history_reads(
     request times out only after 30 s), and a consumer at the tail gets new records; only a
     consumer reading history that is in the bucket alone gets nothing. The store healthy again,
     copies resume, every acknowledged record reads back from offset 0 byte for byte, and the
-    bucket holds whole copies only, one per offset range."""
+    bucket holds whole copies only, one per offset range. Last, tiering is turned off with
+    ``remote.log.delete.on.disable=true``: the bucket empties and the log starts locally."""
     from s3_fault_proxy import FaultProxy
     proxy = FaultProxy(store.ports["s3.port"])
     settings = dict(store.broker_settings(), **{"rsm.config.storage.s3.endpoint.url": proxy.endpoint})
@@ -358,6 +364,15 @@ def test_a_failing_or_hanging_object_store_delays_only_copies_and_history_reads(
         segments = wait_until(settled, 60, "the bucket settles with whole copies only")
         bases = [base for base, _ in segments]
         assert len(bases) == len(set(bases)), f"two live copies of one segment: {sorted(bases)}"
+
+        # Tiering turned off with remote.log.delete.on.disable (KIP-950): the leader deletes every
+        # copy, the log starts at the local log start, and everything from there reads back.
+        set_topic_configs(c, topic, {"remote.storage.enable": "false", "remote.log.delete.on.disable": "true"})
+        wait_until(lambda: not store.objects(), 60, "turning tiering off deletes the topic's remote data")
+        start = wait_until(lambda: watermarks(c.bootstrap, topic, 1)[0][0], 10, "the log start moves up")
+        got, _ = read_all(c.bootstrap, topic, 1, start=start)
+        assert min(off for _p, off in got) == start
+        check_acked([a for a in acks + prod.acks if a.offset >= start], got, topic)
     finally:
         proxy.close()
 
@@ -367,3 +382,33 @@ def consumer_at(bootstrap: str, topic: str, offset: int):
     c = consumer(bootstrap)
     c.assign([TopicPartition(topic, 0, offset)])
     return c
+
+
+def test_copies_keep_to_the_copy_quota(cluster, topic_name, store):
+    """``remote.log.manager.copy.max.bytes.per.second`` = 1 MiB/s (KIP-956): ~11 MB produced at
+    once into 1 MiB segments of an RF 3 tiered topic; three seconds after the first copy lands,
+    the bucket holds at most what the quota allows then (3 s of the rate, the one second it
+    starts with, and the segment read when it ran out: 6 MiB), where an unpaced leader copies
+    all ~10 closed segments within a second; and copying goes on at that pace."""
+    mib = 1 << 20
+    c = cluster(3, **store.broker_settings(), **{"remote.log.manager.task.interval.ms": 200,
+                                                 "remote.log.manager.copy.max.bytes.per.second": mib})
+    topic = topic_name()
+    create(c, topic, partitions=1, rf=3, config={"remote.storage.enable": "true", "segment.bytes": str(mib)})
+    prod = ProducerThread(c.bootstrap, topic, 1, tag="paced")
+    try:
+        acks, errors = prod.produce_now(100_000, timeout=120)
+    finally:
+        prod.close()
+    assert not errors, errors[:5]
+
+    def copied_bytes() -> int:
+        return sum(kinds.get("log", 0) for kinds in remote_segments(store).values()
+                   if "rsm-manifest" in kinds)
+    wait_until(lambda: copied_bytes() > 0, 30, "the first copy lands")
+    t0 = time.monotonic()
+    time.sleep(3)
+    early = copied_bytes()
+    print(f"{early / mib:.1f} MiB copied {time.monotonic() - t0:.1f} s after the first copy landed")
+    assert early <= 6 * mib, f"{early} bytes copied within 3 s at 1 MiB/s"
+    wait_until(lambda: copied_bytes() >= early + 2 * mib, 15, "copies go on at the quota's pace")

@@ -65,6 +65,10 @@ pub enum RemoteSegmentChange {
     DeleteStarted(Uuid),
     /// Its objects are all deleted: it leaves the image.
     DeleteFinished(Uuid),
+    /// Tiering was turned off with `remote.log.delete.on.disable=true` (KIP-950) and every
+    /// segment is deleted: the highest offset copied is forgotten too, so tiering turned on
+    /// again copies from the local log start. Refused while a segment remains.
+    Disabled,
 }
 
 /// Why a change was refused; every node refuses it the same way.
@@ -225,6 +229,16 @@ impl RemoteLog {
                     });
                 }
                 self.segments.remove(id);
+            }
+            RemoteSegmentChange::Disabled => {
+                if let Some(s) = self.segments.values().next() {
+                    return Err(RemoteLogError::BadTransition {
+                        id: s.id,
+                        from: s.state,
+                        to: "gone before tiering is disabled",
+                    });
+                }
+                self.copied_upto = None;
             }
         }
         debug_assert!(self.finished_do_not_overlap(), "{self:?}");
@@ -566,6 +580,15 @@ mod tests {
         ));
         r.apply(&RemoteSegmentChange::CopyStarted(seg(8, 200, 299, 1)), 1, 1)
             .unwrap();
+        // Tiering turned off: refused while a segment remains, then the copied offsets go.
+        assert!(r.apply(&RemoteSegmentChange::Disabled, 1, 1).is_err());
+        let mut off = r.clone();
+        off.apply(&RemoteSegmentChange::DeleteStarted(id(8)), 1, 1)
+            .unwrap();
+        off.apply(&RemoteSegmentChange::DeleteFinished(id(8)), 1, 1)
+            .unwrap();
+        off.apply(&RemoteSegmentChange::Disabled, 1, 1).unwrap();
+        assert!(off.is_empty() && off.copied_upto().is_none());
         // An image written before `copied_upto` existed reads it as absent.
         let mut json = serde_json::to_value(&r).unwrap();
         json.as_object_mut().unwrap().remove("copied_upto");

@@ -657,9 +657,25 @@ async fn remote_read(
             base_offset: segment.start_offset,
             segment_id: segment.id,
         };
+        let started = std::time::Instant::now();
+        let stats = &crate::remote::READS;
+        stats.requests.fetch_add(1, Ordering::Relaxed);
         let read = reader.read(&key, &segment, offset, max_bytes, upper).await;
-        if let (Some(q), Ok(r)) = (&quota, &read) {
-            q.spend(r.data.len() as u64, std::time::Instant::now());
+        stats
+            .micros
+            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        match &read {
+            Ok(r) => {
+                stats
+                    .bytes
+                    .fetch_add(r.data.len() as u64, Ordering::Relaxed);
+                if let Some(q) = &quota {
+                    q.spend(r.data.len() as u64, std::time::Instant::now());
+                }
+            }
+            Err(_) => {
+                stats.errors.fetch_add(1, Ordering::Relaxed);
+            }
         }
         read
     });

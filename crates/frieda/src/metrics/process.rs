@@ -213,6 +213,36 @@ pub(super) fn encode(e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
             "Remote copies this broker deleted because the topic's retention.ms or retention.bytes expired them.",
             &remote.expired_segments,
         ),
+        (
+            "frieda_remote_fetch_requests",
+            "Reads from remote storage for fetches below a partition's local log (Kafka's RemoteFetchRequestsPerSec, as a total).",
+            &crate::remote::READS.requests,
+        ),
+        (
+            "frieda_remote_fetch_bytes",
+            "Bytes of record batches read from remote storage for fetches (Kafka's RemoteFetchBytesPerSec, as a total).",
+            &crate::remote::READS.bytes,
+        ),
+        (
+            "frieda_remote_fetch_errors",
+            "Reads from remote storage that failed: the fetch answered KAFKA_STORAGE_ERROR for that partition (Kafka's RemoteFetchErrorsPerSec, as a total).",
+            &crate::remote::READS.errors,
+        ),
+        (
+            "frieda_remote_fetch_micros",
+            "Microseconds the reads from remote storage took, summed; divided by frieda_remote_fetch_requests_total, the mean read time.",
+            &crate::remote::READS.micros,
+        ),
+        (
+            "frieda_remote_chunk_cache_hits",
+            "Chunks of remote segments found in the local chunk cache (rsm.config.fetch.chunk.cache.*).",
+            &crate::remote::READS.cache_hits,
+        ),
+        (
+            "frieda_remote_chunk_cache_misses",
+            "Chunks of remote segments not in the chunk cache, fetched from the bucket.",
+            &crate::remote::READS.cache_misses,
+        ),
     ] {
         family(
             e,

@@ -30,6 +30,11 @@ pub struct TieredConfig {
     /// `remote.log.manager.fetch.max.bytes.per.second` (KIP-956; default unlimited): bytes per
     /// second this broker reads from the bucket for fetches.
     pub fetch_max_bytes_per_second: Option<u64>,
+    /// `remote.log.manager.task.retry.backoff.ms` (Kafka's default 500): a partition whose copy
+    /// round failed waits this long before the next, doubled per failure in a row...
+    pub retry_backoff_ms: u64,
+    /// ...up to `remote.log.manager.task.retry.backoff.max.ms` (default 30000).
+    pub retry_backoff_max_ms: u64,
     /// `remote.log.manager.thread.priority` (Frieda's; `idle`, `low` (default) or `normal`):
     /// the CPU priority of the remote-log threads (copies, reads from the bucket), as
     /// `backlog.read.priority` sets the backlog lane's: `low` is `nice 19`, so copies and history
@@ -96,6 +101,8 @@ impl Default for TieredConfig {
             copy_max_bytes_per_second: None,
             fetch_max_bytes_per_second: None,
             thread_priority: ThreadPriority::Low,
+            retry_backoff_ms: 500,
+            retry_backoff_max_ms: 30_000,
             s3: S3Config {
                 bucket: None,
                 region: "us-east-1".into(),
@@ -178,6 +185,12 @@ impl TieredConfig {
             }
             "remote.log.manager.fetch.max.bytes.per.second" => {
                 self.fetch_max_bytes_per_second = rate(text)?
+            }
+            "remote.log.manager.task.retry.backoff.ms" => {
+                self.retry_backoff_ms = bytes(text, 1).context("expected milliseconds")?
+            }
+            "remote.log.manager.task.retry.backoff.max.ms" => {
+                self.retry_backoff_max_ms = bytes(text, 1).context("expected milliseconds")?
             }
             "remote.log.manager.thread.priority" => {
                 self.thread_priority = match text {

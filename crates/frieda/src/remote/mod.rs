@@ -10,6 +10,7 @@ pub mod quota;
 pub mod reader;
 pub mod store;
 
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,3 +34,32 @@ pub struct RemoteAccess {
 /// Most remote reads queued or running at once (Kafka's `remote.log.reader.max.pending.tasks`
 /// default): memory in flight is at most this many reads of a fetch's partition bytes.
 pub const MAX_PENDING_READS: usize = 100;
+
+/// Counters of this process's reads from the remote tier (the `frieda_remote_fetch_*` and
+/// `frieda_remote_chunk_cache_*` metrics; Kafka's `RemoteFetchRequestsPerSec`,
+/// `RemoteFetchBytesPerSec`, `RemoteFetchErrorsPerSec`, `RemoteLogReaderFetchRateAndTimeMs`,
+/// as totals).
+pub struct RemoteReadStats {
+    /// Reads of a partition below its local log started (fetches of consumers and followers).
+    pub requests: AtomicU64,
+    /// Bytes of record batches they returned.
+    pub bytes: AtomicU64,
+    /// Reads that failed (the fetch answered KAFKA_STORAGE_ERROR for the partition).
+    pub errors: AtomicU64,
+    /// Microseconds the finished reads took, summed (mean = this / requests).
+    pub micros: AtomicU64,
+    /// Chunks found in the chunk cache.
+    pub cache_hits: AtomicU64,
+    /// Chunks not found there (fetched from the bucket).
+    pub cache_misses: AtomicU64,
+}
+
+/// This process's counters.
+pub static READS: RemoteReadStats = RemoteReadStats {
+    requests: AtomicU64::new(0),
+    bytes: AtomicU64::new(0),
+    errors: AtomicU64::new(0),
+    micros: AtomicU64::new(0),
+    cache_hits: AtomicU64::new(0),
+    cache_misses: AtomicU64::new(0),
+};

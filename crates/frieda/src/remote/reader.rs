@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -95,11 +96,13 @@ impl ChunkCache {
                 Some(e) => e.1 = tick,
                 None => {
                     st.misses += 1;
+                    super::READS.cache_misses.fetch_add(1, Ordering::Relaxed);
                     return None;
                 }
             }
             st.hits += 1;
         }
+        super::READS.cache_hits.fetch_add(1, Ordering::Relaxed);
         std::fs::read(self.path(id, chunk)).ok().map(Bytes::from)
     }
 

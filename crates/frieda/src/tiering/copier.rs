@@ -65,26 +65,63 @@ enum CopyError {
     Log(#[from] frieda_log::LogError),
 }
 
-/// Copies until `stop` turns true; a round every `interval`.
+/// How long a partition whose round failed waits before its next round:
+/// `remote.log.manager.task.retry.backoff.ms` doubled per failure in a row, at most
+/// `remote.log.manager.task.retry.backoff.max.ms` (Kafka's keys and defaults, 500 ms and 30 s;
+/// without Kafka's jitter).
+#[derive(Debug, Clone, Copy)]
+pub struct RetryBackoff {
+    /// The first wait.
+    pub base: Duration,
+    /// The longest wait.
+    pub max: Duration,
+}
+
+impl RetryBackoff {
+    /// The wait after `failures` failed rounds in a row (at least 1).
+    pub fn after(&self, failures: u32) -> Duration {
+        let doubled = self
+            .base
+            .saturating_mul(1u32 << failures.saturating_sub(1).min(20));
+        doubled.min(self.max)
+    }
+}
+
+/// Copies until `stop` turns true; a round every `interval`, and a failed partition's next
+/// round after its [`RetryBackoff`].
 pub async fn run(
     broker: Arc<Broker>,
     node: Arc<ClusterNode>,
     store: Arc<RemoteStore>,
     interval: Duration,
     copy_quota: Option<ByteRate>,
+    backoff: RetryBackoff,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Partitions whose last round failed: failures in a row and when to try again. Only
+    // partitions this broker leads are kept (bounded by them).
+    let mut failing: std::collections::HashMap<(Arc<str>, i32), (u32, Instant)> =
+        std::collections::HashMap::new();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = stop.changed() => return,
         }
         let mut lag = (0u64, 0u64);
-        for (p, topic_id, retention) in tiered_leaderships(&broker) {
+        let led = tiered_leaderships(&broker);
+        failing.retain(|(t, i), _| led.iter().any(|(p, _, _)| p.topic == *t && p.index == *i));
+        for (p, topic_id, retention) in led {
             if *stop.borrow() {
                 return;
+            }
+            let key = (p.topic.clone(), p.index);
+            if failing
+                .get(&key)
+                .is_some_and(|(_, at)| Instant::now() < *at)
+            {
+                continue;
             }
             let mut copier = Copier {
                 node: &node,
@@ -99,10 +136,34 @@ pub async fn run(
                 Ok(()) => copier.expire(retention).await,
                 Err(e) => Err(e),
             };
-            if let Err(e) = result {
+            match result {
+                Ok(()) => {
+                    failing.remove(&key);
+                }
+                Err(e) => {
+                    STATS.copy_errors.fetch_add(1, Ordering::Relaxed);
+                    let failures = failing.get(&key).map_or(1, |(n, _)| n + 1);
+                    let wait = backoff.after(failures);
+                    failing.insert(key, (failures, Instant::now() + wait));
+                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, failures,
+                        retry_in_ms = wait.as_millis() as u64, "remote copy round stopped; it is retried");
+                }
+            }
+        }
+        for (p, topic_id) in disabled_leaderships(&broker, &node) {
+            let copier = Copier {
+                node: &node,
+                store: &store,
+                partition: &p,
+                topic_id,
+                epoch: p.repl.leader_epoch(),
+                lag: &mut lag,
+                quota: None,
+            };
+            if let Err(e) = copier.delete_all().await {
                 STATS.copy_errors.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(topic = %p.topic, partition = p.index, error = %e,
-                    "remote copy round stopped; it is retried next round");
+                    "deleting the remote data of a topic whose tiering was turned off stopped; retried next round");
             }
         }
         STATS.copy_lag_segments.store(lag.0, Ordering::Relaxed);
@@ -261,6 +322,29 @@ fn tiered_leaderships(broker: &Broker) -> Vec<(Arc<Partition>, Uuid, Retention)>
         for p in t.local_partitions() {
             if p.repl.is_replicated() && p.repl.is_leader_or_sole() && !p.is_deleted() {
                 out.push((p, t.id, retention));
+            }
+        }
+    }
+    out
+}
+
+/// The partitions this broker leads of topics whose tiering was turned off
+/// (`remote.storage.enable=false`, allowed only with `remote.log.delete.on.disable=true`) but
+/// whose remote log the image still has, with their topic ids.
+fn disabled_leaderships(broker: &Broker, node: &ClusterNode) -> Vec<(Arc<Partition>, Uuid)> {
+    let image = node.image();
+    let mut out = Vec::new();
+    for t in broker.topics() {
+        if t.configs.read().get("remote.storage.enable") == Some("true") {
+            continue;
+        }
+        for p in t.local_partitions() {
+            if p.repl.is_replicated()
+                && p.repl.is_leader_or_sole()
+                && !p.is_deleted()
+                && image.remote_log(&t.name, p.index).is_some()
+            {
+                out.push((p, t.id));
             }
         }
     }
@@ -480,6 +564,30 @@ impl Copier<'_> {
         Ok(())
     }
 
+    /// Tiering was turned off with `remote.log.delete.on.disable=true` (KIP-950): deletes
+    /// every copy, then commits [`RemoteSegmentChange::Disabled`].
+    async fn delete_all(&self) -> Result<(), CopyError> {
+        let all: Vec<RemoteSegment> = {
+            let image = self.node.image();
+            let Some(log) = image.remote_log(&self.partition.topic, self.partition.index) else {
+                return Ok(());
+            };
+            log.finished()
+                .chain(log.abandoned(i32::MAX))
+                .chain(log.deleting())
+                .cloned()
+                .collect()
+        };
+        for s in &all {
+            self.delete(
+                s,
+                "deleted a remote segment: tiering turned off (remote.log.delete.on.disable)",
+            )
+            .await?;
+        }
+        self.commit(RemoteSegmentChange::Disabled).await
+    }
+
     /// Deletes a copy (failed, abandoned or expired): `DELETE_STARTED` (unless begun), its
     /// keys, `DELETE_FINISHED`; logs `what` once done.
     async fn delete(&self, s: &RemoteSegment, what: &'static str) -> Result<(), CopyError> {
@@ -525,5 +633,23 @@ impl Copier<'_> {
             }
             Err(e) => Err(CopyError::Commit(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_rounds_back_off_doubling_up_to_the_most() {
+        let b = RetryBackoff {
+            base: Duration::from_millis(500),
+            max: Duration::from_secs(30),
+        };
+        let waits: Vec<u64> = [1, 2, 3, 7, 8, 100]
+            .iter()
+            .map(|&n| b.after(n).as_millis() as u64)
+            .collect();
+        assert_eq!(waits, [500, 1000, 2000, 30_000, 30_000, 30_000]);
     }
 }

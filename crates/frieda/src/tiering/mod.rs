@@ -130,6 +130,10 @@ impl RemoteLogManager {
             store,
             Duration::from_millis(cfg.task_interval_ms),
             cfg.copy_max_bytes_per_second.map(ByteRate::new),
+            copier::RetryBackoff {
+                base: Duration::from_millis(cfg.retry_backoff_ms),
+                max: Duration::from_millis(cfg.retry_backoff_max_ms.max(cfg.retry_backoff_ms)),
+            },
             stop,
         ));
         Ok(Some(RemoteLogManager {
