@@ -54,6 +54,20 @@ def finished(store) -> int:
     return sum(1 for kinds in remote_segments(store).values() if "rsm-manifest" in kinds)
 
 
+def settled_whole_copies(store) -> dict[tuple[int, str], dict[str, int]]:
+    """Waits until the bucket stops changing with every copy whole (its three objects); asserts
+    no two copies of one base offset. Returns the copies."""
+    def settled():
+        a = remote_segments(store)
+        time.sleep(2)
+        b = remote_segments(store)
+        return a == b and all(set(k) == {"log", "indexes", "rsm-manifest"} for k in b.values()) and b
+    segments = wait_until(settled, 60, "the bucket settles with whole copies only")
+    bases = [base for base, _ in segments]
+    assert len(bases) == len(set(bases)), f"two live copies of one segment: {sorted(bases)}"
+    return segments
+
+
 def get_offset(cp: str, boot: str, topic: str, spec: int) -> int:
     out = tool(cp, OFFSETS, "--bootstrap-server", boot, "--topic", topic, "--time", str(spec))
     m = re.search(rf"^{re.escape(topic)}:0:(-?\d+)$", out, re.M)
@@ -106,14 +120,7 @@ def test_closed_segments_reach_the_bucket_through_store_and_leader_failures(clus
     check_acked(prod.acks, got, topic)
 
     # Settled: the bucket stops changing and every registered copy has its three objects.
-    def settled():
-        a = remote_segments(store)
-        time.sleep(2)
-        b = remote_segments(store)
-        return a == b and all(set(k) == {"log", "indexes", "rsm-manifest"} for k in b.values()) and b
-    segments = wait_until(settled, 60, "the bucket settles with whole copies only")
-    bases = [base for base, _ in segments]
-    assert len(bases) == len(set(bases)), f"two live copies of one segment: {sorted(bases)}"
+    segments = settled_whole_copies(store)
 
     # The .log objects, in offset order: contiguous from offset 0, each batch's CRC intact, the
     # manifest's CRC and end offset right, and byte for byte what every replica holds.
@@ -356,14 +363,7 @@ def test_a_failing_or_hanging_object_store_delays_only_copies_and_history_reads(
         got, _ = read_all(c.bootstrap, topic, 1, timeout=120)
         check_acked(acks + prod.acks, got, topic)
 
-        def settled():
-            a = remote_segments(store)
-            time.sleep(2)
-            b = remote_segments(store)
-            return a == b and all(set(k) == {"log", "indexes", "rsm-manifest"} for k in b.values()) and b
-        segments = wait_until(settled, 60, "the bucket settles with whole copies only")
-        bases = [base for base, _ in segments]
-        assert len(bases) == len(set(bases)), f"two live copies of one segment: {sorted(bases)}"
+        settled_whole_copies(store)
 
         # Tiering turned off with remote.log.delete.on.disable (KIP-950): the leader deletes every
         # copy, the log starts at the local log start, and everything from there reads back.

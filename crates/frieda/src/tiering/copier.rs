@@ -123,15 +123,8 @@ pub async fn run(
             {
                 continue;
             }
-            let mut copier = Copier {
-                node: &node,
-                store: &store,
-                partition: &p,
-                topic_id,
-                epoch: p.repl.leader_epoch(),
-                lag: &mut lag,
-                quota: copy_quota.as_ref(),
-            };
+            let mut copier = Copier::new(&node, &store, &p, topic_id, &mut lag);
+            copier.quota = copy_quota.as_ref();
             let result = match copier.round().await {
                 Ok(()) => copier.expire(retention).await,
                 Err(e) => Err(e),
@@ -151,15 +144,7 @@ pub async fn run(
             }
         }
         for (p, topic_id) in disabled_leaderships(&broker, &node) {
-            let copier = Copier {
-                node: &node,
-                store: &store,
-                partition: &p,
-                topic_id,
-                epoch: p.repl.leader_epoch(),
-                lag: &mut lag,
-                quota: None,
-            };
+            let copier = Copier::new(&node, &store, &p, topic_id, &mut lag);
             if let Err(e) = copier.delete_all().await {
                 STATS.copy_errors.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(topic = %p.topic, partition = p.index, error = %e,
@@ -363,7 +348,26 @@ struct Copier<'a> {
     quota: Option<&'a ByteRate>,
 }
 
-impl Copier<'_> {
+impl<'a> Copier<'a> {
+    /// The copier of `partition` in the leader epoch it is in now, without a quota.
+    fn new(
+        node: &'a ClusterNode,
+        store: &'a RemoteStore,
+        partition: &'a Partition,
+        topic_id: Uuid,
+        lag: &'a mut (u64, u64),
+    ) -> Self {
+        Copier {
+            node,
+            store,
+            partition,
+            topic_id,
+            epoch: partition.repl.leader_epoch(),
+            lag,
+            quota: None,
+        }
+    }
+
     /// One round: finish what earlier rounds left, then copy every eligible closed segment.
     async fn round(&mut self) -> Result<(), CopyError> {
         let (leftover, copied_end) = {
