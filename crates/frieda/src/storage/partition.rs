@@ -739,13 +739,7 @@ impl Partition {
             return Err(ResponseError::NotLeaderOrFollower);
         }
         if let Some(starts) = self.log_starts.as_deref() {
-            starts
-                .record(&self.topic, self.index, offset)
-                .map_err(|e| {
-                    tracing::error!(topic = %self.topic, partition = self.index, error = %e,
-                    "writing the log start offset checkpoint failed; the log is not started again");
-                    ResponseError::KafkaStorageError
-                })?;
+            self.record_log_start(starts, offset)?;
         }
         let removed = {
             let mut guard = self.state.lock();
@@ -775,6 +769,22 @@ impl Partition {
         Ok(())
     }
 
+    /// Writes `offset` as this partition's log start to the `log-start-offset-checkpoint`,
+    /// before the log's start moves there.
+    ///
+    /// Errors: KAFKA_STORAGE_ERROR when it cannot be written (the start then stays).
+    fn record_log_start(
+        &self,
+        starts: &LogStartCheckpoint,
+        offset: i64,
+    ) -> Result<(), ResponseError> {
+        starts.record(&self.topic, self.index, offset).map_err(|e| {
+            tracing::error!(topic = %self.topic, partition = self.index, offset, error = %e,
+                "writing the log start offset checkpoint failed; the log start stays");
+            ResponseError::KafkaStorageError
+        })
+    }
+
     /// Moves the log start offset up to `offset` (at most the log end offset): DeleteRecords
     /// on a leader (KIP-107), or a follower taking its leader's start. The new start is written
     /// to the `log-start-offset-checkpoint` before it is applied. Segments wholly
@@ -793,13 +803,7 @@ impl Partition {
         if offset <= self.log_start_offset() {
             return Ok(self.log_start_offset());
         }
-        starts
-            .record(&self.topic, self.index, offset)
-            .map_err(|e| {
-                tracing::error!(topic = %self.topic, partition = self.index, error = %e,
-                "writing the log start offset checkpoint failed; the log start stays");
-                ResponseError::KafkaStorageError
-            })?;
+        self.record_log_start(starts, offset)?;
         let removed = {
             let mut guard = self.state.lock();
             let Some(state) = guard.as_mut() else {

@@ -44,6 +44,7 @@ use crate::membership::ClusterNode;
 use crate::remote::quota::ByteRate;
 use crate::remote::store::{ObjectKind, RemoteStore, SegmentKey};
 use crate::storage::partition::{Partition, TieredState};
+use crate::storage::topic_config::TopicConfigs;
 
 /// How long one metadata change may wait for the controller.
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -215,11 +216,7 @@ pub fn refresh_views(broker: &Broker, node: &ClusterNode) {
     for t in broker.topics() {
         let (enabled, copying, local_ms, local_bytes) = {
             let c = t.configs.read();
-            let long = |name: &str| -> i64 {
-                c.effective(&defaults, name)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(-1)
-            };
+            let long = |name: &str| config_long(&c, &defaults, name);
             let resolve = |local: &str, total: &str| match long(local) {
                 -2 => long(total),
                 v => v,
@@ -252,6 +249,14 @@ pub fn refresh_views(broker: &Broker, node: &ClusterNode) {
             });
         }
     }
+}
+
+/// A topic config read as a number with the broker's defaults; -1 (unbounded) when unset or
+/// not a number.
+fn config_long(c: &TopicConfigs, defaults: &TopicConfigs, name: &str) -> i64 {
+    c.effective(defaults, name)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1)
 }
 
 /// `(first offset, last offset)` of the contiguous run of copied segments ending at the copied
@@ -287,11 +292,7 @@ fn tiered_leaderships(broker: &Broker) -> Vec<(Arc<Partition>, Uuid, Retention)>
     for t in broker.topics() {
         let (copying, retention) = {
             let c = t.configs.read();
-            let long = |name: &str| -> i64 {
-                c.effective(&defaults, name)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(-1)
-            };
+            let long = |name: &str| config_long(&c, &defaults, name);
             (
                 c.get("remote.storage.enable") == Some("true")
                     && c.get("remote.log.copy.disable") != Some("true"),
