@@ -332,14 +332,14 @@ def test_segment_configs_as_kafka_4(broker, kafka44, which, topic_name):
     t = topic_name()
     a.create_topics([NewTopic(t, 1, 1, config={"internal.segment.bytes": "4096"})])[t].result(30)
     r = ConfigResource("topic", t)
-    got = {n: c.value for n, c in a.describe_configs([r])[r].result(30).items()}
+    got = {n: c.value for n, c in configs_of(a, r).items()}
     assert got["internal.segment.bytes"] == "4096" and got["segment.bytes"] == "1073741824", got
     r.add_incremental_config(ConfigEntry("segment.bytes", "1000", incremental_operation=AlterConfigOpType.SET))
     with pytest.raises(KafkaException) as e:
         a.incremental_alter_configs([r])[r].result(30)
     assert e.value.args[0].name() == "INVALID_CONFIG"
     plain = ConfigResource("topic", create_plain(a, topic_name()))
-    got = {n for n in a.describe_configs([plain])[plain].result(30)}
+    got = set(configs_of(a, plain))
     assert "internal.segment.bytes" not in got and "segment.index.bytes" in got, sorted(got)
 
 
@@ -371,11 +371,11 @@ def test_tiered_storage_topic_configs_with_tiering_off(broker, kafka44, which, t
     code, t = create({"local.retention.ms": "1000", "local.retention.bytes": "-1", "remote.log.copy.disable": "true"})
     assert code == "ok", t
     r = ConfigResource("topic", t)
-    got = {n: c.value for n, c in a.describe_configs([r])[r].result(30).items()}
+    got = {n: c.value for n, c in configs_of(a, r).items()}
     assert (got["local.retention.ms"], got["local.retention.bytes"], got["remote.log.copy.disable"]) == \
         ("1000", "-1", "true"), got
     plain = ConfigResource("topic", create_plain(a, topic_name()))
-    got = {n: c.value for n, c in a.describe_configs([plain])[plain].result(30).items()}
+    got = {n: c.value for n, c in configs_of(a, plain).items()}
     assert {k: got.get(k) for k in ("remote.storage.enable", "local.retention.ms", "local.retention.bytes",
                                      "remote.log.copy.disable", "remote.log.delete.on.disable")} == {
         "remote.storage.enable": "false", "local.retention.ms": "-2", "local.retention.bytes": "-2",
@@ -390,6 +390,22 @@ def test_tiered_storage_topic_configs_with_tiering_off(broker, kafka44, which, t
 def create_plain(a: AdminClient, t: str) -> str:
     a.create_topics([NewTopic(t, 1, 1)])[t].result(30)
     return t
+
+
+def configs_of(a: AdminClient, r, timeout: float = 15) -> dict:
+    """DescribeConfigs of a topic just created: Kafka answers CreateTopics once the controller
+    has committed it and a broker may not have applied that record yet, so
+    UNKNOWN_TOPIC_OR_PARTITION is retried for up to `timeout` s (seen against Kafka 4.4.0 in
+    CI)."""
+    from confluent_kafka import KafkaError, KafkaException
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return a.describe_configs([r])[r].result(30)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 CONSUMER_GROUP_HEARTBEAT, OFFSET_COMMIT = 68, 8
