@@ -78,17 +78,28 @@ class SeaweedFS:
              "webdav.port", "s3.port.iceberg", "metricsPort")
 
     def __init__(self, work: Path):
-        self.dir = work / "seaweedfs"
+        # TIERED_STORE_DIR puts the store's data elsewhere (e.g. on /dev/shm): on this one
+        # machine its writes and fsyncs share the broker's disk, where a real object store's
+        # disks are on other machines.
+        self.dir = Path(os.environ.get("TIERED_STORE_DIR", work)) / "seaweedfs"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.ports = dict(zip(self.FLAGS, free_ports(len(self.FLAGS))))
         self.endpoint = f"http://127.0.0.1:{self.ports['s3.port']}"
-        # TIERED_STORE_NICE=19 runs the store at that nice value: on this one machine its CPU
-        # competes with the broker's, where a real object store runs on other machines.
+        # TIERED_STORE_NICE=19 runs the store at that nice value, and its session's autogroup
+        # too (with kernel.sched_autogroup_enabled, as here, a nice value only ranks threads
+        # within their session: the store's session would still take an equal share against the
+        # broker's): on this one machine its CPU competes with the broker's, where a real object
+        # store runs on other machines.
         nice = os.environ.get("TIERED_STORE_NICE")
         prefix = ["nice", "-n", nice] if nice else []
         self.proc = Proc(prefix + [str(WEED), "mini", f"-dir={self.dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                                    f"-bucket={BUCKET}"] + [f"-{k}={v}" for k, v in self.ports.items()],
                          work / "seaweedfs.log", self.dir)
+        if nice:
+            try:
+                Path(f"/proc/{self.proc.p.pid}/autogroup").write_text(nice)
+            except OSError as e:
+                print(f"[tiered] could not set the store's autogroup nice: {e}", flush=True)
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -98,6 +109,11 @@ class SeaweedFS:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the store has used so far."""
+        fields = Path(f"/proc/{self.proc.p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def client(self):
         import boto3
@@ -132,7 +148,7 @@ class SeaweedFS:
 
 
 class Frieda:
-    def __init__(self, work: Path, store: SeaweedFS):
+    def __init__(self, work: Path, store: SeaweedFS, extra: list[str] = ()):
         self.work = work
         self.data = work / "frieda-data"
         self.port, self.quorum, self.metrics = free_ports(3)
@@ -149,7 +165,8 @@ class Frieda:
             f'"rsm.config.storage.s3.endpoint.url" = "{store.endpoint}"',
             '"rsm.config.storage.s3.path.style.access.enabled" = true',
             '"rsm.config.storage.aws.access.key.id" = "any"', '"rsm.config.storage.aws.secret.access.key" = "any"',
-            '"rsm.config.fetch.chunk.cache.size" = 2147483648', ""]))
+            '"rsm.config.fetch.chunk.cache.size" = 2147483648',
+            *(f'"{k}" = {json.dumps(v)}' for k, v in (e.split("=", 1) for e in extra)), ""]))
         self.proc: Proc | None = None
 
     @property
@@ -183,23 +200,25 @@ def bench(*args: str, timeout: float = 600) -> dict:
     return out
 
 
-def tiered_configs(tiered: bool) -> list[str]:
+def tiered_configs(tiered: bool, local_retention: int = 8 * MIB) -> list[str]:
     cfg = ["segment.bytes=1048576"]
     if tiered:
-        cfg += ["remote.storage.enable=true", f"local.retention.bytes={8 * MIB}"]
+        cfg += ["remote.storage.enable=true", f"local.retention.bytes={local_retention}"]
     return [x for c in cfg for x in ("--topic-config", c)]
 
 
-def produce_cell(f: Frieda, out: Path, kind: str, rep: int, a) -> dict:
+def produce_cell(f: Frieda, store: SeaweedFS, out: Path, kind: str, rep: int, a) -> dict:
     topic = f"lat-{kind}-r{rep}"
     js = out / "raw" / f"{topic}.json"
     copied0 = f.metric("frieda_remote_copy_bytes_total")
-    bench("produce", "--bootstrap", f.bootstrap, "--topic", topic, "--create-topic", *tiered_configs(kind == "tiered"),
+    store_cpu0 = store.cpu_s()
+    bench("produce", "--bootstrap", f.bootstrap, "--topic", topic, "--create-topic", *tiered_configs(kind == "tiered", a.local_retention_bytes),
           "--producers", "4", "--rate", str(a.rate), "--record-size", "100", "--acks", "all",
           "--warmup-secs", "3", "--duration-secs", str(a.secs), "--broker-pid", str(f.proc.p.pid), "--json", str(js),
           timeout=a.secs + 120)
     r = json.loads(js.read_text())
-    r.update(cell="produce", kind=kind, rep=rep, copied_mb=(f.metric("frieda_remote_copy_bytes_total") - copied0) / 1e6)
+    r.update(cell="produce", kind=kind, rep=rep, copied_mb=(f.metric("frieda_remote_copy_bytes_total") - copied0) / 1e6,
+             store_cpu_s=store.cpu_s() - store_cpu0)
     bench("delete-topic", "--bootstrap", f.bootstrap, "--topic", topic)
     return r
 
@@ -213,20 +232,29 @@ def main() -> None:
     ap.add_argument("--backlog-mb", type=int, default=400)
     ap.add_argument("--read-secs", type=int, default=20)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/frieda-bench-tiered"))
+    ap.add_argument("--local-retention-bytes", type=int, default=8 * MIB,
+                    help="of the tiered topic in the produce cells; -2 (the total retention: "
+                         "unlimited) copies without deleting locally")
+    ap.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a broker setting (a string value) added to the bench's, repeatable")
+    ap.add_argument("--produce-only", action="store_true", help="leave out the backlog and read cells")
     a = ap.parse_args()
     (a.out / "raw").mkdir(parents=True, exist_ok=True)
     subprocess.run(["rm", "-rf", str(a.workdir)], check=True)
     a.workdir.mkdir(parents=True)
     runs: list[dict] = []
     store = SeaweedFS(a.workdir)
-    f = Frieda(a.workdir, store)
+    f = Frieda(a.workdir, store, a.broker_config)
     try:
         f.start()
         for rep in range(a.repeat):
             for kind in (("tiered", "plain") if rep % 2 == 0 else ("plain", "tiered")):
-                r = produce_cell(f, a.out, kind, rep, a)
-                print(f"[tiered] produce {kind} r{rep}: p99.9 {r['p999_us']} µs, copied {r['copied_mb']:.0f} MB", flush=True)
+                r = produce_cell(f, store, a.out, kind, rep, a)
+                print(f"[tiered] produce {kind} r{rep}: p99.9 {r['p999_us']} µs, copied {r['copied_mb']:.0f} MB, "
+                      f"store CPU {r['store_cpu_s']:.1f} s", flush=True)
                 runs.append(r)
+        if a.produce_only:
+            return finish(a, runs)
         # The backlog: unthrottled 1000-B records until BACKLOG_MB are in, then wait for the copies.
         topic = "backlog"
         bench("create-topic", "--bootstrap", f.bootstrap, "--topic", topic, "--partitions", "1",
@@ -267,6 +295,10 @@ def main() -> None:
     finally:
         f.stop()
         store.proc.stop()
+    finish(a, runs)
+
+
+def finish(a, runs: list[dict]) -> None:
     with open(a.out / "runs.jsonl", "w") as fh:
         for r in runs:
             fh.write(json.dumps(r) + "\n")
@@ -283,13 +315,17 @@ def report(a, runs: list[dict]) -> None:
              f"## Produce latency, uploads running vs tiering off", "",
              f"frieda-bench produce: open loop {a.rate} records/s of 100 B from 4 producers, acks=all, 1 partition, "
              f"1 MiB segments, {a.secs} s after 3 s warm-up, no fsync per message; tiered: `remote.storage.enable=true`, "
-             "`local.retention.bytes` 8 MiB, copies every second. µs.", "",
-             "| topic | " + " | ".join(p.replace("_us", "") for p in PCTS) + " | broker CPU s/M records | copied MB |",
-             "|---|" + "---|" * (len(PCTS) + 2)]
+             f"`local.retention.bytes` {a.local_retention_bytes}, copies every second"
+             + (f", store data in {os.environ['TIERED_STORE_DIR']}" if os.environ.get("TIERED_STORE_DIR") else "")
+             + ". µs.", "",
+             "| topic | " + " | ".join(p.replace("_us", "") for p in PCTS)
+             + " | broker CPU s/M records | copied MB | store CPU s |",
+             "|---|" + "---|" * (len(PCTS) + 3)]
     for kind in ("plain", "tiered"):
         rs = [r for r in runs if r.get("cell") == "produce" and r["kind"] == kind]
         lines.append(f"| {kind} | " + " | ".join(f"{med([r[p] for r in rs]):.0f}" for p in PCTS)
-                     + f" | {med([r['broker_cpu_s_per_million'] for r in rs]):.1f} | {med([r['copied_mb'] for r in rs]):.0f} |")
+                     + f" | {med([r['broker_cpu_s_per_million'] for r in rs]):.1f} | {med([r['copied_mb'] for r in rs]):.0f}"
+                     + f" | {med([r.get('store_cpu_s', float('nan')) for r in rs]):.1f} |")
     plain = med([r["p999_us"] for r in runs if r.get("cell") == "produce" and r["kind"] == "plain"])
     tiered = med([r["p999_us"] for r in runs if r.get("cell") == "produce" and r["kind"] == "tiered"])
     lines += ["", f"p99.9 tiered / plain: {tiered / plain:.2f}x", ""]

@@ -8,8 +8,11 @@ use std::sync::Arc;
 use crate::error::LogError;
 use crate::index::{decode_offsets, encode_offsets, encode_times};
 use crate::partition::LogReader;
-use crate::segment::{read_exact_at, scan_headers, SegmentShared};
+use crate::segment::{read_exact_at, scan_headers_windowed, SegmentShared};
 use crate::txn_index::{decode_entries, encode_entries, AbortedTxn};
+
+/// Bytes [`ClosedSegment::leader_epochs`] reads at a time (1 MiB).
+pub const EPOCH_SCAN_CHUNK: usize = 1 << 20;
 
 /// Magic at the start of an `.indexes` object (Frieda's format, version 1).
 pub const INDEXES_MAGIC: &[u8; 8] = b"FRIDX\x00\x00\x01";
@@ -77,30 +80,34 @@ impl ClosedSegment {
     }
 
     /// The leader epochs of its batches, `(epoch, first offset)` ascending, read from the
-    /// batch headers (KIP-405's `segmentLeaderEpochs`).
+    /// batch headers (KIP-405's `segmentLeaderEpochs`) in [`EPOCH_SCAN_CHUNK`] windows.
     ///
     /// Errors: `LogError::Corrupt` for a header that does not parse; `LogError::Io`.
     pub fn leader_epochs(&self) -> Result<Vec<(i32, i64)>, LogError> {
         let mut out: Vec<(i32, i64)> = Vec::new();
-        scan_headers(&self.shared.log, 0, self.size_bytes, |_, h| {
-            if out
-                .last()
-                .is_none_or(|(e, _)| *e != h.partition_leader_epoch)
-            {
-                out.push((h.partition_leader_epoch, h.base_offset));
-            }
-            Ok(true)
-        })?;
+        scan_headers_windowed(
+            &self.shared.log,
+            self.size_bytes,
+            EPOCH_SCAN_CHUNK,
+            |_, h| {
+                if out
+                    .last()
+                    .is_none_or(|(e, _)| *e != h.partition_leader_epoch)
+                {
+                    out.push((h.partition_leader_epoch, h.base_offset));
+                }
+                Ok(true)
+            },
+        )?;
         Ok(out)
     }
 
     /// Its indexes as one object: [`INDEXES_MAGIC`], then four big-endian u32 lengths (offset
     /// index, time index, transaction index, leader epochs) and the four parts: the offset and
-    /// time indexes and the aborted transactions in the local files' formats, the epochs as
-    /// `(i32 epoch, i64 first offset)` pairs.
-    ///
-    /// Errors: as [`leader_epochs`](Self::leader_epochs).
-    pub fn indexes(&self) -> Result<Vec<u8>, LogError> {
+    /// time indexes and the aborted transactions in the local files' formats, the epochs
+    /// (`epochs`, as [`leader_epochs`](Self::leader_epochs) gave them) as `(i32 epoch, i64
+    /// first offset)` pairs. Reads no file.
+    pub fn indexes(&self, epochs: &[(i32, i64)]) -> Vec<u8> {
         let (offsets, times) = {
             let st = self.shared.state.read();
             (
@@ -109,12 +116,12 @@ impl ClosedSegment {
             )
         };
         let txns = encode_entries(&self.shared.aborted.read());
-        let mut epochs = Vec::new();
-        for (e, o) in self.leader_epochs()? {
-            epochs.extend_from_slice(&e.to_be_bytes());
-            epochs.extend_from_slice(&o.to_be_bytes());
+        let mut epoch_bytes = Vec::with_capacity(epochs.len() * 12);
+        for (e, o) in epochs {
+            epoch_bytes.extend_from_slice(&e.to_be_bytes());
+            epoch_bytes.extend_from_slice(&o.to_be_bytes());
         }
-        let parts = [offsets, times, txns, epochs];
+        let parts = [offsets, times, txns, epoch_bytes];
         let mut out = Vec::with_capacity(8 + 16 + parts.iter().map(Vec::len).sum::<usize>());
         out.extend_from_slice(INDEXES_MAGIC);
         for p in &parts {
@@ -123,7 +130,7 @@ impl ClosedSegment {
         for p in parts {
             out.extend_from_slice(&p);
         }
-        Ok(out)
+        out
     }
 }
 
@@ -174,5 +181,57 @@ impl RemoteIndexes {
         } else {
             u64::from(self.offsets[i - 1].1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::testutil::simple_batch;
+    use crate::segment::scan_headers;
+    use crate::{LogConfig, PartitionLog};
+    use bytes::BytesMut;
+
+    /// The windowed header scan sees every batch the per-batch one does, whatever the window
+    /// (smaller than a batch, a few batches, the whole segment), and the epochs come out in
+    /// order with the first offset of each.
+    #[test]
+    fn windowed_scan_matches_per_batch_scan_and_gives_each_epochs_first_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = simple_batch(2, 0, 50).len() as u64;
+        let config = LogConfig {
+            segment_bytes: one * 30 + 10,
+            ..LogConfig::default()
+        };
+        let (mut log, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
+        for (epoch, batches) in [(1, 10), (3, 15), (4, 10)] {
+            log.set_leader_epoch(epoch).unwrap();
+            for i in 0..batches {
+                let b = simple_batch(2, i, 50);
+                log.append(BytesMut::from(&b[..]), 0).unwrap();
+            }
+        }
+        let closed = log.reader().closed_segments(0, i64::MAX);
+        let seg = &closed[0];
+        let mut want = Vec::new();
+        scan_headers(&seg.shared.log, 0, seg.size_bytes, |pos, h| {
+            want.push((pos, h.base_offset, h.partition_leader_epoch));
+            Ok(true)
+        })
+        .unwrap();
+        assert_eq!(want.len(), 30);
+        for chunk in [1, 100, one as usize * 3 + 7, 1 << 20] {
+            let mut got = Vec::new();
+            scan_headers_windowed(&seg.shared.log, seg.size_bytes, chunk, |pos, h| {
+                got.push((pos, h.base_offset, h.partition_leader_epoch));
+                Ok(true)
+            })
+            .unwrap();
+            assert_eq!(got, want, "chunk {chunk}");
+        }
+        assert_eq!(seg.leader_epochs().unwrap(), vec![(1, 0), (3, 20), (4, 50)]);
+        // A segment cut short mid-header is corrupt, not scanned past its end.
+        let err = scan_headers_windowed(&seg.shared.log, one + 10, 100, |_, _| Ok(true));
+        assert!(matches!(err, Err(LogError::Corrupt(_))), "{err:?}");
     }
 }

@@ -1229,7 +1229,7 @@ fn tiered_local_retention_deletes_only_copied_segments_and_closed_segments_expor
     let bytes = s.read_log(0, usize::MAX).unwrap();
     assert_eq!(bytes, [stored[2].1.clone(), stored[3].1.clone()].concat());
     assert_eq!(s.leader_epochs().unwrap().len(), 1);
-    let idx = RemoteIndexes::parse(&s.indexes().unwrap()).unwrap();
+    let idx = RemoteIndexes::parse(&s.indexes(&s.leader_epochs().unwrap())).unwrap();
     assert_eq!(idx.position_for(4, 4), 0);
     assert_eq!(idx.position_for(4, 7), one);
     assert!(RemoteIndexes::parse(b"not an index").is_none());

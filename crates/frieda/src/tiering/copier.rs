@@ -499,12 +499,7 @@ impl<'a> Copier<'a> {
             let _ = upload.abort().await;
             return Err(e);
         }
-        let indexes = {
-            let seg = seg.clone();
-            tokio::task::spawn_blocking(move || seg.indexes())
-                .await
-                .map_err(|e| frieda_log::LogError::Io(std::io::Error::other(e)))??
-        };
+        let indexes = seg.indexes(&meta.segment_epochs);
         let manifest = serde_json::json!({
             "format": 1,
             "segment_id": meta.id.to_string(),
