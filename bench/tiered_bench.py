@@ -317,7 +317,9 @@ def report(a, runs: list[dict]) -> None:
              f"1 MiB segments, {a.secs} s after 3 s warm-up, no fsync per message; tiered: `remote.storage.enable=true`, "
              f"`local.retention.bytes` {a.local_retention_bytes}, copies every second"
              + (f", store data in {os.environ['TIERED_STORE_DIR']}" if os.environ.get("TIERED_STORE_DIR") else "")
-             + ". µs.", "",
+             + (f", store at nice {os.environ['TIERED_STORE_NICE']} (process and autogroup)"
+                if os.environ.get("TIERED_STORE_NICE") else ", store at normal priority")
+             + "".join(f", `{c}`" for c in a.broker_config) + ". µs.", "",
              "| topic | " + " | ".join(p.replace("_us", "") for p in PCTS)
              + " | broker CPU s/M records | copied MB | store CPU s |",
              "|---|" + "---|" * (len(PCTS) + 3)]
