@@ -158,39 +158,42 @@ pub(crate) fn scan_headers(
     file: &File,
     start: u64,
     limit: u64,
-    mut f: impl FnMut(u64, &BatchHeader) -> Result<bool, LogError>,
+    f: impl FnMut(u64, &BatchHeader) -> Result<bool, LogError>,
 ) -> Result<(), LogError> {
-    let mut pos = start;
-    while pos < limit {
-        let h = header_at(file, pos, limit)?;
-        if !f(pos, &h)? {
-            break;
-        }
-        pos += h.total_size() as u64;
-    }
-    Ok(())
+    walk_headers(start, limit, |pos| header_at(file, pos, limit), f)
 }
 
-/// [`scan_headers`] reading the file `chunk` bytes at a time (one `pread` per window, not
-/// one per batch): for a scan that reads most of a segment anyway, as tiered storage's copy
-/// does (a 1 MiB segment of 100-byte records is ~10,000 batches: as many syscalls and page
-/// lookups one by one, ~10 ms of CPU in bursts that held a core from the network threads).
+/// [`scan_headers`] from the file's start, reading it `chunk` bytes at a time (one `pread` per
+/// window, not one per batch): for a scan that reads most of a segment anyway, as tiered
+/// storage's copy does (a 1 MiB segment of 100-byte records is ~10,000 batches: as many
+/// syscalls and page lookups one by one, ~10 ms of CPU in bursts that held a core from the
+/// network threads). The same errors.
 pub(crate) fn scan_headers_windowed(
     file: &File,
     limit: u64,
     chunk: usize,
-    mut f: impl FnMut(u64, &BatchHeader) -> Result<bool, LogError>,
+    f: impl FnMut(u64, &BatchHeader) -> Result<bool, LogError>,
 ) -> Result<(), LogError> {
     let mut win = Window::new(file, limit, chunk);
-    let mut pos = 0;
-    while pos < limit {
-        if limit - pos < BATCH_HEADER_LEN as u64 {
-            return Err(LogError::Corrupt(format!(
-                "incomplete batch header at position {pos}"
-            )));
-        }
+    // `get` refuses (Corrupt) a header that would extend past `limit`.
+    let header = |pos: u64| {
         let h = BatchHeader::parse(win.get(pos, BATCH_HEADER_LEN)?)?;
         check_header(&h, pos, limit)?;
+        Ok(h)
+    };
+    walk_headers(0, limit, header, f)
+}
+
+/// The batch-by-batch walk of both scans: `header(pos)` gives the checked header at `pos`.
+fn walk_headers(
+    start: u64,
+    limit: u64,
+    mut header: impl FnMut(u64) -> Result<BatchHeader, LogError>,
+    mut f: impl FnMut(u64, &BatchHeader) -> Result<bool, LogError>,
+) -> Result<(), LogError> {
+    let mut pos = start;
+    while pos < limit {
+        let h = header(pos)?;
         if !f(pos, &h)? {
             break;
         }
