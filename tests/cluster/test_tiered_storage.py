@@ -34,7 +34,7 @@ from conftest import wait_until
 from kafka_wire_extra import parse_batches
 from seaweedfs import started
 from test_cluster import create
-from test_kafka_tools_cluster import REASSIGN, classpath, tool  # noqa: F401 (fixture)
+from test_kafka_tools_cluster import DELETE_RECORDS, REASSIGN, classpath, tool  # noqa: F401 (fixture)
 
 OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
 KEY = re.compile(r".*/(\d{20})-([A-Za-z0-9_-]{22})\.(log|indexes|rsm-manifest)$")
@@ -170,8 +170,9 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
     consumer reading from offset 0 gets every acknowledged record byte for byte, most of them from
     the bucket. A leader restart does not change that. The partition is then reassigned to node 4
     in place of a follower (Kafka's reassignment tool) and node 4 made its leader: the new replica
-    copied only the local tail, and serves the history from the bucket. Last, total retention:
-    by size, then by time."""
+    copied only the local tail, and serves the history from the bucket. Then DeleteRecords
+    (kafka-delete-records) into the remote tier, total retention by size, DeleteRecords above
+    the local log start, and total retention by time."""
     c = cluster(4, **store.broker_settings(), **{"remote.log.manager.task.interval.ms": 500,
                                                  "log.retention.check.interval.ms": 500})
     topic = topic_name()
@@ -240,6 +241,23 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
     got, _ = read_all(c.bootstrap, topic, 1)
     check_acked(acks, got, topic)
 
+    # DeleteRecords (KIP-107) into the remote tier, with Kafka's tool: the log start moves to an
+    # offset inside the third copy (below the local log) and the tool's low watermark says so
+    # once every in-sync replica follows. The copies wholly below it leave the bucket, the one
+    # holding it stays, and a read from the earliest offset starts there (below it: out of range).
+    bases = sorted(base for base, _ in settled_whole_copies(store))
+    deleted_to = bases[2] + 7
+    assert deleted_to < get_offset(classpath, c.bootstrap, topic, -4)
+    delete_records(classpath, c.bootstrap, topic, deleted_to, tmp_path)
+    assert get_offset(classpath, c.bootstrap, topic, -2) == deleted_to
+    wait_until(lambda: sorted(b for b, _ in remote_segments(store)) == bases[2:], 30,
+               "the copies wholly below the new log start leave the bucket, no other")
+    got, _ = read_all(c.bootstrap, topic, 1, start=deleted_to)
+    assert min(off for _p, off in got) == deleted_to, (min(got), deleted_to)
+    check_acked([a for a in acks if a.offset >= deleted_to], got, topic)
+    with pytest.raises(KafkaException, match="Offset out of range"):
+        read_all(c.bootstrap, topic, 1, timeout=10, start=deleted_to - 1)
+
     # Total retention over both tiers: retention.bytes = 4 MiB (local.retention.bytes 1 MiB
     # within it). The leader deletes the oldest copies while what stays (the bucket's bytes plus
     # those only the local disk holds) is still at least 4 MiB, as Kafka does: less than one
@@ -263,6 +281,19 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
         read_all(c.bootstrap, topic, 1, timeout=10)  # from offset 0, now below the log start
     check_acked([a for a in acks if a.offset >= first_kept], got, topic)
 
+    # DeleteRecords above the local log start: the local log moves too (-4 with -2), and the
+    # copies wholly below go.
+    deleted_to = get_offset(classpath, c.bootstrap, topic, -4) + 10
+    bases = sorted(base for base, _ in remote_segments(store))
+    holder = max((b for b in bases if b <= deleted_to), default=0)
+    delete_records(classpath, c.bootstrap, topic, deleted_to, tmp_path)
+    assert get_offset(classpath, c.bootstrap, topic, -2) == deleted_to
+    assert get_offset(classpath, c.bootstrap, topic, -4) == deleted_to
+    wait_until(lambda: all(b >= holder for b, _ in remote_segments(store)), 30,
+               "the copies wholly below the new log start leave the bucket")
+    got, _ = read_all(c.bootstrap, topic, 1, start=deleted_to)
+    check_acked([a for a in acks if a.offset >= deleted_to], got, topic)
+
     # retention.ms = 1 s: every copy expires (the records are older), the bucket empties, the
     # log start is the local one, and -5 still names the last offset ever copied.
     latest_tiered = get_offset(classpath, c.bootstrap, topic, -5)
@@ -271,6 +302,15 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
     wait_until(lambda: get_offset(classpath, c.bootstrap, topic, -2)
                == get_offset(classpath, c.bootstrap, topic, -4), 10, "the log start is the local start")
     assert get_offset(classpath, c.bootstrap, topic, -5) >= latest_tiered
+
+
+def delete_records(cp: str, boot: str, topic: str, offset: int, tmp_path) -> None:
+    """Kafka's kafka-delete-records on partition 0; asserts the low watermark it reports."""
+    plan = tmp_path / "delete.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0,
+                                                              "offset": offset}]}))
+    out = tool(cp, DELETE_RECORDS, "--bootstrap-server", boot, "--offset-json-file", str(plan))
+    assert re.search(rf"partition: {re.escape(topic)}-0\s+low_watermark: {offset}\b", out), out
 
 
 def set_topic_config(c, topic: str, name: str, value: str) -> None:

@@ -69,6 +69,11 @@ pub enum RemoteSegmentChange {
     /// segment is deleted: the highest offset copied is forgotten too, so tiering turned on
     /// again copies from the local log start. Refused while a segment remains.
     Disabled,
+    /// DeleteRecords (KIP-107) moved the partition's log start offset to this offset: records
+    /// below it are gone whatever the copies hold, and the copies wholly below it expire
+    /// (Kafka's `RemoteLogManager` deletes segments breached by the log start offset). Never
+    /// lowered: an offset at or below the current one changes nothing. Refused when negative.
+    LogStartMoved(i64),
 }
 
 /// Why a change was refused; every node refuses it the same way.
@@ -130,6 +135,12 @@ pub struct RemoteLog {
     /// to the finished segments.)
     #[serde(default)]
     copied_upto: Option<i64>,
+    /// The log start offset DeleteRecords set ([`RemoteSegmentChange::LogStartMoved`]), if
+    /// any: the partition's log start is at least this, whatever the copies hold. Forgotten
+    /// with [`RemoteSegmentChange::Disabled`] (every copy is gone then, and the local log
+    /// starts at or above it). Absent from older images: `None`.
+    #[serde(default)]
+    log_start: Option<i64>,
 }
 
 /// A partition's total retention (`retention.ms` / `retention.bytes`, remote and local tiers
@@ -239,6 +250,18 @@ impl RemoteLog {
                     });
                 }
                 self.copied_upto = None;
+                self.log_start = None;
+            }
+            RemoteSegmentChange::LogStartMoved(offset) => {
+                if *offset < 0 {
+                    return Err(RemoteLogError::Offsets {
+                        id: Uuid::nil(),
+                        start: *offset,
+                        end: *offset,
+                        why: "a log start offset cannot be negative",
+                    });
+                }
+                self.log_start = Some(self.log_start.map_or(*offset, |s| s.max(*offset)));
             }
         }
         debug_assert!(self.finished_do_not_overlap(), "{self:?}");
@@ -264,12 +287,19 @@ impl RemoteLog {
         }
     }
 
+    /// The log start offset DeleteRecords set (KIP-107), if any: the partition's log start is
+    /// at least this.
+    pub fn log_start(&self) -> Option<i64> {
+        self.log_start
+    }
+
     /// The readable segments that total retention deletes now, oldest first (Kafka's
     /// `RemoteLogManager` expiration task): the longest run from the oldest in which each
-    /// segment's largest timestamp is at or before `now_ms - retention_ms`, or deleting it still
-    /// leaves the partition's bytes (remote plus `local_only_bytes`) at or above
-    /// `retention_bytes`. A segment that neither bound breaches ends the run, so the remote tier
-    /// only ever shrinks from its start.
+    /// segment lies wholly below the [`log_start`](Self::log_start) DeleteRecords set, or its
+    /// largest timestamp is at or before `now_ms - retention_ms`, or deleting it still leaves
+    /// the partition's bytes (remote plus `local_only_bytes`) at or above `retention_bytes`. A
+    /// segment that no bound breaches ends the run, so the remote tier only ever shrinks from
+    /// its start.
     pub fn expired(&self, r: &TotalRetention) -> Vec<&RemoteSegment> {
         let finished: Vec<&RemoteSegment> = self.finished().collect();
         let mut breach = if r.retention_bytes >= 0 {
@@ -283,7 +313,8 @@ impl RemoteLog {
         for s in finished {
             let by_time = cutoff.is_some_and(|c| s.max_timestamp_ms <= c);
             let by_size = breach - s.size_bytes as i128 >= 0 && breach > 0;
-            if !(by_time || by_size) {
+            let by_start = self.log_start.is_some_and(|start| s.end_offset < start);
+            if !(by_time || by_size || by_start) {
                 break;
             }
             breach -= s.size_bytes as i128;
@@ -332,7 +363,7 @@ impl RemoteLog {
     /// No segment is registered and no copy ever finished: the image may forget the
     /// partition's remote log.
     pub fn is_empty(&self) -> bool {
-        self.segments.is_empty() && self.copied_upto.is_none()
+        self.segments.is_empty() && self.copied_upto.is_none() && self.log_start.is_none()
     }
 
     /// Refuses `s` ([`RemoteLogError::Offsets`] saying `why`) unless it starts above every
@@ -594,6 +625,52 @@ mod tests {
         json.as_object_mut().unwrap().remove("copied_upto");
         let old: RemoteLog = serde_json::from_value(json).unwrap();
         assert_eq!(old.copied_upto(), None);
+    }
+
+    #[test]
+    fn delete_records_moves_the_log_start_and_expires_the_copies_below_it() {
+        // Segments [0, 99], [100, 199], [200, 299], [300, 399]; no retention bound.
+        let mut r = finished_log(&[(100, 1000), (100, 2000), (100, 3000), (100, 4000)]);
+        let keep_all = TotalRetention {
+            now_ms: 5000,
+            retention_ms: -1,
+            retention_bytes: -1,
+            local_only_bytes: 0,
+        };
+        assert_eq!(r.log_start(), None);
+        // Inside the second segment: only the first lies wholly below.
+        r.apply(&RemoteSegmentChange::LogStartMoved(150), 1, 1)
+            .unwrap();
+        assert_eq!(r.log_start(), Some(150));
+        assert_eq!(expired_ids(&r, keep_all), [id(1)]);
+        // Never lowered; a deposed leader's move changes nothing.
+        r.apply(&RemoteSegmentChange::LogStartMoved(50), 1, 1)
+            .unwrap();
+        assert_eq!(r.log_start(), Some(150));
+        assert!(matches!(
+            r.apply(&RemoteSegmentChange::LogStartMoved(400), 1, 2),
+            Err(RemoteLogError::StaleLeaderEpoch { .. })
+        ));
+        assert!(r
+            .apply(&RemoteSegmentChange::LogStartMoved(-3), 1, 1)
+            .is_err());
+        // At a segment's first offset: the ones before it; past the last copy: all of them.
+        r.apply(&RemoteSegmentChange::LogStartMoved(300), 1, 1)
+            .unwrap();
+        assert_eq!(expired_ids(&r, keep_all), [id(1), id(2), id(3)]);
+        r.apply(&RemoteSegmentChange::LogStartMoved(1000), 1, 1)
+            .unwrap();
+        assert_eq!(expired_ids(&r, keep_all), [id(1), id(2), id(3), id(4)]);
+        // With every copy gone the image still remembers the start; tiering turned off forgets it.
+        for n in 1..=4 {
+            r.apply(&RemoteSegmentChange::DeleteStarted(id(n)), 1, 1)
+                .unwrap();
+            r.apply(&RemoteSegmentChange::DeleteFinished(id(n)), 1, 1)
+                .unwrap();
+        }
+        assert_eq!(r.log_start(), Some(1000));
+        r.apply(&RemoteSegmentChange::Disabled, 1, 1).unwrap();
+        assert!(r.is_empty() && r.log_start().is_none());
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //! the offset, as Kafka's `DelayedDeleteRecords` does, so a failover does not bring the
 //! records back.
 //!
+//! On a tiered partition with copies (KIP-405) the new start may lie in the remote tier: it is
+//! committed in the metadata quorum first (`RemoteSegmentChange::LogStartMoved`), every
+//! replica's log start follows it, the remote-log manager deletes the copies wholly below it,
+//! and the local log moves too when it starts below (docs/tiered-storage.md).
+//!
 //! Per-partition errors, as Kafka's `ReplicaManager.deleteRecords`:
 //! UNKNOWN_TOPIC_OR_PARTITION (3); NOT_LEADER_OR_FOLLOWER (6) off the leader;
 //! OFFSET_OUT_OF_RANGE (1) for an offset above the high watermark or negative other than -1
@@ -19,6 +24,9 @@ use super::{authorized, RequestContext};
 use crate::broker::Broker;
 use crate::security::acl::{op, resource};
 use crate::storage::partition::Partition;
+use frieda_meta::controller::{ControllerError, ControllerRequest};
+use frieda_meta::image::MetaError;
+use frieda_meta::remote_log::RemoteSegmentChange;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
@@ -32,6 +40,8 @@ use tokio::time::Instant;
 const HIGH_WATERMARK: i64 = -1;
 /// How often the low watermark is looked at while followers catch up, ms.
 const POLL_MS: u64 = 5;
+/// Longest wait for the metadata quorum to commit a tiered partition's new log start, ms.
+const COMMIT_TIMEOUT_MS: u64 = 10_000;
 /// Longest wait for the followers whatever the request says, ms.
 const MAX_TIMEOUT_MS: i32 = 60_000;
 
@@ -121,23 +131,72 @@ async fn delete_below(
     if !p.cleanup_deletes() {
         return Err(ResponseError::PolicyViolation);
     }
-    if p.tiered.enabled() && p.tiered.copied_end() >= 0 {
-        // Records below the local log are in the remote tier; deleting them there (KIP-405's
-        // remote expiration) is not built yet (docs/tiered-storage.md, step 5).
-        tracing::info!(topic = %p.topic, partition = p.index,
-            "DeleteRecords refused: the partition has records in the remote tier, which DeleteRecords cannot delete yet");
-        return Err(ResponseError::PolicyViolation);
-    }
     let hw = p.high_watermark();
     let target = if offset == HIGH_WATERMARK { hw } else { offset };
     if target < 0 || target > hw {
         return Err(ResponseError::OffsetOutOfRange);
+    }
+    if p.tiered.enabled() && p.tiered.copied_end() >= 0 {
+        // Records below the local log are in the remote tier too: the new start goes to the
+        // metadata quorum first, where every replica's log start follows it and the leader's
+        // remote-log manager expires the copies wholly below it (Kafka's segments breached by
+        // the log start offset); then the local log follows if it starts below.
+        if target <= p.total_log_start_offset() {
+            return Ok(target);
+        }
+        commit_remote_log_start(broker, p, target).await?;
+        p.tiered.note_deleted_below(target);
+        if target <= p.log_start_offset() {
+            tracing::info!(topic = %p.topic, partition = p.index, log_start_offset = target,
+                "log start offset moved into the remote tier");
+            return Ok(target);
+        }
     }
     let part = p.clone();
     tokio::task::spawn_blocking(move || part.advance_log_start(target))
         .await
         .map_err(|_| ResponseError::UnknownServerError)??;
     Ok(target)
+}
+
+/// Commits `target` as the log start offset of tiered partition `p` in the metadata quorum
+/// (`RemoteSegmentChange::LogStartMoved`, fenced by this leader's epoch).
+///
+/// Errors: NOT_LEADER_OR_FOLLOWER when the image has a newer leader epoch, REQUEST_TIMED_OUT
+/// when the quorum does not commit in time, UNKNOWN_TOPIC_OR_PARTITION for a deleted topic.
+async fn commit_remote_log_start(
+    broker: &Arc<Broker>,
+    p: &Arc<Partition>,
+    target: i64,
+) -> Result<(), ResponseError> {
+    let node = broker.cluster().ok_or(ResponseError::UnknownServerError)?;
+    let topic = broker
+        .topic(&p.topic)
+        .ok_or(ResponseError::UnknownTopicOrPartition)?;
+    let req = ControllerRequest::RemoteSegment {
+        topic: p.topic.to_string(),
+        topic_id: topic.id,
+        partition: p.index,
+        leader_epoch: p.repl.leader_epoch(),
+        change: RemoteSegmentChange::LogStartMoved(target),
+    };
+    node.quorum
+        .request(req, Duration::from_millis(COMMIT_TIMEOUT_MS))
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            tracing::info!(topic = %p.topic, partition = p.index, offset = target, error = %e,
+                "DeleteRecords: the new log start of a tiered partition was not committed");
+            match e {
+                ControllerError::Meta(MetaError::StaleLeader(_)) => {
+                    ResponseError::NotLeaderOrFollower
+                }
+                ControllerError::Meta(MetaError::UnknownTopic(_)) => {
+                    ResponseError::UnknownTopicOrPartition
+                }
+                _ => ResponseError::RequestTimedOut,
+            }
+        })
 }
 
 /// The partition's low watermark: its own log start, and on a leader its in-sync followers'.

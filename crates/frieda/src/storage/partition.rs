@@ -107,6 +107,9 @@ pub struct TieredView {
     copied_end: AtomicI64,
     /// First offset of the contiguous run of copied segments ending at `copied_end`.
     remote_start: AtomicI64,
+    /// The log start offset DeleteRecords set (KIP-107, kept in the image:
+    /// `RemoteLog::log_start`): the log starts at least here whatever the copies hold.
+    deleted_below: AtomicI64,
     /// `local.retention.ms` resolved (-2 read as `retention.ms`), ms; -1 unbounded.
     local_retention_ms: AtomicI64,
     /// `local.retention.bytes` resolved (-2 read as `retention.bytes`), bytes; -1 unbounded.
@@ -120,6 +123,7 @@ impl Default for TieredView {
             copying: AtomicBool::new(false),
             copied_end: AtomicI64::new(-1),
             remote_start: AtomicI64::new(-1),
+            deleted_below: AtomicI64::new(-1),
             local_retention_ms: AtomicI64::new(-1),
             local_retention_bytes: AtomicI64::new(-1),
         }
@@ -138,6 +142,8 @@ pub struct TieredState {
     /// See [`TieredView`].
     pub remote_start: i64,
     /// See [`TieredView`].
+    pub deleted_below: i64,
+    /// See [`TieredView`].
     pub local_retention_ms: i64,
     /// See [`TieredView`].
     pub local_retention_bytes: i64,
@@ -148,6 +154,8 @@ impl TieredView {
     /// `enabled`, so a reader that sees a copied end also sees where the remote run begins.
     pub fn set(&self, s: TieredState) {
         self.remote_start.store(s.remote_start, Ordering::Release);
+        self.deleted_below
+            .fetch_max(s.deleted_below, Ordering::AcqRel);
         self.copied_end.store(s.copied_end, Ordering::Release);
         self.local_retention_ms
             .store(s.local_retention_ms, Ordering::Release);
@@ -181,18 +189,31 @@ impl TieredView {
 
     /// The log start offset of the whole log, remote tier included, given the local log's
     /// start: the start of the copied run when that run reaches the local start, else the
-    /// local start.
+    /// local start; at least the offset DeleteRecords moved it to (which may lie above the
+    /// local start for a moment, until the local log follows).
     pub fn log_start(&self, local_start: i64) -> i64 {
         if !self.enabled() {
             return local_start;
         }
         let start = self.remote_start.load(Ordering::Acquire);
         let end = self.copied_end();
-        if start >= 0 && start < local_start && end + 1 >= local_start {
+        let derived = if start >= 0 && start < local_start && end + 1 >= local_start {
             start
         } else {
             local_start
-        }
+        };
+        derived.max(self.deleted_below())
+    }
+
+    /// The log start offset DeleteRecords set on this tiered partition, -1 if none.
+    pub fn deleted_below(&self) -> i64 {
+        self.deleted_below.load(Ordering::Acquire)
+    }
+
+    /// Takes a log start offset DeleteRecords just committed (never lowers it), before the
+    /// next refresh brings it from the image.
+    pub fn note_deleted_below(&self, offset: i64) {
+        self.deleted_below.fetch_max(offset, Ordering::AcqRel);
     }
 }
 

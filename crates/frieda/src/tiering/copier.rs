@@ -213,6 +213,7 @@ pub async fn refresh_loop(
 pub fn refresh_views(broker: &Broker, node: &ClusterNode) {
     let image = node.image();
     let defaults = broker.topic_defaults();
+    let mut behind: Vec<(Arc<Partition>, i64)> = Vec::new();
     for t in broker.topics() {
         let (enabled, copying, local_ms, local_bytes) = {
             let c = t.configs.read();
@@ -232,20 +233,46 @@ pub fn refresh_views(broker: &Broker, node: &ClusterNode) {
             if !enabled && !p.tiered.enabled() {
                 continue;
             }
-            let (remote_start, copied_end) = image
+            let (remote_start, copied_end, deleted_below) = image
                 .remote_log(&t.name, p.index)
                 .map(|log| {
                     let (start, _) = contiguous_copied_run(log);
-                    (start, log.copied_upto().unwrap_or(-1))
+                    (
+                        start,
+                        log.copied_upto().unwrap_or(-1),
+                        log.log_start().unwrap_or(-1),
+                    )
                 })
-                .unwrap_or((-1, -1));
+                .unwrap_or((-1, -1, -1));
             p.tiered.set(TieredState {
                 enabled,
                 copying,
                 copied_end,
                 remote_start,
+                deleted_below,
                 local_retention_ms: local_ms,
                 local_retention_bytes: local_bytes,
+            });
+            // DeleteRecords moved the log start above the local one and the local log has not
+            // followed (a leader stopped between the commit and its own move): move it now, as
+            // far as this replica's high watermark (a follower also follows its leader's fetch
+            // answers).
+            let target = p.tiered.deleted_below().min(p.high_watermark());
+            if enabled && target > p.log_start_offset() {
+                behind.push((p.clone(), target));
+            }
+        }
+    }
+    if !behind.is_empty() {
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            // Blocking: the log start checkpoint is fsync'ed before the start moves.
+            rt.spawn_blocking(move || {
+                for (p, target) in behind {
+                    if let Err(e) = p.advance_log_start(target) {
+                        tracing::warn!(topic = %p.topic, partition = p.index, error = ?e,
+                            "could not move the local log start up to the log start DeleteRecords set");
+                    }
+                }
             });
         }
     }
@@ -527,18 +554,18 @@ impl<'a> Copier<'a> {
     }
 
     /// Deletes the copies the topic's total retention expired, oldest first
-    /// ([`RemoteLog::expired`](frieda_meta::remote_log::RemoteLog::expired): by `retention.ms`
-    /// against each copy's largest timestamp, by `retention.bytes` against the remote bytes plus
-    /// the bytes only the local log holds).
+    /// ([`RemoteLog::expired`](frieda_meta::remote_log::RemoteLog::expired): wholly below the
+    /// log start DeleteRecords set, by `retention.ms` against each copy's largest timestamp, by
+    /// `retention.bytes` against the remote bytes plus the bytes only the local log holds).
     async fn expire(&self, retention: Retention) -> Result<(), CopyError> {
-        if retention.ms < 0 && retention.bytes < 0 {
-            return Ok(());
-        }
         let expired: Vec<RemoteSegment> = {
             let image = self.node.image();
             let Some(log) = image.remote_log(&self.partition.topic, self.partition.index) else {
                 return Ok(());
             };
+            if retention.ms < 0 && retention.bytes < 0 && log.log_start().is_none() {
+                return Ok(());
+            }
             let now_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64);
@@ -557,8 +584,11 @@ impl<'a> Copier<'a> {
             .collect()
         };
         for s in &expired {
-            self.delete(s, "deleted a remote segment past the topic's retention")
-                .await?;
+            self.delete(
+                s,
+                "deleted a remote segment past the topic's retention or below its log start",
+            )
+            .await?;
             STATS.expired_segments.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
