@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import crc32c
 import pytest
-from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka import ElectionType, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from cluster_clients import ProducerThread, check_acked, read_all, replica_batches, watermarks
@@ -35,6 +37,9 @@ from kafka_wire_extra import parse_batches
 from seaweedfs import started
 from test_cluster import create
 from test_kafka_tools_cluster import DELETE_RECORDS, REASSIGN, classpath, tool  # noqa: F401 (fixture)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+import txn_helpers as t  # noqa: E402
 
 OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
 KEY = re.compile(r".*/(\d{20})-([A-Za-z0-9_-]{22})\.(log|indexes|rsm-manifest)$")
@@ -170,7 +175,9 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
     consumer reading from offset 0 gets every acknowledged record byte for byte, most of them from
     the bucket. A leader restart does not change that. The partition is then reassigned to node 4
     in place of a follower (Kafka's reassignment tool) and node 4 made its leader: the new replica
-    copied only the local tail, and serves the history from the bucket. Then DeleteRecords
+    copied only the local tail, with the producer state of the copy below it (an idempotent
+    producer that wrote only the first records is known to it, as to the leader), and serves the
+    history from the bucket. Then DeleteRecords
     (kafka-delete-records) into the remote tier, total retention by size, DeleteRecords above
     the local log start, and total retention by time."""
     c = cluster(4, **store.broker_settings(), **{"remote.log.manager.task.interval.ms": 500,
@@ -179,6 +186,12 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
     mib = 1 << 20
     create(c, topic, assignment=[[1, 2, 3]], config={
         "remote.storage.enable": "true", "segment.bytes": str(mib), "local.retention.bytes": str(mib)})
+    # An idempotent producer that writes only the first 5 records: its last batch ends up only
+    # in the bucket, so a replica knows it only from the producer snapshot copied with a segment.
+    early = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True, "acks": "all"})
+    for i in range(5):
+        early.produce(topic, value=b"early %d" % i, partition=0)
+    assert early.flush(30) == 0
     prod = ProducerThread(c.bootstrap, topic, 1, tag="history")
     try:
         acks, errors = prod.produce_now(90_000, timeout=120)
@@ -234,6 +247,19 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
     assert new_replica <= 2 * mib, f"the new replica copied {new_replica} bytes: more than the local tail"
     # (Local retention would trim a full copy too; the log says the history was never fetched.)
     assert "starting the log again above the copied offsets" in c.node(4).text(), c.node(4).tail()
+    # ... with the producer state of the copy below its start (KIP-405's producer snapshot):
+    # kafka-transactions describe-producers on node 4 shows the early producer (last sequence 4)
+    # as the leader does.
+    assert "producers_restored=true" in c.node(4).text(), c.node(4).tail()
+
+    def producers(broker_id: int) -> dict[str, tuple[str, str]]:
+        out = t.txn_tool(classpath, c.bootstrap, "describe-producers", "--topic", topic, "--partition", "0",
+                         "--broker-id", str(broker_id))
+        return {r["ProducerId"]: (r["ProducerEpoch"], r["LastSequence"]) for r in t.parse_table(out)}
+    at_leader = producers(c.leader_of(topic, 0))
+    early_ids = [pid for pid, (_e, seq) in at_leader.items() if seq == "4"]
+    assert len(early_ids) == 1, at_leader
+    assert producers(4).get(early_ids[0]) == at_leader[early_ids[0]], (producers(4), at_leader)
     adm = c.admin()  # kept referenced until the result is in
     adm.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, 0)]).result(timeout=30)
     wait_until(lambda: c.leader_of(topic, 0) == 4, 30, "node 4 leads")

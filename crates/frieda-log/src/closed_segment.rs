@@ -3,25 +3,32 @@
 //! without any lock of the partition (the copier takes the segment's handle under the segment
 //! list's read lock, then only `pread`s). Design: `docs/tiered-storage.md`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::LogError;
 use crate::index::{decode_offsets, encode_offsets, encode_times};
 use crate::partition::LogReader;
 use crate::segment::{read_exact_at, scan_headers_windowed, SegmentShared};
+use crate::snapshot;
 use crate::txn_index::{decode_entries, encode_entries, AbortedTxn};
 
 /// Bytes [`ClosedSegment::leader_epochs`] reads at a time (1 MiB).
 pub const EPOCH_SCAN_CHUNK: usize = 1 << 20;
 
-/// Magic at the start of an `.indexes` object (Frieda's format, version 1).
-pub const INDEXES_MAGIC: &[u8; 8] = b"FRIDX\x00\x00\x01";
+/// Magic at the start of an `.indexes` object (Frieda's format, version 2: five parts).
+pub const INDEXES_MAGIC: &[u8; 8] = b"FRIDX\x00\x00\x02";
+
+/// Magic of version 1 (four parts, no producer snapshot), still read.
+pub const INDEXES_MAGIC_V1: &[u8; 8] = b"FRIDX\x00\x00\x01";
 
 /// A closed (no longer appended) segment of a partition log: its offsets, size and largest
 /// timestamp when taken, and an open handle to its files, valid even if retention deletes it
 /// meanwhile (the file stays readable while open).
 pub struct ClosedSegment {
     shared: Arc<SegmentShared>,
+    /// The partition's directory (its producer snapshots).
+    dir: PathBuf,
     /// First offset (the segment's base offset).
     pub base_offset: i64,
     /// Last offset it holds (inclusive).
@@ -38,6 +45,7 @@ impl LogReader {
     /// them). Takes the segment list's read lock only to clone handles.
     pub fn closed_segments(&self, from: i64, below: i64) -> Vec<ClosedSegment> {
         let all = self.segments_snapshot();
+        let dir = self.dir();
         let n = all.len().saturating_sub(1);
         all[..n]
             .iter()
@@ -45,6 +53,7 @@ impl LogReader {
                 let st = s.state.read();
                 let seg = ClosedSegment {
                     shared: s.clone(),
+                    dir: dir.to_path_buf(),
                     base_offset: s.base_offset,
                     last_offset: st.end_offset - 1,
                     size_bytes: st.size,
@@ -102,12 +111,30 @@ impl ClosedSegment {
         Ok(out)
     }
 
-    /// Its indexes as one object: [`INDEXES_MAGIC`], then four big-endian u32 lengths (offset
-    /// index, time index, transaction index, leader epochs) and the four parts: the offset and
-    /// time indexes and the aborted transactions in the local files' formats, the epochs
-    /// (`epochs`, as [`leader_epochs`](Self::leader_epochs) gave them) as `(i32 epoch, i64
-    /// first offset)` pairs. Reads no file.
-    pub fn indexes(&self, epochs: &[(i32, i64)]) -> Vec<u8> {
+    /// The producer snapshot taken when the segment after it began (`<last offset + 1>.snapshot`,
+    /// Kafka's format: the producers before the offset after this segment; KIP-405's
+    /// `producerSnapshotIndex`), if the partition still has it (none when writing it failed
+    /// at the roll, or retention deleted it). Errors other than a missing file are logged and
+    /// read as none: a copy goes on without it.
+    pub fn producer_snapshot(&self) -> Option<Vec<u8>> {
+        let path = snapshot::path(&self.dir, self.last_offset + 1);
+        match std::fs::read(&path) {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                tracing::warn!(file = %path.display(), error = %e, "cannot read a producer snapshot to copy");
+                None
+            }
+        }
+    }
+
+    /// Its indexes as one object: [`INDEXES_MAGIC`], then five big-endian u32 lengths (offset
+    /// index, time index, transaction index, leader epochs, producer snapshot) and the five
+    /// parts: the offset and time indexes and the aborted transactions in the local files'
+    /// formats, the epochs (`epochs`, as [`leader_epochs`](Self::leader_epochs) gave them) as
+    /// `(i32 epoch, i64 first offset)` pairs, and `producer_snapshot` (as
+    /// [`producer_snapshot`](Self::producer_snapshot) gave it; empty for none). Reads no file.
+    pub fn indexes(&self, epochs: &[(i32, i64)], producer_snapshot: &[u8]) -> Vec<u8> {
         let (offsets, times) = {
             let st = self.shared.state.read();
             (
@@ -121,8 +148,14 @@ impl ClosedSegment {
             epoch_bytes.extend_from_slice(&e.to_be_bytes());
             epoch_bytes.extend_from_slice(&o.to_be_bytes());
         }
-        let parts = [offsets, times, txns, epoch_bytes];
-        let mut out = Vec::with_capacity(8 + 16 + parts.iter().map(Vec::len).sum::<usize>());
+        let parts = [
+            offsets,
+            times,
+            txns,
+            epoch_bytes,
+            producer_snapshot.to_vec(),
+        ];
+        let mut out = Vec::with_capacity(8 + 20 + parts.iter().map(Vec::len).sum::<usize>());
         out.extend_from_slice(INDEXES_MAGIC);
         for p in &parts {
             out.extend_from_slice(&(p.len() as u32).to_be_bytes());
@@ -142,20 +175,26 @@ pub struct RemoteIndexes {
     offsets: Vec<(u32, u32)>,
     /// The transactions aborted by markers in the segment.
     pub aborted: Vec<AbortedTxn>,
+    /// The producer snapshot at the offset after the segment; empty when there was none (or
+    /// the object is of version 1).
+    pub producer_snapshot: Vec<u8>,
 }
 
 impl RemoteIndexes {
     /// Parses an `.indexes` object; `None` if it is not one (wrong magic, lengths that do not
     /// add up, entries that do not decode).
     pub fn parse(bytes: &[u8]) -> Option<RemoteIndexes> {
-        let body = bytes.strip_prefix(INDEXES_MAGIC.as_slice())?;
+        let (body, count) = match bytes.strip_prefix(INDEXES_MAGIC.as_slice()) {
+            Some(body) => (body, 5),
+            None => (bytes.strip_prefix(INDEXES_MAGIC_V1.as_slice())?, 4),
+        };
         let len_at = |i: usize| -> Option<usize> {
             let b = body.get(i * 4..i * 4 + 4)?;
             Some(u32::from_be_bytes(b.try_into().ok()?) as usize)
         };
-        let lens = [len_at(0)?, len_at(1)?, len_at(2)?, len_at(3)?];
-        let mut at = 16usize;
-        let mut parts = Vec::with_capacity(4);
+        let lens = (0..count).map(len_at).collect::<Option<Vec<usize>>>()?;
+        let mut at = count * 4;
+        let mut parts = Vec::with_capacity(count);
         for l in lens {
             parts.push(body.get(at..at.checked_add(l)?)?);
             at += l;
@@ -168,7 +207,12 @@ impl RemoteIndexes {
             .map(|e| (e.rel_offset, e.position))
             .collect();
         let (aborted, whole) = decode_entries(parts[2]);
-        whole.then_some(RemoteIndexes { offsets, aborted })
+        let producer_snapshot = parts.get(4).map_or_else(Vec::new, |p| p.to_vec());
+        whole.then_some(RemoteIndexes {
+            offsets,
+            aborted,
+            producer_snapshot,
+        })
     }
 
     /// The byte position in the `.log` of a segment based at `base` from which a read of

@@ -49,7 +49,7 @@ pub use cleaner::{
     CleanContext, CleanReason, CleanStats, CleanedLog, CleaningCandidate, PendingSwap, Throttle,
     BYTES_PER_MAP_ENTRY,
 };
-pub use closed_segment::{ClosedSegment, RemoteIndexes, INDEXES_MAGIC};
+pub use closed_segment::{ClosedSegment, RemoteIndexes, INDEXES_MAGIC, INDEXES_MAGIC_V1};
 pub use compression::{Codec, MAX_DECOMPRESSED_BYTES};
 pub use config::{LogConfig, TimestampType};
 pub use control::{

@@ -185,6 +185,8 @@ struct Shared {
     /// Open and recently closed transactions, for the last stable offset (published by the
     /// writer after every change).
     frontier: RwLock<TxnFrontier>,
+    /// The partition's directory (its producer snapshots, for [`crate::ClosedSegment`]).
+    dir: PathBuf,
 }
 
 /// What one flush must make durable, taken by [`PartitionLog::begin_flush`].
@@ -474,6 +476,7 @@ impl PartitionLog {
             offline: AtomicBool::new(false),
             recovery_point: AtomicI64::new(recovery_point.min(log_end)),
             frontier: RwLock::new(TxnFrontier::default()),
+            dir: dir.to_path_buf(),
         });
         let report = RecoveryReport {
             segments: segments.len(),
@@ -806,8 +809,12 @@ impl PartitionLog {
     /// leader still holds; what lies below is in remote storage. Every segment is removed
     /// (their files deleted by the caller after releasing the lock; one whose base is `offset`
     /// is unlinked now, so the new segment can take its name), the log start, log end and
-    /// recovery point become `offset`, and the leader epoch cache, producer state and producer
-    /// snapshots are emptied (the next appended batches fill them again).
+    /// recovery point become `offset`, and the leader epoch cache and producer snapshots are
+    /// emptied (the next appended batches fill them again). The producer state becomes
+    /// `producer_snapshot` when given (a snapshot in Kafka's format of the producers before
+    /// `offset`: KIP-405's producer snapshot of the remote segment ending below it, written as
+    /// this log's snapshot at `offset`), else empty, and then an unknown producer's next batch
+    /// is accepted at any sequence; a snapshot that does not decode counts as none (logged).
     ///
     /// Errors: `LogError::Offline`; `LogError::Io` from creating the new segment or writing
     /// the epoch checkpoint (the log goes offline).
@@ -815,6 +822,7 @@ impl PartitionLog {
         &mut self,
         offset: i64,
         now_ms: i64,
+        producer_snapshot: Option<&[u8]>,
     ) -> Result<RemovedSegments, LogError> {
         self.check_online()?;
         let collision = self.segments.iter().position(|s| s.base_offset() == offset);
@@ -858,11 +866,28 @@ impl PartitionLog {
         for o in snapshot::list(&self.dir)? {
             snapshot::delete(&self.dir, o);
         }
+        let restored = match producer_snapshot.map(ProducerStateManager::from_snapshot) {
+            Some(Ok(state)) => {
+                if let Err(e) = snapshot::write(&self.dir, offset, &state) {
+                    self.go_offline("writing the producer snapshot", &e);
+                    return Err(e);
+                }
+                true
+            }
+            Some(Err(why)) => {
+                tracing::warn!(dir = %self.dir.display(), offset, %why,
+                    "the producer snapshot to start again from does not decode; starting with no producers");
+                false
+            }
+            None => false,
+        };
         if let Err(e) = self.load_producer_state() {
             self.go_offline("emptying the producer state", &e);
             return Err(e);
         }
-        self.producers.set_may_have_forgotten();
+        if !restored {
+            self.producers.set_may_have_forgotten();
+        }
         debug_assert_eq!(self.active().end_offset(), offset);
         tracing::info!(dir = %self.dir.display(), offset, removed_segments = removed.len(),
             "emptied the log; it starts again at the offset");
@@ -1668,6 +1693,11 @@ pub struct LogReader {
 }
 
 impl LogReader {
+    /// The partition's directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
     /// The segment list now (handles, cheap to clone; the list's read lock only for the copy).
     pub(crate) fn segments_snapshot(&self) -> Vec<Arc<SegmentShared>> {
         self.shared.segments.read().clone()

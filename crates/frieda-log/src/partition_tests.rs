@@ -1229,7 +1229,7 @@ fn tiered_local_retention_deletes_only_copied_segments_and_closed_segments_expor
     let bytes = s.read_log(0, usize::MAX).unwrap();
     assert_eq!(bytes, [stored[2].1.clone(), stored[3].1.clone()].concat());
     assert_eq!(s.leader_epochs().unwrap().len(), 1);
-    let idx = RemoteIndexes::parse(&s.indexes(&s.leader_epochs().unwrap())).unwrap();
+    let idx = RemoteIndexes::parse(&s.indexes(&s.leader_epochs().unwrap(), b"")).unwrap();
     assert_eq!(idx.position_for(4, 4), 0);
     assert_eq!(idx.position_for(4, 7), one);
     assert!(RemoteIndexes::parse(b"not an index").is_none());
@@ -1284,7 +1284,7 @@ fn a_follower_log_starts_again_at_an_offset_of_the_leaders_local_tail() {
         .unwrap();
     assert_eq!(follower.log_end_offset(), 8);
     follower
-        .truncate_fully_and_start_at(12, NOW)
+        .truncate_fully_and_start_at(12, NOW, None)
         .unwrap()
         .delete_files()
         .unwrap();
@@ -1315,7 +1315,7 @@ fn a_follower_log_starts_again_at_an_offset_of_the_leaders_local_tail() {
     // Again at the base of its own segment (12): that segment's name is reused.
     assert_eq!(follower.segment_count(), 1);
     follower
-        .truncate_fully_and_start_at(12, NOW)
+        .truncate_fully_and_start_at(12, NOW, None)
         .unwrap()
         .delete_files()
         .unwrap();

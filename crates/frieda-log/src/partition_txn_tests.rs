@@ -4,6 +4,7 @@
 use super::*;
 use crate::batch::testutil::simple_batch;
 use crate::batch::{build_batch, BATCH_HEADER_LEN};
+use crate::closed_segment::{RemoteIndexes, INDEXES_MAGIC_V1};
 use crate::compression::Codec;
 use crate::control::{ControlType, TRANSACTIONAL_BIT};
 use crate::producer_state::ProducerError;
@@ -206,4 +207,76 @@ fn a_v2_marker_bumps_the_epoch_and_fences_late_writes() {
     log.append_marker(50, 5, commit(0), true, NOW).unwrap();
     append(&mut log, pbatch(50, 5, 0, 1, true));
     assert_eq!(log.reader().first_unstable_offset(), Some(3));
+}
+
+/// KIP-405's producer snapshot travels with a closed segment: a copy takes the snapshot at the
+/// offset after it, the `.indexes` object carries it (a version 1 object, without, still
+/// parses), and a follower that starts its log again at that offset from it knows the
+/// producers: the last batch is a duplicate, the next sequence appends, a gap is refused.
+/// Without it, the unknown producer's batch is accepted at any sequence.
+#[test]
+fn a_log_started_again_from_a_copied_producer_snapshot_knows_the_producers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut leader, _) =
+        PartitionLog::open(dir.path().join("l").as_path(), small_segments(), NOW).unwrap();
+    for i in 0..8 {
+        append(&mut leader, pbatch(30, 2, i * 2, 2, false)); // 0-15, sequences 0-15
+    }
+    let closed = leader.reader().closed_segments(0, i64::MAX);
+    assert!(closed.len() >= 2, "rolled");
+    let seg = &closed[closed.len() - 1];
+    let snapshot = seg
+        .producer_snapshot()
+        .expect("the roll after it wrote a snapshot");
+    let idx = RemoteIndexes::parse(&seg.indexes(&seg.leader_epochs().unwrap(), &snapshot)).unwrap();
+    assert_eq!(idx.producer_snapshot, snapshot);
+    // Version 1 (four parts) still parses, with no snapshot.
+    let mut v1 = INDEXES_MAGIC_V1.to_vec();
+    v1.extend_from_slice(&[0; 16]);
+    assert!(RemoteIndexes::parse(&v1)
+        .unwrap()
+        .producer_snapshot
+        .is_empty());
+
+    let start = seg.last_offset + 1;
+    // The sequence of the batch ending at `start - 1`: two records per batch from offset 0.
+    let last_seq = (start - 2) as i32;
+    let check = |log: &PartitionLog, seq: i32| {
+        log.check_producer(
+            &BatchHeader::parse(&pbatch(30, 2, seq, 2, false)).unwrap(),
+            None,
+            false,
+        )
+    };
+    let (mut restored, _) =
+        PartitionLog::open(dir.path().join("f").as_path(), small_segments(), NOW).unwrap();
+    restored
+        .truncate_fully_and_start_at(start, NOW, Some(&idx.producer_snapshot))
+        .unwrap()
+        .delete_files()
+        .unwrap();
+    assert_eq!(restored.producer_count(), 1);
+    assert!(matches!(
+        check(&restored, last_seq),
+        Ok(SequenceCheck::Duplicate { .. })
+    ));
+    assert_eq!(check(&restored, last_seq + 2), Ok(SequenceCheck::Append));
+    assert_eq!(
+        check(&restored, last_seq + 10),
+        Err(ProducerError::OutOfOrderSequence)
+    );
+    // Reopened, it still knows them (the snapshot is its own at `start`).
+    restored.close().unwrap();
+    let (restored, _) =
+        PartitionLog::open(dir.path().join("f").as_path(), small_segments(), NOW).unwrap();
+    assert_eq!(check(&restored, last_seq + 2), Ok(SequenceCheck::Append));
+
+    let (mut bare, _) =
+        PartitionLog::open(dir.path().join("g").as_path(), small_segments(), NOW).unwrap();
+    bare.truncate_fully_and_start_at(start, NOW, Some(b"not a snapshot"))
+        .unwrap()
+        .delete_files()
+        .unwrap();
+    assert_eq!(bare.producer_count(), 0);
+    assert_eq!(check(&bare, last_seq + 10), Ok(SequenceCheck::Append));
 }

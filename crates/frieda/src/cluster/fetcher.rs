@@ -61,6 +61,8 @@ struct Followed {
     next_offset: Option<i64>,
     /// No requests for this partition before this instant.
     backoff_until: Option<Instant>,
+    /// The producer snapshot being read before the log starts again (KIP-405).
+    snapshot: Option<SnapshotRead>,
 }
 
 type Key = (Arc<str>, i32);
@@ -225,6 +227,7 @@ fn add(followed: &mut HashMap<Key, Followed>, partition: Arc<Partition>, epoch: 
                     truncated: false,
                     next_offset: None,
                     backoff_until: None,
+                    snapshot: None,
                 },
             );
         }
@@ -419,7 +422,7 @@ async fn fetch(
                 continue;
             };
             let leader_start = pd.log_start_offset;
-            apply_partition(leader, f, offset, pd);
+            apply_partition(node, leader, f, offset, pd);
             if f.partition.flush_due() {
                 to_flush.push(f.partition.clone());
             }
@@ -453,8 +456,88 @@ async fn fetch(
     true
 }
 
+/// How long a follower waits for the producer snapshot of a remote segment before it asks
+/// the bucket again.
+const SNAPSHOT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A read of the producer snapshot a follower starts its log again from (KIP-405).
+struct SnapshotRead {
+    /// The offset the log starts again at.
+    start: i64,
+    /// The snapshot (`None`: the copy carries none), or why it could not be read.
+    rx: tokio::sync::oneshot::Receiver<Result<Option<Vec<u8>>, String>>,
+}
+
+/// The producer snapshot to start `f`'s log again at `start` from: `Some(snapshot)` once known
+/// (`Some(None)` when there is none to read: no copy ends just below `start`, or no remote
+/// tier here), `None` while it is being read from the bucket on the remote-log runtime (the
+/// next answer of the leader asks again). A failed read is logged and tried again.
+fn producer_snapshot_for(
+    node: &ClusterNode,
+    f: &mut Followed,
+    start: i64,
+) -> Option<Option<Vec<u8>>> {
+    use tokio::sync::oneshot::error::TryRecvError;
+    let p = f.partition.clone();
+    if let Some(read) = f.snapshot.as_mut().filter(|r| r.start == start) {
+        match read.rx.try_recv() {
+            Err(TryRecvError::Empty) => return None,
+            Ok(Ok(snapshot)) => {
+                f.snapshot = None;
+                return Some(snapshot);
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(topic = %p.topic, partition = p.index, start, error = %e,
+                    "reading the producer snapshot of the remote segment below the new log start failed; retrying");
+                f.snapshot = None;
+                return None;
+            }
+            Err(TryRecvError::Closed) => {
+                f.snapshot = None;
+                return None;
+            }
+        }
+    }
+    let image = node.image();
+    let copy = image
+        .remote_log(&p.topic, p.index)
+        .and_then(|log| log.finished_holding(start - 1))
+        .filter(|s| s.end_offset == start - 1)
+        .cloned();
+    let topic_id = image.topics.get(&*p.topic).map(|t| t.id);
+    let (Some(copy), Some(topic_id), Some((reader, runtime))) =
+        (copy, topic_id, node.remote_reader())
+    else {
+        return Some(None);
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let reader = reader.clone();
+    runtime.spawn(async move {
+        let key = crate::remote::store::SegmentKey {
+            topic: &p.topic,
+            topic_id,
+            partition: p.index,
+            base_offset: copy.start_offset,
+            segment_id: copy.id,
+        };
+        let result =
+            match tokio::time::timeout(SNAPSHOT_READ_TIMEOUT, reader.producer_snapshot(&key)).await
+            {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(_) => Err(format!(
+                    "no answer in {} s",
+                    SNAPSHOT_READ_TIMEOUT.as_secs()
+                )),
+            };
+        let _ = tx.send(result);
+    });
+    f.snapshot = Some(SnapshotRead { start, rx });
+    None
+}
+
 /// Applies one partition of a fetch response.
 fn apply_partition(
+    node: &ClusterNode,
     leader: BrokerId,
     f: &mut Followed,
     offset: i64,
@@ -482,17 +565,23 @@ fn apply_partition(
             // history stays readable through the remote tier. Kafka asks the leader for its
             // local log start (ListOffsets -4) instead; either start lies in the leader's
             // local tail. A view older than the leader's waits for the next refresh.
+            // The producer state comes from the copy ending below the new start (Kafka's
+            // `buildRemoteLogAuxState`), read from the bucket first, off this task.
             let start = p.tiered.copied_end() + 1;
             if start > offset {
-                tracing::info!(topic = %p.topic, partition = p.index, leader, offset, start,
-                    "fetch offset only in remote storage; starting the log again above the copied offsets");
-                match p.start_again_from_leader(leader, f.epoch, start) {
-                    Ok(()) => {
-                        f.next_offset = None;
-                        return;
+                if let Some(snapshot) = producer_snapshot_for(node, f, start) {
+                    let p = &f.partition;
+                    tracing::info!(topic = %p.topic, partition = p.index, leader, offset, start,
+                        producers_restored = snapshot.is_some(),
+                        "fetch offset only in remote storage; starting the log again above the copied offsets");
+                    match p.start_again_from_leader(leader, f.epoch, start, snapshot.as_deref()) {
+                        Ok(()) => {
+                            f.next_offset = None;
+                            return;
+                        }
+                        Err(e) => tracing::warn!(topic = %p.topic, partition = p.index, error = ?e,
+                            "could not start the log again"),
                     }
-                    Err(e) => tracing::warn!(topic = %p.topic, partition = p.index, error = ?e,
-                        "could not start the log again"),
                 }
             }
             back_off(f);

@@ -185,6 +185,12 @@ pub struct ClusterNode {
     inter_broker: std::sync::OnceLock<crate::security::client::ClientSecurity>,
     /// Connections to other brokers for the coordinators' requests.
     pub clients: clients::BrokerClients,
+    /// The remote tier's reader and the remote-log runtime its reads run on, set once at
+    /// start when tiered storage runs (followers restore producer state from it, KIP-405).
+    remote_reader: std::sync::OnceLock<(
+        Arc<crate::remote::reader::RemoteReader>,
+        tokio::runtime::Handle,
+    )>,
 }
 
 impl ClusterNode {
@@ -207,7 +213,27 @@ impl ClusterNode {
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             inter_broker: std::sync::OnceLock::new(),
             clients: clients::BrokerClients::new(weak.clone()),
+            remote_reader: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Sets the remote tier's reader and the runtime its reads run on (once, at start).
+    pub fn set_remote_reader(
+        &self,
+        reader: Arc<crate::remote::reader::RemoteReader>,
+        runtime: tokio::runtime::Handle,
+    ) {
+        let _ = self.remote_reader.set((reader, runtime));
+    }
+
+    /// The remote tier's reader and its runtime, when tiered storage runs.
+    pub fn remote_reader(
+        &self,
+    ) -> Option<&(
+        Arc<crate::remote::reader::RemoteReader>,
+        tokio::runtime::Handle,
+    )> {
+        self.remote_reader.get()
     }
 
     /// Sets how connections to other brokers authenticate (once, at start).

@@ -180,17 +180,35 @@ impl RemoteReader {
         if let Some(i) = self.indexes.lock().get(&key.segment_id) {
             return Ok(i.clone());
         }
-        let k = self.store.key(key, ObjectKind::Indexes);
-        let bytes = self.store.get(&k).await?;
-        let parsed = Arc::new(
-            RemoteIndexes::parse(&bytes).ok_or_else(|| ReadError::Corrupt(k.to_string()))?,
-        );
+        let mut parsed = self.fetch_indexes(key).await?;
+        // Reads need no producer snapshot: the cache does not keep it.
+        parsed.producer_snapshot = Vec::new();
+        let parsed = Arc::new(parsed);
         let mut map = self.indexes.lock();
         if map.len() >= MAX_CACHED_INDEXES {
             map.clear();
         }
         map.insert(key.segment_id, parsed.clone());
         Ok(parsed)
+    }
+
+    async fn fetch_indexes(&self, key: &SegmentKey<'_>) -> Result<RemoteIndexes, ReadError> {
+        let k = self.store.key(key, ObjectKind::Indexes);
+        let bytes = self.store.get(&k).await?;
+        RemoteIndexes::parse(&bytes).ok_or_else(|| ReadError::Corrupt(k.to_string()))
+    }
+
+    /// The producer snapshot copied with the segment (KIP-405's `producerSnapshotIndex`: the
+    /// producers before the offset after it), read from its `.indexes` object (not cached);
+    /// `None` when the copy carries none.
+    ///
+    /// Errors: [`ReadError`] from the bucket or an object that does not parse.
+    pub async fn producer_snapshot(
+        &self,
+        key: &SegmentKey<'_>,
+    ) -> Result<Option<Vec<u8>>, ReadError> {
+        let snapshot = self.fetch_indexes(key).await?.producer_snapshot;
+        Ok((!snapshot.is_empty()).then_some(snapshot))
     }
 
     /// Chunk `chunk` of the segment's `.log` (`size` bytes long), from the cache or the bucket

@@ -744,8 +744,9 @@ impl Partition {
     /// fetch next are only in remote storage; `offset` is the first one not copied there, which
     /// the leader still holds locally). The new log start is written to the
     /// `log-start-offset-checkpoint` first; the high watermark becomes `offset` (everything
-    /// below it was copied, so committed). The removed segments' files are deleted after the
-    /// lock is released.
+    /// below it was copied, so committed). The producer state becomes `producer_snapshot` (the
+    /// one copied with the remote segment ending below `offset`), or empty without one. The
+    /// removed segments' files are deleted after the lock is released.
     ///
     /// Errors: NOT_LEADER_OR_FOLLOWER unless this replica follows `leader` in `epoch`;
     /// KAFKA_STORAGE_ERROR when the checkpoint or the new segment cannot be written;
@@ -755,6 +756,7 @@ impl Partition {
         leader: frieda_meta::BrokerId,
         epoch: i32,
         offset: i64,
+        producer_snapshot: Option<&[u8]>,
     ) -> Result<(), ResponseError> {
         if !self.repl.is_follower_of(leader, epoch) {
             return Err(ResponseError::NotLeaderOrFollower);
@@ -772,7 +774,7 @@ impl Partition {
             }
             let removed = state
                 .log
-                .truncate_fully_and_start_at(offset, now_ms())
+                .truncate_fully_and_start_at(offset, now_ms(), producer_snapshot)
                 .map_err(|e| {
                     tracing::error!(topic = %self.topic, partition = self.index, error = %e,
                         "starting the log again failed");

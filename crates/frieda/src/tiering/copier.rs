@@ -438,11 +438,14 @@ impl<'a> Copier<'a> {
     /// Copies one closed segment under a new id; on failure abandons that id.
     async fn copy(&mut self, seg: ClosedSegment) -> Result<(), CopyError> {
         let seg = Arc::new(seg);
-        let epochs = {
+        let (epochs, producer_snapshot) = {
             let seg = seg.clone();
-            tokio::task::spawn_blocking(move || seg.leader_epochs())
-                .await
-                .map_err(|e| frieda_log::LogError::Io(std::io::Error::other(e)))??
+            tokio::task::spawn_blocking(move || {
+                seg.leader_epochs()
+                    .map(|epochs| (epochs, seg.producer_snapshot().unwrap_or_default()))
+            })
+            .await
+            .map_err(|e| frieda_log::LogError::Io(std::io::Error::other(e)))??
         };
         let meta = RemoteSegment {
             id: Uuid::new_v4(),
@@ -457,7 +460,7 @@ impl<'a> Copier<'a> {
         };
         self.commit(RemoteSegmentChange::CopyStarted(meta.clone()))
             .await?;
-        match self.upload(&seg, &meta).await {
+        match self.upload(&seg, &meta, &producer_snapshot).await {
             Ok(()) => {
                 self.commit(RemoteSegmentChange::CopyFinished(meta.id))
                     .await?;
@@ -479,11 +482,13 @@ impl<'a> Copier<'a> {
         }
     }
 
-    /// Uploads the three objects of `seg` under `meta.id`, the manifest last.
+    /// Uploads the three objects of `seg` under `meta.id`, the manifest last; the `.indexes`
+    /// object carries `producer_snapshot` (empty: none).
     async fn upload(
         &self,
         seg: &Arc<ClosedSegment>,
         meta: &RemoteSegment,
+        producer_snapshot: &[u8],
     ) -> Result<(), CopyError> {
         let key = self.key(meta);
         let log_key = self.store.key(&key, ObjectKind::Log);
@@ -526,9 +531,9 @@ impl<'a> Copier<'a> {
             let _ = upload.abort().await;
             return Err(e);
         }
-        let indexes = seg.indexes(&meta.segment_epochs);
+        let indexes = seg.indexes(&meta.segment_epochs, producer_snapshot);
         let manifest = serde_json::json!({
-            "format": 1,
+            "format": 2,
             "segment_id": meta.id.to_string(),
             "start_offset": meta.start_offset,
             "end_offset": meta.end_offset,
@@ -537,6 +542,7 @@ impl<'a> Copier<'a> {
             "indexes_bytes": indexes.len(),
             "indexes_crc32c": crc32c::crc32c(&indexes),
             "segment_epochs": meta.segment_epochs,
+            "producer_snapshot_bytes": producer_snapshot.len(),
         });
         self.store
             .put(

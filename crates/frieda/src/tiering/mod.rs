@@ -110,8 +110,10 @@ impl RemoteLogManager {
             cfg.s3.prefetch_bytes,
         )
         .with_context(|| format!("the chunk cache in {}", cache_dir.display()))?;
+        let reader = Arc::new(reader);
+        node.set_remote_reader(reader.clone(), runtime.handle().clone());
         broker.set_remote(RemoteAccess {
-            reader: Arc::new(reader),
+            reader,
             runtime: runtime.handle().clone(),
             wait: Duration::from_millis(cfg.fetch_max_wait_ms),
             pending: Arc::default(),
