@@ -38,6 +38,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=3)
     ap.add_argument("--backlog", type=int, default=200000)
     ap.add_argument("--record-bytes", type=int, default=100)
+    ap.add_argument("--jvm-opt", action="append", default=[],
+                    help="an extra option of the load generator's JVM (repeatable), e.g. -Xlog:gc:file=gc.log")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     cp = classpath()
@@ -51,7 +53,8 @@ def main() -> None:
                 with Broker(kind, tmp) as b:
                     for n in [int(x) for x in a.consumers.split(",")]:
                         r = subprocess.run(
-                            ["java", "-Xmx2g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", f"{classes}:{cp}",
+                            ["java", "-Xmx2g", *a.jvm_opt, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                             "-cp", f"{classes}:{cp}",
                              "ShareBench", f"127.0.0.1:{b.port}", str(n), str(a.rate), str(a.secs), str(a.warmup),
                              str(a.backlog), str(a.record_bytes)],
                             capture_output=True, text=True, timeout=a.secs + a.warmup + 600)
