@@ -61,6 +61,8 @@ def main() -> None:
                         line = next((l for l in r.stdout.splitlines() if l.startswith("{")), None)
                         if line is None:
                             raise RuntimeError(f"ShareBench exited {r.returncode}\n{r.stderr[-3000:]}")
+                        for diag in (l for l in r.stderr.splitlines() if l.startswith("slow ")):
+                            print(f"{kind} {n}: {diag}", file=sys.stderr)
                         row = json.loads(line)
                         row.update(broker=kind, repeat=rep)
                         f.write(json.dumps(row) + "\n")

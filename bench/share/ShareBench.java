@@ -40,6 +40,11 @@ public class ShareBench {
     static volatile long measureFrom = Long.MAX_VALUE;
     static volatile long measureTo = Long.MAX_VALUE;
     static final Histogram latency = new Histogram(TimeUnit.SECONDS.toMicros(60), 3);
+    // Diagnostics: with SHARE_BENCH_SLOW_US set, each measured record slower than that is printed
+    // to stderr at the end (send time from the measurement's start in ms, latency us, consumer,
+    // records in its poll), to see whether the slow ones come together or alone.
+    static final long slowUs = Long.parseLong(System.getenv().getOrDefault("SHARE_BENCH_SLOW_US", "0"));
+    static final List<String> slow = new ArrayList<>();
 
     public static void main(String[] a) throws Exception {
         String bootstrap = a[0];
@@ -130,6 +135,9 @@ public class ShareBench {
         Histogram h;
         synchronized (latency) {
             h = latency.copy();
+            for (String line : slow) {
+                System.err.println(line);
+            }
         }
         System.out.printf(
                 "{\"consumers\": %d, \"rate\": %.0f, \"secs\": %.0f, \"record_bytes\": %d, \"samples\": %d, "
@@ -171,7 +179,12 @@ public class ShareBench {
                 synchronized (latency) {
                     for (long s : stamps) {
                         if (s >= measureFrom && s <= measureTo) {
-                            latency.recordValue(Math.max(0, (now - s) / 1000));
+                            long us = Math.max(0, (now - s) / 1000);
+                            latency.recordValue(us);
+                            if (slowUs > 0 && us > slowUs) {
+                                slow.add(String.format("slow %.1f ms %d us consumer %d poll %d",
+                                        (s - measureFrom) / 1e6, us, id, stamps.size()));
+                            }
                         }
                     }
                 }
