@@ -35,7 +35,10 @@ def main() -> None:
     ap.add_argument("--consumers", default="1,4,16")
     ap.add_argument("--rate", type=float, default=2000)
     ap.add_argument("--secs", type=float, default=20)
-    ap.add_argument("--warmup", type=float, default=3)
+    # 12 s: the load generator's JIT compiles for several seconds into the run (perf sched: its C2
+    # compiler thread and sender thread on both cores for 3-8 ms at a time, 5-8 s in), which a
+    # 3 s warm-up left in the measured tail of either broker.
+    ap.add_argument("--warmup", type=float, default=12)
     ap.add_argument("--backlog", type=int, default=200000)
     ap.add_argument("--record-bytes", type=int, default=100)
     ap.add_argument("--jvm-opt", action="append", default=[],

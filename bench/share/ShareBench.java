@@ -42,7 +42,8 @@ public class ShareBench {
     static final Histogram latency = new Histogram(TimeUnit.SECONDS.toMicros(60), 3);
     // Diagnostics: with SHARE_BENCH_SLOW_US set, each measured record slower than that is printed
     // to stderr at the end (send time from the measurement's start in ms, latency us, consumer,
-    // records in its poll), to see whether the slow ones come together or alone.
+    // records in its poll, send time in CLOCK_MONOTONIC s), to see whether the slow ones come
+    // together or alone, and when (`perf record -k CLOCK_MONOTONIC` shares the clock).
     static final long slowUs = Long.parseLong(System.getenv().getOrDefault("SHARE_BENCH_SLOW_US", "0"));
     static final List<String> slow = new ArrayList<>();
 
@@ -182,8 +183,8 @@ public class ShareBench {
                             long us = Math.max(0, (now - s) / 1000);
                             latency.recordValue(us);
                             if (slowUs > 0 && us > slowUs) {
-                                slow.add(String.format("slow %.1f ms %d us consumer %d poll %d",
-                                        (s - measureFrom) / 1e6, us, id, stamps.size()));
+                                slow.add(String.format("slow %.1f ms %d us consumer %d poll %d at %.3f",
+                                        (s - measureFrom) / 1e6, us, id, stamps.size(), s / 1e9));
                             }
                         }
                     }
