@@ -24,7 +24,7 @@ use super::{authorized, RequestContext};
 use crate::broker::Broker;
 use crate::security::acl::{op, resource};
 use crate::storage::partition::Partition;
-use frieda_meta::controller::{ControllerError, ControllerRequest};
+use frieda_meta::controller::ControllerError;
 use frieda_meta::image::MetaError;
 use frieda_meta::remote_log::RemoteSegmentChange;
 use kafka_protocol::error::ResponseError;
@@ -40,8 +40,6 @@ use tokio::time::Instant;
 const HIGH_WATERMARK: i64 = -1;
 /// How often the low watermark is looked at while followers catch up, ms.
 const POLL_MS: u64 = 5;
-/// Longest wait for the metadata quorum to commit a tiered partition's new log start, ms.
-const COMMIT_TIMEOUT_MS: u64 = 10_000;
 /// Longest wait for the followers whatever the request says, ms.
 const MAX_TIMEOUT_MS: i32 = 60_000;
 
@@ -160,7 +158,8 @@ async fn delete_below(
 }
 
 /// Commits `target` as the log start offset of tiered partition `p` in the metadata quorum
-/// (`RemoteSegmentChange::LogStartMoved`, fenced by this leader's epoch).
+/// (`RemoteSegmentChange::LogStartMoved`, fenced by this leader's epoch), waiting at most
+/// [`crate::tiering::COMMIT_TIMEOUT`].
 ///
 /// Errors: NOT_LEADER_OR_FOLLOWER when the image has a newer leader epoch, REQUEST_TIMED_OUT
 /// when the quorum does not commit in time, UNKNOWN_TOPIC_OR_PARTITION for a deleted topic.
@@ -173,17 +172,9 @@ async fn commit_remote_log_start(
     let topic = broker
         .topic(&p.topic)
         .ok_or(ResponseError::UnknownTopicOrPartition)?;
-    let req = ControllerRequest::RemoteSegment {
-        topic: p.topic.to_string(),
-        topic_id: topic.id,
-        partition: p.index,
-        leader_epoch: p.repl.leader_epoch(),
-        change: RemoteSegmentChange::LogStartMoved(target),
-    };
-    node.quorum
-        .request(req, Duration::from_millis(COMMIT_TIMEOUT_MS))
+    let change = RemoteSegmentChange::LogStartMoved(target);
+    crate::tiering::commit_change(node, p, topic.id, p.repl.leader_epoch(), change)
         .await
-        .map(|_| ())
         .map_err(|e| {
             tracing::info!(topic = %p.topic, partition = p.index, offset = target, error = %e,
                 "DeleteRecords: the new log start of a tiered partition was not committed");

@@ -46,8 +46,7 @@ use crate::remote::store::{ObjectKind, RemoteStore, SegmentKey};
 use crate::storage::partition::{Partition, TieredState};
 use crate::storage::topic_config::TopicConfigs;
 
-/// How long one metadata change may wait for the controller.
-const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
+use super::COMMIT_TIMEOUT;
 
 /// Why a partition's round stopped.
 #[derive(Debug, thiserror::Error)]
@@ -655,14 +654,9 @@ impl<'a> Copier<'a> {
 
     /// Commits `change` in the metadata quorum under this leader's epoch.
     async fn commit(&self, change: RemoteSegmentChange) -> Result<(), CopyError> {
-        let req = ControllerRequest::RemoteSegment {
-            topic: self.partition.topic.to_string(),
-            topic_id: self.topic_id,
-            partition: self.partition.index,
-            leader_epoch: self.epoch,
-            change,
-        };
-        match self.node.quorum.request(req, COMMIT_TIMEOUT).await {
+        match super::commit_change(self.node, self.partition, self.topic_id, self.epoch, change)
+            .await
+        {
             Ok(_) => Ok(()),
             Err(ControllerError::Meta(MetaError::StaleLeader(_))) => {
                 Err(CopyError::Deposed(self.epoch))

@@ -30,6 +30,30 @@ use crate::storage::backlog::{lower_priority, LanePriority};
 /// Threads of the remote-log runtime (the copier and the S3 client's connections).
 pub const REMOTE_THREADS: usize = 2;
 
+/// How long one remote-log metadata change may wait for the controller.
+pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Commits `change` to `partition`'s remote log in the metadata quorum, issued by its leader
+/// in `leader_epoch` (the copier's transitions, DeleteRecords' new log start).
+///
+/// Errors: the controller's; `Meta(StaleLeader)` when the image has a newer leader epoch.
+pub async fn commit_change(
+    node: &ClusterNode,
+    partition: &crate::storage::partition::Partition,
+    topic_id: uuid::Uuid,
+    leader_epoch: i32,
+    change: frieda_meta::remote_log::RemoteSegmentChange,
+) -> Result<(), frieda_meta::controller::ControllerError> {
+    let req = frieda_meta::controller::ControllerRequest::RemoteSegment {
+        topic: partition.topic.to_string(),
+        topic_id,
+        partition: partition.index,
+        leader_epoch,
+        change,
+    };
+    node.quorum.request(req, COMMIT_TIMEOUT).await.map(|_| ())
+}
+
 /// Counters of this process's remote-log work (the `frieda_remote_*` metrics).
 pub struct TieringStats {
     /// Bytes of `.log` uploaded (Kafka's `RemoteCopyBytesPerSec`, as a total).
