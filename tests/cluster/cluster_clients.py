@@ -178,7 +178,9 @@ def watermarks(bootstrap: str, topic: str, partitions: int, timeout: float = 10)
 # their metadata and retry; librdkafka's get_watermark_offsets does not, so this does. Also when
 # the broker it asked just left the client's metadata (a node stopped: _DESTROY_BROKER), and when
 # no leader answered in time (a controller failover: _TIMED_OUT), until the caller's timeout.
-_MOVED = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._UNKNOWN_PARTITION,
+# And while a new leader's high watermark is still below its epoch start (OFFSET_NOT_AVAILABLE,
+# KIP-207: it does not know yet where the acknowledged records end).
+_MOVED = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._UNKNOWN_PARTITION,
           KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT}
 
 

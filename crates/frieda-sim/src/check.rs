@@ -7,7 +7,10 @@
 //!   at its offset, and so does every partition's leader at the end (records whose last in-sync
 //!   copy a power loss without fsync destroyed are outside Kafka's contract and exempt);
 //! - **high watermark**: never above the log end offset, never down on a leader within its
-//!   epoch; replicas agree on every record below their high watermarks;
+//!   epoch; replicas agree on every record below their high watermarks; an elected leader
+//!   that answers "latest" (ListOffsets -1) answers above every acknowledged `acks=all` record
+//!   (KIP-207: until its high watermark reaches its epoch start it answers
+//!   OFFSET_NOT_AVAILABLE);
 //! - **epochs**: a replica's leader epoch and a leader's partition epoch only grow; in the
 //!   controller's image, leader ∈ ISR ⊆ replicas and epochs only grow;
 //! - **liveness**: after the faults heal, every partition has a leader that acknowledges.
@@ -99,7 +102,41 @@ impl World {
             r.last_leader_hw = None;
         }
         let served = self.served_hw(id, p);
+        if let Some((le, _)) = leader {
+            self.check_latest_offset(id, p, le, served);
+            if self.violation.is_some() {
+                return;
+            }
+        }
         self.check_agreement(id, p, served);
+    }
+
+    /// The "latest" offset an elected leader `id` of `p` in `epoch` gives a client (ListOffsets
+    /// -1: its served high watermark `served`, unless the high watermark is still below the
+    /// epoch's start, when it answers OFFSET_NOT_AVAILABLE) is above every acknowledged
+    /// `acks=all` record: offsets never go back across a leader change (KIP-207).
+    fn check_latest_offset(&mut self, id: i32, p: i32, epoch: i32, served: i64) {
+        let elected = self
+            .controller
+            .image
+            .partition(crate::world::TOPIC, p)
+            .is_some_and(|s| s.leader == id && s.leader_epoch == epoch);
+        let r = &self.brokers[(id - 1) as usize].replicas[&p];
+        if !elected || r.repl.high_watermark_lagging().is_some() {
+            return;
+        }
+        let below = self
+            .acked
+            .iter()
+            .filter(|(bid, a)| a.partition == p && a.acks == -1 && !self.exempt(**bid))
+            .find(|(_, a)| a.base >= served);
+        if let Some((bid, a)) = below {
+            let detail = format!(
+                "broker {id}, leader of partition {p} in epoch {epoch}, would answer latest offset {served} below acknowledged batch {bid} at offset {} (acknowledged at {} ms)",
+                a.base, a.time
+            );
+            self.violate("latest-offset-below-acknowledged", detail);
+        }
     }
 
     /// Replicas agree below their high watermarks: each batch below a replica's high watermark

@@ -26,7 +26,9 @@ const EARLIEST_PENDING_UPLOAD: i64 = -6;
 /// Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION (3); UNSUPPORTED_VERSION (35) for a
 /// negative timestamp below -6 (as Kafka 4.3.1); in a cluster NOT_LEADER_OR_FOLLOWER
 /// (6), FENCED_LEADER_EPOCH (74), UNKNOWN_LEADER_EPOCH (75); KAFKA_STORAGE_ERROR (56) when a
-/// timestamp lookup cannot read the log. A timestamp past every record, or MAX_TIMESTAMP on an
+/// timestamp lookup cannot read the log; OFFSET_NOT_AVAILABLE (78; LEADER_NOT_AVAILABLE (5)
+/// before v5) for latest, max timestamp and a timestamp lookup finding nothing readable while
+/// a new leader's high watermark is below its epoch start (KIP-207). A timestamp past every record, or MAX_TIMESTAMP on an
 /// empty partition, gives offset -1 and timestamp -1, as in Kafka. MAX_TIMESTAMP returns the
 /// earliest record carrying the largest timestamp (Kafka's `RecordBatch.offsetOfMaxTimestamp`).
 pub async fn handle(
@@ -95,8 +97,25 @@ pub async fn handle(
             } else {
                 p.high_watermark()
             };
+            // A new leader whose high watermark is still below its epoch's start does not know
+            // yet where the acknowledged records end: "latest", and a lookup that finds nothing
+            // below it, answer OFFSET_NOT_AVAILABLE (v5+; LEADER_NOT_AVAILABLE before), both
+            // retriable, instead of an offset below one already given out (KIP-207). Only
+            // for clients (replica id -1), as Kafka.
+            let lagging = (req.replica_id.0 == -1)
+                .then(|| p.repl.high_watermark_lagging())
+                .flatten()
+                .map(|(hw, start)| {
+                    tracing::debug!(topic = %p.topic, partition = p.index, hw, epoch_start = start,
+                        "ListOffsets: high watermark below the epoch start");
+                    if ctx.api_version >= 5 {
+                        ResponseError::OffsetNotAvailable
+                    } else {
+                        ResponseError::LeaderNotAvailable
+                    }
+                });
             let found: Result<Option<(i64, i64)>, ResponseError> = match lp.timestamp {
-                LATEST => Ok(Some((upper, -1))),
+                LATEST => lagging.map_or(Ok(Some((upper, -1))), Err),
                 EARLIEST => Ok(Some((p.total_log_start_offset(), -1))),
                 EARLIEST_LOCAL => Ok(Some((p.log_start_offset(), -1))),
                 MAX_TIMESTAMP => {
@@ -153,7 +172,15 @@ pub async fn handle(
             // A record found by timestamp must be readable: below the high watermark (or the
             // last stable offset), as Kafka's `fetchOffsetByTimestamp` bounds it.
             let found = found
-                .map(|f| f.filter(|(offset, ts)| (*ts < 0 && *offset <= upper) || *offset < upper));
+                .map(|f| f.filter(|(offset, ts)| (*ts < 0 && *offset <= upper) || *offset < upper))
+                .and_then(|f| match (f, lagging) {
+                    (None, Some(e))
+                        if lp.timestamp != EARLIEST && lp.timestamp != EARLIEST_LOCAL =>
+                    {
+                        Err(e)
+                    }
+                    (f, _) => Ok(f),
+                });
             partitions.push(match found {
                 Ok(Some((offset, ts))) => resp.with_offset(offset).with_timestamp(ts),
                 Ok(None) => resp,

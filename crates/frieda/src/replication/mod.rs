@@ -190,6 +190,21 @@ impl Replication {
         self.hw.load(Ordering::Acquire)
     }
 
+    /// On a leader whose high watermark has not yet reached the start of its epoch (the log
+    /// end it took the leadership with: it learns what earlier leaders acknowledged only as
+    /// its followers fetch), `Some((high watermark, epoch start offset))`; otherwise `None`.
+    /// ListOffsets answers OFFSET_NOT_AVAILABLE (78) meanwhile, so that the offsets a client
+    /// sees never go back across a leader change (KIP-207; Kafka's
+    /// `Partition.fetchOffsetForTimestamp`).
+    pub fn high_watermark_lagging(&self) -> Option<(i64, i64)> {
+        let start = match &*self.role.lock() {
+            Role::Leader(l) => l.epoch_start_offset,
+            _ => return None,
+        };
+        let hw = self.hw.load(Ordering::Acquire);
+        (hw < start).then_some((hw, start))
+    }
+
     /// The current role.
     pub fn role(&self) -> Role {
         self.role.lock().clone()
@@ -793,6 +808,29 @@ mod tests {
             Err(ResponseError::NotLeaderOrFollower)
         );
         assert!(!o.serves_in(4));
+    }
+
+    /// KIP-207: a new leader whose high watermark (learnt as a follower) is below the log end
+    /// it took the leadership with is "lagging" until its followers reach that offset; a
+    /// follower or a caught-up leader is not.
+    #[test]
+    fn a_new_leader_lags_until_its_high_watermark_reaches_the_epoch_start() {
+        let r = Replication::default();
+        r.become_follower(1, 2, 3, 100);
+        r.follower_high_watermark(90, 100);
+        assert_eq!(r.high_watermark_lagging(), None, "a follower never lags");
+        r.become_leader(1, &state(vec![1, 2, 3], 4, 9), 0, 100);
+        assert_eq!(r.high_watermark(), 90);
+        assert_eq!(r.high_watermark_lagging(), Some((90, 100)));
+        r.on_follower_fetch(2, None, 100, 0, 4, 100, 10).unwrap();
+        assert_eq!(
+            r.high_watermark_lagging(),
+            Some((90, 100)),
+            "follower 3 has not fetched yet"
+        );
+        r.on_follower_fetch(3, None, 100, 0, 4, 100, 10).unwrap();
+        assert_eq!(r.high_watermark(), 100);
+        assert_eq!(r.high_watermark_lagging(), None);
     }
 
     /// Issue 28, item 3: a checkpointed high watermark above the log end (a power loss took back
