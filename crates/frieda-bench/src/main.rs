@@ -75,6 +75,10 @@ enum Cmd {
         /// Fetch max bytes (per request and partition), bytes.
         #[arg(long, default_value_t = 1 << 20)]
         max_bytes: i32,
+        /// Each reader reads its share of the partition (from its start offset to the next
+        /// reader's) once and stops: a pass over the backlog that no cache has seen yet.
+        #[arg(long)]
+        once: bool,
         #[arg(long)]
         json: Option<PathBuf>,
     },
@@ -475,9 +479,12 @@ fn main() -> Result<()> {
             readers,
             secs,
             max_bytes,
+            once,
             json,
         } => {
-            let r = rt.block_on(read::run(&bootstrap, &topic, readers, secs, max_bytes))?;
+            let r = rt.block_on(read::run(
+                &bootstrap, &topic, readers, secs, max_bytes, once,
+            ))?;
             let line = serde_json::to_string(&r)?;
             println!("{line}");
             if let Some(j) = json {

@@ -56,12 +56,15 @@ fn next_offset(records: &[u8]) -> Option<i64> {
 
 /// Runs `readers` backlog readers of partition 0 of `topic` for `secs` seconds, fetching up to
 /// `max_bytes` per request (Kafka's consumer default `max.partition.fetch.bytes` is 1 MiB).
+/// With `once` each reader stops at the next reader's start offset (the last at the log end):
+/// one pass over the partition, ended early only by `secs`.
 pub async fn run(
     bootstrap: &str,
     topic: &str,
     readers: usize,
     secs: f64,
     max_bytes: i32,
+    once: bool,
 ) -> Result<ReadOut> {
     let timeout = Duration::from_secs(10);
     let mut boot = Conn::connect_any(bootstrap, timeout).await?;
@@ -87,9 +90,10 @@ pub async fn run(
     for i in 0..readers {
         let conn = Conn::connect(&addr, timeout).await?;
         let start = end * i as i64 / readers.max(1) as i64;
+        let stop = once.then(|| end * (i as i64 + 1) / readers.max(1) as i64);
         let topic = topic.to_string();
         tasks.push(tokio::spawn(reader(
-            conn, topic, start, deadline, max_bytes,
+            conn, topic, start, stop, deadline, max_bytes,
         )));
     }
     let t0 = Instant::now();
@@ -110,16 +114,18 @@ pub async fn run(
     Ok(out)
 }
 
-/// One reader: (bytes, fetches, wraps, errors).
+/// One reader, from `offset` until `deadline` (or until `stop`, an offset, when given):
+/// (bytes, fetches, wraps, errors).
 async fn reader(
     mut conn: Conn,
     topic: String,
     mut offset: i64,
+    stop: Option<i64>,
     deadline: Instant,
     max_bytes: i32,
 ) -> (u64, u64, u64, u64) {
     let (mut bytes, mut fetches, mut wraps, mut errors) = (0u64, 0u64, 0u64, 0u64);
-    while Instant::now() < deadline {
+    while Instant::now() < deadline && stop.is_none_or(|s| offset < s && wraps == 0) {
         let req = FetchRequest::default()
             .with_replica_id(BrokerId(-1))
             .with_max_wait_ms(100)
