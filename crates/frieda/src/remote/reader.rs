@@ -289,12 +289,21 @@ impl RemoteReader {
     ) -> Result<RemoteRead, ReadError> {
         const HEADER: u64 = 61;
         let size = segment.size_bytes;
-        let indexes = self.indexes(key).await?;
+        let mut memo = None;
+        let indexes = if offset <= segment.start_offset && size > 0 {
+            // From the segment's first byte (a reader going on from the segment before): no
+            // position to look up, so its first chunk and its indexes (for the aborted
+            // transactions) are fetched together, one round trip to the bucket instead of two.
+            let (indexes, first) = tokio::join!(self.indexes(key), self.chunk(key, size, 0));
+            memo = Some((0, first?));
+            indexes?
+        } else {
+            self.indexes(key).await?
+        };
         let mut pos = indexes.position_for(segment.start_offset, offset);
         let mut out = BytesMut::new();
         let mut first_offset = -1;
         let mut next_offset = offset;
-        let mut memo = None;
         while pos + HEADER <= size {
             let head = self.bytes(key, size, pos, HEADER, &mut memo).await?;
             let base = i64::from_be_bytes(head[0..8].try_into().unwrap_or_default());
