@@ -111,18 +111,23 @@ impl World {
         self.check_agreement(id, p, served);
     }
 
+    /// Whether the controller's image has broker `id` as `p`'s leader in `epoch` (a broker
+    /// acting on a stale image leads nothing: without a lease it neither acknowledges nor
+    /// serves).
+    fn elected(&self, id: i32, p: i32, epoch: i32) -> bool {
+        self.controller
+            .image
+            .partition(crate::world::TOPIC, p)
+            .is_some_and(|s| s.leader == id && s.leader_epoch == epoch)
+    }
+
     /// The "latest" offset an elected leader `id` of `p` in `epoch` gives a client (ListOffsets
     /// -1: its served high watermark `served`, unless the high watermark is still below the
     /// epoch's start, when it answers OFFSET_NOT_AVAILABLE) is above every acknowledged
     /// `acks=all` record: offsets never go back across a leader change (KIP-207).
     fn check_latest_offset(&mut self, id: i32, p: i32, epoch: i32, served: i64) {
-        let elected = self
-            .controller
-            .image
-            .partition(crate::world::TOPIC, p)
-            .is_some_and(|s| s.leader == id && s.leader_epoch == epoch);
         let r = &self.brokers[(id - 1) as usize].replicas[&p];
-        if !elected || r.repl.high_watermark_lagging().is_some() {
+        if !self.elected(id, p, epoch) || r.repl.high_watermark_lagging().is_some() {
             return;
         }
         let below = self
@@ -178,16 +183,10 @@ impl World {
         d.verified_upto = hw;
     }
 
-    /// A broker just became `p`'s leader in `epoch`: if the controller elected it (a broker
-    /// acting on a stale image leads nothing: without a lease it neither acknowledges nor
-    /// serves), it must have every acknowledged `acks=all` record.
+    /// A broker just became `p`'s leader in `epoch`: if the controller elected it
+    /// ([`Self::elected`]), it must have every acknowledged `acks=all` record.
     pub(crate) fn check_new_leader(&mut self, id: i32, p: i32, epoch: i32) {
-        let elected = self
-            .controller
-            .image
-            .partition(crate::world::TOPIC, p)
-            .is_some_and(|s| s.leader == id && s.leader_epoch == epoch);
-        if !elected {
+        if !self.elected(id, p, epoch) {
             return;
         }
         if let Some(missing) = self.missing_acked(id, p) {

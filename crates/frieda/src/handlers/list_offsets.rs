@@ -28,8 +28,9 @@ const EARLIEST_PENDING_UPLOAD: i64 = -6;
 /// (6), FENCED_LEADER_EPOCH (74), UNKNOWN_LEADER_EPOCH (75); KAFKA_STORAGE_ERROR (56) when a
 /// timestamp lookup cannot read the log; OFFSET_NOT_AVAILABLE (78; LEADER_NOT_AVAILABLE (5)
 /// before v5) for latest, max timestamp and a timestamp lookup finding nothing readable while
-/// a new leader's high watermark is below its epoch start (KIP-207). A timestamp past every record, or MAX_TIMESTAMP on an
-/// empty partition, gives offset -1 and timestamp -1, as in Kafka. MAX_TIMESTAMP returns the
+/// a new leader's high watermark is below its epoch start (KIP-207). A timestamp past every
+/// record, or MAX_TIMESTAMP on an empty partition, gives offset -1 and timestamp -1, as in
+/// Kafka. MAX_TIMESTAMP returns the
 /// earliest record carrying the largest timestamp (Kafka's `RecordBatch.offsetOfMaxTimestamp`).
 pub async fn handle(
     broker: &Arc<Broker>,
