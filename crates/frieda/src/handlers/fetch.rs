@@ -565,7 +565,16 @@ async fn read_all(
         let hw = limit;
         // Below the local log start of a tiered partition: from the remote tier.
         if let Some(access) = broker.remote().filter(|_| p.in_remote_tier(w.fetch_offset)) {
-            let r = remote_read(broker, access, p, w.fetch_offset, budget.max(1), hw).await;
+            let r = remote_read(
+                broker,
+                access,
+                p,
+                w.fetch_offset,
+                budget.max(1),
+                hw,
+                w.read_committed,
+            )
+            .await;
             if used > 0 && r.bytes() > budget {
                 out.push(PartitionRead::Empty);
             } else {
@@ -609,7 +618,8 @@ async fn read_all(
 /// Reads `p` at `offset` from the remote tier (the copied segment holding it), waiting at most
 /// `remote.fetch.max.wait.ms`: then an empty answer (the read goes on and warms the chunk
 /// cache; the client asks again). A failing object store is KAFKA_STORAGE_ERROR for this
-/// partition only; an offset no copied segment holds is OFFSET_OUT_OF_RANGE.
+/// partition only; an offset no copied segment holds is OFFSET_OUT_OF_RANGE. `read_committed`
+/// brings the segment's aborted transactions along.
 async fn remote_read(
     broker: &Broker,
     access: &crate::remote::RemoteAccess,
@@ -617,6 +627,7 @@ async fn remote_read(
     offset: i64,
     max_bytes: usize,
     upper: i64,
+    read_committed: bool,
 ) -> PartitionRead {
     let Some(node) = broker.cluster() else {
         return PartitionRead::Error(ResponseError::OffsetOutOfRange);
@@ -660,7 +671,9 @@ async fn remote_read(
         let started = std::time::Instant::now();
         let stats = &crate::remote::READS;
         stats.requests.fetch_add(1, Ordering::Relaxed);
-        let read = reader.read(&key, &segment, offset, max_bytes, upper).await;
+        let read = reader
+            .read(&key, &segment, offset, max_bytes, upper, read_committed)
+            .await;
         stats
             .micros
             .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);

@@ -9,8 +9,10 @@ use std::path::PathBuf;
 
 /// The one backend accepted for `rsm.config.storage.backend.class`.
 pub const AIVEN_S3_BACKEND: &str = "io.aiven.kafka.tieredstorage.storage.s3.S3Storage";
-/// The one chunk cache accepted for `rsm.config.fetch.chunk.cache.class`.
+/// `rsm.config.fetch.chunk.cache.class` for the chunk cache on disk (the default here).
 pub const AIVEN_DISK_CACHE: &str = "io.aiven.kafka.tieredstorage.fetch.cache.DiskChunkCache";
+/// `rsm.config.fetch.chunk.cache.class` for the chunk cache in memory.
+pub const AIVEN_MEMORY_CACHE: &str = "io.aiven.kafka.tieredstorage.fetch.cache.MemoryChunkCache";
 
 /// Broker-wide tiered-storage settings.
 #[derive(Clone, PartialEq, Eq)]
@@ -80,7 +82,10 @@ pub struct S3Config {
     /// `chunk.size`: bytes per ranged read of a segment (required by Aiven's; default 4 MiB
     /// here, its recommended start).
     pub chunk_size: u64,
-    /// `fetch.chunk.cache.path` (default `<data dir>/remote-cache`).
+    /// `fetch.chunk.cache.class`: [`AIVEN_MEMORY_CACHE`] keeps chunks in memory; the default,
+    /// [`AIVEN_DISK_CACHE`], on disk (`crate::remote::chunk_cache`).
+    pub cache_in_memory: bool,
+    /// `fetch.chunk.cache.path` (default `<data dir>/remote-cache`; the disk cache only).
     pub cache_path: Option<PathBuf>,
     /// `fetch.chunk.cache.size`, bytes (default 1 GiB here; Aiven's requires it).
     pub cache_size: u64,
@@ -113,6 +118,7 @@ impl Default for TieredConfig {
                 part_size: 25 * MIB,
                 key_prefix: String::new(),
                 chunk_size: 4 * MIB,
+                cache_in_memory: false,
                 cache_path: None,
                 cache_size: 1024 * MIB,
                 prefetch_bytes: 0,
@@ -229,8 +235,10 @@ impl TieredConfig {
             "key.prefix" => s.key_prefix = text.to_string(),
             "chunk.size" => s.chunk_size = bytes(text, 1)?,
             "fetch.chunk.cache.class" => {
-                if text != AIVEN_DISK_CACHE {
-                    bail!("the only chunk cache is {AIVEN_DISK_CACHE}");
+                s.cache_in_memory = match text {
+                    AIVEN_DISK_CACHE => false,
+                    AIVEN_MEMORY_CACHE => true,
+                    _ => bail!("the chunk caches are {AIVEN_DISK_CACHE} and {AIVEN_MEMORY_CACHE}"),
                 }
             }
             "fetch.chunk.cache.path" => s.cache_path = Some(PathBuf::from(text)),
@@ -315,6 +323,13 @@ mod tests {
         assert!(c.set("rsm.config.encryption.enabled", "true").is_err());
         assert!(c
             .set("rsm.config.storage.backend.class", "x.GcsStorage")
+            .is_err());
+        assert!(!c.s3.cache_in_memory, "the disk cache by default");
+        c.set("rsm.config.fetch.chunk.cache.class", AIVEN_MEMORY_CACHE)
+            .unwrap();
+        assert!(c.s3.cache_in_memory);
+        assert!(c
+            .set("rsm.config.fetch.chunk.cache.class", "x.OtherCache")
             .is_err());
         assert!(c
             .set("rsm.config.storage.s3.multipart.upload.part.size", "1024")

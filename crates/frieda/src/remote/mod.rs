@@ -1,10 +1,12 @@
 //! The remote tier of tiered storage (issue 32, KIP-405): the S3 bucket through the
 //! `object_store` crate ([`store`]), its settings under Aiven's `rsm.config.*` names
-//! ([`config`]), and reads from it through a chunk cache on local disk ([`reader`]). Used by the
+//! ([`config`]), and reads from it ([`reader`]) through a chunk cache on disk or in memory
+//! ([`chunk_cache`]). Used by the
 //! fetch path (reads below a partition's local log) and by the remote-log manager
 //! (`crate::tiering`, which copies segments and keeps the metadata). Depends on no other module
 //! of this crate.
 
+pub mod chunk_cache;
 pub mod config;
 pub mod quota;
 pub mod reader;

@@ -1,13 +1,11 @@
 //! Reads from the remote tier (docs/tiered-storage.md, "Reading from the bucket"): a fetch
 //! below a tiered partition's local log start is served from the copied segment holding its
-//! offset, chunk by chunk (`rsm.config.chunk.size`) through a bounded chunk cache on local disk
-//! with read-ahead after a miss (HuronFS's burst buffer; Aiven's `DiskChunkCache` settings).
+//! offset, chunk by chunk (`rsm.config.chunk.size`) through a bounded chunk cache
+//! ([`super::chunk_cache`]) with read-ahead after a miss (HuronFS's burst buffer).
 //! Runs on the remote-log runtime; the fetch waits for it at most
 //! `remote.fetch.max.wait.ms`, so a slow object store delays only these fetches.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -16,6 +14,7 @@ use frieda_meta::remote_log::RemoteSegment;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
+use super::chunk_cache::ChunkCache;
 use super::store::{ObjectKind, RemoteStore, SegmentKey};
 
 /// Parsed `.indexes` objects kept in memory, by segment id (each a few KiB).
@@ -30,9 +29,6 @@ pub enum ReadError {
     /// An object is not what this broker wrote.
     #[error("corrupt remote object {0}")]
     Corrupt(String),
-    /// The chunk cache's directory failed.
-    #[error("chunk cache: {0}")]
-    Cache(#[from] std::io::Error),
 }
 
 /// What a remote read returns: whole batches from the one holding the offset, and the
@@ -49,97 +45,6 @@ pub struct RemoteRead {
     pub aborted: Vec<AbortedTxn>,
 }
 
-/// A chunk cache on local disk: chunks of segments' `.log` objects as files, evicted least
-/// recently used beyond a byte bound.
-pub struct ChunkCache {
-    dir: PathBuf,
-    limit: u64,
-    state: Mutex<CacheState>,
-}
-
-#[derive(Default)]
-struct CacheState {
-    /// (segment id, chunk index) -> (bytes, last use tick).
-    entries: HashMap<(Uuid, u64), (u64, u64)>,
-    bytes: u64,
-    tick: u64,
-    hits: u64,
-    misses: u64,
-}
-
-impl ChunkCache {
-    /// A cache in `dir` (emptied: chunks of a previous run are not trusted) holding at most
-    /// `limit` bytes.
-    ///
-    /// Errors: the directory cannot be made.
-    pub fn new(dir: PathBuf, limit: u64) -> std::io::Result<ChunkCache> {
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)?;
-        Ok(ChunkCache {
-            dir,
-            limit,
-            state: Mutex::new(CacheState::default()),
-        })
-    }
-
-    fn path(&self, id: Uuid, chunk: u64) -> PathBuf {
-        self.dir.join(format!("{}-{chunk}", id.simple()))
-    }
-
-    /// The cached chunk, if any.
-    fn get(&self, id: Uuid, chunk: u64) -> Option<Bytes> {
-        {
-            let mut st = self.state.lock();
-            st.tick += 1;
-            let tick = st.tick;
-            match st.entries.get_mut(&(id, chunk)) {
-                Some(e) => e.1 = tick,
-                None => {
-                    st.misses += 1;
-                    super::READS.cache_misses.fetch_add(1, Ordering::Relaxed);
-                    return None;
-                }
-            }
-            st.hits += 1;
-        }
-        super::READS.cache_hits.fetch_add(1, Ordering::Relaxed);
-        std::fs::read(self.path(id, chunk)).ok().map(Bytes::from)
-    }
-
-    /// Stores a chunk, evicting the least recently used beyond the bound.
-    fn put(&self, id: Uuid, chunk: u64, data: &[u8]) -> std::io::Result<()> {
-        std::fs::write(self.path(id, chunk), data)?;
-        let mut evict = Vec::new();
-        {
-            let mut st = self.state.lock();
-            st.tick += 1;
-            let tick = st.tick;
-            if let Some((old, _)) = st.entries.insert((id, chunk), (data.len() as u64, tick)) {
-                st.bytes -= old;
-            }
-            st.bytes += data.len() as u64;
-            while st.bytes > self.limit && st.entries.len() > 1 {
-                let Some((&k, &(size, _))) = st.entries.iter().min_by_key(|(_, (_, t))| *t) else {
-                    break;
-                };
-                st.entries.remove(&k);
-                st.bytes -= size;
-                evict.push(k);
-            }
-        }
-        for (id, chunk) in evict {
-            let _ = std::fs::remove_file(self.path(id, chunk));
-        }
-        Ok(())
-    }
-
-    /// (hits, misses) so far.
-    pub fn hits_and_misses(&self) -> (u64, u64) {
-        let st = self.state.lock();
-        (st.hits, st.misses)
-    }
-}
-
 /// Reads from the bucket through the chunk cache.
 pub struct RemoteReader {
     store: Arc<RemoteStore>,
@@ -152,23 +57,21 @@ pub struct RemoteReader {
 }
 
 impl RemoteReader {
-    /// A reader of `store` with a chunk cache in `cache_dir` of `cache_bytes`.
-    ///
-    /// Errors: the cache directory cannot be made.
+    /// A reader of `store` through `cache`, reading `chunk_size` bytes per chunk and
+    /// `prefetch_bytes` more after a miss (rounded down to whole chunks).
     pub fn new(
         store: Arc<RemoteStore>,
-        cache_dir: PathBuf,
-        cache_bytes: u64,
+        cache: ChunkCache,
         chunk_size: u64,
         prefetch_bytes: u64,
-    ) -> std::io::Result<RemoteReader> {
-        Ok(RemoteReader {
+    ) -> RemoteReader {
+        RemoteReader {
             store,
-            cache: ChunkCache::new(cache_dir, cache_bytes)?,
+            cache,
             chunk_size: chunk_size.max(1),
             prefetch_chunks: prefetch_bytes / chunk_size.max(1),
             indexes: Mutex::new(HashMap::new()),
-        })
+        }
     }
 
     /// The chunk cache.
@@ -212,7 +115,8 @@ impl RemoteReader {
     }
 
     /// Chunk `chunk` of the segment's `.log` (`size` bytes long), from the cache or the bucket
-    /// (with read-ahead).
+    /// (with read-ahead). A chunk from the bucket is a slice of the ranged GET's body, cached
+    /// after it is returned.
     async fn chunk(&self, key: &SegmentKey<'_>, size: u64, chunk: u64) -> Result<Bytes, ReadError> {
         if let Some(b) = self.cache.get(key.segment_id, chunk) {
             return Ok(b);
@@ -224,21 +128,25 @@ impl RemoteReader {
             .store
             .get_range(&self.store.key(key, ObjectKind::Log), start, end - start)
             .await?;
-        let mut first = None;
-        for (i, part) in data.chunks(cs as usize).enumerate() {
-            let idx = chunk + i as u64;
-            self.cache.put(key.segment_id, idx, part)?;
-            if i == 0 {
-                first = Some(Bytes::copy_from_slice(part));
-            }
+        if data.is_empty() {
+            return Err(ReadError::Corrupt(format!(
+                "empty range of segment {}",
+                key.segment_id
+            )));
         }
-        first
-            .ok_or_else(|| ReadError::Corrupt(format!("empty range of segment {}", key.segment_id)))
+        let parts: Vec<Bytes> = (0..data.len())
+            .step_by(cs as usize)
+            .map(|at| data.slice(at..(at + cs as usize).min(data.len())))
+            .collect();
+        let first = parts[0].clone();
+        self.cache.put(key.segment_id, chunk, parts);
+        Ok(first)
     }
 
-    /// `len` bytes of the segment's `.log` from `pos` (fewer at its end). `memo` holds the
+    /// `len` bytes of the segment's `.log` from `pos` (fewer at its end): a slice of one chunk
+    /// when the range lies in one (no copy), else the chunks' pieces joined. `memo` holds the
     /// chunk the previous call of the same read ended in, so one read takes each chunk from the
-    /// cache (a whole file) once, not once per batch header and batch.
+    /// cache (a whole file) once, not once per batch header.
     async fn bytes(
         &self,
         key: &SegmentKey<'_>,
@@ -248,7 +156,7 @@ impl RemoteReader {
         memo: &mut Option<(u64, Bytes)>,
     ) -> Result<Bytes, ReadError> {
         let end = (pos + len).min(size);
-        let mut out = BytesMut::with_capacity((end.saturating_sub(pos)) as usize);
+        let mut out = BytesMut::new();
         let mut at = pos;
         while at < end {
             let chunk = at / self.chunk_size;
@@ -268,6 +176,12 @@ impl RemoteReader {
                     key.segment_id
                 )));
             }
+            if at == pos && at + take as u64 == end {
+                return Ok(data.slice(from..from + take));
+            }
+            if out.is_empty() {
+                out.reserve((end - at) as usize);
+            }
             out.extend_from_slice(&data[from..from + take]);
             at += take as u64;
         }
@@ -276,7 +190,10 @@ impl RemoteReader {
 
     /// Reads `segment` (of the partition in `key`) from the batch holding `offset`: whole
     /// batches, at least one, then more while they fit in `max_bytes` and start below
-    /// `upper` (exclusive).
+    /// `upper` (exclusive). `aborted` asks for the segment's aborted transactions
+    /// (`read_committed` fetches); without it a read from the segment's first offset does not
+    /// fetch the segment's `.indexes` object (no position to look up), and
+    /// [`RemoteRead::aborted`] is empty.
     ///
     /// Errors: [`ReadError`].
     pub async fn read(
@@ -286,22 +203,29 @@ impl RemoteReader {
         offset: i64,
         max_bytes: usize,
         upper: i64,
+        aborted: bool,
     ) -> Result<RemoteRead, ReadError> {
         const HEADER: u64 = 61;
         let size = segment.size_bytes;
         let mut memo = None;
-        let indexes = if offset <= segment.start_offset && size > 0 {
-            // From the segment's first byte (a reader going on from the segment before): no
-            // position to look up, so its first chunk and its indexes (for the aborted
-            // transactions) are fetched together, one round trip to the bucket instead of two.
+        let from_start = offset <= segment.start_offset && size > 0;
+        let indexes = if from_start && !aborted {
+            None
+        } else if from_start {
+            // From the segment's first byte (a reader going on from the segment before): its
+            // first chunk and its indexes (for the aborted transactions) are fetched together,
+            // one round trip to the bucket instead of two.
             let (indexes, first) = tokio::join!(self.indexes(key), self.chunk(key, size, 0));
             memo = Some((0, first?));
-            indexes?
+            Some(indexes?)
         } else {
-            self.indexes(key).await?
+            Some(self.indexes(key).await?)
         };
-        let mut pos = indexes.position_for(segment.start_offset, offset);
-        let mut out = BytesMut::new();
+        let mut pos = indexes
+            .as_ref()
+            .map_or(0, |i| i.position_for(segment.start_offset, offset));
+        // The batches returned are one run of the segment's bytes: [start, pos) once found.
+        let mut start = None;
         let mut first_offset = -1;
         let mut next_offset = offset;
         while pos + HEADER <= size {
@@ -321,27 +245,32 @@ impl RemoteReader {
                 pos += total;
                 continue;
             }
-            if base >= upper || (!out.is_empty() && out.len() + total as usize > max_bytes) {
+            let taken = start.map_or(0, |s| pos - s);
+            if base >= upper || (taken > 0 && taken + total > max_bytes as u64) {
                 break;
             }
-            out.extend_from_slice(&self.bytes(key, size, pos, total, &mut memo).await?);
+            start.get_or_insert(pos);
             if first_offset < 0 {
                 first_offset = base;
             }
             next_offset = last + 1;
             pos += total;
-            if out.len() >= max_bytes {
+            if taken + total >= max_bytes as u64 {
                 break;
             }
         }
+        let data = match start {
+            Some(s) => self.bytes(key, size, s, pos - s, &mut memo).await?,
+            None => Bytes::new(),
+        };
         let aborted = indexes
-            .aborted
             .iter()
+            .flat_map(|i| i.aborted.iter())
             .filter(|a| a.last_offset >= offset && a.first_offset < next_offset)
             .cloned()
             .collect();
         Ok(RemoteRead {
-            data: out.freeze(),
+            data,
             first_offset: if first_offset < 0 {
                 offset
             } else {
@@ -350,5 +279,189 @@ impl RemoteReader {
             next_offset,
             aborted,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::chunk_cache::CacheKind;
+    use super::*;
+    use frieda_meta::remote_log::RemoteSegmentState;
+
+    /// Chunk size of the tests: batches straddle chunks.
+    const CHUNK: u64 = 100;
+
+    /// A segment's `.log` of `n` batches (only the header fields a read looks at are set):
+    /// batch `i` at base offset `3i` with 3 records, `61 + 13i` bytes long. Returns the bytes
+    /// and each batch's byte position.
+    fn segment_log(n: usize) -> (Vec<u8>, Vec<usize>) {
+        let mut log = Vec::new();
+        let mut positions = Vec::new();
+        for i in 0..n {
+            positions.push(log.len());
+            let total = 61 + 13 * i;
+            let mut b = vec![i as u8; total];
+            b[0..8].copy_from_slice(&(3 * i as i64).to_be_bytes());
+            b[8..12].copy_from_slice(&((total - 12) as i32).to_be_bytes());
+            b[23..27].copy_from_slice(&2i32.to_be_bytes());
+            log.extend_from_slice(&b);
+        }
+        (log, positions)
+    }
+
+    /// An `.indexes` object with no offset index entries and one aborted transaction.
+    fn indexes_object(aborted: &AbortedTxn) -> Vec<u8> {
+        let mut txn = Vec::new();
+        txn.extend_from_slice(&0i16.to_be_bytes());
+        for v in [
+            aborted.producer_id,
+            aborted.first_offset,
+            aborted.last_offset,
+            aborted.last_stable_offset,
+        ] {
+            txn.extend_from_slice(&v.to_be_bytes());
+        }
+        let mut out = frieda_log::INDEXES_MAGIC.to_vec();
+        for len in [0, 0, txn.len(), 0, 0] {
+            out.extend_from_slice(&(len as u32).to_be_bytes());
+        }
+        out.extend_from_slice(&txn);
+        out
+    }
+
+    fn segment(size: usize, batches: usize) -> RemoteSegment {
+        RemoteSegment {
+            id: Uuid::from_u128(7),
+            start_offset: 0,
+            end_offset: 3 * batches as i64 - 1,
+            max_timestamp_ms: 0,
+            size_bytes: size as u64,
+            broker: 1,
+            leader_epoch: 0,
+            segment_epochs: vec![(0, 0)],
+            state: RemoteSegmentState::CopyFinished,
+        }
+    }
+
+    fn key() -> SegmentKey<'static> {
+        SegmentKey {
+            topic: "t",
+            topic_id: Uuid::from_u128(1),
+            partition: 0,
+            base_offset: 0,
+            segment_id: Uuid::from_u128(7),
+        }
+    }
+
+    async fn wait_cached(reader: &RemoteReader, chunks: usize) {
+        for _ in 0..500 {
+            if reader.cache.len_and_bytes().0 >= chunks {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        panic!("chunks not cached");
+    }
+
+    /// Reads return whole batches byte for byte, bounded by max_bytes (at least one batch) and
+    /// the upper offset; a read_uncommitted read from the segment's start needs no `.indexes`
+    /// object, a read_committed one fetches it and gets the aborted transactions; a second
+    /// read of the same bytes comes from the chunk cache.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_return_whole_batches_from_the_bucket_then_the_cache() {
+        let (log, pos) = segment_log(10);
+        let store = Arc::new(RemoteStore::in_memory());
+        let k = key();
+        store
+            .put(&store.key(&k, ObjectKind::Log), Bytes::from(log.clone()))
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ChunkCache::new(
+            CacheKind::Disk(dir.path().join("cache")),
+            1 << 20,
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap();
+        let reader = RemoteReader::new(store.clone(), cache, CHUNK, 0);
+        let seg = segment(log.len(), 10);
+
+        // read_uncommitted from the start: no .indexes object in the bucket, yet it reads.
+        let r = reader
+            .read(&k, &seg, 0, 1 << 20, i64::MAX, false)
+            .await
+            .unwrap();
+        assert_eq!(&r.data[..], &log[..]);
+        assert_eq!((r.first_offset, r.next_offset), (0, 30));
+        assert!(r.aborted.is_empty());
+
+        // max_bytes: whole batches that fit, at least one; upper: batches based below it.
+        let r = reader.read(&k, &seg, 0, 1, i64::MAX, false).await.unwrap();
+        assert_eq!(&r.data[..], &log[..pos[1]]);
+        let r = reader
+            .read(&k, &seg, 0, pos[3] + 5, i64::MAX, false)
+            .await
+            .unwrap();
+        assert_eq!(&r.data[..], &log[..pos[3]]);
+        assert_eq!(r.next_offset, 9);
+        let r = reader.read(&k, &seg, 0, 1 << 20, 7, false).await.unwrap();
+        assert_eq!(&r.data[..], &log[..pos[3]]);
+
+        // read_committed, or a read from inside the segment, needs the .indexes object.
+        assert!(reader
+            .read(&k, &seg, 0, 1 << 20, i64::MAX, true)
+            .await
+            .is_err());
+        assert!(reader
+            .read(&k, &seg, 7, 1 << 20, i64::MAX, false)
+            .await
+            .is_err());
+        let txn = AbortedTxn {
+            producer_id: 5,
+            first_offset: 4,
+            last_offset: 8,
+            last_stable_offset: 9,
+        };
+        store
+            .put(
+                &store.key(&k, ObjectKind::Indexes),
+                Bytes::from(indexes_object(&txn)),
+            )
+            .await
+            .unwrap();
+        let r = reader
+            .read(&k, &seg, 0, 1 << 20, i64::MAX, true)
+            .await
+            .unwrap();
+        assert_eq!(&r.data[..], &log[..]);
+        assert_eq!(r.aborted.len(), 1);
+        assert_eq!(r.aborted[0].producer_id, 5);
+        // From offset 7 (in the batch based at 6, the third): from that batch on.
+        let r = reader
+            .read(&k, &seg, 7, 1 << 20, i64::MAX, false)
+            .await
+            .unwrap();
+        assert_eq!(&r.data[..], &log[pos[2]..]);
+        assert_eq!((r.first_offset, r.next_offset), (6, 30));
+        // The aborted transaction ends at 8: a read from 9 on does not carry it.
+        let r = reader
+            .read(&k, &seg, 9, 1 << 20, i64::MAX, true)
+            .await
+            .unwrap();
+        assert_eq!(&r.data[..], &log[pos[3]..]);
+        assert!(r.aborted.is_empty());
+
+        // Every chunk cached (written after the reads answered): the bytes come back from
+        // the cache, even with the bucket emptied.
+        let chunks = log.len().div_ceil(CHUNK as usize);
+        wait_cached(&reader, chunks).await;
+        store.delete(&store.key(&k, ObjectKind::Log)).await.unwrap();
+        let (hits, _) = reader.cache().hits_and_misses();
+        let r = reader
+            .read(&k, &seg, 0, 1 << 20, i64::MAX, false)
+            .await
+            .unwrap();
+        assert_eq!(&r.data[..], &log[..]);
+        assert!(reader.cache().hits_and_misses().0 >= hits + chunks as u64);
     }
 }

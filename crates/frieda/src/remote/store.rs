@@ -109,6 +109,16 @@ impl RemoteStore {
         })
     }
 
+    /// A store in memory (`object_store`'s `InMemory`), for tests of what reads and writes it.
+    #[cfg(test)]
+    pub(crate) fn in_memory() -> RemoteStore {
+        RemoteStore {
+            store: Arc::new(object_store::memory::InMemory::new()),
+            prefix: String::new(),
+            part_size: 5 << 20,
+        }
+    }
+
     /// Bytes per multipart upload part.
     pub fn part_size(&self) -> usize {
         self.part_size

@@ -20,6 +20,7 @@ use tokio::sync::watch;
 
 use crate::broker::Broker;
 use crate::membership::ClusterNode;
+use crate::remote::chunk_cache::{CacheKind, ChunkCache};
 use crate::remote::config::ThreadPriority;
 use crate::remote::quota::ByteRate;
 use crate::remote::reader::RemoteReader;
@@ -126,15 +127,22 @@ impl RemoteLogManager {
             .cache_path
             .clone()
             .unwrap_or_else(|| broker.config.data_dir.join("remote-cache"));
-        let reader = RemoteReader::new(
-            store.clone(),
-            cache_dir.clone(),
+        let cache = ChunkCache::new(
+            if cfg.s3.cache_in_memory {
+                CacheKind::Memory
+            } else {
+                CacheKind::Disk(cache_dir.clone())
+            },
             cfg.s3.cache_size,
-            cfg.s3.chunk_size,
-            cfg.s3.prefetch_bytes,
+            Duration::from_millis(cfg.s3.cache_retention_ms),
         )
         .with_context(|| format!("the chunk cache in {}", cache_dir.display()))?;
-        let reader = Arc::new(reader);
+        let reader = Arc::new(RemoteReader::new(
+            store.clone(),
+            cache,
+            cfg.s3.chunk_size,
+            cfg.s3.prefetch_bytes,
+        ));
         node.set_remote_reader(reader.clone(), runtime.handle().clone());
         broker.set_remote(RemoteAccess {
             reader,
