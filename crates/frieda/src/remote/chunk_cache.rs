@@ -421,7 +421,8 @@ mod tests {
             assert_eq!(c.get(id, 3).unwrap(), chunk(3, P), "{kind:?}");
             assert_eq!(c.len_and_bytes(), (3, 2 * P as u64 + 40), "{kind:?}");
             assert_eq!(c.hits_and_misses(), (4, 1), "{kind:?}");
-            // A chunk of two and a half pages takes the place of the two least recently used.
+            // A chunk of two and a half pages evicts the least recently used until it fits:
+            // here all three (2.5 pages and chunk 3's one exceed the bound of 3).
             let big: Bytes = (0..P * 5 / 2)
                 .map(|i| (i % 251) as u8)
                 .collect::<Vec<u8>>()
@@ -430,6 +431,7 @@ mod tests {
             settled(&c).await;
             assert_eq!(c.get(id, 4).unwrap(), big, "{kind:?}");
             assert!(c.get(id, 2).is_none() && c.get(id, 1).is_none(), "{kind:?}");
+            assert!(c.get(id, 3).is_none(), "{kind:?}");
         }
         let c = ChunkCache::new(CacheKind::Memory, 300, Duration::ZERO).unwrap();
         c.put(Uuid::from_u128(1), 0, vec![chunk(0, 10)]);
