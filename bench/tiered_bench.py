@@ -411,9 +411,11 @@ def report(a, runs: list[dict]) -> None:
                   f"4 readers (frieda-bench read --once: 1 MiB fetches, each reader one pass over its quarter of the "
                   f"partition, at most {a.read_secs} s) of the backlog, almost all of it only in the bucket: right after "
                   "a restart (empty chunk cache: every chunk from the bucket) and again (warm: the 4 GiB chunk cache "
-                  "holds it), with the chunk cache on disk (`DiskChunkCache`, the default) and in memory "
-                  "(`MemoryChunkCache`); SeaweedFS's own GET throughput with 4 threads (boto3, the same `.log` objects) "
-                  "for comparison.", "",
+                  "holds it), with the chunk cache "
+                  + " and ".join({"disk": "on disk (`DiskChunkCache`, the default: direct I/O, not the page cache)",
+                                  "memory": "in memory (`MemoryChunkCache`)"}[c] for c in caches)
+                  + "; SeaweedFS's own GET throughput with 4 threads (boto3, the same `.log` objects) for comparison.",
+                  "",
                   "| | MB/s | x GET | CPU s per GB: broker | store | readers |", "|---|---|---|---|---|---|"]
         for cache in caches:
             for phase in ("cold", "warm"):

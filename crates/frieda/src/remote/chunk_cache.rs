@@ -8,15 +8,20 @@
 //!   length needs (not necessarily adjacent). A chunk fetched from the bucket is served first
 //!   and written after, on a blocking thread. No file is created or deleted per chunk
 //!   (measured 2026-12-01: a file per chunk spent a quarter of the broker's CPU of a cold read
-//!   in ext4's inode allocation).
+//!   in ext4's inode allocation). Reads and writes bypass the page cache (`O_DIRECT`, through
+//!   aligned buffers; buffered where the file system refuses it, as tmpfs does): on this VM
+//!   writing 1.5 GB cost 0.09 s of system CPU per GB direct against 0.44-0.79 buffered (`dd
+//!   bs=1M`, three runs each), which was 40% of the broker's CPU of a cold read; reading it
+//!   back from the disk 0.05 against 0.15-0.33. And history read once does not push the
+//!   local log's tail, which tail reads are served from, out of the page cache.
 //! - **memory** (`MemoryChunkCache`): the fetched bytes themselves, shared with the reads (no
 //!   copy, nothing written), bounded by `fetch.chunk.cache.size` bytes of the broker's memory.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,6 +35,14 @@ pub const PAGE_BYTES: u64 = 64 * 1024;
 /// Chunks waiting for a disk write at once; a chunk fetched beyond this is served but not
 /// cached (a store faster than the disk does not queue memory without bound).
 pub const MAX_PENDING_WRITES: usize = 64;
+
+/// Alignment of a direct (`O_DIRECT`) write's memory, file position and length, bytes: the
+/// largest logical block size of Linux block devices; divides [`PAGE_BYTES`].
+const DIRECT_ALIGN: usize = 4096;
+
+/// Bytes of a chunk one direct write copies into its aligned buffer at once (the buffer of
+/// each blocking thread is this plus [`DIRECT_ALIGN`], reused).
+const DIRECT_WRITE_BYTES: usize = 1024 * 1024;
 
 /// Where the cache keeps its chunks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +65,9 @@ pub struct ChunkCache {
 struct Inner {
     /// The pages' file (disk kind only).
     file: Option<File>,
+    /// The same file opened for direct writes, while the file system takes them.
+    direct: Option<File>,
+    direct_ok: AtomicBool,
     limit: u64,
     retention: Duration,
     pending_writes: AtomicUsize,
@@ -65,6 +81,10 @@ struct State {
     by_use: BTreeMap<u64, Key>,
     /// Disk pages holding nothing (popped from the end: ascending at first).
     free: Vec<u32>,
+    /// Chunks being written to disk pages (at most [`MAX_PENDING_WRITES`]): a second copy of
+    /// one, fetched meanwhile by another read, is not written (it would take pages, evicting
+    /// others, only to replace the first).
+    writing: HashSet<Key>,
     bytes: u64,
     tick: u64,
     hits: u64,
@@ -92,6 +112,7 @@ impl ChunkCache {
     /// Errors: the disk cache's directory or file cannot be made.
     pub fn new(kind: CacheKind, limit: u64, retention: Duration) -> std::io::Result<ChunkCache> {
         let mut state = State::default();
+        let mut direct = None;
         let file = match kind {
             CacheKind::Disk(dir) => {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -104,13 +125,21 @@ impl ChunkCache {
                     .open(pages_path(&dir))?;
                 let pages = (limit / PAGE_BYTES).clamp(1, u64::from(u32::MAX)) as u32;
                 state.free = (0..pages).rev().collect();
+                direct = File::options()
+                    .read(true)
+                    .write(true)
+                    .custom_flags(libc::O_DIRECT)
+                    .open(pages_path(&dir))
+                    .ok();
                 Some(file)
             }
             CacheKind::Memory => None,
         };
         Ok(ChunkCache {
             inner: Arc::new(Inner {
+                direct_ok: AtomicBool::new(direct.is_some()),
                 file,
+                direct,
                 limit,
                 retention,
                 pending_writes: AtomicUsize::new(0),
@@ -159,19 +188,13 @@ impl ChunkCache {
                 Ok(found) => found,
             }
         };
-        let file = c.file.as_ref()?;
-        let mut buf = vec![0u8; len as usize];
-        let read = pieces(&pages, len)
-            .into_iter()
-            .try_for_each(|(page, at, n)| {
-                file.read_exact_at(&mut buf[at..at + n], u64::from(page) * PAGE_BYTES)
-            });
+        let read = c.read(&pages, len);
         let mut st = c.state.lock();
         if let Some(e) = st.entries.get_mut(&(id, chunk)) {
             e.readers -= 1;
         }
         match read {
-            Ok(()) => Some(Bytes::from(buf)),
+            Ok(bytes) => Some(bytes),
             Err(e) => {
                 tracing::warn!(segment = %id, chunk, error = %e, "chunk cache read failed");
                 st.remove_unread((id, chunk));
@@ -262,14 +285,17 @@ impl Inner {
         let need = (data.len() as u64).div_ceil(PAGE_BYTES) as usize;
         let pages = {
             let mut st = self.state.lock();
-            if st.entries.contains_key(&(id, chunk)) {
+            if st.entries.contains_key(&(id, chunk)) || !st.writing.insert((id, chunk)) {
                 return Ok(());
             }
             while st.free.len() < need {
                 match st.evict_one() {
                     Some(Stored::Pages(p)) => st.free.extend(p),
                     Some(Stored::Memory(_)) => {}
-                    None => return Ok(()),
+                    None => {
+                        st.writing.remove(&(id, chunk));
+                        return Ok(());
+                    }
                 }
             }
             let at = st.free.len() - need;
@@ -283,17 +309,93 @@ impl Inner {
         let written = pieces(&pages, len)
             .into_iter()
             .try_for_each(|(page, at, n)| {
-                file.write_all_at(&data[at..at + n], u64::from(page) * PAGE_BYTES)
+                self.write_piece(file, &data[at..at + n], u64::from(page) * PAGE_BYTES)
             });
+        let mut st = self.state.lock();
+        st.writing.remove(&(id, chunk));
         if let Err(e) = written {
-            self.state.lock().free.extend(pages);
+            st.free.extend(pages);
             return Err(e);
         }
-        self.state
-            .lock()
-            .insert(self, (id, chunk), Stored::Pages(pages), len);
+        st.insert(self, (id, chunk), Stored::Pages(pages), len);
         Ok(())
     }
+
+    /// The `len` bytes of a chunk kept in `pages`: read directly into an aligned buffer (the
+    /// last block's padding read too, then sliced off) while the file system takes direct
+    /// I/O, else through the page cache.
+    fn read(&self, pages: &[u32], len: u64) -> std::io::Result<Bytes> {
+        let file = self.file.as_ref().ok_or(std::io::ErrorKind::NotFound)?;
+        let pieces = pieces(pages, len);
+        if let Some(direct) = self
+            .direct
+            .as_ref()
+            .filter(|_| self.direct_ok.load(Ordering::Relaxed))
+        {
+            let mut buf = Vec::new();
+            let padded = (len as usize).next_multiple_of(DIRECT_ALIGN);
+            let off = {
+                let aligned = aligned_slice(&mut buf, padded);
+                // Every piece but the last is whole pages: each starts aligned in the buffer.
+                pieces.iter().try_for_each(|&(page, at, n)| {
+                    let end = (at + n).next_multiple_of(DIRECT_ALIGN);
+                    direct.read_exact_at(&mut aligned[at..end], u64::from(page) * PAGE_BYTES)
+                })?;
+                aligned.as_ptr() as usize - buf.as_ptr() as usize
+            };
+            return Ok(Bytes::from(buf).slice(off..off + len as usize));
+        }
+        let mut buf = vec![0u8; len as usize];
+        pieces.into_iter().try_for_each(|(page, at, n)| {
+            file.read_exact_at(&mut buf[at..at + n], u64::from(page) * PAGE_BYTES)
+        })?;
+        Ok(Bytes::from(buf))
+    }
+
+    /// Writes `data` at `pos` (a page's start) directly while the file system takes direct
+    /// writes (the last block padded with zeros: the pages are the chunk's), else buffered.
+    fn write_piece(&self, file: &File, data: &[u8], pos: u64) -> std::io::Result<()> {
+        if let Some(direct) = self
+            .direct
+            .as_ref()
+            .filter(|_| self.direct_ok.load(Ordering::Relaxed))
+        {
+            let done: std::io::Result<()> = DIRECT_BUF.with_borrow_mut(|buf| {
+                for (i, part) in data.chunks(DIRECT_WRITE_BYTES).enumerate() {
+                    let padded = part.len().next_multiple_of(DIRECT_ALIGN);
+                    let aligned = aligned_slice(buf, padded);
+                    aligned[..part.len()].copy_from_slice(part);
+                    aligned[part.len()..].fill(0);
+                    let at = pos + (i * DIRECT_WRITE_BYTES) as u64;
+                    direct.write_all_at(aligned, at)?;
+                }
+                Ok(())
+            });
+            match done {
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    tracing::info!(error = %e, "chunk cache: direct writes refused, writing through the page cache");
+                    self.direct_ok.store(false, Ordering::Relaxed);
+                }
+                other => return other,
+            }
+        }
+        file.write_all_at(data, pos)
+    }
+}
+
+thread_local! {
+    /// A blocking thread's buffer for direct writes (see [`aligned_slice`]).
+    static DIRECT_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `len` bytes of `buf` starting at an address aligned to [`DIRECT_ALIGN`] (`buf` grown to
+/// hold them).
+fn aligned_slice(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    if buf.len() < len + DIRECT_ALIGN {
+        buf.resize(len + DIRECT_ALIGN, 0);
+    }
+    let off = buf.as_ptr().align_offset(DIRECT_ALIGN);
+    &mut buf[off..off + len]
 }
 
 impl State {
@@ -376,7 +478,7 @@ mod tests {
     }
 
     async fn settled(c: &ChunkCache) {
-        for _ in 0..500 {
+        for _ in 0..5000 {
             if c.inner.pending_writes.load(Ordering::Acquire) == 0 {
                 return;
             }
@@ -404,8 +506,18 @@ mod tests {
     async fn chunks_come_back_until_evicted_least_recently_used() {
         const P: usize = PAGE_BYTES as usize;
         let dir = tempfile::tempdir().unwrap();
-        for kind in [CacheKind::Memory, CacheKind::Disk(dir.path().join("c"))] {
+        let disk = CacheKind::Disk(dir.path().join("c"));
+        // The disk kind twice: with direct I/O where the file system takes it, and buffered.
+        for (kind, direct) in [
+            (CacheKind::Memory, false),
+            (disk.clone(), true),
+            (disk, false),
+        ] {
             let c = ChunkCache::new(kind.clone(), 3 * PAGE_BYTES, Duration::from_secs(60)).unwrap();
+            if !direct {
+                c.inner.direct_ok.store(false, Ordering::Relaxed);
+            }
+            let kind = format!("{kind:?}, direct: {direct}");
             let id = Uuid::from_u128(1);
             c.put(id, 0, vec![chunk(0, P), chunk(1, P)]);
             settled(&c).await;

@@ -354,7 +354,7 @@ mod tests {
     }
 
     async fn wait_cached(reader: &RemoteReader, chunks: usize) {
-        for _ in 0..500 {
+        for _ in 0..5000 {
             if reader.cache.len_and_bytes().0 >= chunks {
                 return;
             }
