@@ -5,7 +5,7 @@
 //! Runs on the remote-log runtime; the fetch waits for it at most
 //! `remote.fetch.max.wait.ms`, so a slow object store delays only these fetches.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -17,7 +17,8 @@ use uuid::Uuid;
 use super::chunk_cache::ChunkCache;
 use super::store::{ObjectKind, RemoteStore, SegmentKey};
 
-/// Parsed `.indexes` objects kept in memory, by segment id (each a few KiB).
+/// Parsed `.indexes` objects kept in memory, by segment id (each a few KiB); beyond, the one
+/// cached first goes.
 pub const MAX_CACHED_INDEXES: usize = 1024;
 
 /// Why a remote read failed.
@@ -53,8 +54,12 @@ pub struct RemoteReader {
     /// Chunks fetched after the missed one in the same GET (`fetch.chunk.cache.prefetch.max.size`
     /// / `chunk.size`).
     prefetch_chunks: u64,
-    indexes: Mutex<HashMap<Uuid, Arc<RemoteIndexes>>>,
+    /// Parsed `.indexes` by segment id, and the ids in the order cached (at most
+    /// [`MAX_CACHED_INDEXES`]).
+    indexes: Mutex<(IndexesById, VecDeque<Uuid>)>,
 }
+
+type IndexesById = HashMap<Uuid, Arc<RemoteIndexes>>;
 
 impl RemoteReader {
     /// A reader of `store` through `cache`, reading `chunk_size` bytes per chunk and
@@ -70,7 +75,7 @@ impl RemoteReader {
             cache,
             chunk_size: chunk_size.max(1),
             prefetch_chunks: prefetch_bytes / chunk_size.max(1),
-            indexes: Mutex::new(HashMap::new()),
+            indexes: Mutex::new((HashMap::new(), VecDeque::new())),
         }
     }
 
@@ -80,18 +85,23 @@ impl RemoteReader {
     }
 
     async fn indexes(&self, key: &SegmentKey<'_>) -> Result<Arc<RemoteIndexes>, ReadError> {
-        if let Some(i) = self.indexes.lock().get(&key.segment_id) {
+        if let Some(i) = self.indexes.lock().0.get(&key.segment_id) {
             return Ok(i.clone());
         }
         let mut parsed = self.fetch_indexes(key).await?;
         // Reads need no producer snapshot: the cache does not keep it.
         parsed.producer_snapshot = Vec::new();
         let parsed = Arc::new(parsed);
-        let mut map = self.indexes.lock();
-        if map.len() >= MAX_CACHED_INDEXES {
-            map.clear();
+        let (map, order) = &mut *self.indexes.lock();
+        if map.insert(key.segment_id, parsed.clone()).is_none() {
+            order.push_back(key.segment_id);
+            while map.len() > MAX_CACHED_INDEXES {
+                let Some(oldest) = order.pop_front() else {
+                    break;
+                };
+                map.remove(&oldest);
+            }
         }
-        map.insert(key.segment_id, parsed.clone());
         Ok(parsed)
     }
 
@@ -463,5 +473,49 @@ mod tests {
             .unwrap();
         assert_eq!(&r.data[..], &log[..]);
         assert!(reader.cache().hits_and_misses().0 >= hits + chunks as u64);
+    }
+
+    /// The parsed `.indexes` kept are bounded: beyond [`MAX_CACHED_INDEXES`] the one cached
+    /// first goes, the others stay (they used to be dropped all at once).
+    #[tokio::test]
+    async fn cached_indexes_are_bounded_dropping_the_oldest() {
+        let store = Arc::new(RemoteStore::in_memory());
+        let cache = ChunkCache::new(
+            CacheKind::Memory,
+            1 << 20,
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap();
+        let reader = RemoteReader::new(store.clone(), cache, CHUNK, 0);
+        let txn = AbortedTxn {
+            producer_id: 5,
+            first_offset: 4,
+            last_offset: 8,
+            last_stable_offset: 9,
+        };
+        let ids: Vec<Uuid> = (0..=MAX_CACHED_INDEXES as u128)
+            .map(Uuid::from_u128)
+            .collect();
+        for &id in &ids {
+            let k = SegmentKey {
+                segment_id: id,
+                ..key()
+            };
+            store
+                .put(
+                    &store.key(&k, ObjectKind::Indexes),
+                    Bytes::from(indexes_object(&txn)),
+                )
+                .await
+                .unwrap();
+            assert_eq!(reader.indexes(&k).await.unwrap().aborted.len(), 1);
+        }
+        let (map, order) = &*reader.indexes.lock();
+        assert_eq!(
+            (map.len(), order.len()),
+            (MAX_CACHED_INDEXES, MAX_CACHED_INDEXES)
+        );
+        assert!(!map.contains_key(&ids[0]));
+        assert!(map.contains_key(&ids[1]) && map.contains_key(&ids[MAX_CACHED_INDEXES]));
     }
 }
