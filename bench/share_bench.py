@@ -5,14 +5,20 @@ runs one partition with that many KafkaShareConsumers (explicit acknowledgement)
 produce-to-acknowledge latency at a fixed offered rate (open loop, acks=all, µs), and the records/s
 delivered (and acknowledged) draining a backlog. Writes OUT/runs.jsonl and OUT/report.md.
 
+With --client go the load generator is bench/share/go (franz-go v1.22.3's share consumer: every
+polled record marked accepted, then FlushAcks, as commitSync) instead of the Java clients: no JIT
+compiler and no stop-the-world young collections in the measured tail.
+
 Usage: share_bench.py OUT [--repeat 3] [--brokers kafka,frieda] [--consumers 1,4,16]
                           [--rate 2000] [--secs 20] [--backlog 1000000] [--record-bytes 100]
+                          [--client java|go]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -24,6 +30,7 @@ from observe_agreement import ROOT, Broker  # noqa: E402
 from ysb import classpath  # noqa: E402
 
 SHARE_BENCH = ROOT / "bench" / "share" / "ShareBench.java"
+SHARE_BENCH_GO = ROOT / "bench" / "share" / "go"
 PCTS = ("p50", "p90", "p99", "p99.9", "p99.99", "max")
 
 
@@ -44,6 +51,8 @@ def main() -> None:
     # 691k/s with 1,000,000; Kafka 4.4.0: 316k/s and 178k/s).
     ap.add_argument("--backlog", type=int, default=1000000)
     ap.add_argument("--record-bytes", type=int, default=100)
+    ap.add_argument("--client", choices=("java", "go"), default="java",
+                    help="the load generator: Kafka 4.4.0's Java clients or franz-go (bench/share/go)")
     ap.add_argument("--jvm-opt", action="append", default=[],
                     help="an extra option of the load generator's JVM (repeatable), e.g. -Xlog:gc:file=gc.log")
     a = ap.parse_args()
@@ -53,24 +62,29 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as t, open(runs, "a") as f:
         tmp = Path(t)
         classes = tmp / "classes"
-        subprocess.run(["javac", "-d", str(classes), "-cp", cp, str(SHARE_BENCH)], check=True, timeout=300)
+        if a.client == "java":
+            subprocess.run(["javac", "-d", str(classes), "-cp", cp, str(SHARE_BENCH)], check=True, timeout=300)
+        else:
+            env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+            subprocess.run(["go", "build", "-o", str(tmp / "sharebench"), "."], cwd=SHARE_BENCH_GO, env=env,
+                           check=True, timeout=600)
         for rep in range(a.repeat):
             for kind in a.brokers.split(","):
                 with Broker(kind, tmp) as b:
                     for n in [int(x) for x in a.consumers.split(",")]:
-                        r = subprocess.run(
-                            ["java", "-Xmx2g", *a.jvm_opt, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                             "-cp", f"{classes}:{cp}",
-                             "ShareBench", f"127.0.0.1:{b.port}", str(n), str(a.rate), str(a.secs), str(a.warmup),
-                             str(a.backlog), str(a.record_bytes)],
-                            capture_output=True, text=True, timeout=a.secs + a.warmup + 600)
+                        args = [f"127.0.0.1:{b.port}", str(n), str(a.rate), str(a.secs), str(a.warmup),
+                                str(a.backlog), str(a.record_bytes)]
+                        cmd = (["java", "-Xmx2g", *a.jvm_opt, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                                "-cp", f"{classes}:{cp}", "ShareBench", *args] if a.client == "java"
+                               else [str(tmp / "sharebench"), *args])
+                        r = subprocess.run(cmd, capture_output=True, text=True, timeout=a.secs + a.warmup + 600)
                         line = next((l for l in r.stdout.splitlines() if l.startswith("{")), None)
                         if line is None:
                             raise RuntimeError(f"ShareBench exited {r.returncode}\n{r.stderr[-3000:]}")
                         for diag in (l for l in r.stderr.splitlines() if l.startswith("slow ")):
                             print(f"{kind} {n}: {diag}", file=sys.stderr)
                         row = json.loads(line)
-                        row.update(broker=kind, repeat=rep)
+                        row.update(broker=kind, repeat=rep, client=a.client)
                         f.write(json.dumps(row) + "\n")
                         f.flush()
                         print(json.dumps(row), file=sys.stderr)
@@ -79,9 +93,12 @@ def main() -> None:
 
 def report(runs: Path, out: Path) -> None:
     rows = [json.loads(l) for l in runs.read_text().splitlines() if l.strip()]
-    lines = ["# Share groups (KIP-932): one partition, N KafkaShareConsumers 4.4.0, explicit acknowledgement", "",
+    client = rows[0].get("client", "java") if rows else "java"
+    lines = ["# Share groups (KIP-932): one partition, N "
+             + ("KafkaShareConsumers 4.4.0" if client == "java" else "franz-go v1.22.3 share consumers")
+             + ", explicit acknowledgement", "",
              "Produce-to-acknowledge latency (µs): from a record's intended send (open loop, acks=all) to the "
-             "return of the commitSync that stored its acknowledgement. Delivered records/s: a backlog drained "
+             "return of the " + ("commitSync" if client == "java" else "FlushAcks") + " that stored its acknowledgement. Delivered records/s: a backlog drained "
              "by N new consumers, from their start to the last acknowledgement stored. Medians over repeats; "
              "fsync: each broker's default (Frieda: none, like Kafka's `log.flush.interval.messages`).", "",
              "| broker | consumers | runs | offered rec/s | record B | latency p50 / p90 / p99 / p99.9 / p99.99 / max (µs) | backlog | delivered rec/s |",
