@@ -321,19 +321,23 @@ impl Inner {
         Ok(())
     }
 
+    /// The file opened for direct I/O, while the file system takes it.
+    fn direct_file(&self) -> Option<&File> {
+        self.direct
+            .as_ref()
+            .filter(|_| self.direct_ok.load(Ordering::Relaxed))
+    }
+
     /// The `len` bytes of a chunk kept in `pages`: read directly into an aligned buffer (the
     /// last block's padding read too, then sliced off) while the file system takes direct
     /// I/O, else through the page cache.
     fn read(&self, pages: &[u32], len: u64) -> std::io::Result<Bytes> {
         let file = self.file.as_ref().ok_or(std::io::ErrorKind::NotFound)?;
         let pieces = pieces(pages, len);
-        if let Some(direct) = self
-            .direct
-            .as_ref()
-            .filter(|_| self.direct_ok.load(Ordering::Relaxed))
-        {
-            let mut buf = Vec::new();
+        if let Some(direct) = self.direct_file() {
             let padded = (len as usize).next_multiple_of(DIRECT_ALIGN);
+            // Zeroed by the allocator (fresh pages for a chunk), not written over before the read.
+            let mut buf = vec![0u8; padded + DIRECT_ALIGN];
             let off = {
                 let aligned = aligned_slice(&mut buf, padded);
                 // Every piece but the last is whole pages: each starts aligned in the buffer.
@@ -355,11 +359,7 @@ impl Inner {
     /// Writes `data` at `pos` (a page's start) directly while the file system takes direct
     /// writes (the last block padded with zeros: the pages are the chunk's), else buffered.
     fn write_piece(&self, file: &File, data: &[u8], pos: u64) -> std::io::Result<()> {
-        if let Some(direct) = self
-            .direct
-            .as_ref()
-            .filter(|_| self.direct_ok.load(Ordering::Relaxed))
-        {
+        if let Some(direct) = self.direct_file() {
             let done: std::io::Result<()> = DIRECT_BUF.with_borrow_mut(|buf| {
                 for (i, part) in data.chunks(DIRECT_WRITE_BYTES).enumerate() {
                     let padded = part.len().next_multiple_of(DIRECT_ALIGN);

@@ -319,6 +319,16 @@ mod tests {
         (log, positions)
     }
 
+    /// The aborted transaction of the tests' `.indexes` objects: producer 5, offsets 4-8.
+    fn aborted_txn() -> AbortedTxn {
+        AbortedTxn {
+            producer_id: 5,
+            first_offset: 4,
+            last_offset: 8,
+            last_stable_offset: 9,
+        }
+    }
+
     /// An `.indexes` object with no offset index entries and one aborted transaction.
     fn indexes_object(aborted: &AbortedTxn) -> Vec<u8> {
         let mut txn = Vec::new();
@@ -426,12 +436,7 @@ mod tests {
             .read(&k, &seg, 7, 1 << 20, i64::MAX, false)
             .await
             .is_err());
-        let txn = AbortedTxn {
-            producer_id: 5,
-            first_offset: 4,
-            last_offset: 8,
-            last_stable_offset: 9,
-        };
+        let txn = aborted_txn();
         store
             .put(
                 &store.key(&k, ObjectKind::Indexes),
@@ -487,12 +492,7 @@ mod tests {
         )
         .unwrap();
         let reader = RemoteReader::new(store.clone(), cache, CHUNK, 0);
-        let txn = AbortedTxn {
-            producer_id: 5,
-            first_offset: 4,
-            last_offset: 8,
-            last_stable_offset: 9,
-        };
+        let txn = aborted_txn();
         let ids: Vec<Uuid> = (0..=MAX_CACHED_INDEXES as u128)
             .map(Uuid::from_u128)
             .collect();
