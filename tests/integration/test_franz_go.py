@@ -19,6 +19,8 @@ the test binary is cached in ``target/franz-go/`` keyed by the version.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -114,3 +116,45 @@ def test_franz_go_share_groups(broker, tmp_path):
     assert r.returncode == 0 and not failed, f"kgo.test exited {r.returncode}; failed {sorted(failed)}\n{tail}"
     assert not skipped, f"skipped: {sorted(skipped)}\n{tail}"
     assert sorted(passed) == sorted(SHARE_TESTS), f"passed {sorted(passed)}, want {SHARE_TESTS}\n{tail}"
+
+
+SHARE_PREFETCH = REPO_ROOT / "tests" / "integration" / "tools" / "share_prefetch"
+
+
+def share_prefetch_binary() -> Path:
+    """Builds (once per source) tools/share_prefetch, a franz-go v1.22.3 share consumer workload."""
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    assert go, "go not found: the franz-go workload needs the Go toolchain (the machine image has /usr/local/go)"
+    digest = hashlib.sha256(b"".join((SHARE_PREFETCH / n).read_bytes() for n in ("main.go", "go.mod", "go.sum")))
+    binary = REPO_ROOT / "target" / "franz-go" / f"share_prefetch-{digest.hexdigest()[:16]}"
+    if binary.exists():
+        return binary
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    tmp = binary.with_suffix(".tmp")
+    r = subprocess.run([go, "build", "-o", str(tmp), "."], cwd=SHARE_PREFETCH, env=env, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, f"go build share_prefetch failed:\n{r.stderr[-3000:]}"
+    tmp.rename(binary)
+    return binary
+
+
+@pytest.mark.timeout(300)
+def test_franz_go_share_consumers_are_not_held_by_their_own_acknowledgements(broker):
+    """4 franz-go share consumers (FetchMaxWait 30 s) drain 30,000 records of one partition, each poll's records
+    accepted and flushed before the next poll. franz-go sends its next ShareFetch while the application still holds
+    the last poll's records and piggybacks their acknowledgements on the fetch after it; once the consumers' records
+    fill the share-partition's window (group.share.partition.max.record.locks, 2,000), a fetch that waited for room
+    would wait its whole FetchMaxWait, since the room it waits for is what its own client cannot acknowledge yet
+    (Kafka 4.4.0 waits so; Frieda answers such a fetch at once the first time, ShareSessions::held_wait).
+    Every record is accepted once, and no poll that returned records took 15 s (half the FetchMaxWait; with the
+    fetch waiting the drain took 60 s, with 30 s polls, before this)."""
+    binary = share_prefetch_binary()
+    r = subprocess.run([str(binary), broker.bootstrap, "4", "30000", "100"], capture_output=True, text=True,
+                       timeout=200)
+    assert r.returncode == 0, f"share_prefetch exited {r.returncode}:\n{r.stderr[-3000:]}"
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    print(out)
+    assert out["accepted"] == out["records"] == 30000, out
+    assert out["accepted_again"] == 0, out
+    assert out["longest_poll_ms"] < 15000, out

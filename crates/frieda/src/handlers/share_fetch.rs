@@ -272,6 +272,19 @@ fn batches_of(chunks: &[Bytes], aborted: &[(i64, i64)]) -> Vec<(Bytes, ReadSpan)
 struct Acquired {
     records: Bytes,
     ranges: Vec<AcquiredRange>,
+    /// Nothing could be acquired because the window is full while the fetching member itself
+    /// holds acquired records (see `ShareSessions::held_wait`).
+    blocked_by_own: bool,
+}
+
+impl Acquired {
+    fn none() -> Self {
+        Acquired {
+            records: Bytes::new(),
+            ranges: Vec::new(),
+            blocked_by_own: false,
+        }
+    }
 }
 
 /// Reads `p` for `group`'s share-partition and acquires what it can for `member`: at most
@@ -310,8 +323,8 @@ async fn acquire(
             Some(s) => s,
             None => {
                 return Ok(Acquired {
-                    records: Bytes::new(),
-                    ranges: Vec::new(),
+                    blocked_by_own: state.holds(member),
+                    ..Acquired::none()
                 })
             }
         }
@@ -322,10 +335,7 @@ async fn acquire(
         p.high_watermark()
     };
     if from >= limit {
-        return Ok(Acquired {
-            records: Bytes::new(),
-            ranges: Vec::new(),
-        });
+        return Ok(Acquired::none());
     }
     // A fetch acquires at most `max_records`, and only as many as the window has room or
     // Available records for (`span` offsets from `from`): read about that many records' bytes
@@ -339,10 +349,7 @@ async fn acquire(
         Ok(d) => d,
         Err(LogError::OffsetOutOfRange { .. }) => {
             entry.state.lock().on_log_start(p.log_start_offset());
-            return Ok(Acquired {
-                records: Bytes::new(),
-                ranges: Vec::new(),
-            });
+            return Ok(Acquired::none());
         }
         Err(_) => return Err(E::KafkaStorageError),
     };
@@ -372,8 +379,8 @@ async fn acquire(
         ranges.last().map(|r| r.last),
     ) else {
         return Ok(Acquired {
-            records: Bytes::new(),
             ranges,
+            ..Acquired::none()
         });
     };
     // Whole batches, only those holding acquired records (Kafka's `maybeSliceFetchRecords`).
@@ -386,6 +393,7 @@ async fn acquire(
     Ok(Acquired {
         records: buf.freeze(),
         ranges,
+        blocked_by_own: false,
     })
 }
 
@@ -645,7 +653,11 @@ pub async fn handle(
     };
     if !partitions.is_empty() && max_records > 0 {
         let wait = Duration::from_millis(req.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
-        let deadline = Instant::now() + wait;
+        let started = Instant::now();
+        let mut deadline = started + wait;
+        // Whether this fetch found its windows full of its own member's records once (then its
+        // wait is at most `ShareSessions::held_wait`).
+        let mut held = false;
         loop {
             // Arm the wake-ups before looking, so nothing arriving in between is missed: a
             // record appended after its partition was looked at but before the wait began would
@@ -688,6 +700,7 @@ pub async fn handle(
                 a.as_mut().enable();
             }
             let mut got_any = false;
+            let mut own_block = false;
             let mut left = max_records;
             for (slot, name, p) in &live {
                 if left == 0 {
@@ -717,9 +730,19 @@ pub async fn handle(
                             })
                             .collect();
                     }
-                    Ok(_) => {}
+                    Ok(a) => own_block |= a.blocked_by_own,
                     Err(e) => entry.error_code = e.code(),
                 }
+            }
+            if own_block && !held {
+                held = true;
+                let wait = broker
+                    .groups
+                    .shares
+                    .sessions
+                    .lock()
+                    .held_wait(&group, &member);
+                deadline = deadline.min(started + wait);
             }
             if got_any || live.is_empty() || Instant::now() >= deadline {
                 break;

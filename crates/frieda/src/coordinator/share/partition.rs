@@ -299,6 +299,16 @@ impl SharePartition {
             .count()
     }
 
+    /// Whether `member` holds Acquired records whose acknowledgement is not already being
+    /// written: records only it can give back (or their locks' expiry).
+    pub fn holds(&self, member: &str) -> bool {
+        self.slots.iter().any(|s| {
+            s.state == RecordState::Acquired
+                && s.pending.is_none()
+                && s.owner.as_deref() == Some(member)
+        })
+    }
+
     /// The first offset a fetch should read from to find something to acquire: the first
     /// Available record in the window, else the end when the window has room; `None` when
     /// nothing can be acquired now.

@@ -398,3 +398,19 @@ fn fetch_span_covers_what_a_fetch_can_take() {
     p.acquire("b", &[span(0, 50)], 100, 0);
     assert_eq!(p.fetch_span(5), None, "full: nothing to acquire");
 }
+
+#[test]
+fn holds_names_members_with_acquired_records_not_already_being_acknowledged() {
+    let mut p = sp();
+    p.acquire("a", &[span(0, 5)], 100, 0);
+    p.acquire("b", &[span(6, 9)], 100, 0);
+    assert_eq!(p.fetch_span(10), None, "the window (10) is full");
+    assert!(p.holds("a") && p.holds("b") && !p.holds("c"));
+    // b's acknowledgement is being written: b holds nothing it could still give back.
+    p.stage_acknowledge("b", 6, 9, &[AckType::Accept], 0)
+        .unwrap();
+    assert!(!p.holds("b"));
+    p.commit_pending();
+    p.acknowledge("a", 0, 5, &[AckType::Release], 0).unwrap();
+    assert!(!p.holds("a"));
+}
