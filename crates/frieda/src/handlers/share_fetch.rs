@@ -272,8 +272,8 @@ fn batches_of(chunks: &[Bytes], aborted: &[(i64, i64)]) -> Vec<(Bytes, ReadSpan)
 struct Acquired {
     records: Bytes,
     ranges: Vec<AcquiredRange>,
-    /// Nothing could be acquired because the window is full while the fetching member itself
-    /// holds acquired records (see `ShareSessions::held_wait`).
+    /// Nothing could be acquired (the window is full, or no record is there yet) while the
+    /// fetching member itself holds acquired records (see `ShareSessions::held_wait`).
     blocked_by_own: bool,
 }
 
@@ -335,7 +335,10 @@ async fn acquire(
         p.high_watermark()
     };
     if from >= limit {
-        return Ok(Acquired::none());
+        return Ok(Acquired {
+            blocked_by_own: entry.state.lock().holds(member),
+            ..Acquired::none()
+        });
     }
     // A fetch acquires at most `max_records`, and only as many as the window has room or
     // Available records for (`span` offsets from `from`): read about that many records' bytes

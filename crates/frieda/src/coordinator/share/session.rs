@@ -168,16 +168,18 @@ impl ShareSessions {
         Ok(())
     }
 
-    /// How long a ShareFetch of `member` may wait (at most) that could acquire nothing because
-    /// its share-partitions' windows (`group.share.partition.max.record.locks`) are full while
-    /// `member` itself holds acquired records in them. No wait the first time in a row, then 1,
-    /// 2, 4 ... ms up to [`HELD_WAIT_MAX`]; the member's next acknowledgement (on a ShareFetch or
-    /// a ShareAcknowledge) starts the row again.
+    /// How long a ShareFetch of `member` may wait (at most) that could acquire nothing (its
+    /// share-partitions' windows, `group.share.partition.max.record.locks`, are full, or no new
+    /// record is there) while `member` itself holds acquired records in them. No wait the first
+    /// time in a row, then 1, 2, 4 ... ms up to [`HELD_WAIT_MAX`]; the member's next
+    /// acknowledgement (on a ShareFetch or a ShareAcknowledge) starts the row again.
     ///
     /// Why: a client that sends its next ShareFetch while the application still works on the
-    /// last records, and piggybacks their acknowledgements on the fetch after it (franz-go does),
-    /// cannot acknowledge while that fetch waits, and with every member doing so the window only
-    /// frees when fetches time out (`MaxWaitMs`). Answering at once lets the acknowledgements go;
+    /// last records, and piggybacks their acknowledgements on the fetch after it (franz-go does,
+    /// also for `FlushAcks`), cannot acknowledge while that fetch waits: with every member doing
+    /// so the window only frees when fetches time out (`MaxWaitMs`), and a record's
+    /// acknowledgement waits until its member's next record arrives. Answering at once lets the
+    /// acknowledgements go;
     /// doubling the wait keeps an application that takes long over its records from making the
     /// client ask again and again. Kafka 4.4.0 waits the full `MaxWaitMs`: 4 franz-go consumers
     /// with a 30 s FetchMaxWait took 66 s for 30,000 records, 23,515 of them delivered twice
