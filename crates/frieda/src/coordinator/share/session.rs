@@ -40,7 +40,7 @@ struct Session {
     partitions: BTreeSet<SessionPartition>,
     /// The connection that opened it: closing it closes the session.
     conn: SocketAddr,
-    /// ShareFetches in a row that found the windows full while this member held acquired
+    /// ShareFetches in a row that could acquire nothing while this member held acquired
     /// records of its own, with no acknowledgement of it in between (see
     /// [`ShareSessions::held_wait`]).
     held_streak: u32,
@@ -179,9 +179,8 @@ impl ShareSessions {
     /// also for `FlushAcks`), cannot acknowledge while that fetch waits: with every member doing
     /// so the window only frees when fetches time out (`MaxWaitMs`), and a record's
     /// acknowledgement waits until its member's next record arrives. Answering at once lets the
-    /// acknowledgements go;
-    /// doubling the wait keeps an application that takes long over its records from making the
-    /// client ask again and again. Kafka 4.4.0 waits the full `MaxWaitMs`: 4 franz-go consumers
+    /// acknowledgements go; doubling the wait keeps an application that takes long over its
+    /// records from making the client ask again and again. Kafka 4.4.0 waits the full `MaxWaitMs`: 4 franz-go consumers
     /// with a 30 s FetchMaxWait took 66 s for 30,000 records, 23,515 of them delivered twice
     /// after their locks expired (tests/integration/tools/share_prefetch; Frieda: 0.2 s, none).
     /// Measured, 16 franz-go consumers draining 1,000,000 records: 41k rec/s waiting `MaxWaitMs`
@@ -296,7 +295,7 @@ mod tests {
     }
 
     #[test]
-    fn a_member_holding_records_in_a_full_window_waits_longer_each_time_until_it_acknowledges() {
+    fn a_member_holding_records_waits_longer_each_time_until_it_acknowledges() {
         let mut s = ShareSessions::new(2);
         let ms = Duration::from_millis;
         // No session: no wait.
