@@ -288,12 +288,14 @@ impl Acquired {
 }
 
 /// Reads `p` for `group`'s share-partition and acquires what it can for `member`: at most
-/// `max_records` records, about `max_bytes` bytes (at least one batch).
+/// `max_records` records, about `max_bytes` bytes (at least one batch). With `ask_held`, an
+/// empty answer says whether `member` holds acquired records there ([`Acquired::blocked_by_own`];
+/// a scan of the window, which a fetch needs only until it has its `held_wait`).
 async fn acquire(
     broker: &Arc<Broker>,
     p: &Arc<Partition>,
     key: &ShareKey,
-    member: &str,
+    (member, ask_held): (&str, bool),
     (max_records, max_bytes): (usize, usize),
     config: &GroupShareConfig,
 ) -> Result<Acquired, E> {
@@ -323,7 +325,7 @@ async fn acquire(
             Some(s) => s,
             None => {
                 return Ok(Acquired {
-                    blocked_by_own: state.holds(member),
+                    blocked_by_own: ask_held && state.holds(member),
                     ..Acquired::none()
                 })
             }
@@ -336,7 +338,7 @@ async fn acquire(
     };
     if from >= limit {
         return Ok(Acquired {
-            blocked_by_own: entry.state.lock().holds(member),
+            blocked_by_own: ask_held && entry.state.lock().holds(member),
             ..Acquired::none()
         });
     }
@@ -658,8 +660,8 @@ pub async fn handle(
         let wait = Duration::from_millis(req.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
         let started = Instant::now();
         let mut deadline = started + wait;
-        // Whether this fetch found its windows full of its own member's records once (then its
-        // wait is at most `ShareSessions::held_wait`).
+        // Whether this fetch once acquired nothing while its member held acquired records of its
+        // own (then its wait is at most `ShareSessions::held_wait`, asked once).
         let mut held = false;
         loop {
             // Arm the wake-ups before looking, so nothing arriving in between is missed: a
@@ -716,7 +718,8 @@ pub async fn handle(
                         .with_partition_index(index)
                         .with_records(Some(Bytes::new()))
                 });
-                match acquire(broker, p, &key, &member, (left, max_bytes), &config).await {
+                let asked = (member.as_str(), !held);
+                match acquire(broker, p, &key, asked, (left, max_bytes), &config).await {
                     Ok(a) if !a.ranges.is_empty() => {
                         got_any = true;
                         let n: i64 = a.ranges.iter().map(|r| r.last - r.first + 1).sum();
