@@ -37,10 +37,16 @@ EXPECTED_SUBTESTS = ["range", "cooperative-sticky", "cooperative-sticky/static",
                      "sticky/848/static"]
 
 
+def go_binary() -> str:
+    """The Go toolchain's `go` (PATH, else the machine image's /usr/local/go)."""
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    assert go, "go not found: franz-go needs the Go toolchain (the machine image has /usr/local/go)"
+    return go
+
+
 def kgo_test_binary() -> Path:
     """Builds (once per version) franz-go's kgo test binary with `go test -c`."""
-    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
-    assert go, "go not found: franz-go's tests need the Go toolchain (the machine image has /usr/local/go)"
+    go = go_binary()
     out = REPO_ROOT / "target" / "franz-go" / FRANZ_VERSION
     binary = out / "kgo.test"
     if binary.exists():
@@ -123,8 +129,7 @@ SHARE_PREFETCH = REPO_ROOT / "tests" / "integration" / "tools" / "share_prefetch
 
 def share_prefetch_binary() -> Path:
     """Builds (once per source) tools/share_prefetch, a franz-go v1.22.3 share consumer workload."""
-    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
-    assert go, "go not found: the franz-go workload needs the Go toolchain (the machine image has /usr/local/go)"
+    go = go_binary()
     digest = hashlib.sha256(b"".join((SHARE_PREFETCH / n).read_bytes() for n in ("main.go", "go.mod", "go.sum")))
     binary = REPO_ROOT / "target" / "franz-go" / f"share_prefetch-{digest.hexdigest()[:16]}"
     if binary.exists():

@@ -1,4 +1,4 @@
-// A franz-go share consumer workload for tests/integration/test_share_prefetch.py: C consumers
+// A franz-go share consumer workload for tests/integration/test_franz_go.py: C consumers
 // (one client each) in one share group drain R records of a one-partition topic, each poll's
 // records marked accepted and flushed (FlushAcks) before the next poll, as a user of franz-go
 // does. franz-go sends its next ShareFetch while the application still holds the last poll's
