@@ -158,7 +158,13 @@ async fn acknowledge(
         }
     }
     drop(outcome);
-    shares.changed.notify_waiters();
+    if result.is_err() {
+        // Released, forgotten or rolled back: rare, and maybe for other share-partitions too.
+        shares.changed.notify_waiters();
+    }
+    // Only this share-partition's waiting fetches: the global `changed` woke every waiting
+    // fetch of every group on each acknowledgement.
+    entry.acknowledged.notify_waiters();
     let archived = entry.state.lock().take_archived();
     super::share_dlq::publish(broker, &key, &p, archived, config).await;
     result
@@ -704,6 +710,24 @@ pub async fn handle(
             for a in &mut arrivals {
                 a.as_mut().enable();
             }
+            // The share-partitions' own wake-ups (acknowledgements), armed on the entries kept
+            // now; one loaded or replaced by this pass is armed on the next (below).
+            let keys: Vec<ShareKey> = live
+                .iter()
+                .map(|(slot, name, _)| (group.clone(), name.clone(), slot.1))
+                .collect();
+            let armed: Vec<Option<SharedPartition>> = keys
+                .iter()
+                .map(|k| broker.groups.shares.current(k))
+                .collect();
+            let mut acknowledged: Vec<_> = armed
+                .iter()
+                .flatten()
+                .map(|e| Box::pin(e.acknowledged.notified()))
+                .collect();
+            for a in &mut acknowledged {
+                a.as_mut().enable();
+            }
             let mut got_any = false;
             let mut own_block = false;
             let mut left = max_records;
@@ -753,10 +777,29 @@ pub async fn handle(
             if got_any || live.is_empty() || Instant::now() >= deadline {
                 break;
             }
+            let rearm =
+                keys.iter()
+                    .zip(&armed)
+                    .any(|(k, a)| match (a, broker.groups.shares.current(k)) {
+                        (Some(a), Some(now)) => !Arc::ptr_eq(a, &now),
+                        (None, now) => now.is_some(),
+                        (Some(_), None) => false,
+                    });
+            if rearm {
+                continue;
+            }
             let any_arrival = futures::future::select_all(arrivals);
+            let any_acknowledged = async {
+                if acknowledged.is_empty() {
+                    std::future::pending::<()>().await;
+                } else {
+                    futures::future::select_all(acknowledged).await;
+                }
+            };
             let woke = tokio::time::timeout_at(deadline.into(), async {
                 tokio::select! {
                     _ = any_arrival => {}
+                    _ = any_acknowledged => {}
                     _ = &mut changed => {}
                 }
             })

@@ -162,6 +162,11 @@ pub struct ShareEntry {
     /// (an acknowledgement made room) take turns instead of all reading the same records of
     /// which one wins.
     pub acquiring: tokio::sync::Mutex<()>,
+    /// Woken when an acknowledgement of this share-partition was applied (accepted, released
+    /// or rejected records: room in the window, or records available again), so that the
+    /// ShareFetches waiting on it, and only those, look again. Events of every share-partition
+    /// (released sessions, expired locks) wake [`SharePartitions::changed`] instead.
+    pub acknowledged: tokio::sync::Notify,
 }
 
 /// A share-partition kept here.
@@ -176,8 +181,10 @@ pub struct SharePartitions {
     /// two fetches never load the same one twice.
     pub loading: tokio::sync::Mutex<()>,
     config: ShareConfig,
-    /// Woken when records become available again (released, lock expired, acknowledged), so
-    /// that waiting ShareFetch requests look again.
+    /// Woken when records of any share-partition may be available again without an
+    /// acknowledgement (a session's records released, locks expired, a failed state write), so
+    /// that every waiting ShareFetch looks again; an acknowledgement wakes only its own
+    /// share-partition's waiters ([`ShareEntry::acknowledged`]).
     pub changed: tokio::sync::Notify,
 }
 
@@ -236,9 +243,16 @@ impl SharePartitions {
             state_epoch,
             bytes_per_record: std::sync::atomic::AtomicU32::new(0),
             acquiring: tokio::sync::Mutex::new(()),
+            acknowledged: tokio::sync::Notify::new(),
         });
         all.insert(key.clone(), e.clone());
         e
+    }
+
+    /// The share-partition kept for `key`, whatever its leadership (a waiting ShareFetch arms
+    /// its [`ShareEntry::acknowledged`]; [`Self::get`] checks the leader epoch).
+    pub fn current(&self, key: &ShareKey) -> Option<SharedPartition> {
+        self.partitions.lock().get(key).cloned()
     }
 
     /// Drops the share-partition of `key` (its durable state moved on: it is loaded again).
