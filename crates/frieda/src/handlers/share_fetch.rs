@@ -731,19 +731,18 @@ pub async fn handle(
             let mut got_any = false;
             let mut own_block = false;
             let mut left = max_records;
-            for (slot, name, p) in &live {
+            for ((slot, _, p), key) in live.iter().zip(&keys) {
                 if left == 0 {
                     break;
                 }
                 let index = slot.1;
-                let key = (group.clone(), name.clone(), index);
                 let entry = out.entry(*slot).or_insert_with(|| {
                     PartitionData::default()
                         .with_partition_index(index)
                         .with_records(Some(Bytes::new()))
                 });
                 let asked = (member.as_str(), !held);
-                match acquire(broker, p, &key, asked, (left, max_bytes), &config).await {
+                match acquire(broker, p, key, asked, (left, max_bytes), &config).await {
                     Ok(a) if !a.ranges.is_empty() => {
                         got_any = true;
                         let n: i64 = a.ranges.iter().map(|r| r.last - r.first + 1).sum();
