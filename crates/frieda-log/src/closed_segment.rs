@@ -40,9 +40,10 @@ pub struct ClosedSegment {
 }
 
 impl LogReader {
-    /// The closed, non-empty segments whose first offset is `from` or more and whose last
-    /// offset is below `below`, ascending (the active segment, the last one, is never among
-    /// them). Takes the segment list's read lock only to clone handles.
+    /// The closed, non-empty segments holding an offset at or above `from` (their last offset
+    /// is `from` or more: the first may start below it) and whose last offset is below
+    /// `below`, ascending (the active segment, the last one, is never among them). Takes the
+    /// segment list's read lock only to clone handles.
     pub fn closed_segments(&self, from: i64, below: i64) -> Vec<ClosedSegment> {
         let all = self.segments_snapshot();
         let dir = self.dir();
@@ -59,7 +60,7 @@ impl LogReader {
                     size_bytes: st.size,
                     max_timestamp_ms: st.max_ts,
                 };
-                let wanted = st.size > 0 && seg.base_offset >= from && seg.last_offset < below;
+                let wanted = st.size > 0 && seg.last_offset >= from && seg.last_offset < below;
                 wanted.then_some(seg)
             })
             .collect()

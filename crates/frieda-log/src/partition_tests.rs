@@ -1221,8 +1221,19 @@ fn tiered_local_retention_deletes_only_copied_segments_and_closed_segments_expor
             .collect::<Vec<_>>(),
         vec![(0, 3), (4, 7), (8, 11), (12, 15)]
     );
-    // Only segments wholly below the bound, from `from` on.
+    // Only segments wholly below the bound, from the one holding `from` on.
     assert_eq!(log.reader().closed_segments(4, 12).len(), 2);
+    let reaching: Vec<i64> = log
+        .reader()
+        .closed_segments(5, 12)
+        .iter()
+        .map(|s| s.base_offset)
+        .collect();
+    assert_eq!(
+        reaching,
+        [4, 8],
+        "the segment holding `from` starts below it"
+    );
     // A closed segment's bytes are the stored batches; its indexes parse back and point each
     // offset at its batch.
     let s = &closed[1];

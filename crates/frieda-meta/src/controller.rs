@@ -271,6 +271,13 @@ pub enum ControllerReply {
     },
     /// The quorum's state.
     Quorum(crate::QuorumStatus),
+    /// The command was committed and applied at this metadata offset (the log index): a
+    /// caller that decides on its own image next waits until that image has reached it
+    /// ([`crate::MetadataImage::offset`]).
+    Committed {
+        /// The command's log index.
+        offset: u64,
+    },
 }
 
 /// Why the controller did not do it.
@@ -470,8 +477,18 @@ impl Controller {
 
     /// Commits a command and returns what applying it gave.
     async fn propose(&self, cmd: MetaCommand) -> Result<MetaOutcome, ControllerError> {
+        self.propose_at(cmd).await.map(|(outcome, _)| outcome)
+    }
+
+    /// [`Self::propose`], also giving the log index the command was committed at.
+    async fn propose_at(&self, cmd: MetaCommand) -> Result<(MetaOutcome, u64), ControllerError> {
         match self.raft.client_write(cmd).await {
-            Ok(resp) => resp.data.map_err(ControllerError::Meta),
+            Ok(resp) => {
+                let index = resp.log_id.index;
+                resp.data
+                    .map(|outcome| (outcome, index))
+                    .map_err(ControllerError::Meta)
+            }
             Err(e) => Err(write_error(e)),
         }
     }
@@ -657,15 +674,16 @@ impl Controller {
                 leader_epoch,
                 change,
             } => {
-                self.propose(MetaCommand::RemoteSegment {
-                    topic,
-                    topic_id,
-                    partition,
-                    leader_epoch,
-                    change,
-                })
-                .await?;
-                Ok(ControllerReply::Done)
+                let (_, offset) = self
+                    .propose_at(MetaCommand::RemoteSegment {
+                        topic,
+                        topic_id,
+                        partition,
+                        leader_epoch,
+                        change,
+                    })
+                    .await?;
+                Ok(ControllerReply::Committed { offset })
             }
             ControllerRequest::RemoteTopicDeleted { topic_id } => {
                 self.propose(MetaCommand::RemoteTopicDeleted { topic_id })

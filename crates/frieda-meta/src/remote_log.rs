@@ -61,8 +61,17 @@ pub enum RemoteSegmentChange {
     CopyStarted(RemoteSegment),
     /// Its objects are all uploaded.
     CopyFinished(Uuid),
-    /// Its deletion begins.
+    /// Its deletion begins: an expiry (total retention, DeleteRecords, tiering turned off) of
+    /// the oldest finished copy, or the end of an unfinished one (also accepted from
+    /// `CopyStarted`, as written before [`Self::AbandonCopy`] existed). Refused for a finished
+    /// copy that is not the oldest finished one: the remote tier only shrinks from its start,
+    /// so no hole opens between copies.
     DeleteStarted(Uuid),
+    /// An unfinished copy is given up (its copier failed, or it is an earlier leader's or an
+    /// earlier run's): `CopyStarted → DeleteStarted`. Refused once the copy finished, so a
+    /// copier that takes its own finished copy for an abandoned one (a metadata image that had
+    /// not yet applied its `CopyFinished`) deletes nothing (issue 57, defect 1).
+    AbandonCopy(Uuid),
     /// Its objects are all deleted: it leaves the image.
     DeleteFinished(Uuid),
     /// Tiering was turned off with `remote.log.delete.on.disable=true` (KIP-950) and every
@@ -228,6 +237,26 @@ impl RemoteLog {
                         to: "DeleteStarted",
                     });
                 }
+                if s.state == RemoteSegmentState::CopyFinished
+                    && self.finished().next().map(|f| f.id) != Some(*id)
+                {
+                    return Err(RemoteLogError::BadTransition {
+                        id: *id,
+                        from: s.state,
+                        to: "DeleteStarted while an older copy is readable (copies expire oldest first)",
+                    });
+                }
+                self.set_state(*id, RemoteSegmentState::DeleteStarted);
+            }
+            RemoteSegmentChange::AbandonCopy(id) => {
+                let s = self.get(*id)?;
+                if s.state != RemoteSegmentState::CopyStarted {
+                    return Err(RemoteLogError::BadTransition {
+                        id: *id,
+                        from: s.state,
+                        to: "abandoned (only an unfinished copy is)",
+                    });
+                }
                 self.set_state(*id, RemoteSegmentState::DeleteStarted);
             }
             RemoteSegmentChange::DeleteFinished(id) => {
@@ -285,6 +314,30 @@ impl RemoteLog {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// The last offset up to which local retention may delete local segments (issue 57): the
+    /// end of the contiguous run of finished copies that starts at the oldest finished copy;
+    /// with no finished copy, [`Self::copied_upto`] (every copy ever made expired by total
+    /// retention); `None` if nothing was ever copied. Offsets below the oldest finished copy
+    /// were expired from the remote tier (copies expire oldest first, and [`Self::apply`]
+    /// refuses any other deletion of a finished copy) or never reached it (below the log start
+    /// when tiering began); every offset from there to this one is in a finished copy. A gap
+    /// between finished copies ends the run, so a local segment reaching into offsets no copy
+    /// holds stays on disk however old it is. Below [`Self::copied_upto`] when such a gap exists.
+    pub fn covered_end(&self) -> Option<i64> {
+        let mut finished = self.finished();
+        let Some(first) = finished.next() else {
+            return self.copied_upto();
+        };
+        let mut end = first.end_offset;
+        for s in finished {
+            if s.start_offset != end + 1 {
+                break;
+            }
+            end = s.end_offset;
+        }
+        Some(end)
     }
 
     /// The log start offset DeleteRecords set (KIP-107), if any: the partition's log start is
@@ -346,6 +399,17 @@ impl RemoteLog {
         self.segments
             .values()
             .filter(move |s| s.state == RemoteSegmentState::CopyStarted && s.leader_epoch < epoch)
+    }
+
+    /// Copies not finished (`CopyStarted`), ascending by offset.
+    pub fn unfinished(&self) -> impl Iterator<Item = &RemoteSegment> {
+        let mut v: Vec<&RemoteSegment> = self
+            .segments
+            .values()
+            .filter(|s| s.state == RemoteSegmentState::CopyStarted)
+            .collect();
+        v.sort_by_key(|s| s.start_offset);
+        v.into_iter()
     }
 
     /// Segments being deleted (their deletion is retried until `DeleteFinished`).
@@ -671,6 +735,78 @@ mod tests {
         assert_eq!(r.log_start(), Some(1000));
         r.apply(&RemoteSegmentChange::Disabled, 1, 1).unwrap();
         assert!(r.is_empty() && r.log_start().is_none());
+    }
+
+    #[test]
+    fn a_finished_copy_cannot_be_abandoned_nor_deleted_out_of_order() {
+        // Issue 57, defect 1: a copier whose image had not yet applied its own CopyFinished
+        // took the copy for an abandoned one and deleted it; local retention then deleted the
+        // local segment, and the range was nowhere.
+        let mut r = finished_log(&[(100, 1000), (100, 2000)]);
+        let before = r.clone();
+        assert!(matches!(
+            r.apply(&RemoteSegmentChange::AbandonCopy(id(2)), 1, 1),
+            Err(RemoteLogError::BadTransition { .. })
+        ));
+        // The newest finished copy cannot be deleted while an older one is readable.
+        assert!(matches!(
+            r.apply(&RemoteSegmentChange::DeleteStarted(id(2)), 1, 1),
+            Err(RemoteLogError::BadTransition { .. })
+        ));
+        assert_eq!(r, before);
+        // An unfinished copy is abandoned; its late CopyFinished is then refused.
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(3, 200, 299, 1)), 1, 1)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::AbandonCopy(id(3)), 1, 1)
+            .unwrap();
+        assert!(r
+            .apply(&RemoteSegmentChange::CopyFinished(id(3)), 1, 1)
+            .is_err());
+        assert!(
+            r.apply(&RemoteSegmentChange::AbandonCopy(id(3)), 1, 1)
+                .is_err(),
+            "abandoned once"
+        );
+        // Expiry goes oldest first.
+        r.apply(&RemoteSegmentChange::DeleteStarted(id(1)), 1, 1)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::DeleteStarted(id(2)), 1, 1)
+            .unwrap();
+    }
+
+    #[test]
+    fn local_retention_may_delete_only_up_to_the_contiguous_finished_copies() {
+        let mut r = RemoteLog::default();
+        assert_eq!(r.covered_end(), None, "nothing copied: nothing deletable");
+        // [0, 99] finished, [100, 199] still copying.
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(1, 0, 99, 1)), 1, 1)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::CopyFinished(id(1)), 1, 1)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(2, 100, 199, 1)), 1, 1)
+            .unwrap();
+        assert_eq!(r.covered_end(), Some(99));
+        r.apply(&RemoteSegmentChange::CopyFinished(id(2)), 1, 1)
+            .unwrap();
+        assert_eq!(r.covered_end(), Some(199));
+        // A copy that starts above the copied end (the local log starts higher): the gap
+        // [200, 249] is in no copy, so nothing past it is deletable.
+        r.apply(&RemoteSegmentChange::CopyStarted(seg(3, 250, 299, 1)), 1, 1)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::CopyFinished(id(3)), 1, 1)
+            .unwrap();
+        assert_eq!(r.copied_upto(), Some(299));
+        assert_eq!(r.covered_end(), Some(199));
+        // Total retention expires the oldest two: the run now starts at the third.
+        for n in [1, 2] {
+            r.apply(&RemoteSegmentChange::DeleteStarted(id(n)), 1, 1)
+                .unwrap();
+        }
+        assert_eq!(r.covered_end(), Some(299));
+        // Every copy expired: what was copied is deletable locally.
+        r.apply(&RemoteSegmentChange::DeleteStarted(id(3)), 1, 1)
+            .unwrap();
+        assert_eq!(r.covered_end(), Some(299));
     }
 
     #[test]

@@ -175,6 +175,7 @@ async fn commit_remote_log_start(
     let change = RemoteSegmentChange::LogStartMoved(target);
     crate::tiering::commit_change(node, p, topic.id, p.repl.leader_epoch(), change)
         .await
+        .map(|_| ())
         .map_err(|e| {
             tracing::info!(topic = %p.topic, partition = p.index, offset = target, error = %e,
                 "DeleteRecords: the new log start of a tiered partition was not committed");

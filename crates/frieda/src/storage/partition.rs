@@ -105,6 +105,9 @@ pub struct TieredView {
     copying: AtomicBool,
     /// Last offset of the copied (`COPY_FINISHED`) segments.
     copied_end: AtomicI64,
+    /// Last offset local retention may delete up to: the end of the contiguous run of
+    /// finished copies from the oldest (`RemoteLog::covered_end`; issue 57).
+    covered_end: AtomicI64,
     /// First offset of the contiguous run of copied segments ending at `copied_end`.
     remote_start: AtomicI64,
     /// The log start offset DeleteRecords set (KIP-107, kept in the image:
@@ -122,6 +125,7 @@ impl Default for TieredView {
             enabled: AtomicBool::new(false),
             copying: AtomicBool::new(false),
             copied_end: AtomicI64::new(-1),
+            covered_end: AtomicI64::new(-1),
             remote_start: AtomicI64::new(-1),
             deleted_below: AtomicI64::new(-1),
             local_retention_ms: AtomicI64::new(-1),
@@ -140,6 +144,8 @@ pub struct TieredState {
     /// See [`TieredView`].
     pub copied_end: i64,
     /// See [`TieredView`].
+    pub covered_end: i64,
+    /// See [`TieredView`].
     pub remote_start: i64,
     /// See [`TieredView`].
     pub deleted_below: i64,
@@ -156,6 +162,7 @@ impl TieredView {
         self.remote_start.store(s.remote_start, Ordering::Release);
         self.deleted_below
             .fetch_max(s.deleted_below, Ordering::AcqRel);
+        self.covered_end.store(s.covered_end, Ordering::Release);
         self.copied_end.store(s.copied_end, Ordering::Release);
         self.local_retention_ms
             .store(s.local_retention_ms, Ordering::Release);
@@ -175,12 +182,14 @@ impl TieredView {
         self.copied_end.load(Ordering::Acquire)
     }
 
-    /// `(copied end, local retention ms, local retention bytes)` when local retention of a
-    /// tiered partition applies (tiered and copying), else `None`.
+    /// `(covered end, local retention ms, local retention bytes)` when local retention of a
+    /// tiered partition applies (tiered and copying), else `None`. Local retention deletes
+    /// only segments wholly at or below the covered end: every offset of them is in a finished
+    /// copy or was expired from the remote tier (issue 57).
     pub fn local_retention(&self) -> Option<(i64, i64, i64)> {
         (self.enabled() && self.copying.load(Ordering::Acquire)).then(|| {
             (
-                self.copied_end(),
+                self.covered_end.load(Ordering::Acquire),
                 self.local_retention_ms.load(Ordering::Acquire),
                 self.local_retention_bytes.load(Ordering::Acquire),
             )

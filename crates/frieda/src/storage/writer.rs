@@ -381,9 +381,20 @@ pub(crate) fn enforce_retention(partition: &Partition, now: i64) {
         // A tiered partition keeps locally only what `local.retention.*` says, and deletes
         // only segments already copied (KIP-405); the remote tier holds the rest.
         let result = match partition.tiered.local_retention() {
-            Some((copied_end, ms, bytes)) => state
-                .log
-                .enforce_local_retention(now, ms, bytes, copied_end),
+            Some((covered_end, ms, bytes)) => {
+                let r = state
+                    .log
+                    .enforce_local_retention(now, ms, bytes, covered_end);
+                if let Ok((report, _)) = &r {
+                    // The local log start never passes offsets no finished copy holds.
+                    crate::invariant!(
+                        report.deleted_segments == 0 || report.log_start_offset <= covered_end + 1,
+                        "{}-{}: local retention moved the local log start to {} past the finished copies, which end at {covered_end}",
+                        partition.topic, partition.index, report.log_start_offset
+                    );
+                }
+                r
+            }
             None => state.log.enforce_retention(now),
         };
         match result {

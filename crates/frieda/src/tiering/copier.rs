@@ -1,8 +1,10 @@
-//! The copy task (issue 32; docs/tiered-storage.md, "Who does what"): every
+//! The copy task's driver (issue 32; docs/tiered-storage.md, "Who does what"): every
 //! `remote.log.manager.task.interval.ms`, for each partition of a topic with
-//! `remote.storage.enable=true` (and not `remote.log.copy.disable=true`) this broker leads,
-//! copies its closed segments past the copied end and wholly below the high watermark and the
-//! last stable offset to the bucket, in offset order, one at a time:
+//! `remote.storage.enable=true` (and not `remote.log.copy.disable=true`) this broker leads, a
+//! round of the partition's [`CopyTask`] (the decisions, sans-IO: [`super::task`]), whose steps
+//! this module carries out: commits to the metadata quorum (then waiting until this broker's
+//! image has applied them), reads of the closed segments, uploads and deletions in the bucket.
+//! A copy is:
 //!
 //! 1. `COPY_STARTED` with a fresh segment id is committed in the metadata quorum, so every
 //!    object in the bucket belongs to an id the image knows;
@@ -10,19 +12,20 @@
 //!    last the manifest are uploaded;
 //! 3. `COPY_FINISHED` is committed: the segment is readable remotely.
 //!
-//! After its copies, the round applies the topic's total retention (`retention.ms`,
-//! `retention.bytes`, over both tiers) to the copied segments
-//! ([`RemoteLog::expired`](frieda_meta::remote_log::RemoteLog::expired)): each expired one,
-//! oldest first, is `DELETE_STARTED` (from then on the log start is above it), its objects
-//! deleted, `DELETE_FINISHED`.
-//!
-//! A copy that fails is abandoned at once (`DELETE_STARTED`, its keys deleted,
-//! `DELETE_FINISHED`) and retried next round under a new id; one that finds its partition led
-//! elsewhere (the image refuses the change: a stale leader epoch) stops there, and the new
-//! leader abandons it. Copies left `COPY_STARTED` by an earlier round or leader, and deletions
-//! left unfinished, are finished first. All of it runs on the remote-log runtime, never on the
-//! network threads; the partition is not locked (the segment's handle keeps its file readable).
+//! Before copying, a round finishes deletions begun earlier, abandons copies left unfinished
+//! (a failed upload of this task, an earlier leader's or run's) and deletes the copies the
+//! topic's total retention (`retention.ms`, `retention.bytes`, over both tiers) or a
+//! DeleteRecords log start expired, oldest first
+//! ([`RemoteLog::expired`](frieda_meta::remote_log::RemoteLog::expired)): `DELETE_STARTED`
+//! (from then on the log start is above it), its objects, `DELETE_FINISHED`. A round that
+//! fails stops; the partition's next round comes after its [`RetryBackoff`]. A round that finds
+//! its partition led elsewhere (the image refuses the change: a stale leader epoch) stops there,
+//! and the new leader abandons what it left. Topics whose tiering was turned off with
+//! `remote.log.delete.on.disable=true` get a task that deletes every copy. All of it runs on
+//! the remote-log runtime, never on the network threads; the partition is not locked (the
+//! segment's handle keeps its file readable).
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,13 +34,15 @@ use bytes::Bytes;
 use frieda_log::ClosedSegment;
 use frieda_meta::controller::{ControllerError, ControllerRequest};
 use frieda_meta::image::MetaError;
-use frieda_meta::remote_log::{
-    RemoteSegment, RemoteSegmentChange, RemoteSegmentState, TotalRetention,
-};
+use frieda_meta::remote_log::{RemoteLog, RemoteSegment, TotalRetention};
+use frieda_meta::MetadataImage;
 use object_store::PutPayload;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use super::task::{
+    CommitError, Completed, CopyTask, DeleteReason, LocalSegment, PartitionView, RoundError, Step,
+};
 use super::STATS;
 use crate::broker::Broker;
 use crate::membership::ClusterNode;
@@ -48,21 +53,15 @@ use crate::storage::topic_config::TopicConfigs;
 
 use super::COMMIT_TIMEOUT;
 
-/// Why a partition's round stopped.
+/// Why the sweep of deleted topics stopped.
 #[derive(Debug, thiserror::Error)]
-enum CopyError {
-    /// The image refused the change: this broker no longer leads in that epoch.
-    #[error("no longer the leader in epoch {0}")]
-    Deposed(i32),
-    /// The controller did not answer, or refused for another reason.
+enum SweepError {
+    /// The controller did not answer, or refused.
     #[error("metadata change not committed: {0}")]
     Commit(ControllerError),
     /// The bucket failed.
     #[error("object store: {0}")]
     Store(#[from] object_store::Error),
-    /// The local segment could not be read.
-    #[error("reading the segment: {0}")]
-    Log(#[from] frieda_log::LogError),
 }
 
 /// How long a partition whose round failed waits before its next round:
@@ -87,8 +86,16 @@ impl RetryBackoff {
     }
 }
 
+/// One led partition's copy task and its failures in a row (with when to try again).
+struct Tracked {
+    task: CopyTask,
+    failures: u32,
+    retry_at: Option<Instant>,
+}
+
 /// Copies until `stop` turns true; a round every `interval`, and a failed partition's next
-/// round after its [`RetryBackoff`].
+/// round after its [`RetryBackoff`]. Each led tiered partition keeps its [`CopyTask`] while
+/// this broker leads it in the same leader epoch (a new epoch, a new task).
 pub async fn run(
     broker: Arc<Broker>,
     node: Arc<ClusterNode>,
@@ -100,55 +107,81 @@ pub async fn run(
 ) {
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // Partitions whose last round failed: failures in a row and when to try again. Only
-    // partitions this broker leads are kept (bounded by them).
-    let mut failing: std::collections::HashMap<(Arc<str>, i32), (u32, Instant)> =
-        std::collections::HashMap::new();
+    // Only partitions this broker leads are kept (bounded by them).
+    let mut tasks: HashMap<(Arc<str>, i32), Tracked> = HashMap::new();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = stop.changed() => return,
         }
         let mut lag = (0u64, 0u64);
-        let led = tiered_leaderships(&broker);
-        failing.retain(|(t, i), _| led.iter().any(|(p, _, _)| p.topic == *t && p.index == *i));
+        let mut led: Vec<(Arc<Partition>, Uuid, Option<Retention>)> = tiered_leaderships(&broker)
+            .into_iter()
+            .map(|(p, id, r)| (p, id, Some(r)))
+            .collect();
+        led.extend(
+            disabled_leaderships(&broker, &node)
+                .into_iter()
+                .map(|(p, id)| (p, id, None)),
+        );
+        tasks.retain(|(t, i), _| led.iter().any(|(p, _, _)| p.topic == *t && p.index == *i));
         for (p, topic_id, retention) in led {
             if *stop.borrow() {
                 return;
             }
-            let key = (p.topic.clone(), p.index);
-            if failing
-                .get(&key)
-                .is_some_and(|(_, at)| Instant::now() < *at)
+            let epoch = p.repl.leader_epoch();
+            let delete_all = retention.is_none();
+            let tracked = tasks
+                .entry((p.topic.clone(), p.index))
+                .or_insert_with(|| Tracked {
+                    task: CopyTask::new(node.me, epoch),
+                    failures: 0,
+                    retry_at: None,
+                });
+            if tracked.task.leader_epoch() != epoch || tracked.task.is_deleting_all() != delete_all
             {
+                tracked.task = if delete_all {
+                    CopyTask::deleting_all(node.me, epoch)
+                } else {
+                    CopyTask::new(node.me, epoch)
+                };
+            }
+            if tracked.retry_at.is_some_and(|at| Instant::now() < at) {
                 continue;
             }
-            let mut copier = Copier::new(&node, &store, &p, topic_id, &mut lag);
-            copier.quota = copy_quota.as_ref();
-            let result = match copier.round().await {
-                Ok(()) => copier.expire(retention).await,
-                Err(e) => Err(e),
+            let mut driver = Driver {
+                node: &node,
+                store: &store,
+                partition: &p,
+                topic_id,
+                retention,
+                quota: copy_quota.as_ref(),
             };
-            match result {
+            match driver.round(&mut tracked.task).await {
                 Ok(()) => {
-                    failing.remove(&key);
+                    tracked.failures = 0;
+                    tracked.retry_at = None;
                 }
                 Err(e) => {
                     STATS.copy_errors.fetch_add(1, Ordering::Relaxed);
-                    let failures = failing.get(&key).map_or(1, |(n, _)| n + 1);
-                    let wait = backoff.after(failures);
-                    failing.insert(key, (failures, Instant::now() + wait));
-                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, failures,
-                        retry_in_ms = wait.as_millis() as u64, "remote copy round stopped; it is retried");
+                    tracked.failures += 1;
+                    let wait = backoff.after(tracked.failures);
+                    tracked.retry_at = Some(Instant::now() + wait);
+                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e,
+                        failures = tracked.failures, retry_in_ms = wait.as_millis() as u64,
+                        "remote copy round stopped; it is retried");
                 }
             }
-        }
-        for (p, topic_id) in disabled_leaderships(&broker, &node) {
-            let copier = Copier::new(&node, &store, &p, topic_id, &mut lag);
-            if let Err(e) = copier.delete_all().await {
-                STATS.copy_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(topic = %p.topic, partition = p.index, error = %e,
-                    "deleting the remote data of a topic whose tiering was turned off stopped; retried next round");
+            if !delete_all {
+                let view = driver.view();
+                let from = view
+                    .remote_log()
+                    .and_then(RemoteLog::copied_upto)
+                    .map_or(0, |e| e + 1);
+                for s in view.copyable(from) {
+                    lag.0 += 1;
+                    lag.1 += s.size_bytes;
+                }
             }
         }
         STATS.copy_lag_segments.store(lag.0, Ordering::Relaxed);
@@ -162,7 +195,7 @@ pub async fn run(
 /// On the lowest live broker: deletes every object of the deleted topics the image lists
 /// (everything under each one's key prefix, so objects of abandoned copies go too), then
 /// commits that the topic's remote data is gone.
-async fn sweep_deleted_topics(node: &ClusterNode, store: &RemoteStore) -> Result<(), CopyError> {
+async fn sweep_deleted_topics(node: &ClusterNode, store: &RemoteStore) -> Result<(), SweepError> {
     let image = node.image();
     if image.deleted_remote.is_empty() || image.live_brokers().map(|b| b.id).min() != Some(node.me)
     {
@@ -180,7 +213,7 @@ async fn sweep_deleted_topics(node: &ClusterNode, store: &RemoteStore) -> Result
         node.quorum
             .request(req, COMMIT_TIMEOUT)
             .await
-            .map_err(CopyError::Commit)?;
+            .map_err(SweepError::Commit)?;
         tracing::info!(topic = %name, %topic_id, objects = keys.len(), "deleted a deleted topic's remote data");
     }
     Ok(())
@@ -232,21 +265,23 @@ pub fn refresh_views(broker: &Broker, node: &ClusterNode) {
             if !enabled && !p.tiered.enabled() {
                 continue;
             }
-            let (remote_start, copied_end, deleted_below) = image
+            let (remote_start, copied_end, covered_end, deleted_below) = image
                 .remote_log(&t.name, p.index)
                 .map(|log| {
                     let (start, _) = contiguous_copied_run(log);
                     (
                         start,
                         log.copied_upto().unwrap_or(-1),
+                        log.covered_end().unwrap_or(-1),
                         log.log_start().unwrap_or(-1),
                     )
                 })
-                .unwrap_or((-1, -1, -1));
+                .unwrap_or((-1, -1, -1, -1));
             p.tiered.set(TieredState {
                 enabled,
                 copying,
                 copied_end,
+                covered_end,
                 remote_start,
                 deleted_below,
                 local_retention_ms: local_ms,
@@ -363,139 +398,217 @@ fn disabled_leaderships(broker: &Broker, node: &ClusterNode) -> Vec<(Arc<Partiti
     out
 }
 
-struct Copier<'a> {
+/// The broker's driver of a [`CopyTask`]: commits through the metadata quorum, reads the
+/// partition's closed segments, uploads and deletes in the bucket.
+struct Driver<'a> {
     node: &'a ClusterNode,
     store: &'a RemoteStore,
     partition: &'a Partition,
     topic_id: Uuid,
-    epoch: i32,
-    /// Segments and bytes eligible for copying but not copied, summed over the round.
-    lag: &'a mut (u64, u64),
+    /// The topic's total retention; `None`: tiering was turned off (the task deletes all).
+    retention: Option<Retention>,
     /// `remote.log.manager.copy.max.bytes.per.second`: each part waits until it allows more.
     quota: Option<&'a ByteRate>,
 }
 
-impl<'a> Copier<'a> {
-    /// The copier of `partition` in the leader epoch it is in now, without a quota.
-    fn new(
-        node: &'a ClusterNode,
-        store: &'a RemoteStore,
-        partition: &'a Partition,
-        topic_id: Uuid,
-        lag: &'a mut (u64, u64),
-    ) -> Self {
-        Copier {
-            node,
-            store,
-            partition,
-            topic_id,
-            epoch: partition.repl.leader_epoch(),
-            lag,
-            quota: None,
-        }
+/// The partition as the task sees it now: this broker's current image and local log.
+struct LiveView<'a> {
+    image: Arc<MetadataImage>,
+    partition: &'a Partition,
+    retention: Option<Retention>,
+}
+
+impl PartitionView for LiveView<'_> {
+    fn remote_log(&self) -> Option<&RemoteLog> {
+        self.image
+            .remote_log(&self.partition.topic, self.partition.index)
     }
 
-    /// One round: finish what earlier rounds left, then copy every eligible closed segment.
-    async fn round(&mut self) -> Result<(), CopyError> {
-        let (leftover, copied_end) = {
-            let image = self.node.image();
-            let log = image.remote_log(&self.partition.topic, self.partition.index);
-            let leftover: Vec<RemoteSegment> = log
-                .map(|l| l.abandoned(i32::MAX).chain(l.deleting()).cloned().collect())
-                .unwrap_or_default();
-            (leftover, log.and_then(|l| l.copied_upto()))
-        };
-        // Copies run one at a time per broker, so a COPY_STARTED seen here is no copy in
-        // progress: an earlier failure, or a deposed leader's.
-        for s in leftover {
-            self.delete(&s, "deleted an unfinished remote copy").await?;
-        }
+    fn image_offset(&self) -> u64 {
+        self.image.offset
+    }
+
+    fn copyable(&self, from: i64) -> Vec<LocalSegment> {
         let upper = self
             .partition
             .high_watermark()
             .min(self.partition.last_stable_offset());
-        let from = copied_end.map_or(0, |e| e + 1);
-        let segments = self.partition.reader().closed_segments(from, upper);
-        let mut left = (
-            segments.len() as u64,
-            segments.iter().map(|s| s.size_bytes).sum::<u64>(),
-        );
-        let mut result = Ok(());
-        for seg in segments {
-            let size = seg.size_bytes;
-            result = self.copy(seg).await;
-            if result.is_err() {
-                break;
-            }
-            left = (left.0 - 1, left.1 - size);
-        }
-        self.lag.0 += left.0;
-        self.lag.1 += left.1;
-        result
-    }
-
-    /// Copies one closed segment under a new id; on failure abandons that id.
-    async fn copy(&mut self, seg: ClosedSegment) -> Result<(), CopyError> {
-        let seg = Arc::new(seg);
-        let (epochs, producer_snapshot) = {
-            let seg = seg.clone();
-            tokio::task::spawn_blocking(move || {
-                seg.leader_epochs()
-                    .map(|epochs| (epochs, seg.producer_snapshot().unwrap_or_default()))
+        self.partition
+            .reader()
+            .closed_segments(from, upper)
+            .iter()
+            .map(|s| LocalSegment {
+                base_offset: s.base_offset,
+                last_offset: s.last_offset,
+                size_bytes: s.size_bytes,
+                max_timestamp_ms: s.max_timestamp_ms,
             })
-            .await
-            .map_err(|e| frieda_log::LogError::Io(std::io::Error::other(e)))??
-        };
-        let meta = RemoteSegment {
-            id: Uuid::new_v4(),
-            start_offset: seg.base_offset,
-            end_offset: seg.last_offset,
-            max_timestamp_ms: seg.max_timestamp_ms,
-            size_bytes: seg.size_bytes,
-            broker: self.node.me,
-            leader_epoch: self.epoch,
-            segment_epochs: epochs,
-            state: RemoteSegmentState::CopyStarted,
-        };
-        self.commit(RemoteSegmentChange::CopyStarted(meta.clone()))
-            .await?;
-        match self.upload(&seg, &meta, &producer_snapshot).await {
-            Ok(()) => {
-                self.commit(RemoteSegmentChange::CopyFinished(meta.id))
-                    .await?;
-                STATS.copied_segments.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(topic = %self.partition.topic, partition = self.partition.index,
-                    start_offset = meta.start_offset, end_offset = meta.end_offset,
-                    bytes = meta.size_bytes, segment_id = %meta.id, "copied a segment to remote storage");
-                Ok(())
-            }
-            Err(e) => {
-                // Best effort now; a later round finishes it if this fails too. (A topic
-                // deleted meanwhile refuses the commits: its prefix is swept by
-                // `sweep_deleted_topics`.)
-                if let Err(e2) = self.delete(&meta, "deleted a failed remote copy").await {
-                    tracing::info!(error = %e2, segment_id = %meta.id, "abandoning the failed copy did not finish");
+            .collect()
+    }
+
+    fn retention(&self, copied_upto: i64) -> Option<TotalRetention> {
+        let r = self.retention?;
+        let deleted_below = self.remote_log().and_then(RemoteLog::log_start);
+        if r.ms < 0 && r.bytes < 0 && deleted_below.is_none() {
+            return None;
+        }
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        Some(TotalRetention {
+            now_ms,
+            retention_ms: r.ms,
+            retention_bytes: r.bytes,
+            local_only_bytes: self.partition.reader().bytes_above(copied_upto),
+        })
+    }
+}
+
+impl Driver<'_> {
+    fn view(&self) -> LiveView<'_> {
+        LiveView {
+            image: self.node.image(),
+            partition: self.partition,
+            retention: self.retention,
+        }
+    }
+
+    /// One round of `task`: its steps until it idles.
+    ///
+    /// Errors: the task's [`RoundError`], or the image not reaching a committed change's offset
+    /// within [`COMMIT_TIMEOUT`] (as [`RoundError::Commit`]).
+    async fn round(&mut self, task: &mut CopyTask) -> Result<(), RoundError> {
+        task.begin_round();
+        loop {
+            let step = task.poll(&self.view());
+            match step {
+                Step::Idle => return Ok(()),
+                Step::AwaitImage(offset) => {
+                    let reached = self
+                        .node
+                        .quorum
+                        .wait_for(COMMIT_TIMEOUT, |img| img.offset >= offset)
+                        .await;
+                    if reached.is_none() {
+                        return Err(RoundError::Commit(format!(
+                            "this broker's metadata image did not reach offset {offset} in {COMMIT_TIMEOUT:?}"
+                        )));
+                    }
                 }
-                Err(e)
+                Step::Prepare(seg) => {
+                    let epochs = match self.segment(seg.base_offset, seg.last_offset) {
+                        Ok(s) => tokio::task::spawn_blocking(move || s.leader_epochs())
+                            .await
+                            .map_err(|e| e.to_string())
+                            .and_then(|r| r.map_err(|e| e.to_string())),
+                        Err(e) => Err(e),
+                    };
+                    task.prepared(epochs, Uuid::new_v4())?;
+                }
+                Step::Commit(change) => {
+                    let result = super::commit_change(
+                        self.node,
+                        self.partition,
+                        self.topic_id,
+                        task.leader_epoch(),
+                        change,
+                    )
+                    .await
+                    .map_err(|e| match e {
+                        ControllerError::Meta(MetaError::StaleLeader(_)) => CommitError::Deposed,
+                        e => CommitError::Failed(e.to_string()),
+                    });
+                    if let Some(done) = task.committed(result)? {
+                        self.report(&done);
+                    }
+                }
+                Step::Upload(meta) => {
+                    let result = self.upload(&meta).await;
+                    task.uploaded(result)?;
+                }
+                Step::DeleteObjects(meta) => {
+                    let result = self.delete_objects(&meta).await;
+                    task.objects_deleted(result)?;
+                }
             }
         }
     }
 
-    /// Uploads the three objects of `seg` under `meta.id`, the manifest last; the `.indexes`
-    /// object carries `producer_snapshot` (empty: none).
-    async fn upload(
+    /// Logs and counts what a step completed.
+    fn report(&self, done: &Completed) {
+        let p = self.partition;
+        match done {
+            Completed::Copied(s) => {
+                STATS.copied_segments.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(topic = %p.topic, partition = p.index,
+                    start_offset = s.start_offset, end_offset = s.end_offset,
+                    bytes = s.size_bytes, segment_id = %s.id, "copied a segment to remote storage");
+            }
+            Completed::Deleted(s, why) => {
+                STATS.deleted_segments.fetch_add(1, Ordering::Relaxed);
+                let what = match why {
+                    DeleteReason::Abandoned => "deleted an unfinished remote copy",
+                    DeleteReason::Resumed => "finished deleting a remote segment",
+                    DeleteReason::Expired => {
+                        STATS.expired_segments.fetch_add(1, Ordering::Relaxed);
+                        "deleted a remote segment past the topic's retention or below its log start"
+                    }
+                    DeleteReason::Disabled => {
+                        "deleted a remote segment: tiering turned off (remote.log.delete.on.disable)"
+                    }
+                };
+                tracing::info!(topic = %p.topic, partition = p.index, segment_id = %s.id,
+                    start_offset = s.start_offset, end_offset = s.end_offset, leader_epoch = s.leader_epoch,
+                    copied_by = s.broker, "{what}");
+            }
+            Completed::Disabled => {
+                tracing::info!(topic = %p.topic, partition = p.index,
+                    "every remote segment deleted: tiering of the partition is off");
+            }
+        }
+    }
+
+    /// The closed local segment ending at `last` that holds `first` (its file may begin below
+    /// `first`).
+    fn segment(&self, first: i64, last: i64) -> Result<Arc<ClosedSegment>, String> {
+        self.partition
+            .reader()
+            .closed_segments(first, i64::MAX)
+            .into_iter()
+            .find(|s| s.base_offset <= first && s.last_offset == last)
+            .map(Arc::new)
+            .ok_or_else(|| format!("no closed local segment holds offsets {first}..={last}"))
+    }
+
+    /// Uploads the three objects of the copy `meta` (the `.log` multipart, the `.indexes` with
+    /// the producer snapshot at the offset after the segment, the manifest last) from the
+    /// local segment holding its offsets.
+    async fn upload(&self, meta: &RemoteSegment) -> Result<(), String> {
+        let seg = self.segment(meta.start_offset, meta.end_offset)?;
+        let producer_snapshot = {
+            let seg = seg.clone();
+            tokio::task::spawn_blocking(move || seg.producer_snapshot().unwrap_or_default())
+                .await
+                .map_err(|e| e.to_string())?
+        };
+        self.upload_objects(&seg, meta, &producer_snapshot)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn upload_objects(
         &self,
         seg: &Arc<ClosedSegment>,
         meta: &RemoteSegment,
         producer_snapshot: &[u8],
-    ) -> Result<(), CopyError> {
+    ) -> Result<(), UploadError> {
         let key = self.key(meta);
         let log_key = self.store.key(&key, ObjectKind::Log);
         let part = self.store.part_size();
         let mut crc = 0u32;
         let mut at = 0u64;
         let mut upload = self.store.put_multipart(&log_key).await?;
-        let result: Result<(), CopyError> = async {
+        let result: Result<(), UploadError> = async {
             while at < seg.size_bytes {
                 if let Some(q) = self.quota {
                     let wait = q.throttle(Instant::now());
@@ -536,6 +649,9 @@ impl<'a> Copier<'a> {
             "segment_id": meta.id.to_string(),
             "start_offset": meta.start_offset,
             "end_offset": meta.end_offset,
+            // The `.log` holds the whole local segment, which may begin below `start_offset`
+            // (its first offsets are also in the copy before).
+            "file_base_offset": seg.base_offset,
             "log_bytes": at,
             "log_crc32c": crc,
             "indexes_bytes": indexes.len(),
@@ -558,87 +674,15 @@ impl<'a> Copier<'a> {
         Ok(())
     }
 
-    /// Deletes the copies the topic's total retention expired, oldest first
-    /// ([`RemoteLog::expired`](frieda_meta::remote_log::RemoteLog::expired): wholly below the
-    /// log start DeleteRecords set, by `retention.ms` against each copy's largest timestamp, by
-    /// `retention.bytes` against the remote bytes plus the bytes only the local log holds).
-    async fn expire(&self, retention: Retention) -> Result<(), CopyError> {
-        let expired: Vec<RemoteSegment> = {
-            let image = self.node.image();
-            let Some(log) = image.remote_log(&self.partition.topic, self.partition.index) else {
-                return Ok(());
-            };
-            if retention.ms < 0 && retention.bytes < 0 && log.log_start().is_none() {
-                return Ok(());
-            }
-            let now_ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64);
-            let local_only_bytes = self
-                .partition
-                .reader()
-                .bytes_above(log.copied_upto().unwrap_or(-1));
-            log.expired(&TotalRetention {
-                now_ms,
-                retention_ms: retention.ms,
-                retention_bytes: retention.bytes,
-                local_only_bytes,
-            })
-            .into_iter()
-            .cloned()
-            .collect()
-        };
-        for s in &expired {
-            self.delete(
-                s,
-                "deleted a remote segment past the topic's retention or below its log start",
-            )
-            .await?;
-            STATS.expired_segments.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    /// Tiering was turned off with `remote.log.delete.on.disable=true` (KIP-950): deletes
-    /// every copy, then commits [`RemoteSegmentChange::Disabled`].
-    async fn delete_all(&self) -> Result<(), CopyError> {
-        let all: Vec<RemoteSegment> = {
-            let image = self.node.image();
-            let Some(log) = image.remote_log(&self.partition.topic, self.partition.index) else {
-                return Ok(());
-            };
-            log.finished()
-                .chain(log.abandoned(i32::MAX))
-                .chain(log.deleting())
-                .cloned()
-                .collect()
-        };
-        for s in &all {
-            self.delete(
-                s,
-                "deleted a remote segment: tiering turned off (remote.log.delete.on.disable)",
-            )
-            .await?;
-        }
-        self.commit(RemoteSegmentChange::Disabled).await
-    }
-
-    /// Deletes a copy (failed, abandoned or expired): `DELETE_STARTED` (unless begun), its
-    /// keys, `DELETE_FINISHED`; logs `what` once done.
-    async fn delete(&self, s: &RemoteSegment, what: &'static str) -> Result<(), CopyError> {
-        if s.state != RemoteSegmentState::DeleteStarted {
-            self.commit(RemoteSegmentChange::DeleteStarted(s.id))
-                .await?;
-        }
-        let key = self.key(s);
+    /// Deletes the three objects of `meta` (a missing one is no error).
+    async fn delete_objects(&self, meta: &RemoteSegment) -> Result<(), String> {
+        let key = self.key(meta);
         for kind in ObjectKind::ALL {
-            self.store.delete(&self.store.key(&key, kind)).await?;
+            self.store
+                .delete(&self.store.key(&key, kind))
+                .await
+                .map_err(|e| e.to_string())?;
         }
-        self.commit(RemoteSegmentChange::DeleteFinished(s.id))
-            .await?;
-        STATS.deleted_segments.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(topic = %self.partition.topic, partition = self.partition.index,
-            segment_id = %s.id, start_offset = s.start_offset, end_offset = s.end_offset, "{what}");
         Ok(())
     }
 
@@ -651,19 +695,17 @@ impl<'a> Copier<'a> {
             segment_id: s.id,
         }
     }
+}
 
-    /// Commits `change` in the metadata quorum under this leader's epoch.
-    async fn commit(&self, change: RemoteSegmentChange) -> Result<(), CopyError> {
-        match super::commit_change(self.node, self.partition, self.topic_id, self.epoch, change)
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(ControllerError::Meta(MetaError::StaleLeader(_))) => {
-                Err(CopyError::Deposed(self.epoch))
-            }
-            Err(e) => Err(CopyError::Commit(e)),
-        }
-    }
+/// Why an upload failed.
+#[derive(Debug, thiserror::Error)]
+enum UploadError {
+    /// The bucket failed.
+    #[error("object store: {0}")]
+    Store(#[from] object_store::Error),
+    /// The local segment could not be read.
+    #[error("reading the segment: {0}")]
+    Log(#[from] frieda_log::LogError),
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! object store delays only copies.
 
 pub mod copier;
+pub mod task;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -35,7 +36,8 @@ pub const REMOTE_THREADS: usize = 2;
 pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Commits `change` to `partition`'s remote log in the metadata quorum, issued by its leader
-/// in `leader_epoch` (the copier's transitions, DeleteRecords' new log start).
+/// in `leader_epoch` (the copier's transitions, DeleteRecords' new log start). Returns the
+/// metadata offset it was committed at (0 if the controller did not say).
 ///
 /// Errors: the controller's; `Meta(StaleLeader)` when the image has a newer leader epoch.
 pub async fn commit_change(
@@ -44,7 +46,7 @@ pub async fn commit_change(
     topic_id: uuid::Uuid,
     leader_epoch: i32,
     change: frieda_meta::remote_log::RemoteSegmentChange,
-) -> Result<(), frieda_meta::controller::ControllerError> {
+) -> Result<u64, frieda_meta::controller::ControllerError> {
     let req = frieda_meta::controller::ControllerRequest::RemoteSegment {
         topic: partition.topic.to_string(),
         topic_id,
@@ -52,7 +54,13 @@ pub async fn commit_change(
         leader_epoch,
         change,
     };
-    node.quorum.request(req, COMMIT_TIMEOUT).await.map(|_| ())
+    node.quorum
+        .request(req, COMMIT_TIMEOUT)
+        .await
+        .map(|reply| match reply {
+            frieda_meta::controller::ControllerReply::Committed { offset } => offset,
+            _ => 0,
+        })
 }
 
 /// Counters of this process's remote-log work (the `frieda_remote_*` metrics).
