@@ -1123,7 +1123,7 @@ impl PartitionLog {
             ..self.config.clone()
         };
         let n = retention::deletable_prefix(&local, &copied, self.size_bytes(), now_ms);
-        Ok(self.remove_for_retention(n, report))
+        Ok(self.remove_for_retention_keeping_epochs(n, report))
     }
 
     /// Takes the `n` oldest segments out for retention (none when `n` is 0) and completes
@@ -1131,12 +1131,36 @@ impl PartitionLog {
     fn remove_for_retention(
         &mut self,
         n: usize,
+        report: RetentionReport,
+    ) -> (RetentionReport, RemovedSegments) {
+        self.remove_for_retention_with(n, report, true)
+    }
+
+    /// [`Self::remove_for_retention`] for local retention of a tiered log: the leader epoch
+    /// cache keeps the epochs of the removed segments, whose records the remote tier still
+    /// holds (Kafka truncates the cache only when the log start of the whole log moves). Cut
+    /// to the local log start, an epoch that began below it would answer OffsetForLeaderEpoch
+    /// for the epoch before with the local log start instead of where that epoch ended, and a
+    /// returning former leader would keep records of its own that no other replica has
+    /// (issue 57; found by the simulator, `replicas-disagree-below-hw`).
+    fn remove_for_retention_keeping_epochs(
+        &mut self,
+        n: usize,
+        report: RetentionReport,
+    ) -> (RetentionReport, RemovedSegments) {
+        self.remove_for_retention_with(n, report, false)
+    }
+
+    fn remove_for_retention_with(
+        &mut self,
+        n: usize,
         mut report: RetentionReport,
+        truncate_epochs: bool,
     ) -> (RetentionReport, RemovedSegments) {
         if n == 0 {
             return (report, RemovedSegments::none());
         }
-        let removed = self.remove_oldest(n);
+        let removed = self.remove_oldest(n, truncate_epochs);
         report.deleted_segments = n;
         report.deleted_bytes = removed.segments.iter().map(Segment::size).sum();
         report.log_start_offset = self.log_start_offset();
@@ -1159,7 +1183,7 @@ impl PartitionLog {
         if n == 0 {
             return Ok(RemovedSegments::none());
         }
-        Ok(self.remove_oldest(n))
+        Ok(self.remove_oldest(n, true))
     }
 
     /// Moves the log start offset up to `offset` (DeleteRecords, KIP-107; a follower taking its
@@ -1194,7 +1218,7 @@ impl PartitionLog {
         let removed = if n == 0 {
             RemovedSegments::none()
         } else {
-            self.remove_oldest(n)
+            self.remove_oldest(n, true)
         };
         debug_assert_eq!(self.log_start_offset(), offset);
         Ok(removed)
@@ -1203,7 +1227,7 @@ impl PartitionLog {
     /// Takes the `n` oldest segments out of the log (never the active one) and advances the log
     /// start offset to the next segment's base (or keeps it where it is if that is higher: a
     /// log start moved inside a segment by [`advance_log_start`](Self::advance_log_start)).
-    fn remove_oldest(&mut self, n: usize) -> RemovedSegments {
+    fn remove_oldest(&mut self, n: usize, truncate_epochs: bool) -> RemovedSegments {
         let n = n.min(self.segments.len() - 1);
         let removed: Vec<Segment> = self.segments.drain(..n).collect();
         let new_start = self.segments[0].base_offset().max(self.log_start_offset());
@@ -1214,7 +1238,7 @@ impl PartitionLog {
         if new_start > 0 {
             self.producers.set_may_have_forgotten();
         }
-        if self.epochs.truncate_from_start(new_start) {
+        if truncate_epochs && self.epochs.truncate_from_start(new_start) {
             if let Err(e) = self.epochs.persist() {
                 // Not a data fault: the cache is rebuilt from its checkpoint next time, with a
                 // stale start the next successful write corrects.

@@ -1259,6 +1259,33 @@ fn tiered_local_retention_deletes_only_copied_segments_and_closed_segments_expor
 }
 
 #[test]
+fn tiered_local_retention_keeps_the_epochs_of_the_removed_segments() {
+    // Issue 57 (found by the simulator): epoch 2 began at offset 8; local retention removed
+    // everything up to 11. Cut to the local log start, the cache answered "epoch 1 ends at 12"
+    // and a former leader with its own records 8..11 of epoch 1 kept them.
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 100).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 2,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    log.set_leader_epoch(1).unwrap();
+    fill(&mut log, 4, 2, NOW, 100); // offsets 0..8, epoch 1
+    log.set_leader_epoch(2).unwrap();
+    fill(&mut log, 6, 2, NOW, 100); // offsets 8..20, epoch 2; segments at 0, 4, 8, 12, 16
+    assert_eq!(log.end_offset_for_epoch(1), (1, 8));
+    let (rep, removed) = log.enforce_local_retention(NOW, -1, 1, 11).unwrap();
+    removed.delete_files().unwrap();
+    assert_eq!((rep.deleted_segments, log.log_start_offset()), (3, 12));
+    assert_eq!(log.end_offset_for_epoch(1), (1, 8), "where epoch 1 ended");
+    // Classic retention (the whole log's start moves) still cuts the cache, as Kafka's.
+    let (_, removed) = log.advance_log_start(14).map(|r| ((), r)).unwrap();
+    removed.delete_files().unwrap();
+    assert_eq!(log.end_offset_for_epoch(1).1, 14);
+}
+
+#[test]
 fn a_follower_log_starts_again_at_an_offset_of_the_leaders_local_tail() {
     let dir = tempfile::tempdir().unwrap();
     let one = simple_batch(2, 0, 50).len() as u64;
