@@ -6,7 +6,7 @@
 //! image's command and the copier that issues it come with step 2.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use uuid::Uuid;
 
 use crate::image::BrokerId;
@@ -15,6 +15,10 @@ use crate::image::BrokerId;
 /// `DELETE_FINISHED`): a `COPY_STARTED` beyond it is refused, so a tiny `segment.bytes` cannot
 /// grow the image without limit (`remote.log.metadata.max.segments.per.partition`).
 pub const MAX_SEGMENTS_PER_PARTITION: usize = 100_000;
+
+/// Most ids of deleted copies one partition remembers ([`RemoteLog::was_deleted`]): an object
+/// of one of them still in the bucket is an orphan its leader's sweep deletes.
+pub const MAX_DELETED_IDS: usize = 100;
 
 /// KIP-405's `RemoteLogSegmentState`. A segment goes `CopyStarted → CopyFinished →
 /// DeleteStarted`, or `CopyStarted → DeleteStarted` when its copy is abandoned (a failure, a
@@ -150,6 +154,12 @@ pub struct RemoteLog {
     /// starts at or above it). Absent from older images: `None`.
     #[serde(default)]
     log_start: Option<i64>,
+    /// Ids of the copies most recently deleted (`DeleteFinished`), oldest first, at most
+    /// [`MAX_DELETED_IDS`] (issue 57): a PUT sent before a copy was abandoned, by a process
+    /// that then died or was paused, can land after the copy's objects were deleted; the
+    /// leader's sweep deletes objects of these ids. Absent from older images: empty.
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    deleted: VecDeque<Uuid>,
 }
 
 /// A partition's total retention (`retention.ms` / `retention.bytes`, remote and local tiers
@@ -269,6 +279,10 @@ impl RemoteLog {
                     });
                 }
                 self.segments.remove(id);
+                if self.deleted.len() >= MAX_DELETED_IDS {
+                    self.deleted.pop_front();
+                }
+                self.deleted.push_back(*id);
             }
             RemoteSegmentChange::Disabled => {
                 if let Some(s) = self.segments.values().next() {
@@ -280,6 +294,7 @@ impl RemoteLog {
                 }
                 self.copied_upto = None;
                 self.log_start = None;
+                self.deleted.clear();
             }
             RemoteSegmentChange::LogStartMoved(offset) => {
                 if *offset < 0 {
@@ -419,15 +434,35 @@ impl RemoteLog {
             .filter(|s| s.state == RemoteSegmentState::DeleteStarted)
     }
 
+    /// Whether `id` is the id of a copy deleted lately (one of the last [`MAX_DELETED_IDS`]):
+    /// any object of it in the bucket is an orphan.
+    pub fn was_deleted(&self, id: Uuid) -> bool {
+        self.deleted.contains(&id)
+    }
+
+    /// Whether any id of a deleted copy is remembered (a sweep for orphans has something to
+    /// look for).
+    pub fn has_deleted(&self) -> bool {
+        !self.deleted.is_empty()
+    }
+
+    /// Whether `id` is a registered copy (any state).
+    pub fn is_registered(&self, id: Uuid) -> bool {
+        self.segments.contains_key(&id)
+    }
+
     /// Every registered segment (any state).
     pub fn len(&self) -> usize {
         self.segments.len()
     }
 
-    /// No segment is registered and no copy ever finished: the image may forget the
-    /// partition's remote log.
+    /// No segment is registered, no copy ever finished and no deleted copy is remembered (or
+    /// tiering was turned off): the image may forget the partition's remote log.
     pub fn is_empty(&self) -> bool {
-        self.segments.is_empty() && self.copied_upto.is_none() && self.log_start.is_none()
+        self.segments.is_empty()
+            && self.copied_upto.is_none()
+            && self.log_start.is_none()
+            && self.deleted.is_empty()
     }
 
     /// Refuses `s` ([`RemoteLogError::Offsets`] saying `why`) unless it starts above every
@@ -807,6 +842,28 @@ mod tests {
         r.apply(&RemoteSegmentChange::DeleteStarted(id(3)), 1, 1)
             .unwrap();
         assert_eq!(r.covered_end(), Some(299));
+    }
+
+    #[test]
+    fn deleted_ids_are_remembered_up_to_a_bound() {
+        let mut r = finished_log(&[(100, 1000)]);
+        r.apply(&RemoteSegmentChange::DeleteStarted(id(1)), 1, 1)
+            .unwrap();
+        assert!(!r.was_deleted(id(1)), "not until its objects are gone");
+        r.apply(&RemoteSegmentChange::DeleteFinished(id(1)), 1, 1)
+            .unwrap();
+        assert!(r.was_deleted(id(1)) && !r.is_registered(id(1)));
+        for n in 0..MAX_DELETED_IDS as u128 {
+            let s = seg(10 + n, 100 + n as i64, 100 + n as i64, 1);
+            r.apply(&RemoteSegmentChange::CopyStarted(s), 1, 1).unwrap();
+            r.apply(&RemoteSegmentChange::AbandonCopy(id(10 + n)), 1, 1)
+                .unwrap();
+            r.apply(&RemoteSegmentChange::DeleteFinished(id(10 + n)), 1, 1)
+                .unwrap();
+        }
+        assert!(!r.was_deleted(id(1)), "the oldest id is forgotten");
+        assert!(r.was_deleted(id(10 + MAX_DELETED_IDS as u128 - 1)));
+        assert_eq!(r.deleted.len(), MAX_DELETED_IDS);
     }
 
     #[test]

@@ -41,7 +41,8 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::task::{
-    CommitError, Completed, CopyTask, DeleteReason, LocalSegment, PartitionView, RoundError, Step,
+    CommitError, Completed, CopyTask, DeleteReason, Listed, LocalSegment, PartitionView,
+    RoundError, Step,
 };
 use super::STATS;
 use crate::broker::Broker;
@@ -86,11 +87,17 @@ impl RetryBackoff {
     }
 }
 
+/// How often each led partition's objects are swept for orphans (one LIST each;
+/// [`CopyTask::request_sweep`]).
+pub const SWEEP_EVERY: Duration = Duration::from_secs(300);
+
 /// One led partition's copy task and its failures in a row (with when to try again).
 struct Tracked {
     task: CopyTask,
     failures: u32,
     retry_at: Option<Instant>,
+    /// When its objects were last swept for orphans (`None`: not yet by this task).
+    swept_at: Option<Instant>,
 }
 
 /// Copies until `stop` turns true; a round every `interval`, and a failed partition's next
@@ -137,6 +144,7 @@ pub async fn run(
                     task: CopyTask::new(node.me, epoch),
                     failures: 0,
                     retry_at: None,
+                    swept_at: None,
                 });
             if tracked.task.leader_epoch() != epoch || tracked.task.is_deleting_all() != delete_all
             {
@@ -145,6 +153,7 @@ pub async fn run(
                 } else {
                     CopyTask::new(node.me, epoch)
                 };
+                tracked.swept_at = None;
             }
             if tracked.retry_at.is_some_and(|at| Instant::now() < at) {
                 continue;
@@ -157,7 +166,7 @@ pub async fn run(
                 retention,
                 quota: copy_quota.as_ref(),
             };
-            match driver.round(&mut tracked.task).await {
+            match driver.round(&mut tracked.task, &mut tracked.swept_at).await {
                 Ok(()) => {
                     tracked.failures = 0;
                     tracked.retry_at = None;
@@ -477,9 +486,18 @@ impl Driver<'_> {
     ///
     /// Errors: the task's [`RoundError`], or the image not reaching a committed change's offset
     /// within [`COMMIT_TIMEOUT`] (as [`RoundError::Commit`]).
-    async fn round(&mut self, task: &mut CopyTask) -> Result<(), RoundError> {
+    async fn round(
+        &mut self,
+        task: &mut CopyTask,
+        swept_at: &mut Option<Instant>,
+    ) -> Result<(), RoundError> {
         task.begin_round();
         loop {
+            // A sweep for orphans is due every SWEEP_EVERY, also in a long round.
+            if swept_at.is_none_or(|at| at.elapsed() >= SWEEP_EVERY) {
+                *swept_at = Some(Instant::now());
+                task.request_sweep();
+            }
             let step = task.poll(&self.view());
             match step {
                 Step::Idle => return Ok(()),
@@ -528,7 +546,13 @@ impl Driver<'_> {
                 }
                 Step::DeleteObjects(meta) => {
                     let result = self.delete_objects(&meta).await;
-                    task.objects_deleted(result)?;
+                    if let Some(done) = task.objects_deleted(result)? {
+                        self.report(&done);
+                    }
+                }
+                Step::ListObjects => {
+                    let result = self.list().await;
+                    task.listed(result)?;
                 }
             }
         }
@@ -564,6 +588,11 @@ impl Driver<'_> {
             Completed::Disabled => {
                 tracing::info!(topic = %p.topic, partition = p.index,
                     "every remote segment deleted: tiering of the partition is off");
+            }
+            Completed::OrphanDeleted(id) => {
+                STATS.deleted_segments.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(topic = %p.topic, partition = p.index, segment_id = %id,
+                    "deleted objects of an already deleted remote copy found in the bucket again (an upload that landed after the copy was abandoned)");
             }
         }
     }
@@ -686,6 +715,22 @@ impl Driver<'_> {
         Ok(())
     }
 
+    /// The copies the partition's objects in the bucket belong to (one LIST of its prefix;
+    /// keys not in the copy layout are left out).
+    async fn list(&self) -> Result<Vec<Listed>, String> {
+        let prefix =
+            self.store
+                .partition_prefix(&self.partition.topic, self.topic_id, self.partition.index);
+        let keys = self.store.list(&prefix).await.map_err(|e| e.to_string())?;
+        let mut out: Vec<Listed> = keys
+            .iter()
+            .filter_map(|(key, _)| listed_key(key.strip_prefix(&prefix)?))
+            .collect();
+        out.sort_by_key(|l| (l.start_offset, l.id));
+        out.dedup();
+        Ok(out)
+    }
+
     fn key<'s>(&'s self, s: &RemoteSegment) -> SegmentKey<'s> {
         SegmentKey {
             topic: &self.partition.topic,
@@ -695,6 +740,21 @@ impl Driver<'_> {
             segment_id: s.id,
         }
     }
+}
+
+/// The copy an object's name (after the partition prefix) belongs to:
+/// `<start offset as 20 digits>-<copy id as Kafka's base64>.<kind>`.
+fn listed_key(name: &str) -> Option<Listed> {
+    use base64::Engine;
+    let (stem, _kind) = name.rsplit_once('.')?;
+    let (offset, id) = stem.split_once('-')?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(id)
+        .ok()?;
+    Some(Listed {
+        id: Uuid::from_slice(&bytes).ok()?,
+        start_offset: offset.parse().ok()?,
+    })
 }
 
 /// Why an upload failed.
@@ -711,6 +771,25 @@ enum UploadError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_object_name_gives_its_copy() {
+        let id = Uuid::from_u128(0x1234_5678_9abc_def0_1122_3344_5566_7788);
+        let name = format!(
+            "{:020}-{}.rsm-manifest",
+            4_200,
+            crate::remote::store::kafka_uuid(id)
+        );
+        assert_eq!(
+            listed_key(&name),
+            Some(Listed {
+                id,
+                start_offset: 4_200
+            })
+        );
+        assert_eq!(listed_key("00000000000000004200-notbase64!.log"), None);
+        assert_eq!(listed_key("garbage"), None);
+    }
 
     #[test]
     fn failed_rounds_back_off_doubling_up_to_the_most() {

@@ -12,7 +12,13 @@
 //! 3. copies total retention (or a DeleteRecords log start) expired are deleted, oldest first;
 //! 4. the next closed segment past the copied end is copied: `COPY_STARTED` under a new id,
 //!    the objects, `COPY_FINISHED`; one at a time, up to the last segment copyable when the
-//!    round's first copy began (so a busy partition does not keep the driver forever).
+//!    round's first copy began (so a busy partition does not keep the driver forever);
+//! 5. when the driver asks ([`CopyTask::request_sweep`], every few minutes), before the next
+//!    copy, the partition's objects are listed and those of copies the image says were deleted
+//!    are deleted again: a PUT sent before its copy was abandoned, by a process that then died
+//!    or was paused, can land after the deletion (found by the simulator and the tiered fault
+//!    soak). Only ids the image lists as deleted are touched: an unknown id may be a newer
+//!    leader's copy this image has not seen yet.
 //!
 //! **The rule that keeps a finished copy (issue 57, defect 1).** Decisions are made only on
 //! an image that has applied every change this task committed ([`Step::AwaitImage`] until it
@@ -30,6 +36,15 @@ use frieda_meta::remote_log::{
 };
 use frieda_meta::BrokerId;
 use uuid::Uuid;
+
+/// A copy found in the bucket by [`Step::ListObjects`]: its id and the offset its keys carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listed {
+    /// The copy's id.
+    pub id: Uuid,
+    /// Its first offset (part of its keys).
+    pub start_offset: i64,
+}
 
 /// A closed local segment, as the task sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +93,8 @@ pub enum Step {
     /// Delete every object of this copy (a missing one is no error):
     /// [`CopyTask::objects_deleted`].
     DeleteObjects(RemoteSegment),
+    /// List the copies the partition's objects in the bucket belong to: [`CopyTask::listed`].
+    ListObjects,
     /// The round is over.
     Idle,
 }
@@ -104,6 +121,8 @@ pub enum Completed {
     Deleted(RemoteSegment, DeleteReason),
     /// Every copy is gone and the image forgot the partition's remote log (KIP-950).
     Disabled,
+    /// The objects of a deleted copy, found in the bucket again, are gone.
+    OrphanDeleted(Uuid),
 }
 
 /// Why a round stopped; the driver backs off and starts another.
@@ -151,6 +170,12 @@ enum Op {
     Unregistering(RemoteSegment, DeleteReason),
     /// [`RemoteSegmentChange::Disabled`] in flight.
     Disabling,
+    /// Listing the partition's objects.
+    Listing,
+    /// Listed: orphans are picked on the next poll.
+    Listed(Vec<Listed>),
+    /// Deleting an orphan's objects; the others after it.
+    Orphan(RemoteSegment, Vec<Listed>),
 }
 
 /// The copy task of one partition in one leader epoch of this broker's.
@@ -165,6 +190,8 @@ pub struct CopyTask {
     awaited: u64,
     /// The last offset this round copies up to (set when its first copy is decided).
     round_upto: Option<i64>,
+    /// The driver asked for a sweep for orphans, not done yet.
+    sweep_requested: bool,
     op: Op,
 }
 
@@ -177,6 +204,7 @@ impl CopyTask {
             delete_all: false,
             awaited: 0,
             round_upto: None,
+            sweep_requested: false,
             op: Op::Idle,
         }
     }
@@ -212,8 +240,35 @@ impl CopyTask {
         self.round_upto = None;
     }
 
+    /// Asks for a sweep of the partition's objects for orphans at the next decision (before
+    /// the next copy; nothing to do unless the image remembers deleted copies). One LIST
+    /// request per sweep: the driver asks every few minutes.
+    pub fn request_sweep(&mut self) {
+        self.sweep_requested = true;
+    }
+
     /// The next step: the outstanding one, or a new decision on `view`.
     pub fn poll(&mut self, view: &dyn PartitionView) -> Step {
+        if let Op::Listed(found) = &self.op {
+            let log = view.remote_log();
+            let mut orphans: Vec<Listed> = found
+                .iter()
+                .filter(|l| {
+                    log.is_some_and(|log| log.was_deleted(l.id) && !log.is_registered(l.id))
+                })
+                .copied()
+                .collect();
+            return match orphans.pop() {
+                Some(first) => {
+                    let seg = self.orphan(first);
+                    self.start(Op::Orphan(seg, orphans), view)
+                }
+                None => {
+                    self.op = Op::Idle;
+                    self.decide(view)
+                }
+            };
+        }
         match &self.op {
             Op::Idle => self.decide(view),
             Op::Preparing(seg, _) => Step::Prepare(*seg),
@@ -227,6 +282,24 @@ impl CopyTask {
             Op::Deleting(s, _) => Step::DeleteObjects(s.clone()),
             Op::Unregistering(s, _) => Step::Commit(RemoteSegmentChange::DeleteFinished(s.id)),
             Op::Disabling => Step::Commit(RemoteSegmentChange::Disabled),
+            Op::Listing => Step::ListObjects,
+            Op::Listed(_) => Step::Idle,
+            Op::Orphan(s, _) => Step::DeleteObjects(s.clone()),
+        }
+    }
+
+    /// The copy an orphan's objects belong to, for their keys.
+    fn orphan(&self, l: Listed) -> RemoteSegment {
+        RemoteSegment {
+            id: l.id,
+            start_offset: l.start_offset,
+            end_offset: l.start_offset,
+            max_timestamp_ms: -1,
+            size_bytes: 0,
+            broker: self.broker,
+            leader_epoch: self.leader_epoch,
+            segment_epochs: Vec::new(),
+            state: RemoteSegmentState::DeleteStarted,
         }
     }
 
@@ -250,6 +323,9 @@ impl CopyTask {
                 Some(s) => self.start(Op::Marking(s.clone(), DeleteReason::Disabled), view),
                 None => self.start(Op::Disabling, view),
             };
+        }
+        if std::mem::take(&mut self.sweep_requested) && log.is_some_and(RemoteLog::has_deleted) {
+            return self.start(Op::Listing, view);
         }
         let copied_upto = log.and_then(RemoteLog::copied_upto);
         if let (Some(log), Some(r)) = (log, view.retention(copied_upto.unwrap_or(-1))) {
@@ -362,19 +438,53 @@ impl CopyTask {
         }
     }
 
-    /// The outcome of [`Step::DeleteObjects`].
+    /// The outcome of [`Step::DeleteObjects`]; an orphan's deletion is completed here.
     ///
     /// Errors: [`RoundError::Store`] (the round stops; the deletion is resumed by a later one).
-    pub fn objects_deleted(&mut self, result: Result<(), String>) -> Result<(), RoundError> {
-        let Op::Deleting(s, why) = std::mem::replace(&mut self.op, Op::Idle) else {
+    pub fn objects_deleted(
+        &mut self,
+        result: Result<(), String>,
+    ) -> Result<Option<Completed>, RoundError> {
+        match std::mem::replace(&mut self.op, Op::Idle) {
+            Op::Deleting(s, why) => match result {
+                Ok(()) => {
+                    self.op = Op::Unregistering(s, why);
+                    Ok(None)
+                }
+                Err(e) => Err(RoundError::Store(e)),
+            },
+            Op::Orphan(s, mut rest) => match result {
+                Ok(()) => {
+                    if let Some(next) = rest.pop() {
+                        self.op = Op::Orphan(self.orphan(next), rest);
+                    }
+                    Ok(Some(Completed::OrphanDeleted(s.id)))
+                }
+                Err(e) => Err(RoundError::Store(e)),
+            },
+            other => {
+                self.op = other;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The outcome of [`Step::ListObjects`].
+    ///
+    /// Errors: [`RoundError::Store`] (the round stops; the next sweep lists again).
+    pub fn listed(&mut self, result: Result<Vec<Listed>, String>) -> Result<(), RoundError> {
+        if self.op != Op::Listing {
             return Ok(());
-        };
+        }
         match result {
-            Ok(()) => {
-                self.op = Op::Unregistering(s, why);
+            Ok(found) => {
+                self.op = Op::Listed(found);
                 Ok(())
             }
-            Err(e) => Err(RoundError::Store(e)),
+            Err(e) => {
+                self.op = Op::Idle;
+                Err(RoundError::Store(e))
+            }
         }
     }
 }
@@ -470,7 +580,12 @@ mod tests {
                     }
                 }
                 Step::Upload(_) => task.uploaded(Ok(())).unwrap(),
-                Step::DeleteObjects(_) => task.objects_deleted(Ok(())).unwrap(),
+                Step::DeleteObjects(_) => {
+                    if let Some(d) = task.objects_deleted(Ok(())).unwrap() {
+                        done.push(d);
+                    }
+                }
+                Step::ListObjects => task.listed(Ok(Vec::new())).unwrap(),
             }
         }
     }
@@ -719,6 +834,67 @@ mod tests {
             .filter(|d| matches!(d, Completed::Deleted(_, DeleteReason::Disabled)))
             .count();
         assert_eq!(deleted, 2);
+    }
+
+    #[test]
+    fn a_sweep_deletes_objects_of_deleted_copies_and_leaves_unknown_ones() {
+        let mut c = Controller {
+            log: RemoteLog::default(),
+            offset: 0,
+            epoch: 5,
+        };
+        // A copy abandoned and deleted: a late PUT of its put objects back in the bucket.
+        let gone = RemoteSegment {
+            id: Uuid::from_u128(1),
+            start_offset: 0,
+            end_offset: 9,
+            max_timestamp_ms: 0,
+            size_bytes: 100,
+            broker: 2,
+            leader_epoch: 4,
+            segment_epochs: vec![(4, 0)],
+            state: RemoteSegmentState::CopyStarted,
+        };
+        c.log
+            .apply(&RemoteSegmentChange::CopyStarted(gone.clone()), 4, 4)
+            .unwrap();
+        c.log
+            .apply(&RemoteSegmentChange::AbandonCopy(gone.id), 5, 5)
+            .unwrap();
+        c.log
+            .apply(&RemoteSegmentChange::DeleteFinished(gone.id), 5, 5)
+            .unwrap();
+        let view = View {
+            log: Some(c.log.clone()),
+            offset: 0,
+            segments: vec![],
+            retention: None,
+        };
+        let mut task = CopyTask::new(1, 5);
+        task.begin_round();
+        assert_eq!(task.poll(&view), Step::Idle, "no sweep unless asked");
+        task.request_sweep();
+        assert_eq!(task.poll(&view), Step::ListObjects);
+        let unknown = Listed {
+            id: Uuid::from_u128(77),
+            start_offset: 10,
+        };
+        let late = Listed {
+            id: gone.id,
+            start_offset: 0,
+        };
+        task.listed(Ok(vec![unknown, late])).unwrap();
+        let Step::DeleteObjects(s) = task.poll(&view) else {
+            panic!("the late objects are deleted")
+        };
+        assert_eq!((s.id, s.start_offset), (gone.id, 0));
+        assert_eq!(
+            task.objects_deleted(Ok(())).unwrap(),
+            Some(Completed::OrphanDeleted(gone.id))
+        );
+        assert_eq!(task.poll(&view), Step::Idle, "the unknown id is left alone");
+        task.begin_round();
+        assert_eq!(task.poll(&view), Step::Idle, "one sweep per request");
     }
 
     #[test]
