@@ -266,10 +266,17 @@ impl World {
     /// at its offset.
     fn missing_acked(&self, id: i32, p: i32) -> Option<String> {
         let d = self.brokers[(id - 1) as usize].disks.get(&p)?;
+        // Tiered runs: what lies below the replica's local log start is held if a finished
+        // copy in the bucket holds it (`crate::tier`).
+        let start = d.log.log_start_offset();
         self.acked
             .iter()
             .filter(|(bid, a)| a.partition == p && a.acks == -1 && !self.exempt(**bid))
-            .find(|(bid, a)| d.log.batch_at(a.base).is_none_or(|b| b.id != **bid))
+            .find(|(bid, a)| {
+                let local = d.log.batch_at(a.base).is_some_and(|b| b.id == **bid);
+                let remote = a.base < start && self.remotely_held(p, a.base, **bid);
+                !(local || remote)
+            })
             .map(|(bid, a)| {
                 format!(
                     "batch {bid} at offset {} (acknowledged at {} ms; its log ends at {})",
@@ -338,6 +345,10 @@ impl World {
 
     /// At the end of the run (faults healed long since).
     pub(crate) fn check_end(&mut self) {
+        self.check_tier_end();
+        if self.violation.is_some() {
+            return;
+        }
         for p in 0..self.plan.shape.partitions {
             let Some(state) = self.controller.image.partition(TOPIC, p).cloned() else {
                 self.violate("no-topic", "the topic was never created".into());

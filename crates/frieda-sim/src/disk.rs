@@ -2,6 +2,12 @@
 //! prefix that survives a power loss, a leader epoch cache written durably when it changes (as
 //! `leader-epoch-checkpoint` is), and fsync failures that take the log offline. Implements
 //! [`LogView`], so the replication rules read it exactly as they read the partition log.
+//!
+//! In tiered runs the log is cut into segments (a new one once the active one holds
+//! `segment_records` records, at a batch boundary); local retention removes closed segments
+//! from the start, and a follower can start its log again at an offset (KIP-405). The log start
+//! and the segment boundaries are durable as soon as they change (the broker checkpoints the
+//! log start before it moves).
 
 use frieda::replication::LogView;
 use frieda_log::Epochs;
@@ -47,6 +53,11 @@ pub struct SimLog {
     offline: bool,
     /// The next fsync fails (a fault armed by the plan).
     fail_next_sync: bool,
+    /// Base offsets of the segments, ascending; the last is the active one. Empty until the
+    /// first append (then one segment at the log start).
+    segments: Vec<i64>,
+    /// Records a segment takes before the next append rolls it; 0: never.
+    segment_records: i64,
 }
 
 impl LogView for SimLog {
@@ -124,6 +135,7 @@ impl SimLog {
             epoch,
             id,
         };
+        self.roll_before(b.base);
         self.epochs.assign(epoch, b.base);
         self.batches.push(b);
         Ok(b)
@@ -145,6 +157,7 @@ impl SimLog {
             leo = b.end();
         }
         for b in batches {
+            self.roll_before(b.base);
             self.epochs.assign(b.epoch, b.base);
             self.batches.push(*b);
         }
@@ -174,6 +187,7 @@ impl SimLog {
         self.synced = self.synced.min(keep);
         let leo = self.leo();
         self.epochs.truncate_from_end(leo);
+        self.segments_cut_at(leo);
         Ok(leo)
     }
 
@@ -215,8 +229,101 @@ impl SimLog {
         self.batches.truncate(self.synced);
         let leo = self.leo();
         self.epochs.truncate_from_end(leo);
+        self.segments_cut_at(leo);
         self.fail_next_sync = false;
         lost
+    }
+
+    /// The leader epochs of the batches in `[first, last]`: `(epoch, first offset)`, ascending,
+    /// as the epoch cache has them (the first may start below `first`).
+    pub fn epochs_in(&self, first: i64, last: i64) -> Vec<(i32, i64)> {
+        let entries = self.epochs.entries();
+        entries
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| {
+                let next = entries.get(i + 1).map_or(i64::MAX, |n| n.start_offset);
+                e.start_offset <= last && next > first
+            })
+            .map(|(_, e)| (e.epoch, e.start_offset))
+            .collect()
+    }
+
+    /// Segments roll after `n` records (0: never).
+    pub fn set_segment_records(&mut self, n: i64) {
+        self.segment_records = n;
+    }
+
+    /// Before appending a batch at `base` (the log end): the first segment, or a new one when
+    /// the active one is full.
+    fn roll_before(&mut self, base: i64) {
+        match self.segments.last() {
+            None => self.segments.push(self.log_start),
+            Some(&active) if self.segment_records > 0 && base - active >= self.segment_records => {
+                self.segments.push(base)
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// The log now ends at `leo` (a truncation): segments starting above it are gone, and the
+    /// one holding it is the active one.
+    fn segments_cut_at(&mut self, leo: i64) {
+        while self.segments.len() > 1 && self.segments.last().is_some_and(|&b| b > leo) {
+            self.segments.pop();
+        }
+        if self.segments.last().is_some_and(|&b| b > leo) {
+            self.segments.clear();
+        }
+    }
+
+    /// The closed segments, `(first offset, last offset)`, ascending (never the active one).
+    pub fn closed_segments(&self) -> Vec<(i64, i64)> {
+        self.segments
+            .windows(2)
+            .filter(|w| w[1] > w[0])
+            .map(|w| (w[0], w[1] - 1))
+            .collect()
+    }
+
+    /// Local retention of a tiered log: removes closed segments from the start while more
+    /// than `keep` are closed and the oldest ends at or below `deletable_upto`, moving the log
+    /// start to the first remaining one. Returns the segments removed.
+    pub fn remove_local(&mut self, deletable_upto: i64, keep: usize) -> Vec<(i64, i64)> {
+        let mut removed = Vec::new();
+        if self.offline {
+            return removed;
+        }
+        loop {
+            let closed = self.closed_segments();
+            if closed.len() <= keep {
+                break;
+            }
+            let (first, last) = closed[0];
+            if last > deletable_upto {
+                break;
+            }
+            let i = self.segments.iter().position(|&b| b == first).unwrap_or(0);
+            self.segments.drain(..=i);
+            self.log_start = last + 1;
+            let gone = self.batches.partition_point(|b| b.end() <= self.log_start);
+            self.batches.drain(..gone);
+            self.synced = self.synced.saturating_sub(gone);
+            // The epoch cache keeps the removed epochs (the broker's local retention of a
+            // tiered log does not cut it: `PartitionLog::enforce_local_retention`).
+            removed.push((first, last));
+        }
+        removed
+    }
+
+    /// A follower starts its log again at `offset` (KIP-405: the leader holds its next offsets
+    /// only in remote storage): every batch and epoch goes, the log starts and ends there.
+    pub fn start_again(&mut self, offset: i64) {
+        self.batches.clear();
+        self.synced = 0;
+        self.log_start = offset;
+        self.segments = vec![offset];
+        self.epochs = Epochs::default();
     }
 
     /// A process restart: the log is recovered from its files (what a crashed process wrote is

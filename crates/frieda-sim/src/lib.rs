@@ -12,6 +12,9 @@
 //! - [`plan`]: a seed's cluster shape and timed faults, operator actions and produce requests.
 //! - [`world`]: the event loop and the simulated brokers and controller.
 //! - `check`: the invariants, after every event and at the end.
+//! - `tier`: tiered storage (issue 57): the broker's own copy task
+//!   (`frieda::tiering::task`) against the simulated controller and a simulated object store,
+//!   local retention over the copies, followers starting again above them.
 //! - [`shrink`]: a failing plan made short.
 //!
 //! `cargo run --release -p frieda-sim -- --seeds 1000` runs seeds 0..1000; `--seed N --trace`
@@ -24,6 +27,7 @@ pub mod disk;
 pub mod net;
 pub mod plan;
 pub mod shrink;
+mod tier;
 pub mod world;
 
 pub use plan::{Action, Plan, Shape, Time};

@@ -140,6 +140,27 @@ pub enum Msg {
         /// Records.
         count: i64,
     },
+    /// Leader -> controller: a change to a partition's remote segments (the copy task's
+    /// `ControllerRequest::RemoteSegment`).
+    RemoteCommit {
+        /// Request id (per broker run).
+        req: u64,
+        /// Partition.
+        partition: i32,
+        /// The issuing leader's epoch.
+        leader_epoch: i32,
+        /// The change.
+        change: frieda_meta::remote_log::RemoteSegmentChange,
+    },
+    /// Controller -> leader: the metadata offset the change was committed at, or the refusal.
+    RemoteCommitReply {
+        /// Request id.
+        req: u64,
+        /// Partition.
+        partition: i32,
+        /// Offset or refusal.
+        result: Result<u64, MetaError>,
+    },
     /// Broker -> client.
     ProduceReply {
         /// Request id.

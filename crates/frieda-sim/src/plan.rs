@@ -30,11 +30,29 @@ pub struct Shape {
     pub quorum: bool,
     /// Most batches a replica fetch returns (`replica.fetch.max.bytes` in batches).
     pub fetch_max_batches: usize,
+    /// Tiered storage (KIP-405, issue 57): segments copied to a simulated object store by the
+    /// broker's own copy task, local retention over the copies, followers starting again above
+    /// them. Drawn from its own generator, so the rest of a seed's plan is what it was before.
+    pub tier: Option<TierShape>,
     /// When faults and new produce requests stop; everything heals and the run settles until
     /// `end`.
     pub heal: Time,
     /// The end of the run.
     pub end: Time,
+}
+
+/// The tiered-storage settings of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TierShape {
+    /// Records a local segment takes before it rolls, per broker (index `id - 1`): replicas
+    /// roll at different offsets, as `segment.ms`, restarts and truncations make them.
+    pub segment_records: Vec<i64>,
+    /// Closed local segments local retention keeps (`local.retention.bytes` in segments).
+    pub keep_local: usize,
+    /// `remote.log.manager.task.interval.ms`.
+    pub task_interval: Time,
+    /// How long an object-store request takes, ms (lowest, highest).
+    pub store_latency: (Time, Time),
 }
 
 /// One planned event.
@@ -150,6 +168,25 @@ pub enum Action {
         /// New replicas.
         target: Vec<i32>,
     },
+    /// The object store hangs for `len` ms: requests sent meanwhile complete after it (a
+    /// SIGSTOPped store, a network stall).
+    StoreStall {
+        /// For, ms.
+        len: Time,
+    },
+    /// The object store answers every request with 503 SlowDown for `len` ms.
+    StoreErrors {
+        /// For, ms.
+        len: Time,
+    },
+    /// SIGKILL of the partition's current leader (tiered runs: most often in the middle of a
+    /// copy), restarted after `down` ms.
+    CrashLeader {
+        /// Partition.
+        partition: i32,
+        /// Down for, ms.
+        down: Time,
+    },
 }
 
 /// A run: its seed, shape and timed actions (sorted by time).
@@ -168,6 +205,7 @@ pub struct Plan {
 fn takes_broker_down(a: &Action) -> Option<(i32, Time)> {
     match a {
         Action::KillLeaderTwice { down, gap, .. } => Some((0, 2 * down + gap + 4_000)),
+        Action::CrashLeader { down, .. } => Some((0, *down)),
         Action::Crash { broker, down }
         | Action::PowerLoss { broker, down }
         | Action::Shutdown { broker, down } => Some((*broker, *down)),
@@ -199,9 +237,33 @@ impl Plan {
             fsync: rng.gen_bool(0.3),
             quorum: ChaCha8Rng::seed_from_u64(seed ^ 0x5155_4f52_554d).gen_bool(0.5),
             fetch_max_batches: [1, 2, 8, 32][rng.gen_range(0..4)],
+            tier: None,
             heal: 40_000,
             end: 60_000,
         };
+        let mut tier_rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5449_4552_4544);
+        let mut shape = shape;
+        if tier_rng.gen_bool(0.5) {
+            let base = tier_rng.gen_range(10..60);
+            shape.tier = Some(TierShape {
+                segment_records: (0..brokers)
+                    .map(|_| {
+                        if tier_rng.gen_bool(0.5) {
+                            base
+                        } else {
+                            tier_rng.gen_range(10..60)
+                        }
+                    })
+                    .collect(),
+                keep_local: tier_rng.gen_range(0..=2),
+                task_interval: [50, 200, 1_000][tier_rng.gen_range(0..3)],
+                store_latency: if tier_rng.gen_bool(0.3) {
+                    (20, 400)
+                } else {
+                    (1, 30)
+                },
+            });
+        }
         let mut actions = Vec::new();
         // Produce requests: 20-80 per second over the fault phase.
         let rate = rng.gen_range(20..=80);
@@ -309,6 +371,26 @@ impl Plan {
             }
             actions.push((t, a));
             t += rng.gen_range(500..4_000);
+        }
+        if shape.tier.is_some() {
+            // Faults of the object store, and leaders killed while they copy.
+            let mut t: Time = 3_000;
+            while t < shape.heal - 5_000 {
+                let a = match tier_rng.gen_range(0..3) {
+                    0 => Action::StoreStall {
+                        len: tier_rng.gen_range(500..12_000),
+                    },
+                    1 => Action::StoreErrors {
+                        len: tier_rng.gen_range(200..6_000),
+                    },
+                    _ => Action::CrashLeader {
+                        partition: tier_rng.gen_range(0..shape.partitions),
+                        down: tier_rng.gen_range(500..6_000),
+                    },
+                };
+                actions.push((t, a));
+                t += tier_rng.gen_range(2_000..9_000);
+            }
         }
         actions.sort_by_key(|(t, _)| *t);
         Plan {

@@ -118,7 +118,7 @@ pub struct Report {
 }
 
 #[derive(Debug, Clone)]
-enum Event {
+pub(crate) enum Event {
     Deliver {
         from: Node,
         to: Node,
@@ -146,10 +146,20 @@ enum Event {
     },
     EndSlow(u64),
     Heal,
+    /// An object-store request completes (`crate::tier`).
+    StoreDone(u64),
+    /// Its answer reaches the broker that sent it.
+    StoreReply {
+        broker: i32,
+        run: u32,
+        op: u64,
+        failed: bool,
+        more: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Timer {
+pub(crate) enum Timer {
     Heartbeat,
     MetaPull,
     FetchTick,
@@ -158,6 +168,10 @@ enum Timer {
     Writeback,
     Flush(i32),
     AlterTimeout(u64),
+    /// `remote.log.manager.task.interval.ms` (`crate::tier`).
+    TierTick,
+    /// Local retention of tiered replicas (`crate::tier`).
+    LocalRetention,
 }
 
 struct Entry {
@@ -211,6 +225,17 @@ pub(crate) struct Replica {
     pub(crate) last_leader_hw: Option<(i32, i64)>,
 }
 
+impl Replica {
+    /// Its log was started again at its log end (`crate::tier`): fetch from there, no
+    /// truncation first.
+    pub(crate) fn fetch_starts_again(&mut self) {
+        self.fetch = FetchState {
+            truncated: true,
+            ..FetchState::default()
+        };
+    }
+}
+
 /// What the checks see of an acknowledged produce.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PendingRef {
@@ -246,11 +271,11 @@ struct Pending {
 pub(crate) struct Broker {
     pub(crate) id: i32,
     pub(crate) up: bool,
-    run: u32,
+    pub(crate) run: u32,
     pub(crate) incarnation: Uuid,
     paused_until: Time,
     suspended_ms: Time,
-    image: MetadataImage,
+    pub(crate) image: MetadataImage,
     ready: bool,
     fenced: bool,
     shutting_down: bool,
@@ -262,10 +287,12 @@ pub(crate) struct Broker {
     pending_renew: Option<(u64, u64, bool, Time)>,
     pub(crate) replicas: BTreeMap<i32, Replica>,
     pub(crate) disks: BTreeMap<i32, Disk>,
-    next_req: u64,
+    pub(crate) next_req: u64,
     pending: Vec<Pending>,
     parked: Vec<Parked>,
     alters: BTreeMap<u64, (i32, IsrChange)>,
+    /// The copy tasks of the tiered partitions it leads (`crate::tier`).
+    pub(crate) tier: BTreeMap<i32, crate::tier::TierSlot>,
 }
 
 impl Broker {
@@ -299,7 +326,7 @@ pub struct World {
     pub(crate) now: Time,
     seq: u64,
     queue: BinaryHeap<Entry>,
-    rng: ChaCha8Rng,
+    pub(crate) rng: ChaCha8Rng,
     pub(crate) brokers: Vec<Broker>,
     pub(crate) controller: Controller,
     cuts: BTreeMap<u64, (Vec<i32>, bool)>,
@@ -318,8 +345,10 @@ pub struct World {
     pub(crate) history: Vec<BTreeMap<i64, Batch>>,
     pub(crate) violation: Option<Violation>,
     pub(crate) stats: Stats,
-    trace: Option<Vec<String>>,
+    pub(crate) trace: Option<Vec<String>>,
     healed: bool,
+    /// The object store of tiered runs.
+    pub(crate) store: crate::tier::SimStore,
 }
 
 impl World {
@@ -355,6 +384,7 @@ impl World {
             stats: Stats::default(),
             trace: trace.then(Vec::new),
             healed: false,
+            store: Default::default(),
             plan,
         };
         for id in 1..=w.plan.shape.brokers {
@@ -379,6 +409,7 @@ impl World {
                 pending: Vec::new(),
                 parked: Vec::new(),
                 alters: BTreeMap::new(),
+                tier: BTreeMap::new(),
             });
             w.start_broker(id);
         }
@@ -444,7 +475,7 @@ impl World {
         }
     }
 
-    fn push(&mut self, at: Time, event: Event) {
+    pub(crate) fn push(&mut self, at: Time, event: Event) {
         self.seq += 1;
         self.queue.push(Entry {
             time: at,
@@ -453,20 +484,20 @@ impl World {
         });
     }
 
-    fn after(&mut self, delay: Time, event: Event) {
+    pub(crate) fn after(&mut self, delay: Time, event: Event) {
         let at = self.now + delay;
         self.push(at, event);
     }
 
-    fn b(&self, id: i32) -> &Broker {
+    pub(crate) fn b(&self, id: i32) -> &Broker {
         &self.brokers[(id - 1) as usize]
     }
 
-    fn bm(&mut self, id: i32) -> &mut Broker {
+    pub(crate) fn bm(&mut self, id: i32) -> &mut Broker {
         &mut self.brokers[(id - 1) as usize]
     }
 
-    fn timer(&mut self, broker: i32, delay: Time, timer: Timer) {
+    pub(crate) fn timer(&mut self, broker: i32, delay: Time, timer: Timer) {
         let run = self.b(broker).run;
         self.after(delay, Event::Timer { broker, run, timer });
     }
@@ -497,7 +528,7 @@ impl World {
 
     /// Sends `msg`: delayed 0-3 ms (sometimes 10-60 ms, reordering it), sometimes lost or
     /// delivered twice; dropped on a cut link.
-    fn send(&mut self, from: Node, to: Node, msg: Msg) {
+    pub(crate) fn send(&mut self, from: Node, to: Node, msg: Msg) {
         if self.cut_between(from, to) {
             self.stats.dropped += 1;
             return;
@@ -554,6 +585,7 @@ impl World {
                 ..
             } => Some(*id),
             Event::Timer { broker, .. } => Some(*broker),
+            Event::StoreReply { broker, .. } => Some(*broker),
             _ => None,
         };
         if let Some(id) = target {
@@ -616,6 +648,19 @@ impl World {
                 self.slow.remove(&id);
             }
             Event::Heal => self.heal(),
+            Event::StoreDone(op) => self.store_done(op),
+            Event::StoreReply {
+                broker,
+                run,
+                op,
+                failed,
+                more,
+            } => {
+                let b = self.b(broker);
+                if b.up && b.run == run {
+                    self.store_reply(broker, op, failed, more);
+                }
+            }
         }
     }
 
@@ -755,6 +800,20 @@ impl World {
                     }
                 }
             }
+            Action::StoreStall { len } => {
+                self.store.stall_until = self.store.stall_until.max(self.now + len);
+            }
+            Action::StoreErrors { len } => {
+                self.store.errors_until = self.store.errors_until.max(self.now + len);
+            }
+            Action::CrashLeader { partition, down } => {
+                if let Some(p) = self.controller.image.partition(TOPIC, partition).cloned() {
+                    if p.leader > 0 && self.b(p.leader).up {
+                        self.stop_broker(p.leader, false, false);
+                        self.after(down, Event::Restart(p.leader));
+                    }
+                }
+            }
             Action::Reassign { partition, target } => {
                 if self.controller.out_until <= self.now {
                     let _ = self.commit(MetaCommand::Reassign {
@@ -773,6 +832,8 @@ impl World {
         self.cuts.clear();
         self.slow.clear();
         self.leader_watch.clear();
+        self.store.stall_until = self.store.stall_until.min(self.now);
+        self.store.errors_until = self.store.errors_until.min(self.now);
         if self.controller.out_until > self.now {
             self.controller.out_until = self.now;
             self.end_outage();
@@ -836,6 +897,7 @@ impl World {
         b.pending.clear();
         b.parked.clear();
         b.alters.clear();
+        b.tier.clear();
         for d in b.disks.values_mut() {
             d.log.restart();
         }
@@ -847,6 +909,7 @@ impl World {
         self.timer(id, HW_CHECKPOINT_MS, Timer::HwCheckpoint);
         let wb = self.rng.gen_range(500..5_000);
         self.timer(id, wb, Timer::Writeback);
+        self.tier_start(id);
     }
 
     /// The process stops: a crash (page cache kept), a power loss (`power`: unsynced writes
@@ -865,6 +928,7 @@ impl World {
         b.pending.clear();
         b.parked.clear();
         b.alters.clear();
+        b.tier.clear();
         self.log(|| format!("broker {id} stops (power loss: {power}, clean: {clean})"));
         if power {
             self.power_loss(id);
@@ -982,7 +1046,10 @@ impl World {
 
     // ------------------------------------------------------------------ controller
 
-    fn commit(&mut self, cmd: MetaCommand) -> Result<frieda_meta::MetaOutcome, MetaError> {
+    pub(crate) fn commit(
+        &mut self,
+        cmd: MetaCommand,
+    ) -> Result<frieda_meta::MetaOutcome, MetaError> {
         let before = self.controller.image.clone();
         let offset = self.controller.log.len() as u64 + 1;
         let result = self.controller.image.apply(&cmd, offset);
@@ -1218,6 +1285,12 @@ impl World {
                     },
                 );
             }
+            Msg::RemoteCommit {
+                req,
+                partition,
+                leader_epoch,
+                change,
+            } => self.tier_commit(from, req, partition, leader_epoch, change),
             _ => {}
         }
     }
@@ -1295,6 +1368,8 @@ impl World {
                     self.alter_answer(id, p, &change, AlterAnswer::Unknown);
                 }
             }
+            Timer::TierTick => self.tier_tick(id),
+            Timer::LocalRetention => self.local_retention(id),
         }
     }
 
@@ -1399,6 +1474,7 @@ impl World {
                 if changed {
                     self.reconcile(id);
                     self.after_metadata(id);
+                    self.tier_image_advanced(id);
                 }
             }
             Msg::AlterIsrReply {
@@ -1496,6 +1572,11 @@ impl World {
                 acks,
                 count,
             } => self.on_produce(id, req, partition, acks, count),
+            Msg::RemoteCommitReply {
+                req,
+                partition,
+                result,
+            } => self.tier_commit_reply(id, req, partition, result),
             _ => {}
         }
     }
@@ -1614,6 +1695,7 @@ impl World {
                 last_leader_hw: None,
             },
         );
+        self.tier_open(id, p);
     }
 
     fn become_leader(&mut self, id: i32, p: i32, state: &PartitionState) {
@@ -1846,6 +1928,12 @@ impl World {
         };
         let data = match result {
             Ok(d) => d,
+            Err(ResponseError::OffsetMovedToTieredStorage) => {
+                if !self.tier_start_again(id, p, offset) {
+                    self.back_off(id, p);
+                }
+                return;
+            }
             Err(ResponseError::OffsetOutOfRange) => {
                 // The leader's log start is not in the error answer; the leader never moves it
                 // here (no retention in the simulation), so a retruncation it is.
@@ -1956,6 +2044,9 @@ impl World {
         r.repl.check_follower(current_epoch)?;
         if d.log.is_offline() {
             return Err(ResponseError::KafkaStorageError);
+        }
+        if self.tier_fetch_below_start(id, p, offset) {
+            return Err(ResponseError::OffsetMovedToTieredStorage);
         }
         let validated = validate_follower_fetch(&d.log, offset, last_fetched_epoch);
         let (leo_now, hw_now) = (d.log.leo(), r.repl.high_watermark());
@@ -2103,6 +2194,8 @@ impl World {
                     Err(ResponseError::NotLeaderOrFollower)
                 } else if d.log.is_offline() {
                     Err(ResponseError::KafkaStorageError)
+                } else if self.tier_fetch_below_start(id, x.partition, x.offset) {
+                    Err(ResponseError::OffsetMovedToTieredStorage)
                 } else {
                     Ok(FetchData {
                         batches: d.log.read(x.offset, self.plan.shape.fetch_max_batches),
