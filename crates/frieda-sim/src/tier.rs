@@ -35,9 +35,6 @@ const COMMIT_TIMEOUT_MS: Time = 10_000;
 /// The retry backoff of a failed round: first wait and most (the broker's
 /// `remote.log.manager.task.retry.backoff.ms` / `.max.ms`, shortened).
 const BACKOFF_MS: (Time, Time) = (200, 5_000);
-/// How often a leader sweeps a partition's objects for orphans (the broker's
-/// `copier::SWEEP_EVERY`, shortened).
-const SWEEP_EVERY_MS: Time = 3_000;
 /// How often each broker applies local retention (`log.retention.check.interval.ms`).
 pub(crate) const LOCAL_RETENTION_MS: Time = 250;
 
@@ -231,7 +228,10 @@ impl World {
                 return;
             };
             let now = self.now;
-            if slot.swept_at.is_none_or(|at| now >= at + SWEEP_EVERY_MS) {
+            // The broker's copier: a sweep every SWEEP_EVERY_INTERVALS task intervals.
+            let interval = self.plan.shape.tier.as_ref().map_or(1_000, |t| t.task_interval);
+            let every = interval * u64::from(frieda::tiering::copier::SWEEP_EVERY_INTERVALS);
+            if slot.swept_at.is_none_or(|at| now >= at + every) {
                 slot.swept_at = Some(now);
                 slot.task.request_sweep();
             }

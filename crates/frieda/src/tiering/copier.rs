@@ -87,9 +87,9 @@ impl RetryBackoff {
     }
 }
 
-/// How often each led partition's objects are swept for orphans (one LIST each;
-/// [`CopyTask::request_sweep`]).
-pub const SWEEP_EVERY: Duration = Duration::from_secs(300);
+/// Each led partition's objects are swept for orphans ([`CopyTask::request_sweep`], one LIST
+/// each) every this many `remote.log.manager.task.interval.ms` (5 min at Kafka's default 30 s).
+pub const SWEEP_EVERY_INTERVALS: u32 = 10;
 
 /// One led partition's copy task and its failures in a row (with when to try again).
 struct Tracked {
@@ -166,7 +166,11 @@ pub async fn run(
                 retention,
                 quota: copy_quota.as_ref(),
             };
-            match driver.round(&mut tracked.task, &mut tracked.swept_at).await {
+            let sweep_every = interval * SWEEP_EVERY_INTERVALS;
+            match driver
+                .round(&mut tracked.task, &mut tracked.swept_at, sweep_every)
+                .await
+            {
                 Ok(()) => {
                     tracked.failures = 0;
                     tracked.retry_at = None;
@@ -490,11 +494,12 @@ impl Driver<'_> {
         &mut self,
         task: &mut CopyTask,
         swept_at: &mut Option<Instant>,
+        sweep_every: Duration,
     ) -> Result<(), RoundError> {
         task.begin_round();
         loop {
-            // A sweep for orphans is due every SWEEP_EVERY, also in a long round.
-            if swept_at.is_none_or(|at| at.elapsed() >= SWEEP_EVERY) {
+            // A sweep for orphans is due every `sweep_every`, also in a long round.
+            if swept_at.is_none_or(|at| at.elapsed() >= sweep_every) {
                 *swept_at = Some(Instant::now());
                 task.request_sweep();
             }

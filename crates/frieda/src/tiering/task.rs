@@ -13,12 +13,12 @@
 //! 4. the next closed segment past the copied end is copied: `COPY_STARTED` under a new id,
 //!    the objects, `COPY_FINISHED`; one at a time, up to the last segment copyable when the
 //!    round's first copy began (so a busy partition does not keep the driver forever);
-//! 5. when the driver asks ([`CopyTask::request_sweep`], every few minutes), before the next
-//!    copy, the partition's objects are listed and those of copies the image says were deleted
-//!    are deleted again: a PUT sent before its copy was abandoned, by a process that then died
-//!    or was paused, can land after the deletion (found by the simulator and the tiered fault
-//!    soak). Only ids the image lists as deleted are touched: an unknown id may be a newer
-//!    leader's copy this image has not seen yet.
+//! 5. when the driver asks ([`CopyTask::request_sweep`]; the broker every 10 task
+//!    intervals), before the next copy, the partition's objects are listed and those of
+//!    copies the image says were deleted are deleted again: a PUT sent before its copy was
+//!    abandoned, by a process that then died or was paused, can land after the deletion
+//!    (found by the simulator and the tiered fault soak). Only ids the image lists as deleted
+//!    are touched: an unknown id may be a newer leader's copy this image has not seen yet.
 //!
 //! **The rule that keeps a finished copy (issue 57, defect 1).** Decisions are made only on
 //! an image that has applied every change this task committed ([`Step::AwaitImage`] until it
