@@ -630,6 +630,11 @@ impl Controller {
                 Ok(ControllerReply::Done)
             }
             ControllerRequest::SetBrokerConfigs { resource, configs } => {
+                // KAFKA-16540's refusals before anything is written (`apply` refuses too).
+                self.image
+                    .borrow()
+                    .check_broker_min_isr(&resource, &configs)
+                    .map_err(ControllerError::Meta)?;
                 self.propose(MetaCommand::SetBrokerConfigs { resource, configs })
                     .await?;
                 Ok(ControllerReply::Done)
@@ -915,7 +920,9 @@ impl Controller {
             }
         }
         let min_insync = self.config.min_insync_replicas.max(1);
-        if image.min_insync_default != min_insync {
+        // Also when ELR is on and the min.insync.replicas configs break KAFKA-16540's rules
+        // (no cluster-wide value, a broker's own): applying it repairs them.
+        if image.min_insync_default != min_insync || image.min_isr_configs_need_reset() {
             if let Err(e) = self
                 .propose(MetaCommand::SetMinInsyncDefault { min_insync })
                 .await

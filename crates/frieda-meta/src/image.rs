@@ -197,6 +197,9 @@ pub struct MetadataImage {
     pub offset: u64,
 }
 
+/// The topic config (and broker-level synonym) KIP-966's ELR is kept by.
+pub const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
+
 /// Most deleted topics whose remote data awaits deletion ([`MetadataImage::deleted_remote`]);
 /// a topic deleted beyond it leaves its objects in the bucket (logged by the controller).
 pub const MAX_DELETED_REMOTE_TOPICS: usize = 100_000;
@@ -489,6 +492,10 @@ pub enum MetaError {
     /// INVALID_REQUEST (42): a command that cannot apply as it is.
     #[error("{0}")]
     Invalid(String),
+    /// INVALID_CONFIG (40): a config change the cluster refuses (KAFKA-16540's rules for
+    /// `min.insync.replicas` while ELR is on).
+    #[error("{0}")]
+    InvalidConfig(String),
 }
 
 impl PartitionState {
@@ -547,6 +554,121 @@ impl MetadataImage {
             .or_else(|| self.broker_configs.get("").and_then(|c| c.get(key)))
     }
 
+    /// Refuses, while ELR is on, a new config set `configs` of broker resource `resource`
+    /// (`""`: the cluster-wide default) that alters a broker's `min.insync.replicas` or
+    /// removes the cluster-wide one: KAFKA-16540's rules (Kafka 4.x
+    /// `ConfigurationControlManager`), since brokers that disagree on which partitions are
+    /// under `min.insync.replicas` break KIP-966's guarantee. Errors: [`MetaError::InvalidConfig`]
+    /// with Kafka's messages (INVALID_CONFIG, 40).
+    pub fn check_broker_min_isr(
+        &self,
+        resource: &str,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), MetaError> {
+        if !self.elr_enabled() {
+            return Ok(());
+        }
+        let old = self
+            .broker_configs
+            .get(resource)
+            .and_then(|c| c.get(MIN_INSYNC_REPLICAS));
+        let new = configs.get(MIN_INSYNC_REPLICAS);
+        if resource.is_empty() {
+            if old.is_some() && new.is_none() {
+                return Err(MetaError::InvalidConfig(
+                    "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+                        .into(),
+                ));
+            }
+        } else if new.is_some() {
+            return Err(MetaError::InvalidConfig(
+                "Broker-level min.insync.replicas cannot be altered while ELR is enabled.".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the `min.insync.replicas` configs break KAFKA-16540's rules while ELR is on: no
+    /// cluster-wide value, or a broker's own. The active controller then proposes
+    /// [`MetaCommand::SetMinInsyncDefault`], whose [`apply`](Self::apply) repairs it.
+    pub fn min_isr_configs_need_reset(&self) -> bool {
+        self.elr_enabled()
+            && (self
+                .broker_configs
+                .get("")
+                .is_none_or(|c| !c.contains_key(MIN_INSYNC_REPLICAS))
+                || self
+                    .broker_configs
+                    .iter()
+                    .any(|(r, c)| !r.is_empty() && c.contains_key(MIN_INSYNC_REPLICAS)))
+    }
+
+    /// While ELR is on: writes the cluster-wide `min.insync.replicas` from the active
+    /// controller's static value when absent, and removes every broker's own (Kafka's
+    /// `maybeResetMinIsrConfig`, run when ELR is turned on and at bootstrap).
+    fn reset_min_isr_configs(&mut self) {
+        if !self.elr_enabled() || self.min_insync_default < 1 {
+            return;
+        }
+        let default = self.min_insync_default.to_string();
+        self.broker_configs
+            .entry(String::new())
+            .or_default()
+            .entry(MIN_INSYNC_REPLICAS.to_string())
+            .or_insert(default);
+        for (resource, c) in self.broker_configs.iter_mut() {
+            if !resource.is_empty() {
+                c.remove(MIN_INSYNC_REPLICAS);
+            }
+        }
+        self.broker_configs.retain(|_, c| !c.is_empty());
+    }
+
+    /// `topic`'s effective `min.insync.replicas`, `None` for a topic that does not exist.
+    fn min_isr_of(&self, topic: &str) -> Option<usize> {
+        self.topics
+            .contains_key(topic)
+            .then(|| self.effective_min_isr(topic))
+    }
+
+    /// Every topic's effective `min.insync.replicas`.
+    fn min_isr_by_topic(&self) -> BTreeMap<String, usize> {
+        self.topics
+            .keys()
+            .map(|t| (t.clone(), self.effective_min_isr(t)))
+            .collect()
+    }
+
+    /// Clears the ELR of each topic whose effective `min.insync.replicas` is no longer what
+    /// `before` says (KAFKA-16540).
+    fn clear_elr_where_min_isr_changed(&mut self, before: &BTreeMap<String, usize>) {
+        let changed: Vec<String> = before
+            .iter()
+            .filter(|(t, m)| self.min_isr_of(t).is_some_and(|now| now != **m))
+            .map(|(t, _)| t.clone())
+            .collect();
+        for t in changed {
+            self.clear_elr_of(&t);
+        }
+    }
+
+    /// Clears the ELR and last known ELR of `topic`'s partitions (Kafka's `ClearElrRecord`
+    /// for a topic): a replica's claim was made under the old `min.insync.replicas` and does
+    /// not prove it holds the records committed under the new one. A partition that had any
+    /// moves its partition epoch on.
+    fn clear_elr_of(&mut self, topic: &str) {
+        let Some(t) = self.topics.get_mut(topic) else {
+            return;
+        };
+        for p in &mut t.partitions {
+            if !p.elr.is_empty() || !p.last_known_elr.is_empty() {
+                p.elr.clear();
+                p.last_known_elr.clear();
+                p.partition_epoch += 1;
+            }
+        }
+    }
+
     /// Whether eligible leader replicas are on ([`ELR_FEATURE`] finalized at 1 or more; a
     /// cluster that never set it runs at [`ELR_DEFAULT_LEVEL`]).
     pub fn elr_enabled(&self) -> bool {
@@ -565,14 +687,24 @@ impl MetadataImage {
             .map_or(self.quorum_ack_default, |v| v == "quorum")
     }
 
-    /// `topic`'s effective `min.insync.replicas` (Kafka's `getTopicEffectiveMinIsr`): the
-    /// topic's config, else the dynamic cluster-wide default, else the active controller's
-    /// static one, at least 1 and at most the replication factor.
-    pub fn effective_min_isr(&self, topic: &str) -> usize {
-        let configured = self
-            .topic_config(topic, "min.insync.replicas")
+    /// `topic`'s `min.insync.replicas` as the cluster decides it, at least 1: the topic's
+    /// config, else the dynamic cluster-wide default, else the active controller's static one
+    /// (Kafka's `ConfigurationControlManager.getTopicConfig` without the per-broker level,
+    /// which KAFKA-16540 forbids while ELR is on). Every leader enforces this value for
+    /// `acks=all` in a cluster and the controller keeps ELR by it (capped at the replication
+    /// factor, [`Self::effective_min_isr`]), so both sides agree on which partitions are under
+    /// it (KIP-966's invariant).
+    pub fn min_insync_replicas(&self, topic: &str) -> i64 {
+        self.topic_config(topic, MIN_INSYNC_REPLICAS)
             .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(i64::from(self.min_insync_default));
+            .unwrap_or(i64::from(self.min_insync_default))
+            .max(1)
+    }
+
+    /// `topic`'s effective `min.insync.replicas` (Kafka's `getTopicEffectiveMinIsr`):
+    /// [`Self::min_insync_replicas`], at least 1 and at most the replication factor.
+    pub fn effective_min_isr(&self, topic: &str) -> usize {
+        let configured = self.min_insync_replicas(topic);
         let rf = self
             .topics
             .get(topic)
@@ -699,7 +831,12 @@ impl MetadataImage {
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::SetMinInsyncDefault { min_insync } => {
+                let before = self.min_isr_by_topic();
                 self.min_insync_default = *min_insync;
+                // KAFKA-16540: with ELR on, the cluster-wide default decides and no broker
+                // overrides it (what Kafka's activation records do at bootstrap).
+                self.reset_min_isr_configs();
+                self.clear_elr_where_min_isr_changed(&before);
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::UnfenceBroker { id, incarnation } => {
@@ -760,12 +897,15 @@ impl MetadataImage {
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::SetBrokerConfigs { resource, configs } => {
+                self.check_broker_min_isr(resource, configs)?;
+                let before = self.min_isr_by_topic();
                 if configs.is_empty() {
                     self.broker_configs.remove(resource);
                 } else {
                     self.broker_configs
                         .insert(resource.clone(), configs.clone());
                 }
+                self.clear_elr_where_min_isr_changed(&before);
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::SetGroupConfigs { group, configs } => {
@@ -821,9 +961,14 @@ impl MetadataImage {
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::UpdateFeatures { levels } => {
+                let before = self.min_isr_by_topic();
                 self.finalized_features
                     .extend(levels.iter().map(|(f, l)| (f.clone(), *l)));
                 self.features_epoch = offset;
+                // ELR turned on: the cluster-wide default is written, broker overrides go
+                // (Kafka's `ConfigurationControlManager.maybeResetMinIsrConfig`).
+                self.reset_min_isr_configs();
+                self.clear_elr_where_min_isr_changed(&before);
                 if !self.elr_enabled() {
                     // Kafka's ClearElrRecord: ELR turned off clears every claim.
                     for p in self.topics.values_mut().flat_map(|t| &mut t.partitions) {
@@ -844,11 +989,16 @@ impl MetadataImage {
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::SetTopicConfigs { name, configs } => {
+                let was = self.min_isr_of(name);
                 let t = self
                     .topics
                     .get_mut(name)
                     .ok_or_else(|| MetaError::UnknownTopic(name.clone()))?;
                 t.configs = configs.clone();
+                // KAFKA-16540: a claim made under another min.insync.replicas proves nothing.
+                if self.min_isr_of(name) != was {
+                    self.clear_elr_of(name);
+                }
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::AlterIsr {

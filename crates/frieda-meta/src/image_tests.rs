@@ -1120,3 +1120,213 @@ fn remote_segments_are_fenced_by_leader_epoch_and_topic_id() {
         .unwrap();
     assert!(img.deleted_remote.is_empty());
 }
+
+fn set_cluster_min_isr(img: &mut MetadataImage, min_isr: Option<usize>, offset: u64) {
+    let mut configs = img.broker_configs.get("").cloned().unwrap_or_default();
+    match min_isr {
+        Some(m) => configs.insert(MIN_INSYNC_REPLICAS.to_string(), m.to_string()),
+        None => configs.remove(MIN_INSYNC_REPLICAS),
+    };
+    img.apply(
+        &MetaCommand::SetBrokerConfigs {
+            resource: String::new(),
+            configs,
+        },
+        offset,
+    )
+    .unwrap();
+}
+
+/// Issue 57 B (KAFKA-16540), the issue's scenario: RF 3 and min.insync.replicas 3 put 3 in
+/// the ELR when it leaves; min.insync.replicas 2 then lets records commit on 1 and 2 alone, so
+/// 3's claim is void: it is cleared, and with 1 and 2 fenced 3 is not elected (it used to
+/// be, without the records committed under 2).
+#[test]
+fn a_topic_min_isr_change_clears_the_elr_so_a_stale_claim_is_not_elected() {
+    let mut img = image_with(&[1, 2, 3]);
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    set_min_isr(&mut img, "t", 3, 150);
+    img.apply(&fence(3), 200).unwrap();
+    let p = img.partition("t", 0).unwrap().clone();
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (1, vec![1, 2], vec![3])
+    );
+    set_min_isr(&mut img, "t", 2, 201);
+    let q = img.partition("t", 0).unwrap().clone();
+    assert!(q.elr.is_empty() && q.last_known_elr.is_empty(), "{q:?}");
+    assert_eq!(q.partition_epoch, p.partition_epoch + 1);
+    img.apply(&fence(1), 202).unwrap();
+    img.apply(&fence(2), 203).unwrap();
+    let p = img.partition("t", 0).unwrap();
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (NO_LEADER, vec![], vec![1, 2]),
+        "3 lacks what was committed under min.insync.replicas 2"
+    );
+}
+
+/// The ELR is cleared on a change of the effective value only: the topic's config deleted
+/// (back to the cluster default), the cluster default changed (only topics that take it), the
+/// active controller's static value changed; a new value that caps to the same one (above the
+/// replication factor) keeps the claims.
+#[test]
+fn every_change_of_the_effective_min_isr_clears_the_elr_and_only_that() {
+    let claim = |img: &mut MetadataImage, topic: &str, at: u64| {
+        // 3 leaves an ISR of 3 below min.insync.replicas 3: ELR [3].
+        img.apply(&fence(3), at).unwrap();
+        img.apply(
+            &MetaCommand::UnfenceBroker {
+                id: 3,
+                incarnation: Uuid::from_u128(3),
+            },
+            at + 1,
+        )
+        .unwrap();
+        assert_eq!(img.partition(topic, 0).unwrap().elr, vec![3], "{topic}");
+    };
+    let mut img = image_with(&[1, 2, 3]);
+    img.apply(&MetaCommand::SetMinInsyncDefault { min_insync: 3 }, 50)
+        .unwrap();
+    create(&mut img, "own", vec![vec![1, 2, 3]]);
+    create(&mut img, "dflt", vec![vec![1, 2, 3]]);
+    set_min_isr(&mut img, "own", 3, 60);
+    claim(&mut img, "own", 100);
+    assert_eq!(img.partition("dflt", 0).unwrap().elr, vec![3]);
+
+    // 3 -> 4 with 3 replicas: still 3 in effect, the claims stand.
+    set_min_isr(&mut img, "own", 4, 110);
+    assert_eq!(img.partition("own", 0).unwrap().elr, vec![3]);
+    // The cluster default 3 -> 2: "dflt" takes it (cleared), "own" does not.
+    set_cluster_min_isr(&mut img, Some(2), 120);
+    assert!(img.partition("dflt", 0).unwrap().elr.is_empty());
+    assert_eq!(img.partition("own", 0).unwrap().elr, vec![3]);
+    // The topic's own config deleted: back to the default 2, cleared.
+    img.apply(
+        &MetaCommand::SetTopicConfigs {
+            name: "own".into(),
+            configs: BTreeMap::new(),
+        },
+        130,
+    )
+    .unwrap();
+    assert!(img.partition("own", 0).unwrap().elr.is_empty());
+
+    // An image from before the cluster-wide record: the active controller's static value is
+    // the default; its change clears, and the new value is written cluster-wide.
+    let mut img = image_with(&[1, 2, 3]);
+    img.apply(&MetaCommand::SetMinInsyncDefault { min_insync: 3 }, 50)
+        .unwrap();
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    claim(&mut img, "t", 100);
+    img.broker_configs.clear();
+    img.apply(&MetaCommand::SetMinInsyncDefault { min_insync: 2 }, 110)
+        .unwrap();
+    assert_eq!(img.effective_min_isr("t"), 2);
+    assert!(img.partition("t", 0).unwrap().elr.is_empty());
+    assert_eq!(
+        img.broker_configs[""]
+            .get(MIN_INSYNC_REPLICAS)
+            .map(String::as_str),
+        Some("2")
+    );
+}
+
+/// KAFKA-16540's config rules while ELR is on (Kafka 4.x `ConfigurationControlManager`): the
+/// active controller's static value is written as the cluster-wide `min.insync.replicas` and
+/// then decides (a later controller's other static value changes nothing); a broker's own
+/// value is refused and the cluster-wide one cannot be removed (INVALID_CONFIG with Kafka's
+/// messages); turning ELR on removes the brokers' own values. Without ELR both are allowed.
+#[test]
+fn with_elr_on_one_cluster_wide_min_isr_decides_and_broker_overrides_are_refused() {
+    let mut img = image_with(&[1, 2, 3]);
+    assert!(img.elr_enabled());
+    assert!(img.min_isr_configs_need_reset());
+    img.apply(&MetaCommand::SetMinInsyncDefault { min_insync: 2 }, 50)
+        .unwrap();
+    assert_eq!(
+        img.broker_configs[""]
+            .get(MIN_INSYNC_REPLICAS)
+            .map(String::as_str),
+        Some("2")
+    );
+    assert!(!img.min_isr_configs_need_reset());
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    assert_eq!(img.min_insync_replicas("t"), 2);
+    // Another controller with static 3: the cluster-wide 2 still decides.
+    img.apply(&MetaCommand::SetMinInsyncDefault { min_insync: 3 }, 60)
+        .unwrap();
+    assert_eq!(img.min_insync_replicas("t"), 2);
+
+    let broker_level = MetaCommand::SetBrokerConfigs {
+        resource: "1".into(),
+        configs: [(MIN_INSYNC_REPLICAS.to_string(), "3".to_string())].into(),
+    };
+    assert_eq!(
+        img.apply(&broker_level, 70),
+        Err(MetaError::InvalidConfig(
+            "Broker-level min.insync.replicas cannot be altered while ELR is enabled.".into()
+        ))
+    );
+    let mut other = img.broker_configs[""].clone();
+    other.remove(MIN_INSYNC_REPLICAS);
+    other.insert("log.retention.ms".into(), "1000".into());
+    assert_eq!(
+        img.apply(
+            &MetaCommand::SetBrokerConfigs {
+                resource: String::new(),
+                configs: other,
+            },
+            71
+        ),
+        Err(MetaError::InvalidConfig(
+            "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.".into()
+        ))
+    );
+    assert!(!img.broker_configs.contains_key("1"));
+    // Other broker-level keys are still fine.
+    img.apply(
+        &MetaCommand::SetBrokerConfigs {
+            resource: "1".into(),
+            configs: [("log.retention.ms".to_string(), "1000".to_string())].into(),
+        },
+        72,
+    )
+    .unwrap();
+
+    // Without ELR both are allowed; turning it on removes the broker's own value.
+    set_elr(&mut img, 0, 80);
+    img.apply(
+        &MetaCommand::SetBrokerConfigs {
+            resource: "1".into(),
+            configs: [
+                (MIN_INSYNC_REPLICAS.to_string(), "3".to_string()),
+                ("log.retention.ms".to_string(), "1000".to_string()),
+            ]
+            .into(),
+        },
+        81,
+    )
+    .unwrap();
+    set_cluster_min_isr(&mut img, None, 82);
+    assert!(!img.min_isr_configs_need_reset());
+    set_elr(&mut img, 1, 83);
+    assert_eq!(
+        img.broker_configs["1"].get(MIN_INSYNC_REPLICAS),
+        None,
+        "the broker's own min.insync.replicas goes"
+    );
+    assert_eq!(
+        img.broker_configs["1"]
+            .get("log.retention.ms")
+            .map(String::as_str),
+        Some("1000")
+    );
+    assert_eq!(
+        img.broker_configs[""]
+            .get(MIN_INSYNC_REPLICAS)
+            .map(String::as_str),
+        Some("3"),
+        "written from the active controller's static value"
+    );
+}

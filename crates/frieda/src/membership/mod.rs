@@ -67,6 +67,7 @@ pub fn error_code(e: &ControllerError) -> ResponseError {
             MetaError::UnknownBroker(_) => ResponseError::BrokerIdNotRegistered,
             MetaError::DelegationTokenNotFound(_) => ResponseError::DelegationTokenNotFound,
             MetaError::Invalid(_) => ResponseError::InvalidRequest,
+            MetaError::InvalidConfig(_) => ResponseError::InvalidConfig,
         },
     }
 }
