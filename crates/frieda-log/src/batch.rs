@@ -358,6 +358,42 @@ pub fn records_section<'a>(batch: &'a [u8], h: &BatchHeader) -> Result<Cow<'a, [
     }
 }
 
+/// The first record of a whole batch (header `h`) that `ok` accepts, given its offset and
+/// timestamp (ms): `(offset, timestamp)`, or `None`. A record's timestamp is the batch's base
+/// timestamp plus its delta, or the batch's max timestamp for a `LogAppendTime` batch (Kafka's
+/// `DefaultRecordBatch` iterators). Checks the batch's CRC first; decompresses a compressed
+/// batch (bounded as [`records_section`]). Used by lookups by timestamp (ListOffsets, KIP-79)
+/// over both the local and the remote tier (Kafka's `LogSegment.findOffsetByTimestamp`,
+/// `RemoteLogManager.lookupTimestamp`).
+///
+/// Errors: `CorruptMessage` for a CRC mismatch, a short batch or undecodable records.
+pub fn find_record(
+    batch: &[u8],
+    h: &BatchHeader,
+    ok: impl Fn(i64, i64) -> bool,
+) -> Result<Option<(i64, i64)>, BatchError> {
+    if !crc_ok(batch) {
+        return Err(BatchError::CorruptMessage(format!(
+            "CRC mismatch in batch at offset {}",
+            h.base_offset
+        )));
+    }
+    let section = records_section(batch, h)?;
+    let append_time = h.timestamp_type() == TimestampType::LogAppendTime;
+    for r in crate::records::parse_records(&section, h.records_count)? {
+        let ts = if append_time {
+            h.max_timestamp
+        } else {
+            h.base_timestamp.saturating_add(r.timestamp_delta)
+        };
+        let offset = h.base_offset.saturating_add(i64::from(r.offset_delta));
+        if ok(offset, ts) {
+            return Ok(Some((offset, ts)));
+        }
+    }
+    Ok(None)
+}
+
 /// True if the stored CRC of a whole batch matches its content (used by recovery).
 pub(crate) fn crc_ok(batch: &[u8]) -> bool {
     match BatchHeader::parse(batch) {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::LogError;
-use crate::index::{decode_offsets, encode_offsets, encode_times};
+use crate::index::{decode_offsets, decode_times, encode_offsets, encode_times};
 use crate::partition::LogReader;
 use crate::segment::{read_exact_at, scan_headers_windowed, SegmentShared};
 use crate::snapshot;
@@ -174,6 +174,9 @@ impl ClosedSegment {
 pub struct RemoteIndexes {
     /// Offset index: `(offset relative to the base, byte position)`, ascending.
     offsets: Vec<(u32, u32)>,
+    /// Time index: `(largest timestamp so far in ms, offset relative to the base of the batch
+    /// carrying it)`, timestamps ascending.
+    times: Vec<(i64, u32)>,
     /// The transactions aborted by markers in the segment.
     pub aborted: Vec<AbortedTxn>,
     /// The producer snapshot at the offset after the segment; empty when there was none (or
@@ -207,10 +210,15 @@ impl RemoteIndexes {
             .into_iter()
             .map(|e| (e.rel_offset, e.position))
             .collect();
+        let times = decode_times(parts[1])?
+            .into_iter()
+            .map(|e| (e.timestamp, e.rel_offset))
+            .collect();
         let (aborted, whole) = decode_entries(parts[2]);
         let producer_snapshot = parts.get(4).map_or_else(Vec::new, |p| p.to_vec());
         whole.then_some(RemoteIndexes {
             offsets,
+            times,
             aborted,
             producer_snapshot,
         })
@@ -226,6 +234,22 @@ impl RemoteIndexes {
         } else {
             u64::from(self.offsets[i - 1].1)
         }
+    }
+
+    /// The byte position in the `.log` of a segment based at `base` from which a search for
+    /// the first record with timestamp `>= ts` and offset `>= starting_offset` starts, as
+    /// Kafka's `RemoteIndexCache.Entry.lookupTimestamp` finds it: the last time-index entry
+    /// whose timestamp is `<= ts` names a batch before which every record is older than `ts`
+    /// (the segment's base if none), and the position is the offset index's for the larger of
+    /// that batch's offset and `starting_offset`. With `ts` the segment's largest timestamp it
+    /// is the position of the first batch carrying it.
+    pub fn time_position(&self, base: i64, ts: i64, starting_offset: i64) -> u64 {
+        let i = self.times.partition_point(|(t, _)| *t <= ts);
+        let from = match i.checked_sub(1) {
+            Some(i) => base + i64::from(self.times[i].1),
+            None => base,
+        };
+        self.position_for(base, from.max(starting_offset))
     }
 }
 

@@ -42,8 +42,9 @@ mod txn_index;
 mod validator;
 
 pub use batch::{
-    build_batch, patch_base_offset, patch_leader_epoch, records_section, set_log_append_time,
-    validate_batches, BatchError, BatchHeader, RecordError, BATCH_HEADER_LEN, LOG_OVERHEAD,
+    build_batch, find_record, patch_base_offset, patch_leader_epoch, records_section,
+    set_log_append_time, validate_batches, BatchError, BatchHeader, RecordError, BATCH_HEADER_LEN,
+    LOG_OVERHEAD,
 };
 pub use cleaner::{
     CleanContext, CleanReason, CleanStats, CleanedLog, CleaningCandidate, PendingSwap, Throttle,

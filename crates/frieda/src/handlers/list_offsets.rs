@@ -6,15 +6,21 @@
 
 use super::{authorized, RequestContext};
 use crate::broker::Broker;
+use crate::remote::reader::{self, ReadError};
+use crate::remote::store::SegmentKey;
+use crate::remote::RemoteAccess;
 use crate::security::acl::{op, resource};
 use crate::storage::partition::Partition;
 use frieda_log::LogError;
+use frieda_meta::image::TopicImage;
+use frieda_meta::remote_log::{RemoteLog, RemoteSegment};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use std::sync::Arc;
+use std::time::Duration;
 
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
@@ -41,6 +47,17 @@ pub async fn handle(
     let epoch = |e: i32| if ctx.api_version >= 4 { e } else { -1 };
     // v2+: read_committed consumers see offsets below the last stable offset only (KIP-98).
     let read_committed = ctx.api_version >= 2 && req.isolation_level == 1;
+    // How long lookups in the remote tier may take, for the whole request (Kafka's
+    // `DelayedRemoteListOffsets`): the request's `timeout_ms` (v10+, KIP-1075) when positive,
+    // else `remote.list.offsets.request.timeout.ms`.
+    let deadline = broker.remote().map(|access| {
+        let wait = if ctx.api_version >= 10 && req.timeout_ms > 0 {
+            Duration::from_millis(req.timeout_ms as u64)
+        } else {
+            access.list_offsets_wait
+        };
+        tokio::time::Instant::now() + wait
+    });
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
         // Kafka: DESCRIBE on the topic (TOPIC_AUTHORIZATION_FAILED per partition).
@@ -64,6 +81,18 @@ pub async fn handle(
                 .as_ref()
                 .is_ok_and(|t| t.configs.read().get("remote.storage.enable") == Some("true"));
         let image = broker.cluster().filter(|_| tiered).map(|n| n.image());
+        // Lookups by timestamp over the remote tier: the topic's copies, the reader, and the
+        // request's deadline.
+        let remote_lookup = image
+            .as_ref()
+            .zip(broker.remote())
+            .and_then(|(image, access)| {
+                Some(RemoteLookup {
+                    topic: image.topics.get(t.name.0.as_str())?,
+                    access,
+                    deadline,
+                })
+            });
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for lp in t.partitions {
             let resp = ListOffsetsPartitionResponse::default()
@@ -121,14 +150,50 @@ pub async fn handle(
                 EARLIEST_LOCAL => Ok(Some((p.log_start_offset(), -1))),
                 MAX_TIMESTAMP => {
                     let reader = p.reader().clone();
-                    lookup(&p, move || {
+                    let local = lookup(&p, move || {
                         Ok(reader.max_timestamp()?.map(|(ts, off)| (off, ts)))
                     })
-                    .await
+                    .await;
+                    // Over the remote tier too: the copy with the largest timestamp, when it
+                    // starts below the local log and its timestamp is not below the local
+                    // one (the earliest record carrying the largest timestamp wins).
+                    let remote = remote_lookup.as_ref().and_then(|r| {
+                        let log = r.log(&p)?;
+                        let s = reader::segment_for_max_timestamp(log, r.log_start(&p))?;
+                        let wins = match &local {
+                            Ok(Some((_, local_ts))) => s.max_timestamp_ms >= *local_ts,
+                            _ => true,
+                        };
+                        (wins && s.start_offset < p.log_start_offset()).then(|| s.clone())
+                    });
+                    match (remote, remote_lookup.as_ref()) {
+                        (Some(s), Some(r)) => match r.run(&p, s, Lookup::MaxTimestamp).await {
+                            Ok(None) => local,
+                            found => found,
+                        },
+                        _ => local,
+                    }
                 }
                 ts if ts >= 0 => {
-                    let reader = p.reader().clone();
-                    lookup(&p, move || reader.offset_for_timestamp(ts)).await
+                    // Kafka's `UnifiedLog.fetchOffsetByTimestamp` on a tiered partition
+                    // (`RemoteLogManager.findOffsetByTimestamp`): the first copy whose largest
+                    // timestamp reaches `ts`; searched in the bucket when it starts below the
+                    // local log, else (and when it has no such record) in the local log.
+                    let remote = remote_lookup.as_ref().and_then(|r| {
+                        let s = reader::segment_for_timestamp(r.log(&p)?, ts, r.log_start(&p))?;
+                        (s.start_offset < p.log_start_offset()).then(|| s.clone())
+                    });
+                    let found = match (remote, remote_lookup.as_ref()) {
+                        (Some(s), Some(r)) => r.run(&p, s, Lookup::Timestamp(ts)).await,
+                        _ => Ok(None),
+                    };
+                    match found {
+                        Ok(None) => {
+                            let reader = p.reader().clone();
+                            lookup(&p, move || reader.offset_for_timestamp(ts)).await
+                        }
+                        found => found,
+                    }
                 }
                 // Without tiered storage: no such offset, and no epoch (Kafka's answer).
                 LATEST_TIERED | EARLIEST_PENDING_UPLOAD if image.is_none() => {
@@ -212,5 +277,94 @@ async fn lookup(
             Err(ResponseError::KafkaStorageError)
         }
         Err(_) => Err(ResponseError::UnknownServerError),
+    }
+}
+
+/// What the lookups of one topic of a ListOffsets need of the remote tier.
+struct RemoteLookup<'a> {
+    /// The topic in the metadata image: its id and its partitions' copies.
+    topic: &'a TopicImage,
+    /// The reader and the remote-log runtime.
+    access: &'a RemoteAccess,
+    /// When the request's lookups in the remote tier time out.
+    deadline: Option<tokio::time::Instant>,
+}
+
+/// A lookup in one copy.
+#[derive(Clone, Copy)]
+enum Lookup {
+    /// The first record with a timestamp at or after this (ms).
+    Timestamp(i64),
+    /// The earliest record carrying the copy's largest timestamp.
+    MaxTimestamp,
+}
+
+impl RemoteLookup<'_> {
+    /// The partition's copies, if any.
+    fn log(&self, p: &Partition) -> Option<&RemoteLog> {
+        self.topic.remote.get(&p.index).map(|r| &**r)
+    }
+
+    /// The partition's log start offset as the metadata image knows it (Kafka's
+    /// `logStartOffset`, the `startingOffset` of its remote lookups): the offset DeleteRecords
+    /// moved it to, if any, else 0; the readable copies are the rest of the bound (retention
+    /// takes copies out of them before it deletes them). Not the partition's
+    /// [`Partition::total_log_start_offset`], whose view of the copies is refreshed
+    /// periodically and, right after a local segment is deleted, may still say the local start.
+    fn log_start(&self, p: &Partition) -> i64 {
+        self.log(p)
+            .and_then(RemoteLog::log_start)
+            .unwrap_or(0)
+            .max(p.tiered.deleted_below())
+            .max(0)
+    }
+
+    /// Runs `what` in the copy `segment` on the remote-log runtime and waits for it until the
+    /// request's deadline: `(offset, timestamp)`, or nothing found. Errors: REQUEST_TIMED_OUT
+    /// (7) past the deadline (Kafka's `DelayedRemoteListOffsets.onExpiration`),
+    /// KAFKA_STORAGE_ERROR (56) when the bucket fails or a copy does not parse (logged).
+    async fn run(
+        &self,
+        p: &Partition,
+        segment: RemoteSegment,
+        what: Lookup,
+    ) -> Result<Option<(i64, i64)>, ResponseError> {
+        let (topic, topic_id, partition) = (p.topic.to_string(), self.topic.id, p.index);
+        let reader = self.access.reader.clone();
+        let start = self.log_start(p);
+        let job = self.access.runtime.spawn(async move {
+            let key = SegmentKey {
+                topic: &topic,
+                topic_id,
+                partition,
+                base_offset: segment.start_offset,
+                segment_id: segment.id,
+            };
+            match what {
+                Lookup::Timestamp(ts) => {
+                    reader.offset_for_timestamp(&key, &segment, ts, start).await
+                }
+                Lookup::MaxTimestamp => reader.max_timestamp(&key, &segment, start).await,
+            }
+        });
+        let done = match self.deadline {
+            Some(d) => tokio::time::timeout_at(d, job).await,
+            None => Ok(job.await),
+        };
+        match done {
+            Ok(Ok(Ok(found))) => Ok(found),
+            Ok(Ok(Err(e @ (ReadError::Store(_) | ReadError::Corrupt(_))))) => {
+                tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "offset lookup in the remote tier failed");
+                Err(ResponseError::KafkaStorageError)
+            }
+            Ok(Err(e)) => {
+                tracing::error!(topic = %p.topic, partition = p.index, error = %e, "offset lookup task in the remote tier failed");
+                Err(ResponseError::KafkaStorageError)
+            }
+            Err(_) => {
+                tracing::debug!(topic = %p.topic, partition = p.index, "offset lookup in the remote tier timed out");
+                Err(ResponseError::RequestTimedOut)
+            }
+        }
     }
 }

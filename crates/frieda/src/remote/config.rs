@@ -26,6 +26,11 @@ pub struct TieredConfig {
     /// `remote.fetch.max.wait.ms` (KIP-1018, Kafka's default 500): how long a fetch waits for
     /// its read from the remote tier.
     pub fetch_max_wait_ms: u64,
+    /// `remote.list.offsets.request.timeout.ms` (KIP-1075, Kafka's default 30000): how long a
+    /// ListOffsets by timestamp waits for its lookup in the remote tier when the request gives
+    /// no `timeout_ms` (before v10, or 0); then the partition answers REQUEST_TIMED_OUT (7),
+    /// as Kafka's `DelayedRemoteListOffsets` does.
+    pub list_offsets_timeout_ms: u64,
     /// `remote.log.manager.copy.max.bytes.per.second` (KIP-956; Kafka's default
     /// `Long.MAX_VALUE`, here `None`): bytes per second this broker copies to the bucket.
     pub copy_max_bytes_per_second: Option<u64>,
@@ -103,6 +108,7 @@ impl Default for TieredConfig {
             enabled: false,
             task_interval_ms: 30_000,
             fetch_max_wait_ms: 500,
+            list_offsets_timeout_ms: 30_000,
             copy_max_bytes_per_second: None,
             fetch_max_bytes_per_second: None,
             thread_priority: ThreadPriority::Low,
@@ -185,6 +191,9 @@ impl TieredConfig {
             }
             "remote.fetch.max.wait.ms" => {
                 self.fetch_max_wait_ms = bytes(text, 1).context("expected milliseconds")?
+            }
+            "remote.list.offsets.request.timeout.ms" => {
+                self.list_offsets_timeout_ms = bytes(text, 1).context("expected milliseconds")?
             }
             "remote.log.manager.copy.max.bytes.per.second" => {
                 self.copy_max_bytes_per_second = rate(text)?

@@ -25,6 +25,10 @@ pub struct RemoteAccess {
     /// `remote.fetch.max.wait.ms`: how long a fetch waits for a remote read before it answers
     /// without that partition's records.
     pub wait: Duration,
+    /// `remote.list.offsets.request.timeout.ms`: how long a ListOffsets without its own
+    /// `timeout_ms` waits for a lookup by timestamp in the remote tier before the partition
+    /// answers REQUEST_TIMED_OUT.
+    pub list_offsets_wait: Duration,
     /// Remote reads queued or running; at [`MAX_PENDING_READS`] a fetch below the local log
     /// is answered without records (the client asks again) instead of queueing more.
     pub pending: Arc<std::sync::atomic::AtomicUsize>,

@@ -9,8 +9,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use frieda_log::{AbortedTxn, RemoteIndexes};
-use frieda_meta::remote_log::RemoteSegment;
+use frieda_log::{AbortedTxn, BatchHeader, RemoteIndexes};
+use frieda_meta::remote_log::{RemoteLog, RemoteSegment};
 use parking_lot::Mutex;
 use uuid::Uuid;
 
@@ -292,6 +292,132 @@ impl RemoteReader {
     }
 }
 
+/// The copy a lookup by timestamp `ts` searches (Kafka's `RemoteLogManager.findOffsetByTimestamp`):
+/// the first readable copy, by offset, whose largest timestamp is `ts` or later and which holds
+/// an offset at or above `log_start` (the partition's log start offset, DeleteRecords
+/// included). Kafka walks the leader-epoch lineage from the epoch of `log_start` and skips
+/// copies outside it (`isRemoteSegmentWithinLeaderEpochs`); here the quorum admits a copy only
+/// from the current leader and only above every offset copied before, so the readable copies
+/// are one lineage already and ascending offset order is that walk. `None`: no copy can hold
+/// the answer.
+pub fn segment_for_timestamp(
+    remote: &RemoteLog,
+    ts: i64,
+    log_start: i64,
+) -> Option<&RemoteSegment> {
+    remote
+        .finished()
+        .find(|s| s.max_timestamp_ms >= ts && s.end_offset >= log_start)
+}
+
+/// The copy holding the partition's largest timestamp among the readable copies with an offset
+/// at or above `log_start` (ListOffsets `MAX_TIMESTAMP`, KIP-734, over the remote tier): the
+/// first, by offset, of those with the largest `max_timestamp_ms`, as the earliest record
+/// carrying it is the answer. `None` without such a copy, or when no copy has a timestamp.
+pub fn segment_for_max_timestamp(remote: &RemoteLog, log_start: i64) -> Option<&RemoteSegment> {
+    remote
+        .finished()
+        .filter(|s| s.end_offset >= log_start && s.max_timestamp_ms >= 0)
+        .fold(None, |best: Option<&RemoteSegment>, s| match best {
+            Some(b) if b.max_timestamp_ms >= s.max_timestamp_ms => Some(b),
+            _ => Some(s),
+        })
+}
+
+impl RemoteReader {
+    /// In the copy `segment` (of the partition in `key`), the first record whose timestamp is
+    /// `ts` or later and whose offset is `starting_offset` or later: `(offset, timestamp ms)`,
+    /// or `None` (Kafka's `RemoteLogManager.lookupTimestamp`). Starts at the position the
+    /// copy's time and offset indexes give ([`RemoteIndexes::time_position`]), then reads batch
+    /// headers and looks into the first batch whose largest timestamp is `ts` or later and
+    /// whose last offset is `starting_offset` or later, and the batches after it, record by
+    /// record (decompressing). Reads through the chunk cache.
+    ///
+    /// Errors: [`ReadError`] from the bucket, an `.indexes` object that does not parse, or a
+    /// batch that fails its CRC or does not decode.
+    pub async fn offset_for_timestamp(
+        &self,
+        key: &SegmentKey<'_>,
+        segment: &RemoteSegment,
+        ts: i64,
+        starting_offset: i64,
+    ) -> Result<Option<(i64, i64)>, ReadError> {
+        let indexes = self.indexes(key).await?;
+        let pos = indexes.time_position(segment.start_offset, ts, starting_offset);
+        self.first_record_where(
+            key,
+            segment,
+            pos,
+            |h| h.max_timestamp >= ts && h.last_offset() >= starting_offset,
+            |o, t| t >= ts && o >= starting_offset,
+        )
+        .await
+    }
+
+    /// In the copy `segment`, the earliest record carrying its largest timestamp
+    /// (`segment.max_timestamp_ms`) at offset `starting_offset` or later: `(offset, timestamp
+    /// ms)` (Kafka's `RecordBatch.offsetOfMaxTimestamp` in the first batch reaching it: the
+    /// first such record, or the batch's first record for a `LogAppendTime` batch). `None` if
+    /// no batch carries it.
+    ///
+    /// Errors: as [`Self::offset_for_timestamp`].
+    pub async fn max_timestamp(
+        &self,
+        key: &SegmentKey<'_>,
+        segment: &RemoteSegment,
+        starting_offset: i64,
+    ) -> Result<Option<(i64, i64)>, ReadError> {
+        let max = segment.max_timestamp_ms;
+        let indexes = self.indexes(key).await?;
+        let pos = indexes.time_position(segment.start_offset, max, starting_offset);
+        self.first_record_where(
+            key,
+            segment,
+            pos,
+            |h| h.max_timestamp == max && h.last_offset() >= starting_offset,
+            |o, t| t == max && o >= starting_offset,
+        )
+        .await
+    }
+
+    /// From byte `pos` of the copy's `.log`, the first batch `batch_ok` accepts and in it the
+    /// first record `record_ok` accepts (offset, timestamp); batches after it when it has
+    /// none.
+    async fn first_record_where(
+        &self,
+        key: &SegmentKey<'_>,
+        segment: &RemoteSegment,
+        mut pos: u64,
+        batch_ok: impl Fn(&BatchHeader) -> bool,
+        record_ok: impl Fn(i64, i64) -> bool,
+    ) -> Result<Option<(i64, i64)>, ReadError> {
+        let size = segment.size_bytes;
+        let header_len = frieda_log::BATCH_HEADER_LEN as u64;
+        let corrupt = |pos: u64, why: &str| {
+            ReadError::Corrupt(format!("segment {} at byte {pos}: {why}", key.segment_id))
+        };
+        let mut memo = None;
+        while pos + header_len <= size {
+            let head = self.bytes(key, size, pos, header_len, &mut memo).await?;
+            let h = BatchHeader::parse(&head).map_err(|e| corrupt(pos, &e.to_string()))?;
+            let total = h.total_size() as u64;
+            if h.batch_length < 49 || pos + total > size {
+                return Err(corrupt(pos, "bad batch length"));
+            }
+            if batch_ok(&h) && h.records_count > 0 {
+                let batch = self.bytes(key, size, pos, total, &mut memo).await?;
+                let found = frieda_log::find_record(&batch, &h, &record_ok)
+                    .map_err(|e| corrupt(pos, &e.to_string()))?;
+                if found.is_some() {
+                    return Ok(found);
+                }
+            }
+            pos += total;
+        }
+        Ok(None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::chunk_cache::CacheKind;
@@ -478,6 +604,220 @@ mod tests {
             .unwrap();
         assert_eq!(&r.data[..], &log[..]);
         assert!(reader.cache().hits_and_misses().0 >= hits + chunks as u64);
+    }
+
+    /// A real segment for lookups by timestamp, based at offset 100: six batches of three
+    /// records, batch `j` at offset `100 + 3j` with record times `t, t + 10, t + 5` for
+    /// `t = 1000 + 30j` (batch 3 gzip-compressed), except batch 5, a `LogAppendTime` batch
+    /// stamped 2000. Returns the `.log` bytes, each batch's position, and its `.indexes`
+    /// object: offset index entries for batches 2 and 4, time index entries (largest time so
+    /// far, the batch carrying it) for batches 0, 2 and 4.
+    fn timed_segment() -> (Vec<u8>, Vec<usize>, Vec<u8>) {
+        let mut log = Vec::new();
+        let mut positions = Vec::new();
+        for j in 0..6i64 {
+            positions.push(log.len());
+            let t = 1000 + 30 * j;
+            let append_time = j == 5;
+            let mut records = Vec::new();
+            for (k, dt) in [0i64, 10, 5].into_iter().enumerate() {
+                let value = [j as u8; 20];
+                frieda_log::encode_record(
+                    &mut records,
+                    &frieda_log::RecordRef {
+                        attributes: 0,
+                        timestamp_delta: dt,
+                        offset_delta: k as i32,
+                        key: None,
+                        value: Some(&value),
+                        headers: &[0],
+                    },
+                );
+            }
+            let h = BatchHeader {
+                base_offset: 100 + 3 * j,
+                batch_length: 0,
+                partition_leader_epoch: 0,
+                magic: 2,
+                crc: 0,
+                attributes: if append_time { 0x08 } else { 0 },
+                last_offset_delta: 2,
+                base_timestamp: t,
+                max_timestamp: if append_time { 2000 } else { t + 10 },
+                producer_id: -1,
+                producer_epoch: -1,
+                base_sequence: -1,
+                records_count: 3,
+            };
+            let codec = if j == 3 {
+                frieda_log::Codec::Gzip
+            } else {
+                frieda_log::Codec::None
+            };
+            log.extend_from_slice(&frieda_log::build_batch(&h, codec, &records));
+        }
+        let mut offsets = Vec::new();
+        for j in [2usize, 4] {
+            offsets.extend_from_slice(&(3 * j as u32).to_be_bytes());
+            offsets.extend_from_slice(&(positions[j] as u32).to_be_bytes());
+        }
+        let mut times = Vec::new();
+        for (ts, rel) in [(1010i64, 0u32), (1070, 6), (1130, 12)] {
+            times.extend_from_slice(&ts.to_be_bytes());
+            times.extend_from_slice(&rel.to_be_bytes());
+        }
+        let mut indexes = frieda_log::INDEXES_MAGIC.to_vec();
+        for len in [offsets.len(), times.len(), 0, 0, 0] {
+            indexes.extend_from_slice(&(len as u32).to_be_bytes());
+        }
+        indexes.extend_from_slice(&offsets);
+        indexes.extend_from_slice(&times);
+        (log, positions, indexes)
+    }
+
+    /// Issue 57 A: the lookup by timestamp in one copy (Kafka's
+    /// `RemoteLogManager.lookupTimestamp`): the first record at or after the time and at or
+    /// above the starting offset, record by record inside a batch (times not in order, a gzip
+    /// batch decompressed, a `LogAppendTime` batch's records all at its time), nothing past
+    /// the copy's last time; MAX_TIMESTAMP finds the earliest record carrying the copy's
+    /// largest time. The search starts where the time and offset indexes point: with the
+    /// first batch's bytes corrupted, a lookup the index sends past it still answers, one that
+    /// must read it fails (CRC).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lookups_by_timestamp_in_a_copy_use_its_time_index_and_records() {
+        let (log, positions, indexes) = timed_segment();
+        let store = Arc::new(RemoteStore::in_memory());
+        let k = SegmentKey {
+            base_offset: 100,
+            ..key()
+        };
+        store
+            .put(&store.key(&k, ObjectKind::Log), Bytes::from(log.clone()))
+            .await
+            .unwrap();
+        store
+            .put(&store.key(&k, ObjectKind::Indexes), Bytes::from(indexes))
+            .await
+            .unwrap();
+        let cache = ChunkCache::new(
+            CacheKind::Memory,
+            1 << 20,
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap();
+        let reader = RemoteReader::new(store.clone(), cache, CHUNK, 0);
+        let seg = RemoteSegment {
+            start_offset: 100,
+            end_offset: 117,
+            max_timestamp_ms: 2000,
+            ..segment(log.len(), 6)
+        };
+        let at = |ts: i64, start: i64| {
+            let (reader, k, seg) = (&reader, &k, &seg);
+            async move {
+                reader
+                    .offset_for_timestamp(k, seg, ts, start)
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(at(0, 100).await, Some((100, 1000)));
+        assert_eq!(
+            at(1006, 100).await,
+            Some((101, 1010)),
+            "102 is older (1005)"
+        );
+        assert_eq!(at(1011, 100).await, Some((103, 1030)));
+        assert_eq!(at(1072, 100).await, Some((109, 1090)), "the gzip batch");
+        assert_eq!(at(1095, 100).await, Some((110, 1100)));
+        assert_eq!(at(1131, 100).await, Some((115, 2000)), "LogAppendTime");
+        assert_eq!(at(2001, 100).await, None);
+        assert_eq!(at(0, 104).await, Some((104, 1040)), "the starting offset");
+        assert_eq!(
+            reader.max_timestamp(&k, &seg, 100).await.unwrap(),
+            Some((115, 2000))
+        );
+        let seg_b = RemoteSegment {
+            max_timestamp_ms: 1130,
+            ..seg.clone()
+        };
+        // (a copy whose largest time is batch 4's: its second record)
+        assert_eq!(
+            reader.max_timestamp(&k, &seg_b, 100).await.unwrap(),
+            Some((113, 1130)),
+        );
+
+        // The first batch corrupted (a copy of its own id, nothing cached).
+        let mut bad = log.clone();
+        bad[positions[0] + 70] ^= 0xff;
+        let kb = SegmentKey {
+            segment_id: Uuid::from_u128(8),
+            ..k
+        };
+        let segb = RemoteSegment {
+            id: Uuid::from_u128(8),
+            ..seg.clone()
+        };
+        store
+            .put(&store.key(&kb, ObjectKind::Log), Bytes::from(bad))
+            .await
+            .unwrap();
+        let (_, _, idx) = timed_segment();
+        store
+            .put(&store.key(&kb, ObjectKind::Indexes), Bytes::from(idx))
+            .await
+            .unwrap();
+        assert_eq!(
+            reader
+                .offset_for_timestamp(&kb, &segb, 1072, 100)
+                .await
+                .unwrap(),
+            Some((109, 1090)),
+            "the time index (1070 at batch 2) skips the first batches"
+        );
+        assert!(matches!(
+            reader.offset_for_timestamp(&kb, &segb, 0, 100).await,
+            Err(ReadError::Corrupt(_))
+        ));
+    }
+
+    /// Which copy a lookup searches (Kafka's `findOffsetByTimestamp`): the first readable one,
+    /// by offset, whose largest time reaches the target and which holds offsets at or above
+    /// the log start; for MAX_TIMESTAMP the first with the largest time.
+    #[test]
+    fn the_first_copy_reaching_the_time_is_searched() {
+        use frieda_meta::remote_log::RemoteSegmentChange;
+        let mut log = RemoteLog::default();
+        // copies [0, 9] max 500, [10, 19] max 300, [20, 29] max 900, [30, 39] max 900
+        for (i, max) in [500i64, 300, 900, 900].into_iter().enumerate() {
+            let s = RemoteSegment {
+                id: Uuid::from_u128(i as u128 + 1),
+                start_offset: 10 * i as i64,
+                end_offset: 10 * i as i64 + 9,
+                max_timestamp_ms: max,
+                state: RemoteSegmentState::CopyStarted,
+                ..segment(100, 1)
+            };
+            log.apply(&RemoteSegmentChange::CopyStarted(s.clone()), 0, 0)
+                .unwrap();
+            log.apply(&RemoteSegmentChange::CopyFinished(s.id), 0, 0)
+                .unwrap();
+        }
+        let start =
+            |ts, log_start| segment_for_timestamp(&log, ts, log_start).map(|s| s.start_offset);
+        assert_eq!(start(0, 0), Some(0));
+        assert_eq!(start(400, 0), Some(0));
+        assert_eq!(
+            start(501, 0),
+            Some(20),
+            "the second copy's times are all earlier"
+        );
+        assert_eq!(start(400, 10), Some(20), "below the log start");
+        assert_eq!(start(901, 0), None);
+        let max = |log_start| segment_for_max_timestamp(&log, log_start).map(|s| s.start_offset);
+        assert_eq!(max(0), Some(20), "the first of the two with 900");
+        assert_eq!(max(35), Some(30));
+        assert_eq!(max(40), None);
     }
 
     /// The parsed `.indexes` kept are bounded: beyond [`MAX_CACHED_INDEXES`] the one cached

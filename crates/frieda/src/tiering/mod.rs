@@ -156,6 +156,7 @@ impl RemoteLogManager {
             reader,
             runtime: runtime.handle().clone(),
             wait: Duration::from_millis(cfg.fetch_max_wait_ms),
+            list_offsets_wait: Duration::from_millis(cfg.list_offsets_timeout_ms),
             pending: Arc::default(),
             fetch_quota: cfg
                 .fetch_max_bytes_per_second
