@@ -128,7 +128,9 @@ def test_brokers_replicate_over_sasl_ssl_as_an_authorized_principal(tmp_path):
     so follower fetches, and the coordinators' requests, run over TLS as User:broker, the only
     super user; ANONYMOUS (the PLAINTEXT listener) may do nothing. acks=all records to an RF 3
     topic are acknowledged only once both followers fetched them over that listener; a leader
-    SIGKILL moves leadership to a follower that has them all."""
+    SIGKILL moves leadership to a follower that has them all. The controller listener is
+    SASL_SSL as User:broker too: a PLAINTEXT one would need User:ANONYMOUS in super.users with an
+    authorizer (as in Kafka), which would let the PLAINTEXT client listener do everything."""
     import trustme
     ca = trustme.CA()
     ca_pem = tmp_path / "ca.pem"
@@ -143,11 +145,13 @@ def test_brokers_replicate_over_sasl_ssl_as_an_authorized_principal(tmp_path):
     jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
             'password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";')
     c = Cluster(tmp_path / "cluster", 3, sasl=True, **{
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SECURE:SASL_SSL",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL,SECURE:SASL_SSL",
         "inter.broker.listener.name": "SECURE",
         "sasl.enabled.mechanisms": "PLAIN",
         "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
         "listener.name.secure.plain.sasl.jaas.config": jaas,
+        "listener.name.controller.plain.sasl.jaas.config": jaas,
         "ssl.keystore.location": str(pem),
         "ssl.truststore.location": str(ca_pem),
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -574,3 +578,142 @@ def test_delegation_tokens_are_kept_in_the_metadata_quorum(tmp_path, classpath):
         passed = True
     finally:
         c.teardown(passed)
+
+
+# ---- a PLAINTEXT controller listener with an authorizer (issue 57 C)
+
+def sasl_quorum_term(port: int, user: str, password: str) -> int:
+    """The Raft term from DescribeQuorum v0 asked on the SASL_PLAINTEXT listener at ``port``."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        assert sasl_plain(s, user, password)
+        body = kw.compact_array([kw.compact_string("__cluster_metadata")
+                                 + kw.compact_array([kw.i32(0) + kw.NO_TAGS]) + kw.NO_TAGS]) + kw.NO_TAGS
+        kw.send(s, kw.frame(kw.header_v2(55, 0, 7, "term") + body))
+        r = kw.Reader(kw.recv_frame(s))
+        assert r.i32() == 7
+        r.tags()
+        assert r.i16() == 0, "DescribeQuorum refused"
+        r.uvarint()
+        r.compact_string()
+        r.uvarint()
+        r.i32()
+        assert r.i16() == 0
+        r.i32()
+        return r.i32()
+    finally:
+        s.close()
+
+
+def plaintext_attempt(port: int, request, check_closed: bool = True) -> tuple[str, object, bool]:
+    """One quorum frame over plain TCP: ("answer", json, closed after it) or ("closed", why, True)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        kw.send(s, quorum_frame(request))
+        got = read_quorum_frame(s)
+        if not check_closed:
+            return "answer", got, False
+        try:
+            s.settimeout(5)
+            closed = s.recv(1) == b""
+        except OSError:
+            closed = True
+        return "answer", got, closed
+    except (OSError, AssertionError, ValueError, kw.Closed) as e:
+        return "closed", repr(e), True
+    finally:
+        s.close()
+
+
+def stranger_frames(c: Cluster, target: int) -> dict:
+    """AlterAcls, a shutting-down heartbeat and a re-registration of broker ``target``, Raft Vote
+    and AppendEntries at term 1000 (as the secured-listener test sends them)."""
+    incarnation = str(uuid.uuid4())
+    node = c.node(target)
+    return {
+        "AlterAcls": {"Controller": {"AlterSecurity": {"AlterAcls": {
+            "create": [acl_json("User:mallory", "stolen")], "delete": []}}}},
+        "Heartbeat": {"Controller": {"Heartbeat": {
+            "id": target, "incarnation": incarnation,
+            "endpoints": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": node.client_port}],
+            "rack": None, "raft_addr": f"127.0.0.1:{node.quorum_port}", "shutting_down": True}}},
+        "Heartbeat (re-registration)": {"Controller": {"Heartbeat": {
+            "id": target, "incarnation": str(uuid.uuid4()), "rack": None, "raft_addr": "127.0.0.1:1",
+            "endpoints": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 1}], "shutting_down": False}}},
+        "Vote": {"Vote": {"vote": {"leader_id": {"term": 1000, "node_id": 2}, "committed": False},
+                          "last_log_id": {"leader_id": {"term": 999, "node_id": 2}, "index": 10 ** 6}}},
+        "AppendEntries": {"AppendEntries": {
+            "vote": {"leader_id": {"term": 1000, "node_id": 2}, "committed": True},
+            "prev_log_id": None, "entries": [], "leader_commit": None}},
+    }
+
+
+def test_a_plaintext_controller_listener_with_an_authorizer_obeys_only_a_super_user_anonymous(tmp_path):
+    """Issue 57 C. A node with ``authorizer.class.name`` set and a PLAINTEXT controller listener
+    whose ``super.users`` is only ``User:admin`` (a single voter: its own Raft and heartbeats
+    never leave the process): a stranger's AlterAcls, heartbeats (fencing broker 1 as shutting
+    down, re-registering it on port 1) and Raft Vote and AppendEntries at term 1000, sent over
+    plain TCP, each get the answer ``Refused`` naming ``User:ANONYMOUS`` and a closed
+    connection, a WARN line per frame, and change nothing: no ACL, broker 1 registered on its own
+    port, the Raft term below 1000. As Kafka's ``ControllerApis``: CLUSTER_ACTION asked of the
+    listener's principal, ``User:ANONYMOUS`` on PLAINTEXT (before the fix the AlterAcls was
+    taken and the term moved to 1000)."""
+    c = Cluster(tmp_path, 1, sasl=True, **{
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SECURE:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.secure.plain.sasl.jaas.config": JAAS,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin",
+        "default.replication.factor": 1, "offsets.topic.replication.factor": 1, "min.insync.replicas": 1,
+    })
+    passed = False
+    try:
+        c.start_all()
+        admin = AdminClient(conf(c, 1, "admin", "admin-secret"))
+        term = sasl_quorum_term(c.node(1).sasl_port, "admin", "admin-secret")
+        assert term < 1000
+        for what, request in stranger_frames(c, 1).items():
+            kind, got, closed = plaintext_attempt(c.node(1).quorum_port, request)
+            assert kind == "answer" and "Refused" in got and "User:ANONYMOUS" in got["Refused"], (what, got)
+            assert closed, f"{what}: the connection stayed open after the refusal"
+        from confluent_kafka.admin import AclBindingFilter
+        everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                                      AclOperation.ANY, AclPermissionType.ANY)
+        time.sleep(2 * c.setting("broker.session.timeout.ms") / 1000)
+        assert admin.describe_acls(everything).result(15) == []
+        md = admin.list_topics(timeout=15)
+        assert sorted(md.brokers) == [1] and md.brokers[1].port == c.node(1).sasl_port
+        assert term <= sasl_quorum_term(c.node(1).sasl_port, "admin", "admin-secret") < 1000
+        text = c.node(1).text()
+        refusals = [line for line in text.splitlines()
+                    if "WARN" in line and "refused a quorum request" in line and "User:ANONYMOUS" in line]
+        assert len(refusals) == 5, refusals
+        assert "User:ANONYMOUS, which is not allowed CLUSTER_ACTION" in text
+        passed = True
+    finally:
+        c.teardown(passed)
+
+
+def test_a_plaintext_controller_listener_with_anonymous_a_super_user_forms_the_cluster(secure_cluster):
+    """The same settings with ``User:ANONYMOUS`` in ``super.users`` (what Kafka requires of a
+    PLAINTEXT controller listener with an authorizer): the 3 nodes form the quorum, register and
+    replicate an RF 3 topic, and an AlterAcls frame over plain TCP is taken, as Kafka takes it
+    from a super user."""
+    c = secure_cluster
+    admin = AdminClient(conf(c, 1, "admin", "admin-secret"))
+    admin.create_topics([NewTopic("formed", 1, 3)])["formed"].result(30)
+    c.wait_full_isr("formed")
+    assert sorted(admin.list_topics(timeout=15).brokers) == [1, 2, 3]
+    done = []
+    for i in (1, 2, 3):
+        kind, got, _closed = plaintext_attempt(c.node(i).quorum_port, {"Controller": {"AlterSecurity": {
+            "AlterAcls": {"create": [acl_json("User:carol", "control")], "delete": []}}}}, check_closed=False)
+        assert kind == "answer" and "Refused" not in got, (i, got)
+        done.append(got == {"Controller": {"Ok": "Done"}})
+    assert done.count(True) == 1, done  # the active controller takes it, the others name it
+    from confluent_kafka.admin import AclBindingFilter
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                                  AclOperation.ANY, AclPermissionType.ANY)
+    eventually("the ACL sent over plain TCP", lambda: sorted(
+        b.principal for b in admin.describe_acls(everything).result(15)), ["User:carol"])

@@ -18,7 +18,10 @@
 //! as `ControllerApis` demands of Raft and broker-heartbeat requests) may send one frame of at
 //! most [`UNAUTHORIZED_MAX_FRAME_BYTES`]; it is answered [`Response::Refused`] and the connection
 //! is closed, with a log line naming the principal. PLAINTEXT ([`PlaintextTransport`]) admits
-//! everyone, with frames up to [`MAX_FRAME_BYTES`] from the first, as before.
+//! everyone, with frames up to [`MAX_FRAME_BYTES`] from the first, as Kafka's PLAINTEXT
+//! controller listener does without an authorizer; with `authorizer.class.name` set the
+//! `frieda` crate wraps it in a transport that authorizes every peer as `User:ANONYMOUS`
+//! (CLUSTER_ACTION, `super.users`), as Kafka's `ControllerApis` does.
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -125,8 +128,9 @@ pub trait QuorumTransport: Debug + Send + Sync + 'static {
     }
 }
 
-/// Kafka's PLAINTEXT: no authentication, every peer is `User:ANONYMOUS` and may send
-/// everything (keep such a listener on loopback or a private network).
+/// Kafka's PLAINTEXT without an authorizer: no authentication, every peer is `User:ANONYMOUS`
+/// and may send everything (keep such a listener on loopback or a private network). With an
+/// authorizer the `frieda` crate authorizes `User:ANONYMOUS` over it instead.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PlaintextTransport;
 

@@ -405,9 +405,22 @@ async fn start_cluster(
         == frieda::security::SecurityProtocol::Plaintext
     {
         if cfg.security.authorizer {
-            tracing::warn!(listener = %listener.name, "the controller listener is PLAINTEXT: anyone who reaches it can change the metadata (ACLs, SCRAM credentials, broker fencing); map it to SSL or SASL_SSL in listener.security.protocol.map");
+            // Kafka's ControllerApis authorizes the PLAINTEXT controller listener's principal,
+            // User:ANONYMOUS, like any other: CLUSTER_ACTION on the cluster (super.users).
+            let t = frieda::server::quorum_transport::AuthorizedPlaintextTransport::new(
+                broker.clone(),
+                &listener.name,
+            )
+            .with_context(|| format!("controller listener {}", listener.name))?;
+            if t.anonymous_allowed(listen) {
+                tracing::warn!(listener = %listener.name, "the controller listener is PLAINTEXT and User:ANONYMOUS may send quorum requests: anyone who reaches it can change the metadata (ACLs, SCRAM credentials, broker fencing); map it to SSL or SASL_SSL in listener.security.protocol.map");
+            } else {
+                tracing::warn!(listener = %listener.name, "the controller listener is PLAINTEXT and authorizer.class.name is set: its peers are User:ANONYMOUS, which is not allowed CLUSTER_ACTION, so the other nodes' Raft requests and heartbeats will be refused (as in Kafka, add User:ANONYMOUS to super.users, or map the listener to SSL or SASL_SSL)");
+            }
+            Arc::new(t)
+        } else {
+            Arc::new(PlaintextTransport)
         }
-        Arc::new(PlaintextTransport)
     } else {
         let t = frieda::server::quorum_transport::ControllerTransport::new(
             broker.clone(),

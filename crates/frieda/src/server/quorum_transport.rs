@@ -19,13 +19,20 @@
 //!   BeginQuorumEpoch, Fetch, BrokerHeartbeat and BrokerRegistration). The ACLs live in the
 //!   quorum itself, so node principals normally get it from `super.users` (static config):
 //!   a node whose image has no ACLs yet must still accept the leader.
+//!
+//! A PLAINTEXT controller listener with `authorizer.class.name` set runs
+//! [`AuthorizedPlaintextTransport`]: nothing authenticates a peer, so every one is
+//! `User:ANONYMOUS`, and it is authorized like any principal (CLUSTER_ACTION on the cluster,
+//! `super.users`), as Kafka's `ControllerApis` authorizes the PLAINTEXT controller listener's
+//! `User:ANONYMOUS`: such a cluster needs `User:ANONYMOUS` in `super.users` to form. Without an
+//! authorizer PLAINTEXT obeys everyone ([`frieda_meta::PlaintextTransport`]), as Kafka's does.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use frieda_meta::{BoxFuture, PeerIdentity, QuorumStream, QuorumTransport};
+use frieda_meta::{BoxFuture, PeerIdentity, PlaintextTransport, QuorumStream, QuorumTransport};
 use kafka_protocol::messages::ApiKey;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -202,26 +209,102 @@ impl QuorumTransport for ControllerTransport {
     }
 
     fn authorize(&self, peer: &PeerIdentity) -> bool {
-        let Some(principal) = Principal::parse(&peer.principal) else {
-            return false;
-        };
         // On a secured listener an unauthenticated peer (an SSL client without a certificate
         // under `ssl.client.auth=requested`) is never a node, whatever the ACLs say.
-        if principal == Principal::anonymous() {
+        if Principal::parse(&peer.principal).is_none_or(|p| p == Principal::anonymous()) {
             return false;
         }
-        let mut session = Session::anonymous(
-            self.listener.name.clone(),
-            self.listener.protocol,
-            peer.addr.ip(),
-        );
-        session.principal = principal;
-        self.broker.security.authorize(
-            &session,
-            "Controller",
-            op::CLUSTER_ACTION,
-            resource::CLUSTER,
-            CLUSTER_NAME,
-        )
+        cluster_action(&self.broker, &self.listener, peer)
+    }
+}
+
+/// Whether `peer` (its principal as the transport established it) is allowed CLUSTER_ACTION on
+/// the cluster through `listener`: `super.users`, or an ACL of the image (Kafka's
+/// `ControllerApis` asks it of Vote, BeginQuorumEpoch, Fetch, BrokerHeartbeat and
+/// BrokerRegistration). A denial is logged by `kafka.authorizer.logger`.
+fn cluster_action(broker: &Broker, listener: &ListenerSecurity, peer: &PeerIdentity) -> bool {
+    let Some(principal) = Principal::parse(&peer.principal) else {
+        return false;
+    };
+    let mut session = Session::anonymous(listener.name.clone(), listener.protocol, peer.addr.ip());
+    session.principal = principal;
+    broker.security.authorize(
+        &session,
+        "Controller",
+        op::CLUSTER_ACTION,
+        resource::CLUSTER,
+        CLUSTER_NAME,
+    )
+}
+
+/// A PLAINTEXT controller listener on a node with `authorizer.class.name` set: connections are
+/// plain TCP both ways ([`PlaintextTransport`]) and every peer is `User:ANONYMOUS`, which must
+/// be allowed CLUSTER_ACTION on the cluster (in practice: listed in `super.users` on every
+/// node) for its Raft RPCs, heartbeats and controller requests (AlterAcls, topics, configs) to
+/// be taken; otherwise each is answered `Refused` and the connection closed with a WARN line
+/// (`frieda_meta::network`). Kafka does the same: its `ControllerApis` authorizes the
+/// listener's principal, `User:ANONYMOUS` on PLAINTEXT, and its documentation asks for
+/// `User:ANONYMOUS` in `super.users` with a PLAINTEXT controller listener and an authorizer.
+pub struct AuthorizedPlaintextTransport {
+    broker: Arc<Broker>,
+    listener: Arc<ListenerSecurity>,
+}
+
+impl std::fmt::Debug for AuthorizedPlaintextTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthorizedPlaintextTransport")
+            .field("listener", &self.listener.name)
+            .finish()
+    }
+}
+
+impl AuthorizedPlaintextTransport {
+    /// The transport of PLAINTEXT controller listener `name` of `broker`.
+    ///
+    /// Errors: the listener is not PLAINTEXT (use [`ControllerTransport`]).
+    pub fn new(broker: Arc<Broker>, name: &str) -> anyhow::Result<Self> {
+        let listener = broker.security.listener(name);
+        if listener.protocol != SecurityProtocol::Plaintext {
+            anyhow::bail!(
+                "controller listener {name} is {}, not PLAINTEXT",
+                listener.protocol.name()
+            );
+        }
+        Ok(AuthorizedPlaintextTransport { broker, listener })
+    }
+
+    /// Whether `User:ANONYMOUS` from `addr` is allowed CLUSTER_ACTION now (at start: by
+    /// `super.users` alone, the image's ACLs are not loaded yet).
+    pub fn anonymous_allowed(&self, addr: SocketAddr) -> bool {
+        self.authorize(&PeerIdentity {
+            principal: Principal::anonymous().to_string(),
+            addr,
+        })
+    }
+}
+
+impl QuorumTransport for AuthorizedPlaintextTransport {
+    fn protocol(&self) -> &'static str {
+        PlaintextTransport.protocol()
+    }
+
+    fn accept<'a>(
+        &'a self,
+        stream: TcpStream,
+        peer: SocketAddr,
+    ) -> BoxFuture<'a, std::io::Result<(Box<dyn QuorumStream>, PeerIdentity)>> {
+        Box::pin(async move { PlaintextTransport.accept(stream, peer).await })
+    }
+
+    fn connect<'a>(
+        &'a self,
+        addr: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, std::io::Result<Box<dyn QuorumStream>>> {
+        Box::pin(async move { PlaintextTransport.connect(addr, timeout).await })
+    }
+
+    fn authorize(&self, peer: &PeerIdentity) -> bool {
+        cluster_action(&self.broker, &self.listener, peer)
     }
 }
