@@ -12,14 +12,16 @@ kafka-topics --describe shows ISR, Elr and LastKnownElr at each step. The waits 
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 
 from confluent_kafka import KafkaError
 
 from cluster_clients import ProducerThread, check_log, read_all, watermarks
+from conftest import raw_metadata
 from test_cluster import create, wait_identical
 from test_dynamic_quorum import ids
-from test_kafka_tools_cluster import QUORUM, TOPICS, classpath, tool  # noqa: F401 (fixture)
+from test_kafka_tools_cluster import QUORUM, TOPICS, classpath, java, tool  # noqa: F401 (fixture)
 
 NOT_ENOUGH_REPLICAS = KafkaError.NOT_ENOUGH_REPLICAS
 
@@ -112,3 +114,57 @@ def test_replicas_lost_one_at_a_time_elect_the_eligible_replica(cluster, topic_n
     check_log([before, mid, refused, after], got, hw, t, exact=False)
     assert not any(v[1] and b"acks1" in v[1] for v in got.values())
     wait_identical(c, t, 1)
+
+
+def test_one_cluster_wide_min_insync_replicas_and_its_change_clears_the_elr(cluster, topic_name, classpath):
+    """Issue 57 B (KAFKA-16540, Kafka 4.x's ConfigurationControlManager). Three nodes (static
+    min.insync.replicas=2): the cluster-wide value is written from the active controller's
+    static one (DescribeConfigs of the default broker resource: 2, DYNAMIC_DEFAULT_BROKER_CONFIG),
+    a broker's own value is refused and the cluster-wide one cannot be removed, INVALID_CONFIG
+    with Kafka's messages. A topic on the 3 nodes with min.insync.replicas=3 loses one replica
+    (paused, fenced): it is the ELR; the topic's min.insync.replicas set to 2 clears the ELR (the
+    claim was made under 3 and does not cover what the other two alone commit under 2)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    c = cluster(3)
+    a = c.admin(via=1)  # a replica is paused below: requests go to node 1
+
+    def alter(resource_type, name, key, value):
+        op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+        res = ConfigResource(resource_type, name, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=op)])
+        a.incremental_alter_configs([res], request_timeout=30)[res].result(timeout=30)
+
+    # (confluent-kafka takes no empty resource name: Kafka's kafka-configs for the default.)
+    configs = "org.apache.kafka.tools.ConfigCommand"
+    out = c.wait_until(lambda: (o := tool(classpath, configs, "--bootstrap-server", c.bootstrap, "--describe",
+                                          "--entity-type", "brokers", "--entity-default"))
+                       and "min.insync.replicas=2" in o and o, 20, "the cluster-wide min.insync.replicas")
+    assert "DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=2" in out, out
+    try:
+        alter(ResourceType.BROKER, "1", "min.insync.replicas", "3")
+        raise AssertionError("a broker-level min.insync.replicas was taken")
+    except KafkaException as err:
+        k = err.args[0]
+        assert k.code() == KafkaError.INVALID_CONFIG, k
+        assert "Broker-level min.insync.replicas cannot be altered while ELR is enabled." in k.str(), k
+    r = subprocess.run(java(classpath, configs, "--bootstrap-server", c.bootstrap, "--alter", "--entity-type",
+                            "brokers", "--entity-default", "--delete-config", "min.insync.replicas"),
+                       capture_output=True, text=True, timeout=90)
+    assert r.returncode != 0, r.stdout
+    assert "Cluster-level min.insync.replicas cannot be removed while ELR is enabled." in r.stdout + r.stderr, \
+        (r.stdout, r.stderr[-2000:])
+
+    # The replica paused is not the active controller (an admin client would keep sending
+    # its requests there) nor node 1 (which the admin client asks).
+    controller = raw_metadata(c.node(1).client_port).controller
+    victim = 3 if controller != 3 else 2
+    others = sorted({1, 2, 3} - {victim})
+    t = topic_name()
+    create(c, t, partitions=1, assignment=[others + [victim]], config={"min.insync.replicas": "3"})
+    c.pause(victim)
+    c.wait_until(lambda: c.isr_of(t, 0, via=1) == others, 60, f"ISR {others} (Metadata)")
+    c.wait_until(lambda: describe(classpath, c.live_bootstrap, t)[2] == [victim], 30, f"ELR [{victim}]")
+    alter(ResourceType.TOPIC, t, "min.insync.replicas", "2")
+    c.wait_until(lambda: describe(classpath, c.live_bootstrap, t)[1:] == (others, [], []), 20,
+                 f"ISR {others}, ELR and LastKnownElr cleared")
