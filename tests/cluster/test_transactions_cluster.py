@@ -19,6 +19,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
 import kafka_wire as kw
+from test_cluster import create
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 import helpers as h  # noqa: E402
@@ -165,3 +166,20 @@ def test_find_hanging_and_describe_producers_ask_every_replica(cluster, topic_na
         assert lines and lines[0].split()[:3] == ["Topic", "Partition", "ProducerId"], out
         assert not any(topic in l for l in lines[1:]), out
     p.abort_transaction(30)
+
+
+def test_pipelined_transactional_produces_with_a_remote_coordinator(cluster, topic_name):
+    """Issue 57, defect 3, with the partition's leader and the transaction coordinator on
+    different nodes (the leader's KIP-890 verification is an RPC, as in the 3-node Kafka
+    Streams run that found it): pipelined produces of each transaction keep Kafka's
+    one-at-a-time order (tests/integration/pipelined_txn.py; test_kafka44_surface.py runs it
+    against Apache Kafka 4.4.0 too)."""
+    from pipelined_txn import pipelined_transactions
+    c = cluster(3)
+    topic = topic_name()
+    create(c, topic, partitions=1, rf=3, config={"min.insync.replicas": "2"})
+    leader = c.leader_of(topic, 0)
+    txn_id = next(f"pipelined-{topic}-{i}" for i in range(1000)
+                  if transaction_coordinator(c.node(leader).client_port, f"pipelined-{topic}-{i}") not in (-1, leader))
+    tc = c.node(transaction_coordinator(c.node(leader).client_port, txn_id)).addr
+    pipelined_transactions(c.node(leader).addr, tc, topic, txn_id, 40)

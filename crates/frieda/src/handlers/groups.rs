@@ -550,6 +550,7 @@ mod tests {
             request_bytes: 0,
             throttle: Default::default(),
             backlog: Default::default(),
+            produce_ticket: Default::default(),
             session: std::sync::Arc::new(crate::security::Session::anonymous(
                 "PLAINTEXT".into(),
                 crate::security::SecurityProtocol::Plaintext,

@@ -23,6 +23,7 @@ pub mod log_dirs;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;
+pub mod produce_order;
 pub mod producer_id;
 pub mod quorum;
 pub mod quotas;
@@ -78,6 +79,9 @@ pub struct RequestContext {
     /// segment files): the connection writes it from the backlog lane, at its low CPU
     /// priority ([`crate::storage::backlog::write_now`]).
     pub backlog: BacklogResponse,
+    /// A Produce request's place in its connection's order of appends (overlapped
+    /// processing; [`produce_order`]).
+    pub produce_ticket: produce_order::TicketSlot,
 }
 
 /// Whether a response belongs to the backlog class (see [`RequestContext::backlog`]).
@@ -255,6 +259,7 @@ pub fn parse_request(
         throttle: Throttle::default(),
         backlog: BacklogResponse::default(),
         timing: RequestTiming::default(),
+        produce_ticket: Default::default(),
     };
     Ok((ctx, frame))
 }

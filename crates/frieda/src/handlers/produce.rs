@@ -4,6 +4,7 @@
 //! append it, and answer once every partition's append is done. Batches are otherwise stored
 //! exactly as received with the base offset patched in (DESIGN.md, "ordering without CPU cost").
 
+use super::produce_order::{AppendGate, PartitionKey};
 use super::{authorized, str_bytes, RequestContext, RequestTiming};
 use crate::broker::txn_verify;
 use crate::broker::Broker;
@@ -117,6 +118,30 @@ pub async fn handle(
         }
         _ => request_error,
     };
+    // 0. This request's place in the connection's order of appends (overlapped processing:
+    // appends to a partition are decided in the order the connection sent them; see
+    // `produce_order`). Registered at once; waited on after validation.
+    let topic_key = |name: &str, id: &uuid::Uuid| {
+        if by_id {
+            id.to_string()
+        } else {
+            name.to_string()
+        }
+    };
+    let mut order = match ctx.produce_ticket.take() {
+        Some(ticket) => {
+            let keys: Vec<PartitionKey> = req
+                .topic_data
+                .iter()
+                .flat_map(|t| {
+                    let k = topic_key(t.name.0.as_str(), &t.topic_id);
+                    t.partition_data.iter().map(move |p| (k.clone(), p.index))
+                })
+                .collect();
+            Some(ticket.register(&keys).await)
+        }
+        None => None,
+    };
     // 1. Validate every partition's batch.
     let mut names = Vec::with_capacity(req.topic_data.len());
     let mut items: Vec<(usize, i32, Result<Prepared, AppendError>, ProducerCheck)> = Vec::new();
@@ -153,18 +178,30 @@ pub async fn handle(
             items.push((ti, pd.index, prepared, ProducerCheck::PLAIN));
         }
     }
+    // Kafka's one-request-at-a-time order: the earlier produces of this connection to these
+    // partitions decide their appends first (their verification included).
+    if let Some(o) = order.as_mut() {
+        o.wait_for_earlier().await;
+    }
     // 2. Transactional batches opening a transaction on their partition: KIP-890.
     verify_transactions(broker, version, transactional_id.as_deref(), &mut items).await;
     // 3. Append.
     let appends = items
         .into_iter()
-        .map(|(ti, index, prepared, check)| async move {
-            let result = match prepared {
-                Ok(p) => append(p, acks, timeout, lease, check, &ctx.timing).await,
-                Err(e) => Err(e),
-            };
-            (ti, partition_response(version, index, result))
-        });
+        .map(|(ti, index, prepared, check)| {
+            let gate = order.as_mut().and_then(|o| {
+                let (name, id) = &names[ti];
+                o.gates.remove(&(topic_key(name.0.as_str(), id), index))
+            });
+            async move {
+                let result = match prepared {
+                    Ok(p) => append(p, acks, timeout, lease, check, &ctx.timing, gate).await,
+                    Err(e) => Err(e),
+                };
+                (ti, partition_response(version, index, result))
+            }
+        })
+        .collect::<Vec<_>>();
     let done = join_all(appends).await;
     let mut topics: Vec<TopicProduceResponse> = names
         .into_iter()
@@ -431,7 +468,8 @@ pub(crate) fn check_append(
 }
 
 /// Appends one prepared batch; with `acks=all` on a replicated partition, answers once the
-/// in-sync replicas have it (at most `timeout`).
+/// in-sync replicas have it (at most `timeout`). `gate` is released once the append is
+/// decided, before the wait for the replicas (`produce_order`).
 async fn append(
     prepared: Prepared,
     acks: i16,
@@ -439,6 +477,7 @@ async fn append(
     lease: Option<&ClusterNode>,
     check: ProducerCheck,
     timing: &RequestTiming,
+    gate: Option<AppendGate>,
 ) -> AppendResult {
     let Prepared {
         partition,
@@ -456,6 +495,7 @@ async fn append(
     }
     let appending = timing.stopwatch();
     let outcome = partition.append_checked(buf, header, check).await;
+    drop(gate);
     if let Some(t) = appending {
         timing.appended(t.elapsed());
     }

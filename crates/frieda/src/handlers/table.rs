@@ -355,6 +355,7 @@ mod tests {
             request_bytes: 0,
             throttle: Throttle::default(),
             backlog: Default::default(),
+            produce_ticket: Default::default(),
             timing: RequestTiming::default(),
         }
     }

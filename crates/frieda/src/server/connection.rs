@@ -281,6 +281,9 @@ async fn serve(
     tokio::pin!(idle_timer);
     // A quota throttled a request: nothing more is read until then (KIP-219's channel muting).
     let mut muted_until: Option<Instant> = None;
+    // With requests overlapped, produces still decide their appends to a partition in the
+    // order they were read (handlers::produce_order); made at the first Produce.
+    let mut produce_order: Option<Arc<handlers::produce_order::ProduceOrder>> = None;
     loop {
         tokio::select! {
             biased;
@@ -389,6 +392,10 @@ async fn serve(
                                 // Timed for the metrics, or for a request quota (KIP-124).
                                 if timed || broker.security.quotas.requests_limited() {
                                     ctx.timing = RequestTiming::started(received, frame_bytes);
+                                }
+                                if max_inflight > 1 && ctx.api_key == kafka_protocol::messages::ApiKey::Produce {
+                                    let order = produce_order.get_or_insert_with(handlers::produce_order::ProduceOrder::new);
+                                    ctx.produce_ticket = handlers::produce_order::TicketSlot::new(order.ticket());
                                 }
                                 let fut = handlers::handle(broker.clone(), ctx, body);
                                 // The request's budget returns when its handler is done.
