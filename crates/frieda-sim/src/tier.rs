@@ -229,7 +229,12 @@ impl World {
             };
             let now = self.now;
             // The broker's copier: a sweep every SWEEP_EVERY_INTERVALS task intervals.
-            let interval = self.plan.shape.tier.as_ref().map_or(1_000, |t| t.task_interval);
+            let interval = self
+                .plan
+                .shape
+                .tier
+                .as_ref()
+                .map_or(1_000, |t| t.task_interval);
             let every = interval * u64::from(frieda::tiering::copier::SWEEP_EVERY_INTERVALS);
             if slot.swept_at.is_none_or(|at| now >= at + every) {
                 slot.swept_at = Some(now);
