@@ -29,6 +29,24 @@ record read (consumers' polls, the final readers). From it:
                    completed before it was asked; a group member resuming below an offset the
                    group had committed
     final-incomplete   a final reader that could not read every partition to its high watermark
+    log-start-moved    a final reader found a partition's log start above offset 0 (nothing in
+                   these runs deletes records: retention is unbounded, no DeleteRecords)
+
+The bucket of a tiered run (the ``tiered`` kind, issue 57: one ``bucket`` op, recorded by the
+runner after the heal once the copies are done; keys ``<topic>-<id>/<partition>/<base offset, 20
+digits>-<segment id>.<log|indexes|rsm-manifest>``, the manifests' ``start_offset``/``end_offset``):
+
+    remote-incomplete  objects of a copy without all three of its objects (no manifest: an
+                   unfinished or abandoned copy left behind), a key of no copy, or a manifest
+                   whose offsets or sizes do not match its key and objects
+    remote-overlap     two finished copies of a partition holding a common offset
+    remote-gap         the finished copies of a partition not contiguous from offset 0 (a copy
+                   deleted, or never made, below the copied end: those offsets are in no tier
+                   once local retention passed them)
+    remote-behind      after the quiet period, a partition's finished copies end below the base
+                   offset of its leader's active segment (``active_bases``): a closed segment not
+                   in the bucket, which local retention deletes once the log grows past it if
+                   the broker counts it copied (a copy deleted at the end of the copied run)
 
 Transactional histories (``txn`` ops of the txn-producer role; readers use read_committed), after
 Jepsen's transactional Kafka checks: a record's fate is its transaction's, so a send in a committed
@@ -60,13 +78,15 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
+import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 FATAL = ["lost", "vanished", "duplicate", "inconsistent", "gap", "phantom", "aborted-read", "poll-skip",
-         "nonmonotonic-poll", "nonmonotonic-send", "commit-backwards", "final-incomplete", "torn-txn"]
+         "nonmonotonic-poll", "nonmonotonic-send", "commit-backwards", "final-incomplete", "torn-txn",
+         "log-start-moved", "remote-incomplete", "remote-overlap", "remote-gap", "remote-behind"]
 INFORMATIONAL = ["unseen", "write-cycle"]
 EXAMPLES = 10
 
@@ -126,6 +146,8 @@ def check(ops: list[dict], unseen_bound: int = 0) -> Result:
             if s is None:
                 sends[v] = {"part": op["part"], "proc": op["proc"], "type": "info", "offset": None,
                             "invoke": op["mono"], "done": None, "epoch": 0}
+                if "size" in op:
+                    sends[v]["size"] = op["size"]
             continue
         if s is None:  # a completion without its invoke (torn history): still a fact
             s = sends[v] = {"part": op["part"], "proc": op["proc"], "type": "info", "offset": None,
@@ -405,6 +427,16 @@ def check(ops: list[dict], unseen_bound: int = 0) -> Result:
                     expect[p] = o + 1
                     internal.add(p)
 
+    # ---- the final readers' log starts; the bucket of a tiered run
+    for op in ops:
+        if op["f"] == "log-start" and op.get("low", 0) > 0:
+            report("log-start-moved", {"proc": op["proc"], "part": op["part"], "low": op["low"],
+                                       "end": op.get("end"), "reading_at": op.get("reading_at")})
+    remote = None
+    for op in ops:
+        if op["f"] == "bucket" and op["type"] == "ok":
+            remote = check_bucket(op, report)
+
     # ---- statistics
     stats = {
         "acknowledged": len(acked),
@@ -426,6 +458,14 @@ def check(ops: list[dict], unseen_bound: int = 0) -> Result:
 
     if txns:
         stats["txns"] = {k: sum(1 for t in txns.values() if t["type"] == k) for k in ("ok", "fail", "info")}
+    if finals and all(op.get("complete", False) for op in finals):
+        # acknowledged and absent from the complete final reads: lost (never read) or vanished
+        # (read during the run, gone since), in one figure
+        stats["acked_missing_final"] = sum(1 for v, _s in acked if v not in final_seen)
+    if any("size" in s for s in sends.values()):
+        stats["acked_mb"] = round(sum(s.get("size", 0) for _v, s in acked) / 1e6, 1)
+    if remote is not None:
+        stats["remote"] = remote
     errors = [k for k in FATAL if counts.get(k)]
     if counts.get("unseen", 0) > unseen_bound:
         errors.append("unseen")
@@ -433,6 +473,73 @@ def check(ops: list[dict], unseen_bound: int = 0) -> Result:
     return Result(valid=not errors, counts={k: counts.get(k, 0) for k in all_kinds},
                   examples={k: ex[k] for k in all_kinds if ex.get(k)}, stats=stats,
                   unseen_bound=unseen_bound, errors=errors)
+
+
+REMOTE_KEY = re.compile(r"^(?P<prefix>.*)/(?P<part>\d+)/(?P<base>\d{20})-(?P<id>[A-Za-z0-9_-]{22})"
+                        r"\.(?P<kind>log|indexes|rsm-manifest)$")
+
+
+def check_bucket(op: dict, report) -> dict:
+    """The bucket of a tiered run (a ``bucket`` op: ``objects`` {key: size}, ``manifests`` {key:
+    {start_offset, end_offset, log_bytes, indexes_bytes}}): every object belongs to a finished
+    copy (its three objects, the manifest's offsets and sizes matching its key and objects), and
+    per partition the finished copies follow each other from offset 0 without overlap or hole.
+    Returns statistics (copies, copied MB, per partition the copied end)."""
+    objects: dict = op.get("objects") or {}
+    manifests: dict = op.get("manifests") or {}
+    copies: dict = defaultdict(dict)  # (prefix, part, base, id) -> {kind: (key, size)}
+    for key, size in objects.items():
+        m = REMOTE_KEY.match(key)
+        if m is None:
+            report("remote-incomplete", {"key": key, "why": "a key of no copy"})
+            continue
+        copies[(m["prefix"], int(m["part"]), int(m["base"]), m["id"])][m["kind"]] = (key, size)
+    finished: dict = defaultdict(list)  # (prefix, part) -> [(start, end, id)]
+    copied = 0
+    for (prefix, part, base, sid), kinds in sorted(copies.items()):
+        case = {"part": part, "base": base, "segment_id": sid, "objects": sorted(kinds)}
+        if set(kinds) != {"log", "indexes", "rsm-manifest"}:
+            report("remote-incomplete", dict(case, why="not all three objects of the copy (no manifest: an "
+                                                  "unfinished or abandoned copy)" if "rsm-manifest" not in kinds
+                                             else "a manifest without its other objects"))
+            if "rsm-manifest" not in kinds:
+                continue
+        man = manifests.get(kinds["rsm-manifest"][0]) or {}
+        start, end = man.get("start_offset"), man.get("end_offset")
+        if not isinstance(start, int) or not isinstance(end, int):
+            report("remote-incomplete", dict(case, why="manifest unreadable", manifest=man))
+            continue
+        if start != base or end < start:
+            report("remote-incomplete", dict(case, why="manifest offsets do not match the key", manifest=man))
+        elif "log" in kinds and man.get("log_bytes") not in (None, kinds["log"][1]):
+            report("remote-incomplete", dict(case, why=".log size is not the manifest's", manifest=man,
+                                             log_bytes=kinds["log"][1]))
+        if "log" in kinds:
+            copied += kinds["log"][1]
+        finished[(prefix, part)].append((start, end, sid))
+    ends = {}
+    for (prefix, part), segs in sorted(finished.items()):
+        segs.sort()
+        nxt = 0
+        prev = None
+        for start, end, sid in segs:
+            if start < nxt and prev is not None:
+                report("remote-overlap", {"part": part, "copies": [
+                    {"start": prev[0], "end": prev[1], "segment_id": prev[2]},
+                    {"start": start, "end": end, "segment_id": sid}]})
+            elif start > nxt:
+                report("remote-gap", {"part": part, "missing": [nxt, start - 1], "count": start - nxt,
+                                      "before": None if prev is None else {"start": prev[0], "end": prev[1]},
+                                      "after": {"start": start, "end": end, "segment_id": sid}})
+            nxt = max(nxt, end + 1)
+            prev = (start, end, sid)
+        ends[str(part)] = nxt - 1
+    for part, base in (op.get("active_bases") or {}).items():
+        if isinstance(base, int) and int(ends.get(str(part), -1)) + 1 < base:
+            report("remote-behind", {"part": int(part), "copied_end": ends.get(str(part), -1),
+                                     "active_segment_base": base, "settled": op.get("settled")})
+    return {"copies": sum(len(v) for v in finished.values()), "copied_mb": round(copied / 1e6, 1),
+            "copied_end": ends, "settled": op.get("settled"), "objects": len(objects)}
 
 
 def transactions(ops: list[dict]) -> dict:

@@ -20,16 +20,23 @@ active controller", "node 3"); ``Nemesis.run`` resolves it against the cluster w
                      not fsynced, tests/powerfail/syncfs.py) with flush.messages=1, restarts on
                      what was durable; now and then every node at once
     mixed            a seeded mix of kills, pauses, SIGTERM restarts and reassignments
+    tiered           on a tiered topic (remote.storage.enable, 1 MiB segments, one segment kept
+                     locally, SeaweedFS behind tests/cluster/s3_fault_proxy.py): SIGKILL a
+                     partition's leader while segments upload (restart after 2-8 s), SIGSTOP a
+                     leader past the session, SIGSTOP the object store for 5-15 s (a leader
+                     SIGKILLed during the stop), the store answering 503 SlowDown or hanging
 
-Every fault is undone by the step itself (restart, SIGCONT) and ``heal()`` restarts or resumes
-whatever is left before the final reads. Processes are signalled by PID only (Cluster's methods).
-Every fault and every metadata sample goes into the nemesis's history file (proc "nemesis").
-"""
+Every fault is undone by the step itself (restart, SIGCONT, the proxy back to ``pass``) and
+``heal()`` restarts or resumes whatever is left before the final reads. Processes are signalled
+by PID only (Cluster's methods; the object store's PID for ``store-pause``). Every fault and
+every metadata sample goes into the nemesis's history file (proc "nemesis")."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -41,7 +48,8 @@ sys.path.insert(0, str(HERE))
 
 from history import HistoryWriter  # noqa: E402
 
-KINDS = ["kill-leader", "kill-controller", "pause", "rolling", "reassign", "partition", "power-loss", "mixed"]
+KINDS = ["kill-leader", "kill-controller", "pause", "rolling", "reassign", "partition", "power-loss", "mixed",
+         "tiered"]
 
 
 def load_cluster_module():
@@ -54,6 +62,34 @@ def load_cluster_module():
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def load_store_modules():
+    """tests/cluster's seaweedfs.py (``weed mini`` on free ports, a boto3 view of its bucket) and
+    s3_fault_proxy.py (503 SlowDown / hanging requests), imported under names of their own:
+    seaweedfs.py imports ``conftest``, which must be tests/cluster's here (under pytest another
+    conftest may hold that name; it is put back)."""
+    cm = load_cluster_module()
+    mods = []
+    for name, fname in (("frieda_seaweedfs", "seaweedfs.py"), ("frieda_s3_fault_proxy", "s3_fault_proxy.py")):
+        if name not in sys.modules:
+            saved = sys.modules.get("conftest")
+            sys.modules["conftest"] = cm
+            try:
+                spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tests" / "cluster" / fname)
+                mod = importlib.util.module_from_spec(spec)
+                sys.modules[name] = mod
+                spec.loader.exec_module(mod)
+            except BaseException:
+                sys.modules.pop(name, None)
+                raise
+            finally:
+                if saved is None:
+                    sys.modules.pop("conftest", None)
+                else:
+                    sys.modules["conftest"] = saved
+        mods.append(sys.modules[name])
+    return mods[0], mods[1]
 
 
 def nodes_for(kind: str) -> int:
@@ -121,6 +157,36 @@ def make_schedule(kind: str, seed: int, secs: float, n_nodes: int, partitions: i
         return {"op": "power", "target": any_target(), "down": round(rnd.uniform(0.5, 4.0), 2),
                 "after": round(rnd.uniform(1.5, 4.0), 2)}
 
+    # tiered: a leader SIGKILLed (restarted after a few seconds: long enough for the others to
+    # copy, delete locally and move on) while its partitions' segments upload
+    def tkill(target):
+        return {"op": "kill", "target": target, "down": round(rnd.uniform(2.0, 8.0), 2),
+                "after": round(rnd.uniform(1.0, 3.0), 2)}
+
+    def store_pause(with_kill: bool):
+        # the object store SIGSTOPped for 5-15 s; a leader SIGKILLed during the stop (at 0.5-4 s
+        # into it, restarted 2-8 s later, before or after the store resumes)
+        step = {"op": "store-pause", "down": round(rnd.uniform(5.0, 15.0), 2),
+                "after": round(rnd.uniform(1.0, 3.0), 2)}
+        if with_kill:
+            step["kill"] = {"target": leader(), "at": round(rnd.uniform(0.5, 4.0), 2),
+                            "down": round(rnd.uniform(2.0, 8.0), 2)}
+        return step
+
+    def store_fault():
+        # through the proxy: every request answered 503 SlowDown, or every request left hanging
+        return {"op": "store-fault", "mode": rnd.choice(["slowdown", "stall"]),
+                "down": round(rnd.uniform(3.0, 10.0), 2), "after": round(rnd.uniform(1.0, 3.0), 2)}
+
+    if kind == "tiered":
+        # the first two steps are the report's (issue 57): a leader killed while copies run, and
+        # the store stopped with a leader killed meanwhile, in a seeded order; a short schedule
+        # has both
+        first = [tkill(leader()), store_pause(True)]
+        rnd.shuffle(first)
+        for step in first:
+            steps.append(step)
+            t += step["down"] + step["after"] + 2
     while t < secs:
         if kind == "kill-leader":
             step = kill(leader())
@@ -148,10 +214,16 @@ def make_schedule(kind: str, seed: int, secs: float, n_nodes: int, partitions: i
                     else kill({"node": rnd.randint(1, n_nodes)}) if r < 0.45
                     else pause(leader()) if r < 0.6 else pause({"controller": True}) if r < 0.7
                     else stop(rnd.randint(1, n_nodes)) if r < 0.8 else reassign())
+        elif kind == "tiered":
+            r = rnd.random()
+            step = (tkill(leader()) if r < 0.35 else pause(leader()) if r < 0.5
+                    else store_pause(rnd.random() < 0.8) if r < 0.7 else store_fault() if r < 0.9
+                    else tkill({"controller": True}))
         else:
             raise ValueError(f"unknown fault kind {kind!r}; one of {KINDS}")
         steps.append(step)
-        t += step.get("down", 0) + step["after"] + (2 if step["op"] in ("kill", "stop", "reassign", "power", "power-all") else 0)
+        settle = 2 if step["op"] in ("kill", "stop", "reassign", "power", "power-all", "store-pause") else 0
+        t += step.get("down", 0) + step["after"] + settle
     return steps
 
 
@@ -170,12 +242,17 @@ def _segment_bytes(root: Path) -> int:
 
 class Nemesis:
     def __init__(self, cluster, topic: str, partitions: int, history_dir: Path, seed: int,
-                 sample_interval: float = 0.5, net=None, disks: dict | None = None):
+                 sample_interval: float = 0.5, net=None, disks: dict | None = None, store=None, proxy=None):
         """``net``: the cluster's ``netns.Net`` (for ``partition`` steps); ``disks``: node id ->
-        its mounted ``syncfs.SyncFs`` (for ``power``/``power-all`` steps)."""
+        its mounted ``syncfs.SyncFs`` (for ``power``/``power-all`` steps); ``store`` and
+        ``proxy``: the object store (seaweedfs.SeaweedFS) and the fault proxy in front of it
+        (s3_fault_proxy.FaultProxy), for ``store-pause``/``store-fault`` steps."""
         self.cluster = cluster
         self.net = net
         self.disks = disks or {}
+        self.store = store
+        self.proxy = proxy
+        self.store_paused = False
         self.topic = topic
         self.partitions = partitions
         self.h = HistoryWriter(Path(history_dir) / "nemesis.jsonl", "nemesis")
@@ -268,6 +345,15 @@ class Nemesis:
                 time.sleep(down)
                 self._start(node)
                 self._wait_isr(min(20, max(1, deadline - time.monotonic() + 10)))
+        elif op == "store-pause":
+            self.store_pause(s)
+        elif op == "store-fault":
+            self.h.write("invoke", op, fault=True, mode=s["mode"], down=s["down"])
+            self.proxy.set_mode(s["mode"])
+            self.h.write("ok", op, mode=s["mode"])
+            time.sleep(s["down"])
+            self.proxy.set_mode("pass")
+            self.h.write("ok", "store-heal", faulted=dict(self.proxy.faults))
         elif op == "reassign":
             self.reassign(s["partition"], s["replicas"], deadline)
         elif op == "partition":
@@ -303,6 +389,48 @@ class Nemesis:
             except AssertionError as e:
                 self.h.write("fail", "start", nodes=nodes, error=str(e)[:500])
         time.sleep(s["after"])
+
+    def _store_signal(self, sig: int) -> bool:
+        proc = self.store.proc
+        if proc is None or proc.poll() is not None:
+            self.h.write("info", "store-signal", sig=int(sig), error="the object store is not running")
+            return False
+        os.kill(proc.pid, sig)  # by PID: weed mini is one process (no children)
+        return True
+
+    def store_pause(self, s: dict) -> None:
+        """SIGSTOP the object store for ``down`` s; with ``kill``, SIGKILL a partition's leader
+        ``kill.at`` s into the stop and start it again ``kill.down`` s later (the events in time
+        order: the restart may come before or after SIGCONT)."""
+        k = s.get("kill")
+        self.h.write("invoke", "store-pause", fault=True, down=s["down"], kill=k)
+        t0 = time.monotonic()
+        events = [(0.0, "stop"), (s["down"], "cont")]
+        if k:
+            events += [(k["at"], "kill"), (k["at"] + k["down"], "start")]
+        events.sort(key=lambda e: e[0])
+        killed = None
+        for at, what in events:
+            time.sleep(max(0.0, t0 + at - time.monotonic()))
+            if what == "stop":
+                if self._store_signal(signal.SIGSTOP):
+                    self.store_paused = True
+                    self.h.write("ok", "store-pause")
+            elif what == "cont":
+                if self.store_paused:
+                    self._store_signal(signal.SIGCONT)
+                    self.store_paused = False
+                self.h.write("ok", "store-resume")
+            elif what == "kill":
+                node = self.resolve(k["target"])
+                if node is not None:
+                    self.h.write("invoke", "kill", fault=True, node=node, target=k["target"], down=k["down"],
+                                 during="store-pause")
+                    self.cluster.kill(node)
+                    killed = node
+                    self.h.write("ok", "kill", node=node)
+            elif what == "start" and killed is not None:
+                self._start(killed)
 
     def _power_cut(self, node: int, kill: bool = True) -> int:
         """Node ``node`` loses power: SIGKILL (unless already dead), its file system drops every
@@ -410,6 +538,11 @@ class Nemesis:
         self.h.write("invoke", "heal")
         if self.net is not None:
             self.net.heal()
+        if self.proxy is not None:
+            self.proxy.set_mode("pass")
+        if self.store is not None and self.store_paused:
+            self._store_signal(signal.SIGCONT)
+            self.store_paused = False
         for i, node in self.cluster.nodes.items():
             if node.alive() and node.paused:
                 self.cluster.resume(i)

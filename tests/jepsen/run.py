@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Runs seeded fault schedules against fresh Frieda clusters and checks every history.
 
-    tests/jepsen/run.py --fault kill-leader|kill-controller|pause|rolling|reassign|mixed|all \\
-        --schedules N --seed S --secs 25 --out DIR
+    tests/jepsen/run.py --fault KIND|all --schedules N --seed S --secs 25 --out DIR
+
+KIND: kill-leader, kill-controller, pause, rolling, reassign, partition, power-loss, mixed, tiered.
 
 Schedule i of a kind uses seed S+i (printed; ``--schedules 1 --seed S+i`` runs it again). Per
 schedule: a fresh cluster (3 voters; reassign and mixed add a broker-only node 4) under
@@ -10,7 +11,12 @@ schedule: a fresh cluster (3 voters; reassign and mixed add a broker-only node 4
 client processes for ``--secs`` s (2 idempotent acks=all producers, 2 assign consumers, 2
 subscribed consumers of one group), the nemesis's faults from 3 s to ``secs - 5`` s, heal, then
 two final readers (bootstrapped from different nodes) read every partition to its high
-watermark; the checker (checker.py) judges the histories. A passing run's data is deleted (its
+watermark; the checker (checker.py) judges the histories. The ``tiered`` kind (issue 57) differs:
+the cluster tiers to its own SeaweedFS behind the S3 fault proxy, one topic of 4 partitions
+tiered with 1 MiB segments and one segment kept locally, the producers write MB/s of padded
+values, the two assign() consumers keep going back to offset 0 (no subscribed consumers), and
+once the copies are done the bucket is recorded (``history/bucket.jsonl``) for the checker,
+before the final reads. A passing run's data is deleted (its
 result.json stays); a failing run keeps its histories and node logs. Prints a table per fault
 kind and exits 1 if any run found an anomaly or failed.
 
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -33,15 +40,40 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from checker import check  # noqa: E402
+from checker import REMOTE_KEY, check  # noqa: E402
 from history import HistoryWriter, read_history  # noqa: E402
-from nemesis import KINDS, Nemesis, load_cluster_module, make_schedule, nodes_for  # noqa: E402
+from nemesis import KINDS, Nemesis, load_cluster_module, load_store_modules, make_schedule, nodes_for  # noqa: E402
 
 PYTHON = sys.executable
 WORKLOAD = HERE / "workload.py"
 
 # the cluster's settings (Kafka's names); the rest are tests/cluster/conftest.py's defaults
 SETTINGS = {"broker.session.timeout.ms": 3000}
+
+# ---- the tiered kind (issue 57)
+MIB = 1 << 20
+# with the store's settings (seaweedfs.SeaweedFS.broker_settings, its endpoint the fault proxy's):
+# a copy round every 200 ms (in practice as soon as the last one ends: the unfixed broker of issue
+# 57 lost records in 3 of 8 schedules with 500 ms, in 3 of 4 of the others with 200 ms), local
+# retention every 500 ms; a partition whose copy round failed (store
+# stopped or failing) retries after at most 2 s (default 30 s), so the copies settle soon after
+# the heal; a chunk stays in the brokers' chunk caches for 2 s (default 10 min): the final reads
+# start after the bucket's quiet period (at least 3 s), so they read what the bucket holds, not
+# chunks the consumers had cached of a copy deleted since (a 30 s schedule on the unfixed broker
+# read back a copy deleted from the bucket through the caches, 2026-12-02)
+TIERED_SETTINGS = {"remote.log.manager.task.interval.ms": 200, "log.retention.check.interval.ms": 500,
+                   "remote.log.manager.task.retry.backoff.max.ms": 2000,
+                   "rsm.config.fetch.chunk.cache.retention.ms": 2000}
+# 1 MiB segments (the broker's minimum), one of them kept locally, nothing deleted by total retention
+TIERED_TOPIC = {"remote.storage.enable": "true", "segment.bytes": str(MIB), "local.retention.bytes": str(MIB),
+                "retention.ms": "-1", "retention.bytes": "-1"}
+TIERED_VALUE_BYTES = [1024, 4096]  # each value padded to a seeded size in this range (2.5 KiB mean)
+DEFAULT_PARTITIONS = {"tiered": 4}
+# records/s per producer (2 producers): tiered ~2.5 MB/s each, 5 MB/s in all
+DEFAULT_RATE = {"tiered": 1000}
+TIERED_REWIND = 0.6  # the share of an assign() consumer's re-assignments that go back to offset 0
+TIERED_MESSAGE_TIMEOUT_MS = 120_000  # see spawn_tiered_clients
+TIERED_FINAL_READ_SECS = 90  # the final readers read everything, most of it from the bucket (~300 MB: 2-20 s)
 
 
 def spawn(role: str, cfg: dict, logdir: Path) -> subprocess.Popen:
@@ -65,10 +97,30 @@ def spawn_clients(base: dict, seed: int, rate: int, txn: bool, group: str, logdi
     return procs
 
 
-def spawn_finals(base: dict, group: str, bootstraps: list[str], logdir: Path) -> list[subprocess.Popen]:
+def spawn_tiered_clients(base: dict, seed: int, rate: int, logdir: Path) -> list[subprocess.Popen]:
+    """The tiered kind's four client processes: two producers of padded values (MB/s), two
+    assign() consumers that keep going back to offset 0 (history read from the bucket while
+    copies, local retention and faults go on)."""
+    # message.timeout.ms 120 s, not 30: under this load and these faults an acknowledgement can
+    # take 30 s, and when an in-flight message times out librdkafka bumps the idempotent
+    # producer's epoch and renumbers the messages it retries ("epoch bump ... message(s) timed
+    # out", "resetting epoch base seq" with JEPSEN_RDKAFKA_DEBUG=eos), so a retried batch the
+    # broker had already appended is appended again: duplicates of the client's making (seen at
+    # 5-7.5 MB/s with 30 s, 2026-12-02), which would hide what this kind looks for
+    procs = [spawn("producer", dict(base, proc=f"prod-{i}", index=i + 1, seed=seed * 100 + i, rate=rate,
+                                    flush_secs=40, message_timeout_ms=TIERED_MESSAGE_TIMEOUT_MS,
+                                    value_bytes=TIERED_VALUE_BYTES), logdir)
+             for i in range(2)]
+    procs += [spawn("assign", dict(base, proc=f"asg-{i}", seed=seed * 100 + 10 + i, rewind=TIERED_REWIND), logdir)
+              for i in range(2)]
+    return procs
+
+
+def spawn_finals(base: dict, group: str | None, bootstraps: list[str], logdir: Path,
+                 read_secs: float = 60) -> list[subprocess.Popen]:
     """One final reader per bootstrap address, each also fetching every group's offsets."""
-    return [spawn("final", dict(base, proc=f"final-{i}", bootstrap=addr, read_secs=60,
-                                groups=[group, "jepsen-asg-0", "jepsen-asg-1"]), logdir)
+    groups = ([group] if group else []) + ["jepsen-asg-0", "jepsen-asg-1"]
+    return [spawn("final", dict(base, proc=f"final-{i}", bootstrap=addr, read_secs=read_secs, groups=groups), logdir)
             for i, addr in enumerate(bootstraps)]
 
 
@@ -135,6 +187,185 @@ def replicas_identical(cluster, topic: str, attempts: int = 5) -> list[str]:
     return ["replicas differ: " + "; ".join(diffs)]
 
 
+def replicas_agree(cluster, topic: str, attempts: int = 8) -> list[str]:
+    """``replicas_identical`` for a tiered topic, whose replicas delete their oldest local
+    segments at their own pace (local retention) and may start their log again above the copied
+    offsets: per partition, every replica ends at the same batch, and the batches at base offsets
+    several replicas hold are the same bytes (asked again for a few seconds: a follower may still
+    be fetching, a segment may go while it is read)."""
+    import kafka_wire_extra as kx  # tests/integration (on sys.path through the cluster module)
+
+    def batches(node_id: int, p: int) -> dict[int, bytes]:
+        out = {}
+        for seg in kx.partition_segments(cluster.nodes[node_id].data_dir / f"{topic}-{p}"):
+            try:
+                data = seg.read_bytes()
+            except FileNotFoundError:
+                continue  # deleted by local retention since the listing
+            out.update({b.base_offset: data[b.position:b.position + b.size] for b in kx.parse_batches(data)})
+        return out
+
+    diffs: list[str] = []
+    for _ in range(attempts):
+        diffs = []
+        md = cluster.raw_metadata(cluster.running()[0], [topic])
+        for p, part in sorted(md.topics[topic][1].items()):
+            logs = {r: batches(r, p) for r in part.replicas}
+            last = {r: max(bs, default=-1) for r, bs in logs.items()}
+            if len(set(last.values())) > 1:
+                diffs.append(f"{topic}[{p}]: the replicas' last batches start at {last}")
+            for r, bs in logs.items():
+                for r2, bs2 in logs.items():
+                    if r2 <= r:
+                        continue
+                    bad = [o for o in bs.keys() & bs2.keys() if bs[o] != bs2[o]]
+                    if bad:
+                        diffs.append(f"{topic}[{p}]: replicas {r} and {r2} differ in {len(bad)} batches "
+                                     f"(first at offset {min(bad)})")
+        if not diffs:
+            return []
+        time.sleep(2)
+    return ["replicas differ: " + "; ".join(diffs)]
+
+
+def record_bucket(store, cluster, topic: str, hist: Path, timeout: float = 60) -> dict:
+    """After the heal, before the final reads: waits until the copies are done (on every partition
+    the finished copies reach the leader's active segment, and the bucket's listing is the same
+    3 s apart; at most ``timeout`` s, or 12 s without a change while behind), then writes the
+    bucket's listing, every manifest's offsets and the leaders' active segments to
+    ``history/bucket.jsonl`` (proc "bucket") for the checker, which requires of it that every
+    object belong to a finished copy (its three objects), that a partition's finished copies
+    neither overlap nor leave a hole from offset 0 on, and that they reach the active segment.
+    Returns the op."""
+    h = HistoryWriter(hist / "bucket.jsonl", "bucket")
+    manifests: dict[str, dict] = {}
+
+    def listing() -> dict[str, int]:
+        objs = store.objects()
+        for key in objs:
+            if key.endswith(".rsm-manifest") and key not in manifests:
+                try:
+                    m = json.loads(store.get(key))
+                    manifests[key] = {k: m.get(k) for k in ("start_offset", "end_offset", "log_bytes",
+                                                            "indexes_bytes", "segment_id")}
+                except Exception as e:  # noqa: BLE001 - deleted since the listing, or unreadable
+                    manifests[key] = {"error": repr(e)[:200]}
+        return objs
+
+    def active_bases() -> dict[int, int | None]:
+        """The base offset of the newest local segment of each partition's leader."""
+        md = cluster.raw_metadata(cluster.running()[0], [topic])
+        out = {}
+        for p, part in md.topics[topic][1].items():
+            if part.leader not in cluster.nodes:
+                out[p] = None
+                continue
+            d = cluster.nodes[part.leader].data_dir / f"{topic}-{p}"
+            bases = sorted(int(f.stem) for f in d.glob("*.log") if f.stem.isdigit())
+            out[p] = bases[-1] if bases else None
+        return out
+
+    def copied_ends(objs: dict) -> dict[int, int]:
+        ends: dict[int, int] = {}
+        for key in objs:
+            m = REMOTE_KEY.match(key)
+            if m and m["kind"] == "rsm-manifest" and isinstance(manifests.get(key, {}).get("end_offset"), int):
+                p = int(m["part"])
+                ends[p] = max(ends.get(p, -1), manifests[key]["end_offset"])
+        return ends
+
+    t0 = time.monotonic()
+    settled = False
+    objs = listing()
+    changed = time.monotonic()
+    bases: dict = {}
+    while time.monotonic() - t0 < timeout:
+        time.sleep(3)
+        again = listing()
+        try:
+            bases = active_bases()
+        except Exception as e:  # noqa: BLE001 - recorded; tried again
+            bases = {"error": repr(e)[:200]}
+        ends = copied_ends(again)
+        caught_up = "error" not in bases and all(b is None or ends.get(p, -1) + 1 >= b for p, b in bases.items())
+        if again != objs:
+            changed = time.monotonic()
+        elif caught_up:
+            settled = True
+            break
+        elif time.monotonic() - changed >= 12:
+            break  # nothing changes and the copies are behind: stuck (the checker's remote-behind)
+        objs = again
+    live = {k: v for k, v in manifests.items() if k in objs}
+    return h.write("ok", "bucket", topic=topic, settled=settled, waited_s=round(time.monotonic() - t0, 1),
+                   active_bases={str(p): b for p, b in bases.items()}, objects=objs, manifests=live)
+
+
+def broker_log_evidence(node_logs: dict[int, str], before: float | None = None) -> dict:
+    """What the node logs say about the copies (issue 57): every "deleted an unfinished remote
+    copy" line (node, partition, offsets, segment id) and, among them, the ones of a segment id
+    that some node logged "copied a segment to remote storage" for (a finished copy deleted as
+    unfinished: the mechanism of issue 57; ``own`` when the same node copied it). A finished copy
+    whose CopyFinished commit answered late or not at all leaves no "copied" line, so the runner
+    also matches the deletions against the bucket's gaps (``gap_deletions``). Also counts the
+    ERROR and WARN lines stamped before ``before`` (a wall time: not the final SIGTERMs'
+    openraft "Stopped" errors) and panics."""
+    import datetime
+    sid = re.compile(r"segment_id=([0-9a-fA-F-]{36})")
+    field = re.compile(r"\b(partition|start_offset|end_offset)=(\d+)")
+    stamp = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z ")
+    copied: dict[str, int] = {}  # segment id -> the node that logged its copy
+    deleted = []
+    errors = warns = panics = 0
+    first_errors: list[str] = []
+
+    def in_run(line: str) -> bool:
+        m = stamp.match(line)
+        if before is None or m is None:
+            return True
+        t = datetime.datetime.fromisoformat(m[1][:26]).replace(tzinfo=datetime.timezone.utc).timestamp()
+        return t < before
+
+    for node, text in sorted(node_logs.items()):
+        for line in text.splitlines():
+            if (" ERROR " in line or " WARN " in line) and not in_run(line):
+                continue
+            if " ERROR " in line:
+                errors += 1
+                if len(first_errors) < 5:
+                    first_errors.append(f"node {node}: {line[:300]}")
+            elif " WARN " in line:
+                warns += 1
+            if "panicked" in line:
+                panics += 1
+            m = sid.search(line)
+            if not m:
+                continue
+            if "copied a segment to remote storage" in line:
+                copied[m[1]] = node
+            elif "deleted an unfinished remote copy" in line:
+                f = {k: int(v) for k, v in field.findall(line)}
+                deleted.append({"node": node, "partition": f.get("partition"), "start": f.get("start_offset"),
+                                "end": f.get("end_offset"), "segment_id": m[1], "at": line[:27]})
+    finished = [dict(d, copied_by=copied[d["segment_id"]], own=copied[d["segment_id"]] == d["node"])
+                for d in deleted if d["segment_id"] in copied]
+    return {"finished_copy_deleted": len(finished), "own_copy_deleted": sum(1 for d in finished if d["own"]),
+            "examples": finished[:5], "unfinished_deleted": deleted[:50], "error_lines": errors,
+            "warn_lines": warns, "panics": panics, "first_errors": first_errors}
+
+
+def gap_deletions(gaps: list[dict], deleted: list[dict]) -> list[dict]:
+    """The "deleted an unfinished remote copy" lines of the bucket's gaps (the checker's
+    ``remote-gap`` examples): the copies whose deletion left each gap."""
+    out = []
+    for g in gaps:
+        a, b = g["missing"]
+        out += [dict(d, gap=[g["part"], a, b]) for d in deleted
+                if d["partition"] == g["part"] and d["start"] is not None and d["end"] is not None
+                and d["start"] <= b and d["end"] >= a]
+    return out
+
+
 def commit_start_offsets(admin, group: str, topic: str, partitions: int) -> None:
     """Commits offset 0 of every partition for the subscribed consumers' group before they start,
     so they begin at a committed offset instead of asking ListOffsets for the earliest one.
@@ -175,11 +406,16 @@ def commit_start_offsets(admin, group: str, topic: str, partitions: int) -> None
         time.sleep(0.5)
 
 
-def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int = 5, rate: int = 100,
-                 keep: bool = False, n_nodes: int | None = None, quiet: bool = False, txn: bool = False) -> dict:
+def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int | None = None,
+                 rate: int | None = None, keep: bool = False, n_nodes: int | None = None, quiet: bool = False,
+                 txn: bool = False) -> dict:
     """One seeded schedule on a fresh cluster; returns its result (also in ``<dir>/result.json``).
     ``txn``: the producers are transactional (workload role txn-producer) and the checker adds
-    its transactional checks."""
+    its transactional checks. ``partitions`` and ``rate`` (records/s per producer) default per
+    kind (5 and 100; tiered 4 and 1000 padded values)."""
+    partitions = partitions or DEFAULT_PARTITIONS.get(kind, 5)
+    rate = rate or DEFAULT_RATE.get(kind, 100)
+    tiered = kind == "tiered"
     cm = load_cluster_module()
     n = n_nodes or nodes_for(kind)
     rundir = Path(out).resolve() / f"{kind}-{'txn-' if txn else ''}{seed}"
@@ -198,10 +434,20 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
     nemesis = None
     net = None
     disks: dict = {}
+    store = proxy = None
     settings = dict(SETTINGS)
     cluster_kw: dict = {}
     try:
-        if kind == "partition":
+        if tiered:
+            # the object store of this schedule: its own ports and directory, behind the fault proxy
+            seaweedfs, s3_fault_proxy = load_store_modules()
+            store = seaweedfs.SeaweedFS(rundir)
+            store.start()
+            proxy = s3_fault_proxy.FaultProxy(store.ports["s3.port"])
+            settings.update(store.broker_settings())
+            settings["rsm.config.storage.s3.endpoint.url"] = proxy.endpoint
+            settings.update(TIERED_SETTINGS)
+        elif kind == "partition":
             sys.path.append(str(HERE.parent / "cluster"))
             from netns import Net
             net = Net(n)
@@ -222,33 +468,51 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
             net.close()
         for fs in disks.values():
             fs.unmount()
+        if proxy is not None:
+            proxy.close()
+        if store is not None:
+            store.kill()
         raise
     cluster = cm.Cluster(rundir / "cluster", n, **settings, **cluster_kw)
     steps_run = 0
     t_start = time.monotonic()
     result = None
     crashed = None
+    bucket = None
     try:
         cluster.start_all()
         from confluent_kafka.admin import NewTopic
         admin = cluster.admin()  # kept referenced until the future resolves
-        fs = admin.create_topics([NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})])
+        config = {"min.insync.replicas": "2", **(TIERED_TOPIC if tiered else {})}
+        fs = admin.create_topics([NewTopic(topic, partitions, 3, config=config)])
         fs[topic].result(30)
         cluster.wait_topic(topic, partitions)
-        commit_start_offsets(admin, group, topic, partitions)
+        if not tiered:  # the tiered kind has no subscribed consumers
+            commit_start_offsets(admin, group, topic, partitions)
         del admin
         base = {"bootstrap": cluster.bootstrap, "topic": topic, "partitions": partitions, "out": str(hist),
                 "secs": secs}
-        procs += spawn_clients(base, seed, rate, txn, group, logs)
-        nemesis = Nemesis(cluster, topic, partitions, hist, seed, net=net, disks=disks)
+        if tiered:
+            procs += spawn_tiered_clients(base, seed, rate, logs)
+        else:
+            procs += spawn_clients(base, seed, rate, txn, group, logs)
+        nemesis = Nemesis(cluster, topic, partitions, hist, seed, net=net, disks=disks, store=store, proxy=proxy)
         steps_run = nemesis.run(steps, start_after=3, fault_secs=max(4.0, secs - 5))
         nemesis.heal()
         problems += wait_procs(procs, timeout=max(5.0, secs - (time.monotonic() - t_start)) + 75)
+        if tiered:
+            # the copies done and the bucket quiet (>= 3 s: the chunk caches expire meanwhile)
+            bucket = record_bucket(store, cluster, topic, hist)
         # the final reads: two independent readers bootstrapped from different nodes
-        finals = spawn_finals(base, group, [cluster.nodes[1 + i % n].addr for i in range(2)], logs)
-        problems += wait_procs(finals, timeout=120)
+        read_secs = TIERED_FINAL_READ_SECS if tiered else 60
+        finals = spawn_finals(base, None if tiered else group, [cluster.nodes[1 + i % n].addr for i in range(2)],
+                              logs, read_secs=read_secs)
+        problems += wait_procs(finals, timeout=read_secs + 60)
         procs += finals
-        problems += replicas_identical(cluster, topic)
+        if tiered:
+            problems += replicas_agree(cluster, topic)
+        else:
+            problems += replicas_identical(cluster, topic)
     except Exception as e:  # noqa: BLE001 - the run could not be carried out: kept, reported
         import traceback
         crashed = f"{type(e).__name__}: {str(e)[:1000]}"
@@ -261,6 +525,7 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
         if nemesis is not None:
             nemesis.close()
             problems += nemesis.problems
+        teardown_wall = time.time()
         problems += cluster.teardown(passed=True)
         for node in cluster.nodes.values():
             try:
@@ -275,6 +540,21 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
                 fs.unmount()
             except Exception as e:  # noqa: BLE001
                 problems.append(f"unmount {fs.mountpoint}: {e}")
+        if proxy is not None:
+            proxy.close()
+        if store is not None:
+            store.kill()  # by PID (SIGKILL ends a stopped process too)
+            try:
+                shutil.move(str(store.log_path), logs / "seaweedfs.log")
+            except OSError:
+                pass
+    node_logs = {}
+    if tiered:
+        for node in cluster.nodes.values():
+            try:
+                node_logs[node.id] = (logs / f"node-{node.id}.stderr").read_text(errors="replace")
+            except OSError:
+                pass
     try:
         res = check(read_history(hist))
     except Exception as e:  # noqa: BLE001 - a checker bug must not end a soak; the run is kept
@@ -286,6 +566,13 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
     result = {"kind": kind, "txn": txn, "seed": seed, "secs": secs, "nodes": n, "partitions": partitions, "topic": topic,
               "steps": steps_run, "elapsed_s": round(elapsed, 1), "valid": res.valid and crashed is None and not problems,
               "checker": res.to_json(), "problems": problems, "crashed": crashed, "dir": str(rundir)}
+    if tiered:
+        # not a verdict by itself (the checker's is): the broker logs' account, for the report
+        bl = broker_log_evidence(node_logs, before=teardown_wall)
+        bl["gap_deletions"] = gap_deletions(res.examples.get("remote-gap", []), bl["unfinished_deleted"])
+        result["broker_log"] = bl
+        result["rate"] = rate
+        result["bucket_settled"] = bucket.get("settled") if bucket else None
     (rundir / "result.json").write_text(json.dumps(result, indent=1, default=str))
     (rundir / "summary.txt").write_text(res.summary() + "\n" + "\n".join(problems) + "\n")
     if not quiet:
@@ -299,7 +586,21 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int =
               f"max no-write {st['max_no_write_window_s']}s, max ack {st['max_ack_latency_s']}s{txns}"
               + (f"; errors {res.errors}" if res.errors else "") + (f"; crashed: {crashed}" if crashed else "")
               + (f"; problems: {problems}" if problems else ""), flush=True)
+        if tiered:
+            rs, bl = st.get("remote", {}), result["broker_log"]
+            print(f"[{kind} seed {seed}] MB acked {st.get('acked_mb', 0)}, acked records missing from the final "
+                  f"reads {st.get('acked_missing_final', '?')}, copies {rs.get('copies', 0)} "
+                  f"({rs.get('copied_mb', 0)} MB), bucket settled {result['bucket_settled']}, anomalies: "
+                  f"lost {c['lost']}, vanished {c['vanished']}, log-start {c['log-start-moved']}, "
+                  f"remote-gap {c['remote-gap']}, remote-behind {c['remote-behind']}, "
+                  f"remote-overlap {c['remote-overlap']}, "
+                  f"remote-incomplete {c['remote-incomplete']}; node logs: finished copy deleted as unfinished "
+                  f"{bl['finished_copy_deleted']}x (by its own copier {bl['own_copy_deleted']}x), copies deleted "
+                  f"as unfinished where the bucket has a gap {len(bl['gap_deletions'])}, {bl['error_lines']} ERROR, "
+                  f"{bl['warn_lines']} WARN, {bl['panics']} panics", flush=True)
     if result["valid"] and not keep:
+        if store is not None:
+            shutil.rmtree(store.dir, ignore_errors=True)
         shutil.rmtree(rundir / "cluster", ignore_errors=True)
         for i in disks:
             shutil.rmtree(rundir / f"disk-{i}", ignore_errors=True)
@@ -378,6 +679,37 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+TIERED_COLUMNS = ["fault", "schedules", "failed", "MB acked", "copies", "acked missing", "lost", "vanished",
+                  "dup", "log start moved",
+                  "remote gaps", "remote behind", "remote overlaps", "remote incomplete",
+                  "finished copy deleted (logs)", "gap deleted (logs)", "failed seeds"]
+
+
+def tiered_table(results: list[dict]) -> str:
+    """The tiered runs' own table: data written and copied, acknowledged records absent from the
+    final reads (lost: never read; vanished: read during the run, gone since), the bucket's
+    anomalies, and how often the node logs show a copier deleting its own finished copy (issue
+    57's mechanism)."""
+    rs = [r for r in results if r["kind"] == "tiered"]
+    if not rs:
+        return ""
+    cnt = lambda k: sum(r["checker"]["counts"].get(k, 0) for r in rs)  # noqa: E731
+    failed = sorted(r["seed"] for r in rs if not r["valid"])
+    row = ["tiered", len(rs), len(failed), round(sum(r["checker"]["stats"].get("acked_mb", 0) for r in rs), 1),
+           sum(r["checker"]["stats"].get("remote", {}).get("copies", 0) for r in rs),
+           sum(r["checker"]["stats"].get("acked_missing_final", 0) for r in rs), cnt("lost"), cnt("vanished"),
+           cnt("duplicate"),
+           cnt("log-start-moved"), cnt("remote-gap"), cnt("remote-behind"), cnt("remote-overlap"),
+           cnt("remote-incomplete"),
+           sum(r.get("broker_log", {}).get("finished_copy_deleted", r.get("broker_log", {}).get("own_copy_deleted", 0))
+               for r in rs),
+           sum(len(r.get("broker_log", {}).get("gap_deletions", [])) for r in rs),
+           ",".join(map(str, failed)) or "-"]
+    widths = [max(len(str(x)) for x in col) for col in zip(TIERED_COLUMNS, row)]
+    fmt = " | ".join(f"{{:{'<' if i in (0, len(TIERED_COLUMNS) - 1) else '>'}{w}}}" for i, w in enumerate(widths))
+    return "\n".join([fmt.format(*TIERED_COLUMNS), "-+-".join("-" * w for w in widths), fmt.format(*row)])
+
+
 TXN_COLUMNS = ["fault", "schedules", "committed txns", "aborted txns", "unknown txns", "aborted reads",
                "lost committed", "dup", "torn", "write cycles (allowed)"]
 
@@ -409,8 +741,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--secs", type=float, default=25)
     ap.add_argument("--out", type=Path, default=Path("/tmp/frieda-jepsen"))
-    ap.add_argument("--partitions", type=int, default=5)
-    ap.add_argument("--rate", type=int, default=100, help="records/s per producer (2 producers)")
+    ap.add_argument("--partitions", type=int, default=None, help="partitions of the topic (default 5; tiered 4)")
+    ap.add_argument("--rate", type=int, default=None,
+                    help="records/s per producer (2 producers; default 100; tiered 1000 values of 1-4 KiB)")
     ap.add_argument("--nodes", type=int, default=None, help="cluster size (default: 3, 4 for reassign/mixed)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="schedules run at once, each on its own cluster (2 cores: at most 2-3)")
@@ -428,6 +761,8 @@ def main(argv=None) -> int:
         print(table(results))
         if txn_table(results):
             print("\n" + txn_table(results))
+        if tiered_table(results):
+            print("\n" + tiered_table(results))
         for r in results:
             if not r["valid"]:
                 print(f"  failed: {r['kind']} seed {r['seed']}: {r['dir']} errors {r['checker']['errors']} "
@@ -435,7 +770,8 @@ def main(argv=None) -> int:
         return 1 if any(not r["valid"] for r in results) else 0
     if args.external:
         args.out.mkdir(parents=True, exist_ok=True)
-        rs = [run_external(args.external, args.seed + i, args.secs, args.out, args.partitions, args.rate, args.txn)
+        rs = [run_external(args.external, args.seed + i, args.secs, args.out, args.partitions or 5, args.rate or 100,
+                           args.txn)
               for i in range(args.schedules)]
         return 0 if all(r["valid"] for r in rs) else 1
     if not args.fault:
@@ -482,6 +818,8 @@ def main(argv=None) -> int:
     print(table(results))
     if txn_table(results):
         print("\n" + txn_table(results))
+    if tiered_table(results):
+        print("\n" + tiered_table(results))
     bad = [r for r in results if not r["valid"]]
     (args.out / f"table-{int(time.time())}.json").write_text(json.dumps(results, indent=1, default=str))
     if bad:

@@ -419,3 +419,74 @@ def test_write_cycle_is_reported_not_failed():
     assert res.valid, res.summary()
     assert res.counts["write-cycle"] == 1
     assert res.examples["write-cycle"][0]["cycle"] == ["T1", "T2"]
+
+
+# ---- the tiered kind (issue 57): the bucket op, the log start, padded values
+
+def bucket_op(h: H, copies, extra_keys=(), active_bases=None):
+    """``copies``: (part, start, end, kinds) per copy; each gets its own segment id."""
+    import base64
+    import uuid
+    objects, manifests = {}, {}
+    for i, (part, start, end, kinds_) in enumerate(copies):
+        sid = base64.urlsafe_b64encode(uuid.UUID(int=i + 1).bytes).decode().rstrip("=")
+        stem = f"t-AAAAAAAAAAAAAAAAAAAAAA/{part}/{start:020d}-{sid}"
+        for k in kinds_:
+            objects[f"{stem}.{k}"] = 1000 if k == "log" else 10
+        if "rsm-manifest" in kinds_:
+            manifests[f"{stem}.rsm-manifest"] = {"start_offset": start, "end_offset": end, "log_bytes": 1000}
+    for k in extra_keys:
+        objects[k] = 1
+    h.op("bucket", "ok", "bucket", settled=True, objects=objects, manifests=manifests, active_bases=active_bases)
+
+
+WHOLE = ("log", "indexes", "rsm-manifest")
+
+
+def test_whole_contiguous_copies_pass():
+    h = clean()
+    bucket_op(h, [(0, 0, 1, WHOLE), (0, 2, 3, WHOLE), (1, 0, 3, WHOLE)])
+    res = check(h.ops)
+    assert res.valid, res.summary()
+    assert res.stats["remote"]["copies"] == 3 and res.stats["remote"]["copied_end"] == {"0": 3, "1": 3}
+
+
+def test_bucket_anomalies():
+    h = clean()
+    bucket_op(h, [(0, 0, 1, WHOLE), (0, 2, 3, ("log", "indexes")),  # an unfinished copy left behind
+                  (0, 0, 2, WHOLE),                                 # overlaps the first
+                  (1, 0, 1, WHOLE), (1, 5, 6, WHOLE)],              # offsets 2-4 in no copy
+              extra_keys=["t-AAAAAAAAAAAAAAAAAAAAAA/1/stray"])
+    res = check(h.ops)
+    assert not res.valid
+    assert {"remote-incomplete", "remote-overlap", "remote-gap"} <= set(res.errors)
+    assert res.counts["remote-incomplete"] == 2  # the copy without its manifest, the stray key
+    assert res.examples["remote-gap"][0]["missing"] == [2, 4]
+
+
+def test_copies_behind_the_active_segment_after_the_quiet_period():
+    h = clean()
+    bucket_op(h, [(0, 0, 1, WHOLE), (1, 0, 3, WHOLE)], active_bases={"0": 4, "1": 4})
+    res = check(h.ops)
+    assert res.errors == ["remote-behind"], res.summary()
+    assert res.examples["remote-behind"][0] == {"part": 0, "copied_end": 1, "active_segment_base": 4,
+                                                "settled": True}
+
+
+def test_a_log_start_above_zero_fails():
+    h = clean()
+    h.op("final-0", "info", "log-start", part=0, low=2, end=4)
+    res = check(h.ops)
+    assert res.errors == ["log-start-moved"], res.summary()
+
+
+def test_padded_values_round_trip_and_corruption_is_a_phantom():
+    from workload import encode_value, parse_value
+    raw = encode_value(10_000_123, 2048)
+    assert len(raw) == 2048 and parse_value(raw) == 10_000_123
+    assert parse_value(encode_value(7)) == 7
+    assert str(parse_value(raw[:-1] + b"#")).startswith("?corrupt:10000123")
+    h = clean()
+    h.poll("asg-1", [(0, 0, parse_value(raw[:-1] + b"#"))])
+    res = check(h.ops)
+    assert "phantom" in res.errors

@@ -43,3 +43,21 @@ def test_reassign_targets_three_distinct_brokers_of_four():
 def test_mixed_mixes():
     ops = {s["op"] for seed in range(10) for s in make_schedule("mixed", seed, 25, 4, 5)}
     assert ops == {"kill", "pause", "stop", "reassign"}
+
+
+def test_tiered_starts_with_a_leader_kill_and_a_store_stop_with_a_kill():
+    for seed in range(20):
+        steps = make_schedule("tiered", seed, 30, 3, 4, session_ms=3000)
+        first = sorted(s["op"] for s in steps[:2])
+        assert first == ["kill", "store-pause"], steps[:2]
+        stop = next(s for s in steps[:2] if s["op"] == "store-pause")
+        assert 5 <= stop["down"] <= 15 and "leader_of" in stop["kill"]["target"]
+        assert all(0 <= s["target"]["leader_of"] < 4 for s in steps if "leader_of" in s.get("target", {}))
+
+
+def test_tiered_mixes_every_fault():
+    steps = [s for seed in range(10) for s in make_schedule("tiered", seed, 60, 3, 4)]
+    assert {s["op"] for s in steps} == {"kill", "pause", "store-pause", "store-fault"}
+    assert {s["mode"] for s in steps if s["op"] == "store-fault"} == {"slowdown", "stall"}
+    assert all(s["down"] > 3.0 for s in steps if s["op"] == "pause")  # past the broker session
+    assert all(2.0 <= s["down"] <= 8.0 for s in steps if s["op"] == "kill")

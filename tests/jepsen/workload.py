@@ -3,7 +3,10 @@ history.py). Run as ``python workload.py ROLE CONFIG_JSON``; every role stops by
 
     producer   an idempotent acks=all confluent-kafka producer appending unique integers to
                seeded-random partitions at ``rate``/s for ``secs`` seconds, then flushing (at most
-               ``flush_secs``); what is still unacknowledged then is recorded as info.
+               ``flush_secs``); what is still unacknowledged then is recorded as info. With
+               ``value_bytes`` [lo, hi] each value is padded to a seeded size in that range (the
+               ``tiered`` kind: MB/s of data), with filler derived from the value itself so a
+               reader can tell a corrupted record (see ``encode_value``).
     txn-producer  a transactional producer (transactional.id ``jepsen-<proc>``): transactions of
                1-4 unique integers to seeded-random partitions at ``rate`` records/s, each
                committed or (one in four) aborted; every record's send and acknowledgement and
@@ -12,16 +15,22 @@ history.py). Run as ``python workload.py ROLE CONFIG_JSON``; every role stops by
                the old one and completes or aborts what it left open).
     assign     a consumer that assign()s partitions with explicit positions (its own group id, for
                its commits), polls, commits every few polls, and now and then re-assigns a seeded
-               random subset (keeping its position on the partitions it keeps).
+               random subset (keeping its position on the partitions it keeps). With ``rewind``
+               (a probability) each re-assignment also sends a seeded subset of its partitions
+               back to offset 0, so history is read (from the object store, on a tiered topic)
+               while the run goes on.
     subscribe  a consumer in the shared group ``group`` (subscribe(), eager rebalances recorded by
                callbacks), committing synchronously what each poll returned; now and then it
                fetches the group's committed offsets (an observation for the checker).
     final      after the run: reads every partition from offset 0 up to its high watermark (asked
                of the leader, uncached) by assignment without a group, then fetches the committed
-               offsets of the ``groups`` given.
+               offsets of the ``groups`` given. A partition whose log start is above 0 (asked with
+               the watermarks, or an offset-out-of-range answer on the way) is recorded
+               (``log-start``) and read from its log start.
 
 The config is a JSON object: bootstrap, topic, partitions, out (history dir), proc (name), secs,
-seed, and per role: index, rate, flush_secs, message_timeout_ms, group, groups, read_secs.
+seed, and per role: index, rate, flush_secs, message_timeout_ms, value_bytes, group, groups,
+read_secs, rewind.
 """
 
 from __future__ import annotations
@@ -43,9 +52,31 @@ LOG_LEVEL = 4
 VALUE_STRIDE = 10_000_000
 
 
+def filler(value: int, n: int) -> bytes:
+    """``n`` bytes of padding derived from ``value`` (its decimal text and a dot, repeated)."""
+    unit = f"{value}.".encode()
+    return (unit * (n // len(unit) + 1))[:n]
+
+
+def encode_value(value: int, size: int = 0) -> bytes:
+    """The record value of ``value``: its decimal text, padded to ``size`` bytes (when larger)
+    with a space and ``filler(value, ...)``."""
+    head = str(value).encode()
+    if size <= len(head) + 1:
+        return head
+    return head + b" " + filler(value, size - len(head) - 1)
+
+
 def parse_value(raw):
+    """The unique integer of a record value (``encode_value``'s); anything else, a padding that
+    is not the value's own filler included, comes back as a "?..." string, which the checker
+    reports as a phantom (a record nobody wrote)."""
     try:
-        return int(raw.decode())
+        head, sep, pad = raw.partition(b" ")
+        value = int(head.decode())
+        if sep and pad != filler(value, len(pad)):
+            return f"?corrupt:{value}:" + repr(raw[:40])
+        return value
     except (AttributeError, ValueError, UnicodeDecodeError):
         return "?" + repr(raw)[:60]  # a record nobody wrote: the checker reports it
 
@@ -71,6 +102,9 @@ def run_producer(cfg: dict) -> None:
         # e.g. "eos,msg,protocol": librdkafka's own account of retries and epoch bumps (stderr)
         conf.update({"debug": os.environ["JEPSEN_RDKAFKA_DEBUG"], "log_level": 7})
     pending: dict[int, int] = {}  # value -> partition
+    # padded values (the tiered kind): sizes from their own stream, so the partitions are the same
+    value_bytes = cfg.get("value_bytes")
+    sizes = random.Random(cfg["seed"] * 7 + 1)
 
     def on_delivery(part: int, value: int):
         def cb(err, msg):
@@ -97,9 +131,13 @@ def run_producer(cfg: dict) -> None:
         value = cfg["index"] * VALUE_STRIDE + seq
         seq += 1
         part = rnd.randrange(nparts)
-        h.write("invoke", "send", part=part, value=value)
+        size = sizes.randint(*value_bytes) if value_bytes else 0
+        if size:
+            h.write("invoke", "send", part=part, value=value, size=size)
+        else:
+            h.write("invoke", "send", part=part, value=value)
         try:
-            producer.produce(topic, key=str(part).encode(), value=str(value).encode(), partition=part,
+            producer.produce(topic, key=str(part).encode(), value=encode_value(value, size), partition=part,
                              on_delivery=on_delivery(part, value))
             pending[value] = part
         except BufferError as e:
@@ -303,6 +341,7 @@ def run_assign(cfg: dict) -> None:
     positions = {p: 0 for p in range(nparts)}
     committed: dict[int, int] = {}
     assigned = list(range(nparts))
+    rewind = float(cfg.get("rewind", 0))
 
     def assign(parts):
         pos = {p: positions.get(p, 0) for p in parts}
@@ -325,6 +364,11 @@ def run_assign(cfg: dict) -> None:
             next_reassign = time.monotonic() + rnd.uniform(3, 8)
             k = rnd.randint(1, nparts)
             assigned = sorted(rnd.sample(range(nparts), k))
+            if rewind and rnd.random() < rewind:
+                # back to offset 0 on a seeded subset: the history again, from the bucket on a
+                # tiered topic, while copies, local retention and faults go on
+                for p in rnd.sample(assigned, rnd.randint(1, len(assigned))):
+                    positions[p] = 0
             assign(assigned)
     c.close()
     h.close()
@@ -389,11 +433,13 @@ def run_final(cfg: dict) -> None:
     c = Consumer(consumer_conf(cfg, f"jepsen-unused-{cfg['proc']}",
                                **{"auto.offset.reset": "error", "enable.partition.eof": True}))
     ends = {}
+    lows = {}
     for p in range(nparts):
         for attempt in range(10):
             try:
-                _low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
+                low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
                 ends[p] = high
+                lows[p] = low
                 break
             except KafkaException as e:
                 h.write("info", "watermark", part=p, error=err_name(e))
@@ -408,12 +454,19 @@ def run_final(cfg: dict) -> None:
                     c.list_topics(topic, timeout=5)
                 except KafkaException:
                     pass
-    h.write("ok", "watermarks", ends=ends)
+    h.write("ok", "watermarks", ends=ends, lows=lows)
     todo = {p: e for p, e in ends.items() if e > 0}
     positions: dict[int, int] = {}
-    c.assign([TopicPartition(topic, p, 0) for p in todo])
-    h.write("ok", "assign", parts=sorted(todo), positions={p: 0 for p in todo})
+    # Every partition from offset 0; one whose log start is above 0 (nothing in these runs
+    # deletes records: a lost prefix) from its log start, recorded for the checker.
+    start = {p: max(0, lows.get(p, 0)) for p in todo}
+    for p, low in start.items():
+        if low > 0:
+            h.write("info", "log-start", part=p, low=low, end=todo[p])
+    c.assign([TopicPartition(topic, p, start[p]) for p in todo])
+    h.write("ok", "assign", parts=sorted(todo), positions=start)
     deadline = time.monotonic() + cfg.get("read_secs", 60)
+    out_of_range: dict[int, int] = {}
     while todo and time.monotonic() < deadline:
         msgs = c.consume(num_messages=500, timeout=0.5)
         batch = record_poll(h, msgs, positions, f="final-read")
@@ -425,6 +478,25 @@ def run_final(cfg: dict) -> None:
             if err is not None and err.code() == KafkaError._PARTITION_EOF and m.partition() in todo \
                     and m.offset() >= todo[m.partition()]:
                 del todo[m.partition()]
+            elif err is not None and err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE) \
+                    and m.partition() in todo and out_of_range.get(m.partition(), 0) < 5:
+                # the log start moved above where this reader stood (auto.offset.reset=error):
+                # record where it is now and read on from there
+                p = m.partition()
+                out_of_range[p] = out_of_range.get(p, 0) + 1
+                try:
+                    low, _high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
+                except KafkaException as e:
+                    h.write("info", "watermark", part=p, error=err_name(e))
+                    continue
+                at = positions.get(p, start.get(p, 0))
+                h.write("info", "log-start", part=p, low=low, end=todo[p], reading_at=at)
+                if low > at:
+                    # the checker's expectations restart at the new position (an explicit assign)
+                    keep = {q: positions.get(q, start[q]) for q in todo if q != p}
+                    keep[p] = low
+                    c.assign([TopicPartition(topic, q, o) for q, o in keep.items()])
+                    h.write("ok", "assign", parts=sorted(keep), positions=keep)
     complete = not todo and len(ends) == nparts
     h.write("ok", "final-end", ends=ends, complete=complete, positions=positions)
     c.close()
