@@ -2147,7 +2147,7 @@ impl World {
             }
         };
         let leo = d.log.leo();
-        b.replicas[&p].repl.advance(leo);
+        b.replicas[&p].repl.advance(leo, now as i64);
         b.pending.push(Pending {
             req,
             partition: p,

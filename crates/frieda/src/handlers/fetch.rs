@@ -216,7 +216,9 @@ fn count_follower_fetches(
             broker_epoch,
             w.fetch_offset,
             w.follower_log_start,
-            -1,
+            // Counted only for the leader epoch it was admitted in: a read done under an
+            // earlier leadership says nothing of the follower's progress in this one.
+            w.admitted_epoch,
             leo,
             now_ms(),
         ) else {

@@ -22,7 +22,8 @@ pub enum AckStatus {
 /// - NOT_LEADER_OR_FOLLOWER (6) once this replica no longer leads in `epoch` (the record may or
 ///   may not survive: the producer retries);
 /// - pending while the high watermark has not passed the batch;
-/// - once it has: done, unless the (maximal) ISR has fewer than `min_insync` members, then
+/// - once it has: done, unless the (maximal) ISR has fewer than `min_insync` members (capped
+///   at the replica count, Kafka's `effectiveMinIsr`), then
 ///   NOT_ENOUGH_REPLICAS_AFTER_APPEND (20). An ISR shrink moves the high watermark past records
 ///   only the remaining members have, so "the high watermark passed it" alone would acknowledge
 ///   a record held by fewer replicas than `min.insync.replicas` promises (issue 28, item 1:
@@ -47,7 +48,7 @@ pub fn ack_status(
             if hw < required {
                 return AckStatus::Pending;
             }
-            if quorum || l.maximal_isr().len() >= min_insync {
+            if quorum || l.maximal_isr().len() >= l.effective_min_insync(min_insync) {
                 AckStatus::Done(Ok(()))
             } else {
                 AckStatus::Done(Err(ResponseError::NotEnoughReplicasAfterAppend))
@@ -87,7 +88,7 @@ mod tests {
         let r = Replication::default();
         r.become_leader(1, &state(vec![1, 2, 3], 9), 0, 0);
         // The produce's batch is offsets 0..=4; the followers have none of it.
-        r.advance(5);
+        r.advance(5, 0);
         assert_eq!(r.ack_status(4, 4, 2), AckStatus::Pending);
         // The controller commits the shrink to [1]: the high watermark is the leader's log end.
         assert!(r.update_leader(&state(vec![1], 10), 5, 2_000));

@@ -138,6 +138,10 @@ pub struct Replication {
     /// This replica's last leadership, from when it ended: what its claim says when the
     /// partition is leaderless ([`frieda_meta::quorum::Led`]).
     last_led: Mutex<Option<Led>>,
+    /// `replica.lag.time.max.ms` / `replica.stall.max.ms`, as the last ISR shrink check gave
+    /// them: the high watermark also waits for caught-up followers outside the ISR
+    /// ([`Leader::may_join`]); `None` until then.
+    join_limits: Mutex<Option<LagLimits>>,
 }
 
 impl Default for Replication {
@@ -151,6 +155,7 @@ impl Default for Replication {
             min_insync: AtomicUsize::new(1),
             quorum: AtomicBool::new(false),
             last_led: Mutex::new(None),
+            join_limits: Mutex::new(None),
         }
     }
 }
@@ -289,7 +294,7 @@ impl Replication {
             p.isr
         );
         self.set_role(me, Role::Leader(Leader::new(p, me, now_ms, leo)), leo);
-        self.advance(leo)
+        self.advance(leo, now_ms)
     }
 
     /// Takes a follower role of `leader` in `epoch` (or an offline one, `leader` = -1), the
@@ -444,7 +449,7 @@ impl Replication {
             l.set_replicas(self.me(), p, now_ms);
         }
         drop(role);
-        self.advance(leo);
+        self.advance(leo, now_ms);
         true
     }
 
@@ -494,9 +499,10 @@ impl Replication {
         })
     }
 
-    /// Recomputes a leader's high watermark for its log end offset `leo`; returns whether it
-    /// moved (the caller wakes fetches waiting for data).
-    pub fn advance(&self, leo: i64) -> bool {
+    /// Recomputes a leader's high watermark for its log end offset `leo` at `now_ms`; returns
+    /// whether it moved (the caller wakes fetches waiting for data).
+    pub fn advance(&self, leo: i64, now_ms: i64) -> bool {
+        let join = *self.join_limits.lock();
         let role = self.role.lock();
         let Role::Leader(l) = &*role else {
             return false;
@@ -508,6 +514,8 @@ impl Replication {
             current,
             self.min_insync.load(Ordering::Acquire),
             self.quorum.load(Ordering::Acquire),
+            now_ms,
+            join,
         );
         if hw > current {
             self.hw.store(hw, Ordering::Release);
@@ -554,6 +562,7 @@ impl Replication {
         leo: i64,
         now_ms: i64,
     ) -> Result<(Option<IsrChange>, bool), ResponseError> {
+        let join = *self.join_limits.lock();
         let mut role = self.role.lock();
         let Role::Leader(l) = &mut *role else {
             return Err(ResponseError::NotLeaderOrFollower);
@@ -580,6 +589,8 @@ impl Replication {
             current,
             self.min_insync.load(Ordering::Acquire),
             self.quorum.load(Ordering::Acquire),
+            now_ms,
+            join,
         );
         drop(role);
         let moved = hw > current;
@@ -667,8 +678,11 @@ impl Replication {
         Some(out)
     }
 
-    /// The ISR shrink a leader whose log ends at `leo` should ask for now, if any.
+    /// The ISR shrink a leader whose log ends at `leo` should ask for now, if any. Remembers
+    /// `limits` for the high watermark's wait for followers that may join the ISR
+    /// ([`Leader::may_join`]).
     pub fn shrink_check(&self, now_ms: i64, leo: i64, limits: LagLimits) -> Option<IsrChange> {
+        *self.join_limits.lock() = Some(limits);
         let me = self.me();
         match &mut *self.role.lock() {
             Role::Leader(l) => l.shrink(me, now_ms, leo, limits),
@@ -677,14 +691,15 @@ impl Replication {
     }
 
     /// Whether a produce may be appended now: this broker leads (and is not fenced), and for
-    /// `acks=all` the ISR has at least `min_insync` members.
+    /// `acks=all` the ISR has at least `min_insync` members, capped at the replica count as
+    /// Kafka's `effectiveMinIsr` ([`Leader::effective_min_insync`]).
     ///
     /// Errors: NOT_LEADER_OR_FOLLOWER (6), NOT_ENOUGH_REPLICAS (19).
     pub fn check_writable(&self, acks_all: bool, min_insync: usize) -> Result<i32, ResponseError> {
         match &*self.role.lock() {
             Role::Sole => Ok(0),
             Role::Leader(l) => {
-                if acks_all && l.isr.len() < min_insync {
+                if acks_all && l.isr.len() < l.effective_min_insync(min_insync) {
                     return Err(ResponseError::NotEnoughReplicas);
                 }
                 Ok(l.epoch)
@@ -755,6 +770,27 @@ mod tests {
             last_known_elr: vec![],
             electing: None,
         }
+    }
+
+    /// Issue 57, defect 6: `acks=all` caps `min.insync.replicas` at the replicas there are
+    /// (Kafka's `effectiveMinIsr`): a topic of RF 2 with min.insync.replicas=3 takes acks=all
+    /// writes with both replicas in sync, and acknowledges them.
+    #[test]
+    fn acks_all_caps_min_insync_replicas_at_the_replica_count() {
+        let r = Replication::default();
+        let p = PartitionState {
+            replicas: vec![1, 2],
+            ..state(vec![1, 2], 4, 9)
+        };
+        r.become_leader(1, &p, 0, 10);
+        assert_eq!(r.check_writable(true, 3), Ok(4));
+        r.on_follower_fetch(2, Some(1), 10, 0, 4, 10, 5).unwrap();
+        assert_eq!(r.ack_status(9, 4, 3), AckStatus::Done(Ok(())));
+        // A follower's fetch counted for an older leader epoch is refused.
+        assert_eq!(
+            r.on_follower_fetch(2, Some(1), 10, 0, 3, 10, 6),
+            Err(ResponseError::FencedLeaderEpoch)
+        );
     }
 
     /// KIP-392: a leader offers consumers only in-sync followers that hold the fetch offset;

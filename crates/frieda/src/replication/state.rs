@@ -190,11 +190,22 @@ impl Leader {
         set
     }
 
-    /// The high watermark given the leader's log end offset `leo`: the smallest log end offset
-    /// over the maximal ISR (a follower that has not fetched yet counts as 0 progress past
-    /// `current`). It stays at `current` while the committed ISR is smaller than `min_insync`
-    /// (at most the replication factor): Kafka's `maybeIncrementLeaderHW` under KIP-966, which
-    /// is what lets a replica that leaves such an ISR keep its claim to lead (ELR).
+    /// `min.insync.replicas` as `acks=all` applies it: at most the replicas there are (Kafka's
+    /// `Partition.effectiveMinIsr`), at least 1.
+    pub fn effective_min_insync(&self, min_insync: usize) -> usize {
+        min_insync.clamp(1, self.replicas.len().max(1))
+    }
+
+    /// The high watermark given the leader's log end offset `leo` at `now_ms`: the smallest
+    /// log end offset over the maximal ISR (a follower that has not fetched yet counts as 0
+    /// progress past `current`) and over the followers outside it that are caught up and may
+    /// join it ([`Self::may_join`], with `join` the lag limits; Kafka's
+    /// `shouldWaitForReplicaToJoinIsr`: without it, under steady load the high watermark runs
+    /// ahead of such a follower, which can then never reach it to join). It stays at `current`
+    /// while the committed ISR is smaller than `min_insync` (capped at the replication factor):
+    /// Kafka's `maybeIncrementLeaderHW` under KIP-966, which is what lets a replica that leaves
+    /// such an ISR keep its claim to lead (ELR).
+    #[allow(clippy::too_many_arguments)]
     pub fn high_watermark(
         &self,
         me: BrokerId,
@@ -202,22 +213,43 @@ impl Leader {
         current: i64,
         min_insync: usize,
         quorum: bool,
+        now_ms: i64,
+        join: Option<LagLimits>,
     ) -> i64 {
         if quorum {
             return self.quorum_high_watermark(me, leo, current, min_insync);
         }
-        if self.isr.len() < min_insync.min(self.replicas.len().max(1)) {
+        if self.isr.len() < self.effective_min_insync(min_insync) {
             return current.min(leo);
         }
         let mut hw = leo;
-        for b in self.maximal_isr() {
-            if b == me {
+        let isr = self.maximal_isr();
+        for b in &isr {
+            if *b == me {
                 continue;
             }
-            let f = self.followers.get(&b).map_or(-1, |p| p.leo);
+            let f = self.followers.get(b).map_or(-1, |p| p.leo);
             hw = hw.min(if f < 0 { current } else { f });
         }
+        if let Some(limits) = join {
+            for (b, p) in &self.followers {
+                if !isr.contains(b) && self.may_join(p, leo, now_ms, limits) {
+                    hw = hw.min(p.leo);
+                }
+            }
+        }
         hw.max(current).min(leo)
+    }
+
+    /// Whether the high watermark waits for follower `p` outside the ISR (Kafka's
+    /// `isCaughtUp` and `isReplicaIsrEligible`): it fetched in this epoch under a known
+    /// registration, was caught up within `lag_max_ms` and, when behind, fetched within
+    /// `stall_max_ms` (a follower that stops fetching, e.g. shutting down, is not waited for
+    /// longer than that).
+    pub fn may_join(&self, p: &Progress, leo: i64, now_ms: i64, limits: LagLimits) -> bool {
+        let lagged = now_ms.saturating_sub(p.caught_up_ms) > limits.lag_max_ms;
+        let stalled = p.leo < leo && now_ms.saturating_sub(p.last_fetch.1) > limits.stall_max_ms;
+        p.leo >= 0 && p.broker_epoch.is_some() && !lagged && !stalled
     }
 
     /// The high watermark under `replication.ack.policy=quorum` (issue 34), the leader's log
@@ -389,19 +421,19 @@ mod tests {
     fn the_high_watermark_waits_for_every_in_sync_replica() {
         let mut l = Leader::new(&state(vec![1, 2, 3]), 1, 0, 0);
         assert_eq!(
-            l.high_watermark(1, 100, 40, 1, false),
+            l.high_watermark(1, 100, 40, 1, false, 0, None),
             40,
             "no follower fetched yet"
         );
         l.on_fetch(2, 90, -1, 100, 40, 10);
-        assert_eq!(l.high_watermark(1, 100, 40, 1, false), 40);
+        assert_eq!(l.high_watermark(1, 100, 40, 1, false, 0, None), 40);
         l.on_fetch(3, 70, -1, 100, 40, 10);
-        assert_eq!(l.high_watermark(1, 100, 40, 1, false), 70);
+        assert_eq!(l.high_watermark(1, 100, 40, 1, false, 0, None), 70);
         l.on_fetch(3, 100, -1, 100, 70, 20);
         l.on_fetch(2, 100, -1, 100, 70, 20);
-        assert_eq!(l.high_watermark(1, 100, 70, 1, false), 100);
+        assert_eq!(l.high_watermark(1, 100, 70, 1, false, 0, None), 100);
         // Never backwards, never past the leader's log end.
-        assert_eq!(l.high_watermark(1, 100, 100, 1, false), 100);
+        assert_eq!(l.high_watermark(1, 100, 100, 1, false, 0, None), 100);
     }
 
     #[test]
@@ -422,12 +454,12 @@ mod tests {
         assert_eq!(change.isr, vec![1, 2]);
         assert_eq!((change.leader_epoch, change.partition_epoch), (4, 9));
         // While the shrink is pending the high watermark still waits for 3 (maximal ISR).
-        assert_eq!(l.high_watermark(1, 100, 10, 1, false), 10);
+        assert_eq!(l.high_watermark(1, 100, 10, 1, false, 0, None), 10);
         // Committed: 3 is out, the high watermark follows 2.
         l.isr = vec![1, 2];
         l.pending_isr = None;
         l.partition_epoch = 10;
-        assert_eq!(l.high_watermark(1, 100, 10, 1, false), 100);
+        assert_eq!(l.high_watermark(1, 100, 10, 1, false, 0, None), 100);
         // 3 catches up with the high watermark: it asks back in, naming 3's broker epoch
         // (none known yet: no expansion).
         assert_eq!(l.on_fetch(3, 100, -1, 100, 100, 31_500), None);
@@ -544,7 +576,7 @@ mod quorum_tests {
     #[test]
     fn the_quorum_high_watermark_counts_min_insync_replicas() {
         let mut l = Leader::new(&state(vec![], vec![]), 1, 0, 10);
-        let hw = |l: &Leader, current| l.high_watermark(1, 20, current, 2, true);
+        let hw = |l: &Leader, current| l.high_watermark(1, 20, current, 2, true, 0, None);
         assert_eq!(hw(&l, 5), 5, "no follower fetched in this epoch");
         l.on_fetch(2, 8, -1, 20, 5, 1);
         assert_eq!(
@@ -561,12 +593,12 @@ mod quorum_tests {
             "the leader and 2 have a record of this epoch"
         );
         assert_eq!(
-            l.high_watermark(1, 20, 8, 3, true),
+            l.high_watermark(1, 20, 8, 3, true, 0, None),
             9,
             "min.insync.replicas=3: everyone"
         );
         assert_eq!(
-            l.high_watermark(1, 20, 8, 2, false),
+            l.high_watermark(1, 20, 8, 2, false, 0, None),
             9,
             "the ISR rule waits for 3"
         );
@@ -581,13 +613,75 @@ mod quorum_tests {
         assert_eq!(l.voters, vec![vec![1, 2, 3], vec![1, 2, 4]]);
         l.on_fetch(3, 30, -1, 40, 0, 1);
         assert_eq!(
-            l.high_watermark(1, 40, 0, 2, true),
+            l.high_watermark(1, 40, 0, 2, true, 0, None),
             0,
             "[1, 2, 4] has it once only"
         );
         l.on_fetch(4, 20, -1, 40, 0, 1);
-        assert_eq!(l.high_watermark(1, 40, 0, 2, true), 20);
+        assert_eq!(l.high_watermark(1, 40, 0, 2, true, 0, None), 20);
         l.on_fetch(2, 25, -1, 40, 20, 2);
-        assert_eq!(l.high_watermark(1, 40, 20, 2, true), 25);
+        assert_eq!(l.high_watermark(1, 40, 20, 2, true, 0, None), 25);
+    }
+
+    fn isr_state(isr: Vec<BrokerId>) -> PartitionState {
+        PartitionState {
+            isr,
+            ..state(vec![], vec![])
+        }
+    }
+
+    #[test]
+    fn the_high_watermark_waits_for_a_caught_up_follower_outside_the_isr() {
+        // Issue 57, defect 6 (Kafka's shouldWaitForReplicaToJoinIsr): ISR [1] with
+        // min.insync.replicas 1 under steady load; follower 2 fetches close behind.
+        let limits = LagLimits {
+            lag_max_ms: 10_000,
+            stall_max_ms: 1_500,
+        };
+        let mut l = Leader::new(&isr_state(vec![1]), 1, 0, 100);
+        assert_eq!(
+            l.high_watermark(1, 100, 90, 1, false, 0, Some(limits)),
+            100,
+            "no fetch yet: not waited for"
+        );
+        l.note_broker_epoch(2, Some(7));
+        l.on_fetch(2, 95, 0, 100, 90, 1_000); // behind the log end, caught up at its start
+        assert_eq!(
+            l.high_watermark(1, 100, 90, 1, false, 1_000, Some(limits)),
+            95
+        );
+        assert_eq!(
+            l.high_watermark(1, 100, 90, 1, false, 1_000, None),
+            100,
+            "without the limits (before the first shrink check): the ISR alone"
+        );
+        // It stopped fetching: after replica.stall.max.ms the leader goes on without it.
+        assert_eq!(
+            l.high_watermark(1, 100, 90, 1, false, 2_600, Some(limits)),
+            100
+        );
+        // One without a known registration is not waited for (it could not join).
+        let mut m = Leader::new(&isr_state(vec![1]), 1, 0, 100);
+        m.on_fetch(3, 95, 0, 100, 90, 1_000);
+        assert_eq!(
+            m.high_watermark(1, 100, 90, 1, false, 1_000, Some(limits)),
+            100
+        );
+        // And one not caught up for replica.lag.time.max.ms neither.
+        let mut n = Leader::new(&isr_state(vec![1]), 1, 0, 100);
+        n.note_broker_epoch(2, Some(7));
+        n.on_fetch(2, 50, 0, 100, 40, 20_000);
+        assert_eq!(
+            n.high_watermark(1, 100, 40, 1, false, 20_000, Some(limits)),
+            100
+        );
+    }
+
+    #[test]
+    fn min_insync_replicas_is_capped_at_the_replica_count() {
+        let l = Leader::new(&isr_state(vec![1, 2, 3]), 1, 0, 0);
+        assert_eq!(l.effective_min_insync(5), 3);
+        assert_eq!(l.effective_min_insync(2), 2);
+        assert_eq!(l.effective_min_insync(0), 1);
     }
 }

@@ -536,7 +536,8 @@ impl Partition {
     /// A leader whose ISR is itself alone has its high watermark at its log end at once.
     fn advance_high_watermark(&self) {
         if self.repl.is_replicated() {
-            self.repl.advance(self.reader.log_end_offset());
+            self.repl
+                .advance(self.reader.log_end_offset(), crate::clock::now_ms());
         }
     }
 
