@@ -70,7 +70,7 @@ fn a_seed_replays_exactly() {
 #[test]
 fn a_batch_of_seeds_keeps_every_invariant() {
     // Seeds 0, 1 and 3 run tiered storage; scripts/test runs hundreds more in release.
-    for seed in 0..8 {
+    for seed in 0..4 {
         let r = run_seed(seed, false, &[]);
         assert!(
             r.violation.is_none(),
