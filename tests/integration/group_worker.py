@@ -6,11 +6,13 @@ ASSIGNOR is a classic `partition.assignment.strategy` (range, cooperative-sticky
 `consumer:<uniform|range>` for the KIP-848 protocol (`group.protocol=consumer` with that
 `group.remote.assignor`; session and heartbeat timing then come from the broker).
 
-Subscribes with manual commits, commits synchronously after every record and appends one line
-per event to EVENTS_FILE (flushed at once, so a SIGKILL loses nothing already written):
+Subscribes with manual commits, commits synchronously after every record (a failed commit is
+tried again while the member holds the partition) and appends one line per event to EVENTS_FILE
+(flushed at once, so a SIGKILL loses nothing already written):
 
     C <partition> <offset> <monotonic ns>       a record was consumed
     K <partition> <next offset> <monotonic ns>  its commit succeeded
+    E <partition> <next offset> <error>         its commit failed (tried again while the partition is held)
     A <partition,...>                           partitions assigned (incrementally or not)
     R <partition,...>                           partitions revoked / lost
 
@@ -21,7 +23,7 @@ import signal
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 
 def main() -> int:
@@ -51,21 +53,39 @@ def main() -> int:
     def on_assign(c, parts):
         out.write("A " + ",".join(str(p.partition) for p in parts) + "\n")
 
+    # partition -> next offset consumed but not yet committed (its commit failed). A member that
+    # keeps the partition (cooperative rebalancing keeps it through a rebalance) commits it again
+    # later, as an application would; a revoked or lost partition's pending commit is dropped
+    # (its record may then come again to another member).
+    pending: dict[int, int] = {}
+
     def on_revoke(c, parts):
+        for p in parts:
+            pending.pop(p.partition, None)
         out.write("R " + ",".join(str(p.partition) for p in parts) + "\n")
+
+    def commit(partition: int, offset: int) -> None:
+        try:
+            c.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False)
+        except KafkaException as e:
+            # rebalance in progress / fenced generation: kept and tried again
+            pending[partition] = offset
+            out.write(f"E {partition} {offset} {e.args[0].name() if e.args else e}\n")
+            return
+        if pending.get(partition, -1) <= offset:
+            pending.pop(partition, None)
+        out.write(f"K {partition} {offset} {time.monotonic_ns()}\n")
 
     c = Consumer(conf)
     c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
     while not stop:
         m = c.poll(0.2)
         if m is None or m.error():
+            for partition, offset in list(pending.items()):
+                commit(partition, offset)
             continue
         out.write(f"C {m.partition()} {m.offset()} {time.monotonic_ns()}\n")
-        try:
-            c.commit(message=m, asynchronous=False)
-            out.write(f"K {m.partition()} {m.offset() + 1} {time.monotonic_ns()}\n")
-        except KafkaException:
-            pass  # rebalance in progress / fenced generation: the record may come again
+        commit(m.partition(), m.offset() + 1)
     c.close()
     out.write("X\n")
     return 0

@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, ConsumerGroupState
 
 from conftest import EXTERNAL
 from helpers import LOG_LEVEL, admin, create_topic, producer, wait_until
-from test_groups import Worker, check_delivery, committed, end_offsets, produce_n
+from test_groups import Worker, check_delivery, end_offsets, produce_n, wait_committed_to_ends
 
 BROKER_CONFIG = ('"group.consumer.session.timeout.ms" = 6000\n'
                  '"group.consumer.heartbeat.interval.ms" = 500\n')
@@ -57,8 +57,7 @@ def test_consumer_protocol_churn_leave_kill_join_every_record_consumed(make_own_
         produce_n(b, topic, 3000, 3000, parts)
         ends = end_offsets(b, topic, parts)
         assert sum(ends.values()) == 6000
-        wait_until("committed offsets reaching the end offsets",
-                   lambda: committed(b, group, topic, parts) == ends, 90, every=0.5)
+        wait_committed_to_ends(b, group, topic, ends, workers)
         wait_until("the two live members splitting the partitions",
                    lambda: sorted(len(w.assigned_now()) for w in workers[2:]) == [3, 3], 30)
         wait_until("the group Stable with two members",
@@ -240,8 +239,7 @@ def test_mixed_classic_and_consumer_members_upgrade_and_downgrade(mixed_bootstra
         assert sum(ends.values()) == 4200
         wait_until("the two classic members splitting the partitions",
                    lambda: sorted(len(w.assigned_now()) for w in (classic[0], late)) == [3, 3], 90)
-        wait_until("committed offsets reaching the end offsets",
-                   lambda: committed(b, group, topic, parts) == ends, 90, every=0.5)
+        wait_committed_to_ends(b, group, topic, ends, workers)
     finally:
         for w in workers:
             w.stop()

@@ -49,6 +49,23 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[i
     return {tp.partition: tp.offset for tp in res.topic_partitions}
 
 
+def wait_committed_to_ends(bootstrap: str, group: str, topic: str, ends: dict[int, int],
+                           workers: list["Worker"], timeout: float = 90) -> None:
+    """Waits until the group's committed offsets equal `ends`; on a timeout the failure names the
+    partitions still behind and each worker's last failed commits (its `E` lines)."""
+    last: dict[int, int] = {}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = committed(bootstrap, group, topic, len(ends))
+        if last == ends:
+            return
+        time.sleep(0.5)
+    behind = {p: (last.get(p), end) for p, end in ends.items() if last.get(p) != end}
+    errors = {w.name: [" ".join(l) for l in w.lines() if l[0] == "E"][-5:] for w in workers}
+    raise AssertionError(f"timed out after {timeout}s waiting for committed offsets reaching the end "
+                         f"offsets: behind (committed, end): {behind}; last failed commits: {errors}")
+
+
 def describe(bootstrap: str, group: str):
     a = admin(bootstrap)  # keep the client alive until its future completes
     return a.describe_consumer_groups([group])[group].result(timeout=10)
@@ -145,8 +162,7 @@ def test_group_churn_leave_kill_join_every_record_consumed(broker, topic_name, t
         ends = end_offsets(broker.bootstrap, topic, parts)
         assert sum(ends.values()) == 6000
         # The survivors take over everything, including the killed member's partitions.
-        wait_until("committed offsets reaching the end offsets",
-                   lambda: committed(broker.bootstrap, group, topic, parts) == ends, 90, every=0.5)
+        wait_committed_to_ends(broker.bootstrap, group, topic, ends, workers)
         wait_until("the two live members splitting the partitions",
                    lambda: sorted(len(w.assigned_now()) for w in workers[2:]) == [3, 3], 30)
         d = describe(broker.bootstrap, group)
