@@ -29,7 +29,7 @@ def pki(tmp_path_factory):
     return Pki(tmp_path_factory.mktemp("pki"))
 
 
-@pytest.fixture(scope="module", params=brokers_under_test())
+@pytest.fixture(scope="module", params=brokers_under_test(slow=True))
 def secure(request, tmp_path_factory, pki):
     ensure_kafka_lib()
     b = make_secure(request.param, tmp_path_factory.mktemp(request.param), pki, authorizer=False,
@@ -117,7 +117,7 @@ def test_tokens_disabled_without_a_secret_key(tmp_path, pki):
         b.stop()
 
 
-@pytest.mark.parametrize("kind", brokers_under_test())
+@pytest.mark.parametrize("kind", brokers_under_test(slow=True))
 def test_tokens_for_another_owner_need_create_tokens(kind, tmp_path, pki):
     """With an authorizer (KIP-373): alice may not create a token owned by bob
     (DELEGATION_TOKEN_AUTHORIZATION_FAILED); with CREATE_TOKENS on User:bob she may, and the

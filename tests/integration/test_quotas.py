@@ -28,7 +28,7 @@ def pki(tmp_path_factory):
     return Pki(tmp_path_factory.mktemp("pki"))
 
 
-@pytest.fixture(params=brokers_under_test())
+@pytest.fixture(params=brokers_under_test(slow=True))
 def secure(request, tmp_path, pki):
     b = make_secure(request.param, tmp_path, pki, authorizer=False)
     yield b

@@ -35,7 +35,7 @@ def pki(tmp_path_factory):
     return Pki(tmp_path_factory.mktemp("pki"))
 
 
-@pytest.fixture(scope="module", params=brokers_under_test())
+@pytest.fixture(scope="module", params=brokers_under_test(slow=True))
 def secure_broker(request, tmp_path_factory, pki):
     """One broker of each kind for the tests below that share it (an Apache Kafka start takes
     about 9 s): they use their own topics and users, so none sees another's effects."""

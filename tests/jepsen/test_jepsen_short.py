@@ -1,10 +1,10 @@
 """A short version of the soak: one seeded schedule per fault kind (see run.py), each on a fresh
 cluster, checked for lost, duplicated and inconsistent records, skipped or repeated polls and
-commits going backwards. About 25 s per kind on 2 cores.
+commits going backwards. About 20 s per kind on 2 cores.
 
     FRIEDA_BIN=target/release/frieda .venv/bin/pytest -q tests/jepsen
 
-``JEPSEN_SECS`` (default 20) sets each schedule's length, ``JEPSEN_SEED`` (default 1) its seed; a
+``JEPSEN_SECS`` (default 15) sets each schedule's length, ``JEPSEN_SEED`` (default 1) its seed; a
 failing schedule's histories and node logs stay under pytest's tmp dir (the path is printed) and
 ``tests/jepsen/run.py --fault KIND --seed SEED --secs SECS`` runs it again.
 
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nemesis import KINDS  # noqa: E402
 from run import run_schedule  # noqa: E402
 
-SECS = float(os.environ.get("JEPSEN_SECS", "20"))
+SECS = float(os.environ.get("JEPSEN_SECS", "15"))
 TIERED_SECS = float(os.environ.get("JEPSEN_TIERED_SECS", "30"))
 SEED = int(os.environ.get("JEPSEN_SEED", "1"))
 # the transactional workload under the faults that move transaction coordinators and leaders

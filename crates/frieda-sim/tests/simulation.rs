@@ -69,8 +69,8 @@ fn a_seed_replays_exactly() {
 
 #[test]
 fn a_batch_of_seeds_keeps_every_invariant() {
-    // Seeds 0, 1 and 3 run tiered storage; scripts/test runs hundreds more in release.
-    for seed in 0..4 {
+    // Seeds 0 and 1 run tiered storage; scripts/test runs hundreds more in release.
+    for seed in 0..2 {
         let r = run_seed(seed, false, &[]);
         assert!(
             r.violation.is_none(),
@@ -237,24 +237,25 @@ fn quorum_figure_8_an_old_epochs_record_is_not_committed_by_counting() {
 #[test]
 fn item_3_power_loss_after_a_checkpoint() {
     // Checkpoints are written every 5 s from each broker's start, the page cache is written back
-    // every 0.5-5 s: losses just after a checkpoint catch one newer than the synced log.
+    // every 0.5-5 s: losses just after a checkpoint catch one newer than the synced log. Each
+    // moment with one broker, every broker in turn (all 12 pairs took a minute in the debug
+    // build; scripts/test's release seeds cut power at random moments too).
     for (i, at) in [5_010, 10_010, 10_300, 15_020].into_iter().enumerate() {
-        for broker in 1..=3 {
-            let mut actions = steady(3, 20_000);
-            actions.push((
-                at,
-                Action::PowerLoss {
-                    broker,
-                    down: 2_000,
-                },
-            ));
-            actions.sort_by_key(|(t, _)| *t);
-            assert_clean(Plan {
-                seed: 12 + i as u64 * 10 + broker as u64,
-                shape: shape(3, 3, false),
-                actions,
-            });
-        }
+        let broker = 1 + i as i32 % 3;
+        let mut actions = steady(3, 20_000);
+        actions.push((
+            at,
+            Action::PowerLoss {
+                broker,
+                down: 2_000,
+            },
+        ));
+        actions.sort_by_key(|(t, _)| *t);
+        assert_clean(Plan {
+            seed: 12 + i as u64 * 10 + broker as u64,
+            shape: shape(3, 3, false),
+            actions,
+        });
     }
 }
 
