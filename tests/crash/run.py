@@ -805,6 +805,16 @@ def run(a) -> dict:
         hw_seen = {p: (0, 0) for p in range(a.partitions)}
         commits_seen: dict[int, int] = {}
         commits_confirmed: dict[int, set[int]] = {}  # every value the broker confirmed, per partition
+
+        def note_confirmed_commits(also_seen: bool) -> None:
+            """Adds the commits the committer has written to its file (each one the broker
+            confirmed) to `commits_confirmed`, and with `also_seen` to `commits_seen`."""
+            if not (groups_supported and commit_file.exists()):
+                return
+            for p, o in parse_worker_file(commit_file, -1)[3]:
+                if also_seen:
+                    commits_seen[p] = max(commits_seen.get(p, -1), o)
+                commits_confirmed.setdefault(p, set()).add(o)
         last_kill_at = 0.0  # wall time of the last kill: commits confirmed before it may be lost to the cut
         for cycle in range(a.cycles):
             if time.monotonic() > deadline:
@@ -824,10 +834,7 @@ def run(a) -> dict:
                     sampled = True
                 except KafkaException:
                     pass
-            if groups_supported and commit_file.exists():
-                for p, o in parse_worker_file(commit_file, -1)[3]:
-                    commits_seen[p] = max(commits_seen.get(p, -1), o)
-                    commits_confirmed.setdefault(p, set()).add(o)
+            note_confirmed_commits(also_seen=True)
             last_kill_at = time.time()
             broker.kill()
             if a.compact:  # was a pass under way? (its files are finished or discarded at the start)
@@ -841,9 +848,7 @@ def run(a) -> dict:
                 # Commits the broker confirmed between the sample above and the kill: the
                 # committer wrote them to its file since (a commit confirmed in that window and
                 # written back before the cut was reported as "never confirmed", 2026-12-02).
-                if groups_supported and commit_file.exists():
-                    for p, o in parse_worker_file(commit_file, -1)[3]:
-                        commits_confirmed.setdefault(p, set()).add(o)
+                note_confirmed_commits(also_seen=False)
                 before_cut = power.capture(topic, a.partitions)
                 power.cut(a.writeback, rnd.randrange(1 << 30))
             acked_after = count_lines(out_files, "A")

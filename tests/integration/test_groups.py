@@ -54,16 +54,17 @@ def wait_committed_to_ends(bootstrap: str, group: str, topic: str, ends: dict[in
     """Waits until the group's committed offsets equal `ends`; on a timeout the failure names the
     partitions still behind and each worker's last failed commits (its `E` lines)."""
     last: dict[int, int] = {}
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        last = committed(bootstrap, group, topic, len(ends))
-        if last == ends:
-            return
-        time.sleep(0.5)
-    behind = {p: (last.get(p), end) for p, end in ends.items() if last.get(p) != end}
-    errors = {w.name: [" ".join(l) for l in w.lines() if l[0] == "E"][-5:] for w in workers}
-    raise AssertionError(f"timed out after {timeout}s waiting for committed offsets reaching the end "
-                         f"offsets: behind (committed, end): {behind}; last failed commits: {errors}")
+
+    def reached() -> bool:
+        last.update(committed(bootstrap, group, topic, len(ends)))
+        return last == ends
+
+    try:
+        wait_until("committed offsets reaching the end offsets", reached, timeout, every=0.5)
+    except AssertionError as e:
+        behind = {p: (last.get(p), end) for p, end in ends.items() if last.get(p) != end}
+        errors = {w.name: [" ".join(l) for l in w.lines() if l[0] == "E"][-5:] for w in workers}
+        raise AssertionError(f"{e}: behind (committed, end): {behind}; last failed commits: {errors}") from None
 
 
 def describe(bootstrap: str, group: str):

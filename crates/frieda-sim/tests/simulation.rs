@@ -69,7 +69,7 @@ fn a_seed_replays_exactly() {
 
 #[test]
 fn a_batch_of_seeds_keeps_every_invariant() {
-    // Seeds 0 and 1 run tiered storage; scripts/test runs hundreds more in release.
+    // Seeds 0 and 1 run tiered storage; scripts/test runs 150 in release.
     for seed in 0..2 {
         let r = run_seed(seed, false, &[]);
         assert!(
