@@ -556,3 +556,75 @@ def test_timestamp_lookups_answer_from_the_copies(cluster, topic_name, store, cl
         assert offsets_by_partition(classpath, c.bootstrap, topic, t0 + k)[0] == k, k
     assert offsets_by_partition(classpath, c.bootstrap, topic, t0 + 11)[1] == 10
     assert offsets_by_partition(classpath, c.bootstrap, topic, -3) == {0: n - 1, 1: 10}
+
+
+def test_an_unclean_leader_truncates_the_copies_of_the_lineage_it_lacks(cluster, topic_name, store,
+                                                                        classpath):  # noqa: F811
+    """Issue 57 (the simulator's seed 1085, here with a real unclean election): a leader writes
+    records only it has (its follower is down) and copies them; it dies, and the follower, elected
+    uncleanly (``unclean.leader.election.enable=true``), writes other records at the same offsets.
+    The bucket then holds copies of a lineage the new leader's log does not have. The new leader
+    truncates the remote tier where its log leaves the copies (it logs that), its local retention
+    keeps what no copy of its own lineage holds, it copies its own records, and a consumer from
+    offset 0 reads every record acknowledged before the lost ones and every one acknowledged by the
+    new leader, byte for byte, part of them from the bucket; none of the lost ones. The old leader
+    comes back, follows the new lineage, and the bucket settles with whole copies only. (Kafka
+    does not support unclean elections with tiered storage, KIP-405; the records acknowledged
+    only by the old leader are lost, as on any unclean election.)"""
+    c = cluster(3, voters=1, **store.broker_settings(), **{"remote.log.manager.task.interval.ms": 500,
+                                                           "log.retention.check.interval.ms": 500})
+    topic = topic_name()
+    mib = 1 << 20
+    create(c, topic, assignment=[[2, 3]], config={
+        "remote.storage.enable": "true", "segment.bytes": str(mib), "local.retention.bytes": str(mib),
+        "min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
+    assert c.leader_of(topic, 0) == 2
+
+    def run(tag: str, n: int) -> list:
+        prod = ProducerThread(c.bootstrap, topic, 1, tag=tag)
+        try:
+            acks, errors = prod.produce_now(n, timeout=120)
+        finally:
+            prod.close()
+        assert not errors, errors[:5]
+        return acks
+
+    first = run("before", 20_000)
+    diverge_at = max(a.offset for a in first) + 1
+
+    # The follower dies; the leader alone takes ~3 segments more and copies them.
+    c.kill(3)
+    lost = run("lost", 30_000)
+    wait_until(lambda: any(base > diverge_at for (base, _sid), kinds in remote_segments(store).items()
+                           if "rsm-manifest" in kinds), 60,
+               f"the leader copies records above {diverge_at}, which its follower lacks")
+
+    # The leader dies; the follower comes back and is elected uncleanly.
+    c.kill(2)
+    c.start(3)
+    wait_until(lambda: c.leader_of(topic, 0, via=3) == 3, 60, "node 3 elected uncleanly")
+    # Other records at the lost ones' offsets, ~5 segments: local retention would delete them if
+    # the old lineage's copies counted as holding them.
+    new = run("new", 40_000)
+    assert min(a.offset for a in new) == diverge_at, (min(a.offset for a in new), diverge_at)
+    wait_until(lambda: "truncated it there" in c.node(3).text(), 30,
+               "the new leader truncates the remote tier")
+    wait_until(lambda: get_offset(classpath, c.bootstrap, topic, -4) > diverge_at + 8_000, 60,
+               "the new leader's local retention deletes segments of its own records once copied")
+
+    line = next(ln for ln in c.node(3).text().splitlines() if "truncated it there" in ln)
+    print(f"diverged at {diverge_at}; {len(lost)} records lost with node 2; node 3: {line[-300:]}")
+
+    got, hw = read_all(c.bootstrap, topic, 1)
+    assert hw[0] == max(a.offset for a in new) + 1
+    check_acked(first + new, got, topic)
+    lost_values = {a.value for a in lost}
+    served = [off for (_p, off), (_k, v) in got.items() if v in lost_values]
+    assert not served, f"{len(served)} records of the lost lineage served, e.g. at {served[:5]}"
+
+    # The old leader returns: it truncates its log to the new lineage and follows.
+    c.start(2)
+    c.wait_full_isr(topic, 60, via=3)
+    got, _ = read_all(c.bootstrap, topic, 1)
+    check_acked(first + new, got, topic)
+    settled_whole_copies(store)

@@ -115,6 +115,21 @@ impl Epochs {
         &self.entries
     }
 
+    /// The entries as `(epoch, first offset)` pairs, oldest first (the form
+    /// [`first_divergence`] compares).
+    pub fn pairs(&self) -> Vec<(i32, i64)> {
+        self.entries
+            .iter()
+            .map(|e| (e.epoch, e.start_offset))
+            .collect()
+    }
+
+    /// Where this log stops agreeing with `copies` (the `(epoch, first offset)` of the remote
+    /// tier's batches) in `[from, to]`: [`first_divergence`] over this cache's entries.
+    pub fn diverges_from(&self, copies: &[(i32, i64)], from: i64, to: i64) -> Option<i64> {
+        first_divergence(&self.pairs(), copies, from, to)
+    }
+
     /// The latest epoch, or [`UNDEFINED_EPOCH`].
     pub fn latest_epoch(&self) -> i32 {
         self.entries.last().map_or(UNDEFINED_EPOCH, |e| e.epoch)
@@ -185,6 +200,43 @@ impl Epochs {
     }
 }
 
+/// The leader epoch of `offset` in a list of `(epoch, first offset)` entries ascending by
+/// offset (an epoch cache's, or the batches' epochs of remote copies): the epoch of the last
+/// entry starting at or below it, `None` below the first. Past the last entry's records this
+/// answers the last epoch (for a leader: the epoch it writes the next offsets in).
+pub fn epoch_at(entries: &[(i32, i64)], offset: i64) -> Option<i32> {
+    let i = entries.partition_point(|&(_, start)| start <= offset);
+    i.checked_sub(1).map(|i| entries[i].0)
+}
+
+/// The first offset in `[from, to]` at which two logs' leader epochs (`(epoch, first
+/// offset)`, ascending) differ where both know one, or `None`: where `a` and `b` hold records
+/// of different leader epochs at one offset, they hold different records there and from there
+/// on (KIP-101's divergence; issue 57: a replica's log against the finished copies of the
+/// remote tier, which outlive an unclean election or a power cut without fsync). Both lists
+/// are step functions of the offset, so only their boundaries are compared. An offset where
+/// either has no epoch (below its first entry) counts as agreeing.
+pub fn first_divergence(a: &[(i32, i64)], b: &[(i32, i64)], from: i64, to: i64) -> Option<i64> {
+    if to < from {
+        return None;
+    }
+    let mut points: Vec<i64> = a
+        .iter()
+        .chain(b)
+        .map(|&(_, start)| start)
+        .filter(|&s| s > from && s <= to)
+        .collect();
+    points.push(from);
+    points.sort_unstable();
+    points.dedup();
+    points
+        .into_iter()
+        .find(|&o| match (epoch_at(a, o), epoch_at(b, o)) {
+            (Some(x), Some(y)) => x != y,
+            _ => false,
+        })
+}
+
 fn parse(text: &str) -> Result<Vec<EpochEntry>, String> {
     let mut lines = text.lines();
     if lines.next().map(str::trim) != Some("0") {
@@ -222,6 +274,47 @@ fn parse(text: &str) -> Result<Vec<EpochEntry>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn divergence_is_the_first_offset_whose_epochs_differ() {
+        // A replica: epoch 0 from 0, epoch 2 from 90 (it lost 81..89 and led again).
+        let replica = [(0, 0), (2, 90)];
+        // The copies: epoch 0 over [0, 91].
+        let copies = [(0, 0)];
+        assert_eq!(first_divergence(&replica, &copies, 0, 91), Some(90));
+        assert_eq!(
+            first_divergence(&replica, &copies, 0, 89),
+            None,
+            "a prefix agrees"
+        );
+        assert_eq!(
+            first_divergence(&replica, &copies, 95, 99),
+            Some(95),
+            "from inside"
+        );
+        // The same lineage, the copies' epochs from their batches (no empty epoch 1).
+        assert_eq!(
+            first_divergence(
+                &[(0, 0), (1, 50), (3, 50), (4, 70)],
+                &[(0, 0), (3, 50), (4, 70)],
+                0,
+                99
+            ),
+            None
+        );
+        // Unknown below a list's first entry: agreeing.
+        assert_eq!(first_divergence(&[(5, 100)], &[(0, 0)], 0, 99), None);
+        assert_eq!(first_divergence(&[(5, 100)], &[(0, 0)], 0, 100), Some(100));
+        assert_eq!(first_divergence(&[], &copies, 0, 10), None);
+        assert_eq!(
+            first_divergence(&replica, &copies, 10, 9),
+            None,
+            "empty range"
+        );
+        assert_eq!(epoch_at(&replica, 89), Some(0));
+        assert_eq!(epoch_at(&replica, 1_000), Some(2), "the last epoch goes on");
+        assert_eq!(epoch_at(&[(1, 5)], 4), None);
+    }
 
     #[test]
     fn end_offsets_as_kafka_answers_them() {

@@ -58,7 +58,8 @@ pub use control::{
     TRANSACTIONAL_BIT,
 };
 pub use epoch::{
-    EpochEntry, Epochs, EPOCH_CHECKPOINT_FILE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
+    epoch_at, first_divergence, EpochEntry, Epochs, EPOCH_CHECKPOINT_FILE, UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET,
 };
 pub use error::LogError;
 pub use partition::{

@@ -21,7 +21,7 @@ use crate::cache::TailCache;
 use crate::cleaner::{self, CleanedLog, CleaningCandidate, PendingSwap};
 use crate::config::{LogConfig, TimestampType};
 use crate::control::{build_marker_batch, read_control_record, ControlRecord, EndTxnMarker};
-use crate::epoch::EpochCache;
+use crate::epoch::{EpochCache, Epochs};
 use crate::error::LogError;
 use crate::limits;
 use crate::producer_state::{
@@ -725,6 +725,11 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// The leader epoch cache (KIP-101): which epoch wrote which offsets.
+    pub fn epochs(&self) -> &Epochs {
+        &self.epochs
+    }
+
     /// The latest leader epoch in the log, or -1.
     pub fn latest_epoch(&self) -> i32 {
         self.epochs.latest_epoch()
@@ -1086,7 +1091,10 @@ impl PartitionLog {
     }
 
     /// Local retention of a tiered log (KIP-405): removes, oldest first, closed segments that
-    /// were copied to remote storage (every offset at or below `copied_end`) while
+    /// were copied to remote storage (every offset at or below `copied_end`, in copies whose
+    /// batches' leader epochs `copied_epochs` (`(epoch, first offset)`, ascending) agree with
+    /// this log's: records of a lineage this log no longer has, left in the bucket by an
+    /// unclean election or a power cut without fsync, cover nothing here; issue 57) while
     /// `local_retention_ms` / `local_retention_bytes` (the resolved `local.retention.*`; -1 =
     /// unbounded) say they are past the local tier, as [`enforce_retention`] does for the whole
     /// log. A segment not copied yet stays, and every later one with it. Advances the log start
@@ -1102,6 +1110,7 @@ impl PartitionLog {
         local_retention_ms: i64,
         local_retention_bytes: i64,
         copied_end: i64,
+        copied_epochs: &[(i32, i64)],
     ) -> Result<(RetentionReport, RemovedSegments), LogError> {
         let report = RetentionReport {
             deleted_segments: 0,
@@ -1109,6 +1118,14 @@ impl PartitionLog {
             log_start_offset: self.log_start_offset(),
         };
         self.check_online()?;
+        let copied_end =
+            match self
+                .epochs
+                .diverges_from(copied_epochs, self.log_start_offset(), copied_end)
+            {
+                Some(diverged) => diverged - 1,
+                None => copied_end,
+            };
         let copied: Vec<SegmentInfo> = self.segments[..self.segments.len() - 1]
             .iter()
             .take_while(|s| s.end_offset() - 1 <= copied_end)

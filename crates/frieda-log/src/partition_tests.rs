@@ -1246,14 +1246,14 @@ fn tiered_local_retention_deletes_only_copied_segments_and_closed_segments_expor
     assert!(RemoteIndexes::parse(b"not an index").is_none());
 
     // Local retention of 1 byte, but only segments copied up to offset 7 may go.
-    let (rep, removed) = log.enforce_local_retention(NOW, -1, 1, 7).unwrap();
+    let (rep, removed) = log.enforce_local_retention(NOW, -1, 1, 7, &[]).unwrap();
     removed.delete_files().unwrap();
     assert_eq!(rep.deleted_segments, 2);
     assert_eq!(log.log_start_offset(), 8);
     // Nothing more until more is copied; the active segment never goes.
-    let (rep, _) = log.enforce_local_retention(NOW, -1, 1, 9).unwrap();
+    let (rep, _) = log.enforce_local_retention(NOW, -1, 1, 9, &[]).unwrap();
     assert_eq!(rep.deleted_segments, 0);
-    let (rep, removed) = log.enforce_local_retention(NOW, -1, 1, 100).unwrap();
+    let (rep, removed) = log.enforce_local_retention(NOW, -1, 1, 100, &[]).unwrap();
     removed.delete_files().unwrap();
     assert_eq!((rep.deleted_segments, log.log_start_offset()), (2, 16));
 }
@@ -1275,9 +1275,18 @@ fn tiered_local_retention_keeps_the_epochs_of_the_removed_segments() {
     log.set_leader_epoch(2).unwrap();
     fill(&mut log, 6, 2, NOW, 100); // offsets 8..20, epoch 2; segments at 0, 4, 8, 12, 16
     assert_eq!(log.end_offset_for_epoch(1), (1, 8));
-    let (rep, removed) = log.enforce_local_retention(NOW, -1, 1, 11).unwrap();
+    // Copies of another lineage (epoch 1 up to offset 11: a leader whose records 8..11 this
+    // log does not have) cover only what agrees with this log: offsets up to 7.
+    let (rep, removed) = log
+        .enforce_local_retention(NOW, -1, 1, 11, &[(1, 0)])
+        .unwrap();
     removed.delete_files().unwrap();
-    assert_eq!((rep.deleted_segments, log.log_start_offset()), (3, 12));
+    assert_eq!((rep.deleted_segments, log.log_start_offset()), (2, 8));
+    let (rep, removed) = log
+        .enforce_local_retention(NOW, -1, 1, 11, &[(1, 0), (2, 8)])
+        .unwrap();
+    removed.delete_files().unwrap();
+    assert_eq!((rep.deleted_segments, log.log_start_offset()), (1, 12));
     assert_eq!(log.end_offset_for_epoch(1), (1, 8), "where epoch 1 ended");
     // Classic retention (the whole log's start moves) still cuts the cache, as Kafka's.
     let (_, removed) = log.advance_log_start(14).map(|r| ((), r)).unwrap();

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 use uuid::Uuid;
 
 use crate::image::BrokerId;
+use frieda_log::Epochs;
 
 /// Most remote segments one partition may have in the image (entries not yet
 /// `DELETE_FINISHED`): a `COPY_STARTED` beyond it is refused, so a tiny `segment.bytes` cannot
@@ -40,11 +41,13 @@ pub struct RemoteSegment {
     pub id: Uuid,
     /// First offset in the segment.
     pub start_offset: i64,
-    /// Last offset in the segment (inclusive).
+    /// Last offset in the segment (inclusive); lowered by [`RemoteSegmentChange::Truncated`].
     pub end_offset: i64,
     /// Largest record timestamp in it, ms (time retention and lookups by timestamp).
     pub max_timestamp_ms: i64,
-    /// Bytes of its `.log` (size retention counts remote and local bytes together).
+    /// Bytes of its `.log` object (size retention counts remote and local bytes together);
+    /// after a [`RemoteSegmentChange::Truncated`] the object holds batches past `end_offset`,
+    /// which readers skip.
     pub size_bytes: u64,
     /// The broker that copies it.
     pub broker: BrokerId,
@@ -82,6 +85,18 @@ pub enum RemoteSegmentChange {
     /// segment is deleted: the highest offset copied is forgotten too, so tiering turned on
     /// again copies from the local log start. Refused while a segment remains.
     Disabled,
+    /// The leader's log stops agreeing with the finished copies at this offset (their batches'
+    /// leader epochs differ from its epoch cache there: records of a lineage lost to an
+    /// unclean election or to a power cut without fsync, outside the acks=all contract; issue
+    /// 57, simulator seed 1085): the remote tier is truncated to end below it, as a follower
+    /// truncates its log to its new leader's. Copies wholly at or above it go to
+    /// `DeleteStarted` (whatever their age), the copy holding it ends just below it (its
+    /// objects keep the later batches; readers stop at its end), and the highest offset copied
+    /// becomes the offset before it, so the leader copies its own records from there. Kafka
+    /// finds the same point with `RemoteLogManager.findHighestRemoteOffset` and deletes the
+    /// copies outside the lineage (`isRemoteSegmentWithinLeaderEpochs`). Refused when negative
+    /// or when nothing at or above it was ever copied.
+    Truncated(i64),
     /// DeleteRecords (KIP-107) moved the partition's log start offset to this offset: records
     /// below it are gone whatever the copies hold, and the copies wholly below it expire
     /// (Kafka's `RemoteLogManager` deletes segments breached by the log start offset). Never
@@ -296,6 +311,30 @@ impl RemoteLog {
                 self.log_start = None;
                 self.deleted.clear();
             }
+            RemoteSegmentChange::Truncated(offset) => {
+                let offset = *offset;
+                if offset < 0 || self.copied_upto().is_none_or(|upto| upto < offset) {
+                    return Err(RemoteLogError::Offsets {
+                        id: Uuid::nil(),
+                        start: offset,
+                        end: offset,
+                        why: "nothing at or above this offset was copied",
+                    });
+                }
+                for s in self.segments.values_mut() {
+                    if s.state != RemoteSegmentState::CopyFinished || s.end_offset < offset {
+                        continue;
+                    }
+                    if s.start_offset >= offset {
+                        s.state = RemoteSegmentState::DeleteStarted;
+                    } else {
+                        s.end_offset = offset - 1;
+                        s.segment_epochs.retain(|&(_, first)| first < offset);
+                    }
+                }
+                self.copied_upto = (offset > 0).then_some(offset - 1);
+                debug_assert!(self.copied_upto().is_none_or(|u| u < offset), "{self:?}");
+            }
             RemoteSegmentChange::LogStartMoved(offset) => {
                 if *offset < 0 {
                     return Err(RemoteLogError::Offsets {
@@ -353,6 +392,40 @@ impl RemoteLog {
             end = s.end_offset;
         }
         Some(end)
+    }
+
+    /// The first offset at which the finished copies disagree with `replica`'s log (the
+    /// leader's, as its copy task checks before copying; issue 57): the lowest offset where a
+    /// copy's batches have another leader epoch than `replica`'s epoch cache gives (past the
+    /// cache's last entry, the replica's last epoch: what a leader writes next). `None` when
+    /// every copy agrees, also where the cache knows no epoch (below its first entry). The
+    /// leader then commits [`RemoteSegmentChange::Truncated`] at it.
+    pub fn divergence(&self, replica: &Epochs) -> Option<i64> {
+        let ours = replica.pairs();
+        self.finished().find_map(|s| {
+            frieda_log::first_divergence(&ours, &s.segment_epochs, s.start_offset, s.end_offset)
+        })
+    }
+
+    /// The leader epochs of the batches in the finished copies up to [`Self::covered_end`]:
+    /// `(epoch, first offset)`, ascending, one entry per change of epoch (each copy's
+    /// `segment_epochs`, the first clamped to its first offset). Local retention compares them
+    /// with its replica's epoch cache, so copies of a lineage the replica no longer has never
+    /// count as holding its records (`PartitionLog::enforce_local_retention`).
+    pub fn covered_epochs(&self) -> Vec<(i32, i64)> {
+        let end = self.covered_end().unwrap_or(-1);
+        let mut out: Vec<(i32, i64)> = Vec::new();
+        for s in self.finished().take_while(|s| s.start_offset <= end) {
+            for &(epoch, first) in &s.segment_epochs {
+                if first > s.end_offset {
+                    break;
+                }
+                if out.last().is_none_or(|&(e, _)| e != epoch) {
+                    out.push((epoch, first.max(s.start_offset)));
+                }
+            }
+        }
+        out
     }
 
     /// The log start offset DeleteRecords set (KIP-107), if any: the partition's log start is
@@ -842,6 +915,70 @@ mod tests {
         r.apply(&RemoteSegmentChange::DeleteStarted(id(3)), 1, 1)
             .unwrap();
         assert_eq!(r.covered_end(), Some(299));
+    }
+
+    #[test]
+    fn a_leader_of_another_lineage_truncates_the_remote_tier() {
+        // Seed 1085 of the simulator: broker 1 copied [61, 91] in epoch 0; broker 2 lost its
+        // unsynced 81..89 in a power cut, led epoch 2 from offset 90 and wrote other records.
+        let mut r = RemoteLog::default();
+        for (n, start, end) in [(1, 0, 29), (2, 30, 60), (3, 61, 91)] {
+            r.apply(
+                &RemoteSegmentChange::CopyStarted(seg(n, start, end, 0)),
+                0,
+                0,
+            )
+            .unwrap();
+            r.apply(&RemoteSegmentChange::CopyFinished(id(n)), 0, 0)
+                .unwrap();
+        }
+        let mut leader = Epochs::new();
+        leader.assign(0, 0);
+        assert_eq!(r.divergence(&leader), None, "the same lineage");
+        leader.assign(2, 90);
+        assert_eq!(r.divergence(&leader), Some(90));
+        assert_eq!(r.covered_epochs(), [(0, 0)]);
+        // A later copy on top of the diverged one does not hide it.
+        let mut later = seg(4, 92, 99, 2);
+        later.segment_epochs = vec![(2, 92)];
+        r.apply(&RemoteSegmentChange::CopyStarted(later), 2, 2)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::CopyFinished(id(4)), 2, 2)
+            .unwrap();
+        assert_eq!(r.divergence(&leader), Some(90));
+        assert_eq!(r.covered_epochs(), [(0, 0), (2, 92)]);
+
+        let stale = r.apply(&RemoteSegmentChange::Truncated(90), 1, 2);
+        assert!(matches!(
+            stale,
+            Err(RemoteLogError::StaleLeaderEpoch { .. })
+        ));
+        r.apply(&RemoteSegmentChange::Truncated(90), 2, 2).unwrap();
+        assert_eq!(r.copied_upto(), Some(89));
+        assert_eq!(r.covered_end(), Some(89));
+        assert_eq!(r.finished_holding(90), None);
+        let cut = r.finished_holding(89).unwrap();
+        assert_eq!((cut.id, cut.start_offset, cut.end_offset), (id(3), 61, 89));
+        assert_eq!(
+            r.deleting().map(|s| s.id).collect::<Vec<_>>(),
+            [id(4)],
+            "wholly above: deleted"
+        );
+        assert_eq!(r.divergence(&leader), None);
+        // The leader copies its own records from 90 on.
+        let mut own = seg(5, 90, 120, 2);
+        own.segment_epochs = vec![(2, 90)];
+        r.apply(&RemoteSegmentChange::CopyStarted(own), 2, 2)
+            .unwrap();
+        r.apply(&RemoteSegmentChange::CopyFinished(id(5)), 2, 2)
+            .unwrap();
+        assert_eq!(r.covered_end(), Some(120));
+        assert_eq!(r.covered_epochs(), [(0, 0), (2, 90)]);
+        assert!(r.apply(&RemoteSegmentChange::Truncated(121), 2, 2).is_err());
+        assert!(r.apply(&RemoteSegmentChange::Truncated(-1), 2, 2).is_err());
+        // A truncation at 0 forgets every copy.
+        r.apply(&RemoteSegmentChange::Truncated(0), 2, 2).unwrap();
+        assert_eq!((r.finished().count(), r.copied_upto()), (0, None));
     }
 
     #[test]

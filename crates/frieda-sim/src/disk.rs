@@ -234,6 +234,11 @@ impl SimLog {
         lost
     }
 
+    /// The epoch cache.
+    pub fn epochs(&self) -> &Epochs {
+        &self.epochs
+    }
+
     /// The leader epochs of the batches in `[first, last]`: `(epoch, first offset)`, ascending,
     /// as the epoch cache has them (the first may start below `first`).
     pub fn epochs_in(&self, first: i64, last: i64) -> Vec<(i32, i64)> {
@@ -288,12 +293,28 @@ impl SimLog {
 
     /// Local retention of a tiered log: removes closed segments from the start while more
     /// than `keep` are closed and the oldest ends at or below `deletable_upto`, moving the log
-    /// start to the first remaining one. Returns the segments removed.
-    pub fn remove_local(&mut self, deletable_upto: i64, keep: usize) -> Vec<(i64, i64)> {
+    /// start to the first remaining one, but never from where the copies' leader epochs
+    /// (`copied_epochs`) stop agreeing with this log's (the broker's
+    /// `PartitionLog::enforce_local_retention`, the same [`Epochs::diverges_from`]). Returns the
+    /// segments removed.
+    pub fn remove_local(
+        &mut self,
+        deletable_upto: i64,
+        copied_epochs: &[(i32, i64)],
+        keep: usize,
+    ) -> Vec<(i64, i64)> {
         let mut removed = Vec::new();
         if self.offline {
             return removed;
         }
+        let deletable_upto =
+            match self
+                .epochs
+                .diverges_from(copied_epochs, self.log_start, deletable_upto)
+            {
+                Some(diverged) => diverged - 1,
+                None => deletable_upto,
+            };
         loop {
             let closed = self.closed_segments();
             if closed.len() <= keep {

@@ -91,7 +91,9 @@ fn main() {
     let next = Arc::new(AtomicU64::new(args.start));
     let end = args.start + args.seeds;
     let failures = Arc::new(Mutex::new(Vec::new()));
-    let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64)));
+    let totals = Arc::new(Mutex::new((
+        0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64,
+    )));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let workers: Vec<_> = (0..args.threads.max(1))
         .map(|_| {
@@ -127,6 +129,8 @@ fn main() {
                     t.5 += r.stats.elections;
                     t.6 += r.stats.elr_elections;
                     t.7 += r.stats.claim_elections;
+                    t.8 += r.stats.copies;
+                    t.9 += r.stats.remote_truncations;
                 }
                 if r.violation.is_some() {
                     print_report(&r);
@@ -144,7 +148,7 @@ fn main() {
     let t = *totals.lock().expect("totals");
     let failures = failures.lock().expect("failures");
     println!(
-        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged; {} failed",
+        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged, {} copies to the bucket ({} remote tier truncations); {} failed",
         t.0,
         args.start,
         end,
@@ -156,6 +160,8 @@ fn main() {
         t.6,
         t.7,
         t.3,
+        t.8,
+        t.9,
         failures.len()
     );
     let mut kinds: std::collections::BTreeMap<&str, Vec<u64>> = Default::default();

@@ -117,6 +117,9 @@ impl PartitionView for View<'_> {
     fn image_offset(&self) -> u64 {
         self.offset
     }
+    fn leader_epochs(&self) -> frieda_log::Epochs {
+        self.local.epochs().clone()
+    }
     fn copyable(&self, from: i64) -> Vec<LocalSegment> {
         self.local
             .closed_segments()
@@ -353,6 +356,12 @@ impl World {
     }
 
     fn trace_done(&mut self, id: i32, p: i32, done: &frieda::tiering::task::Completed) {
+        use frieda::tiering::task::Completed;
+        match done {
+            Completed::Copied(_) => self.stats.copies += 1,
+            Completed::Truncated(_) => self.stats.remote_truncations += 1,
+            _ => {}
+        }
         if let Some(t) = &mut self.trace {
             t.push(format!(
                 "{:>6} broker {id}: partition {p}: {done:?}",
@@ -617,14 +626,14 @@ impl World {
         let keep = self.plan.shape.tier.as_ref().map_or(0, |t| t.keep_local);
         let parts: Vec<i32> = self.b(id).replicas.keys().copied().collect();
         for p in parts {
-            let deletable = self
+            let (deletable, epochs) = self
                 .b(id)
                 .image
                 .remote_log(TOPIC, p)
-                .and_then(RemoteLog::covered_end)
-                .unwrap_or(-1);
+                .map(|l| (l.covered_end().unwrap_or(-1), l.covered_epochs()))
+                .unwrap_or((-1, Vec::new()));
             let removed = match self.bm(id).disks.get_mut(&p) {
-                Some(d) => d.log.remove_local(deletable, keep),
+                Some(d) => d.log.remove_local(deletable, &epochs, keep),
                 None => continue,
             };
             if removed.is_empty() {
@@ -774,8 +783,10 @@ impl World {
         }
     }
 
-    /// After quiescence: every object in the bucket belongs to a registered copy, and each
-    /// finished copy still holds its objects.
+    /// After quiescence: every object in the bucket belongs to a registered copy, each
+    /// finished copy still holds its objects, and the finished copies are of the leader's
+    /// lineage (their batches' leader epochs agree with its epoch cache: a copy of records
+    /// the leader's log no longer has was truncated away; seed 1085).
     pub(crate) fn check_tier_end(&mut self) {
         if !self.tiered() {
             return;
@@ -784,6 +795,25 @@ impl World {
             self.check_copies(p);
             self.check_tier_readable(p, "at the end");
             if self.violation.is_some() {
+                return;
+            }
+            let leader = self
+                .controller
+                .image
+                .partition(TOPIC, p)
+                .map_or(-1, |s| s.leader);
+            let diverged = (leader > 0 && self.b(leader).up)
+                .then(|| {
+                    let epochs = self.b(leader).disks.get(&p)?.log.epochs();
+                    self.controller
+                        .image
+                        .remote_log(TOPIC, p)?
+                        .divergence(epochs)
+                })
+                .flatten();
+            if let Some(offset) = diverged {
+                let d = format!("partition {p}: after quiescence the finished copies hold records of another lineage than leader {leader}'s log from offset {offset}");
+                self.violate("copies-off-lineage", d);
                 return;
             }
         }

@@ -98,6 +98,11 @@ pub struct Stats {
     pub claim_elections: u64,
     /// Follower truncations that removed records.
     pub truncations: u64,
+    /// Copies to the simulated bucket finished (`COPY_FINISHED`).
+    pub copies: u64,
+    /// Remote tiers truncated by a leader whose log left the copies' lineage
+    /// (`RemoteSegmentChange::Truncated`).
+    pub remote_truncations: u64,
     /// Messages dropped by the network (loss, cuts, dead receivers).
     pub dropped: u64,
     /// Acknowledged records whose guarantee a power loss voided (no fsync, last copy).

@@ -80,6 +80,26 @@ fn a_batch_of_seeds_keeps_every_invariant() {
     }
 }
 
+/// Issue 57 (frieda-sim seed 1085 before the fix): broker 1 copied [61, 91] in epoch 0;
+/// broker 2 lost its unsynced 81..89 in a power cut (outside the acks=all contract), led
+/// epoch 2 from offset 90 and acknowledged new records there; local retention took the old
+/// copy for holding them and deleted the only local copies. The leader now truncates the remote
+/// tier where it leaves its lineage and local retention compares epochs.
+#[test]
+fn seed_1085_copies_of_a_lost_lineage_are_truncated() {
+    let r = run_seed(1085, false, &[]);
+    assert!(
+        r.violation.is_none(),
+        "{:?}",
+        r.violation
+            .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
+    );
+    assert!(
+        r.stats.remote_truncations >= 1,
+        "the run truncated no remote tier: it no longer covers the case"
+    );
+}
+
 /// Issue 28, item 1 (frieda-sim seed 6 before the fix, shrunk): both followers of partition 0
 /// are cut off, the leader's stall detection shrinks the ISR to itself, and the produce that was
 /// waiting must not be acknowledged (min.insync.replicas=2).

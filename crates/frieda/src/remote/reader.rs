@@ -251,6 +251,11 @@ impl RemoteReader {
             }
             let total = 12 + len as u64;
             let last = base + i64::from(delta);
+            if base > segment.end_offset {
+                // Past a truncated copy's end: batches of a lineage the leader no longer has
+                // (`RemoteSegmentChange::Truncated`).
+                break;
+            }
             if last < offset {
                 pos += total;
                 continue;
@@ -297,8 +302,9 @@ impl RemoteReader {
 /// an offset at or above `log_start` (the partition's log start offset, DeleteRecords
 /// included). Kafka walks the leader-epoch lineage from the epoch of `log_start` and skips
 /// copies outside it (`isRemoteSegmentWithinLeaderEpochs`); here the quorum admits a copy only
-/// from the current leader and only above every offset copied before, so the readable copies
-/// are one lineage already and ascending offset order is that walk. `None`: no copy can hold
+/// from the current leader and only above every offset copied before, and a leader truncates
+/// the copies where they leave its lineage (`RemoteSegmentChange::Truncated`), so the readable
+/// copies are one lineage already and ascending offset order is that walk. `None`: no copy can hold
 /// the answer.
 pub fn segment_for_timestamp(
     remote: &RemoteLog,
@@ -403,6 +409,9 @@ impl RemoteReader {
             let total = h.total_size() as u64;
             if h.batch_length < 49 || pos + total > size {
                 return Err(corrupt(pos, "bad batch length"));
+            }
+            if h.base_offset > segment.end_offset {
+                break;
             }
             if batch_ok(&h) && h.records_count > 0 {
                 let batch = self.bytes(key, size, pos, total, &mut memo).await?;
@@ -552,6 +561,18 @@ mod tests {
         assert_eq!(r.next_offset, 9);
         let r = reader.read(&k, &seg, 0, 1 << 20, 7, false).await.unwrap();
         assert_eq!(&r.data[..], &log[..pos[3]]);
+        // A copy truncated to end at 8 (its later batches are of another lineage): the read
+        // stops at its end whatever the object holds.
+        let cut = RemoteSegment {
+            end_offset: 8,
+            ..seg.clone()
+        };
+        let r = reader
+            .read(&k, &cut, 0, 1 << 20, i64::MAX, false)
+            .await
+            .unwrap();
+        assert_eq!(&r.data[..], &log[..pos[3]]);
+        assert_eq!(r.next_offset, 9);
 
         // read_committed, or a read from inside the segment, needs the .indexes object.
         assert!(reader

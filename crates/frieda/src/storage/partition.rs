@@ -105,9 +105,10 @@ pub struct TieredView {
     copying: AtomicBool,
     /// Last offset of the copied (`COPY_FINISHED`) segments.
     copied_end: AtomicI64,
-    /// Last offset local retention may delete up to: the end of the contiguous run of
-    /// finished copies from the oldest (`RemoteLog::covered_end`; issue 57).
-    covered_end: AtomicI64,
+    /// What local retention may delete (issue 57): the last offset of the contiguous run of
+    /// finished copies from the oldest (`RemoteLog::covered_end`) and the leader epochs of
+    /// their batches (`RemoteLog::covered_epochs`), read together.
+    covered: parking_lot::Mutex<Covered>,
     /// First offset of the contiguous run of copied segments ending at `copied_end`.
     remote_start: AtomicI64,
     /// The log start offset DeleteRecords set (KIP-107, kept in the image:
@@ -125,7 +126,7 @@ impl Default for TieredView {
             enabled: AtomicBool::new(false),
             copying: AtomicBool::new(false),
             copied_end: AtomicI64::new(-1),
-            covered_end: AtomicI64::new(-1),
+            covered: parking_lot::Mutex::new(Covered::default()),
             remote_start: AtomicI64::new(-1),
             deleted_below: AtomicI64::new(-1),
             local_retention_ms: AtomicI64::new(-1),
@@ -134,8 +135,40 @@ impl Default for TieredView {
     }
 }
 
+/// What the finished copies cover, for local retention: up to which offset, in which leader
+/// epochs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Covered {
+    /// The last offset (`RemoteLog::covered_end`), -1 if none.
+    pub end: i64,
+    /// `(epoch, first offset)` of the copies' batches up to `end`, ascending
+    /// (`RemoteLog::covered_epochs`): a replica whose own epochs differ keeps its segments
+    /// from there (`PartitionLog::enforce_local_retention`).
+    pub epochs: Arc<[(i32, i64)]>,
+}
+
+impl Default for Covered {
+    fn default() -> Self {
+        Covered {
+            end: -1,
+            epochs: Arc::from(Vec::new()),
+        }
+    }
+}
+
+/// What local retention of a tiered partition works with ([`TieredView::local_retention`]).
+#[derive(Debug, Clone)]
+pub struct LocalRetention {
+    /// What the finished copies cover.
+    pub covered: Covered,
+    /// `local.retention.ms` resolved, ms; -1 unbounded.
+    pub ms: i64,
+    /// `local.retention.bytes` resolved, bytes; -1 unbounded.
+    pub bytes: i64,
+}
+
 /// One refresh of a [`TieredView`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TieredState {
     /// See [`TieredView`]'s fields.
     pub enabled: bool,
@@ -144,7 +177,7 @@ pub struct TieredState {
     /// See [`TieredView`].
     pub copied_end: i64,
     /// See [`TieredView`].
-    pub covered_end: i64,
+    pub covered: Covered,
     /// See [`TieredView`].
     pub remote_start: i64,
     /// See [`TieredView`].
@@ -162,7 +195,7 @@ impl TieredView {
         self.remote_start.store(s.remote_start, Ordering::Release);
         self.deleted_below
             .fetch_max(s.deleted_below, Ordering::AcqRel);
-        self.covered_end.store(s.covered_end, Ordering::Release);
+        *self.covered.lock() = s.covered;
         self.copied_end.store(s.copied_end, Ordering::Release);
         self.local_retention_ms
             .store(s.local_retention_ms, Ordering::Release);
@@ -182,17 +215,15 @@ impl TieredView {
         self.copied_end.load(Ordering::Acquire)
     }
 
-    /// `(covered end, local retention ms, local retention bytes)` when local retention of a
-    /// tiered partition applies (tiered and copying), else `None`. Local retention deletes
-    /// only segments wholly at or below the covered end: every offset of them is in a finished
-    /// copy or was expired from the remote tier (issue 57).
-    pub fn local_retention(&self) -> Option<(i64, i64, i64)> {
-        (self.enabled() && self.copying.load(Ordering::Acquire)).then(|| {
-            (
-                self.covered_end.load(Ordering::Acquire),
-                self.local_retention_ms.load(Ordering::Acquire),
-                self.local_retention_bytes.load(Ordering::Acquire),
-            )
+    /// What local retention of a tiered partition works with when it applies (tiered and
+    /// copying), else `None`. Local retention deletes only segments wholly at or below the
+    /// covered end, each offset of them in a finished copy of this replica's lineage or
+    /// expired from the remote tier (issue 57).
+    pub fn local_retention(&self) -> Option<LocalRetention> {
+        (self.enabled() && self.copying.load(Ordering::Acquire)).then(|| LocalRetention {
+            covered: self.covered.lock().clone(),
+            ms: self.local_retention_ms.load(Ordering::Acquire),
+            bytes: self.local_retention_bytes.load(Ordering::Acquire),
         })
     }
 
@@ -1011,6 +1042,11 @@ impl Partition {
     pub fn claim(&self) -> Option<frieda_meta::quorum::Claim> {
         let guard = self.state.lock();
         self.repl.claim(&guard.as_ref()?.log)
+    }
+
+    /// The log's leader epoch cache (KIP-101), a copy; `None` once the partition was deleted.
+    pub fn leader_epochs(&self) -> Option<frieda_log::Epochs> {
+        self.state.lock().as_ref().map(|s| s.log.epochs().clone())
     }
 
     /// The latest leader epoch in the log, -1 if none.

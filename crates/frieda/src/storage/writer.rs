@@ -381,10 +381,15 @@ pub(crate) fn enforce_retention(partition: &Partition, now: i64) {
         // A tiered partition keeps locally only what `local.retention.*` says, and deletes
         // only segments already copied (KIP-405); the remote tier holds the rest.
         let result = match partition.tiered.local_retention() {
-            Some((covered_end, ms, bytes)) => {
-                let r = state
-                    .log
-                    .enforce_local_retention(now, ms, bytes, covered_end);
+            Some(local) => {
+                let covered_end = local.covered.end;
+                let r = state.log.enforce_local_retention(
+                    now,
+                    local.ms,
+                    local.bytes,
+                    covered_end,
+                    &local.covered.epochs,
+                );
                 if let Ok((report, _)) = &r {
                     // The local log start never passes offsets no finished copy holds.
                     crate::invariant!(

@@ -49,7 +49,7 @@ use crate::broker::Broker;
 use crate::membership::ClusterNode;
 use crate::remote::quota::ByteRate;
 use crate::remote::store::{ObjectKind, RemoteStore, SegmentKey};
-use crate::storage::partition::{Partition, TieredState};
+use crate::storage::partition::{Covered, Partition, TieredState};
 use crate::storage::topic_config::TopicConfigs;
 
 use super::COMMIT_TIMEOUT;
@@ -278,23 +278,26 @@ pub fn refresh_views(broker: &Broker, node: &ClusterNode) {
             if !enabled && !p.tiered.enabled() {
                 continue;
             }
-            let (remote_start, copied_end, covered_end, deleted_below) = image
+            let (remote_start, copied_end, covered, deleted_below) = image
                 .remote_log(&t.name, p.index)
                 .map(|log| {
                     let (start, _) = contiguous_copied_run(log);
                     (
                         start,
                         log.copied_upto().unwrap_or(-1),
-                        log.covered_end().unwrap_or(-1),
+                        Covered {
+                            end: log.covered_end().unwrap_or(-1),
+                            epochs: Arc::from(log.covered_epochs()),
+                        },
                         log.log_start().unwrap_or(-1),
                     )
                 })
-                .unwrap_or((-1, -1, -1, -1));
+                .unwrap_or((-1, -1, Covered::default(), -1));
             p.tiered.set(TieredState {
                 enabled,
                 copying,
                 copied_end,
-                covered_end,
+                covered,
                 remote_start,
                 deleted_below,
                 local_retention_ms: local_ms,
@@ -439,6 +442,10 @@ impl PartitionView for LiveView<'_> {
 
     fn image_offset(&self) -> u64 {
         self.image.offset
+    }
+
+    fn leader_epochs(&self) -> frieda_log::Epochs {
+        self.partition.leader_epochs().unwrap_or_default()
     }
 
     fn copyable(&self, from: i64) -> Vec<LocalSegment> {
@@ -593,6 +600,13 @@ impl Driver<'_> {
             Completed::Disabled => {
                 tracing::info!(topic = %p.topic, partition = p.index,
                     "every remote segment deleted: tiering of the partition is off");
+            }
+            Completed::Truncated(offset) => {
+                // Not an ERROR: the records cut off were lost before (an unclean election or a
+                // power cut without fsync); this keeps the tier from serving them.
+                tracing::warn!(topic = %p.topic, partition = p.index, offset,
+                    leader_epoch = p.repl.leader_epoch(),
+                    "the remote tier held records of a lineage this leader's log no longer has from this offset on; truncated it there, the leader copies its own records again");
             }
             Completed::OrphanDeleted(id) => {
                 STATS.deleted_segments.fetch_add(1, Ordering::Relaxed);

@@ -10,10 +10,15 @@
 //! 1. a deletion begun earlier (`DELETE_STARTED`) is finished: objects, `DELETE_FINISHED`;
 //! 2. a copy left `COPY_STARTED` is abandoned (`AbandonCopy`, then as 1);
 //! 3. copies total retention (or a DeleteRecords log start) expired are deleted, oldest first;
-//! 4. the next closed segment past the copied end is copied: `COPY_STARTED` under a new id,
+//! 4. copies of a lineage the leader's log no longer has are cut off: where the finished
+//!    copies' batches have other leader epochs than the leader's epoch cache gives (records
+//!    lost to an unclean election or a power cut without fsync, then written anew), the
+//!    remote tier is truncated there ([`RemoteSegmentChange::Truncated`]; found by the
+//!    simulator, seed 1085), and the copies wholly above are deleted as in 1;
+//! 5. the next closed segment past the copied end is copied: `COPY_STARTED` under a new id,
 //!    the objects, `COPY_FINISHED`; one at a time, up to the last segment copyable when the
 //!    round's first copy began (so a busy partition does not keep the driver forever);
-//! 5. when the driver asks ([`CopyTask::request_sweep`]; the broker every 10 task
+//! 6. when the driver asks ([`CopyTask::request_sweep`]; the broker every 10 task
 //!    intervals), before the next copy, the partition's objects are listed and those of
 //!    copies the image says were deleted are deleted again: a PUT sent before its copy was
 //!    abandoned, by a process that then died or was paused, can land after the deletion
@@ -31,6 +36,7 @@
 //! in flight at the controller) is safe too: the image refuses `AbandonCopy` of a finished copy
 //! and `COPY_FINISHED` of an abandoned one (`frieda_meta::remote_log`).
 
+use frieda_log::Epochs;
 use frieda_meta::remote_log::{
     RemoteLog, RemoteSegment, RemoteSegmentChange, RemoteSegmentState, TotalRetention,
 };
@@ -65,6 +71,9 @@ pub trait PartitionView {
     fn remote_log(&self) -> Option<&RemoteLog>;
     /// The metadata offset that image has applied ([`frieda_meta::MetadataImage::offset`]).
     fn image_offset(&self) -> u64;
+    /// The leader's epoch cache (KIP-101): which leader epoch wrote which local offsets, and
+    /// the epoch it writes in now (its last entry).
+    fn leader_epochs(&self) -> Epochs;
     /// The closed local segments holding an offset at or above `from`, each wholly below both
     /// the high watermark and the last stable offset (no uncommitted or undecided record goes
     /// to the bucket), ascending. The first may start below `from`.
@@ -121,6 +130,9 @@ pub enum Completed {
     Deleted(RemoteSegment, DeleteReason),
     /// Every copy is gone and the image forgot the partition's remote log (KIP-950).
     Disabled,
+    /// The remote tier was truncated to end below this offset: the copies there were of a
+    /// lineage the leader's log no longer has.
+    Truncated(i64),
     /// The objects of a deleted copy, found in the bucket again, are gone.
     OrphanDeleted(Uuid),
 }
@@ -170,6 +182,8 @@ enum Op {
     Unregistering(RemoteSegment, DeleteReason),
     /// [`RemoteSegmentChange::Disabled`] in flight.
     Disabling,
+    /// [`RemoteSegmentChange::Truncated`] in flight.
+    Truncating(i64),
     /// Listing the partition's objects.
     Listing,
     /// Listed: orphans are picked on the next poll.
@@ -282,6 +296,7 @@ impl CopyTask {
             Op::Deleting(s, _) => Step::DeleteObjects(s.clone()),
             Op::Unregistering(s, _) => Step::Commit(RemoteSegmentChange::DeleteFinished(s.id)),
             Op::Disabling => Step::Commit(RemoteSegmentChange::Disabled),
+            Op::Truncating(offset) => Step::Commit(RemoteSegmentChange::Truncated(*offset)),
             Op::Listing => Step::ListObjects,
             Op::Listed(_) => Step::Idle,
             Op::Orphan(s, _) => Step::DeleteObjects(s.clone()),
@@ -323,6 +338,12 @@ impl CopyTask {
                 Some(s) => self.start(Op::Marking(s.clone(), DeleteReason::Disabled), view),
                 None => self.start(Op::Disabling, view),
             };
+        }
+        // Copies of a lineage this leader's log no longer has are cut off before anything is
+        // copied on top of them (checked over every finished copy, not only the newest: a copy
+        // made on top of a diverged one agrees with the leader and hides nothing).
+        if let Some(offset) = log.and_then(|l| l.divergence(&view.leader_epochs())) {
+            return self.start(Op::Truncating(offset), view);
         }
         if std::mem::take(&mut self.sweep_requested) && log.is_some_and(RemoteLog::has_deleted) {
             return self.start(Op::Listing, view);
@@ -415,6 +436,7 @@ impl CopyTask {
             Op::Marking(s, why) => (Op::Deleting(s, why), None),
             Op::Unregistering(s, why) => (Op::Idle, Some(Completed::Deleted(s, why))),
             Op::Disabling => (Op::Idle, Some(Completed::Disabled)),
+            Op::Truncating(offset) => (Op::Idle, Some(Completed::Truncated(offset))),
             other => (other, None),
         };
         self.op = next;
@@ -513,6 +535,8 @@ mod tests {
         offset: u64,
         segments: Vec<LocalSegment>,
         retention: Option<TotalRetention>,
+        /// The leader's epoch cache (empty: agrees with every copy).
+        epochs: Epochs,
     }
 
     impl PartitionView for View {
@@ -521,6 +545,9 @@ mod tests {
         }
         fn image_offset(&self) -> u64 {
             self.offset
+        }
+        fn leader_epochs(&self) -> Epochs {
+            self.epochs.clone()
         }
         fn copyable(&self, from: i64) -> Vec<LocalSegment> {
             self.segments
@@ -571,7 +598,12 @@ mod tests {
                 Step::Prepare(s) => {
                     // A fresh id for every attempt: from the controller's offset.
                     let id = Uuid::from_u128(1_000 + u128::from(c.offset));
-                    task.prepared(Ok(vec![(7, s.base_offset)]), id).unwrap();
+                    let epochs = if view.epochs.entries().is_empty() {
+                        vec![(7, s.base_offset)]
+                    } else {
+                        view.epochs.pairs()
+                    };
+                    task.prepared(Ok(epochs), id).unwrap();
                 }
                 Step::Commit(change) => {
                     let r = c.commit(change);
@@ -605,6 +637,7 @@ mod tests {
             offset: 0,
             segments: vec![seg(0, 9)],
             retention: None,
+            epochs: Epochs::new(),
         };
         let (step, done) = run(&mut task, &view, &mut c);
         assert_eq!(step, Step::AwaitImage(2));
@@ -657,6 +690,7 @@ mod tests {
             offset: c.offset,
             segments: vec![seg(0, 9), seg(10, 19)],
             retention: None,
+            epochs: Epochs::new(),
         };
         let mut task = CopyTask::new(1, 7);
         assert_eq!(
@@ -681,6 +715,7 @@ mod tests {
             offset: 0,
             segments: vec![seg(0, 9)],
             retention: None,
+            epochs: Epochs::new(),
         };
         assert!(matches!(task.poll(&view), Step::Prepare(_)));
         task.prepared(Ok(vec![(3, 0)]), Uuid::from_u128(9)).unwrap();
@@ -732,6 +767,7 @@ mod tests {
             offset: c.offset,
             segments: vec![seg(10, 19), seg(20, 29)],
             retention: None,
+            epochs: Epochs::new(),
         };
         let mut task = CopyTask::new(1, 4);
         let mut done = Vec::new();
@@ -769,6 +805,7 @@ mod tests {
             offset: 0,
             segments: vec![seg(0, 9), seg(10, 19)],
             retention: None,
+            epochs: Epochs::new(),
         };
         loop {
             let (step, _) = run(&mut task, &view, &mut c);
@@ -808,6 +845,7 @@ mod tests {
             offset: 0,
             segments: vec![seg(0, 9), seg(10, 19)],
             retention: None,
+            epochs: Epochs::new(),
         };
         let mut task = &mut copy;
         let mut off = CopyTask::deleting_all(1, 1);
@@ -869,6 +907,7 @@ mod tests {
             offset: 0,
             segments: vec![],
             retention: None,
+            epochs: Epochs::new(),
         };
         let mut task = CopyTask::new(1, 5);
         task.begin_round();
@@ -905,5 +944,62 @@ mod tests {
         );
         assert_eq!(epochs_from(&[(1, 0), (2, 7)], 7), [(2, 7)]);
         assert_eq!(epochs_from(&[(4, 3)], 0), [(4, 3)]);
+    }
+
+    #[test]
+    fn copies_of_a_lineage_the_leader_no_longer_has_are_cut_off_and_copied_again() {
+        // Simulator seed 1085: epoch 7's leader copied [0, 9] and [10, 19]; the new leader of
+        // epoch 9 lost 15..19 (a power cut without fsync) and wrote its own records from 15.
+        let mut c = Controller {
+            log: RemoteLog::default(),
+            offset: 0,
+            epoch: 7,
+        };
+        let mut old = CopyTask::new(1, 7);
+        let mut view = View {
+            log: None,
+            offset: 0,
+            segments: vec![seg(0, 9), seg(10, 19)],
+            retention: None,
+            epochs: Epochs::new(),
+        };
+        while run(&mut old, &view, &mut c).0 != Step::Idle {
+            view.log = Some(c.log.clone());
+            view.offset = c.offset;
+        }
+        assert_eq!(c.log.covered_end(), Some(19));
+        c.epoch = 9;
+        let mut epochs = Epochs::new();
+        epochs.assign(7, 0);
+        epochs.assign(9, 15);
+        view = View {
+            log: Some(c.log.clone()),
+            offset: c.offset,
+            segments: vec![seg(0, 9), seg(10, 14), seg(15, 29)],
+            retention: None,
+            epochs,
+        };
+        let mut task = CopyTask::new(2, 9);
+        assert_eq!(
+            task.poll(&view),
+            Step::Commit(RemoteSegmentChange::Truncated(15))
+        );
+        let (step, done) = run(&mut task, &view, &mut c);
+        assert_eq!(done, [Completed::Truncated(15)]);
+        assert!(matches!(step, Step::AwaitImage(_)));
+        assert_eq!(c.log.covered_end(), Some(14));
+        // On the image that has it: the leader copies its own records from 15 on.
+        view.log = Some(c.log.clone());
+        view.offset = c.offset;
+        task.begin_round();
+        let (_, done) = run(&mut task, &view, &mut c);
+        assert!(
+            matches!(&done[..], [Completed::Copied(s)] if (s.start_offset, s.end_offset) == (15, 29)),
+            "{done:?}"
+        );
+        assert_eq!(c.log.covered_end(), Some(29));
+        view.log = Some(c.log.clone());
+        view.offset = c.offset;
+        assert_eq!(c.log.divergence(&view.epochs), None);
     }
 }
