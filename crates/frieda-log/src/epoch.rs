@@ -220,11 +220,17 @@ pub fn first_divergence(a: &[(i32, i64)], b: &[(i32, i64)], from: i64, to: i64) 
     if to < from {
         return None;
     }
-    let mut points: Vec<i64> = a
+    // The entries starting inside (from, to], found by binary search: a replica's cache may
+    // hold thousands of epochs and the leader compares it with every copy.
+    fn inside(list: &[(i32, i64)], from: i64, to: i64) -> &[(i32, i64)] {
+        let lo = list.partition_point(|&(_, start)| start <= from);
+        let hi = list.partition_point(|&(_, start)| start <= to);
+        &list[lo..hi.max(lo)]
+    }
+    let mut points: Vec<i64> = inside(a, from, to)
         .iter()
-        .chain(b)
+        .chain(inside(b, from, to))
         .map(|&(_, start)| start)
-        .filter(|&s| s > from && s <= to)
         .collect();
     points.push(from);
     points.sort_unstable();

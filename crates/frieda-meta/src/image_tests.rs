@@ -1009,6 +1009,7 @@ fn remote_segments_are_fenced_by_leader_epoch_and_topic_id() {
         broker: 1,
         leader_epoch: epoch,
         segment_epochs: vec![(epoch, start)],
+        truncated: false,
         state: RemoteSegmentState::CopyStarted,
     };
     let change =

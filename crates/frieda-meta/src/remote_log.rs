@@ -57,6 +57,12 @@ pub struct RemoteSegment {
     /// The leader epochs of its batches: `(epoch, first offset)`, ascending (the segment's
     /// part of the leader-epoch checkpoint; KIP-405 `segmentLeaderEpochs`).
     pub segment_epochs: Vec<(i32, i64)>,
+    /// Cut short by [`RemoteSegmentChange::Truncated`]: its objects hold batches past
+    /// `end_offset`, and its producer snapshot (taken at the original end) does not describe
+    /// the producers before `end_offset + 1`, so a replica starting its log again there does
+    /// not restore it. Absent from older images: `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     /// Where it is in its life.
     pub state: RemoteSegmentState,
 }
@@ -330,6 +336,7 @@ impl RemoteLog {
                     } else {
                         s.end_offset = offset - 1;
                         s.segment_epochs.retain(|&(_, first)| first < offset);
+                        s.truncated = true;
                     }
                 }
                 self.copied_upto = (offset > 0).then_some(offset - 1);
@@ -588,6 +595,7 @@ mod tests {
             broker: 1,
             leader_epoch: epoch,
             segment_epochs: vec![(epoch, start)],
+            truncated: false,
             state: RemoteSegmentState::CopyStarted,
         }
     }
@@ -959,6 +967,7 @@ mod tests {
         assert_eq!(r.finished_holding(90), None);
         let cut = r.finished_holding(89).unwrap();
         assert_eq!((cut.id, cut.start_offset, cut.end_offset), (id(3), 61, 89));
+        assert!(cut.truncated && !r.finished_holding(60).unwrap().truncated);
         assert_eq!(
             r.deleting().map(|s| s.id).collect::<Vec<_>>(),
             [id(4)],
@@ -976,6 +985,13 @@ mod tests {
         assert_eq!(r.covered_epochs(), [(0, 0), (2, 90)]);
         assert!(r.apply(&RemoteSegmentChange::Truncated(121), 2, 2).is_err());
         assert!(r.apply(&RemoteSegmentChange::Truncated(-1), 2, 2).is_err());
+        // The flag is written only when set, and older images read it as unset.
+        let json = serde_json::to_value(&r).unwrap().to_string();
+        assert_eq!(json.matches("\"truncated\":true").count(), 1, "{json}");
+        assert!(!json.contains("\"truncated\":false"), "{json}");
+        let back: RemoteLog =
+            serde_json::from_str(&json.replace(",\"truncated\":true", "")).unwrap();
+        assert!(!back.finished_holding(89).unwrap().truncated);
         // A truncation at 0 forgets every copy.
         r.apply(&RemoteSegmentChange::Truncated(0), 2, 2).unwrap();
         assert_eq!((r.finished().count(), r.copied_upto()), (0, None));

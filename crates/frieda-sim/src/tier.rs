@@ -344,6 +344,7 @@ impl World {
                         broker: id,
                         leader_epoch: 0,
                         segment_epochs: Vec::new(),
+                        truncated: false,
                         state: frieda_meta::remote_log::RemoteSegmentState::DeleteStarted,
                     };
                     let op = self.store_request(id, p, &dummy, OpKind::List);

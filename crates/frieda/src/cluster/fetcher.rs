@@ -469,8 +469,8 @@ struct SnapshotRead {
 }
 
 /// The producer snapshot to start `f`'s log again at `start` from: `Some(snapshot)` once known
-/// (`Some(None)` when there is none to read: no copy ends just below `start`, or no remote
-/// tier here), `None` while it is being read from the bucket on the remote-log runtime (the
+/// (`Some(None)` when there is none to read: no copy ends just below `start`, the one that
+/// does was truncated to end there, or no remote tier here), `None` while it is being read from the bucket on the remote-log runtime (the
 /// next answer of the leader asks again). A failed read is logged and tried again.
 fn producer_snapshot_for(
     node: &ClusterNode,
@@ -502,7 +502,8 @@ fn producer_snapshot_for(
     let copy = image
         .remote_log(&p.topic, p.index)
         .and_then(|log| log.finished_holding(start - 1))
-        .filter(|s| s.end_offset == start - 1)
+        // A truncated copy's snapshot describes its original end, records of a lost lineage.
+        .filter(|s| s.end_offset == start - 1 && !s.truncated)
         .cloned();
     let topic_id = image.topics.get(&*p.topic).map(|t| t.id);
     let (Some(copy), Some(topic_id), Some((reader, runtime))) =

@@ -494,6 +494,7 @@ mod tests {
             broker: 1,
             leader_epoch: 0,
             segment_epochs: vec![(0, 0)],
+            truncated: false,
             state: RemoteSegmentState::CopyFinished,
         }
     }

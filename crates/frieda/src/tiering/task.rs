@@ -314,6 +314,7 @@ impl CopyTask {
             broker: self.broker,
             leader_epoch: self.leader_epoch,
             segment_epochs: Vec::new(),
+            truncated: false,
             state: RemoteSegmentState::DeleteStarted,
         }
     }
@@ -405,6 +406,7 @@ impl CopyTask {
             broker: self.broker,
             leader_epoch: self.leader_epoch,
             segment_epochs: epochs_from(&epochs, start),
+            truncated: false,
             state: RemoteSegmentState::CopyStarted,
         });
         Ok(())
@@ -681,6 +683,7 @@ mod tests {
             broker: 2,
             leader_epoch: 7,
             segment_epochs: vec![(7, 0)],
+            truncated: false,
             state: RemoteSegmentState::CopyStarted,
         };
         c.commit(&RemoteSegmentChange::CopyStarted(left.clone()))
@@ -755,6 +758,7 @@ mod tests {
             broker: 2,
             leader_epoch: 4,
             segment_epochs: vec![(2, 0)],
+            truncated: false,
             state: RemoteSegmentState::CopyStarted,
         };
         c.commit(&RemoteSegmentChange::CopyStarted(first.clone()))
@@ -891,6 +895,7 @@ mod tests {
             broker: 2,
             leader_epoch: 4,
             segment_epochs: vec![(4, 0)],
+            truncated: false,
             state: RemoteSegmentState::CopyStarted,
         };
         c.log
