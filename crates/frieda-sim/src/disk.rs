@@ -182,6 +182,13 @@ impl SimLog {
         if offset > self.leo() {
             return Ok(self.leo());
         }
+        if offset < self.log_start {
+            // Below the log start (local retention of a tiered log deleted a lineage the
+            // leader does not have): emptied, it starts again there, as the broker's
+            // `Partition::truncate_from_leader` and Kafka's `truncateFullyAndStartAt` (seed 1478).
+            self.start_again(offset);
+            return Ok(offset);
+        }
         let keep = self.batches.partition_point(|b| b.end() <= offset);
         self.batches.truncate(keep);
         self.synced = self.synced.min(keep);

@@ -100,6 +100,23 @@ fn seed_1085_copies_of_a_lost_lineage_are_truncated() {
     );
 }
 
+/// Issue 57 (frieda-sim seed 1478, found by the soak after the fix of seed 1085): the new
+/// leader's log diverges from a follower's at offset 215, below the follower's log start (its
+/// local retention had deleted up to 221 under the old lineage's copies). The follower's
+/// truncation stopped at its log start and it asked for the same divergence for ever; with
+/// `min.insync.replicas=3` nothing was acknowledged again. It now empties its log and starts
+/// again at the divergence (Kafka's `truncateFullyAndStartAt`).
+#[test]
+fn seed_1478_a_follower_truncates_below_its_log_start() {
+    let r = run_seed(1478, false, &[]);
+    assert!(
+        r.violation.is_none(),
+        "{:?}",
+        r.violation
+            .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
+    );
+}
+
 /// Issue 28, item 1 (frieda-sim seed 6 before the fix, shrunk): both followers of partition 0
 /// are cut off, the leader's stall detection shrinks the ISR to itself, and the produce that was
 /// waiting must not be acknowledged (min.insync.replicas=2).

@@ -61,6 +61,26 @@ impl LogStartCheckpoint {
         Ok(())
     }
 
+    /// Lowers the partition's recorded start to `offset` if it is above it, and writes the file
+    /// durably: a follower whose log is emptied and started again below its old start (its
+    /// leader's log diverges from it below that start; Kafka's `truncateFullyAndStartAt`) must
+    /// not find the old start raised again when it is opened. Does nothing otherwise.
+    ///
+    /// Errors: the file could not be written (the old one stays; the caller must not start the
+    /// log lower).
+    pub fn lower(&self, topic: &str, partition: i32, offset: i64) -> std::io::Result<()> {
+        let mut entries = self.entries.lock();
+        let key = (topic.to_string(), partition);
+        if entries.get(&key).is_none_or(|&o| o <= offset) {
+            return Ok(());
+        }
+        let mut next = entries.clone();
+        next.insert(key, offset);
+        checkpoint::write(&self.path, &next)?;
+        *entries = next;
+        Ok(())
+    }
+
     /// Forgets a partition's entry (a new log of that name, or its replica removed) and
     /// rewrites the file if there was one.
     ///

@@ -745,8 +745,13 @@ impl Partition {
     /// Truncates a follower's log to end before `offset` (its log diverged from the leader's,
     /// KIP-101); the idempotent-producer state is rebuilt from what is left, the high watermark
     /// capped at the new log end. At the log end it drops only epochs that start there (an
-    /// epoch this replica began as a leader and wrote nothing in). The removed
-    /// segments' files are deleted after the lock is released.
+    /// epoch this replica began as a leader and wrote nothing in). Below the log start (local
+    /// retention of a tiered log deleted segments of a lineage the leader does not have) the
+    /// log is emptied and starts again at `offset`, with no producer state, as Kafka's
+    /// `UnifiedLog.truncateTo` does (`truncateFullyAndStartAt`); clamped at its start, the
+    /// follower asked the same leader for the same divergence for ever (found by the
+    /// simulator, seed 1478). The removed segments' files are deleted after the lock is
+    /// released.
     ///
     /// Errors: NOT_LEADER_OR_FOLLOWER when the role changed meanwhile, KAFKA_STORAGE_ERROR.
     pub fn truncate_from_leader(
@@ -755,6 +760,9 @@ impl Partition {
         epoch: i32,
         offset: i64,
     ) -> Result<(), ResponseError> {
+        if offset < self.log_start_offset() {
+            return self.start_again_below(leader, epoch, offset);
+        }
         let removed = {
             let mut guard = self.state.lock();
             let Some(state) = guard.as_mut() else {
@@ -823,6 +831,56 @@ impl Partition {
                 })?;
             self.repl.on_truncated(offset);
             self.repl.follower_high_watermark(offset, offset);
+            self.repl.assert_within(state.log.log_end_offset());
+            removed
+        };
+        if let Err(e) = removed.delete_files() {
+            tracing::warn!(topic = %self.topic, partition = self.index, error = %e, "removing the emptied log's segment files failed");
+        }
+        self.notify_data();
+        Ok(())
+    }
+
+    /// [`Self::truncate_from_leader`] below the log start: the log start checkpoint is lowered
+    /// first, then the log is emptied and starts at `offset`; the high watermark is capped
+    /// there.
+    fn start_again_below(
+        &self,
+        leader: frieda_meta::BrokerId,
+        epoch: i32,
+        offset: i64,
+    ) -> Result<(), ResponseError> {
+        if !self.repl.is_follower_of(leader, epoch) {
+            return Err(ResponseError::NotLeaderOrFollower);
+        }
+        if let Some(starts) = self.log_starts.as_deref() {
+            starts.lower(&self.topic, self.index, offset).map_err(|e| {
+                tracing::error!(topic = %self.topic, partition = self.index, offset, error = %e,
+                    "writing the log start offset checkpoint failed; the log is not truncated");
+                ResponseError::KafkaStorageError
+            })?;
+        }
+        let removed = {
+            let mut guard = self.state.lock();
+            let Some(state) = guard.as_mut() else {
+                return Err(ResponseError::UnknownTopicOrPartition);
+            };
+            if !self.repl.is_follower_of(leader, epoch) {
+                return Err(ResponseError::NotLeaderOrFollower);
+            }
+            let from = state.log.log_start_offset();
+            let removed = state
+                .log
+                .truncate_fully_and_start_at(offset, now_ms(), None)
+                .map_err(|e| {
+                    tracing::error!(topic = %self.topic, partition = self.index, error = %e,
+                        "emptying the log to start below its old start failed");
+                    ResponseError::KafkaStorageError
+                })?;
+            tracing::warn!(topic = %self.topic, partition = self.index, leader, epoch, offset,
+                old_log_start = from,
+                "the leader's log diverges from this replica's below its log start; emptied the log, it starts again there");
+            self.repl.on_truncated(offset);
             self.repl.assert_within(state.log.log_end_offset());
             removed
         };
@@ -1088,5 +1146,78 @@ pub fn producer_error(e: ProducerError) -> ResponseError {
         ProducerError::RetryRefused => ResponseError::NotLeaderOrFollower,
         ProducerError::InvalidTxnState => ResponseError::InvalidTxnState,
         ProducerError::CoordinatorFenced => ResponseError::TransactionCoordinatorFenced,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::topic_config::TopicConfigs;
+    use crate::storage::writer::LogWriters;
+    use frieda_log::LogConfig;
+    use kafka_protocol::records::{Record, TimestampType};
+
+    fn record(i: u8) -> bytes::BytesMut {
+        crate::storage::testing::one_record_batch(&Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: 0,
+            sequence: -1,
+            timestamp: 1,
+            key: None,
+            value: Some(vec![i; 10].into()),
+            headers: Default::default(),
+        })
+        .0
+    }
+
+    /// Simulator seed 1478: the leader's log diverges from this follower's at offset 4, below
+    /// the follower's log start 6. The log is emptied and starts again at 4 (Kafka's
+    /// `truncateFullyAndStartAt`); cut at its start instead, the follower asked for the same
+    /// divergence for ever.
+    #[test]
+    fn a_truncation_below_the_log_start_starts_the_log_again_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        // A segment per record: the log start moves by whole segments, as local retention
+        // moves it.
+        let config = LogConfig {
+            segment_bytes: record(0).len() as u64,
+            ..LogConfig::default()
+        };
+        let (mut log, _) = PartitionLog::open(dir.path(), config, 1).unwrap();
+        log.set_leader_epoch(0).unwrap();
+        for i in 0..10 {
+            log.append(record(i), 1).unwrap();
+        }
+        log.remove_segments_below(6)
+            .unwrap()
+            .delete_files()
+            .unwrap();
+        assert_eq!(log.log_start_offset(), 6);
+        let name: Arc<str> = Arc::from("t");
+        let p = Partition::new(
+            name.clone(),
+            0,
+            log,
+            writers.for_partition(&name, 0),
+            TopicConfigs::default().produce_policy(&TopicConfigs::default()),
+        );
+        p.repl.become_follower(2, 1, 3, 10);
+        assert_eq!(
+            p.truncate_from_leader(1, 2, 4),
+            Err(ResponseError::NotLeaderOrFollower),
+            "another epoch's leader"
+        );
+        p.truncate_from_leader(1, 3, 8).unwrap();
+        assert_eq!((p.log_start_offset(), p.reader.log_end_offset()), (6, 8));
+        p.truncate_from_leader(1, 3, 4).unwrap();
+        assert_eq!((p.log_start_offset(), p.reader.log_end_offset()), (4, 4));
+        assert_eq!(p.latest_epoch(), -1, "the old epochs went with the records");
     }
 }
