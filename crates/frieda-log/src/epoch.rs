@@ -124,10 +124,13 @@ impl Epochs {
             .collect()
     }
 
-    /// Where this log stops agreeing with `copies` (the `(epoch, first offset)` of the remote
-    /// tier's batches) in `[from, to]`: [`first_divergence`] over this cache's entries.
-    pub fn diverges_from(&self, copies: &[(i32, i64)], from: i64, to: i64) -> Option<i64> {
-        first_divergence(&self.pairs(), copies, from, to)
+    /// The last offset up to `to` at which this log still agrees with `copies` (the `(epoch,
+    /// first offset)` of the remote tier's batches), looking from `from`: `to`, or the offset
+    /// before [`first_divergence`] over this cache's entries. What local retention of a tiered
+    /// log may count as copied (the broker's `PartitionLog::enforce_local_retention`, the
+    /// simulator's replicas).
+    pub fn agrees_upto(&self, copies: &[(i32, i64)], from: i64, to: i64) -> i64 {
+        first_divergence(&self.pairs(), copies, from, to).map_or(to, |diverged| diverged - 1)
     }
 
     /// The latest epoch, or [`UNDEFINED_EPOCH`].

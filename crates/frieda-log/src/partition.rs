@@ -1119,13 +1119,8 @@ impl PartitionLog {
         };
         self.check_online()?;
         let copied_end =
-            match self
-                .epochs
-                .diverges_from(copied_epochs, self.log_start_offset(), copied_end)
-            {
-                Some(diverged) => diverged - 1,
-                None => copied_end,
-            };
+            self.epochs
+                .agrees_upto(copied_epochs, self.log_start_offset(), copied_end);
         let copied: Vec<SegmentInfo> = self.segments[..self.segments.len() - 1]
             .iter()
             .take_while(|s| s.end_offset() - 1 <= copied_end)

@@ -302,7 +302,7 @@ impl SimLog {
     /// than `keep` are closed and the oldest ends at or below `deletable_upto`, moving the log
     /// start to the first remaining one, but never from where the copies' leader epochs
     /// (`copied_epochs`) stop agreeing with this log's (the broker's
-    /// `PartitionLog::enforce_local_retention`, the same [`Epochs::diverges_from`]). Returns the
+    /// `PartitionLog::enforce_local_retention`, the same [`Epochs::agrees_upto`]). Returns the
     /// segments removed.
     pub fn remove_local(
         &mut self,
@@ -314,14 +314,9 @@ impl SimLog {
         if self.offline {
             return removed;
         }
-        let deletable_upto =
-            match self
-                .epochs
-                .diverges_from(copied_epochs, self.log_start, deletable_upto)
-            {
-                Some(diverged) => diverged - 1,
-                None => deletable_upto,
-            };
+        let deletable_upto = self
+            .epochs
+            .agrees_upto(copied_epochs, self.log_start, deletable_upto);
         loop {
             let closed = self.closed_segments();
             if closed.len() <= keep {

@@ -142,28 +142,14 @@ mod tests {
     use crate::storage::topic_config::TopicConfigs;
     use crate::storage::writer::LogWriters;
     use frieda_log::{BatchHeader, LogConfig, PartitionLog};
-    use kafka_protocol::records::{Record, RecordBatchDecoder, TimestampType};
+    use kafka_protocol::records::RecordBatchDecoder;
     use std::sync::Arc;
 
     /// A batch of one record with a `len`-byte value carrying `tag` in its first byte.
     fn batch(tag: u8, len: usize) -> (bytes::BytesMut, BatchHeader) {
         let mut value = vec![0u8; len];
         value[0] = tag;
-        crate::storage::testing::one_record_batch(&Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: 0,
-            sequence: -1,
-            timestamp: 1,
-            key: None,
-            value: Some(value.into()),
-            headers: Default::default(),
-        })
+        crate::storage::testing::value_batch(value)
     }
 
     /// Large batches take the lane, small ones do not, and a small batch submitted while a large

@@ -47,4 +47,23 @@ pub(crate) mod testing {
         let header = frieda_log::BatchHeader::parse(&buf).expect("parse the batch just encoded");
         (buf, header)
     }
+
+    /// One plain record (no key, timestamp 1, not idempotent) with `value`, alone in a batch.
+    pub(crate) fn value_batch(value: Vec<u8>) -> (bytes::BytesMut, frieda_log::BatchHeader) {
+        one_record_batch(&Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: kafka_protocol::records::TimestampType::Creation,
+            offset: 0,
+            sequence: -1,
+            timestamp: 1,
+            key: None,
+            value: Some(value.into()),
+            headers: Default::default(),
+        })
+    }
 }

@@ -813,6 +813,25 @@ impl Partition {
         if let Some(starts) = self.log_starts.as_deref() {
             self.record_log_start(starts, offset)?;
         }
+        self.empty_and_start_at(leader, epoch, offset, producer_snapshot, true)
+    }
+
+    /// Empties this follower's log and starts it at `offset` with `producer_snapshot` (or no
+    /// producers), the log start checkpoint already written; the high watermark is capped at
+    /// `offset`, or set to it when `committed` (everything below it is in the remote tier).
+    /// The removed segments' files are deleted after the lock is released.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER unless this replica follows `leader` in `epoch`;
+    /// KAFKA_STORAGE_ERROR when the new segment cannot be written; UNKNOWN_TOPIC_OR_PARTITION
+    /// once deleted.
+    fn empty_and_start_at(
+        &self,
+        leader: frieda_meta::BrokerId,
+        epoch: i32,
+        offset: i64,
+        producer_snapshot: Option<&[u8]>,
+        committed: bool,
+    ) -> Result<(), ResponseError> {
         let removed = {
             let mut guard = self.state.lock();
             let Some(state) = guard.as_mut() else {
@@ -830,7 +849,9 @@ impl Partition {
                     ResponseError::KafkaStorageError
                 })?;
             self.repl.on_truncated(offset);
-            self.repl.follower_high_watermark(offset, offset);
+            if committed {
+                self.repl.follower_high_watermark(offset, offset);
+            }
             self.repl.assert_within(state.log.log_end_offset());
             removed
         };
@@ -860,34 +881,11 @@ impl Partition {
                 ResponseError::KafkaStorageError
             })?;
         }
-        let removed = {
-            let mut guard = self.state.lock();
-            let Some(state) = guard.as_mut() else {
-                return Err(ResponseError::UnknownTopicOrPartition);
-            };
-            if !self.repl.is_follower_of(leader, epoch) {
-                return Err(ResponseError::NotLeaderOrFollower);
-            }
-            let from = state.log.log_start_offset();
-            let removed = state
-                .log
-                .truncate_fully_and_start_at(offset, now_ms(), None)
-                .map_err(|e| {
-                    tracing::error!(topic = %self.topic, partition = self.index, error = %e,
-                        "emptying the log to start below its old start failed");
-                    ResponseError::KafkaStorageError
-                })?;
-            tracing::warn!(topic = %self.topic, partition = self.index, leader, epoch, offset,
-                old_log_start = from,
-                "the leader's log diverges from this replica's below its log start; emptied the log, it starts again there");
-            self.repl.on_truncated(offset);
-            self.repl.assert_within(state.log.log_end_offset());
-            removed
-        };
-        if let Err(e) = removed.delete_files() {
-            tracing::warn!(topic = %self.topic, partition = self.index, error = %e, "removing the emptied log's segment files failed");
-        }
-        self.notify_data();
+        let from = self.log_start_offset();
+        self.empty_and_start_at(leader, epoch, offset, None, false)?;
+        tracing::warn!(topic = %self.topic, partition = self.index, leader, epoch, offset,
+            old_log_start = from,
+            "the leader's log diverges from this replica's below its log start; emptied the log, it starts again there");
         Ok(())
     }
 
@@ -1155,25 +1153,9 @@ mod tests {
     use crate::storage::topic_config::TopicConfigs;
     use crate::storage::writer::LogWriters;
     use frieda_log::LogConfig;
-    use kafka_protocol::records::{Record, TimestampType};
 
     fn record(i: u8) -> bytes::BytesMut {
-        crate::storage::testing::one_record_batch(&Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: 0,
-            sequence: -1,
-            timestamp: 1,
-            key: None,
-            value: Some(vec![i; 10].into()),
-            headers: Default::default(),
-        })
-        .0
+        crate::storage::testing::value_batch(vec![i; 10]).0
     }
 
     /// Simulator seed 1478: the leader's log diverges from this follower's at offset 4, below
