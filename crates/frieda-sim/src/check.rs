@@ -13,7 +13,9 @@
 //!   OFFSET_NOT_AVAILABLE);
 //! - **epochs**: a replica's leader epoch and a leader's partition epoch only grow; in the
 //!   controller's image, leader ∈ ISR ⊆ replicas and epochs only grow;
-//! - **liveness**: after the faults heal, every partition has a leader that acknowledges.
+//! - **liveness**: after the faults heal, every partition has a leader that acknowledges;
+//! - **offset commits** (`crate::groups`): a commit a group coordinator answered OK is served by
+//!   every coordinator that loads later, and by the final one.
 
 use frieda::replication::{LogView, Role};
 
@@ -114,7 +116,7 @@ impl World {
     /// Whether the controller's image has broker `id` as `p`'s leader in `epoch` (a broker
     /// acting on a stale image leads nothing: without a lease it neither acknowledges nor
     /// serves).
-    fn elected(&self, id: i32, p: i32, epoch: i32) -> bool {
+    pub(crate) fn elected(&self, id: i32, p: i32, epoch: i32) -> bool {
         self.controller
             .image
             .partition(crate::world::TOPIC, p)
@@ -346,6 +348,10 @@ impl World {
     /// At the end of the run (faults healed long since).
     pub(crate) fn check_end(&mut self) {
         self.check_tier_end();
+        if self.violation.is_some() {
+            return;
+        }
+        self.check_groups_end();
         if self.violation.is_some() {
             return;
         }

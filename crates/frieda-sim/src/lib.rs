@@ -15,6 +15,10 @@
 //! - `tier`: tiered storage (issue 57): the broker's own copy task
 //!   (`frieda::tiering::task`) against the simulated controller and a simulated object store,
 //!   local retention over the copies, followers starting again above them.
+//! - `groups`: the group coordinator's offsets log (issue 57): offset commits written as the
+//!   broker's coordinator writes them, each coordinator's state kept by the broker's own state
+//!   machine (`frieda::coordinator::offsets::state`); an offset commit answered OK survives
+//!   every failover.
 //! - [`shrink`]: a failing plan made short.
 //!
 //! `cargo run --release -p frieda-sim -- --seeds 1000` runs seeds 0..1000; `--seed N --trace`
@@ -24,6 +28,7 @@
 
 mod check;
 pub mod disk;
+mod groups;
 pub mod net;
 pub mod plan;
 pub mod shrink;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Parser;
-use frieda_sim::{run_plan, run_seed, shrink, Plan, Report};
+use frieda_sim::{run_plan, run_seed, shrink, Plan, Report, Stats};
 
 #[derive(Parser)]
 #[command(about = "Deterministic simulation of a Frieda cluster")]
@@ -51,8 +51,8 @@ fn print_report(r: &Report) {
             r.seed, v.kind, v.time, v.detail
         ),
         None => println!(
-            "seed {}: ok ({} events, {} acks=all acknowledged, {} faults)",
-            r.seed, r.stats.events, r.stats.acked_all, r.stats.faults
+            "seed {}: ok ({} events, {} acks=all acknowledged, {} faults, {} offset commits answered OK)",
+            r.seed, r.stats.events, r.stats.acked_all, r.stats.faults, r.stats.commits_ok
         ),
     }
 }
@@ -91,9 +91,7 @@ fn main() {
     let next = Arc::new(AtomicU64::new(args.start));
     let end = args.start + args.seeds;
     let failures = Arc::new(Mutex::new(Vec::new()));
-    let totals = Arc::new(Mutex::new((
-        0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64,
-    )));
+    let totals = Arc::new(Mutex::new((0u64, Stats::default())));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let workers: Vec<_> = (0..args.threads.max(1))
         .map(|_| {
@@ -117,20 +115,12 @@ fn main() {
                         println!(
                             "progress: {} seeds done, {:.1} simulated hours, {} failed so far, {:.0} s",
                             t.0,
-                            t.1 as f64 / 3_600_000.0,
+                            t.1.sim_ms as f64 / 3_600_000.0,
                             failures.lock().expect("failures").len(),
                             started.elapsed().as_secs_f64()
                         );
                     }
-                    t.1 += r.stats.sim_ms;
-                    t.2 += r.stats.faults;
-                    t.3 += r.stats.acked_all;
-                    t.4 += r.stats.events;
-                    t.5 += r.stats.elections;
-                    t.6 += r.stats.elr_elections;
-                    t.7 += r.stats.claim_elections;
-                    t.8 += r.stats.copies;
-                    t.9 += r.stats.remote_truncations;
+                    t.1.add(&r.stats);
                 }
                 if r.violation.is_some() {
                     print_report(&r);
@@ -145,23 +135,25 @@ fn main() {
     for w in workers {
         let _ = w.join();
     }
-    let t = *totals.lock().expect("totals");
+    let (seeds, t) = totals.lock().expect("totals").clone();
     let failures = failures.lock().expect("failures");
     println!(
-        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged, {} copies to the bucket ({} remote tier truncations); {} failed",
-        t.0,
+        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged, {} copies to the bucket ({} remote tier truncations), {} offset commits answered OK ({} coordinator loads); {} failed",
+        seeds,
         args.start,
         end,
         started.elapsed().as_secs_f64(),
-        t.1 as f64 / 3_600_000.0,
-        t.4,
-        t.2,
-        t.5,
-        t.6,
-        t.7,
-        t.3,
-        t.8,
-        t.9,
+        t.sim_ms as f64 / 3_600_000.0,
+        t.events,
+        t.faults,
+        t.elections,
+        t.elr_elections,
+        t.claim_elections,
+        t.acked_all,
+        t.copies,
+        t.remote_truncations,
+        t.commits_ok,
+        t.coordinator_loads,
         failures.len()
     );
     let mut kinds: std::collections::BTreeMap<&str, Vec<u64>> = Default::default();

@@ -140,6 +140,12 @@ pub enum Msg {
         /// Records.
         count: i64,
     },
+    /// Client -> broker: OffsetCommit of one partition (what it commits is in
+    /// `crate::groups::Commits`, by request id).
+    OffsetCommit {
+        /// Request id (unique in the run, shared with produce requests; also the batch id).
+        req: u64,
+    },
     /// Leader -> controller: a change to a partition's remote segments (the copy task's
     /// `ControllerRequest::RemoteSegment`).
     RemoteCommit {

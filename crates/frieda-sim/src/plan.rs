@@ -34,6 +34,11 @@ pub struct Shape {
     /// broker's own copy task, local retention over the copies, followers starting again above
     /// them. Drawn from its own generator, so the rest of a seed's plan is what it was before.
     pub tier: Option<TierShape>,
+    /// The offsets partition of the group coordinator (issue 57, `crate::groups`): the last
+    /// partition of the topic, written only by offset commits. Drawn from its own generator
+    /// (never in tiered runs: Kafka's offsets topic is not tiered), so the rest of a seed's
+    /// plan is what it was before.
+    pub offsets_partition: Option<i32>,
     /// When faults and new produce requests stop; everything heals and the run settles until
     /// `end`.
     pub heal: Time,
@@ -179,6 +184,17 @@ pub enum Action {
         /// For, ms.
         len: Time,
     },
+    /// A client commits the next offset of `group`'s partition `key` (OffsetCommit, `acks=all`
+    /// into the offsets partition), to the coordinator it believes in (a random broker when
+    /// `stale`).
+    Commit {
+        /// Group (index into the run's group names).
+        group: u8,
+        /// Partition of the consumed topic.
+        key: u8,
+        /// Sent to a random broker instead of the coordinator.
+        stale: bool,
+    },
     /// SIGKILL of the partition's current leader (tiered runs: most often in the middle of a
     /// copy), restarted after `down` ms.
     CrashLeader {
@@ -238,6 +254,7 @@ impl Plan {
             quorum: ChaCha8Rng::seed_from_u64(seed ^ 0x5155_4f52_554d).gen_bool(0.5),
             fetch_max_batches: [1, 2, 8, 32][rng.gen_range(0..4)],
             tier: None,
+            offsets_partition: None,
             heal: 40_000,
             end: 60_000,
         };
@@ -392,6 +409,43 @@ impl Plan {
                 t += tier_rng.gen_range(2_000..9_000);
             }
         }
+        let mut groups_rng = ChaCha8Rng::seed_from_u64(seed ^ 0x4752_4f55_5053);
+        if shape.tier.is_none() && groups_rng.gen_bool(0.5) {
+            // Group offsets: commits into one more partition, and its leaders killed.
+            let op = shape.partitions;
+            shape.offsets_partition = Some(op);
+            shape.partitions += 1;
+            let rate = groups_rng.gen_range(5..=40);
+            let mut t: Time = 2_000;
+            while t < shape.heal {
+                actions.push((
+                    t,
+                    Action::Commit {
+                        group: groups_rng.gen_range(0..3),
+                        key: groups_rng.gen_range(0..4),
+                        stale: groups_rng.gen_bool(0.1),
+                    },
+                ));
+                t += groups_rng.gen_range(1..=2_000 / rate);
+            }
+            let mut t: Time = groups_rng.gen_range(3_000..8_000);
+            while t < shape.heal - 5_000 {
+                let a = if groups_rng.gen_bool(0.7) {
+                    Action::CrashLeader {
+                        partition: op,
+                        down: groups_rng.gen_range(500..6_000),
+                    }
+                } else {
+                    Action::KillLeaderTwice {
+                        partition: op,
+                        gap: groups_rng.gen_range(0..300),
+                        down: groups_rng.gen_range(1_000..4_000),
+                    }
+                };
+                actions.push((t, a));
+                t += groups_rng.gen_range(4_000..12_000);
+            }
+        }
         actions.sort_by_key(|(t, _)| *t);
         Plan {
             seed,
@@ -404,7 +458,7 @@ impl Plan {
     pub fn faults(&self) -> usize {
         self.actions
             .iter()
-            .filter(|(_, a)| !matches!(a, Action::Produce { .. }))
+            .filter(|(_, a)| !matches!(a, Action::Produce { .. } | Action::Commit { .. }))
             .count()
     }
 }

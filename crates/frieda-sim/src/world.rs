@@ -103,10 +103,37 @@ pub struct Stats {
     /// Remote tiers truncated by a leader whose log left the copies' lineage
     /// (`RemoteSegmentChange::Truncated`).
     pub remote_truncations: u64,
+    /// Offset commits answered OK by a group coordinator (`crate::groups`).
+    pub commits_ok: u64,
+    /// Group coordinators loaded (a broker took the offsets partition's lead).
+    pub coordinator_loads: u64,
     /// Messages dropped by the network (loss, cuts, dead receivers).
     pub dropped: u64,
     /// Acknowledged records whose guarantee a power loss voided (no fsync, last copy).
     pub voided: u64,
+}
+
+impl Stats {
+    /// Adds `other`'s counts (totals over seeds).
+    pub fn add(&mut self, other: &Stats) {
+        self.events += other.events;
+        self.sim_ms += other.sim_ms;
+        self.produced += other.produced;
+        self.acked_all += other.acked_all;
+        self.acked_one += other.acked_one;
+        self.faults += other.faults;
+        self.elections += other.elections;
+        self.isr_changes += other.isr_changes;
+        self.elr_elections += other.elr_elections;
+        self.claim_elections += other.claim_elections;
+        self.truncations += other.truncations;
+        self.copies += other.copies;
+        self.remote_truncations += other.remote_truncations;
+        self.commits_ok += other.commits_ok;
+        self.coordinator_loads += other.coordinator_loads;
+        self.dropped += other.dropped;
+        self.voided += other.voided;
+    }
 }
 
 /// The outcome of one run.
@@ -250,6 +277,20 @@ pub(crate) struct PendingRef {
     pub(crate) acks: i16,
 }
 
+/// A batch a leader appends and then waits for ([`World::append_pending`]).
+pub(crate) struct Appending {
+    /// The request (and batch) id.
+    pub(crate) req: u64,
+    /// -1 or 1.
+    pub(crate) acks: i16,
+    /// Records.
+    pub(crate) count: i64,
+    /// How long the acknowledgement may take, ms.
+    pub(crate) timeout: Time,
+    /// A group coordinator's write, of that load.
+    pub(crate) coordinator: Option<u64>,
+}
+
 /// A follower fetch the leader holds until data arrives (a long poll).
 #[derive(Debug, Clone)]
 struct Parked {
@@ -271,6 +312,9 @@ struct Pending {
     epoch: i32,
     deadline: Time,
     flushed: bool,
+    /// A group coordinator's write, of that load (`crate::groups`): its outcome lands in the
+    /// coordinator's state.
+    coordinator: Option<u64>,
 }
 
 pub(crate) struct Broker {
@@ -288,7 +332,7 @@ pub(crate) struct Broker {
     /// it registers, or it leaves every ELR.
     previous_run_clean: bool,
     last_answer: Time,
-    lease: Lease,
+    pub(crate) lease: Lease,
     pending_renew: Option<(u64, u64, bool, Time)>,
     pub(crate) replicas: BTreeMap<i32, Replica>,
     pub(crate) disks: BTreeMap<i32, Disk>,
@@ -298,6 +342,8 @@ pub(crate) struct Broker {
     alters: BTreeMap<u64, (i32, IsrChange)>,
     /// The copy tasks of the tiered partitions it leads (`crate::tier`).
     pub(crate) tier: BTreeMap<i32, crate::tier::TierSlot>,
+    /// The group coordinator it runs while it leads the offsets partition (`crate::groups`).
+    pub(crate) groups: Option<crate::groups::SimCoordinator>,
 }
 
 impl Broker {
@@ -354,6 +400,8 @@ pub struct World {
     healed: bool,
     /// The object store of tiered runs.
     pub(crate) store: crate::tier::SimStore,
+    /// Offset commits written and answered (`crate::groups`).
+    pub(crate) commits: crate::groups::Commits,
 }
 
 impl World {
@@ -390,6 +438,7 @@ impl World {
             trace: trace.then(Vec::new),
             healed: false,
             store: Default::default(),
+            commits: Default::default(),
             plan,
         };
         for id in 1..=w.plan.shape.brokers {
@@ -415,6 +464,7 @@ impl World {
                 parked: Vec::new(),
                 alters: BTreeMap::new(),
                 tier: BTreeMap::new(),
+                groups: None,
             });
             w.start_broker(id);
         }
@@ -621,7 +671,8 @@ impl World {
             Event::CreateTopic => self.create_topic(),
             Event::Plan(i) => {
                 let action = self.plan.actions[i].1.clone();
-                if !self.healed || matches!(action, Action::Produce { .. }) {
+                if !self.healed || matches!(action, Action::Produce { .. } | Action::Commit { .. })
+                {
                     self.act(action);
                 }
             }
@@ -691,7 +742,7 @@ impl World {
     }
 
     fn act(&mut self, action: Action) {
-        if !matches!(action, Action::Produce { .. }) {
+        if !matches!(action, Action::Produce { .. } | Action::Commit { .. }) {
             self.stats.faults += 1;
             let a = action.clone();
             self.log(|| format!("FAULT {a:?}"));
@@ -703,6 +754,7 @@ impl World {
                 count,
                 stale,
             } => self.produce(partition, acks, count, stale),
+            Action::Commit { group, key, stale } => self.offset_commit(group, key, stale),
             Action::Crash { broker, down } => {
                 if self.b(broker).up {
                     self.stop_broker(broker, false, false);
@@ -867,15 +919,21 @@ impl World {
             for i in 0..settle {
                 let at = self.now + 3_000 + i * 1_000;
                 let idx = self.plan.actions.len();
-                self.plan.actions.push((
-                    at,
+                let action = if Some(p) == self.offsets_partition() {
+                    Action::Commit {
+                        group: (i % 3) as u8,
+                        key: (i % 4) as u8,
+                        stale: false,
+                    }
+                } else {
                     Action::Produce {
                         partition: p,
                         acks: -1,
                         count: 1,
                         stale: false,
-                    },
-                ));
+                    }
+                };
+                self.plan.actions.push((at, action));
                 self.push(at, Event::Plan(idx));
             }
         }
@@ -903,6 +961,7 @@ impl World {
         b.parked.clear();
         b.alters.clear();
         b.tier.clear();
+        b.groups = None;
         for d in b.disks.values_mut() {
             d.log.restart();
         }
@@ -934,6 +993,7 @@ impl World {
         b.parked.clear();
         b.alters.clear();
         b.tier.clear();
+        b.groups = None;
         self.log(|| format!("broker {id} stops (power loss: {power}, clean: {clean})"));
         if power {
             self.power_loss(id);
@@ -1304,7 +1364,7 @@ impl World {
 
     // ------------------------------------------------------------------ brokers: timers
 
-    fn lease_clock(&self, id: i32) -> u64 {
+    pub(crate) fn lease_clock(&self, id: i32) -> u64 {
         match LEASE_CLOCK {
             LeaseClock::Boot => self.now,
             LeaseClock::Monotonic => self.now - self.b(id).suspended_ms.min(self.now),
@@ -1579,6 +1639,7 @@ impl World {
                 acks,
                 count,
             } => self.on_produce(id, req, partition, acks, count),
+            Msg::OffsetCommit { req } => self.on_offset_commit(id, req),
             Msg::RemoteCommitReply {
                 req,
                 partition,
@@ -1643,6 +1704,9 @@ impl World {
                     b.disks.remove(&i);
                     b.pending.retain(|x| x.partition != i);
                     self.log(|| format!("broker {me}: replica of partition {i} removed"));
+                    if Some(i) == self.offsets_partition() {
+                        self.coordinator_role(id, false);
+                    }
                 }
                 continue;
             }
@@ -1670,6 +1734,10 @@ impl World {
                         self.send_heartbeat(id);
                     }
                 }
+            }
+            if Some(i) == self.offsets_partition() {
+                let leads = matches!(change, RoleChange::UpdateLeader | RoleChange::BecomeLeader);
+                self.coordinator_role(id, leads);
             }
         }
     }
@@ -2092,9 +2160,16 @@ impl World {
 
     // ------------------------------------------------------------------ produce
 
-    fn produce(&mut self, partition: i32, acks: i16, count: i64, stale: bool) {
+    /// A new client request id (produce and offset commit share them: each is also the id
+    /// of the batch it writes).
+    pub(crate) fn next_request_id(&mut self) -> u64 {
         let req = self.next_produce;
         self.next_produce += 1;
+        req
+    }
+
+    fn produce(&mut self, partition: i32, acks: i16, count: i64, stale: bool) {
+        let req = self.next_request_id();
         self.stats.produced += 1;
         let n = self.plan.shape.brokers;
         let leader = self
@@ -2117,10 +2192,8 @@ impl World {
     }
 
     fn on_produce(&mut self, id: i32, req: u64, p: i32, acks: i16, count: i64) {
-        let fsync = self.plan.shape.fsync;
         let lease_now = self.lease_clock(id);
         let min_isr = self.plan.shape.min_isr;
-        let now = self.now;
         let b = self.b(id);
         // The client's answer is not simulated (the checks look at the broker's decision).
         let answer = |_: &mut World, _: Result<i64, ResponseError>| {};
@@ -2144,30 +2217,55 @@ impl World {
                 return;
             }
         };
+        let write = Appending {
+            req,
+            acks,
+            count,
+            timeout: PRODUCE_TIMEOUT_MS,
+            coordinator: None,
+        };
+        if let Err(e) = self.append_pending(id, p, epoch, write) {
+            answer(self, Err(e));
+        }
+    }
+
+    /// Leader `id` appends `x`'s batch to its log of `p` in leader `epoch` and waits for its
+    /// acknowledgement (the flush, then the in-sync replicas for `acks=all`), at most
+    /// `x.timeout` ms. Errors: KAFKA_STORAGE_ERROR when the log is offline.
+    pub(crate) fn append_pending(
+        &mut self,
+        id: i32,
+        p: i32,
+        epoch: i32,
+        x: Appending,
+    ) -> Result<(), ResponseError> {
+        let fsync = self.plan.shape.fsync;
+        let now = self.now;
         let b = self.bm(id);
         let d = b.disks.get_mut(&p).expect("opened");
-        let batch = match d.log.append_leader(epoch, count, req) {
+        let batch = match d.log.append_leader(epoch, x.count, x.req) {
             Ok(batch) => batch,
             Err(DiskError::Offline | DiskError::NotContiguous) => {
-                answer(self, Err(ResponseError::KafkaStorageError));
-                return;
+                return Err(ResponseError::KafkaStorageError);
             }
         };
         let leo = d.log.leo();
         b.replicas[&p].repl.advance(leo, now as i64);
         b.pending.push(Pending {
-            req,
+            req: x.req,
             partition: p,
-            acks,
+            acks: x.acks,
             batch,
             epoch,
-            deadline: now + PRODUCE_TIMEOUT_MS,
+            deadline: now + x.timeout,
             flushed: !fsync,
+            coordinator: x.coordinator,
         });
         if fsync {
             let d = self.rng.gen_range(1..4);
             self.timer(id, d, Timer::Flush(p));
         }
+        Ok(())
     }
 
     /// Answers the long-polling follower fetches that can be answered now: data arrived, or
@@ -2268,7 +2366,8 @@ impl World {
                     }
                     AckStatus::Pending => keep.push(x),
                     AckStatus::Done(Ok(())) => {
-                        // The lease again before the answer (the broker's produce handler).
+                        // The lease again before the answer (the broker's produce handler,
+                        // and the group coordinator's writes).
                         if b.lease.holds(lease_now) {
                             let base = x.batch.base;
                             done.push((x, Ok(base)));
@@ -2281,12 +2380,17 @@ impl World {
             }
             self.bm(id).pending = keep;
             for (x, result) in done {
-                match result {
-                    Ok(base) => self.on_acknowledged(id, &x, base),
-                    Err(e) => {
+                match &result {
+                    Ok(base) => self.on_acknowledged(id, &x, *base),
+                    Err(e) if x.coordinator.is_none() => {
                         let req = x.req;
                         self.log(|| format!("broker {id}: answers produce {req} with {e:?}"));
                     }
+                    Err(_) => {}
+                }
+                if let (Some(load), false) = (x.coordinator, self.violation.is_some()) {
+                    let outcome = result.map(|_| ());
+                    self.commit_landed(id, load, x.req, x.batch.base, outcome);
                 }
                 if self.violation.is_some() {
                     return;

@@ -13,6 +13,7 @@ fn shape(brokers: i32, partitions: i32, fsync: bool) -> Shape {
         fsync,
         quorum: false,
         tier: None,
+        offsets_partition: None,
         fetch_max_batches: 32,
         heal: 20_000,
         end: 30_000,
@@ -115,6 +116,25 @@ fn seed_1478_a_follower_truncates_below_its_log_start() {
         r.violation
             .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
     );
+}
+
+/// Issue 57, the group coordinator in the simulator (seed 314): the leader of the offsets
+/// partition and its one follower lose their controller sessions and are fenced; the
+/// coordinator's write path had no lease check, so it went on acknowledging offset commits
+/// (the produce handler refuses and answers nothing while its lease is lost). Now its writes
+/// take the lease before the append and before the answer (`offsets::LeaseCheck`); the run
+/// still answers hundreds of commits OK, and every one survives.
+#[test]
+fn seed_314_a_fenced_group_coordinator_answers_no_commit() {
+    let r = run_seed(314, false, &[]);
+    assert!(
+        r.violation.is_none(),
+        "{:?}",
+        r.violation
+            .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
+    );
+    assert!(r.stats.commits_ok > 100, "{:?}", r.stats);
+    assert!(r.stats.coordinator_loads > 1, "{:?}", r.stats);
 }
 
 /// Issue 28, item 1 (frieda-sim seed 6 before the fix, shrunk): both followers of partition 0

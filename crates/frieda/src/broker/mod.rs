@@ -594,6 +594,12 @@ impl Broker {
 
     /// Joins the cluster (once, at start, before the listeners open).
     pub fn attach_cluster(&self, node: Arc<ClusterNode>) {
+        // The group coordinators write only while the lease holds (a weak reference: the
+        // node outlives no broker).
+        let weak = Arc::downgrade(&node);
+        self.groups.set_lease(Arc::new(move || {
+            weak.upgrade().is_some_and(|n| n.holds_lease())
+        }));
         if self.cluster.set(node).is_err() {
             tracing::error!("attach_cluster called twice; keeping the first");
         }

@@ -12,7 +12,7 @@ use super::group::consumer::{Committer, TopicsView};
 use super::group::state::{JoinRequest, JoinResult, SyncResult};
 use super::group::{CoordinatorConfig, GroupCoordinator, GroupDescription, GroupListing, TICK};
 use super::offsets::codec::OffsetValue;
-use super::offsets::TopicPartition;
+use super::offsets::{LeaseCheck, TopicPartition};
 use super::share::SharePartitions;
 use crate::storage::partition::Partition;
 use bytes::Bytes;
@@ -54,6 +54,8 @@ pub struct GroupCoordinators {
     config: CoordinatorConfig,
     /// The share-partitions and share sessions of the partitions led here (KIP-932).
     pub shares: Arc<SharePartitions>,
+    /// This broker's lease, given to every coordinator loaded (a cluster broker's).
+    lease: std::sync::OnceLock<LeaseCheck>,
 }
 
 impl GroupCoordinators {
@@ -66,6 +68,7 @@ impl GroupCoordinators {
             loading: Mutex::new(HashMap::new()),
             shares: Arc::new(SharePartitions::new(config.share_records.clone())),
             config,
+            lease: std::sync::OnceLock::new(),
         }
     }
 
@@ -77,6 +80,15 @@ impl GroupCoordinators {
             loading: Mutex::new(HashMap::new()),
             shares: Arc::new(SharePartitions::new(config.share_records.clone())),
             config,
+            lease: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Every coordinator loaded from now on writes only while `lease` holds (set once, when
+    /// the broker joins the cluster, before any load).
+    pub fn set_lease(&self, lease: LeaseCheck) {
+        if self.lease.set(lease).is_err() {
+            tracing::error!("the group coordinators' lease was set twice; keeping the first");
         }
     }
 
@@ -127,7 +139,12 @@ impl GroupCoordinators {
     pub fn load(&self, index: i32, partition: Arc<Partition>) -> anyhow::Result<()> {
         let started = Instant::now();
         self.loading.lock().insert(index, Vec::new());
-        let opened = GroupCoordinator::open(partition, self.config.clone());
+        let opened = GroupCoordinator::open(partition, self.config.clone()).map(|mut c| {
+            if let Some(lease) = self.lease.get() {
+                c.offsets.set_lease(lease.clone());
+            }
+            c
+        });
         let mut loading = self.loading.lock();
         let early = loading.remove(&index).unwrap_or_default();
         let c = Arc::new(opened?);

@@ -26,6 +26,7 @@
 //! `require_stable` answers UNSTABLE_OFFSET_COMMIT for it.
 
 pub mod codec;
+pub mod state;
 
 use crate::clock::now_ms;
 use crate::coordinator::records::TxnProducer;
@@ -36,63 +37,24 @@ use codec::{GroupValue, LogKey, OffsetValue};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::records::RecordBatchDecoder;
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use state::{Landed, LogRecord, OffsetsState};
 use std::future::Future;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
 /// Records per batch when many entries are written at once (group deletion, expiry).
 const RECORDS_PER_BATCH: usize = 2000;
-/// Writes in the log waiting for an earlier write to be applied first. Writes land in offset
-/// order except for a moment, so this is never approached; past it the store logs an error and
-/// applies what it has (a gap means an earlier write's outcome was lost, e.g. the log went
-/// offline after it was appended).
-const MAX_LANDED_WRITES: usize = 10_000;
-
 /// Topic and partition.
 pub type TopicPartition = (String, i32);
 
 /// The answer to a write's waiter.
 type Done = oneshot::Sender<Result<AppendOutcome, ResponseError>>;
-/// Something in the log waiting to be applied (in log order).
-enum Landed {
-    /// A write: its records, where it landed, its waiter and what to tell it (an error when the
-    /// write is in the log but not replicated as asked: then it is not applied); `txn`: the
-    /// producer of a transactional commit (pending until its marker).
-    Write {
-        records: Vec<(LogKey, Option<Bytes>)>,
-        outcome: AppendOutcome,
-        done: Done,
-        replicated: Result<(), ResponseError>,
-        txn: Option<i64>,
-    },
-    /// A transaction marker of `producer_id` (one offset); `replicated`: whether it reached
-    /// the in-sync replicas (if not, the producer's offsets stay pending: the transaction
-    /// coordinator writes the marker again).
-    Marker {
-        producer_id: i64,
-        commit: bool,
-        replicated: bool,
-    },
-}
-
-/// A transactional offset commit waiting for its transaction's outcome.
-#[derive(Debug, Clone)]
-struct PendingOffset {
-    group: String,
-    tp: TopicPartition,
-    value: OffsetValue,
-    /// Where it is in the log.
-    at: i64,
-}
-
-/// Producers with pending transactional offsets per store; past it (a coordinator bug or an
-/// attack) new pending offsets are refused by the broker's transaction checks first.
-const MAX_PENDING_PRODUCERS: usize = 100_000;
+/// The offsets state of a running store: a write's waiter is its channel and what to send.
+type Inner = OffsetsState<(Done, AppendOutcome)>;
 
 /// How long a write to a replicated offsets partition waits for its in-sync replicas
 /// (Kafka's `offsets.commit.timeout.ms`, default 5000).
-const REPLICATION_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(5000);
+pub const REPLICATION_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(5000);
 
 /// The error a group coordinator answers for a failed write of its log (Kafka's
 /// `GroupMetadataManager.appendGroupMetadataErrorToResponseError` and
@@ -120,209 +82,6 @@ pub fn append_error(e: ResponseError) -> ResponseError {
     }
 }
 
-#[derive(Default)]
-struct Inner {
-    offsets: HashMap<String, BTreeMap<TopicPartition, OffsetValue>>,
-    groups: HashMap<String, GroupValue>,
-    /// Writes in the log, by base offset, not yet applied because an earlier one is pending,
-    /// with whoever waits for them (answered once applied).
-    landed: BTreeMap<i64, (usize, Landed)>,
-    /// Offset of the next write to apply (the log end offset when everything is applied).
-    next_apply: i64,
-    /// Transactional offsets by producer id, until the transaction's marker.
-    pending_txn: HashMap<i64, Vec<PendingOffset>>,
-    /// Where the last plain (non-transactional) commit of each group and partition is in the
-    /// log: a transactional commit written before it does not override it.
-    plain_at: HashMap<(String, TopicPartition), i64>,
-    /// Share-partition states (KIP-932) by (group, topic id, partition).
-    shares: HashMap<(String, uuid::Uuid, i32), codec::ShareStateValue>,
-}
-
-impl Inner {
-    /// An entry appended at `offset`, taking `count` offsets: applies it and every landed entry
-    /// after it, in log order, as far as they are contiguous.
-    fn land(&mut self, offset: i64, count: usize, entry: Landed) {
-        if offset < self.next_apply {
-            // Already applied by the replay (a marker reported after the store opened): kept,
-            // it would sit below `next_apply` for ever.
-            if let Landed::Write {
-                outcome,
-                done,
-                replicated,
-                ..
-            } = entry
-            {
-                let _ = done.send(replicated.map(|()| outcome));
-            }
-            return;
-        }
-        self.landed.insert(offset, (count, entry));
-        if self.landed.len() > MAX_LANDED_WRITES {
-            tracing::error!(
-                next = self.next_apply,
-                "offsets log writes are missing an earlier outcome; applying in offset order"
-            );
-            if let Some((&first, _)) = self.landed.first_key_value() {
-                self.next_apply = first;
-            }
-        }
-        while let Some(e) = self.landed.first_entry() {
-            if *e.key() != self.next_apply {
-                break;
-            }
-            let at = *e.key();
-            let (count, entry) = e.remove();
-            self.next_apply += count as i64;
-            match entry {
-                Landed::Write {
-                    records,
-                    outcome,
-                    done,
-                    replicated,
-                    txn,
-                } => {
-                    // A write that did not replicate as asked is not applied (Kafka's
-                    // `failPendingOffsetWrite` / `failPendingTxnOffsetCommit`): its committer
-                    // gets the error, OffsetFetch keeps serving what was there.
-                    if replicated.is_ok() {
-                        for (k, v) in records {
-                            match txn {
-                                Some(pid) => self.add_pending(pid, k, v.as_deref(), at),
-                                None => self.apply(k, v.as_deref(), at),
-                            }
-                        }
-                    }
-                    let _ = done.send(replicated.map(|()| outcome));
-                }
-                Landed::Marker {
-                    producer_id,
-                    commit,
-                    replicated,
-                } => {
-                    // Kafka completes a group's transactional offsets only for marker appends
-                    // that succeeded (`KafkaApis.handleWriteTxnMarkersRequest`); a failed one is
-                    // written again by the transaction coordinator.
-                    if replicated {
-                        self.complete_txn(producer_id, commit)
-                    }
-                }
-            }
-        }
-    }
-
-    fn add_pending(&mut self, pid: i64, key: LogKey, value: Option<&[u8]>, at: i64) {
-        let LogKey::Offset {
-            group,
-            topic,
-            partition,
-        } = key
-        else {
-            return;
-        };
-        let Some(value) = value.and_then(codec::decode_offset) else {
-            return;
-        };
-        if self.pending_txn.len() >= MAX_PENDING_PRODUCERS && !self.pending_txn.contains_key(&pid) {
-            tracing::error!(
-                producer_id = pid,
-                "too many producers with pending transactional offsets; dropping this one's"
-            );
-            return;
-        }
-        self.pending_txn
-            .entry(pid)
-            .or_default()
-            .push(PendingOffset {
-                group,
-                tp: (topic, partition),
-                value,
-                at,
-            });
-    }
-
-    /// A transaction of `pid` ended: a commit applies its offsets (unless a later plain commit
-    /// of the partition exists), an abort drops them (Kafka's `GroupMetadataManager`).
-    fn complete_txn(&mut self, pid: i64, commit: bool) {
-        let Some(pending) = self.pending_txn.remove(&pid) else {
-            return;
-        };
-        if !commit {
-            return;
-        }
-        for p in pending {
-            let newer_plain = self
-                .plain_at
-                .get(&(p.group.clone(), p.tp.clone()))
-                .is_some_and(|&plain| plain > p.at);
-            if !newer_plain {
-                self.offsets
-                    .entry(p.group)
-                    .or_default()
-                    .insert(p.tp, p.value);
-            }
-        }
-    }
-
-    /// Whether a transactional commit of `group`'s `tp` waits for its transaction.
-    fn has_pending(&self, group: &str, tp: &TopicPartition) -> bool {
-        self.pending_txn
-            .values()
-            .flatten()
-            .any(|p| p.group == group && &p.tp == tp)
-    }
-
-    fn live(&self) -> usize {
-        self.groups.len() + self.offsets.values().map(BTreeMap::len).sum::<usize>()
-    }
-
-    fn apply(&mut self, key: LogKey, value: Option<&[u8]>, at: i64) {
-        match key {
-            LogKey::Offset {
-                group,
-                topic,
-                partition,
-            } => match value.and_then(codec::decode_offset) {
-                Some(v) => {
-                    self.plain_at
-                        .insert((group.clone(), (topic.clone(), partition)), at);
-                    self.offsets
-                        .entry(group)
-                        .or_default()
-                        .insert((topic, partition), v);
-                }
-                None => {
-                    if let Some(m) = self.offsets.get_mut(&group) {
-                        m.remove(&(topic, partition));
-                        if m.is_empty() {
-                            self.offsets.remove(&group);
-                        }
-                    }
-                }
-            },
-            LogKey::ShareState {
-                group,
-                topic_id,
-                partition,
-            } => match value.and_then(codec::decode_share_state) {
-                Some(v) => {
-                    self.shares.insert((group, topic_id, partition), v);
-                }
-                None => {
-                    self.shares.remove(&(group, topic_id, partition));
-                }
-            },
-            LogKey::Group { group } => match value.and_then(codec::decode_group) {
-                Some(v) => {
-                    self.groups.insert(group, v);
-                }
-                None => {
-                    self.groups.remove(&group);
-                }
-            },
-        }
-    }
-}
-
 /// A stored share-partition state: ((topic id, partition), state).
 pub type ShareStateEntry = ((uuid::Uuid, i32), codec::ShareStateValue);
 
@@ -330,7 +89,16 @@ pub type ShareStateEntry = ((uuid::Uuid, i32), codec::ShareStateValue);
 pub struct OffsetStore {
     inner: Arc<Mutex<Inner>>,
     log: Arc<Partition>,
+    /// Whether this broker's lease holds (a cluster broker; see [`LeaseCheck`]).
+    lease: Option<LeaseCheck>,
 }
+
+/// Whether this broker may act as the leader it believes it is: its heartbeat lease holds
+/// (`ClusterNode::holds_lease`). A coordinator whose broker may have been fenced (paused, cut
+/// off from the controller for a session) neither appends nor answers a write OK, as the
+/// produce handler does not (`handlers::produce::check_append`): another broker may lead the
+/// offsets partition by now. Found by the simulator (`crates/frieda-sim`, groups, seed 314).
+pub type LeaseCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// A queued write; resolves once it is in the log (and flushed if the policy asks).
 pub type WriteResult = oneshot::Receiver<Result<AppendOutcome, ResponseError>>;
@@ -353,6 +121,13 @@ fn offset_records(
             )
         })
         .collect()
+}
+
+/// Sends each answered write its outcome.
+fn answer(answered: Vec<((Done, AppendOutcome), Result<(), ResponseError>)>) {
+    for ((done, outcome), result) in answered {
+        let _ = done.send(result.map(|()| outcome));
+    }
 }
 
 /// Waits for a queued write: `Ok` once stored, KAFKA_STORAGE_ERROR-like errors otherwise.
@@ -384,28 +159,23 @@ impl OffsetStore {
                 for set in sets {
                     for r in set.records {
                         records += 1;
-                        if r.control {
-                            // A transaction marker: key = version int16, type int16 (1 commit).
-                            let commit = r
-                                .key
-                                .as_deref()
-                                .is_some_and(|k| k.get(2..4) == Some(&[0, 1]));
-                            inner.complete_txn(r.producer_id, commit);
-                            continue;
-                        }
-                        match r.key.as_deref().and_then(codec::decode_key) {
-                            Some(k) if r.transactional => {
-                                inner.add_pending(r.producer_id, k, r.value.as_deref(), r.offset)
-                            }
-                            Some(k) => inner.apply(k, r.value.as_deref(), r.offset),
-                            None => skipped += 1,
+                        let read = LogRecord {
+                            offset: r.offset,
+                            producer_id: r.producer_id,
+                            transactional: r.transactional,
+                            control: r.control,
+                            key: r.key.as_deref(),
+                            value: r.value.as_deref(),
+                        };
+                        if !inner.replay(read) {
+                            skipped += 1;
                         }
                     }
                 }
             }
             offset = data.next_offset;
         }
-        inner.next_apply = end;
+        inner.replayed_upto(end);
         tracing::info!(
             records,
             skipped,
@@ -416,7 +186,18 @@ impl OffsetStore {
         Ok(OffsetStore {
             inner: Arc::new(Mutex::new(inner)),
             log,
+            lease: None,
         })
+    }
+
+    /// Writes go through this broker's lease from now on (a cluster broker's coordinator).
+    pub fn set_lease(&mut self, lease: LeaseCheck) {
+        self.lease = Some(lease);
+    }
+
+    /// Whether the lease holds (always without one).
+    fn lease_holds(&self) -> bool {
+        self.lease.as_ref().is_none_or(|holds| holds())
     }
 
     /// The partition holding the log (for maintenance and shutdown).
@@ -449,6 +230,11 @@ impl OffsetStore {
         // (NOT_ENOUGH_REPLICAS, answered COORDINATOR_NOT_AVAILABLE).
         let min_insync = self.log.produce_policy().min_insync_replicas;
         if self.log.repl.is_replicated() {
+            // The lease first, as the produce handler (`check_append`): NOT_COORDINATOR.
+            if !self.lease_holds() {
+                let _ = tx.send(Err(append_error(ResponseError::NotLeaderOrFollower)));
+                return rx;
+            }
             if let Err(e) = self.log.repl.check_writable(true, min_insync) {
                 let _ = tx.send(Err(append_error(e)));
                 return rx;
@@ -457,6 +243,7 @@ impl OffsetStore {
         let appended = self.log.submit(batch, header);
         let inner = self.inner.clone();
         let log = self.log.clone();
+        let lease = self.lease.clone();
         tokio::spawn(async move {
             match appended.await {
                 Ok(Ok(outcome)) => {
@@ -473,19 +260,27 @@ impl OffsetStore {
                             REPLICATION_TIMEOUT,
                         )
                         .await
+                        .and_then(|()| {
+                            // The lease again before the answer (the produce handler's rule):
+                            // in the log here, perhaps not on the new leader; not applied.
+                            match lease.as_ref().is_none_or(|holds| holds()) {
+                                true => Ok(()),
+                                false => Err(ResponseError::NotLeaderOrFollower),
+                            }
+                        })
                         .map_err(append_error);
                     let count = records.len();
-                    inner.lock().land(
+                    let answered = inner.lock().land(
                         outcome.base_offset,
                         count,
                         Landed::Write {
                             records,
-                            outcome,
-                            done: tx,
+                            waiter: (tx, outcome),
                             replicated,
                             txn: txn.map(|p| p.id),
                         },
-                    )
+                    );
+                    answer(answered);
                 }
                 Ok(Err(e)) => drop(tx.send(Err(append_error(e)))),
                 Err(_) => drop(tx.send(Err(append_error(ResponseError::KafkaStorageError)))),
@@ -521,7 +316,7 @@ impl OffsetStore {
     /// if not, they stay pending until the coordinator's next attempt. Every marker appended
     /// must be reported, replicated or not (writes apply in log order).
     pub fn land_marker(&self, offset: i64, producer_id: i64, commit: bool, replicated: bool) {
-        self.inner.lock().land(
+        let answered = self.inner.lock().land(
             offset,
             1,
             Landed::Marker {
@@ -530,6 +325,7 @@ impl OffsetStore {
                 replicated,
             },
         );
+        answer(answered);
     }
 
     /// Whether a transactional commit of `group`'s partition waits for its transaction (KIP-447
@@ -1054,6 +850,72 @@ mod tests {
         assert_eq!(txn, Err(ResponseError::NotCoordinator));
         assert_eq!(store.get("g", "t", 0), Some(value(1, now)), "not served");
         assert!(!store.has_pending("g", "t", 1), "not pending either");
+        close(store);
+        writers.stop();
+    }
+
+    /// A coordinator whose broker's lease does not hold (it may have been fenced, another
+    /// broker may lead the offsets partition) appends nothing and answers NOT_COORDINATOR; one
+    /// whose lease ends while a commit waits for its replicas answers NOT_COORDINATOR and does
+    /// not serve it, as the produce handler (simulator seed 314: before, a fenced coordinator
+    /// acknowledged commits).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_coordinator_without_its_lease_takes_and_answers_no_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        let mut store = open_replicated(dir.path(), &writers, vec![1], 1);
+        let holds = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let h = holds.clone();
+        store.set_lease(Arc::new(move || {
+            h.load(std::sync::atomic::Ordering::SeqCst)
+        }));
+        let now = now_ms();
+        let refused = store
+            .commit("g", vec![(("t".into(), 0), value(1, now))])
+            .await;
+        assert_eq!(refused, Err(ResponseError::NotCoordinator));
+        assert_eq!(
+            store.partition().reader().log_end_offset(),
+            0,
+            "nothing appended"
+        );
+        assert_eq!(store.get("g", "t", 0), None);
+        // The lease holds: taken and served (the ISR is the leader alone).
+        holds.store(true, std::sync::atomic::Ordering::SeqCst);
+        store
+            .commit("g", vec![(("t".into(), 0), value(2, now))])
+            .await
+            .unwrap();
+        assert_eq!(store.get("g", "t", 0), Some(value(2, now)));
+        close(store);
+        writers.stop();
+
+        // The lease ends while a commit waits for its followers.
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        let mut store = open_replicated(dir.path(), &writers, vec![1, 2, 3], 2);
+        let holds = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let h = holds.clone();
+        store.set_lease(Arc::new(move || {
+            h.load(std::sync::atomic::Ordering::SeqCst)
+        }));
+        let waiting = store.commit("g", vec![(("t".into(), 0), value(3, now))]);
+        let log = store.partition().clone();
+        let fetched = async {
+            while log.reader().log_end_offset() == 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            holds.store(false, std::sync::atomic::Ordering::SeqCst);
+            let leo = log.reader().log_end_offset();
+            for f in [2, 3] {
+                log.repl
+                    .on_follower_fetch(f, None, leo, 0, 5, leo, now_ms())
+                    .unwrap();
+            }
+        };
+        let (answer, ()) = tokio::join!(waiting, fetched);
+        assert_eq!(answer, Err(ResponseError::NotCoordinator));
+        assert_eq!(store.get("g", "t", 0), None, "not served");
         close(store);
         writers.stop();
     }

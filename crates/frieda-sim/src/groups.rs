@@ -1,0 +1,402 @@
+//! The group coordinator's offsets log (issue 57): offset commits written to an offsets
+//! partition as the broker writes them, and each coordinator's state kept by the broker's own
+//! state machine ([`frieda::coordinator::offsets::state::OffsetsState`]).
+//!
+//! What is the broker's code and what is simulated:
+//! - the state machine is the broker's: a coordinator that loads replays its log through
+//!   `OffsetsState::replay`, and the writes it appends are applied in log order through
+//!   `OffsetsState::land`, only once they replicated as asked (Kafka's
+//!   `failPendingOffsetWrite`), which answers the committer;
+//! - the write path mirrors `OffsetStore::write_as`: `min.insync.replicas` checked before the
+//!   append (`Replication::check_writable`), an `acks=all` wait of at most
+//!   `offsets::REPLICATION_TIMEOUT` (`Replication::ack_status`, the same rule
+//!   `wait_replicated` polls), errors mapped by `offsets::append_error`; the broker's lease
+//!   before the append and again before the answer (`offsets::LeaseCheck`: the write path had
+//!   no lease check until seed 314 showed a fenced coordinator acknowledging commits);
+//! - the reconciler's rule (`cluster/reconciler.rs` `take_role`): a broker loads the
+//!   coordinator when the image makes it the offsets partition's leader and it has none
+//!   loaded, and unloads it when it becomes a follower or goes offline (or the process stops).
+//!
+//! Each commit is one record in one batch; its committed offset is the commit's request id
+//! (unique in a run), so a coordinator's answer names the write it came from.
+//!
+//! Invariants:
+//! - `offset-commit-lost`: a commit answered OK is, for every coordinator that loads later
+//!   and for the final one, served (OffsetFetch) as itself or as a commit written after it in
+//!   that coordinator's log: "a commit answered OK survives any failover `acks=all` survives"
+//!   (commits a power loss without fsync voided are exempt, as acknowledged records are);
+//! - `offset-commit-not-served`: the coordinator that answered a commit OK serves it (or a
+//!   later one) at once;
+//! - `liveness-no-commits-after-heal`: after the faults heal, commits are answered OK again.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use frieda::coordinator::offsets::codec::{self, LogKey, OffsetValue};
+use frieda::coordinator::offsets::state::{Landed, LogRecord, OffsetsState};
+use frieda::coordinator::offsets::{append_error, TopicPartition};
+use kafka_protocol::error::ResponseError;
+use rand::Rng;
+
+use crate::net::{Msg, Node};
+use crate::world::{Appending, World};
+
+/// The group names commits are made for.
+const GROUPS: [&str; 3] = ["g0", "g1", "g2"];
+/// The topic whose consumed positions are committed (a name only: nothing reads it).
+const CONSUMED: &str = "events";
+
+/// The coordinator a broker runs while it leads the offsets partition.
+pub(crate) struct SimCoordinator {
+    /// Which load this is (writes of an earlier load are not reported to this one).
+    pub(crate) load: u64,
+    /// The broker's state machine; a write's waiter is its request id.
+    pub(crate) state: OffsetsState<u64>,
+    /// Where each write reported to `state` and not yet answered is in the log.
+    pub(crate) bases: BTreeMap<u64, i64>,
+}
+
+/// What a commit request wrote: `group` commits `offset` for `tp`.
+#[derive(Debug, Clone)]
+pub(crate) struct CommitWrite {
+    pub(crate) group: &'static str,
+    pub(crate) tp: TopicPartition,
+}
+
+/// A commit answered OK.
+#[derive(Debug, Clone)]
+pub(crate) struct CommitOk {
+    pub(crate) id: u64,
+    /// Where the write it answered for is in the log (a commit delivered twice is written
+    /// twice, as Kafka writes a retried OffsetCommit twice).
+    pub(crate) base: i64,
+    pub(crate) broker: i32,
+    pub(crate) time: crate::Time,
+}
+
+/// The simulator's record of commits: what each write holds, and which were answered OK.
+#[derive(Default)]
+pub(crate) struct Commits {
+    /// Every commit write by request id (= batch id).
+    pub(crate) writes: BTreeMap<u64, CommitWrite>,
+    /// Commits answered OK, by (group, partition).
+    pub(crate) ok: BTreeMap<(&'static str, TopicPartition), Vec<CommitOk>>,
+    /// Loads so far (ids for [`SimCoordinator::load`]).
+    pub(crate) loads: u64,
+}
+
+impl CommitWrite {
+    fn key(&self) -> LogKey {
+        LogKey::Offset {
+            group: self.group.to_string(),
+            topic: self.tp.0.clone(),
+            partition: self.tp.1,
+        }
+    }
+
+    fn value(id: u64) -> Bytes {
+        codec::encode_offset(&OffsetValue {
+            offset: id as i64,
+            leader_epoch: -1,
+            metadata: String::new(),
+            commit_timestamp: 0,
+        })
+    }
+}
+
+impl World {
+    /// The offsets partition of this run, if the run has one.
+    pub(crate) fn offsets_partition(&self) -> Option<i32> {
+        self.plan.shape.offsets_partition
+    }
+
+    /// A client commits the next offset of `group`'s partition `key` to the coordinator it
+    /// believes in (a random broker when `stale`).
+    pub(crate) fn offset_commit(&mut self, group: u8, key: u8, stale: bool) {
+        let Some(op) = self.offsets_partition() else {
+            return;
+        };
+        let req = self.next_request_id();
+        let n = self.plan.shape.brokers;
+        let leader = self
+            .controller
+            .image
+            .partition(crate::world::TOPIC, op)
+            .map(|s| s.leader)
+            .filter(|l| *l > 0 && !stale)
+            .unwrap_or_else(|| self.rng.gen_range(1..=n));
+        let write = CommitWrite {
+            group: GROUPS[group as usize % GROUPS.len()],
+            tp: (CONSUMED.to_string(), i32::from(key)),
+        };
+        self.commits.writes.insert(req, write);
+        self.send(
+            Node::Client,
+            Node::Broker(leader),
+            Msg::OffsetCommit { req },
+        );
+    }
+
+    /// OffsetCommit at broker `id` (the write path of `OffsetStore::write_as`).
+    pub(crate) fn on_offset_commit(&mut self, id: i32, req: u64) {
+        let Some(op) = self.offsets_partition() else {
+            return;
+        };
+        let answer = |w: &mut World, e: ResponseError| {
+            w.log(|| format!("broker {id}: answers offset commit {req} with {e:?}"));
+        };
+        let Some(load) = self.b(id).groups.as_ref().map(|c| c.load) else {
+            answer(self, ResponseError::NotCoordinator);
+            return;
+        };
+        let min_isr = self.plan.shape.min_isr;
+        let lease_now = self.lease_clock(id);
+        let b = self.b(id);
+        if !b.lease.holds(lease_now) {
+            answer(self, append_error(ResponseError::NotLeaderOrFollower));
+            return;
+        }
+        let r = &b.replicas[&op];
+        if let Err(e) = r.repl.check_writable(true, min_isr) {
+            answer(self, append_error(e));
+            return;
+        }
+        let epoch = match r.repl.append_epoch() {
+            Ok(e) => e,
+            Err(e) => {
+                answer(self, append_error(e));
+                return;
+            }
+        };
+        let timeout = frieda::coordinator::offsets::REPLICATION_TIMEOUT.as_millis() as crate::Time;
+        let write = Appending {
+            req,
+            acks: -1,
+            count: 1,
+            timeout,
+            coordinator: Some(load),
+        };
+        if let Err(e) = self.append_pending(id, op, epoch, write) {
+            answer(self, append_error(e));
+        }
+    }
+
+    /// The replication wait of a coordinator write of load `load` ended with `result`: the
+    /// write lands in the coordinator's state (if that load still runs), which answers the
+    /// commits it applied.
+    pub(crate) fn commit_landed(
+        &mut self,
+        id: i32,
+        load: u64,
+        req: u64,
+        base: i64,
+        result: Result<(), ResponseError>,
+    ) {
+        let Some(write) = self.commits.writes.get(&req).cloned() else {
+            return;
+        };
+        let now = self.now;
+        let Some(c) = self.bm(id).groups.as_mut().filter(|c| c.load == load) else {
+            return;
+        };
+        c.bases.insert(req, base);
+        let answered = c.state.land(
+            base,
+            1,
+            Landed::Write {
+                records: vec![(write.key(), Some(CommitWrite::value(req)))],
+                waiter: req,
+                replicated: result.map_err(append_error),
+                txn: None,
+            },
+        );
+        let answered_base: BTreeMap<u64, i64> = answered
+            .iter()
+            .filter_map(|(done, _)| Some((*done, *c.bases.get(done)?)))
+            .collect();
+        for (done, _) in &answered {
+            c.bases.remove(done);
+        }
+        for (done, outcome) in answered {
+            match outcome {
+                Ok(()) => {
+                    let w = self.commits.writes[&done].clone();
+                    self.stats.commits_ok += 1;
+                    self.log(|| {
+                        format!(
+                            "broker {id}: answers offset commit {done} OK ({} {:?})",
+                            w.group, w.tp
+                        )
+                    });
+                    self.commits
+                        .ok
+                        .entry((w.group, w.tp.clone()))
+                        .or_default()
+                        .push(CommitOk {
+                            id: done,
+                            base: answered_base[&done],
+                            broker: id,
+                            time: now,
+                        });
+                    let key = (w.group, w.tp.clone());
+                    let bad = self.b(id).groups.as_ref().and_then(|c| {
+                        self.unserved_commit(id, &c.state, "after it answered OK", Some(&key))
+                    });
+                    if let Some(detail) = bad {
+                        self.violate("offset-commit-not-served", detail);
+                        return;
+                    }
+                }
+                Err(e) => {
+                    self.log(|| format!("broker {id}: answers offset commit {done} with {e:?}"))
+                }
+            }
+        }
+    }
+
+    /// The reconciler gave broker `id` the offsets partition's role: load the coordinator when
+    /// it leads and has none, unload it otherwise (`take_role`).
+    pub(crate) fn coordinator_role(&mut self, id: i32, leads: bool) {
+        if !leads {
+            if self.bm(id).groups.take().is_some() {
+                self.log(|| format!("broker {id}: unloads the group coordinator"));
+            }
+            return;
+        }
+        if self.b(id).groups.is_some() {
+            return;
+        }
+        let Some(op) = self.offsets_partition() else {
+            return;
+        };
+        let (state, records) = self.replay_offsets_log(id, op);
+        self.commits.loads += 1;
+        let load = self.commits.loads;
+        self.stats.coordinator_loads += 1;
+        self.bm(id).groups = Some(SimCoordinator {
+            load,
+            state,
+            bases: BTreeMap::new(),
+        });
+        self.log(|| {
+            format!("broker {id}: loads the group coordinator ({records} commits replayed)")
+        });
+        let epoch = self.b(id).replicas[&op].repl.leader_epoch();
+        if self.elected(id, op, epoch) {
+            self.check_commits_served(id, "when it loaded");
+        }
+    }
+
+    /// A coordinator's state as a load of broker `id`'s log of `op` gives it, and the commits
+    /// replayed.
+    fn replay_offsets_log(&self, id: i32, op: i32) -> (OffsetsState<u64>, usize) {
+        let mut state = OffsetsState::default();
+        let d = &self.b(id).disks[&op];
+        let mut records = 0;
+        for b in d.log.batches() {
+            let Some(w) = self.commits.writes.get(&b.id) else {
+                continue;
+            };
+            let key = codec::encode_key(&w.key());
+            let value = CommitWrite::value(b.id);
+            state.replay(LogRecord {
+                offset: b.base,
+                producer_id: -1,
+                transactional: false,
+                control: false,
+                key: Some(&key),
+                value: Some(&value),
+            });
+            records += 1;
+        }
+        state.replayed_upto(d.log.leo());
+        (state, records)
+    }
+
+    /// Every commit answered OK (and not voided) is served by broker `id`'s coordinator as
+    /// itself or as a commit after it in `id`'s log.
+    pub(crate) fn check_commits_served(&mut self, id: i32, when: &str) {
+        let b = self.b(id);
+        let bad = b
+            .groups
+            .as_ref()
+            .and_then(|c| self.unserved_commit(id, &c.state, when, None));
+        if let Some(detail) = bad {
+            self.violate("offset-commit-lost", detail);
+        }
+    }
+
+    /// The first commit answered OK (not voided) that `state`, a coordinator of broker `id`,
+    /// serves neither as itself nor as a commit after it in `id`'s log (of `only` key, or of
+    /// every key).
+    fn unserved_commit(
+        &self,
+        id: i32,
+        state: &OffsetsState<u64>,
+        when: &str,
+        only: Option<&(&'static str, TopicPartition)>,
+    ) -> Option<String> {
+        let op = self.offsets_partition()?;
+        let d = self.b(id).disks.get(&op)?;
+        // The last copy of a write (a commit delivered twice is in the log twice).
+        let at = |bid: u64| d.log.find(bid).map(|bt| bt.base);
+        let holds = |ok: &CommitOk| d.log.batch_at(ok.base).is_some_and(|b| b.id == ok.id);
+        let keys = self
+            .commits
+            .ok
+            .iter()
+            .filter(|(k, _)| only.is_none_or(|o| o == *k));
+        for ((group, tp), oks) in keys {
+            let served = state.committed(group, tp).map(|v| v.offset as u64);
+            for ok in oks.iter().filter(|ok| !self.exempt(ok.id)) {
+                let fine = holds(ok) && served.and_then(at).is_some_and(|sp| sp >= ok.base);
+                if !fine {
+                    return Some(format!(
+                        "broker {id}'s group coordinator ({when}) serves {served:?} (last in its log at {:?}) for {group} {tp:?}, but commit {} was answered OK by broker {} at {} ms for its write at offset {} (in this log there: {})",
+                        served.and_then(at), ok.id, ok.broker, ok.time, ok.base, holds(ok)
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// At the end: the final leader of the offsets partition serves every commit answered OK,
+    /// through the coordinator it runs and through a fresh load of its log; and commits were
+    /// answered OK after the faults healed.
+    pub(crate) fn check_groups_end(&mut self) {
+        let Some(op) = self.offsets_partition() else {
+            return;
+        };
+        let Some(leader) = self
+            .controller
+            .image
+            .partition(crate::world::TOPIC, op)
+            .map(|s| s.leader)
+            .filter(|l| *l > 0)
+        else {
+            return; // liveness-no-leader reports it
+        };
+        if !self.b(leader).up {
+            return;
+        }
+        self.check_commits_served(leader, "at the end");
+        if self.violation.is_some() {
+            return;
+        }
+        let (fresh, _) = self.replay_offsets_log(leader, op);
+        if let Some(detail) = self.unserved_commit(leader, &fresh, "loaded again at the end", None)
+        {
+            self.violate("offset-commit-lost", detail);
+            return;
+        }
+        let heal = self.plan.shape.heal;
+        let after_heal = self.commits.ok.values().flatten().any(|ok| ok.time > heal);
+        if !after_heal {
+            self.violate(
+                "liveness-no-commits-after-heal",
+                format!("no offset commit was answered OK after the faults healed (offsets partition {op}, leader {leader})"),
+            );
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! The offsets log's state machine, sans-IO: committed offsets, group metadata, share-partition
+//! states and pending transactional offsets, changed only by records of the log applied in log
+//! order. [`super::OffsetStore`] is its I/O shell (appends, replication waits, channels);
+//! the simulator (`crates/frieda-sim`, `groups`) drives the same state machine with simulated
+//! logs, so what it checks (an offset commit answered OK survives every failover an `acks=all`
+//! record survives) is checked on this code.
+//!
+//! Two ways in:
+//! - [`OffsetsState::replay`]: a record read back from the log while a coordinator loads
+//!   (every record, replicated or not: the loading leader's log is the partition's history);
+//! - [`OffsetsState::land`]: a write this coordinator appended, reported once its replication
+//!   wait ended. Writes are applied in offset order; one reported out of order waits in
+//!   `landed` (bounded by [`MAX_LANDED_WRITES`]) until the writes before it are reported. A
+//!   write that did not replicate as asked is not applied (Kafka's
+//!   `GroupMetadataManager.failPendingOffsetWrite`) but its waiter is answered with the error.
+//!
+//! Each write carries a waiter `W` (the store's channel, the simulator's request id); `land`
+//! hands back the waiters it answered with their outcome, in log order.
+
+use super::codec::{self, GroupValue, LogKey, OffsetValue};
+use super::TopicPartition;
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
+use std::collections::{BTreeMap, HashMap};
+
+/// Writes in the log waiting for an earlier write to be applied first. Writes land in offset
+/// order except for a moment, so this is never approached; past it the store logs an error and
+/// applies what it has (a gap means an earlier write's outcome was lost, e.g. the log went
+/// offline after it was appended).
+pub const MAX_LANDED_WRITES: usize = 10_000;
+
+/// Producers with pending transactional offsets per store; past it (a coordinator bug or an
+/// attack) new pending offsets are refused by the broker's transaction checks first.
+pub const MAX_PENDING_PRODUCERS: usize = 100_000;
+
+/// Something in the log waiting to be applied (in log order).
+pub enum Landed<W> {
+    /// A write: its records, its waiter and what to tell it (an error when the write is in the
+    /// log but not replicated as asked: then it is not applied); `txn`: the producer of a
+    /// transactional commit (pending until its marker).
+    Write {
+        /// (key, value) records; a `None` value is a tombstone.
+        records: Vec<(LogKey, Option<Bytes>)>,
+        /// Who waits for the outcome.
+        waiter: W,
+        /// `Err` when the write did not reach the in-sync replicas as asked.
+        replicated: Result<(), ResponseError>,
+        /// The transactional producer id of a TxnOffsetCommit.
+        txn: Option<i64>,
+    },
+    /// A transaction marker of `producer_id` (one offset); `replicated`: whether it reached
+    /// the in-sync replicas (if not, the producer's offsets stay pending: the transaction
+    /// coordinator writes the marker again).
+    Marker {
+        /// Producer id.
+        producer_id: i64,
+        /// COMMIT (true) or ABORT.
+        commit: bool,
+        /// Whether the marker reached the in-sync replicas.
+        replicated: bool,
+    },
+}
+
+/// A transactional offset commit waiting for its transaction's outcome.
+#[derive(Debug, Clone)]
+struct PendingOffset {
+    group: String,
+    tp: TopicPartition,
+    value: OffsetValue,
+    /// Where it is in the log.
+    at: i64,
+}
+
+/// The state of one offsets partition; `W`: what waits for a write's outcome.
+pub struct OffsetsState<W> {
+    pub(super) offsets: HashMap<String, BTreeMap<TopicPartition, OffsetValue>>,
+    pub(super) groups: HashMap<String, GroupValue>,
+    /// Writes in the log, by base offset, not yet applied because an earlier one is pending,
+    /// with whoever waits for them (answered once applied).
+    landed: BTreeMap<i64, (usize, Landed<W>)>,
+    /// Offset of the next write to apply (the log end offset when everything is applied).
+    next_apply: i64,
+    /// Transactional offsets by producer id, until the transaction's marker.
+    pending_txn: HashMap<i64, Vec<PendingOffset>>,
+    /// Where the last plain (non-transactional) commit of each group and partition is in the
+    /// log: a transactional commit written before it does not override it.
+    plain_at: HashMap<(String, TopicPartition), i64>,
+    /// Share-partition states (KIP-932) by (group, topic id, partition).
+    pub(super) shares: HashMap<(String, uuid::Uuid, i32), codec::ShareStateValue>,
+}
+
+impl<W> Default for OffsetsState<W> {
+    fn default() -> Self {
+        OffsetsState {
+            offsets: HashMap::new(),
+            groups: HashMap::new(),
+            landed: BTreeMap::new(),
+            next_apply: 0,
+            pending_txn: HashMap::new(),
+            plain_at: HashMap::new(),
+            shares: HashMap::new(),
+        }
+    }
+}
+
+/// One record read back from the offsets log.
+#[derive(Debug, Clone, Copy)]
+pub struct LogRecord<'a> {
+    /// Its offset.
+    pub offset: i64,
+    /// The batch's producer id (-1 when none).
+    pub producer_id: i64,
+    /// In a transactional batch.
+    pub transactional: bool,
+    /// A control record (a transaction marker: key = version int16, type int16, 1 = commit).
+    pub control: bool,
+    /// The record key.
+    pub key: Option<&'a [u8]>,
+    /// The record value (`None`: a tombstone).
+    pub value: Option<&'a [u8]>,
+}
+
+impl<W> OffsetsState<W> {
+    /// Applies one record read back from the log while loading. Returns false for a record
+    /// whose key this version does not know (skipped, as Kafka skips unknown record types).
+    pub fn replay(&mut self, r: LogRecord<'_>) -> bool {
+        if r.control {
+            let commit = r.key.is_some_and(|k| k.get(2..4) == Some(&[0, 1]));
+            self.complete_txn(r.producer_id, commit);
+            return true;
+        }
+        match r.key.and_then(codec::decode_key) {
+            Some(k) if r.transactional => self.add_pending(r.producer_id, k, r.value, r.offset),
+            Some(k) => self.apply(k, r.value, r.offset),
+            None => return false,
+        }
+        true
+    }
+
+    /// The replay read the log up to `end` (exclusive): writes appended from here on are
+    /// applied through [`land`](Self::land).
+    pub fn replayed_upto(&mut self, end: i64) {
+        self.next_apply = end;
+    }
+
+    /// An entry appended at `offset`, taking `count` offsets: applies it and every landed entry
+    /// after it, in log order, as far as they are contiguous. Returns the waiters answered, in
+    /// log order, with their outcome (`Ok` for a write applied).
+    pub fn land(
+        &mut self,
+        offset: i64,
+        count: usize,
+        entry: Landed<W>,
+    ) -> Vec<(W, Result<(), ResponseError>)> {
+        let mut answered = Vec::new();
+        if offset < self.next_apply {
+            // Already applied by the replay (a marker reported after the store opened): kept,
+            // it would sit below `next_apply` for ever.
+            if let Landed::Write {
+                waiter, replicated, ..
+            } = entry
+            {
+                answered.push((waiter, replicated));
+            }
+            return answered;
+        }
+        self.landed.insert(offset, (count, entry));
+        if self.landed.len() > MAX_LANDED_WRITES {
+            tracing::error!(
+                next = self.next_apply,
+                "offsets log writes are missing an earlier outcome; applying in offset order"
+            );
+            if let Some((&first, _)) = self.landed.first_key_value() {
+                self.next_apply = first;
+            }
+        }
+        while let Some(e) = self.landed.first_entry() {
+            if *e.key() != self.next_apply {
+                break;
+            }
+            let at = *e.key();
+            let (count, entry) = e.remove();
+            self.next_apply += count as i64;
+            match entry {
+                Landed::Write {
+                    records,
+                    waiter,
+                    replicated,
+                    txn,
+                } => {
+                    // A write that did not replicate as asked is not applied (Kafka's
+                    // `failPendingOffsetWrite` / `failPendingTxnOffsetCommit`): its committer
+                    // gets the error, OffsetFetch keeps serving what was there.
+                    if replicated.is_ok() {
+                        for (k, v) in records {
+                            match txn {
+                                Some(pid) => self.add_pending(pid, k, v.as_deref(), at),
+                                None => self.apply(k, v.as_deref(), at),
+                            }
+                        }
+                    }
+                    answered.push((waiter, replicated));
+                }
+                Landed::Marker {
+                    producer_id,
+                    commit,
+                    replicated,
+                } => {
+                    // Kafka completes a group's transactional offsets only for marker appends
+                    // that succeeded (`KafkaApis.handleWriteTxnMarkersRequest`); a failed one is
+                    // written again by the transaction coordinator.
+                    if replicated {
+                        self.complete_txn(producer_id, commit)
+                    }
+                }
+            }
+        }
+        answered
+    }
+
+    /// The offset of the next write to apply.
+    pub fn next_apply(&self) -> i64 {
+        self.next_apply
+    }
+
+    /// Writes reported but waiting for an earlier one.
+    pub fn landed_waiting(&self) -> usize {
+        self.landed.len()
+    }
+
+    /// `group`'s committed offset of `tp`, as OffsetFetch serves it.
+    pub fn committed(&self, group: &str, tp: &TopicPartition) -> Option<&OffsetValue> {
+        self.offsets.get(group)?.get(tp)
+    }
+
+    fn add_pending(&mut self, pid: i64, key: LogKey, value: Option<&[u8]>, at: i64) {
+        let LogKey::Offset {
+            group,
+            topic,
+            partition,
+        } = key
+        else {
+            return;
+        };
+        let Some(value) = value.and_then(codec::decode_offset) else {
+            return;
+        };
+        if self.pending_txn.len() >= MAX_PENDING_PRODUCERS && !self.pending_txn.contains_key(&pid) {
+            tracing::error!(
+                producer_id = pid,
+                "too many producers with pending transactional offsets; dropping this one's"
+            );
+            return;
+        }
+        self.pending_txn
+            .entry(pid)
+            .or_default()
+            .push(PendingOffset {
+                group,
+                tp: (topic, partition),
+                value,
+                at,
+            });
+    }
+
+    /// A transaction of `pid` ended: a commit applies its offsets (unless a later plain commit
+    /// of the partition exists), an abort drops them (Kafka's `GroupMetadataManager`).
+    fn complete_txn(&mut self, pid: i64, commit: bool) {
+        let Some(pending) = self.pending_txn.remove(&pid) else {
+            return;
+        };
+        if !commit {
+            return;
+        }
+        for p in pending {
+            let newer_plain = self
+                .plain_at
+                .get(&(p.group.clone(), p.tp.clone()))
+                .is_some_and(|&plain| plain > p.at);
+            if !newer_plain {
+                self.offsets
+                    .entry(p.group)
+                    .or_default()
+                    .insert(p.tp, p.value);
+            }
+        }
+    }
+
+    /// Whether a transactional commit of `group`'s `tp` waits for its transaction.
+    pub fn has_pending(&self, group: &str, tp: &TopicPartition) -> bool {
+        self.pending_txn
+            .values()
+            .flatten()
+            .any(|p| p.group == group && &p.tp == tp)
+    }
+
+    /// Live entries (groups with metadata plus committed offsets).
+    pub fn live(&self) -> usize {
+        self.groups.len() + self.offsets.values().map(BTreeMap::len).sum::<usize>()
+    }
+
+    fn apply(&mut self, key: LogKey, value: Option<&[u8]>, at: i64) {
+        match key {
+            LogKey::Offset {
+                group,
+                topic,
+                partition,
+            } => match value.and_then(codec::decode_offset) {
+                Some(v) => {
+                    self.plain_at
+                        .insert((group.clone(), (topic.clone(), partition)), at);
+                    self.offsets
+                        .entry(group)
+                        .or_default()
+                        .insert((topic, partition), v);
+                }
+                None => {
+                    if let Some(m) = self.offsets.get_mut(&group) {
+                        m.remove(&(topic, partition));
+                        if m.is_empty() {
+                            self.offsets.remove(&group);
+                        }
+                    }
+                }
+            },
+            LogKey::ShareState {
+                group,
+                topic_id,
+                partition,
+            } => match value.and_then(codec::decode_share_state) {
+                Some(v) => {
+                    self.shares.insert((group, topic_id, partition), v);
+                }
+                None => {
+                    self.shares.remove(&(group, topic_id, partition));
+                }
+            },
+            LogKey::Group { group } => match value.and_then(codec::decode_group) {
+                Some(v) => {
+                    self.groups.insert(group, v);
+                }
+                None => {
+                    self.groups.remove(&group);
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offset_key(partition: i32) -> LogKey {
+        LogKey::Offset {
+            group: "g".into(),
+            topic: "t".into(),
+            partition,
+        }
+    }
+
+    fn offset_value(offset: i64) -> Bytes {
+        codec::encode_offset(&OffsetValue {
+            offset,
+            leader_epoch: -1,
+            metadata: String::new(),
+            commit_timestamp: 0,
+        })
+    }
+
+    fn write(offset: i64, waiter: u64, replicated: bool) -> Landed<u64> {
+        Landed::Write {
+            records: vec![(offset_key(0), Some(offset_value(offset)))],
+            waiter,
+            replicated: if replicated {
+                Ok(())
+            } else {
+                Err(ResponseError::NotCoordinator)
+            },
+            txn: None,
+        }
+    }
+
+    fn served(s: &OffsetsState<u64>) -> Option<i64> {
+        s.committed("g", &("t".into(), 0)).map(|v| v.offset)
+    }
+
+    /// Writes reported out of log order wait for the earlier ones and are applied and
+    /// answered in log order; a write that did not replicate is answered with its error and
+    /// not applied.
+    #[test]
+    fn writes_apply_in_log_order_and_only_when_replicated() {
+        let mut s = OffsetsState::default();
+        s.replayed_upto(10);
+        assert!(s.land(11, 1, write(2, 2, true)).is_empty(), "waits for 10");
+        assert_eq!(s.landed_waiting(), 1);
+        assert_eq!(served(&s), None);
+        let answered = s.land(10, 1, write(1, 1, false));
+        assert_eq!(
+            answered,
+            vec![(1, Err(ResponseError::NotCoordinator)), (2, Ok(()))]
+        );
+        assert_eq!(served(&s), Some(2));
+        assert_eq!(s.next_apply(), 12);
+        // A write below what the replay read is answered at once, not applied again.
+        assert_eq!(s.land(5, 1, write(9, 3, true)), vec![(3, Ok(()))]);
+        assert_eq!(served(&s), Some(2));
+    }
+
+    /// A replay applies records in log order, tombstones included, and skips keys it does
+    /// not know.
+    #[test]
+    fn a_replay_gives_the_last_value_of_each_key() {
+        let mut s: OffsetsState<u64> = OffsetsState::default();
+        let key = codec::encode_key(&offset_key(0));
+        let (one, two) = (offset_value(1), offset_value(2));
+        let read = |offset, value: Option<&'static [u8]>| LogRecord {
+            offset,
+            producer_id: -1,
+            transactional: false,
+            control: false,
+            key: None,
+            value,
+        };
+        assert!(s.replay(LogRecord {
+            key: Some(&key),
+            value: Some(&one),
+            ..read(0, None)
+        }));
+        assert!(s.replay(LogRecord {
+            key: Some(&key),
+            value: Some(&two),
+            ..read(1, None)
+        }));
+        assert_eq!(served(&s), Some(2));
+        assert!(!s.replay(LogRecord {
+            key: Some(&[0, 99, 1, 2]),
+            ..read(2, Some(b"x"))
+        }));
+        assert!(s.replay(LogRecord {
+            key: Some(&key),
+            ..read(3, None)
+        }));
+        assert_eq!(served(&s), None, "a tombstone deletes it");
+        assert_eq!(s.live(), 0);
+    }
+}
