@@ -17,7 +17,7 @@
 //!   coordinator when the image makes it the offsets partition's leader and it has none
 //!   loaded, and unloads it when it becomes a follower or goes offline (or the process stops).
 //!
-//! Each commit is one record in one batch; its committed offset is the commit's request id
+//! Each commit (and each marker) is one record in one batch; its committed offset is the commit's request id
 //! (unique in a run), so a coordinator's answer names the write it came from.
 //!
 //! Invariants:
@@ -27,7 +27,16 @@
 //!   (commits a power loss without fsync voided are exempt, as acknowledged records are);
 //! - `offset-commit-not-served`: the coordinator that answered a commit OK serves it (or a
 //!   later one) at once;
+//! - `uncommitted-offset-served`: no coordinator ever serves the offset of a transaction
+//!   that did not commit (TxnOffsetCommit stays pending until its marker; an ABORT drops it);
 //! - `liveness-no-commits-after-heal`: after the faults heal, commits are answered OK again.
+//!
+//! Transactions: a third of the commits are a transactional producer's TxnOffsetCommit; its
+//! transaction coordinator (simulated, outside the brokers) then writes the marker to the
+//! offsets partition's leader as `write_marker_locally` does, again every second until one is
+//! answered OK, and a committed transaction's offset counts as answered OK from then on, at
+//! its TxnOffsetCommit's place in the log (which decides against other commits, as Kafka's
+//! `replayEndTransactionMarker`).
 
 use std::collections::BTreeMap;
 
@@ -39,7 +48,7 @@ use kafka_protocol::error::ResponseError;
 use rand::Rng;
 
 use crate::net::{Msg, Node};
-use crate::world::{Appending, World};
+use crate::world::{Appending, Event, World};
 
 /// The group names commits are made for.
 const GROUPS: [&str; 3] = ["g0", "g1", "g2"];
@@ -61,6 +70,23 @@ pub(crate) struct SimCoordinator {
 pub(crate) struct CommitWrite {
     pub(crate) group: &'static str,
     pub(crate) tp: TopicPartition,
+    /// The producer id of a transactional commit (TxnOffsetCommit).
+    pub(crate) txn: Option<i64>,
+}
+
+/// A transaction that commits offsets, as its transaction coordinator sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct Txn {
+    /// Its TxnOffsetCommit's request id.
+    pub(crate) write: u64,
+    /// The plan aborts it.
+    pub(crate) abort: bool,
+    /// The TxnOffsetCommit's answer: where it is in the log, or an error.
+    pub(crate) written: Option<Result<i64, ()>>,
+    /// COMMIT (true) or ABORT, once the first marker was sent.
+    pub(crate) decided: Option<bool>,
+    /// A marker was answered OK (replicated): the transaction is complete.
+    pub(crate) complete: bool,
 }
 
 /// A commit answered OK.
@@ -83,7 +109,17 @@ pub(crate) struct Commits {
     pub(crate) ok: BTreeMap<(&'static str, TopicPartition), Vec<CommitOk>>,
     /// Loads so far (ids for [`SimCoordinator::load`]).
     pub(crate) loads: u64,
+    /// Transactions by producer id.
+    pub(crate) txns: BTreeMap<i64, Txn>,
+    /// Transaction markers by request (= batch) id: producer id, commit.
+    pub(crate) markers: BTreeMap<u64, (i64, bool)>,
 }
+
+/// How long a transactional producer waits for its TxnOffsetCommit's answer before its
+/// transaction aborts, ms.
+const TXN_WRITE_TIMEOUT_MS: crate::Time = 6_000;
+/// How often a transaction coordinator writes a marker again until one is answered OK, ms.
+const MARKER_RETRY_MS: crate::Time = 1_000;
 
 impl CommitWrite {
     fn key(&self) -> LogKey {
@@ -128,6 +164,7 @@ impl World {
         let write = CommitWrite {
             group: GROUPS[group as usize % GROUPS.len()],
             tp: (CONSUMED.to_string(), i32::from(key)),
+            txn: None,
         };
         self.commits.writes.insert(req, write);
         self.send(
@@ -135,6 +172,175 @@ impl World {
             Node::Broker(leader),
             Msg::OffsetCommit { req },
         );
+    }
+
+    /// A transactional producer (a new producer id) commits the next offset of `group`'s
+    /// partition `key` in its transaction (TxnOffsetCommit), then its transaction ends: COMMIT
+    /// once the commit was answered OK (ABORT if `abort`, if it failed or if no answer came in
+    /// [`TXN_WRITE_TIMEOUT_MS`]).
+    pub(crate) fn txn_offset_commit(&mut self, group: u8, key: u8, abort: bool) {
+        let Some(op) = self.offsets_partition() else {
+            return;
+        };
+        let req = self.next_request_id();
+        let pid = req as i64;
+        let write = CommitWrite {
+            group: GROUPS[group as usize % GROUPS.len()],
+            tp: (CONSUMED.to_string(), i32::from(key)),
+            txn: Some(pid),
+        };
+        self.commits.writes.insert(req, write);
+        self.commits.txns.insert(
+            pid,
+            Txn {
+                write: req,
+                abort,
+                written: None,
+                decided: None,
+                complete: false,
+            },
+        );
+        let n = self.plan.shape.brokers;
+        let leader = self
+            .controller
+            .image
+            .partition(crate::world::TOPIC, op)
+            .map(|s| s.leader)
+            .filter(|l| *l > 0)
+            .unwrap_or_else(|| self.rng.gen_range(1..=n));
+        self.send(
+            Node::Client,
+            Node::Broker(leader),
+            Msg::OffsetCommit { req },
+        );
+        self.after(TXN_WRITE_TIMEOUT_MS, Event::TxnMarker(pid));
+    }
+
+    /// The transaction coordinator of `pid` writes its marker to the offsets partition's
+    /// leader (again, every [`MARKER_RETRY_MS`], until one is answered OK).
+    pub(crate) fn send_txn_marker(&mut self, pid: i64) {
+        let Some(op) = self.offsets_partition() else {
+            return;
+        };
+        let Some(t) = self.commits.txns.get_mut(&pid) else {
+            return;
+        };
+        if t.complete {
+            return;
+        }
+        let commit = *t
+            .decided
+            .get_or_insert(matches!(t.written, Some(Ok(_))) && !t.abort);
+        let leader = self
+            .controller
+            .image
+            .partition(crate::world::TOPIC, op)
+            .map(|s| s.leader)
+            .filter(|l| *l > 0);
+        if let Some(leader) = leader {
+            let req = self.next_request_id();
+            self.commits.markers.insert(req, (pid, commit));
+            self.send(
+                Node::Client,
+                Node::Broker(leader),
+                Msg::TxnMarker { req, pid, commit },
+            );
+        }
+        self.after(MARKER_RETRY_MS, Event::TxnMarker(pid));
+    }
+
+    /// WriteTxnMarkers at broker `id` for the offsets partition (`write_marker_locally`: the
+    /// lease, `min.insync.replicas`, the append, the wait of at most
+    /// `MARKER_REPLICATION_TIMEOUT`).
+    pub(crate) fn on_txn_marker(&mut self, id: i32, req: u64, pid: i64, commit: bool) {
+        let Some(op) = self.offsets_partition() else {
+            return;
+        };
+        let min_isr = self.plan.shape.min_isr;
+        let lease_now = self.lease_clock(id);
+        let b = self.b(id);
+        let Some(r) = b.replicas.get(&op) else {
+            return;
+        };
+        let refused = if !b.lease.holds(lease_now) {
+            Err(ResponseError::NotLeaderOrFollower)
+        } else {
+            r.repl
+                .check_writable(true, min_isr)
+                .and_then(|_| r.repl.append_epoch())
+        };
+        let epoch = match refused {
+            Ok(epoch) => epoch,
+            Err(e) => {
+                self.log(|| format!("broker {id}: refuses the marker of producer {pid}: {e:?}"));
+                return;
+            }
+        };
+        let timeout =
+            frieda::broker::txn_markers::MARKER_REPLICATION_TIMEOUT.as_millis() as crate::Time;
+        let write = Appending {
+            req,
+            acks: -1,
+            count: 1,
+            timeout,
+            coordinator: None,
+            marker: Some((pid, commit)),
+        };
+        if let Err(e) = self.append_pending(id, op, epoch, write) {
+            self.log(|| format!("broker {id}: cannot append the marker of producer {pid}: {e:?}"));
+        }
+    }
+
+    /// A marker's replication wait ended at broker `id`: it lands in the coordinator loaded
+    /// there (`GroupCoordinators::land_marker`, replicated or not); answered OK, the
+    /// transaction is complete.
+    pub(crate) fn marker_landed(
+        &mut self,
+        id: i32,
+        req: u64,
+        pid: i64,
+        commit: bool,
+        base: i64,
+        result: Result<(), ResponseError>,
+    ) {
+        let replicated = result.is_ok();
+        let entry = Landed::Marker {
+            producer_id: pid,
+            commit,
+            replicated,
+        };
+        self.coordinator_land(id, None, base, entry);
+        if self.violation.is_some() || !replicated {
+            return;
+        }
+        let now = self.now;
+        let Some(t) = self.commits.txns.get_mut(&pid) else {
+            return;
+        };
+        if t.complete {
+            return;
+        }
+        t.complete = true;
+        let (write, written) = (t.write, t.written);
+        self.log(|| {
+            format!("broker {id}: marker {req} of producer {pid} answered OK (commit: {commit})")
+        });
+        if let (true, Some(Ok(base))) = (commit, written) {
+            // A committed transaction's offset counts from now, at its TxnOffsetCommit's place
+            // in the log.
+            let w = self.commits.writes[&write].clone();
+            self.stats.commits_ok += 1;
+            self.commits
+                .ok
+                .entry((w.group, w.tp.clone()))
+                .or_default()
+                .push(CommitOk {
+                    id: write,
+                    base,
+                    broker: id,
+                    time: now,
+                });
+        }
     }
 
     /// OffsetCommit at broker `id` (the write path of `OffsetStore::write_as`).
@@ -175,6 +381,7 @@ impl World {
             count: 1,
             timeout,
             coordinator: Some(load),
+            marker: None,
         };
         if let Err(e) = self.append_pending(id, op, epoch, write) {
             answer(self, append_error(e));
@@ -195,21 +402,37 @@ impl World {
         let Some(write) = self.commits.writes.get(&req).cloned() else {
             return;
         };
+        let entry = Landed::Write {
+            records: vec![(write.key(), Some(CommitWrite::value(req)))],
+            waiter: req,
+            replicated: result.map_err(append_error),
+            txn: write.txn,
+        };
+        self.coordinator_land(id, Some((load, req)), base, entry);
+    }
+
+    /// `entry`, at `base` of the log, lands in broker `id`'s coordinator (of load `write.0`
+    /// for a write, any for a marker); the writes it answers are answered.
+    fn coordinator_land(
+        &mut self,
+        id: i32,
+        write: Option<(u64, u64)>,
+        base: i64,
+        entry: Landed<u64>,
+    ) {
         let now = self.now;
-        let Some(c) = self.bm(id).groups.as_mut().filter(|c| c.load == load) else {
+        let Some(c) = self
+            .bm(id)
+            .groups
+            .as_mut()
+            .filter(|c| write.is_none_or(|(load, _)| c.load == load))
+        else {
             return;
         };
-        c.bases.insert(req, base);
-        let answered = c.state.land(
-            base,
-            1,
-            Landed::Write {
-                records: vec![(write.key(), Some(CommitWrite::value(req)))],
-                waiter: req,
-                replicated: result.map_err(append_error),
-                txn: None,
-            },
-        );
+        if let Some((_, req)) = write {
+            c.bases.insert(req, base);
+        }
+        let answered = c.state.land(base, 1, entry);
         let answered_base: BTreeMap<u64, i64> = answered
             .iter()
             .filter_map(|(done, _)| Some((*done, *c.bases.get(done)?)))
@@ -218,9 +441,26 @@ impl World {
             c.bases.remove(done);
         }
         for (done, outcome) in answered {
+            let w = self.commits.writes[&done].clone();
+            if let Some(pid) = w.txn {
+                // A TxnOffsetCommit's answer goes to its producer, which ends the transaction.
+                let at = answered_base[&done];
+                if let Some(t) = self.commits.txns.get_mut(&pid) {
+                    if t.written.is_none() {
+                        t.written = Some(outcome.as_ref().map(|()| at).map_err(|_| ()));
+                    }
+                }
+                let r = outcome;
+                self.log(|| {
+                    format!(
+                        "broker {id}: answers txn offset commit {done} (producer {pid}) with {r:?}"
+                    )
+                });
+                self.after(1, Event::TxnMarker(pid));
+                continue;
+            }
             match outcome {
                 Ok(()) => {
-                    let w = self.commits.writes[&done].clone();
                     self.stats.commits_ok += 1;
                     self.log(|| {
                         format!(
@@ -242,8 +482,12 @@ impl World {
                     let bad = self.b(id).groups.as_ref().and_then(|c| {
                         self.unserved_commit(id, &c.state, "after it answered OK", Some(&key))
                     });
-                    if let Some(detail) = bad {
-                        self.violate("offset-commit-not-served", detail);
+                    if let Some((kind, detail)) = bad {
+                        let kind = match kind {
+                            "offset-commit-lost" => "offset-commit-not-served",
+                            other => other,
+                        };
+                        self.violate(kind, detail);
                         return;
                     }
                 }
@@ -294,6 +538,19 @@ impl World {
         let d = &self.b(id).disks[&op];
         let mut records = 0;
         for b in d.log.batches() {
+            if let Some(&(pid, commit)) = self.commits.markers.get(&b.id) {
+                // A control record: key = version 0, type (1 commit, 0 abort).
+                let key = [0, 0, 0, u8::from(commit)];
+                state.replay(LogRecord {
+                    offset: b.base,
+                    producer_id: pid,
+                    transactional: true,
+                    control: true,
+                    key: Some(&key),
+                    value: None,
+                });
+                continue;
+            }
             let Some(w) = self.commits.writes.get(&b.id) else {
                 continue;
             };
@@ -301,8 +558,8 @@ impl World {
             let value = CommitWrite::value(b.id);
             state.replay(LogRecord {
                 offset: b.base,
-                producer_id: -1,
-                transactional: false,
+                producer_id: w.txn.unwrap_or(-1),
+                transactional: w.txn.is_some(),
                 control: false,
                 key: Some(&key),
                 value: Some(&value),
@@ -321,8 +578,8 @@ impl World {
             .groups
             .as_ref()
             .and_then(|c| self.unserved_commit(id, &c.state, when, None));
-        if let Some(detail) = bad {
-            self.violate("offset-commit-lost", detail);
+        if let Some((kind, detail)) = bad {
+            self.violate(kind, detail);
         }
     }
 
@@ -335,9 +592,27 @@ impl World {
         state: &OffsetsState<u64>,
         when: &str,
         only: Option<&(&'static str, TopicPartition)>,
-    ) -> Option<String> {
+    ) -> Option<(&'static str, String)> {
         let op = self.offsets_partition()?;
         let d = self.b(id).disks.get(&op)?;
+        // No offset of a transaction that did not commit is ever served.
+        for (group, tp, v) in state.committed_offsets() {
+            let txn = self
+                .commits
+                .writes
+                .get(&(v.offset as u64))
+                .and_then(|w| w.txn);
+            let Some(pid) = txn else {
+                continue;
+            };
+            let decided = self.commits.txns.get(&pid).and_then(|t| t.decided);
+            if decided != Some(true) {
+                return Some((
+                    "uncommitted-offset-served",
+                    format!("broker {id}'s group coordinator ({when}) serves {} for {group} {tp:?}, the offset of producer {pid}'s transaction, which did not commit (decided: {decided:?})", v.offset),
+                ));
+            }
+        }
         // The last copy of a write (a commit delivered twice is in the log twice).
         let at = |bid: u64| d.log.find(bid).map(|bt| bt.base);
         let holds = |ok: &CommitOk| d.log.batch_at(ok.base).is_some_and(|b| b.id == ok.id);
@@ -351,10 +626,10 @@ impl World {
             for ok in oks.iter().filter(|ok| !self.exempt(ok.id)) {
                 let fine = holds(ok) && served.and_then(at).is_some_and(|sp| sp >= ok.base);
                 if !fine {
-                    return Some(format!(
+                    return Some(("offset-commit-lost", format!(
                         "broker {id}'s group coordinator ({when}) serves {served:?} (last in its log at {:?}) for {group} {tp:?}, but commit {} was answered OK by broker {} at {} ms for its write at offset {} (in this log there: {})",
                         served.and_then(at), ok.id, ok.broker, ok.time, ok.base, holds(ok)
-                    ));
+                    )));
                 }
             }
         }
@@ -385,9 +660,10 @@ impl World {
             return;
         }
         let (fresh, _) = self.replay_offsets_log(leader, op);
-        if let Some(detail) = self.unserved_commit(leader, &fresh, "loaded again at the end", None)
+        if let Some((kind, detail)) =
+            self.unserved_commit(leader, &fresh, "loaded again at the end", None)
         {
-            self.violate("offset-commit-lost", detail);
+            self.violate(kind, detail);
             return;
         }
         let heal = self.plan.shape.heal;

@@ -146,6 +146,15 @@ pub enum Msg {
         /// Request id (unique in the run, shared with produce requests; also the batch id).
         req: u64,
     },
+    /// Transaction coordinator -> leader of the offsets partition: WriteTxnMarkers.
+    TxnMarker {
+        /// Request id (unique in the run; also the batch id).
+        req: u64,
+        /// The producer.
+        pid: i64,
+        /// COMMIT or ABORT.
+        commit: bool,
+    },
     /// Leader -> controller: a change to a partition's remote segments (the copy task's
     /// `ControllerRequest::RemoteSegment`).
     RemoteCommit {

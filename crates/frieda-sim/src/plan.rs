@@ -195,6 +195,17 @@ pub enum Action {
         /// Sent to a random broker instead of the coordinator.
         stale: bool,
     },
+    /// A transactional producer commits `group`'s partition `key` in a transaction
+    /// (TxnOffsetCommit into the offsets partition), then its transaction coordinator writes
+    /// the marker: COMMIT, or ABORT when `abort` or the commit was not answered OK.
+    TxnCommit {
+        /// Group (index into the run's group names).
+        group: u8,
+        /// Partition of the consumed topic.
+        key: u8,
+        /// The transaction aborts.
+        abort: bool,
+    },
     /// SIGKILL of the partition's current leader (tiered runs: most often in the middle of a
     /// copy), restarted after `down` ms.
     CrashLeader {
@@ -203,6 +214,16 @@ pub enum Action {
         /// Down for, ms.
         down: Time,
     },
+}
+
+impl Action {
+    /// A client's request (produce, offset commit), not a fault or operator action.
+    pub fn is_client_request(&self) -> bool {
+        matches!(
+            self,
+            Action::Produce { .. } | Action::Commit { .. } | Action::TxnCommit { .. }
+        )
+    }
 }
 
 /// A run: its seed, shape and timed actions (sorted by time).
@@ -418,14 +439,21 @@ impl Plan {
             let rate = groups_rng.gen_range(5..=40);
             let mut t: Time = 2_000;
             while t < shape.heal {
-                actions.push((
-                    t,
+                let (group, key) = (groups_rng.gen_range(0..3), groups_rng.gen_range(0..4));
+                let a = if groups_rng.gen_bool(0.3) {
+                    Action::TxnCommit {
+                        group,
+                        key,
+                        abort: groups_rng.gen_bool(0.3),
+                    }
+                } else {
                     Action::Commit {
-                        group: groups_rng.gen_range(0..3),
-                        key: groups_rng.gen_range(0..4),
+                        group,
+                        key,
                         stale: groups_rng.gen_bool(0.1),
-                    },
-                ));
+                    }
+                };
+                actions.push((t, a));
                 t += groups_rng.gen_range(1..=2_000 / rate);
             }
             let mut t: Time = groups_rng.gen_range(3_000..8_000);
@@ -458,7 +486,7 @@ impl Plan {
     pub fn faults(&self) -> usize {
         self.actions
             .iter()
-            .filter(|(_, a)| !matches!(a, Action::Produce { .. } | Action::Commit { .. }))
+            .filter(|(_, a)| !a.is_client_request())
             .count()
     }
 }

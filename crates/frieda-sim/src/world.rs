@@ -180,6 +180,8 @@ pub(crate) enum Event {
     Heal,
     /// An object-store request completes (`crate::tier`).
     StoreDone(u64),
+    /// The transaction coordinator of producer id (`crate::groups`) writes its marker (again).
+    TxnMarker(i64),
     /// Its answer reaches the broker that sent it.
     StoreReply {
         broker: i32,
@@ -289,6 +291,8 @@ pub(crate) struct Appending {
     pub(crate) timeout: Time,
     /// A group coordinator's write, of that load.
     pub(crate) coordinator: Option<u64>,
+    /// A transaction marker: producer id, commit.
+    pub(crate) marker: Option<(i64, bool)>,
 }
 
 /// A follower fetch the leader holds until data arrives (a long poll).
@@ -315,6 +319,10 @@ struct Pending {
     /// A group coordinator's write, of that load (`crate::groups`): its outcome lands in the
     /// coordinator's state.
     coordinator: Option<u64>,
+    /// A transaction marker (producer id, commit) written to the offsets partition: no lease
+    /// check before the answer (`write_marker_locally` has none after the wait); its outcome
+    /// lands in whichever coordinator is loaded (`GroupCoordinators::land_marker`).
+    marker: Option<(i64, bool)>,
 }
 
 pub(crate) struct Broker {
@@ -671,8 +679,7 @@ impl World {
             Event::CreateTopic => self.create_topic(),
             Event::Plan(i) => {
                 let action = self.plan.actions[i].1.clone();
-                if !self.healed || matches!(action, Action::Produce { .. } | Action::Commit { .. })
-                {
+                if !self.healed || action.is_client_request() {
                     self.act(action);
                 }
             }
@@ -705,6 +712,7 @@ impl World {
             }
             Event::Heal => self.heal(),
             Event::StoreDone(op) => self.store_done(op),
+            Event::TxnMarker(pid) => self.send_txn_marker(pid),
             Event::StoreReply {
                 broker,
                 run,
@@ -742,7 +750,7 @@ impl World {
     }
 
     fn act(&mut self, action: Action) {
-        if !matches!(action, Action::Produce { .. } | Action::Commit { .. }) {
+        if !action.is_client_request() {
             self.stats.faults += 1;
             let a = action.clone();
             self.log(|| format!("FAULT {a:?}"));
@@ -755,6 +763,7 @@ impl World {
                 stale,
             } => self.produce(partition, acks, count, stale),
             Action::Commit { group, key, stale } => self.offset_commit(group, key, stale),
+            Action::TxnCommit { group, key, abort } => self.txn_offset_commit(group, key, abort),
             Action::Crash { broker, down } => {
                 if self.b(broker).up {
                     self.stop_broker(broker, false, false);
@@ -1640,6 +1649,7 @@ impl World {
                 count,
             } => self.on_produce(id, req, partition, acks, count),
             Msg::OffsetCommit { req } => self.on_offset_commit(id, req),
+            Msg::TxnMarker { req, pid, commit } => self.on_txn_marker(id, req, pid, commit),
             Msg::RemoteCommitReply {
                 req,
                 partition,
@@ -2223,6 +2233,7 @@ impl World {
             count,
             timeout: PRODUCE_TIMEOUT_MS,
             coordinator: None,
+            marker: None,
         };
         if let Err(e) = self.append_pending(id, p, epoch, write) {
             answer(self, Err(e));
@@ -2260,6 +2271,7 @@ impl World {
             deadline: now + x.timeout,
             flushed: !fsync,
             coordinator: x.coordinator,
+            marker: x.marker,
         });
         if fsync {
             let d = self.rng.gen_range(1..4);
@@ -2367,8 +2379,8 @@ impl World {
                     AckStatus::Pending => keep.push(x),
                     AckStatus::Done(Ok(())) => {
                         // The lease again before the answer (the broker's produce handler,
-                        // and the group coordinator's writes).
-                        if b.lease.holds(lease_now) {
+                        // and the group coordinator's writes; not the markers').
+                        if x.marker.is_some() || b.lease.holds(lease_now) {
                             let base = x.batch.base;
                             done.push((x, Ok(base)));
                         } else {
@@ -2382,7 +2394,7 @@ impl World {
             for (x, result) in done {
                 match &result {
                     Ok(base) => self.on_acknowledged(id, &x, *base),
-                    Err(e) if x.coordinator.is_none() => {
+                    Err(e) if x.coordinator.is_none() && x.marker.is_none() => {
                         let req = x.req;
                         self.log(|| format!("broker {id}: answers produce {req} with {e:?}"));
                     }
@@ -2391,6 +2403,10 @@ impl World {
                 if let (Some(load), false) = (x.coordinator, self.violation.is_some()) {
                     let outcome = result.map(|_| ());
                     self.commit_landed(id, load, x.req, x.batch.base, outcome);
+                }
+                if let (Some((pid, commit)), false) = (x.marker, self.violation.is_some()) {
+                    let outcome = result.map(|_| ());
+                    self.marker_landed(id, x.req, pid, commit, x.batch.base, outcome);
                 }
                 if self.violation.is_some() {
                     return;

@@ -137,6 +137,24 @@ fn seed_314_a_fenced_group_coordinator_answers_no_commit() {
     assert!(r.stats.coordinator_loads > 1, "{:?}", r.stats);
 }
 
+/// Issue 57, transactional offset commits in the simulator (seed 21): two transactions
+/// committed offsets of one partition, written at 388 and 392, and their COMMIT markers landed
+/// in the other order; the coordinator applied the last marker's offset, so a new coordinator
+/// served 388's offset after 392's was answered OK (the committed offset went back). Kafka
+/// applies a committed transaction's offset only if its record is later than the offset's
+/// current record; Frieda now does too.
+#[test]
+fn seed_21_transactional_offsets_apply_by_their_place_in_the_log() {
+    let r = run_seed(21, false, &[]);
+    assert!(
+        r.violation.is_none(),
+        "{:?}",
+        r.violation
+            .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
+    );
+    assert!(r.stats.commits_ok > 100, "{:?}", r.stats);
+}
+
 /// Issue 28, item 1 (frieda-sim seed 6 before the fix, shrunk): both followers of partition 0
 /// are cut off, the leader's stall detection shrinks the ISR to itself, and the produce that was
 /// waiting must not be acknowledged (min.insync.replicas=2).

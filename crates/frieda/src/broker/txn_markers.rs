@@ -25,7 +25,7 @@ use crate::storage::topic::OFFSETS_TOPIC;
 /// WriteTxnMarkers version sent to other brokers (v2 carries the transaction version).
 pub const WRITE_TXN_MARKERS_VERSION: i16 = 2;
 /// How long a marker waits for its partition's in-sync replicas.
-const MARKER_REPLICATION_TIMEOUT: Duration = Duration::from_secs(10);
+pub const MARKER_REPLICATION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a WriteTxnMarkers request to another broker may take.
 const MARKER_REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
