@@ -582,3 +582,59 @@ def test_pipelined_transactional_produces_keep_the_order_they_were_sent_in(broke
     txn_id = f"pipelined-{topic}"
     tc = retry(lambda: _try(lambda: coordinator(b, txn_id, 1)), "a transaction coordinator")
     pipelined_transactions(b, tc, topic, txn_id, 15)
+
+
+@pytest.mark.parametrize("which", ["frieda", "kafka"])
+def test_transactions_committing_offsets_out_of_order_keep_the_offset_written_later(broker, kafka44, which):
+    """Two transactional producers commit offsets of one partition for one group (a group
+    without members: its metadata from an unsubscribed consumer). A's TxnOffsetCommit (10) is
+    written before B's (20), then B commits and A commits after it: the group's committed
+    offset is B's 20. A committed transaction's offset replaces the current one only if its
+    record was written later (Kafka's `OffsetMetadataManager.replayEndTransactionMarker`);
+    the simulator (seed 21) found Frieda applying the last marker's offset, which answered 10.
+    Then a plain commit (30) and a transaction written before it and committed after it (40):
+    30 stays."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, Producer
+
+    b = broker.bootstrap if which == "frieda" else kafka44
+    topic = f"txn-order-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": b})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    group = f"g-{topic}"
+    consumer = Consumer({"bootstrap.servers": b, "group.id": group, "enable.auto.commit": False})
+    meta = consumer.consumer_group_metadata()
+
+    def producer(name: str) -> Producer:
+        p = Producer({"bootstrap.servers": b, "transactional.id": f"{name}-{topic}"})
+        p.init_transactions(30)
+        p.begin_transaction()
+        return p
+
+    def committed(stable: bool = True, until=None) -> int:
+        """The committed offset (once stable: a transaction's markers land after its EndTxn
+        is answered, and while a transaction's offset of the partition is pending OffsetFetch
+        with require_stable answers UNSTABLE_OFFSET_COMMIT), or, not `stable`, once `until`."""
+        parts = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
+        deadline = time.monotonic() + 30
+        while True:
+            res = admin.list_consumer_group_offsets(parts, require_stable=stable)[group].result(30)
+            tp = res.topic_partitions[0]
+            if tp.error is None and (until is None or tp.offset == until):
+                return tp.offset
+            assert time.monotonic() < deadline, f"{which}: {tp.error}, offset {tp.offset}"
+            time.sleep(0.2)
+
+    a, b_ = producer("a"), producer("b")
+    a.send_offsets_to_transaction([TopicPartition(topic, 0, 10)], meta, 30)
+    b_.send_offsets_to_transaction([TopicPartition(topic, 0, 20)], meta, 30)
+    b_.commit_transaction(30)
+    committed(stable=False, until=20)  # A's offset is still pending
+    a.commit_transaction(30)
+    assert committed() == 20, f"{which}: the offset written later stays"
+
+    a.begin_transaction()
+    a.send_offsets_to_transaction([TopicPartition(topic, 0, 40)], meta, 30)
+    consumer.commit(offsets=[TopicPartition(topic, 0, 30)], asynchronous=False)
+    a.commit_transaction(30)
+    assert committed() == 30, f"{which}: a plain commit written later stays"
+    consumer.close()
