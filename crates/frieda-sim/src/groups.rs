@@ -251,7 +251,7 @@ impl World {
 
     /// WriteTxnMarkers at broker `id` for the offsets partition (`write_marker_locally`: the
     /// lease, `min.insync.replicas`, the append, the wait of at most
-    /// `MARKER_REPLICATION_TIMEOUT`).
+    /// `MARKER_REPLICATION_TIMEOUT`, the lease again).
     pub(crate) fn on_txn_marker(&mut self, id: i32, req: u64, pid: i64, commit: bool) {
         let Some(op) = self.offsets_partition() else {
             return;

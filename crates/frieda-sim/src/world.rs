@@ -319,9 +319,8 @@ struct Pending {
     /// A group coordinator's write, of that load (`crate::groups`): its outcome lands in the
     /// coordinator's state.
     coordinator: Option<u64>,
-    /// A transaction marker (producer id, commit) written to the offsets partition: no lease
-    /// check before the answer (`write_marker_locally` has none after the wait); its outcome
-    /// lands in whichever coordinator is loaded (`GroupCoordinators::land_marker`).
+    /// A transaction marker (producer id, commit) written to the offsets partition: its
+    /// outcome lands in whichever coordinator is loaded (`GroupCoordinators::land_marker`).
     marker: Option<(i64, bool)>,
 }
 
@@ -2379,8 +2378,8 @@ impl World {
                     AckStatus::Pending => keep.push(x),
                     AckStatus::Done(Ok(())) => {
                         // The lease again before the answer (the broker's produce handler,
-                        // and the group coordinator's writes; not the markers').
-                        if x.marker.is_some() || b.lease.holds(lease_now) {
+                        // the group coordinator's writes and the transaction markers).
+                        if b.lease.holds(lease_now) {
                             let base = x.batch.base;
                             done.push((x, Ok(base)));
                         } else {

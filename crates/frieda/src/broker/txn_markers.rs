@@ -45,7 +45,10 @@ pub struct LocalMarker {
 }
 
 /// Appends `m` to partition `p` as its leader (acks=all, `min.insync.replicas`), then, on an
-/// `__consumer_offsets` partition, applies or drops the producer's transactional offsets.
+/// `__consumer_offsets` partition, applies or drops the producer's transactional offsets. A
+/// broker whose lease ended while the marker waited for its replicas answers
+/// NOT_LEADER_OR_FOLLOWER (the coordinator writes it again) and counts it as not replicated,
+/// as the produce handler and the group coordinator's writes do.
 ///
 /// Errors: NOT_LEADER_OR_FOLLOWER (6), NOT_ENOUGH_REPLICAS (19), INVALID_PRODUCER_EPOCH (47),
 /// TRANSACTION_COORDINATOR_FENCED (52), KAFKA_STORAGE_ERROR (56), REQUEST_TIMED_OUT (7).
@@ -82,7 +85,11 @@ pub async fn write_marker_locally(
             .await
     } else {
         Ok(())
-    };
+    }
+    .and_then(|()| match replicated {
+        true => broker.check_lease(),
+        false => Ok(()),
+    });
     if &*p.topic == OFFSETS_TOPIC {
         // In the log now: the group coordinator takes it in log order, and completes the
         // producer's transactional offsets only if it replicated (Kafka completes them for the
