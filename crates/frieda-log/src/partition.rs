@@ -1921,18 +1921,23 @@ impl LogReader {
     /// ListOffsets by timestamp: the earliest offset whose timestamp is `>= ts` (ms), with that
     /// timestamp, record by record (compressed batches are decompressed; every record of a
     /// `LogAppendTime` batch carries the batch's max timestamp). `None` if no record is that
-    /// recent. Reads files: call from a blocking thread.
+    /// recent. Records below the log start (DeleteRecords moved it inside a segment) are not
+    /// answered: Kafka's `LogSegment.findOffsetByTimestamp(ts, logStartOffset)`. Reads files:
+    /// call from a blocking thread.
     ///
     /// Errors: `LogError::Corrupt` for a stored batch that fails its CRC or does not parse.
     pub fn offset_for_timestamp(&self, ts: i64) -> Result<Option<(i64, i64)>, LogError> {
         let leo = self.log_end_offset();
+        let log_start = self.log_start_offset();
         let segs: Vec<Arc<SegmentShared>> = self.shared.segments.read().clone();
         for s in &segs {
             if s.state.read().max_ts < ts {
                 continue;
             }
             let start = s.time_start_position(ts);
-            let found = first_record_where(s, start, leo, |h| h.max_timestamp >= ts, |t| t >= ts)?;
+            let batch_ok = |h: &BatchHeader| h.max_timestamp >= ts && h.last_offset() >= log_start;
+            let record_ok = |offset: i64, t: i64| offset >= log_start && t >= ts;
+            let found = first_record_where(s, start, leo, batch_ok, record_ok)?;
             if found.is_some() {
                 return Ok(found);
             }
@@ -1964,19 +1969,26 @@ impl LogReader {
             return Ok(None);
         };
         let start = seg.position_of(batch_offset);
-        let found = first_record_where(&seg, start, leo, |h| h.max_timestamp == max, |t| t == max)?;
+        let found = first_record_where(
+            &seg,
+            start,
+            leo,
+            |h| h.max_timestamp == max,
+            |_, t| t == max,
+        )?;
         Ok(found.map(|(offset, ts)| (ts, offset)))
     }
 }
 
 /// In segment `s` from position `start`, the first batch (below `leo`) that `batch_ok` accepts
-/// and in it the first record whose timestamp `record_ok` accepts: `(offset, timestamp)`.
+/// and in it the first record `record_ok` accepts (by offset and timestamp): `(offset,
+/// timestamp)`.
 fn first_record_where(
     s: &SegmentShared,
     start: u64,
     leo: i64,
     batch_ok: impl Fn(&BatchHeader) -> bool,
-    record_ok: impl Fn(i64) -> bool,
+    record_ok: impl Fn(i64, i64) -> bool,
 ) -> Result<Option<(i64, i64)>, LogError> {
     let size = s.state.read().size;
     let mut found = None;
@@ -2003,8 +2015,9 @@ fn first_record_where(
             } else {
                 h.base_timestamp.saturating_add(r.timestamp_delta)
             };
-            if record_ok(rts) {
-                found = Some((h.base_offset.saturating_add(i64::from(r.offset_delta)), rts));
+            let offset = h.base_offset.saturating_add(i64::from(r.offset_delta));
+            if record_ok(offset, rts) {
+                found = Some((offset, rts));
                 return Ok(false);
             }
         }

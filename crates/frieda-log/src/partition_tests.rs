@@ -271,6 +271,39 @@ fn offset_for_timestamp_record_level_batch_level_and_max_timestamp() {
     );
 }
 
+/// DeleteRecords moved the log start to 2 inside the first batch (offsets 0..=2, timestamps
+/// 100, 105, 103): a lookup for 101 answers offset 2 (103), the first record at or above the log
+/// start that is that recent, not the deleted offset 1 (Kafka's
+/// `findOffsetByTimestamp(ts, logStartOffset)`); for 104, offset 3 (200).
+#[test]
+fn offset_for_timestamp_answers_nothing_below_the_log_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        index_interval_bytes: 0,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    log.append(
+        bm(&encode_batch(
+            &[rec(100, b"a"), rec(105, b"b"), rec(103, b"c")],
+            0,
+        )),
+        NOW,
+    )
+    .unwrap();
+    log.append(bm(&encode_batch(&[rec(200, b"d")], 0)), NOW)
+        .unwrap();
+    assert_eq!(
+        log.reader().offset_for_timestamp(101).unwrap(),
+        Some((1, 105))
+    );
+    assert!(log.advance_log_start(2).unwrap().is_empty());
+    let r = log.reader();
+    assert_eq!(r.offset_for_timestamp(101).unwrap(), Some((2, 103)));
+    assert_eq!(r.offset_for_timestamp(0).unwrap(), Some((2, 103)));
+    assert_eq!(r.offset_for_timestamp(104).unwrap(), Some((3, 200)));
+}
+
 #[test]
 fn offset_for_timestamp_uses_time_index_across_segments() {
     let dir = tempfile::tempdir().unwrap();
