@@ -226,15 +226,14 @@ fn sparse_offset_index_and_disk_reads_at_every_offset() {
     }
 }
 
-#[test]
-fn offset_for_timestamp_record_level_batch_level_and_max_timestamp() {
-    let dir = tempfile::tempdir().unwrap();
+/// A log in `dir` with a time index entry per batch, holding one batch: offsets 0..=2 with
+/// record timestamps 100, 105, 103 (not monotonic).
+fn log_of_unordered_timestamps(dir: &std::path::Path) -> PartitionLog {
     let config = LogConfig {
         index_interval_bytes: 0,
         ..no_cache()
     };
-    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
-    // Batch 0: offsets 0..=2, record timestamps 100, 105, 103 (not monotonic).
+    let (mut log, _) = PartitionLog::open(dir, config, NOW).unwrap();
     log.append(
         bm(&encode_batch(
             &[rec(100, b"a"), rec(105, b"b"), rec(103, b"c")],
@@ -243,6 +242,13 @@ fn offset_for_timestamp_record_level_batch_level_and_max_timestamp() {
         NOW,
     )
     .unwrap();
+    log
+}
+
+#[test]
+fn offset_for_timestamp_record_level_batch_level_and_max_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = log_of_unordered_timestamps(dir.path());
     // Batch 1: offsets 3..=4, gzip compressed: decompressed for the lookup.
     let plain = encode_batch(&[rec(200, b"d"), rec(210, b"e")], 0);
     let h = BatchHeader::parse(&plain).unwrap();
@@ -278,19 +284,7 @@ fn offset_for_timestamp_record_level_batch_level_and_max_timestamp() {
 #[test]
 fn offset_for_timestamp_answers_nothing_below_the_log_start() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LogConfig {
-        index_interval_bytes: 0,
-        ..no_cache()
-    };
-    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
-    log.append(
-        bm(&encode_batch(
-            &[rec(100, b"a"), rec(105, b"b"), rec(103, b"c")],
-            0,
-        )),
-        NOW,
-    )
-    .unwrap();
+    let mut log = log_of_unordered_timestamps(dir.path());
     log.append(bm(&encode_batch(&[rec(200, b"d")], 0)), NOW)
         .unwrap();
     assert_eq!(

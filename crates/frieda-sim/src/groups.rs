@@ -45,7 +45,6 @@ use frieda::coordinator::offsets::codec::{self, LogKey, OffsetValue};
 use frieda::coordinator::offsets::state::{Landed, LogRecord, OffsetsState};
 use frieda::coordinator::offsets::{append_error, TopicPartition};
 use kafka_protocol::error::ResponseError;
-use rand::Rng;
 
 use crate::net::{Msg, Node};
 use crate::world::{Appending, Event, World};
@@ -55,14 +54,17 @@ const GROUPS: [&str; 3] = ["g0", "g1", "g2"];
 /// The topic whose consumed positions are committed (a name only: nothing reads it).
 const CONSUMED: &str = "events";
 
+/// The broker's state machine as the simulator runs it: a write's waiter is its request id
+/// and where the write is in the log.
+type SimState = OffsetsState<(u64, i64)>;
+
 /// The coordinator a broker runs while it leads the offsets partition.
 pub(crate) struct SimCoordinator {
-    /// Which load this is (writes of an earlier load are not reported to this one).
+    /// Which load this is, its number in the run (writes of an earlier load are not reported
+    /// to this one).
     pub(crate) load: u64,
-    /// The broker's state machine; a write's waiter is its request id.
-    pub(crate) state: OffsetsState<u64>,
-    /// Where each write reported to `state` and not yet answered is in the log.
-    pub(crate) bases: BTreeMap<u64, i64>,
+    /// The broker's state machine.
+    pub(crate) state: SimState,
 }
 
 /// What a commit request wrote: `group` commits `offset` for `tp`.
@@ -107,8 +109,6 @@ pub(crate) struct Commits {
     pub(crate) writes: BTreeMap<u64, CommitWrite>,
     /// Commits answered OK, by (group, partition).
     pub(crate) ok: BTreeMap<(&'static str, TopicPartition), Vec<CommitOk>>,
-    /// Loads so far (ids for [`SimCoordinator::load`]).
-    pub(crate) loads: u64,
     /// Transactions by producer id.
     pub(crate) txns: BTreeMap<i64, Txn>,
     /// Transaction markers by request (= batch) id: producer id, commit.
@@ -122,6 +122,16 @@ const TXN_WRITE_TIMEOUT_MS: crate::Time = 6_000;
 const MARKER_RETRY_MS: crate::Time = 1_000;
 
 impl CommitWrite {
+    /// `group`'s (an index into [`GROUPS`]) commit of partition `key`, in producer `txn`'s
+    /// transaction if any.
+    fn new(group: u8, key: u8, txn: Option<i64>) -> CommitWrite {
+        CommitWrite {
+            group: GROUPS[group as usize % GROUPS.len()],
+            tp: (CONSUMED.to_string(), i32::from(key)),
+            txn,
+        }
+    }
+
     fn key(&self) -> LogKey {
         LogKey::Offset {
             group: self.group.to_string(),
@@ -153,20 +163,10 @@ impl World {
             return;
         };
         let req = self.next_request_id();
-        let n = self.plan.shape.brokers;
-        let leader = self
-            .controller
-            .image
-            .partition(crate::world::TOPIC, op)
-            .map(|s| s.leader)
-            .filter(|l| *l > 0 && !stale)
-            .unwrap_or_else(|| self.rng.gen_range(1..=n));
-        let write = CommitWrite {
-            group: GROUPS[group as usize % GROUPS.len()],
-            tp: (CONSUMED.to_string(), i32::from(key)),
-            txn: None,
-        };
-        self.commits.writes.insert(req, write);
+        let leader = self.client_target(op, stale);
+        self.commits
+            .writes
+            .insert(req, CommitWrite::new(group, key, None));
         self.send(
             Node::Client,
             Node::Broker(leader),
@@ -184,12 +184,9 @@ impl World {
         };
         let req = self.next_request_id();
         let pid = req as i64;
-        let write = CommitWrite {
-            group: GROUPS[group as usize % GROUPS.len()],
-            tp: (CONSUMED.to_string(), i32::from(key)),
-            txn: Some(pid),
-        };
-        self.commits.writes.insert(req, write);
+        self.commits
+            .writes
+            .insert(req, CommitWrite::new(group, key, Some(pid)));
         self.commits.txns.insert(
             pid,
             Txn {
@@ -200,14 +197,7 @@ impl World {
                 complete: false,
             },
         );
-        let n = self.plan.shape.brokers;
-        let leader = self
-            .controller
-            .image
-            .partition(crate::world::TOPIC, op)
-            .map(|s| s.leader)
-            .filter(|l| *l > 0)
-            .unwrap_or_else(|| self.rng.gen_range(1..=n));
+        let leader = self.client_target(op, false);
         self.send(
             Node::Client,
             Node::Broker(leader),
@@ -256,20 +246,10 @@ impl World {
         let Some(op) = self.offsets_partition() else {
             return;
         };
-        let min_isr = self.plan.shape.min_isr;
-        let lease_now = self.lease_clock(id);
-        let b = self.b(id);
-        let Some(r) = b.replicas.get(&op) else {
+        if !self.b(id).replicas.contains_key(&op) {
             return;
-        };
-        let refused = if !b.lease.holds(lease_now) {
-            Err(ResponseError::NotLeaderOrFollower)
-        } else {
-            r.repl
-                .check_writable(true, min_isr)
-                .and_then(|_| r.repl.append_epoch())
-        };
-        let epoch = match refused {
+        }
+        let epoch = match self.check_append(id, op, true) {
             Ok(epoch) => epoch,
             Err(e) => {
                 self.log(|| format!("broker {id}: refuses the marker of producer {pid}: {e:?}"));
@@ -355,19 +335,7 @@ impl World {
             answer(self, ResponseError::NotCoordinator);
             return;
         };
-        let min_isr = self.plan.shape.min_isr;
-        let lease_now = self.lease_clock(id);
-        let b = self.b(id);
-        if !b.lease.holds(lease_now) {
-            answer(self, append_error(ResponseError::NotLeaderOrFollower));
-            return;
-        }
-        let r = &b.replicas[&op];
-        if let Err(e) = r.repl.check_writable(true, min_isr) {
-            answer(self, append_error(e));
-            return;
-        }
-        let epoch = match r.repl.append_epoch() {
+        let epoch = match self.check_append(id, op, true) {
             Ok(e) => e,
             Err(e) => {
                 answer(self, append_error(e));
@@ -404,47 +372,36 @@ impl World {
         };
         let entry = Landed::Write {
             records: vec![(write.key(), Some(CommitWrite::value(req)))],
-            waiter: req,
+            waiter: (req, base),
             replicated: result.map_err(append_error),
             txn: write.txn,
         };
-        self.coordinator_land(id, Some((load, req)), base, entry);
+        self.coordinator_land(id, Some(load), base, entry);
     }
 
-    /// `entry`, at `base` of the log, lands in broker `id`'s coordinator (of load `write.0`
-    /// for a write, any for a marker); the writes it answers are answered.
+    /// `entry`, at `base` of the log, lands in broker `id`'s coordinator (of load `load` for
+    /// a write, any for a marker); the writes it answers are answered.
     fn coordinator_land(
         &mut self,
         id: i32,
-        write: Option<(u64, u64)>,
+        load: Option<u64>,
         base: i64,
-        entry: Landed<u64>,
+        entry: Landed<(u64, i64)>,
     ) {
         let now = self.now;
         let Some(c) = self
             .bm(id)
             .groups
             .as_mut()
-            .filter(|c| write.is_none_or(|(load, _)| c.load == load))
+            .filter(|c| load.is_none_or(|load| c.load == load))
         else {
             return;
         };
-        if let Some((_, req)) = write {
-            c.bases.insert(req, base);
-        }
         let answered = c.state.land(base, 1, entry);
-        let answered_base: BTreeMap<u64, i64> = answered
-            .iter()
-            .filter_map(|(done, _)| Some((*done, *c.bases.get(done)?)))
-            .collect();
-        for (done, _) in &answered {
-            c.bases.remove(done);
-        }
-        for (done, outcome) in answered {
+        for ((done, at), outcome) in answered {
             let w = self.commits.writes[&done].clone();
             if let Some(pid) = w.txn {
                 // A TxnOffsetCommit's answer goes to its producer, which ends the transaction.
-                let at = answered_base[&done];
                 if let Some(t) = self.commits.txns.get_mut(&pid) {
                     if t.written.is_none() {
                         t.written = Some(outcome.as_ref().map(|()| at).map_err(|_| ()));
@@ -474,7 +431,7 @@ impl World {
                         .or_default()
                         .push(CommitOk {
                             id: done,
-                            base: answered_base[&done],
+                            base: at,
                             broker: id,
                             time: now,
                         });
@@ -514,14 +471,9 @@ impl World {
             return;
         };
         let (state, records) = self.replay_offsets_log(id, op);
-        self.commits.loads += 1;
-        let load = self.commits.loads;
         self.stats.coordinator_loads += 1;
-        self.bm(id).groups = Some(SimCoordinator {
-            load,
-            state,
-            bases: BTreeMap::new(),
-        });
+        let load = self.stats.coordinator_loads;
+        self.bm(id).groups = Some(SimCoordinator { load, state });
         self.log(|| {
             format!("broker {id}: loads the group coordinator ({records} commits replayed)")
         });
@@ -533,7 +485,7 @@ impl World {
 
     /// A coordinator's state as a load of broker `id`'s log of `op` gives it, and the commits
     /// replayed.
-    fn replay_offsets_log(&self, id: i32, op: i32) -> (OffsetsState<u64>, usize) {
+    fn replay_offsets_log(&self, id: i32, op: i32) -> (SimState, usize) {
         let mut state = OffsetsState::default();
         let d = &self.b(id).disks[&op];
         let mut records = 0;
@@ -589,7 +541,7 @@ impl World {
     fn unserved_commit(
         &self,
         id: i32,
-        state: &OffsetsState<u64>,
+        state: &SimState,
         when: &str,
         only: Option<&(&'static str, TopicPartition)>,
     ) -> Option<(&'static str, String)> {

@@ -2177,17 +2177,22 @@ impl World {
         req
     }
 
-    fn produce(&mut self, partition: i32, acks: i16, count: i64, stale: bool) {
-        let req = self.next_request_id();
-        self.stats.produced += 1;
+    /// The broker a client sends a request for `partition` to: its leader in the controller's
+    /// image, or a random broker when there is none or the client's guess is `stale`.
+    pub(crate) fn client_target(&mut self, partition: i32, stale: bool) -> i32 {
         let n = self.plan.shape.brokers;
-        let leader = self
-            .controller
+        self.controller
             .image
             .partition(TOPIC, partition)
             .map(|s| s.leader)
             .filter(|l| *l > 0 && !stale)
-            .unwrap_or_else(|| self.rng.gen_range(1..=n));
+            .unwrap_or_else(|| self.rng.gen_range(1..=n))
+    }
+
+    fn produce(&mut self, partition: i32, acks: i16, count: i64, stale: bool) {
+        let req = self.next_request_id();
+        self.stats.produced += 1;
+        let leader = self.client_target(partition, stale);
         self.send(
             Node::Client,
             Node::Broker(leader),
@@ -2200,26 +2205,34 @@ impl World {
         );
     }
 
-    fn on_produce(&mut self, id: i32, req: u64, p: i32, acks: i16, count: i64) {
-        let lease_now = self.lease_clock(id);
-        let min_isr = self.plan.shape.min_isr;
+    /// Whether broker `id` may append to `p` now as its leader, and in which leader epoch (the
+    /// broker's `handlers::produce::check_append`, which the produce handler, the group
+    /// coordinator's writes and the transaction markers all pass): a replica here, the lease,
+    /// `min.insync.replicas` for `acks_all`, then the leader epoch.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, or `append_epoch`'s.
+    pub(crate) fn check_append(
+        &self,
+        id: i32,
+        p: i32,
+        acks_all: bool,
+    ) -> Result<i32, ResponseError> {
         let b = self.b(id);
+        let r = b
+            .replicas
+            .get(&p)
+            .ok_or(ResponseError::NotLeaderOrFollower)?;
+        if !b.lease.holds(self.lease_clock(id)) {
+            return Err(ResponseError::NotLeaderOrFollower);
+        }
+        r.repl.check_writable(acks_all, self.plan.shape.min_isr)?;
+        r.repl.append_epoch()
+    }
+
+    fn on_produce(&mut self, id: i32, req: u64, p: i32, acks: i16, count: i64) {
         // The client's answer is not simulated (the checks look at the broker's decision).
         let answer = |_: &mut World, _: Result<i64, ResponseError>| {};
-        let Some(r) = b.replicas.get(&p) else {
-            answer(self, Err(ResponseError::NotLeaderOrFollower));
-            return;
-        };
-        // As the broker's produce handler: the lease, then min.insync.replicas, then the append.
-        if !b.lease.holds(lease_now) {
-            answer(self, Err(ResponseError::NotLeaderOrFollower));
-            return;
-        }
-        if let Err(e) = r.repl.check_writable(acks == -1, min_isr) {
-            answer(self, Err(e));
-            return;
-        }
-        let epoch = match r.repl.append_epoch() {
+        let epoch = match self.check_append(id, p, acks == -1) {
             Ok(e) => e,
             Err(e) => {
                 answer(self, Err(e));

@@ -48,14 +48,30 @@ fn assert_clean(plan: Plan) {
 fn run_clean(plan: Plan, trace: bool) -> frieda_sim::Report {
     let (seed, fsync) = (plan.seed, plan.shape.fsync);
     let r = run_plan(plan, trace, &[]);
-    assert!(
-        r.violation.is_none(),
-        "plan {seed} (fsync {fsync}): {:?}",
-        r.violation
-            .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
-    );
+    assert_no_violation(&r, &format!("plan {seed} (fsync {fsync})"));
     assert!(r.stats.acked_all > 0, "nothing was acknowledged");
     r
+}
+
+/// Runs seed `seed`, asserts it broke no invariant, and returns its report.
+fn run_seed_clean(seed: u64) -> frieda_sim::Report {
+    let r = run_seed(seed, false, &[]);
+    let replay = format!(
+        "seed {seed} (replay: cargo run --release -p frieda-sim -- --seed {seed} --shrink)"
+    );
+    assert_no_violation(&r, &replay);
+    r
+}
+
+/// Fails with `what` and the run's violation, if it had one.
+fn assert_no_violation(r: &frieda_sim::Report, what: &str) {
+    assert!(
+        r.violation.is_none(),
+        "{what}: {:?}",
+        r.violation
+            .as_ref()
+            .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
+    );
 }
 
 #[test]
@@ -72,12 +88,7 @@ fn a_seed_replays_exactly() {
 fn a_batch_of_seeds_keeps_every_invariant() {
     // Seeds 0 and 1 run tiered storage; scripts/test runs 150 in release.
     for seed in 0..2 {
-        let r = run_seed(seed, false, &[]);
-        assert!(
-            r.violation.is_none(),
-            "seed {seed}: {:?} (replay: cargo run --release -p frieda-sim -- --seed {seed} --shrink)",
-            r.violation.map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
-        );
+        run_seed_clean(seed);
     }
 }
 
@@ -88,13 +99,7 @@ fn a_batch_of_seeds_keeps_every_invariant() {
 /// tier where it leaves its lineage and local retention compares epochs.
 #[test]
 fn seed_1085_copies_of_a_lost_lineage_are_truncated() {
-    let r = run_seed(1085, false, &[]);
-    assert!(
-        r.violation.is_none(),
-        "{:?}",
-        r.violation
-            .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
-    );
+    let r = run_seed_clean(1085);
     assert!(
         r.stats.remote_truncations >= 1,
         "the run truncated no remote tier: it no longer covers the case"
@@ -109,13 +114,7 @@ fn seed_1085_copies_of_a_lost_lineage_are_truncated() {
 /// again at the divergence (Kafka's `truncateFullyAndStartAt`).
 #[test]
 fn seed_1478_a_follower_truncates_below_its_log_start() {
-    let r = run_seed(1478, false, &[]);
-    assert!(
-        r.violation.is_none(),
-        "{:?}",
-        r.violation
-            .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
-    );
+    run_seed_clean(1478);
 }
 
 /// Issue 57, the group coordinator in the simulator (seed 314): the leader of the offsets
@@ -126,13 +125,7 @@ fn seed_1478_a_follower_truncates_below_its_log_start() {
 /// still answers hundreds of commits OK, and every one survives.
 #[test]
 fn seed_314_a_fenced_group_coordinator_answers_no_commit() {
-    let r = run_seed(314, false, &[]);
-    assert!(
-        r.violation.is_none(),
-        "{:?}",
-        r.violation
-            .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
-    );
+    let r = run_seed_clean(314);
     assert!(r.stats.commits_ok > 100, "{:?}", r.stats);
     assert!(r.stats.coordinator_loads > 1, "{:?}", r.stats);
 }
@@ -145,13 +138,7 @@ fn seed_314_a_fenced_group_coordinator_answers_no_commit() {
 /// current record; Frieda now does too.
 #[test]
 fn seed_21_transactional_offsets_apply_by_their_place_in_the_log() {
-    let r = run_seed(21, false, &[]);
-    assert!(
-        r.violation.is_none(),
-        "{:?}",
-        r.violation
-            .map(|v| format!("{} at {} ms: {}", v.kind, v.time, v.detail))
-    );
+    let r = run_seed_clean(21);
     assert!(r.stats.commits_ok > 100, "{:?}", r.stats);
 }
 

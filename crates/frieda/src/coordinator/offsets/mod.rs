@@ -123,6 +123,11 @@ fn offset_records(
         .collect()
 }
 
+/// Whether `lease` holds (always without one: a single broker).
+fn lease_holds(lease: &Option<LeaseCheck>) -> bool {
+    lease.as_ref().is_none_or(|holds| holds())
+}
+
 /// Sends each answered write its outcome.
 fn answer(answered: Vec<((Done, AppendOutcome), Result<(), ResponseError>)>) {
     for ((done, outcome), result) in answered {
@@ -195,11 +200,6 @@ impl OffsetStore {
         self.lease = Some(lease);
     }
 
-    /// Whether the lease holds (always without one).
-    fn lease_holds(&self) -> bool {
-        self.lease.as_ref().is_none_or(|holds| holds())
-    }
-
     /// The partition holding the log (for maintenance and shutdown).
     pub fn partition(&self) -> &Arc<Partition> {
         &self.log
@@ -231,7 +231,7 @@ impl OffsetStore {
         let min_insync = self.log.produce_policy().min_insync_replicas;
         if self.log.repl.is_replicated() {
             // The lease first, as the produce handler (`check_append`): NOT_COORDINATOR.
-            if !self.lease_holds() {
+            if !lease_holds(&self.lease) {
                 let _ = tx.send(Err(append_error(ResponseError::NotLeaderOrFollower)));
                 return rx;
             }
@@ -263,7 +263,7 @@ impl OffsetStore {
                         .and_then(|()| {
                             // The lease again before the answer (the produce handler's rule):
                             // in the log here, perhaps not on the new leader; not applied.
-                            match lease.as_ref().is_none_or(|holds| holds()) {
+                            match lease_holds(&lease) {
                                 true => Ok(()),
                                 false => Err(ResponseError::NotLeaderOrFollower),
                             }
