@@ -47,6 +47,7 @@ use frieda::coordinator::offsets::{append_error, TopicPartition};
 use kafka_protocol::error::ResponseError;
 
 use crate::net::{Msg, Node};
+use crate::share::{share_topic_id, SHARE_GROUP, SHARE_PARTITION};
 use crate::world::{Appending, Event, World};
 
 /// The group names commits are made for.
@@ -325,23 +326,27 @@ impl World {
 
     /// OffsetCommit at broker `id` (the write path of `OffsetStore::write_as`).
     pub(crate) fn on_offset_commit(&mut self, id: i32, req: u64) {
-        let Some(op) = self.offsets_partition() else {
-            return;
-        };
-        let answer = |w: &mut World, e: ResponseError| {
-            w.log(|| format!("broker {id}: answers offset commit {req} with {e:?}"));
-        };
-        let Some(load) = self.b(id).groups.as_ref().map(|c| c.load) else {
-            answer(self, ResponseError::NotCoordinator);
-            return;
-        };
-        let epoch = match self.check_append(id, op, true) {
-            Ok(e) => e,
-            Err(e) => {
-                answer(self, append_error(e));
-                return;
-            }
-        };
+        if let Err(e) = self.coordinator_append(id, req) {
+            self.log(|| format!("broker {id}: answers offset commit {req} with {e:?}"));
+        }
+    }
+
+    /// Broker `id`'s group coordinator appends write `req` to the offsets partition
+    /// (`OffsetStore::write_as`: the lease and `min.insync.replicas` before the append, then
+    /// the wait); its outcome lands in the coordinator's state ([`Self::commit_landed`]).
+    ///
+    /// Errors: NOT_COORDINATOR without a coordinator loaded, else `append_error`'s.
+    pub(crate) fn coordinator_append(&mut self, id: i32, req: u64) -> Result<(), ResponseError> {
+        let op = self
+            .offsets_partition()
+            .ok_or(ResponseError::NotCoordinator)?;
+        let load = self
+            .b(id)
+            .groups
+            .as_ref()
+            .map(|c| c.load)
+            .ok_or(ResponseError::NotCoordinator)?;
+        let epoch = self.check_append(id, op, true).map_err(append_error)?;
         let timeout = frieda::coordinator::offsets::REPLICATION_TIMEOUT.as_millis() as crate::Time;
         let write = Appending {
             req,
@@ -351,9 +356,8 @@ impl World {
             coordinator: Some(load),
             marker: None,
         };
-        if let Err(e) = self.append_pending(id, op, epoch, write) {
-            answer(self, append_error(e));
-        }
+        self.append_pending(id, op, epoch, write)
+            .map_err(append_error)
     }
 
     /// The replication wait of a coordinator write of load `load` ended with `result`: the
@@ -367,14 +371,18 @@ impl World {
         base: i64,
         result: Result<(), ResponseError>,
     ) {
-        let Some(write) = self.commits.writes.get(&req).cloned() else {
-            return;
+        let (records, txn) = match self.commits.writes.get(&req) {
+            Some(w) => (vec![(w.key(), Some(CommitWrite::value(req)))], w.txn),
+            None => match self.share_records(req) {
+                Some(records) => (records, None),
+                None => return,
+            },
         };
         let entry = Landed::Write {
-            records: vec![(write.key(), Some(CommitWrite::value(req)))],
+            records,
             waiter: (req, base),
             replicated: result.map_err(append_error),
-            txn: write.txn,
+            txn,
         };
         self.coordinator_land(id, Some(load), base, entry);
     }
@@ -399,7 +407,11 @@ impl World {
         };
         let answered = c.state.land(base, 1, entry);
         for ((done, at), outcome) in answered {
-            let w = self.commits.writes[&done].clone();
+            let Some(w) = self.commits.writes.get(&done).cloned() else {
+                // A share-partition's state (`crate::share`).
+                self.share_write_landed(id, done, outcome);
+                continue;
+            };
             if let Some(pid) = w.txn {
                 // A TxnOffsetCommit's answer goes to its producer, which ends the transaction.
                 if let Some(t) = self.commits.txns.get_mut(&pid) {
@@ -481,6 +493,18 @@ impl World {
         if self.elected(id, op, epoch) {
             self.check_commits_served(id, "when it loaded");
         }
+        let stored = self
+            .b(id)
+            .groups
+            .as_ref()
+            .and_then(|c| {
+                c.state
+                    .share_state(SHARE_GROUP, share_topic_id(), SHARE_PARTITION)
+            })
+            .cloned();
+        if let (Some(v), None) = (stored, &self.violation) {
+            self.check_share_state(&v, &format!("loaded by broker {id}'s coordinator"));
+        }
     }
 
     /// A coordinator's state as a load of broker `id`'s log of `op` gives it, and the commits
@@ -501,6 +525,20 @@ impl World {
                     key: Some(&key),
                     value: None,
                 });
+                continue;
+            }
+            if let Some(records) = self.share_records(b.id) {
+                for (k, v) in records {
+                    let key = codec::encode_key(&k);
+                    state.replay(LogRecord {
+                        offset: b.base,
+                        producer_id: -1,
+                        transactional: false,
+                        control: false,
+                        key: Some(&key),
+                        value: v.as_deref(),
+                    });
+                }
                 continue;
             }
             let Some(w) = self.commits.writes.get(&b.id) else {
@@ -616,6 +654,16 @@ impl World {
             self.unserved_commit(leader, &fresh, "loaded again at the end", None)
         {
             self.violate(kind, detail);
+            return;
+        }
+        let stored = fresh
+            .share_state(SHARE_GROUP, share_topic_id(), SHARE_PARTITION)
+            .cloned();
+        if let Some(v) = &stored {
+            self.check_share_state(v, "loaded again at the end");
+        }
+        self.check_share_end(stored, leader);
+        if self.violation.is_some() {
             return;
         }
         let heal = self.plan.shape.heal;

@@ -19,6 +19,11 @@
 //!   broker's coordinator writes them, each coordinator's state kept by the broker's own state
 //!   machine (`frieda::coordinator::offsets::state`); an offset commit answered OK survives
 //!   every failover.
+//! - `share`: share groups (issue 57): members fetching and acknowledging through the broker's
+//!   own share-partition state machine (`frieda::coordinator::share::partition`), its durable
+//!   state written to and read back from the group coordinator; no record accepted twice or
+//!   redelivered after an accepted ACCEPT, none skipped, delivery counts never lower than
+//!   stored, locks expiring so that the group finishes after the faults heal.
 //! - [`shrink`]: a failing plan made short.
 //!
 //! `cargo run --release -p frieda-sim -- --seeds 1000` runs seeds 0..1000; `--seed N --trace`
@@ -31,6 +36,7 @@ pub mod disk;
 mod groups;
 pub mod net;
 pub mod plan;
+mod share;
 pub mod shrink;
 mod tier;
 pub mod world;

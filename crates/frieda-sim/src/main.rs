@@ -138,7 +138,7 @@ fn main() {
     let (seeds, t) = totals.lock().expect("totals").clone();
     let failures = failures.lock().expect("failures");
     println!(
-        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged, {} copies to the bucket ({} remote tier truncations), {} offset commits answered OK ({} coordinator loads); {} failed",
+        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged, {} copies to the bucket ({} remote tier truncations), {} offset commits answered OK ({} coordinator loads), {} share group acknowledgements answered OK; {} failed",
         seeds,
         args.start,
         end,
@@ -154,6 +154,7 @@ fn main() {
         t.remote_truncations,
         t.commits_ok,
         t.coordinator_loads,
+        t.share_acks_ok,
         failures.len()
     );
     let mut kinds: std::collections::BTreeMap<&str, Vec<u64>> = Default::default();

@@ -176,6 +176,38 @@ pub enum Msg {
         /// Offset or refusal.
         result: Result<u64, MetaError>,
     },
+    /// Share group member -> leader of the consumed partition: ShareFetch (`crate::share`).
+    ShareFetch {
+        /// The member.
+        member: u8,
+    },
+    /// Share group member -> the broker that gave it records: ShareAcknowledge.
+    ShareAck {
+        /// The member.
+        member: u8,
+        /// (first, last, type) ranges.
+        acks: Vec<(i64, i64, frieda::coordinator::share::partition::AckType)>,
+    },
+    /// Leader -> group coordinator: ReadShareGroupState.
+    ShareRead {
+        /// Request id (unique in the run).
+        req: u64,
+        /// The leader's epoch (an older one is refused).
+        leader_epoch: i32,
+    },
+    /// Leader -> group coordinator: WriteShareGroupState (what it writes is in
+    /// `crate::share::Shares`, by request id, which is also the batch id).
+    ShareWrite {
+        /// Request id.
+        req: u64,
+    },
+    /// Group coordinator -> leader: the stored state (a read), or the outcome.
+    ShareReply {
+        /// Request id.
+        req: u64,
+        /// The stored state (reads), or the error.
+        result: Result<Option<frieda::coordinator::offsets::codec::ShareStateValue>, ResponseError>,
+    },
     /// Broker -> client.
     ProduceReply {
         /// Request id.

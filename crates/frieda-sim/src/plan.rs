@@ -39,6 +39,10 @@ pub struct Shape {
     /// (never in tiered runs: Kafka's offsets topic is not tiered), so the rest of a seed's
     /// plan is what it was before.
     pub offsets_partition: Option<i32>,
+    /// A share group (KIP-932, `crate::share`) consumes partition 0, its state kept by the
+    /// group coordinator of the offsets partition (only in runs with one). Drawn from its own
+    /// generator, so the rest of a seed's plan is what it was before.
+    pub share: bool,
     /// When faults and new produce requests stop; everything heals and the run settles until
     /// `end`.
     pub heal: Time,
@@ -206,6 +210,12 @@ pub enum Action {
         /// The transaction aborts.
         abort: bool,
     },
+    /// Share group member `member` fetches (ShareFetch) from partition 0's leader and
+    /// acknowledges what it gets (`crate::share`).
+    ShareFetch {
+        /// The member.
+        member: u8,
+    },
     /// SIGKILL of the partition's current leader (tiered runs: most often in the middle of a
     /// copy), restarted after `down` ms.
     CrashLeader {
@@ -221,7 +231,10 @@ impl Action {
     pub fn is_client_request(&self) -> bool {
         matches!(
             self,
-            Action::Produce { .. } | Action::Commit { .. } | Action::TxnCommit { .. }
+            Action::Produce { .. }
+                | Action::Commit { .. }
+                | Action::TxnCommit { .. }
+                | Action::ShareFetch { .. }
         )
     }
 }
@@ -276,6 +289,7 @@ impl Plan {
             fetch_max_batches: [1, 2, 8, 32][rng.gen_range(0..4)],
             tier: None,
             offsets_partition: None,
+            share: false,
             heal: 40_000,
             end: 60_000,
         };
@@ -474,12 +488,33 @@ impl Plan {
                 t += groups_rng.gen_range(4_000..12_000);
             }
         }
+        let mut share_rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5348_4152_4553);
+        if shape.offsets_partition.is_some() && share_rng.gen_bool(0.5) {
+            // A share group on partition 0: its members fetch until the end.
+            shape.share = true;
+            for member in 0..crate::share::MEMBERS {
+                let mut t: Time = share_rng.gen_range(2_000..3_000);
+                while t < shape.end - 1_000 {
+                    actions.push((t, Action::ShareFetch { member }));
+                    t += share_rng.gen_range(80..250);
+                }
+            }
+        }
         actions.sort_by_key(|(t, _)| *t);
         Plan {
             seed,
             shape,
             actions,
         }
+    }
+
+    /// The plan without its share group (a seed's run as it was before share groups were
+    /// simulated: the regression tests of earlier findings keep their schedules).
+    pub fn without_share_group(mut self) -> Plan {
+        self.shape.share = false;
+        self.actions
+            .retain(|(_, a)| !matches!(a, Action::ShareFetch { .. }));
+        self
     }
 
     /// The number of fault and operator actions (produce requests not counted).

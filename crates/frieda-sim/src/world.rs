@@ -107,6 +107,8 @@ pub struct Stats {
     pub commits_ok: u64,
     /// Group coordinators loaded (a broker took the offsets partition's lead).
     pub coordinator_loads: u64,
+    /// Share group acknowledgements answered OK (`crate::share`).
+    pub share_acks_ok: u64,
     /// Messages dropped by the network (loss, cuts, dead receivers).
     pub dropped: u64,
     /// Acknowledged records whose guarantee a power loss voided (no fsync, last copy).
@@ -131,6 +133,7 @@ impl Stats {
         self.remote_truncations += other.remote_truncations;
         self.commits_ok += other.commits_ok;
         self.coordinator_loads += other.coordinator_loads;
+        self.share_acks_ok += other.share_acks_ok;
         self.dropped += other.dropped;
         self.voided += other.voided;
     }
@@ -182,6 +185,14 @@ pub(crate) enum Event {
     StoreDone(u64),
     /// The transaction coordinator of producer id (`crate::groups`) writes its marker (again).
     TxnMarker(i64),
+    /// A share group member acknowledges what broker `broker` gave it (`crate::share`).
+    ShareAck {
+        member: u8,
+        broker: i32,
+        acks: Vec<(i64, i64, frieda::coordinator::share::partition::AckType)>,
+    },
+    /// A share group member may send again.
+    ShareMemberFree(u8),
     /// Its answer reaches the broker that sent it.
     StoreReply {
         broker: i32,
@@ -206,6 +217,12 @@ pub(crate) enum Timer {
     TierTick,
     /// Local retention of tiered replicas (`crate::tier`).
     LocalRetention,
+    /// Share-partition lock expiry (`crate::share`).
+    ShareExpire,
+    /// The next attempt of a call to the share group's coordinator.
+    ShareRetry,
+    /// An attempt of a call to the share group's coordinator timed out (its request id).
+    ShareTimeout(u64),
 }
 
 struct Entry {
@@ -351,6 +368,9 @@ pub(crate) struct Broker {
     pub(crate) tier: BTreeMap<i32, crate::tier::TierSlot>,
     /// The group coordinator it runs while it leads the offsets partition (`crate::groups`).
     pub(crate) groups: Option<crate::groups::SimCoordinator>,
+    /// The share-partition it keeps while it leads the share group's partition
+    /// (`crate::share`).
+    pub(crate) share: Option<crate::share::ShareSlot>,
 }
 
 impl Broker {
@@ -409,6 +429,8 @@ pub struct World {
     pub(crate) store: crate::tier::SimStore,
     /// Offset commits written and answered (`crate::groups`).
     pub(crate) commits: crate::groups::Commits,
+    /// The share group's deliveries and acknowledgements (`crate::share`).
+    pub(crate) shares: crate::share::Shares,
 }
 
 impl World {
@@ -446,6 +468,7 @@ impl World {
             healed: false,
             store: Default::default(),
             commits: Default::default(),
+            shares: Default::default(),
             plan,
         };
         for id in 1..=w.plan.shape.brokers {
@@ -472,6 +495,7 @@ impl World {
                 alters: BTreeMap::new(),
                 tier: BTreeMap::new(),
                 groups: None,
+                share: None,
             });
             w.start_broker(id);
         }
@@ -712,6 +736,12 @@ impl World {
             Event::Heal => self.heal(),
             Event::StoreDone(op) => self.store_done(op),
             Event::TxnMarker(pid) => self.send_txn_marker(pid),
+            Event::ShareAck {
+                member,
+                broker,
+                acks,
+            } => self.send_share_ack(member, broker, acks),
+            Event::ShareMemberFree(m) => self.share_member_free(m),
             Event::StoreReply {
                 broker,
                 run,
@@ -763,6 +793,7 @@ impl World {
             } => self.produce(partition, acks, count, stale),
             Action::Commit { group, key, stale } => self.offset_commit(group, key, stale),
             Action::TxnCommit { group, key, abort } => self.txn_offset_commit(group, key, abort),
+            Action::ShareFetch { member } => self.share_fetch(member),
             Action::Crash { broker, down } => {
                 if self.b(broker).up {
                     self.stop_broker(broker, false, false);
@@ -970,6 +1001,7 @@ impl World {
         b.alters.clear();
         b.tier.clear();
         b.groups = None;
+        b.share = None;
         for d in b.disks.values_mut() {
             d.log.restart();
         }
@@ -982,6 +1014,9 @@ impl World {
         let wb = self.rng.gen_range(500..5_000);
         self.timer(id, wb, Timer::Writeback);
         self.tier_start(id);
+        if self.plan.shape.share {
+            self.timer(id, crate::share::EXPIRE_EVERY_MS, Timer::ShareExpire);
+        }
     }
 
     /// The process stops: a crash (page cache kept), a power loss (`power`: unsynced writes
@@ -1002,6 +1037,7 @@ impl World {
         b.alters.clear();
         b.tier.clear();
         b.groups = None;
+        b.share = None;
         self.log(|| format!("broker {id} stops (power loss: {power}, clean: {clean})"));
         if power {
             self.power_loss(id);
@@ -1445,6 +1481,11 @@ impl World {
             }
             Timer::TierTick => self.tier_tick(id),
             Timer::LocalRetention => self.local_retention(id),
+            Timer::ShareExpire => self.share_expire(id),
+            Timer::ShareRetry => self.share_attempt(id),
+            Timer::ShareTimeout(req) => {
+                self.share_answer(id, req, Err(ResponseError::CoordinatorNotAvailable))
+            }
         }
     }
 
@@ -1649,6 +1690,19 @@ impl World {
             } => self.on_produce(id, req, partition, acks, count),
             Msg::OffsetCommit { req } => self.on_offset_commit(id, req),
             Msg::TxnMarker { req, pid, commit } => self.on_txn_marker(id, req, pid, commit),
+            Msg::ShareFetch { member } => self.on_share_fetch(id, member),
+            Msg::ShareAck { member, acks } => self.on_share_ack(id, member, acks),
+            Msg::ShareRead { req, leader_epoch } => {
+                if let Node::Broker(from) = from {
+                    self.on_share_read(id, from, req, leader_epoch);
+                }
+            }
+            Msg::ShareWrite { req } => {
+                if let Node::Broker(from) = from {
+                    self.on_share_write(id, from, req);
+                }
+            }
+            Msg::ShareReply { req, result } => self.share_answer(id, req, result),
             Msg::RemoteCommitReply {
                 req,
                 partition,

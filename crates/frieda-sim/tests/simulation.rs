@@ -14,6 +14,7 @@ fn shape(brokers: i32, partitions: i32, fsync: bool) -> Shape {
         quorum: false,
         tier: None,
         offsets_partition: None,
+        share: false,
         fetch_max_batches: 32,
         heal: 20_000,
         end: 30_000,
@@ -125,7 +126,7 @@ fn seed_1478_a_follower_truncates_below_its_log_start() {
 /// still answers hundreds of commits OK, and every one survives.
 #[test]
 fn seed_314_a_fenced_group_coordinator_answers_no_commit() {
-    let r = run_seed_clean(314);
+    let r = run_plan_clean(Plan::generate(314).without_share_group());
     assert!(r.stats.commits_ok > 100, "{:?}", r.stats);
     assert!(r.stats.coordinator_loads > 1, "{:?}", r.stats);
 }
@@ -138,8 +139,31 @@ fn seed_314_a_fenced_group_coordinator_answers_no_commit() {
 /// current record; Frieda now does too.
 #[test]
 fn seed_21_transactional_offsets_apply_by_their_place_in_the_log() {
-    let r = run_seed_clean(21);
+    let r = run_plan_clean(Plan::generate(21).without_share_group());
     assert!(r.stats.commits_ok > 100, "{:?}", r.stats);
+}
+
+/// Issue 57, share groups in the simulator (seed 21; 59 too): the leader of the consumed
+/// partition lost it (its log went offline) while a member's ACCEPT of offsets 68-69 was
+/// staged and its state write in flight; the group coordinator moved, and the write kept
+/// trying. The new leader read the stored state (without the ACCEPT) and delivered 68 again;
+/// the old leader's write then landed (the stored leader epoch was still the old one) and both
+/// ACCEPTs were answered OK. A newer leader's ReadShareGroupState now records its epoch in
+/// the offsets log before it is answered, and a state of an older epoch landing after it is
+/// fenced (`OffsetsState::apply_share_state`), as Kafka's
+/// `readStateAndMaybeUpdateLeaderEpoch`.
+#[test]
+fn seed_21_a_deposed_share_partition_leader_cannot_accept_a_redelivered_record() {
+    let r = run_seed_clean(21);
+    assert!(r.stats.share_acks_ok > 50, "{:?}", r.stats);
+}
+
+/// Runs `plan`, asserts it broke no invariant, and returns its report.
+fn run_plan_clean(plan: Plan) -> frieda_sim::Report {
+    let seed = plan.seed;
+    let r = run_plan(plan, false, &[]);
+    assert_no_violation(&r, &format!("plan of seed {seed}"));
+    r
 }
 
 /// Issue 28, item 1 (frieda-sim seed 6 before the fix, shrunk): both followers of partition 0

@@ -136,12 +136,11 @@ async fn read_once(
     leader_epoch: i32,
 ) -> Result<Option<ShareStateValue>, E> {
     let Some(to) = coordinator_of(broker, group)? else {
-        return broker.groups.for_group(group)?.read_share_state(
-            group,
-            topic_id,
-            partition,
-            leader_epoch,
-        );
+        return broker
+            .groups
+            .for_group(group)?
+            .read_share_state(group, topic_id, partition, leader_epoch)
+            .await;
     };
     let node = broker.cluster().ok_or(E::CoordinatorNotAvailable)?;
     let req = ReadShareGroupStateRequest::default()
@@ -254,50 +253,51 @@ pub async fn handle_read(
 ) -> ReadShareGroupStateResponse {
     let allowed = authorized_cluster(broker, ctx, acl::op::CLUSTER_ACTION);
     let group = req.group_id.to_string();
-    let results = req
-        .topics
-        .iter()
-        .map(|t| {
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    let out = read_resp::PartitionResult::default()
-                        .with_partition(p.partition)
-                        .with_state_epoch(-1)
-                        .with_start_offset(-1);
-                    if !allowed {
-                        return out.with_error_code(E::ClusterAuthorizationFailed.code());
-                    }
-                    let result = broker.groups.for_group(&group).and_then(|c| {
-                        c.read_share_state(&group, t.topic_id, p.partition, p.leader_epoch)
-                    });
-                    match result {
-                        Ok(None) => out,
-                        Ok(Some(v)) => out
-                            .with_state_epoch(v.state_epoch)
-                            .with_start_offset(v.start_offset)
-                            .with_state_batches(
-                                v.batches
-                                    .iter()
-                                    .map(|(f, l, s, c)| {
-                                        read_resp::StateBatch::default()
-                                            .with_first_offset(*f)
-                                            .with_last_offset(*l)
-                                            .with_delivery_state(*s)
-                                            .with_delivery_count(*c)
-                                    })
-                                    .collect(),
-                            ),
-                        Err(e) => out.with_error_code(e.code()),
-                    }
-                })
-                .collect();
+    let mut results = Vec::with_capacity(req.topics.len());
+    for t in &req.topics {
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for p in &t.partitions {
+            let out = read_resp::PartitionResult::default()
+                .with_partition(p.partition)
+                .with_state_epoch(-1)
+                .with_start_offset(-1);
+            if !allowed {
+                partitions.push(out.with_error_code(E::ClusterAuthorizationFailed.code()));
+                continue;
+            }
+            let result = match broker.groups.for_group(&group) {
+                Ok(c) => {
+                    c.read_share_state(&group, t.topic_id, p.partition, p.leader_epoch)
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            partitions.push(match result {
+                Ok(None) => out,
+                Ok(Some(v)) => out
+                    .with_state_epoch(v.state_epoch)
+                    .with_start_offset(v.start_offset)
+                    .with_state_batches(
+                        v.batches
+                            .iter()
+                            .map(|(f, l, s, c)| {
+                                read_resp::StateBatch::default()
+                                    .with_first_offset(*f)
+                                    .with_last_offset(*l)
+                                    .with_delivery_state(*s)
+                                    .with_delivery_count(*c)
+                            })
+                            .collect(),
+                    ),
+                Err(e) => out.with_error_code(e.code()),
+            });
+        }
+        results.push(
             read_resp::ReadStateResult::default()
                 .with_topic_id(t.topic_id)
-                .with_partitions(partitions)
-        })
-        .collect();
+                .with_partitions(partitions),
+        );
+    }
     ReadShareGroupStateResponse::default().with_results(results)
 }
 

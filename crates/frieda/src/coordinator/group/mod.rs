@@ -1082,24 +1082,48 @@ impl GroupCoordinator {
     }
 
     /// ReadShareGroupState (84) of `group_id`'s share-partition: its stored state, `None` if
-    /// it has none yet (the leader then starts it from `share.auto.offset.reset`).
+    /// it has none yet (the leader then starts it from `share.auto.offset.reset`). A leader of a
+    /// newer epoch than the stored one has its epoch recorded first (a record that only raises
+    /// the leader epoch, Kafka's `readStateAndMaybeUpdateLeaderEpoch`), and is answered once
+    /// that record landed: every earlier write of an older leader has landed by then (so the
+    /// answer includes it) and every later one is fenced (found by the simulator, share seed 21:
+    /// without it a deposed leader's acknowledgement and the new leader's delivery of the same
+    /// record were both answered OK).
     ///
-    /// Errors: FENCED_LEADER_EPOCH (74) when a newer leader epoch wrote the state.
-    pub fn read_share_state(
+    /// Errors: FENCED_LEADER_EPOCH (74) when a newer leader epoch wrote the state, and the
+    /// epoch record's write errors (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR).
+    pub async fn read_share_state(
         &self,
         group_id: &str,
         topic_id: Uuid,
         partition: i32,
         leader_epoch: i32,
     ) -> Result<Option<ShareStateValue>, E> {
-        let groups = self.groups.lock();
-        let _order = self.lock_shares(&groups);
-        match self.offsets.share_state(group_id, topic_id, partition) {
-            Some(v) if v.leader_epoch > leader_epoch && leader_epoch >= 0 => {
-                Err(E::FencedLeaderEpoch)
+        let rx = {
+            let groups = self.groups.lock();
+            let _order = self.lock_shares(&groups);
+            match self.offsets.share_state(group_id, topic_id, partition) {
+                Some(v) if v.leader_epoch > leader_epoch && leader_epoch >= 0 => {
+                    return Err(E::FencedLeaderEpoch)
+                }
+                Some(v) if leader_epoch > v.leader_epoch => {
+                    if self.is_stopped() {
+                        return Err(E::NotCoordinator);
+                    }
+                    let raise = ShareStateValue {
+                        state_epoch: v.state_epoch,
+                        leader_epoch,
+                        start_offset: crate::coordinator::offsets::state::LEADER_EPOCH_ONLY,
+                        batches: Vec::new(),
+                    };
+                    self.offsets
+                        .store_share_states(group_id, vec![((topic_id, partition), Some(raise))])
+                }
+                other => return Ok(other),
             }
-            other => Ok(other),
-        }
+        };
+        crate::coordinator::offsets::written(rx).await?;
+        Ok(self.offsets.share_state(group_id, topic_id, partition))
     }
 
     /// WriteShareGroupState (85) of `group_id`'s share-partition; resolves once the state is in

@@ -441,8 +441,7 @@ impl OffsetStore {
     ) -> Option<codec::ShareStateValue> {
         self.inner
             .lock()
-            .shares
-            .get(&(group.to_string(), topic_id, partition))
+            .share_state(group, topic_id, partition)
             .cloned()
     }
 

@@ -33,6 +33,11 @@ pub const MAX_LANDED_WRITES: usize = 10_000;
 /// attack) new pending offsets are refused by the broker's transaction checks first.
 pub const MAX_PENDING_PRODUCERS: usize = 100_000;
 
+/// The start offset of a share-partition state record that only raises the stored leader
+/// epoch ([`OffsetsState::apply_share_state`]; Kafka's `ShareUpdate` record with start offset
+/// -1 keeps the stored start as well).
+pub const LEADER_EPOCH_ONLY: i64 = -1;
+
 /// Something in the log waiting to be applied (in log order).
 pub enum Landed<W> {
     /// A write: its records, its waiter and what to tell it (an error when the write is in the
@@ -135,7 +140,10 @@ impl<W> OffsetsState<W> {
         }
         match r.key.and_then(codec::decode_key) {
             Some(k) if r.transactional => self.add_pending(r.producer_id, k, r.value, r.offset),
-            Some(k) => self.apply(k, r.value, r.offset),
+            Some(k) => {
+                // A fenced share-state record is skipped on replay as when it landed.
+                let _ = self.apply(k, r.value, r.offset);
+            }
             None => return false,
         }
         true
@@ -195,15 +203,20 @@ impl<W> OffsetsState<W> {
                     // A write that did not replicate as asked is not applied (Kafka's
                     // `failPendingOffsetWrite` / `failPendingTxnOffsetCommit`): its committer
                     // gets the error, OffsetFetch keeps serving what was there.
-                    if replicated.is_ok() {
+                    let mut outcome = replicated;
+                    if outcome.is_ok() {
                         for (k, v) in records {
                             match txn {
                                 Some(pid) => self.add_pending(pid, k, v.as_deref(), at),
-                                None => self.apply(k, v.as_deref(), at),
+                                None => {
+                                    if let Err(e) = self.apply(k, v.as_deref(), at) {
+                                        outcome = Err(e);
+                                    }
+                                }
                             }
                         }
                     }
-                    answered.push((waiter, replicated));
+                    answered.push((waiter, outcome));
                 }
                 Landed::Marker {
                     producer_id,
@@ -235,6 +248,17 @@ impl<W> OffsetsState<W> {
     /// `group`'s committed offset of `tp`, as OffsetFetch serves it.
     pub fn committed(&self, group: &str, tp: &TopicPartition) -> Option<&OffsetValue> {
         self.offsets.get(group)?.get(tp)
+    }
+
+    /// The stored state of `group`'s share-partition `topic_id`/`partition` (KIP-932), as
+    /// ReadShareGroupState serves it.
+    pub fn share_state(
+        &self,
+        group: &str,
+        topic_id: uuid::Uuid,
+        partition: i32,
+    ) -> Option<&codec::ShareStateValue> {
+        self.shares.get(&(group.to_string(), topic_id, partition))
     }
 
     /// Every committed offset: (group, topic and partition, value).
@@ -310,7 +334,10 @@ impl<W> OffsetsState<W> {
         self.groups.len() + self.offsets.values().map(BTreeMap::len).sum::<usize>()
     }
 
-    fn apply(&mut self, key: LogKey, value: Option<&[u8]>, at: i64) {
+    /// Applies one record. Errors: a share-partition state of an older state epoch
+    /// (FENCED_STATE_EPOCH, 124) or leader epoch (FENCED_LEADER_EPOCH, 74) than the one stored is
+    /// not applied ([`Self::apply_share_state`]).
+    fn apply(&mut self, key: LogKey, value: Option<&[u8]>, at: i64) -> Result<(), ResponseError> {
         match key {
             LogKey::Offset {
                 group,
@@ -341,9 +368,7 @@ impl<W> OffsetsState<W> {
                 topic_id,
                 partition,
             } => match value.and_then(codec::decode_share_state) {
-                Some(v) => {
-                    self.shares.insert((group, topic_id, partition), v);
-                }
+                Some(v) => return self.apply_share_state((group, topic_id, partition), v),
                 None => {
                     self.shares.remove(&(group, topic_id, partition));
                 }
@@ -357,6 +382,44 @@ impl<W> OffsetsState<W> {
                 }
             },
         }
+        Ok(())
+    }
+
+    /// A share-partition state record, in log order. Its epochs are checked against the stored
+    /// state's here, where the log orders the writes, and not only when it was appended: a
+    /// write of an older leader appended before a newer leader's epoch was recorded but landing
+    /// after it is fenced too. A record with start offset [`LEADER_EPOCH_ONLY`] only raises the
+    /// stored leader epoch (ReadShareGroupState of a new leader, Kafka's
+    /// `ShareCoordinatorShard.readStateAndMaybeUpdateLeaderEpoch`), keeping the state it does
+    /// not carry.
+    ///
+    /// Errors: FENCED_STATE_EPOCH (124) for an older state epoch, FENCED_LEADER_EPOCH (74) for
+    /// an older leader epoch; the record is not applied then. Found by the simulator (share,
+    /// seed 21): a partition leader that lost its leadership had an acknowledgement's state
+    /// write in flight while the coordinator moved; the new leader read the state first, and
+    /// both answered an ACCEPT of one record OK.
+    fn apply_share_state(
+        &mut self,
+        key: (String, uuid::Uuid, i32),
+        v: codec::ShareStateValue,
+    ) -> Result<(), ResponseError> {
+        let old = self.shares.get(&key);
+        if let Some(old) = old {
+            if v.state_epoch < old.state_epoch {
+                return Err(ResponseError::FencedStateEpoch);
+            }
+            if v.leader_epoch < old.leader_epoch {
+                return Err(ResponseError::FencedLeaderEpoch);
+            }
+        }
+        if v.start_offset == LEADER_EPOCH_ONLY {
+            if let Some(old) = self.shares.get_mut(&key) {
+                old.leader_epoch = v.leader_epoch;
+            }
+            return Ok(());
+        }
+        self.shares.insert(key, v);
+        Ok(())
     }
 }
 
@@ -488,5 +551,64 @@ mod tests {
         }));
         assert_eq!(served(&s), None, "a tombstone deletes it");
         assert_eq!(s.live(), 0);
+    }
+
+    fn share_write(leader_epoch: i32, start_offset: i64, waiter: u64) -> Landed<u64> {
+        let v = codec::ShareStateValue {
+            state_epoch: 0,
+            leader_epoch,
+            start_offset,
+            batches: Vec::new(),
+        };
+        Landed::Write {
+            records: vec![(
+                LogKey::ShareState {
+                    group: "sg".into(),
+                    topic_id: uuid::Uuid::nil(),
+                    partition: 0,
+                },
+                Some(codec::encode_share_state(&v)),
+            )],
+            waiter,
+            replicated: Ok(()),
+            txn: None,
+        }
+    }
+
+    /// A new leader's epoch record keeps the stored state and fences a write of the older
+    /// leader that lands after it (the simulator's share seed 21), also on replay.
+    #[test]
+    fn a_share_state_of_an_older_leader_landing_after_a_newer_epoch_is_fenced() {
+        let mut s = OffsetsState::default();
+        s.replayed_upto(0);
+        let stored = |s: &OffsetsState<u64>| {
+            s.share_state("sg", uuid::Uuid::nil(), 0)
+                .map(|v| (v.leader_epoch, v.start_offset))
+        };
+        assert_eq!(s.land(0, 1, share_write(1, 10, 1)), vec![(1, Ok(()))]);
+        assert_eq!(
+            s.land(1, 1, share_write(2, LEADER_EPOCH_ONLY, 2)),
+            vec![(2, Ok(()))]
+        );
+        assert_eq!(
+            stored(&s),
+            Some((2, 10)),
+            "the epoch rises, the state stays"
+        );
+        assert_eq!(
+            s.land(2, 1, share_write(1, 30, 3)),
+            vec![(3, Err(ResponseError::FencedLeaderEpoch))]
+        );
+        assert_eq!(stored(&s), Some((2, 10)));
+        assert_eq!(s.land(3, 1, share_write(2, 40, 4)), vec![(4, Ok(()))]);
+        assert_eq!(stored(&s), Some((2, 40)));
+        // An epoch record with nothing stored stores nothing.
+        let mut fresh = OffsetsState::default();
+        fresh.replayed_upto(0);
+        assert_eq!(
+            fresh.land(0, 1, share_write(3, LEADER_EPOCH_ONLY, 1)),
+            vec![(1, Ok(()))]
+        );
+        assert_eq!(stored(&fresh), None);
     }
 }
