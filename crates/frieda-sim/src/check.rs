@@ -132,11 +132,20 @@ impl World {
         if !self.elected(id, p, epoch) || r.repl.high_watermark_lagging().is_some() {
             return;
         }
-        let below = self
-            .acked
+        // Only the batches acknowledged since the last check of this leader, unless its
+        // served high watermark went back: acknowledgements only get added or exempt, so one
+        // below an earlier, lower served offset stays below.
+        let from = match self.latest_checked.get(&(id, p)) {
+            Some(&(checked, next)) if served >= checked => next,
+            _ => 0,
+        };
+        let below = self.acked_order[from..]
             .iter()
+            .map(|bid| (bid, &self.acked[bid]))
             .filter(|(bid, a)| a.partition == p && a.acks == -1 && !self.exempt(**bid))
             .find(|(_, a)| a.base >= served);
+        self.latest_checked
+            .insert((id, p), (served, self.acked_order.len()));
         if let Some((bid, a)) = below {
             let detail = format!(
                 "broker {id}, leader of partition {p} in epoch {epoch}, would answer latest offset {served} below acknowledged batch {bid} at offset {} (acknowledged at {} ms)",

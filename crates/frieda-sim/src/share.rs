@@ -352,9 +352,11 @@ impl World {
                 let until = (from + span as i64).min(hw);
                 let mut spans = Vec::new();
                 let mut ids = BTreeMap::new();
-                for bt in d.log.batches() {
-                    if bt.end() <= from || bt.end() > hw {
-                        continue;
+                let batches = d.log.batches();
+                let first = batches.partition_point(|bt| bt.end() <= from);
+                for bt in &batches[first..] {
+                    if bt.end() > hw {
+                        break;
                     }
                     if bt.base >= until {
                         break;

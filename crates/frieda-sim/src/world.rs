@@ -415,6 +415,11 @@ pub struct World {
     leader_watch: Vec<(i32, i32, Time, Time)>,
     next_produce: u64,
     pub(crate) acked: BTreeMap<u64, Acked>,
+    /// The ids of `acked` in the order they were acknowledged.
+    pub(crate) acked_order: Vec<u64>,
+    /// `check_latest_offset`'s progress per (broker, partition): the served offset checked,
+    /// and how much of `acked_order` it covered.
+    pub(crate) latest_checked: BTreeMap<(i32, i32), (i64, usize)>,
     pub(crate) voided: BTreeSet<u64>,
     /// Batches some broker lost in a power loss without fsync, and which brokers.
     pub(crate) power_lost: BTreeMap<u64, BTreeSet<i32>>,
@@ -468,6 +473,8 @@ impl World {
             healed: false,
             store: Default::default(),
             commits: Default::default(),
+            acked_order: Vec::new(),
+            latest_checked: BTreeMap::new(),
             shares: Default::default(),
             plan,
         };
@@ -2487,6 +2494,7 @@ impl World {
         } else {
             self.stats.acked_one += 1;
         }
+        self.acked_order.push(x.batch.id);
         self.acked.insert(
             x.batch.id,
             Acked {
