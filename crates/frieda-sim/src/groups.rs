@@ -101,6 +101,9 @@ pub(crate) struct CommitOk {
     pub(crate) base: i64,
     pub(crate) broker: i32,
     pub(crate) time: crate::Time,
+    /// The COMMIT marker that made a transactional commit count: a power loss without fsync
+    /// that voided the marker voids the commit too.
+    pub(crate) marker: Option<u64>,
 }
 
 /// The simulator's record of commits: what each write holds, and which were answered OK.
@@ -320,6 +323,7 @@ impl World {
                     base,
                     broker: id,
                     time: now,
+                    marker: Some(req),
                 });
         }
     }
@@ -446,6 +450,7 @@ impl World {
                             base: at,
                             broker: id,
                             time: now,
+                            marker: None,
                         });
                     let key = (w.group, w.tp.clone());
                     let bad = self.b(id).groups.as_ref().and_then(|c| {
@@ -503,7 +508,7 @@ impl World {
             })
             .cloned();
         if let (Some(v), None) = (stored, &self.violation) {
-            self.check_share_state(&v, &format!("loaded by broker {id}'s coordinator"));
+            self.check_share_state(&v, &format!("loaded by broker {id}'s coordinator"), 0);
         }
     }
 
@@ -613,7 +618,9 @@ impl World {
             .filter(|(k, _)| only.is_none_or(|o| o == *k));
         for ((group, tp), oks) in keys {
             let served = state.committed(group, tp).map(|v| v.offset as u64);
-            for ok in oks.iter().filter(|ok| !self.exempt(ok.id)) {
+            let voided =
+                |ok: &&CommitOk| self.exempt(ok.id) || ok.marker.is_some_and(|m| self.exempt(m));
+            for ok in oks.iter().filter(|ok| !voided(ok)) {
                 let fine = holds(ok) && served.and_then(at).is_some_and(|sp| sp >= ok.base);
                 if !fine {
                     return Some(("offset-commit-lost", format!(
@@ -660,7 +667,7 @@ impl World {
             .share_state(SHARE_GROUP, share_topic_id(), SHARE_PARTITION)
             .cloned();
         if let Some(v) = &stored {
-            self.check_share_state(v, "loaded again at the end");
+            self.check_share_state(v, "loaded again at the end", 0);
         }
         self.check_share_end(stored, leader);
         if self.violation.is_some() {

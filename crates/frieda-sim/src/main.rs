@@ -5,6 +5,7 @@
 //! frieda-sim --seeds 1000 [--start 0] [--threads 2]   run seeds start..start+seeds
 //! frieda-sim --seed 42 --trace                          replay seed 42 with its event log
 //! frieda-sim --seed 42 --shrink                         shrink a failing seed's plan and print its trace
+//! frieda-sim --seed 42 --without-share-group            the seed's plan without its share group
 //! ```
 //! Exits 1 if any seed broke an invariant.
 
@@ -39,6 +40,10 @@ struct Args {
     /// Stop at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
+    /// With --seed: run the seed's plan without its share group (to tell a share group's part
+    /// in a failure from the rest).
+    #[arg(long)]
+    without_share_group: bool,
     /// Invariant kinds not to stop for (comma-separated), to look past a known defect.
     #[arg(long, value_delimiter = ',')]
     ignore: Vec<String>,
@@ -60,8 +65,11 @@ fn print_report(r: &Report) {
 fn main() {
     let args = Args::parse();
     if let Some(seed) = args.seed {
-        let plan = Plan::generate(seed);
-        let report = run_seed(seed, args.trace && !args.shrink, &args.ignore);
+        let mut plan = Plan::generate(seed);
+        if args.without_share_group {
+            plan = plan.without_share_group();
+        }
+        let report = run_plan(plan.clone(), args.trace && !args.shrink, &args.ignore);
         if args.shrink {
             if let Some(v) = &report.violation {
                 let small = shrink::shrink(&plan, v.kind, 2_000, &args.ignore);

