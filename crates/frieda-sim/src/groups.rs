@@ -502,11 +502,7 @@ impl World {
             .b(id)
             .groups
             .as_ref()
-            .and_then(|c| {
-                c.state
-                    .share_state(SHARE_GROUP, share_topic_id(), SHARE_PARTITION)
-            })
-            .cloned();
+            .and_then(|c| c.share_state().cloned());
         if let (Some(v), None) = (stored, &self.violation) {
             self.check_share_state(&v, &format!("loaded by broker {id}'s coordinator"), 0);
         }

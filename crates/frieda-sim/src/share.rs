@@ -48,7 +48,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 use frieda::coordinator::offsets::codec::{self, LogKey, ShareStateValue};
-use frieda::coordinator::offsets::state::LEADER_EPOCH_ONLY;
+use frieda::coordinator::offsets::state::{check_share_epochs, LEADER_EPOCH_ONLY};
 use frieda::coordinator::share::partition::{
     AckType, AcquiredRange, ReadSpan, SharePartition, SharePartitionConfig, ShareSnapshot,
 };
@@ -143,6 +143,14 @@ pub(crate) struct ShareSlot {
     /// The call to the coordinator in flight (one at a time: `ShareEntry::persist`).
     call: Option<Call>,
     waiting: Vec<AckWait>,
+}
+
+impl crate::groups::SimCoordinator {
+    /// The share group's stored state in this coordinator (ReadShareGroupState's answer).
+    pub(crate) fn share_state(&self) -> Option<&ShareStateValue> {
+        self.state
+            .share_state(SHARE_GROUP, share_topic_id(), SHARE_PARTITION)
+    }
 }
 
 /// A state write appended by a coordinator: what it stores, for which leader.
@@ -310,29 +318,30 @@ impl World {
         Ok(r.repl.leader_epoch())
     }
 
-    /// The share-partition of broker `id` for its current leadership, dropping one of an
-    /// older leadership (`SharePartitions::get`).
-    fn share_slot(&mut self, id: i32) -> Result<Option<&mut ShareSlot>, E> {
+    /// Broker `id`'s leader epoch of the share group's partition, its share-partition of an
+    /// older leadership dropped (`SharePartitions::get`); `share` is then this leadership's.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER when it does not lead the partition.
+    fn share_leadership(&mut self, id: i32) -> Result<i32, E> {
         let epoch = self.share_leader_epoch(id)?;
         let b = self.bm(id);
         if b.share.as_ref().is_some_and(|s| s.leader_epoch != epoch) {
             b.share = None;
         }
-        Ok(b.share.as_mut())
+        Ok(epoch)
     }
 
     /// ShareFetch of member `m` at broker `id` (`share_fetch::acquire`).
     pub(crate) fn on_share_fetch(&mut self, id: i32, m: u8) {
-        let epoch = match self.share_slot(id) {
+        let epoch = match self.share_leadership(id) {
             Err(e) => {
                 self.log(|| format!("broker {id}: answers member {m}'s ShareFetch with {e:?}"));
                 self.shares.busy.remove(&m);
                 return;
             }
-            Ok(Some(_)) => self.share_leader_epoch(id).unwrap_or(-1),
-            Ok(None) => {
+            Ok(epoch) if self.b(id).share.is_some() => epoch,
+            Ok(epoch) => {
                 // `load`: read the stored state first (the fetch finds nothing this time).
-                let epoch = self.share_leader_epoch(id).unwrap_or(-1);
                 self.bm(id).share = Some(ShareSlot {
                     leader_epoch: epoch,
                     state: None,
@@ -434,31 +443,25 @@ impl World {
     /// then written (with whatever else was staged) before it is answered.
     pub(crate) fn on_share_ack(&mut self, id: i32, m: u8, acks: Vec<AckRange>) {
         let now = self.now;
-        let slot = match self.share_slot(id) {
-            Ok(Some(s)) if s.state.is_some() => s,
-            Ok(_) => {
-                let w = AckWait {
-                    member: m,
-                    gen: 0,
-                    write: 0,
-                    ranges: acks,
-                    result: Err(E::UnknownTopicOrPartition),
-                };
-                self.share_ack_answered(id, w);
-                return;
+        let refused = match self.share_leadership(id) {
+            Err(e) => Some(e),
+            Ok(_) if self.b(id).share.as_ref().is_none_or(|s| s.state.is_none()) => {
+                Some(E::UnknownTopicOrPartition)
             }
-            Err(e) => {
-                let w = AckWait {
-                    member: m,
-                    gen: 0,
-                    write: 0,
-                    ranges: acks,
-                    result: Err(e),
-                };
-                self.share_ack_answered(id, w);
-                return;
-            }
+            Ok(_) => None,
         };
+        if let Some(e) = refused {
+            let w = AckWait {
+                member: m,
+                gen: 0,
+                write: 0,
+                ranges: acks,
+                result: Err(e),
+            };
+            self.share_ack_answered(id, w);
+            return;
+        }
+        let slot = self.bm(id).share.as_mut().expect("loaded");
         let state = slot.state.as_mut().expect("loaded");
         let mut result = Ok(());
         let mut finishing = Vec::new();
@@ -697,11 +700,7 @@ impl World {
     /// ReadShareGroupState at broker `id` (`GroupCoordinator::read_share_state`): a newer
     /// leader's epoch is recorded first, and the read answered once that record landed.
     pub(crate) fn on_share_read(&mut self, id: i32, from: i32, req: u64, leader_epoch: i32) {
-        let stored = self.b(id).groups.as_ref().map(|c| {
-            c.state
-                .share_state(SHARE_GROUP, share_topic_id(), SHARE_PARTITION)
-                .cloned()
-        });
+        let stored = self.b(id).groups.as_ref().map(|c| c.share_state().cloned());
         let result = match stored {
             None => Err(E::NotCoordinator),
             Some(Some(v)) if v.leader_epoch > leader_epoch => Err(E::FencedLeaderEpoch),
@@ -741,14 +740,7 @@ impl World {
         };
         let refuse = match self.b(id).groups.as_ref() {
             None => Some(E::NotCoordinator),
-            Some(c) => match c
-                .state
-                .share_state(SHARE_GROUP, share_topic_id(), SHARE_PARTITION)
-            {
-                Some(old) if w.value.state_epoch < old.state_epoch => Some(E::FencedStateEpoch),
-                Some(old) if w.value.leader_epoch < old.leader_epoch => Some(E::FencedLeaderEpoch),
-                _ => None,
-            },
+            Some(c) => check_share_epochs(&w.value, c.share_state()).err(),
         };
         let refuse = refuse.or_else(|| self.coordinator_append(id, req).err());
         if let Some(e) = refuse {
@@ -782,11 +774,11 @@ impl World {
         let Some(w) = self.shares.writes.get(&req).cloned() else {
             return;
         };
-        let stored = self.b(id).groups.as_ref().and_then(|c| {
-            c.state
-                .share_state(SHARE_GROUP, share_topic_id(), SHARE_PARTITION)
-                .cloned()
-        });
+        let stored = self
+            .b(id)
+            .groups
+            .as_ref()
+            .and_then(|c| c.share_state().cloned());
         if let (Ok(()), Some(v)) = (&result, &stored) {
             self.check_share_state(v, &format!("applied by broker {id}'s coordinator"), req);
         }

@@ -1145,14 +1145,8 @@ impl GroupCoordinator {
                 return Err(E::NotCoordinator);
             }
             let mut shares = self.lock_shares(&groups);
-            if let Some(old) = self.offsets.share_state(group_id, topic_id, partition) {
-                if value.state_epoch < old.state_epoch {
-                    return Err(E::FencedStateEpoch);
-                }
-                if value.leader_epoch < old.leader_epoch {
-                    return Err(E::FencedLeaderEpoch);
-                }
-            }
+            let stored = self.offsets.share_state(group_id, topic_id, partition);
+            crate::coordinator::offsets::state::check_share_epochs(&value, stored.as_ref())?;
             shares
                 .entry(group_id.to_string())
                 .or_insert_with(|| ShareGroup::new(group_id, self.config.share.clone()));

@@ -38,6 +38,28 @@ pub const MAX_PENDING_PRODUCERS: usize = 100_000;
 /// -1 keeps the stored start as well).
 pub const LEADER_EPOCH_ONLY: i64 = -1;
 
+/// Whether a share-partition state written with `value`'s epochs may replace `stored`
+/// (WriteShareGroupState's check, made when a write is appended and again where the log
+/// orders it, [`OffsetsState::apply_share_state`]).
+///
+/// Errors: FENCED_STATE_EPOCH (124) for an older state epoch (the offsets were altered since),
+/// FENCED_LEADER_EPOCH (74) for an older leader epoch.
+pub fn check_share_epochs(
+    value: &codec::ShareStateValue,
+    stored: Option<&codec::ShareStateValue>,
+) -> Result<(), ResponseError> {
+    let Some(old) = stored else {
+        return Ok(());
+    };
+    if value.state_epoch < old.state_epoch {
+        return Err(ResponseError::FencedStateEpoch);
+    }
+    if value.leader_epoch < old.leader_epoch {
+        return Err(ResponseError::FencedLeaderEpoch);
+    }
+    Ok(())
+}
+
 /// Something in the log waiting to be applied (in log order).
 pub enum Landed<W> {
     /// A write: its records, its waiter and what to tell it (an error when the write is in the
@@ -403,15 +425,7 @@ impl<W> OffsetsState<W> {
         key: (String, uuid::Uuid, i32),
         v: codec::ShareStateValue,
     ) -> Result<(), ResponseError> {
-        let old = self.shares.get(&key);
-        if let Some(old) = old {
-            if v.state_epoch < old.state_epoch {
-                return Err(ResponseError::FencedStateEpoch);
-            }
-            if v.leader_epoch < old.leader_epoch {
-                return Err(ResponseError::FencedLeaderEpoch);
-            }
-        }
+        check_share_epochs(&v, self.shares.get(&key))?;
         if v.start_offset == LEADER_EPOCH_ONLY {
             if let Some(old) = self.shares.get_mut(&key) {
                 old.leader_epoch = v.leader_epoch;
