@@ -67,8 +67,8 @@ pub use partition::{
     RecoveryReport, RemovedSegments, RetentionReport,
 };
 pub use producer_state::{
-    CompletedTxn, ProducerError, ProducerInfo, SequenceCheck, TxnFrontier, BATCHES_TO_RETAIN,
-    MAX_PRODUCERS_PER_PARTITION,
+    CompletedTxn, ProducerError, ProducerInfo, ProducerStateManager, SequenceCheck, TxnFrontier,
+    BATCHES_TO_RETAIN, MAX_PRODUCERS_PER_PARTITION,
 };
 pub use records::{encode_record, parse_records, RecordRef};
 pub use segment::SegmentWriteback;

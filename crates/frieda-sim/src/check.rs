@@ -406,5 +406,6 @@ impl World {
                 return;
             }
         }
+        self.check_txn_end();
     }
 }

@@ -269,6 +269,7 @@ impl World {
             timeout,
             coordinator: None,
             marker: Some((pid, commit)),
+            reply: None,
         };
         if let Err(e) = self.append_pending(id, op, epoch, write) {
             self.log(|| format!("broker {id}: cannot append the marker of producer {pid}: {e:?}"));
@@ -359,6 +360,7 @@ impl World {
             timeout,
             coordinator: Some(load),
             marker: None,
+            reply: None,
         };
         self.append_pending(id, op, epoch, write)
             .map_err(append_error)
@@ -375,6 +377,11 @@ impl World {
         base: i64,
         result: Result<(), ResponseError>,
     ) {
+        if self.txns.writes.contains_key(&req) {
+            // A transaction coordinator's record (`crate::txn`).
+            self.txn_write_landed(id, load, req, result);
+            return;
+        }
         let (records, txn) = match self.commits.writes.get(&req) {
             Some(w) => (vec![(w.key(), Some(CommitWrite::value(req)))], w.txn),
             None => match self.share_records(req) {

@@ -39,6 +39,7 @@ pub mod plan;
 mod share;
 pub mod shrink;
 mod tier;
+mod txn;
 pub mod world;
 
 pub use plan::{Action, Plan, Shape, Time};

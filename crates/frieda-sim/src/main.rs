@@ -44,6 +44,9 @@ struct Args {
     /// in a failure from the rest).
     #[arg(long)]
     without_share_group: bool,
+    /// With --seed: run the seed's plan without its transactional producers.
+    #[arg(long)]
+    without_transactions: bool,
     /// Invariant kinds not to stop for (comma-separated), to look past a known defect.
     #[arg(long, value_delimiter = ',')]
     ignore: Vec<String>,
@@ -68,6 +71,9 @@ fn main() {
         let mut plan = Plan::generate(seed);
         if args.without_share_group {
             plan = plan.without_share_group();
+        }
+        if args.without_transactions {
+            plan = plan.without_transactions();
         }
         let report = run_plan(plan.clone(), args.trace && !args.shrink, &args.ignore);
         if args.shrink {
@@ -146,7 +152,7 @@ fn main() {
     let (seeds, t) = totals.lock().expect("totals").clone();
     let failures = failures.lock().expect("failures");
     println!(
-        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged, {} copies to the bucket ({} remote tier truncations), {} offset commits answered OK ({} coordinator loads), {} share group acknowledgements answered OK; {} failed",
+        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged, {} copies to the bucket ({} remote tier truncations), {} offset commits answered OK ({} coordinator loads), {} share group acknowledgements answered OK, {} transactions committed and {} aborted; {} failed",
         seeds,
         args.start,
         end,
@@ -163,6 +169,8 @@ fn main() {
         t.commits_ok,
         t.coordinator_loads,
         t.share_acks_ok,
+        t.txn_commits,
+        t.txn_aborts,
         failures.len()
     );
     let mut kinds: std::collections::BTreeMap<&str, Vec<u64>> = Default::default();

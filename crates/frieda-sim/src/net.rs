@@ -208,6 +208,78 @@ pub enum Msg {
         /// The stored state (reads), or the error.
         result: Result<Option<frieda::coordinator::offsets::codec::ShareStateValue>, ResponseError>,
     },
+    /// Transactional client -> coordinator: InitProducerId (`crate::txn`).
+    TxnInit {
+        /// Request id.
+        req: u64,
+        /// `transactional.id`.
+        tid: String,
+    },
+    /// Transactional client -> coordinator: AddPartitionsToTxn of partition 0.
+    TxnAdd {
+        /// Request id.
+        req: u64,
+        /// `transactional.id`.
+        tid: String,
+        /// Producer id.
+        pid: i64,
+        /// Producer epoch.
+        epoch: i16,
+    },
+    /// Transactional client -> coordinator: EndTxn.
+    TxnEnd {
+        /// Request id.
+        req: u64,
+        /// `transactional.id`.
+        tid: String,
+        /// Producer id.
+        pid: i64,
+        /// Producer epoch.
+        epoch: i16,
+        /// COMMIT or ABORT.
+        commit: bool,
+    },
+    /// Transactional client -> leader of partition 0: Produce of one transactional batch.
+    TxnProduce {
+        /// Request id (also the batch id).
+        req: u64,
+        /// Producer id.
+        pid: i64,
+        /// Producer epoch.
+        epoch: i16,
+        /// Base sequence.
+        seq: i32,
+        /// Records.
+        count: i64,
+    },
+    /// Transaction coordinator -> leader of partition 0: WriteTxnMarkers.
+    TxnMarkers {
+        /// Request id (also the batch id).
+        req: u64,
+        /// Producer id.
+        pid: i64,
+        /// The marker's (bumped) epoch.
+        epoch: i16,
+        /// COMMIT or ABORT.
+        commit: bool,
+        /// The coordinator's epoch.
+        coordinator_epoch: i32,
+    },
+    /// Leader of partition 0 -> coordinator: the marker's outcome.
+    TxnMarkersReply {
+        /// Request id.
+        req: u64,
+        /// Outcome.
+        result: Result<(), ResponseError>,
+    },
+    /// Broker -> transactional client: producer id and epoch (InitProducerId, EndTxn), or the
+    /// base offset (Produce), or the error.
+    TxnReply {
+        /// Request id.
+        req: u64,
+        /// The answer.
+        result: Result<(i64, i16), ResponseError>,
+    },
     /// Broker -> client.
     ProduceReply {
         /// Request id.

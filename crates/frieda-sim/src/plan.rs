@@ -43,6 +43,12 @@ pub struct Shape {
     /// group coordinator of the offsets partition (only in runs with one). Drawn from its own
     /// generator, so the rest of a seed's plan is what it was before.
     pub share: bool,
+    /// The transaction state partition (`__transaction_state`, `crate::txn`): transactional
+    /// producers (KIP-98 / KIP-890 transactions v2) write to partition 0, their coordinator is
+    /// this partition's leader; one more partition of the topic, its leaders killed. Drawn from
+    /// its own generator (never in tiered runs), so the rest of a seed's plan is what it was
+    /// before.
+    pub txn_partition: Option<i32>,
     /// When faults and new produce requests stop; everything heals and the run settles until
     /// `end`.
     pub heal: Time,
@@ -289,6 +295,7 @@ impl Plan {
             fetch_max_batches: [1, 2, 8, 32][rng.gen_range(0..4)],
             tier: None,
             offsets_partition: None,
+            txn_partition: None,
             share: false,
             heal: 40_000,
             end: 60_000,
@@ -500,6 +507,29 @@ impl Plan {
                 }
             }
         }
+        let mut txn_rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5458_4e53);
+        if shape.tier.is_none() && txn_rng.gen_bool(0.5) {
+            let tp = shape.partitions;
+            shape.txn_partition = Some(tp);
+            shape.partitions += 1;
+            let mut t: Time = txn_rng.gen_range(3_000..8_000);
+            while t < shape.heal - 5_000 {
+                let a = if txn_rng.gen_bool(0.7) {
+                    Action::CrashLeader {
+                        partition: tp,
+                        down: txn_rng.gen_range(500..6_000),
+                    }
+                } else {
+                    Action::KillLeaderTwice {
+                        partition: tp,
+                        gap: txn_rng.gen_range(0..300),
+                        down: txn_rng.gen_range(1_000..4_000),
+                    }
+                };
+                actions.push((t, a));
+                t += txn_rng.gen_range(4_000..12_000);
+            }
+        }
         actions.sort_by_key(|(t, _)| *t);
         Plan {
             seed,
@@ -514,6 +544,20 @@ impl Plan {
         self.shape.share = false;
         self.actions
             .retain(|(_, a)| !matches!(a, Action::ShareFetch { .. }));
+        self
+    }
+
+    /// The plan without its transactional producers (a seed's run as it was before they were
+    /// simulated).
+    pub fn without_transactions(mut self) -> Plan {
+        if let Some(tp) = self.shape.txn_partition.take() {
+            self.shape.partitions -= 1;
+            self.actions.retain(|(_, a)| match a {
+                Action::CrashLeader { partition, .. }
+                | Action::KillLeaderTwice { partition, .. } => *partition != tp,
+                _ => true,
+            });
+        }
         self
     }
 

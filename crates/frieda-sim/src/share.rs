@@ -725,6 +725,7 @@ impl World {
             }
             Some(other) => Ok(other),
         };
+        self.log(|| format!("broker {id}: answers broker {from}'s share state read {req} (leader epoch {leader_epoch}): {result:?}"));
         self.send(
             Node::Broker(id),
             Node::Broker(from),

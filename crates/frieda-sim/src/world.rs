@@ -56,7 +56,7 @@ const SHRINK_CHECK_MS: Time = 375;
 /// How long an AlterPartition may wait for the controller (the broker's `ALTER_TIMEOUT`).
 const ALTER_TIMEOUT_MS: Time = 5_000;
 /// The produce request timeout (`request.timeout.ms` of the clients, shortened).
-const PRODUCE_TIMEOUT_MS: Time = 5_000;
+pub(crate) const PRODUCE_TIMEOUT_MS: Time = 5_000;
 /// The controller's periodic work (session expiry).
 const CONTROLLER_TICK_MS: Time = 200;
 /// `replica.fetch.wait.max.ms`: a follower fetch with nothing to read waits this long for data.
@@ -109,6 +109,10 @@ pub struct Stats {
     pub coordinator_loads: u64,
     /// Share group acknowledgements answered OK (`crate::share`).
     pub share_acks_ok: u64,
+    /// Transactions whose commit was written (PrepareCommit answered, `crate::txn`).
+    pub txn_commits: u64,
+    /// Transactions whose abort was written.
+    pub txn_aborts: u64,
     /// Messages dropped by the network (loss, cuts, dead receivers).
     pub dropped: u64,
     /// Acknowledged records whose guarantee a power loss voided (no fsync, last copy).
@@ -134,6 +138,8 @@ impl Stats {
         self.commits_ok += other.commits_ok;
         self.coordinator_loads += other.coordinator_loads;
         self.share_acks_ok += other.share_acks_ok;
+        self.txn_commits += other.txn_commits;
+        self.txn_aborts += other.txn_aborts;
         self.dropped += other.dropped;
         self.voided += other.voided;
     }
@@ -193,6 +199,12 @@ pub(crate) enum Event {
     },
     /// A share group member may send again.
     ShareMemberFree(u8),
+    /// A transactional client's (re)send, unless a newer send superseded `attempt`
+    /// (`crate::txn`).
+    TxnClient {
+        client: u8,
+        attempt: u32,
+    },
     /// Its answer reaches the broker that sent it.
     StoreReply {
         broker: i32,
@@ -223,6 +235,12 @@ pub(crate) enum Timer {
     ShareRetry,
     /// An attempt of a call to the share group's coordinator timed out (its request id).
     ShareTimeout(u64),
+    /// The transaction coordinator's timeout check (`crate::txn`).
+    TxnAbortCheck,
+    /// A marker send of client `.0`'s transaction, attempt `.1`.
+    TxnMarkers(u8, u32),
+    /// The completion of client `.0`'s transaction written again, attempt `.1`.
+    TxnComplete(u8, u32),
 }
 
 struct Entry {
@@ -310,6 +328,9 @@ pub(crate) struct Appending {
     pub(crate) coordinator: Option<u64>,
     /// A transaction marker: producer id, commit.
     pub(crate) marker: Option<(i64, bool)>,
+    /// A transactional batch or marker of partition 0, answered once acknowledged
+    /// (`crate::txn`).
+    pub(crate) reply: Option<crate::txn::Reply>,
 }
 
 /// A follower fetch the leader holds until data arrives (a long poll).
@@ -339,6 +360,8 @@ struct Pending {
     /// A transaction marker (producer id, commit) written to the offsets partition: its
     /// outcome lands in whichever coordinator is loaded (`GroupCoordinators::land_marker`).
     marker: Option<(i64, bool)>,
+    /// A transactional batch or marker of partition 0 (`crate::txn`).
+    reply: Option<crate::txn::Reply>,
 }
 
 pub(crate) struct Broker {
@@ -371,6 +394,11 @@ pub(crate) struct Broker {
     /// The share-partition it keeps while it leads the share group's partition
     /// (`crate::share`).
     pub(crate) share: Option<crate::share::ShareSlot>,
+    /// The transaction coordinator it runs while it leads the transaction state partition
+    /// (`crate::txn`).
+    pub(crate) txn: Option<crate::txn::SimTxnCoordinator>,
+    /// Its producer state of partition 0 while it leads it (`crate::txn`).
+    pub(crate) producers: Option<frieda_log::ProducerStateManager>,
 }
 
 impl Broker {
@@ -436,6 +464,8 @@ pub struct World {
     pub(crate) commits: crate::groups::Commits,
     /// The share group's deliveries and acknowledgements (`crate::share`).
     pub(crate) shares: crate::share::Shares,
+    /// The transactions (`crate::txn`).
+    pub(crate) txns: crate::txn::Txns,
 }
 
 impl World {
@@ -476,6 +506,7 @@ impl World {
             acked_order: Vec::new(),
             latest_checked: BTreeMap::new(),
             shares: Default::default(),
+            txns: Default::default(),
             plan,
         };
         for id in 1..=w.plan.shape.brokers {
@@ -503,9 +534,12 @@ impl World {
                 tier: BTreeMap::new(),
                 groups: None,
                 share: None,
+                txn: None,
+                producers: None,
             });
             w.start_broker(id);
         }
+        w.txn_start();
         w.push(CONTROLLER_TICK_MS, Event::ControllerTick);
         w.push(1_000, Event::CreateTopic);
         for i in 0..w.plan.actions.len() {
@@ -539,6 +573,8 @@ impl World {
             self.check_end();
         }
         self.stats.sim_ms = self.now;
+        self.stats.txn_commits = self.txns.commits;
+        self.stats.txn_aborts = self.txns.aborts;
         Report {
             seed: self.plan.seed,
             violation: self.violation,
@@ -749,6 +785,7 @@ impl World {
                 acks,
             } => self.send_share_ack(member, broker, acks),
             Event::ShareMemberFree(m) => self.share_member_free(m),
+            Event::TxnClient { client, attempt } => self.txn_client_timer(client, attempt),
             Event::StoreReply {
                 broker,
                 run,
@@ -781,7 +818,11 @@ impl World {
                 }
                 self.broker_receive(id, from, msg);
             }
-            Node::Client => {}
+            Node::Client => {
+                if let Msg::TxnReply { req, result } = msg {
+                    self.txn_client_reply(req, result);
+                }
+            }
         }
     }
 
@@ -1009,6 +1050,8 @@ impl World {
         b.tier.clear();
         b.groups = None;
         b.share = None;
+        b.txn = None;
+        b.producers = None;
         for d in b.disks.values_mut() {
             d.log.restart();
         }
@@ -1023,6 +1066,9 @@ impl World {
         self.tier_start(id);
         if self.plan.shape.share {
             self.timer(id, crate::share::EXPIRE_EVERY_MS, Timer::ShareExpire);
+        }
+        if self.txn_run() {
+            self.timer(id, crate::txn::ABORT_CHECK_MS, Timer::TxnAbortCheck);
         }
     }
 
@@ -1045,6 +1091,8 @@ impl World {
         b.tier.clear();
         b.groups = None;
         b.share = None;
+        b.txn = None;
+        b.producers = None;
         self.log(|| format!("broker {id} stops (power loss: {power}, clean: {clean})"));
         if power {
             self.power_loss(id);
@@ -1493,6 +1541,9 @@ impl World {
             Timer::ShareTimeout(req) => {
                 self.share_answer(id, req, Err(ResponseError::CoordinatorNotAvailable))
             }
+            Timer::TxnAbortCheck => self.txn_abort_check(id),
+            Timer::TxnMarkers(c, attempt) => self.txn_markers_timer(id, c, attempt),
+            Timer::TxnComplete(c, attempt) => self.txn_complete_retry(id, c, attempt),
         }
     }
 
@@ -1710,6 +1761,12 @@ impl World {
                 }
             }
             Msg::ShareReply { req, result } => self.share_answer(id, req, result),
+            msg @ (Msg::TxnInit { .. }
+            | Msg::TxnAdd { .. }
+            | Msg::TxnEnd { .. }
+            | Msg::TxnProduce { .. }
+            | Msg::TxnMarkers { .. }
+            | Msg::TxnMarkersReply { .. }) => self.txn_receive(id, from, msg),
             Msg::RemoteCommitReply {
                 req,
                 partition,
@@ -1777,6 +1834,9 @@ impl World {
                     if Some(i) == self.offsets_partition() {
                         self.coordinator_role(id, false);
                     }
+                    if Some(i) == self.plan.shape.txn_partition {
+                        self.txn_role(id, false);
+                    }
                 }
                 continue;
             }
@@ -1808,6 +1868,10 @@ impl World {
             if Some(i) == self.offsets_partition() {
                 let leads = matches!(change, RoleChange::UpdateLeader | RoleChange::BecomeLeader);
                 self.coordinator_role(id, leads);
+            }
+            if Some(i) == self.plan.shape.txn_partition {
+                let leads = matches!(change, RoleChange::UpdateLeader | RoleChange::BecomeLeader);
+                self.txn_role(id, leads);
             }
         }
     }
@@ -1863,6 +1927,7 @@ impl World {
             )
         });
         self.check_new_leader(id, p, e);
+        self.txn_leader_state(id, p);
     }
 
     fn become_follower(&mut self, id: i32, p: i32, leader: i32, epoch: i32) {
@@ -2307,6 +2372,7 @@ impl World {
             timeout: PRODUCE_TIMEOUT_MS,
             coordinator: None,
             marker: None,
+            reply: None,
         };
         if let Err(e) = self.append_pending(id, p, epoch, write) {
             answer(self, Err(e));
@@ -2345,6 +2411,7 @@ impl World {
             flushed: !fsync,
             coordinator: x.coordinator,
             marker: x.marker,
+            reply: x.reply,
         });
         if fsync {
             let d = self.rng.gen_range(1..4);
@@ -2467,7 +2534,9 @@ impl World {
             for (x, result) in done {
                 match &result {
                     Ok(base) => self.on_acknowledged(id, &x, *base),
-                    Err(e) if x.coordinator.is_none() && x.marker.is_none() => {
+                    Err(e)
+                        if x.coordinator.is_none() && x.marker.is_none() && x.reply.is_none() =>
+                    {
                         let req = x.req;
                         self.log(|| format!("broker {id}: answers produce {req} with {e:?}"));
                     }
@@ -2480,6 +2549,9 @@ impl World {
                 if let (Some((pid, commit)), false) = (x.marker, self.violation.is_some()) {
                     let outcome = result.map(|_| ());
                     self.marker_landed(id, x.req, pid, commit, x.batch.base, outcome);
+                }
+                if let (Some(reply), false) = (x.reply, self.violation.is_some()) {
+                    self.txn_appended(id, x.req, reply, result);
                 }
                 if self.violation.is_some() {
                     return;

@@ -15,6 +15,7 @@ fn shape(brokers: i32, partitions: i32, fsync: bool) -> Shape {
         tier: None,
         offsets_partition: None,
         share: false,
+        txn_partition: None,
         fetch_max_batches: 32,
         heal: 20_000,
         end: 30_000,
@@ -126,7 +127,11 @@ fn seed_1478_a_follower_truncates_below_its_log_start() {
 /// still answers hundreds of commits OK, and every one survives.
 #[test]
 fn seed_314_a_fenced_group_coordinator_answers_no_commit() {
-    let r = run_plan_clean(Plan::generate(314).without_share_group());
+    let r = run_plan_clean(
+        Plan::generate(314)
+            .without_share_group()
+            .without_transactions(),
+    );
     assert!(r.stats.commits_ok > 100, "{:?}", r.stats);
     assert!(r.stats.coordinator_loads > 1, "{:?}", r.stats);
 }
@@ -139,7 +144,11 @@ fn seed_314_a_fenced_group_coordinator_answers_no_commit() {
 /// current record; Frieda now does too.
 #[test]
 fn seed_21_transactional_offsets_apply_by_their_place_in_the_log() {
-    let r = run_plan_clean(Plan::generate(21).without_share_group());
+    let r = run_plan_clean(
+        Plan::generate(21)
+            .without_share_group()
+            .without_transactions(),
+    );
     assert!(r.stats.commits_ok > 100, "{:?}", r.stats);
 }
 
@@ -369,4 +378,17 @@ fn leaders_killed_twice_in_a_row() {
             });
         }
     }
+}
+
+/// Issue 57, transactions in the simulator (seed 1121): the transaction state partition's new
+/// leader loaded its log to the log end offset, whose tail (tx-0's PrepareCommit) was not
+/// replicated, and resumed its markers; the next leader, without that tail, aborted the
+/// transaction by its timeout (`txn-decided-twice`: committed on partition 0, aborted by its
+/// coordinator). A coordinator now serves and resumes markers only once its partition's high
+/// watermark reaches the end it loaded (`TxnPartition::is_committed`).
+#[test]
+fn seed_1121_a_transaction_coordinator_acts_only_on_a_committed_load() {
+    let r = run_seed_clean(1121);
+    assert!(r.stats.txn_commits > 40, "{:?}", r.stats);
+    assert!(r.stats.txn_aborts > 5, "{:?}", r.stats);
 }

@@ -21,6 +21,7 @@
 pub mod log;
 pub mod metadata;
 pub mod partition;
+pub mod steps;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -36,6 +37,7 @@ use crate::coordinator::registry::offsets_partition_for;
 use metadata::{epoch_exhausted, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 pub use metadata::{TopicPartition, TxnMetadata, TxnState, TxnTransit, TxnVersion};
 use partition::TxnPartition;
+use steps::{EndStep, InitStep, MarkerOutcome};
 
 /// The internal topic holding the coordinators' state.
 pub use crate::storage::topic::TRANSACTION_STATE_TOPIC;
@@ -163,19 +165,6 @@ pub struct TransactionCoordinators {
     markers: OnceLock<Arc<dyn MarkerWriter>>,
 }
 
-enum InitStep {
-    Write(TxnTransit),
-    Fence(TxnTransit),
-}
-
-/// What a prepared EndTxn does next.
-enum EndStep {
-    /// Nothing to write: answer with this producer id and epoch (a retry).
-    Done(i64, i16),
-    /// Write this PrepareCommit/PrepareAbort transition.
-    Write(TxnTransit, bool),
-}
-
 impl TransactionCoordinators {
     /// Coordinators with nothing loaded (`partitions`: the topic's partition count, 0 while it
     /// does not exist).
@@ -222,15 +211,25 @@ impl TransactionCoordinators {
         self.loaded.read().get(&index).map(|p| p.coordinator_epoch)
     }
 
+    /// The loaded partition of `id`.
+    ///
+    /// Errors: COORDINATOR_NOT_AVAILABLE before the topic exists, NOT_COORDINATOR where this
+    /// broker does not lead the partition, COORDINATOR_LOAD_IN_PROGRESS (14) until what the
+    /// load read is committed ([`TxnPartition::is_committed`]).
     fn partition(&self, id: &str) -> Result<Arc<TxnPartition>, E> {
         if self.partition_count() == 0 {
             return Err(E::CoordinatorNotAvailable);
         }
-        self.loaded
+        let p = self
+            .loaded
             .read()
             .get(&self.partition_for(id))
             .cloned()
-            .ok_or(E::NotCoordinator)
+            .ok_or(E::NotCoordinator)?;
+        if !p.is_committed() {
+            return Err(E::CoordinatorLoadInProgress);
+        }
+        Ok(p)
     }
 
     async fn next_id(&self) -> Result<i64, E> {
@@ -261,19 +260,8 @@ impl TransactionCoordinators {
             let mut txns = p.txns.lock();
             let now = now_ms();
             txns.iter_mut()
-                .filter(|(_, m)| {
-                    matches!(m.state, TxnState::PrepareCommit | TxnState::PrepareAbort)
-                })
                 .filter_map(|(id, m)| {
-                    let marker = MarkerRequest {
-                        producer_id: m.producer_id,
-                        producer_epoch: m.producer_epoch,
-                        commit: m.state == TxnState::PrepareCommit,
-                        coordinator_epoch,
-                        version: m.version,
-                        partitions: m.partitions.iter().cloned().collect(),
-                    };
-                    let complete = m.prepare_complete(now).ok()?;
+                    let (marker, complete) = steps::resume_markers(m, coordinator_epoch, now)?;
                     Some((id.clone(), marker, complete))
                 })
                 .collect()
@@ -342,46 +330,7 @@ impl TransactionCoordinators {
                 txns.insert(id.to_string(), TxnMetadata::new(id, pid, timeout_ms, now));
             }
             let m = txns.get_mut(id).expect("inserted above");
-            if m.pending.is_some() {
-                return Err(E::ConcurrentTransactions);
-            }
-            if let Some((epid, eepoch)) = expected {
-                let valid = m.producer_epoch == NO_PRODUCER_EPOCH
-                    || epid == m.producer_id
-                    || (epid == m.prev_producer_id && epoch_exhausted(eepoch));
-                if !valid {
-                    return Err(E::ProducerFenced);
-                }
-            }
-            match m.state {
-                TxnState::PrepareAbort | TxnState::PrepareCommit => {
-                    return Err(E::ConcurrentTransactions)
-                }
-                TxnState::CompleteAbort | TxnState::CompleteCommit | TxnState::Empty => {
-                    if epoch_exhausted(m.producer_epoch)
-                        && expected.is_none_or(|(_, e)| e == m.producer_epoch)
-                    {
-                        let pid = fresh.ok_or(E::ConcurrentTransactions)?;
-                        InitStep::Write(m.prepare_rotate_producer_id(
-                            pid,
-                            timeout_ms,
-                            now,
-                            expected.is_some(),
-                        )?)
-                    } else {
-                        InitStep::Write(m.prepare_increment_epoch(
-                            timeout_ms,
-                            expected.map(|(_, e)| e),
-                            now,
-                        )?)
-                    }
-                }
-                TxnState::Ongoing => InitStep::Fence(m.prepare_fence_epoch()?),
-                TxnState::Dead | TxnState::PrepareEpochFence => {
-                    tracing::error!(transactional_id = id, state = ?m.state, "illegal state at InitProducerId");
-                    return Err(E::UnknownServerError);
-                }
-            }
+            steps::plan_init(m, timeout_ms, expected, fresh, now)?
         };
         match step {
             InitStep::Write(t) => {
@@ -426,25 +375,11 @@ impl TransactionCoordinators {
         let t = {
             let mut txns = p.txns.lock();
             let m = txns.get_mut(id).ok_or(E::InvalidProducerIdMapping)?;
-            if m.pending.is_some() {
-                return Err(E::ConcurrentTransactions);
+            match steps::plan_add_partitions(m, producer_id, epoch, partitions, version, now_ms())?
+            {
+                Some(t) => t,
+                None => return Ok(()),
             }
-            if m.producer_id != producer_id {
-                return Err(E::InvalidProducerIdMapping);
-            }
-            if m.producer_epoch != epoch {
-                return Err(E::ProducerFenced);
-            }
-            match m.state {
-                TxnState::PrepareCommit | TxnState::PrepareAbort => {
-                    return Err(E::ConcurrentTransactions)
-                }
-                TxnState::Ongoing if partitions.iter().all(|tp| m.partitions.contains(tp)) => {
-                    return Ok(())
-                }
-                _ => {}
-            }
-            m.prepare_add_partitions(partitions, now_ms(), version)?
         };
         p.write(id, &t).await
     }
@@ -544,9 +479,9 @@ impl TransactionCoordinators {
             let mut txns = p.txns.lock();
             let m = txns.get_mut(id).ok_or(E::InvalidProducerIdMapping)?;
             if version.bumps_epoch() {
-                prepare_end_v2(m, producer_id, epoch, commit, from_client, next_id, now)?
+                steps::prepare_end_v2(m, producer_id, epoch, commit, from_client, next_id, now)?
             } else {
-                prepare_end_v1(m, producer_id, epoch, commit, from_client, now)?
+                steps::prepare_end_v1(m, producer_id, epoch, commit, from_client, now)?
             }
         };
         let (t, fence) = match step {
@@ -571,29 +506,7 @@ impl TransactionCoordinators {
         let (marker, complete) = {
             let mut txns = p.txns.lock();
             let m = txns.get_mut(id).ok_or(E::NotCoordinator)?;
-            if m.producer_id != t.producer_id {
-                return Err(E::InvalidProducerIdMapping);
-            }
-            if m.pending.is_some() {
-                return Err(E::ConcurrentTransactions);
-            }
-            let want = if commit {
-                TxnState::PrepareCommit
-            } else {
-                TxnState::PrepareAbort
-            };
-            if m.state != want {
-                return Err(E::InvalidTxnState);
-            }
-            let marker = MarkerRequest {
-                producer_id: m.producer_id,
-                producer_epoch: m.producer_epoch,
-                commit,
-                coordinator_epoch: p.coordinator_epoch,
-                version: m.version,
-                partitions: m.partitions.iter().cloned().collect(),
-            };
-            (marker, m.prepare_complete(now_ms())?)
+            steps::markers_after_prepare(m, t.producer_id, commit, p.coordinator_epoch, now_ms())?
         };
         let answer = if version.bumps_epoch() {
             (complete.producer_id, complete.producer_epoch)
@@ -620,6 +533,10 @@ impl TransactionCoordinators {
             tracing::error!("no marker writer attached; transaction markers cannot be written");
             return;
         };
+        // Markers resumed by a load wait until what the load read is committed.
+        if !p.wait_committed().await {
+            return;
+        }
         let mut left: BTreeSet<TopicPartition> = marker.partitions.iter().cloned().collect();
         let mut backoff = Duration::from_millis(50);
         while !left.is_empty() {
@@ -631,22 +548,22 @@ impl TransactionCoordinators {
                 ..marker.clone()
             };
             for (tp, r) in writer.write(req).await {
-                match r {
-                    Ok(()) => {
+                match steps::marker_outcome(&r) {
+                    MarkerOutcome::Written => {
                         left.remove(&tp);
                     }
-                    Err(E::UnknownTopicOrPartition) => {
+                    MarkerOutcome::Gone => {
                         tracing::info!(transactional_id = %id, topic = %tp.0, partition = tp.1,
                             "the partition of a transaction is gone; no marker written there");
                         left.remove(&tp);
                     }
-                    Err(e @ (E::InvalidProducerEpoch | E::TransactionCoordinatorFenced)) => {
-                        tracing::warn!(transactional_id = %id, topic = %tp.0, partition = tp.1, error = ?e,
+                    MarkerOutcome::Stale => {
+                        tracing::warn!(transactional_id = %id, topic = %tp.0, partition = tp.1, error = ?r.err(),
                             "a marker was refused as stale; this coordinator stops sending for the transaction");
                         return;
                     }
-                    Err(e) => {
-                        tracing::debug!(transactional_id = %id, topic = %tp.0, partition = tp.1, error = ?e,
+                    MarkerOutcome::Retry => {
+                        tracing::debug!(transactional_id = %id, topic = %tp.0, partition = tp.1, error = ?r.err(),
                             "a marker will be retried");
                     }
                 }
@@ -684,16 +601,8 @@ impl TransactionCoordinators {
             let again = {
                 let mut txns = p.txns.lock();
                 match txns.get_mut(&id) {
-                    Some(m)
-                        if p.is_active()
-                            && m.pending.is_none()
-                            && m.producer_id == marker.producer_id
-                            && matches!(
-                                m.state,
-                                TxnState::PrepareCommit | TxnState::PrepareAbort
-                            ) =>
-                    {
-                        m.prepare_complete(now_ms()).ok()
+                    Some(m) if p.is_active() => {
+                        steps::complete_again(m, marker.producer_id, now_ms())
                     }
                     _ => None,
                 }
@@ -762,18 +671,18 @@ impl TransactionCoordinators {
     /// markers written.
     pub async fn abort_timed_out(self: &Arc<Self>) {
         let now = now_ms();
-        let partitions: Vec<Arc<TxnPartition>> = self.loaded.read().values().cloned().collect();
+        let partitions: Vec<Arc<TxnPartition>> = self
+            .loaded
+            .read()
+            .values()
+            .filter(|p| p.is_committed())
+            .cloned()
+            .collect();
         for p in partitions {
             let fences: Vec<(String, TxnTransit)> = {
                 let mut txns = p.txns.lock();
                 txns.iter_mut()
-                    .filter(|(_, m)| {
-                        m.state == TxnState::Ongoing
-                            && m.pending.is_none()
-                            && m.txn_start_ms >= 0
-                            && now.saturating_sub(m.txn_start_ms) > i64::from(m.txn_timeout_ms)
-                    })
-                    .filter_map(|(id, m)| Some((id.clone(), m.prepare_fence_epoch().ok()?)))
+                    .filter_map(|(id, m)| Some((id.clone(), steps::fence_if_timed_out(m, now)?)))
                     .collect()
             };
             for (id, t) in fences {
@@ -815,7 +724,13 @@ impl TransactionCoordinators {
     /// Removes ids idle for `transactional.id.expiration.ms` (tombstones).
     pub async fn expire_ids(&self) {
         let now = now_ms();
-        let partitions: Vec<Arc<TxnPartition>> = self.loaded.read().values().cloned().collect();
+        let partitions: Vec<Arc<TxnPartition>> = self
+            .loaded
+            .read()
+            .values()
+            .filter(|p| p.is_committed())
+            .cloned()
+            .collect();
         for p in partitions {
             let dead: Vec<(String, TxnTransit)> = {
                 let mut txns = p.txns.lock();
@@ -858,141 +773,10 @@ impl TransactionCoordinators {
     }
 }
 
-/// Forgets a fence still pending after its abort failed early (so the id is not stuck in
-/// CONCURRENT_TRANSACTIONS; the next InitProducerId or timeout check fences again).
+/// Forgets a fence still pending after its abort failed early ([`steps::abandon_fence`]).
 fn abandon_fence(p: &TxnPartition, id: &str) {
     if let Some(m) = p.txns.lock().get_mut(id) {
-        if m.pending == Some(TxnState::PrepareEpochFence) {
-            m.abandon();
-        }
-    }
-}
-
-/// Kafka's `endTransactionWithTV1`.
-fn prepare_end_v1(
-    m: &mut TxnMetadata,
-    producer_id: i64,
-    epoch: i16,
-    commit: bool,
-    from_client: bool,
-    now: i64,
-) -> Result<EndStep, E> {
-    if m.producer_id != producer_id {
-        return Err(E::InvalidProducerIdMapping);
-    }
-    // Clients may not bump the epoch: strict equality for them.
-    if (from_client && epoch != m.producer_epoch) || epoch < m.producer_epoch {
-        return Err(E::ProducerFenced);
-    }
-    if m.pending.is_some() && m.pending != Some(TxnState::PrepareEpochFence) {
-        return Err(E::ConcurrentTransactions);
-    }
-    match m.state {
-        TxnState::Ongoing => {
-            let next = if commit {
-                TxnState::PrepareCommit
-            } else {
-                TxnState::PrepareAbort
-            };
-            let mut fence = false;
-            if next == TxnState::PrepareAbort && m.pending == Some(TxnState::PrepareEpochFence) {
-                fence = true;
-                m.pending = None;
-                m.producer_epoch = epoch;
-                m.last_producer_epoch = NO_PRODUCER_EPOCH;
-            }
-            let t = m.prepare_abort_or_commit(next, TxnVersion::V1, NO_PRODUCER_ID, now, false)?;
-            Ok(EndStep::Write(t, fence))
-        }
-        TxnState::CompleteCommit if commit => Ok(EndStep::Done(NO_PRODUCER_ID, NO_PRODUCER_EPOCH)),
-        TxnState::CompleteAbort if !commit => Ok(EndStep::Done(NO_PRODUCER_ID, NO_PRODUCER_EPOCH)),
-        TxnState::PrepareCommit if commit => Err(E::ConcurrentTransactions),
-        TxnState::PrepareAbort if !commit => Err(E::ConcurrentTransactions),
-        TxnState::Dead | TxnState::PrepareEpochFence => Err(E::UnknownServerError),
-        _ => {
-            tracing::warn!(transactional_id = %m.transactional_id, state = ?m.state, commit,
-                "EndTxn in a state that does not allow it");
-            Err(E::InvalidTxnState)
-        }
-    }
-}
-
-/// Kafka's `endTransaction` for transactions v2 (the table in Kafka's TransactionCoordinator:
-/// a retry has the epoch before the bump).
-fn prepare_end_v2(
-    m: &mut TxnMetadata,
-    producer_id: i64,
-    epoch: i16,
-    commit: bool,
-    from_client: bool,
-    next_producer_id: i64,
-    now: i64,
-) -> Result<EndStep, E> {
-    let fence = m.pending == Some(TxnState::PrepareEpochFence);
-    let retry_on_overflow = !fence
-        && m.prev_producer_id == producer_id
-        && epoch == i16::MAX - 1
-        && m.producer_epoch == 0;
-    let retry_on_bump = !fence && i32::from(m.producer_epoch) == i32::from(epoch) + 1;
-    let valid_epoch = if fence {
-        (!from_client || epoch == m.producer_epoch) && epoch >= m.producer_epoch
-    } else {
-        match m.state {
-            TxnState::Ongoing | TxnState::Empty | TxnState::Dead | TxnState::PrepareEpochFence => {
-                epoch == m.producer_epoch
-            }
-            TxnState::PrepareCommit | TxnState::PrepareAbort => retry_on_bump,
-            TxnState::CompleteCommit | TxnState::CompleteAbort => {
-                retry_on_bump || retry_on_overflow || epoch == m.producer_epoch
-            }
-        }
-    };
-    let retry = retry_on_bump || retry_on_overflow;
-    if m.pending.is_some() && !fence {
-        return Err(E::ConcurrentTransactions);
-    }
-    if m.producer_id != producer_id && !retry_on_overflow {
-        return Err(E::InvalidProducerIdMapping);
-    }
-    if !valid_epoch {
-        return Err(E::ProducerFenced);
-    }
-    let complete_with = |m: &mut TxnMetadata, next: TxnState, none_added: bool| {
-        if next == TxnState::PrepareAbort && fence {
-            m.pending = None;
-        }
-        m.prepare_abort_or_commit(next, TxnVersion::V2, next_producer_id, now, none_added)
-            .map(|t| EndStep::Write(t, fence))
-    };
-    let invalid = |m: &TxnMetadata| {
-        tracing::warn!(transactional_id = %m.transactional_id, state = ?m.state, commit,
-            "EndTxn in a state that does not allow it");
-        Err(E::InvalidTxnState)
-    };
-    match m.state {
-        TxnState::Ongoing => {
-            let next = if commit {
-                TxnState::PrepareCommit
-            } else {
-                TxnState::PrepareAbort
-            };
-            complete_with(m, next, false)
-        }
-        TxnState::CompleteCommit => match (commit, retry) {
-            (true, true) => Ok(EndStep::Done(m.producer_id, m.producer_epoch)),
-            (false, false) => complete_with(m, TxnState::PrepareAbort, true),
-            _ => invalid(m),
-        },
-        TxnState::CompleteAbort => match (commit, retry) {
-            (false, true) => Ok(EndStep::Done(m.producer_id, m.producer_epoch)),
-            (false, false) => complete_with(m, TxnState::PrepareAbort, true),
-            _ => invalid(m),
-        },
-        TxnState::PrepareCommit if commit => Err(E::ConcurrentTransactions),
-        TxnState::PrepareAbort if !commit => Err(E::ConcurrentTransactions),
-        TxnState::Empty if !commit => complete_with(m, TxnState::PrepareAbort, true),
-        TxnState::Dead | TxnState::PrepareEpochFence => Err(E::UnknownServerError),
-        _ => invalid(m),
+        steps::abandon_fence(m);
     }
 }
 

@@ -35,6 +35,12 @@ pub struct TxnPartition {
     /// The transactional ids of this partition.
     pub(super) txns: Mutex<HashMap<String, TxnMetadata>>,
     active: AtomicBool,
+    /// The log end offset the load replayed to: the state may hold records not yet
+    /// replicated (a new leader's tail), so nothing is served or acted on until the high
+    /// watermark reaches it (see [`is_committed`](Self::is_committed)).
+    loaded_end: i64,
+    /// Set once the high watermark reached `loaded_end`.
+    committed: AtomicBool,
 }
 
 impl TxnPartition {
@@ -69,20 +75,20 @@ impl TxnPartition {
                             skipped += 1;
                             continue;
                         };
-                        match r.value.as_deref() {
-                            None => {
-                                txns.remove(&id);
-                            }
+                        let value = match r.value.as_deref() {
+                            None => None,
                             Some(v) => match log::decode_value(v) {
-                                Some(t) if t.state != TxnState::Dead => {
-                                    txns.insert(id.clone(), TxnMetadata::from_transit(&id, &t));
+                                Some(t) => Some(t),
+                                None => {
+                                    skipped += 1;
+                                    continue;
                                 }
-                                Some(_) => {
-                                    txns.remove(&id);
-                                }
-                                None => skipped += 1,
                             },
-                        }
+                        };
+                        match replayed(&id, value.as_ref()) {
+                            Some(m) => txns.insert(id, m),
+                            None => txns.remove(&id),
+                        };
                     }
                 }
             }
@@ -102,12 +108,45 @@ impl TxnPartition {
             min_isr: min_isr.max(1),
             txns: Mutex::new(txns),
             active: AtomicBool::new(true),
+            loaded_end: end,
+            committed: AtomicBool::new(false),
         })
     }
 
     /// Whether this broker still coordinates the partition (not unloaded).
     pub fn is_active(&self) -> bool {
         self.active.load(Ordering::Acquire)
+    }
+
+    /// Whether the state loaded is all committed: the partition's high watermark reached the
+    /// log end offset the load replayed to. Until then requests are answered
+    /// COORDINATOR_LOAD_IN_PROGRESS (14) and the markers of prepared transactions wait: a new
+    /// leader's unreplicated tail may still be lost to the next leader, and markers written
+    /// from a PrepareCommit there committed a transaction that the next coordinator, without
+    /// it, aborted (issue 57, frieda-sim seed 743: `txn-marker-contradicts-decision`). Kafka's
+    /// group coordinator runtime (KIP-848) likewise exposes only committed state.
+    pub fn is_committed(&self) -> bool {
+        if self.committed.load(Ordering::Acquire) {
+            return true;
+        }
+        let committed =
+            !self.log.repl.is_replicated() || self.log.high_watermark() >= self.loaded_end;
+        if committed {
+            self.committed.store(true, Ordering::Release);
+        }
+        committed
+    }
+
+    /// Waits until [`is_committed`](Self::is_committed); false if the partition was unloaded
+    /// meanwhile. Polls every 10 ms (a load waits for its followers' next fetch).
+    pub async fn wait_committed(&self) -> bool {
+        while !self.is_committed() {
+            if !self.is_active() {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.is_active()
     }
 
     /// Stops coordinating: writes in flight answer NOT_COORDINATOR, marker senders stop.
@@ -130,19 +169,10 @@ impl TxnPartition {
         let Some(m) = txns.get_mut(id) else {
             return Err(E::NotCoordinator);
         };
-        match result {
-            Ok(()) => {
-                m.complete(t)?;
-                if t.state == TxnState::Dead {
-                    txns.remove(id);
-                }
-                Ok(())
-            }
-            Err(e) => {
-                m.abandon();
-                Err(e)
-            }
+        if land(m, t, result)? {
+            txns.remove(id);
         }
+        Ok(())
     }
 
     async fn append(&self, id: &str, t: &TxnTransit) -> Result<(), E> {
@@ -173,8 +203,36 @@ impl TxnPartition {
     }
 }
 
-/// Kafka's mapping of a transaction log append error.
-fn map_error(e: E) -> E {
+/// The state of `id` after replaying its record `value` (`None`: a tombstone): `None` when the
+/// id is gone (a tombstone or Dead), else the stored state, no transition pending.
+pub fn replayed(id: &str, value: Option<&TxnTransit>) -> Option<TxnMetadata> {
+    value
+        .filter(|t| t.state != TxnState::Dead)
+        .map(|t| TxnMetadata::from_transit(id, t))
+}
+
+/// The write of transition `t` of `m` ended with `result` (Kafka's
+/// `TransactionStateManager.appendTransactionToLog` callback): written, it is applied
+/// (`Ok(true)`: Dead, the id is to be removed); failed, the pending transition is forgotten
+/// and the error returned.
+///
+/// Errors: `result`'s, or UNKNOWN_SERVER_ERROR when `t` is not the pending transition.
+pub fn land(m: &mut TxnMetadata, t: &TxnTransit, result: Result<(), E>) -> Result<bool, E> {
+    match result {
+        Ok(()) => {
+            m.complete(t)?;
+            Ok(t.state == TxnState::Dead)
+        }
+        Err(e) => {
+            m.abandon();
+            Err(e)
+        }
+    }
+}
+
+/// Kafka's mapping of a transaction log append error (NOT_COORDINATOR where this broker does
+/// not lead the partition or its log failed, else COORDINATOR_NOT_AVAILABLE).
+pub fn map_error(e: E) -> E {
     match e {
         E::NotLeaderOrFollower | E::KafkaStorageError | E::UnknownTopicOrPartition => {
             E::NotCoordinator

@@ -490,3 +490,86 @@ async fn a_v2_produce_verified_before_the_previous_marker_lands_is_appended() {
     }
     data_writers.stop();
 }
+
+/// Issue 57 (frieda-sim seeds 651 and 743 of 150..750, `txn-end-answered-wrong` and
+/// `txn-marker-contradicts-decision`): a coordinator loads its partition to the log end
+/// offset, and a new leader's tail may not be replicated yet; a PrepareCommit found there had
+/// its markers written, and when the next leader (without that tail) aborted the transaction,
+/// partition 0 held a committed transaction its coordinator had aborted. The coordinator now
+/// answers COORDINATOR_LOAD_IN_PROGRESS and resumes no markers until the high watermark reaches
+/// the end it loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_serves_and_resumes_markers_only_once_its_tail_is_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let markers: Arc<Markers> = Arc::default();
+    markers.block.store(true, Ordering::Release);
+    let f = open(dir.path(), markers.clone(), 3);
+    let (pid, epoch) = f.coord.init_producer_id("tx", 60_000, None).await.unwrap();
+    f.coord
+        .add_partitions("tx", pid, epoch, &[tp("a", 0)], TxnVersion::V2)
+        .await
+        .unwrap();
+    assert_eq!(
+        f.coord
+            .end_txn("tx", pid, epoch, true, TxnVersion::V2)
+            .await,
+        Ok((pid, epoch + 1))
+    );
+    f.coord.unload(0);
+    // The partition now has a replicated leader whose follower has not fetched its tail.
+    let leo = f.log.reader().log_end_offset();
+    assert!(leo > 0);
+    let state = frieda_meta::PartitionState {
+        replicas: vec![1, 2],
+        isr: vec![1, 2],
+        leader: 1,
+        leader_epoch: 4,
+        partition_epoch: 1,
+        adding: vec![],
+        removing: vec![],
+        elr: vec![],
+        last_known_elr: vec![],
+        electing: None,
+    };
+    f.log.repl.become_leader(1, &state, now_ms(), leo);
+    markers.seen.lock().clear();
+    markers.block.store(false, Ordering::Release);
+    f.coord.load(0, 4, f.log.clone()).unwrap();
+    assert_eq!(
+        f.coord.describe("tx").map(|d| d.state),
+        Err(E::CoordinatorLoadInProgress)
+    );
+    assert_eq!(
+        f.coord
+            .end_txn("tx", pid, epoch, true, TxnVersion::V2)
+            .await,
+        Err(E::CoordinatorLoadInProgress)
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        markers.seen.lock().is_empty(),
+        "markers resumed from a load that is not committed"
+    );
+    // The follower fetches to the end: the high watermark reaches what the load read.
+    f.log
+        .repl
+        .on_follower_fetch(2, None, leo, 0, 4, leo, now_ms())
+        .unwrap();
+    for _ in 0..200 {
+        if !markers.seen.lock().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let m = markers.seen.lock().clone();
+    assert_eq!(m.len(), 1, "the prepared transaction's markers are resumed");
+    assert_eq!(
+        (m[0].producer_id, m[0].commit, m[0].coordinator_epoch),
+        (pid, true, 4)
+    );
+    assert_eq!(
+        f.coord.describe("tx").map(|d| d.state),
+        Ok(TxnState::PrepareCommit)
+    );
+    close(f);
+}

@@ -1,0 +1,1355 @@
+//! Transactions (KIP-98, transactions v2 of KIP-890; issue 57): transactional producers write
+//! to partition 0 through the broker's own transaction coordinator decisions
+//! ([`frieda::coordinator::transaction::steps`]) and the broker's own producer state
+//! ([`frieda_log::ProducerStateManager`]), with the coordinator's state in one more partition
+//! of the topic (`__transaction_state` here: the coordinator is its leader, the coordinator
+//! epoch its leader epoch; its leaders are killed as the offsets partition's are).
+//!
+//! What is the broker's code and what is simulated:
+//! - the coordinator's state per transactional id is the broker's `TxnMetadata`; InitProducerId,
+//!   AddPartitionsToTxn, EndTxn, the marker sending, the completion, the timeout abort and the
+//!   load's resumption decide with `steps::{plan_init, plan_add_partitions, prepare_end_v2,
+//!   markers_after_prepare, marker_outcome, complete_again, fence_if_timed_out,
+//!   resume_markers}`, replay with `partition::replayed` and apply a write's outcome with
+//!   `partition::land`, as `TransactionCoordinators` and `TxnPartition` do;
+//! - writes go to the transaction state partition through the same path as the group
+//!   coordinator's
+//!   (`check_append`, acks=all, 5 s), mapped with `partition::map_error`; a coordinator loads
+//!   (replays its log to the log end offset, as the broker's `TxnPartition::load`) whenever it
+//!   becomes the partition's leader or its leader epoch changes;
+//! - the leader of partition 0 checks transactional batches and markers with the broker's
+//!   `ProducerStateManager` (`check`, `record`, `check_marker`, `record_marker`), rebuilt from
+//!   its log when it becomes the leader; KIP-890 part 1 verification is not simulated (the
+//!   clients add the partition with AddPartitionsToTxn before they produce, and transactions
+//!   v2's epoch bump fences late batches of an ended transaction).
+//!
+//! Two clients each run transactions until 10 s before the end: InitProducerId, add partition
+//! 0, one to three `acks=all` batches (sequence numbers per epoch, resent on retriable errors),
+//! then EndTxn: commit (80%, if every batch was answered OK) or abort. Requests without an
+//! answer are sent again after 3 s; fenced producers initialise again. The coordinator aborts
+//! transactions older than their 6-s timeout.
+//!
+//! Invariants:
+//! - `txn-decided-twice`: no transaction (producer id and the epoch of its data) gets both a
+//!   PrepareCommit and a PrepareAbort written and answered (acks=all) by its coordinators;
+//! - `txn-end-answered-wrong`: an EndTxn answered OK agrees with the written decision;
+//! - `txn-marker-contradicts-decision`: every marker partition 0's leader appends closes a
+//!   transaction whose written decision it carries (a marker without one: a coordinator acted
+//!   on state that was never written with acks=all);
+//! - `liveness-txn-hanging`: after the run settles, no transactional batch of partition 0's
+//!   final leader lacks its marker (the last stable offset is not stuck), and every marker
+//!   there agrees with the decision.
+
+use std::collections::BTreeMap;
+
+use frieda::coordinator::transaction::metadata::NO_PRODUCER_ID;
+use frieda::coordinator::transaction::partition::{land, map_error, replayed};
+use frieda::coordinator::transaction::steps::{self, EndStep, InitStep, MarkerOutcome};
+use frieda::coordinator::transaction::{TxnMetadata, TxnState, TxnTransit, TxnVersion};
+use frieda::replication::LogView;
+use frieda::storage::partition::producer_error;
+use frieda_log::{BatchHeader, ControlType, EndTxnMarker, ProducerStateManager, SequenceCheck};
+use kafka_protocol::error::ResponseError as E;
+use rand::Rng;
+
+use crate::net::{Msg, Node};
+use crate::plan::Time;
+use crate::world::{Appending, Event, Timer, World, TOPIC};
+
+/// Transactional clients of a run (`tx-0`, `tx-1`, ...).
+pub(crate) const CLIENTS: u8 = 2;
+/// The partition the transactions write.
+const DATA_PARTITION: i32 = 0;
+/// `transaction.timeout.ms` of the clients.
+const TXN_TIMEOUT_MS: i32 = 6_000;
+/// How often a coordinator looks for timed-out transactions.
+pub(crate) const ABORT_CHECK_MS: Time = 1_000;
+/// A client request without an answer is sent again after this, ms.
+const CLIENT_TIMEOUT_MS: Time = 3_000;
+/// A client's backoff after a retriable error, ms.
+const CLIENT_BACKOFF_MS: Time = 100;
+/// Clients start no transaction this close to the end, ms.
+const QUIET_BEFORE_END_MS: Time = 10_000;
+/// How long a coordinator write waits for the in-sync replicas (`TxnPartition`'s 5 s).
+const WRITE_TIMEOUT_MS: Time = 5_000;
+/// The marker sender's first and longest backoff, ms (`send_markers`).
+const MARKER_BACKOFF_MS: (Time, Time) = (50, 1_000);
+/// A marker request without an answer is sent again after this, ms.
+const MARKER_TIMEOUT_MS: Time = 2_000;
+
+/// What a coordinator write does once it landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Answer client request `req` with the transition's producer id and epoch.
+    Reply(u64),
+    /// A PrepareCommit/PrepareAbort: send the markers, answer `reply` if a client asked.
+    Prepare { reply: Option<u64>, commit: bool },
+    /// The completion after the markers.
+    Complete,
+}
+
+/// A coordinator write: its record, and what the writer does after it.
+#[derive(Debug, Clone)]
+pub(crate) struct TxnWrite {
+    tid: String,
+    t: TxnTransit,
+    then: Then,
+}
+
+/// A transactional batch or marker of partition 0, by batch id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TxnBatch {
+    /// Data: producer id, epoch, base sequence, records.
+    Data {
+        pid: i64,
+        epoch: i16,
+        seq: i32,
+        count: i64,
+    },
+    /// A marker: producer id, its (bumped) epoch, commit, coordinator epoch.
+    Marker {
+        pid: i64,
+        epoch: i16,
+        commit: bool,
+        coordinator_epoch: i32,
+    },
+}
+
+impl TxnBatch {
+    fn header(&self) -> BatchHeader {
+        let (pid, epoch, seq, count, attributes) = match *self {
+            TxnBatch::Data {
+                pid,
+                epoch,
+                seq,
+                count,
+            } => (pid, epoch, seq, count, frieda_log::TRANSACTIONAL_BIT),
+            TxnBatch::Marker { pid, epoch, .. } => (
+                pid,
+                epoch,
+                -1,
+                1,
+                frieda_log::TRANSACTIONAL_BIT | frieda_log::CONTROL_BIT,
+            ),
+        };
+        BatchHeader {
+            base_offset: 0,
+            batch_length: 0,
+            partition_leader_epoch: 0,
+            magic: 2,
+            crc: 0,
+            attributes,
+            last_offset_delta: (count - 1) as i32,
+            base_timestamp: 0,
+            max_timestamp: 0,
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence: seq,
+            records_count: count as i32,
+        }
+    }
+}
+
+/// What a leader's append of a transactional batch answers once acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reply {
+    /// The client's produce.
+    Produce,
+    /// The coordinator broker's WriteTxnMarkers.
+    Marker { coordinator: i32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Init,
+    Add,
+    Produce,
+    End { commit: bool },
+    Done,
+}
+
+/// A transactional producer.
+#[derive(Debug, Clone)]
+pub(crate) struct Client {
+    tid: String,
+    pid: i64,
+    epoch: i16,
+    phase: Phase,
+    /// The request in flight (0: none).
+    req: u64,
+    /// Bumped at every send: a timeout event of an older send is stale.
+    attempt: u32,
+    seq: i32,
+    /// Records of the batch in flight.
+    count: i64,
+    batches_left: u8,
+    retries: u8,
+    failed: bool,
+}
+
+/// A coordinator's marker sending for one transactional id.
+#[derive(Debug, Clone)]
+pub(crate) struct Sending {
+    pid: i64,
+    epoch: i16,
+    commit: bool,
+    complete: TxnTransit,
+    backoff: Time,
+    /// The marker request in flight (0: none).
+    req: u64,
+    attempt: u32,
+}
+
+/// The transaction coordinator a broker runs while it leads the transaction state partition.
+#[derive(Debug, Clone)]
+pub(crate) struct SimTxnCoordinator {
+    load: u64,
+    coordinator_epoch: i32,
+    /// The log end offset the load replayed to (`TxnPartition::is_committed`).
+    loaded_end: i64,
+    /// The high watermark reached `loaded_end`: it serves.
+    committed: bool,
+    txns: BTreeMap<String, TxnMetadata>,
+    sending: BTreeMap<String, Sending>,
+}
+
+/// The transactions of a run.
+#[derive(Debug, Default)]
+pub(crate) struct Txns {
+    /// Coordinator writes by batch id (the transaction state partition's records).
+    pub(crate) writes: BTreeMap<u64, TxnWrite>,
+    /// Partition 0's transactional batches and markers by batch id.
+    pub(crate) batches: BTreeMap<u64, TxnBatch>,
+    /// Written and answered decisions: (producer id, data epoch) -> (commit, the write).
+    decided: BTreeMap<(i64, i16), (bool, u64)>,
+    /// Decisions a power loss voided, by transaction: the coordinator's log lost them (and
+    /// may reuse the epoch), but markers written from them stay where they were replicated.
+    voided: BTreeMap<(i64, i16), Vec<bool>>,
+    /// The write that opened each transaction (its first Ongoing, answered OK).
+    opened: BTreeMap<(i64, i16), u64>,
+    /// The transaction (producer id, data epoch) each marker closed where it was appended.
+    closes: BTreeMap<u64, (i64, i16)>,
+    /// Markers acknowledged (replicated) on partition 0: (producer id, data epoch) -> (commit,
+    /// the marker).
+    marked: BTreeMap<(i64, i16), (bool, u64)>,
+    clients: Vec<Client>,
+    next_pid: i64,
+    loads: u64,
+    /// Transactions committed and aborted (decisions written).
+    pub(crate) commits: u64,
+    pub(crate) aborts: u64,
+}
+
+/// The key fields of `m` as a transition (what [`World::txn_decide`] reads).
+fn steps_transit(m: &TxnMetadata) -> TxnTransit {
+    TxnTransit {
+        producer_id: m.producer_id,
+        prev_producer_id: m.prev_producer_id,
+        next_producer_id: m.next_producer_id,
+        producer_epoch: m.producer_epoch,
+        last_producer_epoch: m.last_producer_epoch,
+        txn_timeout_ms: m.txn_timeout_ms,
+        state: m.state,
+        partitions: m.partitions.clone(),
+        txn_start_ms: m.txn_start_ms,
+        txn_last_update_ms: m.txn_last_update_ms,
+        version: m.version,
+    }
+}
+
+impl World {
+    pub(crate) fn txn_run(&self) -> bool {
+        self.plan.shape.txn_partition.is_some()
+    }
+
+    /// The clients start (at the run's start).
+    pub(crate) fn txn_start(&mut self) {
+        if !self.txn_run() {
+            return;
+        }
+        for c in 0..CLIENTS {
+            self.txns.clients.push(Client {
+                tid: format!("tx-{c}"),
+                pid: -1,
+                epoch: -1,
+                phase: Phase::Init,
+                req: 0,
+                attempt: 0,
+                seq: 0,
+                count: 0,
+                batches_left: 0,
+                retries: 0,
+                failed: false,
+            });
+            let at = self.rng.gen_range(2_000..3_000);
+            self.after(
+                at,
+                Event::TxnClient {
+                    client: c,
+                    attempt: 0,
+                },
+            );
+        }
+        self.txns.next_pid = 1_000_000;
+    }
+
+    // ------------------------------------------------------------------ clients
+
+    /// Client `c`'s timer: (re)sends what its phase needs, unless a newer send superseded it.
+    pub(crate) fn txn_client_timer(&mut self, c: u8, attempt: u32) {
+        if self.txns.clients[c as usize].attempt != attempt {
+            return;
+        }
+        self.txn_client_send(c);
+    }
+
+    fn txn_client_send(&mut self, c: u8) {
+        let op = self.plan.shape.txn_partition.expect("a txn run");
+        let req = self.next_request_id();
+        let cl = &mut self.txns.clients[c as usize];
+        cl.req = req;
+        cl.attempt += 1;
+        let attempt = cl.attempt;
+        let (tid, pid, epoch) = (cl.tid.clone(), cl.pid, cl.epoch);
+        let (to, msg) = match cl.phase {
+            Phase::Done => return,
+            Phase::Init => (op, Msg::TxnInit { req, tid }),
+            Phase::Add => (
+                op,
+                Msg::TxnAdd {
+                    req,
+                    tid,
+                    pid,
+                    epoch,
+                },
+            ),
+            Phase::Produce => {
+                let (seq, count) = (cl.seq, cl.count);
+                (
+                    DATA_PARTITION,
+                    Msg::TxnProduce {
+                        req,
+                        pid,
+                        epoch,
+                        seq,
+                        count,
+                    },
+                )
+            }
+            Phase::End { commit } => (
+                op,
+                Msg::TxnEnd {
+                    req,
+                    tid,
+                    pid,
+                    epoch,
+                    commit,
+                },
+            ),
+        };
+        let broker = self.client_target(to, false);
+        self.send(Node::Client, Node::Broker(broker), msg);
+        self.after(CLIENT_TIMEOUT_MS, Event::TxnClient { client: c, attempt });
+    }
+
+    /// Client `c` goes to `phase` and sends after `delay` ms.
+    fn txn_client_next(&mut self, c: u8, phase: Phase, delay: Time) {
+        let cl = &mut self.txns.clients[c as usize];
+        cl.phase = phase;
+        cl.req = 0;
+        cl.attempt += 1;
+        let attempt = cl.attempt;
+        self.after(delay, Event::TxnClient { client: c, attempt });
+    }
+
+    /// Starts the next transaction of client `c` (or stops, near the end).
+    fn txn_client_begin(&mut self, c: u8) {
+        if self.now + QUIET_BEFORE_END_MS >= self.plan.shape.end {
+            self.txn_client_next(c, Phase::Done, 0);
+            return;
+        }
+        let batches = self.rng.gen_range(1..=3);
+        let cl = &mut self.txns.clients[c as usize];
+        cl.seq = 0;
+        cl.batches_left = batches;
+        cl.failed = false;
+        cl.retries = 0;
+        let think = self.rng.gen_range(0..400);
+        self.txn_client_next(c, Phase::Add, think);
+    }
+
+    /// An answer reaches a client.
+    pub(crate) fn txn_client_reply(&mut self, req: u64, result: Result<(i64, i16), E>) {
+        let Some(c) = self
+            .txns
+            .clients
+            .iter()
+            .position(|cl| cl.req == req && req != 0)
+        else {
+            return;
+        };
+        let c = c as u8;
+        let cl = self.txns.clients[c as usize].clone();
+        self.log(|| format!("client {}: {:?} answered {result:?}", cl.tid, cl.phase));
+        let fenced = matches!(
+            result,
+            Err(E::ProducerFenced | E::InvalidProducerIdMapping | E::InvalidProducerEpoch)
+        );
+        match (cl.phase, result) {
+            (Phase::Done, _) => {}
+            (Phase::Init, Ok((pid, epoch))) => {
+                let cl = &mut self.txns.clients[c as usize];
+                cl.pid = pid;
+                cl.epoch = epoch;
+                self.txn_client_begin(c);
+            }
+            (Phase::Add, Ok(_)) => {
+                let count = self.rng.gen_range(1..=5);
+                let cl = &mut self.txns.clients[c as usize];
+                cl.count = count;
+                self.txn_client_next(c, Phase::Produce, 0);
+            }
+            (Phase::Produce, Ok(_)) => {
+                let count = self.rng.gen_range(1..=5);
+                let commit = self.rng.gen_bool(0.8);
+                let cl = &mut self.txns.clients[c as usize];
+                cl.seq += cl.count as i32;
+                cl.retries = 0;
+                cl.batches_left -= 1;
+                if cl.batches_left == 0 {
+                    let commit = commit && !cl.failed;
+                    self.txn_client_next(c, Phase::End { commit }, 0);
+                } else {
+                    cl.count = count;
+                    self.txn_client_next(c, Phase::Produce, 0);
+                }
+            }
+            (Phase::Produce, Err(e)) => {
+                let cl = &mut self.txns.clients[c as usize];
+                cl.retries += 1;
+                let retriable = matches!(
+                    e,
+                    E::NotLeaderOrFollower
+                        | E::NotEnoughReplicas
+                        | E::NotEnoughReplicasAfterAppend
+                        | E::RequestTimedOut
+                        | E::KafkaStorageError
+                );
+                if retriable && cl.retries < 5 {
+                    self.txn_client_next(c, Phase::Produce, CLIENT_BACKOFF_MS);
+                } else {
+                    cl.failed = true;
+                    self.txn_client_next(c, Phase::End { commit: false }, 0);
+                }
+            }
+            (Phase::End { commit }, Ok((pid, epoch))) => {
+                let decided = self.txns.decided.get(&(cl.pid, cl.epoch)).copied();
+                let voided = decided.is_some_and(|(_, by)| self.exempt(by));
+                if decided.map(|d| d.0) != Some(commit) && !voided {
+                    self.violate(
+                        "txn-end-answered-wrong",
+                        format!("client {}'s EndTxn (commit: {commit}) of producer {} epoch {} was answered OK, but the written decision is {decided:?}", cl.tid, cl.pid, cl.epoch),
+                    );
+                    return;
+                }
+                let cl = &mut self.txns.clients[c as usize];
+                cl.pid = pid;
+                cl.epoch = epoch;
+                self.txn_client_begin(c);
+            }
+            (_, Err(_))
+                if fenced
+                    || matches!(cl.phase, Phase::End { .. })
+                        && matches!(result, Err(E::InvalidTxnState)) =>
+            {
+                self.txn_client_next(c, Phase::Init, CLIENT_BACKOFF_MS);
+            }
+            (phase, _) => self.txn_client_next(c, phase, CLIENT_BACKOFF_MS),
+        }
+    }
+
+    fn txn_reply(&mut self, id: i32, req: u64, result: Result<(i64, i16), E>) {
+        self.send(
+            Node::Broker(id),
+            Node::Client,
+            Msg::TxnReply { req, result },
+        );
+    }
+
+    // ------------------------------------------------------------------ coordinator
+
+    /// The reconciler gave broker `id` the transaction state partition's role: (re)load the transaction
+    /// coordinator when it leads (in a new leader epoch), unload it otherwise.
+    pub(crate) fn txn_role(&mut self, id: i32, leads: bool) {
+        if !self.txn_run() {
+            return;
+        }
+        let op = self.plan.shape.txn_partition.expect("a txn run");
+        if !leads {
+            if self.bm(id).txn.take().is_some() {
+                self.log(|| format!("broker {id}: unloads the transaction coordinator"));
+            }
+            return;
+        }
+        let epoch = self.b(id).replicas[&op].repl.leader_epoch();
+        if self
+            .b(id)
+            .txn
+            .as_ref()
+            .is_some_and(|c| c.coordinator_epoch == epoch)
+        {
+            return;
+        }
+        let mut txns: BTreeMap<String, TxnMetadata> = BTreeMap::new();
+        let loaded_end = self.b(id).disks[&op].log.leo();
+        for b in self.b(id).disks[&op].log.batches() {
+            if let Some(w) = self.txns.writes.get(&b.id) {
+                match replayed(&w.tid, Some(&w.t)) {
+                    Some(m) => txns.insert(w.tid.clone(), m),
+                    None => txns.remove(&w.tid),
+                };
+            }
+        }
+        self.txns.loads += 1;
+        let load = self.txns.loads;
+        let now = self.now as i64;
+        let mut sending = BTreeMap::new();
+        for (tid, m) in txns.iter_mut() {
+            if let Some((marker, complete)) = steps::resume_markers(m, epoch, now) {
+                sending.insert(
+                    tid.clone(),
+                    Sending {
+                        pid: marker.producer_id,
+                        epoch: marker.producer_epoch,
+                        commit: marker.commit,
+                        complete,
+                        backoff: MARKER_BACKOFF_MS.0,
+                        req: 0,
+                        attempt: 0,
+                    },
+                );
+            }
+        }
+        let n = txns.len();
+        let resumed: Vec<String> = sending.keys().cloned().collect();
+        self.bm(id).txn = Some(SimTxnCoordinator {
+            load,
+            coordinator_epoch: epoch,
+            loaded_end,
+            committed: false,
+            txns,
+            sending,
+        });
+        self.log(|| format!("broker {id}: loads the transaction coordinator in epoch {epoch} ({n} ids, markers resumed for {resumed:?})"));
+        for tid in resumed {
+            self.txn_send_markers(id, &tid);
+        }
+    }
+
+    /// Whether broker `id`'s coordinator serves: loaded, and what the load read is committed
+    /// (`TxnPartition::is_committed`: the partition's high watermark reached the log
+    /// end offset the load replayed to). Without the wait, seeds 651 and 743 of 150..750 broke
+    /// `txn-end-answered-wrong` and `txn-marker-contradicts-decision`.
+    ///
+    /// Once it serves, the decisions in what it loaded are written (committed) decisions:
+    /// checked against the others and recorded.
+    fn txn_serves(&mut self, id: i32) -> bool {
+        let op = self.plan.shape.txn_partition.expect("a txn run");
+        let hw = self.served_hw(id, op);
+        let Some(c) = self.bm(id).txn.as_mut() else {
+            return false;
+        };
+        if c.committed {
+            return true;
+        }
+        if hw < c.loaded_end {
+            return false;
+        }
+        c.committed = true;
+        let decisions: Vec<(TxnTransit, bool)> = c
+            .txns
+            .values()
+            .filter_map(|m| {
+                let commit = match m.state {
+                    TxnState::PrepareCommit | TxnState::CompleteCommit => true,
+                    TxnState::PrepareAbort | TxnState::CompleteAbort => false,
+                    _ => return None,
+                };
+                Some((steps_transit(m), commit))
+            })
+            .collect();
+        for (t, commit) in decisions {
+            if !self.txn_decide(id, 0, &t, commit) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Broker `id`'s coordinator writes transition `t` of `tid` to its partition;
+    /// [`Self::txn_write_landed`] continues with `then`.
+    fn txn_write(&mut self, id: i32, tid: &str, t: TxnTransit, then: Then) {
+        let op = self.plan.shape.txn_partition.expect("a txn run");
+        let load = self.b(id).txn.as_ref().expect("loaded").load;
+        let req = self.next_request_id();
+        self.txns.writes.insert(
+            req,
+            TxnWrite {
+                tid: tid.to_string(),
+                t,
+                then,
+            },
+        );
+        let appended = self.check_append(id, op, true).and_then(|epoch| {
+            let write = Appending {
+                req,
+                acks: -1,
+                count: 1,
+                timeout: WRITE_TIMEOUT_MS,
+                coordinator: Some(load),
+                marker: None,
+                reply: None,
+            };
+            self.append_pending(id, op, epoch, write)
+        });
+        if let Err(e) = appended {
+            self.txn_write_landed(id, load, req, Err(e));
+        }
+    }
+
+    /// The replication wait of coordinator write `req` (of load `load`) ended with `result`.
+    pub(crate) fn txn_write_landed(&mut self, id: i32, load: u64, req: u64, result: Result<(), E>) {
+        let Some(w) = self.txns.writes.get(&req).cloned() else {
+            return;
+        };
+        let now = self.now as i64;
+        let result = result.map_err(map_error);
+        let outcome = {
+            let Some(c) = self.bm(id).txn.as_mut().filter(|c| c.load == load) else {
+                if let Then::Reply(r) | Then::Prepare { reply: Some(r), .. } = w.then {
+                    self.txn_reply(id, r, Err(E::NotCoordinator));
+                }
+                return;
+            };
+            match c.txns.get_mut(&w.tid) {
+                None => Err(E::NotCoordinator),
+                Some(m) => land(m, &w.t, result).map(|dead| {
+                    if dead {
+                        c.txns.remove(&w.tid);
+                    }
+                }),
+            }
+        };
+        let tid = w.tid.clone();
+        self.log(|| {
+            format!(
+                "broker {id}: transaction write {req} ({tid} {:?}, epoch {}) landed: {outcome:?}",
+                w.t.state, w.t.producer_epoch
+            )
+        });
+        match (w.then, outcome) {
+            (Then::Reply(r), outcome) => {
+                if outcome.is_ok() && w.t.state == TxnState::Ongoing {
+                    let key = (w.t.producer_id, w.t.producer_epoch);
+                    self.txns.opened.entry(key).or_insert(req);
+                }
+                let answer = outcome.map(|()| (w.t.producer_id, w.t.producer_epoch));
+                self.txn_reply(id, r, answer);
+            }
+            (Then::Prepare { reply, commit }, Ok(())) => {
+                if !self.txn_decide(id, req, &w.t, commit) {
+                    return;
+                }
+                let c = self.bm(id).txn.as_mut().expect("checked above");
+                let epoch = c.coordinator_epoch;
+                let m = c.txns.get_mut(&tid).expect("landed");
+                match steps::markers_after_prepare(m, w.t.producer_id, commit, epoch, now) {
+                    Ok((marker, complete)) => {
+                        if let Some(r) = reply {
+                            let answer = (complete.producer_id, complete.producer_epoch);
+                            self.txn_reply(id, r, Ok(answer));
+                        }
+                        let c = self.bm(id).txn.as_mut().expect("checked above");
+                        c.sending.insert(
+                            tid.clone(),
+                            Sending {
+                                pid: marker.producer_id,
+                                epoch: marker.producer_epoch,
+                                commit,
+                                complete,
+                                backoff: MARKER_BACKOFF_MS.0,
+                                req: 0,
+                                attempt: 0,
+                            },
+                        );
+                        self.txn_send_markers(id, &tid);
+                    }
+                    Err(e) => {
+                        if let Some(r) = reply {
+                            self.txn_reply(id, r, Err(e));
+                        }
+                    }
+                }
+            }
+            (Then::Prepare { reply, .. }, Err(e)) => {
+                if let Some(m) = self.bm(id).txn.as_mut().and_then(|c| c.txns.get_mut(&tid)) {
+                    steps::abandon_fence(m);
+                }
+                if let Some(r) = reply {
+                    self.txn_reply(id, r, Err(e));
+                }
+            }
+            (Then::Complete, Ok(())) => {
+                let commit = w.t.state == TxnState::CompleteCommit;
+                if !self.txn_decide(id, req, &w.t, commit) {
+                    return;
+                }
+                if let Some(c) = self.bm(id).txn.as_mut() {
+                    c.sending.remove(&tid);
+                }
+            }
+            (Then::Complete, Err(E::NotCoordinator)) => {}
+            (Then::Complete, Err(_)) => {
+                // Retried while this broker coordinates (`send_markers`).
+                let pid = w.t.producer_id;
+                let again = self.bm(id).txn.as_mut().and_then(|c| {
+                    let t = steps::complete_again(c.txns.get_mut(&tid)?, pid, now)?;
+                    let s = c.sending.get_mut(&tid)?;
+                    s.complete = t;
+                    s.attempt += 1;
+                    Some((s.attempt, s.backoff))
+                });
+                if let Some((attempt, backoff)) = again {
+                    let ci = self.txn_client_index(&tid);
+                    self.timer(id, backoff, Timer::TxnComplete(ci, attempt));
+                }
+            }
+        }
+    }
+
+    /// Write `req` of broker `id`, transition `t` (PrepareCommit/PrepareAbort, or the
+    /// completion after it), landed answered: the decision of the transaction `t` ends is
+    /// written. It must agree with every decision written before and every marker
+    /// acknowledged on partition 0. Returns false on a violation.
+    fn txn_decide(&mut self, id: i32, req: u64, t: &TxnTransit, commit: bool) -> bool {
+        let key = (t.producer_id, t.last_producer_epoch);
+        let known = self.txns.decided.get(&key).copied();
+        // A decision a power loss without fsync voided (its write acknowledged, then lost on
+        // its last copy) no longer counts: the epoch it ended may be used again.
+        if let Some((old, _)) = known.filter(|&(_, by)| self.exempt(by)) {
+            self.txns.voided.entry(key).or_default().push(old);
+            self.txns.decided.remove(&key);
+        }
+        let known = known.filter(|&(_, by)| !self.exempt(by));
+        if let Some((before, by)) = known {
+            if before != commit {
+                self.violate(
+                    "txn-decided-twice",
+                    format!("producer {} epoch {}: write {req} (commit: {commit}) by broker {id} landed after write {by} decided commit: {before}", key.0, key.1),
+                );
+                return false;
+            }
+            return true;
+        }
+        if let Some((marked, m)) = self.txns.marked.get(&key).copied() {
+            if marked != commit && !self.exempt(m) {
+                self.violate(
+                    "txn-marker-contradicts-decision",
+                    format!("producer {} epoch {}: write {req} (commit: {commit}) by broker {id} landed after marker {m} (commit: {marked}) closed the transaction on partition 0", key.0, key.1),
+                );
+                return false;
+            }
+        }
+        self.txns.decided.insert(key, (commit, req));
+        if commit {
+            self.txns.commits += 1;
+        } else {
+            self.txns.aborts += 1;
+        }
+        true
+    }
+
+    fn txn_client_index(&self, tid: &str) -> u8 {
+        tid.trim_start_matches("tx-").parse().expect("tx-N")
+    }
+
+    /// The completion of client `ci`'s transaction is written again (after a failed write).
+    pub(crate) fn txn_complete_retry(&mut self, id: i32, ci: u8, attempt: u32) {
+        let tid = format!("tx-{ci}");
+        let t = match self.b(id).txn.as_ref().and_then(|c| c.sending.get(&tid)) {
+            Some(s) if s.attempt == attempt => s.complete.clone(),
+            _ => return,
+        };
+        self.txn_write(id, &tid, t, Then::Complete);
+    }
+
+    /// Broker `id`'s coordinator sends `tid`'s markers to partition 0's leader (as its image
+    /// names it), again after a timeout or a retriable error.
+    fn txn_send_markers(&mut self, id: i32, tid: &str) {
+        if !self.txn_serves(id) {
+            self.txn_marker_backoff(id, tid);
+            return;
+        }
+        let req = self.next_request_id();
+        let ci = self.txn_client_index(tid);
+        let leader = self
+            .b(id)
+            .image
+            .partition(TOPIC, DATA_PARTITION)
+            .map(|s| s.leader)
+            .filter(|l| *l > 0);
+        let Some(c) = self.bm(id).txn.as_mut() else {
+            return;
+        };
+        let coordinator_epoch = c.coordinator_epoch;
+        let Some(s) = c.sending.get_mut(tid) else {
+            return;
+        };
+        s.req = req;
+        s.attempt += 1;
+        let (attempt, pid, epoch, commit) = (s.attempt, s.pid, s.epoch, s.commit);
+        if let Some(leader) = leader {
+            self.send(
+                Node::Broker(id),
+                Node::Broker(leader),
+                Msg::TxnMarkers {
+                    req,
+                    pid,
+                    epoch,
+                    commit,
+                    coordinator_epoch,
+                },
+            );
+            self.timer(id, MARKER_TIMEOUT_MS, Timer::TxnMarkers(ci, attempt));
+        } else {
+            self.txn_marker_backoff(id, tid);
+        }
+    }
+
+    fn txn_marker_backoff(&mut self, id: i32, tid: &str) {
+        let ci = self.txn_client_index(tid);
+        let Some(s) = self
+            .bm(id)
+            .txn
+            .as_mut()
+            .and_then(|c| c.sending.get_mut(tid))
+        else {
+            return;
+        };
+        s.attempt += 1;
+        s.req = 0;
+        let (attempt, backoff) = (s.attempt, s.backoff);
+        s.backoff = (s.backoff * 2).min(MARKER_BACKOFF_MS.1);
+        self.timer(id, backoff, Timer::TxnMarkers(ci, attempt));
+    }
+
+    /// A marker timer of client `ci`'s transaction fired at its coordinator.
+    pub(crate) fn txn_markers_timer(&mut self, id: i32, ci: u8, attempt: u32) {
+        let tid = format!("tx-{ci}");
+        let current = self
+            .b(id)
+            .txn
+            .as_ref()
+            .and_then(|c| c.sending.get(&tid))
+            .is_some_and(|s| s.attempt == attempt);
+        if current {
+            self.txn_send_markers(id, &tid);
+        }
+    }
+
+    /// Partition 0's leader answered a marker request.
+    fn txn_markers_answer(&mut self, id: i32, req: u64, result: Result<(), E>) {
+        let Some(tid) = self.b(id).txn.as_ref().and_then(|c| {
+            c.sending
+                .iter()
+                .find(|(_, s)| s.req == req && req != 0)
+                .map(|(t, _)| t.clone())
+        }) else {
+            return;
+        };
+        match steps::marker_outcome(&result) {
+            MarkerOutcome::Written | MarkerOutcome::Gone => {
+                let c = self.bm(id).txn.as_mut().expect("found above");
+                let s = c.sending.get_mut(&tid).expect("found above");
+                s.req = 0;
+                s.attempt += 1;
+                s.backoff = MARKER_BACKOFF_MS.0;
+                let t = s.complete.clone();
+                self.txn_write(id, &tid, t, Then::Complete);
+            }
+            MarkerOutcome::Stale => {
+                self.log(|| format!("broker {id}: stops sending {tid}'s markers: {result:?}"));
+                if let Some(c) = self.bm(id).txn.as_mut() {
+                    c.sending.remove(&tid);
+                }
+            }
+            MarkerOutcome::Retry => self.txn_marker_backoff(id, &tid),
+        }
+    }
+
+    /// Client requests at broker `id`'s coordinator.
+    fn on_txn_request(&mut self, id: i32, msg: Msg) {
+        let now = self.now as i64;
+        let fresh = self.txns.next_pid;
+        let serves = self.txn_serves(id);
+        let loaded = self.b(id).txn.is_some();
+        let Some(c) = self.bm(id).txn.as_mut().filter(|_| serves) else {
+            let req = match msg {
+                Msg::TxnInit { req, .. } | Msg::TxnAdd { req, .. } | Msg::TxnEnd { req, .. } => req,
+                _ => return,
+            };
+            let e = if loaded {
+                E::CoordinatorLoadInProgress
+            } else {
+                E::NotCoordinator
+            };
+            self.txn_reply(id, req, Err(e));
+            return;
+        };
+        match msg {
+            Msg::TxnInit { req, tid } => {
+                if !c.txns.contains_key(&tid) {
+                    c.txns.insert(
+                        tid.clone(),
+                        TxnMetadata::new(&tid, fresh, TXN_TIMEOUT_MS, now),
+                    );
+                    self.txns.next_pid += 1;
+                }
+                let c = self.bm(id).txn.as_mut().expect("loaded");
+                let m = c.txns.get_mut(&tid).expect("inserted");
+                match steps::plan_init(m, TXN_TIMEOUT_MS, None, None, now) {
+                    Err(e) => self.txn_reply(id, req, Err(e)),
+                    Ok(InitStep::Write(t)) => self.txn_write(id, &tid, t, Then::Reply(req)),
+                    Ok(InitStep::Fence(t)) => {
+                        self.txn_abort_fenced(id, &tid, &t);
+                        self.txn_reply(id, req, Err(E::ConcurrentTransactions));
+                    }
+                }
+            }
+            Msg::TxnAdd {
+                req,
+                tid,
+                pid,
+                epoch,
+            } => {
+                let Some(m) = c.txns.get_mut(&tid) else {
+                    self.txn_reply(id, req, Err(E::InvalidProducerIdMapping));
+                    return;
+                };
+                let tp = (TOPIC.to_string(), DATA_PARTITION);
+                match steps::plan_add_partitions(m, pid, epoch, &[tp], TxnVersion::V2, now) {
+                    Err(e) => self.txn_reply(id, req, Err(e)),
+                    Ok(None) => self.txn_reply(id, req, Ok((pid, epoch))),
+                    Ok(Some(t)) => self.txn_write(id, &tid, t, Then::Reply(req)),
+                }
+            }
+            Msg::TxnEnd {
+                req,
+                tid,
+                pid,
+                epoch,
+                commit,
+            } => {
+                let Some(m) = c.txns.get_mut(&tid) else {
+                    self.txn_reply(id, req, Err(E::InvalidProducerIdMapping));
+                    return;
+                };
+                match steps::prepare_end_v2(m, pid, epoch, commit, true, NO_PRODUCER_ID, now) {
+                    Err(e) => self.txn_reply(id, req, Err(e)),
+                    Ok(EndStep::Done(p, e)) => self.txn_reply(id, req, Ok((p, e))),
+                    Ok(EndStep::Write(t, _)) => self.txn_write(
+                        id,
+                        &tid,
+                        t,
+                        Then::Prepare {
+                            reply: Some(req),
+                            commit,
+                        },
+                    ),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Aborts `tid`'s open transaction after epoch fence `t` (`abort_fenced`).
+    fn txn_abort_fenced(&mut self, id: i32, tid: &str, t: &TxnTransit) {
+        let now = self.now as i64;
+        let Some(m) = self.bm(id).txn.as_mut().and_then(|c| c.txns.get_mut(tid)) else {
+            return;
+        };
+        let step = steps::prepare_end_v2(
+            m,
+            t.producer_id,
+            t.producer_epoch,
+            false,
+            false,
+            NO_PRODUCER_ID,
+            now,
+        );
+        match step {
+            Ok(EndStep::Write(t, _)) => self.txn_write(
+                id,
+                tid,
+                t,
+                Then::Prepare {
+                    reply: None,
+                    commit: false,
+                },
+            ),
+            Ok(EndStep::Done(..)) => {}
+            Err(_) => steps::abandon_fence(m),
+        }
+    }
+
+    /// The coordinator's timeout check (`abort_timed_out`).
+    pub(crate) fn txn_abort_check(&mut self, id: i32) {
+        let now = self.now as i64;
+        let serves = self.txn_serves(id);
+        let fences: Vec<(String, TxnTransit)> = match self.bm(id).txn.as_mut().filter(|_| serves) {
+            Some(c) => c
+                .txns
+                .iter_mut()
+                .filter_map(|(tid, m)| Some((tid.clone(), steps::fence_if_timed_out(m, now)?)))
+                .collect(),
+            None => Vec::new(),
+        };
+        for (tid, t) in fences {
+            self.log(|| format!("broker {id}: aborts {tid}'s transaction past its timeout"));
+            self.txn_abort_fenced(id, &tid, &t);
+        }
+        self.timer(id, ABORT_CHECK_MS, Timer::TxnAbortCheck);
+    }
+
+    // ------------------------------------------------------------------ partition 0's leader
+
+    /// Broker `id` became partition 0's leader: its producer state from its log.
+    pub(crate) fn txn_leader_state(&mut self, id: i32, p: i32) {
+        if !self.txn_run() || p != DATA_PARTITION {
+            return;
+        }
+        let mut state = ProducerStateManager::default();
+        let d = &self.b(id).disks[&p];
+        for b in d.log.batches() {
+            match self.txns.batches.get(&b.id) {
+                Some(x @ TxnBatch::Data { .. }) => {
+                    state.record(&x.header(), b.base);
+                }
+                Some(&TxnBatch::Marker {
+                    pid,
+                    epoch,
+                    commit,
+                    coordinator_epoch,
+                }) => {
+                    let marker = EndTxnMarker {
+                        control: if commit {
+                            ControlType::Commit
+                        } else {
+                            ControlType::Abort
+                        },
+                        coordinator_epoch,
+                    };
+                    state.record_marker(pid, epoch, marker, b.base, 0);
+                }
+                None => {}
+            }
+        }
+        if d.log.log_start_offset() > 0 {
+            state.set_may_have_forgotten();
+        }
+        self.bm(id).producers = Some(state);
+    }
+
+    /// A transactional produce at broker `id` (the produce handler: `check_append`, the
+    /// producer state's check, the append, the wait).
+    fn on_txn_produce(&mut self, id: i32, req: u64, batch: TxnBatch) {
+        let answer = |w: &mut World, r: Result<i64, E>| {
+            let r = r.map(|base| (base, 0));
+            w.txn_reply(id, req, r);
+        };
+        let epoch = match self.check_append(id, DATA_PARTITION, true) {
+            Ok(e) => e,
+            Err(e) => return answer(self, Err(e)),
+        };
+        let header = batch.header();
+        let Some(state) = self.b(id).producers.as_ref() else {
+            return answer(self, Err(E::NotLeaderOrFollower));
+        };
+        match state.check(&header, None, false) {
+            Err(e) => {
+                let e = producer_error(e);
+                self.log(|| {
+                    format!("broker {id}: refuses transactional produce {req} {batch:?}: {e:?}")
+                });
+                answer(self, Err(e))
+            }
+            Ok(SequenceCheck::Duplicate { base_offset, .. }) => answer(self, Ok(base_offset)),
+            Ok(SequenceCheck::Append) => {
+                let base = self.b(id).disks[&DATA_PARTITION].log.leo();
+                let write = Appending {
+                    req,
+                    acks: -1,
+                    count: header.records_count as i64,
+                    timeout: crate::world::PRODUCE_TIMEOUT_MS,
+                    coordinator: None,
+                    marker: None,
+                    reply: Some(Reply::Produce),
+                };
+                if let Err(e) = self.append_pending(id, DATA_PARTITION, epoch, write) {
+                    return answer(self, Err(e));
+                }
+                self.txns.batches.insert(req, batch);
+                if let Some(s) = self.bm(id).producers.as_mut() {
+                    s.record(&header, base);
+                }
+            }
+        }
+    }
+
+    /// WriteTxnMarkers at partition 0's leader `id` (`write_marker_locally`).
+    fn on_txn_markers(&mut self, id: i32, from: i32, req: u64, marker: TxnBatch) {
+        let TxnBatch::Marker {
+            pid,
+            epoch,
+            commit,
+            coordinator_epoch,
+        } = marker
+        else {
+            return;
+        };
+        let answer = |w: &mut World, r: Result<(), E>| {
+            w.send(
+                Node::Broker(id),
+                Node::Broker(from),
+                Msg::TxnMarkersReply { req, result: r },
+            );
+        };
+        let leader_epoch = match self.check_append(id, DATA_PARTITION, true) {
+            Ok(e) => e,
+            Err(e) => return answer(self, Err(e)),
+        };
+        let Some(state) = self.b(id).producers.as_ref() else {
+            return answer(self, Err(E::NotLeaderOrFollower));
+        };
+        if let Err(e) = state.check_marker(pid, epoch, coordinator_epoch, true) {
+            return answer(self, Err(producer_error(e)));
+        }
+        let base = self.b(id).disks[&DATA_PARTITION].log.leo();
+        let timeout =
+            frieda::broker::txn_markers::MARKER_REPLICATION_TIMEOUT.as_millis() as crate::Time;
+        let write = Appending {
+            req,
+            acks: -1,
+            count: 1,
+            timeout,
+            coordinator: None,
+            marker: None,
+            reply: Some(Reply::Marker { coordinator: from }),
+        };
+        if let Err(e) = self.append_pending(id, DATA_PARTITION, leader_epoch, write) {
+            return answer(self, Err(e));
+        }
+        self.txns.batches.insert(req, marker);
+        let control = if commit {
+            ControlType::Commit
+        } else {
+            ControlType::Abort
+        };
+        let closed = self.bm(id).producers.as_mut().and_then(|s| {
+            s.record_marker(
+                pid,
+                epoch,
+                EndTxnMarker {
+                    control,
+                    coordinator_epoch,
+                },
+                base,
+                0,
+            )
+        });
+        if let Some(closed) = closed {
+            let first = self.b(id).disks[&DATA_PARTITION]
+                .log
+                .batch_at(closed.first_offset)
+                .map(|b| b.id);
+            if let Some(&TxnBatch::Data { pid, epoch, .. }) =
+                first.and_then(|f| self.txns.batches.get(&f))
+            {
+                self.txns.closes.insert(req, (pid, epoch));
+            }
+            self.txn_check_marker(id, first, req, commit);
+        }
+    }
+
+    /// The marker `marker` (commit or not) closed the transaction whose first batch is
+    /// `first`: it must carry that transaction's decision, if one was written and answered
+    /// (a coordinator may resume the markers of a prepared transaction it loaded from its log
+    /// before the write was answered: that decision counts once it is replicated, which
+    /// [`Self::txn_write_landed`] checks against the acknowledged markers).
+    fn txn_check_marker(&mut self, id: i32, first: Option<u64>, marker: u64, commit: bool) {
+        let Some(TxnBatch::Data { pid, epoch, .. }) =
+            first.and_then(|f| self.txns.batches.get(&f).copied())
+        else {
+            return;
+        };
+        let decided = self.txns.decided.get(&(pid, epoch)).copied();
+        let voided = self
+            .txns
+            .voided
+            .get(&(pid, epoch))
+            .is_some_and(|v| v.contains(&commit));
+        let contradicts = !voided && decided.is_some_and(|(d, by)| d != commit && !self.exempt(by));
+        if contradicts {
+            self.violate(
+                "txn-marker-contradicts-decision",
+                format!("broker {id} wrote marker {marker} (commit: {commit}) closing producer {pid}'s transaction of epoch {epoch}, whose written decision is {decided:?}"),
+            );
+        }
+    }
+
+    /// A transactional append of broker `id` was acknowledged or failed.
+    pub(crate) fn txn_appended(&mut self, id: i32, req: u64, reply: Reply, result: Result<i64, E>) {
+        match reply {
+            Reply::Produce => {
+                let r = result.map(|base| (base, 0));
+                self.txn_reply(id, req, r);
+            }
+            Reply::Marker { coordinator } => {
+                if let (Ok(_), Some(&key)) = (&result, self.txns.closes.get(&req)) {
+                    let commit = matches!(
+                        self.txns.batches.get(&req),
+                        Some(TxnBatch::Marker { commit: true, .. })
+                    );
+                    self.txns.marked.entry(key).or_insert((commit, req));
+                }
+                self.send(
+                    Node::Broker(id),
+                    Node::Broker(coordinator),
+                    Msg::TxnMarkersReply {
+                        req,
+                        result: result.map(|_| ()),
+                    },
+                )
+            }
+        }
+    }
+
+    /// Transaction messages at broker `id`.
+    pub(crate) fn txn_receive(&mut self, id: i32, from: Node, msg: Msg) {
+        match msg {
+            Msg::TxnInit { .. } | Msg::TxnAdd { .. } | Msg::TxnEnd { .. } => {
+                self.on_txn_request(id, msg)
+            }
+            Msg::TxnProduce {
+                req,
+                pid,
+                epoch,
+                seq,
+                count,
+            } => self.on_txn_produce(
+                id,
+                req,
+                TxnBatch::Data {
+                    pid,
+                    epoch,
+                    seq,
+                    count,
+                },
+            ),
+            Msg::TxnMarkers {
+                req,
+                pid,
+                epoch,
+                commit,
+                coordinator_epoch,
+            } => {
+                if let Node::Broker(from) = from {
+                    let m = TxnBatch::Marker {
+                        pid,
+                        epoch,
+                        commit,
+                        coordinator_epoch,
+                    };
+                    self.on_txn_markers(id, from, req, m);
+                }
+            }
+            Msg::TxnMarkersReply { req, result } => self.txn_markers_answer(id, req, result),
+            _ => {}
+        }
+    }
+
+    // ------------------------------------------------------------------ the end
+
+    /// At the end: partition 0's final leader has every transactional batch below its high
+    /// watermark closed by a marker that carries its decision.
+    pub(crate) fn check_txn_end(&mut self) {
+        if !self.txn_run() {
+            return;
+        }
+        let Some(leader) = self
+            .controller
+            .image
+            .partition(TOPIC, DATA_PARTITION)
+            .map(|s| s.leader)
+            .filter(|l| *l > 0)
+        else {
+            return;
+        };
+        let hw = self.served_hw(leader, DATA_PARTITION);
+        let mut open: BTreeMap<i64, (u64, i16, i64)> = BTreeMap::new();
+        let batches: Vec<crate::disk::Batch> = self.b(leader).disks[&DATA_PARTITION]
+            .log
+            .batches()
+            .iter()
+            .take_while(|b| b.end() <= hw)
+            .copied()
+            .collect();
+        for b in batches {
+            match self.txns.batches.get(&b.id).copied() {
+                Some(TxnBatch::Data { pid, epoch, .. }) => {
+                    open.entry(pid).or_insert((b.id, epoch, b.base));
+                }
+                Some(TxnBatch::Marker { pid, commit, .. }) => {
+                    if let Some((first, _, _)) = open.remove(&pid) {
+                        self.txn_check_marker(leader, Some(first), b.id, commit);
+                        if self.violation.is_some() {
+                            return;
+                        }
+                    }
+                }
+                None => {}
+            }
+        }
+        // A transaction whose opening write a power loss voided (the coordinator's log lost
+        // it, so no coordinator knows to end it) hangs as it would in Kafka, until an
+        // operator aborts it (`kafka-transactions --find-hanging`).
+        let open: Vec<(i64, (u64, i16, i64))> = open
+            .into_iter()
+            .filter(|(pid, (_, epoch, _))| {
+                !self
+                    .txns
+                    .opened
+                    .get(&(*pid, *epoch))
+                    .is_some_and(|&w| self.exempt(w))
+            })
+            .collect();
+        if let Some((pid, (first, epoch, base))) = open.into_iter().next() {
+            let states: Vec<(String, Option<TxnState>)> = self
+                .txns
+                .clients
+                .iter()
+                .map(|c| {
+                    let coordinator = self
+                        .brokers
+                        .iter()
+                        .find_map(|b| b.txn.as_ref()?.txns.get(&c.tid).map(|m| m.state));
+                    (c.tid.clone(), coordinator)
+                })
+                .collect();
+            self.violate(
+                "liveness-txn-hanging",
+                format!("partition 0's final leader {leader} has producer {pid}'s transaction of epoch {epoch} open from offset {base} (batch {first}) below its high watermark {hw} at the end; coordinator states {states:?}"),
+            );
+        }
+    }
+}
