@@ -90,6 +90,11 @@ pub(crate) struct Txn {
     pub(crate) decided: Option<bool>,
     /// A marker was answered OK (replicated): the transaction is complete.
     pub(crate) complete: bool,
+    /// The marker request in flight and when the coordinator gives up waiting for its answer
+    /// (as Kafka's `TransactionMarkerChannelManager`, it sends again only after an answer or
+    /// the request timeout: resending every second regardless piled up marker batches on an
+    /// offsets partition whose follower catches up one batch per fetch, seeds 857 and 3293).
+    pub(crate) in_flight: Option<(u64, crate::Time)>,
 }
 
 /// A commit answered OK.
@@ -199,6 +204,7 @@ impl World {
                 written: None,
                 decided: None,
                 complete: false,
+                in_flight: None,
             },
         );
         let leader = self.client_target(op, false);
@@ -222,6 +228,11 @@ impl World {
         if t.complete {
             return;
         }
+        if t.in_flight.is_some_and(|(_, until)| self.now < until) {
+            self.after(MARKER_RETRY_MS, Event::TxnMarker(pid));
+            return;
+        }
+        t.in_flight = None;
         let commit = *t
             .decided
             .get_or_insert(matches!(t.written, Some(Ok(_))) && !t.abort);
@@ -233,6 +244,13 @@ impl World {
             .filter(|l| *l > 0);
         if let Some(leader) = leader {
             let req = self.next_request_id();
+            let until = self.now
+                + frieda::broker::txn_markers::MARKER_REPLICATION_TIMEOUT.as_millis()
+                    as crate::Time
+                + MARKER_RETRY_MS;
+            if let Some(t) = self.commits.txns.get_mut(&pid) {
+                t.in_flight = Some((req, until));
+            }
             self.commits.markers.insert(req, (pid, commit));
             self.send(
                 Node::Client,
@@ -251,12 +269,14 @@ impl World {
             return;
         };
         if !self.b(id).replicas.contains_key(&op) {
+            self.marker_answered(pid, req);
             return;
         }
         let epoch = match self.check_append(id, op, true) {
             Ok(epoch) => epoch,
             Err(e) => {
                 self.log(|| format!("broker {id}: refuses the marker of producer {pid}: {e:?}"));
+                self.marker_answered(pid, req);
                 return;
             }
         };
@@ -273,6 +293,17 @@ impl World {
         };
         if let Err(e) = self.append_pending(id, op, epoch, write) {
             self.log(|| format!("broker {id}: cannot append the marker of producer {pid}: {e:?}"));
+            self.marker_answered(pid, req);
+        }
+    }
+
+    /// Marker request `req` of `pid` was answered (its error is not simulated in flight): the
+    /// coordinator may send again.
+    fn marker_answered(&mut self, pid: i64, req: u64) {
+        if let Some(t) = self.commits.txns.get_mut(&pid) {
+            if t.in_flight.is_some_and(|(r, _)| r == req) {
+                t.in_flight = None;
+            }
         }
     }
 
@@ -288,6 +319,7 @@ impl World {
         base: i64,
         result: Result<(), ResponseError>,
     ) {
+        self.marker_answered(pid, req);
         let replicated = result.is_ok();
         let entry = Landed::Marker {
             producer_id: pid,

@@ -744,6 +744,7 @@ impl World {
             Some(c) => check_share_epochs(&w.value, c.share_state()).err(),
         };
         let refuse = refuse.or_else(|| self.coordinator_append(id, req).err());
+        self.log(|| format!("broker {id}: share state write {req} from broker {from} (leader epoch {}, start {}, {} batches): {refuse:?}", w.value.leader_epoch, w.value.start_offset, w.value.batches.len()));
         if let Some(e) = refuse {
             self.send(
                 Node::Broker(id),

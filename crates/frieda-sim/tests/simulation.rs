@@ -392,3 +392,24 @@ fn seed_1121_a_transaction_coordinator_acts_only_on_a_committed_load() {
     assert!(r.stats.txn_commits > 40, "{:?}", r.stats);
     assert!(r.stats.txn_aborts > 5, "{:?}", r.stats);
 }
+
+/// Issue 57, the simulated transaction coordinator of transactional offset commits (seed 3293,
+/// 857): it resent every pending transaction's marker every second whether or not the last
+/// one was answered, and on an offsets partition whose follower fetches one batch at a time the
+/// marker batches outgrew the follower for good: no offset commit was answered after healing.
+/// It now sends one marker request at a time per transaction, as Kafka's marker channel does.
+#[test]
+fn seed_3293_marker_retries_wait_for_their_answer() {
+    let r = run_seed_clean(3293);
+    assert!(r.stats.commits_ok > 100, "{:?}", r.stats);
+}
+
+/// Issue 57, share groups (seed 2396): a copy of the leader's share state write (start 1188)
+/// landed after its newer write (start 1203, with a member's ACCEPT of 1224) and replaced the
+/// stored state; the next leader delivered 1224 again. Within a state epoch the coordinator now
+/// joins each write into the stored state (`offsets::state::join_share_states`).
+#[test]
+fn seed_2396_a_late_share_state_write_takes_no_accept_back() {
+    let r = run_seed_clean(2396);
+    assert!(r.stats.share_acks_ok > 20, "{:?}", r.stats);
+}

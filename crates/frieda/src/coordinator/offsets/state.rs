@@ -60,6 +60,74 @@ pub fn check_share_epochs(
     Ok(())
 }
 
+/// Kafka's `RecordState` ids of persisted share-partition runs that are final: ACKNOWLEDGED (2)
+/// and ARCHIVED (4); AVAILABLE (0) is not.
+fn share_run_is_final(state: i8) -> bool {
+    matches!(state, 2 | 4)
+}
+
+/// Joins two share-partition states of one state epoch: the larger start offset, and for each
+/// record the state further along (ACKNOWLEDGED or ARCHIVED over AVAILABLE) with the larger
+/// delivery count, as runs `(first, last, state, delivery count)` from the start offset,
+/// ascending. Within a state epoch a share-partition's start offset and its records' states and
+/// counts only move forward, so the join of every write is the newest state whatever order the
+/// writes land in: a late or repeated write of the same leader (a retry after a timeout, or a
+/// duplicate that crossed a newer write) cannot take a record's ACCEPT back. Found by the
+/// simulator (share, seed 2396 of 0-3000 with the marker fix of seeds 857 and 3293): write
+/// 2365 (start 1188) landed again after 2370 (start 1203, 1224 accepted), the next leader read
+/// start 1188 and delivered 1224 again.
+pub fn join_share_states(
+    old: &codec::ShareStateValue,
+    new: &codec::ShareStateValue,
+) -> codec::ShareStateValue {
+    type Run = (i64, i64, i8, i16);
+    let start = old.start_offset.max(new.start_offset);
+    let sorted = |runs: &[Run]| {
+        let mut v: Vec<Run> = runs.iter().copied().filter(|r| r.1 >= start).collect();
+        v.sort_unstable_by_key(|r| r.0);
+        v
+    };
+    let (a, b) = (sorted(&old.batches), sorted(&new.batches));
+    let mut cuts: Vec<i64> = Vec::with_capacity(2 * (a.len() + b.len()));
+    for r in a.iter().chain(&b) {
+        cuts.push(r.0.max(start));
+        cuts.push(r.1 + 1);
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let at = |runs: &[Run], o: i64| -> Option<(i8, i16)> {
+        let i = runs.partition_point(|r| r.1 < o);
+        runs.get(i).filter(|r| r.0 <= o).map(|r| (r.2, r.3))
+    };
+    let mut batches: Vec<Run> = Vec::new();
+    for w in cuts.windows(2) {
+        let (first, last) = (w[0], w[1] - 1);
+        let joined = match (at(&a, first), at(&b, first)) {
+            (None, None) => continue,
+            (Some(x), None) | (None, Some(x)) => x,
+            (Some((s1, c1)), Some((s2, c2))) => {
+                let state = match (share_run_is_final(s1), share_run_is_final(s2)) {
+                    (true, true) => s1.max(s2),
+                    (true, false) => s1,
+                    (false, true) => s2,
+                    (false, false) => s1.max(s2),
+                };
+                (state, c1.max(c2))
+            }
+        };
+        match batches.last_mut() {
+            Some(r) if r.1 + 1 == first && (r.2, r.3) == joined => r.1 = last,
+            _ => batches.push((first, last, joined.0, joined.1)),
+        }
+    }
+    codec::ShareStateValue {
+        state_epoch: new.state_epoch,
+        leader_epoch: old.leader_epoch.max(new.leader_epoch),
+        start_offset: start,
+        batches,
+    }
+}
+
 /// Something in the log waiting to be applied (in log order).
 pub enum Landed<W> {
     /// A write: its records, its waiter and what to tell it (an error when the write is in the
@@ -432,6 +500,12 @@ impl<W> OffsetsState<W> {
             }
             return Ok(());
         }
+        // Within one state epoch the stored state only moves forward ([`join_share_states`]);
+        // a new state epoch (the offsets were altered) replaces it.
+        let v = match self.shares.get(&key) {
+            Some(old) if old.state_epoch == v.state_epoch => join_share_states(old, &v),
+            _ => v,
+        };
         self.shares.insert(key, v);
         Ok(())
     }
@@ -624,5 +698,65 @@ mod tests {
             vec![(1, Ok(()))]
         );
         assert_eq!(stored(&fresh), None);
+    }
+
+    /// Issue 57 (frieda-sim share seed 2396): a repeated write of the same leader landing
+    /// after a newer one takes neither the start offset nor an ACCEPT back; a write of a new
+    /// state epoch (the offsets were altered) replaces the state.
+    #[test]
+    fn a_late_share_state_write_of_the_same_leader_takes_nothing_back() {
+        let v = |state_epoch, start, batches: Vec<(i64, i64, i8, i16)>| codec::ShareStateValue {
+            state_epoch,
+            leader_epoch: 4,
+            start_offset: start,
+            batches,
+        };
+        let older = v(0, 1188, vec![(1188, 1188, 0, 1), (1224, 1228, 0, 1)]);
+        let newer = v(
+            0,
+            1203,
+            vec![(1203, 1203, 0, 2), (1224, 1227, 2, 1), (1228, 1228, 0, 2)],
+        );
+        let joined = join_share_states(&newer, &older);
+        assert_eq!(joined.start_offset, 1203);
+        assert_eq!(
+            joined.batches,
+            vec![(1203, 1203, 0, 2), (1224, 1227, 2, 1), (1228, 1228, 0, 2)]
+        );
+        assert_eq!(join_share_states(&older, &newer).batches, joined.batches);
+        // ARCHIVED stays, counts only grow, runs coalesce.
+        let a = v(0, 0, vec![(0, 9, 0, 1)]);
+        let b = v(0, 0, vec![(0, 4, 4, 3), (5, 9, 0, 1)]);
+        assert_eq!(
+            join_share_states(&a, &b).batches,
+            vec![(0, 4, 4, 3), (5, 9, 0, 1)]
+        );
+        // Through the log: the late write is joined, a new state epoch replaces.
+        let mut s = OffsetsState::default();
+        s.replayed_upto(0);
+        let write = |value: &codec::ShareStateValue, waiter| Landed::Write {
+            records: vec![(
+                LogKey::ShareState {
+                    group: "sg".into(),
+                    topic_id: uuid::Uuid::nil(),
+                    partition: 0,
+                },
+                Some(codec::encode_share_state(value)),
+            )],
+            waiter,
+            replicated: Ok(()),
+            txn: None,
+        };
+        assert_eq!(s.land(0, 1, write(&newer, 1)), vec![(1, Ok(()))]);
+        assert_eq!(s.land(1, 1, write(&older, 2)), vec![(2, Ok(()))]);
+        let stored = s.share_state("sg", uuid::Uuid::nil(), 0).cloned();
+        assert_eq!(
+            stored.map(|x| (x.start_offset, x.batches)),
+            Some((1203, joined.batches))
+        );
+        let reset = v(1, 0, vec![]);
+        assert_eq!(s.land(2, 1, write(&reset, 3)), vec![(3, Ok(()))]);
+        let stored = s.share_state("sg", uuid::Uuid::nil(), 0).cloned();
+        assert_eq!(stored.map(|x| x.start_offset), Some(0));
     }
 }
