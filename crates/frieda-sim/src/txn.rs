@@ -240,23 +240,6 @@ pub(crate) struct Txns {
     pub(crate) aborts: u64,
 }
 
-/// The key fields of `m` as a transition (what [`World::txn_decide`] reads).
-fn steps_transit(m: &TxnMetadata) -> TxnTransit {
-    TxnTransit {
-        producer_id: m.producer_id,
-        prev_producer_id: m.prev_producer_id,
-        next_producer_id: m.next_producer_id,
-        producer_epoch: m.producer_epoch,
-        last_producer_epoch: m.last_producer_epoch,
-        txn_timeout_ms: m.txn_timeout_ms,
-        state: m.state,
-        partitions: m.partitions.clone(),
-        txn_start_ms: m.txn_start_ms,
-        txn_last_update_ms: m.txn_last_update_ms,
-        version: m.version,
-    }
-}
-
 impl World {
     pub(crate) fn txn_run(&self) -> bool {
         self.plan.shape.txn_partition.is_some()
@@ -575,7 +558,7 @@ impl World {
                     TxnState::PrepareAbort | TxnState::CompleteAbort => false,
                     _ => return None,
                 };
-                Some((steps_transit(m), commit))
+                Some((m.transit(), commit))
             })
             .collect();
         for (t, commit) in decisions {

@@ -268,7 +268,8 @@ impl TxnMetadata {
         }
     }
 
-    fn transit(&self) -> TxnTransit {
+    /// The state as a transition record (what a write of it stores).
+    pub fn transit(&self) -> TxnTransit {
         TxnTransit {
             producer_id: self.producer_id,
             prev_producer_id: self.prev_producer_id,

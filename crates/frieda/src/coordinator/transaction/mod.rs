@@ -232,6 +232,17 @@ impl TransactionCoordinators {
         Ok(p)
     }
 
+    /// The loaded partitions whose load is committed ([`TxnPartition::is_committed`]): the
+    /// ones the periodic work (timeouts, expiry) acts on.
+    fn committed_partitions(&self) -> Vec<Arc<TxnPartition>> {
+        self.loaded
+            .read()
+            .values()
+            .filter(|p| p.is_committed())
+            .cloned()
+            .collect()
+    }
+
     async fn next_id(&self) -> Result<i64, E> {
         match self.ids.get() {
             Some(f) => f().await,
@@ -671,13 +682,7 @@ impl TransactionCoordinators {
     /// markers written.
     pub async fn abort_timed_out(self: &Arc<Self>) {
         let now = now_ms();
-        let partitions: Vec<Arc<TxnPartition>> = self
-            .loaded
-            .read()
-            .values()
-            .filter(|p| p.is_committed())
-            .cloned()
-            .collect();
+        let partitions = self.committed_partitions();
         for p in partitions {
             let fences: Vec<(String, TxnTransit)> = {
                 let mut txns = p.txns.lock();
@@ -724,13 +729,7 @@ impl TransactionCoordinators {
     /// Removes ids idle for `transactional.id.expiration.ms` (tombstones).
     pub async fn expire_ids(&self) {
         let now = now_ms();
-        let partitions: Vec<Arc<TxnPartition>> = self
-            .loaded
-            .read()
-            .values()
-            .filter(|p| p.is_committed())
-            .cloned()
-            .collect();
+        let partitions = self.committed_partitions();
         for p in partitions {
             let dead: Vec<(String, TxnTransit)> = {
                 let mut txns = p.txns.lock();
