@@ -66,6 +66,13 @@ pub(crate) struct SimCoordinator {
     pub(crate) load: u64,
     /// The broker's state machine.
     pub(crate) state: SimState,
+    /// The log end offset the load replayed to (`OffsetStore::is_committed`): nothing is
+    /// served until the high watermark reaches it.
+    loaded_end: i64,
+    /// The high watermark reached `loaded_end`: it serves.
+    committed: bool,
+    /// The last share state write the load replayed (its counts are promised once committed).
+    last_share_write: u64,
 }
 
 /// What a commit request wrote: `group` commits `offset` for `tp`.
@@ -383,6 +390,9 @@ impl World {
             .as_ref()
             .map(|c| c.load)
             .ok_or(ResponseError::NotCoordinator)?;
+        if !self.group_serves(id) {
+            return Err(ResponseError::CoordinatorLoadInProgress);
+        }
         let epoch = self.check_append(id, op, true).map_err(append_error)?;
         let timeout = frieda::coordinator::offsets::REPLICATION_TIMEOUT.as_millis() as crate::Time;
         let write = Appending {
@@ -529,13 +539,54 @@ impl World {
         let (state, records) = self.replay_offsets_log(id, op);
         self.stats.coordinator_loads += 1;
         let load = self.stats.coordinator_loads;
-        self.bm(id).groups = Some(SimCoordinator { load, state });
-        self.log(|| {
-            format!("broker {id}: loads the group coordinator ({records} commits replayed)")
+        let d = &self.b(id).disks[&op];
+        let loaded_end = d.log.leo();
+        let last_share_write = d
+            .log
+            .batches()
+            .iter()
+            .rev()
+            .find(|b| self.shares.writes.contains_key(&b.id))
+            .map(|b| b.id)
+            .unwrap_or(0);
+        self.bm(id).groups = Some(SimCoordinator {
+            load,
+            state,
+            loaded_end,
+            committed: false,
+            last_share_write,
         });
+        self.log(|| {
+            format!("broker {id}: loads the group coordinator ({records} commits replayed, to offset {loaded_end})")
+        });
+        self.group_serves(id);
+    }
+
+    /// Whether broker `id`'s group coordinator serves: its load is committed (the high
+    /// watermark reached the end it replayed to: `OffsetStore::is_committed`; before, requests
+    /// get COORDINATOR_LOAD_IN_PROGRESS). The first time it is, what it loaded is checked:
+    /// every commit answered OK is served, and the share state it holds is a stored one (its
+    /// delivery counts are promised from then on).
+    pub(crate) fn group_serves(&mut self, id: i32) -> bool {
+        let Some(op) = self.offsets_partition() else {
+            return false;
+        };
+        let hw = self.served_hw(id, op);
+        let Some(c) = self.bm(id).groups.as_mut() else {
+            return false;
+        };
+        if c.committed {
+            return true;
+        }
+        if hw < c.loaded_end {
+            return false;
+        }
+        c.committed = true;
+        let write = c.last_share_write;
+        self.log(|| format!("broker {id}: the group coordinator's load is committed (high watermark {hw}): it serves"));
         let epoch = self.b(id).replicas[&op].repl.leader_epoch();
         if self.elected(id, op, epoch) {
-            self.check_commits_served(id, "when it loaded");
+            self.check_commits_served(id, "when its load was committed");
         }
         let stored = self
             .b(id)
@@ -543,8 +594,10 @@ impl World {
             .as_ref()
             .and_then(|c| c.share_state().cloned());
         if let (Some(v), None) = (stored, &self.violation) {
-            self.check_share_state(&v, &format!("loaded by broker {id}'s coordinator"), 0);
+            let when = format!("loaded by broker {id}'s coordinator");
+            self.check_share_state(&v, &when, write);
         }
+        true
     }
 
     /// A coordinator's state as a load of broker `id`'s log of `op` gives it, and the commits

@@ -36,10 +36,10 @@
 //!   counts a record done (below the start offset, or acknowledged or archived) only if a
 //!   member accepted or rejected it, or it reached the delivery limit;
 //! - `share-delivery-count-went-down`: an elected leader delivers a record with a delivery
-//!   count above every count a state write stored for it (not counts of a loading
-//!   coordinator's state: it replays its log to the log end offset, unreplicated records
-//!   included, and a ReadShareGroupState answered then can show counts a later coordinator
-//!   does not have; a known deviation from Kafka, whose coordinators serve committed state);
+//!   count above every count a state write stored for it or a coordinator's committed load
+//!   held (a coordinator serves only once the high watermark reached the end its load
+//!   replayed to, `OffsetStore::is_committed`; before that fix a load's counts, unreplicated
+//!   records included, were not promised);
 //! - `liveness-share-group-stuck`: after the faults heal, the share group finishes every record
 //!   acknowledged (`acks=all`) before they healed: acquisition locks expire, records come
 //!   back, and the stored start offset (with the finished runs right after it) moves past them.
@@ -114,6 +114,8 @@ struct Call {
     write: Option<ShareStateValue>,
     /// For a write: the stage generation its snapshot was taken at.
     upto: u64,
+    /// The broker the attempt in flight was sent to (-1: none).
+    to: i32,
 }
 
 /// An acknowledgement waiting for a state write that includes it.
@@ -540,6 +542,7 @@ impl World {
                 attempt: 0,
                 write,
                 upto,
+                to: -1,
             });
         }
         self.share_attempt(id);
@@ -557,6 +560,7 @@ impl World {
         };
         call.req = req;
         call.attempt += 1;
+        call.to = coordinator.unwrap_or(-1);
         let leader_epoch = slot.leader_epoch;
         let write = call.write.clone();
         let msg = match write {
@@ -576,6 +580,25 @@ impl World {
         match coordinator {
             Some(c) => self.send(Node::Broker(id), Node::Broker(c), msg),
             None => self.share_answer(id, req, Err(E::CoordinatorNotAvailable)),
+        }
+    }
+
+    /// Broker `stopped`'s process ended: the attempts in flight to it fail at once, as a
+    /// connection the peer's kernel resets fails (`share_state::io_error`:
+    /// COORDINATOR_NOT_AVAILABLE, retried), instead of waiting out their timeout. A paused
+    /// broker's stay unanswered until the timeout.
+    pub(crate) fn share_peer_stopped(&mut self, stopped: i32) {
+        let calls: Vec<(i32, u64)> = self
+            .brokers
+            .iter()
+            .filter_map(|b| {
+                let call = b.share.as_ref()?.call.as_ref()?;
+                (call.req != 0 && call.to == stopped).then_some((b.id, call.req))
+            })
+            .collect();
+        for (id, req) in calls {
+            self.log(|| format!("broker {id}: share state attempt {req} to broker {stopped} fails: the connection was reset"));
+            self.share_answer(id, req, Err(E::CoordinatorNotAvailable));
         }
     }
 
@@ -700,9 +723,11 @@ impl World {
     /// ReadShareGroupState at broker `id` (`GroupCoordinator::read_share_state`): a newer
     /// leader's epoch is recorded first, and the read answered once that record landed.
     pub(crate) fn on_share_read(&mut self, id: i32, from: i32, req: u64, leader_epoch: i32) {
+        let serves = self.group_serves(id);
         let stored = self.b(id).groups.as_ref().map(|c| c.share_state().cloned());
         let result = match stored {
             None => Err(E::NotCoordinator),
+            Some(_) if !serves => Err(E::CoordinatorLoadInProgress),
             Some(Some(v)) if v.leader_epoch > leader_epoch => Err(E::FencedLeaderEpoch),
             Some(Some(v)) if leader_epoch > v.leader_epoch => {
                 let raise = self.next_request_id();
@@ -739,8 +764,10 @@ impl World {
         let Some(w) = self.shares.writes.get(&req).cloned() else {
             return;
         };
+        let serves = self.group_serves(id);
         let refuse = match self.b(id).groups.as_ref() {
             None => Some(E::NotCoordinator),
+            Some(_) if !serves => Some(E::CoordinatorLoadInProgress),
             Some(c) => check_share_epochs(&w.value, c.share_state()).err(),
         };
         let refuse = refuse.or_else(|| self.coordinator_append(id, req).err());
@@ -826,9 +853,9 @@ impl World {
                     );
                     return;
                 }
-                // Counts of states a write stored (replicated as asked). A loading
-                // coordinator's state also holds its log's unreplicated records (it loads to
-                // the log end offset; see the module doc): those counts are not promised.
+                // Counts of states a write stored (replicated as asked), or a committed
+                // load holds (`write` its last share state write; 0 for a fresh load of the
+                // final log, which is not served).
                 if write == 0 {
                     continue;
                 }

@@ -1094,6 +1094,7 @@ impl World {
         b.txn = None;
         b.producers = None;
         self.log(|| format!("broker {id} stops (power loss: {power}, clean: {clean})"));
+        self.share_peer_stopped(id);
         if power {
             self.power_loss(id);
         }

@@ -413,3 +413,29 @@ fn seed_2396_a_late_share_state_write_takes_no_accept_back() {
     let r = run_seed_clean(2396);
     assert!(r.stats.share_acks_ok > 20, "{:?}", r.stats);
 }
+
+/// Issue 57, the group coordinator (seed 271; 881 and 1298 too): a coordinator loads its
+/// offsets partition to the log end offset, and a new leader's tail may not be replicated. It
+/// now serves only once the high watermark reaches the end it loaded
+/// (`OffsetStore::is_committed`; before, COORDINATOR_LOAD_IN_PROGRESS), and the simulator holds
+/// the delivery counts of a served load to the promise. With the gate removed this seed serves
+/// broker 1's load (to offset 162, high watermark 136); broker 2 loads next without that tail,
+/// and its leader delivers offset 157 with a count the served state already held
+/// (`share-delivery-count-went-down`).
+#[test]
+fn seed_271_a_group_coordinator_serves_only_a_committed_load() {
+    let r = run_seed_clean(271);
+    assert!(r.stats.share_acks_ok > 10, "{:?}", r.stats);
+}
+
+/// Issue 57, the share-partition leader's calls to the coordinator (seed 1814; 1632, 2045 and
+/// others of 1500-4000): a coordinator killed while a state write was in flight left the
+/// leader waiting its 10-s attempt timeout, where TCP would have failed the call at once (the
+/// restarted peer resets the connection), and after healing the share group could not finish
+/// in time (`liveness-share-group-stuck`). Attempts in flight to a broker whose process ends
+/// now fail at once (COORDINATOR_NOT_AVAILABLE, retried).
+#[test]
+fn seed_1814_a_killed_coordinator_fails_the_calls_in_flight() {
+    let r = run_seed_clean(1814);
+    assert!(r.stats.share_acks_ok > 10, "{:?}", r.stats);
+}

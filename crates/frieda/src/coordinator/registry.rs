@@ -115,16 +115,24 @@ impl GroupCoordinators {
     /// The coordinator of `group` if this broker runs it.
     ///
     /// Errors: COORDINATOR_NOT_AVAILABLE (15) before the offsets topic exists, NOT_COORDINATOR
-    /// (16) when another broker leads the group's partition.
+    /// (16) when another broker leads the group's partition, COORDINATOR_LOAD_IN_PROGRESS (14)
+    /// until what the load read is committed ([`OffsetStore::is_committed`]).
+    ///
+    /// [`OffsetStore::is_committed`]: crate::coordinator::offsets::OffsetStore::is_committed
     pub fn for_group(&self, group: &str) -> Result<Arc<GroupCoordinator>, E> {
         if self.partition_count() == 0 {
             return Err(E::CoordinatorNotAvailable);
         }
-        self.loaded
+        let c = self
+            .loaded
             .read()
             .get(&self.partition_for(group))
             .cloned()
-            .ok_or(E::NotCoordinator)
+            .ok_or(E::NotCoordinator)?;
+        if !c.offsets.is_committed() {
+            return Err(E::CoordinatorLoadInProgress);
+        }
+        Ok(c)
     }
 
     /// Whether the coordinator of offsets partition `index` runs here.
@@ -176,6 +184,17 @@ impl GroupCoordinators {
     /// Every loaded coordinator.
     pub fn all(&self) -> Vec<Arc<GroupCoordinator>> {
         self.loaded.read().values().cloned().collect()
+    }
+
+    /// The loaded coordinators whose load is committed ([`Self::for_group`]): the ones that
+    /// list groups and run timers and retention (which write).
+    pub fn serving(&self) -> Vec<Arc<GroupCoordinator>> {
+        self.loaded
+            .read()
+            .values()
+            .filter(|c| c.offsets.is_committed())
+            .cloned()
+            .collect()
     }
 
     /// JoinGroup (see [`GroupCoordinator::join`]).
@@ -320,7 +339,8 @@ impl GroupCoordinators {
 
     /// ListGroups: the groups of every coordinator here (clients ask every broker).
     pub fn list(&self, states: &[String]) -> Vec<GroupListing> {
-        let mut out: Vec<GroupListing> = self.all().iter().flat_map(|c| c.list(states)).collect();
+        let mut out: Vec<GroupListing> =
+            self.serving().iter().flat_map(|c| c.list(states)).collect();
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         out
     }
@@ -353,7 +373,7 @@ impl GroupCoordinators {
                     return;
                 }
             }
-            let all = self.all();
+            let all = self.serving();
             for c in &all {
                 c.tick(&*topics);
             }

@@ -39,6 +39,7 @@ use kafka_protocol::records::RecordBatchDecoder;
 use parking_lot::Mutex;
 use state::{Landed, LogRecord, OffsetsState};
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
@@ -91,6 +92,12 @@ pub struct OffsetStore {
     log: Arc<Partition>,
     /// Whether this broker's lease holds (a cluster broker; see [`LeaseCheck`]).
     lease: Option<LeaseCheck>,
+    /// The log end offset the load replayed to: a new leader's tail may not be replicated
+    /// yet, so the state is served only once the high watermark reaches it
+    /// ([`is_committed`](Self::is_committed)).
+    loaded_end: i64,
+    /// Set once the high watermark reached `loaded_end`.
+    committed: AtomicBool,
 }
 
 /// Whether this broker may act as the leader it believes it is: its heartbeat lease holds
@@ -192,7 +199,27 @@ impl OffsetStore {
             inner: Arc::new(Mutex::new(inner)),
             log,
             lease: None,
+            loaded_end: end,
+            committed: AtomicBool::new(false),
         })
+    }
+
+    /// Whether the state loaded is all committed: the partition's high watermark reached the
+    /// log end offset the load replayed to (always on a single broker). Until then the
+    /// coordinator answers COORDINATOR_LOAD_IN_PROGRESS (14): a new leader's unreplicated tail
+    /// may still be lost to the next leader, and a commit or share-partition state served from
+    /// it would be taken back (issue 57; the transaction coordinator's seed 743). Kafka's
+    /// coordinator runtime (KIP-848 `CoordinatorRuntime`) likewise reads only committed state.
+    pub fn is_committed(&self) -> bool {
+        if self.committed.load(Ordering::Acquire) {
+            return true;
+        }
+        let committed =
+            !self.log.repl.is_replicated() || self.log.high_watermark() >= self.loaded_end;
+        if committed {
+            self.committed.store(true, Ordering::Release);
+        }
+        committed
     }
 
     /// Writes go through this broker's lease from now on (a cluster broker's coordinator).
@@ -849,6 +876,64 @@ mod tests {
         assert_eq!(txn, Err(ResponseError::NotCoordinator));
         assert_eq!(store.get("g", "t", 0), Some(value(1, now)), "not served");
         assert!(!store.has_pending("g", "t", 1), "not pending either");
+        close(store);
+        writers.stop();
+    }
+
+    /// Issue 57: a coordinator loads its offsets partition to the log end offset, and a new
+    /// leader's tail may not be replicated yet (the next leader may not have it). Until the
+    /// high watermark reaches what the load read, the group is answered
+    /// COORDINATOR_LOAD_IN_PROGRESS and no coordinator lists it or runs its timers; then the
+    /// commit in that tail is served (the transaction coordinator's seed 743 was this window).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_load_is_served_only_once_its_tail_is_committed() {
+        use crate::coordinator::group::CoordinatorConfig;
+        use crate::coordinator::registry::GroupCoordinators;
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        let store = open(dir.path(), &writers);
+        let now = now_ms();
+        store
+            .commit("g", vec![(("t".into(), 0), value(7, now))])
+            .await
+            .unwrap();
+        let log = store.partition().clone();
+        let leo = log.reader().log_end_offset();
+        assert!(leo > 0);
+        // The partition gets a replicated leader whose follower has not fetched the tail.
+        let state = frieda_meta::PartitionState {
+            replicas: vec![1, 2],
+            isr: vec![1, 2],
+            leader: 1,
+            leader_epoch: 4,
+            partition_epoch: 1,
+            adding: vec![],
+            removing: vec![],
+            elr: vec![],
+            last_known_elr: vec![],
+            electing: None,
+        };
+        log.repl.become_leader(1, &state, now_ms(), leo);
+        let coordinators = GroupCoordinators::cluster(CoordinatorConfig::default());
+        coordinators.set_partition_count(1);
+        coordinators.load(0, log.clone()).unwrap();
+        assert!(coordinators.is_loaded(0));
+        assert_eq!(
+            coordinators.for_group("g").err(),
+            Some(ResponseError::CoordinatorLoadInProgress)
+        );
+        assert!(
+            coordinators.list(&[]).is_empty(),
+            "listed from an uncommitted load"
+        );
+        assert!(coordinators.serving().is_empty());
+        // The follower fetches to the end: the high watermark reaches what the load read.
+        log.repl
+            .on_follower_fetch(2, None, leo, 0, 4, leo, now_ms())
+            .unwrap();
+        let c = coordinators.for_group("g").expect("served once committed");
+        assert_eq!(c.offsets.get("g", "t", 0), Some(value(7, now)));
+        assert_eq!(coordinators.serving().len(), 1);
         close(store);
         writers.stop();
     }
