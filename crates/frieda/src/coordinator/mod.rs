@@ -17,3 +17,38 @@ pub mod records;
 pub mod registry;
 pub mod share;
 pub mod transaction;
+
+/// Whether a coordinator's load is committed: the high watermark of the partition it replayed
+/// reached the log end offset the replay read to (always on an unreplicated partition). A new
+/// leader's unreplicated tail may be lost to the next leader, so a coordinator serves and acts
+/// only once this holds (issue 57: the transaction coordinator's seed 743, the group
+/// coordinator's seed 271; Kafka's coordinator runtime reads only committed state too).
+pub struct CommittedLoad {
+    /// The log end offset the load replayed to.
+    end: i64,
+    /// Set once the high watermark reached `end` (it never goes back for this load).
+    reached: std::sync::atomic::AtomicBool,
+}
+
+impl CommittedLoad {
+    /// A load that replayed its partition to log end offset `end`.
+    pub fn new(end: i64) -> CommittedLoad {
+        CommittedLoad {
+            end,
+            reached: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Whether `log`'s high watermark reached the end this load replayed to.
+    pub fn holds(&self, log: &crate::storage::partition::Partition) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.reached.load(Ordering::Acquire) {
+            return true;
+        }
+        let reached = !log.repl.is_replicated() || log.high_watermark() >= self.end;
+        if reached {
+            self.reached.store(true, Ordering::Release);
+        }
+        reached
+    }
+}

@@ -39,7 +39,6 @@ use kafka_protocol::records::RecordBatchDecoder;
 use parking_lot::Mutex;
 use state::{Landed, LogRecord, OffsetsState};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
@@ -92,12 +91,8 @@ pub struct OffsetStore {
     log: Arc<Partition>,
     /// Whether this broker's lease holds (a cluster broker; see [`LeaseCheck`]).
     lease: Option<LeaseCheck>,
-    /// The log end offset the load replayed to: a new leader's tail may not be replicated
-    /// yet, so the state is served only once the high watermark reaches it
-    /// ([`is_committed`](Self::is_committed)).
-    loaded_end: i64,
-    /// Set once the high watermark reached `loaded_end`.
-    committed: AtomicBool,
+    /// The end the load replayed to, served once committed ([`is_committed`](Self::is_committed)).
+    loaded: super::CommittedLoad,
 }
 
 /// Whether this broker may act as the leader it believes it is: its heartbeat lease holds
@@ -199,8 +194,7 @@ impl OffsetStore {
             inner: Arc::new(Mutex::new(inner)),
             log,
             lease: None,
-            loaded_end: end,
-            committed: AtomicBool::new(false),
+            loaded: super::CommittedLoad::new(end),
         })
     }
 
@@ -211,15 +205,7 @@ impl OffsetStore {
     /// it would be taken back (issue 57; the transaction coordinator's seed 743). Kafka's
     /// coordinator runtime (KIP-848 `CoordinatorRuntime`) likewise reads only committed state.
     pub fn is_committed(&self) -> bool {
-        if self.committed.load(Ordering::Acquire) {
-            return true;
-        }
-        let committed =
-            !self.log.repl.is_replicated() || self.log.high_watermark() >= self.loaded_end;
-        if committed {
-            self.committed.store(true, Ordering::Release);
-        }
-        committed
+        self.loaded.holds(&self.log)
     }
 
     /// Writes go through this broker's lease from now on (a cluster broker's coordinator).

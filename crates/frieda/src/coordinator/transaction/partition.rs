@@ -35,12 +35,10 @@ pub struct TxnPartition {
     /// The transactional ids of this partition.
     pub(super) txns: Mutex<HashMap<String, TxnMetadata>>,
     active: AtomicBool,
-    /// The log end offset the load replayed to: the state may hold records not yet
-    /// replicated (a new leader's tail), so nothing is served or acted on until the high
-    /// watermark reaches it (see [`is_committed`](Self::is_committed)).
-    loaded_end: i64,
-    /// Set once the high watermark reached `loaded_end`.
-    committed: AtomicBool,
+    /// The end the load replayed to: the state may hold records not yet replicated (a new
+    /// leader's tail), so nothing is served or acted on until the high watermark reaches it
+    /// (see [`is_committed`](Self::is_committed)).
+    loaded: crate::coordinator::CommittedLoad,
 }
 
 impl TxnPartition {
@@ -108,8 +106,7 @@ impl TxnPartition {
             min_isr: min_isr.max(1),
             txns: Mutex::new(txns),
             active: AtomicBool::new(true),
-            loaded_end: end,
-            committed: AtomicBool::new(false),
+            loaded: crate::coordinator::CommittedLoad::new(end),
         })
     }
 
@@ -126,15 +123,7 @@ impl TxnPartition {
     /// it, aborted (issue 57, frieda-sim seed 743: `txn-marker-contradicts-decision`). Kafka's
     /// group coordinator runtime (KIP-848) likewise exposes only committed state.
     pub fn is_committed(&self) -> bool {
-        if self.committed.load(Ordering::Acquire) {
-            return true;
-        }
-        let committed =
-            !self.log.repl.is_replicated() || self.log.high_watermark() >= self.loaded_end;
-        if committed {
-            self.committed.store(true, Ordering::Release);
-        }
-        committed
+        self.loaded.holds(&self.log)
     }
 
     /// Waits until [`is_committed`](Self::is_committed); false if the partition was unloaded
