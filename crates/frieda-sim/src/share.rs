@@ -578,8 +578,11 @@ impl World {
         };
         self.timer(id, PERSIST_TIMEOUT_MS, Timer::ShareTimeout(req));
         match coordinator {
-            Some(c) => self.send(Node::Broker(id), Node::Broker(c), msg),
-            None => self.share_answer(id, req, Err(E::CoordinatorNotAvailable)),
+            // A broker whose process is down refuses the connection at once (the kernel resets
+            // it: `share_state::io_error`, COORDINATOR_NOT_AVAILABLE, retried); a paused one
+            // accepts it and leaves the attempt to its timeout.
+            Some(c) if self.b(c).up => self.send(Node::Broker(id), Node::Broker(c), msg),
+            _ => self.share_answer(id, req, Err(E::CoordinatorNotAvailable)),
         }
     }
 

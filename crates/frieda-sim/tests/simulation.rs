@@ -439,3 +439,15 @@ fn seed_1814_a_killed_coordinator_fails_the_calls_in_flight() {
     let r = run_seed_clean(1814);
     assert!(r.stats.share_acks_ok > 10, "{:?}", r.stats);
 }
+
+/// Issue 57, the same calls to a coordinator that is already down (seed 2906): the image still
+/// named broker 3 (killed, not yet fenced) as the share coordinator, and the leader's next
+/// attempt to it waited its 10-s timeout, where connecting to a port no process listens on is
+/// refused at once; after healing the share group ended 10 records short
+/// (`liveness-share-group-stuck`). An attempt to a broker whose process is down now fails at
+/// once (COORDINATOR_NOT_AVAILABLE, retried); a paused broker's still waits.
+#[test]
+fn seed_2906_a_coordinator_that_is_down_refuses_the_call() {
+    let r = run_seed_clean(2906);
+    assert!(r.stats.share_acks_ok > 10, "{:?}", r.stats);
+}
