@@ -452,10 +452,13 @@ def consumer_at(bootstrap: str, topic: str, offset: int):
 
 def test_copies_keep_to_the_copy_quota(cluster, topic_name, store):
     """``remote.log.manager.copy.max.bytes.per.second`` = 1 MiB/s (KIP-956): ~11 MB produced at
-    once into 1 MiB segments of an RF 3 tiered topic; three seconds after the first copy lands,
-    the bucket holds at most what the quota allows then (3 s of the rate, the one second it
-    starts with, and the segment read when it ran out: 6 MiB), where an unpaced leader copies
-    all ~10 closed segments within a second; and copying goes on at that pace."""
+    once into 1 MiB segments of an RF 3 tiered topic. Once the first copy lands, the bytes copied
+    over the next ~3 s stay within what the quota allows in the time measured (the rate, plus
+    the one second it may start with and the segment read when it ran out: 2 MiB), and copying
+    goes on at that pace for 3 MiB more, where an unpaced leader copies all ~10 closed segments
+    within a second and has nothing left to copy. Both ends of the window are taken around the
+    listings (the bucket listing itself can take a second on a loaded machine), so a slow
+    observer widens the allowance instead of failing the test."""
     mib = 1 << 20
     c = cluster(3, **store.broker_settings(), **{"remote.log.manager.task.interval.ms": 200,
                                                  "remote.log.manager.copy.max.bytes.per.second": mib})
@@ -472,12 +475,15 @@ def test_copies_keep_to_the_copy_quota(cluster, topic_name, store):
         return sum(kinds.get("log", 0) for kinds in remote_segments(store).values()
                    if "rsm-manifest" in kinds)
     wait_until(lambda: copied_bytes() > 0, 30, "the first copy lands")
-    t0 = time.monotonic()
+    t1 = time.monotonic()
+    first = copied_bytes()
     time.sleep(3)
-    early = copied_bytes()
-    print(f"{early / mib:.1f} MiB copied {time.monotonic() - t0:.1f} s after the first copy landed")
-    assert early <= 6 * mib, f"{early} bytes copied within 3 s at 1 MiB/s"
-    wait_until(lambda: copied_bytes() >= early + 2 * mib, 15, "copies go on at the quota's pace")
+    later = copied_bytes()
+    window = time.monotonic() - t1
+    copied = later - first
+    print(f"{copied / mib:.1f} MiB copied in {window:.1f} s ({first / mib:.1f} MiB before)")
+    assert copied <= window * mib + 2 * mib, f"{copied} bytes copied within {window:.1f} s at 1 MiB/s"
+    wait_until(lambda: copied_bytes() >= first + 3 * mib, 20, "copies go on at the quota's pace")
 
 
 def offsets_by_partition(cp: str, boot: str, topic: str, spec: int) -> dict[int, int]:
