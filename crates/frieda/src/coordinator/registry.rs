@@ -283,9 +283,10 @@ impl GroupCoordinators {
         committer: Committer<'_>,
         entries: Vec<(TopicPartition, OffsetValue)>,
         topic_ids: &(dyn Fn(&str) -> Option<uuid::Uuid> + Sync),
+        check: crate::storage::partition::ProducerCheck,
     ) -> Result<(), E> {
         self.for_group(group)?
-            .txn_commit(group, producer, committer, entries, topic_ids)
+            .txn_commit(group, producer, committer, entries, topic_ids, check)
             .await
     }
 

@@ -47,6 +47,7 @@ use crate::coordinator::transaction::{
     TopicPartition, TransactionCoordinators, TxnFilter, TxnState, TxnVersion,
 };
 use crate::security::acl::{op, resource};
+use crate::storage::partition::ProducerCheck;
 use crate::storage::topic::OFFSETS_TOPIC;
 
 fn code(e: Option<E>) -> i16 {
@@ -523,14 +524,31 @@ pub async fn txn_offset_commit(
         })
         .collect();
     let mut result: Result<(), E> = Ok(());
+    let mut check = ProducerCheck::PLAIN;
+    let producer = TxnProducer {
+        id: req.producer_id.0,
+        epoch: req.producer_epoch,
+    };
     let n = offsets_partitions(broker);
+    let coordinator = broker.groups.for_group(&group);
     if entries.is_empty() {
         // Nothing to commit: the transaction is left as it is.
     } else if n == 0 {
         result = Err(E::CoordinatorNotAvailable);
-    } else if let Err(e) = broker.groups.for_group(&group) {
-        result = Err(e);
+    } else if let Err(e) = &coordinator {
+        result = Err(*e);
     } else if v >= 5 || broker.config.transactions.partition_verification {
+        // KIP-890: the verification starts on the offsets partition before the transaction
+        // coordinator is asked, so a marker of the transaction landing in between voids it and
+        // the late commit is refused (INVALID_TXN_STATE) instead of opening a transaction that
+        // no marker ends (its offsets pending for ever: UNSTABLE_OFFSET_COMMIT to every
+        // require_stable OffsetFetch).
+        if let Ok(c) = &coordinator {
+            check = ProducerCheck::Client {
+                verification: c.offsets.begin_txn_verification(producer, v >= 5),
+                require_verification: true,
+            };
+        }
         let tp = TransactionCoordinators::offsets_partition(&group, n);
         let failed = txn_verify::add_or_verify(
             broker,
@@ -551,10 +569,6 @@ pub async fn txn_offset_commit(
         }
     }
     if result.is_ok() {
-        let producer = TxnProducer {
-            id: req.producer_id.0,
-            epoch: req.producer_epoch,
-        };
         let generation = if v >= 3 { req.generation_id } else { -1 };
         let member = if v >= 3 {
             req.member_id.to_string()
@@ -576,7 +590,7 @@ pub async fn txn_offset_commit(
         let topic_ids = |name: &str| broker.topic(name).map(|t| t.id);
         result = broker
             .groups
-            .txn_commit(&group, producer, committer, entries, &topic_ids)
+            .txn_commit(&group, producer, committer, entries, &topic_ids, check)
             .await;
     }
     // Kafka's TxnOffsetCommitRequest.supportsStaleMemberEpochError: v6 and later.

@@ -437,7 +437,22 @@ impl Partition {
         records: BytesMut,
         header: BatchHeader,
     ) -> oneshot::Receiver<Result<AppendOutcome, ResponseError>> {
-        match self.start_append(records, header, ProducerCheck::PLAIN) {
+        self.submit_checked(records, header, ProducerCheck::PLAIN)
+    }
+
+    /// [`submit`](Self::submit) with the batch checked against its producer's state as `check`
+    /// says (a coordinator's transactional write that completes a KIP-890 verification).
+    ///
+    /// Errors (in the receiver): as [`submit`](Self::submit), and INVALID_TXN_STATE (48) when
+    /// the batch would open a transaction without the verification `check` requires (a marker
+    /// voided it meanwhile).
+    pub fn submit_checked(
+        self: &Arc<Self>,
+        records: BytesMut,
+        header: BatchHeader,
+        check: ProducerCheck,
+    ) -> oneshot::Receiver<Result<AppendOutcome, ResponseError>> {
+        match self.start_append(records, header, check) {
             Submitted::Waiting(rx) => rx,
             Submitted::Done(result) => {
                 let (tx, rx) = oneshot::channel();

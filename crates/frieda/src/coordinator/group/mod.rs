@@ -532,8 +532,12 @@ impl GroupCoordinator {
     /// group metadata), then writes the offsets as `producer`'s transactional commit, pending
     /// until its transaction ends.
     ///
+    /// `check`: the producer-state check of the write (see
+    /// [`crate::coordinator::offsets::OffsetStore::txn_commit`]).
+    ///
     /// Errors: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, the write's errors
-    /// (INVALID_PRODUCER_EPOCH for a fenced producer).
+    /// (INVALID_PRODUCER_EPOCH for a fenced producer, INVALID_TXN_STATE for a voided
+    /// verification).
     pub async fn txn_commit(
         &self,
         group_id: &str,
@@ -541,6 +545,7 @@ impl GroupCoordinator {
         committer: Committer<'_>,
         entries: Vec<(TopicPartition, OffsetValue)>,
         topic_ids: &(dyn Fn(&str) -> Option<Uuid> + Sync),
+        check: crate::storage::partition::ProducerCheck,
     ) -> Result<(), E> {
         valid_group_id(group_id)?;
         let Committer {
@@ -569,7 +574,9 @@ impl GroupCoordinator {
                 }
             }
         }
-        self.offsets.txn_commit(group_id, producer, entries).await
+        self.offsets
+            .txn_commit(group_id, producer, entries, check)
+            .await
     }
 
     /// OffsetDelete: group-level error, or per-partition errors (GROUP_SUBSCRIBED_TO_TOPIC for

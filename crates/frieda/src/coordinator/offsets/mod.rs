@@ -30,7 +30,7 @@ pub mod state;
 
 use crate::clock::now_ms;
 use crate::coordinator::records::TxnProducer;
-use crate::storage::partition::Partition;
+use crate::storage::partition::{Partition, ProducerCheck};
 use crate::storage::writer::AppendOutcome;
 use bytes::Bytes;
 use codec::{GroupValue, LogKey, OffsetValue};
@@ -223,14 +223,16 @@ impl OffsetStore {
     /// lock, so writes are appended in the order they were decided on. Needs a tokio runtime
     /// (the outcome is awaited on a task, so writes nobody awaits are applied too).
     fn write(&self, _inner: &mut Inner, records: Vec<(LogKey, Option<Bytes>)>) -> WriteResult {
-        self.write_as(records, None)
+        self.write_as(records, None, ProducerCheck::PLAIN)
     }
 
-    /// [`write`](Self::write) as transactional producer `txn` (pending until its marker).
+    /// [`write`](Self::write) as transactional producer `txn` (pending until its marker), the
+    /// batch checked against the producer's state in this log as `check` says.
     fn write_as(
         &self,
         records: Vec<(LogKey, Option<Bytes>)>,
         txn: Option<TxnProducer>,
+        check: ProducerCheck,
     ) -> WriteResult {
         let encoded: Vec<(Bytes, Option<Bytes>)> = records
             .iter()
@@ -253,7 +255,7 @@ impl OffsetStore {
                 return rx;
             }
         }
-        let appended = self.log.submit(batch, header);
+        let appended = self.log.submit_checked(batch, header, check);
         let inner = self.inner.clone();
         let log = self.log.clone();
         let lease = self.lease.clone();
@@ -303,14 +305,21 @@ impl OffsetStore {
     }
 
     /// Commits offsets of a group inside producer `txn`'s transaction (TxnOffsetCommit): they
-    /// stay pending until its marker; resolves once written.
+    /// stay pending until its marker; resolves once written. `check`: how the batch is checked
+    /// against the producer's state in this log; a verified commit carries the token of
+    /// [`begin_txn_verification`](Self::begin_txn_verification) (KIP-890).
     ///
-    /// Errors: INVALID_PRODUCER_EPOCH (47) for a fenced producer, and the write's errors.
+    /// Errors: INVALID_PRODUCER_EPOCH (47) for a fenced producer (a transactions v2 marker
+    /// bumped its epoch), INVALID_TXN_STATE (48) when the verification `check` requires was
+    /// voided by a marker of the transaction (it ended after the coordinator verified it: the
+    /// commit would open a transaction nobody ends, its offsets pending for ever), and the
+    /// write's errors.
     pub async fn txn_commit(
         &self,
         group: &str,
         txn: TxnProducer,
         entries: Vec<(TopicPartition, OffsetValue)>,
+        check: ProducerCheck,
     ) -> Result<(), ResponseError> {
         if entries.is_empty() {
             return Ok(());
@@ -318,9 +327,20 @@ impl OffsetStore {
         let records = offset_records(group, entries);
         let rx = {
             let _order = self.inner.lock();
-            self.write_as(records, Some(txn))
+            self.write_as(records, Some(txn), check)
         };
         written(rx).await
+    }
+
+    /// Starts a KIP-890 verification of producer `txn`'s transaction on this log, before its
+    /// coordinator is asked (Kafka's `maybeStartTransactionVerificationForPartition` for a
+    /// TxnOffsetCommit): `None` when the transaction is already open here at that epoch, else
+    /// the token [`txn_commit`](Self::txn_commit)'s check carries. A marker of the transaction
+    /// landing before the commit voids it. `transactions_v2`: TxnOffsetCommit v5+ (see
+    /// [`frieda_log::ProducerStateManager::begin_verification`]).
+    pub fn begin_txn_verification(&self, txn: TxnProducer, transactions_v2: bool) -> Option<u64> {
+        self.log
+            .begin_verification(txn.id, txn.epoch, transactions_v2)
     }
 
     /// A transaction marker of `producer_id` was appended at `offset` of this log: once every
@@ -852,6 +872,7 @@ mod tests {
             "g",
             TxnProducer { id: 9, epoch: 0 },
             vec![(("t".into(), 1), value(3, now))],
+            ProducerCheck::PLAIN,
         );
         let stop = async {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -1003,6 +1024,7 @@ mod tests {
                 "g",
                 TxnProducer { id: 9, epoch: 0 },
                 vec![(("t".into(), 1), value(3, now))],
+                ProducerCheck::PLAIN,
             )
             .await
             .unwrap();
@@ -1027,6 +1049,80 @@ mod tests {
         store.land_marker(again.base_offset, 9, true, true);
         assert!(!store.has_pending("g", "t", 1));
         assert_eq!(store.get("g", "t", 1), Some(value(3, now)));
+        close(store);
+        writers.stop();
+    }
+
+    /// KIP-890 for TxnOffsetCommit: a commit verified with the transaction coordinator whose
+    /// transaction ended (its marker landed here) before the commit was written is refused with
+    /// INVALID_TXN_STATE and leaves nothing pending; without the check it opened a transaction
+    /// no marker ends (offsets pending for ever). Both ways a verification meets a marker: begun
+    /// while the transaction was open here (no token), and begun before its first commit here
+    /// (a token the marker voids). The next transaction's verified commit is written.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_commit_whose_transaction_ended_after_its_verification_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        let store = open(dir.path(), &writers);
+        let now = now_ms();
+        let producer = TxnProducer { id: 9, epoch: 0 };
+        let verified = |token| ProducerCheck::Client {
+            verification: token,
+            require_verification: true,
+        };
+        let abort = frieda_log::EndTxnMarker {
+            control: frieda_log::ControlType::Abort,
+            coordinator_epoch: 0,
+        };
+        let land_abort = || async {
+            let m = store
+                .partition()
+                .append_marker(9, 0, abort, false)
+                .await
+                .unwrap();
+            store.land_marker(m.base_offset, 9, false, true);
+        };
+        let commit = |partition: i32, offset: i64, check| {
+            store.txn_commit(
+                "g",
+                producer,
+                vec![(("t".into(), partition), value(offset, now))],
+                check,
+            )
+        };
+        // The first transaction's first commit, verified: written and pending.
+        let token = store.begin_txn_verification(producer, false);
+        assert!(
+            token.is_some(),
+            "no transaction of producer 9 is open here yet"
+        );
+        commit(1, 3, verified(token)).await.unwrap();
+        assert!(store.has_pending("g", "t", 1));
+        // A second commit of it is verified (open here: no token needed), then it aborts.
+        let open = store.begin_txn_verification(producer, false);
+        assert_eq!(open, None, "the transaction is open here");
+        land_abort().await;
+        assert!(!store.has_pending("g", "t", 1));
+        let r = commit(2, 7, verified(open)).await;
+        assert_eq!(r, Err(ResponseError::InvalidTxnState));
+        assert!(
+            !store.has_pending("g", "t", 2),
+            "nothing pending after a refusal"
+        );
+        // The next transaction's commit is verified, and the transaction aborts before the
+        // commit is written: the marker voids the token.
+        let voided = store.begin_txn_verification(producer, false);
+        assert!(voided.is_some());
+        land_abort().await;
+        let r = commit(2, 7, verified(voided)).await;
+        assert_eq!(r, Err(ResponseError::InvalidTxnState));
+        assert!(!store.has_pending("g", "t", 2));
+        assert_eq!(store.get("g", "t", 2), None);
+        // Verified again, with no marker in between: written.
+        let next = store.begin_txn_verification(producer, false);
+        assert!(next.is_some());
+        commit(2, 8, verified(next)).await.unwrap();
+        assert!(store.has_pending("g", "t", 2));
         close(store);
         writers.stop();
     }
