@@ -451,3 +451,17 @@ fn seed_2906_a_coordinator_that_is_down_refuses_the_call() {
     let r = run_seed_clean(2906);
     assert!(r.stats.share_acks_ok > 10, "{:?}", r.stats);
 }
+
+/// Issue 57, the transaction check's power-loss exemption (seed 4489, quorum acks without
+/// fsync): tx-0's PrepareCommit was acknowledged on two replicas of the transaction state
+/// partition; one lost it in a power loss, the other was killed, and the replica elected from
+/// the claims never had it (outside the contract: a power loss without fsync). The check voided
+/// the decision, but the COMMIT marker already written from it on partition 0 still counted, so
+/// the new coordinator's abort of the reloaded transaction was reported as
+/// `txn-marker-contradicts-decision`. A marker written from a voided decision is exempt, as the
+/// decision is (and as `txn_check_marker` already had it).
+#[test]
+fn seed_4489_a_marker_of_a_decision_a_power_loss_voided_is_exempt() {
+    let r = run_seed_clean(4489);
+    assert!(r.stats.txn_commits > 10, "{:?}", r.stats);
+}
