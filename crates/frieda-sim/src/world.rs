@@ -665,6 +665,7 @@ impl World {
         let roll: f64 = self.rng.gen();
         if roll < 0.003 {
             self.stats.dropped += 1;
+            self.share_call_broken(from, to, &msg);
             return;
         }
         let to_run = self.run_of(to);
@@ -700,6 +701,33 @@ impl World {
                 to,
                 to_run,
                 msg,
+            },
+        );
+    }
+
+    /// A share-state call's request or answer lost on a connection that is not cut off: the
+    /// connection broke, and the share-partition leader that called sees it at once (an I/O
+    /// error, `share_state::io_error`: COORDINATOR_NOT_AVAILABLE, retried) instead of waiting
+    /// out its 10-s attempt timeout; a network cut still leaves it to the timeout. Without
+    /// this, two lost answers in a row after healing held the group for 20 s (seeds 10779,
+    /// 11823: `liveness-share-group-stuck`).
+    fn share_call_broken(&mut self, from: Node, to: Node, msg: &Msg) {
+        let (caller, peer, req) = match *msg {
+            Msg::ShareWrite { req } | Msg::ShareRead { req, .. } => (from, to, req),
+            Msg::ShareReply { req, .. } => (to, from, req),
+            _ => return,
+        };
+        let to_run = self.run_of(caller);
+        self.after(
+            1,
+            Event::Deliver {
+                from: peer,
+                to: caller,
+                to_run,
+                msg: Msg::ShareReply {
+                    req,
+                    result: Err(ResponseError::CoordinatorNotAvailable),
+                },
             },
         );
     }

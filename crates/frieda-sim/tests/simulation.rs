@@ -465,3 +465,15 @@ fn seed_4489_a_marker_of_a_decision_a_power_loss_voided_is_exempt() {
     let r = run_seed_clean(4489);
     assert!(r.stats.txn_commits > 10, "{:?}", r.stats);
 }
+
+/// Issue 57, the model's lost messages on share-state calls (seeds 10779, 11823): a share-state
+/// answer (or request) the network lost on a connection that was not cut off left the
+/// share-partition leader waiting its 10-s attempt timeout, twice in a row after healing, and
+/// the group ended short (`liveness-share-group-stuck`). A lost message on a live connection is
+/// a broken connection, which the caller sees at once (COORDINATOR_NOT_AVAILABLE, retried); a
+/// network cut still leaves the call to its timeout.
+#[test]
+fn seed_10779_a_lost_share_state_answer_breaks_the_connection() {
+    let r = run_seed_clean(10779);
+    assert!(r.stats.share_acks_ok > 10, "{:?}", r.stats);
+}
