@@ -737,12 +737,7 @@ impl World {
         if let Some((marked, m)) = self.txns.marked.get(&key).copied() {
             // A marker written from a decision a power loss voided stays on partition 0 while
             // the coordinator's log lost the decision (outside the contract, as the decision).
-            let from_voided = self
-                .txns
-                .voided
-                .get(&key)
-                .is_some_and(|v| v.contains(&marked));
-            if marked != commit && !self.exempt(m) && !from_voided {
+            if marked != commit && !self.exempt(m) && !self.txn_voided(key, marked) {
                 self.violate(
                     "txn-marker-contradicts-decision",
                     format!("producer {} epoch {}: write {req} (commit: {commit}) by broker {id} landed after marker {m} (commit: {marked}) closed the transaction on partition 0", key.0, key.1),
@@ -757,6 +752,15 @@ impl World {
             self.txns.aborts += 1;
         }
         true
+    }
+
+    /// Whether a decision `commit` of transaction `key` (producer id, data epoch) was written
+    /// and then voided by a power loss (markers written from it stay where they landed).
+    fn txn_voided(&self, key: (i64, i16), commit: bool) -> bool {
+        self.txns
+            .voided
+            .get(&key)
+            .is_some_and(|v| v.contains(&commit))
     }
 
     fn txn_client_index(&self, tid: &str) -> u8 {
@@ -1183,11 +1187,7 @@ impl World {
             return;
         };
         let decided = self.txns.decided.get(&(pid, epoch)).copied();
-        let voided = self
-            .txns
-            .voided
-            .get(&(pid, epoch))
-            .is_some_and(|v| v.contains(&commit));
+        let voided = self.txn_voided((pid, epoch), commit);
         let contradicts = !voided && decided.is_some_and(|(d, by)| d != commit && !self.exempt(by));
         if contradicts {
             self.violate(

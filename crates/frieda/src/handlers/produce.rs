@@ -308,10 +308,7 @@ async fn verify_transactions(
         let token = p
             .partition
             .begin_verification(h.producer_id, h.producer_epoch, tv2);
-        *check = ProducerCheck::Client {
-            verification: token,
-            require_verification: true,
-        };
+        *check = ProducerCheck::verified(token);
         if token.is_some() {
             needed.push((i, (p.partition.topic.to_string(), p.partition.index)));
         }
@@ -339,10 +336,7 @@ async fn verify_transactions(
         needed.retain(|&(i, _)| {
             let Ok(p) = &items[i].2 else { return false };
             let token = p.partition.begin_verification(pid, epoch, tv2);
-            items[i].3 = ProducerCheck::Client {
-                verification: token,
-                require_verification: true,
-            };
+            items[i].3 = ProducerCheck::verified(token);
             token.is_some()
         });
         if needed.is_empty() {

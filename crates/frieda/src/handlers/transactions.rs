@@ -544,10 +544,7 @@ pub async fn txn_offset_commit(
         // no marker ends (its offsets pending for ever: UNSTABLE_OFFSET_COMMIT to every
         // require_stable OffsetFetch).
         if let Ok(c) = &coordinator {
-            check = ProducerCheck::Client {
-                verification: c.offsets.begin_txn_verification(producer, v >= 5),
-                require_verification: true,
-            };
+            check = ProducerCheck::verified(c.offsets.begin_txn_verification(producer, v >= 5));
         }
         let tp = TransactionCoordinators::offsets_partition(&group, n);
         let failed = txn_verify::add_or_verify(

@@ -59,6 +59,16 @@ impl ProducerCheck {
         verification: None,
         require_verification: false,
     };
+
+    /// A batch whose transaction was verified (KIP-890): it may open a transaction only with
+    /// `token`, the one [`Partition::begin_verification`] gave (`None`: the transaction was
+    /// already open here, so it may only continue it).
+    pub fn verified(token: Option<u64>) -> ProducerCheck {
+        ProducerCheck::Client {
+            verification: token,
+            require_verification: true,
+        }
+    }
 }
 
 /// An append that finished at once, or one waiting for a log writer thread.

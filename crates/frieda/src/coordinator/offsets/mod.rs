@@ -1066,10 +1066,6 @@ mod tests {
         let store = open(dir.path(), &writers);
         let now = now_ms();
         let producer = TxnProducer { id: 9, epoch: 0 };
-        let verified = |token| ProducerCheck::Client {
-            verification: token,
-            require_verification: true,
-        };
         let abort = frieda_log::EndTxnMarker {
             control: frieda_log::ControlType::Abort,
             coordinator_epoch: 0,
@@ -1096,14 +1092,14 @@ mod tests {
             token.is_some(),
             "no transaction of producer 9 is open here yet"
         );
-        commit(1, 3, verified(token)).await.unwrap();
+        commit(1, 3, ProducerCheck::verified(token)).await.unwrap();
         assert!(store.has_pending("g", "t", 1));
         // A second commit of it is verified (open here: no token needed), then it aborts.
         let open = store.begin_txn_verification(producer, false);
         assert_eq!(open, None, "the transaction is open here");
         land_abort().await;
         assert!(!store.has_pending("g", "t", 1));
-        let r = commit(2, 7, verified(open)).await;
+        let r = commit(2, 7, ProducerCheck::verified(open)).await;
         assert_eq!(r, Err(ResponseError::InvalidTxnState));
         assert!(
             !store.has_pending("g", "t", 2),
@@ -1114,14 +1110,14 @@ mod tests {
         let voided = store.begin_txn_verification(producer, false);
         assert!(voided.is_some());
         land_abort().await;
-        let r = commit(2, 7, verified(voided)).await;
+        let r = commit(2, 7, ProducerCheck::verified(voided)).await;
         assert_eq!(r, Err(ResponseError::InvalidTxnState));
         assert!(!store.has_pending("g", "t", 2));
         assert_eq!(store.get("g", "t", 2), None);
         // Verified again, with no marker in between: written.
         let next = store.begin_txn_verification(producer, false);
         assert!(next.is_some());
-        commit(2, 8, verified(next)).await.unwrap();
+        commit(2, 8, ProducerCheck::verified(next)).await.unwrap();
         assert!(store.has_pending("g", "t", 2));
         close(store);
         writers.stop();

@@ -436,10 +436,7 @@ async fn a_v2_produce_verified_before_the_previous_marker_lands_is_appended() {
             a0.append_checked(
                 buf,
                 header,
-                crate::storage::partition::ProducerCheck::Client {
-                    verification: token,
-                    require_verification: true,
-                },
+                crate::storage::partition::ProducerCheck::verified(token),
             )
             .await
         }
