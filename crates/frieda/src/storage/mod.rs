@@ -48,6 +48,31 @@ pub(crate) mod testing {
         (buf, header)
     }
 
+    /// A one-replica `__consumer_offsets` partition 0 in `dir` (64 KiB segments, no retention,
+    /// no tail cache) whose appends `writers` write: what a group or offsets test stores into.
+    pub(crate) fn offsets_partition(
+        dir: &std::path::Path,
+        writers: &super::writer::LogWriters,
+    ) -> std::sync::Arc<super::partition::Partition> {
+        use super::topic_config::TopicConfigs;
+        let cfg = frieda_log::LogConfig {
+            segment_bytes: 64 << 10,
+            retention_ms: -1,
+            tail_cache_bytes: 0,
+            ..frieda_log::LogConfig::default()
+        };
+        let (log, _) = frieda_log::PartitionLog::open(dir, cfg, crate::clock::now_ms())
+            .expect("open a partition log in a temporary directory");
+        let name: std::sync::Arc<str> = std::sync::Arc::from("__consumer_offsets");
+        std::sync::Arc::new(super::partition::Partition::new(
+            name.clone(),
+            0,
+            log,
+            writers.for_partition(&name, 0),
+            TopicConfigs::default().produce_policy(&TopicConfigs::default()),
+        ))
+    }
+
     /// One plain record (no key, timestamp 1, not idempotent) with `value`, alone in a batch.
     pub(crate) fn value_batch(value: Vec<u8>) -> (bytes::BytesMut, frieda_log::BatchHeader) {
         one_record_batch(&Record {

@@ -854,8 +854,8 @@ impl GroupCoordinator {
         }
     }
 
-    /// ConsumerGroupHeartbeat (KIP-848) of `group_id` over the cluster's `topics`. An empty
-    /// classic group of that id (offsets only) becomes a consumer group; one with members is
+    /// ConsumerGroupHeartbeat (KIP-848) of `group_id` over the cluster's `topics`. An Empty
+    /// classic group of that id (offsets only, pending members at most) becomes a consumer group; one with members is
     /// upgraded to a consumer group that keeps them ([`ConsumerGroup::from_classic`]). A leave
     /// that leaves only classic members downgrades the group to a classic one.
     ///
@@ -886,8 +886,12 @@ impl GroupCoordinator {
             if req.member_epoch != 0 {
                 return Err(E::UnknownMemberId);
             }
+            // An Empty classic group (offsets only, or members whose first JoinGroup got
+            // MEMBER_ID_REQUIRED and who have not joined yet) is replaced, as Kafka's
+            // `isEmptyClassicGroup` (state Empty): its pending members' JoinGroup with their id
+            // joins the consumer group as classic members.
             let c = match groups.get_mut(group_id) {
-                Some(g) if !g.is_empty_state() => {
+                Some(g) if g.state != GroupState::Empty => {
                     // KIP-848 online upgrade: the classic group becomes a consumer group.
                     let c = ConsumerGroup::from_classic(
                         g,

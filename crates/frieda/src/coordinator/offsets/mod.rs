@@ -613,22 +613,7 @@ mod tests {
     use std::path::Path;
 
     fn open(dir: &Path, writers: &LogWriters) -> OffsetStore {
-        let cfg = LogConfig {
-            segment_bytes: 64 << 10,
-            retention_ms: -1,
-            tail_cache_bytes: 0,
-            ..LogConfig::default()
-        };
-        let (log, _) = PartitionLog::open(dir, cfg, now_ms()).unwrap();
-        let name: Arc<str> = Arc::from("__consumer_offsets");
-        let p = Partition::new(
-            name.clone(),
-            0,
-            log,
-            writers.for_partition(&name, 0),
-            TopicConfigs::default().produce_policy(&TopicConfigs::default()),
-        );
-        OffsetStore::open(Arc::new(p)).unwrap()
+        OffsetStore::open(crate::storage::testing::offsets_partition(dir, writers)).unwrap()
     }
 
     /// A store over a replicated `__consumer_offsets` partition led by broker 1 in leader

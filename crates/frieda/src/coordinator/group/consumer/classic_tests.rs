@@ -278,3 +278,43 @@ fn upgrade_keeps_the_classic_members_and_their_assignment() {
     );
     assert_eq!(c.state(), ConsumerGroupState::Reconciling);
 }
+
+/// CI of 2026-12-03 (JavaGroupsTest.classicAndConsumerProtocolMembersShareOneGroup): a classic
+/// member's first JoinGroup got MEMBER_ID_REQUIRED, then a member of the consumer protocol
+/// joined the still Empty group and was refused GROUP_ID_NOT_FOUND ("is not a consumer group":
+/// the group counted as non-empty for its pending member, and an upgrade needs a protocol
+/// type). Kafka replaces an Empty classic group (`isEmptyClassicGroup`); the pending member's
+/// JoinGroup with its id then joins the consumer group as a classic member.
+#[tokio::test]
+async fn a_consumer_member_joins_a_classic_group_whose_only_member_is_pending() {
+    use crate::coordinator::group::{CoordinatorConfig, GroupCoordinator};
+    let dir = tempfile::tempdir().unwrap();
+    let writers = crate::storage::writer::LogWriters::start(1);
+    let log = crate::storage::testing::offsets_partition(dir.path(), &writers);
+    let coordinator = GroupCoordinator::open(log, CoordinatorConfig::default()).unwrap();
+    let tv = topics();
+    let first = coordinator.join("g", classic_join("", &[]), &tv).await;
+    assert_eq!(first.error, Some(E::MemberIdRequired));
+    assert!(!first.member_id.is_empty());
+
+    let reply = coordinator
+        .consumer_heartbeat("g", consumer_join("m-848"), &tv)
+        .expect("an Empty classic group becomes a consumer group");
+    assert_eq!(reply.member_id, "m-848");
+    assert!(reply.member_epoch > 0);
+
+    let second = coordinator
+        .join("g", classic_join(&first.member_id, &[]), &tv)
+        .await;
+    assert_eq!(
+        second.error, None,
+        "the pending member joins as a classic member"
+    );
+    assert_eq!(second.member_id, first.member_id);
+    let g = coordinator
+        .consumer_describe("g")
+        .expect("a consumer group");
+    assert_eq!(g.members.len(), 2);
+    coordinator.shutdown();
+    writers.stop();
+}
