@@ -71,6 +71,10 @@ TIERED_VALUE_BYTES = [1024, 4096]  # each value padded to a seeded size in this 
 DEFAULT_PARTITIONS = {"tiered": 4}
 # records/s per producer (2 producers): tiered ~2.5 MB/s each, 5 MB/s in all
 DEFAULT_RATE = {"tiered": 1000}
+# the runner writes HEALED_FILE (in the history dir) once the nemesis healed the cluster; the
+# producers go on for TAIL_SECS after it (workload.LoadWindow)
+HEALED_FILE = "healed"
+TAIL_SECS = 3.0
 TIERED_REWIND = 0.6  # the share of an assign() consumer's re-assignments that go back to offset 0
 TIERED_MESSAGE_TIMEOUT_MS = 120_000  # see spawn_tiered_clients
 TIERED_FINAL_READ_SECS = 90  # the final readers read everything, most of it from the bucket (~300 MB: 2-20 s)
@@ -406,6 +410,29 @@ def commit_start_offsets(admin, group: str, topic: str, partitions: int) -> None
         time.sleep(0.5)
 
 
+def after_heal(hist: Path, healed_at: float | None) -> dict | None:
+    """What the producers got done after the nemesis healed the cluster (their histories'
+    ``mono`` times against ``healed_at``): acknowledged sends and committed transactions. The
+    liveness check of a run: a cluster that recovers serves its producers again (``None`` if the
+    run never healed)."""
+    if healed_at is None:
+        return None
+    acked = committed = 0
+    for f in sorted(hist.glob("prod-*.jsonl")):
+        for line in f.read_text().splitlines():
+            try:
+                op = json.loads(line)
+            except ValueError:
+                continue  # a line cut by the SIGKILL of a client that overran
+            if op.get("type") != "ok" or op.get("mono", 0) / 1e9 < healed_at:
+                continue
+            if op.get("f") == "send":
+                acked += 1
+            elif op.get("f") == "txn":
+                committed += 1
+    return {"acked": acked, "txns_committed": committed}
+
+
 def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int | None = None,
                  rate: int | None = None, keep: bool = False, n_nodes: int | None = None, quiet: bool = False,
                  txn: bool = False) -> dict:
@@ -476,6 +503,7 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
     cluster = cm.Cluster(rundir / "cluster", n, **settings, **cluster_kw)
     steps_run = 0
     t_start = time.monotonic()
+    healed_at = None
     result = None
     crashed = None
     bucket = None
@@ -491,7 +519,7 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
             commit_start_offsets(admin, group, topic, partitions)
         del admin
         base = {"bootstrap": cluster.bootstrap, "topic": topic, "partitions": partitions, "out": str(hist),
-                "secs": secs}
+                "secs": secs, "healed_file": str(hist / HEALED_FILE), "tail_secs": TAIL_SECS}
         if tiered:
             procs += spawn_tiered_clients(base, seed, rate, logs)
         else:
@@ -499,6 +527,11 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
         nemesis = Nemesis(cluster, topic, partitions, hist, seed, net=net, disks=disks, store=store, proxy=proxy)
         steps_run = nemesis.run(steps, start_after=3, fault_secs=max(4.0, secs - 5))
         nemesis.heal()
+        # the producers go on for TAIL_SECS from here (workload.LoadWindow): load on a whole
+        # cluster at the end of every run, however long the faults took
+        healed_at = time.monotonic()
+        (hist / (HEALED_FILE + ".tmp")).write_text(repr(healed_at))
+        (hist / (HEALED_FILE + ".tmp")).rename(hist / HEALED_FILE)
         problems += wait_procs(procs, timeout=max(5.0, secs - (time.monotonic() - t_start)) + 75)
         if tiered:
             # the copies done and the bucket quiet (>= 3 s: the chunk caches expire meanwhile)
@@ -563,9 +596,11 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
         crashed = (crashed or "") + f" checker: {type(e).__name__}: {e}"
         res = check([])
     elapsed = time.monotonic() - t_start
+    after = after_heal(hist, healed_at)
     result = {"kind": kind, "txn": txn, "seed": seed, "secs": secs, "nodes": n, "partitions": partitions, "topic": topic,
               "steps": steps_run, "elapsed_s": round(elapsed, 1), "valid": res.valid and crashed is None and not problems,
-              "checker": res.to_json(), "problems": problems, "crashed": crashed, "dir": str(rundir)}
+              "checker": res.to_json(), "problems": problems, "crashed": crashed, "dir": str(rundir),
+              "after_heal": after}
     if tiered:
         # not a verdict by itself (the checker's is): the broker logs' account, for the report
         bl = broker_log_evidence(node_logs, before=teardown_wall)

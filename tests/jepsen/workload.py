@@ -3,7 +3,9 @@ history.py). Run as ``python workload.py ROLE CONFIG_JSON``; every role stops by
 
     producer   an idempotent acks=all confluent-kafka producer appending unique integers to
                seeded-random partitions at ``rate``/s for ``secs`` seconds, then flushing (at most
-               ``flush_secs``); what is still unacknowledged then is recorded as info. With
+               ``flush_secs``); what is still unacknowledged then is recorded as info. Given
+               ``healed_file``, it goes on past ``secs`` until ``tail_secs`` after the nemesis
+               healed the cluster (see ``LoadWindow``). With
                ``value_bytes`` [lo, hi] each value is padded to a seeded size in that range (the
                ``tiered`` kind: MB/s of data), with filler derived from the value itself so a
                reader can tell a corrupted record (see ``encode_value``).
@@ -29,8 +31,8 @@ history.py). Run as ``python workload.py ROLE CONFIG_JSON``; every role stops by
                (``log-start``) and read from its log start.
 
 The config is a JSON object: bootstrap, topic, partitions, out (history dir), proc (name), secs,
-seed, and per role: index, rate, flush_secs, message_timeout_ms, value_bytes, group, groups,
-read_secs, rewind.
+seed, and per role: index, rate, flush_secs, message_timeout_ms, value_bytes, healed_file,
+tail_secs, group, groups, read_secs, rewind.
 """
 
 from __future__ import annotations
@@ -91,6 +93,36 @@ def err_name(err) -> str:
 
 # ---------------------------------------------------------------- producer
 
+class LoadWindow:
+    """When a producer stops: at ``secs`` after its start, and, given ``healed_file`` (written by
+    the runner, holding the ``time.monotonic()`` of the heal), not before ``tail_secs`` (default
+    3) after the nemesis healed the cluster: every run ends with load on a whole cluster, so a
+    cluster that does not recover shows as no progress after the heal (the runner's
+    ``after_heal`` counts), however long the faults took on a slow machine. At most
+    ``MAX_PAST_SECS`` past ``secs`` (a runner that never heals)."""
+
+    MAX_PAST_SECS = 75
+
+    def __init__(self, cfg: dict, start: float):
+        self.deadline = start + cfg["secs"]
+        self.healed_file = Path(cfg["healed_file"]) if cfg.get("healed_file") else None
+        self.tail = float(cfg.get("tail_secs", 3))
+        self.healed_at: float | None = None
+
+    def open(self) -> bool:
+        now = time.monotonic()
+        if now < self.deadline:
+            return True
+        if self.healed_file is None or now >= self.deadline + self.MAX_PAST_SECS:
+            return False
+        if self.healed_at is None:
+            try:
+                self.healed_at = float(self.healed_file.read_text())
+            except (OSError, ValueError):
+                return True  # not healed yet (or the runner is writing it)
+        return now < self.healed_at + self.tail
+
+
 def run_producer(cfg: dict) -> None:
     h = HistoryWriter(Path(cfg["out"]) / f"{cfg['proc']}.jsonl", cfg["proc"])
     rnd = random.Random(cfg["seed"])
@@ -118,11 +150,11 @@ def run_producer(cfg: dict) -> None:
 
     producer = Producer(conf)
     start = time.monotonic()
-    deadline = start + cfg["secs"]
+    window = LoadWindow(cfg, start)
     seq = 0
     while True:
         now = time.monotonic()
-        if now >= deadline:
+        if not window.open():
             break
         due = start + seq / rate
         if now < due:
@@ -202,12 +234,12 @@ def run_txn_producer(cfg: dict) -> None:
             return False
 
     start = time.monotonic()
-    deadline = start + cfg["secs"]
-    hard_stop = deadline + 60
+    window = LoadWindow(cfg, start)
+    hard_stop = window.deadline + 60
     producer = new_producer()
     seq = 0
     n = 0
-    while time.monotonic() < deadline:
+    while window.open():
         due = start + seq / rate
         if time.monotonic() < due:
             time.sleep(min(due - time.monotonic(), 0.05))
