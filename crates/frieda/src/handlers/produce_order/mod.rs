@@ -20,50 +20,31 @@
 //! How: the read loop hands each Produce request a [`ProduceTicket`] in read order; the
 //! handler [`ProduceTicket::register`]s the partitions it names (in ticket order: a ticket waits
 //! until every earlier one registered or was dropped), which gives it one [`AppendGate`] per
-//! partition and the gates of the earlier produces there to wait on; it drops each of its gates
-//! once that partition's append is decided. Bounded: at most one gate per partition a
-//! connection names ([`MAX_TRACKED_PARTITIONS`] before finished ones are pruned).
+//! partition; [`Registered::wait_for_earlier`] waits until the earlier produces to those
+//! partitions decided their appends there, and the handler drops each of its gates once that
+//! partition's append is decided. The rule itself is [`book::OrderBook`] (sans-IO: a test
+//! or a simulation drives it with its own interleavings); this module is its lock and its
+//! wake-ups. Bounded by what is in flight:
+//! a partition is tracked only while a registered produce has not decided its append there.
 
-use std::collections::{BTreeSet, HashMap};
+pub mod book;
+
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::Notify;
 
-/// Partitions a connection's order keeps a gate for before it prunes the decided ones.
-pub const MAX_TRACKED_PARTITIONS: usize = 1_024;
-
-/// A partition as a produce request names it: topic name (or id, Produce v13+) and index.
-pub type PartitionKey = (String, i32);
+pub use book::PartitionKey;
+use book::{OrderBook, Ticket};
 
 /// One connection's produce order.
 #[derive(Debug, Default)]
 pub struct ProduceOrder {
-    state: Mutex<OrderState>,
-    /// Wakes tickets waiting for their turn to register.
-    turn: Notify,
-}
-
-#[derive(Debug, Default)]
-struct OrderState {
-    /// Tickets handed out.
-    issued: u64,
-    /// The next ticket to register.
-    next: u64,
-    /// Tickets dropped before their turn (they register nothing).
-    skipped: BTreeSet<u64>,
-    /// Per partition, the gate of the last produce that named it.
-    tails: HashMap<PartitionKey, oneshot::Receiver<()>>,
-}
-
-impl OrderState {
-    /// `seq` registered or gave up: the turn moves past it and past every skipped one after.
-    fn advance(&mut self) {
-        self.next += 1;
-        while self.skipped.remove(&self.next) {
-            self.next += 1;
-        }
-    }
+    book: Mutex<OrderBook>,
+    /// Wakes tickets waiting for their turn to register and registered requests waiting for
+    /// earlier appends (every change of the book; a connection has few requests in flight).
+    changed: Notify,
 }
 
 impl ProduceOrder {
@@ -74,13 +55,24 @@ impl ProduceOrder {
 
     /// The next ticket, for the Produce request just read (call in read order).
     pub fn ticket(self: &Arc<Self>) -> ProduceTicket {
-        let mut st = self.state.lock();
-        let seq = st.issued;
-        st.issued += 1;
+        let seq = self.book.lock().issue();
         ProduceTicket {
             order: self.clone(),
             seq,
             done: false,
+        }
+    }
+
+    /// Waits until `ready` holds for the book (checked under its lock, again after each change).
+    async fn wait_until(&self, mut ready: impl FnMut(&mut OrderBook) -> bool) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if ready(&mut self.book.lock()) {
+                return;
+            }
+            changed.await;
         }
     }
 }
@@ -89,7 +81,7 @@ impl ProduceOrder {
 #[derive(Debug)]
 pub struct ProduceTicket {
     order: Arc<ProduceOrder>,
-    seq: u64,
+    seq: Ticket,
     /// Registered (or given up).
     done: bool,
 }
@@ -97,7 +89,18 @@ pub struct ProduceTicket {
 /// Held while a request has not decided its append to one partition; dropping it lets the
 /// next produce of the connection to that partition go on.
 #[derive(Debug)]
-pub struct AppendGate(#[allow(dead_code)] oneshot::Sender<()>);
+pub struct AppendGate {
+    order: Arc<ProduceOrder>,
+    seq: Ticket,
+    key: PartitionKey,
+}
+
+impl Drop for AppendGate {
+    fn drop(&mut self) {
+        self.order.book.lock().decided(self.seq, &self.key);
+        self.order.changed.notify_waiters();
+    }
+}
 
 /// A request context's ticket ([`super::RequestContext::produce_ticket`]): clones of the
 /// context share it, the Produce handler takes it once. Empty for other requests, and when
@@ -117,23 +120,24 @@ impl TicketSlot {
     }
 }
 
-/// A registered request: its gates, and what it waits for before it appends.
+/// A registered request: its gates, one per partition it names.
 #[derive(Debug)]
 pub struct Registered {
     /// One gate per partition the request names.
     pub gates: HashMap<PartitionKey, AppendGate>,
-    /// The gates of the earlier produces to the same partitions.
-    before: Vec<oneshot::Receiver<()>>,
+    order: Arc<ProduceOrder>,
+    seq: Ticket,
 }
 
 impl Registered {
     /// Waits until every earlier produce of the connection to these partitions decided its
     /// append there.
     pub async fn wait_for_earlier(&mut self) {
-        for rx in self.before.drain(..) {
-            // An error is a dropped gate: decided as well.
-            let _ = rx.await;
-        }
+        let keys: Vec<PartitionKey> = self.gates.keys().cloned().collect();
+        let seq = self.seq;
+        self.order
+            .wait_until(|book| keys.iter().all(|k| book.may_decide(seq, k)))
+            .await;
     }
 }
 
@@ -141,39 +145,24 @@ impl ProduceTicket {
     /// Registers the partitions the request names, after every earlier ticket of the
     /// connection (a wait of microseconds: tickets register at the start of their handler).
     pub async fn register(mut self, partitions: &[PartitionKey]) -> Registered {
-        loop {
-            let turn = self.order.turn.notified();
-            tokio::pin!(turn);
-            turn.as_mut().enable();
-            {
-                let mut st = self.order.state.lock();
-                if st.next == self.seq {
-                    let mut gates = HashMap::with_capacity(partitions.len());
-                    let mut before = Vec::new();
-                    if st.tails.len() >= MAX_TRACKED_PARTITIONS {
-                        // Decided gates (sender dropped) need not be kept.
-                        st.tails.retain(|_, rx| {
-                            matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Empty))
-                        });
-                    }
-                    for key in partitions {
-                        if gates.contains_key(key) {
-                            continue;
-                        }
-                        let (tx, rx) = oneshot::channel();
-                        if let Some(prev) = st.tails.insert(key.clone(), rx) {
-                            before.push(prev);
-                        }
-                        gates.insert(key.clone(), AppendGate(tx));
-                    }
-                    st.advance();
-                    self.done = true;
-                    drop(st);
-                    self.order.turn.notify_waiters();
-                    return Registered { gates, before };
-                }
-            }
-            turn.await;
+        let seq = self.seq;
+        self.order
+            .wait_until(|book| book.register(seq, partitions))
+            .await;
+        self.done = true;
+        self.order.changed.notify_waiters();
+        let mut gates = HashMap::with_capacity(partitions.len());
+        for key in partitions {
+            gates.entry(key.clone()).or_insert_with(|| AppendGate {
+                order: self.order.clone(),
+                seq,
+                key: key.clone(),
+            });
+        }
+        Registered {
+            gates,
+            order: self.order.clone(),
+            seq,
         }
     }
 }
@@ -183,14 +172,8 @@ impl Drop for ProduceTicket {
         if self.done {
             return;
         }
-        let mut st = self.order.state.lock();
-        if st.next == self.seq {
-            st.advance();
-        } else {
-            st.skipped.insert(self.seq);
-        }
-        drop(st);
-        self.order.turn.notify_waiters();
+        self.order.book.lock().give_up(self.seq);
+        self.order.changed.notify_waiters();
     }
 }
 
@@ -255,11 +238,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn decided_gates_are_pruned_past_the_bound() {
+    async fn decided_partitions_are_not_kept() {
         let order = ProduceOrder::new();
-        for p in 0..(MAX_TRACKED_PARTITIONS as i32 + 10) {
+        for p in 0..2_000 {
             drop(order.ticket().register(&[key(p)]).await);
         }
-        assert!(order.state.lock().tails.len() <= MAX_TRACKED_PARTITIONS);
+        assert_eq!(order.book.lock().tracked(), 0);
     }
 }
