@@ -239,10 +239,18 @@ pub enum Msg {
         /// COMMIT or ABORT.
         commit: bool,
     },
-    /// Transactional client -> leader of partition 0: Produce of one transactional batch.
+    /// Transactional client -> leader of partition 0: Produce of one transactional batch, the
+    /// `frame`-th request on the client's connection `conn` (the broker reads a connection's
+    /// frames in order, once, as TCP hands them over; `crate::txn`).
     TxnProduce {
         /// Request id (also the batch id).
         req: u64,
+        /// `transactional.id` (the Produce request's, for the KIP-890 verification).
+        tid: String,
+        /// The connection (its first request's id).
+        conn: u64,
+        /// The request's place on the connection, from 0.
+        frame: u64,
         /// Producer id.
         pid: i64,
         /// Producer epoch.
@@ -251,6 +259,26 @@ pub enum Msg {
         seq: i32,
         /// Records.
         count: i64,
+    },
+    /// Leader of partition 0 -> transaction coordinator: AddPartitionsToTxn with
+    /// `verify_only` for partition 0 (KIP-890 part 1, `txn_verify::add_or_verify`).
+    TxnVerify {
+        /// Request id.
+        req: u64,
+        /// `transactional.id`.
+        tid: String,
+        /// Producer id.
+        pid: i64,
+        /// Producer epoch.
+        epoch: i16,
+    },
+    /// Transaction coordinator -> leader of partition 0: partition 0 is in the transaction,
+    /// or the error.
+    TxnVerified {
+        /// Request id.
+        req: u64,
+        /// Outcome.
+        result: Result<(), ResponseError>,
     },
     /// Transaction coordinator -> leader of partition 0: WriteTxnMarkers.
     TxnMarkers {

@@ -113,6 +113,11 @@ pub struct Stats {
     pub txn_commits: u64,
     /// Transactions whose abort was written.
     pub txn_aborts: u64,
+    /// KIP-890 verifications partition 0's leaders asked of a coordinator (`crate::txn`).
+    pub txn_verifications: u64,
+    /// Pipelined transactional produces that waited for an earlier one of their connection
+    /// to decide its append (the produce-order rule at work).
+    pub txn_waited_turns: u64,
     /// Messages dropped by the network (loss, cuts, dead receivers).
     pub dropped: u64,
     /// Acknowledged records whose guarantee a power loss voided (no fsync, last copy).
@@ -140,6 +145,8 @@ impl Stats {
         self.share_acks_ok += other.share_acks_ok;
         self.txn_commits += other.txn_commits;
         self.txn_aborts += other.txn_aborts;
+        self.txn_verifications += other.txn_verifications;
+        self.txn_waited_turns += other.txn_waited_turns;
         self.dropped += other.dropped;
         self.voided += other.voided;
     }
@@ -241,6 +248,8 @@ pub(crate) enum Timer {
     TxnMarkers(u8, u32),
     /// The completion of client `.0`'s transaction written again, attempt `.1`.
     TxnComplete(u8, u32),
+    /// A produce's verification (its request id) got no answer in time.
+    TxnVerifyTimeout(u64),
 }
 
 struct Entry {
@@ -399,6 +408,11 @@ pub(crate) struct Broker {
     pub(crate) txn: Option<crate::txn::SimTxnCoordinator>,
     /// Its producer state of partition 0 while it leads it (`crate::txn`).
     pub(crate) producers: Option<frieda_log::ProducerStateManager>,
+    /// Transactional clients' connections its read loop serves (`crate::txn`), by id.
+    pub(crate) produce_conns: BTreeMap<u64, crate::txn::ProduceConn>,
+    /// Its produces waiting for the transaction coordinator's verification, by the
+    /// verification's request id (`crate::txn`).
+    pub(crate) verifying: BTreeMap<u64, crate::txn::Verifying>,
 }
 
 impl Broker {
@@ -536,6 +550,8 @@ impl World {
                 share: None,
                 txn: None,
                 producers: None,
+                produce_conns: BTreeMap::new(),
+                verifying: BTreeMap::new(),
             });
             w.start_broker(id);
         }
@@ -575,6 +591,8 @@ impl World {
         self.stats.sim_ms = self.now;
         self.stats.txn_commits = self.txns.commits;
         self.stats.txn_aborts = self.txns.aborts;
+        self.stats.txn_verifications = self.txns.verifications;
+        self.stats.txn_waited_turns = self.txns.waited_turns;
         Report {
             seed: self.plan.seed,
             violation: self.violation,
@@ -1080,6 +1098,8 @@ impl World {
         b.share = None;
         b.txn = None;
         b.producers = None;
+        b.produce_conns.clear();
+        b.verifying.clear();
         for d in b.disks.values_mut() {
             d.log.restart();
         }
@@ -1121,6 +1141,8 @@ impl World {
         b.share = None;
         b.txn = None;
         b.producers = None;
+        b.produce_conns.clear();
+        b.verifying.clear();
         self.log(|| format!("broker {id} stops (power loss: {power}, clean: {clean})"));
         self.share_peer_stopped(id);
         if power {
@@ -1218,6 +1240,15 @@ impl World {
     /// Ignores violations of `kinds` (to look past a known defect for the next one).
     pub fn ignore(mut self, kinds: &[String]) -> World {
         self.ignored = kinds.to_vec();
+        self
+    }
+
+    /// Turns the broker's produce-order rule off (`frieda::handlers::produce_order`): a
+    /// connection's transactional produces decide their appends as their verifications come
+    /// back, as before issue 57's fix of defect 3. The mutation test of the rule: the check
+    /// `txn-produce-out-of-order` must find it.
+    pub fn without_produce_order(mut self) -> World {
+        self.txns.produce_order_off = true;
         self
     }
 
@@ -1573,6 +1604,7 @@ impl World {
             Timer::TxnAbortCheck => self.txn_abort_check(id),
             Timer::TxnMarkers(c, attempt) => self.txn_markers_timer(id, c, attempt),
             Timer::TxnComplete(c, attempt) => self.txn_complete_retry(id, c, attempt),
+            Timer::TxnVerifyTimeout(req) => self.txn_verify_timeout(id, req),
         }
     }
 
@@ -1795,7 +1827,9 @@ impl World {
             | Msg::TxnEnd { .. }
             | Msg::TxnProduce { .. }
             | Msg::TxnMarkers { .. }
-            | Msg::TxnMarkersReply { .. }) => self.txn_receive(id, from, msg),
+            | Msg::TxnMarkersReply { .. }
+            | Msg::TxnVerify { .. }
+            | Msg::TxnVerified { .. }) => self.txn_receive(id, from, msg),
             Msg::RemoteCommitReply {
                 req,
                 partition,

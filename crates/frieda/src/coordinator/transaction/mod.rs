@@ -396,7 +396,8 @@ impl TransactionCoordinators {
     }
 
     /// Whether `partitions` are in `id`'s transaction (KIP-890 part 1, AddPartitionsToTxn v4+
-    /// with `verify_only`): per partition NONE or TRANSACTION_ABORTABLE (the producer aborts).
+    /// with `verify_only`; [`steps::verify_partitions`]): per partition NONE or
+    /// TRANSACTION_ABORTABLE (the producer aborts).
     ///
     /// Errors (for every partition): INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
     /// CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE.
@@ -413,22 +414,7 @@ impl TransactionCoordinators {
         let p = self.partition(id)?;
         let txns = p.txns.lock();
         let m = txns.get(id).ok_or(E::InvalidProducerIdMapping)?;
-        if m.producer_id != producer_id {
-            return Err(E::InvalidProducerIdMapping);
-        }
-        if m.producer_epoch != epoch {
-            return Err(E::ProducerFenced);
-        }
-        if matches!(m.state, TxnState::PrepareCommit | TxnState::PrepareAbort) {
-            return Err(E::ConcurrentTransactions);
-        }
-        Ok(partitions
-            .iter()
-            .map(|tp| {
-                let err = (!m.partitions.contains(tp)).then_some(E::TransactionAbortable);
-                (tp.clone(), err)
-            })
-            .collect())
+        steps::verify_partitions(m, producer_id, epoch, partitions)
     }
 
     /// The `__consumer_offsets` partition AddOffsetsToTxn adds for `group`.

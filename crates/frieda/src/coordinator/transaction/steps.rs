@@ -122,6 +122,37 @@ pub fn plan_add_partitions(
     }
 }
 
+/// Whether `partitions` are in `m`'s open transaction (KIP-890 part 1, AddPartitionsToTxn
+/// v4+ with `verify_only`, Kafka's `handleVerifyPartitionsInTransaction`): per partition
+/// `None` (it is) or TRANSACTION_ABORTABLE (120: the producer aborts). Nothing is written.
+///
+/// Errors (for every partition): INVALID_PRODUCER_ID_MAPPING (49) for another producer id,
+/// PRODUCER_FENCED (90) for another epoch, CONCURRENT_TRANSACTIONS (51) while the transaction
+/// is being ended (PrepareCommit/PrepareAbort).
+pub fn verify_partitions(
+    m: &TxnMetadata,
+    producer_id: i64,
+    epoch: i16,
+    partitions: &[TopicPartition],
+) -> Result<Vec<(TopicPartition, Option<E>)>, E> {
+    if m.producer_id != producer_id {
+        return Err(E::InvalidProducerIdMapping);
+    }
+    if m.producer_epoch != epoch {
+        return Err(E::ProducerFenced);
+    }
+    if matches!(m.state, TxnState::PrepareCommit | TxnState::PrepareAbort) {
+        return Err(E::ConcurrentTransactions);
+    }
+    Ok(partitions
+        .iter()
+        .map(|tp| {
+            let err = (!m.partitions.contains(tp)).then_some(E::TransactionAbortable);
+            (tp.clone(), err)
+        })
+        .collect())
+}
+
 /// After the PrepareCommit/PrepareAbort of producer `producer_id` was written (and applied):
 /// the markers to send, with the coordinator's `coordinator_epoch`, and the completion to
 /// write once every partition took them.
