@@ -225,19 +225,28 @@ pub(crate) struct ProduceConn {
     /// The connection's produce order: the broker's own rule
     /// (`frieda::handlers::produce_order::book`).
     book: OrderBook,
-    /// Produces registered whose turn to decide has not come: (ticket, request, batch).
-    waiting: Vec<(Ticket, u64, TxnBatch)>,
+    /// Produces registered whose turn to decide has not come.
+    waiting: Vec<ConnProduce>,
     /// The client's `transactional.id` (its Produce requests name it).
     tid: String,
+}
+
+/// A transactional Produce a broker's read loop took from a connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnProduce {
+    /// The connection.
+    conn: u64,
+    /// Its place in the connection's produce order (the frame it came in).
+    ticket: Ticket,
+    /// The request (also the batch id).
+    req: u64,
+    batch: TxnBatch,
 }
 
 /// A produce waiting for the transaction coordinator's verification (KIP-890 part 1).
 #[derive(Debug, Clone)]
 pub(crate) struct Verifying {
-    conn: u64,
-    ticket: Ticket,
-    req: u64,
-    batch: TxnBatch,
+    p: ConnProduce,
     /// The producer state's verification token the append must carry.
     token: u64,
 }
@@ -1243,26 +1252,31 @@ impl World {
                 "tickets register in read order"
             );
             c.next_frame += 1;
-            taken.push((ticket, x.0, x.1));
+            taken.push(ConnProduce {
+                conn,
+                ticket,
+                req: x.0,
+                batch: x.1,
+            });
         }
-        for (ticket, req, batch) in taken {
-            self.txn_produce_turn(id, conn, ticket, req, batch);
+        for p in taken {
+            self.txn_produce_turn(id, p);
         }
     }
 
     /// A registered produce goes on when its turn to decide its append to partition 0 came
     /// (the broker's `Registered::wait_for_earlier`), else waits for the earlier ones.
-    fn txn_produce_turn(&mut self, id: i32, conn: u64, ticket: Ticket, req: u64, batch: TxnBatch) {
+    fn txn_produce_turn(&mut self, id: i32, p: ConnProduce) {
         let order_off = self.txns.produce_order_off;
-        let Some(c) = self.bm(id).produce_conns.get_mut(&conn) else {
+        let Some(c) = self.bm(id).produce_conns.get_mut(&p.conn) else {
             return;
         };
-        if !order_off && !c.book.may_decide(ticket, &order_key()) {
-            c.waiting.push((ticket, req, batch));
+        if !order_off && !c.book.may_decide(p.ticket, &order_key()) {
+            c.waiting.push(p);
             self.txns.waited_turns += 1;
             return;
         }
-        self.txn_produce_verify(id, conn, ticket, req, batch);
+        self.txn_produce_verify(id, p);
     }
 
     /// The produce's append to partition 0 is decided (appended or refused): the next
@@ -1273,15 +1287,15 @@ impl World {
         };
         c.book.decided(ticket, &order_key());
         let key = order_key();
-        let ready: Vec<(Ticket, u64, TxnBatch)> = c
+        let ready: Vec<ConnProduce> = c
             .waiting
             .iter()
-            .filter(|(t, _, _)| c.book.may_decide(*t, &key))
+            .filter(|w| c.book.may_decide(w.ticket, &key))
             .copied()
             .collect();
-        c.waiting.retain(|(t, _, _)| !c.book.may_decide(*t, &key));
-        for (ticket, req, batch) in ready {
-            self.txn_produce_verify(id, conn, ticket, req, batch);
+        c.waiting.retain(|w| !c.book.may_decide(w.ticket, &key));
+        for p in ready {
+            self.txn_produce_verify(id, p);
         }
     }
 
@@ -1289,20 +1303,13 @@ impl World {
     /// that would open a transaction here waits until the transaction coordinator says
     /// partition 0 is in the producer's transaction; the append then carries the producer
     /// state's verification token.
-    fn txn_produce_verify(
-        &mut self,
-        id: i32,
-        conn: u64,
-        ticket: Ticket,
-        req: u64,
-        batch: TxnBatch,
-    ) {
-        let TxnBatch::Data { pid, epoch, .. } = batch else {
+    fn txn_produce_verify(&mut self, id: i32, p: ConnProduce) {
+        let TxnBatch::Data { pid, epoch, .. } = p.batch else {
             return;
         };
         let answer = |w: &mut World, e: E| {
-            w.txn_reply(id, req, Err(e));
-            w.txn_produce_decided(id, conn, ticket);
+            w.txn_reply(id, p.req, Err(e));
+            w.txn_produce_decided(id, p.conn, p.ticket);
         };
         if let Err(e) = self.check_append(id, DATA_PARTITION, true) {
             return answer(self, e);
@@ -1311,7 +1318,7 @@ impl World {
             return answer(self, E::NotLeaderOrFollower);
         };
         let Some(token) = state.begin_verification(pid, epoch, true) else {
-            return self.txn_produce_check(id, conn, ticket, req, batch, None);
+            return self.txn_produce_check(id, p, None);
         };
         let op = self.plan.shape.txn_partition.expect("a txn run");
         let coordinator = self
@@ -1323,19 +1330,10 @@ impl World {
         let Some(coordinator) = coordinator else {
             return answer(self, produce_error(E::CoordinatorNotAvailable, true, true));
         };
-        let tid = self.b(id).produce_conns[&conn].tid.clone();
+        let tid = self.b(id).produce_conns[&p.conn].tid.clone();
         let vreq = self.next_request_id();
         self.txns.verifications += 1;
-        self.bm(id).verifying.insert(
-            vreq,
-            Verifying {
-                conn,
-                ticket,
-                req,
-                batch,
-                token,
-            },
-        );
+        self.bm(id).verifying.insert(vreq, Verifying { p, token });
         self.send(
             Node::Broker(id),
             Node::Broker(coordinator),
@@ -1355,10 +1353,10 @@ impl World {
             return; // timed out meanwhile
         };
         match result {
-            Ok(()) => self.txn_produce_check(id, v.conn, v.ticket, v.req, v.batch, Some(v.token)),
+            Ok(()) => self.txn_produce_check(id, v.p, Some(v.token)),
             Err(e) => {
-                self.txn_reply(id, v.req, Err(produce_error(e, true, true)));
-                self.txn_produce_decided(id, v.conn, v.ticket);
+                self.txn_reply(id, v.p.req, Err(produce_error(e, true, true)));
+                self.txn_produce_decided(id, v.p.conn, v.p.ticket);
             }
         }
     }
@@ -1372,32 +1370,21 @@ impl World {
     /// The producer state's check and the append of a transactional batch at broker `id`
     /// (the produce handler: `check_append`, the check with the verification `token`, the
     /// append; the wait for the replicas follows and does not hold the connection's order).
-    fn txn_produce_check(
-        &mut self,
-        id: i32,
-        conn: u64,
-        ticket: Ticket,
-        req: u64,
-        batch: TxnBatch,
-        token: Option<u64>,
-    ) {
-        let result = self.txn_produce_append(id, conn, ticket, req, batch, token);
-        if let Err(e) = result {
-            self.txn_reply(id, req, Err(e));
+    fn txn_produce_check(&mut self, id: i32, p: ConnProduce, token: Option<u64>) {
+        if let Err(e) = self.txn_produce_append(id, p, token) {
+            self.txn_reply(id, p.req, Err(e));
         }
-        self.txn_produce_decided(id, conn, ticket);
+        self.txn_produce_decided(id, p.conn, p.ticket);
     }
 
     /// The check and the append; `Err` is the answer to send now.
-    fn txn_produce_append(
-        &mut self,
-        id: i32,
-        conn: u64,
-        ticket: Ticket,
-        req: u64,
-        batch: TxnBatch,
-        token: Option<u64>,
-    ) -> Result<(), E> {
+    fn txn_produce_append(&mut self, id: i32, p: ConnProduce, token: Option<u64>) -> Result<(), E> {
+        let ConnProduce {
+            conn,
+            ticket,
+            req,
+            batch,
+        } = p;
         let leader_epoch = self.check_append(id, DATA_PARTITION, true)?;
         let header = batch.header();
         let Some(state) = self.b(id).producers.as_ref() else {
