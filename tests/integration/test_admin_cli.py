@@ -245,6 +245,26 @@ def test_cluster_status_names_the_broker_and_the_partitions(broker, topic_name):
     assert re.search(r"Controller quorum: leader \d+", out), out
 
 
+def test_a_reader_that_closes_the_pipe_ends_the_tool_quietly(broker, topic_name):
+    """`frieda admin consume ... | head -1`: the tool ends as other command-line tools do when
+    its reader goes away (SIGPIPE), not with a panic ("Broken pipe", exit 101; issue 59)."""
+    b = broker.bootstrap
+    t = topic_name("pipe")
+    fa(b, "topic", "create", t, "--partitions", "1")
+    # 300 KB of output: more than a pipe holds, so the tool writes after the reader closed it
+    lines = [f"{i:06d} " + "x" * 150 for i in range(2000)]
+    fa(b, "produce", t, stdin="\n".join(lines) + "\n")
+    p = subprocess.Popen([str(admin_bin()), "admin", "--bootstrap-server", b, "consume", t, "--from-beginning",
+                          "--max-messages", "2000", "--timeout-ms", "20000"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().startswith(b"000000 ")
+    p.stdout.close()
+    err = p.stderr.read().decode(errors="replace")
+    rc = p.wait(60)
+    assert rc == -13, f"rc {rc} (SIGPIPE is -13): {err}"
+    assert "panicked" not in err and "Broken pipe" not in err, err
+
+
 def test_unreachable_cluster_and_bad_client_settings_fail_with_a_reason(tmp_path):
     r = subprocess.run([str(admin_bin()), "admin", "--bootstrap-server", "127.0.0.1:1", "topic", "list"],
                        capture_output=True, text=True, timeout=60)

@@ -106,20 +106,36 @@ fn fail_stop_on_broken_invariants() {
     }));
 }
 
+/// The commands that print for a reader (`frieda admin`, `frieda check`) end quietly when the
+/// reader closes the pipe (`frieda admin cluster status | head`), as other command-line tools
+/// do: SIGPIPE back to its default action. Rust ignores it, so a write to the closed pipe
+/// failed with EPIPE and `println!` panicked ("Broken pipe", exit 101; issue 59). The broker
+/// (`serve`) keeps ignoring it: a client that goes away must not end the process.
+fn quiet_on_a_closed_pipe() {
+    // SAFETY: sets a signal's disposition to its default, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> std::process::ExitCode {
     fail_stop_on_broken_invariants();
     let cli = Cli::parse();
     let (serve_it, args) = match cli.command {
         Command::Serve(args) => (true, args),
-        Command::Check(args) => (false, args),
+        Command::Check(args) => {
+            quiet_on_a_closed_pipe();
+            (false, args)
+        }
         Command::Admin(args) => {
+            quiet_on_a_closed_pipe();
             return match frieda::admin::run(args) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("frieda admin: {e:#}");
                     std::process::ExitCode::FAILURE
                 }
-            }
+            };
         }
     };
     // The configuration says where log lines go, so it is read first; what it finds wrong is
