@@ -1285,15 +1285,12 @@ impl World {
         let Some(c) = self.bm(id).produce_conns.get_mut(&conn) else {
             return;
         };
-        c.book.decided(ticket, &order_key());
         let key = order_key();
-        let ready: Vec<ConnProduce> = c
-            .waiting
-            .iter()
-            .filter(|w| c.book.may_decide(w.ticket, &key))
-            .copied()
-            .collect();
-        c.waiting.retain(|w| !c.book.may_decide(w.ticket, &key));
+        c.book.decided(ticket, &key);
+        let (ready, waiting): (Vec<ConnProduce>, Vec<ConnProduce>) = std::mem::take(&mut c.waiting)
+            .into_iter()
+            .partition(|w| c.book.may_decide(w.ticket, &key));
+        c.waiting = waiting;
         for p in ready {
             self.txn_produce_verify(id, p);
         }

@@ -855,8 +855,9 @@ impl GroupCoordinator {
     }
 
     /// ConsumerGroupHeartbeat (KIP-848) of `group_id` over the cluster's `topics`. An Empty
-    /// classic group of that id (offsets only, pending members at most) becomes a consumer group; one with members is
-    /// upgraded to a consumer group that keeps them ([`ConsumerGroup::from_classic`]). A leave
+    /// classic group of that id (offsets only, pending members at most) becomes a consumer
+    /// group; one with members is upgraded to a consumer group that keeps them
+    /// ([`ConsumerGroup::from_classic`]). A leave
     /// that leaves only classic members downgrades the group to a classic one.
     ///
     /// Errors: INVALID_GROUP_ID (24), GROUP_ID_NOT_FOUND (69) when a classic group with members

@@ -24,8 +24,8 @@
 //! partitions decided their appends there, and the handler drops each of its gates once that
 //! partition's append is decided. The rule itself is [`book::OrderBook`] (sans-IO: a test
 //! or a simulation drives it with its own interleavings); this module is its lock and its
-//! wake-ups. Bounded by what is in flight:
-//! a partition is tracked only while a registered produce has not decided its append there.
+//! wake-ups. Bounded by what is in flight: a partition is tracked only while a registered
+//! produce has not decided its append there.
 
 pub mod book;
 
