@@ -410,26 +410,23 @@ def commit_start_offsets(admin, group: str, topic: str, partitions: int) -> None
         time.sleep(0.5)
 
 
-def after_heal(hist: Path, healed_at: float | None) -> dict | None:
-    """What the producers got done after the nemesis healed the cluster (their histories'
-    ``mono`` times against ``healed_at``): acknowledged sends and committed transactions. The
-    liveness check of a run: a cluster that recovers serves its producers again (``None`` if the
-    run never healed)."""
+def after_heal(ops: list[dict], healed_at: float | None) -> dict | None:
+    """What the producers got done after the nemesis healed the cluster (the history's ``mono``
+    times against ``healed_at``): acknowledged sends and committed transactions. The liveness
+    check of a run: a cluster that recovers serves its producers again (``None`` if the run
+    never healed)."""
     if healed_at is None:
         return None
     acked = committed = 0
-    for f in sorted(hist.glob("prod-*.jsonl")):
-        for line in f.read_text().splitlines():
-            try:
-                op = json.loads(line)
-            except ValueError:
-                continue  # a line cut by the SIGKILL of a client that overran
-            if op.get("type") != "ok" or op.get("mono", 0) / 1e9 < healed_at:
-                continue
-            if op.get("f") == "send":
-                acked += 1
-            elif op.get("f") == "txn":
-                committed += 1
+    for op in ops:
+        if not op.get("proc", "").startswith("prod-") or op.get("type") != "ok":
+            continue
+        if op.get("mono", 0) / 1e9 < healed_at:
+            continue
+        if op.get("f") == "send":
+            acked += 1
+        elif op.get("f") == "txn":
+            committed += 1
     return {"acked": acked, "txns_committed": committed}
 
 
@@ -588,15 +585,17 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
                 node_logs[node.id] = (logs / f"node-{node.id}.stderr").read_text(errors="replace")
             except OSError:
                 pass
+    ops: list[dict] = []
     try:
-        res = check(read_history(hist))
+        ops = read_history(hist)
+        res = check(ops)
     except Exception as e:  # noqa: BLE001 - a checker bug must not end a soak; the run is kept
         import traceback
         (rundir / "checker-error.txt").write_text(traceback.format_exc())
         crashed = (crashed or "") + f" checker: {type(e).__name__}: {e}"
         res = check([])
     elapsed = time.monotonic() - t_start
-    after = after_heal(hist, healed_at)
+    after = after_heal(ops, healed_at)
     result = {"kind": kind, "txn": txn, "seed": seed, "secs": secs, "nodes": n, "partitions": partitions, "topic": topic,
               "steps": steps_run, "elapsed_s": round(elapsed, 1), "valid": res.valid and crashed is None and not problems,
               "checker": res.to_json(), "problems": problems, "crashed": crashed, "dir": str(rundir),
