@@ -413,10 +413,20 @@ impl Controller {
         }
     }
 
-    /// The term this node leads in, if it leads.
+    /// The term this node leads in, if it leads as a voter. A leader that its own removal
+    /// took out of the voters decides nothing more (KIP-853: the removed leader resigns): a
+    /// voter change it started could leave the only remaining voter without the entries the
+    /// others hold, and no node able to win an election (`frieda-sim --quorum` seed 647).
     fn leading(&self) -> Option<u64> {
         let m = self.raft.metrics().borrow().clone();
-        (m.current_leader == Some(self.node_id) && m.state == openraft::ServerState::Leader)
+        let voter = m
+            .membership_config
+            .membership()
+            .voter_ids()
+            .any(|v| v == self.node_id);
+        (m.current_leader == Some(self.node_id)
+            && m.state == openraft::ServerState::Leader
+            && voter)
             .then_some(m.current_term)
     }
 

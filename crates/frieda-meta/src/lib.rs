@@ -25,7 +25,9 @@ pub mod partition_change;
 pub mod placement;
 pub mod quorum;
 pub mod remote_log;
+mod runtime;
 pub mod security;
+pub mod sim;
 mod state_machine;
 mod types;
 
@@ -62,6 +64,7 @@ pub use network::{
 };
 
 use network::{Conn, Network, Request, Response};
+pub use runtime::{seed_thread_rng, unseed_thread_rng};
 use state_machine::StateMachine;
 use types::Raft;
 
@@ -211,6 +214,96 @@ pub(crate) fn quorum_status(raft: &Raft, me: u64) -> QuorumStatus {
     }
 }
 
+/// Raft log entries between two snapshots of the image (openraft's `LogsSinceLast`).
+const SNAPSHOT_EVERY: u64 = 5000;
+/// Raft log entries kept behind the last snapshot (openraft's `max_in_snapshot_log_to_keep`).
+const LOGS_KEPT_BEHIND_SNAPSHOT: u64 = 1000;
+
+/// The quorum's Raft configuration: an election timeout drawn from
+/// `[election_timeout_ms, 2 * election_timeout_ms)`, a heartbeat every `heartbeat_interval_ms`,
+/// a snapshot every `snapshot_every` entries, `logs_kept_behind` entries kept behind it.
+///
+/// Errors: openraft refuses the timeouts (the heartbeat not below the election timeout).
+pub(crate) fn raft_config(
+    election_timeout_ms: u64,
+    heartbeat_interval_ms: u64,
+    snapshot_every: u64,
+    logs_kept_behind: u64,
+) -> anyhow::Result<Arc<Config>> {
+    let config = Config {
+        cluster_name: "frieda".into(),
+        election_timeout_min: election_timeout_ms,
+        election_timeout_max: election_timeout_ms * 2,
+        heartbeat_interval: heartbeat_interval_ms,
+        install_snapshot_timeout: 10_000,
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(snapshot_every),
+        max_in_snapshot_log_to_keep: logs_kept_behind,
+        ..Config::default()
+    }
+    .validate()
+    .context("invalid quorum timeouts")?;
+    Ok(Arc::new(config))
+}
+
+/// Opens node `node_id`'s metadata log and snapshot in `dir` (creating them) and starts its
+/// Raft node on `network`. Returns the node, the images it applies, and whether its log was
+/// empty (a first start).
+///
+/// Errors: the data cannot be opened or Raft refuses to start on it.
+pub(crate) async fn open_raft<N: openraft::network::RaftNetworkFactory<types::TypeConfig>>(
+    node_id: u64,
+    dir: &Path,
+    config: Arc<Config>,
+    network: N,
+) -> anyhow::Result<(Raft, watch::Receiver<Arc<MetadataImage>>, bool)> {
+    frieda_log::create_dir_durably(dir)?;
+    let log = LogStore::open(dir)
+        .with_context(|| format!("opening the metadata log in {}", dir.display()))?;
+    let fresh = log.end() == 0;
+    let (tx, image) = watch::channel(Arc::new(MetadataImage::default()));
+    let sm = StateMachine::open(dir, Arc::new(tx))
+        .with_context(|| format!("opening the metadata snapshot in {}", dir.display()))?;
+    let raft = Raft::new(node_id, config, network, log, sm)
+        .await
+        .context("starting the Raft node")?;
+    tokio::spawn(resign_when_removed(raft.clone(), node_id));
+    Ok((raft, image, fresh))
+}
+
+/// Keeps node `me` from leading once the voters no longer include it: a leader whose removal
+/// is committed and applied stops sending heartbeats, so the voters elect a leader among
+/// themselves (KIP-853: the removed leader resigns once the change is committed). openraft 0.9
+/// may keep such a node leading as a learner; with a second voter change it then starts, the
+/// quorum can be left with no node able to win an election (`frieda-sim --quorum` seed 647).
+/// Ends when the node stops.
+async fn resign_when_removed(raft: Raft, me: u64) {
+    let mut metrics = raft.metrics();
+    let mut resigned = false;
+    loop {
+        let removed_leader = {
+            let m = metrics.borrow_and_update();
+            let config = &m.membership_config;
+            m.state == ServerState::Leader
+                && !config.membership().voter_ids().any(|v| v == me)
+                && config.log_id().is_some()
+                && m.last_applied >= *config.log_id()
+        };
+        if removed_leader != resigned {
+            resigned = removed_leader;
+            raft.runtime_config().heartbeat(!resigned);
+            if resigned {
+                tracing::info!(
+                    node = me,
+                    "removed from the voters: resigning the leadership"
+                );
+            }
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// Idle controller-request connections kept per node.
 const POOLED_PER_NODE: usize = 4;
 
@@ -238,34 +331,19 @@ impl MetadataQuorum {
     ///
     /// Errors: the data cannot be opened, the listener cannot be bound.
     pub async fn start(cfg: QuorumConfig) -> anyhow::Result<Arc<MetadataQuorum>> {
-        frieda_log::create_dir_durably(&cfg.dir)?;
-        let log = LogStore::open(&cfg.dir)
-            .with_context(|| format!("opening the metadata log in {}", cfg.dir.display()))?;
-        let fresh = log.end() == 0;
-        let (tx, image) = watch::channel(Arc::new(MetadataImage::default()));
-        let sm = StateMachine::open(&cfg.dir, Arc::new(tx))
-            .with_context(|| format!("opening the metadata snapshot in {}", cfg.dir.display()))?;
-        let config = Config {
-            cluster_name: "frieda".into(),
-            election_timeout_min: cfg.election_timeout_ms,
-            election_timeout_max: cfg.election_timeout_ms * 2,
-            heartbeat_interval: cfg.heartbeat_interval_ms,
-            install_snapshot_timeout: 10_000,
-            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(5000),
-            max_in_snapshot_log_to_keep: 1000,
-            ..Config::default()
-        }
-        .validate()
-        .context("invalid quorum timeouts")?;
-        let raft = Raft::new(
+        let config = raft_config(
+            cfg.election_timeout_ms,
+            cfg.heartbeat_interval_ms,
+            SNAPSHOT_EVERY,
+            LOGS_KEPT_BEHIND_SNAPSHOT,
+        )?;
+        let (raft, image, fresh) = open_raft(
             cfg.node_id,
-            Arc::new(config),
+            &cfg.dir,
+            config,
             Network::new(cfg.transport.clone()),
-            log,
-            sm,
         )
-        .await
-        .context("starting the Raft node")?;
+        .await?;
         let listener = tokio::net::TcpListener::bind(cfg.listen)
             .await
             .with_context(|| format!("binding the controller listener {}", cfg.listen))?;

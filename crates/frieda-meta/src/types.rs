@@ -17,7 +17,7 @@ openraft::declare_raft_types!(
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
         SnapshotData = Cursor<Vec<u8>>,
-        AsyncRuntime = openraft::TokioRuntime,
+        AsyncRuntime = crate::runtime::QuorumRuntime,
 );
 
 /// A Raft log entry of the quorum.

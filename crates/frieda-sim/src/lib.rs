@@ -36,6 +36,7 @@ pub mod disk;
 mod groups;
 pub mod net;
 pub mod plan;
+pub mod quorum;
 mod share;
 pub mod shrink;
 mod tier;

@@ -6,6 +6,8 @@
 //! frieda-sim --seed 42 --trace                          replay seed 42 with its event log
 //! frieda-sim --seed 42 --shrink                         shrink a failing seed's plan and print its trace
 //! frieda-sim --seed 42 --without-share-group            the seed's plan without its share group
+//! frieda-sim --quorum --seeds 100 [--start 0]           the metadata quorum's seeds (KIP-853 voter changes)
+//! frieda-sim --quorum --seed 42 --trace                 replay one quorum seed with its event log
 //! ```
 //! Exits 1 if any seed broke an invariant.
 
@@ -14,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Parser;
+use frieda_sim::quorum::{run_quorum_seed, QuorumReport, QuorumStats};
 use frieda_sim::{run_plan, run_seed, shrink, Plan, Report, Stats};
 
 #[derive(Parser)]
@@ -47,6 +50,10 @@ struct Args {
     /// With --seed: run the seed's plan without its transactional producers.
     #[arg(long)]
     without_transactions: bool,
+    /// Simulate the metadata quorum (openraft with Frieda's log store, state machine and
+    /// controller; voter changes, crashes, cuts) instead of the cluster.
+    #[arg(long)]
+    quorum: bool,
     /// Invariant kinds not to stop for (comma-separated), to look past a known defect.
     #[arg(long, value_delimiter = ',')]
     ignore: Vec<String>,
@@ -65,8 +72,79 @@ fn print_report(r: &Report) {
     }
 }
 
+fn print_quorum_report(r: &QuorumReport) {
+    match &r.violation {
+        Some(v) => println!(
+            "quorum seed {}: VIOLATION {} at {} ms: {}",
+            r.seed, v.kind, v.time, v.detail
+        ),
+        None => println!("quorum seed {}: ok ({:?})", r.seed, r.stats),
+    }
+}
+
+/// `--quorum`: one seed with its trace, or many seeds on `threads` threads.
+fn quorum_main(args: &Args) -> ! {
+    if let Some(seed) = args.seed {
+        let report = run_quorum_seed(seed, args.trace, &args.ignore);
+        for line in &report.trace {
+            println!("{line}");
+        }
+        print_quorum_report(&report);
+        std::process::exit(i32::from(report.violation.is_some()));
+    }
+    let started = Instant::now();
+    let next = Arc::new(AtomicU64::new(args.start));
+    let end = args.start + args.seeds;
+    let results = Arc::new(Mutex::new((0u64, QuorumStats::default(), Vec::new())));
+    let workers: Vec<_> = (0..args.threads.max(1))
+        .map(|_| {
+            let (next, results) = (next.clone(), results.clone());
+            let ignore = args.ignore.clone();
+            std::thread::spawn(move || loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= end {
+                    return;
+                }
+                let r = run_quorum_seed(seed, false, &ignore);
+                let mut t = results.lock().expect("results");
+                t.0 += 1;
+                t.1.add(&r.stats);
+                if r.violation.is_some() {
+                    print_quorum_report(&r);
+                    t.2.push(r);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        let _ = w.join();
+    }
+    let (seeds, t, failures) = results.lock().expect("results").clone();
+    println!(
+        "simulated {seeds} quorum seeds ({}..{end}) in {:.1} s: {:.1} simulated hours, {} terms led, {} crashes, {} network cuts, {} RPCs lost, {} voters added and {} removed ({} changes refused or timed out), {} snapshots installed, {} producer-id blocks allocated, {} ignored violations; {} failed",
+        args.start,
+        started.elapsed().as_secs_f64(),
+        t.sim_ms as f64 / 3_600_000.0,
+        t.terms_led,
+        t.crashes,
+        t.cuts,
+        t.lost,
+        t.voters_added,
+        t.voters_removed,
+        t.voter_changes_failed,
+        t.snapshots_installed,
+        t.allocations,
+        t.ignored,
+        failures.len()
+    );
+    std::process::exit(i32::from(!failures.is_empty()));
+}
+
 fn main() {
     let args = Args::parse();
+    if args.quorum {
+        quorum_main(&args);
+    }
     if let Some(seed) = args.seed {
         let mut plan = Plan::generate(seed);
         if args.without_share_group {
