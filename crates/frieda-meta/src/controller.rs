@@ -69,6 +69,9 @@ pub struct Heartbeat {
 /// How long a new active controller waits for its quorum to confirm it and its image to catch
 /// up before it decides anything (retried at the next request or tick).
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the active controller waits for another voter to take its leadership over before
+/// its own removal ([`Controller::hand_over`]).
+const HAND_OVER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A request to the active controller.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -373,6 +376,9 @@ pub struct Controller {
     led_term: Mutex<Option<u64>>,
     /// The term [`ready`](Self::ready) confirmed.
     ready_term: Mutex<Option<u64>>,
+    /// Set while this node hands its leadership over ([`hand_over`](Self::hand_over)): it
+    /// decides nothing.
+    handing_over: std::sync::atomic::AtomicBool,
     /// One decision at a time (placement reads the image the last decision left).
     decide: tokio::sync::Mutex<()>,
     /// When preferred leaders were last checked.
@@ -404,6 +410,7 @@ impl Controller {
             sessions: Mutex::new(HashMap::new()),
             led_term: Mutex::new(None),
             ready_term: Mutex::new(None),
+            handing_over: std::sync::atomic::AtomicBool::new(false),
             decide: tokio::sync::Mutex::new(()),
             last_rebalance: Mutex::new(Instant::now()),
             costs: Mutex::new(HashMap::new()),
@@ -424,9 +431,11 @@ impl Controller {
             .membership()
             .voter_ids()
             .any(|v| v == self.node_id);
+        let handing_over = self.handing_over.load(std::sync::atomic::Ordering::Acquire);
         (m.current_leader == Some(self.node_id)
             && m.state == openraft::ServerState::Leader
-            && voter)
+            && voter
+            && !handing_over)
             .then_some(m.current_term)
     }
 
@@ -854,7 +863,8 @@ impl Controller {
     /// Removes voter `node` from the voter set (it stays a learner, as Kafka's removed
     /// controller stays an observer), committed before the answer.
     ///
-    /// Errors: VoterNotFound when it does not vote; Invalid for the last voter.
+    /// Errors: VoterNotFound when it does not vote; Invalid for the last voter; NotController
+    /// (or Unavailable) when it is this node, which hands its leadership over first.
     async fn remove_voter(&self, node: u64) -> Result<ControllerReply, ControllerError> {
         let voters: Vec<u64> = self.membership().voter_ids().collect();
         if !voters.contains(&node) {
@@ -867,6 +877,16 @@ impl Controller {
                 "node {node} is the only voter of the metadata quorum"
             )));
         }
+        if node == self.node_id {
+            // The active controller does not remove itself: the configuration without it would
+            // be appended on this node first, and if it lost its leadership before the
+            // remaining voters had that entry, they would need its vote while it, outside its
+            // latest configuration, never stands for election and refuses them its vote for
+            // their shorter logs (openraft 0.9; frieda-sim --quorum seed 1200). It hands the
+            // leadership over, and the caller's retry reaches the new controller, which
+            // removes this node as a follower.
+            return Err(self.hand_over().await);
+        }
         let change =
             openraft::ChangeMembers::RemoveVoters(std::collections::BTreeSet::from([node]));
         self.raft
@@ -875,6 +895,52 @@ impl Controller {
             .map_err(write_error)?;
         tracing::info!(node, "removed a voter from the metadata quorum");
         Ok(ControllerReply::Done)
+    }
+
+    /// Stops leading so that another voter is elected: decides nothing and sends no heartbeats
+    /// until this node no longer leads or [`HAND_OVER_TIMEOUT`] passed. Returns the error to
+    /// answer the request that asked for it with: NotController (naming the new leader when
+    /// known), or Unavailable when no other voter took over in time (they are down or cut off).
+    async fn hand_over(&self) -> ControllerError {
+        use std::sync::atomic::Ordering;
+        /// Leads normally again when dropped, also when the request is cancelled mid-way.
+        struct Resume<'a>(&'a Controller);
+        impl Drop for Resume<'_> {
+            fn drop(&mut self) {
+                self.0.raft.runtime_config().heartbeat(true);
+                self.0.handing_over.store(false, Ordering::Release);
+            }
+        }
+        self.handing_over.store(true, Ordering::Release);
+        self.raft.runtime_config().heartbeat(false);
+        let resume = Resume(self);
+        tracing::info!(
+            node = self.node_id,
+            "handing the leadership of the metadata quorum over before this node's removal"
+        );
+        let mut metrics = self.raft.metrics();
+        let moved = tokio::time::timeout(
+            HAND_OVER_TIMEOUT,
+            metrics.wait_for(|m| m.state != openraft::ServerState::Leader),
+        )
+        .await
+        .is_ok_and(|r| r.is_ok());
+        drop(resume);
+        if moved {
+            let leader = self
+                .raft
+                .metrics()
+                .borrow()
+                .current_leader
+                .filter(|l| *l != self.node_id);
+            ControllerError::NotController { leader }
+        } else {
+            ControllerError::Unavailable(format!(
+                "node {} could not hand its leadership over within {} s (are the other voters up?)",
+                self.node_id,
+                HAND_OVER_TIMEOUT.as_secs()
+            ))
+        }
     }
 
     /// A broker-only node gets the metadata log as a Raft learner.
