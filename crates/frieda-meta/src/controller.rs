@@ -537,6 +537,7 @@ impl Controller {
                 return Ok(ControllerReply::Quorum(crate::quorum_status(
                     &self.raft,
                     self.node_id,
+                    &self.image.borrow(),
                 )));
             }
             // Raft's own membership changes, not image decisions: no lock (adding a voter
@@ -551,6 +552,7 @@ impl Controller {
             ControllerRequest::DescribeQuorum => Ok(ControllerReply::Quorum(crate::quorum_status(
                 &self.raft,
                 self.node_id,
+                &self.image.borrow(),
             ))),
             ControllerRequest::AddVoter { .. } | ControllerRequest::RemoveVoter { .. } => {
                 Err(ControllerError::Invalid("answered above".into()))

@@ -195,6 +195,17 @@ pub struct MetadataImage {
     pub deleted_remote: BTreeMap<Uuid, String>,
     /// Log index of the last applied command (the image's version).
     pub offset: u64,
+    /// KRaft's leader epoch (DescribeQuorum's LeaderEpoch): the number of leaderships that
+    /// wrote to the metadata log, each starting with its first entry (a new leader's blank
+    /// entry, as KRaft's LeaderChange record). Unique per leader, where the Raft term is not
+    /// (openraft's leader id is (term, node): two nodes may lead one term one after the other).
+    /// 0 in an image that predates it.
+    #[serde(default)]
+    pub leader_epoch: u64,
+    /// The Raft leader id, (term, node), of the last applied entry: the leadership
+    /// `leader_epoch` counts.
+    #[serde(default)]
+    pub epoch_leader: Option<(u64, u64)>,
 }
 
 /// The topic config (and broker-level synonym) KIP-966's ELR is kept by.
@@ -517,6 +528,22 @@ impl PartitionState {
 }
 
 impl MetadataImage {
+    /// Notes that an entry written by Raft leader (`term`, `node`) was applied: a leader other
+    /// than the last entry's starts the next [`leader_epoch`](Self::leader_epoch). Entries are
+    /// applied in log order, where leader ids only grow, so every node counts the same epochs
+    /// (from an image that predates the count, from its term at least).
+    pub fn note_leader(&mut self, term: u64, node: u64) {
+        if self.epoch_leader == Some((term, node)) {
+            return;
+        }
+        let base = match self.epoch_leader {
+            Some(_) => self.leader_epoch,
+            None => self.leader_epoch.max(term),
+        };
+        self.leader_epoch = base + 1;
+        self.epoch_leader = Some((term, node));
+    }
+
     /// Live (registered, unfenced) brokers, by id.
     pub fn live_brokers(&self) -> impl Iterator<Item = &BrokerRegistration> {
         self.brokers.values().filter(|b| !b.fenced)

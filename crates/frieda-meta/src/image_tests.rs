@@ -1331,3 +1331,26 @@ fn with_elr_on_one_cluster_wide_min_isr_decides_and_broker_overrides_are_refused
         "written from the active controller's static value"
     );
 }
+
+#[test]
+fn the_leader_epoch_counts_leaderships_not_raft_terms() {
+    let mut img = MetadataImage::default();
+    // The initial membership (term 0), then node 2 and node 3 each leading Raft term 1 (openraft's
+    // leader ids are (term, node)), then node 3 again in term 2.
+    img.note_leader(0, 1);
+    assert_eq!(img.leader_epoch, 1);
+    img.note_leader(1, 2);
+    img.note_leader(1, 2);
+    assert_eq!((img.leader_epoch, img.epoch_leader), (2, Some((1, 2))));
+    img.note_leader(1, 3);
+    assert_eq!((img.leader_epoch, img.epoch_leader), (3, Some((1, 3))));
+    img.note_leader(2, 3);
+    assert_eq!(img.leader_epoch, 4);
+    // An image from before the count (a snapshot of an older version) starts at its term.
+    let mut old = MetadataImage::default();
+    old.note_leader(7, 2);
+    assert_eq!(old.leader_epoch, 8);
+    // And the count survives a snapshot.
+    let back: MetadataImage = serde_json::from_str(&serde_json::to_string(&img).unwrap()).unwrap();
+    assert_eq!((back.leader_epoch, back.epoch_leader), (4, Some((2, 3))));
+}

@@ -162,8 +162,12 @@ pub struct VoterState {
 pub struct QuorumStatus {
     /// The leader's node id, if any.
     pub leader: Option<u64>,
-    /// The Raft term (KRaft's leader epoch).
+    /// The Raft term (not unique per leader: see `leader_epoch`).
     pub term: u64,
+    /// KRaft's leader epoch ([`MetadataImage::leader_epoch`] of the answering node), 0 if
+    /// unknown (an answer from a node that predates it).
+    #[serde(default)]
+    pub leader_epoch: u64,
     /// The highest committed index + 1 (KRaft's high watermark), -1 if none.
     pub high_watermark: i64,
     /// Voters (with replication state when this node leads).
@@ -175,9 +179,22 @@ pub struct QuorumStatus {
     pub addresses: BTreeMap<u64, String>,
 }
 
+impl QuorumStatus {
+    /// The leader epoch to report as KRaft's (DescribeQuorum's LeaderEpoch): the image's
+    /// [`leader_epoch`](Self::leader_epoch), which names one leader, or the Raft term from a
+    /// node that predates it.
+    pub fn kraft_epoch(&self) -> u64 {
+        if self.leader_epoch > 0 {
+            self.leader_epoch
+        } else {
+            self.term
+        }
+    }
+}
+
 /// The quorum's state from `raft`'s metrics on node `me` (the followers' progress is known on
-/// the leader only).
-pub(crate) fn quorum_status(raft: &Raft, me: u64) -> QuorumStatus {
+/// the leader only), with the leader epoch of `image`.
+pub(crate) fn quorum_status(raft: &Raft, me: u64, image: &MetadataImage) -> QuorumStatus {
     let m = raft.metrics().borrow().clone();
     let now_ms = now_ms();
     let progress = m.replication.clone().unwrap_or_default();
@@ -207,6 +224,7 @@ pub(crate) fn quorum_status(raft: &Raft, me: u64) -> QuorumStatus {
     QuorumStatus {
         leader: m.current_leader,
         term: m.current_term,
+        leader_epoch: image.leader_epoch,
         high_watermark: m.last_applied.map_or(-1, |l| l.index as i64 + 1),
         voters: voters.into_iter().map(state_of).collect(),
         observers,
@@ -607,7 +625,7 @@ impl MetadataQuorum {
     /// The quorum's state as this node sees it (replication progress only on the leader;
     /// [`ControllerRequest::DescribeQuorum`] asks the leader).
     pub fn status(&self) -> QuorumStatus {
-        quorum_status(&self.raft, self.node_id)
+        quorum_status(&self.raft, self.node_id, &self.image.borrow())
     }
 
     /// Resolves when this node's Raft stops for good (a storage failure, a violated

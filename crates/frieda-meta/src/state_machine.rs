@@ -137,6 +137,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let mut st = self.state.lock();
             for e in entries {
                 st.last_applied = Some(e.log_id);
+                st.image
+                    .note_leader(e.log_id.leader_id.term, e.log_id.leader_id.node_id);
                 out.push(match e.payload {
                     EntryPayload::Blank => Ok(MetaOutcome::Done),
                     EntryPayload::Normal(cmd) => {

@@ -121,7 +121,7 @@ fn quorum_main(args: &Args) -> ! {
     }
     let (seeds, t, failures) = results.lock().expect("results").clone();
     println!(
-        "simulated {seeds} quorum seeds ({}..{end}) in {:.1} s: {:.1} simulated hours, {} terms led, {} crashes, {} network cuts, {} RPCs lost, {} voters added and {} removed ({} changes refused or timed out), {} snapshots installed, {} producer-id blocks allocated, {} ignored violations; {} failed",
+        "simulated {seeds} quorum seeds ({}..{end}) in {:.1} s: {:.1} simulated hours, {} terms led, {} crashes, {} network cuts, {} RPCs lost, {} voters added and {} removed ({} changes refused or timed out), {} snapshots installed, {} producer-id blocks allocated, {} Raft terms led by two nodes (openraft's leader ids; not KRaft epochs), {} ignored violations; {} failed",
         args.start,
         started.elapsed().as_secs_f64(),
         t.sim_ms as f64 / 3_600_000.0,
@@ -134,6 +134,7 @@ fn quorum_main(args: &Args) -> ! {
         t.voter_changes_failed,
         t.snapshots_installed,
         t.allocations,
+        t.terms_with_two_leaders,
         t.ignored,
         failures.len()
     );

@@ -50,6 +50,7 @@ pub async fn handle(
             QuorumStatus {
                 leader: Some(id),
                 term: 0,
+                leader_epoch: 0,
                 high_watermark: 0,
                 voters: vec![VoterState {
                     id,
@@ -82,6 +83,8 @@ pub async fn handle(
             r
         }
     };
+    // KRaft's epoch names one leader; the Raft term may not (openraft's leader ids).
+    let leader_epoch = i32::try_from(status.kraft_epoch()).unwrap_or(i32::MAX);
     let topics = req
         .topics
         .iter()
@@ -95,7 +98,7 @@ pub async fn handle(
                         return data.with_error_code(ResponseError::UnknownTopicOrPartition.code());
                     }
                     data.with_leader_id(BrokerId(status.leader.map_or(-1, |l| l as i32)))
-                        .with_leader_epoch(status.term as i32)
+                        .with_leader_epoch(leader_epoch)
                         .with_high_watermark(status.high_watermark)
                         .with_current_voters(status.voters.iter().map(replica).collect())
                         .with_observers(status.observers.iter().map(replica).collect())
