@@ -156,7 +156,7 @@ struct Shared {
     /// (term, node) of leaders seen leading while not voters (traced once).
     non_voting_leader: BTreeSet<(u64, u64)>,
     /// Image digest by image offset (and the first node that applied it).
-    images: BTreeMap<u64, (u64, u64)>,
+    images: BTreeMap<u64, (u64, u64, Arc<MetadataImage>)>,
     /// Voter set of each membership entry by its log position (term, index).
     memberships: BTreeMap<(u64, u64), BTreeSet<u64>>,
     /// Acknowledged producer-id blocks: start -> end (exclusive).
@@ -358,6 +358,29 @@ fn digest(image: &MetadataImage) -> u64 {
     h.finish()
 }
 
+/// The top-level fields in which two images differ, with both values (shortened).
+fn image_diff(a: &MetadataImage, b: &MetadataImage) -> String {
+    let value = |i: &MetadataImage| serde_json::to_value(i).unwrap_or_default();
+    let (a, b) = (value(a), value(b));
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return String::new();
+    };
+    let short = |v: Option<&serde_json::Value>| {
+        let t = v.map(|v| v.to_string()).unwrap_or_default();
+        t.chars().take(300).collect::<String>()
+    };
+    a.keys()
+        .chain(b.keys())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| {
+            !matches!(k.as_str(), "leader_epoch" | "epoch_leader") && a.get(*k) != b.get(*k)
+        })
+        .map(|k| format!("{k}: {} vs {}", short(a.get(k)), short(b.get(k))))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Watches node `id`'s Raft metrics and images until it stops, checking them against what the
 /// other nodes showed.
 fn watch_node(net: Net, id: u64, node: Arc<SimNode>) {
@@ -453,17 +476,20 @@ fn watch_node(net: Net, id: u64, node: Arc<SimNode>) {
                         }
                     }
                 }
-                match s.images.get(&image.offset).copied() {
-                    Some((other, first)) if other != d => s.violate(
-                        "images-diverged",
-                        format!(
-                            "the image at log index {} differs between nodes {first} and {id}",
-                            image.offset
-                        ),
-                    ),
+                match s.images.get(&image.offset).cloned() {
+                    Some((other, first, theirs)) if other != d => {
+                        let diff = image_diff(&theirs, &image);
+                        s.violate(
+                            "images-diverged",
+                            format!(
+                                "the image at log index {} differs between nodes {first} and {id}: {diff}",
+                                image.offset
+                            ),
+                        )
+                    }
                     Some(_) => {}
                     None => {
-                        s.images.insert(image.offset, (d, id));
+                        s.images.insert(image.offset, (d, id, image.clone()));
                     }
                 }
             }
