@@ -29,6 +29,11 @@ def ids(status: str, field: str) -> set[int]:
     return {int(x) for x in re.findall(r'"id":\s*(\d+)', line)}
 
 
+def describe_status(classpath: str, boot: str) -> str:
+    """`kafka-metadata-quorum describe --status` through `boot`."""
+    return tool(classpath, QUORUM, "--bootstrap-server", boot, "describe", "--status")
+
+
 def produce(boot: str, topic: str, values: list[bytes]) -> None:
     p = Producer({"bootstrap.servers": boot, "acks": "all", "enable.idempotence": True,
                   "message.timeout.ms": 30000})
@@ -78,7 +83,7 @@ def test_a_three_voter_quorum_grows_to_four_and_back_with_kafkas_tool(cluster, t
     produce(boot, topic, sent)
 
     def status() -> str:
-        return tool(classpath, QUORUM, "--bootstrap-server", boot, "describe", "--status")
+        return describe_status(classpath, boot)
 
     wait_until(lambda: 4 in ids(status(), "CurrentObservers"), 30, "node 4 observes the quorum")
     assert ids(status(), "CurrentVoters") == {1, 2, 3}
@@ -144,7 +149,7 @@ def test_removing_the_active_controller_hands_its_leadership_over(cluster, topic
     produce(boot, topic, sent)
 
     def status() -> str:
-        return tool(classpath, QUORUM, "--bootstrap-server", boot, "describe", "--status")
+        return describe_status(classpath, boot)
 
     def field(out: str, name: str) -> int:
         return int(re.search(rf"^{name}:\s*(-?\d+)", out, re.M)[1])

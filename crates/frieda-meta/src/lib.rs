@@ -288,6 +288,31 @@ pub(crate) async fn open_raft<N: openraft::network::RaftNetworkFactory<types::Ty
     Ok((raft, image, fresh))
 }
 
+/// On a voter's first start (`fresh`: its log is empty), proposes `voters`
+/// (`controller.quorum.voters`) as the initial membership, in a task of its own. Every voter
+/// proposes the same one; openraft accepts it where the log is empty, and the elected leader's
+/// log wins. `None` for a node that is not among them or has started before.
+pub(crate) fn propose_initial_voters(
+    raft: &Raft,
+    me: u64,
+    voters: &BTreeMap<u64, String>,
+    fresh: bool,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if !fresh || !voters.contains_key(&me) {
+        return None;
+    }
+    let members: BTreeMap<u64, BasicNode> = voters
+        .iter()
+        .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
+        .collect();
+    let r = raft.clone();
+    Some(tokio::spawn(async move {
+        if let Err(e) = r.initialize(members).await {
+            tracing::debug!(error = %e, "quorum already initialized");
+        }
+    }))
+}
+
 /// Keeps node `me` from leading once the voters no longer include it: a leader whose removal
 /// is committed and applied stops sending heartbeats, so the voters elect a leader among
 /// themselves (KIP-853: the removed leader resigns once the change is committed). openraft 0.9
@@ -391,20 +416,8 @@ impl MetadataQuorum {
             )),
             tokio::spawn(controller.clone().run(stop_rx)),
         ];
-        if fresh && cfg.voters.contains_key(&cfg.node_id) {
-            // Every voter proposes the same initial membership on its first start; openraft
-            // accepts it where the log is empty, and the elected leader's log wins.
-            let members: BTreeMap<u64, BasicNode> = cfg
-                .voters
-                .iter()
-                .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
-                .collect();
-            let r = raft.clone();
-            tasks.push(tokio::spawn(async move {
-                if let Err(e) = r.initialize(members).await {
-                    tracing::debug!(error = %e, "quorum already initialized");
-                }
-            }));
+        if let Some(task) = propose_initial_voters(&raft, cfg.node_id, &cfg.voters, fresh) {
+            tasks.push(task);
         }
         tracing::info!(node = cfg.node_id, listen = %cfg.listen, voters = ?cfg.voters,
             security_protocol = cfg.transport.protocol(), "metadata quorum started");

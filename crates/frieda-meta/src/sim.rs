@@ -1,9 +1,9 @@
 //! The metadata quorum's own code, for a deterministic simulation (`frieda-sim quorum`): a
-//! node is the broker's Raft configuration, metadata log ([`LogStore`](crate::log_store)),
-//! state machine and [`Controller`] (which answers AddRaftVoter and RemoveRaftVoter, KIP-853),
-//! started by the same [`open_raft`](crate::open_raft) as [`MetadataQuorum::start`]
-//! (crate::MetadataQuorum::start), over a network the simulator supplies instead of the
-//! controller listener. Run it on a current-thread tokio runtime with paused time and
+//! node is the broker's Raft configuration, metadata log (`LogStore`), state machine and
+//! [`Controller`] (which answers AddRaftVoter and RemoveRaftVoter, KIP-853), started by the same
+//! `open_raft` and `propose_initial_voters` as
+//! [`MetadataQuorum::start`](crate::MetadataQuorum::start), over a network the simulator
+//! supplies instead of the controller listener. Run it on a current-thread tokio runtime with paused time and
 //! [`seed_thread_rng`](crate::seed_thread_rng) called on that thread, and a seed replays.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::BasicNode;
 use tokio::sync::watch;
 
 use crate::controller::{Controller, ControllerConfig};
@@ -82,16 +81,7 @@ impl SimNode {
                 quorum_acks: false,
             },
         ));
-        if fresh && voters.contains_key(&node_id) {
-            let members: BTreeMap<u64, BasicNode> = voters
-                .iter()
-                .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
-                .collect();
-            let r = raft.clone();
-            tokio::spawn(async move {
-                let _ = r.initialize(members).await;
-            });
-        }
+        crate::propose_initial_voters(&raft, node_id, voters, fresh);
         Ok(SimNode {
             raft,
             controller,
