@@ -132,20 +132,29 @@ fn encode(entries: &[Entry]) -> std::io::Result<BytesMut> {
 }
 
 impl Inner {
-    /// Entries with indexes in `[from, to)`.
-    fn read(&self, from: u64, to: u64) -> std::io::Result<Vec<Entry>> {
-        let reader = self.log.reader();
+    /// The first index this log still holds: past the purged entries and the log start.
+    fn first_held(&self) -> u64 {
         // Purged entries are gone even while the segment holding them stays (segments go
         // whole; openraft may purge in the middle of one).
         let purged_end = self.last_purged.map_or(0, |l| l.index + 1);
-        let start = u64::try_from(reader.log_start_offset())
+        u64::try_from(self.log.log_start_offset())
             .unwrap_or(0)
-            .max(from)
-            .max(purged_end);
+            .max(purged_end)
+    }
+
+    /// The entries held in `[from, to)`, from the first held one up to the first gap (openraft's
+    /// reader contract: missing entries are left out; its storage suite reads `0..100` after
+    /// purging 0 and expects 1..). A gap inside the range ends the answer, so openraft's range
+    /// check (`get_log_entries`, the apply path) fails rather than a state machine applying
+    /// around it.
+    ///
+    /// Errors: the log cannot be read or decoded.
+    fn read(&self, from: u64, to: u64) -> std::io::Result<Vec<Entry>> {
+        let reader = self.log.reader();
         let leo = reader.log_end_offset();
         let end = u64::try_from(leo).unwrap_or(0).min(to);
-        let mut out = Vec::new();
-        let mut at = start;
+        let mut out: Vec<Entry> = Vec::new();
+        let mut at = from.max(self.first_held());
         while at < end {
             // Read whole batches up to the log end (a limit inside a batch would leave the
             // batch out) and keep the entries in range.
@@ -165,6 +174,10 @@ impl Inner {
                         if index < at || index >= end {
                             continue;
                         }
+                        if out.last().is_some_and(|l| index != l.log_id.index + 1) {
+                            // A gap: the entries up to it are the answer.
+                            return Ok(out);
+                        }
                         let value = r.value.ok_or_else(|| io_err("an entry without a value"))?;
                         out.push(serde_json::from_slice(value).map_err(io_err)?);
                     }
@@ -174,6 +187,29 @@ impl Inner {
             at = data.next_offset as u64;
         }
         Ok(out)
+    }
+
+    /// Appends `entries` (contiguous, not empty) as one batch and fsyncs it. They follow the
+    /// last entry, or start anywhere in a log that holds none (empty, or purged up to a
+    /// snapshot past its end: the leader's next entry after a snapshot install).
+    ///
+    /// Errors: any other first index (a hole or an overwrite; openraft truncates before it
+    /// overwrites), or the write fails.
+    fn append(&mut self, entries: &[Entry]) -> std::io::Result<()> {
+        let batch = encode(entries)?;
+        let end = self.log.log_end_offset();
+        let first = entries[0].log_id.index as i64;
+        // Nothing held: an empty log, or one purged past its end.
+        let held = self.first_held() as i64;
+        if first != end && !(first > end && end <= held) {
+            return Err(io_err(format!(
+                "entry {first} appended at log end offset {end} (entries held from {held})"
+            )));
+        }
+        self.log
+            .append_replicated(batch, crate::now_ms())
+            .map_err(io_err)?;
+        self.log.flush().map_err(io_err)
     }
 
     fn last_log_id(&self) -> std::io::Result<Option<LogId<NodeId>>> {
@@ -203,6 +239,29 @@ fn range_of(range: impl RangeBounds<u64>) -> (u64, u64) {
 }
 
 impl RaftLogReader<TypeConfig> for LogStore {
+    /// What a replication task sends: the entries from `start` on, or none when `start` was
+    /// purged (openraft then sends a heartbeat and, if this node still leads, a snapshot).
+    /// Entries after purged ones must not be answered here: a replication task of a leader
+    /// that has just stepped down can still read while its node, now a follower, purges
+    /// (openraft 0.9 purges a follower's log at once), and it sent a follower entries 150..198
+    /// as if they followed 95, which left a hole in that follower's log and 23 producer-id
+    /// blocks missing from its image (`frieda-sim --quorum`, seed 33936; issue 57).
+    async fn limited_get_log_entries(
+        &mut self,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<Entry>, StorageError<NodeId>> {
+        let inner = self.inner.clone();
+        blocking(move || {
+            let g = inner.lock();
+            if start < g.first_held() {
+                return Ok(Vec::new());
+            }
+            g.read(start, end)
+        })
+        .map_err(|e| StorageIOError::read_logs(&e).into())
+    }
+
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + std::fmt::Debug + OptionalSend>(
         &mut self,
         range: RB,
@@ -261,24 +320,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             return Ok(());
         }
         let inner = self.inner.clone();
-        let result = blocking(move || -> std::io::Result<()> {
-            let batch = encode(&entries)?;
-            let mut g = inner.lock();
-            let end = g.log.log_end_offset();
-            let first = entries[0].log_id.index as i64;
-            // Entries follow the last one, or start further on: a log wholly purged after a
-            // snapshot restarts at the leader's next entry (openraft truncates before it
-            // overwrites, so an entry below the end is a bug).
-            if first < end {
-                return Err(io_err(format!(
-                    "entry {first} appended at log end offset {end}"
-                )));
-            }
-            g.log
-                .append_replicated(batch, crate::now_ms())
-                .map_err(io_err)?;
-            g.log.flush().map_err(io_err)
-        });
+        let result = blocking(move || inner.lock().append(&entries));
         match result {
             Ok(()) => {
                 callback.log_io_completed(Ok(()));
@@ -309,8 +351,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             } else {
                 at
             };
-            let keep = if batch_start < at {
-                g.read(batch_start as u64, at as u64)?
+            let held = (batch_start as u64).max(g.first_held());
+            let keep = if held < at as u64 {
+                g.read(held, at as u64)?
             } else {
                 Vec::new()
             };
@@ -389,5 +432,56 @@ mod tests {
         let next: Vec<Entry> = (2..4).map(|i| entry(2, i)).collect();
         g.log.append_replicated(encode(&next).unwrap(), 0).unwrap();
         assert_eq!(stored(&g), vec![(1, 0), (1, 1), (2, 2), (2, 3)]);
+    }
+
+    #[test]
+    fn a_replication_read_below_the_purged_entries_returns_none_rather_than_later_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::open(dir.path()).unwrap();
+        let mut g = store.inner.lock();
+        let all: Vec<Entry> = (0..12).map(|i| entry(1, i)).collect();
+        g.append(&all).unwrap();
+        g.last_purged = Some(LogId::new(CommittedLeaderId::new(1, 1), 9));
+        drop(g);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut s = store.clone();
+        // A stale replication task asking from 8 must not get 10 and 11 as if they were 8, 9.
+        assert!(rt
+            .block_on(s.limited_get_log_entries(8, 12))
+            .unwrap()
+            .is_empty());
+        let held: Vec<u64> = rt
+            .block_on(s.limited_get_log_entries(10, 12))
+            .unwrap()
+            .iter()
+            .map(|e| e.log_id.index)
+            .collect();
+        assert_eq!(held, vec![10, 11]);
+    }
+
+    #[test]
+    fn an_append_that_would_leave_a_hole_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::open(dir.path()).unwrap();
+        let mut g = store.inner.lock();
+        g.append(&(0..5).map(|i| entry(1, i)).collect::<Vec<_>>())
+            .unwrap();
+        // Entries 7.. after 0..4: the 95 -> 150 append of seed 33936.
+        assert!(g.append(&[entry(1, 7)]).is_err());
+        assert!(g.append(&[entry(1, 3)]).is_err());
+        assert_eq!(g.log.log_end_offset(), 5);
+        // After a snapshot at 9 is installed and the log purged to it, the leader's next entry
+        // (10) follows the snapshot.
+        g.last_purged = Some(LogId::new(CommittedLeaderId::new(1, 1), 9));
+        g.append(&[entry(1, 10)]).unwrap();
+        let held: Vec<u64> = g
+            .read(10, 20)
+            .unwrap()
+            .iter()
+            .map(|e| e.log_id.index)
+            .collect();
+        assert_eq!(held, vec![10]);
     }
 }

@@ -42,6 +42,10 @@ struct State {
 pub struct StateMachine {
     state: Arc<Mutex<State>>,
     path: PathBuf,
+    /// The last log id of the snapshot in `snapshot.json`; held while the file is written, so a
+    /// snapshot built from an older image (openraft builds in a task of its own) never replaces
+    /// a newer one installed meanwhile.
+    stored: Arc<Mutex<Option<LogId<NodeId>>>>,
     published: Arc<watch::Sender<Arc<MetadataImage>>>,
 }
 
@@ -74,14 +78,22 @@ impl StateMachine {
         };
         published.send_replace(Arc::new(state.image.clone()));
         Ok(StateMachine {
+            stored: Arc::new(Mutex::new(state.last_applied)),
             state: Arc::new(Mutex::new(state)),
             path,
             published,
         })
     }
 
+    /// Writes `snap` to `snapshot.json` unless the file holds a newer one.
     fn store(&self, snap: &StoredSnapshot) -> std::io::Result<()> {
-        durable_write(&self.path, snap)
+        let mut stored = self.stored.lock();
+        if *stored > snap.meta.last_log_id {
+            return Ok(());
+        }
+        durable_write(&self.path, snap)?;
+        *stored = snap.meta.last_log_id;
+        Ok(())
     }
 }
 
@@ -102,7 +114,13 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
                 },
                 image: st.image.clone(),
             };
-            st.snapshot = Some(snap.clone());
+            let older = st
+                .snapshot
+                .as_ref()
+                .is_some_and(|s| s.meta.last_log_id > snap.meta.last_log_id);
+            if !older {
+                st.snapshot = Some(snap.clone());
+            }
             snap
         };
         self.store(&snap)

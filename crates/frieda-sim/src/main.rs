@@ -109,6 +109,9 @@ fn quorum_main(args: &Args) -> ! {
                 let mut t = results.lock().expect("results");
                 t.0 += 1;
                 t.1.add(&r.stats);
+                if t.0 % 1000 == 0 {
+                    eprintln!("{} quorum seeds done, {} failed", t.0, t.2.len());
+                }
                 if r.violation.is_some() {
                     print_quorum_report(&r);
                     t.2.push(r);
@@ -143,6 +146,15 @@ fn quorum_main(args: &Args) -> ! {
 
 fn main() {
     let args = Args::parse();
+    // `FRIEDA_SIM_LOG=openraft=info,frieda_meta=debug` prints the simulated nodes' own logs
+    // (openraft's spans carry the node id) to stderr; unset, nothing is logged.
+    if let Ok(filter) = std::env::var("FRIEDA_SIM_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+    }
     if args.quorum {
         quorum_main(&args);
     }

@@ -21,7 +21,9 @@
 //! - `voter-change-lost`: after the run, a node's voter status is what the last acknowledged
 //!   change of it made it;
 //! - `no-progress`: once the network heals and every node runs, a leader is elected and a
-//!   write commits (liveness, checked after the faults).
+//!   write commits (liveness, checked after the faults);
+//! - `panicked`: no task of a node panics (tokio keeps running the others, so a panic is
+//!   caught by a hook and reported with its seed).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -632,8 +634,35 @@ fn voters_now(net: &Net) -> BTreeSet<u64> {
         .unwrap_or_default()
 }
 
+thread_local! {
+    /// The first panic of a task on this thread while a seed runs.
+    static PANICKED: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Records panics in [`PANICKED`] (once per process; the default hook still prints them).
+fn catch_task_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let what = match info.location() {
+                Some(l) => {
+                    format!("{info}").replace('\n', " ") + &format!(" ({}:{})", l.file(), l.line())
+                }
+                None => format!("{info}").replace('\n', " "),
+            };
+            PANICKED.with(|p| {
+                p.borrow_mut().get_or_insert(what);
+            });
+            previous(info);
+        }));
+    });
+}
+
 /// Runs seed `seed`: the plan's faults and voter changes for [`FAULT_MS`], then heal and check.
 pub fn run_quorum_seed(seed: u64, trace: bool, ignore: &[String]) -> QuorumReport {
+    catch_task_panics();
+    PANICKED.with(|p| p.borrow_mut().take());
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -643,9 +672,18 @@ pub fn run_quorum_seed(seed: u64, trace: bool, ignore: &[String]) -> QuorumRepor
         Err(e) => panic!("a current-thread runtime: {e}"),
     };
     frieda_meta::seed_thread_rng(seed ^ 0x5241_4654);
-    let report = rt.block_on(simulate(seed, trace, ignore.to_vec()));
+    let mut report = rt.block_on(simulate(seed, trace, ignore.to_vec()));
     drop(rt);
     frieda_meta::unseed_thread_rng();
+    if let Some(what) = PANICKED.with(|p| p.borrow_mut().take()) {
+        if !ignore.iter().any(|k| k == "panicked") {
+            report.violation = Some(QuorumViolation {
+                time: report.stats.sim_ms,
+                kind: "panicked",
+                detail: what,
+            });
+        }
+    }
     report
 }
 
