@@ -399,6 +399,10 @@ mod tests {
         }
     }
 
+    fn indexes(entries: Vec<Entry>) -> Vec<u64> {
+        entries.iter().map(|e| e.log_id.index).collect()
+    }
+
     fn stored(inner: &Inner) -> Vec<(u64, u64)> {
         inner
             .read(0, u64::MAX)
@@ -452,13 +456,8 @@ mod tests {
             .block_on(s.limited_get_log_entries(8, 12))
             .unwrap()
             .is_empty());
-        let held: Vec<u64> = rt
-            .block_on(s.limited_get_log_entries(10, 12))
-            .unwrap()
-            .iter()
-            .map(|e| e.log_id.index)
-            .collect();
-        assert_eq!(held, vec![10, 11]);
+        let held = rt.block_on(s.limited_get_log_entries(10, 12)).unwrap();
+        assert_eq!(indexes(held), vec![10, 11]);
     }
 
     #[test]
@@ -476,12 +475,6 @@ mod tests {
         // (10) follows the snapshot.
         g.last_purged = Some(LogId::new(CommittedLeaderId::new(1, 1), 9));
         g.append(&[entry(1, 10)]).unwrap();
-        let held: Vec<u64> = g
-            .read(10, 20)
-            .unwrap()
-            .iter()
-            .map(|e| e.log_id.index)
-            .collect();
-        assert_eq!(held, vec![10]);
+        assert_eq!(indexes(g.read(10, 20).unwrap()), vec![10]);
     }
 }

@@ -645,12 +645,8 @@ fn catch_task_panics() {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let what = match info.location() {
-                Some(l) => {
-                    format!("{info}").replace('\n', " ") + &format!(" ({}:{})", l.file(), l.line())
-                }
-                None => format!("{info}").replace('\n', " "),
-            };
+            // "panicked at file:line:col: message", on one line.
+            let what = info.to_string().replace('\n', " ");
             PANICKED.with(|p| {
                 p.borrow_mut().get_or_insert(what);
             });
@@ -672,18 +668,9 @@ pub fn run_quorum_seed(seed: u64, trace: bool, ignore: &[String]) -> QuorumRepor
         Err(e) => panic!("a current-thread runtime: {e}"),
     };
     frieda_meta::seed_thread_rng(seed ^ 0x5241_4654);
-    let mut report = rt.block_on(simulate(seed, trace, ignore.to_vec()));
+    let report = rt.block_on(simulate(seed, trace, ignore.to_vec()));
     drop(rt);
     frieda_meta::unseed_thread_rng();
-    if let Some(what) = PANICKED.with(|p| p.borrow_mut().take()) {
-        if !ignore.iter().any(|k| k == "panicked") {
-            report.violation = Some(QuorumViolation {
-                time: report.stats.sim_ms,
-                kind: "panicked",
-                detail: what,
-            });
-        }
-    }
     report
 }
 
@@ -898,22 +885,21 @@ async fn simulate(seed: u64, trace: bool, ignore: Vec<String>) -> QuorumReport {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (report, nodes) = {
-        let mut s = lock(&net);
-        s.stats.sim_ms = s.now();
-        let report = QuorumReport {
-            seed,
-            violation: s.violation.clone(),
-            stats: s.stats.clone(),
-            trace: std::mem::take(&mut s.trace),
-        };
-        let nodes: Vec<Arc<SimNode>> = std::mem::take(&mut s.up).into_values().collect();
-        (report, nodes)
-    };
+    let nodes: Vec<Arc<SimNode>> = std::mem::take(&mut lock(&net).up).into_values().collect();
     for n in nodes {
         let _ = n.raft.shutdown().await;
     }
-    report
+    let mut s = lock(&net);
+    if let Some(what) = PANICKED.with(|p| p.borrow_mut().take()) {
+        s.violate("panicked", what);
+    }
+    s.stats.sim_ms = s.now();
+    QuorumReport {
+        seed,
+        violation: s.violation.clone(),
+        stats: s.stats.clone(),
+        trace: std::mem::take(&mut s.trace),
+    }
 }
 
 fn settle_change(
