@@ -43,6 +43,15 @@ def produce(boot: str, topic: str, values: list[bytes]) -> None:
     assert p.flush(60) == 0 and not failed, failed
 
 
+def topic_with_records(c, topic: str) -> tuple[str, list[bytes]]:
+    """Creates `topic` (1 partition, RF 3) on cluster `c` and produces 50 records to it."""
+    adm = c.admin()  # kept referenced until its future resolves
+    adm.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+    sent = [b"before-%d" % i for i in range(50)]
+    produce(c.bootstrap, topic, sent)
+    return topic, sent
+
+
 def read_all(boot: str, topic: str) -> list[bytes]:
     c = Consumer({"bootstrap.servers": boot, "group.id": f"g-{time.monotonic_ns()}",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
@@ -76,11 +85,7 @@ def test_a_three_voter_quorum_grows_to_four_and_back_with_kafkas_tool(cluster, t
     c.start(4)
 
     boot = c.bootstrap
-    topic = topic_name()
-    adm = c.admin()  # kept referenced until its future resolves
-    adm.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
-    sent = [b"before-%d" % i for i in range(50)]
-    produce(boot, topic, sent)
+    topic, sent = topic_with_records(c, topic_name())
 
     def status() -> str:
         return describe_status(classpath, boot)
@@ -142,11 +147,7 @@ def test_removing_the_active_controller_hands_its_leadership_over(cluster, topic
     which the simulator's seed reproduces; this guards the hand-over path with Kafka's tool.)"""
     c = cluster(3, voters=3)
     boot = c.bootstrap
-    topic = topic_name()
-    adm = c.admin()  # kept referenced until its future resolves
-    adm.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
-    sent = [b"before-%d" % i for i in range(50)]
-    produce(boot, topic, sent)
+    topic, sent = topic_with_records(c, topic_name())
 
     def status() -> str:
         return describe_status(classpath, boot)
