@@ -243,7 +243,7 @@ fn main() {
     let (seeds, t) = totals.lock().expect("totals").clone();
     let failures = failures.lock().expect("failures");
     println!(
-        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged, {} copies to the bucket ({} remote tier truncations), {} offset commits answered OK ({} coordinator loads), {} share group acknowledgements answered OK, {} transactions committed and {} aborted ({} KIP-890 verifications, {} pipelined produces waited for an earlier one); {} failed",
+        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged, {} copies to the bucket ({} remote tier truncations), {} offset commits answered OK ({} coordinator loads), {} share group acknowledgements answered OK, {} transactions committed and {} aborted ({} KIP-890 verifications, {} pipelined produces waited for an earlier one), {} rounds of idempotent batches answered OK ({} epoch bumps); {} failed",
         seeds,
         args.start,
         end,
@@ -264,6 +264,8 @@ fn main() {
         t.txn_aborts,
         t.txn_verifications,
         t.txn_waited_turns,
+        t.idempotent_rounds,
+        t.idempotent_bumps,
         failures.len()
     );
     let mut kinds: std::collections::BTreeMap<&str, Vec<u64>> = Default::default();

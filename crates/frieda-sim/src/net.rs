@@ -239,7 +239,7 @@ pub enum Msg {
         /// COMMIT or ABORT.
         commit: bool,
     },
-    /// Transactional client -> leader of partition 0: Produce of one transactional batch, the
+    /// Transactional or idempotent client -> leader of partition 0: Produce of one batch, the
     /// `frame`-th request on the client's connection `conn` (the broker reads a connection's
     /// frames in order, once, as TCP hands them over; `crate::txn`).
     TxnProduce {
@@ -259,6 +259,8 @@ pub enum Msg {
         seq: i32,
         /// Records.
         count: i64,
+        /// A transactional batch (else an idempotent producer's).
+        transactional: bool,
     },
     /// Leader of partition 0 -> transaction coordinator: AddPartitionsToTxn with
     /// `verify_only` for partition 0 (KIP-890 part 1, `txn_verify::add_or_verify`).

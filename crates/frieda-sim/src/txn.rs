@@ -28,7 +28,15 @@
 //! - the request pipeline: a client's produces travel on a connection that the leader reads in
 //!   order, once, and decide their appends in that order through the broker's
 //!   `produce_order::book::OrderBook` (issue 57, defect 3), while their verifications and
-//!   replication waits overlap.
+//!   replication waits overlap;
+//! - an idempotent producer's batches take the same path without the verification (the
+//!   producer state's `check` as `ProducerCheck::PLAIN`); a batch refused before its append is
+//!   noted (`note_refused`), and a duplicate is answered with its original's offset once the
+//!   original is acknowledged (the produce handler's wait for the replicas).
+//!
+//! An idempotent client (`idem-0`) sends rounds of one to three batches the same way, its
+//! sequences running on across rounds; after five sends of a round, or an error it cannot
+//! retry, it bumps its epoch and starts its sequences at 0 again (KIP-360).
 //!
 //! Two clients each run transactions until 10 s before the end: InitProducerId, add partition
 //! 0, one to three `acks=all` batches sent at once on a new connection (pipelined, sequence
@@ -48,6 +56,10 @@
 //! - `txn-produce-out-of-order`: no batch is refused OUT_OF_ORDER_SEQUENCE_NUMBER by a leader
 //!   that appended the batch before it in sequence, sent before it on the same connection, in
 //!   the same leader epoch (Kafka, one request of a connection at a time, would have taken it);
+//! - `producer-batch-duplicated`: no batch (producer id, epoch, base sequence) is twice in
+//!   partition 0's final leader's log below its high watermark;
+//! - `producer-ack-lost`: every produce a client got answered OK is in that log at the offset
+//!   the answer gave (unless a power loss without fsync voided it);
 //! - `liveness-txn-hanging`: after the run settles, no transactional batch of partition 0's
 //!   final leader lacks its marker (the last stable offset is not stuck), and every marker
 //!   there agrees with the decision.
@@ -72,6 +84,12 @@ use crate::world::{Appending, Event, Timer, World, TOPIC};
 
 /// Transactional clients of a run (`tx-0`, `tx-1`, ...).
 pub(crate) const CLIENTS: u8 = 2;
+/// Idempotent (not transactional) clients of a run beside them (`idem-0`, ...), writing
+/// partition 0 through the same connections and produce order.
+pub(crate) const IDEMPOTENT_CLIENTS: u8 = 1;
+/// Sends of one round an idempotent client makes before it gives the round up and bumps its
+/// epoch (sequences from 0 again; KIP-360's bump of an idempotent producer).
+const IDEMPOTENT_MAX_SENDS: u8 = 5;
 /// The partition the transactions write.
 const DATA_PARTITION: i32 = 0;
 /// `transaction.timeout.ms` of the clients.
@@ -123,12 +141,14 @@ pub(crate) struct TxnWrite {
 /// A transactional batch or marker of partition 0, by batch id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TxnBatch {
-    /// Data: producer id, epoch, base sequence, records.
+    /// Data: producer id, epoch, base sequence, records; transactional, or of an idempotent
+    /// producer.
     Data {
         pid: i64,
         epoch: i16,
         seq: i32,
         count: i64,
+        transactional: bool,
     },
     /// A marker: producer id, its (bumped) epoch, commit, coordinator epoch.
     Marker {
@@ -147,7 +167,18 @@ impl TxnBatch {
                 epoch,
                 seq,
                 count,
-            } => (pid, epoch, seq, count, frieda_log::TRANSACTIONAL_BIT),
+                transactional,
+            } => (
+                pid,
+                epoch,
+                seq,
+                count,
+                if transactional {
+                    frieda_log::TRANSACTIONAL_BIT
+                } else {
+                    0
+                },
+            ),
             TxnBatch::Marker { pid, epoch, .. } => (
                 pid,
                 epoch,
@@ -192,10 +223,14 @@ enum Phase {
     Done,
 }
 
-/// A transactional producer.
+/// A transactional producer, or an idempotent one (`idempotent`: no transactions, its
+/// sequences run on across rounds of batches).
 #[derive(Debug, Clone)]
 pub(crate) struct Client {
     tid: String,
+    idempotent: bool,
+    /// An idempotent producer's next base sequence in its epoch.
+    next_seq: i32,
     pid: i64,
     epoch: i16,
     phase: Phase,
@@ -316,6 +351,8 @@ pub(crate) struct Txns {
     /// order after waiting for an earlier one.
     pub(crate) verifications: u64,
     pub(crate) waited_turns: u64,
+    /// Duplicates are answered at once ([`World::answer_duplicates_at_once`]).
+    pub(crate) duplicates_at_once: bool,
     /// The produce-order rule is off ([`World::without_produce_order`]).
     pub(crate) produce_order_off: bool,
     next_pid: i64,
@@ -323,6 +360,25 @@ pub(crate) struct Txns {
     /// Transactions committed and aborted (decisions written).
     pub(crate) commits: u64,
     pub(crate) aborts: u64,
+    /// Rounds of batches idempotent clients got answered OK, and their epoch bumps.
+    pub(crate) idempotent_rounds: u64,
+    pub(crate) idempotent_bumps: u64,
+    /// Produces the clients got answered OK, for `producer-ack-lost`.
+    answered: Vec<Answered>,
+    /// Produces answered as duplicates: request -> the original batch's id.
+    dup_of: BTreeMap<u64, u64>,
+}
+
+/// A produce a client got answered OK: its batch and the offset the answer gave.
+#[derive(Debug, Clone, Copy)]
+struct Answered {
+    client: u8,
+    pid: i64,
+    epoch: i16,
+    seq: i32,
+    base: i64,
+    /// The batch in the log (the request's own, or the original a duplicate was answered with).
+    batch: u64,
 }
 
 impl World {
@@ -335,9 +391,16 @@ impl World {
         if !self.txn_run() {
             return;
         }
-        for c in 0..CLIENTS {
+        for c in 0..CLIENTS + IDEMPOTENT_CLIENTS {
+            let idempotent = c >= CLIENTS;
             self.txns.clients.push(Client {
-                tid: format!("tx-{c}"),
+                tid: if idempotent {
+                    format!("idem-{}", c - CLIENTS)
+                } else {
+                    format!("tx-{c}")
+                },
+                idempotent,
+                next_seq: 0,
                 pid: -1,
                 epoch: -1,
                 phase: Phase::Init,
@@ -373,6 +436,17 @@ impl World {
 
     fn txn_client_send(&mut self, c: u8) {
         let op = self.plan.shape.txn_partition.expect("a txn run");
+        let pid = self.txns.next_pid;
+        let cl = &mut self.txns.clients[c as usize];
+        if cl.idempotent && cl.phase == Phase::Init {
+            // InitProducerId without a transactional id: any broker hands out an id of its
+            // block, epoch 0 (not simulated: the client has a fresh id at once).
+            cl.pid = pid;
+            cl.epoch = 0;
+            cl.next_seq = 0;
+            self.txns.next_pid += 1;
+            return self.txn_client_begin(c);
+        }
         let req = self.next_request_id();
         let cl = &mut self.txns.clients[c as usize];
         cl.req = req;
@@ -417,13 +491,16 @@ impl World {
         let cl = &mut self.txns.clients[c as usize];
         if cl.sent.iter().any(|(r, _)| *r != 0) {
             cl.retries += 1;
+            if cl.retries >= IDEMPOTENT_MAX_SENDS && cl.idempotent {
+                return self.idempotent_bump(c);
+            }
             if cl.retries >= 5 {
                 cl.failed = true;
                 self.txn_client_next(c, Phase::End { commit: false }, 0);
                 return;
             }
         }
-        let (tid, pid, epoch) = (cl.tid.clone(), cl.pid, cl.epoch);
+        let (tid, pid, epoch, transactional) = (cl.tid.clone(), cl.pid, cl.epoch, !cl.idempotent);
         let todo: Vec<usize> = (0..cl.batches.len())
             .filter(|&i| !matches!(cl.sent[i].1, Some(Ok(()))))
             .collect();
@@ -449,6 +526,7 @@ impl World {
                     epoch,
                     seq,
                     count,
+                    transactional,
                 },
             );
         }
@@ -480,7 +558,44 @@ impl World {
         cl.failed = false;
         cl.retries = 0;
         let think = self.rng.gen_range(0..400);
-        self.txn_client_next(c, Phase::Add, think);
+        if cl.idempotent {
+            let first = cl.next_seq;
+            self.txn_plan_batches(c, first);
+            self.txn_client_next(c, Phase::Produce, think);
+        } else {
+            self.txn_client_next(c, Phase::Add, think);
+        }
+    }
+
+    /// Client `c`'s batches of the round (its `planned` count, 1-5 records each), with
+    /// sequences from `first`.
+    fn txn_plan_batches(&mut self, c: u8, first: i32) {
+        let planned = self.txns.clients[c as usize].planned;
+        let mut batches = Vec::new();
+        let mut seq = first;
+        for _ in 0..planned {
+            let count = self.rng.gen_range(1..=5);
+            batches.push((seq, count));
+            seq += count as i32;
+        }
+        let cl = &mut self.txns.clients[c as usize];
+        cl.sent = vec![(0, None); batches.len()];
+        cl.batches = batches;
+    }
+
+    /// Idempotent client `c` gives its round up (retries exhausted, or an error it cannot
+    /// retry) and bumps its epoch: sequences start at 0 again, and the round's records whose
+    /// answers it lacks are in the log or not (at most once, never twice).
+    fn idempotent_bump(&mut self, c: u8) {
+        let cl = &mut self.txns.clients[c as usize];
+        cl.epoch += 1;
+        cl.next_seq = 0;
+        let (tid, epoch, sent) = (cl.tid.clone(), cl.epoch, cl.sent.clone());
+        self.log(|| {
+            format!("client {tid}: gives its round up ({sent:?}), bumps its epoch to {epoch}")
+        });
+        self.txns.idempotent_bumps += 1;
+        self.txn_client_begin(c);
     }
 
     /// An answer reaches a client.
@@ -511,25 +626,28 @@ impl World {
                 self.txn_client_begin(c);
             }
             (Phase::Add, Ok(_)) => {
-                let planned = self.txns.clients[c as usize].planned;
-                let mut batches = Vec::new();
-                let mut seq = 0;
-                for _ in 0..planned {
-                    let count = self.rng.gen_range(1..=5);
-                    batches.push((seq, count));
-                    seq += count as i32;
-                }
-                let cl = &mut self.txns.clients[c as usize];
-                cl.sent = vec![(0, None); batches.len()];
-                cl.batches = batches;
+                self.txn_plan_batches(c, 0);
                 self.txn_client_next(c, Phase::Produce, 0);
             }
             (Phase::Produce, result) if !fenced => {
                 let commit = self.rng.gen_bool(0.8);
+                let batch = self.txns.dup_of.get(&req).copied().unwrap_or(req);
                 let cl = &mut self.txns.clients[c as usize];
-                if let Some(s) = cl.sent.iter_mut().find(|(r, _)| *r == req) {
-                    s.1 = Some(result.map(|_| ()));
+                if let Some(i) = cl.sent.iter().position(|(r, _)| *r == req) {
+                    cl.sent[i].1 = Some(result.map(|_| ()));
+                    if let Ok((base, _)) = result {
+                        let a = Answered {
+                            client: c,
+                            pid: cl.pid,
+                            epoch: cl.epoch,
+                            seq: cl.batches[i].0,
+                            base,
+                            batch,
+                        };
+                        self.txns.answered.push(a);
+                    }
                 }
+                let cl = &mut self.txns.clients[c as usize];
                 if cl.sent.iter().any(|(_, a)| a.is_none()) {
                     return; // the round's other answers first
                 }
@@ -538,6 +656,13 @@ impl World {
                     .iter()
                     .filter_map(|(_, a)| a.and_then(|a| a.err()))
                     .collect();
+                if errors.is_empty() && cl.idempotent {
+                    let &(seq, count) = cl.batches.last().expect("a round has batches");
+                    cl.next_seq = seq + count as i32;
+                    self.txns.idempotent_rounds += 1;
+                    self.txn_client_begin(c);
+                    return;
+                }
                 if errors.is_empty() {
                     let commit = commit && !cl.failed;
                     self.txn_client_next(c, Phase::End { commit }, 0);
@@ -559,6 +684,8 @@ impl World {
                 });
                 if retriable {
                     self.txn_client_next(c, Phase::Produce, CLIENT_BACKOFF_MS);
+                } else if cl.idempotent {
+                    self.idempotent_bump(c);
                 } else {
                     cl.failed = true;
                     self.txn_client_next(c, Phase::End { commit: false }, 0);
@@ -1301,7 +1428,13 @@ impl World {
     /// partition 0 is in the producer's transaction; the append then carries the producer
     /// state's verification token.
     fn txn_produce_verify(&mut self, id: i32, p: ConnProduce) {
-        let TxnBatch::Data { pid, epoch, .. } = p.batch else {
+        let TxnBatch::Data {
+            pid,
+            epoch,
+            transactional,
+            ..
+        } = p.batch
+        else {
             return;
         };
         let answer = |w: &mut World, e: E| {
@@ -1309,11 +1442,17 @@ impl World {
             w.txn_produce_decided(id, p.conn, p.ticket);
         };
         if let Err(e) = self.check_append(id, DATA_PARTITION, true) {
+            self.txn_note_refused(id, &p.batch);
             return answer(self, e);
         }
         let Some(state) = self.bm(id).producers.as_mut() else {
             return answer(self, E::NotLeaderOrFollower);
         };
+        if !transactional {
+            // An idempotent producer's batch: nothing to verify (`verify_transactions` looks
+            // at transactional batches only).
+            return self.txn_produce_check(id, p, None);
+        }
         let Some(token) = state.begin_verification(pid, epoch, true) else {
             return self.txn_produce_check(id, p, None);
         };
@@ -1382,21 +1521,31 @@ impl World {
             req,
             batch,
         } = p;
-        let leader_epoch = self.check_append(id, DATA_PARTITION, true)?;
+        let leader_epoch = match self.check_append(id, DATA_PARTITION, true) {
+            Ok(e) => e,
+            Err(e) => {
+                // `append`: a batch refused before its append is noted, so a later one of
+                // the producer that comes first is refused too, not called out of order.
+                self.txn_note_refused(id, &batch);
+                return Err(e);
+            }
+        };
         let header = batch.header();
         let Some(state) = self.b(id).producers.as_ref() else {
             return Err(E::NotLeaderOrFollower);
         };
-        let checked = state.check(&header, token, true);
         let TxnBatch::Data {
             pid,
             epoch,
             seq,
             count,
+            transactional,
         } = batch
         else {
             unreachable!("a data batch");
         };
+        // ProducerCheck::verified(token) for a transactional batch, PLAIN for an idempotent one
+        let checked = state.check(&header, token, transactional);
         // What `txn-produce-out-of-order` compares: appended or a duplicate (OK), or refused
         // OUT_OF_ORDER_SEQUENCE_NUMBER; a check that passed but whose append failed is neither.
         let checked_as = |ok: bool| Checked {
@@ -1424,7 +1573,31 @@ impl World {
                 Err(e)
             }
             Ok(SequenceCheck::Duplicate { base_offset, .. }) => {
-                self.txn_reply(id, req, Ok((base_offset, 0)));
+                // Answered with the original's offset once the original is acknowledged (the
+                // produce handler waits for the duplicate's last offset to be replicated).
+                let original = self.b(id).disks[&DATA_PARTITION]
+                    .log
+                    .batch_at(base_offset)
+                    .filter(|b| b.base == base_offset)
+                    .copied();
+                let Some(original) = original else {
+                    return Err(E::NotLeaderOrFollower);
+                };
+                self.txns.dup_of.insert(req, original.id);
+                if self.txns.duplicates_at_once {
+                    self.txn_reply(id, req, Ok((base_offset, 0)));
+                    return Ok(());
+                }
+                let write = Appending {
+                    req,
+                    acks: -1,
+                    count: original.count,
+                    timeout: crate::world::PRODUCE_TIMEOUT_MS,
+                    coordinator: None,
+                    marker: None,
+                    reply: Some(Reply::Produce),
+                };
+                self.wait_pending(id, DATA_PARTITION, leader_epoch, original, write);
                 Ok(())
             }
             Ok(SequenceCheck::Append) => {
@@ -1446,6 +1619,15 @@ impl World {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// Broker `id`'s producer state notes data batch `batch` refused before its append
+    /// (`Partition::note_refused`).
+    fn txn_note_refused(&mut self, id: i32, batch: &TxnBatch) {
+        let header = batch.header();
+        if let Some(s) = self.bm(id).producers.as_mut() {
+            s.note_refused(&header);
         }
     }
 
@@ -1631,6 +1813,7 @@ impl World {
                 epoch,
                 seq,
                 count,
+                transactional,
             } => self.on_txn_produce(
                 id,
                 tid,
@@ -1641,6 +1824,7 @@ impl World {
                     epoch,
                     seq,
                     count,
+                    transactional,
                 },
             ),
             Msg::TxnVerify {
@@ -1694,6 +1878,25 @@ impl World {
             return;
         };
         let hw = self.served_hw(leader, DATA_PARTITION);
+        // Every produce a client got answered OK is in the log, at the offset it was told.
+        let log = &self.b(leader).disks[&DATA_PARTITION].log;
+        let lost = self.txns.answered.iter().find(|a| {
+            let found = log.batch_at(a.base).and_then(|b| {
+                let x = self.txns.batches.get(&b.id)?;
+                (b.base == a.base && b.end() <= hw).then_some(*x)
+            });
+            let here = matches!(found, Some(TxnBatch::Data { pid, epoch, seq, .. })
+                if pid == a.pid && epoch == a.epoch && seq == a.seq);
+            !here && a.base >= log.log_start_offset() && !self.exempt(a.batch)
+        });
+        if let Some(a) = lost.copied() {
+            let tid = self.txns.clients[a.client as usize].tid.clone();
+            self.violate(
+                "producer-ack-lost",
+                format!("client {tid}'s batch (producer {}, epoch {}, sequence {}, batch {}) was answered OK at offset {}, but partition 0's final leader {leader} holds {:?} there (high watermark {hw})", a.pid, a.epoch, a.seq, a.batch, a.base, self.b(leader).disks[&DATA_PARTITION].log.batch_at(a.base)),
+            );
+            return;
+        }
         let mut open: BTreeMap<i64, (u64, i16, i64)> = BTreeMap::new();
         let batches: Vec<crate::disk::Batch> = self.b(leader).disks[&DATA_PARTITION]
             .log
@@ -1702,11 +1905,31 @@ impl World {
             .take_while(|b| b.end() <= hw)
             .copied()
             .collect();
+        // Every producer batch (producer id, epoch, base sequence) once in the log.
+        let mut sequenced: BTreeMap<(i64, i16, i32), (u64, i64)> = BTreeMap::new();
         for b in batches {
+            if let Some(&TxnBatch::Data {
+                pid, epoch, seq, ..
+            }) = self.txns.batches.get(&b.id)
+            {
+                if let Some((other, at)) = sequenced.insert((pid, epoch, seq), (b.id, b.base)) {
+                    self.violate(
+                        "producer-batch-duplicated",
+                        format!("partition 0's final leader {leader} holds producer {pid}'s batch of epoch {epoch}, sequence {seq} twice below its high watermark {hw}: batch {other} at {at} and batch {} at {}", b.id, b.base),
+                    );
+                    return;
+                }
+            }
             match self.txns.batches.get(&b.id).copied() {
-                Some(TxnBatch::Data { pid, epoch, .. }) => {
+                Some(TxnBatch::Data {
+                    pid,
+                    epoch,
+                    transactional: true,
+                    ..
+                }) => {
                     open.entry(pid).or_insert((b.id, epoch, b.base));
                 }
+                Some(TxnBatch::Data { .. }) => {}
                 Some(TxnBatch::Marker { pid, commit, .. }) => {
                     if let Some((first, _, _)) = open.remove(&pid) {
                         self.txn_check_marker(leader, Some(first), b.id, commit);

@@ -115,6 +115,10 @@ pub struct Stats {
     pub txn_aborts: u64,
     /// KIP-890 verifications partition 0's leaders asked of a coordinator (`crate::txn`).
     pub txn_verifications: u64,
+    /// Rounds of batches idempotent producers got answered OK (`crate::txn`).
+    pub idempotent_rounds: u64,
+    /// Epoch bumps of idempotent producers that gave a round up.
+    pub idempotent_bumps: u64,
     /// Pipelined transactional produces that waited for an earlier one of their connection
     /// to decide its append (the produce-order rule at work).
     pub txn_waited_turns: u64,
@@ -146,6 +150,8 @@ impl Stats {
         self.txn_commits += other.txn_commits;
         self.txn_aborts += other.txn_aborts;
         self.txn_verifications += other.txn_verifications;
+        self.idempotent_rounds += other.idempotent_rounds;
+        self.idempotent_bumps += other.idempotent_bumps;
         self.txn_waited_turns += other.txn_waited_turns;
         self.dropped += other.dropped;
         self.voided += other.voided;
@@ -592,6 +598,8 @@ impl World {
         self.stats.txn_commits = self.txns.commits;
         self.stats.txn_aborts = self.txns.aborts;
         self.stats.txn_verifications = self.txns.verifications;
+        self.stats.idempotent_rounds = self.txns.idempotent_rounds;
+        self.stats.idempotent_bumps = self.txns.idempotent_bumps;
         self.stats.txn_waited_turns = self.txns.waited_turns;
         Report {
             seed: self.plan.seed,
@@ -1249,6 +1257,14 @@ impl World {
     /// `txn-produce-out-of-order` must find it.
     pub fn without_produce_order(mut self) -> World {
         self.txns.produce_order_off = true;
+        self
+    }
+
+    /// Answers a producer's duplicate batch with its original's offset at once, without
+    /// waiting for the original to be acknowledged (the mutation test of that wait: the check
+    /// `producer-ack-lost` must find it).
+    pub fn answer_duplicates_at_once(mut self) -> World {
+        self.txns.duplicates_at_once = true;
         self
     }
 
@@ -2452,7 +2468,6 @@ impl World {
         epoch: i32,
         x: Appending,
     ) -> Result<(), ResponseError> {
-        let fsync = self.plan.shape.fsync;
         let now = self.now;
         let b = self.bm(id);
         let d = b.disks.get_mut(&p).expect("opened");
@@ -2464,7 +2479,20 @@ impl World {
         };
         let leo = d.log.leo();
         b.replicas[&p].repl.advance(leo, now as i64);
-        b.pending.push(Pending {
+        self.wait_pending(id, p, epoch, batch, x);
+        Ok(())
+    }
+
+    /// Broker `id` answers `x` once `batch`, already in its log of `p`, is acknowledged as an
+    /// append of leader epoch `epoch` would be (flushed if fsync is on; with `acks=all`
+    /// replicated to the in-sync replicas): the wait of [`Self::append_pending`], also for a
+    /// duplicate of a producer's batch, whose answer the broker's produce handler holds until
+    /// the original is replicated (`append`: `wait_replicated` of the duplicate's last
+    /// offset, as Kafka's delayed produce waits for it).
+    pub(crate) fn wait_pending(&mut self, id: i32, p: i32, epoch: i32, batch: Batch, x: Appending) {
+        let fsync = self.plan.shape.fsync;
+        let now = self.now;
+        self.bm(id).pending.push(Pending {
             req: x.req,
             partition: p,
             acks: x.acks,
@@ -2480,7 +2508,6 @@ impl World {
             let d = self.rng.gen_range(1..4);
             self.timer(id, d, Timer::Flush(p));
         }
-        Ok(())
     }
 
     /// Answers the long-polling follower fetches that can be answered now: data arrived, or

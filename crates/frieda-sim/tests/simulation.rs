@@ -505,3 +505,27 @@ fn seed_91_pipelined_produces_without_the_produce_order_rule_go_out_of_order() {
     assert!(on.stats.txn_waited_turns > 0, "{:?}", on.stats);
     assert!(on.stats.txn_verifications > 0, "{:?}", on.stats);
 }
+
+/// Issue 57, the request pipeline for idempotent producers: an idempotent client pipelines
+/// its batches on partition 0 beside the transactional ones; a retried batch the leader
+/// finds a duplicate of is answered with the original's offset once the original is
+/// acknowledged (the produce handler's wait for the replicas). Answered at once, the
+/// original (not yet replicated) was lost with its leader and another batch took its
+/// offset: seed 234 finds it (`producer-ack-lost`, 1 of seeds 0-299; treating duplicates as
+/// new batches broke `producer-batch-duplicated` in 60 of them); with the wait it runs clean.
+#[test]
+fn seed_234_a_duplicate_is_answered_once_its_original_is_acknowledged() {
+    let plan = frieda_sim::Plan::generate(234);
+    let at_once = frieda_sim::World::new(plan.clone(), false)
+        .answer_duplicates_at_once()
+        .run();
+    assert_eq!(
+        at_once.violation.as_ref().map(|v| v.kind),
+        Some("producer-ack-lost"),
+        "{:?}",
+        at_once.violation
+    );
+    let on = frieda_sim::run_plan(plan, false, &[]);
+    assert!(on.violation.is_none(), "{:?}", on.violation);
+    assert!(on.stats.idempotent_rounds > 10, "{:?}", on.stats);
+}
