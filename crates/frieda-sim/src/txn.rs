@@ -87,9 +87,10 @@ pub(crate) const CLIENTS: u8 = 2;
 /// Idempotent (not transactional) clients of a run beside them (`idem-0`, ...), writing
 /// partition 0 through the same connections and produce order.
 pub(crate) const IDEMPOTENT_CLIENTS: u8 = 1;
-/// Sends of one round an idempotent client makes before it gives the round up and bumps its
-/// epoch (sequences from 0 again; KIP-360's bump of an idempotent producer).
-const IDEMPOTENT_MAX_SENDS: u8 = 5;
+/// Sends of one round of batches a client makes before it gives the round up: a
+/// transactional client aborts its transaction, an idempotent one bumps its epoch (sequences
+/// from 0 again; KIP-360's bump of an idempotent producer).
+const MAX_SENDS: u8 = 5;
 /// The partition the transactions write.
 const DATA_PARTITION: i32 = 0;
 /// `transaction.timeout.ms` of the clients.
@@ -491,10 +492,10 @@ impl World {
         let cl = &mut self.txns.clients[c as usize];
         if cl.sent.iter().any(|(r, _)| *r != 0) {
             cl.retries += 1;
-            if cl.retries >= IDEMPOTENT_MAX_SENDS && cl.idempotent {
+            if cl.retries >= MAX_SENDS && cl.idempotent {
                 return self.idempotent_bump(c);
             }
-            if cl.retries >= 5 {
+            if cl.retries >= MAX_SENDS {
                 cl.failed = true;
                 self.txn_client_next(c, Phase::End { commit: false }, 0);
                 return;
@@ -1908,28 +1909,25 @@ impl World {
         // Every producer batch (producer id, epoch, base sequence) once in the log.
         let mut sequenced: BTreeMap<(i64, i16, i32), (u64, i64)> = BTreeMap::new();
         for b in batches {
-            if let Some(&TxnBatch::Data {
-                pid, epoch, seq, ..
-            }) = self.txns.batches.get(&b.id)
-            {
-                if let Some((other, at)) = sequenced.insert((pid, epoch, seq), (b.id, b.base)) {
-                    self.violate(
-                        "producer-batch-duplicated",
-                        format!("partition 0's final leader {leader} holds producer {pid}'s batch of epoch {epoch}, sequence {seq} twice below its high watermark {hw}: batch {other} at {at} and batch {} at {}", b.id, b.base),
-                    );
-                    return;
-                }
-            }
             match self.txns.batches.get(&b.id).copied() {
                 Some(TxnBatch::Data {
                     pid,
                     epoch,
-                    transactional: true,
+                    seq,
+                    transactional,
                     ..
                 }) => {
-                    open.entry(pid).or_insert((b.id, epoch, b.base));
+                    if let Some((other, at)) = sequenced.insert((pid, epoch, seq), (b.id, b.base)) {
+                        self.violate(
+                            "producer-batch-duplicated",
+                            format!("partition 0's final leader {leader} holds producer {pid}'s batch of epoch {epoch}, sequence {seq} twice below its high watermark {hw}: batch {other} at {at} and batch {} at {}", b.id, b.base),
+                        );
+                        return;
+                    }
+                    if transactional {
+                        open.entry(pid).or_insert((b.id, epoch, b.base));
+                    }
                 }
-                Some(TxnBatch::Data { .. }) => {}
                 Some(TxnBatch::Marker { pid, commit, .. }) => {
                     if let Some((first, _, _)) = open.remove(&pid) {
                         self.txn_check_marker(leader, Some(first), b.id, commit);

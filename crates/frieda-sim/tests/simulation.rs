@@ -65,6 +65,24 @@ fn run_seed_clean(seed: u64) -> frieda_sim::Report {
     r
 }
 
+/// The mutation test of a rule: seed `seed` with the rule turned off by `mutate` breaks
+/// invariant `kind`; with the rule it runs clean (its report returned).
+fn mutation_breaks_seed(
+    seed: u64,
+    mutate: impl FnOnce(frieda_sim::World) -> frieda_sim::World,
+    kind: &str,
+) -> frieda_sim::Report {
+    let plan = frieda_sim::Plan::generate(seed);
+    let off = mutate(frieda_sim::World::new(plan, false)).run();
+    assert_eq!(
+        off.violation.as_ref().map(|v| v.kind),
+        Some(kind),
+        "{:?}",
+        off.violation
+    );
+    run_seed_clean(seed)
+}
+
 /// Fails with `what` and the run's violation, if it had one.
 fn assert_no_violation(r: &frieda_sim::Report, what: &str) {
     assert!(
@@ -490,18 +508,11 @@ fn seed_10779_a_lost_share_state_answer_breaks_the_connection() {
 /// (21 of seeds 0-99 did); with the rule, the same seed runs clean.
 #[test]
 fn seed_91_pipelined_produces_without_the_produce_order_rule_go_out_of_order() {
-    let plan = frieda_sim::Plan::generate(91);
-    let off = frieda_sim::World::new(plan.clone(), false)
-        .without_produce_order()
-        .run();
-    assert_eq!(
-        off.violation.as_ref().map(|v| v.kind),
-        Some("txn-produce-out-of-order"),
-        "{:?}",
-        off.violation
+    let on = mutation_breaks_seed(
+        91,
+        |w| w.without_produce_order(),
+        "txn-produce-out-of-order",
     );
-    let on = frieda_sim::run_plan(plan, false, &[]);
-    assert!(on.violation.is_none(), "{:?}", on.violation);
     assert!(on.stats.txn_waited_turns > 0, "{:?}", on.stats);
     assert!(on.stats.txn_verifications > 0, "{:?}", on.stats);
 }
@@ -515,17 +526,6 @@ fn seed_91_pipelined_produces_without_the_produce_order_rule_go_out_of_order() {
 /// new batches broke `producer-batch-duplicated` in 60 of them); with the wait it runs clean.
 #[test]
 fn seed_234_a_duplicate_is_answered_once_its_original_is_acknowledged() {
-    let plan = frieda_sim::Plan::generate(234);
-    let at_once = frieda_sim::World::new(plan.clone(), false)
-        .answer_duplicates_at_once()
-        .run();
-    assert_eq!(
-        at_once.violation.as_ref().map(|v| v.kind),
-        Some("producer-ack-lost"),
-        "{:?}",
-        at_once.violation
-    );
-    let on = frieda_sim::run_plan(plan, false, &[]);
-    assert!(on.violation.is_none(), "{:?}", on.violation);
+    let on = mutation_breaks_seed(234, |w| w.answer_duplicates_at_once(), "producer-ack-lost");
     assert!(on.stats.idempotent_rounds > 10, "{:?}", on.stats);
 }
