@@ -21,50 +21,16 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::image::{
-    BrokerId, BrokerRegistration, Endpoint, MetaCommand, MetaError, MetaOutcome, MetadataImage,
-    PartitionState,
-};
+use crate::image::{BrokerId, MetaCommand, MetaError, MetaOutcome, MetadataImage, PartitionState};
 use crate::leadership::{self, LeaderPlacement, PlacementConfig};
 use crate::placement::place;
 use crate::remote_log::RemoteSegmentChange;
+pub use crate::sessions::{expired_sessions, heartbeat_commands, Heartbeat};
+use crate::sessions::{BrokerSessions, HeartbeatDecision};
 use crate::types::Raft;
 
 /// Producer ids handed out per block (Kafka's `PRODUCER_ID_BLOCK_SIZE`).
 pub const PRODUCER_ID_BLOCK: i64 = 1000;
-
-/// A broker's periodic heartbeat (Kafka's BrokerHeartbeat, with the registration folded in).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Heartbeat {
-    /// `node.id`.
-    pub id: BrokerId,
-    /// The broker process's run.
-    pub incarnation: Uuid,
-    /// Its client listeners.
-    pub endpoints: Vec<Endpoint>,
-    /// `broker.rack`.
-    pub rack: Option<String>,
-    /// Its controller-listener address (a broker-only node joins the quorum as a learner).
-    pub raft_addr: String,
-    /// Set when shutting down: the controller fences it at once (controlled shutdown).
-    pub shutting_down: bool,
-    /// `(topic, partition)` of its replicas whose log went offline (a failed fsync): Kafka's
-    /// `OfflineLogDirs` of BrokerHeartbeat (KIP-858).
-    #[serde(default)]
-    pub offline_replicas: Vec<(String, i32)>,
-    /// Its previous run stopped cleanly (Kafka's `PreviousBrokerEpoch` in
-    /// BrokerRegistration): without it, it leaves every ELR when it registers (KIP-966).
-    #[serde(default)]
-    pub clean_shutdown: bool,
-    /// Its measured leader cost, µs (issue 33; `None` until it has measured a window): what
-    /// measured leader placement compares ([`crate::leadership`]).
-    #[serde(default)]
-    pub leader_cost_us: Option<u64>,
-    /// Claims of its replicas of leaderless `quorum` partitions, `(topic, partition, claim)`
-    /// (issue 34, [`crate::quorum`]): what the controller elects their leaders from.
-    #[serde(default)]
-    pub claims: Vec<(String, i32, crate::quorum::Claim)>,
-}
 
 /// How long a new active controller waits for its quorum to confirm it and its image to catch
 /// up before it decides anything (retried at the next request or tick).
@@ -359,19 +325,16 @@ pub struct ControllerConfig {
     pub quorum_acks: bool,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Session {
-    incarnation: Uuid,
-    last: Instant,
-}
-
 /// The controller; acts only while its node leads the quorum.
 pub struct Controller {
     raft: Raft,
     node_id: u64,
     image: watch::Receiver<Arc<MetadataImage>>,
     config: ControllerConfig,
-    sessions: Mutex<HashMap<BrokerId, Session>>,
+    /// Broker sessions and quorum-partition claims (sans-IO, shared with the simulator).
+    sessions: Mutex<BrokerSessions>,
+    /// The origin of the ms clock `sessions` is kept on.
+    started: Instant,
     /// The term this node last led in (sessions restart when it changes).
     led_term: Mutex<Option<u64>>,
     /// The term [`ready`](Self::ready) confirmed.
@@ -385,8 +348,6 @@ pub struct Controller {
     last_rebalance: Mutex<Instant>,
     /// Each broker's last reported leader cost (µs) and when it came (measured placement).
     costs: Mutex<HashMap<BrokerId, (u64, Instant)>>,
-    /// Claims of replicas of leaderless `quorum` partitions ([`crate::quorum`]).
-    claims: Mutex<crate::quorum::Claims>,
     /// When measured placement last planned.
     last_placement: Mutex<Instant>,
     /// When the leaderships moved in the last minute were moved (at most
@@ -407,14 +368,14 @@ impl Controller {
             node_id,
             image,
             config,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(BrokerSessions::default()),
+            started: Instant::now(),
             led_term: Mutex::new(None),
             ready_term: Mutex::new(None),
             handing_over: std::sync::atomic::AtomicBool::new(false),
             decide: tokio::sync::Mutex::new(()),
             last_rebalance: Mutex::new(Instant::now()),
             costs: Mutex::new(HashMap::new()),
-            claims: Mutex::new(Default::default()),
             last_placement: Mutex::new(Instant::now()),
             recent_moves: Mutex::new(VecDeque::new()),
         }
@@ -467,6 +428,12 @@ impl Controller {
         Some(term)
     }
 
+    /// Milliseconds on the clock the broker sessions are kept on (monotonic, from this
+    /// controller's start).
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
     /// Restarts broker sessions when this node starts leading a new term (a new controller
     /// gives every registered broker a full session).
     fn on_term(&self, term: u64) {
@@ -475,22 +442,8 @@ impl Controller {
             return;
         }
         *led = Some(term);
-        let now = Instant::now();
         let image = self.image.borrow().clone();
-        // Claims sent to an earlier term's controller are not known here: the next heartbeats
-        // bring them again.
-        self.claims.lock().clear();
-        let mut sessions = self.sessions.lock();
-        sessions.clear();
-        for b in image.brokers.values() {
-            sessions.insert(
-                b.id,
-                Session {
-                    incarnation: b.incarnation,
-                    last: now,
-                },
-            );
-        }
+        self.sessions.lock().new_term(&image, self.now_ms());
         tracing::info!(term, "this node is the active controller");
     }
 
@@ -647,7 +600,7 @@ impl Controller {
             ControllerRequest::UnregisterBroker { id } => {
                 self.propose(MetaCommand::UnregisterBroker { id }).await?;
                 // Its session goes with it: a broker that still runs registers anew.
-                self.sessions.lock().remove(&id);
+                self.sessions.lock().unregistered(id);
                 Ok(ControllerReply::Done)
             }
             ControllerRequest::SetBrokerConfigs { resource, configs } => {
@@ -788,9 +741,9 @@ impl Controller {
         }
         // What the confirmation applied: the registration decision below must see it.
         let fresh = self.image.borrow().clone();
-        let commands = heartbeat_commands(&fresh, &hb);
-        if hb.shutting_down {
-            self.sessions.lock().remove(&hb.id);
+        let HeartbeatDecision { commands, fenced } =
+            self.sessions.lock().heartbeat(&fresh, &hb, self.now_ms());
+        if fenced {
             for cmd in commands {
                 self.propose(cmd).await?;
             }
@@ -799,13 +752,6 @@ impl Controller {
                 offset: self.image.borrow().offset,
             });
         }
-        self.sessions.lock().insert(
-            hb.id,
-            Session {
-                incarnation: hb.incarnation,
-                last: Instant::now(),
-            },
-        );
         match hb.leader_cost_us {
             Some(c) => self.costs.lock().insert(hb.id, (c, Instant::now())),
             None => self.costs.lock().remove(&hb.id),
@@ -821,9 +767,8 @@ impl Controller {
             self.propose(cmd).await?;
             tracing::info!(broker = hb.id, incarnation = %hb.incarnation, "{what}");
         }
-        if !hb.claims.is_empty() {
-            let image = self.image.borrow().clone();
-            crate::quorum::record(&mut self.claims.lock(), &image, hb.id, &hb.claims);
+        let image = self.image.borrow().clone();
+        if self.sessions.lock().record_claims(&image, &hb) {
             self.elect_from_claims().await;
         }
         self.ensure_learner(hb.id, &hb.raft_addr).await;
@@ -1017,19 +962,11 @@ impl Controller {
                 tracing::warn!(error = %e, "naming the cluster failed");
             }
         }
-        let now = Instant::now();
-        let overdue = {
-            let sessions = self.sessions.lock();
-            expired_sessions(
-                &image,
-                |id| {
-                    sessions
-                        .get(&id)
-                        .map(|s| (s.incarnation, now.duration_since(s.last)))
-                },
-                self.config.session_timeout,
-            )
-        };
+        let overdue = self.sessions.lock().expired(
+            &image,
+            self.now_ms(),
+            self.config.session_timeout.as_millis() as u64,
+        );
         for (id, incarnation) in overdue {
             let _one = self.decide.lock().await;
             tracing::warn!(broker = id, "broker session expired: fencing it");
@@ -1047,7 +984,7 @@ impl Controller {
     /// it).
     async fn elect_from_claims(&self) {
         let image = self.image.borrow().clone();
-        let commands = crate::quorum::elections(&image, &self.claims.lock());
+        let commands = self.sessions.lock().elections(&image);
         for cmd in commands {
             if let MetaCommand::ElectFromClaims {
                 topic,
@@ -1227,86 +1164,9 @@ fn due(last: &Mutex<Instant>, every: Duration) -> bool {
     true
 }
 
-/// The commands a broker's heartbeat calls for (Kafka's `ClusterControlManager` and
-/// `ReplicationControlManager`: registration, unfencing, controlled shutdown, offline log
-/// directories): a broker shutting down is fenced if live; a broker whose registration the
-/// image does not have as it is (a new run, new endpoints or rack) registers (again); a fenced
-/// one is unfenced; replicas it reports offline that the image does not know as offline yet
-/// leave their ISRs and leaderships. Pure, so the cluster simulator decides exactly as the
-/// controller does.
-pub fn heartbeat_commands(image: &MetadataImage, hb: &Heartbeat) -> Vec<MetaCommand> {
-    if hb.shutting_down {
-        return image
-            .is_live(hb.id)
-            .then_some(MetaCommand::FenceBroker {
-                id: hb.id,
-                incarnation: hb.incarnation,
-            })
-            .into_iter()
-            .collect();
-    }
-    let mut out = Vec::new();
-    let registered = image.brokers.get(&hb.id);
-    let current = registered.is_some_and(|b| {
-        b.incarnation == hb.incarnation && b.endpoints == hb.endpoints && b.rack == hb.rack
-    });
-    if !current {
-        out.push(MetaCommand::RegisterBroker {
-            registration: BrokerRegistration {
-                id: hb.id,
-                incarnation: hb.incarnation,
-                endpoints: hb.endpoints.clone(),
-                rack: hb.rack.clone(),
-                fenced: false,
-                epoch: 0,
-                offline_replicas: Default::default(),
-                clean_shutdown: hb.clean_shutdown,
-            },
-        });
-    } else if registered.is_some_and(|b| b.fenced) {
-        out.push(MetaCommand::UnfenceBroker {
-            id: hb.id,
-            incarnation: hb.incarnation,
-        });
-    }
-    let new_offline: Vec<(String, i32)> = hb
-        .offline_replicas
-        .iter()
-        .filter(|(t, p)| !current || !image.replica_offline(hb.id, t, *p))
-        .cloned()
-        .collect();
-    if !new_offline.is_empty() {
-        out.push(MetaCommand::ReplicasOffline {
-            id: hb.id,
-            incarnation: hb.incarnation,
-            replicas: new_offline,
-        });
-    }
-    out
-}
-
-/// The live brokers to fence because their session expired: `session(id)` gives the
-/// incarnation that last heartbeated and how long ago; a broker with no session, a session of
-/// another incarnation, or one silent longer than `timeout` (`broker.session.timeout.ms`) is
-/// fenced. Pure (see [`heartbeat_command`]).
-pub fn expired_sessions(
-    image: &MetadataImage,
-    session: impl Fn(BrokerId) -> Option<(Uuid, Duration)>,
-    timeout: Duration,
-) -> Vec<(BrokerId, Uuid)> {
-    image
-        .live_brokers()
-        .filter(|b| match session(b.id) {
-            Some((incarnation, silent)) => incarnation != b.incarnation || silent > timeout,
-            None => true,
-        })
-        .map(|b| (b.id, b.incarnation))
-        .collect()
-}
-
 /// The ElectLeaders command for `topic`-`partition`: the preferred (first) replica, or for an
 /// unclean election a live in-sync replica if any, else any live replica. Pure (see
-/// [`heartbeat_command`]); the image still validates it when applied.
+/// [`heartbeat_commands`]); the image still validates it when applied.
 ///
 /// Errors: UNKNOWN_TOPIC_OR_PARTITION, or INELIGIBLE_REPLICA when no replica is live.
 pub fn election(

@@ -9,7 +9,8 @@
 //!   its snapshots), `network` (the controller listener's protocol, secured by an injected
 //!   [`QuorumTransport`]): openraft's plumbing;
 //! - [`controller`]: what the node leading the quorum decides (broker sessions and fencing,
-//!   placement, elections, ISR changes);
+//!   placement, elections, ISR changes); [`sessions`]: its broker sessions and quorum claims,
+//!   sans-IO (the cluster simulator keeps its sessions in the same type);
 //! - [`MetadataQuorum`]: the handle a broker holds;
 //! - [`remote_log`]: the rules over a tiered partition's remote segments (KIP-405; the image
 //!   keeps them from step 2 of `docs/tiered-storage.md`).
@@ -27,6 +28,7 @@ pub mod quorum;
 pub mod remote_log;
 mod runtime;
 pub mod security;
+pub mod sessions;
 pub mod sim;
 mod state_machine;
 mod types;

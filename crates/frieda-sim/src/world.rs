@@ -13,13 +13,16 @@ use frieda::clock::{LeaseClock, LEASE_CLOCK};
 use frieda::cluster::isr::alter_answer;
 use frieda::membership::lease::Lease;
 use frieda::replication::fetch::validate_follower_fetch;
-use frieda::replication::follower::{self, EpochEnd, OutOfRange, Truncation};
+use frieda::replication::follower::{
+    self, EpochEnd, NextRequest, PartitionFetch, Refused, Truncation,
+};
 use frieda::replication::{
     plan as role_plan, AckStatus, AlterAnswer, IsrChange, LagLimits, LogView, Replication,
     RoleChange,
 };
-use frieda_meta::controller::{election, expired_sessions, heartbeat_commands};
+use frieda_meta::controller::election;
 use frieda_meta::leadership::plan_moves;
+use frieda_meta::sessions::BrokerSessions;
 use frieda_meta::{BrokerId, Heartbeat, MetaCommand, MetaError, MetadataImage, PartitionState};
 use kafka_protocol::error::ResponseError;
 use rand::{Rng, SeedableRng};
@@ -40,8 +43,6 @@ const SESSION_MS: Time = 3_000;
 const META_PULL_MS: Time = 20;
 /// How often a broker's fetchers look for partitions to fetch.
 const FETCH_TICK_MS: Time = 5;
-/// `replica.fetch.backoff.ms` (Frieda's `RETRY_BACKOFF`).
-const FETCH_BACKOFF_MS: Time = 200;
 /// A replica fetch not answered within this is retried.
 const FETCH_TIMEOUT_MS: Time = 1_000;
 /// `replica.high.watermark.checkpoint.interval.ms`.
@@ -291,11 +292,13 @@ pub(crate) struct Disk {
     pub(crate) verified_upto: i64,
 }
 
-/// A follower's fetch state for one partition.
+/// A follower's fetch state for one partition: the broker fetcher's own state machine
+/// ([`PartitionFetch`]: truncate or fetch, where from, the back-off after a refusal) and what
+/// the simulated transport adds (the request in flight, the pause between fetches, a flush the
+/// next fetch waits for).
 #[derive(Debug, Clone, Default)]
 struct FetchState {
-    truncated: bool,
-    skip_to: Option<i64>,
+    state: PartitionFetch,
     inflight: Option<(u64, Time)>,
     next_at: Time,
     flushing: bool,
@@ -314,7 +317,7 @@ impl Replica {
     /// truncation first.
     pub(crate) fn fetch_starts_again(&mut self) {
         self.fetch = FetchState {
-            truncated: true,
+            state: PartitionFetch::started_again(),
             ..FetchState::default()
         };
     }
@@ -431,9 +434,8 @@ impl Broker {
 pub(crate) struct Controller {
     pub(crate) image: MetadataImage,
     log: Vec<MetaCommand>,
-    sessions: BTreeMap<BrokerId, (Uuid, Time)>,
-    /// Claims of replicas of leaderless quorum partitions (`frieda_meta::quorum`).
-    claims: frieda_meta::quorum::Claims,
+    /// Broker sessions and quorum-partition claims: the controller's own sans-IO type.
+    sessions: BrokerSessions,
     out_until: Time,
 }
 
@@ -502,8 +504,7 @@ impl World {
             controller: Controller {
                 image: MetadataImage::default(),
                 log: Vec::new(),
-                sessions: BTreeMap::new(),
-                claims: Default::default(),
+                sessions: BrokerSessions::default(),
                 out_until: 0,
             },
             cuts: BTreeMap::new(),
@@ -1275,14 +1276,7 @@ impl World {
         // A new active controller: every registered broker gets a whole session.
         let now = self.now;
         let c = &mut self.controller;
-        // Claims are in the old active controller's memory only.
-        c.claims.clear();
-        c.sessions = c
-            .image
-            .brokers
-            .values()
-            .map(|b| (b.id, (b.incarnation, now)))
-            .collect();
+        c.sessions.new_term(&c.image, now);
         self.log(|| "controller available again (new term)".into());
     }
 
@@ -1411,20 +1405,8 @@ impl World {
         if self.controller.out_until > self.now {
             return;
         }
-        let now = self.now;
-        let session = std::time::Duration::from_millis(SESSION_MS);
-        let overdue = {
-            let sessions = &self.controller.sessions;
-            expired_sessions(
-                &self.controller.image,
-                |id| {
-                    sessions
-                        .get(&id)
-                        .map(|(inc, last)| (*inc, std::time::Duration::from_millis(now - last)))
-                },
-                session,
-            )
-        };
+        let c = &self.controller;
+        let overdue = c.sessions.expired(&c.image, self.now, SESSION_MS);
         for (id, incarnation) in overdue {
             self.log(|| format!("controller: broker {id} session expired"));
             let _ = self.commit(MetaCommand::FenceBroker { id, incarnation });
@@ -1435,40 +1417,15 @@ impl World {
         let Node::Broker(id) = from else { return };
         match msg {
             Msg::Heartbeat { hb, sent } => {
-                let cmds = heartbeat_commands(&self.controller.image, &hb);
-                if hb.shutting_down {
-                    self.controller.sessions.remove(&hb.id);
-                    for c in cmds {
-                        let _ = self.commit(c);
-                    }
-                    let offset = self.controller.log.len() as u64;
-                    self.send(
-                        Node::Controller,
-                        from,
-                        Msg::HeartbeatReply {
-                            fenced: true,
-                            offset,
-                            sent,
-                        },
-                    );
-                    return;
-                }
                 let now = self.now;
-                self.controller
-                    .sessions
-                    .insert(hb.id, (hb.incarnation, now));
-                for c in cmds {
+                let c = &mut self.controller;
+                let decision = c.sessions.heartbeat(&c.image, &hb, now);
+                for c in decision.commands {
                     let _ = self.commit(c);
                 }
-                if !hb.claims.is_empty() {
-                    let image = &self.controller.image;
-                    frieda_meta::quorum::record(
-                        &mut self.controller.claims,
-                        image,
-                        hb.id,
-                        &hb.claims,
-                    );
-                    for c in frieda_meta::quorum::elections(image, &self.controller.claims) {
+                let c = &mut self.controller;
+                if !decision.fenced && c.sessions.record_claims(&c.image, &hb) {
+                    for c in c.sessions.elections(&c.image) {
                         let _ = self.commit(c);
                     }
                 }
@@ -1477,7 +1434,7 @@ impl World {
                     Node::Controller,
                     from,
                     Msg::HeartbeatReply {
-                        fenced: false,
+                        fenced: decision.fenced,
                         offset,
                         sent,
                     },
@@ -2073,7 +2030,8 @@ impl World {
                 continue;
             };
             let f = &r.fetch;
-            if f.flushing || now < f.next_at || b.disks[&p].log.is_offline() {
+            if f.flushing || now < f.next_at || !f.state.ready(now) || b.disks[&p].log.is_offline()
+            {
                 // An offline log stops fetching (the broker's fetcher drops it).
                 continue;
             }
@@ -2083,30 +2041,30 @@ impl World {
                 }
             }
             let log = &b.disks[&p].log;
-            let truncated = f.truncated;
-            let skip_to = f.skip_to;
+            let next = f.state.next_request();
             let asked = log.latest_epoch();
             let log_start = log.log_start_offset();
-            let position = follower::fetch_position(log, skip_to);
             let b = self.bm(id);
             b.next_req += 1;
             let req = b.next_req;
             b.replicas.get_mut(&p).expect("listed").fetch.inflight = Some((req, now));
-            let msg = if !truncated {
-                Msg::EpochReq {
+            let msg = match next {
+                NextRequest::OffsetForLeaderEpoch => Msg::EpochReq {
                     req,
                     partition: p,
                     current_epoch: epoch,
                     asked,
-                }
-            } else {
-                Msg::FetchReq {
-                    req,
-                    partition: p,
-                    current_epoch: epoch,
-                    offset: position.0,
-                    last_fetched_epoch: position.1,
-                    log_start,
+                },
+                NextRequest::Fetch { skip_to } => {
+                    let position = follower::fetch_position(&self.b(id).disks[&p].log, skip_to);
+                    Msg::FetchReq {
+                        req,
+                        partition: p,
+                        current_epoch: epoch,
+                        offset: position.0,
+                        last_fetched_epoch: position.1,
+                        log_start,
+                    }
                 }
             };
             self.send(Node::Broker(id), Node::Broker(leader), msg);
@@ -2133,7 +2091,7 @@ impl World {
     fn back_off(&mut self, id: i32, p: i32) {
         let now = self.now;
         if let Some(r) = self.bm(id).replicas.get_mut(&p) {
-            r.fetch.next_at = now + FETCH_BACKOFF_MS;
+            r.fetch.state.back_off(now);
         }
     }
 
@@ -2199,7 +2157,7 @@ impl World {
             }
         }
         if let Some(r) = self.bm(id).replicas.get_mut(&p) {
-            r.fetch.truncated = matches!(t, Truncation::Complete(_));
+            r.fetch.state.truncated_to(t);
         }
     }
 
@@ -2217,38 +2175,21 @@ impl World {
         };
         let data = match result {
             Ok(d) => d,
-            Err(ResponseError::OffsetMovedToTieredStorage) => {
-                if !self.tier_start_again(id, p, offset) {
-                    self.back_off(id, p);
-                }
-                return;
-            }
-            Err(ResponseError::OffsetOutOfRange) => {
+            Err(e) => {
                 // The leader's log start is not in the error answer; the leader never moves it
-                // here (no retention in the simulation), so a retruncation it is.
-                match follower::on_offset_out_of_range(offset, 0) {
-                    OutOfRange::SkipTo(s) => {
-                        self.bm(id)
-                            .replicas
-                            .get_mut(&p)
-                            .expect("listed")
-                            .fetch
-                            .skip_to = Some(s)
-                    }
-                    OutOfRange::Retruncate => {
-                        self.bm(id)
-                            .replicas
-                            .get_mut(&p)
-                            .expect("listed")
-                            .fetch
-                            .truncated = false
+                // by retention here, so OFFSET_OUT_OF_RANGE is a retruncation.
+                let now = self.now;
+                let Some(r) = self.bm(id).replicas.get_mut(&p) else {
+                    return;
+                };
+                match r.fetch.state.refused(now, offset, e, 0) {
+                    Refused::BackedOff => {}
+                    Refused::StartAgainAboveCopies => {
+                        if !self.tier_start_again(id, p, offset) {
+                            self.back_off(id, p);
+                        }
                     }
                 }
-                self.back_off(id, p);
-                return;
-            }
-            Err(_) => {
-                self.back_off(id, p);
                 return;
             }
         };
@@ -2277,6 +2218,7 @@ impl World {
         let leo = b.disks[&p].log.leo();
         let all_synced = b.disks[&p].log.all_synced();
         let r = b.replicas.get_mut(&p).expect("listed");
+        r.fetch.state.appended(leo);
         r.repl.follower_high_watermark(data.hw, leo);
         r.fetch.next_at = now + delay;
         if fsync && got && !all_synced {

@@ -13,10 +13,16 @@
 //! A partition leaves its fetcher as soon as it stops following that leader in that epoch
 //! (the reconciler gave it another role); errors back the partition off for
 //! [`RETRY_BACKOFF`] (`replica.fetch.backoff.ms`), and a broken connection is re-made.
+//!
+//! Each partition's decisions (truncate or fetch, where from, what a refusal means, the
+//! back-off) are [`PartitionFetch`]'s, the sans-IO state machine the cluster simulator runs
+//! too; this module does the requests and applies the answers to the partition.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
+
+use crate::clock::monotonic_ms;
 
 use bytes::BytesMut;
 use frieda_meta::BrokerId;
@@ -34,7 +40,9 @@ use tokio::sync::mpsc;
 
 use crate::membership::client::BrokerClient;
 use crate::membership::ClusterNode;
-use crate::replication::follower::{self, EpochEnd, OutOfRange, Truncation};
+use crate::replication::follower::{
+    EpochEnd, NextRequest, PartitionFetch, Refused, FETCH_BACKOFF_MS,
+};
 use crate::storage::partition::Partition;
 
 /// Fetch version followers use: names topics, carries `replica_id` (v12; KIP-320 fields).
@@ -42,8 +50,8 @@ const FETCH_VERSION: i16 = 12;
 /// OffsetForLeaderEpoch version followers use.
 const OFFSET_FOR_EPOCH_VERSION: i16 = 4;
 /// Back-off after an error, per partition and for the connection (`replica.fetch.backoff.ms`,
-/// Kafka's default 1000; shorter here so failover completes sooner).
-pub const RETRY_BACKOFF: Duration = Duration::from_millis(200);
+/// [`FETCH_BACKOFF_MS`]).
+pub const RETRY_BACKOFF: Duration = Duration::from_millis(FETCH_BACKOFF_MS);
 /// Largest fetch response asked for (`replica.fetch.response.max.bytes`, Kafka's default).
 const RESPONSE_MAX_BYTES: i32 = 10 << 20;
 /// A fetcher with nothing to follow for this long stops (a new one starts when needed).
@@ -55,12 +63,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 struct Followed {
     partition: Arc<Partition>,
     epoch: i32,
-    /// Truncated to the leader's log since this epoch began.
-    truncated: bool,
-    /// Where to fetch next when not the log end offset (after the leader's log start moved).
-    next_offset: Option<i64>,
-    /// No requests for this partition before this instant.
-    backoff_until: Option<Instant>,
+    /// Truncated yet, where to fetch, the back-off: the decisions, sans-IO.
+    state: PartitionFetch,
     /// The producer snapshot being read before the log starts again (KIP-405).
     snapshot: Option<SnapshotRead>,
 }
@@ -202,7 +206,10 @@ async fn run(node: Arc<ClusterNode>, leader: BrokerId, mut rx: mpsc::Receiver<Fo
                 }
             },
         };
-        let ok = if followed.values().any(|f| !f.truncated && ready(f)) {
+        let ok = if followed
+            .values()
+            .any(|f| f.state.needs_truncation() && ready(f))
+        {
             truncate(&node, leader, conn, &mut followed).await
         } else {
             fetch(&node, leader, conn, &mut followed, wait).await
@@ -224,9 +231,7 @@ fn add(followed: &mut HashMap<Key, Followed>, partition: Arc<Partition>, epoch: 
                 Followed {
                     partition,
                     epoch,
-                    truncated: false,
-                    next_offset: None,
-                    backoff_until: None,
+                    state: PartitionFetch::default(),
                     snapshot: None,
                 },
             );
@@ -235,11 +240,11 @@ fn add(followed: &mut HashMap<Key, Followed>, partition: Arc<Partition>, epoch: 
 }
 
 fn ready(f: &Followed) -> bool {
-    f.backoff_until.is_none_or(|t| Instant::now() >= t)
+    f.state.ready(monotonic_ms())
 }
 
 fn back_off(f: &mut Followed) {
-    f.backoff_until = Some(Instant::now() + RETRY_BACKOFF);
+    f.state.back_off(monotonic_ms());
 }
 
 async fn connect(node: &ClusterNode, leader: BrokerId) -> Option<BrokerClient> {
@@ -269,7 +274,7 @@ async fn truncate(
     let mut by_topic: HashMap<Arc<str>, Vec<OffsetForLeaderPartition>> = HashMap::new();
     let mut asked: HashMap<Key, i32> = HashMap::new();
     for (key, f) in followed.iter() {
-        if f.truncated || !ready(f) {
+        if !f.state.needs_truncation() || !ready(f) {
             continue;
         }
         let latest = f.partition.latest_epoch();
@@ -340,8 +345,7 @@ async fn truncate(
                     continue;
                 }
             }
-            f.truncated = matches!(truncation, Truncation::Complete(_));
-            f.backoff_until = None;
+            f.state.truncated_to(truncation);
         }
     }
     true
@@ -359,10 +363,13 @@ async fn fetch(
     let mut by_topic: HashMap<Arc<str>, Vec<FetchPartition>> = HashMap::new();
     let mut offsets: HashMap<Key, i64> = HashMap::new();
     for (key, f) in followed.iter() {
-        if !f.truncated || !ready(f) {
+        if !ready(f) {
             continue;
         }
-        let Some((offset, last_fetched_epoch)) = f.partition.fetch_position(f.next_offset) else {
+        let NextRequest::Fetch { skip_to } = f.state.next_request() else {
+            continue;
+        };
+        let Some((offset, last_fetched_epoch)) = f.partition.fetch_position(skip_to) else {
             continue;
         };
         offsets.insert(key.clone(), offset);
@@ -545,54 +552,26 @@ fn apply_partition(
     pd: kafka_protocol::messages::fetch_response::PartitionData,
 ) {
     let p = &f.partition;
-    match ResponseError::try_from_code(pd.error_code) {
-        None => {}
-        Some(ResponseError::OffsetOutOfRange) => {
-            match follower::on_offset_out_of_range(offset, pd.log_start_offset) {
-                OutOfRange::SkipTo(start) => {
+    if let Some(error) = ResponseError::try_from_code(pd.error_code) {
+        let step = f
+            .state
+            .refused(monotonic_ms(), offset, error, pd.log_start_offset);
+        match step {
+            Refused::BackedOff if error == ResponseError::OffsetOutOfRange => {
+                if let NextRequest::Fetch {
+                    skip_to: Some(start),
+                } = f.state.next_request()
+                {
                     tracing::info!(topic = %p.topic, partition = p.index, leader, offset,
                         leader_log_start = start, "fetch offset below the leader's log start; skipping ahead");
-                    f.next_offset = Some(start);
-                }
-                OutOfRange::Retruncate => f.truncated = false,
-            }
-            back_off(f);
-            return;
-        }
-        Some(ResponseError::OffsetMovedToTieredStorage) => {
-            // KIP-405: the leader holds `offset` only in remote storage. Rather than copy the
-            // history, start this log again above every offset copied there (the leader's
-            // local log reaches at least that low: it deletes only copied segments); the
-            // history stays readable through the remote tier. Kafka asks the leader for its
-            // local log start (ListOffsets -4) instead; either start lies in the leader's
-            // local tail. A view older than the leader's waits for the next refresh.
-            // The producer state comes from the copy ending below the new start (Kafka's
-            // `buildRemoteLogAuxState`), read from the bucket first, off this task.
-            let start = p.tiered.copied_end() + 1;
-            if start > offset {
-                if let Some(snapshot) = producer_snapshot_for(node, f, start) {
-                    let p = &f.partition;
-                    tracing::info!(topic = %p.topic, partition = p.index, leader, offset, start,
-                        producers_restored = snapshot.is_some(),
-                        "fetch offset only in remote storage; starting the log again above the copied offsets");
-                    match p.start_again_from_leader(leader, f.epoch, start, snapshot.as_deref()) {
-                        Ok(()) => {
-                            f.next_offset = None;
-                            return;
-                        }
-                        Err(e) => tracing::warn!(topic = %p.topic, partition = p.index, error = ?e,
-                            "could not start the log again"),
-                    }
                 }
             }
-            back_off(f);
-            return;
+            Refused::BackedOff => {
+                tracing::debug!(topic = %p.topic, partition = p.index, leader, error = ?error, "leader refused a replica fetch; backing off");
+            }
+            Refused::StartAgainAboveCopies => start_again_above_copies(node, leader, f, offset),
         }
-        Some(e) => {
-            tracing::debug!(topic = %p.topic, partition = p.index, leader, error = ?e, "leader refused a replica fetch; backing off");
-            back_off(f);
-            return;
-        }
+        return;
     }
     let diverging = &pd.diverging_epoch;
     if diverging.epoch >= 0 || diverging.end_offset >= 0 {
@@ -613,7 +592,7 @@ fn apply_partition(
             back_off(f);
             return;
         }
-        f.truncated = matches!(t, Truncation::Complete(_));
+        f.state.truncated_to(t);
         return;
     }
     let mut leo = p.reader().log_end_offset();
@@ -642,9 +621,7 @@ fn apply_partition(
                             lane.submit_writeback(wb);
                         }
                     }
-                    if f.next_offset.is_some_and(|n| n <= leo) {
-                        f.next_offset = None;
-                    }
+                    f.state.appended(leo);
                 }
                 Err(ResponseError::NotLeaderOrFollower) => return,
                 Err(e) => {
@@ -659,6 +636,35 @@ fn apply_partition(
         // Consumers reading from this follower (KIP-392) wait for its high watermark.
         p.notify_data();
     }
+}
+
+/// OFFSET_MOVED_TO_TIERED_STORAGE for the fetch at `offset` (KIP-405): the leader holds it only
+/// in remote storage. Rather than copy the history, this log starts again above every offset
+/// copied there (the leader's local log reaches at least that low: it deletes only copied
+/// segments); the history stays readable through the remote tier. Kafka asks the leader for its
+/// local log start (ListOffsets -4) instead; either start lies in the leader's local tail. A
+/// view older than the leader's waits for the next refresh. The producer state comes from the
+/// copy ending below the new start (Kafka's `buildRemoteLogAuxState`), read from the bucket
+/// first, off this task; until it is read, or when the start fails, the partition backs off.
+fn start_again_above_copies(node: &ClusterNode, leader: BrokerId, f: &mut Followed, offset: i64) {
+    let start = f.partition.tiered.copied_end() + 1;
+    if start > offset {
+        if let Some(snapshot) = producer_snapshot_for(node, f, start) {
+            let p = &f.partition;
+            tracing::info!(topic = %p.topic, partition = p.index, leader, offset, start,
+                producers_restored = snapshot.is_some(),
+                "fetch offset only in remote storage; starting the log again above the copied offsets");
+            match p.start_again_from_leader(leader, f.epoch, start, snapshot.as_deref()) {
+                Ok(()) => {
+                    f.state = PartitionFetch::started_again();
+                    return;
+                }
+                Err(e) => tracing::warn!(topic = %p.topic, partition = p.index, error = ?e,
+                    "could not start the log again"),
+            }
+        }
+    }
+    back_off(f);
 }
 
 /// Whether this runs on a multi-threaded tokio runtime (where `block_in_place` may be used).

@@ -1,10 +1,138 @@
 //! A follower's rules (Kafka's `AbstractFetcherThread` / `ReplicaFetcherThread`), pure: what to
 //! truncate after the leader says where an epoch ends, where to fetch from, what to do with the
-//! leader's refusals, and the follower's high watermark. The I/O that applies them is
-//! [`crate::cluster::fetcher`]; the cluster simulator (crate `frieda-sim`) applies the same
-//! functions to its simulated logs.
+//! leader's refusals, and the follower's high watermark; and [`PartitionFetch`], one followed
+//! partition's fetch state, the state machine both fetchers run. The I/O that applies them is
+//! [`crate::cluster::fetcher`]; the cluster simulator (crate `frieda-sim`) runs the same state
+//! machine against its simulated logs and network (issue 57: the simulator runs the broker's
+//! own glue).
+
+use kafka_protocol::error::ResponseError;
 
 use super::LogView;
+
+/// How long a followed partition waits after an error before its next request, ms
+/// (`replica.fetch.backoff.ms`; Kafka's default is 1000, shorter here so failover completes
+/// sooner).
+pub const FETCH_BACKOFF_MS: u64 = 200;
+
+/// What a follower asks its leader next about one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextRequest {
+    /// OffsetForLeaderEpoch about the log's latest epoch (KIP-101/279): where to truncate
+    /// before copying anything in this leader epoch.
+    OffsetForLeaderEpoch,
+    /// Fetch from the position [`fetch_position`] gives with this `skip_to`.
+    Fetch {
+        /// The leader's log start when it moved past this log's end, else `None`.
+        skip_to: Option<i64>,
+    },
+}
+
+/// What a follower does after its leader refused a fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The partition backs off ([`FETCH_BACKOFF_MS`]); its next request is decided then.
+    BackedOff,
+    /// OFFSET_MOVED_TO_TIERED_STORAGE (109, KIP-405): the fetched offset is only in remote
+    /// storage; the caller starts its log again above the copied offsets
+    /// ([`PartitionFetch::started_again`]) or, when it cannot yet, calls
+    /// [`PartitionFetch::back_off`].
+    StartAgainAboveCopies,
+}
+
+/// One followed partition's fetch state in one leader epoch (Kafka's `PartitionFetchState`):
+/// truncated yet or not, where to fetch when not from the log end, and the back-off after an
+/// error. Sans-IO: times are ms on the caller's monotonic clock, and the caller does the
+/// requests, the truncations and the appends this asks for. A new leader epoch starts a new
+/// state ([`PartitionFetch::default`]: not truncated, no back-off).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PartitionFetch {
+    /// Truncated to the leader's log in this epoch ([`Truncation::Complete`] applied).
+    truncated: bool,
+    /// The leader's log start, when its retention moved past this log's end.
+    skip_to: Option<i64>,
+    /// No request before this time (ms); 0 for none.
+    backoff_until_ms: u64,
+}
+
+impl PartitionFetch {
+    /// A log that was just started again at its end (KIP-405, [`Refused::StartAgainAboveCopies`]):
+    /// fetch from there, without truncating first.
+    pub fn started_again() -> PartitionFetch {
+        PartitionFetch {
+            truncated: true,
+            ..PartitionFetch::default()
+        }
+    }
+
+    /// Whether a request may be made at `now_ms` (no back-off running).
+    pub fn ready(&self, now_ms: u64) -> bool {
+        now_ms >= self.backoff_until_ms
+    }
+
+    /// No request for this partition before `now_ms` + [`FETCH_BACKOFF_MS`].
+    pub fn back_off(&mut self, now_ms: u64) {
+        self.backoff_until_ms = now_ms + FETCH_BACKOFF_MS;
+    }
+
+    /// Whether the next request is OffsetForLeaderEpoch (not yet truncated in this epoch).
+    pub fn needs_truncation(&self) -> bool {
+        !self.truncated
+    }
+
+    /// The next request for this partition (whether it is ready is [`Self::ready`]).
+    pub fn next_request(&self) -> NextRequest {
+        if self.truncated {
+            NextRequest::Fetch {
+                skip_to: self.skip_to,
+            }
+        } else {
+            NextRequest::OffsetForLeaderEpoch
+        }
+    }
+
+    /// Truncation `t` (from an OffsetForLeaderEpoch answer or a fetch's diverging epoch) was
+    /// applied to the log: a [`Truncation::Complete`] starts the fetching, a
+    /// [`Truncation::Partial`] asks the leader again. Clears the back-off.
+    pub fn truncated_to(&mut self, t: Truncation) {
+        self.truncated = matches!(t, Truncation::Complete(_));
+        self.backoff_until_ms = 0;
+    }
+
+    /// The leader refused the fetch at `offset` with `error` (its log starting at
+    /// `leader_log_start`, -1 or 0 when the answer does not say): OFFSET_OUT_OF_RANGE (1) moves
+    /// the fetch to the leader's log start or truncates again ([`on_offset_out_of_range`]), then
+    /// backs off as every other error does, but OFFSET_MOVED_TO_TIERED_STORAGE (109), which the
+    /// caller handles.
+    pub fn refused(
+        &mut self,
+        now_ms: u64,
+        offset: i64,
+        error: ResponseError,
+        leader_log_start: i64,
+    ) -> Refused {
+        match error {
+            ResponseError::OffsetMovedToTieredStorage => return Refused::StartAgainAboveCopies,
+            ResponseError::OffsetOutOfRange => {
+                match on_offset_out_of_range(offset, leader_log_start) {
+                    OutOfRange::SkipTo(start) => self.skip_to = Some(start),
+                    OutOfRange::Retruncate => self.truncated = false,
+                }
+            }
+            _ => {}
+        }
+        self.back_off(now_ms);
+        Refused::BackedOff
+    }
+
+    /// The leader's records were appended; the log now ends at `leo`. A fetch position moved to
+    /// the leader's log start is done with once the log reaches it.
+    pub fn appended(&mut self, leo: i64) {
+        if self.skip_to.is_some_and(|s| s <= leo) {
+            self.skip_to = None;
+        }
+    }
+}
 
 /// Where an epoch ends in the leader's log: OffsetForLeaderEpoch's answer (KIP-101/279), or a
 /// Fetch response's `diverging_epoch` (KIP-595).
@@ -169,6 +297,44 @@ mod tests {
             truncation(&log(80, &[(1, 0)]), 40, 1, end(3, 20)),
             Truncation::Complete(20)
         );
+    }
+
+    #[test]
+    fn a_partition_truncates_before_it_fetches_and_backs_off_after_errors() {
+        let mut f = PartitionFetch::default();
+        assert_eq!(f.next_request(), NextRequest::OffsetForLeaderEpoch);
+        assert!(f.ready(0));
+        // A partial truncation asks again; a complete one starts the fetching.
+        f.truncated_to(Truncation::Partial(50));
+        assert_eq!(f.next_request(), NextRequest::OffsetForLeaderEpoch);
+        f.truncated_to(Truncation::Complete(40));
+        assert_eq!(f.next_request(), NextRequest::Fetch { skip_to: None });
+        // Below the leader's log start: fetch from there after the back-off.
+        let step = f.refused(1_000, 40, ResponseError::OffsetOutOfRange, 70);
+        assert_eq!(step, Refused::BackedOff);
+        assert!(!f.ready(1_000 + FETCH_BACKOFF_MS - 1));
+        assert!(f.ready(1_000 + FETCH_BACKOFF_MS));
+        assert_eq!(f.next_request(), NextRequest::Fetch { skip_to: Some(70) });
+        f.appended(60);
+        assert_eq!(f.next_request(), NextRequest::Fetch { skip_to: Some(70) });
+        f.appended(70);
+        assert_eq!(f.next_request(), NextRequest::Fetch { skip_to: None });
+        // Past the leader's end: truncate again.
+        f.refused(2_000, 90, ResponseError::OffsetOutOfRange, 0);
+        assert_eq!(f.next_request(), NextRequest::OffsetForLeaderEpoch);
+        // Only in remote storage: the caller starts the log again (no back-off yet).
+        f.truncated_to(Truncation::Complete(70));
+        let step = f.refused(3_000, 10, ResponseError::OffsetMovedToTieredStorage, 0);
+        assert_eq!(step, Refused::StartAgainAboveCopies);
+        assert!(f.ready(3_000));
+        assert_eq!(
+            PartitionFetch::started_again().next_request(),
+            NextRequest::Fetch { skip_to: None }
+        );
+        // Any other refusal backs off and keeps the position.
+        f.refused(4_000, 70, ResponseError::NotLeaderOrFollower, -1);
+        assert!(!f.ready(4_000));
+        assert_eq!(f.next_request(), NextRequest::Fetch { skip_to: None });
     }
 
     #[test]
