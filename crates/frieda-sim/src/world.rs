@@ -12,13 +12,13 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use frieda::clock::{LeaseClock, LEASE_CLOCK};
 use frieda::cluster::isr::alter_answer;
 use frieda::membership::lease::Lease;
+use frieda::replication::assignment::{take_role, TakesRole};
 use frieda::replication::fetch::validate_follower_fetch;
 use frieda::replication::follower::{
     self, EpochEnd, NextRequest, PartitionFetch, Refused, Truncation,
 };
 use frieda::replication::{
-    plan as role_plan, AckStatus, AlterAnswer, IsrChange, LagLimits, LogView, Replication,
-    RoleChange,
+    AckStatus, AlterAnswer, IsrChange, LagLimits, LogView, Replication, Role, RoleChange,
 };
 use frieda_meta::controller::election;
 use frieda_meta::leadership::plan_moves;
@@ -1411,6 +1411,13 @@ impl World {
             self.log(|| format!("controller: broker {id} session expired"));
             let _ = self.commit(MetaCommand::FenceBroker { id, incarnation });
         }
+        // As the controller's run loop after each tick: elections the recorded claims allow
+        // in the image as it is now (a fence above may have left a quorum partition
+        // leaderless; its replicas' claims may be recorded already).
+        let c = &self.controller;
+        for cmd in c.sessions.elections(&c.image) {
+            let _ = self.commit(cmd);
+        }
     }
 
     fn controller_receive(&mut self, from: Node, msg: Msg) {
@@ -1855,7 +1862,6 @@ impl World {
             return;
         };
         let me = id;
-        let now = self.now as i64;
         let fenced = self.b(id).fenced;
         for (i, p) in topic.partitions.iter().enumerate() {
             let i = i as i32;
@@ -1879,27 +1885,20 @@ impl World {
             if !self.b(id).replicas.contains_key(&i) {
                 self.open_replica(id, i);
             }
-            let change = role_plan(&self.b(id).replicas[&i].repl.role(), p, me, fenced);
-            match change {
-                RoleChange::Keep => {}
-                RoleChange::UpdateLeader => {
-                    let b = self.b(id);
-                    let leo = b.disks[&i].log.leo();
-                    if !b.replicas[&i].repl.update_leader(p, leo, now) {
-                        self.become_leader(id, i, p);
-                    }
-                }
-                RoleChange::BecomeLeader => self.become_leader(id, i, p),
-                RoleChange::BecomeFollower(leader) => {
-                    self.become_follower(id, i, leader, p.leader_epoch)
-                }
-                RoleChange::BecomeOffline => {
-                    self.become_follower(id, i, -1, p.leader_epoch);
-                    if p.electing.is_some() && !self.b(id).fenced && !self.b(id).shutting_down {
-                        // The broker sends its claim at once (heartbeat.rs `CLAIMS`).
-                        self.send_heartbeat(id);
-                    }
-                }
+            // The reconciler's own step (`cluster::reconciler::take_role`).
+            let mut replica = SimReplica {
+                world: self,
+                id,
+                partition: i,
+            };
+            let change = take_role(&mut replica, p, me, fenced);
+            if change == RoleChange::BecomeOffline
+                && p.electing.is_some()
+                && !self.b(id).fenced
+                && !self.b(id).shutting_down
+            {
+                // The broker sends its claim at once (heartbeat.rs `CLAIMS`).
+                self.send_heartbeat(id);
             }
             if Some(i) == self.offsets_partition() {
                 let leads = matches!(change, RoleChange::UpdateLeader | RoleChange::BecomeLeader);
@@ -2617,6 +2616,35 @@ impl World {
             acks: x.acks,
         };
         self.check_acknowledgement(id, &r);
+    }
+}
+
+/// A simulated broker's replica as the reconciler's [`take_role`] sees it.
+struct SimReplica<'a> {
+    world: &'a mut World,
+    id: i32,
+    partition: i32,
+}
+
+impl TakesRole for SimReplica<'_> {
+    fn role(&self) -> Role {
+        self.world.b(self.id).replicas[&self.partition].repl.role()
+    }
+
+    fn update_leader(&mut self, p: &PartitionState) -> bool {
+        let now = self.world.now as i64;
+        let b = self.world.b(self.id);
+        let leo = b.disks[&self.partition].log.leo();
+        b.replicas[&self.partition].repl.update_leader(p, leo, now)
+    }
+
+    fn become_leader(&mut self, p: &PartitionState) {
+        self.world.become_leader(self.id, self.partition, p);
+    }
+
+    fn become_follower(&mut self, leader: BrokerId, epoch: i32) {
+        self.world
+            .become_follower(self.id, self.partition, leader, epoch);
     }
 }
 

@@ -23,6 +23,7 @@ use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::cluster::fetcher::Fetchers;
 use crate::membership::ClusterNode;
+use crate::replication::assignment::{self, TakesRole};
 use crate::replication::{plan, Role, RoleChange};
 use crate::storage::partition::Partition;
 use crate::storage::topic::{Topic, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
@@ -184,6 +185,31 @@ async fn open(broker: &Arc<Broker>, topic: &Arc<Topic>, index: i32) -> Option<Ar
     }
 }
 
+/// A hosted replica as [`assignment::take_role`] sees it.
+struct Hosted<'a> {
+    partition: &'a Partition,
+    me: frieda_meta::BrokerId,
+}
+
+impl TakesRole for Hosted<'_> {
+    fn role(&self) -> Role {
+        self.partition.repl.role()
+    }
+
+    fn update_leader(&mut self, p: &PartitionState) -> bool {
+        let leo = self.partition.reader().log_end_offset();
+        self.partition.repl.update_leader(p, leo, now_ms())
+    }
+
+    fn become_leader(&mut self, p: &PartitionState) {
+        self.partition.become_leader(self.me, p);
+    }
+
+    fn become_follower(&mut self, leader: frieda_meta::BrokerId, epoch: i32) {
+        self.partition.become_follower(self.me, leader, epoch);
+    }
+}
+
 /// Gives `partition` the role `p` says it has here.
 async fn take_role(
     broker: &Arc<Broker>,
@@ -196,34 +222,23 @@ async fn take_role(
     let me = node.me;
     let internal = &*topic.name == OFFSETS_TOPIC;
     let txn_log = &*topic.name == TRANSACTION_STATE_TOPIC;
-    let change = plan(&partition.repl.role(), p, me, node.is_fenced());
+    let change = assignment::take_role(&mut Hosted { partition, me }, p, me, node.is_fenced());
     match change {
-        RoleChange::UpdateLeader => {
-            if !partition
-                .repl
-                .update_leader(p, partition.reader().log_end_offset(), now_ms())
-            {
-                partition.become_leader(me, p);
-            }
-        }
         RoleChange::BecomeLeader => {
-            partition.become_leader(me, p);
             tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch,
                 isr = ?p.isr, log_end_offset = partition.reader().log_end_offset(), "leading");
         }
         RoleChange::BecomeFollower(leader) => {
-            partition.become_follower(me, leader, p.leader_epoch);
             tracing::info!(topic = %topic.name, partition = partition.index, leader, epoch = p.leader_epoch, "following");
         }
         RoleChange::BecomeOffline => {
-            partition.become_follower(me, NO_LEADER, p.leader_epoch);
             tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch, "offline (no leader here)");
             if p.electing.is_some() {
                 // A quorum partition waits for its replicas' claims: send this one now.
                 super::heartbeat::CLAIMS.notify_one();
             }
         }
-        RoleChange::Keep => {}
+        RoleChange::UpdateLeader | RoleChange::Keep => {}
     }
     if matches!(change, RoleChange::UpdateLeader | RoleChange::BecomeLeader) {
         if txn_log && broker.txns.loaded_epoch(partition.index) != Some(p.leader_epoch) {
