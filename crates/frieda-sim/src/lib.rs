@@ -5,7 +5,11 @@
 //! - The brokers run Frieda's own replication rules ([`frieda::replication`]: ISR, high
 //!   watermark, acknowledgements, truncation, roles) and lease ([`frieda::membership::lease`]); the
 //!   controller decides with `frieda-meta`'s functions on its `MetadataImage`, the same
-//!   transition function every node applies. What is simulated is only the I/O around them:
+//!   transition function every node applies. Where the broker's glue around those rules is
+//!   sans-IO, the simulator runs it too: each followed partition's fetch state
+//!   ([`frieda::replication::follower::PartitionFetch`]), the reconciler's role step
+//!   ([`frieda::replication::assignment::take_role`]) and the controller's broker sessions
+//!   ([`frieda_meta::sessions::BrokerSessions`]). What is simulated is only the I/O around them:
 //!   messages (delayed, lost, duplicated, reordered, cut by partitions), disks (a synced prefix
 //!   a power loss keeps, fsyncs that fail), processes (crashes, pauses, suspends, controlled
 //!   shutdowns) and clocks.
