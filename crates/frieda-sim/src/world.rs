@@ -692,6 +692,7 @@ impl World {
         let roll: f64 = self.rng.gen();
         if roll < 0.003 {
             self.stats.dropped += 1;
+            self.log(|| format!("the network loses a message from {from:?} to {to:?}: {msg:?}"));
             self.share_call_broken(from, to, &msg);
             return;
         }

@@ -22,8 +22,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use crate::clock::monotonic_ms;
-
 use bytes::BytesMut;
 use frieda_meta::BrokerId;
 use kafka_protocol::error::ResponseError;
@@ -38,6 +36,7 @@ use kafka_protocol::protocol::StrBytes;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
+use crate::clock::monotonic_ms;
 use crate::membership::client::BrokerClient;
 use crate::membership::ClusterNode;
 use crate::replication::follower::{

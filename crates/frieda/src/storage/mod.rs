@@ -4,6 +4,8 @@
 //!
 //! - [`partition`]: one partition (the log's read side, appends, producer state, the replica's
 //!   role, the wake-up of waiting fetches).
+//! - [`leader_append`]: the leader's decision on a batch just before its append (log online,
+//!   leadership, producer state), sans-IO, shared with the cluster simulator.
 //! - [`writer`]: the log writer threads (group commit fsync; appends with
 //!   `log.append.mode = "writer"`).
 //! - [`backlog`]: the backlog read lane (reads that miss the tail cache, at idle CPU priority).
@@ -20,6 +22,7 @@ pub mod bulk;
 pub mod checkpoint;
 pub mod clean_shutdown;
 pub mod file_budget;
+pub mod leader_append;
 pub mod log_start;
 pub mod meta_properties;
 pub mod partition;

@@ -1,6 +1,8 @@
 //! One partition as the handlers see it: the log's read side, the writer-owned state, and the
 //! wake-up for fetches waiting on new data.
 
+use super::leader_append::{decide, Decision, LeaderLog};
+pub use super::leader_append::{producer_error, ProducerCheck};
 use super::log_start::LogStartCheckpoint;
 use super::topic_config::ProducePolicy;
 use super::writer::{AppendOutcome, WriterHandle, WriterJob};
@@ -28,46 +30,6 @@ impl PartitionState {
     pub fn flush_due(&self) -> bool {
         let unflushed = self.log.unflushed_messages();
         unflushed > 0 && unflushed >= self.log.config().flush_messages
-    }
-}
-
-/// How an append's batch is checked against its producer's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProducerCheck {
-    /// A client's data batch (or a coordinator's unsequenced one): sequences, epoch and
-    /// transaction state; `verification` is the token of a KIP-890 verification the append
-    /// completes, required when `require_verification` and the batch opens a transaction.
-    Client {
-        /// The verification token (see [`Partition::begin_verification`]).
-        verification: Option<u64>,
-        /// Whether a batch opening a transaction needs one.
-        require_verification: bool,
-    },
-    /// A transaction marker from a coordinator at `coordinator_epoch` (transactions v2 when
-    /// `bumps_epoch`).
-    Marker {
-        /// The coordinator's epoch.
-        coordinator_epoch: i32,
-        /// Transactions v2: the marker carries the bumped epoch.
-        bumps_epoch: bool,
-    },
-}
-
-impl ProducerCheck {
-    /// A batch nobody verified (idempotent producers, the coordinators' own writes).
-    pub const PLAIN: ProducerCheck = ProducerCheck::Client {
-        verification: None,
-        require_verification: false,
-    };
-
-    /// A batch whose transaction was verified (KIP-890): it may open a transaction only with
-    /// `token`, the one [`Partition::begin_verification`] gave (`None`: the transaction was
-    /// already open here, so it may only continue it).
-    pub fn verified(token: Option<u64>) -> ProducerCheck {
-        ProducerCheck::Client {
-            verification: token,
-            require_verification: true,
-        }
     }
 }
 
@@ -609,51 +571,27 @@ impl Partition {
         let Some(state) = state else {
             return Err(ResponseError::UnknownTopicOrPartition);
         };
-        if state.log.offline_reason().is_some() {
-            // Not even a duplicate is confirmed by a log whose fsync failed.
-            return Err(ResponseError::KafkaStorageError);
-        }
-        // Under the lock: a leadership change cannot slip between this check and the append.
-        let leader_epoch = match self.repl.append_epoch() {
-            Ok(epoch) => epoch,
-            Err(e) => {
-                state.log.note_refused(header);
-                return Err(e);
-            }
+        // Under the lock: a leadership change cannot slip between the decision and the append.
+        let mut locked = Locked {
+            log: &mut state.log,
+            repl: &self.repl,
         };
-        let checked = match check {
-            ProducerCheck::Client {
-                verification,
-                require_verification,
-            } => state
-                .log
-                .check_producer(header, verification, require_verification),
-            ProducerCheck::Marker {
-                coordinator_epoch,
-                bumps_epoch,
-            } => state
-                .log
-                .check_marker(
-                    header.producer_id,
-                    header.producer_epoch,
-                    coordinator_epoch,
-                    bumps_epoch,
-                )
-                .map(|()| SequenceCheck::Append),
-        };
-        if let SequenceCheck::Duplicate {
-            base_offset,
-            last_offset,
-        } = checked.map_err(producer_error)?
-        {
-            return Ok(AppendOutcome {
+        let leader_epoch = match decide(&mut locked, header, check)? {
+            Decision::Append { leader_epoch } => leader_epoch,
+            Decision::Duplicate {
                 base_offset,
                 last_offset,
                 leader_epoch,
-                log_append_time: -1,
-                log_start_offset: state.log.log_start_offset(),
-            });
-        }
+            } => {
+                return Ok(AppendOutcome {
+                    base_offset,
+                    last_offset,
+                    leader_epoch,
+                    log_append_time: -1,
+                    log_start_offset: state.log.log_start_offset(),
+                })
+            }
+        };
         match state.log.append(records, now_ms()) {
             Ok(info) => {
                 self.repl.assert_within(state.log.log_end_offset());
@@ -1161,14 +1099,44 @@ impl Partition {
     }
 }
 
-/// The Kafka error for a producer-state refusal.
-pub fn producer_error(e: ProducerError) -> ResponseError {
-    match e {
-        ProducerError::InvalidProducerEpoch => ResponseError::InvalidProducerEpoch,
-        ProducerError::OutOfOrderSequence => ResponseError::OutOfOrderSequenceNumber,
-        ProducerError::RetryRefused => ResponseError::NotLeaderOrFollower,
-        ProducerError::InvalidTxnState => ResponseError::InvalidTxnState,
-        ProducerError::CoordinatorFenced => ResponseError::TransactionCoordinatorFenced,
+/// A partition's log and replication state under its lock, as [`decide`] sees them.
+struct Locked<'a> {
+    log: &'a mut PartitionLog,
+    repl: &'a Replication,
+}
+
+impl LeaderLog for Locked<'_> {
+    fn is_offline(&self) -> bool {
+        self.log.offline_reason().is_some()
+    }
+
+    fn append_epoch(&self) -> Result<i32, ResponseError> {
+        self.repl.append_epoch()
+    }
+
+    fn note_refused(&mut self, batch: &BatchHeader) {
+        self.log.note_refused(batch);
+    }
+
+    fn check_producer(
+        &self,
+        batch: &BatchHeader,
+        verification: Option<u64>,
+        require_verification: bool,
+    ) -> Result<SequenceCheck, ProducerError> {
+        self.log
+            .check_producer(batch, verification, require_verification)
+    }
+
+    fn check_marker(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        coordinator_epoch: i32,
+        bumps_epoch: bool,
+    ) -> Result<(), ProducerError> {
+        self.log
+            .check_marker(producer_id, epoch, coordinator_epoch, bumps_epoch)
     }
 }
 
