@@ -8,7 +8,8 @@
 //!   transition function every node applies. Where the broker's glue around those rules is
 //!   sans-IO, the simulator runs it too: each followed partition's fetch state
 //!   ([`frieda::replication::follower::PartitionFetch`]), the reconciler's role step
-//!   ([`frieda::replication::assignment::take_role`]) and the controller's broker sessions
+//!   ([`frieda::replication::assignment::take_role`]), the leader's decision on a batch before
+//!   its append ([`frieda::storage::leader_append::decide`]) and the controller's broker sessions
 //!   ([`frieda_meta::sessions::BrokerSessions`]). What is simulated is only the I/O around them:
 //!   messages (delayed, lost, duplicated, reordered, cut by partitions), disks (a synced prefix
 //!   a power loss keeps, fsyncs that fail), processes (crashes, pauses, suspends, controlled
