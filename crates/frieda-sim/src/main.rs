@@ -84,6 +84,12 @@ fn print_quorum_report(r: &QuorumReport) {
 
 /// `--quorum`: one seed with its trace, or many seeds on `threads` threads.
 fn quorum_main(args: &Args) -> ! {
+    if !cfg!(tokio_unstable) {
+        eprintln!(
+            "warning: built without --cfg tokio_unstable (RUSTFLAGS replaced .cargo/config.toml): \
+             tokio's select! is not seeded, a quorum seed may not replay"
+        );
+    }
     if let Some(seed) = args.seed {
         let report = run_quorum_seed(seed, args.trace, &args.ignore);
         for line in &report.trace {

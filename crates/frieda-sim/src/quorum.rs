@@ -5,8 +5,9 @@
 //! crashes and restarts nodes, cuts links, and adds and removes voters through the controller's
 //! AddRaftVoter/RemoveRaftVoter path, and clients allocate producer-id blocks (a command whose
 //! every answer must be unique). Every random draw (the plan, link delays and losses, Raft's
-//! election timeouts through [`frieda_meta::seed_thread_rng`]) comes from the seed, so a seed
-//! replays exactly.
+//! election timeouts through [`frieda_meta::seed_thread_rng`], and the branch an unbiased
+//! `tokio::select!` in openraft picks when several are ready, through the runtime's seeded
+//! generator) comes from the seed, so a seed replays exactly.
 //!
 //! Invariants (each a violation kind):
 //! - `two-leaders-in-one-epoch`: no two leaders share a KRaft leader epoch (the image's
@@ -659,11 +660,14 @@ fn catch_task_panics() {
 pub fn run_quorum_seed(seed: u64, trace: bool, ignore: &[String]) -> QuorumReport {
     catch_task_panics();
     PANICKED.with(|p| p.borrow_mut().take());
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_time().start_paused(true);
+    // `tokio::select!` without `biased` (openraft's replication loop) picks a ready branch at
+    // random from the runtime's generator; seeded, a seed replays. The seed API is tokio's
+    // unstable one (`--cfg tokio_unstable`, set in .cargo/config.toml).
+    #[cfg(tokio_unstable)]
+    builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()));
+    let rt = match builder.build() {
         Ok(rt) => rt,
         Err(e) => panic!("a current-thread runtime: {e}"),
     };

@@ -4,13 +4,20 @@
 
 use frieda_sim::quorum::run_quorum_seed;
 
+/// Seeds 6, 9 and 13 took one of two paths until the runtime's generator was seeded: openraft's
+/// replication loop picks between a ready back-off timer and a ready event with an unbiased
+/// `tokio::select!` (6 of seeds 0-39 differed within 3 runs each; 0 since).
 #[test]
 fn a_quorum_seed_replays_exactly() {
-    let a = run_quorum_seed(7, true, &[]);
-    let b = run_quorum_seed(7, true, &[]);
-    assert!(a.trace.len() > 20, "a trace: {:?}", a.trace);
-    assert_eq!(a.trace, b.trace);
-    assert_eq!(a.stats, b.stats);
+    for seed in [6, 7, 9, 13] {
+        let a = run_quorum_seed(seed, true, &[]);
+        assert!(a.trace.len() > 20, "seed {seed}: a trace: {:?}", a.trace);
+        for _ in 0..2 {
+            let b = run_quorum_seed(seed, true, &[]);
+            assert_eq!(a.trace, b.trace, "seed {seed}");
+            assert_eq!(a.stats, b.stats, "seed {seed}");
+        }
+    }
 }
 
 #[test]
