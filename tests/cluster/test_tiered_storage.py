@@ -251,6 +251,13 @@ def test_history_beyond_the_local_disk_reads_back_from_the_bucket(cluster, topic
     # kafka-transactions describe-producers on node 4 shows the early producer (last sequence 4)
     # as the leader does.
     assert "producers_restored=true" in c.node(4).text(), c.node(4).tail()
+    # ... and with the leader epochs of the copies below its start as its epoch cache (Kafka's
+    # buildRemoteLogAuxState), so that as a leader it answers OffsetsForLeaderEpoch for epochs
+    # only the bucket holds with where they ended (issue 57, simulator seed 29819). Its
+    # checkpoint ("0", count, then "epoch start_offset" lines) starts at the first copy's 0, not
+    # at its own log start.
+    checkpoint = (c.node(4).data_dir / f"{topic}-0" / "leader-epoch-checkpoint").read_text().split()
+    assert int(checkpoint[1]) >= 1 and int(checkpoint[3]) == 0, checkpoint
 
     def producers(broker_id: int) -> dict[str, tuple[str, str]]:
         out = t.txn_tool(classpath, c.bootstrap, "describe-producers", "--topic", topic, "--partition", "0",

@@ -814,8 +814,14 @@ impl PartitionLog {
     /// leader still holds; what lies below is in remote storage. Every segment is removed
     /// (their files deleted by the caller after releasing the lock; one whose base is `offset`
     /// is unlinked now, so the new segment can take its name), the log start, log end and
-    /// recovery point become `offset`, and the leader epoch cache and producer snapshots are
-    /// emptied (the next appended batches fill them again). The producer state becomes
+    /// recovery point become `offset`, and the producer snapshots are emptied. The leader epoch
+    /// cache becomes `epochs_below` (`(epoch, first offset)`, ascending; those at or above
+    /// `offset` are ignored): the lineage of the records below `offset`, which only the remote
+    /// tier holds (Kafka's `buildRemoteLogAuxState` restores the leader epoch checkpoint of the
+    /// remote segment below the new start). Without it, as a leader this log would answer
+    /// OffsetsForLeaderEpoch for an epoch that ended below `offset` with `offset`, and a
+    /// follower holding other records there would keep them (issue 57, simulator seed 29819).
+    /// The next appended batches add their epochs. The producer state becomes
     /// `producer_snapshot` when given (a snapshot in Kafka's format of the producers before
     /// `offset`: KIP-405's producer snapshot of the remote segment ending below it, written as
     /// this log's snapshot at `offset`), else empty, and then an unknown producer's next batch
@@ -828,6 +834,7 @@ impl PartitionLog {
         offset: i64,
         now_ms: i64,
         producer_snapshot: Option<&[u8]>,
+        epochs_below: &[(i32, i64)],
     ) -> Result<RemovedSegments, LogError> {
         self.check_online()?;
         let collision = self.segments.iter().position(|s| s.base_offset() == offset);
@@ -862,7 +869,11 @@ impl PartitionLog {
         self.shared.recovery_point.store(offset, Ordering::Release);
         self.unflushed = 0;
         self.dir_dirty = true;
-        if self.epochs.truncate_from_end(i64::MIN) {
+        let mut epochs_changed = self.epochs.truncate_from_end(i64::MIN);
+        for &(epoch, first) in epochs_below.iter().filter(|&&(_, first)| first < offset) {
+            epochs_changed |= self.epochs.assign(epoch, first);
+        }
+        if epochs_changed {
             if let Err(e) = self.epochs.persist() {
                 self.go_offline("writing the leader epoch checkpoint", &e);
                 return Err(e);

@@ -1321,6 +1321,48 @@ fn tiered_local_retention_keeps_the_epochs_of_the_removed_segments() {
     assert_eq!(log.end_offset_for_epoch(1).1, 14);
 }
 
+/// Simulator seed 29819 (issue 57): a replica that started again above the copies and then led
+/// answered OffsetsForLeaderEpoch(0) with its new start (76) instead of where epoch 0 ended (37),
+/// so a stale follower kept its own records 37..75. Started again with the copies' lineage, the
+/// log answers as the whole log's leader would, also after a reopen.
+#[test]
+fn a_log_started_again_keeps_the_lineage_below_its_new_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    let (mut log, _) = PartitionLog::open(path.as_path(), cfg(), NOW).unwrap();
+    log.set_leader_epoch(1).unwrap();
+    fill(&mut log, 3, 2, 1000, 50);
+    let lineage = [(0, 0), (2, 37), (4, 60), (7, 80)];
+    log.truncate_fully_and_start_at(76, NOW, None, &lineage)
+        .unwrap()
+        .delete_files()
+        .unwrap();
+    assert_eq!(log.end_offset_for_epoch(0), (0, 37), "where epoch 0 ended");
+    assert_eq!(
+        log.end_offset_for_epoch(1),
+        (0, 37),
+        "epoch 1 was never written"
+    );
+    assert_eq!(log.end_offset_for_epoch(2), (2, 60));
+    assert_eq!(
+        log.latest_epoch(),
+        4,
+        "entries at or above the start are not taken"
+    );
+    log.set_leader_epoch(5).unwrap();
+    fill(&mut log, 2, 2, 1000, 50);
+    assert_eq!(
+        log.end_offset_for_epoch(4),
+        (4, 76),
+        "epoch 4 ends at the start"
+    );
+    log.flush().unwrap();
+    drop(log);
+    let (reopened, _) = PartitionLog::open(path.as_path(), cfg(), NOW).unwrap();
+    assert_eq!(reopened.end_offset_for_epoch(0), (0, 37));
+    assert_eq!(reopened.end_offset_for_epoch(4), (4, 76));
+}
+
 #[test]
 fn a_follower_log_starts_again_at_an_offset_of_the_leaders_local_tail() {
     let dir = tempfile::tempdir().unwrap();
@@ -1358,7 +1400,7 @@ fn a_follower_log_starts_again_at_an_offset_of_the_leaders_local_tail() {
         .unwrap();
     assert_eq!(follower.log_end_offset(), 8);
     follower
-        .truncate_fully_and_start_at(12, NOW, None)
+        .truncate_fully_and_start_at(12, NOW, None, &[])
         .unwrap()
         .delete_files()
         .unwrap();
@@ -1389,7 +1431,7 @@ fn a_follower_log_starts_again_at_an_offset_of_the_leaders_local_tail() {
     // Again at the base of its own segment (12): that segment's name is reused.
     assert_eq!(follower.segment_count(), 1);
     follower
-        .truncate_fully_and_start_at(12, NOW, None)
+        .truncate_fully_and_start_at(12, NOW, None, &[])
         .unwrap()
         .delete_files()
         .unwrap();

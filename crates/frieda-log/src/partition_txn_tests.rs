@@ -251,7 +251,7 @@ fn a_log_started_again_from_a_copied_producer_snapshot_knows_the_producers() {
     let (mut restored, _) =
         PartitionLog::open(dir.path().join("f").as_path(), small_segments(), NOW).unwrap();
     restored
-        .truncate_fully_and_start_at(start, NOW, Some(&idx.producer_snapshot))
+        .truncate_fully_and_start_at(start, NOW, Some(&idx.producer_snapshot), &[])
         .unwrap()
         .delete_files()
         .unwrap();
@@ -273,7 +273,7 @@ fn a_log_started_again_from_a_copied_producer_snapshot_knows_the_producers() {
 
     let (mut bare, _) =
         PartitionLog::open(dir.path().join("g").as_path(), small_segments(), NOW).unwrap();
-    bare.truncate_fully_and_start_at(start, NOW, Some(b"not a snapshot"))
+    bare.truncate_fully_and_start_at(start, NOW, Some(b"not a snapshot"), &[])
         .unwrap()
         .delete_files()
         .unwrap();

@@ -420,11 +420,20 @@ impl RemoteLog {
     /// with its replica's epoch cache, so copies of a lineage the replica no longer has never
     /// count as holding its records (`PartitionLog::enforce_local_retention`).
     pub fn covered_epochs(&self) -> Vec<(i32, i64)> {
-        let end = self.covered_end().unwrap_or(-1);
+        self.epochs_upto(self.covered_end().unwrap_or(-1))
+    }
+
+    /// The leader epochs of the batches in the finished copies that start at or below `upto`:
+    /// `(epoch, first offset)`, ascending, one entry per change of epoch (as
+    /// [`Self::covered_epochs`]). A follower that starts its log again above the copies takes
+    /// them as its epoch cache (Kafka's `buildRemoteLogAuxState` restores the leader epoch
+    /// checkpoint of the copy below its new start), so that as a leader it answers
+    /// OffsetsForLeaderEpoch for the epochs only the bucket holds with where they really end.
+    pub fn epochs_upto(&self, upto: i64) -> Vec<(i32, i64)> {
         let mut out: Vec<(i32, i64)> = Vec::new();
-        for s in self.finished().take_while(|s| s.start_offset <= end) {
+        for s in self.finished().take_while(|s| s.start_offset <= upto) {
             for &(epoch, first) in &s.segment_epochs {
-                if first > s.end_offset {
+                if first > s.end_offset.min(upto) {
                     break;
                 }
                 if out.last().is_none_or(|&(e, _)| e != epoch) {

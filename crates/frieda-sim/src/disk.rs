@@ -186,7 +186,7 @@ impl SimLog {
             // Below the log start (local retention of a tiered log deleted a lineage the
             // leader does not have): emptied, it starts again there, as the broker's
             // `Partition::truncate_from_leader` and Kafka's `truncateFullyAndStartAt` (seed 1478).
-            self.start_again(offset);
+            self.start_again(offset, &[]);
             return Ok(offset);
         }
         let keep = self.batches.partition_point(|b| b.end() <= offset);
@@ -340,13 +340,18 @@ impl SimLog {
     }
 
     /// A follower starts its log again at `offset` (KIP-405: the leader holds its next offsets
-    /// only in remote storage): every batch and epoch goes, the log starts and ends there.
-    pub fn start_again(&mut self, offset: i64) {
+    /// only in remote storage): every batch goes, the log starts and ends there, and the epoch
+    /// cache becomes `epochs_below` (the copies' lineage below `offset`), as
+    /// `PartitionLog::truncate_fully_and_start_at`.
+    pub fn start_again(&mut self, offset: i64, epochs_below: &[(i32, i64)]) {
         self.batches.clear();
         self.synced = 0;
         self.log_start = offset;
         self.segments = vec![offset];
         self.epochs = Epochs::default();
+        for &(epoch, first) in epochs_below.iter().filter(|&&(_, first)| first < offset) {
+            self.epochs.assign(epoch, first);
+        }
     }
 
     /// A process restart: the log is recovered from its files (what a crashed process wrote is

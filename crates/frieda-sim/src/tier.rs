@@ -684,20 +684,17 @@ impl World {
     /// A follower told its next offsets are only remote (the broker's fetcher): it starts its
     /// log again above everything its image says was copied, if that is above `offset`.
     pub(crate) fn tier_start_again(&mut self, id: i32, p: i32, offset: i64) -> bool {
-        let start = self
-            .b(id)
-            .image
-            .remote_log(TOPIC, p)
-            .and_then(RemoteLog::copied_upto)
-            .map_or(0, |e| e + 1);
+        let remote = self.b(id).image.remote_log(TOPIC, p);
+        let start = remote.and_then(RemoteLog::copied_upto).map_or(0, |e| e + 1);
         if start <= offset {
             return false;
         }
+        let epochs = remote.map(|l| l.epochs_upto(start - 1)).unwrap_or_default();
         let b = self.bm(id);
         let (Some(d), Some(r)) = (b.disks.get_mut(&p), b.replicas.get_mut(&p)) else {
             return false;
         };
-        d.log.start_again(start);
+        d.log.start_again(start, &epochs);
         r.repl.on_truncated(start);
         r.repl.follower_high_watermark(start, start);
         r.fetch_starts_again();

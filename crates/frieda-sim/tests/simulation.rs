@@ -137,6 +137,20 @@ fn seed_1478_a_follower_truncates_below_its_log_start() {
     run_seed_clean(1478);
 }
 
+/// Issue 57 (frieda-sim seed 29819, found by the soak of seeds 28,000-30,999): broker 2 started
+/// its log again above the copies at 76 with an empty epoch cache, then led; asked by broker 3
+/// (whose records 37..75 were of epoch 0, replaced in epoch 2 by an earlier leader) where epoch
+/// 0 ended, it answered 76 instead of 37, and broker 3 kept its stale records. Leading later, broker
+/// 3 found the copies diverging from its log at 37 and truncated the remote tier there: committed
+/// records that local retention had deleted from every replica were gone from the bucket too
+/// (`isr-member-lacks-acked-record`). A log started again now takes the copies' lineage below
+/// its start as its epoch cache (Kafka's `buildRemoteLogAuxState`).
+#[test]
+fn seed_29819_a_log_started_again_above_the_copies_keeps_their_lineage() {
+    let r = run_seed_clean(29819);
+    assert!(r.stats.copies > 0, "a tiered run");
+}
+
 /// Issue 57, the group coordinator in the simulator (seed 314): the leader of the offsets
 /// partition and its one follower lose their controller sessions and are fenced; the
 /// coordinator's write path had no lease check, so it went on acknowledging offset commits

@@ -653,7 +653,13 @@ fn start_again_above_copies(node: &ClusterNode, leader: BrokerId, f: &mut Follow
             tracing::info!(topic = %p.topic, partition = p.index, leader, offset, start,
                 producers_restored = snapshot.is_some(),
                 "fetch offset only in remote storage; starting the log again above the copied offsets");
-            match p.start_again_from_leader(leader, f.epoch, start, snapshot.as_deref()) {
+            // The lineage of what only the bucket holds becomes the new log's epoch cache.
+            let epochs = node
+                .image()
+                .remote_log(&p.topic, p.index)
+                .map(|log| log.epochs_upto(start - 1))
+                .unwrap_or_default();
+            match p.start_again_from_leader(leader, f.epoch, start, snapshot.as_deref(), &epochs) {
                 Ok(()) => {
                     f.state = PartitionFetch::started_again();
                     return;

@@ -757,7 +757,9 @@ impl Partition {
     /// the leader still holds locally). The new log start is written to the
     /// `log-start-offset-checkpoint` first; the high watermark becomes `offset` (everything
     /// below it was copied, so committed). The producer state becomes `producer_snapshot` (the
-    /// one copied with the remote segment ending below `offset`), or empty without one. The
+    /// one copied with the remote segment ending below `offset`), or empty without one; the
+    /// leader epoch cache becomes `epochs_below`, the copies' lineage below `offset`
+    /// (`RemoteLog::epochs_upto`; see `PartitionLog::truncate_fully_and_start_at`). The
     /// removed segments' files are deleted after the lock is released.
     ///
     /// Errors: NOT_LEADER_OR_FOLLOWER unless this replica follows `leader` in `epoch`;
@@ -769,6 +771,7 @@ impl Partition {
         epoch: i32,
         offset: i64,
         producer_snapshot: Option<&[u8]>,
+        epochs_below: &[(i32, i64)],
     ) -> Result<(), ResponseError> {
         if !self.repl.is_follower_of(leader, epoch) {
             return Err(ResponseError::NotLeaderOrFollower);
@@ -776,11 +779,12 @@ impl Partition {
         if let Some(starts) = self.log_starts.as_deref() {
             self.record_log_start(starts, offset)?;
         }
-        self.empty_and_start_at(leader, epoch, offset, producer_snapshot, true)
+        self.empty_and_start_at(leader, epoch, offset, producer_snapshot, epochs_below, true)
     }
 
     /// Empties this follower's log and starts it at `offset` with `producer_snapshot` (or no
-    /// producers), the log start checkpoint already written; the high watermark is capped at
+    /// producers) and the leader epochs `epochs_below` below `offset` (or none), the log start
+    /// checkpoint already written; the high watermark is capped at
     /// `offset`, or set to it when `committed` (everything below it is in the remote tier).
     /// The removed segments' files are deleted after the lock is released.
     ///
@@ -793,6 +797,7 @@ impl Partition {
         epoch: i32,
         offset: i64,
         producer_snapshot: Option<&[u8]>,
+        epochs_below: &[(i32, i64)],
         committed: bool,
     ) -> Result<(), ResponseError> {
         let removed = {
@@ -805,7 +810,7 @@ impl Partition {
             }
             let removed = state
                 .log
-                .truncate_fully_and_start_at(offset, now_ms(), producer_snapshot)
+                .truncate_fully_and_start_at(offset, now_ms(), producer_snapshot, epochs_below)
                 .map_err(|e| {
                     tracing::error!(topic = %self.topic, partition = self.index, error = %e,
                         "starting the log again failed");
@@ -845,7 +850,7 @@ impl Partition {
             })?;
         }
         let from = self.log_start_offset();
-        self.empty_and_start_at(leader, epoch, offset, None, false)?;
+        self.empty_and_start_at(leader, epoch, offset, None, &[], false)?;
         tracing::warn!(topic = %self.topic, partition = self.index, leader, epoch, offset,
             old_log_start = from,
             "the leader's log diverges from this replica's below its log start; emptied the log, it starts again there");
