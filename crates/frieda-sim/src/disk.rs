@@ -185,8 +185,10 @@ impl SimLog {
         if offset < self.log_start {
             // Below the log start (local retention of a tiered log deleted a lineage the
             // leader does not have): emptied, it starts again there, as the broker's
-            // `Partition::truncate_from_leader` and Kafka's `truncateFullyAndStartAt` (seed 1478).
-            self.start_again(offset, &[]);
+            // `Partition::truncate_from_leader` and Kafka's `truncateFullyAndStartAt` (seed 1478),
+            // keeping the epochs below it, where this log and the leader's agree.
+            let agreed = self.epochs.pairs();
+            self.start_again(offset, &agreed);
             return Ok(offset);
         }
         let keep = self.batches.partition_point(|b| b.end() <= offset);

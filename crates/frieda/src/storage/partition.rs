@@ -832,7 +832,10 @@ impl Partition {
 
     /// [`Self::truncate_from_leader`] below the log start: the log start checkpoint is lowered
     /// first, then the log is emptied and starts at `offset`; the high watermark is capped
-    /// there.
+    /// there. The leader epoch cache keeps its entries below `offset` (where this log and the
+    /// leader's agree), as a truncation above the log start does: emptied, this replica would
+    /// as a leader answer OffsetsForLeaderEpoch for an older epoch with `offset` (the class of
+    /// simulator seed 29819).
     fn start_again_below(
         &self,
         leader: frieda_meta::BrokerId,
@@ -850,7 +853,13 @@ impl Partition {
             })?;
         }
         let from = self.log_start_offset();
-        self.empty_and_start_at(leader, epoch, offset, None, &[], false)?;
+        let agreed = self
+            .state
+            .lock()
+            .as_ref()
+            .map(|s| s.log.epochs().pairs())
+            .unwrap_or_default();
+        self.empty_and_start_at(leader, epoch, offset, None, &agreed, false)?;
         tracing::warn!(topic = %self.topic, partition = self.index, leader, epoch, offset,
             old_log_start = from,
             "the leader's log diverges from this replica's below its log start; emptied the log, it starts again there");
