@@ -13,7 +13,7 @@ use frieda::clock::{LeaseClock, LEASE_CLOCK};
 use frieda::cluster::isr::alter_answer;
 use frieda::membership::lease::Lease;
 use frieda::replication::assignment::{take_role, TakesRole};
-use frieda::replication::fetch::validate_follower_fetch;
+use frieda::replication::fetch::{admit_follower_fetch, ServingReplica};
 use frieda::replication::follower::{
     self, EpochEnd, NextRequest, PartitionFetch, Refused, Truncation,
 };
@@ -2270,16 +2270,20 @@ impl World {
         let (Some(r), Some(d)) = (b.replicas.get(&p), b.disks.get(&p)) else {
             return Err(ResponseError::NotLeaderOrFollower);
         };
-        // As the broker's fetch handler: leadership and epoch, then the fetch validated against
-        // the log, then the read, and only then the follower's progress.
-        r.repl.check_follower(current_epoch)?;
-        if d.log.is_offline() {
-            return Err(ResponseError::KafkaStorageError);
-        }
-        if self.tier_fetch_below_start(id, p, offset) {
-            return Err(ResponseError::OffsetMovedToTieredStorage);
-        }
-        let validated = validate_follower_fetch(&d.log, offset, last_fetched_epoch);
+        // The broker's admission (leadership and epoch, log online, offset held locally, the
+        // fetch validated against the log), then the read, and only then the follower's
+        // progress.
+        let serving = ServingReplica {
+            leadership: r.repl.check_follower(current_epoch),
+            offline: d.log.is_offline(),
+            only_remote: self.tier_fetch_below_start(id, p, offset),
+        };
+        let refused_before_validation =
+            serving.leadership.is_err() || serving.offline || serving.only_remote;
+        let validated = match admit_follower_fetch(serving, &d.log, offset, last_fetched_epoch) {
+            Err(e) if refused_before_validation => return Err(e),
+            v => v,
+        };
         let (leo_now, hw_now) = (d.log.leo(), r.repl.high_watermark());
         self.log(|| {
             format!("broker {id}: fetch of partition {p} by {replica} at {offset} (last fetched epoch {last_fetched_epoch}): {validated:?}; leo {leo_now}, hw {hw_now}")

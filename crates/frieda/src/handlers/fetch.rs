@@ -116,7 +116,8 @@ fn point_to_leaders(
 }
 
 /// Checks a fetch of `p` at `fetch_offset` before it is read: a follower's (`replica` >= 0)
-/// must reach the leader in its epoch and is validated against the leader's log (Kafka's
+/// is admitted by [`Partition::admit_follower_fetch`] (the leader in its epoch, the log online,
+/// the offset held locally, then validated against the leader's log as Kafka's
 /// `Partition.fetchRecords`: a diverging last fetched epoch is answered with where it ends,
 /// `Ok(Some(_))`; the follower's progress is counted only after the read, see
 /// [`count_follower_fetches`]); a consumer's must reach the leader, or for `any_replica`
@@ -125,8 +126,9 @@ fn point_to_leaders(
 ///
 /// Errors: NOT_LEADER_OR_FOLLOWER (6) when this broker does not lead the partition (for
 /// `any_replica`: is offline for it), FENCED_LEADER_EPOCH (74) / UNKNOWN_LEADER_EPOCH (75) for
-/// an older / newer epoch than this replica's, OFFSET_OUT_OF_RANGE (1) for a follower's offset
-/// outside the log.
+/// an older / newer epoch than this replica's; for a follower also KAFKA_STORAGE_ERROR (56)
+/// for an offline log, OFFSET_MOVED_TO_TIERED_STORAGE (109) below the local log of a tiered
+/// partition, OFFSET_OUT_OF_RANGE (1) for an offset outside the log.
 fn admit(
     broker: &Broker,
     p: &Arc<Partition>,
@@ -135,8 +137,7 @@ fn admit(
     leader_epoch: i32,
 ) -> Result<Option<EpochEnd>, ResponseError> {
     if replica >= 0 {
-        p.repl.check_follower(leader_epoch)?;
-        return p.validate_follower_fetch(fetch_offset, last_fetched_epoch);
+        return p.admit_follower_fetch(leader_epoch, fetch_offset, last_fetched_epoch);
     }
     if any_replica {
         p.repl.check_replica_read(leader_epoch)?;

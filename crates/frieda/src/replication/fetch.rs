@@ -44,6 +44,46 @@ pub fn validate_follower_fetch(
     Ok(None)
 }
 
+/// What a leader's replica knows of itself when a follower's fetch arrives, found before the
+/// fetch is admitted by [`admit_follower_fetch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServingReplica {
+    /// The follower's `current_leader_epoch` checked against this replica
+    /// (`Replication::check_follower`): NOT_LEADER_OR_FOLLOWER (6), FENCED_LEADER_EPOCH (74) or
+    /// UNKNOWN_LEADER_EPOCH (75) when it does not lead in that epoch.
+    pub leadership: Result<(), ResponseError>,
+    /// The leader's log went offline (a failed fsync).
+    pub offline: bool,
+    /// The fetch offset lies below the local log of a tiered partition: only the copies hold it.
+    pub only_remote: bool,
+}
+
+/// Whether a leader serves a follower's fetch at `fetch_offset` (last fetched epoch
+/// `last_fetched_epoch`, -1 when not sent), in one order for the broker's fetch handler and the
+/// simulator's leader: the leadership in the follower's epoch, then the log online, then
+/// the offset held locally, then [`validate_follower_fetch`]. `Ok(None)`: read it (and count
+/// it once read); `Ok(Some(end))`: answer the diverging epoch `end`, no records.
+///
+/// Errors: the leadership's errors; KAFKA_STORAGE_ERROR (56) for an offline log;
+/// OFFSET_MOVED_TO_TIERED_STORAGE (109) below the local log of a tiered partition (KIP-405:
+/// the follower starts its log again above the copies); OFFSET_OUT_OF_RANGE (1) from the
+/// validation.
+pub fn admit_follower_fetch(
+    replica: ServingReplica,
+    log: &impl LogView,
+    fetch_offset: i64,
+    last_fetched_epoch: i32,
+) -> Result<Option<EpochEnd>, ResponseError> {
+    replica.leadership?;
+    if replica.offline {
+        return Err(ResponseError::KafkaStorageError);
+    }
+    if replica.only_remote {
+        return Err(ResponseError::OffsetMovedToTieredStorage);
+    }
+    validate_follower_fetch(log, fetch_offset, last_fetched_epoch)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +141,49 @@ mod tests {
         );
         assert_eq!(
             validate_follower_fetch(&log, 70, 9),
+            Err(ResponseError::OffsetOutOfRange)
+        );
+    }
+
+    #[test]
+    fn a_follower_fetch_is_admitted_in_one_order() {
+        let mut e = Epochs::new();
+        e.assign(1, 0);
+        let log = Log(e, 90);
+        let ok = ServingReplica {
+            leadership: Ok(()),
+            offline: false,
+            only_remote: false,
+        };
+        assert_eq!(admit_follower_fetch(ok, &log, 70, 1), Ok(None));
+        let all_wrong = ServingReplica {
+            leadership: Err(ResponseError::FencedLeaderEpoch),
+            offline: true,
+            only_remote: true,
+        };
+        assert_eq!(
+            admit_follower_fetch(all_wrong, &log, 5, 1),
+            Err(ResponseError::FencedLeaderEpoch)
+        );
+        let offline = ServingReplica {
+            leadership: Ok(()),
+            ..all_wrong
+        };
+        assert_eq!(
+            admit_follower_fetch(offline, &log, 5, 1),
+            Err(ResponseError::KafkaStorageError),
+            "an offline log answers nothing, not even a divergence"
+        );
+        let remote = ServingReplica {
+            offline: false,
+            ..offline
+        };
+        assert_eq!(
+            admit_follower_fetch(remote, &log, 5, 1),
+            Err(ResponseError::OffsetMovedToTieredStorage)
+        );
+        assert_eq!(
+            admit_follower_fetch(ok, &log, 5, 1),
             Err(ResponseError::OffsetOutOfRange)
         );
     }

@@ -1034,30 +1034,36 @@ impl Partition {
             .map(|s| follower::truncation(&s.log, hw, asked_epoch, leader))
     }
 
-    /// A follower's fetch at `fetch_offset` with `last_fetched_epoch`, checked against this
-    /// leader's log ([`crate::replication::fetch::validate_follower_fetch`]): `Ok(None)` to
-    /// read it, `Ok(Some(end))` when the follower's log diverged (answer with `end`).
+    /// A follower's fetch at `fetch_offset` with `last_fetched_epoch` in the follower's
+    /// `leader_epoch`, admitted by this leader ([`crate::replication::fetch::admit_follower_fetch`],
+    /// the order the simulator's leader runs too): `Ok(None)` to read it, `Ok(Some(end))` when
+    /// the follower's log diverged (answer with `end`).
     ///
-    /// Errors: OFFSET_OUT_OF_RANGE (1), OFFSET_MOVED_TO_TIERED_STORAGE (109) below the local
-    /// log of a tiered partition (KIP-405), UNKNOWN_TOPIC_OR_PARTITION once deleted.
-    pub fn validate_follower_fetch(
+    /// Errors: the leadership's (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+    /// UNKNOWN_LEADER_EPOCH), KAFKA_STORAGE_ERROR (56) for an offline log,
+    /// OFFSET_MOVED_TO_TIERED_STORAGE (109) below the local log of a tiered partition (KIP-405:
+    /// the follower starts its log again above the copies, `start_again_from_leader`),
+    /// OFFSET_OUT_OF_RANGE (1), UNKNOWN_TOPIC_OR_PARTITION once deleted.
+    pub fn admit_follower_fetch(
         &self,
+        leader_epoch: i32,
         fetch_offset: i64,
         last_fetched_epoch: i32,
     ) -> Result<Option<follower::EpochEnd>, ResponseError> {
-        if self.in_remote_tier(fetch_offset) {
-            // Below the local log (a new or far-behind replica of a tiered partition): the
-            // follower starts its log again above the copied offsets instead of copying the
-            // history (KIP-405; `start_again_from_leader`).
-            return Err(ResponseError::OffsetMovedToTieredStorage);
-        }
+        let leadership = self.repl.check_follower(leader_epoch);
+        let only_remote = self.in_remote_tier(fetch_offset);
         match self.state.lock().as_ref() {
-            Some(s) => crate::replication::fetch::validate_follower_fetch(
+            Some(s) => crate::replication::fetch::admit_follower_fetch(
+                crate::replication::fetch::ServingReplica {
+                    leadership,
+                    offline: s.log.offline_reason().is_some(),
+                    only_remote,
+                },
                 &s.log,
                 fetch_offset,
                 last_fetched_epoch,
             ),
-            None => Err(ResponseError::UnknownTopicOrPartition),
+            None => leadership.and(Err(ResponseError::UnknownTopicOrPartition)),
         }
     }
 
