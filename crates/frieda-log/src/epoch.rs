@@ -155,6 +155,20 @@ impl Epochs {
         true
     }
 
+    /// Appends the entries of `lineage` (`(epoch, first offset)`, ascending) that start below
+    /// `below`, skipping any that would not follow the last entry (an older epoch, or an earlier
+    /// offset: a lineage read from copies that overlap). For a log started again above the
+    /// remote copies (`PartitionLog::truncate_fully_and_start_at`). Returns whether it changed.
+    pub fn assign_lineage(&mut self, lineage: &[(i32, i64)], below: i64) -> bool {
+        let mut changed = false;
+        for &(epoch, first) in lineage.iter().filter(|&&(_, first)| first < below) {
+            if self.entries.last().is_none_or(|e| e.start_offset <= first) {
+                changed |= self.assign(epoch, first);
+            }
+        }
+        changed
+    }
+
     /// Drops the epochs that start at or after `end_offset` (the log was truncated there).
     /// Returns whether it changed.
     pub fn truncate_from_end(&mut self, end_offset: i64) -> bool {

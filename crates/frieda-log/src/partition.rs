@@ -869,11 +869,8 @@ impl PartitionLog {
         self.shared.recovery_point.store(offset, Ordering::Release);
         self.unflushed = 0;
         self.dir_dirty = true;
-        let mut epochs_changed = self.epochs.truncate_from_end(i64::MIN);
-        for &(epoch, first) in epochs_below.iter().filter(|&&(_, first)| first < offset) {
-            epochs_changed |= self.epochs.assign(epoch, first);
-        }
-        if epochs_changed {
+        let cleared = self.epochs.truncate_from_end(i64::MIN);
+        if self.epochs.assign_lineage(epochs_below, offset) || cleared {
             if let Err(e) = self.epochs.persist() {
                 self.go_offline("writing the leader epoch checkpoint", &e);
                 return Err(e);

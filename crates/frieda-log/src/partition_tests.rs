@@ -1332,7 +1332,8 @@ fn a_log_started_again_keeps_the_lineage_below_its_new_start() {
     let (mut log, _) = PartitionLog::open(path.as_path(), cfg(), NOW).unwrap();
     log.set_leader_epoch(1).unwrap();
     fill(&mut log, 3, 2, 1000, 50);
-    let lineage = [(0, 0), (2, 37), (4, 60), (7, 80)];
+    // (3, 30) would not follow (2, 37): skipped, as from copies that overlap.
+    let lineage = [(0, 0), (2, 37), (3, 30), (4, 60), (7, 80)];
     log.truncate_fully_and_start_at(76, NOW, None, &lineage)
         .unwrap()
         .delete_files()

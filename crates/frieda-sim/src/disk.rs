@@ -351,9 +351,7 @@ impl SimLog {
         self.log_start = offset;
         self.segments = vec![offset];
         self.epochs = Epochs::default();
-        for &(epoch, first) in epochs_below.iter().filter(|&&(_, first)| first < offset) {
-            self.epochs.assign(epoch, first);
-        }
+        self.epochs.assign_lineage(epochs_below, offset);
     }
 
     /// A process restart: the log is recovered from its files (what a crashed process wrote is
