@@ -326,7 +326,18 @@ pub(crate) struct SimTxnCoordinator {
     /// The high watermark reached `loaded_end`: it serves.
     committed: bool,
     txns: BTreeMap<String, TxnMetadata>,
+    /// The write each loaded transaction's state was replayed from (batch id), so that a
+    /// decision recovered by the load is voided with the writes it came from (seed 36747).
+    loaded_from: BTreeMap<String, u64>,
     sending: BTreeMap<String, Sending>,
+}
+
+/// A written and answered decision of one transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Written {
+    commit: bool,
+    /// Every write that carried it (the prepare, the completion, a load that replayed them).
+    by: Vec<u64>,
 }
 
 /// The transactions of a run.
@@ -337,7 +348,7 @@ pub(crate) struct Txns {
     /// Partition 0's transactional batches and markers by batch id.
     pub(crate) batches: BTreeMap<u64, TxnBatch>,
     /// Written and answered decisions: (producer id, data epoch) -> (commit, the write).
-    decided: BTreeMap<(i64, i16), (bool, u64)>,
+    decided: BTreeMap<(i64, i16), Written>,
     /// Decisions a power loss voided, by transaction: the coordinator's log lost them (and
     /// may reuse the epoch), but markers written from them stay where they were replicated.
     voided: BTreeMap<(i64, i16), Vec<bool>>,
@@ -372,6 +383,13 @@ pub(crate) struct Txns {
     answered: Vec<Answered>,
     /// Produces answered as duplicates: request -> the original batch's id.
     dup_of: BTreeMap<u64, u64>,
+}
+
+impl Txns {
+    /// How many written decisions a power loss voided (`Stats::txn_decisions_voided`).
+    pub(crate) fn voided_decisions(&self) -> u64 {
+        self.voided.values().map(|v| v.len() as u64).sum()
+    }
 }
 
 /// A produce a client got answered OK: its batch and the offset the answer gave.
@@ -697,9 +715,9 @@ impl World {
                 }
             }
             (Phase::End { commit }, Ok((pid, epoch))) => {
-                let decided = self.txns.decided.get(&(cl.pid, cl.epoch)).copied();
-                let voided = decided.is_some_and(|(_, by)| self.exempt(by));
-                if decided.map(|d| d.0) != Some(commit) && !voided {
+                let decided = self.txns.decided.get(&(cl.pid, cl.epoch)).cloned();
+                let voided = decided.as_ref().is_some_and(|d| self.txn_lost(d));
+                if decided.as_ref().map(|d| d.commit) != Some(commit) && !voided {
                     self.violate(
                         "txn-end-answered-wrong",
                         format!("client {}'s EndTxn (commit: {commit}) of producer {} epoch {} was answered OK, but the written decision is {decided:?}", cl.tid, cl.pid, cl.epoch),
@@ -755,12 +773,19 @@ impl World {
             return;
         }
         let mut txns: BTreeMap<String, TxnMetadata> = BTreeMap::new();
+        let mut loaded_from = BTreeMap::new();
         let loaded_end = self.b(id).disks[&op].log.leo();
         for b in self.b(id).disks[&op].log.batches() {
             if let Some(w) = self.txns.writes.get(&b.id) {
                 match replayed(&w.tid, Some(&w.t)) {
-                    Some(m) => txns.insert(w.tid.clone(), m),
-                    None => txns.remove(&w.tid),
+                    Some(m) => {
+                        txns.insert(w.tid.clone(), m);
+                        loaded_from.insert(w.tid.clone(), b.id);
+                    }
+                    None => {
+                        txns.remove(&w.tid);
+                        loaded_from.remove(&w.tid);
+                    }
                 };
             }
         }
@@ -792,6 +817,7 @@ impl World {
             loaded_end,
             committed: false,
             txns,
+            loaded_from,
             sending,
         });
         self.log(|| format!("broker {id}: loads the transaction coordinator in epoch {epoch} ({n} ids, markers resumed for {resumed:?})"));
@@ -820,20 +846,20 @@ impl World {
             return false;
         }
         c.committed = true;
-        let decisions: Vec<(TxnTransit, bool)> = c
+        let decisions: Vec<(TxnTransit, bool, u64)> = c
             .txns
-            .values()
-            .filter_map(|m| {
+            .iter()
+            .filter_map(|(tid, m)| {
                 let commit = match m.state {
                     TxnState::PrepareCommit | TxnState::CompleteCommit => true,
                     TxnState::PrepareAbort | TxnState::CompleteAbort => false,
                     _ => return None,
                 };
-                Some((m.transit(), commit))
+                Some((m.transit(), commit, *c.loaded_from.get(tid)?))
             })
             .collect();
-        for (t, commit) in decisions {
-            if !self.txn_decide(id, 0, &t, commit) {
+        for (t, commit, by) in decisions {
+            if !self.txn_decide(id, by, &t, commit) {
                 return false;
             }
         }
@@ -987,21 +1013,25 @@ impl World {
     /// acknowledged on partition 0. Returns false on a violation.
     fn txn_decide(&mut self, id: i32, req: u64, t: &TxnTransit, commit: bool) -> bool {
         let key = (t.producer_id, t.last_producer_epoch);
-        let known = self.txns.decided.get(&key).copied();
-        // A decision a power loss without fsync voided (its write acknowledged, then lost on
-        // its last copy) no longer counts: the epoch it ended may be used again.
-        if let Some((old, _)) = known.filter(|&(_, by)| self.exempt(by)) {
+        // A decision a power loss without fsync voided (every write that carried it
+        // acknowledged, then lost on its last copy) no longer counts: the epoch it ended may
+        // be used again.
+        if let Some(old) = self.txns.decided.get(&key).filter(|d| self.txn_lost(d)) {
+            let old = old.commit;
             self.txns.voided.entry(key).or_default().push(old);
             self.txns.decided.remove(&key);
         }
-        let known = known.filter(|&(_, by)| !self.exempt(by));
-        if let Some((before, by)) = known {
-            if before != commit {
+        if let Some(known) = self.txns.decided.get_mut(&key) {
+            if known.commit != commit {
+                let (before, by) = (known.commit, known.by.clone());
                 self.violate(
                     "txn-decided-twice",
-                    format!("producer {} epoch {}: write {req} (commit: {commit}) by broker {id} landed after write {by} decided commit: {before}", key.0, key.1),
+                    format!("producer {} epoch {}: write {req} (commit: {commit}) by broker {id} landed after writes {by:?} decided commit: {before}", key.0, key.1),
                 );
                 return false;
+            }
+            if !known.by.contains(&req) {
+                known.by.push(req);
             }
             return true;
         }
@@ -1016,13 +1046,24 @@ impl World {
                 return false;
             }
         }
-        self.txns.decided.insert(key, (commit, req));
+        self.txns.decided.insert(
+            key,
+            Written {
+                commit,
+                by: vec![req],
+            },
+        );
         if commit {
             self.txns.commits += 1;
         } else {
             self.txns.aborts += 1;
         }
         true
+    }
+
+    /// Whether a power loss without fsync took every write that carried decision `d`.
+    fn txn_lost(&self, d: &Written) -> bool {
+        d.by.iter().all(|&w| self.exempt(w))
     }
 
     /// Whether a decision `commit` of transaction `key` (producer id, data epoch) was written
@@ -1784,7 +1825,7 @@ impl World {
         else {
             return;
         };
-        let decided = self.txns.decided.get(&(pid, epoch)).copied();
+        let decided = self.txns.decided.get(&(pid, epoch)).cloned();
         let voided = self.txn_voided((pid, epoch), commit);
         // The decision's own marker was acknowledged, then lost to a power loss without fsync
         // (outside the contract, seed 17361): the replica elected without it has the
@@ -1796,7 +1837,9 @@ impl World {
             .is_some_and(|&(c, m)| c != commit && self.exempt(m));
         let contradicts = !voided
             && !marker_lost
-            && decided.is_some_and(|(d, by)| d != commit && !self.exempt(by));
+            && decided
+                .as_ref()
+                .is_some_and(|d| d.commit != commit && !self.txn_lost(d));
         if contradicts {
             self.violate(
                 "txn-marker-contradicts-decision",

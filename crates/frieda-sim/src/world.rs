@@ -114,6 +114,9 @@ pub struct Stats {
     pub txn_commits: u64,
     /// Transactions whose abort was written.
     pub txn_aborts: u64,
+    /// Written decisions a power loss without fsync took from the coordinator's log (every
+    /// write that carried them lost on its last copy; outside the contract).
+    pub txn_decisions_voided: u64,
     /// KIP-890 verifications partition 0's leaders asked of a coordinator (`crate::txn`).
     pub txn_verifications: u64,
     /// Rounds of batches idempotent producers got answered OK (`crate::txn`).
@@ -150,6 +153,7 @@ impl Stats {
         self.share_acks_ok += other.share_acks_ok;
         self.txn_commits += other.txn_commits;
         self.txn_aborts += other.txn_aborts;
+        self.txn_decisions_voided += other.txn_decisions_voided;
         self.txn_verifications += other.txn_verifications;
         self.idempotent_rounds += other.idempotent_rounds;
         self.idempotent_bumps += other.idempotent_bumps;
@@ -598,6 +602,7 @@ impl World {
         self.stats.sim_ms = self.now;
         self.stats.txn_commits = self.txns.commits;
         self.stats.txn_aborts = self.txns.aborts;
+        self.stats.txn_decisions_voided = self.txns.voided_decisions();
         self.stats.txn_verifications = self.txns.verifications;
         self.stats.idempotent_rounds = self.txns.idempotent_rounds;
         self.stats.idempotent_bumps = self.txns.idempotent_bumps;

@@ -554,3 +554,17 @@ fn seed_24194_a_transaction_opened_in_the_last_seconds_is_not_hanging() {
     let r = run_seed_clean(24194);
     assert!(r.stats.txn_commits > 0, "a transactions run");
 }
+
+/// Simulator seed 36747 (issue 57's soak, `txn-decided-twice` before the check was fixed):
+/// power losses without fsync on two replicas of the transaction state partition (11.9 s and
+/// 30.2 s, each then leading alone: outside the contract) took tx-1's PrepareCommit and
+/// CompleteCommit of epoch 12 from every copy; the next coordinator loaded the transaction
+/// Ongoing and aborted it on timeout. The commit had been recorded from a coordinator load
+/// without the ids of the writes it was replayed from, so the check could not see that the
+/// power loss voided it. A load's decisions now carry their writes' ids, and a decision is
+/// voided only when every write that carried it is lost.
+#[test]
+fn seed_36747_a_decision_recovered_by_a_load_is_voided_with_its_writes() {
+    let r = run_seed_clean(36747);
+    assert!(r.stats.txn_decisions_voided > 0, "{:?}", r.stats);
+}
