@@ -12,13 +12,13 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use frieda::clock::{LeaseClock, LEASE_CLOCK};
 use frieda::cluster::isr::alter_answer;
 use frieda::membership::lease::Lease;
-use frieda::replication::assignment::{take_role, TakesRole};
+use frieda::replication::assignment::{host_step, step_down, take_role, HostStep, TakesRole};
 use frieda::replication::fetch::{admit_follower_fetch, ServingReplica};
 use frieda::replication::follower::{
     self, EpochEnd, NextRequest, PartitionFetch, Refused, Truncation,
 };
 use frieda::replication::{
-    AckStatus, AlterAnswer, IsrChange, LagLimits, LogView, Replication, Role, RoleChange,
+    AckStatus, AlterAnswer, IsrChange, LagLimits, LogView, Replication, Role,
 };
 use frieda_meta::controller::election;
 use frieda_meta::leadership::plan_moves;
@@ -1869,11 +1869,22 @@ impl World {
         };
         let me = id;
         let fenced = self.b(id).fenced;
+        // The broker's steps (`cluster::reconciler::apply`): deposed leaders step down first,
+        // then each partition is removed, opened or kept, and takes its role.
+        let hosted: Vec<i32> = self.b(id).replicas.keys().copied().collect();
+        for i in hosted {
+            let mut replica = SimReplica {
+                world: self,
+                id,
+                partition: i,
+            };
+            step_down(&mut replica, topic.partitions.get(i as usize), me, fenced);
+        }
         for (i, p) in topic.partitions.iter().enumerate() {
             let i = i as i32;
-            let assigned = p.replicas.contains(&me) || p.adding.contains(&me);
-            if !assigned {
-                if self.b(id).replicas.contains_key(&i) {
+            match host_step(p, me, self.b(id).replicas.contains_key(&i)) {
+                None => continue,
+                Some(HostStep::Remove) => {
                     let b = self.bm(id);
                     b.replicas.remove(&i);
                     b.disks.remove(&i);
@@ -1885,34 +1896,26 @@ impl World {
                     if Some(i) == self.plan.shape.txn_partition {
                         self.txn_role(id, false);
                     }
+                    continue;
                 }
-                continue;
+                Some(HostStep::Open) => self.open_replica(id, i),
+                Some(HostStep::TakeRole) => {}
             }
-            if !self.b(id).replicas.contains_key(&i) {
-                self.open_replica(id, i);
-            }
-            // The reconciler's own step (`cluster::reconciler::take_role`).
             let mut replica = SimReplica {
                 world: self,
                 id,
                 partition: i,
             };
             let change = take_role(&mut replica, p, me, fenced);
-            if change == RoleChange::BecomeOffline
-                && p.electing.is_some()
-                && !self.b(id).fenced
-                && !self.b(id).shutting_down
-            {
+            if change.awaits_claims(p) && !self.b(id).fenced && !self.b(id).shutting_down {
                 // The broker sends its claim at once (heartbeat.rs `CLAIMS`).
                 self.send_heartbeat(id);
             }
             if Some(i) == self.offsets_partition() {
-                let leads = matches!(change, RoleChange::UpdateLeader | RoleChange::BecomeLeader);
-                self.coordinator_role(id, leads);
+                self.coordinator_role(id, change.leads());
             }
             if Some(i) == self.plan.shape.txn_partition {
-                let leads = matches!(change, RoleChange::UpdateLeader | RoleChange::BecomeLeader);
-                self.txn_role(id, leads);
+                self.txn_role(id, change.leads());
             }
         }
     }

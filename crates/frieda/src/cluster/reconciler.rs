@@ -16,15 +16,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use frieda_meta::{MetadataImage, PartitionState, NO_LEADER};
+use frieda_meta::{MetadataImage, PartitionState};
 use tokio::sync::watch;
 
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::cluster::fetcher::Fetchers;
 use crate::membership::ClusterNode;
-use crate::replication::assignment::{self, TakesRole};
-use crate::replication::{plan, Role, RoleChange};
+use crate::replication::assignment::{self, HostStep, TakesRole};
+use crate::replication::{Role, RoleChange};
 use crate::storage::partition::Partition;
 use crate::storage::topic::{Topic, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::storage::topic_config::TopicConfigs;
@@ -112,17 +112,16 @@ pub async fn apply(
         }
         for (i, p) in ti.partitions.iter().enumerate() {
             let index = i as i32;
-            let assigned = p.replicas.contains(&node.me) || p.adding.contains(&node.me);
-            if !assigned {
-                if topic.partition(index).is_some() {
+            let hosted = topic.partition(index);
+            let partition = match (assignment::host_step(p, node.me, hosted.is_some()), hosted) {
+                (None, _) => continue,
+                (Some(HostStep::Remove), _) => {
                     let (b, t) = (broker.clone(), topic.clone());
                     let _ = tokio::task::spawn_blocking(move || b.remove_replica(&t, index)).await;
+                    continue;
                 }
-                continue;
-            }
-            let partition = match topic.partition(index) {
-                Some(p) => p,
-                None => match open(broker, &topic, index).await {
+                (Some(HostStep::TakeRole), Some(p)) => p,
+                (Some(_), _) => match open(broker, &topic, index).await {
                     Some(p) => p,
                     None => continue,
                 },
@@ -133,10 +132,11 @@ pub async fn apply(
 }
 
 /// Every partition this broker leads but `image` gives to another broker or epoch, or no
-/// longer assigns here, stops leading before the rest of the image is applied (issue 28, item
-/// 7): replicas to open, coordinators to load and topics to remove can take seconds, and a
-/// leader the image deposed must not acknowledge meanwhile (its followers moved on, so only
-/// `acks=1` writes could still land, and they would be truncated).
+/// longer assigns here, stops leading before the rest of the image is applied
+/// ([`assignment::step_down`], issue 28, item 7): replicas to open, coordinators to load and
+/// topics to remove can take seconds, and a leader the image deposed must not acknowledge
+/// meanwhile (its followers moved on, so only `acks=1` writes could still land, and they would
+/// be truncated).
 fn demote_first(broker: &Broker, node: &ClusterNode, image: &MetadataImage) {
     let me = node.me;
     for topic in broker.topics() {
@@ -145,26 +145,16 @@ fn demote_first(broker: &Broker, node: &ClusterNode, image: &MetadataImage) {
             .get(&*topic.name)
             .filter(|ti| ti.id == topic.id);
         for partition in topic.local_partitions() {
-            if !matches!(partition.repl.role(), Role::Leader(_)) {
-                continue;
-            }
             let state = current.and_then(|ti| ti.partitions.get(partition.index as usize));
-            let assigned =
-                state.is_some_and(|p| p.replicas.contains(&me) || p.adding.contains(&me));
-            let change = match state {
-                Some(p) if assigned => plan(&partition.repl.role(), p, me, node.is_fenced()),
-                _ => RoleChange::BecomeOffline,
+            let mut hosted = Hosted {
+                partition: &partition,
+                me,
             };
-            let epoch = state.map_or(partition.repl.leader_epoch(), |p| p.leader_epoch);
-            match change {
-                RoleChange::BecomeFollower(leader) => {
-                    partition.become_follower(me, leader, epoch);
-                }
-                RoleChange::BecomeOffline => partition.become_follower(me, NO_LEADER, epoch),
-                _ => continue,
+            if assignment::step_down(&mut hosted, state, me, node.is_fenced()) {
+                tracing::info!(topic = %topic.name, partition = partition.index,
+                    epoch = partition.repl.leader_epoch(),
+                    "no longer the leader: stopped acknowledging");
             }
-            tracing::info!(topic = %topic.name, partition = partition.index, epoch,
-                "no longer the leader: stopped acknowledging");
         }
     }
 }
@@ -233,14 +223,14 @@ async fn take_role(
         }
         RoleChange::BecomeOffline => {
             tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch, "offline (no leader here)");
-            if p.electing.is_some() {
+            if change.awaits_claims(p) {
                 // A quorum partition waits for its replicas' claims: send this one now.
                 super::heartbeat::CLAIMS.notify_one();
             }
         }
         RoleChange::UpdateLeader | RoleChange::Keep => {}
     }
-    if matches!(change, RoleChange::UpdateLeader | RoleChange::BecomeLeader) {
+    if change.leads() {
         if txn_log && broker.txns.loaded_epoch(partition.index) != Some(p.leader_epoch) {
             let (b, part) = (broker.clone(), partition.clone());
             let (index, epoch) = (partition.index, p.leader_epoch);

@@ -1,7 +1,11 @@
 //! Which role the metadata image gives this broker for a partition, and what a replica must do
 //! to take it (Kafka's `ReplicaManager.applyDelta`: `makeLeader` / `makeFollower`). Sans-IO: the
-//! reconciler ([`crate::cluster::reconciler`]) and the cluster simulator apply the same plan
-//! through [`take_role`].
+//! reconciler ([`crate::cluster::reconciler`]) and the cluster simulator apply an image in the
+//! same steps: first every leader the image deposed stops ([`step_down`]), then for each
+//! partition of a topic [`host_step`] says whether its replica is removed, opened or kept, and
+//! an opened or kept one takes its role through [`take_role`]; what follows the change (a
+//! coordinator loaded, a claim sent) is [`RoleChange::leads`] and
+//! [`RoleChange::awaits_claims`].
 
 use frieda_meta::{BrokerId, PartitionState, NO_LEADER};
 
@@ -21,6 +25,82 @@ pub enum RoleChange {
     BecomeOffline,
     /// Nothing to change (a follower keeps its fetcher).
     Keep,
+}
+
+impl RoleChange {
+    /// Whether the replica leads after the change: the coordinator of an internal partition
+    /// (`__consumer_offsets`, `__transaction_state`) is loaded (again in a new leader epoch),
+    /// and unloaded otherwise.
+    pub fn leads(self) -> bool {
+        matches!(self, RoleChange::UpdateLeader | RoleChange::BecomeLeader)
+    }
+
+    /// Whether the replica, offline, waits for its replicas' claims to elect a leader of a
+    /// quorum partition (`p.electing`, issue 34): the broker sends its claim at once instead of
+    /// at its next heartbeat.
+    pub fn awaits_claims(self, p: &PartitionState) -> bool {
+        self == RoleChange::BecomeOffline && p.electing.is_some()
+    }
+}
+
+/// Whether the image assigns partition `p` to broker `me`: one of its replicas, or one being
+/// added by a reassignment (KIP-455 `adding`).
+pub fn assigned(p: &PartitionState, me: BrokerId) -> bool {
+    p.replicas.contains(&me) || p.adding.contains(&me)
+}
+
+/// What applying the image does with one partition's replica on a broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostStep {
+    /// Hosted here but no longer assigned: the replica (its log included) is removed, and a
+    /// coordinator of it unloaded.
+    Remove,
+    /// Assigned but not hosted: the replica is opened (or created), then takes its role.
+    Open,
+    /// Assigned and hosted: it takes its role ([`take_role`]).
+    TakeRole,
+}
+
+/// The step for partition `p` of the image on broker `me`, which `hosted` (or not) a replica
+/// of it; `None` when it neither hosts nor is assigned one.
+pub fn host_step(p: &PartitionState, me: BrokerId, hosted: bool) -> Option<HostStep> {
+    match (assigned(p, me), hosted) {
+        (false, false) => None,
+        (false, true) => Some(HostStep::Remove),
+        (true, false) => Some(HostStep::Open),
+        (true, true) => Some(HostStep::TakeRole),
+    }
+}
+
+/// The first step of applying an image (issue 28, item 7): a replica that leads but that
+/// `state` (the image's state of its partition; `None` when the topic is gone or the partition
+/// no longer assigned here) gives to another broker or epoch stops leading at once, before
+/// replicas are opened, coordinators loaded or topics removed, which can take seconds: a
+/// deposed leader must not acknowledge meanwhile. It follows the image's leader (offline when
+/// there is none or the replica is no longer assigned) in the image's epoch (its own when the
+/// topic is gone). Returns whether it stepped down; any other replica is left to
+/// [`take_role`].
+pub fn step_down(
+    replica: &mut impl TakesRole,
+    state: Option<&PartitionState>,
+    me: BrokerId,
+    fenced: bool,
+) -> bool {
+    let current = replica.role();
+    let Role::Leader(leader) = &current else {
+        return false;
+    };
+    let change = match state.filter(|p| assigned(p, me)) {
+        Some(p) => plan(&current, p, me, fenced),
+        None => RoleChange::BecomeOffline,
+    };
+    let epoch = state.map_or(leader.epoch, |p| p.leader_epoch);
+    match change {
+        RoleChange::BecomeFollower(l) => replica.become_follower(l, epoch),
+        RoleChange::BecomeOffline => replica.become_follower(NO_LEADER, epoch),
+        _ => return false,
+    }
+    true
 }
 
 /// The change a replica whose role is `current` makes for the image's state `p`, this broker
@@ -168,6 +248,67 @@ mod tests {
         r.calls.clear();
         assert_eq!(take_role(&mut r, &state(2, 5), 1, false), RoleChange::Keep);
         assert!(r.calls.is_empty());
+    }
+
+    /// Step one of an image: only a deposed leader steps down, and it follows the image's
+    /// leader in the image's epoch, or goes offline (its own epoch) when the partition is gone.
+    #[test]
+    fn a_deposed_leader_steps_down_first() {
+        let leading = || Recorded {
+            role: Role::Leader(Leader::new(&state(1, 3), 1, 0, 0)),
+            updates: true,
+            calls: vec![],
+        };
+        let mut r = leading();
+        assert!(!step_down(&mut r, Some(&state(1, 3)), 1, false));
+        assert!(!step_down(&mut r, Some(&state(1, 4)), 1, false));
+        assert!(step_down(&mut r, Some(&state(2, 4)), 1, false));
+        assert!(step_down(&mut r, Some(&state(1, 5)), 1, true));
+        assert!(step_down(&mut r, None, 1, false));
+        let moved = PartitionState {
+            replicas: vec![2, 3, 4],
+            ..state(2, 6)
+        };
+        assert!(step_down(&mut r, Some(&moved), 1, false));
+        assert_eq!(
+            r.calls,
+            ["follow 2 4", "follow -1 5", "follow -1 3", "follow -1 6"]
+        );
+        let mut f = Recorded {
+            role: Role::Follower {
+                leader: 2,
+                epoch: 3,
+            },
+            ..leading()
+        };
+        assert!(!step_down(&mut f, Some(&state(3, 4)), 1, false));
+        assert!(!step_down(&mut f, None, 1, false));
+        assert!(f.calls.is_empty());
+    }
+
+    #[test]
+    fn each_partition_is_removed_opened_or_given_its_role() {
+        let p = state(2, 3);
+        assert_eq!(host_step(&p, 1, false), Some(HostStep::Open));
+        assert_eq!(host_step(&p, 1, true), Some(HostStep::TakeRole));
+        assert_eq!(host_step(&p, 4, true), Some(HostStep::Remove));
+        assert_eq!(host_step(&p, 4, false), None);
+        let adding = PartitionState {
+            adding: vec![4],
+            ..state(2, 3)
+        };
+        assert_eq!(host_step(&adding, 4, false), Some(HostStep::Open));
+        let electing = PartitionState {
+            electing: Some(frieda_meta::Electing {
+                previous: 1,
+                wanted: NO_LEADER,
+            }),
+            ..state(NO_LEADER, 3)
+        };
+        assert!(RoleChange::BecomeOffline.awaits_claims(&electing));
+        assert!(!RoleChange::BecomeOffline.awaits_claims(&p));
+        assert!(RoleChange::BecomeLeader.leads() && RoleChange::UpdateLeader.leads());
+        assert!(!RoleChange::Keep.leads());
     }
 
     #[test]
