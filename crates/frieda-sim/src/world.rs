@@ -20,6 +20,7 @@ use frieda::replication::follower::{
 use frieda::replication::{
     AckStatus, AlterAnswer, IsrChange, LagLimits, LogView, Replication, Role,
 };
+use frieda::storage::leader_append::{admit_produce, answer_produce};
 use frieda_meta::controller::election;
 use frieda_meta::leadership::plan_moves;
 use frieda_meta::sessions::BrokerSessions;
@@ -2381,11 +2382,9 @@ impl World {
             .replicas
             .get(&p)
             .ok_or(ResponseError::NotLeaderOrFollower)?;
-        if !b.lease.holds(self.lease_clock(id)) {
-            return Err(ResponseError::NotLeaderOrFollower);
-        }
-        r.repl.check_writable(acks_all, self.plan.shape.min_isr)?;
-        r.repl.append_epoch()
+        // The broker's admission (`handlers::produce::check_append`).
+        let lease_holds = b.lease.holds(self.lease_clock(id));
+        admit_produce(&r.repl, lease_holds, acks_all, self.plan.shape.min_isr)
     }
 
     fn on_produce(&mut self, id: i32, req: u64, p: i32, acks: i16, count: i64) {
@@ -2561,17 +2560,13 @@ impl World {
                         done.push((x, Err(ResponseError::RequestTimedOut)))
                     }
                     AckStatus::Pending => keep.push(x),
-                    AckStatus::Done(Ok(())) => {
+                    AckStatus::Done(waited) => {
                         // The lease again before the answer (the broker's produce handler,
                         // the group coordinator's writes and the transaction markers).
-                        if b.lease.holds(lease_now) {
-                            let base = x.batch.base;
-                            done.push((x, Ok(base)));
-                        } else {
-                            done.push((x, Err(ResponseError::NotLeaderOrFollower)));
-                        }
+                        let base = x.batch.base;
+                        let answer = answer_produce(waited, b.lease.holds(lease_now));
+                        done.push((x, answer.map(|()| base)));
                     }
-                    AckStatus::Done(Err(e)) => done.push((x, Err(e))),
                 }
             }
             self.bm(id).pending = keep;

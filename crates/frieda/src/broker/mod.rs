@@ -597,9 +597,11 @@ impl Broker {
         // The group coordinators write only while the lease holds (a weak reference: the
         // node outlives no broker).
         let weak = Arc::downgrade(&node);
-        self.groups.set_lease(Arc::new(move || {
-            weak.upgrade().is_some_and(|n| n.holds_lease())
-        }));
+        let lease: crate::coordinator::offsets::LeaseCheck =
+            Arc::new(move || weak.upgrade().is_some_and(|n| n.holds_lease()));
+        self.groups.set_lease(lease.clone());
+        // So do the transaction coordinators (the simulator's always did, issue 57).
+        self.txns.set_lease(lease);
         if self.cluster.set(node).is_err() {
             tracing::error!("attach_cluster called twice; keeping the first");
         }

@@ -19,6 +19,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::Broker;
 use crate::coordinator::transaction::{MarkerRequest, MarkerWriter, TopicPartition, TxnVersion};
+use crate::storage::leader_append::{admit_produce, answer_produce};
 use crate::storage::partition::Partition;
 use crate::storage::topic::OFFSETS_TOPIC;
 
@@ -60,8 +61,7 @@ pub async fn write_marker_locally(
     let replicated = p.repl.is_replicated();
     let min_isr = p.produce_policy().min_insync_replicas;
     if replicated {
-        broker.check_lease()?;
-        p.repl.check_writable(true, min_isr)?;
+        admit_produce(&p.repl, broker.check_lease().is_ok(), true, min_isr)?;
     }
     let marker = EndTxnMarker {
         control: if m.commit {
@@ -75,21 +75,19 @@ pub async fn write_marker_locally(
         .append_marker(m.producer_id, m.producer_epoch, marker, m.bumps_epoch)
         .await?;
     let waited = if replicated {
-        p.repl
+        let waited = p
+            .repl
             .wait_replicated(
                 outcome.last_offset,
                 outcome.leader_epoch,
                 min_isr,
                 MARKER_REPLICATION_TIMEOUT,
             )
-            .await
+            .await;
+        answer_produce(waited, broker.check_lease().is_ok())
     } else {
         Ok(())
-    }
-    .and_then(|()| match replicated {
-        true => broker.check_lease(),
-        false => Ok(()),
-    });
+    };
     if &*p.topic == OFFSETS_TOPIC {
         // In the log now: the group coordinator takes it in log order, and completes the
         // producer's transactional offsets only if it replicated (Kafka completes them for the

@@ -12,6 +12,7 @@ use crate::clock::now_ms;
 use crate::membership::{ClusterNode, LeaderHints};
 use crate::quota::QuotaKind;
 use crate::security::acl::{op, resource};
+use crate::storage::leader_append;
 use crate::storage::partition::{Partition, ProducerCheck};
 use crate::storage::topic_config::ProducePolicy;
 use bytes::{Bytes, BytesMut};
@@ -452,13 +453,8 @@ pub(crate) fn check_append(
     if !partition.repl.is_replicated() {
         return Ok(());
     }
-    if lease.is_some_and(|n| !n.holds_lease()) {
-        return Err(ResponseError::NotLeaderOrFollower);
-    }
-    partition
-        .repl
-        .check_writable(acks_all, min_insync)
-        .map(|_| ())
+    let lease_holds = lease.is_none_or(|n| n.holds_lease());
+    leader_append::admit_produce(&partition.repl, lease_holds, acks_all, min_insync).map(|_| ())
 }
 
 /// Appends one prepared batch; with `acks=all` on a replicated partition, answers once the
@@ -494,9 +490,10 @@ async fn append(
         timing.appended(t.elapsed());
     }
     let outcome = outcome?;
+    let mut waited = Ok(());
     if replicated && acks_all {
         let waiting = timing.stopwatch();
-        let replicated = partition
+        waited = partition
             .repl
             .wait_replicated(
                 outcome.last_offset,
@@ -508,13 +505,9 @@ async fn append(
         if let Some(t) = waiting {
             timing.waited(t.elapsed());
         }
-        replicated?;
     }
-    if replicated && lease_lost() {
-        // In the log here, perhaps not on the new leader: the producer retries (an
-        // idempotent producer's retry is deduplicated wherever the batch survived).
-        return Err(ResponseError::NotLeaderOrFollower.into());
-    }
+    // In the log here, but perhaps not on a new leader if the lease was lost meanwhile.
+    leader_append::answer_produce(waited, !replicated || !lease_lost())?;
     Ok((
         outcome.base_offset,
         outcome.log_append_time,

@@ -267,17 +267,17 @@ async fn write(broker: &Arc<Broker>, dlq: &str, index: i32, buf: BytesMut) -> Re
             let header = BatchHeader::parse(&buf).map_err(|_| E::CorruptMessage)?;
             let outcome = p.append(buf, header).await?;
             if p.repl.is_replicated() {
-                p.repl
+                let waited = p
+                    .repl
                     .wait_replicated(
                         outcome.last_offset,
                         outcome.leader_epoch,
                         min_isr,
                         WRITE_TIMEOUT,
                     )
-                    .await?;
-                if lease.is_some_and(|n| !n.holds_lease()) {
-                    return Err(E::NotLeaderOrFollower);
-                }
+                    .await;
+                let lease_holds = lease.is_none_or(|n| n.holds_lease());
+                crate::storage::leader_append::answer_produce(waited, lease_holds)?;
             }
             Ok(())
         }

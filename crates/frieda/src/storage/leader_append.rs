@@ -10,6 +10,8 @@
 use frieda_log::{BatchHeader, ProducerError, SequenceCheck};
 use kafka_protocol::error::ResponseError;
 
+use crate::replication::Replication;
+
 /// How an append's batch is checked against its producer's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProducerCheck {
@@ -59,6 +61,50 @@ pub fn producer_error(e: ProducerError) -> ResponseError {
         ProducerError::InvalidTxnState => ResponseError::InvalidTxnState,
         ProducerError::CoordinatorFenced => ResponseError::TransactionCoordinatorFenced,
     }
+}
+
+/// Whether a leader takes a produce at all, checked before its batch is decided (Kafka's
+/// `Partition.appendRecordsToLeader` checks of the leadership and of `min.insync.replicas`,
+/// behind Frieda's lease): refused here, a retry leaves no duplicate in the log. In this
+/// order: the lease (`lease_holds`; a leader that may have been fenced, e.g. it was paused,
+/// takes nothing, as another broker may lead by now), then the role and, for `acks=all`, the
+/// ISR against `min_insync` ([`Replication::check_writable`]). Returns the leader epoch it
+/// would append in. The broker's produce handler (`handlers::produce::check_append`) and the
+/// cluster simulator's leaders call it.
+///
+/// Errors: NOT_LEADER_OR_FOLLOWER (6), NOT_ENOUGH_REPLICAS (19).
+pub fn admit_produce(
+    repl: &Replication,
+    lease_holds: bool,
+    acks_all: bool,
+    min_insync: usize,
+) -> Result<i32, ResponseError> {
+    if !lease_holds {
+        return Err(ResponseError::NotLeaderOrFollower);
+    }
+    repl.check_writable(acks_all, min_insync)
+}
+
+/// The answer to an appended (or duplicate) produce once its wait ended with `waited`: the
+/// flush when fsync is on and, for `acks=all`, the replicas (Kafka's
+/// `checkEnoughReplicasReachOffset`, [`Replication::ack_status`]); `Ok` when there was nothing
+/// to wait for. Then the lease again (`lease_holds`): a leader that lost it while it waited may
+/// have been replaced, and its records may not survive on the new leader, so the producer
+/// retries (an idempotent retry is deduplicated wherever the batch survived). The broker's
+/// produce handler and the simulator's leaders answer through it.
+///
+/// Errors: the wait's (REQUEST_TIMED_OUT (7), NOT_ENOUGH_REPLICAS_AFTER_APPEND (20),
+/// NOT_LEADER_OR_FOLLOWER (6), KAFKA_STORAGE_ERROR (56)), then NOT_LEADER_OR_FOLLOWER without
+/// the lease.
+pub fn answer_produce(
+    waited: Result<(), ResponseError>,
+    lease_holds: bool,
+) -> Result<(), ResponseError> {
+    waited?;
+    if !lease_holds {
+        return Err(ResponseError::NotLeaderOrFollower);
+    }
+    Ok(())
 }
 
 /// What [`decide`] reads and notes of a leader's log and producer state (held under the
@@ -169,6 +215,50 @@ pub fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use frieda_meta::PartitionState;
+
+    /// Before the append: the lease first, then the role, then the ISR for `acks=all`; after
+    /// the wait: its error first, then the lease again.
+    #[test]
+    fn a_produce_is_admitted_and_answered_in_one_order() {
+        let r = Replication::default();
+        let state = PartitionState {
+            replicas: vec![1, 2, 3],
+            isr: vec![1],
+            leader: 1,
+            leader_epoch: 7,
+            partition_epoch: 7,
+            adding: vec![],
+            removing: vec![],
+            elr: vec![],
+            last_known_elr: vec![],
+            electing: None,
+        };
+        r.become_follower(1, 2, 6, 0);
+        assert_eq!(
+            admit_produce(&r, true, false, 2),
+            Err(ResponseError::NotLeaderOrFollower)
+        );
+        r.become_leader(1, &state, 0, 0);
+        assert_eq!(
+            admit_produce(&r, false, false, 2),
+            Err(ResponseError::NotLeaderOrFollower)
+        );
+        assert_eq!(
+            admit_produce(&r, true, true, 2),
+            Err(ResponseError::NotEnoughReplicas)
+        );
+        assert_eq!(admit_produce(&r, true, false, 2), Ok(7));
+        assert_eq!(answer_produce(Ok(()), true), Ok(()));
+        assert_eq!(
+            answer_produce(Ok(()), false),
+            Err(ResponseError::NotLeaderOrFollower)
+        );
+        assert_eq!(
+            answer_produce(Err(ResponseError::RequestTimedOut), false),
+            Err(ResponseError::RequestTimedOut)
+        );
+    }
 
     /// A leader log whose answers are set by the test; it records the refusals noted.
     struct Fake {

@@ -30,6 +30,7 @@ pub mod state;
 
 use crate::clock::now_ms;
 use crate::coordinator::records::TxnProducer;
+use crate::storage::leader_append::{admit_produce, answer_produce};
 use crate::storage::partition::{Partition, ProducerCheck};
 use crate::storage::writer::AppendOutcome;
 use bytes::Bytes;
@@ -126,7 +127,7 @@ fn offset_records(
 }
 
 /// Whether `lease` holds (always without one: a single broker).
-fn lease_holds(lease: &Option<LeaseCheck>) -> bool {
+pub(crate) fn lease_holds(lease: &Option<LeaseCheck>) -> bool {
     lease.as_ref().is_none_or(|holds| holds())
 }
 
@@ -245,12 +246,9 @@ impl OffsetStore {
         // (NOT_ENOUGH_REPLICAS, answered COORDINATOR_NOT_AVAILABLE).
         let min_insync = self.log.produce_policy().min_insync_replicas;
         if self.log.repl.is_replicated() {
-            // The lease first, as the produce handler (`check_append`): NOT_COORDINATOR.
-            if !lease_holds(&self.lease) {
-                let _ = tx.send(Err(append_error(ResponseError::NotLeaderOrFollower)));
-                return rx;
-            }
-            if let Err(e) = self.log.repl.check_writable(true, min_insync) {
+            // The lease first, as the produce handler (`admit_produce`): NOT_COORDINATOR.
+            let lease = lease_holds(&self.lease);
+            if let Err(e) = admit_produce(&self.log.repl, lease, true, min_insync) {
                 let _ = tx.send(Err(append_error(e)));
                 return rx;
             }
@@ -266,7 +264,7 @@ impl OffsetStore {
                     // (acks=all, `min.insync.replicas`). It is in the log either way, so it
                     // lands either way (writes apply in log order); one that did not replicate
                     // is not applied.
-                    let replicated = log
+                    let waited = log
                         .repl
                         .wait_replicated(
                             outcome.last_offset,
@@ -274,16 +272,11 @@ impl OffsetStore {
                             min_insync,
                             REPLICATION_TIMEOUT,
                         )
-                        .await
-                        .and_then(|()| {
-                            // The lease again before the answer (the produce handler's rule):
-                            // in the log here, perhaps not on the new leader; not applied.
-                            match lease_holds(&lease) {
-                                true => Ok(()),
-                                false => Err(ResponseError::NotLeaderOrFollower),
-                            }
-                        })
-                        .map_err(append_error);
+                        .await;
+                    // The lease again before the answer (the produce handler's rule): in the
+                    // log here, perhaps not on the new leader; not applied.
+                    let replicated =
+                        answer_produce(waited, lease_holds(&lease)).map_err(append_error);
                     let count = records.len();
                     let answered = inner.lock().land(
                         outcome.base_offset,

@@ -33,6 +33,7 @@ use kafka_protocol::error::ResponseError as E;
 use parking_lot::RwLock;
 
 use crate::clock::now_ms;
+use crate::coordinator::offsets::LeaseCheck;
 use crate::coordinator::registry::offsets_partition_for;
 use metadata::{epoch_exhausted, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 pub use metadata::{TopicPartition, TxnMetadata, TxnState, TxnTransit, TxnVersion};
@@ -163,6 +164,8 @@ pub struct TransactionCoordinators {
     pub config: TxnConfig,
     ids: OnceLock<IdSource>,
     markers: OnceLock<Arc<dyn MarkerWriter>>,
+    /// This broker's lease, for the writes of every partition loaded from now on.
+    lease: OnceLock<LeaseCheck>,
 }
 
 impl TransactionCoordinators {
@@ -175,7 +178,16 @@ impl TransactionCoordinators {
             config,
             ids: OnceLock::new(),
             markers: OnceLock::new(),
+            lease: OnceLock::new(),
         })
+    }
+
+    /// Every partition loaded from now on writes only while `lease` holds (set once, when the
+    /// broker joins the cluster, before any load; as the group coordinators').
+    pub fn set_lease(&self, lease: LeaseCheck) {
+        if self.lease.set(lease).is_err() {
+            tracing::error!("the transaction coordinators' lease was set twice; keeping the first");
+        }
     }
 
     /// Connects the producer id source and the marker writer (once, at start).
@@ -266,6 +278,7 @@ impl TransactionCoordinators {
             coordinator_epoch,
             log,
             usize::try_from(self.config.min_isr).unwrap_or(1),
+            self.lease.get().cloned(),
         )?);
         let resume: Vec<(String, MarkerRequest, TxnTransit)> = {
             let mut txns = p.txns.lock();

@@ -15,7 +15,9 @@ use parking_lot::Mutex;
 use super::log;
 use super::metadata::{TxnMetadata, TxnState, TxnTransit};
 use crate::clock::now_ms;
+use crate::coordinator::offsets::{lease_holds, LeaseCheck};
 use crate::coordinator::records::encode_batch;
+use crate::storage::leader_append::{admit_produce, answer_produce};
 use crate::storage::partition::Partition;
 
 /// How long a write to `__transaction_state` waits for its in-sync replicas (Kafka's
@@ -32,6 +34,9 @@ pub struct TxnPartition {
     log: Arc<Partition>,
     /// `transaction.state.log.min.isr`: the writes need this many in-sync replicas.
     min_isr: usize,
+    /// This broker's lease (a cluster broker): writes are taken and answered only while it
+    /// holds, as the produce handler's (`storage::leader_append::admit_produce`).
+    lease: Option<LeaseCheck>,
     /// The transactional ids of this partition.
     pub(super) txns: Mutex<HashMap<String, TxnMetadata>>,
     active: AtomicBool,
@@ -43,7 +48,8 @@ pub struct TxnPartition {
 
 impl TxnPartition {
     /// Replays `log` (the partition `index`, led here since `coordinator_epoch`): the latest
-    /// value of each id wins, a tombstone removes it. Blocking (reads the log).
+    /// value of each id wins, a tombstone removes it. Its writes will go through `lease` (a
+    /// cluster broker's; `None`: a single broker). Blocking (reads the log).
     ///
     /// Errors: the log cannot be read or a batch does not decode.
     pub fn load(
@@ -51,6 +57,7 @@ impl TxnPartition {
         coordinator_epoch: i32,
         log: Arc<Partition>,
         min_isr: usize,
+        lease: Option<LeaseCheck>,
     ) -> anyhow::Result<TxnPartition> {
         let mut txns: HashMap<String, TxnMetadata> = HashMap::new();
         let reader = log.reader().clone();
@@ -104,6 +111,7 @@ impl TxnPartition {
             coordinator_epoch,
             log,
             min_isr: min_isr.max(1),
+            lease,
             txns: Mutex::new(txns),
             active: AtomicBool::new(true),
             loaded: crate::coordinator::CommittedLoad::new(end),
@@ -169,15 +177,19 @@ impl TxnPartition {
         let (batch, header) =
             encode_batch(&[(Bytes::from(log::encode_key(id)), value)], now_ms(), None);
         let replicated = self.log.repl.is_replicated();
+        // As the produce handler: the lease, then min.isr, before the append; the replicas,
+        // then the lease again, before the answer. A coordinator whose broker may have been
+        // fenced (paused past its session) neither writes nor answers a write OK: another
+        // broker may coordinate the partition by now. The simulator's coordinator always did
+        // (`frieda-sim`, txn.rs); this one checked neither lease until the glue was shared.
         if replicated {
-            self.log
-                .repl
-                .check_writable(true, self.min_isr)
+            admit_produce(&self.log.repl, lease_holds(&self.lease), true, self.min_isr)
                 .map_err(map_error)?;
         }
         let outcome = self.log.append(batch, header).await.map_err(map_error)?;
         if replicated {
-            self.log
+            let waited = self
+                .log
                 .repl
                 .wait_replicated(
                     outcome.last_offset,
@@ -185,8 +197,8 @@ impl TxnPartition {
                     self.min_isr,
                     REPLICATION_TIMEOUT,
                 )
-                .await
-                .map_err(map_error)?;
+                .await;
+            answer_produce(waited, lease_holds(&self.lease)).map_err(map_error)?;
         }
         Ok(())
     }

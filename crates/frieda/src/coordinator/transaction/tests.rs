@@ -570,3 +570,68 @@ async fn a_load_serves_and_resumes_markers_only_once_its_tail_is_committed() {
     );
     close(f);
 }
+
+/// Issue 57 (sharing the produce handler's admission with the simulator): a coordinator
+/// whose broker's lease does not hold (it may have been fenced while paused; another broker
+/// may coordinate the partition by now) appends nothing and answers NOT_COORDINATOR; one whose
+/// lease ends while a write waits for its replicas answers NOT_COORDINATOR too. The simulated
+/// coordinator always checked the lease; this one checked neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_without_its_lease_writes_and_answers_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = open(dir.path(), Arc::default(), 3);
+    f.coord.unload(0);
+    let holds = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let h = holds.clone();
+    f.coord
+        .set_lease(Arc::new(move || h.load(Ordering::SeqCst)));
+    let state = frieda_meta::PartitionState {
+        replicas: vec![1, 2],
+        isr: vec![1, 2],
+        leader: 1,
+        leader_epoch: 4,
+        partition_epoch: 1,
+        adding: vec![],
+        removing: vec![],
+        elr: vec![],
+        last_known_elr: vec![],
+        electing: None,
+    };
+    f.log.repl.become_leader(1, &state, now_ms(), 0);
+    f.coord.load(0, 4, f.log.clone()).unwrap();
+    // Without the lease: refused before the append.
+    assert_eq!(
+        f.coord.init_producer_id("tx", 60_000, None).await,
+        Err(E::NotCoordinator)
+    );
+    assert_eq!(f.log.reader().log_end_offset(), 0, "nothing appended");
+    // With it: written once the follower has it.
+    holds.store(true, Ordering::SeqCst);
+    let follow = |to_lose_lease: bool| {
+        let (log, holds) = (f.log.clone(), holds.clone());
+        let start = log.reader().log_end_offset();
+        async move {
+            while log.reader().log_end_offset() == start {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            if to_lose_lease {
+                holds.store(false, Ordering::SeqCst);
+            }
+            let leo = log.reader().log_end_offset();
+            log.repl
+                .on_follower_fetch(2, None, leo, 0, 4, leo, now_ms())
+                .unwrap();
+        }
+    };
+    let (answer, ()) = tokio::join!(f.coord.init_producer_id("tx", 60_000, None), follow(false));
+    let (pid, epoch) = answer.unwrap();
+    // The lease ends while the next write waits for the follower: not answered OK.
+    let added = [tp("a", 0)];
+    let (answer, ()) = tokio::join!(
+        f.coord
+            .add_partitions("tx", pid, epoch, &added, TxnVersion::V2),
+        follow(true)
+    );
+    assert_eq!(answer, Err(E::NotCoordinator));
+    close(f);
+}
