@@ -2293,6 +2293,9 @@ impl World {
             Err(e) if refused_before_validation => return Err(e),
             v => v,
         };
+        // The leader epoch the fetch is admitted in (the fetch handler's `admitted_epoch`):
+        // its progress counts only for that epoch.
+        let admitted_epoch = r.repl.leader_epoch();
         let (leo_now, hw_now) = (d.log.leo(), r.repl.high_watermark());
         self.log(|| {
             format!("broker {id}: fetch of partition {p} by {replica} at {offset} (last fetched epoch {last_fetched_epoch}): {validated:?}; leo {leo_now}, hw {hw_now}")
@@ -2312,9 +2315,15 @@ impl World {
         let batches = d.log.read(offset, self.plan.shape.fetch_max_batches);
         let broker_epoch = b.image.brokers.get(&replica).map(|x| x.epoch);
         let leo = d.log.leo();
-        let (change, _moved) =
-            r.repl
-                .on_follower_fetch(replica, broker_epoch, offset, log_start, -1, leo, now)?;
+        let (change, _moved) = r.repl.on_follower_fetch(
+            replica,
+            broker_epoch,
+            offset,
+            log_start,
+            admitted_epoch,
+            leo,
+            now,
+        )?;
         if let Some(change) = change {
             self.send_alter(id, p, change);
         }
