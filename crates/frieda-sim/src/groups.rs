@@ -11,7 +11,7 @@
 //!   append (`Replication::check_writable`), an `acks=all` wait of at most
 //!   `offsets::REPLICATION_TIMEOUT` (`Replication::ack_status`, the same rule
 //!   `wait_replicated` polls), errors mapped by `offsets::append_error`; the broker's lease
-//!   before the append and again before the answer (`offsets::LeaseCheck`: the write path had
+//!   before the append and again before the answer (`coordinator::LeaseCheck`: the write path had
 //!   no lease check until seed 314 showed a fenced coordinator acknowledging commits);
 //! - the reconciler's rule (`cluster/reconciler.rs` `take_role`): a broker loads the
 //!   coordinator when the image makes it the offsets partition's leader and it has none

@@ -347,7 +347,8 @@ pub(crate) struct Txns {
     pub(crate) writes: BTreeMap<u64, TxnWrite>,
     /// Partition 0's transactional batches and markers by batch id.
     pub(crate) batches: BTreeMap<u64, TxnBatch>,
-    /// Written and answered decisions: (producer id, data epoch) -> (commit, the write).
+    /// Written and answered decisions: (producer id, data epoch) -> the decision and the
+    /// writes that carried it.
     decided: BTreeMap<(i64, i16), Written>,
     /// Decisions a power loss voided, by transaction: the coordinator's log lost them (and
     /// may reuse the epoch), but markers written from them stay where they were replicated.

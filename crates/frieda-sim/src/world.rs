@@ -2287,12 +2287,7 @@ impl World {
             offline: d.log.is_offline(),
             only_remote: self.tier_fetch_below_start(id, p, offset),
         };
-        let refused_before_validation =
-            serving.leadership.is_err() || serving.offline || serving.only_remote;
-        let validated = match admit_follower_fetch(serving, &d.log, offset, last_fetched_epoch) {
-            Err(e) if refused_before_validation => return Err(e),
-            v => v,
-        };
+        let validated = admit_follower_fetch(serving, &d.log, offset, last_fetched_epoch);
         // The leader epoch the fetch is admitted in (the fetch handler's `admitted_epoch`):
         // its progress counts only for that epoch.
         let admitted_epoch = r.repl.leader_epoch();

@@ -155,7 +155,7 @@ fn seed_29819_a_log_started_again_above_the_copies_keeps_their_lineage() {
 /// partition and its one follower lose their controller sessions and are fenced; the
 /// coordinator's write path had no lease check, so it went on acknowledging offset commits
 /// (the produce handler refuses and answers nothing while its lease is lost). Now its writes
-/// take the lease before the append and before the answer (`offsets::LeaseCheck`); the run
+/// take the lease before the append and before the answer (`coordinator::LeaseCheck`); the run
 /// still answers hundreds of commits OK, and every one survives.
 #[test]
 fn seed_314_a_fenced_group_coordinator_answers_no_commit() {

@@ -597,7 +597,7 @@ impl Broker {
         // The group coordinators write only while the lease holds (a weak reference: the
         // node outlives no broker).
         let weak = Arc::downgrade(&node);
-        let lease: crate::coordinator::offsets::LeaseCheck =
+        let lease: crate::coordinator::LeaseCheck =
             Arc::new(move || weak.upgrade().is_some_and(|n| n.holds_lease()));
         self.groups.set_lease(lease.clone());
         // So do the transaction coordinators (the simulator's always did, issue 57).

@@ -18,6 +18,21 @@ pub mod registry;
 pub mod share;
 pub mod transaction;
 
+/// Whether this broker may act as the leader it believes it is: its heartbeat lease holds
+/// (`ClusterNode::holds_lease`). A coordinator whose broker may have been fenced (paused, cut
+/// off from the controller for a session) neither appends nor answers a write OK, as the
+/// produce handler does not (`storage::leader_append::admit_produce` / `answer_produce`):
+/// another broker may lead its partition by now. Given to the group coordinators
+/// (`registry::GroupCoordinators::set_lease`; found by the simulator, groups, seed 314) and to
+/// the transaction coordinators (`transaction::TransactionCoordinators::set_lease`; a drift
+/// from the simulator found in issue 57).
+pub type LeaseCheck = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Whether `lease` holds (always without one: a single broker).
+pub(crate) fn lease_holds(lease: &Option<LeaseCheck>) -> bool {
+    lease.as_ref().is_none_or(|holds| holds())
+}
+
 /// Whether a coordinator's load is committed: the high watermark of the partition it replayed
 /// reached the log end offset the replay read to (always on an unreplicated partition). A new
 /// leader's unreplicated tail may be lost to the next leader, so a coordinator serves and acts

@@ -28,6 +28,7 @@
 pub mod codec;
 pub mod state;
 
+use super::{lease_holds, LeaseCheck};
 use crate::clock::now_ms;
 use crate::coordinator::records::TxnProducer;
 use crate::storage::leader_append::{admit_produce, answer_produce};
@@ -96,13 +97,6 @@ pub struct OffsetStore {
     loaded: super::CommittedLoad,
 }
 
-/// Whether this broker may act as the leader it believes it is: its heartbeat lease holds
-/// (`ClusterNode::holds_lease`). A coordinator whose broker may have been fenced (paused, cut
-/// off from the controller for a session) neither appends nor answers a write OK, as the
-/// produce handler does not (`handlers::produce::check_append`): another broker may lead the
-/// offsets partition by now. Found by the simulator (`crates/frieda-sim`, groups, seed 314).
-pub type LeaseCheck = Arc<dyn Fn() -> bool + Send + Sync>;
-
 /// A queued write; resolves once it is in the log (and flushed if the policy asks).
 pub type WriteResult = oneshot::Receiver<Result<AppendOutcome, ResponseError>>;
 
@@ -124,11 +118,6 @@ fn offset_records(
             )
         })
         .collect()
-}
-
-/// Whether `lease` holds (always without one: a single broker).
-pub(crate) fn lease_holds(lease: &Option<LeaseCheck>) -> bool {
-    lease.as_ref().is_none_or(|holds| holds())
 }
 
 /// Sends each answered write its outcome.
@@ -247,8 +236,8 @@ impl OffsetStore {
         let min_insync = self.log.produce_policy().min_insync_replicas;
         if self.log.repl.is_replicated() {
             // The lease first, as the produce handler (`admit_produce`): NOT_COORDINATOR.
-            let lease = lease_holds(&self.lease);
-            if let Err(e) = admit_produce(&self.log.repl, lease, true, min_insync) {
+            let holds = lease_holds(&self.lease);
+            if let Err(e) = admit_produce(&self.log.repl, holds, true, min_insync) {
                 let _ = tx.send(Err(append_error(e)));
                 return rx;
             }

@@ -33,8 +33,8 @@ use kafka_protocol::error::ResponseError as E;
 use parking_lot::RwLock;
 
 use crate::clock::now_ms;
-use crate::coordinator::offsets::LeaseCheck;
 use crate::coordinator::registry::offsets_partition_for;
+use crate::coordinator::LeaseCheck;
 use metadata::{epoch_exhausted, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 pub use metadata::{TopicPartition, TxnMetadata, TxnState, TxnTransit, TxnVersion};
 use partition::TxnPartition;

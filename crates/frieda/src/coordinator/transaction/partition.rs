@@ -15,8 +15,8 @@ use parking_lot::Mutex;
 use super::log;
 use super::metadata::{TxnMetadata, TxnState, TxnTransit};
 use crate::clock::now_ms;
-use crate::coordinator::offsets::{lease_holds, LeaseCheck};
 use crate::coordinator::records::encode_batch;
+use crate::coordinator::{lease_holds, LeaseCheck};
 use crate::storage::leader_append::{admit_produce, answer_produce};
 use crate::storage::partition::Partition;
 
