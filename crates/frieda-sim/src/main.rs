@@ -249,7 +249,7 @@ fn main() {
     let (seeds, t) = totals.lock().expect("totals").clone();
     let failures = failures.lock().expect("failures");
     println!(
-        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged, {} copies to the bucket ({} remote tier truncations), {} offset commits answered OK ({} coordinator loads), {} share group acknowledgements answered OK, {} transactions committed and {} aborted ({} KIP-890 verifications, {} pipelined produces waited for an earlier one), {} rounds of idempotent batches answered OK ({} epoch bumps); {} failed",
+        "simulated {} seeds ({}..{}) in {:.1} s: {:.1} simulated hours, {} events, {} faults injected, {} leader elections ({} from the ELR, {} from quorum claims), {} acks=all records acknowledged, {} copies to the bucket ({} remote tier truncations), {} offset commits answered OK ({} coordinator loads), {} share group acknowledgements answered OK, {} transactions committed and {} aborted ({} KIP-890 verifications and adds, {} adds retried, {} pipelined produces waited for an earlier one), {} rounds of idempotent batches answered OK ({} epoch bumps); {} failed",
         seeds,
         args.start,
         end,
@@ -269,6 +269,7 @@ fn main() {
         t.txn_commits,
         t.txn_aborts,
         t.txn_verifications,
+        t.txn_add_retries,
         t.txn_waited_turns,
         t.idempotent_rounds,
         t.idempotent_bumps,

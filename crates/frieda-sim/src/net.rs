@@ -261,9 +261,12 @@ pub enum Msg {
         count: i64,
         /// A transactional batch (else an idempotent producer's).
         transactional: bool,
+        /// Produce v12+ (transactions v2, KIP-890 part 2): the client did not add partition 0
+        /// to its transaction, the leader adds it; else the leader verifies (part 1).
+        adds: bool,
     },
-    /// Leader of partition 0 -> transaction coordinator: AddPartitionsToTxn with
-    /// `verify_only` for partition 0 (KIP-890 part 1, `txn_verify::add_or_verify`).
+    /// Leader of partition 0 -> transaction coordinator: AddPartitionsToTxn v5 for partition
+    /// 0, `verify_only` (KIP-890 part 1) or an add (part 2; `txn_verify::add_or_verify`).
     TxnVerify {
         /// Request id.
         req: u64,
@@ -273,6 +276,8 @@ pub enum Msg {
         pid: i64,
         /// Producer epoch.
         epoch: i16,
+        /// Add partition 0 to the transaction (else only verify it is in it).
+        add: bool,
     },
     /// Transaction coordinator -> leader of partition 0: partition 0 is in the transaction,
     /// or the error.

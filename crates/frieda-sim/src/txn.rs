@@ -20,11 +20,15 @@
 //! - the leader of partition 0 checks transactional batches and markers with the broker's
 //!   `ProducerStateManager` (`check`, `record`, `check_marker`, `record_marker`), rebuilt from
 //!   its log when it becomes the leader;
-//! - KIP-890 part 1: a batch that would open a transaction on partition 0 waits until the
-//!   coordinator confirms the partition is in the producer's transaction (AddPartitionsToTxn
-//!   `verify_only`, answered with the broker's `steps::verify_partitions`, errors mapped with
-//!   `txn_verify::produce_error`, 10 s timeout), and its append carries the producer state's
-//!   verification token (`begin_verification`; a marker voids it);
+//! - KIP-890: a batch that would open a transaction on partition 0 waits until the
+//!   coordinator confirms the partition is in the producer's transaction (part 1: client
+//!   `tx-0` added it itself, the leader asks AddPartitionsToTxn `verify_only`, answered with
+//!   the broker's `steps::verify_partitions`) or added it (part 2, Produce v12+, as Kafka 4's
+//!   Java clients: client `tx-1` never adds partition 0, the leader asks for the add, answered
+//!   with `steps::plan_add_partitions` and an acks=all write; CONCURRENT_TRANSACTIONS while the
+//!   previous transaction's markers are written is asked again as `txn_verify::add_retry`
+//!   says), errors mapped with `txn_verify::produce_error`, 10 s timeout; its append carries
+//!   the producer state's verification token (`begin_verification`; a marker voids it);
 //! - the request pipeline: a client's produces travel on a connection that the leader reads in
 //!   order, once, and decide their appends in that order through the broker's
 //!   `produce_order::book::OrderBook` (issue 57, defect 3), while their verifications and
@@ -39,7 +43,7 @@
 //! retry, it bumps its epoch and starts its sequences at 0 again (KIP-360).
 //!
 //! Two clients each run transactions until 10 s before the end: InitProducerId, add partition
-//! 0, one to three `acks=all` batches sent at once on a new connection (pipelined, sequence
+//! 0 (`tx-0`; `tx-1` leaves it to the leader), one to three `acks=all` batches sent at once on a new connection (pipelined, sequence
 //! numbers per epoch; on retriable errors, OUT_OF_ORDER_SEQUENCE_NUMBER behind a failed batch
 //! included, or after 3 s without every answer, the unacknowledged ones are sent again on a new
 //! connection, at most five times), then EndTxn: commit (80%, if every batch was answered OK)
@@ -67,7 +71,7 @@
 
 use std::collections::BTreeMap;
 
-use frieda::broker::txn_verify::produce_error;
+use frieda::broker::txn_verify::{add_retry, produce_error, VERIFY_TIMEOUT};
 use frieda::coordinator::transaction::metadata::NO_PRODUCER_ID;
 use frieda::coordinator::transaction::partition::{land, map_error, replayed};
 use frieda::coordinator::transaction::steps::{self, EndStep, InitStep, MarkerOutcome};
@@ -114,7 +118,7 @@ const MARKER_BACKOFF_MS: (Time, Time) = (50, 1_000);
 /// A marker request without an answer is sent again after this, ms.
 const MARKER_TIMEOUT_MS: Time = 2_000;
 /// How long a leader waits for a verification's answer (`txn_verify::VERIFY_TIMEOUT`), ms.
-const VERIFY_TIMEOUT_MS: Time = 10_000;
+const VERIFY_TIMEOUT_MS: Time = VERIFY_TIMEOUT.as_millis() as Time;
 /// Client connections a broker keeps the read state of (older ones are closed: their
 /// clients moved on to newer connections).
 const MAX_CONNS: usize = 64;
@@ -129,6 +133,9 @@ fn order_key() -> PartitionKey {
 enum Then {
     /// Answer client request `req` with the transition's producer id and epoch.
     Reply(u64),
+    /// Answer partition 0's leader `leader`, which added the partition for a Produce v12+
+    /// (KIP-890 part 2), on its request `req`.
+    Added { leader: i32, req: u64 },
     /// A PrepareCommit/PrepareAbort: send the markers, answer `reply` if a client asked.
     Prepare { reply: Option<u64>, commit: bool },
     /// The completion after the markers.
@@ -234,6 +241,11 @@ enum Phase {
 pub(crate) struct Client {
     tid: String,
     idempotent: bool,
+    /// Transactions v2 as the Java clients of Kafka 4 run it (Produce v12+, KIP-890 part 2):
+    /// the client never adds partition 0, the leader adds it when the first batch of a
+    /// transaction arrives (retrying CONCURRENT_TRANSACTIONS as `txn_verify::add_retry` says).
+    /// Else the client adds it itself (AddPartitionsToTxn) and the leader verifies (part 1).
+    adds_by_produce: bool,
     /// An idempotent producer's next base sequence in its epoch.
     next_seq: i32,
     pid: i64,
@@ -261,7 +273,7 @@ pub(crate) struct ProduceConn {
     next_frame: u64,
     /// Frames that arrived before an earlier one (the simulated network reorders; TCP hands
     /// a connection's bytes over in order, so the read loop waits for the missing frame).
-    ahead: BTreeMap<u64, (u64, TxnBatch)>,
+    ahead: BTreeMap<u64, (u64, TxnBatch, bool)>,
     /// The connection's produce order: the broker's own rule
     /// (`frieda::handlers::produce_order::book`).
     book: OrderBook,
@@ -281,14 +293,21 @@ pub(crate) struct ConnProduce {
     /// The request (also the batch id).
     req: u64,
     batch: TxnBatch,
+    /// Produce v12+: the leader adds partition 0 to the transaction (else verifies it).
+    adds: bool,
 }
 
-/// A produce waiting for the transaction coordinator's verification (KIP-890 part 1).
+/// A produce waiting for the transaction coordinator's verification (KIP-890 part 1) or add
+/// (part 2).
 #[derive(Debug, Clone)]
 pub(crate) struct Verifying {
     p: ConnProduce,
     /// The producer state's verification token the append must carry.
     token: u64,
+    /// When the leader first asked (the retries of an add stop [`ADD_RETRY_MAX`] after it).
+    ///
+    /// [`ADD_RETRY_MAX`]: frieda::broker::txn_verify::ADD_RETRY_MAX
+    started: Time,
 }
 
 /// A producer-state check of a transactional batch on one connection, for
@@ -364,12 +383,16 @@ pub(crate) struct Txns {
     /// Producer-state checks by (broker, its run, connection, producer id, epoch): what
     /// `txn-produce-out-of-order` compares.
     checks: BTreeMap<(i32, u32, u64, i64, i16), Vec<Checked>>,
-    /// KIP-890 verifications asked of a coordinator, and produces decided in a connection's
-    /// order after waiting for an earlier one.
+    /// KIP-890 verifications and adds asked of a coordinator (retries included), adds asked
+    /// again after CONCURRENT_TRANSACTIONS, and produces decided in a connection's order after
+    /// waiting for an earlier one.
     pub(crate) verifications: u64,
+    pub(crate) add_retries: u64,
     pub(crate) waited_turns: u64,
     /// Duplicates are answered at once ([`World::answer_duplicates_at_once`]).
     pub(crate) duplicates_at_once: bool,
+    /// The leader appends Produce v12+ batches without the add ([`World::without_leader_add`]).
+    pub(crate) leader_add_off: bool,
     /// The produce-order rule is off ([`World::without_produce_order`]).
     pub(crate) produce_order_off: bool,
     next_pid: i64,
@@ -424,6 +447,7 @@ impl World {
                     format!("tx-{c}")
                 },
                 idempotent,
+                adds_by_produce: !idempotent && c % 2 == 1,
                 next_seq: 0,
                 pid: -1,
                 epoch: -1,
@@ -525,6 +549,7 @@ impl World {
             }
         }
         let (tid, pid, epoch, transactional) = (cl.tid.clone(), cl.pid, cl.epoch, !cl.idempotent);
+        let adds = cl.adds_by_produce;
         let todo: Vec<usize> = (0..cl.batches.len())
             .filter(|&i| !matches!(cl.sent[i].1, Some(Ok(()))))
             .collect();
@@ -551,6 +576,7 @@ impl World {
                     seq,
                     count,
                     transactional,
+                    adds,
                 },
             );
         }
@@ -585,6 +611,9 @@ impl World {
         if cl.idempotent {
             let first = cl.next_seq;
             self.txn_plan_batches(c, first);
+            self.txn_client_next(c, Phase::Produce, think);
+        } else if cl.adds_by_produce {
+            self.txn_plan_batches(c, 0);
             self.txn_client_next(c, Phase::Produce, think);
         } else {
             self.txn_client_next(c, Phase::Add, think);
@@ -907,8 +936,14 @@ impl World {
         let result = result.map_err(map_error);
         let outcome = {
             let Some(c) = self.bm(id).txn.as_mut().filter(|c| c.load == load) else {
-                if let Then::Reply(r) | Then::Prepare { reply: Some(r), .. } = w.then {
-                    self.txn_reply(id, r, Err(E::NotCoordinator));
+                match w.then {
+                    Then::Reply(r) | Then::Prepare { reply: Some(r), .. } => {
+                        self.txn_reply(id, r, Err(E::NotCoordinator))
+                    }
+                    Then::Added { leader, req } => {
+                        self.txn_answer_leader(id, leader, req, Err(E::NotCoordinator))
+                    }
+                    _ => {}
                 }
                 return;
             };
@@ -936,6 +971,13 @@ impl World {
                 }
                 let answer = outcome.map(|()| (w.t.producer_id, w.t.producer_epoch));
                 self.txn_reply(id, r, answer);
+            }
+            (Then::Added { leader, req: r }, outcome) => {
+                if outcome.is_ok() && w.t.state == TxnState::Ongoing {
+                    let key = (w.t.producer_id, w.t.producer_epoch);
+                    self.txns.opened.entry(key).or_insert(req);
+                }
+                self.txn_answer_leader(id, leader, r, outcome);
             }
             (Then::Prepare { reply, commit }, Ok(())) => {
                 if !self.txn_decide(id, req, &w.t, commit) {
@@ -1279,30 +1321,48 @@ impl World {
         }
     }
 
-    /// AddPartitionsToTxn `verify_only` from partition 0's leader `from` at broker `id`'s
-    /// coordinator (`TransactionCoordinators::verify_partitions`: the broker's
-    /// [`steps::verify_partitions`]).
-    fn on_txn_verify(&mut self, id: i32, from: i32, req: u64, tid: &str, pid: i64, epoch: i16) {
+    /// AddPartitionsToTxn v5 from partition 0's leader `from` at broker `id`'s coordinator:
+    /// `verify_only` (KIP-890 part 1, `TransactionCoordinators::verify_partitions`: the broker's
+    /// [`steps::verify_partitions`]) or, for a Produce v12+ (`add`, part 2), an add of
+    /// partition 0 (`add_partitions`: [`steps::plan_add_partitions`], the Ongoing state written
+    /// with acks=all before the answer, as a client's AddPartitionsToTxn).
+    fn on_txn_verify(&mut self, id: i32, from: i32, req: u64, v: (&str, i64, i16, bool)) {
+        let (tid, pid, epoch, add) = v;
+        let now = self.now as i64;
         let serves = self.txn_serves(id);
-        let result = match self.b(id).txn.as_ref() {
+        let tp = (TOPIC.to_string(), DATA_PARTITION);
+        let result = match self.bm(id).txn.as_mut() {
             None => Err(E::NotCoordinator),
             Some(_) if !serves => Err(E::CoordinatorLoadInProgress),
-            Some(c) => match c.txns.get(tid) {
+            Some(c) => match c.txns.get_mut(tid) {
                 None => Err(E::InvalidProducerIdMapping),
-                Some(m) => {
-                    let tp = (TOPIC.to_string(), DATA_PARTITION);
-                    steps::verify_partitions(m, pid, epoch, &[tp]).and_then(|r| {
-                        match r.into_iter().find_map(|(_, e)| e) {
-                            Some(e) => Err(e),
-                            None => Ok(()),
+                Some(m) if add => {
+                    match steps::plan_add_partitions(m, pid, epoch, &[tp], TxnVersion::V2, now) {
+                        Err(e) => Err(e),
+                        Ok(None) => Ok(()),
+                        Ok(Some(t)) => {
+                            let then = Then::Added { leader: from, req };
+                            return self.txn_write(id, tid, t, then);
                         }
-                    })
+                    }
                 }
+                Some(m) => steps::verify_partitions(m, pid, epoch, &[tp]).and_then(|r| {
+                    match r.into_iter().find_map(|(_, e)| e) {
+                        Some(e) => Err(e),
+                        None => Ok(()),
+                    }
+                }),
             },
         };
+        self.txn_answer_leader(id, from, req, result);
+    }
+
+    /// Broker `id`'s coordinator answers partition 0's leader `leader` on verification or add
+    /// `req`.
+    fn txn_answer_leader(&mut self, id: i32, leader: i32, req: u64, result: Result<(), E>) {
         self.send(
             Node::Broker(id),
-            Node::Broker(from),
+            Node::Broker(leader),
             Msg::TxnVerified { req, result },
         );
     }
@@ -1404,7 +1464,7 @@ impl World {
         tid: String,
         (conn, frame): (u64, u64),
         req: u64,
-        batch: TxnBatch,
+        (batch, adds): (TxnBatch, bool),
     ) {
         let b = self.bm(id);
         if !b.produce_conns.contains_key(&conn) && b.produce_conns.len() >= MAX_CONNS {
@@ -1417,7 +1477,7 @@ impl World {
         if frame < c.next_frame || c.ahead.contains_key(&frame) {
             return;
         }
-        c.ahead.insert(frame, (req, batch));
+        c.ahead.insert(frame, (req, batch, adds));
         let mut taken = Vec::new();
         while let Some(x) = c.ahead.remove(&c.next_frame) {
             let ticket = c.book.issue();
@@ -1431,6 +1491,7 @@ impl World {
                 ticket,
                 req: x.0,
                 batch: x.1,
+                adds: x.2,
             });
         }
         for p in taken {
@@ -1470,9 +1531,10 @@ impl World {
         }
     }
 
-    /// KIP-890 part 1 at partition 0's leader (`verify_transactions`): a transactional batch
-    /// that would open a transaction here waits until the transaction coordinator says
-    /// partition 0 is in the producer's transaction; the append then carries the producer
+    /// KIP-890 at partition 0's leader (`verify_transactions`): a transactional batch that
+    /// would open a transaction here waits until the transaction coordinator says partition 0
+    /// is in the producer's transaction (part 1) or added it (part 2, Produce v12+: `adds`);
+    /// the append then carries the producer
     /// state's verification token.
     fn txn_produce_verify(&mut self, id: i32, p: ConnProduce) {
         let TxnBatch::Data {
@@ -1503,6 +1565,19 @@ impl World {
         let Some(token) = state.begin_verification(pid, epoch, true) else {
             return self.txn_produce_check(id, p, None);
         };
+        if p.adds && self.txns.leader_add_off {
+            return self.txn_produce_check(id, p, Some(token));
+        }
+        let started = self.now;
+        self.txn_ask_coordinator(id, Verifying { p, token, started });
+    }
+
+    /// Broker `id` asks the transaction coordinator to verify or add partition 0 for
+    /// produce `v` (`txn_verify::add_or_verify`), with the verification's timeout.
+    fn txn_ask_coordinator(&mut self, id: i32, v: Verifying) {
+        let TxnBatch::Data { pid, epoch, .. } = v.p.batch else {
+            return;
+        };
         let op = self.plan.shape.txn_partition.expect("a txn run");
         let coordinator = self
             .b(id)
@@ -1511,12 +1586,23 @@ impl World {
             .map(|s| s.leader)
             .filter(|l| *l > 0);
         let Some(coordinator) = coordinator else {
-            return answer(self, produce_error(E::CoordinatorNotAvailable, true, true));
+            // `add_or_verify`: COORDINATOR_NOT_AVAILABLE for every partition, not retried.
+            let e = produce_error(E::CoordinatorNotAvailable, true, true);
+            self.txn_reply(id, v.p.req, Err(e));
+            return self.txn_produce_decided(id, v.p.conn, v.p.ticket);
         };
-        let tid = self.b(id).produce_conns[&p.conn].tid.clone();
+        let Some(tid) = self
+            .b(id)
+            .produce_conns
+            .get(&v.p.conn)
+            .map(|c| c.tid.clone())
+        else {
+            return; // the connection was closed
+        };
         let vreq = self.next_request_id();
         self.txns.verifications += 1;
-        self.bm(id).verifying.insert(vreq, Verifying { p, token });
+        let add = v.p.adds;
+        self.bm(id).verifying.insert(vreq, v);
         self.send(
             Node::Broker(id),
             Node::Broker(coordinator),
@@ -1525,12 +1611,15 @@ impl World {
                 tid,
                 pid,
                 epoch,
+                add,
             },
         );
         self.timer(id, VERIFY_TIMEOUT_MS, Timer::TxnVerifyTimeout(vreq));
     }
 
-    /// The coordinator's answer to verification `vreq` at broker `id`.
+    /// The coordinator's answer to verification or add `vreq` at broker `id`. An add answered
+    /// CONCURRENT_TRANSACTIONS is asked again after a pause, for a while (the produce
+    /// handler's loop over [`add_retry`]).
     fn txn_verified(&mut self, id: i32, vreq: u64, result: Result<(), E>) {
         let Some(v) = self.bm(id).verifying.remove(&vreq) else {
             return; // timed out meanwhile
@@ -1538,9 +1627,38 @@ impl World {
         match result {
             Ok(()) => self.txn_produce_check(id, v.p, Some(v.token)),
             Err(e) => {
+                let concurrent = e == E::ConcurrentTransactions;
+                let elapsed = std::time::Duration::from_millis(self.now - v.started);
+                if let Some(pause) = add_retry(v.p.adds, concurrent, elapsed) {
+                    self.txns.add_retries += 1;
+                    let key = self.next_request_id();
+                    self.bm(id).add_retries.insert(key, v);
+                    self.timer(id, pause.as_millis() as Time, Timer::TxnAddRetry(key));
+                    return;
+                }
                 self.txn_reply(id, v.p.req, Err(produce_error(e, true, true)));
                 self.txn_produce_decided(id, v.p.conn, v.p.ticket);
             }
+        }
+    }
+
+    /// The pause before asking again for add `key` at broker `id` is over: as the produce
+    /// handler, the partition's verification starts again (the previous transaction's marker
+    /// may have landed meanwhile: then there is nothing to add).
+    pub(crate) fn txn_add_retry(&mut self, id: i32, key: u64) {
+        let Some(v) = self.bm(id).add_retries.remove(&key) else {
+            return;
+        };
+        let TxnBatch::Data { pid, epoch, .. } = v.p.batch else {
+            return;
+        };
+        let Some(state) = self.bm(id).producers.as_mut() else {
+            self.txn_reply(id, v.p.req, Err(E::NotLeaderOrFollower));
+            return self.txn_produce_decided(id, v.p.conn, v.p.ticket);
+        };
+        match state.begin_verification(pid, epoch, true) {
+            None => self.txn_produce_check(id, v.p, None),
+            Some(token) => self.txn_ask_coordinator(id, Verifying { token, ..v }),
         }
     }
 
@@ -1567,6 +1685,7 @@ impl World {
             ticket,
             req,
             batch,
+            ..
         } = p;
         let leader_epoch = match self.check_append(id, DATA_PARTITION, true) {
             Ok(e) => e,
@@ -1892,27 +2011,32 @@ impl World {
                 seq,
                 count,
                 transactional,
+                adds,
             } => self.on_txn_produce(
                 id,
                 tid,
                 (conn, frame),
                 req,
-                TxnBatch::Data {
-                    pid,
-                    epoch,
-                    seq,
-                    count,
-                    transactional,
-                },
+                (
+                    TxnBatch::Data {
+                        pid,
+                        epoch,
+                        seq,
+                        count,
+                        transactional,
+                    },
+                    adds,
+                ),
             ),
             Msg::TxnVerify {
                 req,
                 tid,
                 pid,
                 epoch,
+                add,
             } => {
                 if let Node::Broker(from) = from {
-                    self.on_txn_verify(id, from, req, &tid, pid, epoch);
+                    self.on_txn_verify(id, from, req, (&tid, pid, epoch, add));
                 }
             }
             Msg::TxnVerified { req, result } => self.txn_verified(id, req, result),

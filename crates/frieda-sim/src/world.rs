@@ -118,8 +118,11 @@ pub struct Stats {
     /// Written decisions a power loss without fsync took from the coordinator's log (every
     /// write that carried them lost on its last copy; outside the contract).
     pub txn_decisions_voided: u64,
-    /// KIP-890 verifications partition 0's leaders asked of a coordinator (`crate::txn`).
+    /// KIP-890 verifications and adds partition 0's leaders asked of a coordinator
+    /// (`crate::txn`).
     pub txn_verifications: u64,
+    /// Adds (Produce v12+) asked again after CONCURRENT_TRANSACTIONS (`txn_verify::add_retry`).
+    pub txn_add_retries: u64,
     /// Rounds of batches idempotent producers got answered OK (`crate::txn`).
     pub idempotent_rounds: u64,
     /// Epoch bumps of idempotent producers that gave a round up.
@@ -156,6 +159,7 @@ impl Stats {
         self.txn_aborts += other.txn_aborts;
         self.txn_decisions_voided += other.txn_decisions_voided;
         self.txn_verifications += other.txn_verifications;
+        self.txn_add_retries += other.txn_add_retries;
         self.idempotent_rounds += other.idempotent_rounds;
         self.idempotent_bumps += other.idempotent_bumps;
         self.txn_waited_turns += other.txn_waited_turns;
@@ -262,6 +266,8 @@ pub(crate) enum Timer {
     TxnComplete(u8, u32),
     /// A produce's verification (its request id) got no answer in time.
     TxnVerifyTimeout(u64),
+    /// A produce's add answered CONCURRENT_TRANSACTIONS is asked again (the pause's id).
+    TxnAddRetry(u64),
 }
 
 struct Entry {
@@ -427,6 +433,9 @@ pub(crate) struct Broker {
     /// Its produces waiting for the transaction coordinator's verification, by the
     /// verification's request id (`crate::txn`).
     pub(crate) verifying: BTreeMap<u64, crate::txn::Verifying>,
+    /// Its produces whose add was answered CONCURRENT_TRANSACTIONS, pausing before they ask
+    /// again (`txn_verify::add_retry`), by the pause's id (`crate::txn`).
+    pub(crate) add_retries: BTreeMap<u64, crate::txn::Verifying>,
 }
 
 impl Broker {
@@ -564,6 +573,7 @@ impl World {
                 producers: None,
                 produce_conns: BTreeMap::new(),
                 verifying: BTreeMap::new(),
+                add_retries: BTreeMap::new(),
             });
             w.start_broker(id);
         }
@@ -605,6 +615,7 @@ impl World {
         self.stats.txn_aborts = self.txns.aborts;
         self.stats.txn_decisions_voided = self.txns.voided_decisions();
         self.stats.txn_verifications = self.txns.verifications;
+        self.stats.txn_add_retries = self.txns.add_retries;
         self.stats.idempotent_rounds = self.txns.idempotent_rounds;
         self.stats.idempotent_bumps = self.txns.idempotent_bumps;
         self.stats.txn_waited_turns = self.txns.waited_turns;
@@ -1116,6 +1127,7 @@ impl World {
         b.producers = None;
         b.produce_conns.clear();
         b.verifying.clear();
+        b.add_retries.clear();
         for d in b.disks.values_mut() {
             d.log.restart();
         }
@@ -1159,6 +1171,7 @@ impl World {
         b.producers = None;
         b.produce_conns.clear();
         b.verifying.clear();
+        b.add_retries.clear();
         self.log(|| format!("broker {id} stops (power loss: {power}, clean: {clean})"));
         self.share_peer_stopped(id);
         if power {
@@ -1265,6 +1278,14 @@ impl World {
     /// `txn-produce-out-of-order` must find it.
     pub fn without_produce_order(mut self) -> World {
         self.txns.produce_order_off = true;
+        self
+    }
+
+    /// Lets partition 0's leader append the first batch of a Produce v12+ transaction without
+    /// asking the coordinator to add the partition (KIP-890 part 2 skipped): the mutation test
+    /// of the add; the transaction checks must find the batch the coordinator never heard of.
+    pub fn without_leader_add(mut self) -> World {
+        self.txns.leader_add_off = true;
         self
     }
 
@@ -1592,6 +1613,7 @@ impl World {
             Timer::TxnMarkers(c, attempt) => self.txn_markers_timer(id, c, attempt),
             Timer::TxnComplete(c, attempt) => self.txn_complete_retry(id, c, attempt),
             Timer::TxnVerifyTimeout(req) => self.txn_verify_timeout(id, req),
+            Timer::TxnAddRetry(key) => self.txn_add_retry(id, key),
         }
     }
 

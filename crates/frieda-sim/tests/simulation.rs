@@ -536,19 +536,38 @@ fn seed_91_pipelined_produces_without_the_produce_order_rule_go_out_of_order() {
 /// finds a duplicate of is answered with the original's offset once the original is
 /// acknowledged (the produce handler's wait for the replicas). Answered at once, the
 /// original (not yet replicated) was lost with its leader and another batch took its
-/// offset: seed 234 finds it (`producer-ack-lost`, 1 of seeds 0-299; treating duplicates as
-/// new batches broke `producer-batch-duplicated` in 60 of them); with the wait it runs clean.
+/// offset: seed 345 finds it (`producer-ack-lost`, 1 of seeds 0-399 since client tx-1 became
+/// a Produce v12 client; seed 234 before; treating duplicates as new batches broke
+/// `producer-batch-duplicated` in 60 of seeds 0-299); with the wait it runs clean.
 #[test]
-fn seed_234_a_duplicate_is_answered_once_its_original_is_acknowledged() {
-    let on = mutation_breaks_seed(234, |w| w.answer_duplicates_at_once(), "producer-ack-lost");
+fn seed_345_a_duplicate_is_answered_once_its_original_is_acknowledged() {
+    let on = mutation_breaks_seed(345, |w| w.answer_duplicates_at_once(), "producer-ack-lost");
     assert!(on.stats.idempotent_rounds > 10, "{:?}", on.stats);
+}
+
+/// Issue 57, KIP-890 part 2 as Kafka 4's Java clients run it (Produce v12+, what Kafka
+/// Streams' exactly-once producers send): client tx-1 never adds partition 0 to its
+/// transaction; partition 0's leader asks the coordinator to add it before the first batch of
+/// a transaction is appended, and asks again every 20 ms for up to 100 ms while the
+/// coordinator answers CONCURRENT_TRANSACTIONS (the previous transaction's markers are being
+/// written; `txn_verify::add_retry`, the produce handler's rule). A leader that appends
+/// without the add leaves a batch the coordinator never heard of: no marker ever closes it
+/// and partition 0's last stable offset is stuck (`liveness-txn-hanging`, 14 of the 16
+/// transaction runs among seeds 0-59).
+#[test]
+fn seed_2_a_produce_v12_batch_waits_for_the_leaders_add() {
+    let on = mutation_breaks_seed(2, |w| w.without_leader_add(), "liveness-txn-hanging");
+    assert!(on.stats.txn_commits > 10, "{:?}", on.stats);
+    assert!(on.stats.txn_add_retries > 0, "{:?}", on.stats);
 }
 
 /// Simulator seed 24194 (issue 57's soak): client tx-1 had begun a transaction before the
 /// quiet last 10 s, and two of its AddPartitionsToTxn requests were lost in a row (53.7 s and
 /// 56.7 s), so its transaction opened at 59.7 s of 60 and was still open at the end: in
 /// progress, not hanging. The check exempts transactions opened in the quiet period; a
-/// transaction opened before it and left open still fails `liveness-txn-hanging`.
+/// transaction opened before it and left open still fails `liveness-txn-hanging`. (Since
+/// tx-1 became a Produce v12 client that sends no AddPartitionsToTxn, the seed draws another
+/// schedule; it stays as a clean run.)
 #[test]
 fn seed_24194_a_transaction_opened_in_the_last_seconds_is_not_hanging() {
     let r = run_seed_clean(24194);

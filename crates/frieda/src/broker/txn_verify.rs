@@ -22,7 +22,26 @@ use crate::storage::topic::TRANSACTION_STATE_TOPIC;
 /// AddPartitionsToTxn version brokers send (v4+ are the brokers' batched form).
 const ADD_PARTITIONS_VERSION: i16 = 5;
 /// How long the coordinator may take to answer.
-const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
+pub const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a transactions v2 produce retries an add its coordinator answered
+/// CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being written)
+/// before the error goes to the client: Kafka's `add.partitions.to.txn.retry.backoff.max.ms`
+/// (100 ms; `ReplicaManager.appendRecordsWithTransactionVerification`).
+pub const ADD_RETRY_MAX: Duration = Duration::from_millis(100);
+/// The pause between those retries: Kafka's `add.partitions.to.txn.retry.backoff.ms` (20 ms).
+pub const ADD_RETRY_BACKOFF: Duration = Duration::from_millis(20);
+
+/// After a partition leader's add or verification was answered, `elapsed` after the first
+/// ask: the pause before asking again, or `None` when the answer stands. Only a transactions
+/// v2 add (`tv2`, Produce v12+, KIP-890 part 2) that got CONCURRENT_TRANSACTIONS (51) for some
+/// partition is retried, every [`ADD_RETRY_BACKOFF`] until [`ADD_RETRY_MAX`] has passed
+/// (Kafka's `ReplicaManager.appendRecordsWithTransactionVerification`); each retry starts the
+/// partitions' verification again (the previous transaction's marker may have landed
+/// meanwhile). Sans-IO: the produce handler and the simulator (`frieda-sim`) both follow it.
+pub fn add_retry(tv2: bool, concurrent: bool, elapsed: Duration) -> Option<Duration> {
+    (tv2 && concurrent && elapsed < ADD_RETRY_MAX).then_some(ADD_RETRY_BACKOFF)
+}
 
 /// Asks `transactional_id`'s coordinator to add (`add`: transactions v2) or verify
 /// `partitions` of the producer's transaction. Returns the partitions that failed, with the
@@ -145,5 +164,22 @@ pub fn produce_error(e: E, supports_abortable: bool, tv2: bool) -> E {
         E::ProducerFenced => E::InvalidProducerEpoch,
         E::TransactionAbortable if !supports_abortable => E::InvalidTxnState,
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_v2_add_refused_concurrent_is_retried_and_only_for_100_ms() {
+        let ms = Duration::from_millis;
+        assert_eq!(add_retry(true, true, ms(0)), Some(ms(20)));
+        assert_eq!(add_retry(true, true, ms(99)), Some(ms(20)));
+        assert_eq!(add_retry(true, true, ms(100)), None);
+        // Verification only (KIP-890 part 1): CONCURRENT_TRANSACTIONS goes to the client.
+        assert_eq!(add_retry(false, true, ms(0)), None);
+        // Any other refusal stands.
+        assert_eq!(add_retry(true, false, ms(0)), None);
     }
 }

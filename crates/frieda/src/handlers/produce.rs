@@ -248,23 +248,15 @@ const ABORTABLE_VERSION: i16 = 11;
 /// See [`ABORTABLE_VERSION`].
 const TXN_V2_VERSION: i16 = 12;
 
-/// How long a transactions v2 produce retries an add its coordinator answered
-/// CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being written)
-/// before the error goes to the client: Kafka's `add.partitions.to.txn.retry.backoff.max.ms`
-/// (100 ms; `ReplicaManager.appendRecordsWithTransactionVerification`).
-const ADD_RETRY_MAX: Duration = Duration::from_millis(100);
-/// The pause between those retries: Kafka's `add.partitions.to.txn.retry.backoff.ms` (20 ms).
-const ADD_RETRY_BACKOFF: Duration = Duration::from_millis(20);
-
 /// Sets each transactional batch's producer check: batches that would open a transaction on
 /// their partition are verified (or, v12+, added) with the coordinator first (one request for
 /// the whole produce request); a refusal becomes the partition's error.
 ///
 /// Transactions v2 (KIP-890 part 2): EndTxn answers before the markers are written, so the
 /// producer's next transaction often reaches a partition while its coordinator still answers
-/// CONCURRENT_TRANSACTIONS (51); as Kafka's `ReplicaManager` does, the add is retried here
-/// every [`ADD_RETRY_BACKOFF`], starting each partition's verification again, for up to
-/// [`ADD_RETRY_MAX`], and only then is CONCURRENT_TRANSACTIONS answered (the client retries).
+/// CONCURRENT_TRANSACTIONS (51); as Kafka's `ReplicaManager` does, the add is retried
+/// ([`txn_verify::add_retry`]: every 20 ms, starting each partition's verification again, for
+/// up to 100 ms), and only then is CONCURRENT_TRANSACTIONS answered (the client retries).
 async fn verify_transactions(
     broker: &Arc<Broker>,
     version: i16,
@@ -328,10 +320,10 @@ async fn verify_transactions(
         let concurrent = failed
             .values()
             .any(|e| *e == ResponseError::ConcurrentTransactions);
-        if !tv2 || !concurrent || started.elapsed() >= ADD_RETRY_MAX {
+        let Some(backoff) = txn_verify::add_retry(tv2, concurrent, started.elapsed()) else {
             break;
-        }
-        tokio::time::sleep(ADD_RETRY_BACKOFF).await;
+        };
+        tokio::time::sleep(backoff).await;
         // Kafka's retry starts each partition's verification again: the previous
         // transaction's marker may have landed meanwhile.
         needed.retain(|&(i, _)| {
