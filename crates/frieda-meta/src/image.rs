@@ -615,6 +615,35 @@ impl MetadataImage {
         Ok(())
     }
 
+    /// Refuses a change of `topic`'s configs (applied already; `before` is what the topic's
+    /// `replication.ack.policy` was quorum and its effective `min.insync.replicas`) that changes
+    /// how a `replication.ack.policy=quorum` topic (issue 34) acknowledges or elects: its
+    /// policy, or its effective `min.insync.replicas`. Its elections take `n - m + 1` claims
+    /// because each acknowledged record is on `m` replicas; a record acknowledged under a
+    /// smaller `m` than the one an election counts on may be on none of the claimants (the
+    /// simulator's `--min-insync-changes` lost acknowledged records so). Kafka has no such
+    /// mode, so nothing Kafka accepts is refused for `isr` topics.
+    ///
+    /// Errors: [`MetaError::InvalidConfig`] (INVALID_CONFIG, 40, to the client).
+    fn check_quorum_topic_change(
+        &self,
+        topic: &str,
+        (quorum_before, min_isr_before): (bool, usize),
+    ) -> Result<(), MetaError> {
+        let quorum_after = self.quorum_acks(topic);
+        if quorum_before != quorum_after {
+            return Err(MetaError::InvalidConfig(format!(
+                "replication.ack.policy of topic {topic} cannot change after creation"
+            )));
+        }
+        if quorum_after && self.effective_min_isr(topic) != min_isr_before {
+            return Err(MetaError::InvalidConfig(format!(
+                "min.insync.replicas of topic {topic} cannot change after creation while its replication.ack.policy is quorum: its leader elections count on the value its records were acknowledged with"
+            )));
+        }
+        Ok(())
+    }
+
     /// Whether the `min.insync.replicas` configs break KAFKA-16540's rules while ELR is on: no
     /// cluster-wide value, or a broker's own. The active controller then proposes
     /// [`MetaCommand::SetMinInsyncDefault`], whose [`apply`](Self::apply) repairs it.
@@ -1017,11 +1046,18 @@ impl MetadataImage {
             }
             MetaCommand::SetTopicConfigs { name, configs } => {
                 let was = self.min_isr_of(name);
+                let before = (self.quorum_acks(name), self.effective_min_isr(name));
                 let t = self
                     .topics
                     .get_mut(name)
                     .ok_or_else(|| MetaError::UnknownTopic(name.clone()))?;
-                t.configs = configs.clone();
+                let old = std::mem::replace(&mut t.configs, configs.clone());
+                if let Err(e) = self.check_quorum_topic_change(name, before) {
+                    if let Some(t) = self.topics.get_mut(name) {
+                        t.configs = old;
+                    }
+                    return Err(e);
+                }
                 // KAFKA-16540: a claim made under another min.insync.replicas proves nothing.
                 if self.min_isr_of(name) != was {
                     self.clear_elr_of(name);

@@ -1354,3 +1354,77 @@ fn the_leader_epoch_counts_leaderships_not_raft_terms() {
     let back: MetadataImage = serde_json::from_str(&serde_json::to_string(&img).unwrap()).unwrap();
     assert_eq!((back.leader_epoch, back.epoch_leader), (4, Some((2, 3))));
 }
+
+/// Issue 57, found by `frieda-sim --min-insync-changes`: a `replication.ack.policy=quorum`
+/// topic acknowledges a record once `m` replicas have it and elects from `n - m + 1` claims, so
+/// raising `m` (1 -> 2 of 3) let an election from two claims miss a record acknowledged on one
+/// replica (28 of seeds 0-299 lost acknowledged records). Its policy and its effective
+/// `min.insync.replicas` are fixed at creation; `isr` topics change both as Kafka allows.
+#[test]
+fn a_quorum_topic_keeps_its_ack_policy_and_min_insync_replicas() {
+    let mut img = image_with(&[1, 2, 3]);
+    let quorum: BTreeMap<String, String> = [
+        ("replication.ack.policy".to_string(), "quorum".to_string()),
+        ("min.insync.replicas".to_string(), "1".to_string()),
+    ]
+    .into();
+    img.apply(
+        &MetaCommand::CreateTopic {
+            name: "q".into(),
+            id: Uuid::new_v4(),
+            configs: quorum.clone(),
+            assignment: vec![vec![1, 2, 3]],
+        },
+        100,
+    )
+    .unwrap();
+    let set = |img: &mut MetadataImage, configs: &[(&str, &str)]| {
+        img.apply(
+            &MetaCommand::SetTopicConfigs {
+                name: "q".into(),
+                configs: configs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            },
+            110,
+        )
+    };
+    let raised = set(
+        &mut img,
+        &[
+            ("replication.ack.policy", "quorum"),
+            ("min.insync.replicas", "2"),
+        ],
+    );
+    assert!(
+        matches!(raised, Err(MetaError::InvalidConfig(_))),
+        "{raised:?}"
+    );
+    assert_eq!(
+        img.effective_min_isr("q"),
+        1,
+        "a refused change leaves the configs"
+    );
+    assert_eq!(img.topics["q"].configs, quorum);
+    // Back to Kafka's rule: refused too (an ISR member may lack acknowledged records).
+    let to_isr = set(&mut img, &[("min.insync.replicas", "1")]);
+    assert!(
+        matches!(to_isr, Err(MetaError::InvalidConfig(_))),
+        "{to_isr:?}"
+    );
+    // Other configs change; the same values may be written again.
+    set(
+        &mut img,
+        &[
+            ("replication.ack.policy", "quorum"),
+            ("min.insync.replicas", "1"),
+            ("retention.ms", "60000"),
+        ],
+    )
+    .unwrap();
+    // An isr topic changes min.insync.replicas as Kafka allows.
+    create(&mut img, "i", vec![vec![1, 2, 3]]);
+    set_min_isr(&mut img, "i", 3, 120);
+    assert_eq!(img.effective_min_isr("i"), 3);
+}

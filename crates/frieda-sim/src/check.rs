@@ -342,13 +342,16 @@ impl World {
                 here || lost_by.is_some_and(|l| l.contains(&b.id))
             })
             .count();
-        if copies < self.plan.shape.min_isr {
+        // The value the acknowledging broker applies (its image's; an operator may have
+        // changed it since the run began, and a broker acts on the configs it has seen).
+        let min_insync = self.brokers[(id - 1) as usize].min_insync;
+        if copies < min_insync {
             let what = if fsync { "synced copies" } else { "copies" };
             self.violate(
                 "acked-below-min-insync",
                 format!(
-                    "broker {id} acknowledged produce {} (partition {}, offset {}) with acks=all on {copies} {what}; min.insync.replicas={}",
-                    x.id, x.partition, x.base, self.plan.shape.min_isr
+                    "broker {id} acknowledged produce {} (partition {}, offset {}) with acks=all on {copies} {what}; min.insync.replicas={min_insync}",
+                    x.id, x.partition, x.base
                 ),
             );
         }

@@ -21,6 +21,7 @@ use frieda::replication::{
     AckStatus, AlterAnswer, IsrChange, LagLimits, LogView, Replication, Role,
 };
 use frieda::storage::leader_append::{admit_produce, answer_produce};
+use frieda::storage::topic_config::TopicConfigs;
 use frieda_meta::controller::election;
 use frieda_meta::leadership::plan_moves;
 use frieda_meta::sessions::BrokerSessions;
@@ -404,6 +405,10 @@ pub(crate) struct Broker {
     ready: bool,
     fenced: bool,
     shutting_down: bool,
+    /// The topic's `min.insync.replicas` as this broker applies it: from the topic configs of
+    /// its image, computed by the broker's own `TopicConfigs::produce_policy` (set on each
+    /// replica's `Replication` and used to admit and acknowledge `acks=all` produces).
+    pub(crate) min_insync: usize,
     /// Its previous run ended in a controlled shutdown (the clean-shutdown marker): said when
     /// it registers, or it leaves every ELR.
     previous_run_clean: bool,
@@ -556,6 +561,7 @@ impl World {
                 ready: false,
                 fenced: true,
                 shutting_down: false,
+                min_insync: w.plan.shape.min_isr,
                 previous_run_clean: true,
                 last_answer: 0,
                 lease: Lease::new(),
@@ -994,6 +1000,20 @@ impl World {
             Action::FsyncFailure { broker, partition } => {
                 if let Some(d) = self.bm(broker).disks.get_mut(&partition) {
                     d.log.fail_next_sync();
+                }
+            }
+            Action::AlterMinInsync { value } => {
+                let configs = self.controller.image.topics.get(TOPIC).map(|t| {
+                    let mut c = t.configs.clone();
+                    c.insert("min.insync.replicas".to_string(), value.to_string());
+                    c
+                });
+                if let Some(configs) = configs.filter(|_| self.controller.out_until <= self.now) {
+                    self.log(|| format!("operator: min.insync.replicas={value}"));
+                    let _ = self.commit(MetaCommand::SetTopicConfigs {
+                        name: TOPIC.into(),
+                        configs,
+                    });
                 }
             }
             Action::ElectPreferred { partition } => {
@@ -1892,6 +1912,7 @@ impl World {
         };
         let me = id;
         let fenced = self.b(id).fenced;
+        self.apply_topic_configs(id, &topic.configs);
         // The broker's steps (`cluster::reconciler::apply`): deposed leaders step down first,
         // then each partition is removed, opened or kept, and takes its role.
         let hosted: Vec<i32> = self.b(id).replicas.keys().copied().collect();
@@ -1943,8 +1964,26 @@ impl World {
         }
     }
 
+    /// Broker `id` applies the topic's configs of its image (the broker's
+    /// `apply_topic_configs`): `min.insync.replicas` as the broker's `produce_policy` computes
+    /// it, set on every replica it hosts.
+    fn apply_topic_configs(&mut self, id: i32, configs: &BTreeMap<String, String>) {
+        let defaults = TopicConfigs::default();
+        let policy = TopicConfigs(configs.clone()).produce_policy(&defaults);
+        let b = self.bm(id);
+        if b.min_insync == policy.min_insync_replicas {
+            return;
+        }
+        b.min_insync = policy.min_insync_replicas;
+        for r in b.replicas.values() {
+            r.repl.set_min_insync(policy.min_insync_replicas);
+        }
+        let v = policy.min_insync_replicas;
+        self.log(|| format!("broker {id}: applies min.insync.replicas={v}"));
+    }
+
     fn open_replica(&mut self, id: i32, p: i32) {
-        let min_isr = self.plan.shape.min_isr;
+        let min_isr = self.b(id).min_insync;
         let quorum = self.plan.shape.quorum;
         let b = self.bm(id);
         let existing = b.disks.contains_key(&p);
@@ -2410,7 +2449,7 @@ impl World {
             .ok_or(ResponseError::NotLeaderOrFollower)?;
         // The broker's admission (`handlers::produce::check_append`).
         let lease_holds = b.lease.holds(self.lease_clock(id));
-        admit_produce(&r.repl, lease_holds, acks_all, self.plan.shape.min_isr)
+        admit_produce(&r.repl, lease_holds, acks_all, b.min_insync)
     }
 
     fn on_produce(&mut self, id: i32, req: u64, p: i32, acks: i16, count: i64) {
@@ -2553,7 +2592,7 @@ impl World {
                 continue;
             }
             let lease_now = self.lease_clock(id);
-            let min_isr = self.plan.shape.min_isr;
+            let min_isr = b.min_insync;
             let now = self.now;
             let mut done: Vec<(Pending, Result<i64, ResponseError>)> = Vec::new();
             let b = self.bm(id);
