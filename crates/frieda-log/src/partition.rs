@@ -549,10 +549,17 @@ impl PartitionLog {
     /// partition under writeback (an append to a page under writeback waits for the device).
     /// `None` when no whole page is new or the log is offline.
     pub fn plan_writeback(&mut self) -> Option<SegmentWriteback> {
+        self.plan_writeback_at_least(1)
+    }
+
+    /// [`plan_writeback`](Self::plan_writeback) once at least `min_bytes` of whole pages of the
+    /// active segment are new: for small appends, which would otherwise start a writeback per
+    /// page.
+    pub fn plan_writeback_at_least(&mut self, min_bytes: u64) -> Option<SegmentWriteback> {
         if self.check_online().is_err() {
             return None;
         }
-        self.active_mut().plan_writeback()
+        self.active_mut().plan_writeback_at_least(min_bytes)
     }
 
     fn active(&self) -> &Segment {

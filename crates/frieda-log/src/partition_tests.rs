@@ -1227,6 +1227,18 @@ fn writeback_plans_cover_each_whole_page_once_and_never_the_tail_page() {
         .plan_writeback()
         .expect("whole pages after the truncation");
     assert_eq!(wb3.range().0, 0);
+    // With a floor: nothing until that many bytes of whole pages are new, then all of them.
+    let start = wb3.range().0 + wb3.range().1;
+    log.append(bm(&simple_batch(1, NOW, 9000)), NOW).unwrap();
+    assert!(log.plan_writeback_at_least(64 * 1024).is_none());
+    for _ in 0..8 {
+        log.append(bm(&simple_batch(1, NOW, 9000)), NOW).unwrap();
+    }
+    let wb4 = log
+        .plan_writeback_at_least(64 * 1024)
+        .expect("64 KiB of whole pages");
+    assert_eq!(wb4.range().0, start, "from where the last range ended");
+    assert!(wb4.range().1 >= 64 * 1024);
 }
 
 #[test]

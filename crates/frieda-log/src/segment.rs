@@ -970,9 +970,12 @@ impl Segment {
     /// The writeback to start for the whole pages appended since the last call, if any: from the
     /// last planned page boundary to the page boundary at or below the log's size. The page the
     /// next append writes into stays dirty and out of writeback, so that append never waits for
-    /// the device.
-    pub fn plan_writeback(&mut self) -> Option<SegmentWriteback> {
+    /// the device. `None` until at least `min_bytes` of whole pages are new.
+    pub fn plan_writeback_at_least(&mut self, min_bytes: u64) -> Option<SegmentWriteback> {
         let end = self.size / PAGE * PAGE;
+        if end > self.written_back && end - self.written_back < min_bytes {
+            return None;
+        }
         if end <= self.written_back {
             // After a truncation below the planned point, start again from the new end.
             self.written_back = self.written_back.min(end);

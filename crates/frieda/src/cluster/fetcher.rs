@@ -614,11 +614,15 @@ fn apply_partition(
             match result {
                 Ok(new_leo) => {
                     leo = new_leo;
-                    if bulk {
-                        // As the leader's bulk lane does after its append (see storage::bulk).
-                        if let Some(wb) = p.plan_writeback() {
-                            lane.submit_writeback(wb);
-                        }
+                    // As the leader's bulk lane does after its append (see storage::bulk); small
+                    // appends once a megabyte of whole pages gathered.
+                    let wb = if bulk {
+                        p.plan_writeback()
+                    } else {
+                        p.plan_writeback_due()
+                    };
+                    if let Some(wb) = wb {
+                        lane.submit_writeback(wb);
                     }
                     f.state.appended(leo);
                 }

@@ -26,6 +26,15 @@ use frieda_log::SegmentWriteback;
 
 use super::backlog::{lower_priority, LanePriority};
 
+/// Whole pages of a segment written by small appends (inline on a network thread, by the log
+/// writer, or a follower's) whose writeback is started once this many bytes gathered, bytes
+/// (1 MiB). Left to the kernel, a partition taking 5 MB/s of small `acks=all` batches gathered
+/// about 150 MB of dirty pages (`dirty_expire_centisecs` 30 s), whose one-sweep writeback held
+/// the inode's `i_data_sem` and the pages' locks long enough that an append waited 17-45 ms
+/// (`ext4_da_get_block_prep`, `__filemap_get_folio` off-CPU on a network thread; issue 58's
+/// periodic stall).
+pub const WRITEBACK_MIN_BYTES: u64 = 1 << 20;
+
 /// Appends queued on the bulk lane at most; a further bulk append waits for room (its network
 /// thread blocks, as with a full log writer queue: the disk is behind).
 pub const BULK_QUEUE_BOUND: usize = 1024;

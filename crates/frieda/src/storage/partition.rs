@@ -496,7 +496,7 @@ impl Partition {
         header: &BatchHeader,
         check: ProducerCheck,
     ) -> (Result<AppendOutcome, ResponseError>, bool) {
-        let (result, flush_due) = {
+        let (result, flush_due, wb) = {
             let mut guard = self.state.lock();
             let result = self.append_to(guard.as_mut(), records, header, check);
             // A retried batch answered with its original offset is acknowledged only once that
@@ -508,13 +508,35 @@ impl Partition {
                     .is_ok_and(|o| o.base_offset >= self.reader.recovery_point());
             let due = result.is_ok()
                 && (guard.as_ref().is_some_and(PartitionState::flush_due) || dup_needs_flush);
-            (result, due)
+            let wb = result
+                .as_ref()
+                .ok()
+                .and_then(|_| Self::writeback_due(guard.as_mut()));
+            (result, due, wb)
         };
         if result.is_ok() {
             self.advance_high_watermark();
             self.notify_data();
         }
+        if let Some(wb) = wb {
+            super::bulk::lane().submit_writeback(wb);
+        }
         (result, flush_due)
+    }
+
+    /// The writeback to start after a small append (outside the lock): once
+    /// [`bulk::WRITEBACK_MIN_BYTES`](super::bulk::WRITEBACK_MIN_BYTES) of whole pages gathered.
+    fn writeback_due(state: Option<&mut PartitionState>) -> Option<frieda_log::SegmentWriteback> {
+        state.and_then(|s| {
+            s.log
+                .plan_writeback_at_least(super::bulk::WRITEBACK_MIN_BYTES)
+        })
+    }
+
+    /// [`Self::plan_writeback`] once [`bulk::WRITEBACK_MIN_BYTES`](super::bulk::WRITEBACK_MIN_BYTES)
+    /// of whole pages gathered (a follower's small appends).
+    pub(crate) fn plan_writeback_due(&self) -> Option<frieda_log::SegmentWriteback> {
+        Self::writeback_due(self.state.lock().as_mut())
     }
 
     /// Sends an append's outcome to `reply`: at once, or when `flush_due` after the log writer
@@ -544,9 +566,20 @@ impl Partition {
         header: &BatchHeader,
         check: ProducerCheck,
     ) -> Result<AppendOutcome, ResponseError> {
-        let result = self.append_to(self.state.lock().as_mut(), records, header, check);
+        let (result, wb) = {
+            let mut guard = self.state.lock();
+            let result = self.append_to(guard.as_mut(), records, header, check);
+            let wb = result
+                .as_ref()
+                .ok()
+                .and_then(|_| Self::writeback_due(guard.as_mut()));
+            (result, wb)
+        };
         if result.is_ok() {
             self.advance_high_watermark();
+        }
+        if let Some(wb) = wb {
+            super::bulk::lane().submit_writeback(wb);
         }
         result
     }
