@@ -615,8 +615,8 @@ impl MetadataImage {
         Ok(())
     }
 
-    /// Refuses a change of `topic`'s configs (applied already; `before` is what the topic's
-    /// `replication.ack.policy` was quorum and its effective `min.insync.replicas`) that changes
+    /// Refuses a change of `topic`'s configs (applied already; `quorum_before` and
+    /// `min_isr_before` are its policy and effective `min.insync.replicas` before it) that changes
     /// how a `replication.ack.policy=quorum` topic (issue 34) acknowledges or elects: its
     /// policy, or its effective `min.insync.replicas`. Its elections take `n - m + 1` claims
     /// because each acknowledged record is on `m` replicas; a record acknowledged under a
@@ -628,7 +628,8 @@ impl MetadataImage {
     fn check_quorum_topic_change(
         &self,
         topic: &str,
-        (quorum_before, min_isr_before): (bool, usize),
+        quorum_before: bool,
+        min_isr_before: Option<usize>,
     ) -> Result<(), MetaError> {
         let quorum_after = self.quorum_acks(topic);
         if quorum_before != quorum_after {
@@ -636,7 +637,7 @@ impl MetadataImage {
                 "replication.ack.policy of topic {topic} cannot change after creation"
             )));
         }
-        if quorum_after && self.effective_min_isr(topic) != min_isr_before {
+        if quorum_after && self.min_isr_of(topic) != min_isr_before {
             return Err(MetaError::InvalidConfig(format!(
                 "min.insync.replicas of topic {topic} cannot change after creation while its replication.ack.policy is quorum: its leader elections count on the value its records were acknowledged with"
             )));
@@ -1046,13 +1047,13 @@ impl MetadataImage {
             }
             MetaCommand::SetTopicConfigs { name, configs } => {
                 let was = self.min_isr_of(name);
-                let before = (self.quorum_acks(name), self.effective_min_isr(name));
+                let quorum_was = self.quorum_acks(name);
                 let t = self
                     .topics
                     .get_mut(name)
                     .ok_or_else(|| MetaError::UnknownTopic(name.clone()))?;
                 let old = std::mem::replace(&mut t.configs, configs.clone());
-                if let Err(e) = self.check_quorum_topic_change(name, before) {
+                if let Err(e) = self.check_quorum_topic_change(name, quorum_was, was) {
                     if let Some(t) = self.topics.get_mut(name) {
                         t.configs = old;
                     }

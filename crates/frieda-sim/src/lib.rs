@@ -56,16 +56,6 @@ pub fn run_seed(seed: u64, trace: bool, ignore: &[String]) -> Report {
     run_plan(Plan::generate(seed), trace, ignore)
 }
 
-/// Runs the plan of `seed` with `min.insync.replicas` changes
-/// ([`Plan::with_min_insync_changes`]).
-pub fn run_seed_with_min_insync_changes(seed: u64, trace: bool, ignore: &[String]) -> Report {
-    run_plan(
-        Plan::generate(seed).with_min_insync_changes(),
-        trace,
-        ignore,
-    )
-}
-
 /// Runs `plan`. A broken assertion of the replication rules (`frieda::invariant!`, a panic)
 /// is reported as the violation `replication-assertion`.
 pub fn run_plan(plan: Plan, trace: bool, ignore: &[String]) -> Report {

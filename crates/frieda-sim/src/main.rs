@@ -17,9 +17,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use frieda_sim::quorum::{run_quorum_seed, QuorumReport, QuorumStats};
-use frieda_sim::{
-    run_plan, run_seed, run_seed_with_min_insync_changes, shrink, Plan, Report, Stats,
-};
+use frieda_sim::{run_plan, shrink, Plan, Report, Stats};
 
 #[derive(Parser)]
 #[command(about = "Deterministic simulation of a Frieda cluster")]
@@ -228,11 +226,11 @@ fn main() {
                 if seed >= end {
                     return;
                 }
-                let r = if min_insync_changes {
-                    run_seed_with_min_insync_changes(seed, false, &ignore)
-                } else {
-                    run_seed(seed, false, &ignore)
-                };
+                let mut plan = Plan::generate(seed);
+                if min_insync_changes {
+                    plan = plan.with_min_insync_changes();
+                }
+                let r = run_plan(plan, false, &ignore);
                 {
                     let mut t = totals.lock().expect("totals");
                     t.0 += 1;

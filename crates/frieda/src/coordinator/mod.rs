@@ -67,3 +67,21 @@ impl CommittedLoad {
         reached
     }
 }
+
+/// Tests' partition state: led by broker 1 in leader epoch 4, with broker 2 in sync (the
+/// coordinators' tests of a replicated leader).
+#[cfg(test)]
+pub(crate) fn led_with_a_follower() -> frieda_meta::PartitionState {
+    frieda_meta::PartitionState {
+        replicas: vec![1, 2],
+        isr: vec![1, 2],
+        leader: 1,
+        leader_epoch: 4,
+        partition_epoch: 1,
+        adding: vec![],
+        removing: vec![],
+        elr: vec![],
+        last_known_elr: vec![],
+        electing: None,
+    }
+}

@@ -875,18 +875,7 @@ mod tests {
         let leo = log.reader().log_end_offset();
         assert!(leo > 0);
         // The partition gets a replicated leader whose follower has not fetched the tail.
-        let state = frieda_meta::PartitionState {
-            replicas: vec![1, 2],
-            isr: vec![1, 2],
-            leader: 1,
-            leader_epoch: 4,
-            partition_epoch: 1,
-            adding: vec![],
-            removing: vec![],
-            elr: vec![],
-            last_known_elr: vec![],
-            electing: None,
-        };
+        let state = crate::coordinator::led_with_a_follower();
         log.repl.become_leader(1, &state, now_ms(), leo);
         let coordinators = GroupCoordinators::cluster(CoordinatorConfig::default());
         coordinators.set_partition_count(1);

@@ -88,22 +88,6 @@ fn open_with(
     }
 }
 
-/// The partition led by broker 1 in leader epoch 4, with broker 2 in sync.
-fn led_with_a_follower() -> frieda_meta::PartitionState {
-    frieda_meta::PartitionState {
-        replicas: vec![1, 2],
-        isr: vec![1, 2],
-        leader: 1,
-        leader_epoch: 4,
-        partition_epoch: 1,
-        adding: vec![],
-        removing: vec![],
-        elr: vec![],
-        last_known_elr: vec![],
-        electing: None,
-    }
-}
-
 fn close(f: Fixture) {
     f.coord.unload(0);
     if let Some(st) = f.log.state.lock().take() {
@@ -532,7 +516,7 @@ async fn a_load_serves_and_resumes_markers_only_once_its_tail_is_committed() {
     // The partition now has a replicated leader whose follower has not fetched its tail.
     let leo = f.log.reader().log_end_offset();
     assert!(leo > 0);
-    let state = led_with_a_follower();
+    let state = crate::coordinator::led_with_a_follower();
     f.log.repl.become_leader(1, &state, now_ms(), leo);
     markers.seen.lock().clear();
     markers.block.store(false, Ordering::Release);
@@ -590,7 +574,7 @@ async fn a_coordinator_without_its_lease_writes_and_answers_nothing() {
     let h = holds.clone();
     f.coord
         .set_lease(Arc::new(move || h.load(Ordering::SeqCst)));
-    let state = led_with_a_follower();
+    let state = crate::coordinator::led_with_a_follower();
     f.log.repl.become_leader(1, &state, now_ms(), 0);
     f.coord.load(0, 4, f.log.clone()).unwrap();
     // Without the lease: refused before the append.
