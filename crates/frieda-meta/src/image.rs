@@ -795,6 +795,33 @@ impl MetadataImage {
     /// Errors: the command does not fit the image (it changed nothing).
     pub fn apply(&mut self, cmd: &MetaCommand, offset: u64) -> Result<MetaOutcome, MetaError> {
         self.offset = offset;
+        let outcome = self.apply_command(cmd, offset)?;
+        self.forget_offline_replicas_removed();
+        Ok(outcome)
+    }
+
+    /// Drops from each broker's [`BrokerRegistration::offline_replicas`] the replicas it no
+    /// longer holds (a reassignment moved them away, the topic was deleted): the broker deletes
+    /// such a log, and a replica assigned to it later is a new, healthy log. Without this a
+    /// replica moved away and back stayed ineligible for the broker's whole run, although it
+    /// fetched; a `quorum` partition whose longest claim it held could never elect (frieda-sim,
+    /// seed 64373).
+    fn forget_offline_replicas_removed(&mut self) {
+        let topics = &self.topics;
+        for (id, b) in self.brokers.iter_mut() {
+            if b.offline_replicas.is_empty() {
+                continue;
+            }
+            b.offline_replicas.retain(|(t, p)| {
+                topics
+                    .get(t)
+                    .and_then(|t| usize::try_from(*p).ok().and_then(|p| t.partitions.get(p)))
+                    .is_some_and(|p| p.replicas.contains(id))
+            });
+        }
+    }
+
+    fn apply_command(&mut self, cmd: &MetaCommand, offset: u64) -> Result<MetaOutcome, MetaError> {
         match cmd {
             MetaCommand::InitCluster { cluster_id } => {
                 self.cluster_id.get_or_insert_with(|| cluster_id.clone());

@@ -1428,3 +1428,90 @@ fn a_quorum_topic_keeps_its_ack_policy_and_min_insync_replicas() {
     set_min_isr(&mut img, "i", 3, 120);
     assert_eq!(img.effective_min_isr("i"), 3);
 }
+
+/// A replica whose log went offline and that a reassignment then moved away is forgotten: the
+/// broker deleted that log, so when a later reassignment brings the partition back, its new
+/// log may join the ISR (and lead). Before, the mark stayed for the broker's whole run and a
+/// `quorum` partition whose longest claim it held never elected (frieda-sim, seed 64373).
+#[test]
+fn an_offline_replica_moved_away_and_back_is_a_new_healthy_replica() {
+    let mut img = image_with(&[1, 2, 3, 4]);
+    create(&mut img, "t", vec![vec![1, 2, 3]]);
+    let hb = crate::controller::Heartbeat {
+        id: 3,
+        incarnation: img.brokers[&3].incarnation,
+        endpoints: img.brokers[&3].endpoints.clone(),
+        rack: None,
+        raft_addr: String::new(),
+        shutting_down: false,
+        offline_replicas: vec![("t".into(), 0)],
+        clean_shutdown: true,
+        leader_cost_us: None,
+        claims: vec![],
+    };
+    let apply_all = |img: &mut MetadataImage, cmds: Vec<MetaCommand>| {
+        for c in &cmds {
+            let o = img.offset + 1;
+            img.apply(c, o).unwrap();
+        }
+    };
+    let cmds = crate::controller::heartbeat_commands(&img, &hb);
+    apply_all(&mut img, cmds);
+    assert!(img.replica_offline(3, "t", 0));
+    assert_eq!(img.partition("t", 0).unwrap().isr, vec![1, 2]);
+    let alter_isr = |img: &mut MetadataImage, isr: Vec<BrokerId>| {
+        let p = img.partition("t", 0).unwrap().clone();
+        let o = img.offset + 1;
+        img.apply(
+            &MetaCommand::AlterIsr {
+                topic: "t".into(),
+                partition: 0,
+                leader: p.leader,
+                leader_epoch: p.leader_epoch,
+                partition_epoch: p.partition_epoch,
+                isr,
+                new_isr_epochs: vec![],
+            },
+            o,
+        )
+    };
+    let reassign = |img: &mut MetadataImage, target: Vec<BrokerId>| {
+        let o = img.offset + 1;
+        img.apply(
+            &MetaCommand::Reassign {
+                topic: "t".into(),
+                partition: 0,
+                target,
+            },
+            o,
+        )
+        .unwrap();
+    };
+    // Away: 3 leaves once 4 is in sync.
+    reassign(&mut img, vec![1, 2, 4]);
+    assert!(
+        img.replica_offline(3, "t", 0),
+        "still assigned, still offline"
+    );
+    alter_isr(&mut img, vec![1, 2, 4]).unwrap();
+    assert_eq!(img.partition("t", 0).unwrap().replicas, vec![1, 2, 4]);
+    assert!(
+        !img.replica_offline(3, "t", 0),
+        "forgotten with the replica"
+    );
+    // A heartbeat sent before broker 3 deleted the log commits nothing.
+    assert!(crate::controller::heartbeat_commands(&img, &hb).is_empty());
+    // Back: the new replica on 3 may join the ISR.
+    reassign(&mut img, vec![1, 2, 3]);
+    alter_isr(&mut img, vec![1, 2, 3, 4]).unwrap();
+    let p = img.partition("t", 0).unwrap();
+    assert_eq!(
+        (p.replicas.clone(), p.isr.clone()),
+        (vec![1, 2, 3], vec![1, 2, 3])
+    );
+    // And an offline report of it now counts again.
+    let cmds = crate::controller::heartbeat_commands(&img, &hb);
+    assert_eq!(cmds.len(), 1, "{cmds:?}");
+    apply_all(&mut img, cmds);
+    assert!(img.replica_offline(3, "t", 0));
+}

@@ -96,6 +96,14 @@ pub fn heartbeat_commands(image: &MetadataImage, hb: &Heartbeat) -> Vec<MetaComm
         .offline_replicas
         .iter()
         .filter(|(t, p)| !current || !image.replica_offline(hb.id, t, *p))
+        // A replica the image no longer assigns it (a reassignment moved it away) is not
+        // recorded (the image would forget it at once), so a heartbeat sent before the broker
+        // deleted that log commits nothing.
+        .filter(|(t, p)| {
+            image
+                .partition(t, *p)
+                .is_some_and(|x| x.replicas.contains(&hb.id))
+        })
         .cloned()
         .collect();
     if !new_offline.is_empty() {

@@ -587,3 +587,27 @@ fn seed_36747_a_decision_recovered_by_a_load_is_voided_with_its_writes() {
     let r = run_seed_clean(36747);
     assert!(r.stats.txn_decisions_voided > 0, "{:?}", r.stats);
 }
+
+/// Issue 57 (frieda-sim seed 64373, found by the soak of seeds 64,000-65,999): broker 5's log
+/// of partition 0 failed an fsync, a reassignment moved the partition away and another brought
+/// it back; the broker made a new log and fetched, but the image still marked the replica
+/// offline, so it could neither join the ISR nor lead. The `quorum` partition, leaderless after
+/// its leader's power loss, held its longest claim on broker 5 and never elected
+/// (`liveness-no-leader`). The image now forgets an offline replica that leaves the replicas
+/// (`MetadataImage::apply`).
+#[test]
+fn seed_64373_an_offline_replica_moved_away_and_back_may_lead_again() {
+    let r = run_seed_clean(64373);
+    assert!(r.stats.claim_elections >= 2, "{:?}", r.stats);
+}
+
+/// Issue 57 (frieda-sim seed 81383, found by the soak of seeds 80,000-81,999): a reassignment
+/// added three replicas that needed 20 s to catch up while `min.insync.replicas=2` held the
+/// high watermark still; the coordinator's abort marker, appended at 43.9 s, was still above
+/// the high watermark at the end, and the check took the transaction for a hanging one. A
+/// marker the leader appended counts as the transaction ending.
+#[test]
+fn seed_81383_a_marker_awaiting_replication_is_no_hanging_transaction() {
+    let r = run_seed_clean(81383);
+    assert!(r.stats.txn_commits >= 10, "{:?}", r.stats);
+}
