@@ -431,7 +431,7 @@ impl PartitionLog {
             let (mut seg, t) = Segment::recover(dir, base, interval, now_ms, next)?;
             // Recovered bytes may still be only in the page cache (a crashed process): the next
             // flush syncs them before the recovery point moves past them.
-            seg.dirty = true;
+            seg.mark_dirty();
             truncated_bytes += t;
             segments.push(seg);
             let end = segments[segments.len() - 1].end_offset();

@@ -391,18 +391,24 @@ impl SegmentShared {
 /// without the partition lock (appends go on meanwhile).
 pub(crate) struct SegmentSync {
     shared: Arc<SegmentShared>,
-    index_file: File,
-    time_file: File,
+    /// The offset index, if written since the last flush.
+    index_file: Option<File>,
+    /// The time index, if written since the last flush.
+    time_file: Option<File>,
     txn_file: Option<File>,
 }
 
 impl SegmentSync {
-    /// `fdatasync` of the log and its indexes.
+    /// `fdatasync` of the log and of the indexes written since the last flush. An index
+    /// entry comes every `index.interval.bytes` (4 KiB), so a flush of small appends is
+    /// usually one `fdatasync`, not three (an `fdatasync` of an unwritten file still flushes
+    /// the device's cache: 63 µs of the 260 µs a 300-byte append's flush took here, issue 58).
     pub fn sync(&self) -> Result<(), LogError> {
         self.shared.log.sync_data()?;
-        self.index_file.sync_data()?;
-        self.time_file.sync_data()?;
-        if let Some(f) = &self.txn_file {
+        for f in [&self.index_file, &self.time_file, &self.txn_file]
+            .into_iter()
+            .flatten()
+        {
             f.sync_data()?;
         }
         Ok(())
@@ -455,6 +461,11 @@ pub(crate) struct Segment {
     /// Ms of the last append (file mtime after a restart), used when batches carry no timestamps.
     pub last_modified_ms: i64,
     pub dirty: bool,
+    /// The offset index was written since the last flush (an entry every
+    /// `index.interval.bytes`, so most flushes of small appends skip its `fdatasync`).
+    index_dirty: bool,
+    /// The time index was written since the last flush.
+    time_dirty: bool,
     /// Bytes of the log file whose writeback was started ([`Segment::plan_writeback`]): a
     /// page boundary at or below `size`.
     written_back: u64,
@@ -552,6 +563,8 @@ impl Segment {
             rolling_ts: None,
             last_modified_ms,
             dirty: false,
+            index_dirty: false,
+            time_dirty: false,
             written_back: 0,
             #[cfg(test)]
             fail_next_write: None,
@@ -957,6 +970,8 @@ impl Segment {
         self.rolling_ts.get_or_insert(now_ms);
         self.last_modified_ms = now_ms;
         self.dirty = true;
+        self.index_dirty |= !offs.is_empty();
+        self.time_dirty |= !times.is_empty();
         let mut st = self.shared.state.write();
         st.offset_index.extend(offs);
         st.time_index.extend(times);
@@ -1036,23 +1051,26 @@ impl Segment {
                 .write_all_at(&index::encode_times(&[t]), self.time_len)?;
             self.time_len += index::TIME_ENTRY_LEN as u64;
             self.dirty = true;
+            self.time_dirty = true;
             self.shared.state.write().time_index.push(t);
         }
         Ok(())
     }
 
-    /// `fdatasync` of the log and both indexes if anything was written since the last flush.
+    /// `fdatasync` of the log and of each index written since the last flush, if anything was.
     pub fn flush(&mut self) -> Result<(), LogError> {
-        if self.dirty {
-            self.shared.log.sync_data()?;
-            self.index_file.sync_data()?;
-            self.time_file.sync_data()?;
-            if let Some(f) = self.txn_index.sync_handle()? {
-                f.sync_data()?;
-            }
-            self.dirty = false;
+        if let Some(sync) = self.begin_flush()? {
+            sync.sync()?;
         }
         Ok(())
+    }
+
+    /// Marks every file of the segment as written since the last flush (recovered bytes, a
+    /// rewritten tail), so the next flush syncs them all.
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
+        self.index_dirty = true;
+        self.time_dirty = true;
     }
 
     /// Takes what a flush of this segment must sync, if anything was written since the last one,
@@ -1064,11 +1082,19 @@ impl Segment {
         }
         let sync = SegmentSync {
             shared: self.shared.clone(),
-            index_file: self.index_file.try_clone()?,
-            time_file: self.time_file.try_clone()?,
+            index_file: self
+                .index_dirty
+                .then(|| self.index_file.try_clone())
+                .transpose()?,
+            time_file: self
+                .time_dirty
+                .then(|| self.time_file.try_clone())
+                .transpose()?,
             txn_file: self.txn_index.sync_handle()?,
         };
         self.dirty = false;
+        self.index_dirty = false;
+        self.time_dirty = false;
         Ok(Some(sync))
     }
 
@@ -1150,7 +1176,7 @@ impl Segment {
             .filter(|e| e.last_offset < self.end_offset)
             .collect();
         self.set_aborted(aborted)?;
-        self.dirty = true;
+        self.mark_dirty();
         let mut st = self.shared.state.write();
         st.offset_index = offsets;
         st.time_index = times;

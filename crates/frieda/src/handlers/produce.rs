@@ -451,7 +451,8 @@ pub(crate) fn check_append(
 
 /// Appends one prepared batch; with `acks=all` on a replicated partition, answers once the
 /// in-sync replicas have it (at most `timeout`). `gate` is released once the append is
-/// decided, before the wait for the replicas (`produce_order`).
+/// decided, before the fsync (`flush.messages`) and the wait for the replicas
+/// (`produce_order`).
 async fn append(
     prepared: Prepared,
     acks: i16,
@@ -476,8 +477,11 @@ async fn append(
         return Err(e.into());
     }
     let appending = timing.stopwatch();
-    let outcome = partition.append_checked(buf, header, check).await;
-    drop(gate);
+    // The gate opens when the append is decided, before an fsync the flush policy asks for:
+    // the connection's next produce appends meanwhile and shares that fsync.
+    let outcome = partition
+        .append_deciding(buf, header, check, move || drop(gate))
+        .await;
     if let Some(t) = appending {
         timing.appended(t.elapsed());
     }

@@ -396,10 +396,32 @@ impl Partition {
         header: BatchHeader,
         check: ProducerCheck,
     ) -> Result<AppendOutcome, ResponseError> {
-        match self.start_append(records, header, check) {
+        self.append_deciding(records, header, check, || {}).await
+    }
+
+    /// [`append_checked`](Self::append_checked) that calls `decided` once the append is
+    /// decided (in the log and the producer state, or refused), before the fsync the flush
+    /// policy may still ask for: a produce ordered behind this one
+    /// (`handlers::produce_order`) may then append and share that fsync (group commit) instead
+    /// of waiting for it. With `log.append.mode = "writer"` the writer thread's outcome is the
+    /// first news of the decision, so `decided` runs with it.
+    pub async fn append_deciding(
+        self: &Arc<Self>,
+        records: BytesMut,
+        header: BatchHeader,
+        check: ProducerCheck,
+        decided: impl FnOnce() + Send + 'static,
+    ) -> Result<AppendOutcome, ResponseError> {
+        let mut decided = Some(decided);
+        let submitted = self.start_append(records, header, check, &mut decided);
+        let result = match submitted {
             Submitted::Done(result) => result,
             Submitted::Waiting(rx) => rx.await.unwrap_or(Err(ResponseError::KafkaStorageError)),
+        };
+        if let Some(d) = decided {
+            d();
         }
+        result
     }
 
     /// Starts an append at once (appends submitted one after another land in that order) and
@@ -424,7 +446,7 @@ impl Partition {
         header: BatchHeader,
         check: ProducerCheck,
     ) -> oneshot::Receiver<Result<AppendOutcome, ResponseError>> {
-        match self.start_append(records, header, check) {
+        match self.start_append(records, header, check, &mut None::<fn()>) {
             Submitted::Waiting(rx) => rx,
             Submitted::Done(result) => {
                 let (tx, rx) = oneshot::channel();
@@ -434,11 +456,14 @@ impl Partition {
         }
     }
 
-    fn start_append(
+    /// Starts the append; `decided` is taken and called once the append is decided where that
+    /// is known before the outcome (inline and bulk-lane appends), else left for the caller.
+    fn start_append<D: FnOnce() + Send + 'static>(
         self: &Arc<Self>,
         records: BytesMut,
         header: BatchHeader,
         check: ProducerCheck,
+        decided: &mut Option<D>,
     ) -> Submitted {
         if !self.writer.appends_inline() {
             let (tx, rx) = oneshot::channel();
@@ -458,8 +483,12 @@ impl Partition {
             self.bulk_pending.fetch_add(1, Ordering::AcqRel);
             let (tx, rx) = oneshot::channel();
             let p = self.clone();
+            let decided = decided.take();
             lane.submit(Box::new(move || {
                 let (result, flush_due) = p.append_now(records, &header, check);
+                if let Some(d) = decided {
+                    d();
+                }
                 p.bulk_pending.fetch_sub(1, Ordering::AcqRel);
                 p.answer(result, flush_due, tx);
                 if let Some(wb) = p.plan_writeback() {
@@ -469,6 +498,9 @@ impl Partition {
             return Submitted::Waiting(rx);
         }
         let (result, flush_due) = self.append_now(records, &header, check);
+        if let Some(d) = decided.take() {
+            d();
+        }
         if flush_due && result.is_ok() {
             let (tx, rx) = oneshot::channel();
             self.answer(result, true, tx);
@@ -1247,5 +1279,49 @@ mod tests {
         p.truncate_from_leader(1, 3, 4).unwrap();
         assert_eq!((p.log_start_offset(), p.reader.log_end_offset()), (4, 4));
         assert_eq!(p.latest_epoch(), -1, "the old epochs went with the records");
+    }
+
+    /// Issue 58: with `flush.messages=1` an append is decided (in the log, the producer state
+    /// updated) before its fsync, and `append_deciding` says so then, so the connection's next
+    /// produce (`handlers::produce_order`) appends meanwhile and shares the fsync. Before, the
+    /// gate opened after the fsync and a connection's pipelined produces took one fsync each
+    /// in turn (p50 1.2 ms at 10,000 records/s from one producer).
+    #[tokio::test]
+    async fn an_append_is_decided_before_the_fsync_it_waits_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers = LogWriters::start(1);
+        let mut configs = TopicConfigs::default();
+        configs.set("flush.messages", "1").unwrap();
+        let defaults = TopicConfigs::default();
+        let (log, _) = PartitionLog::open(dir.path(), configs.log_config(&defaults), 1).unwrap();
+        let name: Arc<str> = Arc::from("t");
+        let p = Arc::new(Partition::new(
+            name.clone(),
+            0,
+            log,
+            writers.for_partition(&name, 0),
+            configs.produce_policy(&defaults),
+        ));
+        for i in 0..3i64 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let reader = p.reader.clone();
+            let header = BatchHeader::parse(&record(i as u8)).unwrap();
+            let outcome = p
+                .append_deciding(record(i as u8), header, ProducerCheck::PLAIN, move || {
+                    tx.send((reader.log_end_offset(), reader.recovery_point()))
+                        .unwrap();
+                })
+                .await
+                .unwrap();
+            assert_eq!(outcome.base_offset, i);
+            assert_eq!(
+                rx.try_recv().unwrap(),
+                (i + 1, i),
+                "decided once appended, before the fsync"
+            );
+            assert!(rx.try_recv().is_err(), "decided once");
+            assert_eq!(p.reader.recovery_point(), i + 1, "answered once fsync'ed");
+            assert_eq!(p.high_watermark(), i + 1);
+        }
     }
 }
