@@ -1720,6 +1720,16 @@ impl World {
                 sent,
             } => {
                 let now = self.now;
+                // The broker's rule (`cluster::heartbeat`): an answer older than a session says
+                // nothing (seed 73576: a paused leader took one for "unfenced").
+                if !frieda::membership::lease::answer_is_fresh(
+                    sent,
+                    self.lease_clock(id),
+                    SESSION_MS,
+                ) {
+                    self.log(|| format!("broker {id}: ignores a heartbeat answer sent at {sent}, older than a session"));
+                    return;
+                }
                 let b = self.bm(id);
                 b.last_answer = now;
                 b.pending_renew = Some((sent, offset, fenced, now + HEARTBEAT_MS));

@@ -611,3 +611,15 @@ fn seed_81383_a_marker_awaiting_replication_is_no_hanging_transaction() {
     let r = run_seed_clean(81383);
     assert!(r.stats.txn_commits >= 10, "{:?}", r.stats);
 }
+
+/// Issue 57 (frieda-sim seed 73576, found by the soak of seeds 72,000-73,999): leader 1 was
+/// paused with a heartbeat answer ("unfenced") in flight; the controller fenced it and elected
+/// broker 2. Resumed, broker 1 fenced itself, then took the old answer for a fresh one, led
+/// again on its stale image (an ISR of [1, 3], its pending expansion to [1, 2, 3] forgotten)
+/// and moved its high watermark to 254 with broker 3's stale fetch, over records the new
+/// leader did not have (`replicas-disagree-below-hw`). An answer older than a session now says
+/// nothing (`membership::lease::answer_is_fresh`, in the broker's heartbeat loop too).
+#[test]
+fn seed_73576_a_heartbeat_answer_older_than_a_session_does_not_unfence() {
+    run_seed_clean(73576);
+}

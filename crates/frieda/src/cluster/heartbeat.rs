@@ -92,6 +92,25 @@ pub async fn run(
             .controller(heartbeat(&node, &reg, &broker, false), interval * 2)
             .await
         {
+            Ok(ControllerReply::Heartbeat { .. })
+                if !crate::membership::lease::answer_is_fresh(
+                    sent,
+                    crate::clock::lease_ms(),
+                    session.as_millis() as u64,
+                ) =>
+            {
+                tracing::warn!(
+                    session_ms = session.as_millis() as u64,
+                    "a heartbeat answer came more than a session after its request (was this process paused?); ignoring it"
+                );
+                if last_answer.elapsed() > session && !node.is_fenced() {
+                    tracing::warn!(
+                        session_ms = session.as_millis() as u64,
+                        "no heartbeat answered for a whole session: fencing this broker (it leads nothing until the controller answers)"
+                    );
+                    node.set_fenced(true);
+                }
+            }
             Ok(ControllerReply::Heartbeat { fenced, offset }) => {
                 last_answer = Instant::now();
                 // The lease is renewed only once this broker's roles follow everything the

@@ -39,3 +39,28 @@ impl Lease {
         self.until_ms.load(Ordering::Acquire)
     }
 }
+
+/// Whether the answer to a heartbeat sent at `sent_ms` (lease clock), arriving at `now_ms`,
+/// still says anything about this broker's fencing: it came within a session of the send. An
+/// older one (the broker was paused with it in flight) may predate the controller fencing the
+/// broker; taken as "unfenced", it let a paused leader resume its leadership on a stale image
+/// and move its high watermark over records the new leader did not have (frieda-sim, seed
+/// 73576). Such an answer counts as none: the next heartbeat asks again.
+pub fn answer_is_fresh(sent_ms: u64, now_ms: u64, session_ms: u64) -> bool {
+    now_ms.saturating_sub(sent_ms) < session_ms
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_older_than_a_session_says_nothing() {
+        assert!(answer_is_fresh(1_000, 1_000, 9_000));
+        assert!(answer_is_fresh(1_000, 9_999, 9_000));
+        assert!(!answer_is_fresh(1_000, 10_000, 9_000));
+        assert!(!answer_is_fresh(1_000, 60_000, 9_000));
+        // A clock read before the send (another thread's reading) is fresh, not a panic.
+        assert!(answer_is_fresh(5_000, 4_000, 9_000));
+    }
+}
