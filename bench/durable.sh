@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Issue 58, goal 6 ("durable by default"): Frieda with every acks=all record fsync'ed before its
+# answer (flush.messages=1, group commit) against Apache Kafka 4.4.0 without fsync (its default),
+# and Frieda without fsync, one broker (RF 1) each, the same load generator (frieda-bench
+# produce: open loop, 100 B, acks=all, one partition, linger 0, 5 requests in flight), in one
+# run. Each repeat runs every broker in turn; a broker is started afresh, burnt in (unreported
+# heavy load: the JVM's JIT, page cache), then measured in each cell. The machine's wake-up floor
+# (frieda-bench roof-wake) is measured in the same run.
+#
+#   bench/durable.sh [OUT_DIR]      (scripts/bench --durable runs it)
+#
+# Environment: DURABLE_CELLS "1000:1 10000:1 10000:8 50000:1 50000:8" (rate:producers),
+#   DURABLE_W 3 / DURABLE_D 15 (warm-up / measured s per cell), DURABLE_BURNIN 30,
+#   DURABLE_REPEAT 1, DURABLE_BROKERS "kafka frieda-fsync frieda", FRIEDA_BIN, BENCH_BIN,
+#   KAFKA_PORT (bench/kafka/env.sh), FRIEDA_PORT 19192.
+# Output: OUT_DIR/<repeat>/<broker>-<rate>-<producers>.json (frieda-bench --json) and
+# OUT_DIR/summary.txt (one line per cell: p50 p99 p99.9 p99.99 max in µs, broker CPU s per
+# million records).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="${1:-$ROOT/bench/results/durable-$(date -u +%Y%m%dT%H%M%SZ)}"
+CELLS="${DURABLE_CELLS:-1000:1 10000:1 10000:8 50000:1 50000:8}"
+W="${DURABLE_W:-3}"; D="${DURABLE_D:-15}"; BURNIN="${DURABLE_BURNIN:-30}"
+REPEAT="${DURABLE_REPEAT:-1}"
+BROKERS="${DURABLE_BROKERS:-kafka frieda-fsync frieda}"
+FRIEDA_BIN="${FRIEDA_BIN:-$ROOT/target/release/frieda}"
+BENCH_BIN="${BENCH_BIN:-$ROOT/target/release/frieda-bench}"
+FRIEDA_PORT="${FRIEDA_PORT:-19192}"
+. "$ROOT/bench/kafka/env.sh"
+mkdir -p "$OUT"
+[ -x "$FRIEDA_BIN" ] && [ -x "$BENCH_BIN" ] || (cd "$ROOT" && cargo build --release -p frieda -p frieda-bench)
+# A copy: a rebuild during the run changes nothing.
+cp "$FRIEDA_BIN" "$OUT/frieda"
+BROKER_PID=""
+stop_broker() {
+  if [ -n "$BROKER_PID" ]; then
+    kill "$BROKER_PID" 2>/dev/null || true
+    wait "$BROKER_PID" 2>/dev/null || true
+    BROKER_PID=""
+  fi
+  if kafka_pid_alive; then "$ROOT/bench/kafka/stop-kafka.sh" >/dev/null 2>&1 || true; fi
+}
+trap stop_broker EXIT
+
+start_broker() { # <broker> -> sets BOOT, BROKER_PID
+  case "$1" in
+    kafka)
+      FRESH=1 "$ROOT/bench/kafka/run-kafka.sh" >&2
+      BROKER_PID="$(cat "$KAFKA_PIDFILE")"; BOOT="$KAFKA_BOOTSTRAP" ;;
+    frieda*)
+      rm -rf /tmp/frieda-durable-data; mkdir -p /tmp/frieda-durable-data
+      "$OUT/frieda" serve --listen "127.0.0.1:$FRIEDA_PORT" --data-dir /tmp/frieda-durable-data \
+        > "$OUT/frieda-broker.log" 2>&1 &
+      BROKER_PID=$!; BOOT="127.0.0.1:$FRIEDA_PORT"
+      for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$FRIEDA_PORT") 2>/dev/null && break; sleep 0.1; done ;;
+  esac
+}
+
+topic_args() { # <broker> <topic>
+  local a=(--topic "$2" --create-topic)
+  [ "$1" = frieda-fsync ] && a+=(--topic-config flush.messages=1)
+  echo "${a[@]}"
+}
+
+"$BENCH_BIN" roof-wake --help >/dev/null 2>&1 && "$BENCH_BIN" roof-wake --rate 10000 --secs 10 \
+  > "$OUT/roof-wake.txt" 2>&1 || true
+for r in $(seq 1 "$REPEAT"); do
+  mkdir -p "$OUT/$r"
+  for b in $BROKERS; do
+    start_broker "$b"
+    # shellcheck disable=SC2046
+    "$BENCH_BIN" produce --bootstrap "$BOOT" $(topic_args "$b" burnin) --producers 8 --rate 0 \
+      --warmup-secs 0 --duration-secs "$BURNIN" > "$OUT/$r/$b-burnin.txt" 2>&1 || true
+    for cell in $CELLS; do
+      IFS=: read -r rate prod <<< "$cell"
+      # shellcheck disable=SC2046
+      "$BENCH_BIN" produce --bootstrap "$BOOT" $(topic_args "$b" "d-$rate-$prod") \
+        --producers "$prod" --rate "$rate" --warmup-secs "$W" --duration-secs "$D" \
+        --broker-pid "$BROKER_PID" --json "$OUT/$r/$b-$rate-$prod.json" > "$OUT/$r/$b-$rate-$prod.txt" 2>&1 || true
+      lat="$(grep -h 'latency µs' "$OUT/$r/$b-$rate-$prod.txt" || echo 'no result')"
+      cpu="$(grep -ho '([0-9.]* s per million records)' "$OUT/$r/$b-$rate-$prod.txt" || true)"
+      printf 'repeat %s  %-13s %6s rec/s %2s producers  %s %s\n' "$r" "$b" "$rate" "$prod" "$lat" "$cpu" | tee -a "$OUT/summary.txt"
+    done
+    stop_broker
+    sleep 5
+  done
+done
+echo "[durable] wrote $OUT" >&2
