@@ -211,6 +211,10 @@ pub struct MetadataImage {
 /// The topic config (and broker-level synonym) KIP-966's ELR is kept by.
 pub const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
 
+/// The topic config choosing how `acks=all` records are acknowledged and leaders elected
+/// (issue 34): `isr` (Kafka's rule, the default) or `quorum`.
+pub const ACK_POLICY: &str = "replication.ack.policy";
+
 /// Most deleted topics whose remote data awaits deletion ([`MetadataImage::deleted_remote`]);
 /// a topic deleted beyond it leaves its objects in the bucket (logged by the controller).
 pub const MAX_DELETED_REMOTE_TOPICS: usize = 100_000;
@@ -645,6 +649,47 @@ impl MetadataImage {
         Ok(())
     }
 
+    /// A new `replication.ack.policy=quorum` topic gets the policy and `min.insync.replicas` it
+    /// was created with as its own configs where it set none, so that no later change of a
+    /// cluster-wide default (`kafka-configs --entity-default`, another controller's static
+    /// `replication.ack.policy`) changes how it acknowledges or elects
+    /// ([`Self::check_quorum_topic_change`] refuses changing them on the topic itself).
+    fn pin_quorum_topic(&mut self, topic: &str) {
+        if !self.quorum_acks(topic) {
+            return;
+        }
+        let min_isr = self.min_insync_replicas(topic).to_string();
+        if let Some(t) = self.topics.get_mut(topic) {
+            t.configs
+                .entry(ACK_POLICY.to_string())
+                .or_insert_with(|| "quorum".to_string());
+            t.configs
+                .entry(MIN_INSYNC_REPLICAS.to_string())
+                .or_insert(min_isr);
+        }
+    }
+
+    /// Before a cluster-wide default changes: every `quorum` topic that follows a default
+    /// (one created before topics were pinned at creation) is pinned as
+    /// [`Self::pin_quorum_topic`] pins a new one, so it keeps acknowledging and electing by the
+    /// values its records were acknowledged with; with `policy_too` (the default
+    /// `replication.ack.policy` changes) every topic following that default keeps its policy
+    /// (`isr` written out), so a default change only decides for topics created after it.
+    fn pin_before_default_change(&mut self, policy_too: bool) {
+        let names: Vec<String> = self.topics.keys().cloned().collect();
+        for t in names {
+            if policy_too && !self.quorum_acks(&t) {
+                if let Some(topic) = self.topics.get_mut(&t) {
+                    topic
+                        .configs
+                        .entry(ACK_POLICY.to_string())
+                        .or_insert_with(|| "isr".to_string());
+                }
+            }
+            self.pin_quorum_topic(&t);
+        }
+    }
+
     /// Whether the `min.insync.replicas` configs break KAFKA-16540's rules while ELR is on: no
     /// cluster-wide value, or a broker's own. The active controller then proposes
     /// [`MetaCommand::SetMinInsyncDefault`], whose [`apply`](Self::apply) repairs it.
@@ -740,7 +785,7 @@ impl MetadataImage {
     /// `replication.ack.policy=quorum`): the topic's config, else the dynamic cluster-wide
     /// default, else the active controller's static one; `isr` (Kafka's rule) otherwise.
     pub fn quorum_acks(&self, topic: &str) -> bool {
-        self.topic_config(topic, "replication.ack.policy")
+        self.topic_config(topic, ACK_POLICY)
             .map_or(self.quorum_ack_default, |v| v == "quorum")
     }
 
@@ -880,6 +925,9 @@ impl MetadataImage {
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::SetAckPolicyDefault { quorum } => {
+                if self.quorum_ack_default != *quorum {
+                    self.pin_before_default_change(true);
+                }
                 self.quorum_ack_default = *quorum;
                 Ok(MetaOutcome::Done)
             }
@@ -916,6 +964,7 @@ impl MetadataImage {
             }
             MetaCommand::SetMinInsyncDefault { min_insync } => {
                 let before = self.min_isr_by_topic();
+                self.pin_before_default_change(false);
                 self.min_insync_default = *min_insync;
                 // KAFKA-16540: with ELR on, the cluster-wide default decides and no broker
                 // overrides it (what Kafka's activation records do at bootstrap).
@@ -956,6 +1005,7 @@ impl MetadataImage {
                         remote: BTreeMap::new(),
                     },
                 );
+                self.pin_quorum_topic(name);
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::DeleteTopic { name } => match self.topics.remove(name) {
@@ -983,6 +1033,9 @@ impl MetadataImage {
             MetaCommand::SetBrokerConfigs { resource, configs } => {
                 self.check_broker_min_isr(resource, configs)?;
                 let before = self.min_isr_by_topic();
+                if resource.is_empty() {
+                    self.pin_before_default_change(configs.contains_key(ACK_POLICY));
+                }
                 if configs.is_empty() {
                     self.broker_configs.remove(resource);
                 } else {

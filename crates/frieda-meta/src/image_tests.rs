@@ -1515,3 +1515,68 @@ fn an_offline_replica_moved_away_and_back_is_a_new_healthy_replica() {
     apply_all(&mut img, cmds);
     assert!(img.replica_offline(3, "t", 0));
 }
+
+/// Issue 57, the second hazard `--min-insync-changes` showed: a `quorum` topic without its own
+/// `min.insync.replicas` (or policy) followed the cluster-wide default, which an operator could
+/// still change. A new `quorum` topic now gets both as its own configs at creation, and before a
+/// default changes, older topics following it are pinned the same way (a changed default
+/// `replication.ack.policy` decides only for topics created after it).
+#[test]
+fn a_quorum_topic_is_pinned_at_creation_and_defaults_do_not_move_it() {
+    let mut img = image_with(&[1, 2, 3]);
+    let default_min_isr = |img: &mut MetadataImage, v: &str| {
+        let o = img.offset + 1;
+        img.apply(
+            &MetaCommand::SetBrokerConfigs {
+                resource: String::new(),
+                configs: [(MIN_INSYNC_REPLICAS.to_string(), v.to_string())].into(),
+            },
+            o,
+        )
+        .unwrap();
+    };
+    let default_policy = |img: &mut MetadataImage, quorum: bool| {
+        let o = img.offset + 1;
+        img.apply(&MetaCommand::SetAckPolicyDefault { quorum }, o)
+            .unwrap();
+    };
+    default_policy(&mut img, true);
+    default_min_isr(&mut img, "2");
+    create(&mut img, "q", vec![vec![1, 2, 3]]);
+    let pinned: BTreeMap<String, String> = [
+        (ACK_POLICY.to_string(), "quorum".to_string()),
+        (MIN_INSYNC_REPLICAS.to_string(), "2".to_string()),
+    ]
+    .into();
+    assert_eq!(img.topics["q"].configs, pinned, "pinned at creation");
+    default_min_isr(&mut img, "1");
+    assert_eq!(
+        img.effective_min_isr("q"),
+        2,
+        "the default moved, the topic did not"
+    );
+    // A quorum topic from before pinning, following the defaults: pinned before they change.
+    img.topics.get_mut("q").unwrap().configs.clear();
+    assert_eq!(img.effective_min_isr("q"), 1);
+    default_min_isr(&mut img, "3");
+    assert_eq!(img.effective_min_isr("q"), 1);
+    assert_eq!(img.topics["q"].configs[MIN_INSYNC_REPLICAS], "1");
+    // The default policy turns back to isr: q stays quorum, an isr topic created before stays
+    // isr (written out), and only a topic created after follows the new default.
+    default_min_isr(&mut img, "1");
+    img.topics.get_mut("q").unwrap().configs.clear();
+    create(&mut img, "early", vec![vec![1, 2, 3]]);
+    assert!(img.quorum_acks("early"));
+    img.topics.get_mut("early").unwrap().configs.clear();
+    default_policy(&mut img, false);
+    assert!(img.quorum_acks("q") && img.quorum_acks("early"));
+    create(&mut img, "late", vec![vec![1, 2, 3]]);
+    assert!(!img.quorum_acks("late"));
+    assert!(
+        img.topics["late"].configs.is_empty(),
+        "an isr topic is not pinned at creation"
+    );
+    default_policy(&mut img, true);
+    assert!(!img.quorum_acks("late"), "kept its policy");
+    assert_eq!(img.topics["late"].configs[ACK_POLICY], "isr");
+}
