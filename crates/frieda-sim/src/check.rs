@@ -372,6 +372,15 @@ impl World {
                 self.violate("no-topic", "the topic was never created".into());
                 return;
             };
+            // Kafka 4.4 leaves such a partition leaderless too (ClearElrRecord empties the
+            // ELR and the last known ELR; only an unclean election, off here, would elect).
+            let no_clean_leader = self.elr_cleared.contains(&p)
+                && state.isr.is_empty()
+                && state.elr.is_empty()
+                && state.last_known_elr.is_empty();
+            if state.leader < 0 && no_clean_leader {
+                continue;
+            }
             if state.leader < 0 {
                 self.violate(
                     "liveness-no-leader",

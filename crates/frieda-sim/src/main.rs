@@ -55,7 +55,7 @@ struct Args {
     #[arg(long)]
     quorum: bool,
     /// Alter the topic's min.insync.replicas while the faults run (`Plan::with_min_insync_changes`;
-    /// not in the default plans yet: it finds defects still open).
+    /// not in the default plans yet; seeds 0-299 with it run clean).
     #[arg(long)]
     min_insync_changes: bool,
     /// Invariant kinds not to stop for (comma-separated), to look past a known defect.

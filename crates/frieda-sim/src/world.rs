@@ -494,6 +494,10 @@ pub struct World {
     pub(crate) power_lost: BTreeMap<u64, BTreeSet<i32>>,
     ignored: Vec<String>,
     pub(crate) disagreement_allowed: BTreeSet<i32>,
+    /// Partitions whose ELR (and last known ELR) an operator's min.insync.replicas change
+    /// cleared while their ISR was empty (KAFKA-16540's ClearElrRecord): no replica may lead
+    /// cleanly any more, in Kafka 4.4 as in Frieda, so `liveness-no-leader` exempts them.
+    pub(crate) elr_cleared: BTreeSet<i32>,
     pub(crate) history: Vec<BTreeMap<i64, Batch>>,
     pub(crate) violation: Option<Violation>,
     pub(crate) stats: Stats,
@@ -536,6 +540,7 @@ impl World {
             power_lost: BTreeMap::new(),
             ignored: Vec::new(),
             disagreement_allowed: BTreeSet::new(),
+            elr_cleared: BTreeSet::new(),
             history: vec![BTreeMap::new(); n],
             violation: None,
             stats: Stats::default(),
@@ -1010,10 +1015,30 @@ impl World {
                 });
                 if let Some(configs) = configs.filter(|_| self.controller.out_until <= self.now) {
                     self.log(|| format!("operator: min.insync.replicas={value}"));
+                    let isr_empty_with_elr = |w: &World| -> BTreeSet<i32> {
+                        (0..w.plan.shape.partitions)
+                            .filter(|p| {
+                                w.controller.image.partition(TOPIC, *p).is_some_and(|s| {
+                                    s.isr.is_empty()
+                                        && !(s.elr.is_empty() && s.last_known_elr.is_empty())
+                                })
+                            })
+                            .collect()
+                    };
+                    let before = isr_empty_with_elr(self);
                     let _ = self.commit(MetaCommand::SetTopicConfigs {
                         name: TOPIC.into(),
                         configs,
                     });
+                    for p in before {
+                        let cleared = self.controller.image.partition(TOPIC, p).is_some_and(|s| {
+                            s.isr.is_empty() && s.elr.is_empty() && s.last_known_elr.is_empty()
+                        });
+                        if cleared {
+                            self.log(|| format!("partition {p}: the change cleared the ELR of an empty ISR; no clean leader is left (Kafka's ClearElrRecord)"));
+                            self.elr_cleared.insert(p);
+                        }
+                    }
                 }
             }
             Action::ElectPreferred { partition } => {
