@@ -649,44 +649,39 @@ impl MetadataImage {
         Ok(())
     }
 
-    /// A new `replication.ack.policy=quorum` topic gets the policy and `min.insync.replicas` it
-    /// was created with as its own configs where it set none, so that no later change of a
-    /// cluster-wide default (`kafka-configs --entity-default`, another controller's static
-    /// `replication.ack.policy`) changes how it acknowledges or elects
-    /// ([`Self::check_quorum_topic_change`] refuses changing them on the topic itself).
-    fn pin_quorum_topic(&mut self, topic: &str) {
-        if !self.quorum_acks(topic) {
+    /// Writes `topic`'s acknowledgement rules into its own configs where it sets none, so that
+    /// no later change of a cluster-wide default (`kafka-configs --entity-default`, another
+    /// controller's static `replication.ack.policy`) changes how it acknowledges or elects
+    /// ([`Self::check_quorum_topic_change`] refuses changing them on the topic itself): a
+    /// `quorum` topic gets `replication.ack.policy=quorum` and its `min.insync.replicas`; with
+    /// `policy_too` an `isr` topic gets `replication.ack.policy=isr`.
+    fn pin_ack_rules(&mut self, topic: &str, policy_too: bool) {
+        let quorum = self.quorum_acks(topic);
+        if !quorum && !policy_too {
             return;
         }
-        let min_isr = self.min_insync_replicas(topic).to_string();
+        let min_isr = quorum.then(|| self.min_insync_replicas(topic).to_string());
         if let Some(t) = self.topics.get_mut(topic) {
             t.configs
                 .entry(ACK_POLICY.to_string())
-                .or_insert_with(|| "quorum".to_string());
-            t.configs
-                .entry(MIN_INSYNC_REPLICAS.to_string())
-                .or_insert(min_isr);
+                .or_insert_with(|| if quorum { "quorum" } else { "isr" }.to_string());
+            if let Some(m) = min_isr {
+                t.configs
+                    .entry(MIN_INSYNC_REPLICAS.to_string())
+                    .or_insert(m);
+            }
         }
     }
 
-    /// Before a cluster-wide default changes: every `quorum` topic that follows a default
-    /// (one created before topics were pinned at creation) is pinned as
-    /// [`Self::pin_quorum_topic`] pins a new one, so it keeps acknowledging and electing by the
-    /// values its records were acknowledged with; with `policy_too` (the default
-    /// `replication.ack.policy` changes) every topic following that default keeps its policy
-    /// (`isr` written out), so a default change only decides for topics created after it.
+    /// Before a cluster-wide default changes: every topic following it is pinned
+    /// ([`Self::pin_ack_rules`]; `isr` topics only when the default `replication.ack.policy`
+    /// changes, `policy_too`), so a `quorum` topic created before topics were pinned at
+    /// creation keeps acknowledging and electing by the values its records were acknowledged
+    /// with, and a changed default policy decides only for topics created after it.
     fn pin_before_default_change(&mut self, policy_too: bool) {
         let names: Vec<String> = self.topics.keys().cloned().collect();
         for t in names {
-            if policy_too && !self.quorum_acks(&t) {
-                if let Some(topic) = self.topics.get_mut(&t) {
-                    topic
-                        .configs
-                        .entry(ACK_POLICY.to_string())
-                        .or_insert_with(|| "isr".to_string());
-                }
-            }
-            self.pin_quorum_topic(&t);
+            self.pin_ack_rules(&t, policy_too);
         }
     }
 
@@ -852,17 +847,24 @@ impl MetadataImage {
     /// fetched; a `quorum` partition whose longest claim it held could never elect (frieda-sim,
     /// seed 64373).
     fn forget_offline_replicas_removed(&mut self) {
-        let topics = &self.topics;
-        for (id, b) in self.brokers.iter_mut() {
-            if b.offline_replicas.is_empty() {
-                continue;
+        let removed: Vec<(BrokerId, (String, i32))> = self
+            .brokers
+            .iter()
+            .flat_map(|(id, b)| {
+                b.offline_replicas
+                    .iter()
+                    .filter(|(t, p)| {
+                        !self
+                            .partition(t, *p)
+                            .is_some_and(|x| x.replicas.contains(id))
+                    })
+                    .map(move |r| (*id, r.clone()))
+            })
+            .collect();
+        for (id, r) in removed {
+            if let Some(b) = self.brokers.get_mut(&id) {
+                b.offline_replicas.remove(&r);
             }
-            b.offline_replicas.retain(|(t, p)| {
-                topics
-                    .get(t)
-                    .and_then(|t| usize::try_from(*p).ok().and_then(|p| t.partitions.get(p)))
-                    .is_some_and(|p| p.replicas.contains(id))
-            });
         }
     }
 
@@ -1005,7 +1007,8 @@ impl MetadataImage {
                         remote: BTreeMap::new(),
                     },
                 );
-                self.pin_quorum_topic(name);
+                // A new `quorum` topic keeps the rules it was created with.
+                self.pin_ack_rules(name, false);
                 Ok(MetaOutcome::Done)
             }
             MetaCommand::DeleteTopic { name } => match self.topics.remove(name) {

@@ -59,6 +59,30 @@ fn create(img: &mut MetadataImage, name: &str, assignment: Vec<Vec<BrokerId>>) {
     .unwrap();
 }
 
+/// Broker `id`'s heartbeat reporting its replica of `t`-0 offline (a failed fsync).
+fn reports_t0_offline(img: &MetadataImage, id: BrokerId) -> crate::controller::Heartbeat {
+    crate::controller::Heartbeat {
+        id,
+        incarnation: img.brokers[&id].incarnation,
+        endpoints: img.brokers[&id].endpoints.clone(),
+        rack: None,
+        raft_addr: String::new(),
+        shutting_down: false,
+        offline_replicas: vec![("t".into(), 0)],
+        clean_shutdown: true,
+        leader_cost_us: None,
+        claims: vec![],
+    }
+}
+
+/// Applies `cmds` at the next offsets, each must apply.
+fn apply_all(img: &mut MetadataImage, cmds: &[MetaCommand]) {
+    for c in cmds {
+        let o = img.offset + 1;
+        img.apply(c, o).unwrap();
+    }
+}
+
 fn fence(id: BrokerId) -> MetaCommand {
     MetaCommand::FenceBroker {
         id,
@@ -683,24 +707,10 @@ fn an_offline_replica_loses_its_leadership_and_its_isr_place() {
     create(&mut img, "t", vec![vec![1, 2, 3], vec![2, 1, 3]]);
     let p = img.partition("t", 0).unwrap().clone();
     assert_eq!((p.leader, p.isr.clone()), (1, vec![1, 2, 3]));
-    let hb = crate::controller::Heartbeat {
-        id: 1,
-        incarnation: img.brokers[&1].incarnation,
-        endpoints: img.brokers[&1].endpoints.clone(),
-        rack: None,
-        raft_addr: String::new(),
-        shutting_down: false,
-        offline_replicas: vec![("t".into(), 0)],
-        clean_shutdown: true,
-        leader_cost_us: None,
-        claims: vec![],
-    };
+    let hb = reports_t0_offline(&img, 1);
     let cmds = crate::controller::heartbeat_commands(&img, &hb);
     assert_eq!(cmds.len(), 1, "{cmds:?}");
-    for c in &cmds {
-        let o = img.offset + 1;
-        img.apply(c, o).unwrap();
-    }
+    apply_all(&mut img, &cmds);
     let p0 = img.partition("t", 0).unwrap();
     assert_eq!(p0.leader, 2, "an in-sync replica leads");
     assert_eq!(p0.isr, vec![2, 3]);
@@ -1437,26 +1447,9 @@ fn a_quorum_topic_keeps_its_ack_policy_and_min_insync_replicas() {
 fn an_offline_replica_moved_away_and_back_is_a_new_healthy_replica() {
     let mut img = image_with(&[1, 2, 3, 4]);
     create(&mut img, "t", vec![vec![1, 2, 3]]);
-    let hb = crate::controller::Heartbeat {
-        id: 3,
-        incarnation: img.brokers[&3].incarnation,
-        endpoints: img.brokers[&3].endpoints.clone(),
-        rack: None,
-        raft_addr: String::new(),
-        shutting_down: false,
-        offline_replicas: vec![("t".into(), 0)],
-        clean_shutdown: true,
-        leader_cost_us: None,
-        claims: vec![],
-    };
-    let apply_all = |img: &mut MetadataImage, cmds: Vec<MetaCommand>| {
-        for c in &cmds {
-            let o = img.offset + 1;
-            img.apply(c, o).unwrap();
-        }
-    };
+    let hb = reports_t0_offline(&img, 3);
     let cmds = crate::controller::heartbeat_commands(&img, &hb);
-    apply_all(&mut img, cmds);
+    apply_all(&mut img, &cmds);
     assert!(img.replica_offline(3, "t", 0));
     assert_eq!(img.partition("t", 0).unwrap().isr, vec![1, 2]);
     let alter_isr = |img: &mut MetadataImage, isr: Vec<BrokerId>| {
@@ -1512,7 +1505,7 @@ fn an_offline_replica_moved_away_and_back_is_a_new_healthy_replica() {
     // And an offline report of it now counts again.
     let cmds = crate::controller::heartbeat_commands(&img, &hb);
     assert_eq!(cmds.len(), 1, "{cmds:?}");
-    apply_all(&mut img, cmds);
+    apply_all(&mut img, &cmds);
     assert!(img.replica_offline(3, "t", 0));
 }
 

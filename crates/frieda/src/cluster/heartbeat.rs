@@ -103,13 +103,7 @@ pub async fn run(
                     session_ms = session.as_millis() as u64,
                     "a heartbeat answer came more than a session after its request (was this process paused?); ignoring it"
                 );
-                if last_answer.elapsed() > session && !node.is_fenced() {
-                    tracing::warn!(
-                        session_ms = session.as_millis() as u64,
-                        "no heartbeat answered for a whole session: fencing this broker (it leads nothing until the controller answers)"
-                    );
-                    node.set_fenced(true);
-                }
+                fence_if_unanswered(&node, last_answer, session);
             }
             Ok(ControllerReply::Heartbeat { fenced, offset }) => {
                 last_answer = Instant::now();
@@ -133,17 +127,23 @@ pub async fn run(
             Ok(other) => tracing::warn!(reply = ?other, "unexpected heartbeat answer"),
             Err(e) => {
                 tracing::debug!(error = %e.message, "heartbeat not answered");
-                if last_answer.elapsed() > session && !node.is_fenced() {
-                    tracing::warn!(
-                        session_ms = session.as_millis() as u64,
-                        "no heartbeat answered for a whole session: fencing this broker (it leads nothing until the controller answers)"
-                    );
-                    node.set_fenced(true);
-                }
+                fence_if_unanswered(&node, last_answer, session);
             }
         }
     }
     controlled_shutdown(&node, &reg, &broker, session).await;
+}
+
+/// Self-fencing: with no heartbeat answered for a whole `session` since `last_answer`, the
+/// broker assumes the controller fenced it and gives up its leaderships.
+fn fence_if_unanswered(node: &ClusterNode, last_answer: Instant, session: Duration) {
+    if last_answer.elapsed() > session && !node.is_fenced() {
+        tracing::warn!(
+            session_ms = session.as_millis() as u64,
+            "no heartbeat answered for a whole session: fencing this broker (it leads nothing until the controller answers)"
+        );
+        node.set_fenced(true);
+    }
 }
 
 /// Asks the controller to fence this broker and waits until the image shows its leaderships
