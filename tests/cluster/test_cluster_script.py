@@ -13,15 +13,18 @@ import subprocess
 import time
 from pathlib import Path
 
+from conftest import ephemeral_low
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "scripts" / "cluster"
 BIN = os.environ.get("FRIEDA_BIN", str(REPO_ROOT / "target" / "release" / "frieda"))
 
 
 def free_base(nodes: int) -> int:
-    """A base port P with P+100*i and P+1+100*i free for i in 1..nodes."""
+    """A base port P with P+100*i and P+1+100*i free for i in 1..nodes, all below the kernel's
+    ephemeral range, so no outgoing connection takes one before the node binds it."""
     for _ in range(200):
-        base = random.randrange(30000, 50000, 2)
+        base = random.randrange(20000, ephemeral_low() - 100 * (nodes + 1), 2)
         ok = True
         for i in range(1, nodes + 1):
             for port in (base + 100 * i, base + 1 + 100 * i):

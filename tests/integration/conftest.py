@@ -13,6 +13,7 @@ that mode, and only in that mode.
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import socket
@@ -35,9 +36,21 @@ def frieda_bin() -> Path:
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port below the kernel's ephemeral range, so no outgoing connection can
+    take it between this check and the broker's bind."""
+    try:
+        high = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        high = 32768
+    for _ in range(1000):
+        port = random.randrange(20000, high)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise AssertionError(f"no free port in 20000..{high}")
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:

@@ -128,32 +128,51 @@ def spawn_finals(base: dict, group: str | None, bootstraps: list[str], logdir: P
             for i, addr in enumerate(bootstraps)]
 
 
-def dump_stacks(p: subprocess.Popen) -> None:
+def dump_stacks(p: subprocess.Popen) -> str:
     """Issue 12 diagnosis: a hung client's native stacks (librdkafka's threads and the Python
-    thread's C frames; gdb, if installed) into ``logs/<proc>.stack.txt`` before the runner kills it."""
-    gdb = shutil.which("gdb")
-    if gdb is None:
-        return
+    thread's C frames; gdb, if installed) into ``logs/<proc>.stack.txt`` before the runner kills it.
+    Returns a one-line summary for the problem report (a CI run keeps no tmp dir): the main
+    thread's innermost librdkafka/confluent-kafka frames and the client's last history entry."""
+    summary = []
     try:
         cfg = json.loads(p.args[3])
+        hist = Path(cfg["out"]) / f"{cfg['proc']}.jsonl"
+        if hist.exists():
+            lines = hist.read_text().splitlines()
+            if lines:
+                summary.append(f"last history entry: {lines[-1][:300]}")
+    except Exception as e:  # noqa: BLE001 - diagnosis only
+        return f"(no diagnosis: {e})"
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        return "; ".join(summary)
+    try:
         dest = Path(cfg["out"]).parent / "logs" / f"{cfg['proc']}.stack.txt"
         r = subprocess.run([gdb, "-p", str(p.pid), "-batch", "-ex", "thread apply all bt 40"],
                            capture_output=True, text=True, timeout=120)
         dest.write_text(r.stdout + r.stderr)
+        # the Python thread is the process's first thread: gdb prints it last ("Thread 1")
+        main = r.stdout.rsplit("\nThread 1 ", 1)[-1] if "\nThread 1 " in r.stdout else ""
+        frames = [m.group(1) for m in re.finditer(r" in (\w+) \(", main)
+                  if m.group(1).startswith(("rd_kafka", "Consumer_", "Producer_", "cnd_", "pthread_cond"))]
+        summary.append(f"main thread: {' <- '.join(frames[:8]) or 'no librdkafka frames'}")
     except Exception as e:  # noqa: BLE001 - diagnosis only
-        print(f"dump_stacks {p.pid}: {e}", file=sys.stderr)
+        summary.append(f"dump_stacks failed: {e}")
+    return "; ".join(summary)
 
 
 def wait_procs(procs: list[subprocess.Popen], timeout: float) -> list[str]:
-    """Waits for every process; SIGKILLs (by PID) the ones still running at ``timeout``."""
+    """Waits for every process; SIGKILLs (by PID) the ones still running at ``timeout``, with
+    their stacks and last history entry in the problem report."""
     problems = []
     deadline = time.monotonic() + timeout
     for p in procs:
         try:
             p.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            problems.append(f"client pid {p.pid} ({' '.join(p.args[2:3])}) still running after {timeout:.0f}s: killed")
-            dump_stacks(p)
+            why = dump_stacks(p)
+            problems.append(f"client pid {p.pid} ({' '.join(p.args[2:3])}) still running after {timeout:.0f}s: "
+                            f"killed; {why}")
             os.kill(p.pid, signal.SIGKILL)
             p.wait(10)
         if p.returncode not in (0, -signal.SIGKILL):
