@@ -421,17 +421,21 @@ def run_subscribe(cfg: dict) -> None:
     c = Consumer(consumer_conf(cfg, group, **{"session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
                                               "partition.assignment.strategy": "range"}))
     owned: set[int] = set()
+    last_rebalance = [time.monotonic()]  # when a rebalance callback last ran
 
     def on_assign(consumer, parts):
+        last_rebalance[0] = time.monotonic()
         owned.clear()
         owned.update(tp.partition for tp in parts)
         h.write("ok", "rebalance", event="assign", parts=sorted(owned))
 
     def on_revoke(consumer, parts):
+        last_rebalance[0] = time.monotonic()
         h.write("ok", "rebalance", event="revoke", parts=sorted(tp.partition for tp in parts))
         owned.difference_update(tp.partition for tp in parts)
 
     def on_lost(consumer, parts):
+        last_rebalance[0] = time.monotonic()
         h.write("ok", "rebalance", event="lost", parts=sorted(tp.partition for tp in parts))
         owned.difference_update(tp.partition for tp in parts)
 
@@ -457,9 +461,14 @@ def run_subscribe(cfg: dict) -> None:
     # tests/jepsen/README.md, gdb stacks in Consumer_rebalance_cb -> rd_kafka_assign ->
     # rd_kafka_op_req from rd_kafka_consumer_close). Unsubscribing runs the revoke inside
     # consume(), where the callback's assign is served; close() then has nothing to revoke.
+    # "Nothing owned" alone is not enough: a member caught between the revoke and the assign of
+    # a rebalance (the other subscriber left first) owns nothing while its assign is still on
+    # the way, and close() would serve that one. So the poll goes on until nothing is owned and
+    # no rebalance callback has run for 1.5 s (at most 10 s).
     c.unsubscribe()
-    leave_by = time.monotonic() + 10
-    while owned and time.monotonic() < leave_by:
+    left = time.monotonic()
+    leave_by = left + 10
+    while time.monotonic() < leave_by and (owned or time.monotonic() - max(left, last_rebalance[0]) < 1.5):
         record_poll(h, c.consume(num_messages=200, timeout=0.2), positions)
     c.close()  # leaves the group (its partitions go to the others)
     h.close()
