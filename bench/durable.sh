@@ -5,11 +5,17 @@
 # produce: open loop, 100 B, acks=all, one partition, linger 0, 5 requests in flight), in one
 # run. Each repeat runs every broker in turn; a broker is started afresh, burnt in (unreported
 # heavy load: the JVM's JIT, page cache), then measured in each cell. The machine's wake-up floor
-# (frieda-bench roof-wake) is measured in the same run.
+# (frieda-bench roof-wake) is measured in the same run. Each cell starts after a `sync`, with no
+# dirty pages left from the burn-in or an earlier broker.
 #
 #   bench/durable.sh [OUT_DIR]      (scripts/bench --durable runs it)
 #
-# Environment: DURABLE_CELLS "1000:1 10000:1 10000:8 50000:1 50000:8" (rate:producers),
+# DURABLE_RF=3: 3-node clusters instead (bench/kafka/run-kafka-cluster.sh and
+# bench/frieda/run-frieda-cluster.sh, ports 22092+ / 21092+), topics with RF 3 and
+# min.insync.replicas=2; with flush.messages=1 every replica fsyncs (a follower before its next
+# fetch, which is what moves the high watermark), and all nodes' CPU is summed.
+#
+# Environment: DURABLE_CELLS "1000:1 10000:1 10000:8 50000:1 50000:8" (rate:producers), DURABLE_RF 1,
 #   DURABLE_W 3 / DURABLE_D 15 (warm-up / measured s per cell), DURABLE_BURNIN 30,
 #   DURABLE_REPEAT 1, DURABLE_BROKERS "kafka frieda-fsync frieda", FRIEDA_BIN, BENCH_BIN,
 #   KAFKA_PORT (bench/kafka/env.sh), FRIEDA_PORT 19192.
@@ -22,6 +28,9 @@ OUT="${1:-$ROOT/bench/results/durable-$(date -u +%Y%m%dT%H%M%SZ)}"
 CELLS="${DURABLE_CELLS:-1000:1 10000:1 10000:8 50000:1 50000:8}"
 W="${DURABLE_W:-3}"; D="${DURABLE_D:-15}"; BURNIN="${DURABLE_BURNIN:-30}"
 REPEAT="${DURABLE_REPEAT:-1}"
+RF="${DURABLE_RF:-1}"
+[ "$RF" = 1 ] || [ "$RF" = 3 ] || { echo "DURABLE_RF must be 1 or 3" >&2; exit 2; }
+FRIEDA_CLUSTER_DIR="${FRIEDA_CLUSTER_DIR:-/tmp/frieda-durable-cluster}"
 BROKERS="${DURABLE_BROKERS:-kafka frieda-fsync frieda}"
 FRIEDA_BIN="${FRIEDA_BIN:-$ROOT/target/release/frieda}"
 BENCH_BIN="${BENCH_BIN:-$ROOT/target/release/frieda-bench}"
@@ -33,6 +42,12 @@ mkdir -p "$OUT"
 cp "$FRIEDA_BIN" "$OUT/frieda"
 BROKER_PID=""
 stop_broker() {
+  if [ "$RF" = 3 ]; then
+    "$ROOT/bench/kafka/stop-kafka-cluster.sh" >/dev/null 2>&1 || true
+    "$ROOT/bench/frieda/stop-frieda-cluster.sh" "$FRIEDA_CLUSTER_DIR" >/dev/null 2>&1 || true
+    BROKER_PID=""
+    return
+  fi
   if [ -n "$BROKER_PID" ]; then
     kill "$BROKER_PID" 2>/dev/null || true
     wait "$BROKER_PID" 2>/dev/null || true
@@ -42,7 +57,19 @@ stop_broker() {
 }
 trap stop_broker EXIT
 
-start_broker() { # <broker> -> sets BOOT, BROKER_PID
+start_broker() { # <broker> -> sets BOOT, BROKER_PID (comma-separated for a cluster)
+  if [ "$RF" = 3 ]; then
+    local base dir
+    case "$1" in
+      kafka) "$ROOT/bench/kafka/run-kafka-cluster.sh" 3 >&2
+             base="${KAFKA_CLUSTER_PORT_BASE:-22092}"; dir="${KAFKA_CLUSTER_DIR:-$KAFKA_ANCHOR_DIR/cluster}" ;;
+      frieda*) FRIEDA_BIN="$OUT/frieda" "$ROOT/bench/frieda/run-frieda-cluster.sh" 3 "$FRIEDA_CLUSTER_DIR" >&2
+             base="${FRIEDA_CLUSTER_PORT_BASE:-21092}"; dir="$FRIEDA_CLUSTER_DIR" ;;
+    esac
+    BROKER_PID="$(cat "$dir"/node-[123].pid | paste -sd,)"
+    BOOT="127.0.0.1:$((base + 100)),127.0.0.1:$((base + 200)),127.0.0.1:$((base + 300))"
+    return
+  fi
   case "$1" in
     kafka)
       FRESH=1 "$ROOT/bench/kafka/run-kafka.sh" >&2
@@ -58,6 +85,7 @@ start_broker() { # <broker> -> sets BOOT, BROKER_PID
 
 topic_args() { # <broker> <topic>
   local a=(--topic "$2" --create-topic)
+  [ "$RF" = 3 ] && a+=(--replication-factor 3 --topic-config min.insync.replicas=2)
   [ "$1" = frieda-fsync ] && a+=(--topic-config flush.messages=1)
   echo "${a[@]}"
 }
@@ -73,6 +101,12 @@ for r in $(seq 1 "$REPEAT"); do
       --warmup-secs 0 --duration-secs "$BURNIN" > "$OUT/$r/$b-burnin.txt" 2>&1 || true
     for cell in $CELLS; do
       IFS=: read -r rate prod <<< "$cell"
+      # Every cell starts with no dirty pages anywhere: the burn-in's (GBs without fsync), the
+      # previous cell's and a stopped broker's deleted data are written back before it, not
+      # during it. The fsync of one cell otherwise waits behind another's writeback in the
+      # disk's queue (a 60 s run of this cell under `perf record` showed fsyncs of 66-102 ms
+      # while 1.9 GB of other writeback went out; without it, 0 stalls in 3 x 60 s).
+      sync
       # shellcheck disable=SC2046
       "$BENCH_BIN" produce --bootstrap "$BOOT" $(topic_args "$b" "d-$rate-$prod") \
         --producers "$prod" --rate "$rate" --warmup-secs "$W" --duration-secs "$D" \
