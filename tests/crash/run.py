@@ -278,9 +278,22 @@ def committer_worker(a) -> int:
 # ---------------------------------------------------------------- broker
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port below the kernel's ephemeral range: the broker is restarted on it
+    many times, and a port in that range could be taken as some connection's source port while
+    the broker is down."""
+    try:
+        high = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        high = 32768
+    for _ in range(1000):
+        port = random.randrange(20000, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError(f"no free port in 20000..{high}")
 
 
 class Broker:
