@@ -22,7 +22,6 @@ stderr may contain "panicked"; when a test fails the tails of every node's stder
 from __future__ import annotations
 
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -42,6 +41,7 @@ from confluent_kafka import KafkaException  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
 import kafka_wire as kw  # noqa: E402
+from ports import bindable, ephemeral_low, free_ports  # noqa: E402,F401 (the tests import them from here)
 
 START_TIMEOUT_S = float(os.environ.get("FRIEDA_START_TIMEOUT", "15"))
 # SIGTERM is a controlled shutdown (leaderships move first): exit 0 within this bound
@@ -64,40 +64,6 @@ DEFAULT_SETTINGS = {
 
 def frieda_bin() -> Path:
     return Path(os.environ.get("FRIEDA_BIN", REPO_ROOT / "target" / "release" / "frieda"))
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct free loopback ports, below the kernel's ephemeral range.
-
-    A port the kernel may hand out as the source port of an outgoing connection can be taken
-    between this check and the broker's bind (a peer connecting to a node that binds its client
-    port late); ports below ``ip_local_port_range`` are never handed out that way."""
-    low, high = 20000, ephemeral_low()
-    ports: list[int] = []
-    for _ in range(100 * n):
-        port = random.randrange(low, high)
-        if port not in ports and bindable(port):
-            ports.append(port)
-            if len(ports) == n:
-                return ports
-    raise AssertionError(f"no {n} free ports in {low}..{high}")
-
-
-def ephemeral_low() -> int:
-    """The first port of the kernel's ephemeral range (``/proc/sys/net/ipv4/ip_local_port_range``)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
 
 
 def port_open(port: int, timeout: float = 0.2, host: str = "127.0.0.1") -> bool:

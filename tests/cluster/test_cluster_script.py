@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import ephemeral_low
+from conftest import bindable, ephemeral_low
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "scripts" / "cluster"
@@ -25,15 +25,7 @@ def free_base(nodes: int) -> int:
     ephemeral range, so no outgoing connection takes one before the node binds it."""
     for _ in range(200):
         base = random.randrange(20000, ephemeral_low() - 100 * (nodes + 1), 2)
-        ok = True
-        for i in range(1, nodes + 1):
-            for port in (base + 100 * i, base + 1 + 100 * i):
-                with socket.socket() as s:
-                    try:
-                        s.bind(("127.0.0.1", port))
-                    except OSError:
-                        ok = False
-        if ok:
+        if all(bindable(port) for i in range(1, nodes + 1) for port in (base + 100 * i, base + 1 + 100 * i)):
             return base
     raise AssertionError("no free port range")
 

@@ -111,6 +111,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "tests" / "powerfail"))
+# the broker's port: below the kernel's ephemeral range, as every test broker's (it is restarted
+# on it many times, and a port in that range could become a connection's source port meanwhile)
+sys.path.append(str(REPO / "tests" / "integration"))
+from ports import free_port  # noqa: E402
 
 try:
     import crc32c
@@ -276,25 +280,6 @@ def committer_worker(a) -> int:
 
 
 # ---------------------------------------------------------------- broker
-
-def free_port() -> int:
-    """A free loopback port below the kernel's ephemeral range: the broker is restarted on it
-    many times, and a port in that range could be taken as some connection's source port while
-    the broker is down."""
-    try:
-        high = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        high = 32768
-    for _ in range(1000):
-        port = random.randrange(20000, high)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    raise RuntimeError(f"no free port in 20000..{high}")
-
 
 class Broker:
     def __init__(self, binary: Path, workdir: Path, port: int, data: Path):

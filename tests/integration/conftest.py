@@ -13,7 +13,6 @@ that mode, and only in that mode.
 from __future__ import annotations
 
 import os
-import random
 import re
 import signal
 import socket
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from ports import free_port  # noqa: F401 (the tests import it from here)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXTERNAL = os.environ.get("FRIEDA_EXTERNAL_BOOTSTRAP", "").strip()
 START_TIMEOUT_S = float(os.environ.get("FRIEDA_START_TIMEOUT", "15"))
@@ -33,24 +34,6 @@ STOP_TIMEOUT_S = float(os.environ.get("FRIEDA_STOP_TIMEOUT", "5"))
 
 def frieda_bin() -> Path:
     return Path(os.environ.get("FRIEDA_BIN", REPO_ROOT / "target" / "release" / "frieda"))
-
-
-def free_port() -> int:
-    """A free loopback port below the kernel's ephemeral range, so no outgoing connection can
-    take it between this check and the broker's bind."""
-    try:
-        high = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        high = 32768
-    for _ in range(1000):
-        port = random.randrange(20000, high)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    raise AssertionError(f"no free port in 20000..{high}")
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
