@@ -357,6 +357,18 @@ impl World {
         }
     }
 
+    /// Whether partition `p` ends without a leader because an operator's min.insync.replicas
+    /// change cleared the ELR of its empty ISR (`elr_cleared`). Kafka 4.4 leaves such a
+    /// partition leaderless too (ClearElrRecord empties the ELR and the last known ELR; only an
+    /// unclean election, off here, would elect), so the end checks exempt it and what only it
+    /// could serve (the share group of seed 527 with `--min-insync-changes`).
+    pub(crate) fn leaderless_as_in_kafka(&self, p: i32) -> bool {
+        self.elr_cleared.contains(&p)
+            && self.controller.image.partition(TOPIC, p).is_some_and(|s| {
+                s.leader < 0 && s.isr.is_empty() && s.elr.is_empty() && s.last_known_elr.is_empty()
+            })
+    }
+
     /// At the end of the run (faults healed long since).
     pub(crate) fn check_end(&mut self) {
         self.check_tier_end();
@@ -372,13 +384,7 @@ impl World {
                 self.violate("no-topic", "the topic was never created".into());
                 return;
             };
-            // Kafka 4.4 leaves such a partition leaderless too (ClearElrRecord empties the
-            // ELR and the last known ELR; only an unclean election, off here, would elect).
-            let no_clean_leader = self.elr_cleared.contains(&p)
-                && state.isr.is_empty()
-                && state.elr.is_empty()
-                && state.last_known_elr.is_empty();
-            if state.leader < 0 && no_clean_leader {
+            if self.leaderless_as_in_kafka(p) {
                 continue;
             }
             if state.leader < 0 {

@@ -874,7 +874,7 @@ impl World {
     /// At the end: the final coordinator's stored state (a fresh load of its log) has moved
     /// past every record acknowledged before the faults healed.
     pub(crate) fn check_share_end(&mut self, stored: Option<ShareStateValue>, leader: i32) {
-        if !self.share_run() {
+        if !self.share_run() || self.leaderless_as_in_kafka(SHARE_PARTITION) {
             return;
         }
         let heal = self.plan.shape.heal;

@@ -2141,6 +2141,17 @@ impl World {
                 None => {}
             }
         }
+        // With no transaction coordinator left to end them (its partition leaderless as in
+        // Kafka, `leaderless_as_in_kafka`: seed 1093 with `--min-insync-changes`), open
+        // transactions hang as they would in Kafka.
+        if self
+            .plan
+            .shape
+            .txn_partition
+            .is_some_and(|tp| self.leaderless_as_in_kafka(tp))
+        {
+            return;
+        }
         // A transaction whose opening write a power loss voided (the coordinator's log lost
         // it, so no coordinator knows to end it) hangs as it would in Kafka, until an
         // operator aborts it (`kafka-transactions --find-hanging`).
