@@ -2107,8 +2107,8 @@ impl World {
         self.timer(id, ALTER_TIMEOUT_MS, Timer::AlterTimeout(req));
     }
 
-    /// As the broker's `cluster::isr::alter`: the answer applied, and asked again after no
-    /// answer while the change is still pending.
+    /// As the broker's `cluster::isr::alter`: the answer applied (a committed one waits for
+    /// the image), and asked again after no answer while the change is still pending.
     fn alter_answer(&mut self, id: i32, p: i32, change: &IsrChange, answer: AlterAnswer) {
         let now = self.now as i64;
         let b = self.b(id);

@@ -640,3 +640,23 @@ fn seed_155_a_min_insync_change_that_clears_the_elr_of_an_empty_isr_leaves_no_le
         "the run no longer clears the ELR of an empty ISR: it no longer covers the case"
     );
 }
+
+/// Issue 57, `--min-insync-changes` (seed 509 of 300-3,299): leader 2 had not heard the
+/// operator's min.insync.replicas=4 (its metadata fetch lost) when the controller committed its
+/// ISR shrink to [1, 2] and, the ISR being below the minimum, put broker 3 into the ELR. The
+/// leader installed the answer with its stale min.insync.replicas=1, moved the high watermark
+/// over an ISR of two and acknowledged offset 26, which ELR member 3 lacked
+/// (`isr-member-lacks-acked-record`). A committed answer now waits for the leader's image, which
+/// has applied the config committed before it (`Replication::on_alter_answer`).
+#[test]
+fn seed_509_a_leader_installs_its_isr_change_with_the_configs_committed_before_it() {
+    let r = run_plan(Plan::generate(509).with_min_insync_changes(), true, &[]);
+    assert_no_violation(&r, "seed 509 with --min-insync-changes");
+    assert!(r.stats.acked_all > 0, "nothing was acknowledged");
+    assert!(
+        r.trace
+            .iter()
+            .any(|l| l.contains("applies min.insync.replicas=4")),
+        "the run no longer raises min.insync.replicas above the replica count: it no longer covers the case"
+    );
+}

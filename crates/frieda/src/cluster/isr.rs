@@ -1,9 +1,11 @@
 //! In-sync replica changes (Kafka's `AlterPartition`, KIP-497): a leader asks the controller to
 //! add a follower that caught up with the high watermark, or to remove one that has not been
 //! caught up for `replica.lag.time.max.ms`. The controller commits the change to the metadata
-//! log (refusing one built on a stale leader or partition epoch), and the leader takes the new
-//! state from the answer. Until then the leader counts the larger of the old and the asked-for
-//! ISR for its high watermark ([`crate::replication::state`]).
+//! log (refusing one built on a stale leader or partition epoch). The leader takes the new state
+//! from its metadata image, not from the answer, so it decides with the topic configs committed
+//! before it ([`crate::replication::Replication::on_alter_answer`]). Until then the leader counts
+//! the larger of the old and the asked-for ISR for its high watermark
+//! ([`crate::replication::state`]).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -316,9 +316,16 @@ impl Replication {
     /// the larger of both ISRs (issue 28, item 4: dropping it on any refusal or a timeout, or
     /// installing an answer older than what this leader already has, let a leader count a
     /// smaller ISR than the controller had committed):
-    /// - a committed state for this leader epoch and a newer partition epoch replaces the
-    ///   leader's; an older or equal one, or one of another leader epoch, is ignored (the
-    ///   metadata image brings the truth);
+    /// - a committed state is not installed from the answer: the change stays pending until
+    ///   the broker's metadata image shows the partition at that partition epoch and the
+    ///   reconciler installs it ([`Replication::update_leader`]). The image applies the
+    ///   metadata log in order, so by then this broker also has every topic config committed
+    ///   before the change: the controller chose the new ISR and ELR with the topic's
+    ///   `min.insync.replicas` of that moment, and a leader that installed them with an older,
+    ///   smaller one advanced its high watermark over an ISR the controller had put below the
+    ///   minimum, acknowledging records an ELR member lacked (frieda-sim
+    ///   `--min-insync-changes` seed 509). Kafka installs the answer directly
+    ///   (`Partition.handleAlterPartitionUpdate`);
     /// - INELIGIBLE_REPLICA drops the pending change: the controller refused it at the
     ///   current partition epoch and moved that epoch on with the refusal, so no other copy of
     ///   the ask (a retry, a delayed request) can be committed later (frieda-sim seed 44251);
@@ -332,24 +339,21 @@ impl Replication {
         now_ms: i64,
     ) -> bool {
         match answer {
-            AlterAnswer::Committed(state) => {
-                let before = self.high_watermark();
-                let ours = matches!(&*self.role.lock(), Role::Leader(l)
-                    if l.epoch == state.leader_epoch && state.partition_epoch > l.partition_epoch);
-                if ours {
-                    self.update_leader(&state, leo, now_ms);
-                }
-                self.high_watermark() > before
-            }
+            // Pending until the image installs it (see above); the driver stops asking.
+            AlterAnswer::Committed(_) => false,
             AlterAnswer::Refused(ResponseError::IneligibleReplica) => {
-                if let Role::Leader(l) = &mut *self.role.lock() {
-                    if l.pending_isr.as_ref() == Some(&change.isr)
-                        && l.partition_epoch == change.partition_epoch
+                let dropped = match &mut *self.role.lock() {
+                    Role::Leader(l)
+                        if l.pending_isr.as_ref() == Some(&change.isr)
+                            && l.partition_epoch == change.partition_epoch =>
                     {
                         l.pending_isr = None;
+                        true
                     }
-                }
-                false
+                    _ => false,
+                };
+                // The high watermark no longer waits for members only the dropped ISR had.
+                dropped && self.advance(leo, now_ms)
             }
             AlterAnswer::Refused(_) | AlterAnswer::Unknown => false,
         }
@@ -949,6 +953,43 @@ mod tests {
             Role::Leader(l) => assert_eq!(l.partition_epoch, 11),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A committed answer is installed by the image, not the answer (frieda-sim
+    /// `--min-insync-changes` seed 509): until then the shrink stays pending and the high
+    /// watermark keeps waiting for the member it removes.
+    #[test]
+    fn a_committed_isr_change_waits_for_the_image() {
+        let r = Replication::default();
+        r.set_min_insync(1);
+        r.become_leader(1, &state(vec![1, 2, 3], 4, 9), 0, 100);
+        let shrink = r
+            .shrink_check(
+                100_000,
+                100,
+                LagLimits {
+                    lag_max_ms: 1,
+                    stall_max_ms: 1,
+                },
+            )
+            .expect("both followers lag");
+        assert!(!r.on_alter_answer(
+            &shrink,
+            AlterAnswer::Committed(state(vec![1], 4, 10)),
+            100,
+            100_000,
+        ));
+        assert!(r.pending_change(&shrink), "pending until the image has it");
+        assert_eq!(r.high_watermark(), 0, "still waits for the followers");
+        // The image brings the state (and the configs committed before it).
+        r.set_min_insync(2);
+        assert!(r.update_leader(&state(vec![1], 4, 10), 100, 100_000));
+        assert!(!r.pending_change(&shrink));
+        assert_eq!(
+            r.high_watermark(),
+            0,
+            "an ISR of one below min.insync.replicas=2 acknowledges nothing"
+        );
     }
 
     #[tokio::test]
