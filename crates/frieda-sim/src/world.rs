@@ -2069,6 +2069,17 @@ impl World {
         });
         self.check_new_leader(id, p, e);
         self.txn_leader_state(id, p);
+        // As the broker's reconciler: an unanswered ISR change taken back is asked again.
+        let taken_back = self.b(id).replicas[&p].repl.pending_isr_change();
+        if let Some(change) = taken_back {
+            let isr = change.isr.clone();
+            self.log(|| {
+                format!(
+                    "broker {id}: partition {p} takes back its unanswered ISR change to {isr:?}"
+                )
+            });
+            self.send_alter(id, p, change);
+        }
     }
 
     fn become_follower(&mut self, id: i32, p: i32, leader: i32, epoch: i32) {

@@ -217,6 +217,10 @@ async fn take_role(
         RoleChange::BecomeLeader => {
             tracing::info!(topic = %topic.name, partition = partition.index, epoch = p.leader_epoch,
                 isr = ?p.isr, log_end_offset = partition.reader().log_end_offset(), "leading");
+            // An ISR change its last leadership in this epoch left unanswered, taken back.
+            if let Some(change) = partition.repl.pending_isr_change() {
+                super::isr::alter(node, partition, change);
+            }
         }
         RoleChange::BecomeFollower(leader) => {
             tracing::info!(topic = %topic.name, partition = partition.index, leader, epoch = p.leader_epoch, "following");

@@ -142,6 +142,10 @@ pub struct Replication {
     /// them: the high watermark also waits for caught-up followers outside the ISR
     /// ([`Leader::may_join`]); `None` until then.
     join_limits: Mutex<Option<LagLimits>>,
+    /// The ISR change this replica's last leadership still had pending when it ended (the
+    /// controller may have committed it): taken back if the replica leads again in the same
+    /// leader and partition epoch ([`Replication::become_leader`]).
+    unanswered: Mutex<Option<IsrChange>>,
 }
 
 impl Default for Replication {
@@ -156,6 +160,7 @@ impl Default for Replication {
             quorum: AtomicBool::new(false),
             last_led: Mutex::new(None),
             join_limits: Mutex::new(None),
+            unanswered: Mutex::new(None),
         }
     }
 }
@@ -257,6 +262,7 @@ impl Replication {
                     epoch: l.epoch,
                     committed: if hw > l.epoch_start_offset { hw } else { leo },
                 });
+                *self.unanswered.lock() = l.pending_change();
             }
             let (old, new) = (epoch_of(&current), epoch_of(&role));
             crate::invariant!(
@@ -287,14 +293,47 @@ impl Replication {
     /// Takes the leader role of `p` (the image's state) in `p.leader_epoch`, this broker `me`,
     /// at `now_ms`, its log ending at `leo` (Kafka's `Partition.makeLeader`; the caller records
     /// the epoch in the log first). Returns whether the high watermark moved.
+    ///
+    /// A replica that leads again in the leader and partition epoch its last leadership ended
+    /// in (a broker that fenced itself and was unfenced on the same image) takes back that
+    /// leadership's unanswered ISR change as pending: the controller may have committed it, and
+    /// the image does not show it yet. The caller asks for it again
+    /// ([`Replication::pending_isr_change`]), so it is resolved either way. Without this the
+    /// leader counted only the image's smaller ISR (frieda-sim seed 73576, whose first defence
+    /// is `membership::lease::answer_is_fresh`).
     pub fn become_leader(&self, me: BrokerId, p: &PartitionState, now_ms: i64, leo: i64) -> bool {
         crate::invariant!(
             p.isr.contains(&me),
             "broker {me} takes the leadership of a partition whose ISR {:?} lacks it",
             p.isr
         );
-        self.set_role(me, Role::Leader(Leader::new(p, me, now_ms, leo)), leo);
+        let mut leader = Leader::new(p, me, now_ms, leo);
+        if let Some(c) = self.unanswered.lock().take() {
+            if c.leader_epoch == p.leader_epoch
+                && c.partition_epoch == p.partition_epoch
+                && c.isr != p.isr
+                && c.isr.contains(&me)
+            {
+                // The registrations the ask names, as the last leadership knew them (the
+                // next fetches replace them).
+                for (b, e) in &c.new_isr_epochs {
+                    leader.note_broker_epoch(*b, Some(*e));
+                }
+                leader.pending_isr = Some(c.isr);
+            }
+        }
+        self.set_role(me, Role::Leader(leader), leo);
         self.advance(leo, now_ms)
+    }
+
+    /// A leader's pending ISR change as the AlterPartition that asks for it (the one
+    /// [`Replication::become_leader`] takes back); `None` if this replica does not lead or
+    /// nothing is pending.
+    pub fn pending_isr_change(&self) -> Option<IsrChange> {
+        match &*self.role.lock() {
+            Role::Leader(l) => l.pending_change(),
+            _ => None,
+        }
     }
 
     /// Takes a follower role of `leader` in `epoch` (or an offline one, `leader` = -1), the
@@ -990,6 +1029,40 @@ mod tests {
             0,
             "an ISR of one below min.insync.replicas=2 acknowledges nothing"
         );
+    }
+
+    /// Issue 57, the second defence for frieda-sim seed 73576: a leader that stepped down
+    /// with an ISR expansion unanswered and leads again in the same leader and partition epoch
+    /// (a self-fenced broker unfenced on the same image) takes the expansion back as pending,
+    /// so the high watermark waits for the member the controller may have added.
+    #[test]
+    fn a_leader_retaken_in_the_same_epoch_takes_back_its_unanswered_isr_change() {
+        let r = Replication::default();
+        let image = state(vec![1, 3], 4, 9);
+        r.become_leader(1, &image, 0, 100);
+        for b in [2, 3] {
+            r.on_follower_fetch(b, Some(7), 100, 0, 4, 100, 0).unwrap();
+        }
+        let expand = r.pending_isr_change().expect("broker 2 caught up");
+        assert_eq!(expand.isr, vec![1, 2, 3]);
+        assert_eq!(expand.new_isr_epochs, vec![(2, 7)]);
+        assert_eq!(r.high_watermark(), 100);
+        // Self-fenced: offline in the same epoch, then the leader again on the same image.
+        r.become_follower(1, -1, 4, 110);
+        r.become_leader(1, &image, 0, 110);
+        assert_eq!(r.pending_isr_change(), Some(expand.clone()));
+        r.on_follower_fetch(3, Some(7), 110, 0, 4, 110, 0).unwrap();
+        assert_eq!(
+            r.high_watermark(),
+            100,
+            "waits for broker 2, maybe in the ISR"
+        );
+        // A newer image resolves it; a later leadership in another epoch takes nothing back.
+        r.update_leader(&state(vec![1, 2, 3], 4, 10), 110, 0);
+        assert_eq!(r.pending_isr_change(), None);
+        r.become_follower(1, -1, 4, 110);
+        r.become_leader(1, &state(vec![1, 3], 5, 11), 0, 110);
+        assert_eq!(r.pending_isr_change(), None);
     }
 
     #[tokio::test]

@@ -178,6 +178,23 @@ impl Leader {
     }
 
     /// The ISR the high watermark waits for: the committed one, or the pending one when larger.
+    /// The pending ISR change as the AlterPartition that asks for it (the broker epochs of
+    /// the members it adds from their fetches, KIP-903); `None` when nothing is pending.
+    pub fn pending_change(&self) -> Option<IsrChange> {
+        let isr = self.pending_isr.clone()?;
+        let new_isr_epochs = isr
+            .iter()
+            .filter(|b| !self.isr.contains(b))
+            .filter_map(|b| Some((*b, self.followers.get(b)?.broker_epoch?)))
+            .collect();
+        Some(IsrChange {
+            leader_epoch: self.epoch,
+            partition_epoch: self.partition_epoch,
+            isr,
+            new_isr_epochs,
+        })
+    }
+
     pub fn maximal_isr(&self) -> Vec<BrokerId> {
         let mut set = self.isr.clone();
         if let Some(p) = &self.pending_isr {
