@@ -13,7 +13,9 @@ use frieda::clock::{LeaseClock, LEASE_CLOCK};
 use frieda::cluster::isr::alter_answer;
 use frieda::membership::lease::Lease;
 use frieda::replication::assignment::{host_step, step_down, take_role, HostStep, TakesRole};
-use frieda::replication::fetch::{admit_follower_fetch, ServingReplica};
+use frieda::replication::fetch::{
+    admit_follower_fetch, fetch_completes, read_follower_fetch, ServingReplica,
+};
 use frieda::replication::follower::{
     self, EpochEnd, NextRequest, PartitionFetch, Refused, Truncation,
 };
@@ -2370,6 +2372,32 @@ impl World {
         Ok(EpochEnd { epoch, end_offset })
     }
 
+    /// What broker `id`'s replica of `p` knows of itself for a follower's fetch at `offset`
+    /// admitted in `admitted_epoch`, each time it is read (the broker's
+    /// `Partition::read_follower_fetch`).
+    fn follower_serving(
+        &self,
+        id: i32,
+        p: i32,
+        admitted_epoch: i32,
+        offset: i64,
+    ) -> ServingReplica {
+        let b = self.b(id);
+        let leads = b
+            .replicas
+            .get(&p)
+            .is_some_and(|r| r.repl.leads_in(admitted_epoch));
+        ServingReplica {
+            leadership: if leads {
+                Ok(())
+            } else {
+                Err(ResponseError::NotLeaderOrFollower)
+            },
+            offline: b.disks.get(&p).is_some_and(|d| d.log.is_offline()),
+            only_remote: self.tier_fetch_below_start(id, p, offset),
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn serve_fetch(
         &mut self,
@@ -2403,7 +2431,7 @@ impl World {
             format!("broker {id}: fetch of partition {p} by {replica} at {offset} (last fetched epoch {last_fetched_epoch}): {validated:?}; leo {leo_now}, hw {hw_now}")
         });
         let b = self.b(id);
-        let (Some(r), Some(d)) = (b.replicas.get(&p), b.disks.get(&p)) else {
+        let (Some(_), Some(d)) = (b.replicas.get(&p), b.disks.get(&p)) else {
             return Err(ResponseError::NotLeaderOrFollower);
         };
         if let Some(end) = validated? {
@@ -2414,7 +2442,20 @@ impl World {
                 diverging: Some(end),
             });
         }
-        let batches = d.log.read(offset, self.plan.shape.fetch_max_batches);
+        // The read, by the broker's rules for it (`read_follower_fetch`); only a fetch that
+        // read without an error counts as the follower's progress.
+        let readable = read_follower_fetch(
+            self.follower_serving(id, p, admitted_epoch, offset),
+            &self.b(id).disks[&p].log,
+            offset,
+        )?;
+        let b = self.b(id);
+        let (r, d) = (&b.replicas[&p], &b.disks[&p]);
+        let batches = if readable {
+            d.log.read(offset, self.plan.shape.fetch_max_batches)
+        } else {
+            vec![]
+        };
         let broker_epoch = b.image.brokers.get(&replica).map(|x| x.epoch);
         let leo = d.log.leo();
         let (change, _moved) = r.repl.on_follower_fetch(
@@ -2588,33 +2629,33 @@ impl World {
             let mut keep = Vec::new();
             for x in parked {
                 let b = self.b(id);
-                let (Some(d), Some(r)) = (b.disks.get(&x.partition), b.replicas.get(&x.partition))
+                let (Some(d), Some(_)) = (b.disks.get(&x.partition), b.replicas.get(&x.partition))
                 else {
                     continue;
                 };
-                // As the broker's fetch handler: a woken long poll checks the leadership it was
-                // admitted under before it reads (Kafka's DelayedFetch).
-                let moved = !r.repl.leads_in(x.epoch);
-                let ready =
-                    moved || d.log.leo() > x.offset || now >= x.deadline || d.log.is_offline();
-                if !ready {
+                // As the broker's fetch handler: a woken long poll reads again by the same
+                // rules (the leadership it was admitted under first: Kafka's DelayedFetch) and
+                // is answered on data, an error or its deadline.
+                let read = read_follower_fetch(
+                    self.follower_serving(id, x.partition, x.epoch, x.offset),
+                    &d.log,
+                    x.offset,
+                );
+                let bytes = usize::from(read == Ok(true));
+                if !fetch_completes(bytes, 1, read.is_err(), now >= x.deadline) {
                     keep.push(x);
                     continue;
                 }
-                let result = if moved {
-                    Err(ResponseError::NotLeaderOrFollower)
-                } else if d.log.is_offline() {
-                    Err(ResponseError::KafkaStorageError)
-                } else if self.tier_fetch_below_start(id, x.partition, x.offset) {
-                    Err(ResponseError::OffsetMovedToTieredStorage)
-                } else {
-                    Ok(FetchData {
-                        batches: d.log.read(x.offset, self.plan.shape.fetch_max_batches),
-                        hw: self.served_hw(id, x.partition),
-                        log_start: d.log.log_start_offset(),
-                        diverging: None,
-                    })
-                };
+                let result = read.map(|readable| FetchData {
+                    batches: if readable {
+                        d.log.read(x.offset, self.plan.shape.fetch_max_batches)
+                    } else {
+                        vec![]
+                    },
+                    hw: self.served_hw(id, x.partition),
+                    log_start: d.log.log_start_offset(),
+                    diverging: None,
+                });
                 self.send(
                     Node::Broker(id),
                     Node::Broker(x.replica),

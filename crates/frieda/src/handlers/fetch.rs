@@ -17,6 +17,7 @@ use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::membership::{ClusterNode, LeaderHints};
 use crate::quota::QuotaKind;
+use crate::replication::fetch::fetch_completes;
 use crate::replication::follower::EpochEnd;
 use crate::replication::read_replica::{self, ReadCandidate, ReplicaSelector};
 use crate::security::acl::{op, resource};
@@ -372,15 +373,10 @@ pub async fn handle(
             .iter()
             .any(|w| w.diverging.is_some() || w.preferred.is_some());
         let any_error = results.iter().any(|r| r.is_err());
-        if total >= min_bytes.max(1)
-            || any_error
+        if fetch_completes(total, min_bytes, any_error, Instant::now() >= deadline)
             || answer_now
             || waits.is_empty()
-            || Instant::now() >= deadline
         {
-            break results;
-        }
-        if min_bytes == 0 {
             break results;
         }
         let waiting = ctx.timing.stopwatch();
@@ -524,6 +520,22 @@ async fn read_all(
                 continue;
             }
         };
+        // A follower's fetch: the leader's rules for each read of it, shared with the
+        // simulator (still leading in the admitted epoch, log online, offset local and in
+        // range; at the log end nothing yet). A diverging one is answered below.
+        if w.replica && w.diverging.is_none() {
+            match p.read_follower_fetch(w.admitted_epoch, w.fetch_offset) {
+                Err(code) => {
+                    out.push(PartitionRead::Error(code));
+                    continue;
+                }
+                Ok(false) => {
+                    out.push(PartitionRead::Empty);
+                    continue;
+                }
+                Ok(true) => {}
+            }
+        }
         let serves = if w.any_replica {
             p.repl.serves_in(w.admitted_epoch)
         } else {

@@ -84,6 +84,54 @@ pub fn admit_follower_fetch(
     validate_follower_fetch(log, fetch_offset, last_fetched_epoch)
 }
 
+/// What a leader reads for a follower's admitted fetch at `fetch_offset`, each time it reads
+/// it: at once, and again whenever a long poll wakes (Kafka's `DelayedFetch.tryComplete` checks
+/// the partition again before it completes), in one order for the broker's fetch handler and
+/// the simulator's leader. `replica.leadership` is whether this replica still leads in the
+/// epoch the fetch was admitted in (NOT_LEADER_OR_FOLLOWER when not: its log may now hold
+/// another leader's records); `replica.only_remote` whether the offset has since fallen below
+/// the local log of a tiered partition.
+///
+/// Returns `Ok(true)` when there are records to read (up to the log end), `Ok(false)` when
+/// none yet (the fetch is at the log end: a long poll waits).
+///
+/// Errors: the leadership's; KAFKA_STORAGE_ERROR (56) for an offline log;
+/// OFFSET_MOVED_TO_TIERED_STORAGE (109) below the local log of a tiered partition (a follower
+/// is never served from the copies: Kafka's `ReplicaManager.readFromLocalLog`);
+/// OFFSET_OUT_OF_RANGE (1) below the log start or past the log end (a truncation or retention
+/// while the fetch waited).
+pub fn read_follower_fetch(
+    replica: ServingReplica,
+    log: &impl LogView,
+    fetch_offset: i64,
+) -> Result<bool, ResponseError> {
+    replica.leadership?;
+    if replica.offline {
+        return Err(ResponseError::KafkaStorageError);
+    }
+    if replica.only_remote {
+        return Err(ResponseError::OffsetMovedToTieredStorage);
+    }
+    let (start, leo) = (log.log_start_offset(), log.log_end_offset());
+    if fetch_offset < start || fetch_offset > leo {
+        return Err(ResponseError::OffsetOutOfRange);
+    }
+    Ok(fetch_offset < leo)
+}
+
+/// Whether a fetch that read `bytes` (with `min_bytes` asked for, `errors` when a partition
+/// answered an error) is answered now rather than waiting longer (Kafka's `DelayedFetch`
+/// completes on enough bytes, an error, or its `max_wait_ms`), `deadline_passed` telling
+/// whether its wait is over. A fetch asking for no bytes at all is answered at once.
+pub fn fetch_completes(
+    bytes: usize,
+    min_bytes: usize,
+    errors: bool,
+    deadline_passed: bool,
+) -> bool {
+    bytes >= min_bytes.max(1) || errors || deadline_passed || min_bytes == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +233,71 @@ mod tests {
         assert_eq!(
             admit_follower_fetch(ok, &log, 5, 1),
             Err(ResponseError::OffsetOutOfRange)
+        );
+    }
+
+    /// Each read of an admitted follower fetch (at once and after a long poll wakes) checks,
+    /// in order: still leading in the admitted epoch, the log online, the offset local, then
+    /// in range; at the log end it waits.
+    #[test]
+    fn a_follower_fetch_reads_only_what_its_leader_still_serves() {
+        let mut e = Epochs::new();
+        e.assign(1, 0);
+        let log = Log(e, 90);
+        let ok = ServingReplica {
+            leadership: Ok(()),
+            offline: false,
+            only_remote: false,
+        };
+        assert_eq!(read_follower_fetch(ok, &log, 70), Ok(true));
+        assert_eq!(
+            read_follower_fetch(ok, &log, 90),
+            Ok(false),
+            "at the log end: wait"
+        );
+        for offset in [5, 91] {
+            assert_eq!(
+                read_follower_fetch(ok, &log, offset),
+                Err(ResponseError::OffsetOutOfRange)
+            );
+        }
+        let moved = ServingReplica {
+            leadership: Err(ResponseError::NotLeaderOrFollower),
+            offline: true,
+            only_remote: true,
+        };
+        assert_eq!(
+            read_follower_fetch(moved, &log, 70),
+            Err(ResponseError::NotLeaderOrFollower)
+        );
+        let offline = ServingReplica {
+            leadership: Ok(()),
+            ..moved
+        };
+        assert_eq!(
+            read_follower_fetch(offline, &log, 70),
+            Err(ResponseError::KafkaStorageError)
+        );
+        let remote = ServingReplica {
+            offline: false,
+            ..offline
+        };
+        assert_eq!(
+            read_follower_fetch(remote, &log, 5),
+            Err(ResponseError::OffsetMovedToTieredStorage)
+        );
+    }
+
+    #[test]
+    fn a_fetch_completes_on_enough_bytes_an_error_or_its_deadline() {
+        assert!(!fetch_completes(0, 1, false, false));
+        assert!(!fetch_completes(10, 100, false, false));
+        assert!(fetch_completes(100, 100, false, false));
+        assert!(fetch_completes(0, 1, true, false));
+        assert!(fetch_completes(0, 1, false, true));
+        assert!(
+            fetch_completes(0, 0, false, false),
+            "min_bytes 0 never waits"
         );
     }
 }

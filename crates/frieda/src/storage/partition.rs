@@ -1132,6 +1132,38 @@ impl Partition {
         }
     }
 
+    /// What this leader reads for a follower's fetch admitted in `admitted_epoch` at
+    /// `fetch_offset`, at once and again whenever its long poll wakes
+    /// ([`crate::replication::fetch::read_follower_fetch`]): `Ok(true)` records to read up to
+    /// the log end, `Ok(false)` none yet.
+    ///
+    /// Errors: NOT_LEADER_OR_FOLLOWER when it no longer leads in that epoch, and those of
+    /// `read_follower_fetch`; UNKNOWN_TOPIC_OR_PARTITION once deleted.
+    pub fn read_follower_fetch(
+        &self,
+        admitted_epoch: i32,
+        fetch_offset: i64,
+    ) -> Result<bool, ResponseError> {
+        let leadership = if self.repl.leads_in(admitted_epoch) {
+            Ok(())
+        } else {
+            Err(ResponseError::NotLeaderOrFollower)
+        };
+        let only_remote = self.in_remote_tier(fetch_offset);
+        match self.state.lock().as_ref() {
+            Some(s) => crate::replication::fetch::read_follower_fetch(
+                crate::replication::fetch::ServingReplica {
+                    leadership,
+                    offline: s.log.offline_reason().is_some(),
+                    only_remote,
+                },
+                &s.log,
+                fetch_offset,
+            ),
+            None => leadership.and(Err(ResponseError::UnknownTopicOrPartition)),
+        }
+    }
+
     /// Where this follower fetches next and the `last_fetched_epoch` it sends
     /// ([`follower::fetch_position`]); `None` once the partition was deleted.
     pub fn fetch_position(&self, skip_to: Option<i64>) -> Option<(i64, i32)> {
