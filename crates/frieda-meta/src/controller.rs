@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::housekeeping;
 use crate::image::{BrokerId, MetaCommand, MetaError, MetaOutcome, MetadataImage, PartitionState};
 use crate::leadership::{self, LeaderPlacement, PlacementConfig};
 use crate::placement::place;
@@ -924,57 +925,43 @@ impl Controller {
             return;
         }
         let image = self.image.borrow().clone();
-        if image.unclean_default != self.config.unclean_leader_election {
-            let enable = self.config.unclean_leader_election;
-            if let Err(e) = self
-                .propose(MetaCommand::SetUncleanDefault { enable })
-                .await
-            {
-                tracing::warn!(error = %e, "recording unclean.leader.election.enable failed");
-            }
-        }
-        if image.quorum_ack_default != self.config.quorum_acks {
-            let quorum = self.config.quorum_acks;
-            if let Err(e) = self
-                .propose(MetaCommand::SetAckPolicyDefault { quorum })
-                .await
-            {
-                tracing::warn!(error = %e, "recording replication.ack.policy failed");
-            }
-        }
-        let min_insync = self.config.min_insync_replicas.max(1);
-        // Also when ELR is on and the min.insync.replicas configs break KAFKA-16540's rules
-        // (no cluster-wide value, a broker's own): applying it repairs them.
-        if image.min_insync_default != min_insync || image.min_isr_configs_need_reset() {
-            if let Err(e) = self
-                .propose(MetaCommand::SetMinInsyncDefault { min_insync })
-                .await
-            {
-                tracing::warn!(error = %e, "recording min.insync.replicas failed");
-            }
-        }
-        if image.cluster_id.is_none() {
-            let id = base64_url(random_uuid().as_bytes());
-            if let Err(e) = self
-                .propose(MetaCommand::InitCluster { cluster_id: id })
-                .await
-            {
-                tracing::warn!(error = %e, "naming the cluster failed");
-            }
-        }
-        let overdue = self.sessions.lock().expired(
+        let defaults = housekeeping::Defaults {
+            unclean_leader_election: self.config.unclean_leader_election,
+            quorum_acks: self.config.quorum_acks,
+            min_insync_replicas: self.config.min_insync_replicas,
+        };
+        let commands = housekeeping::tick(
             &image,
-            self.now_ms(),
-            self.config.session_timeout.as_millis() as u64,
+            defaults,
+            &self.sessions.lock(),
+            (
+                self.now_ms(),
+                self.config.session_timeout.as_millis() as u64,
+            ),
+            || base64_url(random_uuid().as_bytes()),
         );
-        for (id, incarnation) in overdue {
-            let _one = self.decide.lock().await;
-            tracing::warn!(broker = id, "broker session expired: fencing it");
-            if let Err(e) = self
-                .propose(MetaCommand::FenceBroker { id, incarnation })
-                .await
-            {
-                tracing::warn!(broker = id, error = %e, "fencing failed");
+        for cmd in commands {
+            let what = match &cmd {
+                MetaCommand::FenceBroker { id, .. } => {
+                    let _one = self.decide.lock().await;
+                    tracing::warn!(broker = id, "broker session expired: fencing it");
+                    if let Err(e) = self.propose(cmd.clone()).await {
+                        tracing::warn!(broker = id, error = %e, "fencing failed");
+                    }
+                    continue;
+                }
+                MetaCommand::SetUncleanDefault { .. } => {
+                    "recording unclean.leader.election.enable failed"
+                }
+                MetaCommand::SetAckPolicyDefault { .. } => {
+                    "recording replication.ack.policy failed"
+                }
+                MetaCommand::SetMinInsyncDefault { .. } => "recording min.insync.replicas failed",
+                MetaCommand::InitCluster { .. } => "naming the cluster failed",
+                _ => "controller tick command failed",
+            };
+            if let Err(e) = self.propose(cmd).await {
+                tracing::warn!(error = %e, "{what}");
             }
         }
     }
@@ -1019,28 +1006,16 @@ impl Controller {
             return;
         }
         let image = self.image.borrow().clone();
-        let mut per_broker: BTreeMap<BrokerId, (usize, Vec<(String, i32)>)> = BTreeMap::new();
-        for (name, t) in &image.topics {
-            for (i, p) in t.partitions.iter().enumerate() {
-                let Some(&preferred) = p.replicas.first() else {
-                    continue;
-                };
-                let entry = per_broker.entry(preferred).or_default();
-                entry.0 += 1;
-                if p.leader != preferred
-                    && p.isr.contains(&preferred)
-                    && image.is_live(preferred)
-                    && p.adding.is_empty()
-                {
-                    entry.1.push((name.clone(), i as i32));
-                }
-            }
-        }
-        for (broker, (total, moves)) in per_broker {
-            let pct = moves.len() * 100 / total.max(1);
-            if moves.is_empty() || pct <= self.config.leader_imbalance_percentage as usize {
-                continue;
-            }
+        let imbalances = housekeeping::preferred_leader_elections(
+            &image,
+            self.config.leader_imbalance_percentage,
+        );
+        for housekeeping::Imbalance {
+            broker,
+            percent: pct,
+            partitions: moves,
+        } in imbalances
+        {
             tracing::info!(
                 broker,
                 partitions = moves.len(),

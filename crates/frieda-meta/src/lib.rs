@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod controller;
+pub mod housekeeping;
 pub mod image;
 pub mod leadership;
 mod log_store;

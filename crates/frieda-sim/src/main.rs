@@ -58,6 +58,10 @@ struct Args {
     /// not in the default plans yet; seeds 0-299 with it run clean).
     #[arg(long)]
     min_insync_changes: bool,
+    /// Run the controller's auto leader rebalance every 4-12 s (`Plan::with_leader_rebalance`;
+    /// not in the default plans).
+    #[arg(long)]
+    leader_rebalance: bool,
     /// Invariant kinds not to stop for (comma-separated), to look past a known defect.
     #[arg(long, value_delimiter = ',')]
     ignore: Vec<String>,
@@ -179,6 +183,9 @@ fn main() {
         if args.min_insync_changes {
             plan = plan.with_min_insync_changes();
         }
+        if args.leader_rebalance {
+            plan = plan.with_leader_rebalance();
+        }
         let report = run_plan(plan.clone(), args.trace && !args.shrink, &args.ignore);
         if args.shrink {
             if let Some(v) = &report.violation {
@@ -218,6 +225,7 @@ fn main() {
             let fail_fast = args.fail_fast;
             let ignore = args.ignore.clone();
             let min_insync_changes = args.min_insync_changes;
+            let leader_rebalance = args.leader_rebalance;
             std::thread::spawn(move || loop {
                 if stop.load(Ordering::Relaxed) {
                     return;
@@ -229,6 +237,9 @@ fn main() {
                 let mut plan = Plan::generate(seed);
                 if min_insync_changes {
                     plan = plan.with_min_insync_changes();
+                }
+                if leader_rebalance {
+                    plan = plan.with_leader_rebalance();
                 }
                 let r = run_plan(plan, false, &ignore);
                 {

@@ -171,6 +171,11 @@ pub enum Action {
         /// The new value (1 to the replication factor).
         value: usize,
     },
+    /// The controller's auto leader rebalance runs (`leader.imbalance.check.interval.seconds`
+    /// come round): every broker over `leader.imbalance.per.broker.percentage` (10) is elected
+    /// back for the partitions `frieda_meta::housekeeping::preferred_leader_elections` selects,
+    /// the controller's own selection.
+    RebalanceLeaders,
     /// Preferred-leader election (kafka-leader-election --election-type preferred).
     ElectPreferred {
         /// Partition.
@@ -565,6 +570,20 @@ impl Plan {
             let value = rng.gen_range(1..=self.shape.rf);
             self.actions.push((t, Action::AlterMinInsync { value }));
             t += rng.gen_range(3_000..15_000);
+        }
+        self.actions.sort_by_key(|(t, _)| *t);
+        self
+    }
+
+    /// The plan with the controller's auto leader rebalance running every 4-12 s while the
+    /// faults run and after (draws of their own, so the seed's other actions stay as they
+    /// were). Not in the default plans (it would change every seed's schedule).
+    pub fn with_leader_rebalance(mut self) -> Plan {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x5245_4241_4c41);
+        let mut t: Time = rng.gen_range(2_000..8_000);
+        while t < self.shape.end - 5_000 {
+            self.actions.push((t, Action::RebalanceLeaders));
+            t += rng.gen_range(4_000..12_000);
         }
         self.actions.sort_by_key(|(t, _)| *t);
         self

@@ -25,6 +25,7 @@ use frieda::replication::{
 use frieda::storage::leader_append::{admit_produce, answer_produce};
 use frieda::storage::topic_config::TopicConfigs;
 use frieda_meta::controller::election;
+use frieda_meta::housekeeping::{preferred_leader_elections, tick, Defaults};
 use frieda_meta::leadership::plan_moves;
 use frieda_meta::sessions::BrokerSessions;
 use frieda_meta::{BrokerId, Heartbeat, MetaCommand, MetaError, MetadataImage, PartitionState};
@@ -64,6 +65,14 @@ const ALTER_TIMEOUT_MS: Time = 5_000;
 pub(crate) const PRODUCE_TIMEOUT_MS: Time = 5_000;
 /// The controller's periodic work (session expiry).
 const CONTROLLER_TICK_MS: Time = 200;
+/// The simulated controller's static configuration as its tick records it: Kafka's defaults
+/// (`unclean.leader.election.enable=false`, `replication.ack.policy=isr`,
+/// `min.insync.replicas=1`); the topic sets its own policy and `min.insync.replicas`.
+const CONTROLLER_DEFAULTS: Defaults = Defaults {
+    unclean_leader_election: false,
+    quorum_acks: false,
+    min_insync_replicas: 1,
+};
 /// `replica.fetch.wait.max.ms`: a follower fetch with nothing to read waits this long for data.
 const FETCH_WAIT_MAX_MS: Time = 500;
 
@@ -1043,6 +1052,22 @@ impl World {
                     }
                 }
             }
+            Action::RebalanceLeaders => {
+                if self.controller.out_until <= self.now {
+                    let imbalances = preferred_leader_elections(&self.controller.image, 10);
+                    for i in imbalances {
+                        self.log(|| format!("controller: leader rebalance {i:?}"));
+                        for (topic, partition) in i.partitions {
+                            let _ = self.commit(MetaCommand::ElectLeader {
+                                topic,
+                                partition,
+                                leader: i.broker,
+                                unclean: false,
+                            });
+                        }
+                    }
+                }
+            }
             Action::ElectPreferred { partition } => {
                 if self.controller.out_until <= self.now {
                     if let Ok(cmd) = election(&self.controller.image, TOPIC, partition, true) {
@@ -1480,11 +1505,22 @@ impl World {
         if self.controller.out_until > self.now {
             return;
         }
+        // The controller's own tick (`frieda_meta::housekeeping::tick`): its defaults and the
+        // cluster id recorded once, expired sessions fenced.
         let c = &self.controller;
-        let overdue = c.sessions.expired(&c.image, self.now, SESSION_MS);
-        for (id, incarnation) in overdue {
-            self.log(|| format!("controller: broker {id} session expired"));
-            let _ = self.commit(MetaCommand::FenceBroker { id, incarnation });
+        let commands = tick(
+            &c.image,
+            CONTROLLER_DEFAULTS,
+            &c.sessions,
+            (self.now, SESSION_MS),
+            || "frieda-sim".to_string(),
+        );
+        for cmd in commands {
+            if let MetaCommand::FenceBroker { id, .. } = &cmd {
+                let id = *id;
+                self.log(|| format!("controller: broker {id} session expired"));
+            }
+            let _ = self.commit(cmd);
         }
         // As the controller's run loop after each tick: elections the recorded claims allow
         // in the image as it is now (a fence above may have left a quorum partition
