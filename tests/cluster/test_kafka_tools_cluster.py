@@ -285,3 +285,50 @@ def test_kafka_features_downgrade_goes_through_the_quorum(cluster, classpath):
     print(r.stdout, r.stderr[-2000:])
     assert r.returncode != 0 and "Can't downgrade the version of this feature." in r.stdout + r.stderr
     assert finalized(1)[1]["kraft.version"] == 1
+
+
+def replication_rows(cp: str, boot: str) -> dict[int, tuple[int, int]]:
+    """`kafka-metadata-quorum describe --replication`: node id -> (LastFetchTimestamp,
+    LastCaughtUpTimestamp), epoch milliseconds as the tool prints them."""
+    out = tool(cp, QUORUM, "--bootstrap-server", boot, "describe", "--replication")
+    rows = {}
+    for line in out.splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 7 and f[0].isdigit():
+            # NodeId DirectoryId LogEndOffset Lag LastFetchTimestamp LastCaughtUpTimestamp Status
+            rows[int(f[0])] = (int(f[4]), int(f[5]))
+    return rows
+
+
+def test_describe_quorum_reports_when_each_voter_was_last_heard_from(cluster, classpath):
+    """Issue 59, item 1: `kafka-metadata-quorum describe --replication` showed every node's
+    LastFetchTimestamp and LastCaughtUpTimestamp as "now", a stopped node included. A voter
+    SIGKILLed keeps the times of its last acknowledgement, older than the kill; the running
+    follower's are recent, and the leader's are the time of the answer (as Kafka's LeaderState
+    reports its own)."""
+    c = cluster()
+    cp = classpath
+    ctrl = c.controller()
+    victim = next(i for i in c.nodes if i != ctrl)
+    other = next(i for i in c.nodes if i not in (ctrl, victim))
+    before = replication_rows(cp, c.bootstrap)
+    assert sorted(before) == sorted(c.nodes), before
+    killed_ms = int(time.time() * 1000)
+    c.kill(victim)
+    try:
+        time.sleep(4)
+        live = ",".join(c.node(i).addr for i in c.nodes if i != victim)
+        asked_ms = int(time.time() * 1000)
+        rows = replication_rows(cp, live)
+        answered_ms = int(time.time() * 1000)
+        fetch, caught_up = rows[victim]
+        assert 0 < fetch <= killed_ms + 1000, f"node {victim} stopped at {killed_ms}, reported {rows}"
+        assert 0 < caught_up <= fetch, rows
+        for node in (other, ctrl):
+            fetch, caught_up = rows[node]
+            assert asked_ms - 3000 <= fetch <= answered_ms, f"node {node} not recent: {rows}"
+            assert asked_ms - 3000 <= caught_up <= answered_ms, f"node {node} not caught up: {rows}"
+    finally:
+        c.start(victim)
+    c.wait_until(lambda: replication_rows(cp, c.bootstrap)[victim][0] >= int(time.time() * 1000) - 3000,
+                 60, f"node {victim} heard from again", interval=1)

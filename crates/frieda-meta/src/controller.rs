@@ -354,6 +354,9 @@ pub struct Controller {
     /// When the leaderships moved in the last minute were moved (at most
     /// `leader.placement.max.moves.per.minute` entries).
     recent_moves: Mutex<VecDeque<Instant>>,
+    /// When each quorum peer last acknowledged this node's entries (DescribeQuorum's
+    /// timestamps), recorded by this node's Raft network.
+    pub(crate) contacts: Arc<crate::network::Reachability>,
 }
 
 impl Controller {
@@ -362,12 +365,14 @@ impl Controller {
         raft: Raft,
         node_id: u64,
         image: watch::Receiver<Arc<MetadataImage>>,
+        contacts: Arc<crate::network::Reachability>,
         config: ControllerConfig,
     ) -> Controller {
         Controller {
             raft,
             node_id,
             image,
+            contacts,
             config,
             sessions: Mutex::new(BrokerSessions::default()),
             started: Instant::now(),
@@ -492,6 +497,7 @@ impl Controller {
                     &self.raft,
                     self.node_id,
                     &self.image.borrow(),
+                    &self.contacts,
                 )));
             }
             // Raft's own membership changes, not image decisions: no lock (adding a voter
@@ -507,6 +513,7 @@ impl Controller {
                 &self.raft,
                 self.node_id,
                 &self.image.borrow(),
+                &self.contacts,
             ))),
             ControllerRequest::AddVoter { .. } | ControllerRequest::RemoveVoter { .. } => {
                 Err(ControllerError::Invalid("answered above".into()))

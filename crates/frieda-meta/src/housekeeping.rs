@@ -159,10 +159,16 @@ mod tests {
     fn a_tick_records_what_the_image_lacks_once_and_fences_silent_brokers() {
         let mut img = image();
         let mut named = 0;
-        let commands = tick(&img, DEFAULTS, &BrokerSessions::default(), (0, 9_000), || {
-            named += 1;
-            "c1".into()
-        });
+        let commands = tick(
+            &img,
+            DEFAULTS,
+            &BrokerSessions::default(),
+            (0, 9_000),
+            || {
+                named += 1;
+                "c1".into()
+            },
+        );
         assert_eq!(named, 1);
         assert!(commands.contains(&MetaCommand::SetMinInsyncDefault { min_insync: 2 }));
         assert!(commands.contains(&MetaCommand::InitCluster {
@@ -182,9 +188,13 @@ mod tests {
             }
         }
         // Once recorded, a tick asks for nothing but the fences.
-        let again = tick(&img, DEFAULTS, &BrokerSessions::default(), (0, 9_000), || {
-            unreachable!("the cluster has an id")
-        });
+        let again = tick(
+            &img,
+            DEFAULTS,
+            &BrokerSessions::default(),
+            (0, 9_000),
+            || unreachable!("the cluster has an id"),
+        );
         assert!(again
             .iter()
             .all(|c| matches!(c, MetaCommand::FenceBroker { .. })));
@@ -213,6 +223,9 @@ mod tests {
                 partitions: vec![("t".into(), 1)],
             }]
         );
-        assert!(preferred_leader_elections(&img, 50).is_empty(), "not over 50 %");
+        assert!(
+            preferred_leader_elections(&img, 50).is_empty(),
+            "not over 50 %"
+        );
     }
 }

@@ -61,8 +61,8 @@ pub use security::{
 use controller::{Controller, ControllerConfig};
 use log_store::LogStore;
 pub use network::{
-    BoxFuture, PeerIdentity, PlaintextTransport, QuorumStream, QuorumTransport,
-    AUTHENTICATION_TIMEOUT, MAX_AUTHENTICATING, MAX_CONNECTIONS, MAX_FRAME_BYTES,
+    BoxFuture, Contact, PeerIdentity, PlaintextTransport, QuorumStream, QuorumTransport,
+    Reachability, AUTHENTICATION_TIMEOUT, MAX_AUTHENTICATING, MAX_CONNECTIONS, MAX_FRAME_BYTES,
     UNAUTHORIZED_MAX_FRAME_BYTES,
 };
 
@@ -156,9 +156,24 @@ pub struct VoterState {
     pub id: u64,
     /// The last log index known replicated to it (the leader's view), -1 if unknown.
     pub log_end_offset: i64,
-    /// When it was last heard from, ms since the epoch, -1 if unknown.
+    /// When it last acknowledged the leader's entries (KRaft's LastFetchTimestamp), ms since
+    /// the epoch, -1 if unknown; the leader's own is the time of the answer.
+    #[serde(default = "unknown_ms")]
+    pub last_fetch_ms: i64,
+    /// When it last held everything the leader had committed (KRaft's LastCaughtUpTimestamp),
+    /// ms since the epoch, -1 if unknown; the leader's own is the time of the answer.
     pub last_caught_up_ms: i64,
 }
+
+/// -1: a time not known (a status from a node that predates `last_fetch_ms`).
+fn unknown_ms() -> i64 {
+    -1
+}
+
+/// How long an observer (a learner: a broker-only node) stays listed by DescribeQuorum after
+/// its last acknowledgement (Kafka's `LeaderState` observer session, 5 minutes): a node removed
+/// and stopped drops out of `kafka-metadata-quorum describe` (issue 59).
+pub const OBSERVER_SESSION_MS: i64 = 300_000;
 
 /// The quorum's state for DescribeQuorum (`kafka-metadata-quorum describe`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,26 +210,46 @@ impl QuorumStatus {
     }
 }
 
+/// Whether DescribeQuorum lists an observer that last acknowledged the leader's entries at
+/// `last_fetch_ms` (-1: never since this node leads) at `now_ms`: within
+/// [`OBSERVER_SESSION_MS`].
+fn observer_listed(last_fetch_ms: i64, now_ms: i64) -> bool {
+    last_fetch_ms >= 0 && now_ms - last_fetch_ms <= OBSERVER_SESSION_MS
+}
+
 /// The quorum's state from `raft`'s metrics on node `me` (the followers' progress is known on
-/// the leader only), with the leader epoch of `image`.
-pub(crate) fn quorum_status(raft: &Raft, me: u64, image: &MetadataImage) -> QuorumStatus {
+/// the leader only), with the leader epoch of `image` and the times each peer last
+/// acknowledged this node's entries (`contacts`). Observers not heard from within
+/// [`OBSERVER_SESSION_MS`] are left out.
+pub(crate) fn quorum_status(
+    raft: &Raft,
+    me: u64,
+    image: &MetadataImage,
+    contacts: &network::Reachability,
+) -> QuorumStatus {
     let m = raft.metrics().borrow().clone();
     let now_ms = now_ms();
     let progress = m.replication.clone().unwrap_or_default();
     let leading = m.current_leader == Some(me);
     let state_of = |id: u64| {
-        let (leo, seen) = if Some(id) == m.current_leader && leading {
-            (m.last_log_index.map_or(-1, |i| i as i64 + 1), now_ms)
-        } else {
-            match progress.get(&id) {
-                Some(Some(l)) => (l.index as i64 + 1, now_ms),
-                _ => (-1, -1),
-            }
+        if Some(id) == m.current_leader && leading {
+            return VoterState {
+                id,
+                log_end_offset: m.last_log_index.map_or(-1, |i| i as i64 + 1),
+                last_fetch_ms: now_ms,
+                last_caught_up_ms: now_ms,
+            };
+        }
+        let leo = match progress.get(&id) {
+            Some(Some(l)) => l.index as i64 + 1,
+            _ => -1,
         };
+        let contact = contacts.contact(id).filter(|_| leading);
         VoterState {
             id,
             log_end_offset: leo,
-            last_caught_up_ms: seen,
+            last_fetch_ms: contact.map_or(-1, |c| c.last_fetch_ms),
+            last_caught_up_ms: contact.map_or(-1, |c| c.last_caught_up_ms),
         }
     };
     let membership = m.membership_config.membership().clone();
@@ -223,7 +258,11 @@ pub(crate) fn quorum_status(raft: &Raft, me: u64, image: &MetadataImage) -> Quor
         .map(|(id, n)| (*id, n.addr.clone()))
         .collect();
     let voters: Vec<u64> = membership.voter_ids().collect();
-    let observers: Vec<VoterState> = membership.learner_ids().map(state_of).collect();
+    let observers: Vec<VoterState> = membership
+        .learner_ids()
+        .map(state_of)
+        .filter(|o| observer_listed(o.last_fetch_ms, now_ms))
+        .collect();
     QuorumStatus {
         leader: m.current_leader,
         term: m.current_term,
@@ -383,11 +422,12 @@ impl MetadataQuorum {
             SNAPSHOT_EVERY,
             LOGS_KEPT_BEHIND_SNAPSHOT,
         )?;
+        let contacts = Arc::new(network::Reachability::default());
         let (raft, image, fresh) = open_raft(
             cfg.node_id,
             &cfg.dir,
             config,
-            Network::new(cfg.transport.clone()),
+            Network::with_reachability(cfg.transport.clone(), contacts.clone()),
         )
         .await?;
         let listener = tokio::net::TcpListener::bind(cfg.listen)
@@ -397,6 +437,7 @@ impl MetadataQuorum {
             raft.clone(),
             cfg.node_id,
             image.clone(),
+            contacts.clone(),
             ControllerConfig {
                 session_timeout: Duration::from_millis(cfg.broker_session_timeout_ms),
                 leader_rebalance_interval: cfg
@@ -641,7 +682,12 @@ impl MetadataQuorum {
     /// The quorum's state as this node sees it (replication progress only on the leader;
     /// [`ControllerRequest::DescribeQuorum`] asks the leader).
     pub fn status(&self) -> QuorumStatus {
-        quorum_status(&self.raft, self.node_id, &self.image.borrow())
+        quorum_status(
+            &self.raft,
+            self.node_id,
+            &self.image.borrow(),
+            &self.controller.contacts,
+        )
     }
 
     /// Resolves when this node's Raft stops for good (a storage failure, a violated

@@ -306,11 +306,15 @@ pub struct Network {
 }
 
 impl Network {
-    /// Connects with `transport`.
-    pub fn new(transport: Arc<dyn QuorumTransport>) -> Self {
+    /// Connects with `transport`, recording each peer's answers in `reachability` (which
+    /// DescribeQuorum reads).
+    pub fn with_reachability(
+        transport: Arc<dyn QuorumTransport>,
+        reachability: Arc<Reachability>,
+    ) -> Self {
         Network {
             transport,
-            reachability: Arc::default(),
+            reachability,
         }
     }
 }
@@ -320,11 +324,29 @@ impl Network {
 /// that answered stops, INFO when it answers again or has not answered yet since this node
 /// started) rather than once per retry, as openraft's own reports would (logging.rs leaves
 /// those out).
+///
+/// It also keeps, for DescribeQuorum, when each peer last acknowledged this node's
+/// AppendEntries ([`Contact`]).
 #[derive(Default)]
 pub struct Reachability {
     /// Peer → how its last Raft request went; absent until the first request. At most one
     /// entry per node of the metadata log's membership.
     peers: parking_lot::Mutex<std::collections::HashMap<NodeId, Peer>>,
+    /// Peer → when it last acknowledged this node's AppendEntries; absent until it first did.
+    /// At most one entry per node of the metadata log's membership.
+    contacts: parking_lot::Mutex<std::collections::HashMap<NodeId, Contact>>,
+}
+
+/// When a peer last acknowledged this (leading) node's AppendEntries, as DescribeQuorum
+/// reports it (KRaft's `ReplicaState`; in KRaft followers fetch, here the leader sends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Contact {
+    /// The last acknowledgement (KRaft's LastFetchTimestamp), ms since the epoch.
+    pub last_fetch_ms: i64,
+    /// The last acknowledgement that left the peer holding every entry the leader had
+    /// committed when it sent them (KRaft's LastCaughtUpTimestamp, measured against the high
+    /// watermark instead of the leader's log end), ms since the epoch; -1 if never.
+    pub last_caught_up_ms: i64,
 }
 
 /// How the last Raft request to a peer went.
@@ -339,6 +361,31 @@ enum Peer {
 }
 
 impl Reachability {
+    /// When `node` last acknowledged this node's AppendEntries, if it ever did.
+    pub fn contact(&self, node: NodeId) -> Option<Contact> {
+        self.contacts.lock().get(&node).copied()
+    }
+
+    /// `node` acknowledged AppendEntries at `now_ms`, holding every entry up to `matched`
+    /// (a log index) while the leader had committed up to `committed`.
+    fn acknowledged(
+        &self,
+        node: NodeId,
+        now_ms: i64,
+        matched: Option<u64>,
+        committed: Option<u64>,
+    ) {
+        let mut contacts = self.contacts.lock();
+        let c = contacts.entry(node).or_insert(Contact {
+            last_fetch_ms: now_ms,
+            last_caught_up_ms: -1,
+        });
+        c.last_fetch_ms = now_ms;
+        if matched >= committed {
+            c.last_caught_up_ms = now_ms;
+        }
+    }
+
     /// Records the outcome of a request to `node` at `addr`; logs when it changes.
     fn record(&self, node: NodeId, addr: &str, result: Result<(), &dyn std::fmt::Display>) {
         let mut peers = self.peers.lock();
@@ -436,8 +483,30 @@ impl RaftNetwork<TypeConfig> for NodeClient {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        // What the request leaves the peer holding if it succeeds, and what was committed.
+        let end = rpc
+            .entries
+            .last()
+            .map(|e| e.log_id.index)
+            .or(rpc.prev_log_id.map(|l| l.index));
+        let committed = rpc.leader_commit.map(|l| l.index);
         match self.rpc(Request::AppendEntries(rpc), &option).await? {
-            Response::AppendEntries(r) => r.map_err(|e| RemoteError::new(self.target, e).into()),
+            Response::AppendEntries(r) => {
+                let matched = match &r {
+                    Ok(AppendEntriesResponse::Success) => Some(end),
+                    Ok(AppendEntriesResponse::PartialSuccess(m)) => Some(m.map(|l| l.index)),
+                    _ => None,
+                };
+                if let Some(matched) = matched {
+                    self.reachability.acknowledged(
+                        self.target,
+                        crate::now_ms(),
+                        matched,
+                        committed,
+                    );
+                }
+                r.map_err(|e| RemoteError::new(self.target, e).into())
+            }
             _ => Err(unexpected("AppendEntries")),
         }
     }
@@ -586,5 +655,35 @@ async fn serve_connection(
             tracing::debug!(%peer, error = %e, "controller connection closed");
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// DescribeQuorum's times (issue 59): every acknowledgement is a fetch; only one that left
+    /// the peer holding everything committed is a catch-up.
+    #[test]
+    fn a_peer_is_caught_up_only_when_it_holds_what_was_committed() {
+        let r = Reachability::default();
+        assert_eq!(r.contact(2), None);
+        r.acknowledged(2, 1_000, Some(9), Some(9));
+        r.acknowledged(2, 2_000, Some(5), Some(9));
+        assert_eq!(
+            r.contact(2),
+            Some(Contact {
+                last_fetch_ms: 2_000,
+                last_caught_up_ms: 1_000
+            })
+        );
+        r.acknowledged(3, 3_000, Some(4), Some(9));
+        assert_eq!(r.contact(3).map(|c| c.last_caught_up_ms), Some(-1));
+        r.acknowledged(3, 4_000, None, None);
+        assert_eq!(
+            r.contact(3).map(|c| c.last_caught_up_ms),
+            Some(4_000),
+            "nothing committed yet"
+        );
     }
 }

@@ -71,6 +71,7 @@ impl SimNode {
             raft.clone(),
             node_id,
             image.clone(),
+            Arc::default(),
             ControllerConfig {
                 session_timeout: Duration::from_secs(9),
                 leader_rebalance_interval: None,

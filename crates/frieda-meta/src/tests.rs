@@ -509,3 +509,23 @@ fn random_ids_never_start_with_a_dash() {
         assert!(!id.is_nil());
     }
 }
+
+/// Issue 59: a node removed and stopped drops out of DescribeQuorum's observers once it has not
+/// acknowledged the leader's entries for Kafka's observer session (5 minutes).
+#[test]
+fn an_observer_not_heard_from_for_a_session_is_not_listed() {
+    let now = 10_000_000;
+    assert!(crate::observer_listed(now - 1_000, now));
+    assert!(crate::observer_listed(
+        now - crate::OBSERVER_SESSION_MS,
+        now
+    ));
+    assert!(!crate::observer_listed(
+        now - crate::OBSERVER_SESSION_MS - 1,
+        now
+    ));
+    assert!(
+        !crate::observer_listed(-1, now),
+        "never heard from since this node leads"
+    );
+}

@@ -55,6 +55,7 @@ pub async fn handle(
                 voters: vec![VoterState {
                     id,
                     log_end_offset: 0,
+                    last_fetch_ms: crate::clock::now_ms(),
                     last_caught_up_ms: crate::clock::now_ms(),
                 }],
                 observers: Vec::new(),
@@ -77,7 +78,7 @@ pub async fn handle(
             .with_replica_id(BrokerId(s.id as i32))
             .with_log_end_offset(s.log_end_offset);
         if v >= 1 {
-            r.with_last_fetch_timestamp(s.last_caught_up_ms)
+            r.with_last_fetch_timestamp(s.last_fetch_ms)
                 .with_last_caught_up_timestamp(s.last_caught_up_ms)
         } else {
             r
