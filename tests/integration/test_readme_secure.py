@@ -95,6 +95,32 @@ def test_secure_broker_section_as_written(tmp_path):
                 return str(e)
 
         assert ssl_metadata(str(d / "alice.crt")) == "ok"
+
+        # The principal the README names for that certificate is the one ACLs match (issue 59:
+        # it named `User:CN=alice,O=example`, and an ACL written that way was denied).
+        principal = re.search(r"and is `(User:[^`]+)`", section())[1]
+        from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
+                                           ResourcePatternType, ResourceType)
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_SSL",
+                             "ssl.ca.location": str(d / "ca.pem"), "sasl.mechanisms": "PLAIN",
+                             "sasl.username": "admin", "sasl.password": "admin-secret"})
+        acl = AclBinding(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, principal, "*",
+                         AclOperation.WRITE, AclPermissionType.ALLOW)
+        admin.create_acls([acl])[acl].result(30)
+
+        def ssl_produce(topic: str) -> str:
+            p = Producer({"bootstrap.servers": f"127.0.0.1:{ssl_port}", "security.protocol": "SSL",
+                          "ssl.ca.location": str(d / "ca.pem"), "ssl.certificate.location": str(d / "alice.crt"),
+                          "ssl.key.location": str(d / "alice.key"), "message.timeout.ms": 5000, "acks": "all"})
+            out = []
+            p.produce(topic, b"x", on_delivery=lambda e, m: out.append(e and e.name()))
+            p.flush(15)
+            p.purge()
+            p.flush(1)
+            return "ok" if out[:1] == [None] else (out[0] if out else "timeout")
+
+        assert ssl_produce("orders") == "ok", principal
+        assert ssl_produce("payments") == "TOPIC_AUTHORIZATION_FAILED"
         subprocess.run(["openssl", "x509", "-req", "-in", str(d / "alice.csr"), "-CA", str(d / "ca.pem"),
                         "-CAkey", str(d / "ca.key"), "-CAcreateserial", "-days", "1", "-out", str(d / "v1.crt")],
                        capture_output=True, check=True)
