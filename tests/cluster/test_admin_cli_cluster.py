@@ -1,5 +1,6 @@
 """`frieda admin cluster status` on a 3-node cluster, as an operator on call reads it: every broker
-and voter, then a killed node shows as a lagging voter and its partitions as under-replicated;
+and voter, then a killed node shows as a fenced broker and its partitions as under-replicated (the
+first ten listed, all with --verbose, a count per broker missing from the ISR);
 with every replica of a partition gone the partition is offline and the command exits 1 (so a
 cron job or a health check can alert on it); after the restart all is healthy again."""
 
@@ -14,9 +15,9 @@ from confluent_kafka.admin import NewTopic
 from conftest import frieda_bin, wait_until
 
 
-def status(c) -> subprocess.CompletedProcess:
+def status(c, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(frieda_bin()), "admin", "--bootstrap-server", c.live_bootstrap,
-                           "cluster", "status"], capture_output=True, text=True, timeout=60)
+                           "cluster", "status", *extra], capture_output=True, text=True, timeout=60)
 
 
 def rows(out: str, header: str) -> list[dict[str, str]]:
@@ -35,14 +36,18 @@ def test_cluster_status_shows_voters_under_replicated_and_offline_partitions(clu
     c = cluster(3)
     topic = "status-rf3"
     single = "status-rf1"
+    many = "status-many"
     admin = c.admin()  # kept referenced until the futures resolve
     futures = admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3),
-                                    NewTopic(single, num_partitions=1, replication_factor=1)])
+                                    NewTopic(single, num_partitions=1, replication_factor=1),
+                                    NewTopic(many, num_partitions=12, replication_factor=3)])
     for f in futures.values():
         f.result(30)
     c.wait_topic(topic, 3)
     c.wait_topic(single, 1)
-    wait_until(lambda: all(len(c.isr_of(topic, p)) == 3 for p in range(3)), 30, "full ISRs")
+    c.wait_topic(many, 12)
+    wait_until(lambda: all(len(c.isr_of(t, p)) == 3 for t, n in ((topic, 3), (many, 12)) for p in range(n)),
+               30, "full ISRs")
 
     r = status(c)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -61,9 +66,17 @@ def test_cluster_status_shows_voters_under_replicated_and_offline_partitions(clu
         return r.returncode == 1 and f"offline: {single}-0" in r.stdout and r
     r = wait_until(degraded, 60, "the killed node's partitions reported")
     assert "1 partition(s) offline" in r.stderr, r.stderr
-    under = re.findall(rf"under-replicated: ({topic}-\d+)", r.stdout)
-    assert sorted(under) == [f"{topic}-{p}" for p in range(3)], r.stdout
-    assert re.search(r"under-replicated: 3, offline: 1", r.stdout), r.stdout
+    # 15 under-replicated partitions: ten listed, the rest counted, and who is missing (issue 59).
+    assert re.search(r"under-replicated: 15, offline: 1", r.stdout), r.stdout
+    assert len(re.findall(r"^  under-replicated: ", r.stdout, re.M)) == 10, r.stdout
+    assert "... and 5 more (--verbose lists them all)" in r.stdout, r.stdout
+    assert f"out of the ISR: broker {victim}: 15" in r.stdout, r.stdout
+    # The killed broker is listed as fenced, not left out (DescribeCluster v2, KIP-1073).
+    wait_until(lambda: {int(b["BROKER"]): b["STATE"] for b in rows(status(c).stdout, "BROKER")}.get(victim)
+               == "fenced (down, or catching up)", 30, f"broker {victim} listed as fenced")
+    r = status(c, "--verbose")
+    under = re.findall(r"under-replicated: (status-[a-z0-9]+-\d+)", r.stdout)
+    assert sorted(under) == sorted([f"{topic}-{p}" for p in range(3)] + [f"{many}-{p}" for p in range(12)]), r.stdout
 
     c.start(victim)
     def healthy():

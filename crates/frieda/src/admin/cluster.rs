@@ -9,12 +9,23 @@ use kafka_protocol::protocol::StrBytes;
 use super::client::{check, Admin, Node};
 use super::table::Table;
 
+/// Under-replicated partitions listed one by one without `--verbose`.
+const UNDER_REPLICATED_LISTED: usize = 10;
+
 /// Prints the cluster's state; fails when a partition is offline (exit status for scripts).
+/// Fenced brokers are listed as such where the broker answers DescribeCluster v2 (KIP-1073);
+/// under-replicated partitions are summarised unless `verbose`.
 ///
 /// Errors: a refused request (by Kafka's error name), or offline partitions.
-pub async fn status(admin: &mut Admin) -> anyhow::Result<()> {
+pub async fn status(admin: &mut Admin, verbose: bool) -> anyhow::Result<()> {
+    let version = admin
+        .version_for::<DescribeClusterRequest>(Node::Any)
+        .await?;
     let cluster = admin
-        .call(Node::Any, &DescribeClusterRequest::default())
+        .call(
+            Node::Any,
+            &DescribeClusterRequest::default().with_include_fenced_brokers(version >= 2),
+        )
         .await?;
     check(
         cluster.error_code,
@@ -31,7 +42,12 @@ pub async fn status(admin: &mut Admin) -> anyhow::Result<()> {
             b.broker_id.0.to_string(),
             format!("{}:{}", b.host.as_str(), b.port),
             b.rack.as_ref().map_or("-".into(), |r| r.to_string()),
-            if b.is_fenced { "fenced" } else { "running" }.into(),
+            if b.is_fenced {
+                "fenced (down, or catching up)"
+            } else {
+                "running"
+            }
+            .into(),
         ]);
     }
     println!();
@@ -86,6 +102,8 @@ pub async fn status(admin: &mut Admin) -> anyhow::Result<()> {
 
     let metadata = admin.metadata(None).await?;
     let (mut total, mut under, mut offline) = (0usize, Vec::new(), Vec::new());
+    // Broker -> how many partitions lack it in their ISR.
+    let mut missing: std::collections::BTreeMap<i32, usize> = Default::default();
     for topic in &metadata.topics {
         let name = topic.name.as_ref().map_or("?", |n| n.0.as_str());
         for p in &topic.partitions {
@@ -94,6 +112,9 @@ pub async fn status(admin: &mut Admin) -> anyhow::Result<()> {
             if p.leader_id.0 < 0 {
                 offline.push(id);
             } else if p.isr_nodes.len() < p.replica_nodes.len() {
+                for r in p.replica_nodes.iter().filter(|r| !p.isr_nodes.contains(r)) {
+                    *missing.entry(r.0).or_default() += 1;
+                }
                 under.push(format!(
                     "{id} (ISR {:?} of {:?})",
                     p.isr_nodes.iter().map(|b| b.0).collect::<Vec<_>>(),
@@ -108,8 +129,26 @@ pub async fn status(admin: &mut Admin) -> anyhow::Result<()> {
         under.len(),
         offline.len()
     );
-    for p in &under {
+    let listed = if verbose {
+        under.len()
+    } else {
+        UNDER_REPLICATED_LISTED
+    };
+    for p in under.iter().take(listed) {
         println!("  under-replicated: {p}");
+    }
+    if under.len() > listed {
+        println!(
+            "  ... and {} more (--verbose lists them all)",
+            under.len() - listed
+        );
+    }
+    if !missing.is_empty() {
+        let by_broker: Vec<String> = missing
+            .iter()
+            .map(|(b, n)| format!("broker {b}: {n}"))
+            .collect();
+        println!("  out of the ISR: {}", by_broker.join(", "));
     }
     for p in &offline {
         println!("  offline: {p}");

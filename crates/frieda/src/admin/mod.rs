@@ -59,9 +59,14 @@ pub enum AdminCommand {
 /// `frieda admin cluster ...`.
 #[derive(Subcommand)]
 pub enum ClusterCommand {
-    /// Brokers, the controller quorum, under-replicated and offline partitions (exits 1 when
-    /// a partition is offline).
-    Status,
+    /// Brokers (fenced ones too: down, or not yet caught up), the controller quorum,
+    /// under-replicated and offline partitions (exits 1 when a partition is offline).
+    Status {
+        /// List every under-replicated partition (by default the first 10 and a count by
+        /// broker missing from the ISR).
+        #[arg(long)]
+        verbose: bool,
+    },
 }
 
 /// `frieda admin topic ...`.
@@ -299,7 +304,9 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
 
 async fn dispatch(admin: &mut client::Admin, command: AdminCommand) -> anyhow::Result<()> {
     match command {
-        AdminCommand::Cluster(ClusterCommand::Status) => cluster::status(admin).await,
+        AdminCommand::Cluster(ClusterCommand::Status { verbose }) => {
+            cluster::status(admin, verbose).await
+        }
         AdminCommand::Topic(t) => match t {
             TopicCommand::List { internal } => topics::list(admin, internal).await,
             TopicCommand::Create {

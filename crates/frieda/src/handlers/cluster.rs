@@ -15,7 +15,9 @@ use kafka_protocol::messages::{
 };
 use std::sync::Arc;
 
-/// One broker, which is also the controller. Endpoint type 1 (brokers) is the only one served;
+/// The registered brokers that are not fenced (with `include_fenced_brokers`, v2, KIP-1073:
+/// the fenced ones too, `is_fenced` set), or on a single broker this one, which is also the
+/// controller. Endpoint type 1 (brokers) is the only one served;
 /// a request for controllers (type 2, v1+) gets UNSUPPORTED_ENDPOINT_TYPE (120).
 /// With `include_cluster_authorized_operations`, the principal's operations on the cluster
 /// (when it may DESCRIBE it, as Kafka reports them).
@@ -51,8 +53,12 @@ fn answer(
     }
     if let Some(node) = broker.cluster() {
         let image = node.image();
+        // v2 (KIP-1073): fenced brokers too when asked, marked as such.
+        let include_fenced = req.include_fenced_brokers;
         let brokers = image
-            .live_brokers()
+            .brokers
+            .values()
+            .filter(|b| include_fenced || !b.fenced)
             .filter_map(|b| {
                 let e = crate::membership::endpoint_on(b, &ctx.session.listener)?;
                 Some(
@@ -60,7 +66,8 @@ fn answer(
                         .with_broker_id(BrokerId(b.id))
                         .with_host(str_bytes(&e.host))
                         .with_port(i32::from(e.port))
-                        .with_rack(b.rack.as_deref().map(str_bytes)),
+                        .with_rack(b.rack.as_deref().map(str_bytes))
+                        .with_is_fenced(b.fenced),
                 )
             })
             .collect();
