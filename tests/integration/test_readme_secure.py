@@ -121,6 +121,12 @@ def test_secure_broker_section_as_written(tmp_path):
 
         assert ssl_produce("orders") == "ok", principal
         assert ssl_produce("payments") == "TOPIC_AUTHORIZATION_FAILED"
+
+        # `frieda admin` pointed at the TLS port without its settings says so (issue 59).
+        r = subprocess.run([str(frieda_bin()), "admin", "--bootstrap-server", f"127.0.0.1:{ssl_port}",
+                            "cluster", "status"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and "answered with TLS" in r.stderr, r.stdout + r.stderr
         subprocess.run(["openssl", "x509", "-req", "-in", str(d / "alice.csr"), "-CA", str(d / "ca.pem"),
                         "-CAkey", str(d / "ca.key"), "-CAcreateserial", "-days", "1", "-out", str(d / "v1.crt")],
                        capture_output=True, check=True)

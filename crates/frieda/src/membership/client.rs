@@ -172,7 +172,7 @@ impl BrokerClient {
             stream.write_all(&frame).await?;
             let len = stream.read_u32().await? as usize;
             if len > MAX_RESPONSE_BYTES {
-                return Err(err(format!("response of {len} bytes refused")));
+                return Err(err(oversized_response(len as u32)));
             }
             let mut buf = vec![0u8; len];
             stream.read_exact(&mut buf).await?;
@@ -193,5 +193,36 @@ impl BrokerClient {
         })
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "request timed out"))?
+    }
+}
+
+/// Why a response whose size field reads `len` (over [`MAX_RESPONSE_BYTES`]) is refused. A
+/// TLS listener answers a plaintext request with a TLS record (content type 21, an alert, or
+/// 22, a handshake; then version 3.x), whose first four bytes read as such a size: say so
+/// (issue 59: `frieda admin` against an SSL port without `--command-config`).
+pub fn oversized_response(len: u32) -> String {
+    let [kind, major, _, _] = len.to_be_bytes();
+    if (kind == 21 || kind == 22) && major == 3 {
+        return "the broker answered with TLS: this listener needs security.protocol=SSL or \
+                SASL_SSL (frieda admin: --command-config with the client's settings)"
+            .to_string();
+    }
+    format!("response of {len} bytes refused")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A TLS alert read as a Kafka response size (the bytes 0x15 0x03 0x03 0x00: 352,518,912)
+    /// is named as TLS; any other oversized answer by its size.
+    #[test]
+    fn a_tls_answer_to_a_plaintext_request_is_named() {
+        assert!(oversized_response(352_518_912).contains("answered with TLS"));
+        assert!(oversized_response(0x1603_0100).contains("answered with TLS"));
+        assert_eq!(
+            oversized_response(400_000_000),
+            "response of 400000000 bytes refused"
+        );
     }
 }
