@@ -101,6 +101,12 @@ def test_topic_create_describe_alter_delete(broker, topic_name):
     assert "max.message.bytes=200000" in head and "retention.ms=123456" in head, out
     parts = [l for l in out.splitlines() if "\tPartition: " in l]
     assert [re.search(r"Partition: (\d+)", l).group(1) for l in parts] == ["0", "1", "2"]
+    # The topic id as Kafka's tools and clients print it (base64), not a UUID (issue 59).
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient
+    client = AdminClient({"bootstrap.servers": b})  # kept referenced until the future resolves
+    desc = client.describe_topics(TopicCollection([t]))[t].result(30)
+    assert f"TopicId: {desc.topic_id}\t" in head, (str(desc.topic_id), head)
 
     fa(b, "topic", "alter-config", t, "--set", "cleanup.policy=compact", "--delete", "retention.ms")
     cfg = topic_settings(b, t)

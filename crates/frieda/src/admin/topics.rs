@@ -111,7 +111,8 @@ pub async fn describe(admin: &mut Admin, topics: &[String]) -> anyhow::Result<()
         let settings: Vec<String> = configs.iter().map(|(k, v)| format!("{k}={v}")).collect();
         println!(
             "Topic: {topic}\tTopicId: {}\tPartitionCount: {}\tReplicationFactor: {rf}\tConfigs: {}",
-            t.topic_id,
+            // As Kafka's tools print a topic id (`Uuid.toString`: URL-safe base64, no padding).
+            frieda_meta::controller::base64_url(t.topic_id.as_bytes()),
             t.partitions.len(),
             settings.join(",")
         );
