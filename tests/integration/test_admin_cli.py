@@ -352,3 +352,17 @@ def test_acls_over_sasl_ssl_with_kafka_client_properties(acl_broker, pki, tmp_pa
     wrong = client_properties(tmp_path / "wrong.properties", pki, "alice", "nope")
     r = fa(b, "topic", "list", config=wrong, check=False)
     assert r.returncode == 1 and "SASL" in r.stderr, r.stderr
+
+
+def test_produce_creates_the_topic_where_the_broker_would(broker, topic_name):
+    """Issue 59: `frieda admin produce` to a topic that does not exist creates it as Kafka's
+    console producer does (its Metadata request allows auto-creation; the broker's
+    `auto.create.topics.enable` is on by default), waits for its leaders, and writes."""
+    b = broker.bootstrap
+    t = topic_name("autocreated")
+    assert t not in fa(b, "topic", "list").stdout.split()
+    r = fa(b, "produce", t, stdin="one\ntwo\nthree\n")
+    assert "Produced 3 record(s)" in r.stderr, r.stderr
+    assert t in fa(b, "topic", "list").stdout.split()
+    out = fa(b, "consume", t, "--from-beginning", "--max-messages", "3", "--timeout-ms", "20000").stdout
+    assert sorted(out.split()) == ["one", "three", "two"], out

@@ -333,6 +333,11 @@ impl Admin {
         result
     }
 
+    /// How long a request may take (`request.timeout.ms`).
+    pub fn request_timeout(&self) -> Duration {
+        self.settings.timeout
+    }
+
     /// The version `node` would be sent for `R` (the request's shape can depend on it).
     ///
     /// Errors: the broker does not offer `R` at a version this tool speaks.
@@ -348,10 +353,22 @@ impl Admin {
         &mut self,
         topics: Option<Vec<String>>,
     ) -> anyhow::Result<MetadataResponse> {
+        self.metadata_with(topics, false).await
+    }
+
+    /// [`metadata`](Self::metadata), asking the broker to create missing topics where its
+    /// `auto.create.topics.enable` allows (what a producer's Metadata request asks).
+    ///
+    /// Errors: as [`call`](Self::call).
+    pub async fn metadata_with(
+        &mut self,
+        topics: Option<Vec<String>>,
+        auto_create: bool,
+    ) -> anyhow::Result<MetadataResponse> {
         use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
         use kafka_protocol::messages::TopicName;
         let req = MetadataRequest::default()
-            .with_allow_auto_topic_creation(false)
+            .with_allow_auto_topic_creation(auto_create)
             .with_topics(topics.map(|ts| {
                 ts.into_iter()
                     .map(|t| {

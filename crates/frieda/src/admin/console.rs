@@ -85,7 +85,8 @@ pub struct ProduceArgs {
 pub async fn produce(admin: &mut Admin, args: &ProduceArgs) -> anyhow::Result<()> {
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
-    let mut leaders = partitions::leaders(admin, std::slice::from_ref(&args.topic)).await?;
+    let mut leaders =
+        partitions::leaders_for_produce(admin, &args.topic, admin.request_timeout()).await?;
     let count = leaders.len();
     if let Some(p) = args.partition {
         if p < 0 || p as usize >= count {

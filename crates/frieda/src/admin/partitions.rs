@@ -40,6 +40,49 @@ pub async fn leaders(
     Ok(out)
 }
 
+/// The leader of each partition of `topic` for a producer: the Metadata request asks the
+/// broker to create the topic where its `auto.create.topics.enable` allows, as a Kafka
+/// producer's does, and is asked again while a just-created topic has no leaders yet
+/// (LEADER_NOT_AVAILABLE), for up to `wait`.
+///
+/// Errors: the topic's error by name (UNKNOWN_TOPIC_OR_PARTITION where the broker does not
+/// create topics), or LEADER_NOT_AVAILABLE after `wait`.
+pub async fn leaders_for_produce(
+    admin: &mut Admin,
+    topic: &str,
+    wait: std::time::Duration,
+) -> anyhow::Result<BTreeMap<TopicPartition, i32>> {
+    const LEADER_NOT_AVAILABLE: i16 = 5;
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let md = admin
+            .metadata_with(Some(vec![topic.to_string()]), true)
+            .await?;
+        let t = md
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))
+            .ok_or_else(|| anyhow::anyhow!("topic {topic}: not in the Metadata answer"))?;
+        let leaderless = t.error_code == LEADER_NOT_AVAILABLE
+            || t.partitions.is_empty()
+            || t.partitions.iter().any(|p| p.leader_id.0 < 0);
+        if t.error_code != LEADER_NOT_AVAILABLE || !leaderless {
+            check(t.error_code, None, &format!("topic {topic}"))?;
+        }
+        if !leaderless {
+            return Ok(t
+                .partitions
+                .iter()
+                .map(|p| ((topic.to_string(), p.partition_index), p.leader_id.0))
+                .collect());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            check(LEADER_NOT_AVAILABLE, None, &format!("topic {topic}"))?;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// The offset at `timestamp` ([`EARLIEST`] or [`LATEST`]) of each partition in `leaders`,
 /// asked of its leader.
 ///
