@@ -7,7 +7,8 @@
 #     --override advertised.listeners=PLAINTEXT://broker1.example.com:9092
 # Any `--override KEY=VALUE` (Kafka's setting names) works the same way.
 
-# ---- build: the release binary (rust-version 1.80 or later; rust:1 is the newest stable)
+# ---- build: the release binary (rust-version 1.89 or later, what the locked dependencies
+# need; rust:1 is the newest stable)
 ARG RUST_VERSION=1
 FROM rust:${RUST_VERSION}-bookworm AS builder
 WORKDIR /src
@@ -20,6 +21,10 @@ RUN cargo build --release --locked -p frieda \
 
 # ---- run: Debian's slim image, the binary, the Debian package's server.properties
 FROM debian:bookworm-slim
+# CA certificates: tiered storage reaches S3 over HTTPS
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 999 frieda \
  && useradd --system --uid 999 --gid frieda --home-dir /var/lib/frieda --no-create-home \
       --shell /usr/sbin/nologin frieda \
