@@ -58,6 +58,23 @@ pub struct ServingReplica {
     pub only_remote: bool,
 }
 
+impl ServingReplica {
+    /// Whether this replica serves a follower's fetch at all, checked in this order by both
+    /// [`admit_follower_fetch`] and [`read_follower_fetch`]: the leadership's error, then
+    /// KAFKA_STORAGE_ERROR (56) for an offline log, then OFFSET_MOVED_TO_TIERED_STORAGE (109)
+    /// below the local log of a tiered partition.
+    fn serves(self) -> Result<(), ResponseError> {
+        self.leadership?;
+        if self.offline {
+            return Err(ResponseError::KafkaStorageError);
+        }
+        if self.only_remote {
+            return Err(ResponseError::OffsetMovedToTieredStorage);
+        }
+        Ok(())
+    }
+}
+
 /// Whether a leader serves a follower's fetch at `fetch_offset` (last fetched epoch
 /// `last_fetched_epoch`, -1 when not sent), in one order for the broker's fetch handler and the
 /// simulator's leader: the leadership in the follower's epoch, then the log online, then
@@ -74,13 +91,7 @@ pub fn admit_follower_fetch(
     fetch_offset: i64,
     last_fetched_epoch: i32,
 ) -> Result<Option<EpochEnd>, ResponseError> {
-    replica.leadership?;
-    if replica.offline {
-        return Err(ResponseError::KafkaStorageError);
-    }
-    if replica.only_remote {
-        return Err(ResponseError::OffsetMovedToTieredStorage);
-    }
+    replica.serves()?;
     validate_follower_fetch(log, fetch_offset, last_fetched_epoch)
 }
 
@@ -105,13 +116,7 @@ pub fn read_follower_fetch(
     log: &impl LogView,
     fetch_offset: i64,
 ) -> Result<bool, ResponseError> {
-    replica.leadership?;
-    if replica.offline {
-        return Err(ResponseError::KafkaStorageError);
-    }
-    if replica.only_remote {
-        return Err(ResponseError::OffsetMovedToTieredStorage);
-    }
+    replica.serves()?;
     let (start, leo) = (log.log_start_offset(), log.log_end_offset());
     if fetch_offset < start || fetch_offset > leo {
         return Err(ResponseError::OffsetOutOfRange);
@@ -193,16 +198,23 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_follower_fetch_is_admitted_in_one_order() {
+    /// A log of epoch 1 from offset 0, ending at 90 (starting at 10).
+    fn epoch_1_log() -> Log {
         let mut e = Epochs::new();
         e.assign(1, 0);
-        let log = Log(e, 90);
-        let ok = ServingReplica {
-            leadership: Ok(()),
-            offline: false,
-            only_remote: false,
-        };
+        Log(e, 90)
+    }
+
+    /// A replica that leads, online, the offset held locally.
+    const SERVING: ServingReplica = ServingReplica {
+        leadership: Ok(()),
+        offline: false,
+        only_remote: false,
+    };
+
+    #[test]
+    fn a_follower_fetch_is_admitted_in_one_order() {
+        let (log, ok) = (epoch_1_log(), SERVING);
         assert_eq!(admit_follower_fetch(ok, &log, 70, 1), Ok(None));
         let all_wrong = ServingReplica {
             leadership: Err(ResponseError::FencedLeaderEpoch),
@@ -241,14 +253,7 @@ mod tests {
     /// in range; at the log end it waits.
     #[test]
     fn a_follower_fetch_reads_only_what_its_leader_still_serves() {
-        let mut e = Epochs::new();
-        e.assign(1, 0);
-        let log = Log(e, 90);
-        let ok = ServingReplica {
-            leadership: Ok(()),
-            offline: false,
-            only_remote: false,
-        };
+        let (log, ok) = (epoch_1_log(), SERVING);
         assert_eq!(read_follower_fetch(ok, &log, 70), Ok(true));
         assert_eq!(
             read_follower_fetch(ok, &log, 90),

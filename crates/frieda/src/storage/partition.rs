@@ -1116,17 +1116,38 @@ impl Partition {
         last_fetched_epoch: i32,
     ) -> Result<Option<follower::EpochEnd>, ResponseError> {
         let leadership = self.repl.check_follower(leader_epoch);
+        self.serving_follower(leadership, fetch_offset, |replica, log| {
+            crate::replication::fetch::admit_follower_fetch(
+                replica,
+                log,
+                fetch_offset,
+                last_fetched_epoch,
+            )
+        })
+    }
+
+    /// `rule` applied to what this replica knows of itself for a follower's fetch at
+    /// `fetch_offset` (`leadership` as the caller checked it) and to its log, under the
+    /// partition's lock; UNKNOWN_TOPIC_OR_PARTITION once deleted (after the leadership's
+    /// error, if any).
+    fn serving_follower<T>(
+        &self,
+        leadership: Result<(), ResponseError>,
+        fetch_offset: i64,
+        rule: impl FnOnce(
+            crate::replication::fetch::ServingReplica,
+            &PartitionLog,
+        ) -> Result<T, ResponseError>,
+    ) -> Result<T, ResponseError> {
         let only_remote = self.in_remote_tier(fetch_offset);
         match self.state.lock().as_ref() {
-            Some(s) => crate::replication::fetch::admit_follower_fetch(
+            Some(s) => rule(
                 crate::replication::fetch::ServingReplica {
                     leadership,
                     offline: s.log.offline_reason().is_some(),
                     only_remote,
                 },
                 &s.log,
-                fetch_offset,
-                last_fetched_epoch,
             ),
             None => leadership.and(Err(ResponseError::UnknownTopicOrPartition)),
         }
@@ -1149,19 +1170,9 @@ impl Partition {
         } else {
             Err(ResponseError::NotLeaderOrFollower)
         };
-        let only_remote = self.in_remote_tier(fetch_offset);
-        match self.state.lock().as_ref() {
-            Some(s) => crate::replication::fetch::read_follower_fetch(
-                crate::replication::fetch::ServingReplica {
-                    leadership,
-                    offline: s.log.offline_reason().is_some(),
-                    only_remote,
-                },
-                &s.log,
-                fetch_offset,
-            ),
-            None => leadership.and(Err(ResponseError::UnknownTopicOrPartition)),
-        }
+        self.serving_follower(leadership, fetch_offset, |replica, log| {
+            crate::replication::fetch::read_follower_fetch(replica, log, fetch_offset)
+        })
     }
 
     /// Where this follower fetches next and the `last_fetched_epoch` it sends
