@@ -116,37 +116,16 @@ pub fn preferred_leader_elections(image: &MetadataImage, imbalance_percent: u32)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::image::BrokerRegistration;
-    use uuid::Uuid;
+    use crate::test_images::{brokers_and_topic, elect};
 
     /// Brokers 1-3 registered, topic `t` with partitions preferring 1, 1, 2, 3.
     fn image() -> MetadataImage {
-        let mut img = MetadataImage::default();
-        for id in 1..=3 {
-            let registration = BrokerRegistration {
-                id,
-                incarnation: Uuid::from_u128(id as u128),
-                endpoints: vec![],
-                rack: None,
-                fenced: false,
-                epoch: 0,
-                offline_replicas: Default::default(),
-                clean_shutdown: true,
-            };
-            img.apply(&MetaCommand::RegisterBroker { registration }, id as u64)
-                .unwrap();
-        }
-        img.apply(
-            &MetaCommand::CreateTopic {
-                name: "t".into(),
-                id: crate::controller::random_uuid(),
-                configs: Default::default(),
-                assignment: vec![vec![1, 2, 3], vec![1, 3, 2], vec![2, 3, 1], vec![3, 1, 2]],
-            },
-            10,
-        )
-        .unwrap();
-        img
+        brokers_and_topic(vec![
+            vec![1, 2, 3],
+            vec![1, 3, 2],
+            vec![2, 3, 1],
+            vec![3, 1, 2],
+        ])
     }
 
     const DEFAULTS: Defaults = Defaults {
@@ -203,15 +182,6 @@ mod tests {
     #[test]
     fn only_a_broker_over_the_imbalance_share_gets_its_partitions_back() {
         let mut img = image();
-        let elect = |img: &mut MetadataImage, partition: i32, leader: BrokerId| {
-            let cmd = MetaCommand::ElectLeader {
-                topic: "t".into(),
-                partition,
-                leader,
-                unclean: false,
-            };
-            img.apply(&cmd, img.offset + 1).unwrap();
-        };
         assert!(preferred_leader_elections(&img, 10).is_empty());
         // Broker 1 prefers partitions 0 and 1; one of them led elsewhere is 50 %.
         elect(&mut img, 1, 3);

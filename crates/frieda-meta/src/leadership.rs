@@ -208,51 +208,16 @@ pub fn plan_moves(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::image::{BrokerRegistration, MetaCommand};
-    use uuid::Uuid;
+    use crate::image::MetaCommand;
+    use crate::test_images::{brokers_and_topic, elect};
 
     /// Brokers 1-3, topic `t` with partitions led by 1, 2, 3 (replicas rotated), all in sync.
     fn image() -> MetadataImage {
-        let mut img = MetadataImage::default();
-        for id in 1..=3 {
-            let registration = BrokerRegistration {
-                id,
-                incarnation: Uuid::from_u128(id as u128),
-                endpoints: vec![],
-                rack: None,
-                fenced: false,
-                epoch: 0,
-                offline_replicas: Default::default(),
-                clean_shutdown: true,
-            };
-            img.apply(&MetaCommand::RegisterBroker { registration }, id as u64)
-                .unwrap();
-        }
-        img.apply(
-            &MetaCommand::CreateTopic {
-                name: "t".into(),
-                id: crate::controller::random_uuid(),
-                configs: Default::default(),
-                assignment: vec![vec![1, 2, 3], vec![2, 3, 1], vec![3, 1, 2]],
-            },
-            10,
-        )
-        .unwrap();
-        img
+        brokers_and_topic(vec![vec![1, 2, 3], vec![2, 3, 1], vec![3, 1, 2]])
     }
 
     fn costs(c: [u64; 3]) -> BTreeMap<BrokerId, u64> {
         (1..=3).zip(c).collect()
-    }
-
-    fn elect(img: &mut MetadataImage, partition: i32, leader: BrokerId) {
-        let cmd = MetaCommand::ElectLeader {
-            topic: "t".into(),
-            partition,
-            leader,
-            unclean: false,
-        };
-        img.apply(&cmd, img.offset + 1).unwrap();
     }
 
     #[test]

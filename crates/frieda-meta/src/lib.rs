@@ -719,4 +719,6 @@ impl MetadataQuorum {
 }
 
 #[cfg(test)]
+mod test_images;
+#[cfg(test)]
 mod tests;

@@ -261,21 +261,7 @@ impl BrokerSessions {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn registered(id: BrokerId) -> MetaCommand {
-        MetaCommand::RegisterBroker {
-            registration: BrokerRegistration {
-                id,
-                incarnation: Uuid::from_u128(id as u128),
-                endpoints: vec![],
-                rack: None,
-                fenced: false,
-                epoch: 0,
-                offline_replicas: Default::default(),
-                clean_shutdown: true,
-            },
-        }
-    }
+    use crate::test_images::registered;
 
     fn heartbeat(id: BrokerId, incarnation: u128, shutting_down: bool) -> Heartbeat {
         Heartbeat {
