@@ -31,6 +31,18 @@ def fenced(lang: str, nth: int = 0) -> str:
     return re.findall(r"```" + lang + r"\n(.*?)\n```", section(), re.S)[nth]
 
 
+def produce_once(conf: dict, topic: str) -> str:
+    """Produces one record with the client settings `conf` (acks=all); returns "ok", the
+    delivery error's name, or "timeout"."""
+    p = Producer({**conf, "message.timeout.ms": 5000, "acks": "all"})
+    out = []
+    p.produce(topic, b"x", on_delivery=lambda e, m: out.append(e and e.name()))
+    p.flush(15)
+    p.purge()
+    p.flush(1)
+    return "ok" if out[:1] == [None] else (out[0] if out else "timeout")
+
+
 def test_secure_broker_section_as_written(tmp_path):
     d = tmp_path / "tls"
     sasl_port, ssl_port = free_port(), free_port()
@@ -57,16 +69,9 @@ def test_secure_broker_section_as_written(tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
 
         def produce(user: str, password: str, mech: str, topic: str) -> str:
-            p = Producer({"bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_SSL",
-                          "ssl.ca.location": str(d / "ca.pem"), "sasl.mechanisms": mech,
-                          "sasl.username": user, "sasl.password": password, "message.timeout.ms": 5000,
-                          "acks": "all"})
-            out = []
-            p.produce(topic, b"x", on_delivery=lambda e, m: out.append(e and e.name()))
-            p.flush(15)
-            p.purge()
-            p.flush(1)
-            return "ok" if out[:1] == [None] else (out[0] if out else "timeout")
+            return produce_once({"bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_SSL",
+                                 "ssl.ca.location": str(d / "ca.pem"), "sasl.mechanisms": mech,
+                                 "sasl.username": user, "sasl.password": password}, topic)
 
         assert produce("alice", "alice-secret", "PLAIN", "orders") == "ok"
         assert produce("alice", "alice-secret", "PLAIN", "payments") == "TOPIC_AUTHORIZATION_FAILED"
@@ -109,15 +114,10 @@ def test_secure_broker_section_as_written(tmp_path):
         admin.create_acls([acl])[acl].result(30)
 
         def ssl_produce(topic: str) -> str:
-            p = Producer({"bootstrap.servers": f"127.0.0.1:{ssl_port}", "security.protocol": "SSL",
-                          "ssl.ca.location": str(d / "ca.pem"), "ssl.certificate.location": str(d / "alice.crt"),
-                          "ssl.key.location": str(d / "alice.key"), "message.timeout.ms": 5000, "acks": "all"})
-            out = []
-            p.produce(topic, b"x", on_delivery=lambda e, m: out.append(e and e.name()))
-            p.flush(15)
-            p.purge()
-            p.flush(1)
-            return "ok" if out[:1] == [None] else (out[0] if out else "timeout")
+            return produce_once({"bootstrap.servers": f"127.0.0.1:{ssl_port}", "security.protocol": "SSL",
+                                 "ssl.ca.location": str(d / "ca.pem"),
+                                 "ssl.certificate.location": str(d / "alice.crt"),
+                                 "ssl.key.location": str(d / "alice.key")}, topic)
 
         assert ssl_produce("orders") == "ok", principal
         assert ssl_produce("payments") == "TOPIC_AUTHORIZATION_FAILED"
