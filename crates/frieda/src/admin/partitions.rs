@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
+use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use super::client::{check, Admin, Node};
@@ -25,11 +25,17 @@ pub async fn leaders(
     admin: &mut Admin,
     topics: &[String],
 ) -> anyhow::Result<BTreeMap<TopicPartition, i32>> {
-    let mut out = BTreeMap::new();
     if topics.is_empty() {
-        return Ok(out);
+        return Ok(BTreeMap::new());
     }
-    let md = admin.metadata(Some(topics.to_vec())).await?;
+    leaders_in(&admin.metadata(Some(topics.to_vec())).await?)
+}
+
+/// Each partition of the topics of a Metadata answer and its leader (-1 when it has none).
+///
+/// Errors: a topic's error, by name.
+fn leaders_in(md: &MetadataResponse) -> anyhow::Result<BTreeMap<TopicPartition, i32>> {
+    let mut out = BTreeMap::new();
     for t in &md.topics {
         let topic = t.name.as_ref().map_or(String::new(), |n| n.0.to_string());
         check(t.error_code, None, &format!("topic {topic}"))?;
@@ -58,23 +64,20 @@ pub async fn leaders_for_produce(
         let md = admin
             .metadata_with(Some(vec![topic.to_string()]), true)
             .await?;
-        let t = md
+        anyhow::ensure!(
+            !md.topics.is_empty(),
+            "topic {topic}: not in the Metadata answer"
+        );
+        // A just-created topic answers LEADER_NOT_AVAILABLE, or partitions without leaders.
+        if md
             .topics
             .iter()
-            .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))
-            .ok_or_else(|| anyhow::anyhow!("topic {topic}: not in the Metadata answer"))?;
-        let leaderless = t.error_code == LEADER_NOT_AVAILABLE
-            || t.partitions.is_empty()
-            || t.partitions.iter().any(|p| p.leader_id.0 < 0);
-        if t.error_code != LEADER_NOT_AVAILABLE || !leaderless {
-            check(t.error_code, None, &format!("topic {topic}"))?;
-        }
-        if !leaderless {
-            return Ok(t
-                .partitions
-                .iter()
-                .map(|p| ((topic.to_string(), p.partition_index), p.leader_id.0))
-                .collect());
+            .all(|t| t.error_code != LEADER_NOT_AVAILABLE)
+        {
+            let leaders = leaders_in(&md)?;
+            if !leaders.is_empty() && leaders.values().all(|l| *l >= 0) {
+                return Ok(leaders);
+            }
         }
         if tokio::time::Instant::now() >= deadline {
             check(LEADER_NOT_AVAILABLE, None, &format!("topic {topic}"))?;
