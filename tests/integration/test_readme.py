@@ -1,6 +1,8 @@
 """The README's quickstart, run as written (only the broker address is this test's broker):
 the kcat commands must print `identical` twice, the Python snippet must print every line of the
-corpus at consecutive offsets."""
+corpus at consecutive offsets. Also the metrics blocks of docs/metrics.md and the runbook's
+`frieda admin` block of docs/operations.md, as written. A block is found by its marker comment
+(`<!-- marker ... -->`) in README.md or any page under docs/, wherever it moves."""
 
 from __future__ import annotations
 
@@ -11,15 +13,28 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+README = REPO_ROOT / "README.md"
 GPL3 = Path("/usr/share/common-licenses/GPL-3")
 
 
+def doc_pages() -> list[Path]:
+    """README.md and the documentation site's pages."""
+    return [README, *sorted((REPO_ROOT / "docs").rglob("*.md"))]
+
+
+def marked_page(marker: str) -> Path:
+    """The one page (README.md or docs/) holding `<!-- marker ... -->`."""
+    found = [p for p in doc_pages() if f"<!-- {marker}" in p.read_text()]
+    assert len(found) == 1, f"{marker}: expected on one page of README.md and docs/, found on {found}"
+    return found[0]
+
+
 def block(marker: str, lang: str) -> str:
-    """The fenced code block right after `<!-- marker ... -->` in the README."""
-    text = README.read_text()
+    """The fenced code block right after `<!-- marker ... -->`, wherever it is."""
+    text = marked_page(marker).read_text()
     m = re.search(re.escape(f"<!-- {marker}") + r"[^\n]*-->\n```" + lang + r"\n(.*?)\n```", text, re.S)
-    assert m, f"README has no {marker} block"
+    assert m, f"no {marker} block right after its marker"
     return m.group(1)
 
 
@@ -53,13 +68,13 @@ def test_python_quickstart_reads_every_line(broker, tmp_path):
 
 
 def test_metrics_scrape_as_written(make_own_broker, topic_name):
-    """The README's metrics block: its curl against a broker started with its config line, after
-    a produce, prints the Produce counter and the topic's log end offset."""
+    """The metrics page's blocks (docs/metrics.md): its curl against a broker started with its
+    config line, after a produce, prints the Produce counter and the topic's log end offset."""
     from confluent_kafka import Producer
 
     from conftest import free_port
 
-    text = README.read_text()
+    text = marked_page("metrics-curl").read_text()
     assert "printf '\"metrics.listen\" = \"127.0.0.1:9644\"\\n' > frieda-metrics.toml" in text
     port = free_port()
     broker = make_own_broker(f'"metrics.listen" = "127.0.0.1:{port}"\n')
@@ -76,8 +91,9 @@ def test_metrics_scrape_as_written(make_own_broker, topic_name):
 
 
 def test_runbook_admin_block_as_written(broker):
-    """The runbook's `frieda admin` block, every command as written (the address is this test's
-    broker): each exits 0, the records come back with their keys, the reset group shows its lag."""
+    """The runbook's `frieda admin` block (docs/operations.md), every command as written (the
+    address is this test's broker): each exits 0, the records come back with their keys, the reset
+    group shows its lag."""
     from test_admin_cli import admin_bin
 
     code = block("runbook-admin", "sh")

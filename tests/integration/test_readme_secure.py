@@ -1,5 +1,6 @@
-"""The README's "A secure broker" section, run as written: its openssl commands and config, the
-broker started with that config, its Python admin snippet, and then what the text promises
+"""The "A secure broker" section (docs/security.md, which the README links), run as written: its
+openssl commands and config, the broker started with that config, its Python admin snippet, and
+then what the text promises
 (alice writes `orders` and nothing else, bob logs in with SCRAM-SHA-512, an SSL client is its
 certificate's subject). Only the directory and the ports are this test's."""
 
@@ -16,13 +17,14 @@ import pytest
 from confluent_kafka import Producer
 
 from conftest import free_port, frieda_bin, port_open
-from test_readme import README
+from test_readme import marked_page
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
 
 
 def section() -> str:
-    text = README.read_text()
+    """The section holding the `secure-setup` marker, from its heading to the next one."""
+    text = marked_page("secure-setup").read_text()
     start = text.index("## A secure broker")
     return text[start:text.index("\n## ", start + 5)]
 
@@ -101,7 +103,7 @@ def test_secure_broker_section_as_written(tmp_path):
 
         assert ssl_metadata(str(d / "alice.crt")) == "ok"
 
-        # The principal the README names for that certificate is the one ACLs match (issue 59:
+        # The principal the page names for that certificate is the one ACLs match (issue 59:
         # it named `User:CN=alice,O=example`, and an ACL written that way was denied).
         principal = re.search(r"and is `(User:[^`]+)`", section())[1]
         from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
