@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 
 from conftest import free_port, frieda_bin, port_open
-from test_readme import marked_page
+from test_readme import block, marked_page
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
 
@@ -79,6 +79,24 @@ def test_secure_broker_section_as_written(tmp_path):
         assert produce("alice", "alice-secret", "PLAIN", "payments") == "TOPIC_AUTHORIZATION_FAILED"
         assert produce("bob", "bob-secret", "SCRAM-SHA-512", "orders") == "TOPIC_AUTHORIZATION_FAILED"
         assert "SASL authentication failed" not in (tmp_path / "frieda.stderr").read_text()
+
+        # The runbook's admin.properties (docs/operations.md) logs in as this broker's super user
+        # and lists the ACL just made; its SCRAM lines log bob in (issue 59: it had admin log in
+        # with SCRAM-SHA-512, which admin has no credential for, so every command was refused).
+        props = re.search(r"cat > admin.properties <<'END'\n(.*?)\nEND", block("runbook-acls", "sh"), re.S)[1]
+        props = props.replace("/etc/frieda/ca.pem", str(d / "ca.pem"))
+        (tmp_path / "admin.properties").write_text(props + "\n")
+        fa = [str(frieda_bin()), "admin", "--bootstrap-server", f"127.0.0.1:{sasl_port}", "--command-config"]
+        r = subprocess.run(fa + [str(tmp_path / "admin.properties"), "acl", "list", "--topic", "orders"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "principal=User:alice" in r.stdout, r.stdout + r.stderr
+        scram = dict(line.split("=", 1) for line in block("runbook-scram", "properties").splitlines())
+        assert scram["sasl.mechanism"] == "SCRAM-SHA-512", scram
+        bob = [line for line in props.splitlines() if line.split("=", 1)[0] not in scram]
+        (tmp_path / "bob.properties").write_text("\n".join(bob + [f"{k}={v}" for k, v in scram.items()]) + "\n")
+        r = subprocess.run(fa + [str(tmp_path / "bob.properties"), "topic", "list"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "orders" not in r.stdout, r.stdout + r.stderr  # logged in; no ACL: sees nothing
 
         # The client certificate block: a v3 certificate logs in on the SSL listener as its
         # subject; a v1 one (the same request signed without extensions) is refused with the
