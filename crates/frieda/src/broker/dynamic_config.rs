@@ -57,8 +57,9 @@ pub fn check_resource(name: &str) -> Result<(), AdminError> {
 
 /// Checks a whole new config set of one resource.
 ///
-/// Errors: INVALID_CONFIG naming the keys that cannot change at run time, or a value the topic
-/// config refuses.
+/// Errors: INVALID_REQUEST (as Kafka's `DynamicBrokerConfig.validateConfigs`, whose
+/// `ConfigException` the controller answers with INVALID_REQUEST) naming the keys that cannot
+/// change at run time, or a value the topic config refuses.
 pub fn validate(configs: &BTreeMap<String, String>) -> Result<(), AdminError> {
     let fixed: Vec<&str> = configs
         .keys()
@@ -67,9 +68,9 @@ pub fn validate(configs: &BTreeMap<String, String>) -> Result<(), AdminError> {
         .collect();
     if !fixed.is_empty() {
         return Err(AdminError::new(
-            ResponseError::InvalidConfig,
+            ResponseError::InvalidRequest,
             format!(
-                "Cannot update these configs dynamically: {} (only the broker-level topic defaults such as log.retention.ms can change at run time)",
+                "Cannot update these configs dynamically: [{}] (only the broker-level topic defaults such as log.retention.ms can change at run time)",
                 fixed.join(", ")
             ),
         ));
@@ -77,9 +78,12 @@ pub fn validate(configs: &BTreeMap<String, String>) -> Result<(), AdminError> {
     let mut probe = TopicConfigs::default();
     for (k, v) in configs {
         let t = topic_key(k).unwrap_or(k);
-        probe
-            .set(t, v)
-            .map_err(|e| AdminError::new(ResponseError::InvalidConfig, format!("{k}: {e}")))?;
+        probe.set(t, v).map_err(|e| {
+            AdminError::new(
+                ResponseError::InvalidRequest,
+                format!("Invalid value {v} for configuration {k}: {e}"),
+            )
+        })?;
     }
     Ok(())
 }
@@ -279,13 +283,13 @@ mod tests {
         let fixed: BTreeMap<String, String> =
             [("num.partitions".to_string(), "3".to_string())].into();
         let e = validate(&fixed).unwrap_err();
-        assert_eq!(e.code, ResponseError::InvalidConfig);
+        assert_eq!(e.code, ResponseError::InvalidRequest);
         assert!(e.message.contains("num.partitions"), "{}", e.message);
         let bad: BTreeMap<String, String> =
             [("log.retention.ms".to_string(), "soon".to_string())].into();
         assert_eq!(
             validate(&bad).unwrap_err().code,
-            ResponseError::InvalidConfig
+            ResponseError::InvalidRequest
         );
         assert!(check_resource("").is_ok() && check_resource("3").is_ok());
         assert!(check_resource("broker-3").is_err());
