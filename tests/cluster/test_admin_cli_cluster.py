@@ -84,3 +84,70 @@ def test_cluster_status_shows_voters_under_replicated_and_offline_partitions(clu
         return r.returncode == 0 and "under-replicated: 0, offline: 0" in r.stdout
     wait_until(healthy, 90, "a healthy cluster again")
     c.assert_alive()
+
+
+def fa(c, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(frieda_bin()), "admin", "--bootstrap-server", c.live_bootstrap, *args],
+                          capture_output=True, text=True, timeout=90)
+
+
+def test_partition_reassign_and_preferred_election_move_a_partition_without_loss(cluster):
+    """Issue 59: `frieda admin partition reassign TOPIC:0=x,a` moves a replica to the broker that
+    had none (KIP-455; `partition reassignments` shows it until it is done), `partition elect`
+    makes the new first replica the leader (KIP-460), a second election says it is already
+    elected, and every record produced before comes back from the new leader byte for byte at its
+    offset. Refusals carry Kafka's names and exit 1."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    c = cluster(3)
+    topic = "reassign-cli"
+    admin = c.admin()
+    for f in admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=2)]).values():
+        f.result(30)
+    c.wait_topic(topic, 1)
+    old = c.replicas_of(topic, 0)
+    newcomer = next(n for n in sorted(c.nodes) if n not in old)
+    kept = old[1]
+    p = Producer({"bootstrap.servers": c.live_bootstrap, "enable.idempotence": True, "acks": "all"})
+    values = [f"value-{i:05d}-".encode() * 20 for i in range(2000)]
+    for v in values:
+        p.produce(topic, value=v, partition=0)
+    assert p.flush(60) == 0
+
+    r = fa(c, "partition", "reassign", f"{topic}:0={newcomer},{kept}")
+    assert r.returncode == 0 and f"Started the reassignment of {topic}-0." in r.stdout, r.stdout + r.stderr
+    wait_until(lambda: c.replicas_of(topic, 0) == [newcomer, kept]
+               and "No partition reassignment is in progress." in fa(c, "partition", "reassignments").stdout,
+               90, "the reassignment to finish")
+    wait_until(lambda: sorted(c.isr_of(topic, 0)) == sorted([newcomer, kept]), 60, "the new ISR")
+
+    def elected():
+        r = fa(c, "partition", "elect", f"{topic}:0")
+        return r.returncode == 0 and r
+    r = wait_until(elected, 60, "the preferred election")
+    assert (f"Successfully completed leader election (PREFERRED) for partitions {topic}-0" in r.stdout
+            or f"Valid replica already elected for partitions {topic}-0" in r.stdout), r.stdout
+    wait_until(lambda: c.leader_of(topic, 0) == newcomer, 30, f"broker {newcomer} leading")
+    r = fa(c, "partition", "elect", f"{topic}:0")
+    assert f"Valid replica already elected for partitions {topic}-0" in r.stdout, r.stdout + r.stderr
+
+    cons = Consumer({"bootstrap.servers": c.live_bootstrap, "group.id": "reassign-check",
+                     "enable.auto.commit": False})
+    cons.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.time() + 60
+    while len(got) < len(values) and time.time() < deadline:
+        m = cons.poll(1)
+        if m is not None and not m.error():
+            got.append((m.offset(), m.value()))
+    cons.close()
+    assert got == list(enumerate(values)), f"{len(got)} of {len(values)} back"
+
+    r = fa(c, "partition", "reassign", "--cancel", f"{topic}:0")
+    assert r.returncode == 1 and "NO_REASSIGNMENT_IN_PROGRESS" in r.stderr, r.stdout + r.stderr
+    r = fa(c, "partition", "reassign", f"{topic}:0=1,1")
+    assert r.returncode == 1 and "a broker named twice" in r.stderr, r.stderr
+    r = fa(c, "partition", "reassign", f"{topic}:0=1,99")
+    assert r.returncode == 1 and f"{topic}-0" in r.stderr, r.stderr
+    r = fa(c, "partition", "elect", "--unclean")
+    assert r.returncode == 1 and "names its partitions" in r.stderr, r.stderr
+    assert c.replicas_of(topic, 0) == [newcomer, kept]

@@ -369,3 +369,152 @@ def test_produce_creates_the_topic_where_the_broker_would(broker, topic_name):
     assert t in fa(b, "topic", "list").stdout.split()
     out = fa(b, "consume", t, "--from-beginning", "--max-messages", "3", "--timeout-ms", "20000").stdout
     assert sorted(out.split()) == ["one", "three", "two"], out
+
+
+def broker_id(bootstrap: str) -> int:
+    return next(iter(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).brokers))
+
+
+def test_delete_records_moves_the_log_start_and_keeps_the_rest(broker, topic_name):
+    """Issue 59: `topic delete-records TOPIC:PARTITION=OFFSET` moves the log start offset as
+    `kafka-delete-records.sh` does (-1: up to the high watermark); what is left reads back byte
+    for byte at its offsets; an offset above the high watermark is refused by name, with nothing
+    deleted."""
+    b = broker.bootstrap
+    t = topic_name()
+    fa(b, "topic", "create", t, "--partitions", "2", "--replication-factor", "1")
+    p = Producer({"bootstrap.servers": b, "enable.idempotence": True, "linger.ms": 0})
+    values = [f"record-{i}-\u00e9".encode() for i in range(10)]
+    for v in values:
+        p.produce(t, value=v, partition=0)
+    p.produce(t, value=b"other", partition=1)
+    assert p.flush(30) == 0
+
+    r = fa(b, "topic", "delete-records", f"{t}:0=4", f"{t}:1=-1")
+    assert f"partition: {t}-0\tlow_watermark: 4" in r.stdout, r.stdout
+    assert f"partition: {t}-1\tlow_watermark: 1" in r.stdout, r.stdout
+    c = Consumer({"bootstrap.servers": b, "group.id": f"{t}-check", "enable.auto.commit": False})
+    assert c.get_watermark_offsets(TopicPartition(t, 0), timeout=30) == (4, 10)
+    assert c.get_watermark_offsets(TopicPartition(t, 1), timeout=30) == (1, 1)
+    c.assign([TopicPartition(t, 0, -2)])  # from the log start
+    got = []
+    deadline = time.time() + 30
+    while len(got) < 6 and time.time() < deadline:
+        m = c.poll(1)
+        if m is not None and not m.error():
+            got.append((m.offset(), m.value()))
+    c.close()
+    assert got == [(i, values[i]) for i in range(4, 10)], got
+
+    r = fa(b, "topic", "delete-records", f"{t}:0=11", check=False)
+    assert r.returncode == 1 and "OFFSET_OUT_OF_RANGE" in r.stderr, r.stderr
+    c = Consumer({"bootstrap.servers": b, "group.id": f"{t}-check2"})
+    assert c.get_watermark_offsets(TopicPartition(t, 0), timeout=30) == (4, 10)
+    c.close()
+    r = fa(b, "topic", "delete-records", f"{t}:0", check=False)
+    assert r.returncode == 1 and "TOPIC:PARTITION=VALUE" in r.stderr, r.stderr
+
+
+def test_broker_and_group_settings_are_what_librdkafka_describes(broker, topic_name):
+    """Issue 59: `broker alter-config ID` / `--default` and `group alter-config` change the
+    settings librdkafka's AdminClient then describes, with Kafka's sources (a broker's own
+    dynamic value over the cluster-wide default over the file); `--delete` takes each back."""
+    b = broker.bootstrap
+    bid = broker_id(b)
+    client = AdminClient({"bootstrap.servers": b})
+
+    def broker_setting(name: str, rid: str) -> tuple[str, int]:
+        res = list(client.describe_configs([ConfigResource("broker", rid)]).values())[0].result(30)
+        return res[name].value, res[name].source
+
+    fa(b, "broker", "alter-config", "--default", "--set", "log.retention.ms=654321000")
+    fa(b, "broker", "alter-config", str(bid), "--set", "log.retention.ms=123456000")
+    # ConfigSource: 2 DYNAMIC_BROKER_CONFIG, 3 DYNAMIC_DEFAULT_BROKER_CONFIG (librdkafka's codes).
+    # Applied as the metadata reaches the broker (in Kafka too, a moment after the answer).
+    wait_for(lambda: broker_setting("log.retention.ms", str(bid)) == ("123456000", 2), "the broker's value")
+    rows = {r["NAME"]: r for r in table(fa(b, "broker", "describe-config", str(bid)).stdout, "NAME")}
+    assert rows["log.retention.ms"]["VALUE"] == "123456000", rows.get("log.retention.ms")
+    assert rows["log.retention.ms"]["SOURCE"] == "DYNAMIC_BROKER_CONFIG"
+    rows = {r["NAME"]: r for r in table(fa(b, "broker", "describe-config", "--default").stdout, "NAME")}
+    assert rows["log.retention.ms"]["SOURCE"] == "DYNAMIC_DEFAULT_BROKER_CONFIG", rows
+    fa(b, "broker", "alter-config", str(bid), "--delete", "log.retention.ms")
+    wait_for(lambda: broker_setting("log.retention.ms", str(bid)) == ("654321000", 3), "the default back")
+    fa(b, "broker", "alter-config", "--default", "--delete", "log.retention.ms")
+    wait_for(lambda: broker_setting("log.retention.ms", str(bid))[1] not in (2, 3), "the file's value back")
+    r = fa(b, "broker", "alter-config", str(bid), "--set", "log.retention.ms=soon", check=False)
+    # Kafka answers a bad broker value with INVALID_REQUEST (a topic's with INVALID_CONFIG).
+    assert r.returncode == 1 and "INVALID_REQUEST" in r.stderr and "log.retention.ms" in r.stderr, r.stderr
+    r = fa(b, "broker", "describe-config", check=False)
+    assert r.returncode == 2, r.stderr
+
+    g = topic_name("group")
+    fa(b, "group", "alter-config", g, "--set", "consumer.session.timeout.ms=50000")
+    res = list(client.describe_configs([ConfigResource("group", g)]).values())[0].result(30)
+    assert res["consumer.session.timeout.ms"].value == "50000"
+    rows = {r["NAME"]: r for r in table(fa(b, "group", "describe-config", g).stdout, "NAME")}
+    assert list(rows) == ["consumer.session.timeout.ms"], rows
+    assert rows["consumer.session.timeout.ms"]["SOURCE"] == "GROUP_CONFIG"
+    assert "consumer.heartbeat.interval.ms" in fa(b, "group", "describe-config", g, "--all").stdout
+    fa(b, "group", "alter-config", g, "--delete", "consumer.session.timeout.ms")
+    res = list(client.describe_configs([ConfigResource("group", g)]).values())[0].result(30)
+    assert res["consumer.session.timeout.ms"].value != "50000"
+
+
+def test_group_delete_removes_an_empty_group_and_refuses_an_active_one(broker, topic_name):
+    """Issue 59: `group delete` removes a group without members and its committed offsets (a
+    new consumer of the group starts over from auto.offset.reset); a group with a member is
+    refused with NON_EMPTY_GROUP and keeps its offsets; an unknown one is GROUP_ID_NOT_FOUND."""
+    b = broker.bootstrap
+    t, idle, active = topic_name(), topic_name("idle"), topic_name("active")
+    fa(b, "topic", "create", t, "--partitions", "1", "--replication-factor", "1")
+    c = Consumer({"bootstrap.servers": b, "group.id": idle, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(t, 0, 0)], asynchronous=False)
+    c.close()
+    member = Consumer({"bootstrap.servers": b, "group.id": active, "enable.auto.commit": False,
+                       "session.timeout.ms": 45000})
+    member.subscribe([t])
+    wait_for(lambda: (member.poll(0.5), member.assignment())[1], "the member's assignment")
+    member.commit(offsets=[TopicPartition(t, 0, 0)], asynchronous=False)
+    try:
+        r = fa(b, "group", "delete", idle, active, "no-such-group-" + idle, check=False)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f"Deletion of requested consumer groups ('{idle}') was successful." in r.stdout, r.stdout
+        assert f"Group '{active}' could not be deleted due to: DeleteGroups: NON_EMPTY_GROUP" in r.stderr, r.stderr
+        assert "GROUP_ID_NOT_FOUND" in r.stderr, r.stderr
+        groups = {row["GROUP"] for row in table(fa(b, "group", "list").stdout, "GROUP")}
+        assert idle not in groups and active in groups, groups
+        check = Consumer({"bootstrap.servers": b, "group.id": idle})
+        assert check.committed([TopicPartition(t, 0)], timeout=30)[0].offset < 0
+        check.close()
+    finally:
+        member.close()
+
+
+def test_quotas_listed_by_principal(broker):
+    """Issue 59: `quota alter` sets a user's, a user and client's and a default quota; `quota
+    list --user alice` lists every quota whose entity names alice (her own and her client's),
+    not others; `--delete` takes a quota back; values print as Kafka's tool prints them."""
+    b = broker.bootstrap
+    fa(b, "quota", "alter", "--user", "alice", "--set", "producer_byte_rate=1024")
+    fa(b, "quota", "alter", "--user", "alice", "--client-id", "app", "--set", "consumer_byte_rate=2048")
+    fa(b, "quota", "alter", "--user", "bob", "--set", "request_percentage=50")
+    fa(b, "quota", "alter", "--client-default", "--set", "producer_byte_rate=4096")
+    try:
+        out = fa(b, "quota", "list", "--user", "alice").stdout.splitlines()
+        assert out == ["Quota configs for user-principal 'alice' are producer_byte_rate=1024.0",
+                       "Quota configs for user-principal 'alice', client-id 'app' are consumer_byte_rate=2048.0"], out
+        out = fa(b, "quota", "list").stdout.splitlines()
+        assert "Quota configs for user-principal 'bob' are request_percentage=50.0" in out, out
+        assert "Quota configs for the default client-id are producer_byte_rate=4096.0" in out, out
+        assert fa(b, "quota", "list", "--client-default").stdout.splitlines() == \
+            ["Quota configs for the default client-id are producer_byte_rate=4096.0"]
+        r = fa(b, "quota", "alter", "--user", "alice", "--set", "producer_byte_rate=fast", check=False)
+        assert r.returncode == 1 and "a quota is a number" in r.stderr, r.stderr
+        r = fa(b, "quota", "alter", "--user", "alice", "--set", "no_such_quota=1", check=False)
+        assert r.returncode == 1 and "INVALID_REQUEST" in r.stderr, r.stderr
+    finally:
+        fa(b, "quota", "alter", "--user", "alice", "--delete", "producer_byte_rate")
+        fa(b, "quota", "alter", "--user", "alice", "--client-id", "app", "--delete", "consumer_byte_rate")
+        fa(b, "quota", "alter", "--user", "bob", "--delete", "request_percentage")
+        fa(b, "quota", "alter", "--client-default", "--delete", "producer_byte_rate")
+    assert fa(b, "quota", "list", "--user", "alice").stdout.strip() == "No quota matches."

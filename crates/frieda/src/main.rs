@@ -83,7 +83,8 @@ enum Command {
     /// with every problem named when it is invalid.
     Check(ConfigArgs),
     /// Administer a running cluster (Frieda or Apache Kafka) over the Kafka protocol: cluster
-    /// status, topics, groups, ACLs, produce and consume lines.
+    /// status, topics, groups, partitions, broker settings, ACLs, quotas, produce and consume
+    /// lines.
     Admin(frieda::admin::AdminArgs),
 }
 

@@ -1,6 +1,7 @@
-//! `frieda admin group ...`: list, describe with lag, reset offsets; what
-//! `kafka-consumer-groups.sh` does, for classic groups (DescribeGroups) and KIP-848 consumer
-//! groups (ConsumerGroupDescribe).
+//! `frieda admin group ...`: list, describe with lag, reset offsets, delete (DeleteGroups,
+//! key 42); what `kafka-consumer-groups.sh` does, for classic groups (DescribeGroups) and
+//! KIP-848 consumer groups (ConsumerGroupDescribe). A group's own settings are in
+//! [`super::configs`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -10,8 +11,9 @@ use kafka_protocol::messages::offset_commit_request::{
 };
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::{
-    ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, DescribeGroupsRequest, GroupId,
-    ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, TopicName,
+    ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, DeleteGroupsRequest,
+    DescribeGroupsRequest, GroupId, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest,
+    TopicName,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
@@ -414,5 +416,49 @@ pub async fn reset_offsets(
         }
     }
     println!("Committed {} offset(s) for group {group}.", plan.len());
+    Ok(())
+}
+
+/// Deletes `groups` (their committed offsets too), asking each group's coordinator; prints
+/// the outcome as `kafka-consumer-groups.sh --delete` does.
+///
+/// Errors: a group that still has members (NON_EMPTY_GROUP), an unknown one
+/// (GROUP_ID_NOT_FOUND), GROUP_AUTHORIZATION_FAILED, ... by name; the other groups are still
+/// deleted.
+pub async fn delete(admin: &mut Admin, groups: &[String]) -> anyhow::Result<()> {
+    let mut deleted = Vec::new();
+    let mut failed = Vec::new();
+    for group in groups {
+        let result = async {
+            let coordinator = admin.group_coordinator(group).await?;
+            let req = DeleteGroupsRequest::default().with_groups_names(vec![group_id(group)]);
+            let resp = admin.call(coordinator, &req).await?;
+            let r = resp
+                .results
+                .first()
+                .ok_or_else(|| anyhow!("DeleteGroups: empty answer"))?;
+            check(r.error_code, r.error_message.as_ref(), "DeleteGroups")
+        }
+        .await;
+        match result {
+            Ok(()) => deleted.push(format!("'{group}'")),
+            Err(e) => failed.push(format!(
+                "* Group '{group}' could not be deleted due to: {e:#}"
+            )),
+        }
+    }
+    if !deleted.is_empty() {
+        println!(
+            "Deletion of requested consumer groups ({}) was successful.",
+            deleted.join(", ")
+        );
+    }
+    if !failed.is_empty() {
+        eprintln!("Error: Deletion of some consumer groups failed:");
+        for f in &failed {
+            eprintln!("{f}");
+        }
+        bail!("{} group(s) not deleted", failed.len());
+    }
     Ok(())
 }

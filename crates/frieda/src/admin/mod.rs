@@ -3,15 +3,20 @@
 //! speaks the Kafka protocol, so it works against Frieda and Apache Kafka alike, and takes
 //! Kafka's client properties for TLS and SASL (`--command-config`, as Kafka's tools do).
 //!
-//! One module per command group: [`cluster`], [`topics`], [`groups`], [`acls`], [`console`];
-//! [`client`] holds the connections and version negotiation.
+//! One module per command group: [`cluster`], [`topics`], [`groups`], [`acls`], [`quotas`],
+//! [`replicas`] (reassignment, leader election), [`console`]; [`configs`] holds the settings
+//! of topics, brokers and groups, [`partitions`] leaders and offsets, [`client`] the
+//! connections and version negotiation.
 
 pub mod acls;
 pub mod client;
 pub mod cluster;
+pub mod configs;
 pub mod console;
 pub mod groups;
 pub mod partitions;
+pub mod quotas;
+pub mod replicas;
 pub mod table;
 pub mod topics;
 
@@ -47,9 +52,18 @@ pub enum AdminCommand {
     /// Consumer groups (classic and KIP-848).
     #[command(subcommand)]
     Group(GroupCommand),
+    /// Partition reassignment and leader election.
+    #[command(subcommand)]
+    Partition(PartitionCommand),
+    /// Broker settings (one broker's, or every broker's default).
+    #[command(subcommand)]
+    Broker(BrokerCommand),
     /// Access control lists.
     #[command(subcommand)]
     Acl(AclCommand),
+    /// Client quotas by user principal, client id or IP.
+    #[command(subcommand)]
+    Quota(QuotaCommand),
     /// Produce each line of stdin as a record.
     Produce(ProduceCli),
     /// Print records, one per line.
@@ -114,6 +128,158 @@ pub enum TopicCommand {
         #[arg(required = true)]
         topics: Vec<String>,
     },
+    /// Delete the records below an offset: the partition's log start offset moves up to it
+    /// (prints each partition's new log start offset, its low watermark).
+    DeleteRecords {
+        /// TOPIC:PARTITION=OFFSET (-1: every record, up to the high watermark), repeatable.
+        #[arg(required = true, value_name = "TOPIC:PARTITION=OFFSET")]
+        partitions: Vec<String>,
+    },
+}
+
+/// The flags naming which settings to change, shared by the alter-config commands.
+#[derive(Args)]
+pub struct ConfigChangeCli {
+    /// Set KEY=VALUE (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Remove a setting, back to the default (repeatable).
+    #[arg(long = "delete", value_name = "KEY")]
+    delete: Vec<String>,
+}
+
+/// A settings change: the `--set` (name, value) pairs and the `--delete` names.
+type ConfigChange = (Vec<(String, String)>, Vec<String>);
+
+impl ConfigChangeCli {
+    /// The `--set` pairs and the `--delete` names.
+    ///
+    /// Errors: a `--set` without `=`.
+    fn parts(&self) -> anyhow::Result<ConfigChange> {
+        let set = self
+            .set
+            .iter()
+            .map(|c| topics::key_value(c))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok((set, self.delete.clone()))
+    }
+}
+
+/// `frieda admin partition ...`.
+#[derive(Subcommand)]
+pub enum PartitionCommand {
+    /// Move partitions to new replicas (the first one the preferred leader), or cancel a
+    /// move in progress; the data is copied in the background (see `reassignments`).
+    Reassign {
+        /// TOPIC:PARTITION=BROKER,BROKER,... (repeatable).
+        #[arg(value_name = "TOPIC:PARTITION=REPLICAS")]
+        moves: Vec<String>,
+        /// Cancel the reassignment of TOPIC:PARTITION in progress (repeatable).
+        #[arg(long = "cancel", value_name = "TOPIC:PARTITION")]
+        cancel: Vec<String>,
+    },
+    /// The reassignments in progress (of these topics, or all).
+    Reassignments {
+        /// Topics.
+        topics: Vec<String>,
+    },
+    /// Elect leaders: the preferred replica (every partition when none is named), or with
+    /// --unclean any live replica, also one outside the ISR (records may be lost).
+    Elect {
+        /// Unclean election: only for the partitions named.
+        #[arg(long)]
+        unclean: bool,
+        /// TOPIC:PARTITION (repeatable).
+        #[arg(value_name = "TOPIC:PARTITION")]
+        partitions: Vec<String>,
+    },
+}
+
+/// `frieda admin broker ...`.
+#[derive(Subcommand)]
+pub enum BrokerCommand {
+    /// A broker's settings and where each comes from (set ones; --all for every one).
+    DescribeConfig {
+        /// The broker id (or --default).
+        #[arg(required_unless_present = "default", conflicts_with = "default")]
+        broker: Option<i32>,
+        /// The cluster-wide default of every broker.
+        #[arg(long)]
+        default: bool,
+        /// Built-in defaults too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Change a broker's dynamic settings (or with --default every broker's).
+    AlterConfig {
+        /// The broker id (or --default).
+        #[arg(required_unless_present = "default", conflicts_with = "default")]
+        broker: Option<i32>,
+        /// The cluster-wide default of every broker.
+        #[arg(long)]
+        default: bool,
+        #[command(flatten)]
+        change: ConfigChangeCli,
+    },
+}
+
+/// The entity flags of the quota commands.
+#[derive(Args)]
+pub struct QuotaEntityCli {
+    /// A user principal's name (`alice` for `User:alice`).
+    #[arg(long, conflicts_with = "user_default")]
+    user: Option<String>,
+    /// The default of every user.
+    #[arg(long)]
+    user_default: bool,
+    /// A client id.
+    #[arg(long, conflicts_with = "client_default")]
+    client_id: Option<String>,
+    /// The default of every client id.
+    #[arg(long)]
+    client_default: bool,
+    /// A client IP address.
+    #[arg(long, conflicts_with = "ip_default")]
+    ip: Option<String>,
+    /// The default of every IP address.
+    #[arg(long)]
+    ip_default: bool,
+}
+
+impl QuotaEntityCli {
+    /// The entity's components, user before client id before IP.
+    fn components(&self) -> Vec<quotas::Component> {
+        let mut out = Vec::new();
+        let mut add = |t: &'static str, name: &Option<String>, default: bool| {
+            if let Some(n) = name {
+                out.push((t, Some(n.clone())));
+            } else if default {
+                out.push((t, None));
+            }
+        };
+        add(quotas::USER, &self.user, self.user_default);
+        add(quotas::CLIENT_ID, &self.client_id, self.client_default);
+        add(quotas::IP, &self.ip, self.ip_default);
+        out
+    }
+}
+
+/// `frieda admin quota ...`.
+#[derive(Subcommand)]
+pub enum QuotaCommand {
+    /// Quotas of every entity that includes the one named (every quota when none is).
+    List {
+        #[command(flatten)]
+        entity: QuotaEntityCli,
+    },
+    /// Set or remove quotas (producer_byte_rate, consumer_byte_rate, request_percentage,
+    /// controller_mutation_rate, connection_creation_rate) of one entity.
+    Alter {
+        #[command(flatten)]
+        entity: QuotaEntityCli,
+        #[command(flatten)]
+        change: ConfigChangeCli,
+    },
 }
 
 /// `frieda admin group ...`.
@@ -125,6 +291,28 @@ pub enum GroupCommand {
     Describe {
         /// The group.
         group: String,
+    },
+    /// Delete groups without members, with their committed offsets.
+    Delete {
+        /// Groups.
+        #[arg(required = true)]
+        groups: Vec<String>,
+    },
+    /// A group's own settings (KIP-848: consumer.session.timeout.ms, ...; --all for every
+    /// one).
+    DescribeConfig {
+        /// The group.
+        group: String,
+        /// Defaults too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Change a group's own settings.
+    AlterConfig {
+        /// The group.
+        group: String,
+        #[command(flatten)]
+        change: ConfigChangeCli,
     },
     /// Move a group's committed offsets (the group must have no members); prints the plan,
     /// commits it with --execute.
@@ -330,10 +518,88 @@ async fn dispatch(admin: &mut client::Admin, command: AdminCommand) -> anyhow::R
                 topics::alter_config(admin, &topic, &set, &delete).await
             }
             TopicCommand::Delete { topics: names } => topics::delete(admin, &names).await,
+            TopicCommand::DeleteRecords { partitions: specs } => {
+                let mut targets = Vec::new();
+                for spec in &specs {
+                    let (tp, offset) = partitions::parse_partition_value(spec)?;
+                    let offset: i64 = offset
+                        .parse()
+                        .map_err(|_| anyhow::anyhow!("`{spec}`: the offset must be a number"))?;
+                    targets.push((tp, offset));
+                }
+                partitions::delete_records(admin, &targets).await
+            }
+        },
+        AdminCommand::Partition(p) => match p {
+            PartitionCommand::Reassign { moves, cancel } => {
+                anyhow::ensure!(
+                    !moves.is_empty() || !cancel.is_empty(),
+                    "name the moves (TOPIC:PARTITION=BROKER,BROKER,...) or --cancel TOPIC:PARTITION"
+                );
+                let mut all = Vec::new();
+                for spec in &moves {
+                    let (tp, replicas) = partitions::parse_partition_value(spec)?;
+                    all.push((tp, Some(replicas::parse_replicas(&replicas)?)));
+                }
+                for spec in &cancel {
+                    all.push((partitions::parse_partition(spec)?, None));
+                }
+                replicas::reassign(admin, &all).await
+            }
+            PartitionCommand::Reassignments { topics: names } => {
+                replicas::reassignments(admin, &names).await
+            }
+            PartitionCommand::Elect {
+                unclean,
+                partitions: specs,
+            } => {
+                let chosen = specs
+                    .iter()
+                    .map(|s| partitions::parse_partition(s))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                replicas::elect(admin, unclean, &chosen).await
+            }
+        },
+        AdminCommand::Broker(b) => {
+            let resource = |broker: Option<i32>, default: bool| match (broker, default) {
+                (Some(id), false) => Ok(configs::Resource::Broker(id)),
+                (None, true) => Ok(configs::Resource::BrokerDefault),
+                _ => Err(anyhow::anyhow!("name a broker id or --default")),
+            };
+            match b {
+                BrokerCommand::DescribeConfig {
+                    broker,
+                    default,
+                    all,
+                } => configs::describe(admin, &resource(broker, default)?, all).await,
+                BrokerCommand::AlterConfig {
+                    broker,
+                    default,
+                    change,
+                } => {
+                    let (set, delete) = change.parts()?;
+                    configs::alter(admin, &resource(broker, default)?, &set, &delete).await
+                }
+            }
+        }
+        AdminCommand::Quota(q) => match q {
+            QuotaCommand::List { entity } => quotas::list(admin, &entity.components()).await,
+            QuotaCommand::Alter { entity, change } => {
+                let (set, delete) = change.parts()?;
+                quotas::alter(admin, &entity.components(), &set, &delete).await
+            }
         },
         AdminCommand::Group(g) => match g {
             GroupCommand::List => groups::list(admin).await,
             GroupCommand::Describe { group } => groups::describe(admin, &group).await,
+            GroupCommand::Delete { groups: names } => groups::delete(admin, &names).await,
+            GroupCommand::DescribeConfig { group, all } => {
+                configs::describe(admin, &configs::Resource::Group(group), all).await
+            }
+            GroupCommand::AlterConfig { group, change } => {
+                let (set, delete) = change.parts()?;
+                configs::alter(admin, &configs::Resource::Group(group), &set, &delete).await
+            }
             GroupCommand::ResetOffsets {
                 group,
                 topics,

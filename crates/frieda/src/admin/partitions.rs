@@ -1,11 +1,17 @@
 //! Where partitions live and what offsets they hold: leaders from Metadata, offsets from
 //! ListOffsets sent to each leader (earliest -2, latest -1: the high watermark, Kafka's
-//! `OffsetSpec`, protocol guide "ListOffsets").
+//! `OffsetSpec`, protocol guide "ListOffsets"), and the log start moved up by DeleteRecords
+//! (key 21, KIP-107; `kafka-delete-records.sh`).
 
 use std::collections::{BTreeMap, HashMap};
 
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, MetadataResponse, TopicName};
+use kafka_protocol::messages::{
+    BrokerId, DeleteRecordsRequest, ListOffsetsRequest, MetadataResponse, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use super::client::{check, Admin, Node};
@@ -17,6 +23,32 @@ pub type TopicPartition = (String, i32);
 pub const EARLIEST: i64 = -2;
 /// ListOffsets timestamp asking for the high watermark (`read_uncommitted`).
 pub const LATEST: i64 = -1;
+
+/// Parses `TOPIC:PARTITION` (a topic name has no `:`).
+///
+/// Errors: no `:`, or a partition that is not a non-negative number.
+pub fn parse_partition(s: &str) -> anyhow::Result<TopicPartition> {
+    let (topic, partition) = s
+        .rsplit_once(':')
+        .ok_or_else(|| anyhow::anyhow!("`{s}`: expected TOPIC:PARTITION"))?;
+    let partition: i32 = partition
+        .parse()
+        .ok()
+        .filter(|p| *p >= 0)
+        .ok_or_else(|| anyhow::anyhow!("`{s}`: the partition must be a number >= 0"))?;
+    anyhow::ensure!(!topic.is_empty(), "`{s}`: no topic before `:`");
+    Ok((topic.to_string(), partition))
+}
+
+/// Parses `TOPIC:PARTITION=VALUE`, the `VALUE` left as text.
+///
+/// Errors: no `=`, or a bad `TOPIC:PARTITION`.
+pub fn parse_partition_value(s: &str) -> anyhow::Result<(TopicPartition, String)> {
+    let (tp, value) = s
+        .split_once('=')
+        .ok_or_else(|| anyhow::anyhow!("`{s}`: expected TOPIC:PARTITION=VALUE"))?;
+    Ok((parse_partition(tp)?, value.to_string()))
+}
 
 /// Each partition of `topics` and its leader (-1 when it has none), sorted.
 ///
@@ -141,4 +173,100 @@ pub async fn list_offsets(
         }
     }
     Ok(out)
+}
+
+/// Deletes the records below `offset` of each partition (-1: below the high watermark, i.e.
+/// all of them), asking each partition's leader, and prints each partition's new log start
+/// offset (`low_watermark`) as `kafka-delete-records.sh` does.
+///
+/// Errors: a partition the cluster does not have or without a leader; a count of the
+/// partitions refused, each named on stderr with its error (OFFSET_OUT_OF_RANGE: an offset
+/// above the high watermark; POLICY_VIOLATION: a compacted topic; ...); the others are
+/// still done.
+pub async fn delete_records(
+    admin: &mut Admin,
+    targets: &[(TopicPartition, i64)],
+) -> anyhow::Result<()> {
+    let topics: Vec<String> = targets
+        .iter()
+        .map(|((t, _), _)| t.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let leaders = leaders(admin, &topics).await?;
+    let mut by_leader: BTreeMap<i32, BTreeMap<String, Vec<(i32, i64)>>> = BTreeMap::new();
+    for ((topic, partition), offset) in targets {
+        let leader = *leaders
+            .get(&(topic.clone(), *partition))
+            .ok_or_else(|| anyhow::anyhow!("{topic}-{partition}: UNKNOWN_TOPIC_OR_PARTITION"))?;
+        anyhow::ensure!(
+            leader >= 0,
+            "{topic}-{partition}: LEADER_NOT_AVAILABLE (no leader)"
+        );
+        by_leader
+            .entry(leader)
+            .or_default()
+            .entry(topic.clone())
+            .or_default()
+            .push((*partition, *offset));
+    }
+    let mut refused = 0;
+    for (leader, topics) in by_leader {
+        let req = DeleteRecordsRequest::default()
+            .with_timeout_ms(admin.request_timeout().as_millis() as i32)
+            .with_topics(
+                topics
+                    .into_iter()
+                    .map(|(t, ps)| {
+                        DeleteRecordsTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(t)))
+                            .with_partitions(
+                                ps.into_iter()
+                                    .map(|(p, o)| {
+                                        DeleteRecordsPartition::default()
+                                            .with_partition_index(p)
+                                            .with_offset(o)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            );
+        let resp = admin.call(Node::Id(leader), &req).await?;
+        for t in resp.topics {
+            for p in t.partitions {
+                let what = format!("delete records of {}-{}", t.name.0, p.partition_index);
+                match check(p.error_code, None, &what) {
+                    Ok(()) => println!(
+                        "partition: {}-{}\tlow_watermark: {}",
+                        t.name.0, p.partition_index, p.low_watermark
+                    ),
+                    Err(e) => {
+                        eprintln!("{e}");
+                        refused += 1;
+                    }
+                }
+            }
+        }
+    }
+    anyhow::ensure!(refused == 0, "{refused} partition(s) refused");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_are_named_topic_colon_index() {
+        assert_eq!(parse_partition("a.b-c:3").unwrap(), ("a.b-c".to_string(), 3));
+        assert!(parse_partition("topic").is_err());
+        assert!(parse_partition("topic:-1").is_err());
+        assert!(parse_partition(":0").is_err());
+        assert_eq!(
+            parse_partition_value("t:0=-1").unwrap(),
+            (("t".to_string(), 0), "-1".to_string())
+        );
+        assert!(parse_partition_value("t:0").is_err());
+    }
 }

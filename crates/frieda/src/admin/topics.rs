@@ -4,22 +4,11 @@
 
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
-use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
-use kafka_protocol::messages::{
-    CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest, TopicName,
-};
+use kafka_protocol::messages::{CreateTopicsRequest, DeleteTopicsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use super::client::{check, Admin, Node};
-
-/// DescribeConfigs / IncrementalAlterConfigs resource type of a topic.
-const TOPIC_RESOURCE: i8 = 2;
-/// DescribeConfigs `config_source` of a value set on the topic itself.
-const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+use super::configs::{self, Resource};
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
@@ -149,34 +138,12 @@ pub async fn describe(admin: &mut Admin, topics: &[String]) -> anyhow::Result<()
 /// The settings set on `topic` itself (not defaults), sorted by name; sensitive values as
 /// `[hidden]`.
 async fn topic_configs(admin: &mut Admin, topic: &str) -> anyhow::Result<Vec<(String, String)>> {
-    let req =
-        DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
-            .with_resource_type(TOPIC_RESOURCE)
-            .with_resource_name(StrBytes::from_string(topic.to_string()))
-            .with_configuration_keys(None)]);
-    let resp = admin.call(Node::Any, &req).await?;
-    let mut out = Vec::new();
-    for r in &resp.results {
-        check(
-            r.error_code,
-            r.error_message.as_ref(),
-            &format!("configs of topic {topic}"),
-        )?;
-        for c in r
-            .configs
-            .iter()
-            .filter(|c| c.config_source == DYNAMIC_TOPIC_CONFIG)
-        {
-            let value = if c.is_sensitive {
-                "[hidden]".to_string()
-            } else {
-                c.value.as_ref().map_or("null".into(), |v| v.to_string())
-            };
-            out.push((c.name.to_string(), value));
-        }
-    }
-    out.sort();
-    Ok(out)
+    let entries = configs::entries(admin, &Resource::Topic(topic.to_string())).await?;
+    Ok(entries
+        .into_iter()
+        .filter(|e| e.source == configs::source::TOPIC_CONFIG)
+        .map(|e| (e.name, e.value))
+        .collect())
 }
 
 /// Sets (`set`) and removes (`delete`, back to the default) settings of `topic` in one
@@ -189,39 +156,7 @@ pub async fn alter_config(
     set: &[(String, String)],
     delete: &[String],
 ) -> anyhow::Result<()> {
-    if set.is_empty() && delete.is_empty() {
-        anyhow::bail!("nothing to change: give --set key=value or --delete key");
-    }
-    let mut configs: Vec<AlterableConfig> = set
-        .iter()
-        .map(|(k, v)| {
-            AlterableConfig::default()
-                .with_name(StrBytes::from_string(k.clone()))
-                .with_config_operation(0) // SET
-                .with_value(Some(StrBytes::from_string(v.clone())))
-        })
-        .collect();
-    configs.extend(delete.iter().map(|k| {
-        AlterableConfig::default()
-            .with_name(StrBytes::from_string(k.clone()))
-            .with_config_operation(1) // DELETE
-    }));
-    let req = IncrementalAlterConfigsRequest::default().with_resources(vec![
-        AlterConfigsResource::default()
-            .with_resource_type(TOPIC_RESOURCE)
-            .with_resource_name(StrBytes::from_string(topic.to_string()))
-            .with_configs(configs),
-    ]);
-    let resp = admin.call(Node::Any, &req).await?;
-    for r in &resp.responses {
-        check(
-            r.error_code,
-            r.error_message.as_ref(),
-            &format!("alter configs of topic {topic}"),
-        )?;
-    }
-    println!("Completed updating config for topic {topic}.");
-    Ok(())
+    configs::alter(admin, &Resource::Topic(topic.to_string()), set, delete).await
 }
 
 /// Deletes `topics`.
