@@ -262,7 +262,10 @@ pub fn subject_dn(cert: &[u8]) -> Option<String> {
                     "2.5.4.9" => "STREET".to_string(),
                     "0.9.2342.19200300.100.1.25" => "DC".to_string(),
                     "0.9.2342.19200300.100.1.1" => "UID".to_string(),
-                    other => other.to_string(),
+                    // Java has no keyword for it: the OID, and the value as `#` and the hex
+                    // of its DER (RFC 2253 section 2.4), as `X500Principal.getName()` writes
+                    // e.g. emailAddress: `1.2.840.113549.1.9.1=#1611...`.
+                    other => return format!("{other}=#{}", der_hex(atv.attr_value())),
                 };
                 let value = atv.as_str().map(escape_rfc2253).unwrap_or_default();
                 format!("{name}={value}")
@@ -272,6 +275,15 @@ pub fn subject_dn(cert: &[u8]) -> Option<String> {
     }
     rdns.reverse();
     Some(rdns.join(","))
+}
+
+/// Lower-case hex of a value's whole DER encoding (tag, length, content).
+fn der_hex(value: &x509_parser::der_parser::asn1_rs::Any<'_>) -> String {
+    use x509_parser::der_parser::asn1_rs::ToDer;
+    value
+        .to_der_vec()
+        .map(|der| der.iter().map(|b| format!("{b:02x}")).collect())
+        .unwrap_or_default()
 }
 
 /// Escapes an attribute value as RFC 2253 requires.
@@ -299,6 +311,13 @@ mod tests {
         assert_eq!(escape_rfc2253("a,b"), "a\\,b");
         assert_eq!(escape_rfc2253(" x "), "\\ x\\ ");
         assert_eq!(escape_rfc2253("plain"), "plain");
+    }
+
+    #[test]
+    fn a_value_java_has_no_keyword_for_is_its_der_in_hex() {
+        use x509_parser::der_parser::asn1_rs::{Any, Tag};
+        let v = Any::from_tag_and_data(Tag::Ia5String, b"a@b");
+        assert_eq!(der_hex(&v), "1603614062");
     }
 
     #[test]
