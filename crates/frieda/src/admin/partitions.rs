@@ -259,7 +259,10 @@ mod tests {
 
     #[test]
     fn partitions_are_named_topic_colon_index() {
-        assert_eq!(parse_partition("a.b-c:3").unwrap(), ("a.b-c".to_string(), 3));
+        assert_eq!(
+            parse_partition("a.b-c:3").unwrap(),
+            ("a.b-c".to_string(), 3)
+        );
         assert!(parse_partition("topic").is_err());
         assert!(parse_partition("topic:-1").is_err());
         assert!(parse_partition(":0").is_err());
