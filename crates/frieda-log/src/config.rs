@@ -27,6 +27,10 @@ pub struct LogConfig {
     pub max_message_bytes: usize,
     /// `index.interval.bytes`: bytes of log between two sparse offset-index entries. Default 4096.
     pub index_interval_bytes: usize,
+    /// `segment.index.bytes`: the largest offset or time index of a segment; the segment rolls
+    /// before an append when either index holds as many entries as fit (8-byte offset entries,
+    /// 12-byte time entries), as Kafka's `LogSegment.shouldRoll` (`isFull`). Default 10 MiB.
+    pub segment_index_bytes: u64,
     /// `flush.messages`: the broker fsyncs after this many records. Default `u64::MAX` (never).
     pub flush_messages: u64,
     /// `flush.ms`: the broker fsyncs when the last flush is older than this. Default `u64::MAX` (never).
@@ -66,6 +70,7 @@ impl Default for LogConfig {
             retention_bytes: -1,
             max_message_bytes: 1_048_588,
             index_interval_bytes: 4096,
+            segment_index_bytes: 10 << 20,
             flush_messages: u64::MAX,
             flush_ms: u64::MAX,
             message_timestamp_type: TimestampType::CreateTime,

@@ -927,6 +927,7 @@ impl PartitionLog {
         if new_size > self.config.segment_bytes
             || new_size > u64::from(u32::MAX)
             || last_offset - a.base_offset() > i64::from(i32::MAX)
+            || a.index_full(self.config.segment_index_bytes)
         {
             return true;
         }

@@ -1464,3 +1464,33 @@ fn a_follower_log_starts_again_at_an_offset_of_the_leaders_local_tail() {
         from(18)
     );
 }
+
+#[test]
+fn a_full_index_rolls_the_segment_as_segment_index_bytes_says() {
+    // An index entry for every batch; room for 3 offset entries (24 / 8) and 2 time entries
+    // (24 / 12): the time index fills first, so a segment holds 2 batches, as Kafka's
+    // `LogSegment.shouldRoll` (`timeIndex.isFull()`) would give.
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        index_interval_bytes: 0,
+        segment_index_bytes: 24,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    let stored = fill(&mut log, 10, 2, 1000, 10);
+    let bases: Vec<i64> = log.segments.iter().map(|s| s.base_offset()).collect();
+    assert_eq!(bases, vec![0, 4, 8, 12, 16], "{bases:?}");
+    let f = log.reader().read(0, usize::MAX, i64::MAX).unwrap();
+    let all: Vec<u8> = stored.iter().flat_map(|(_, b)| b.clone()).collect();
+    assert_eq!(concat(&f), all);
+
+    // The default (10 MiB) leaves the same batches in one segment.
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        index_interval_bytes: 0,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    fill(&mut log, 10, 2, 1000, 10);
+    assert_eq!(log.segments.len(), 1);
+}

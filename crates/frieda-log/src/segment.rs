@@ -915,6 +915,16 @@ impl Segment {
     pub fn is_empty(&self) -> bool {
         self.size == 0
     }
+    /// True when the offset or the time index holds as many entries as `max_index_bytes`
+    /// has room for (Kafka's `AbstractIndex.isFull`: `maxEntries` is the size rounded down
+    /// to whole entries).
+    pub fn index_full(&self, max_index_bytes: u64) -> bool {
+        let full = |len: u64, entry: usize| {
+            let entry = entry as u64;
+            len / entry >= max_index_bytes / entry
+        };
+        full(self.index_len, index::OFFSET_ENTRY_LEN) || full(self.time_len, index::TIME_ENTRY_LEN)
+    }
     /// The first batch's max timestamp (ms), as Kafka's `LogSegment.getFirstBatchTimestamp`;
     /// `None` for an empty or unreadable segment.
     pub fn first_batch_timestamp(&self) -> Option<i64> {

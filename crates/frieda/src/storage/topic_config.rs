@@ -152,8 +152,8 @@ pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
         default: "",
         kind: ValueKind::Long { min: 1 },
     },
-    // Stored and reported as Kafka does; Frieda's offset and time indexes grow as needed and it
-    // rolls segments without jitter.
+    // A segment rolls when its offset or time index is full (Kafka's `isFull`); Frieda's
+    // index files are not preallocated to this size. Segments roll without jitter.
     TopicConfigKey {
         name: "segment.index.bytes",
         default: "10485760",
@@ -353,6 +353,7 @@ impl TopicConfigs {
             retention_bytes: long("retention.bytes"),
             max_message_bytes: unsigned("max.message.bytes") as usize,
             index_interval_bytes: unsigned("index.interval.bytes") as usize,
+            segment_index_bytes: unsigned("segment.index.bytes"),
             flush_messages: unsigned("flush.messages"),
             flush_ms: unsigned("flush.ms"),
             message_timestamp_type: match self.effective(defaults, "message.timestamp.type") {
