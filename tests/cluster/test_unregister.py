@@ -59,3 +59,43 @@ def test_kafka_cluster_unregister_removes_a_stopped_broker(cluster, topic_name, 
     got, hw = read_all(c.bootstrap, t, 1)
     check_log([before, after], got, hw, t, exact=True)
     wait_identical(c, t, 1)
+
+
+def unregister_controller(cp: str, boot: str, node: int) -> subprocess.CompletedProcess:
+    r = subprocess.run(java(cp, CLUSTER_TOOL, "unregister-controller", "--bootstrap-server", boot, "--id", str(node)),
+                       capture_output=True, text=True, timeout=90)
+    print(f"$ kafka-cluster unregister-controller --id {node}: exit {r.returncode}\n{r.stdout}{r.stderr[-1500:]}")
+    return r
+
+
+def test_kafka_cluster_unregister_controller_removes_a_stopped_observer(cluster, classpath):
+    """UnregisterController (API 94, KIP-1312) through Kafka 4.4's own `kafka-cluster
+    unregister-controller --id N`: the active controller and a voter are refused, an unknown id is
+    CONTROLLER_ID_NOT_REGISTERED; an observer of the metadata quorum, stopped for good, is
+    unregistered and `kafka-metadata-quorum describe` no longer lists it (at once, not after the
+    5-minute observer session), a second unregistration is refused; started again, the node
+    observes the quorum again (its heartbeat registers it anew, as Kafka's controller does)."""
+    from test_dynamic_quorum import ids
+    from test_kafka_tools_cluster import QUORUM, tool
+    c = cluster(4, voters=3)
+    wait_observers(c, classpath, {4})
+    ctrl = c.controller()
+    r = unregister_controller(classpath, c.live_bootstrap, ctrl)
+    assert r.returncode != 0 and "Controller cannot unregister itself while it is active." in r.stdout + r.stderr
+    voter = next(i for i in (1, 2, 3) if i != ctrl)
+    r = unregister_controller(classpath, c.live_bootstrap, voter)
+    assert r.returncode != 0 and "remove it from the voter set first" in r.stdout + r.stderr
+    r = unregister_controller(classpath, c.live_bootstrap, 99)
+    assert r.returncode != 0 and "not currently registered" in r.stdout + r.stderr
+
+    c.stop(4)
+    r = unregister_controller(classpath, c.live_bootstrap, 4)
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    status = tool(classpath, QUORUM, "--bootstrap-server", c.live_bootstrap, "describe", "--status")
+    assert 4 not in ids(status, "CurrentObservers"), status
+    again = unregister_controller(classpath, c.live_bootstrap, 4)
+    assert again.returncode != 0 and "not currently registered" in again.stdout + again.stderr
+
+    c.start(4)
+    wait_observers(c, classpath, {4})
+    c.assert_alive()

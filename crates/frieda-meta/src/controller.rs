@@ -187,6 +187,12 @@ pub enum ControllerRequest {
         /// The voter's node id.
         node: u64,
     },
+    /// UnregisterController (KIP-1312, `kafka-cluster unregister-controller`): `node`, an
+    /// observer of the metadata quorum (a Raft learner), leaves the quorum's membership.
+    UnregisterController {
+        /// The node id.
+        node: u64,
+    },
 }
 
 impl ControllerRequest {
@@ -212,6 +218,7 @@ impl ControllerRequest {
             ControllerRequest::DescribeQuorum => "DescribeQuorum",
             ControllerRequest::AddVoter { .. } => "AddVoter",
             ControllerRequest::RemoveVoter { .. } => "RemoveVoter",
+            ControllerRequest::UnregisterController { .. } => "UnregisterController",
         }
     }
 }
@@ -284,6 +291,10 @@ pub enum ControllerError {
     /// RemoveRaftVoter of a node that does not vote (VOTER_NOT_FOUND, 127).
     #[error("{0}")]
     VoterNotFound(String),
+    /// UnregisterController of a node the quorum does not have (CONTROLLER_ID_NOT_REGISTERED,
+    /// 136).
+    #[error("{0}")]
+    ControllerNotRegistered(String),
 }
 
 /// The controller error for a Raft write that failed (a command, a learner, a membership
@@ -504,6 +515,9 @@ impl Controller {
             // waits for it to catch up).
             ControllerRequest::AddVoter { node, addr } => return self.add_voter(node, addr).await,
             ControllerRequest::RemoveVoter { node } => return self.remove_voter(node).await,
+            ControllerRequest::UnregisterController { node } => {
+                return self.unregister_controller(node).await
+            }
             _ => {}
         }
         let _one = self.decide.lock().await;
@@ -515,7 +529,9 @@ impl Controller {
                 &self.image.borrow(),
                 &self.contacts,
             ))),
-            ControllerRequest::AddVoter { .. } | ControllerRequest::RemoveVoter { .. } => {
+            ControllerRequest::AddVoter { .. }
+            | ControllerRequest::RemoveVoter { .. }
+            | ControllerRequest::UnregisterController { .. } => {
                 Err(ControllerError::Invalid("answered above".into()))
             }
             ControllerRequest::Heartbeat(hb) => self.heartbeat(hb).await,
@@ -849,6 +865,44 @@ impl Controller {
             .await
             .map_err(write_error)?;
         tracing::info!(node, "removed a voter from the metadata quorum");
+        Ok(ControllerReply::Done)
+    }
+
+    /// Removes observer `node` (a Raft learner: a broker-only node, or a controller removed from
+    /// the voter set) from the quorum's membership, committed before the answer: the metadata
+    /// log is no longer replicated to it and DescribeQuorum no longer lists it. A node that
+    /// still runs is added again at its next heartbeat ([`ensure_learner`](Self::ensure_learner)),
+    /// as Kafka's `ControllerRegistrationManager` registers an unregistered live controller
+    /// again (KIP-1312); the use is a node gone for good.
+    ///
+    /// Errors: Invalid for this node ("Controller cannot unregister itself while it is
+    /// active.", Kafka's `QuorumController` message) and for a voter (Kafka documents that a
+    /// controller leaves the voter set first; Frieda enforces it); ControllerNotRegistered for
+    /// a node the membership does not have; NotController / Unavailable when the change does
+    /// not commit here.
+    async fn unregister_controller(&self, node: u64) -> Result<ControllerReply, ControllerError> {
+        if node == self.node_id {
+            return Err(ControllerError::Invalid(
+                "Controller cannot unregister itself while it is active.".into(),
+            ));
+        }
+        let membership = self.membership();
+        if membership.get_node(&node).is_none() {
+            return Err(ControllerError::ControllerNotRegistered(format!(
+                "Controller ID {node} is not currently registered."
+            )));
+        }
+        if membership.voter_ids().any(|v| v == node) {
+            return Err(ControllerError::Invalid(format!(
+                "Controller {node} is a voter of the metadata quorum: remove it from the voter set first (kafka-metadata-quorum remove-controller)"
+            )));
+        }
+        let change = openraft::ChangeMembers::RemoveNodes(std::collections::BTreeSet::from([node]));
+        self.raft
+            .change_membership(change, false)
+            .await
+            .map_err(write_error)?;
+        tracing::info!(node, "unregistered an observer of the metadata quorum");
         Ok(ControllerReply::Done)
     }
 

@@ -19,8 +19,8 @@ use std::sync::Arc;
 /// `metadata.version` levels are Kafka's `MetadataVersion` feature levels (7 = 3.3-IV3, the KRaft
 /// minimum; 33 = 4.4-IV2, Kafka 4.4.0's latest production level): Frieda speaks the 4.4
 /// metadata of the APIs it advertises. What 4.4's levels gate: CIDR ACL hosts from 4.4-IV1 (32,
-/// [`METADATA_VERSION_CIDR_ACLS`]), controller unregistration from 4.4-IV2 (33; nothing for
-/// Frieda to gate: UnregisterBroker is not served).
+/// [`METADATA_VERSION_CIDR_ACLS`]), controller unregistration from 4.4-IV2 (33,
+/// [`METADATA_VERSION_CONTROLLER_UNREGISTRATION`]).
 /// `group.version` 1: KIP-848 consumer groups (ConsumerGroupHeartbeat).
 /// `eligible.leader.replicas.version` 1: KIP-966 ELR in the controller
 /// ([`frieda_meta::partition_change`]), and the high watermark held while an ISR is below
@@ -65,6 +65,9 @@ pub const METADATA_VERSION: &str = "metadata.version";
 /// The `metadata.version` level from which ACL hosts may be CIDR ranges (4.4-IV1, Kafka's
 /// `MetadataVersion.isCidrAclSupported`).
 pub const METADATA_VERSION_CIDR_ACLS: i16 = 32;
+/// The `metadata.version` level from which UnregisterController is served (4.4-IV2, Kafka's
+/// `MetadataVersion.isControllerUnregistrationSupported`, KIP-1312).
+pub const METADATA_VERSION_CONTROLLER_UNREGISTRATION: i16 = 33;
 
 /// UpdateFeatures' upgrade types (`FeatureUpdate.UpgradeType`, KIP-778).
 pub mod upgrade_type {

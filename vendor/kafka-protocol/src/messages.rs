@@ -234,6 +234,8 @@ pub use broker_heartbeat_request::BrokerHeartbeatRequest;
 
 pub mod unregister_broker_request;
 pub use unregister_broker_request::UnregisterBrokerRequest;
+pub mod unregister_controller_request;
+pub use unregister_controller_request::UnregisterControllerRequest;
 
 pub mod describe_transactions_request;
 pub use describe_transactions_request::DescribeTransactionsRequest;
@@ -507,6 +509,8 @@ pub use broker_heartbeat_response::BrokerHeartbeatResponse;
 
 pub mod unregister_broker_response;
 pub use unregister_broker_response::UnregisterBrokerResponse;
+pub mod unregister_controller_response;
+pub use unregister_controller_response::UnregisterControllerResponse;
 
 pub mod describe_transactions_response;
 pub use describe_transactions_response::DescribeTransactionsResponse;
@@ -963,6 +967,11 @@ impl Request for UnregisterBrokerRequest {
     const KEY: i16 = 64;
     type Response = UnregisterBrokerResponse;
 }
+#[cfg(all(feature = "client", feature = "broker"))]
+impl Request for UnregisterControllerRequest {
+    const KEY: i16 = 94;
+    type Response = UnregisterControllerResponse;
+}
 
 #[cfg(all(feature = "client", feature = "broker"))]
 impl Request for DescribeTransactionsRequest {
@@ -1266,6 +1275,8 @@ pub enum ApiKey {
     BrokerHeartbeat = 63,
     /// API key for request UnregisterBrokerRequest
     UnregisterBroker = 64,
+    /// API key for request UnregisterControllerRequest
+    UnregisterController = 94,
     /// API key for request DescribeTransactionsRequest
     DescribeTransactions = 65,
     /// API key for request ListTransactionsRequest
@@ -1403,6 +1414,7 @@ impl ApiKey {
             ApiKey::BrokerRegistration => BrokerRegistrationRequest::header_version(version),
             ApiKey::BrokerHeartbeat => BrokerHeartbeatRequest::header_version(version),
             ApiKey::UnregisterBroker => UnregisterBrokerRequest::header_version(version),
+            ApiKey::UnregisterController => UnregisterControllerRequest::header_version(version),
             ApiKey::DescribeTransactions => DescribeTransactionsRequest::header_version(version),
             ApiKey::ListTransactions => ListTransactionsRequest::header_version(version),
             ApiKey::AllocateProducerIds => AllocateProducerIdsRequest::header_version(version),
@@ -1530,6 +1542,7 @@ impl ApiKey {
             ApiKey::BrokerRegistration => BrokerRegistrationResponse::header_version(version),
             ApiKey::BrokerHeartbeat => BrokerHeartbeatResponse::header_version(version),
             ApiKey::UnregisterBroker => UnregisterBrokerResponse::header_version(version),
+            ApiKey::UnregisterController => UnregisterControllerResponse::header_version(version),
             ApiKey::DescribeTransactions => DescribeTransactionsResponse::header_version(version),
             ApiKey::ListTransactions => ListTransactionsResponse::header_version(version),
             ApiKey::AllocateProducerIds => AllocateProducerIdsResponse::header_version(version),
@@ -1645,6 +1658,7 @@ impl ApiKey {
             ApiKey::BrokerRegistration => VersionRange { min: 0, max: 4 },
             ApiKey::BrokerHeartbeat => VersionRange { min: 0, max: 1 },
             ApiKey::UnregisterBroker => VersionRange { min: 0, max: 0 },
+            ApiKey::UnregisterController => VersionRange { min: 0, max: 0 },
             ApiKey::DescribeTransactions => VersionRange { min: 0, max: 0 },
             ApiKey::ListTransactions => VersionRange { min: 0, max: 2 },
             ApiKey::AllocateProducerIds => VersionRange { min: 0, max: 0 },
@@ -1679,7 +1693,7 @@ impl ApiKey {
 
     /// Iterate through every ApiKey variant in the order of the internal code.
     pub fn iter() -> impl Iterator<Item = ApiKey> {
-        (0..=93).filter_map(|i| ApiKey::try_from(i).ok()) // Frieda patch: 93 (KIP-1071)
+        (0..=94).filter_map(|i| ApiKey::try_from(i).ok()) // Frieda patch: 93 (KIP-1071), 94 (KIP-1312)
     }
 }
 impl TryFrom<i16> for ApiKey {
@@ -1756,6 +1770,7 @@ impl TryFrom<i16> for ApiKey {
             x if x == ApiKey::BrokerRegistration as i16 => Ok(ApiKey::BrokerRegistration),
             x if x == ApiKey::BrokerHeartbeat as i16 => Ok(ApiKey::BrokerHeartbeat),
             x if x == ApiKey::UnregisterBroker as i16 => Ok(ApiKey::UnregisterBroker),
+            x if x == ApiKey::UnregisterController as i16 => Ok(ApiKey::UnregisterController),
             x if x == ApiKey::DescribeTransactions as i16 => Ok(ApiKey::DescribeTransactions),
             x if x == ApiKey::ListTransactions as i16 => Ok(ApiKey::ListTransactions),
             x if x == ApiKey::AllocateProducerIds as i16 => Ok(ApiKey::AllocateProducerIds),
@@ -1927,6 +1942,8 @@ pub enum RequestKind {
     BrokerHeartbeat(BrokerHeartbeatRequest),
     /// UnregisterBrokerRequest,
     UnregisterBroker(UnregisterBrokerRequest),
+    /// UnregisterControllerRequest,
+    UnregisterController(UnregisterControllerRequest),
     /// DescribeTransactionsRequest,
     DescribeTransactions(DescribeTransactionsRequest),
     /// ListTransactionsRequest,
@@ -2054,6 +2071,7 @@ impl RequestKind {
             RequestKind::BrokerRegistration(x) => encode(x, bytes, version),
             RequestKind::BrokerHeartbeat(x) => encode(x, bytes, version),
             RequestKind::UnregisterBroker(x) => encode(x, bytes, version),
+            RequestKind::UnregisterController(x) => encode(x, bytes, version),
             RequestKind::DescribeTransactions(x) => encode(x, bytes, version),
             RequestKind::ListTransactions(x) => encode(x, bytes, version),
             RequestKind::AllocateProducerIds(x) => encode(x, bytes, version),
@@ -2186,6 +2204,7 @@ impl RequestKind {
             }
             ApiKey::BrokerHeartbeat => Ok(RequestKind::BrokerHeartbeat(decode(bytes, version)?)),
             ApiKey::UnregisterBroker => Ok(RequestKind::UnregisterBroker(decode(bytes, version)?)),
+            ApiKey::UnregisterController => Ok(RequestKind::UnregisterController(decode(bytes, version)?)),
             ApiKey::DescribeTransactions => {
                 Ok(RequestKind::DescribeTransactions(decode(bytes, version)?))
             }
@@ -2688,6 +2707,12 @@ impl From<UnregisterBrokerRequest> for RequestKind {
         RequestKind::UnregisterBroker(value)
     }
 }
+#[cfg(feature = "messages_enums")]
+impl From<UnregisterControllerRequest> for RequestKind {
+    fn from(value: UnregisterControllerRequest) -> RequestKind {
+        RequestKind::UnregisterController(value)
+    }
+}
 
 #[cfg(feature = "messages_enums")]
 impl From<DescribeTransactionsRequest> for RequestKind {
@@ -3046,6 +3071,8 @@ pub enum ResponseKind {
     BrokerHeartbeat(BrokerHeartbeatResponse),
     /// UnregisterBrokerResponse,
     UnregisterBroker(UnregisterBrokerResponse),
+    /// UnregisterControllerResponse,
+    UnregisterController(UnregisterControllerResponse),
     /// DescribeTransactionsResponse,
     DescribeTransactions(DescribeTransactionsResponse),
     /// ListTransactionsResponse,
@@ -3173,6 +3200,7 @@ impl ResponseKind {
             ResponseKind::BrokerRegistration(x) => encode(x, bytes, version),
             ResponseKind::BrokerHeartbeat(x) => encode(x, bytes, version),
             ResponseKind::UnregisterBroker(x) => encode(x, bytes, version),
+            ResponseKind::UnregisterController(x) => encode(x, bytes, version),
             ResponseKind::DescribeTransactions(x) => encode(x, bytes, version),
             ResponseKind::ListTransactions(x) => encode(x, bytes, version),
             ResponseKind::AllocateProducerIds(x) => encode(x, bytes, version),
@@ -3305,6 +3333,7 @@ impl ResponseKind {
             }
             ApiKey::BrokerHeartbeat => Ok(ResponseKind::BrokerHeartbeat(decode(bytes, version)?)),
             ApiKey::UnregisterBroker => Ok(ResponseKind::UnregisterBroker(decode(bytes, version)?)),
+            ApiKey::UnregisterController => Ok(ResponseKind::UnregisterController(decode(bytes, version)?)),
             ApiKey::DescribeTransactions => {
                 Ok(ResponseKind::DescribeTransactions(decode(bytes, version)?))
             }
@@ -3476,6 +3505,7 @@ impl ResponseKind {
             }
             ResponseKind::BrokerHeartbeat(_) => BrokerHeartbeatResponse::header_version(version),
             ResponseKind::UnregisterBroker(_) => UnregisterBrokerResponse::header_version(version),
+            ResponseKind::UnregisterController(_) => UnregisterControllerResponse::header_version(version),
             ResponseKind::DescribeTransactions(_) => {
                 DescribeTransactionsResponse::header_version(version)
             }
@@ -3977,6 +4007,12 @@ impl From<BrokerHeartbeatResponse> for ResponseKind {
 impl From<UnregisterBrokerResponse> for ResponseKind {
     fn from(value: UnregisterBrokerResponse) -> ResponseKind {
         ResponseKind::UnregisterBroker(value)
+    }
+}
+#[cfg(feature = "messages_enums")]
+impl From<UnregisterControllerResponse> for ResponseKind {
+    fn from(value: UnregisterControllerResponse) -> ResponseKind {
+        ResponseKind::UnregisterController(value)
     }
 }
 

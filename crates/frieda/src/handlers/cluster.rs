@@ -1,17 +1,19 @@
 //! The cluster's brokers: DescribeCluster (key 60, KIP-700: the cluster id and the live brokers,
-//! this one alone on a single broker) and UnregisterBroker (key 64, KIP-631: `kafka-cluster
-//! unregister --id N` removes a broker's registration).
+//! this one alone on a single broker), UnregisterBroker (key 64, KIP-631: `kafka-cluster
+//! unregister --id N` removes a broker's registration) and UnregisterController (key 94,
+//! KIP-1312: `kafka-cluster unregister-controller --id N` removes an observer of the metadata
+//! quorum).
 
 use super::{authorized_cluster, str_bytes, RequestContext};
 use crate::broker::Broker;
-use crate::membership::CONTROLLER_TIMEOUT;
+use crate::membership::{CONTROLLER_ID_NOT_REGISTERED, CONTROLLER_TIMEOUT};
 use crate::security::acl::{op, resource, CLUSTER_NAME};
 use frieda_meta::ControllerRequest;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{
     BrokerId, DescribeClusterRequest, DescribeClusterResponse, UnregisterBrokerRequest,
-    UnregisterBrokerResponse,
+    UnregisterBrokerResponse, UnregisterControllerRequest, UnregisterControllerResponse,
 };
 use std::sync::Arc;
 
@@ -138,5 +140,78 @@ pub async fn unregister_broker(
         }
         Err(e) if e.code == ResponseError::BrokerIdNotRegistered => not_registered(),
         Err(e) => fail(e.code, e.message),
+    }
+}
+
+/// UnregisterController v0 (KIP-1312, Kafka 4.4): in Frieda every node of a cluster holds the
+/// metadata log, as a voter or as an observer (a Raft learner: a broker-only node, or a
+/// controller removed from the voter set with `kafka-metadata-quorum remove-controller`); an
+/// observer's registration is its membership of the quorum. Unregistering one removes it
+/// (forwarded to the active controller, committed before the answer): the log is no longer
+/// sent to it and `kafka-metadata-quorum describe` no longer lists it. A node that still runs
+/// joins again at its next heartbeat, as Kafka's controller registers itself again; the use is
+/// a node gone for good.
+///
+/// Errors: CLUSTER_AUTHORIZATION_FAILED (31) without ALTER on the cluster; UNSUPPORTED_VERSION
+/// (35) below `metadata.version` 4.4-IV2 (33); INVALID_REQUEST (42) for the active controller
+/// itself (Kafka's message) or a voter (remove it from the voter set first), and on a broker
+/// without a metadata quorum; CONTROLLER_ID_NOT_REGISTERED (136) for a node the quorum does
+/// not have; REQUEST_TIMED_OUT (7) when the change does not commit in time.
+pub async fn unregister_controller(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: UnregisterControllerRequest,
+) -> UnregisterControllerResponse {
+    let id = req.controller_id.0;
+    let result = async {
+        if !authorized_cluster(broker, ctx, op::ALTER) {
+            return Err((
+                ResponseError::ClusterAuthorizationFailed,
+                "Cluster authorization failed.".to_string(),
+            ));
+        }
+        let level = broker
+            .features
+            .get()
+            .level(crate::features::METADATA_VERSION);
+        if level < crate::features::METADATA_VERSION_CONTROLLER_UNREGISTRATION {
+            return Err((
+                ResponseError::UnsupportedVersion,
+                "The current MetadataVersion is too old to support controller unregistration."
+                    .to_string(),
+            ));
+        }
+        let Some(node) = broker.cluster() else {
+            return Err((
+                ResponseError::InvalidRequest,
+                "this broker runs without a metadata quorum (no controller.quorum.voters)".into(),
+            ));
+        };
+        let Ok(node_id) = u64::try_from(id) else {
+            return Err((
+                ResponseError::Unknown(CONTROLLER_ID_NOT_REGISTERED),
+                format!("Controller ID {id} is not currently registered."),
+            ));
+        };
+        node.controller(
+            ControllerRequest::UnregisterController { node: node_id },
+            CONTROLLER_TIMEOUT,
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| (e.code, e.message))
+    }
+    .await;
+    match result {
+        Ok(()) => {
+            tracing::info!(controller = id, principal = %ctx.session.principal, "controller unregistered");
+            UnregisterControllerResponse::default()
+        }
+        Err((code, message)) => {
+            tracing::info!(controller = id, error = ?code, %message, "UnregisterController refused");
+            UnregisterControllerResponse::default()
+                .with_error_code(code.code())
+                .with_error_message(Some(str_bytes(&message)))
+        }
     }
 }

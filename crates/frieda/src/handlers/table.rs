@@ -185,6 +185,8 @@ api_table! {
                                                             Required, configs::incremental_alter;
     DescribeCluster(DescribeClusterRequest) 0..=2,          Required, cluster::handle;
     UnregisterBroker(UnregisterBrokerRequest) 0..=0,        Required, cluster::unregister_broker;
+    UnregisterController(UnregisterControllerRequest) 0..=0,
+                                                            Required, cluster::unregister_controller;
     FindCoordinator(FindCoordinatorRequest) 0..=6,          Required, groups::find_coordinator;
     JoinGroup(JoinGroupRequest) 0..=9,                      Required, groups::join_group;
     SyncGroup(SyncGroupRequest) 0..=5,                      Required, groups::sync_group;

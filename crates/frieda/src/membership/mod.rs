@@ -34,6 +34,10 @@ use crate::config::ClusterConfig;
 /// How long an admin request forwarded to the controller may take before REQUEST_TIMED_OUT.
 pub const CONTROLLER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// CONTROLLER_ID_NOT_REGISTERED (Kafka 4.4, KIP-1312), newer than the `kafka-protocol`
+/// crate's error table.
+pub const CONTROLLER_ID_NOT_REGISTERED: i16 = 136;
+
 /// A refused controller request: the Kafka error and the controller's message.
 #[derive(Debug, Clone)]
 pub struct ClusterError {
@@ -54,6 +58,9 @@ pub fn error_code(e: &ControllerError) -> ResponseError {
         ControllerError::Invalid(_) => ResponseError::InvalidRequest,
         ControllerError::DuplicateVoter(_) => ResponseError::DuplicateVoter,
         ControllerError::VoterNotFound(_) => ResponseError::VoterNotFound,
+        ControllerError::ControllerNotRegistered(_) => {
+            ResponseError::Unknown(CONTROLLER_ID_NOT_REGISTERED)
+        }
         ControllerError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
         ControllerError::Meta(m) => match m {
             MetaError::TopicExists(_) => ResponseError::TopicAlreadyExists,
