@@ -124,7 +124,8 @@ def rest(method: str, url: str, body: dict | None = None, timeout: float = 15) -
 
 def wait_for(pred, timeout: float, what: str, interval: float = 0.5, procs: list[JvmProcess] = ()):
     """Calls ``pred`` until it returns something truthy (returned); fails after ``timeout`` s, or
-    at once when one of ``procs`` has exited, naming ``what`` and the last value."""
+    at once when one of ``procs`` has exited, naming ``what`` and the last value. An exception
+    from ``pred`` counts as "not yet", but an AssertionError fails at once."""
     deadline = time.monotonic() + timeout
     last = None
     while True:
@@ -135,6 +136,8 @@ def wait_for(pred, timeout: float, what: str, interval: float = 0.5, procs: list
             if v:
                 return v
             last = v
+        except AssertionError:
+            raise  # a check in ``pred`` that failed: not a "not yet"
         except Exception as e:  # noqa: BLE001 - e.g. a worker that is still starting
             last = e
         if time.monotonic() >= deadline:
