@@ -32,7 +32,7 @@ struct Cli {
 #[derive(clap::Args)]
 struct ConfigArgs {
     /// Config file: Kafka's server.properties format, or TOML when the name ends in `.toml`
-    /// (Kafka's setting names in both; see README).
+    /// (Kafka's setting names in both; see docs/configuration.md).
     #[arg(long)]
     config: Option<PathBuf>,
     /// KEY=VALUE over the config file (repeatable), as `kafka-server-start.sh --override`.

@@ -234,7 +234,7 @@ pub fn explain_failure(reason: &str) -> String {
         format!(
             "{reason} (the certificate is X.509 v1; Frieda's TLS (rustls) accepts only v3 \
              certificates: sign it with extensions, e.g. `openssl x509 -req ... -extfile \
-             <(printf 'basicConstraints=CA:FALSE')`, see the README's secure section)"
+             <(printf 'basicConstraints=CA:FALSE')`, see docs/security.md, \"A secure broker\")"
         )
     } else {
         reason.to_string()
