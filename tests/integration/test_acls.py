@@ -394,7 +394,7 @@ def test_acls_survive_a_restart(tmp_path, pki):
 
 
 def test_kafka_acls_tool_adds_and_removes(secured, tmp_path):
-    """Kafka 4.3.1's own `kafka-acls` (org.apache.kafka.tools.AclCommand) against the broker."""
+    """Kafka 4.4.0's own `kafka-acls` (org.apache.kafka.tools.AclCommand) against the broker."""
     cp = os.environ.get("FRIEDA_JAVA_CLASSPATH")
     if not cp:
         pytest.skip("FRIEDA_JAVA_CLASSPATH not set (scripts/test sets it: Kafka's tools from Maven Central)")

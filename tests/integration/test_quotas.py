@@ -1,7 +1,7 @@
 """Client quotas as a user sets them with Kafka's `kafka-configs` (AlterClientQuotas /
 DescribeClientQuotas, KIP-546) and as clients feel them (KIP-219 throttling): a producer held to
 its user's producer_byte_rate while another user's producer keeps its latency, a consumer held to
-consumer_byte_rate. With ``FRIEDA_SECURITY_VS_KAFKA=1`` the same runs against Apache Kafka 4.3.1
+consumer_byte_rate. With ``FRIEDA_SECURITY_VS_KAFKA=1`` the same runs against Apache Kafka 4.4.0
 (the rates must hold there too, which is how the bounds below were chosen).
 
 Kafka measures a rate over 11 one-second windows and at least 10 s, so a client first gets about

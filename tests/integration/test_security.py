@@ -4,7 +4,7 @@ certificates reloaded without a restart, and failed logins that do not slow anyo
 
 Clients: confluent-kafka (librdkafka), kafka-python, kcat. The ACL semantics are in
 test_acls.py. Every test here runs against Frieda; with ``FRIEDA_SECURITY_VS_KAFKA=1`` the
-client-visible ones also run against Apache Kafka 4.3.1 configured the same way.
+client-visible ones also run against Apache Kafka 4.4.0 configured the same way.
 """
 
 from __future__ import annotations
