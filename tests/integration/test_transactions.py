@@ -500,7 +500,7 @@ def test_offsets_for_a_partition_that_does_not_exist_are_refused(broker, topic_n
 def test_kafka_transactions_tool_list_describe_describe_producers_find_hanging_abort(broker, topic_name):
     """With one transaction left open by a confluent-kafka producer (transaction.timeout.ms
     45000) on partitions 0 (1 record, offset 0) and 1 (3 records after a committed transaction
-    of 2 and its marker: offsets 3-5), Kafka 4.3.1's kafka-transactions tool shows:
+    of 2 and its marker: offsets 3-5), Kafka 4.4.0's kafka-transactions tool shows:
     `list` its id as Ongoing on this broker; `describe` the same producer id, epoch 0, Ongoing,
     timeout 45000, both partitions; `describe-producers` on partition 1 that producer with last
     sequence 4, the last record's timestamp and current transaction start offset 3 (0 on
