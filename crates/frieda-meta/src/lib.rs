@@ -406,6 +406,9 @@ pub struct MetadataQuorum {
     /// connection's handshake is paid once, not per heartbeat).
     pool: parking_lot::Mutex<BTreeMap<u64, Vec<Conn>>>,
     stop: watch::Sender<bool>,
+    /// The controller listener ([`network::serve`]) and its connections: aborted at shutdown
+    /// before Raft stops, so no peer's request reaches a stopping core.
+    server: parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>,
     tasks: parking_lot::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
@@ -451,15 +454,13 @@ impl MetadataQuorum {
             },
         ));
         let (stop, stop_rx) = watch::channel(false);
-        let mut tasks = vec![
-            tokio::spawn(network::serve(
-                listener,
-                raft.clone(),
-                controller.clone(),
-                cfg.transport.clone(),
-            )),
-            tokio::spawn(controller.clone().run(stop_rx)),
-        ];
+        let server = tokio::spawn(network::serve(
+            listener,
+            raft.clone(),
+            controller.clone(),
+            cfg.transport.clone(),
+        ));
+        let mut tasks = vec![tokio::spawn(controller.clone().run(stop_rx))];
         if let Some(task) = propose_initial_voters(&raft, cfg.node_id, &cfg.voters, fresh) {
             tasks.push(task);
         }
@@ -475,6 +476,7 @@ impl MetadataQuorum {
             transport: cfg.transport,
             pool: parking_lot::Mutex::new(BTreeMap::new()),
             stop,
+            server: parking_lot::Mutex::new(Some(server)),
             tasks: parking_lot::Mutex::new(tasks),
         }))
     }
@@ -705,15 +707,24 @@ impl MetadataQuorum {
         }
     }
 
-    /// Stops the node's quorum tasks and Raft.
+    /// Stops the node's quorum tasks and Raft: first every task that calls into Raft (the
+    /// controller listener and its connections, the controller's loop), so that none is
+    /// mid-call when the core stops (a peer's AppendEntries or the controller's leadership
+    /// check reaching a stopped core made openraft log ERRORs on every routine restart), then
+    /// Raft.
     pub async fn shutdown(&self) {
         let _ = self.stop.send(true);
+        let mut tasks: Vec<_> = self.server.lock().take().into_iter().collect();
+        tasks.extend(self.tasks.lock().drain(..));
+        for t in &tasks {
+            t.abort();
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
         self.pool.lock().clear();
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(error = %e, "stopping Raft");
-        }
-        for t in self.tasks.lock().drain(..) {
-            t.abort();
         }
     }
 }

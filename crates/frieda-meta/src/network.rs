@@ -550,7 +550,12 @@ pub async fn serve(
     let authenticating = Arc::new(Semaphore::new(MAX_AUTHENTICATING));
     // When the last "connection refused: too many" line was logged (one per second at most).
     let mut last_full_log: Option<std::time::Instant> = None;
+    // The connections' tasks: aborted with this one when it is aborted (the node's shutdown),
+    // so that no request reaches Raft after it stopped. Finished ones are reaped at each
+    // accept; at most MAX_CONNECTIONS run.
+    let mut connections = tokio::task::JoinSet::new();
     loop {
+        while connections.try_join_next().is_some() {}
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
@@ -574,7 +579,7 @@ pub async fn serve(
         let raft = raft.clone();
         let controller = controller.clone();
         let transport = transport.clone();
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let _slot = slot;
             let limit = transport.authentication_timeout();
             let (mut stream, who) = match tokio::time::timeout(
