@@ -170,6 +170,17 @@ fn unknown_ms() -> i64 {
     -1
 }
 
+/// Set once this process's quorum node begins to stop ([`MetadataQuorum::shutdown`]).
+static SHUTTING_DOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process's quorum node is stopping: openraft then reports, as ERRORs, each call
+/// that meets its stopped core (a broker task's last controller request, a leadership check),
+/// which is routine at that point; the broker's log filter leaves those reports out
+/// (`frieda::logging`).
+pub fn shutting_down() -> bool {
+    SHUTTING_DOWN.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// How long an observer (a learner: a broker-only node) stays listed by DescribeQuorum after
 /// its last acknowledgement (Kafka's `LeaderState` observer session, 5 minutes): a node removed
 /// and stopped drops out of `kafka-metadata-quorum describe` (issue 59).
@@ -713,6 +724,7 @@ impl MetadataQuorum {
     /// check reaching a stopped core made openraft log ERRORs on every routine restart), then
     /// Raft.
     pub async fn shutdown(&self) {
+        SHUTTING_DOWN.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = self.stop.send(true);
         let mut tasks: Vec<_> = self.server.lock().take().into_iter().collect();
         tasks.extend(self.tasks.lock().drain(..));

@@ -228,8 +228,28 @@ const OPENRAFT_RETRY_REPORTS: &[&str] = &[
     "A message will be ignored because vote changed",
 ];
 
-/// Whether an event is one of [`OPENRAFT_RETRY_REPORTS`].
-fn is_openraft_retry_report(event: &tracing::Event<'_>) -> bool {
+/// openraft's reports of a call that met its stopped Raft core. While this node's quorum
+/// stops ([`frieda_meta::shutting_down`]) they are routine (a broker task's last controller
+/// request, a leadership check in flight) and left out; at any other time they stay, since
+/// then the core stopped on its own.
+const OPENRAFT_STOPPED_CORE_REPORTS: &[&str] = &[
+    "failure sending RaftMsg to RaftCore",
+    "failure receiving rx from RaftCore",
+    "error when openraft::raft::raft_inner",
+];
+
+/// Whether an event is one of [`OPENRAFT_STOPPED_CORE_REPORTS`] made while the quorum stops.
+fn is_openraft_stop_report(event: &tracing::Event<'_>) -> bool {
+    frieda_meta::shutting_down()
+        && openraft_message(event).is_some_and(|m| {
+            OPENRAFT_STOPPED_CORE_REPORTS
+                .iter()
+                .any(|r| m.starts_with(r))
+        })
+}
+
+/// The message of an openraft event at WARN or ERROR, else `None`.
+fn openraft_message(event: &tracing::Event<'_>) -> Option<String> {
     struct Message(Option<String>);
     impl tracing::field::Visit for Message {
         fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
@@ -245,11 +265,16 @@ fn is_openraft_retry_report(event: &tracing::Event<'_>) -> bool {
     }
     let meta = event.metadata();
     if !meta.target().starts_with("openraft") || *meta.level() > tracing::Level::WARN {
-        return false;
+        return None;
     }
     let mut m = Message(None);
     event.record(&mut m);
-    m.0.is_some_and(|m| {
+    m.0
+}
+
+/// Whether an event is one of [`OPENRAFT_RETRY_REPORTS`].
+fn is_openraft_retry_report(event: &tracing::Event<'_>) -> bool {
+    openraft_message(event).is_some_and(|m| {
         OPENRAFT_RETRY_REPORTS.iter().any(|r| {
             m.strip_prefix(r)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with(':'))
@@ -257,7 +282,8 @@ fn is_openraft_retry_report(event: &tracing::Event<'_>) -> bool {
     })
 }
 
-/// The layer that drops [`OPENRAFT_RETRY_REPORTS`].
+/// The layer that drops [`OPENRAFT_RETRY_REPORTS`], and [`OPENRAFT_STOPPED_CORE_REPORTS`]
+/// while the quorum stops.
 struct QuietRetries;
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QuietRetries {
@@ -266,7 +292,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QuietRetries {
         event: &tracing::Event<'_>,
         _: tracing_subscriber::layer::Context<'_, S>,
     ) -> bool {
-        !is_openraft_retry_report(event)
+        !is_openraft_retry_report(event) && !is_openraft_stop_report(event)
     }
 }
 
