@@ -50,6 +50,46 @@ pub fn parse_partition_value(s: &str) -> anyhow::Result<(TopicPartition, String)
     Ok((parse_partition(tp)?, value.to_string()))
 }
 
+/// Groups partitions by topic, keeping each partition's value, in the order given.
+pub fn by_topic<V: Clone>(items: &[(TopicPartition, V)]) -> BTreeMap<String, Vec<(i32, V)>> {
+    let mut out: BTreeMap<String, Vec<(i32, V)>> = BTreeMap::new();
+    for ((t, p), v) in items {
+        out.entry(t.clone()).or_default().push((*p, v.clone()));
+    }
+    out
+}
+
+/// Partitions by leader, then by topic: (partition index, value) each.
+type ByLeader<V> = BTreeMap<i32, BTreeMap<String, Vec<(i32, V)>>>;
+
+/// Groups partitions by their leader in `leaders`, then by topic (one request per leader).
+///
+/// Errors: a partition `leaders` does not have (UNKNOWN_TOPIC_OR_PARTITION) or whose leader is
+/// -1 (LEADER_NOT_AVAILABLE), the first in `items` order.
+fn by_leader<V: Clone>(
+    leaders: &BTreeMap<TopicPartition, i32>,
+    items: &[(TopicPartition, V)],
+) -> anyhow::Result<ByLeader<V>> {
+    let mut per_leader: BTreeMap<i32, Vec<(TopicPartition, V)>> = BTreeMap::new();
+    for ((topic, partition), v) in items {
+        let leader = *leaders
+            .get(&(topic.clone(), *partition))
+            .ok_or_else(|| anyhow::anyhow!("{topic}-{partition}: UNKNOWN_TOPIC_OR_PARTITION"))?;
+        anyhow::ensure!(
+            leader >= 0,
+            "{topic}-{partition}: LEADER_NOT_AVAILABLE (no leader)"
+        );
+        per_leader
+            .entry(leader)
+            .or_default()
+            .push(((topic.clone(), *partition), v.clone()));
+    }
+    Ok(per_leader
+        .into_iter()
+        .map(|(leader, items)| (leader, by_topic(&items)))
+        .collect())
+}
+
 /// Each partition of `topics` and its leader (-1 when it has none), sorted.
 ///
 /// Errors: a topic the cluster does not have (UNKNOWN_TOPIC_OR_PARTITION), by name.
@@ -128,20 +168,9 @@ pub async fn list_offsets(
     leaders: &BTreeMap<TopicPartition, i32>,
     timestamp: i64,
 ) -> anyhow::Result<HashMap<TopicPartition, i64>> {
-    let mut by_leader: BTreeMap<i32, BTreeMap<String, Vec<i32>>> = BTreeMap::new();
-    for ((topic, partition), leader) in leaders {
-        if *leader < 0 {
-            anyhow::bail!("{topic}-{partition}: LEADER_NOT_AVAILABLE (no leader)");
-        }
-        by_leader
-            .entry(*leader)
-            .or_default()
-            .entry(topic.clone())
-            .or_default()
-            .push(*partition);
-    }
+    let every: Vec<(TopicPartition, ())> = leaders.keys().map(|tp| (tp.clone(), ())).collect();
     let mut out = HashMap::new();
-    for (leader, topics) in by_leader {
+    for (leader, topics) in by_leader(leaders, &every)? {
         let req = ListOffsetsRequest::default()
             .with_replica_id(BrokerId(-1))
             .with_topics(
@@ -152,7 +181,7 @@ pub async fn list_offsets(
                             .with_name(TopicName(StrBytes::from_string(t)))
                             .with_partitions(
                                 ps.into_iter()
-                                    .map(|p| {
+                                    .map(|(p, ())| {
                                         ListOffsetsPartition::default()
                                             .with_partition_index(p)
                                             .with_current_leader_epoch(-1)
@@ -194,24 +223,8 @@ pub async fn delete_records(
         .into_iter()
         .collect();
     let leaders = leaders(admin, &topics).await?;
-    let mut by_leader: BTreeMap<i32, BTreeMap<String, Vec<(i32, i64)>>> = BTreeMap::new();
-    for ((topic, partition), offset) in targets {
-        let leader = *leaders
-            .get(&(topic.clone(), *partition))
-            .ok_or_else(|| anyhow::anyhow!("{topic}-{partition}: UNKNOWN_TOPIC_OR_PARTITION"))?;
-        anyhow::ensure!(
-            leader >= 0,
-            "{topic}-{partition}: LEADER_NOT_AVAILABLE (no leader)"
-        );
-        by_leader
-            .entry(leader)
-            .or_default()
-            .entry(topic.clone())
-            .or_default()
-            .push((*partition, *offset));
-    }
     let mut refused = 0;
-    for (leader, topics) in by_leader {
+    for (leader, topics) in by_leader(&leaders, targets)? {
         let req = DeleteRecordsRequest::default()
             .with_timeout_ms(admin.request_timeout().as_millis() as i32)
             .with_topics(
@@ -271,5 +284,33 @@ mod tests {
             (("t".to_string(), 0), "-1".to_string())
         );
         assert!(parse_partition_value("t:0").is_err());
+    }
+
+    #[test]
+    fn partitions_group_by_topic_and_by_leader() {
+        let items = vec![
+            (("b".to_string(), 1), 10),
+            (("a".to_string(), 0), 20),
+            (("b".to_string(), 0), 30),
+        ];
+        let grouped = by_topic(&items);
+        assert_eq!(grouped["a"], vec![(0, 20)]);
+        assert_eq!(grouped["b"], vec![(1, 10), (0, 30)]);
+
+        let leaders: BTreeMap<TopicPartition, i32> = [
+            (("a".to_string(), 0), 2),
+            (("b".to_string(), 0), 1),
+            (("b".to_string(), 1), 2),
+        ]
+        .into();
+        let grouped = by_leader(&leaders, &items).unwrap();
+        assert_eq!(grouped[&2]["a"], vec![(0, 20)]);
+        assert_eq!(grouped[&2]["b"], vec![(1, 10)]);
+        assert_eq!(grouped[&1]["b"], vec![(0, 30)]);
+        let unknown = vec![(("c".to_string(), 0), 1)];
+        assert!(by_leader(&leaders, &unknown).is_err());
+        let leaderless: BTreeMap<TopicPartition, i32> = [(("a".to_string(), 0), -1)].into();
+        let e = by_leader(&leaderless, &[(("a".to_string(), 0), ())]).unwrap_err();
+        assert!(e.to_string().contains("LEADER_NOT_AVAILABLE"), "{e}");
     }
 }

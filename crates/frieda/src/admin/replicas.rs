@@ -17,7 +17,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::client::{check, error_text, Admin, Node};
-use super::partitions::TopicPartition;
+use super::partitions::{by_topic, TopicPartition};
 use super::table::Table;
 
 /// ELECTION_NOT_NEEDED: the partition's leader already is the one asked for.
@@ -45,15 +45,6 @@ pub fn parse_replicas(s: &str) -> anyhow::Result<Vec<i32>> {
     seen.dedup();
     anyhow::ensure!(seen.len() == ids.len(), "`{s}`: a broker named twice");
     Ok(ids)
-}
-
-/// Groups partitions by topic, keeping each partition's value.
-fn by_topic<V: Clone>(items: &[(TopicPartition, V)]) -> BTreeMap<String, Vec<(i32, V)>> {
-    let mut out: BTreeMap<String, Vec<(i32, V)>> = BTreeMap::new();
-    for ((t, p), v) in items {
-        out.entry(t.clone()).or_default().push((*p, v.clone()));
-    }
-    out
 }
 
 /// Starts moving each partition to its new replicas, or with `None` cancels the partition's
@@ -273,17 +264,5 @@ mod tests {
         assert!(parse_replicas("1,x").is_err());
         assert!(parse_replicas("1,1").is_err());
         assert!(parse_replicas("").is_err());
-    }
-
-    #[test]
-    fn partitions_group_by_topic() {
-        let items = vec![
-            (("b".to_string(), 1), 10),
-            (("a".to_string(), 0), 20),
-            (("b".to_string(), 0), 30),
-        ];
-        let grouped = by_topic(&items);
-        assert_eq!(grouped["a"], vec![(0, 20)]);
-        assert_eq!(grouped["b"], vec![(1, 10), (0, 30)]);
     }
 }
