@@ -115,12 +115,8 @@ pub enum TopicCommand {
     AlterConfig {
         /// The topic.
         topic: String,
-        /// Set KEY=VALUE (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        set: Vec<String>,
-        /// Remove a setting, back to the default (repeatable).
-        #[arg(long = "delete", value_name = "KEY")]
-        delete: Vec<String>,
+        #[command(flatten)]
+        change: ConfigChangeCli,
     },
     /// Delete topics.
     Delete {
@@ -510,11 +506,8 @@ async fn dispatch(admin: &mut client::Admin, command: AdminCommand) -> anyhow::R
                 topics::create(admin, &topic, partitions, replication_factor, &configs).await
             }
             TopicCommand::Describe { topics: names } => topics::describe(admin, &names).await,
-            TopicCommand::AlterConfig { topic, set, delete } => {
-                let set = set
-                    .iter()
-                    .map(|c| topics::key_value(c))
-                    .collect::<anyhow::Result<Vec<_>>>()?;
+            TopicCommand::AlterConfig { topic, change } => {
+                let (set, delete) = change.parts()?;
                 topics::alter_config(admin, &topic, &set, &delete).await
             }
             TopicCommand::Delete { topics: names } => topics::delete(admin, &names).await,
