@@ -25,10 +25,11 @@
 //!   `tx-0` added it itself, the leader asks AddPartitionsToTxn `verify_only`, answered with
 //!   the broker's `steps::verify_partitions`) or added it (part 2, Produce v12+, as Kafka 4's
 //!   Java clients: client `tx-1` never adds partition 0, the leader asks for the add, answered
-//!   with `steps::plan_add_partitions` and an acks=all write; CONCURRENT_TRANSACTIONS while the
-//!   previous transaction's markers are written is asked again as `txn_verify::add_retry`
-//!   says), errors mapped with `txn_verify::produce_error`, 10 s timeout; its append carries
-//!   the producer state's verification token (`begin_verification`; a marker voids it);
+//!   with `steps::plan_add_partitions` and an acks=all write), 10 s timeout; the round is the
+//!   produce handler's own `txn_verify::VerifyRound` (admission, the producer state's
+//!   verification token from `begin_verification`, which a marker voids, CONCURRENT_TRANSACTIONS
+//!   while the previous transaction's markers are written asked again for 100 ms, errors
+//!   mapped to Kafka's produce errors);
 //! - the request pipeline: a client's produces travel on a connection that the leader reads in
 //!   order, once, and decide their appends in that order through the broker's
 //!   `produce_order::book::OrderBook` (issue 57, defect 3), while their verifications and
@@ -72,7 +73,9 @@
 
 use std::collections::BTreeMap;
 
-use frieda::broker::txn_verify::{add_retry, produce_error, VERIFY_TIMEOUT};
+use frieda::broker::txn_verify::{
+    VerifyRound, VerifyStep, ABORTABLE_VERSION, TXN_V2_VERSION, VERIFY_TIMEOUT,
+};
 use frieda::coordinator::transaction::metadata::NO_PRODUCER_ID;
 use frieda::coordinator::transaction::partition::{land, map_error, replayed};
 use frieda::coordinator::transaction::steps::{self, EndStep, InitStep, MarkerOutcome};
@@ -303,8 +306,10 @@ pub(crate) struct ConnProduce {
 #[derive(Debug, Clone)]
 pub(crate) struct Verifying {
     p: ConnProduce,
-    /// The producer state's verification token the append must carry.
-    token: u64,
+    /// The broker's KIP-890 round for the produce (one partition: `()`).
+    round: VerifyRound<()>,
+    /// The producer check the append must carry (the verification token it was last given).
+    check: ProducerCheck,
     /// When the leader first asked (the retries of an add stop [`ADD_RETRY_MAX`] after it).
     ///
     /// [`ADD_RETRY_MAX`]: frieda::broker::txn_verify::ADD_RETRY_MAX
@@ -1561,16 +1566,39 @@ impl World {
         if !transactional {
             // An idempotent producer's batch: nothing to verify (`verify_transactions` looks
             // at transactional batches only).
-            return self.txn_produce_check(id, p, None);
+            return self.txn_produce_check(id, p, ProducerCheck::PLAIN);
         }
-        let Some(token) = state.begin_verification(pid, epoch, true) else {
-            return self.txn_produce_check(id, p, None);
+        // The produce handler's round (`verify_transactions`): Produce v12 for a client whose
+        // partition the leader adds, v11 for one that adds it itself; verification is on
+        // (`transaction.partition.verification.enable`, Kafka's default).
+        let version = if p.adds {
+            TXN_V2_VERSION
+        } else {
+            ABORTABLE_VERSION
         };
-        if p.adds && self.txns.leader_add_off {
-            return self.txn_produce_check(id, p, Some(token));
+        let mut round = VerifyRound::new(version, true);
+        // the simulated clients always name their transactional id, one producer per request
+        let verify = round
+            .admit(true, pid, epoch)
+            .expect("a simulated transactional produce is admitted");
+        let check = if verify {
+            round.wait_for((), state.begin_verification(pid, epoch, round.tv2()))
+        } else {
+            ProducerCheck::PLAIN
+        };
+        if round.waiting().is_empty() || (p.adds && self.txns.leader_add_off) {
+            return self.txn_produce_check(id, p, check);
         }
         let started = self.now;
-        self.txn_ask_coordinator(id, Verifying { p, token, started });
+        self.txn_ask_coordinator(
+            id,
+            Verifying {
+                p,
+                round,
+                check,
+                started,
+            },
+        );
     }
 
     /// Broker `id` asks the transaction coordinator to verify or add partition 0 for
@@ -1587,10 +1615,8 @@ impl World {
             .map(|s| s.leader)
             .filter(|l| *l > 0);
         let Some(coordinator) = coordinator else {
-            // `add_or_verify`: COORDINATOR_NOT_AVAILABLE for every partition, not retried.
-            let e = produce_error(E::CoordinatorNotAvailable, true, true);
-            self.txn_reply(id, v.p.req, Err(e));
-            return self.txn_produce_decided(id, v.p.conn, v.p.ticket);
+            // `add_or_verify`: COORDINATOR_NOT_AVAILABLE for every partition.
+            return self.txn_verify_answered(id, v, Err(E::CoordinatorNotAvailable));
         };
         let Some(tid) = self
             .b(id)
@@ -1618,36 +1644,41 @@ impl World {
         self.timer(id, VERIFY_TIMEOUT_MS, Timer::TxnVerifyTimeout(vreq));
     }
 
-    /// The coordinator's answer to verification or add `vreq` at broker `id`. An add answered
-    /// CONCURRENT_TRANSACTIONS is asked again after a pause, for a while (the produce
-    /// handler's loop over [`add_retry`]).
+    /// The coordinator's answer to verification or add `vreq` at broker `id`.
     fn txn_verified(&mut self, id: i32, vreq: u64, result: Result<(), E>) {
         let Some(v) = self.bm(id).verifying.remove(&vreq) else {
             return; // timed out meanwhile
         };
-        match result {
-            Ok(()) => self.txn_produce_check(id, v.p, Some(v.token)),
-            Err(e) => {
-                let concurrent = e == E::ConcurrentTransactions;
-                let elapsed = std::time::Duration::from_millis(self.now - v.started);
-                if let Some(pause) = add_retry(v.p.adds, concurrent, elapsed) {
-                    self.txns.add_retries += 1;
-                    let key = self.next_request_id();
-                    self.bm(id).add_retries.insert(key, v);
-                    self.timer(id, pause.as_millis() as Time, Timer::TxnAddRetry(key));
-                    return;
-                }
-                self.txn_reply(id, v.p.req, Err(produce_error(e, true, true)));
-                self.txn_produce_decided(id, v.p.conn, v.p.ticket);
+        self.txn_verify_answered(id, v, result);
+    }
+
+    /// The round of produce `v` at broker `id` takes the coordinator's answer
+    /// ([`VerifyRound::answered`]): an add answered CONCURRENT_TRANSACTIONS is asked again
+    /// after a pause, for a while; else the produce appends or is refused.
+    fn txn_verify_answered(&mut self, id: i32, mut v: Verifying, result: Result<(), E>) {
+        let elapsed = std::time::Duration::from_millis(self.now - v.started);
+        match v.round.answered(|_| result.err(), elapsed) {
+            VerifyStep::Pause(pause) => {
+                self.txns.add_retries += 1;
+                let key = self.next_request_id();
+                self.bm(id).add_retries.insert(key, v);
+                self.timer(id, pause.as_millis() as Time, Timer::TxnAddRetry(key));
             }
+            VerifyStep::Done(refused) => match refused.first() {
+                Some(&(_, e)) => {
+                    self.txn_reply(id, v.p.req, Err(e));
+                    self.txn_produce_decided(id, v.p.conn, v.p.ticket);
+                }
+                None => self.txn_produce_check(id, v.p, v.check),
+            },
         }
     }
 
     /// The pause before asking again for add `key` at broker `id` is over: as the produce
-    /// handler, the partition's verification starts again (the previous transaction's marker
-    /// may have landed meanwhile: then there is nothing to add).
+    /// handler, the partition's verification starts again ([`VerifyRound::restart`]: the
+    /// previous transaction's marker may have landed meanwhile, then there is nothing to add).
     pub(crate) fn txn_add_retry(&mut self, id: i32, key: u64) {
-        let Some(v) = self.bm(id).add_retries.remove(&key) else {
+        let Some(mut v) = self.bm(id).add_retries.remove(&key) else {
             return;
         };
         let TxnBatch::Data { pid, epoch, .. } = v.p.batch else {
@@ -1657,9 +1688,17 @@ impl World {
             self.txn_reply(id, v.p.req, Err(E::NotLeaderOrFollower));
             return self.txn_produce_decided(id, v.p.conn, v.p.ticket);
         };
-        match state.begin_verification(pid, epoch, true) {
-            None => self.txn_produce_check(id, v.p, None),
-            Some(token) => self.txn_ask_coordinator(id, Verifying { token, ..v }),
+        let tv2 = v.round.tv2();
+        for ((), check) in v
+            .round
+            .restart(|_| state.begin_verification(pid, epoch, tv2))
+        {
+            v.check = check;
+        }
+        if v.round.waiting().is_empty() {
+            self.txn_produce_check(id, v.p, v.check)
+        } else {
+            self.txn_ask_coordinator(id, v)
         }
     }
 
@@ -1672,15 +1711,20 @@ impl World {
     /// The producer state's check and the append of a transactional batch at broker `id`
     /// (the produce handler: `check_append`, the check with the verification `token`, the
     /// append; the wait for the replicas follows and does not hold the connection's order).
-    fn txn_produce_check(&mut self, id: i32, p: ConnProduce, token: Option<u64>) {
-        if let Err(e) = self.txn_produce_append(id, p, token) {
+    fn txn_produce_check(&mut self, id: i32, p: ConnProduce, check: ProducerCheck) {
+        if let Err(e) = self.txn_produce_append(id, p, check) {
             self.txn_reply(id, p.req, Err(e));
         }
         self.txn_produce_decided(id, p.conn, p.ticket);
     }
 
     /// The check and the append; `Err` is the answer to send now.
-    fn txn_produce_append(&mut self, id: i32, p: ConnProduce, token: Option<u64>) -> Result<(), E> {
+    fn txn_produce_append(
+        &mut self,
+        id: i32,
+        p: ConnProduce,
+        check: ProducerCheck,
+    ) -> Result<(), E> {
         let ConnProduce {
             conn,
             ticket,
@@ -1703,18 +1747,14 @@ impl World {
             epoch,
             seq,
             count,
-            transactional,
+            ..
         } = batch
         else {
             unreachable!("a data batch");
         };
-        // As the produce handler: verified(token) for a transactional batch, PLAIN for an
-        // idempotent one; then the partition's own decision (`leader_append::decide`).
-        let check = if transactional {
-            ProducerCheck::verified(token)
-        } else {
-            ProducerCheck::PLAIN
-        };
+        // `check` as the produce handler gave it (the round's for a transactional batch,
+        // PLAIN for an idempotent one); then the partition's own decision
+        // (`leader_append::decide`).
         let checked = self.leader_decides(id, &header, check);
         // What `txn-produce-out-of-order` compares: appended or a duplicate (OK), or refused
         // OUT_OF_ORDER_SEQUENCE_NUMBER; a check that passed but whose append failed is neither.

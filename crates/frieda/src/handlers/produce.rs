@@ -242,15 +242,10 @@ pub async fn handle(
     Some(resp.with_responses(topics))
 }
 
-/// Produce v11 knows TRANSACTION_ABORTABLE; v12+ is transactions v2 (partitions are added by
-/// the partition leaders, KIP-890 part 2).
-const ABORTABLE_VERSION: i16 = 11;
-/// See [`ABORTABLE_VERSION`].
-const TXN_V2_VERSION: i16 = 12;
-
 /// Sets each transactional batch's producer check: batches that would open a transaction on
 /// their partition are verified (or, v12+, added) with the coordinator first (one request for
-/// the whole produce request); a refusal becomes the partition's error.
+/// the whole produce request); a refusal becomes the partition's error. The rule is
+/// [`txn_verify::VerifyRound`]'s, which the simulator runs too.
 ///
 /// Transactions v2 (KIP-890 part 2): EndTxn answers before the markers are written, so the
 /// producer's next transaction often reaches a partition while its coordinator still answers
@@ -263,84 +258,68 @@ async fn verify_transactions(
     transactional_id: Option<&str>,
     items: &mut [(usize, i32, Result<Prepared, AppendError>, ProducerCheck)],
 ) {
-    let tv2 = version >= TXN_V2_VERSION;
-    let verify = tv2 || broker.config.transactions.partition_verification;
-    let mut producer: Option<(i64, i16)> = None;
-    let mut needed: Vec<(usize, (String, i32))> = Vec::new();
+    let mut round: txn_verify::VerifyRound<usize> =
+        txn_verify::VerifyRound::new(version, broker.config.transactions.partition_verification);
     for (i, (_, _, prepared, check)) in items.iter_mut().enumerate() {
         let Ok(p) = prepared else { continue };
         if !p.header.is_transactional() {
             continue;
         }
         let h = p.header;
-        let refuse = |msg: &str| AppendError {
-            code: ResponseError::InvalidRecord,
-            message: Some(msg.into()),
-            record_errors: Vec::new(),
-            log_start_offset: -1,
-        };
-        if transactional_id.is_none() {
-            *prepared = Err(refuse(
-                "transactional records need the request's transactional id",
-            ));
-            continue;
-        }
-        match producer {
-            None => producer = Some((h.producer_id, h.producer_epoch)),
-            Some(pe) if pe != (h.producer_id, h.producer_epoch) => {
-                *prepared = Err(refuse(
-                    "transactional records of more than one producer in one request",
-                ));
-                continue;
+        match round.admit(transactional_id.is_some(), h.producer_id, h.producer_epoch) {
+            Err(msg) => {
+                *prepared = Err(AppendError {
+                    code: ResponseError::InvalidRecord,
+                    message: Some(msg.into()),
+                    record_errors: Vec::new(),
+                    log_start_offset: -1,
+                });
             }
-            Some(_) => {}
-        }
-        if !verify {
-            continue;
-        }
-        let token = p
-            .partition
-            .begin_verification(h.producer_id, h.producer_epoch, tv2);
-        *check = ProducerCheck::verified(token);
-        if token.is_some() {
-            needed.push((i, (p.partition.topic.to_string(), p.partition.index)));
+            Ok(false) => {}
+            Ok(true) => {
+                let token =
+                    p.partition
+                        .begin_verification(h.producer_id, h.producer_epoch, round.tv2());
+                *check = round.wait_for(i, token);
+            }
         }
     }
-    let (Some(id), Some((pid, epoch))) = (transactional_id, producer) else {
+    let (Some(id), Some((pid, epoch))) = (transactional_id, round.producer()) else {
         return;
     };
-    if needed.is_empty() {
-        return;
-    }
+    // each waiting item's partition (the set only shrinks)
+    let tp: std::collections::HashMap<usize, (String, i32)> = round
+        .waiting()
+        .iter()
+        .filter_map(|&i| {
+            let p = items[i].2.as_ref().ok()?;
+            Some((i, (p.partition.topic.to_string(), p.partition.index)))
+        })
+        .collect();
+    let tp_of = |i: usize| tp.get(&i).cloned();
+    let tv2 = round.tv2();
     let started = std::time::Instant::now();
-    let mut failed;
-    loop {
-        let tps: Vec<(String, i32)> = needed.iter().map(|(_, tp)| tp.clone()).collect();
-        failed = txn_verify::add_or_verify(broker, id, pid, epoch, &tps, tv2).await;
-        let concurrent = failed
-            .values()
-            .any(|e| *e == ResponseError::ConcurrentTransactions);
-        let Some(backoff) = txn_verify::add_retry(tv2, concurrent, started.elapsed()) else {
-            break;
-        };
-        tokio::time::sleep(backoff).await;
-        // Kafka's retry starts each partition's verification again: the previous
-        // transaction's marker may have landed meanwhile.
-        needed.retain(|&(i, _)| {
-            let Ok(p) = &items[i].2 else { return false };
-            let token = p.partition.begin_verification(pid, epoch, tv2);
-            items[i].3 = ProducerCheck::verified(token);
-            token.is_some()
-        });
-        if needed.is_empty() {
-            return;
-        }
-    }
-    for (i, tp) in needed {
-        if let Some(&e) = failed.get(&tp) {
-            let code = txn_verify::produce_error(e, version >= ABORTABLE_VERSION, tv2);
-            tracing::debug!(transactional_id = id, topic = %tp.0, partition = tp.1, error = ?e, "transaction verification refused a batch");
-            items[i].2 = Err(code.into());
+    while !round.waiting().is_empty() {
+        let tps: Vec<(String, i32)> = round.waiting().iter().filter_map(|&i| tp_of(i)).collect();
+        let failed = txn_verify::add_or_verify(broker, id, pid, epoch, &tps, tv2).await;
+        let refusal = |&i: &usize| tp_of(i).and_then(|tp| failed.get(&tp).copied());
+        match round.answered(refusal, started.elapsed()) {
+            txn_verify::VerifyStep::Pause(backoff) => {
+                tokio::time::sleep(backoff).await;
+                let checks = round.restart(|&i| match &items[i].2 {
+                    Ok(p) => p.partition.begin_verification(pid, epoch, tv2),
+                    Err(_) => None,
+                });
+                for (i, check) in checks {
+                    items[i].3 = check;
+                }
+            }
+            txn_verify::VerifyStep::Done(refused) => {
+                for (i, code) in refused {
+                    tracing::debug!(transactional_id = id, partition = ?tp_of(i), error = ?code, "transaction verification refused a batch");
+                    items[i].2 = Err(code.into());
+                }
+            }
         }
     }
 }
