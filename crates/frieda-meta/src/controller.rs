@@ -283,7 +283,7 @@ pub enum ControllerError {
     #[error("refused by the active controller: {0}")]
     Refused(String),
     /// A request the controller does not take (INVALID_REQUEST, 42).
-    #[error("invalid controller request: {0}")]
+    #[error("{0}")]
     Invalid(String),
     /// AddRaftVoter of a node that already votes (DUPLICATE_VOTER, 126).
     #[error("{0}")]
