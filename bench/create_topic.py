@@ -15,10 +15,6 @@ Usage: create_topic.py OUT_DIR [--partitions 4000] [--repeat 3]
 """
 import argparse
 import json
-import os
-import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,19 +24,8 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-ROOT = Path(__file__).resolve().parent.parent
-FRIEDA_BIN = os.environ.get("FRIEDA_BIN", str(ROOT / "target/release/frieda"))
-
-
-def wait_port(host: str, port: int, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((host, port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"nothing listens on {host}:{port}")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from brokers import Broker  # noqa: E402
 
 
 def measure(bootstrap: str, n: int, topic: str) -> dict:
@@ -68,31 +53,11 @@ def measure(bootstrap: str, n: int, topic: str) -> dict:
             "writable_ms": round(writable * 1000)}
 
 
-def run_frieda(out: Path, n: int, rep: int) -> dict:
-    data = out / f"frieda-data-{rep}"
-    shutil.rmtree(data, ignore_errors=True)
-    port = 29392
-    log = open(out / f"frieda-{rep}.log", "w")
-    proc = subprocess.Popen([FRIEDA_BIN, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_port("127.0.0.1", port)
-        return measure(f"127.0.0.1:{port}", n, f"create-{rep}")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(60)
-        shutil.rmtree(data, ignore_errors=True)
-
-
-def run_kafka(out: Path, n: int, rep: int) -> dict:
-    env = dict(os.environ, FRESH="1")
-    subprocess.run([str(ROOT / "bench/kafka/run-kafka.sh")], env=env, check=True,
-                   stdout=open(out / f"kafka-{rep}.start.log", "w"), stderr=subprocess.STDOUT)
-    try:
-        wait_port("127.0.0.1", int(os.environ.get("KAFKA_PORT", "19092")))
-        return measure(f"127.0.0.1:{os.environ.get('KAFKA_PORT', '19092')}", n, f"create-{rep}")
-    finally:
-        subprocess.run([str(ROOT / "bench/kafka/stop-kafka.sh")], stdout=subprocess.DEVNULL)
+def run(kind: str, out: Path, n: int, rep: int) -> dict:
+    tmp = out / f"{kind}-{rep}"
+    tmp.mkdir(exist_ok=True)
+    with Broker(kind, tmp) as b:
+        return measure(f"127.0.0.1:{b.port}", n, f"create-{rep}")
 
 
 def main() -> int:
@@ -106,9 +71,10 @@ def main() -> int:
     runs = []
     with open(out / "runs.jsonl", "w") as f:
         for rep in range(args.repeat):
-            for broker, fn in (("frieda", run_frieda), ("kafka", run_kafka)):
+            for broker in ("frieda", "kafka"):
                 subprocess.run(["sync"])
-                r = {"broker": broker, "repeat": rep, "partitions": args.partitions, **fn(out, args.partitions, rep)}
+                r = {"broker": broker, "repeat": rep, "partitions": args.partitions,
+                     **run(broker, out, args.partitions, rep)}
                 print(json.dumps(r), flush=True)
                 f.write(json.dumps(r) + "\n")
                 runs.append(r)

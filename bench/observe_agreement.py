@@ -17,9 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,53 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from brokers import Broker  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
-BASELINE = ROOT / "bench" / "kafka"  # run-kafka.sh / stop-kafka.sh of KAFKA_VERSION (4.4.0)
 BENCH = Path(os.environ.get("BENCH_BIN", ROOT / "target" / "release" / "frieda-bench"))
-FRIEDA = Path(os.environ.get("FRIEDA_BIN", ROOT / "target" / "release" / "frieda"))
-PORTS = {"frieda": int(os.environ.get("FRIEDA_PORT", "19192")), "kafka": int(os.environ.get("KAFKA_PORT", "19092"))}
 PCTS = ("p50", "p99", "p999", "max")
-
-
-def wait_port(port: int, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"port {port} did not open")
-
-
-class Broker:
-    def __init__(self, kind: str, tmp: Path):
-        self.kind, self.tmp, self.proc = kind, tmp, None
-        self.port = PORTS[kind]
-
-    def __enter__(self):
-        if self.kind == "kafka":
-            subprocess.run([str(BASELINE / "run-kafka.sh")], env=dict(os.environ, FRESH="1"), check=True,
-                           stdout=subprocess.DEVNULL)
-        else:
-            data = self.tmp / "frieda-data"
-            shutil.rmtree(data, ignore_errors=True)
-            self.log = open(self.tmp / "frieda.log", "ab")
-            self.proc = subprocess.Popen([str(FRIEDA), "serve", "--listen", f"127.0.0.1:{self.port}",
-                                          "--data-dir", str(data)], stdout=self.log, stderr=self.log)
-        wait_port(self.port)
-        return self
-
-    def __exit__(self, *exc):
-        if self.kind == "kafka":
-            subprocess.run([str(BASELINE / "stop-kafka.sh")], check=False, stdout=subprocess.DEVNULL)
-        elif self.proc is not None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def run_once(b: Broker, rate: int, warmup: float, secs: float, tmp: Path, topic: str) -> dict:

@@ -13,53 +13,15 @@ Usage: stall_series.py OUT_DIR [--runs 20] [--secs 20] [--rate 50000] [--produce
 import argparse
 import json
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-FRIEDA_BIN = os.environ.get("FRIEDA_BIN", str(ROOT / "target/release/frieda"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from brokers import ROOT, Broker  # noqa: E402
+
 BENCH_BIN = os.environ.get("BENCH_BIN", str(ROOT / "target/release/frieda-bench"))
-
-
-def wait_port(port: int, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
-
-
-def start(broker: str, out: Path):
-    if broker == "frieda":
-        data = out / "frieda-data"
-        shutil.rmtree(data, ignore_errors=True)
-        port = 29592
-        proc = subprocess.Popen([FRIEDA_BIN, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data)],
-                                stdout=open(out / "frieda.log", "w"), stderr=subprocess.STDOUT)
-        wait_port(port)
-
-        def stop():
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
-            shutil.rmtree(data, ignore_errors=True)
-        return port, proc.pid, stop
-    subprocess.run([str(ROOT / "bench/kafka/run-kafka.sh")], env=dict(os.environ, FRESH="1"), check=True,
-                   stdout=open(out / "kafka.start.log", "w"), stderr=subprocess.STDOUT)
-    port = int(os.environ.get("KAFKA_PORT", "19092"))
-    wait_port(port)
-    pid = int(Path(os.environ.get("KAFKA_ANCHOR_DIR", "/tmp/kafka-anchor"), "kafka.pid").read_text().split()[0])
-
-    def stop():
-        subprocess.run([str(ROOT / "bench/kafka/stop-kafka.sh")], stdout=subprocess.DEVNULL)
-    return port, pid, stop
 
 
 def produce(port: int, pid: int, args, secs: float, warmup: float, js: Path) -> dict:
@@ -88,8 +50,8 @@ def main() -> int:
             bdir = out / broker
             bdir.mkdir(exist_ok=True)
             subprocess.run(["sync"])
-            port, pid, stop = start(broker, bdir)
-            try:
+            with Broker(broker, bdir) as b:
+                port, pid = b.port, b.pid
                 produce(port, pid, args, 30, 2, bdir / "burnin.json")
                 for i in range(args.runs):
                     wake = bdir / f"wake-{i}.json"
@@ -106,8 +68,6 @@ def main() -> int:
                     print(json.dumps(row), flush=True)
                     f.write(json.dumps(row) + "\n")
                     rows.append(row)
-            finally:
-                stop()
     lines = [f"# {args.runs} consecutive {args.secs}-s runs at {args.rate} records/s, {args.producers} producer(s), "
              "100 B, acks=all, 1 partition, RF 1, each after a 5-s echo floor", "",
              "| broker | runs with p99.9 ≤ 3x floor p99.9 | runs with max ≤ 5x floor p99.99 | p99.9 ms (min / median / max) | max ms (median / max) | floor p99.9 ms (median) |",
