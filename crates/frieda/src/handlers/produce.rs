@@ -296,13 +296,16 @@ async fn verify_transactions(
             Some((i, (p.partition.topic.to_string(), p.partition.index)))
         })
         .collect();
-    let tp_of = |i: usize| tp.get(&i).cloned();
     let tv2 = round.tv2();
     let started = std::time::Instant::now();
     while !round.waiting().is_empty() {
-        let tps: Vec<(String, i32)> = round.waiting().iter().filter_map(|&i| tp_of(i)).collect();
+        let tps: Vec<(String, i32)> = round
+            .waiting()
+            .iter()
+            .filter_map(|i| tp.get(i).cloned())
+            .collect();
         let failed = txn_verify::add_or_verify(broker, id, pid, epoch, &tps, tv2).await;
-        let refusal = |&i: &usize| tp_of(i).and_then(|tp| failed.get(&tp).copied());
+        let refusal = |i: &usize| tp.get(i).and_then(|tp| failed.get(tp).copied());
         match round.answered(refusal, started.elapsed()) {
             txn_verify::VerifyStep::Pause(backoff) => {
                 tokio::time::sleep(backoff).await;
@@ -316,7 +319,7 @@ async fn verify_transactions(
             }
             txn_verify::VerifyStep::Done(refused) => {
                 for (i, code) in refused {
-                    tracing::debug!(transactional_id = id, partition = ?tp_of(i), error = ?code, "transaction verification refused a batch");
+                    tracing::debug!(transactional_id = id, partition = ?tp.get(&i), error = ?code, "transaction verification refused a batch");
                     items[i].2 = Err(code.into());
                 }
             }
