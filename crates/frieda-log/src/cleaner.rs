@@ -42,9 +42,8 @@
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::fs::{self, File};
 use std::hash::BuildHasher;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,6 +53,7 @@ use crate::batch::{
 use crate::compression::Codec;
 use crate::config::{LogConfig, TimestampType};
 use crate::error::LogError;
+use crate::fs::{LogDir, LogFile};
 use crate::records::{encode_record, parse_records, RecordRef};
 use crate::segment::{self, read_exact_at, Segment, SegmentShared};
 
@@ -79,7 +79,7 @@ pub enum CleanReason {
 /// A log the cleaner should clean now, with the closed segments it may rewrite (snapshotted
 /// under the partition's lock; read without it).
 pub struct CleaningCandidate {
-    pub(crate) dir: PathBuf,
+    pub(crate) dir: LogDir,
     /// Cleanable closed segments from the log start, with each one's end offset (the next
     /// segment's base).
     pub(crate) segments: Vec<(Arc<SegmentShared>, i64)>,
@@ -151,7 +151,7 @@ pub(crate) struct CleanedGroup {
 /// the partition's lock: call [`finish`](Self::finish).
 #[must_use = "the swap must be finished"]
 pub struct PendingSwap {
-    pub(crate) dir: PathBuf,
+    pub(crate) dir: LogDir,
     /// Base offsets of the new segments (their `.swap` files are renamed into place).
     pub(crate) bases: Vec<i64>,
     /// Replaced segments whose files are deleted (not the first of each group: the rename
@@ -178,11 +178,7 @@ impl PendingSwap {
             for &base in &self.bases {
                 for suffix in segment::SEGMENT_FILE_SUFFIXES {
                     let path = segment::file_name(&self.dir, base, &format!("{suffix}.swap"));
-                    match fs::remove_file(path) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(e.into()),
-                    }
+                    self.dir.remove_if_exists(&path)?;
                 }
             }
             return sync_dir(&self.dir);
@@ -269,7 +265,7 @@ type ReadBatch<'a> = (BatchHeader, &'a [u8], u64);
 
 /// Reads whole batches of one segment file in order, a chunk at a time.
 struct BatchReader<'a> {
-    file: &'a File,
+    file: &'a dyn LogFile,
     pos: u64,
     limit: u64,
     chunk: Vec<u8>,
@@ -277,7 +273,7 @@ struct BatchReader<'a> {
 }
 
 impl<'a> BatchReader<'a> {
-    fn new(file: &'a File, limit: u64) -> Self {
+    fn new(file: &'a dyn LogFile, limit: u64) -> Self {
         BatchReader {
             file,
             pos: 0,
@@ -338,7 +334,7 @@ fn is_aborted(aborted: &HashMap<i64, Vec<(i64, i64)>>, h: &BatchHeader) -> bool 
 /// Chooses whether `segments` (the log's, active last) should be cleaned now; see the module
 /// docs. `first_unstable`: the first offset of a transaction not yet decided and replicated.
 pub(crate) fn candidate(
-    dir: &Path,
+    dir: &LogDir,
     config: &LogConfig,
     segments: &[Segment],
     first_unstable: Option<i64>,
@@ -413,7 +409,7 @@ pub(crate) fn candidate(
         }
     }
     Some(CleaningCandidate {
-        dir: dir.to_path_buf(),
+        dir: dir.clone(),
         segments: closed[..cleanable]
             .iter()
             .map(|s| (s.shared.clone(), s.end_offset()))
@@ -597,9 +593,9 @@ impl CleaningCandidate {
         for g in &groups {
             let base = g.new.base_offset();
             for suffix in segment::SEGMENT_FILE_SUFFIXES {
-                match fs::rename(
-                    segment::file_name(&self.dir, base, &format!("{suffix}.cleaned")),
-                    segment::file_name(&self.dir, base, &format!("{suffix}.swap")),
+                match self.dir.fs().rename(
+                    &segment::file_name(&self.dir, base, &format!("{suffix}.cleaned")),
+                    &segment::file_name(&self.dir, base, &format!("{suffix}.swap")),
                 ) {
                     Ok(()) => {}
                     // A segment without aborted transactions has no `.txnindex`.
@@ -748,7 +744,7 @@ impl CleaningCandidate {
         if !changed {
             drop(out);
             for suffix in segment::SEGMENT_FILE_SUFFIXES {
-                let _ = fs::remove_file(segment::file_name(
+                let _ = self.dir.fs().remove_file(&segment::file_name(
                     &self.dir,
                     base,
                     &format!("{suffix}.cleaned"),
@@ -796,17 +792,20 @@ fn write_chunk(
     Ok(())
 }
 
-fn sync_dir(dir: &Path) -> Result<(), LogError> {
-    File::open(dir)?.sync_all()?;
+fn sync_dir(dir: &LogDir) -> Result<(), LogError> {
+    dir.sync()?;
     Ok(())
 }
 
 /// Renames `<base>.index.swap`, `<base>.timeindex.swap`, then `<base>.log.swap` over their final
 /// names, those that exist.
-fn complete_swap_renames(dir: &Path, base: i64) -> Result<(), LogError> {
+fn complete_swap_renames(dir: &LogDir, base: i64) -> Result<(), LogError> {
     for suffix in segment::SEGMENT_FILE_SUFFIXES {
         let swap = segment::file_name(dir, base, &format!("{suffix}.swap"));
-        match fs::rename(&swap, segment::file_name(dir, base, suffix)) {
+        match dir
+            .fs()
+            .rename(&swap, &segment::file_name(dir, base, suffix))
+        {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e.into()),
@@ -826,11 +825,11 @@ fn parse_name(name: &str, suffix: &str) -> Option<i64> {
 /// End offset of a complete segment file: one past its last batch's last offset. `None` if the
 /// file does not parse to the end (an incomplete swap file: it was fsync'ed before its rename,
 /// so this means damage).
-fn segment_file_end(path: &Path) -> Result<Option<i64>, LogError> {
-    let file = File::open(path)?;
-    let size = file.metadata()?.len();
+fn segment_file_end(dir: &LogDir, path: &Path) -> Result<Option<i64>, LogError> {
+    let file = dir.fs().open(path, false, false)?;
+    let size = file.size()?;
     let mut end = None;
-    let scanned = segment::scan_headers(&file, 0, size, |_, h| {
+    let scanned = segment::scan_headers(&*file, 0, size, |_, h| {
         end = Some(h.last_offset() + 1);
         Ok(true)
     });
@@ -841,16 +840,12 @@ fn segment_file_end(path: &Path) -> Result<Option<i64>, LogError> {
 /// docs). Logs what it did.
 ///
 /// Errors: `LogError::Io`.
-pub(crate) fn finish_interrupted_swaps(dir: &Path) -> Result<(), LogError> {
-    let mut names = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        if let Some(name) = entry?.file_name().to_str() {
-            names.push(name.to_string());
-        }
-    }
+pub(crate) fn finish_interrupted_swaps(dir: &LogDir) -> Result<(), LogError> {
+    let mut names = dir.fs().list(dir)?;
+    names.sort_unstable();
     let mut changed = false;
     for name in names.iter().filter(|n| n.ends_with(".cleaned")) {
-        fs::remove_file(dir.join(name))?;
+        dir.fs().remove_file(&dir.join(name))?;
         changed = true;
     }
     let mut swaps: Vec<i64> = names
@@ -860,12 +855,13 @@ pub(crate) fn finish_interrupted_swaps(dir: &Path) -> Result<(), LogError> {
     swaps.sort_unstable();
     let mut complete = Vec::new();
     for &base in &swaps {
-        match segment_file_end(&segment::file_name(dir, base, ".log.swap"))? {
+        match segment_file_end(dir, &segment::file_name(dir, base, ".log.swap"))? {
             Some(end) => complete.push((base, end)),
             None => {
                 tracing::error!(dir = %dir.display(), base_offset = base,
                     "an unreadable cleaned segment (.log.swap): keeping the segments it would replace");
-                fs::remove_file(segment::file_name(dir, base, ".log.swap"))?;
+                dir.fs()
+                    .remove_file(&segment::file_name(dir, base, ".log.swap"))?;
                 changed = true;
             }
         }
@@ -874,7 +870,7 @@ pub(crate) fn finish_interrupted_swaps(dir: &Path) -> Result<(), LogError> {
         for suffix in [".index.swap", ".timeindex.swap", ".txnindex.swap"] {
             if let Some(base) = parse_name(name, suffix) {
                 if !complete.iter().any(|&(b, _)| b == base) {
-                    fs::remove_file(dir.join(name))?;
+                    dir.fs().remove_file(&dir.join(name))?;
                     changed = true;
                 }
             }

@@ -6,6 +6,7 @@ use crate::batch::testutil::{encode_batch, Rec};
 use crate::partition::PartitionLog;
 use bytes::BytesMut;
 use std::collections::BTreeMap;
+use std::fs;
 
 const NOW: i64 = 1_700_000_000_000;
 const DAY: i64 = 86_400_000;
@@ -444,7 +445,7 @@ fn a_crash_at_any_step_leaves_the_old_or_the_new_segments() {
                 // Crash after some replaced segments were deleted, before the renames.
                 let swap = log.install_cleaned(cleaned);
                 if let Some(&b) = swap.replaced.first() {
-                    segment::delete_segment_files(dir.path(), b).unwrap();
+                    segment::delete_segment_files(&LogDir::os(dir.path()), b).unwrap();
                 }
                 drop(swap);
                 drop(log);
@@ -453,7 +454,7 @@ fn a_crash_at_any_step_leaves_the_old_or_the_new_segments() {
                 // Crash after the index renames of the first group, before its log rename.
                 let swap = log.install_cleaned(cleaned);
                 for &b in &swap.replaced {
-                    segment::delete_segment_files(dir.path(), b).unwrap();
+                    segment::delete_segment_files(&LogDir::os(dir.path()), b).unwrap();
                 }
                 let b = swap.bases[0];
                 for suffix in [".index", ".timeindex"] {

@@ -3,7 +3,7 @@
 //! without any lock of the partition (the copier takes the segment's handle under the segment
 //! list's read lock, then only `pread`s). Design: `docs/tiered-storage.md`.
 
-use std::path::PathBuf;
+use crate::fs::LogDir;
 use std::sync::Arc;
 
 use crate::error::LogError;
@@ -28,7 +28,7 @@ pub const INDEXES_MAGIC_V1: &[u8; 8] = b"FRIDX\x00\x00\x01";
 pub struct ClosedSegment {
     shared: Arc<SegmentShared>,
     /// The partition's directory (its producer snapshots).
-    dir: PathBuf,
+    dir: LogDir,
     /// First offset (the segment's base offset).
     pub base_offset: i64,
     /// Last offset it holds (inclusive).
@@ -54,7 +54,7 @@ impl LogReader {
                 let st = s.state.read();
                 let seg = ClosedSegment {
                     shared: s.clone(),
-                    dir: dir.to_path_buf(),
+                    dir: dir.clone(),
                     base_offset: s.base_offset,
                     last_offset: st.end_offset - 1,
                     size_bytes: st.size,
@@ -119,7 +119,7 @@ impl ClosedSegment {
     /// read as none: a copy goes on without it.
     pub fn producer_snapshot(&self) -> Option<Vec<u8>> {
         let path = snapshot::path(&self.dir, self.last_offset + 1);
-        match std::fs::read(&path) {
+        match self.dir.fs().read(&path) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => {

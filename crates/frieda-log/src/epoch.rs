@@ -12,11 +12,10 @@
 //! written durably (temporary file, fsync, rename, directory fsync) whenever it changes, which is
 //! only when leadership changes or the log is truncated.
 
-use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::error::LogError;
+use crate::fs::{LogDir, LogFile};
 
 /// File name of the epoch cache (Kafka's).
 pub const EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
@@ -47,6 +46,7 @@ pub struct Epochs {
 /// The cache: [`Epochs`] and the `leader-epoch-checkpoint` file that keeps them.
 #[derive(Debug)]
 pub(crate) struct EpochCache {
+    dir: LogDir,
     path: PathBuf,
     epochs: Epochs,
 }
@@ -67,9 +67,13 @@ impl std::ops::DerefMut for EpochCache {
 impl EpochCache {
     /// Loads the cache of the partition in `dir` (missing or damaged: empty, with a warning for
     /// damage; recovery fills it again from the batches it validates).
-    pub fn load(dir: &Path) -> EpochCache {
+    pub fn load(dir: &LogDir) -> EpochCache {
         let path = dir.join(EPOCH_CHECKPOINT_FILE);
-        let entries = match fs::read_to_string(&path) {
+        let text = dir
+            .fs()
+            .read(&path)
+            .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other));
+        let entries = match text {
             Ok(text) => parse(&text).unwrap_or_else(|why| {
                 tracing::warn!(file = %path.display(), why, "ignoring a damaged leader epoch checkpoint");
                 Vec::new()
@@ -77,6 +81,7 @@ impl EpochCache {
             Err(_) => Vec::new(),
         };
         EpochCache {
+            dir: dir.clone(),
             path,
             epochs: Epochs { entries },
         }
@@ -91,15 +96,12 @@ impl EpochCache {
             text.push_str(&format!("{} {}\n", e.epoch, e.start_offset));
         }
         let tmp = self.path.with_extension("tmp");
-        {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-        }
-        fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent() {
-            fs::File::open(dir)?.sync_all()?;
-        }
+        let fs = self.dir.fs();
+        let f = fs.open(&tmp, true, true)?;
+        f.write_all_at(text.as_bytes(), 0)?;
+        f.sync_data()?;
+        fs.rename(&tmp, &self.path)?;
+        self.dir.sync()?;
         Ok(())
     }
 }
@@ -342,7 +344,7 @@ mod tests {
     #[test]
     fn end_offsets_as_kafka_answers_them() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = EpochCache::load(dir.path());
+        let mut c = EpochCache::load(&LogDir::os(dir.path()));
         assert_eq!(
             c.end_offset_for(0, 10),
             (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
@@ -366,7 +368,7 @@ mod tests {
             (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
         );
         c.persist().unwrap();
-        let again = EpochCache::load(dir.path());
+        let again = EpochCache::load(&LogDir::os(dir.path()));
         assert_eq!(again.entries(), c.entries());
         assert!(c.truncate_from_end(250));
         assert_eq!(c.latest_epoch(), 3);
@@ -379,8 +381,13 @@ mod tests {
             }]
         );
         for bad in ["1\n0\n", "0\n2\n1 0\n", "0\n2\n3 0\n1 5\n", "0\n1\nx 0\n"] {
-            fs::write(dir.path().join(EPOCH_CHECKPOINT_FILE), bad).unwrap();
-            assert!(EpochCache::load(dir.path()).entries().is_empty(), "{bad:?}");
+            std::fs::write(dir.path().join(EPOCH_CHECKPOINT_FILE), bad).unwrap();
+            assert!(
+                EpochCache::load(&LogDir::os(dir.path()))
+                    .entries()
+                    .is_empty(),
+                "{bad:?}"
+            );
         }
     }
 }

@@ -14,7 +14,9 @@
 //! unclean shutdown), `retention`, `cleaner` (log compaction); for transactions (KIP-98, KIP-890)
 //! `control` (commit/abort markers), `producer_state` (sequences, epochs, open transactions),
 //! `snapshot` (`<offset>.snapshot` files of the producer state) and `txn_index` (the aborted
-//! transactions of each segment, `<base>.txnindex`). See `docs/transactions.md`.
+//! transactions of each segment, `<base>.txnindex`). See `docs/transactions.md`. Every file
+//! operation goes through [`fs::FileSystem`]: [`OsFs`] in the broker, [`MemFs`] (`mem_fs`) in
+//! tests and the simulator, which crash it and check what a power cut must not lose.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -26,10 +28,14 @@ mod closed_segment;
 mod compression;
 mod config;
 mod control;
+#[cfg(test)]
+mod crash_tests;
 mod epoch;
 mod error;
+pub mod fs;
 mod index;
 pub mod limits;
+mod mem_fs;
 mod partition;
 mod producer_state;
 mod records;
@@ -62,9 +68,11 @@ pub use epoch::{
     UNDEFINED_EPOCH_OFFSET,
 };
 pub use error::LogError;
+pub use fs::{FileRef, FileSystem, LogDir, LogFile, OsFs};
+pub use mem_fs::{CrashStats, MemFs};
 pub use partition::{
     create_dir_durably, AppendInfo, DiskRead, FetchData, FlushTicket, LogReader, PartitionLog,
-    RecoveryReport, RemovedSegments, RetentionReport,
+    RecoveryReport, RemovedSegments, RetentionReport, RECOVERY_CEILING_FILE,
 };
 pub use producer_state::{
     CompletedTxn, ProducerError, ProducerInfo, ProducerStateManager, SequenceCheck, TxnFrontier,

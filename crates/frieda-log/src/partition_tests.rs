@@ -4,7 +4,9 @@ use super::*;
 use crate::batch::testutil::{encode_batch, rec, simple_batch, Rec};
 use crate::batch::validate_batches;
 use crate::RemoteIndexes;
+use std::fs;
 use std::io::Write;
+use std::path::PathBuf;
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -1208,7 +1210,7 @@ fn writeback_plans_cover_each_whole_page_once_and_never_the_tail_page() {
     let wb = log.plan_writeback().expect("whole pages written");
     assert_eq!(wb.range(), (0, end / 4096 * 4096));
     assert!(wb.range().0 + wb.range().1 <= end);
-    assert_eq!(wb.file().metadata().unwrap().len(), end);
+    assert_eq!(wb.file().unwrap().metadata().unwrap().len(), end);
     assert!(log.plan_writeback().is_none(), "each page is planned once");
     // More: the next range starts where the last one ended.
     log.append(bm(&simple_batch(1, NOW, 5000)), NOW).unwrap();

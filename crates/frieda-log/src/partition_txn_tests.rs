@@ -8,6 +8,7 @@ use crate::closed_segment::{RemoteIndexes, INDEXES_MAGIC_V1};
 use crate::compression::Codec;
 use crate::control::{ControlType, TRANSACTIONAL_BIT};
 use crate::producer_state::ProducerError;
+use std::fs;
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -114,7 +115,7 @@ fn the_transaction_state_survives_clean_and_unclean_restarts() {
     }
     let leo = log.log_end_offset();
     assert!(log.segment_count() > 3, "rolled: snapshots written");
-    assert!(!snapshot::list(dir.path()).unwrap().is_empty());
+    assert!(!snapshot::list(&LogDir::os(dir.path())).unwrap().is_empty());
     let aborted = log.reader().aborted_transactions(0, leo);
     let producers = log.describe_producers();
     log.close().unwrap();
@@ -136,14 +137,14 @@ fn the_transaction_state_survives_clean_and_unclean_restarts() {
     }
     // damaged snapshots are ignored (and deleted as they are tried): the replay goes back to
     // the first segment
-    let before = snapshot::list(dir.path()).unwrap();
+    let before = snapshot::list(&LogDir::os(dir.path())).unwrap();
     for &o in &before {
         fs::write(snapshot::path(dir.path(), o), b"garbage").unwrap();
     }
     let (log, _) = PartitionLog::open_from(dir.path(), small_segments(), NOW, leo).unwrap();
     assert_eq!(log.reader().last_stable_offset(leo), 13);
     assert_eq!(log.describe_producers(), producers);
-    assert!(snapshot::list(dir.path()).unwrap().len() < before.len());
+    assert!(snapshot::list(&LogDir::os(dir.path())).unwrap().len() < before.len());
 }
 
 /// A lost `.txnindex` (an unsynced file on a power cut) is rebuilt when its segment is
@@ -180,7 +181,10 @@ fn truncating_below_a_marker_reopens_its_transaction() {
     assert_eq!(log.log_end_offset(), 9);
     assert_eq!(log.reader().last_stable_offset(9), 8);
     assert!(log.reader().aborted_transactions(0, 9).is_empty());
-    assert!(snapshot::list(dir.path()).unwrap().iter().all(|&o| o <= 9));
+    assert!(snapshot::list(&LogDir::os(dir.path()))
+        .unwrap()
+        .iter()
+        .all(|&o| o <= 9));
     // the marker comes again (from the new leader)
     log.append_marker(41, 0, abort(1), false, NOW).unwrap();
     assert_eq!(log.reader().last_stable_offset(10), 10);

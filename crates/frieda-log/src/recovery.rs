@@ -6,11 +6,9 @@
 //! normal after compaction), no more records than its offset range, and the CRC-32C. Everything
 //! from the first batch that fails is cut off.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
-
 use crate::batch::{crc_ok, BatchHeader, BATCH_HEADER_LEN};
 use crate::error::LogError;
+use crate::fs::LogFile;
 use crate::segment::read_exact_at;
 
 /// Outcome of validating one segment file.
@@ -29,7 +27,7 @@ pub(crate) struct Recovered {
 /// segment) and within the 32-bit relative range of the segment's indexes. I/O errors are
 /// returned; corruption is not an error but a shorter `valid_len`.
 pub(crate) fn validate_segment(
-    file: &File,
+    file: &dyn LogFile,
     base_offset: i64,
     file_len: u64,
     end_limit: i64,

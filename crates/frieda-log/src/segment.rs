@@ -3,9 +3,7 @@
 //! The writer owns a [`Segment`]; readers share its [`SegmentShared`] (the `.log` file for `pread` and
 //! the in-memory indexes behind a short-held lock). File I/O is never done while holding that lock.
 
-use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -14,6 +12,7 @@ use parking_lot::RwLock;
 
 use crate::batch::{BatchHeader, BATCH_HEADER_LEN};
 use crate::error::LogError;
+use crate::fs::{FileRef, LogDir, LogFile};
 use crate::index::{self, IndexBuilder, OffsetEntry, TimeEntry};
 use crate::limits::SegmentFiles;
 use crate::recovery;
@@ -30,13 +29,9 @@ pub(crate) fn file_name(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
 }
 
 /// Deletes the files of the segment based at `base_offset` (missing files are fine).
-pub(crate) fn delete_segment_files(dir: &Path, base_offset: i64) -> Result<(), LogError> {
+pub(crate) fn delete_segment_files(dir: &LogDir, base_offset: i64) -> Result<(), LogError> {
     for suffix in SEGMENT_FILE_SUFFIXES {
-        match fs::remove_file(file_name(dir, base_offset, suffix)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e.into()),
-        }
+        dir.remove_if_exists(&file_name(dir, base_offset, suffix))?;
     }
     Ok(())
 }
@@ -69,7 +64,7 @@ pub(crate) struct SegState {
 #[derive(Debug)]
 pub(crate) struct SegmentShared {
     pub base_offset: i64,
-    pub log: File,
+    pub log: FileRef,
     pub state: RwLock<SegState>,
     /// The transactions aborted by markers in this segment (its `.txnindex`), in order.
     pub aborted: RwLock<Vec<AbortedTxn>>,
@@ -97,7 +92,7 @@ pub(crate) struct SegRead {
 }
 
 /// Reads `len` bytes at `pos` or fails with `Corrupt` if the file is shorter.
-pub(crate) fn read_exact_at(file: &File, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
+pub(crate) fn read_exact_at(file: &dyn LogFile, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
     let mut buf = vec![0u8; len];
     match file.read_exact_at(&mut buf, pos) {
         Ok(()) => Ok(buf),
@@ -111,15 +106,25 @@ pub(crate) fn read_exact_at(file: &File, pos: u64, len: usize) -> Result<Vec<u8>
 /// [`read_exact_at`] for Fetch, counting in [`FETCH_READS`](crate::stats::FETCH_READS) whether
 /// the page cache held the bytes: `preadv2` with `RWF_NOWAIT` returns only what is cached (EAGAIN
 /// when nothing is), then a plain `pread` fetches the rest from the device.
-pub(crate) fn read_for_fetch(file: &File, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
+pub(crate) fn read_for_fetch(
+    file: &dyn LogFile,
+    pos: u64,
+    len: usize,
+) -> Result<Vec<u8>, LogError> {
     use crate::stats::{FetchReads, FETCH_READS};
     use rustix::io::{preadv2, Errno, ReadWriteFlags};
+    let Some(os) = file.os_file() else {
+        // An in-memory file: always "cached".
+        let buf = read_exact_at(file, pos, len)?;
+        FetchReads::note(&FETCH_READS.page_cache, len);
+        return Ok(buf);
+    };
     let mut buf = vec![0u8; len];
     let mut got = 0usize;
     let mut classified = true;
     while got < len {
         let mut slices = [io::IoSliceMut::new(&mut buf[got..])];
-        match preadv2(file, &mut slices, pos + got as u64, ReadWriteFlags::NOWAIT) {
+        match preadv2(os, &mut slices, pos + got as u64, ReadWriteFlags::NOWAIT) {
             Ok(0) => break,
             Ok(n) => got += n,
             // EAGAIN: not cached. Anything else (EOPNOTSUPP on a file system without it): the
@@ -155,7 +160,7 @@ pub(crate) fn read_for_fetch(file: &File, pos: u64, len: usize) -> Result<Vec<u8
 /// false. Headers are not CRC-checked. A header that does not fit or has an impossible length is
 /// `Corrupt`.
 pub(crate) fn scan_headers(
-    file: &File,
+    file: &dyn LogFile,
     start: u64,
     limit: u64,
     f: impl FnMut(u64, &BatchHeader) -> Result<bool, LogError>,
@@ -169,7 +174,7 @@ pub(crate) fn scan_headers(
 /// syscalls and page lookups one by one, ~10 ms of CPU in bursts that held a core from the
 /// network threads). The same errors.
 pub(crate) fn scan_headers_windowed(
-    file: &File,
+    file: &dyn LogFile,
     limit: u64,
     chunk: usize,
     f: impl FnMut(u64, &BatchHeader) -> Result<bool, LogError>,
@@ -203,7 +208,7 @@ fn walk_headers(
 }
 
 /// The header at `pos`, checked to be a plausible batch lying entirely before `limit`.
-fn header_at(file: &File, pos: u64, limit: u64) -> Result<BatchHeader, LogError> {
+fn header_at(file: &dyn LogFile, pos: u64, limit: u64) -> Result<BatchHeader, LogError> {
     if limit - pos < BATCH_HEADER_LEN as u64 {
         return Err(LogError::Corrupt(format!(
             "incomplete batch header at position {pos}"
@@ -230,7 +235,7 @@ fn check_header(h: &BatchHeader, pos: u64, limit: u64) -> Result<(), LogError> {
 
 /// Window over a segment file for scanning headers without one `pread` per batch.
 struct Window<'a> {
-    file: &'a File,
+    file: &'a dyn LogFile,
     limit: u64,
     chunk: usize,
     start: u64,
@@ -238,7 +243,7 @@ struct Window<'a> {
 }
 
 impl<'a> Window<'a> {
-    fn new(file: &'a File, limit: u64, chunk: usize) -> Self {
+    fn new(file: &'a dyn LogFile, limit: u64, chunk: usize) -> Self {
         Window {
             file,
             limit,
@@ -392,10 +397,10 @@ impl SegmentShared {
 pub(crate) struct SegmentSync {
     shared: Arc<SegmentShared>,
     /// The offset index, if written since the last flush.
-    index_file: Option<File>,
+    index_file: Option<FileRef>,
     /// The time index, if written since the last flush.
-    time_file: Option<File>,
-    txn_file: Option<File>,
+    time_file: Option<FileRef>,
+    txn_file: Option<FileRef>,
 }
 
 impl SegmentSync {
@@ -432,8 +437,9 @@ const PAGE: u64 = 4096;
 impl SegmentWriteback {
     /// The log file, for Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)` of [`range`](Self::range)
     /// (the caller makes the call: this crate has no unsafe code). Open while `self` lives.
-    pub fn file(&self) -> &File {
-        &self.shared.log
+    /// `None` on an in-memory file system (nothing to write back).
+    pub fn file(&self) -> Option<&std::fs::File> {
+        self.shared.log.os_file()
     }
 
     /// (first byte, bytes): page-aligned, a whole number of pages, never empty.
@@ -445,8 +451,10 @@ impl SegmentWriteback {
 /// Writer side of a segment.
 pub(crate) struct Segment {
     pub shared: Arc<SegmentShared>,
-    index_file: File,
-    time_file: File,
+    index_file: FileRef,
+    time_file: FileRef,
+    /// The partition's directory (and file system).
+    dir: LogDir,
     log_path: PathBuf,
     index_path: PathBuf,
     time_path: PathBuf,
@@ -476,9 +484,9 @@ pub(crate) struct Segment {
 
 /// The three files of a segment.
 struct Files {
-    log: File,
-    index_file: File,
-    time_file: File,
+    log: FileRef,
+    index_file: FileRef,
+    time_file: FileRef,
 }
 
 /// In-memory content of a segment loaded from disk.
@@ -493,24 +501,14 @@ struct Loaded {
 /// A segment's offset and time index entries.
 type Indexes = (Vec<OffsetEntry>, Vec<TimeEntry>);
 
-fn open_rw(path: &Path, truncate: bool) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(truncate)
-        .open(path)
-}
-
-fn mtime_ms(file: &File) -> Option<i64> {
-    let m = file.metadata().ok()?.modified().ok()?;
-    let d = m.duration_since(std::time::UNIX_EPOCH).ok()?;
-    i64::try_from(d.as_millis()).ok()
+/// Opens (creating if missing) `path` on `dir`'s file system for reading and writing.
+fn open_rw(dir: &LogDir, path: &Path, truncate: bool) -> io::Result<FileRef> {
+    dir.fs().open(path, true, truncate)
 }
 
 impl Segment {
     fn assemble(
-        dir: &Path,
+        dir: &LogDir,
         base_offset: i64,
         files: Files,
         loaded: Loaded,
@@ -530,7 +528,7 @@ impl Segment {
             end_offset,
             builder,
         } = loaded;
-        let last_modified_ms = mtime_ms(&log).unwrap_or(now_ms);
+        let last_modified_ms = log.modified_ms().unwrap_or(now_ms);
         let index_len = (offset_index.len() * index::OFFSET_ENTRY_LEN) as u64;
         let time_len = (time_index.len() * index::TIME_ENTRY_LEN) as u64;
         let state = SegState {
@@ -551,6 +549,7 @@ impl Segment {
             }),
             index_file,
             time_file,
+            dir: dir.clone(),
             log_path: file_name(dir, base_offset, ".log"),
             index_path: file_name(dir, base_offset, ".index"),
             time_path: file_name(dir, base_offset, ".timeindex"),
@@ -575,7 +574,7 @@ impl Segment {
     ///
     /// Errors: [`LogError::OpenFilesBudget`] beyond the open-file budget (nothing created),
     /// `LogError::Io`.
-    pub fn create(dir: &Path, base_offset: i64, now_ms: i64) -> Result<Segment, LogError> {
+    pub fn create(dir: &LogDir, base_offset: i64, now_ms: i64) -> Result<Segment, LogError> {
         let budget = SegmentFiles::reserve()?;
         Self::create_in_budget(dir, base_offset, now_ms, "", budget)
     }
@@ -584,7 +583,7 @@ impl Segment {
     /// cleaner writes `<base>.log.cleaned` and renames it later); the segment remembers the usual
     /// names for deletion. Its open files stay valid across those renames.
     pub fn create_as(
-        dir: &Path,
+        dir: &LogDir,
         base_offset: i64,
         now_ms: i64,
         suffix: &str,
@@ -593,18 +592,24 @@ impl Segment {
     }
 
     fn create_in_budget(
-        dir: &Path,
+        dir: &LogDir,
         base_offset: i64,
         now_ms: i64,
         suffix: &str,
         budget: SegmentFiles,
     ) -> Result<Segment, LogError> {
-        let log = open_rw(&file_name(dir, base_offset, &format!(".log{suffix}")), true)?;
+        let log = open_rw(
+            dir,
+            &file_name(dir, base_offset, &format!(".log{suffix}")),
+            true,
+        )?;
         let idx = open_rw(
+            dir,
             &file_name(dir, base_offset, &format!(".index{suffix}")),
             true,
         )?;
         let tim = open_rw(
+            dir,
             &file_name(dir, base_offset, &format!(".timeindex{suffix}")),
             true,
         )?;
@@ -620,7 +625,10 @@ impl Segment {
             end_offset: base_offset,
             builder: IndexBuilder::new(),
         };
-        let txn = TxnIndexFile::create(file_name(dir, base_offset, &format!(".txnindex{suffix}")));
+        let txn = TxnIndexFile::create(
+            dir,
+            file_name(dir, base_offset, &format!(".txnindex{suffix}")),
+        );
         let mut s = Segment::assemble(
             dir,
             base_offset,
@@ -637,20 +645,20 @@ impl Segment {
     /// Opens a closed (not last) segment ending at `end_offset` (the next segment's base). Loads its
     /// indexes, rebuilding them from the log if missing or inconsistent. The log is not CRC-checked.
     pub fn open_closed(
-        dir: &Path,
+        dir: &LogDir,
         base_offset: i64,
         end_offset: i64,
         index_interval: usize,
         now_ms: i64,
     ) -> Result<Segment, LogError> {
         let log_path = file_name(dir, base_offset, ".log");
-        let log = open_rw(&log_path, false)?;
-        let size = log.metadata()?.len();
+        let log = open_rw(dir, &log_path, false)?;
+        let size = log.size()?;
         let idx_path = file_name(dir, base_offset, ".index");
         let tim_path = file_name(dir, base_offset, ".timeindex");
-        let idx_exists = idx_path.exists() && tim_path.exists();
-        let index_file = open_rw(&idx_path, false)?;
-        let time_file = open_rw(&tim_path, false)?;
+        let idx_exists = dir.fs().exists(&idx_path) && dir.fs().exists(&tim_path);
+        let index_file = open_rw(dir, &idx_path, false)?;
+        let time_file = open_rw(dir, &tim_path, false)?;
         let rel_end = u64::try_from(end_offset - base_offset).unwrap_or(0);
         let loaded = Self::load_indexes(&log, &index_file, &time_file, base_offset, size, rel_end)?;
         let (offsets, times, builder) = match loaded {
@@ -694,7 +702,7 @@ impl Segment {
             end_offset,
             builder,
         };
-        let txn = TxnIndexFile::open(file_name(dir, base_offset, ".txnindex"))?;
+        let txn = TxnIndexFile::open(dir, file_name(dir, base_offset, ".txnindex"))?;
         Ok(Segment::assemble(
             dir,
             base_offset,
@@ -708,9 +716,9 @@ impl Segment {
 
     /// Loads and sanity-checks a closed segment's indexes; `None` means "rebuild".
     fn load_indexes(
-        log: &File,
-        index_file: &File,
-        time_file: &File,
+        log: &dyn LogFile,
+        index_file: &dyn LogFile,
+        time_file: &dyn LogFile,
         base_offset: i64,
         size: u64,
         rel_end: u64,
@@ -746,15 +754,15 @@ impl Segment {
     /// index files if they differ. Returns the segment and the bytes truncated; a segment that
     /// lost bytes becomes the log's active segment (the caller drops the ones after it).
     pub fn recover(
-        dir: &Path,
+        dir: &LogDir,
         base_offset: i64,
         index_interval: usize,
         now_ms: i64,
         next_base: Option<i64>,
     ) -> Result<(Segment, u64), LogError> {
         let log_path = file_name(dir, base_offset, ".log");
-        let log = open_rw(&log_path, false)?;
-        let file_len = log.metadata()?.len();
+        let log = open_rw(dir, &log_path, false)?;
+        let file_len = log.size()?;
         let limit = next_base.unwrap_or(i64::MAX);
         let rec = recovery::validate_segment(&log, base_offset, file_len, limit)?;
         let closed = next_base.is_some();
@@ -768,7 +776,7 @@ impl Segment {
                 "truncating torn tail: everything from the first invalid batch on"
             );
             log.set_len(rec.valid_len)?;
-            log.sync_all()?;
+            log.sync_data()?;
         }
         let closed = closed && truncated == 0;
         let (offsets, mut times, mut builder) =
@@ -778,8 +786,8 @@ impl Segment {
         }
         let idx_path = file_name(dir, base_offset, ".index");
         let tim_path = file_name(dir, base_offset, ".timeindex");
-        let index_file = open_rw(&idx_path, false)?;
-        let time_file = open_rw(&tim_path, false)?;
+        let index_file = open_rw(dir, &idx_path, false)?;
+        let time_file = open_rw(dir, &tim_path, false)?;
         let ob = index::encode_offsets(&offsets);
         let tb = index::encode_times(&times);
         let mut rewritten = false;
@@ -810,7 +818,7 @@ impl Segment {
             end_offset,
             builder,
         };
-        let txn = TxnIndexFile::open(file_name(dir, base_offset, ".txnindex"))?;
+        let txn = TxnIndexFile::open(dir, file_name(dir, base_offset, ".txnindex"))?;
         let mut seg = Segment::assemble(
             dir,
             base_offset,
@@ -832,7 +840,7 @@ impl Segment {
     /// builder. `None` when anything is inconsistent or the segment ends above
     /// `recovery_point` (then [`recover`](Self::recover) it).
     pub fn open_flushed_active(
-        dir: &Path,
+        dir: &LogDir,
         base_offset: i64,
         now_ms: i64,
         recovery_point: i64,
@@ -840,13 +848,13 @@ impl Segment {
         let log_path = file_name(dir, base_offset, ".log");
         let idx_path = file_name(dir, base_offset, ".index");
         let tim_path = file_name(dir, base_offset, ".timeindex");
-        if !idx_path.exists() || !tim_path.exists() {
+        if !dir.fs().exists(&idx_path) || !dir.fs().exists(&tim_path) {
             return Ok(None);
         }
-        let log = open_rw(&log_path, false)?;
-        let size = log.metadata()?.len();
-        let index_file = open_rw(&idx_path, false)?;
-        let time_file = open_rw(&tim_path, false)?;
+        let log = open_rw(dir, &log_path, false)?;
+        let size = log.size()?;
+        let index_file = open_rw(dir, &idx_path, false)?;
+        let time_file = open_rw(dir, &tim_path, false)?;
         let rel_end = u64::try_from(recovery_point.saturating_sub(base_offset)).unwrap_or(0);
         let Some((offsets, times)) =
             Self::load_indexes(&log, &index_file, &time_file, base_offset, size, rel_end)?
@@ -887,7 +895,7 @@ impl Segment {
             end_offset,
             builder,
         };
-        let txn = TxnIndexFile::open(file_name(dir, base_offset, ".txnindex"))?;
+        let txn = TxnIndexFile::open(dir, file_name(dir, base_offset, ".txnindex"))?;
         let mut seg = Segment::assemble(
             dir,
             base_offset,
@@ -1092,14 +1100,8 @@ impl Segment {
         }
         let sync = SegmentSync {
             shared: self.shared.clone(),
-            index_file: self
-                .index_dirty
-                .then(|| self.index_file.try_clone())
-                .transpose()?,
-            time_file: self
-                .time_dirty
-                .then(|| self.time_file.try_clone())
-                .transpose()?,
+            index_file: self.index_dirty.then(|| self.index_file.clone()),
+            time_file: self.time_dirty.then(|| self.time_file.clone()),
             txn_file: self.txn_index.sync_handle()?,
         };
         self.dirty = false;
@@ -1112,11 +1114,7 @@ impl Segment {
     /// reads.
     pub fn delete_files(&self) -> Result<(), LogError> {
         for p in [&self.log_path, &self.index_path, &self.time_path] {
-            match fs::remove_file(p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e.into()),
-            }
+            self.dir.remove_if_exists(p)?;
         }
         self.txn_index.delete()
     }
@@ -1236,25 +1234,17 @@ pub(crate) fn rebuild_indexes(
 
 /// The `segment.ms` clock of a reopened segment restarts from the file's creation time (the roll
 /// that created it), or from now if the file system does not record one.
-fn creation_ms(log: &File, now_ms: i64) -> i64 {
-    log.metadata()
-        .ok()
-        .and_then(|m| m.created().ok())
-        .and_then(|t| {
-            let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
-            i64::try_from(d.as_millis()).ok()
-        })
-        .filter(|&c| c <= now_ms)
-        .unwrap_or(now_ms)
+fn creation_ms(log: &dyn LogFile, now_ms: i64) -> i64 {
+    log.created_ms().filter(|&c| c <= now_ms).unwrap_or(now_ms)
 }
 
-fn read_all(file: &File) -> Result<Vec<u8>, LogError> {
-    let len = file.metadata()?.len();
+fn read_all(file: &dyn LogFile) -> Result<Vec<u8>, LogError> {
+    let len = file.size()?;
     let len = usize::try_from(len).map_err(|_| LogError::Corrupt("index file too large".into()))?;
     read_exact_at(file, 0, len)
 }
 
-fn write_whole(file: &File, data: &[u8]) -> Result<(), LogError> {
+fn write_whole(file: &dyn LogFile, data: &[u8]) -> Result<(), LogError> {
     file.set_len(0)?;
     file.write_all_at(data, 0)?;
     Ok(())

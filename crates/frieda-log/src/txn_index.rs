@@ -16,12 +16,11 @@
 //! The file is created with its first entry (most segments have none). Entries are also kept in
 //! memory (40 bytes each) for fetches; aborts are rare next to records, so this stays small.
 
-use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use crate::error::LogError;
+use crate::fs::{FileRef, LogDir};
 
 /// Bytes of one entry on disk.
 pub const ENTRY_LEN: usize = 34;
@@ -90,8 +89,9 @@ pub fn decode_entries(b: &[u8]) -> (Vec<AbortedTxn>, bool) {
 
 /// The writer's handle on a segment's `.txnindex` file (opened on first use).
 pub(crate) struct TxnIndexFile {
+    dir: LogDir,
     path: PathBuf,
-    file: Option<File>,
+    file: Option<FileRef>,
     len: u64,
     pub dirty: bool,
 }
@@ -100,11 +100,12 @@ impl TxnIndexFile {
     /// The index at `path`, and its entries if the file exists. An unreadable tail (a torn
     /// write) is cut off with a warning; the segment's recovery rebuilds the entries anyway
     /// when it is above the recovery point.
-    pub fn open(path: PathBuf) -> Result<(TxnIndexFile, Vec<AbortedTxn>), LogError> {
-        match fs::read(&path) {
+    pub fn open(dir: &LogDir, path: PathBuf) -> Result<(TxnIndexFile, Vec<AbortedTxn>), LogError> {
+        match dir.fs().read(&path) {
             Ok(bytes) => {
                 let (entries, whole) = decode_entries(&bytes);
                 let mut idx = TxnIndexFile {
+                    dir: dir.clone(),
                     path,
                     file: None,
                     len: (entries.len() * ENTRY_LEN) as u64,
@@ -121,6 +122,7 @@ impl TxnIndexFile {
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok((
                 TxnIndexFile {
+                    dir: dir.clone(),
                     path,
                     file: None,
                     len: 0,
@@ -133,9 +135,10 @@ impl TxnIndexFile {
     }
 
     /// A new, empty index at `path` (a stray file there is truncated when first written).
-    pub fn create(path: PathBuf) -> TxnIndexFile {
-        let _ = fs::remove_file(&path);
+    pub fn create(dir: &LogDir, path: PathBuf) -> TxnIndexFile {
+        let _ = dir.fs().remove_file(&path);
         TxnIndexFile {
+            dir: dir.clone(),
             path,
             file: None,
             len: 0,
@@ -143,15 +146,9 @@ impl TxnIndexFile {
         }
     }
 
-    fn handle(&mut self) -> Result<&File, LogError> {
+    fn handle(&mut self) -> Result<&FileRef, LogError> {
         if self.file.is_none() {
-            let f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&self.path)?;
-            self.file = Some(f);
+            self.file = Some(self.dir.fs().open(&self.path, true, false)?);
         }
         Ok(self.file.as_ref().expect("opened above"))
     }
@@ -169,7 +166,7 @@ impl TxnIndexFile {
 
     /// Replaces the whole content (recovery and truncation rebuild it).
     pub fn rewrite(&mut self, entries: &[AbortedTxn]) -> Result<(), LogError> {
-        if entries.is_empty() && self.file.is_none() && !self.path.exists() {
+        if entries.is_empty() && self.file.is_none() && !self.dir.fs().exists(&self.path) {
             return Ok(());
         }
         let bytes = encode_entries(entries);
@@ -182,24 +179,17 @@ impl TxnIndexFile {
     }
 
     /// A clone of the open file to sync without the writer's lock (`None`: nothing to sync).
-    pub fn sync_handle(&mut self) -> Result<Option<File>, LogError> {
+    pub fn sync_handle(&mut self) -> Result<Option<FileRef>, LogError> {
         if !self.dirty {
             return Ok(None);
         }
         self.dirty = false;
-        match &self.file {
-            Some(f) => Ok(Some(f.try_clone()?)),
-            None => Ok(None),
-        }
+        Ok(self.file.clone())
     }
 
     /// Removes the file (missing is fine).
     pub fn delete(&self) -> Result<(), LogError> {
-        match fs::remove_file(&self.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        Ok(self.dir.remove_if_exists(&self.path)?)
     }
 }
 
@@ -227,6 +217,8 @@ pub fn collect(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::{self, OpenOptions};
+    use std::os::unix::fs::FileExt;
 
     fn e(pid: i64, first: i64, last: i64, lso: i64) -> AbortedTxn {
         AbortedTxn {
@@ -241,7 +233,8 @@ mod tests {
     fn entries_round_trip_in_kafkas_34_byte_format_and_a_torn_tail_is_cut() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("00000000000000000000.txnindex");
-        let (mut idx, got) = TxnIndexFile::open(path.clone()).unwrap();
+        let log_dir = LogDir::os(dir.path());
+        let (mut idx, got) = TxnIndexFile::open(&log_dir, path.clone()).unwrap();
         assert!(got.is_empty());
         assert!(!path.exists(), "created lazily");
         idx.append(&e(7, 10, 20, 10)).unwrap();
@@ -250,7 +243,7 @@ mod tests {
         // a torn third entry
         let f = OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all_at(&[0, 0, 1, 2, 3], 68).unwrap();
-        let (_, got) = TxnIndexFile::open(path.clone()).unwrap();
+        let (_, got) = TxnIndexFile::open(&log_dir, path.clone()).unwrap();
         assert_eq!(got, vec![e(7, 10, 20, 10), e(8, 15, 30, 21)]);
         assert_eq!(fs::metadata(&path).unwrap().len(), 68);
     }

@@ -129,12 +129,16 @@ impl BulkLane {
 /// queue is full, so it runs on the bulk lane. A failure is logged at debug level only.
 pub fn start_writeback(wb: &SegmentWriteback) {
     use std::os::fd::AsRawFd;
+    // An in-memory file system has no pages to write back.
+    let Some(file) = wb.file() else {
+        return;
+    };
     let (from, len) = wb.range();
     // SAFETY: sync_file_range reads no memory of this process; the descriptor stays open while
     // `wb` (which holds the segment's file) lives.
     let rc = unsafe {
         libc::sync_file_range(
-            wb.file().as_raw_fd(),
+            file.as_raw_fd(),
             from as libc::off64_t,
             len as libc::off64_t,
             libc::SYNC_FILE_RANGE_WRITE,
