@@ -185,9 +185,8 @@ fn check_reopened(log: &mut PartitionLog, m: &mut Model, seed: u64, step: usize)
         if *o < log.log_start_offset() {
             continue;
         }
-        assert_eq!(
-            by_offset.get(o),
-            Some(&b),
+        assert!(
+            by_offset.get(o) == Some(&b),
             "{ctx}: flushed batch at {o} lost or changed"
         );
     }
@@ -343,6 +342,8 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
     let mut m = Model::default();
     let mut tag = seed << 20;
     let mut crashes = 0;
+    // A flush begun and not yet finished, with the batches it covers.
+    let mut pending: Option<(crate::FlushTicket, BTreeMap<i64, Vec<u8>>)> = None;
     let trace = std::env::var("FRIEDA_CRASH_TRACE").is_ok();
     for step in 0..steps {
         let op = rng.below(100);
@@ -429,12 +430,44 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                     m.live.insert(info.base_offset, stored);
                 }
             }
-            62..=73 => {
+            62..=67 => {
                 log.flush().unwrap();
                 m.durable = m.live.clone();
                 m.durable_end = log.log_end_offset();
                 if rng.chance(70) {
                     m.checkpoint = log.recovery_point();
+                }
+            }
+            68..=73 => {
+                // The broker's flush: the ticket taken under the lock, synced without it while
+                // appends (and truncations) go on, then finished.
+                match pending.take() {
+                    None => {
+                        if let Some(t) = log.begin_flush().unwrap() {
+                            pending = Some((t, m.live.clone()));
+                        }
+                    }
+                    Some((t, covered)) => {
+                        t.sync().unwrap();
+                        log.finish_flush(&t, true);
+                        // What the ticket covered and is still in the log is durable.
+                        for (o, b) in covered {
+                            if m.live.get(&o) == Some(&b) {
+                                let end = BatchHeader::parse(&b).unwrap().last_offset() + 1;
+                                m.durable_end = m.durable_end.max(end);
+                                m.durable.insert(o, b);
+                            }
+                        }
+                        assert!(
+                            log.recovery_point() <= log.log_end_offset(),
+                            "seed {seed} step {step}: recovery point {} above the log end {}",
+                            log.recovery_point(),
+                            log.log_end_offset()
+                        );
+                        if rng.chance(70) {
+                            m.checkpoint = log.recovery_point();
+                        }
+                    }
                 }
             }
             74..=77 => {
@@ -493,7 +526,12 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                 m.durable_end = to;
             }
             86..=88 => {
-                // A clean restart: closed (flushed), reopened with its recovery point.
+                // A clean restart: closed (flushed), reopened with its recovery point. A flush
+                // in progress finishes first (the broker's flush syncs before it returns).
+                if let Some((t, _)) = pending.take() {
+                    t.sync().unwrap();
+                    log.finish_flush(&t, true);
+                }
                 log.flush().unwrap();
                 let rp = log.recovery_point();
                 drop(log);
@@ -510,7 +548,8 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                 check_reopened(&mut log, &mut m, seed, step);
             }
             _ => {
-                // A power cut.
+                // A power cut (a flush in progress never finishes).
+                pending = None;
                 drop(log);
                 fs.crash(rng.next());
                 crashes += 1;
@@ -518,6 +557,10 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                     let mut names = crate::FileSystem::list(&fs, dir).unwrap();
                     names.sort();
                     eprintln!("after the crash: {names:?}");
+                    for n in names.iter().filter(|n| n.ends_with(".txnindex")) {
+                        let b = crate::FileSystem::read(&fs, &dir.join(n)).unwrap();
+                        eprintln!("  {n}: {:?}", crate::txn_index::decode_entries(&b));
+                    }
                     for n in names.iter().filter(|n| n.ends_with(".snapshot")) {
                         let b = crate::FileSystem::read(&fs, &dir.join(n)).unwrap();
                         let st =

@@ -223,9 +223,14 @@ struct Shared {
 pub struct FlushTicket {
     segments: Vec<crate::segment::SegmentSync>,
     dir: Option<LogDir>,
+    /// The log's directory generation when taken.
+    dir_gen: u64,
     messages: u64,
     /// Log end offset when the ticket was taken: everything below it is durable after the sync.
     end_offset: i64,
+    /// The log's truncation count when the ticket was taken: a truncation since makes
+    /// `end_offset` meaningless (records appended after it at those offsets are not synced).
+    truncations: u64,
 }
 
 impl FlushTicket {
@@ -262,6 +267,8 @@ pub struct PartitionLog {
     unflushed: u64,
     last_flush_ms: i64,
     dir_dirty: bool,
+    /// Bumped whenever `dir_dirty` is set (see [`FlushTicket`]).
+    dir_gen: u64,
     /// Every offset below this is known to be on disk (fsync'ed): Kafka's recovery point.
     recovery_point: i64,
     /// Leader epoch stamped on appended batches (-1: the producer's value kept).
@@ -277,6 +284,9 @@ pub struct PartitionLog {
     reopened: bool,
     /// The [`RECOVERY_CEILING_FILE`] held: `(truncated to, highest recovery point before)`.
     ceiling: Option<(i64, i64)>,
+    /// Truncations so far ([`truncate_to`](Self::truncate_to) cutting records,
+    /// [`truncate_fully_and_start_at`](Self::truncate_fully_and_start_at)), for [`FlushTicket`].
+    truncations: u64,
 }
 
 /// Segments removed from a log (retention, cleaning) whose files are still to be deleted; the
@@ -546,17 +556,21 @@ impl PartitionLog {
             unflushed: 0,
             last_flush_ms: now_ms,
             dir_dirty: bases.is_empty() || dropped > 0,
+            dir_gen: 0,
             recovery_point: recovery_point.min(log_end),
             leader_epoch: -1,
             epochs,
             producers: ProducerStateManager::default(),
             reopened,
             ceiling,
+            truncations: 0,
         };
-        log.load_producer_state()?;
-        // What recovery kept may still be only in the page cache (a crashed process): make it
-        // durable now, so the recovery point (and a high watermark that follows it) is the log end.
-        if validated > 0 || dropped > 0 {
+        let index_rebuilt = log.load_producer_state()?;
+        // What recovery kept or rebuilt may still be only in the page cache (a crashed process):
+        // make it durable now, so the recovery point (and a high watermark that follows it) is
+        // the log end, and a rebuilt transaction index of a segment below the recovery point
+        // survives the next power cut (found by `crash_tests`, seed 400).
+        if validated > 0 || dropped > 0 || index_rebuilt {
             log.flush()?;
         }
         Ok((log, report))
@@ -845,6 +859,7 @@ impl PartitionLog {
         }
         self.shared.cache.write().trim_from(leo);
         let removed_count = removed.len();
+        self.truncations += 1;
         if let Err(e) = self.make_truncation_durable(removed, leo) {
             self.go_offline("making a truncation durable", &e);
             return Err(e);
@@ -968,7 +983,9 @@ impl PartitionLog {
         self.shared.recovery_point.store(offset, Ordering::Release);
         self.unflushed = 0;
         self.dir_dirty = true;
+        self.dir_gen += 1;
         let removed_count = removed.len();
+        self.truncations += 1;
         // As for `truncate_to`: the old segments and producer snapshots are gone for good
         // before anything appended at `offset` can be durable.
         for o in snapshot::list(&self.dir)? {
@@ -1098,6 +1115,7 @@ impl PartitionLog {
         self.shared.segments.write().push(new.shared.clone());
         self.segments.push(new);
         self.dir_dirty = true;
+        self.dir_gen += 1;
         Ok(())
     }
 
@@ -1119,8 +1137,10 @@ impl PartitionLog {
     }
 
     /// First half of a flush that does not hold the writer's lock while syncing: notes which
-    /// files have unsynced writes and how many records they cover, and clears their dirty
-    /// marks. `None` when there is nothing to sync. Call [`FlushTicket::sync`] (any thread, no
+    /// files have unsynced writes and how many records they cover (their dirty marks stay
+    /// until the ticket is finished, so a flush begun meanwhile syncs them too and never
+    /// moves the recovery point over bytes only this ticket would sync: found by
+    /// `crash_tests`, seed 6). `None` when there is nothing to sync. Call [`FlushTicket::sync`] (any thread, no
     /// lock), then [`finish_flush`](Self::finish_flush) with the ticket. Appends made after this
     /// call are not covered by the ticket and stay counted as unflushed.
     ///
@@ -1141,12 +1161,14 @@ impl PartitionLog {
                 segments.push(sync);
             }
         }
-        let dir = std::mem::take(&mut self.dir_dirty).then(|| self.dir.clone());
+        let dir = self.dir_dirty.then(|| self.dir.clone());
         Ok(Some(FlushTicket {
             segments,
             dir,
+            dir_gen: self.dir_gen,
             messages: self.unflushed,
             end_offset: self.log_end_offset(),
+            truncations: self.truncations,
         }))
     }
 
@@ -1159,7 +1181,29 @@ impl PartitionLog {
     pub fn finish_flush(&mut self, ticket: &FlushTicket, synced: bool) {
         if synced {
             self.unflushed = self.unflushed.saturating_sub(ticket.messages);
-            self.recovery_point = self.recovery_point.max(ticket.end_offset);
+            for sync in &ticket.segments {
+                if let Some(seg) = self
+                    .segments
+                    .iter_mut()
+                    .find(|s| Arc::ptr_eq(&s.shared, sync.segment()))
+                {
+                    seg.finish_flush(sync.generation());
+                }
+            }
+            if ticket.dir.is_some() && ticket.dir_gen == self.dir_gen {
+                self.dir_dirty = false;
+            }
+            // A truncation while the ticket synced (a follower's, under the lock the sync does
+            // not hold) cut below its end, and what was appended since at those offsets is not
+            // synced: the recovery point stays where the truncation left it (found by
+            // `crash_tests`, seed 4: it rose above the log end).
+            if ticket.truncations == self.truncations {
+                self.recovery_point = self.recovery_point.max(ticket.end_offset);
+            }
+            debug_assert!(
+                self.recovery_point <= self.log_end_offset(),
+                "the recovery point never passes the log end"
+            );
             self.shared
                 .recovery_point
                 .store(self.recovery_point, Ordering::Release);
@@ -1396,6 +1440,7 @@ impl PartitionLog {
         self.shared.log_start.store(new_start, Ordering::Release);
         self.shared.cache.write().trim_below(new_start);
         self.dir_dirty = true;
+        self.dir_gen += 1;
         if new_start > 0 {
             self.producers.set_may_have_forgotten();
         }
@@ -1555,6 +1600,10 @@ impl PartitionLog {
                                 last_stable_offset: self.producers.last_stable_offset_after(&done),
                             };
                             self.active_mut().append_aborted(e)?;
+                            // The segment's first entry creates its `.txnindex`: the
+                            // directory entry is synced with the next flush.
+                            self.dir_dirty = true;
+                            self.dir_gen += 1;
                         }
                     }
                 }
@@ -1582,11 +1631,17 @@ impl PartitionLog {
     /// batch after it (markers read for their type). Snapshots above the log end are deleted.
     ///
     /// Errors: `LogError::Io` / `Corrupt` reading the segments or writing an index.
-    fn load_producer_state(&mut self) -> Result<(), LogError> {
+    /// Returns whether a segment's transaction index was rewritten.
+    fn load_producer_state(&mut self) -> Result<bool, LogError> {
         let leo = self.log_end_offset();
         let mut snaps = snapshot::list(&self.dir)?;
         for &o in snaps.iter().filter(|&&o| o > leo) {
             snapshot::delete(&self.dir, o);
+            // Durable with the next flush: a snapshot of records a power cut took must not
+            // come back once other records fill its offsets (found by `crash_tests`, seed
+            // 1793: it then described a batch straddling its offset as not written).
+            self.dir_dirty = true;
+            self.dir_gen += 1;
         }
         snaps.retain(|&o| o <= leo);
         let n = self.segments.len();
@@ -1690,6 +1745,12 @@ impl PartitionLog {
             }
         }
         if rebuilt_segments > 0 {
+            // Rewritten (maybe created) `.txnindex` files: synced, entries too, at the next
+            // flush, which `open_in` makes at once.
+            self.dir_dirty = true;
+            self.dir_gen += 1;
+        }
+        if rebuilt_segments > 0 {
             tracing::warn!(dir = %self.dir.display(), segments = rebuilt_segments,
                 "rebuilt the transaction index of recovered segments");
         }
@@ -1707,7 +1768,7 @@ impl PartitionLog {
         }
         self.producers = producers;
         self.publish_frontier();
-        Ok(())
+        Ok(rebuilt_segments > 0)
     }
 
     /// Checks a client's data batch against its producer's state before it is appended (see

@@ -401,9 +401,21 @@ pub(crate) struct SegmentSync {
     /// The time index, if written since the last flush.
     time_file: Option<FileRef>,
     txn_file: Option<FileRef>,
+    /// The segment's write generation when taken ([`Segment::finish_flush`]).
+    gen: u64,
 }
 
 impl SegmentSync {
+    /// The segment it syncs.
+    pub fn segment(&self) -> &Arc<SegmentShared> {
+        &self.shared
+    }
+
+    /// The segment's write generation when it was taken.
+    pub fn generation(&self) -> u64 {
+        self.gen
+    }
+
     /// `fdatasync` of the log and of the indexes written since the last flush. An index
     /// entry comes every `index.interval.bytes` (4 KiB), so a flush of small appends is
     /// usually one `fdatasync`, not three (an `fdatasync` of an unwritten file still flushes
@@ -474,6 +486,10 @@ pub(crate) struct Segment {
     index_dirty: bool,
     /// The time index was written since the last flush.
     time_dirty: bool,
+    /// Bumped by every write that marks the segment dirty: a flush clears the marks only if
+    /// nothing was written since its ticket was taken ([`finish_flush`](Self::finish_flush)),
+    /// so a flush that overlaps another never skips files the other has not synced yet.
+    write_gen: u64,
     /// Bytes of the log file whose writeback was started ([`Segment::plan_writeback`]): a
     /// page boundary at or below `size`.
     written_back: u64,
@@ -564,6 +580,7 @@ impl Segment {
             dirty: false,
             index_dirty: false,
             time_dirty: false,
+            write_gen: 0,
             written_back: 0,
             #[cfg(test)]
             fail_next_write: None,
@@ -988,6 +1005,7 @@ impl Segment {
         self.rolling_ts.get_or_insert(now_ms);
         self.last_modified_ms = now_ms;
         self.dirty = true;
+        self.write_gen += 1;
         self.index_dirty |= !offs.is_empty();
         self.time_dirty |= !times.is_empty();
         let mut st = self.shared.state.write();
@@ -1069,6 +1087,7 @@ impl Segment {
                 .write_all_at(&index::encode_times(&[t]), self.time_len)?;
             self.time_len += index::TIME_ENTRY_LEN as u64;
             self.dirty = true;
+            self.write_gen += 1;
             self.time_dirty = true;
             self.shared.state.write().time_index.push(t);
         }
@@ -1079,6 +1098,7 @@ impl Segment {
     pub fn flush(&mut self) -> Result<(), LogError> {
         if let Some(sync) = self.begin_flush()? {
             sync.sync()?;
+            self.finish_flush(sync.gen);
         }
         Ok(())
     }
@@ -1087,27 +1107,37 @@ impl Segment {
     /// rewritten tail), so the next flush syncs them all.
     pub fn mark_dirty(&mut self) {
         self.dirty = true;
+        self.write_gen += 1;
         self.index_dirty = true;
         self.time_dirty = true;
     }
 
-    /// Takes what a flush of this segment must sync, if anything was written since the last one,
-    /// and clears the dirty mark (writes after this call mark it again). The files are synced
-    /// by [`SegmentSync::sync`] without the caller holding the log's lock.
+    /// Takes what a flush of this segment must sync, if anything was written since the last one
+    /// finished. The files are synced by [`SegmentSync::sync`] without the caller holding the
+    /// log's lock; the dirty marks stay until [`finish_flush`](Self::finish_flush) (so a
+    /// second flush taken meanwhile syncs them too, never counting on the first).
     pub fn begin_flush(&mut self) -> Result<Option<SegmentSync>, LogError> {
         if !self.dirty {
             return Ok(None);
         }
-        let sync = SegmentSync {
+        Ok(Some(SegmentSync {
             shared: self.shared.clone(),
             index_file: self.index_dirty.then(|| self.index_file.clone()),
             time_file: self.time_dirty.then(|| self.time_file.clone()),
-            txn_file: self.txn_index.sync_handle()?,
-        };
-        self.dirty = false;
-        self.index_dirty = false;
-        self.time_dirty = false;
-        Ok(Some(sync))
+            txn_file: self.txn_index.sync_handle(),
+            gen: self.write_gen,
+        }))
+    }
+
+    /// After a [`SegmentSync`] of generation `gen` synced: clears the dirty marks unless the
+    /// segment was written since it was taken.
+    pub fn finish_flush(&mut self, gen: u64) {
+        if gen == self.write_gen {
+            self.dirty = false;
+            self.index_dirty = false;
+            self.time_dirty = false;
+            self.txn_index.dirty = false;
+        }
     }
 
     /// Removes the segment's files. Readers holding the shared `.log` handle can finish their
@@ -1125,6 +1155,7 @@ impl Segment {
         self.txn_index.append(&e)?;
         self.shared.aborted.write().push(e);
         self.dirty = true;
+        self.write_gen += 1;
         Ok(())
     }
 
@@ -1137,6 +1168,7 @@ impl Segment {
         self.txn_index.rewrite(&entries)?;
         *self.shared.aborted.write() = entries;
         self.dirty = true;
+        self.write_gen += 1;
         Ok(true)
     }
 
