@@ -28,8 +28,8 @@ use crate::batch::testutil::{encode_batch, rec};
 use crate::mem_fs::SplitMix;
 use crate::{
     build_batch, epoch_at, patch_base_offset, patch_leader_epoch, AbortedTxn, BatchHeader, Codec,
-    ControlType, EndTxnMarker, LogConfig, LogDir, MemFs, PartitionLog, SequenceCheck,
-    BATCH_HEADER_LEN, TRANSACTIONAL_BIT,
+    ControlType, EndTxnMarker, LogConfig, LogDir, LogError, MemFs, PartitionLog, RemovedSegments,
+    SequenceCheck, BATCH_HEADER_LEN, TRANSACTIONAL_BIT,
 };
 
 /// The run's choices: MemFs's splitmix64, so a seed gives the same run everywhere.
@@ -333,7 +333,33 @@ fn next_batch(m: &Model, log: &PartitionLog, pid: i64) -> (i16, i32) {
         .unwrap_or_else(|| m.sent.get(&pid).map_or((0, 0), |&(e, _)| (e + 1, 0)))
 }
 
-fn run(seed: u64, steps: usize) -> (u64, u64) {
+/// A power cut: the log dropped, the file system crashed, the log reopened (with the broker's
+/// recovery point checkpoint) and checked.
+fn power_cut(
+    fs: &MemFs,
+    dir: &Path,
+    log: PartitionLog,
+    m: &mut Model,
+    rng: &mut Rng,
+    (seed, step): (u64, usize),
+) -> PartitionLog {
+    drop(log);
+    fs.crash(rng.next());
+    if std::env::var("FRIEDA_CRASH_TRACE").is_ok() {
+        let mut names = crate::FileSystem::list(fs, dir).unwrap();
+        names.sort();
+        eprintln!("after the crash: {names:?}");
+        for n in names.iter().filter(|n| n.ends_with(".txnindex")) {
+            let b = crate::FileSystem::read(fs, &dir.join(n)).unwrap();
+            eprintln!("  {n}: {:?}", crate::txn_index::decode_entries(&b));
+        }
+    }
+    let mut log = open(fs, dir, m.checkpoint);
+    check_reopened(&mut log, m, seed, step);
+    log
+}
+
+fn run(seed: u64, steps: usize) -> (u64, u64, u64) {
     let mut rng = Rng(SplitMix(seed));
     let fs = MemFs::new();
     let dir = Path::new("/data/topic-0");
@@ -342,14 +368,19 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
     let mut m = Model::default();
     let mut tag = seed << 20;
     let mut crashes = 0;
+    let mut stops = 0;
     // A flush begun and not yet finished, with the batches it covers.
     let mut pending: Option<(crate::FlushTicket, BTreeMap<i64, Vec<u8>>)> = None;
     let trace = std::env::var("FRIEDA_CRASH_TRACE").is_ok();
     for step in 0..steps {
         let op = rng.below(100);
+        // One step in ten the process dies after a few more file-system changes, inside
+        // whatever the step does (an append, a roll, a flush, a truncation, a restart).
+        let stop = rng.chance(10).then(|| rng.below(12));
+        fs.stop_after(stop);
         if trace {
             eprintln!(
-                "step {step} op {op} log [{}, {}) rp {} epochs {:?} durable_end {} checkpoint {}",
+                "step {step} op {op} stop {stop:?} log [{}, {}) rp {} epochs {:?} durable_end {} checkpoint {}",
                 log.log_start_offset(),
                 log.log_end_offset(),
                 log.recovery_point(),
@@ -358,7 +389,7 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                 m.checkpoint
             );
         }
-        match op {
+        let result: Result<(), LogError> = match op {
             0..=57 => {
                 // An idempotent producer, or (one in five) the transactional one.
                 let pid = if rng.chance(20) {
@@ -380,17 +411,20 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                     SequenceCheck::Append,
                     "seed {seed} step {step}: producer {pid} sequence {seq}"
                 );
+                // As stored: its offset and the leader's epoch patched in (outside the CRC);
+                // known before the append, which a crash point may cut short.
+                let base = log.log_end_offset();
                 let mut stored = b.to_vec();
-                let info = log.append(b, NOW + step as i64).unwrap();
-                // As stored: its offset and the leader's epoch patched in (outside the CRC).
-                patch_base_offset(&mut stored, info.base_offset);
+                patch_base_offset(&mut stored, base);
                 patch_leader_epoch(&mut stored, m.epoch);
-                m.ever
-                    .entry(info.base_offset)
-                    .or_default()
-                    .push(stored.clone());
-                m.live.insert(info.base_offset, stored);
+                m.ever.entry(base).or_default().push(stored.clone());
+                // The client's own numbering moves on when it sends (a batch of a process that
+                // died may still reach the disk).
                 m.sent.insert(pid, (epoch, seq + n as i32));
+                log.append(b, NOW + step as i64).map(|info| {
+                    assert_eq!(info.base_offset, base);
+                    m.live.insert(base, stored);
+                })
             }
             58..=61 => {
                 // The transaction coordinator's marker, when a transaction is open.
@@ -406,97 +440,101 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                         control,
                         coordinator_epoch: 0,
                     };
-                    let info = log
-                        .append_marker(
-                            TXN_PID,
-                            m.sent[&TXN_PID].0,
-                            marker,
-                            false,
-                            NOW + step as i64,
-                        )
-                        .unwrap();
-                    let stored = log
-                        .reader()
-                        .read(info.base_offset, 1, i64::MAX)
-                        .unwrap()
-                        .chunks
-                        .concat();
-                    let h = BatchHeader::parse(&stored).unwrap();
-                    let stored = stored[..h.total_size()].to_vec();
-                    m.ever
-                        .entry(info.base_offset)
-                        .or_default()
-                        .push(stored.clone());
-                    m.live.insert(info.base_offset, stored);
+                    let epoch = m.sent[&TXN_PID].0;
+                    let now = NOW + step as i64;
+                    let base = log.log_end_offset();
+                    let mut stored = crate::build_marker_batch(TXN_PID, epoch, marker, now);
+                    patch_base_offset(&mut stored, base);
+                    patch_leader_epoch(&mut stored, m.epoch);
+                    m.ever.entry(base).or_default().push(stored.clone());
+                    log.append_marker(TXN_PID, epoch, marker, false, now)
+                        .map(|info| {
+                            assert_eq!(info.base_offset, base);
+                            m.live.insert(base, stored);
+                        })
+                } else {
+                    Ok(())
                 }
             }
-            62..=67 => {
-                log.flush().unwrap();
+            62..=67 => log.flush().map(|()| {
                 m.durable = m.live.clone();
                 m.durable_end = log.log_end_offset();
                 if rng.chance(70) {
                     m.checkpoint = log.recovery_point();
                 }
-            }
+            }),
             68..=73 => {
                 // The broker's flush: the ticket taken under the lock, synced without it while
                 // appends (and truncations) go on, then finished.
                 match pending.take() {
-                    None => {
-                        if let Some(t) = log.begin_flush().unwrap() {
-                            pending = Some((t, m.live.clone()));
-                        }
-                    }
+                    None => log.begin_flush().map(|t| {
+                        pending = t.map(|t| (t, m.live.clone()));
+                    }),
                     Some((t, covered)) => {
-                        t.sync().unwrap();
-                        log.finish_flush(&t, true);
-                        // What the ticket covered and is still in the log is durable.
-                        for (o, b) in covered {
-                            if m.live.get(&o) == Some(&b) {
-                                let end = BatchHeader::parse(&b).unwrap().last_offset() + 1;
-                                m.durable_end = m.durable_end.max(end);
-                                m.durable.insert(o, b);
+                        let synced = t.sync();
+                        log.finish_flush(&t, synced.is_ok());
+                        synced.map(|()| {
+                            // What the ticket covered and is still in the log is durable.
+                            for (o, b) in covered {
+                                if m.live.get(&o) == Some(&b) {
+                                    let end = BatchHeader::parse(&b).unwrap().last_offset() + 1;
+                                    m.durable_end = m.durable_end.max(end);
+                                    m.durable.insert(o, b);
+                                }
                             }
-                        }
-                        assert!(
-                            log.recovery_point() <= log.log_end_offset(),
-                            "seed {seed} step {step}: recovery point {} above the log end {}",
-                            log.recovery_point(),
-                            log.log_end_offset()
-                        );
-                        if rng.chance(70) {
-                            m.checkpoint = log.recovery_point();
-                        }
+                            assert!(
+                                log.recovery_point() <= log.log_end_offset(),
+                                "seed {seed} step {step}: recovery point {} above the log end {}",
+                                log.recovery_point(),
+                                log.log_end_offset()
+                            );
+                            if rng.chance(70) {
+                                m.checkpoint = log.recovery_point();
+                            }
+                        })
                     }
                 }
             }
             74..=77 => {
                 m.epoch += 1;
-                log.set_leader_epoch(m.epoch).unwrap();
+                log.set_leader_epoch(m.epoch)
             }
             78..=81 => {
                 // A follower's truncation to a batch boundary (or anywhere in a batch).
                 let (start, end) = (log.log_start_offset(), log.log_end_offset());
                 if end > start {
                     let to = start + rng.below((end - start) as u64) as i64;
-                    log.truncate_to(to).unwrap().delete_files().unwrap();
-                    // The batch holding `to` goes too (its offsets are never split).
+                    // The batch holding `to` goes too (its offsets are never split); what it
+                    // cuts is not expected back even if the cut is itself cut short.
                     let below = |b: &Vec<u8>| BatchHeader::parse(b).unwrap().last_offset() < to;
-                    m.live.retain(|_, b| below(b));
-                    // (With nothing left, the cut batch may have begun below the log start.)
-                    let live_end = m
-                        .live
+                    m.durable.retain(|_, b| below(b));
+                    // (Nothing flushed left: no bound; the cut batch may begin below the start.)
+                    let durable_end = m
+                        .durable
                         .values()
                         .next_back()
-                        .map_or(log.log_end_offset().min(start), |b| {
-                            BatchHeader::parse(b).unwrap().last_offset() + 1
-                        });
-                    assert_eq!(log.log_end_offset(), live_end);
-                    m.log_start = m.log_start.min(log.log_start_offset());
-                    m.durable.retain(|_, b| below(b));
-                    m.durable_end = m.durable_end.min(live_end);
+                        .map_or(0, |b| BatchHeader::parse(b).unwrap().last_offset() + 1);
+                    m.durable_end = m.durable_end.min(durable_end);
                     // The broker's checkpoint is not rewritten by a truncation: it may still
                     // vouch for offsets above the new log end (the log's ceiling covers it).
+                    log.truncate_to(to)
+                        .and_then(RemovedSegments::delete_files)
+                        .map(|()| {
+                            m.live.retain(|_, b| below(b));
+                            // (With nothing left, the cut batch may have begun below the log
+                            // start.)
+                            let live_end = m
+                                .live
+                                .values()
+                                .next_back()
+                                .map_or(log.log_end_offset().min(start), |b| {
+                                    BatchHeader::parse(b).unwrap().last_offset() + 1
+                                });
+                            assert_eq!(log.log_end_offset(), live_end);
+                            m.log_start = m.log_start.min(log.log_start_offset());
+                        })
+                } else {
+                    Ok(())
                 }
             }
             82..=84 => {
@@ -504,11 +542,12 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                 let (start, end) = (log.log_start_offset(), log.log_end_offset());
                 let to = start + rng.below((end - start + 1) as u64) as i64;
                 m.log_start = m.log_start.max(to);
-                log.advance_log_start(to).unwrap().delete_files().unwrap();
+                log.advance_log_start(to)
+                    .and_then(RemovedSegments::delete_files)
             }
             85 => {
                 // A follower of a tiered partition starts again at (or past) its log end
-                // (KIP-405), keeping the epochs below it.
+                // (KIP-405), keeping the epochs below it; the broker checkpoints the start.
                 let to = log.log_end_offset() + rng.below(5) as i64;
                 let lineage: Vec<(i32, i64)> = log
                     .epochs()
@@ -517,65 +556,63 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                     .filter(|&(_, first)| first < to)
                     .collect();
                 m.log_start = to;
-                log.truncate_fully_and_start_at(to, NOW + step as i64, None, &lineage)
-                    .unwrap()
-                    .delete_files()
-                    .unwrap();
-                m.live.clear();
                 m.durable.clear();
-                m.durable_end = to;
+                m.durable_end = 0;
+                log.truncate_fully_and_start_at(to, NOW + step as i64, None, &lineage)
+                    .and_then(RemovedSegments::delete_files)
+                    .map(|()| {
+                        m.live.clear();
+                        m.durable_end = to;
+                    })
             }
             86..=88 => {
                 // A clean restart: closed (flushed), reopened with its recovery point. A flush
                 // in progress finishes first (the broker's flush syncs before it returns).
-                if let Some((t, _)) = pending.take() {
-                    t.sync().unwrap();
-                    log.finish_flush(&t, true);
-                }
-                log.flush().unwrap();
-                let rp = log.recovery_point();
-                drop(log);
-                if trace {
-                    let mut names = crate::FileSystem::list(&fs, dir).unwrap();
-                    names.sort();
-                    eprintln!("clean restart: {names:?}");
-                    for n in names.iter().filter(|n| n.ends_with(".txnindex")) {
-                        let b = crate::FileSystem::read(&fs, &dir.join(n)).unwrap();
-                        eprintln!("  {n}: {:?}", crate::txn_index::decode_entries(&b));
+                let finished = match pending.take() {
+                    Some((t, _)) => {
+                        let synced = t.sync();
+                        log.finish_flush(&t, synced.is_ok());
+                        synced
                     }
+                    None => Ok(()),
+                };
+                match finished.and_then(|()| log.flush()) {
+                    Ok(()) => {
+                        let rp = log.recovery_point();
+                        drop(log);
+                        // (Crash points cover the close; the reopen runs to the end.)
+                        fs.stop_after(None);
+                        log = open(&fs, dir, rp);
+                        check_reopened(&mut log, &mut m, seed, step);
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
                 }
-                log = open(&fs, dir, rp);
-                check_reopened(&mut log, &mut m, seed, step);
             }
             _ => {
                 // A power cut (a flush in progress never finishes).
                 pending = None;
-                drop(log);
-                fs.crash(rng.next());
                 crashes += 1;
-                if trace {
-                    let mut names = crate::FileSystem::list(&fs, dir).unwrap();
-                    names.sort();
-                    eprintln!("after the crash: {names:?}");
-                    for n in names.iter().filter(|n| n.ends_with(".txnindex")) {
-                        let b = crate::FileSystem::read(&fs, &dir.join(n)).unwrap();
-                        eprintln!("  {n}: {:?}", crate::txn_index::decode_entries(&b));
-                    }
-                    for n in names.iter().filter(|n| n.ends_with(".snapshot")) {
-                        let b = crate::FileSystem::read(&fs, &dir.join(n)).unwrap();
-                        let st =
-                            crate::ProducerStateManager::from_snapshot(&b).map(|p| p.describe());
-                        eprintln!("  {n}: {st:?}");
-                    }
-                }
-                log = open(&fs, dir, m.checkpoint);
-                check_reopened(&mut log, &mut m, seed, step);
+                log = power_cut(&fs, dir, log, &mut m, &mut rng, (seed, step));
+                Ok(())
             }
+        };
+        if let Err(e) = result {
+            assert!(
+                fs.stopped(),
+                "seed {seed} step {step}: an error without a crash point: {e}"
+            );
+            // The process died inside the step: the power goes too.
+            pending = None;
+            crashes += 1;
+            stops += 1;
+            log = power_cut(&fs, dir, log, &mut m, &mut rng, (seed, step));
         }
+        fs.stop_after(None);
     }
     let s = fs.stats();
     assert_eq!(s.crashes, crashes);
-    (s.data_ops_dropped, s.name_ops_dropped)
+    (s.data_ops_dropped, s.name_ops_dropped, stops)
 }
 
 #[test]
@@ -592,15 +629,17 @@ fn nothing_flushed_is_lost_and_nothing_torn_is_served_across_crashes() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(150);
-    let (mut data, mut names) = (0, 0);
+    let (mut data, mut names, mut stops) = (0, 0, 0);
     for seed in 0..seeds {
-        let (d, n) = run(seed, 400);
+        let (d, n, s) = run(seed, 400);
         data += d;
         names += n;
+        stops += s;
     }
-    // The crashes bit: unsynced writes and namespace operations were dropped.
+    // The crashes bit: unsynced writes and namespace operations were dropped, and processes
+    // died inside steps.
     assert!(
-        data > 100 && names > 10,
-        "dropped {data} writes, {names} namespace ops"
+        data > 100 && names > 10 && stops > 100,
+        "dropped {data} writes, {names} namespace ops; {stops} crash points reached"
     );
 }

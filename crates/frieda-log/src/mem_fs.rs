@@ -66,6 +66,9 @@ struct State {
     inodes: HashMap<u64, Inode>,
     /// Crashes so far, and bytes and operations they dropped (for tests to show they bit).
     stats: CrashStats,
+    /// Changes (writes, truncations, syncs, creations, removals, renames) allowed before the
+    /// process "stops": every later change fails, as if it died there ([`MemFs::stop_after`]).
+    stop_after: Option<u64>,
 }
 
 /// What crashes dropped so far ([`MemFs::stats`]).
@@ -224,6 +227,19 @@ impl MemFs {
             inode.durable = data;
         }
         st.generation += 1;
+        st.stop_after = None;
+    }
+
+    /// A crash point: after `changes` more changes (writes, truncations, syncs, creations,
+    /// removals, renames) every change fails with an I/O error, as if the process died there;
+    /// [`crash`](Self::crash) then decides what reached the disk. `None` disarms it.
+    pub fn stop_after(&self, changes: Option<u64>) {
+        self.state.lock().stop_after = changes;
+    }
+
+    /// Whether a [`stop_after`](Self::stop_after) crash point was reached.
+    pub fn stopped(&self) -> bool {
+        self.state.lock().stop_after == Some(0)
     }
 
     /// What crashes dropped so far.
@@ -253,6 +269,20 @@ impl MemFs {
 }
 
 impl State {
+    /// Counts one change; `Err` once the process stopped ([`MemFs::stop_after`]).
+    fn change(&mut self) -> io::Result<()> {
+        match &mut self.stop_after {
+            Some(0) => Err(io::Error::other(
+                "memfs: the process stopped here (a test's crash point)",
+            )),
+            Some(n) => {
+                *n -= 1;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
     fn name_op(&mut self, op: NameOp) {
         apply_name(&mut self.names, &op);
         self.pending_names.push(op);
@@ -325,6 +355,7 @@ impl LogFile for MemFile {
     }
     fn write_all_at(&self, data: &[u8], pos: u64) -> io::Result<()> {
         self.with(|st| {
+            st.change()?;
             st.data_op(self.inode, DataOp::Write(pos, data.to_vec()));
             Ok(())
         })
@@ -339,12 +370,14 @@ impl LogFile for MemFile {
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.with(|st| {
+            st.change()?;
             st.data_op(self.inode, DataOp::SetLen(len));
             Ok(())
         })
     }
     fn sync_data(&self) -> io::Result<()> {
         self.with(|st| {
+            st.change()?;
             if let Some(i) = st.inodes.get_mut(&self.inode) {
                 i.durable = i.data.clone();
                 i.pending.clear();
@@ -365,10 +398,14 @@ impl FileSystem for MemFs {
         let mut st = self.state.lock();
         let id = match st.file(path) {
             Ok(id) => id,
-            Err(e) if e.kind() == io::ErrorKind::NotFound && create => st.create(path)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
+                st.change()?;
+                st.create(path)?
+            }
             Err(e) => return Err(e),
         };
         if truncate {
+            st.change()?;
             st.data_op(id, DataOp::SetLen(0));
         }
         Ok(Arc::new(MemFile {
@@ -387,6 +424,7 @@ impl FileSystem for MemFs {
     }
     fn write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         let mut st = self.state.lock();
+        st.change()?;
         let id = match st.file(path) {
             Ok(id) => id,
             Err(e) if e.kind() == io::ErrorKind::NotFound => st.create(path)?,
@@ -404,6 +442,7 @@ impl FileSystem for MemFs {
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut st = self.state.lock();
         st.file(path)?;
+        st.change()?;
         st.name_op(NameOp::Remove(path.to_path_buf()));
         Ok(())
     }
@@ -415,6 +454,7 @@ impl FileSystem for MemFs {
         if !st.parent_is_dir(to) {
             return Err(not_found(to));
         }
+        st.change()?;
         st.name_op(NameOp::Rename(from.to_path_buf(), to.to_path_buf()));
         Ok(())
     }
@@ -447,6 +487,9 @@ impl FileSystem for MemFs {
             }
             at = d.parent();
         }
+        if !missing.is_empty() {
+            st.change()?;
+        }
         for d in missing.into_iter().rev() {
             st.name_op(NameOp::Insert(d, Entry::Dir));
         }
@@ -457,6 +500,7 @@ impl FileSystem for MemFs {
         if st.names.get(dir) != Some(&Entry::Dir) {
             return Err(not_found(dir));
         }
+        st.change()?;
         st.name_op(NameOp::RemoveTree(dir.to_path_buf()));
         Ok(())
     }
@@ -465,6 +509,7 @@ impl FileSystem for MemFs {
         if st.names.get(dir) != Some(&Entry::Dir) {
             return Err(not_found(dir));
         }
+        st.change()?;
         st.durable_names = st.names.clone();
         st.pending_names.clear();
         Ok(())

@@ -844,6 +844,19 @@ impl PartitionLog {
             .iter()
             .rposition(|s| s.base_offset() <= offset)
             .unwrap_or(0);
+        // Before anything is cut: a recovery point checkpoint from before this truncation may
+        // vouch for segments from the one cut here on, which the cut, the deletions and what is
+        // appended next change unsynced. The ceiling, durable first, makes a reopen validate
+        // them until a flush passes the old recovery point (found by `crash_tests`: a segment
+        // trusted that way served a torn batch; with a crash inside the truncation, a cut
+        // segment was trusted to end at the next one's base).
+        let cut_base = self.segments[keep].base_offset();
+        if self.recovery_point > cut_base {
+            if let Err(e) = self.raise_recovery_ceiling(cut_base, self.recovery_point) {
+                self.go_offline("writing the recovery point ceiling", &e);
+                return Err(e);
+            }
+        }
         let removed: Vec<Segment> = self.segments.drain(keep + 1..).collect();
         self.shared.segments.write().truncate(keep + 1);
         let interval = self.config.index_interval_bytes;
@@ -863,16 +876,6 @@ impl PartitionLog {
         if let Err(e) = self.make_truncation_durable(removed, leo) {
             self.go_offline("making a truncation durable", &e);
             return Err(e);
-        }
-        // A checkpoint written before this truncation may still vouch for offsets above the
-        // new log end, which what is appended next occupies unsynced: the ceiling overrides it
-        // until a flush passes the old recovery point (found by `crash_tests`: a segment
-        // trusted that way served a torn batch).
-        if self.recovery_point > leo {
-            if let Err(e) = self.raise_recovery_ceiling(leo, self.recovery_point) {
-                self.go_offline("writing the recovery point ceiling", &e);
-                return Err(e);
-            }
         }
         self.recovery_point = self.recovery_point.min(leo);
         self.shared
@@ -945,6 +948,14 @@ impl PartitionLog {
         epochs_below: &[(i32, i64)],
     ) -> Result<RemovedSegments, LogError> {
         self.check_online()?;
+        // As in `truncate_to`, before anything changes.
+        let lowest = self.segments[0].base_offset().min(offset);
+        if self.recovery_point > lowest {
+            if let Err(e) = self.raise_recovery_ceiling(lowest, self.recovery_point) {
+                self.go_offline("writing the recovery point ceiling", &e);
+                return Err(e);
+            }
+        }
         let collision = self.segments.iter().position(|s| s.base_offset() == offset);
         if let Some(i) = collision {
             // Readers holding it go on reading from its open files.
@@ -972,12 +983,6 @@ impl PartitionLog {
             let mut cache = self.shared.cache.write();
             cache.trim_from(offset);
             cache.trim_below(offset);
-        }
-        if self.recovery_point > offset {
-            if let Err(e) = self.raise_recovery_ceiling(offset, self.recovery_point) {
-                self.go_offline("writing the recovery point ceiling", &e);
-                return Err(e);
-            }
         }
         self.recovery_point = offset;
         self.shared.recovery_point.store(offset, Ordering::Release);
