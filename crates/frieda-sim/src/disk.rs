@@ -361,6 +361,11 @@ impl SimLog {
         self.offline = false;
         self.fail_next_sync = false;
         self.synced = self.batches.len();
+        // Recovery cuts the epoch cache to the log end: an epoch a leader began at the log end
+        // and wrote nothing in goes, as `PartitionLog::open_from` does (Kafka's LogLoader too).
+        // Found by running the broker's own log beside this one (branch sim-real-log).
+        let leo = self.leo();
+        self.epochs.truncate_from_end(leo);
     }
 }
 
