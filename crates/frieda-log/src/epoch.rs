@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 
 use crate::error::LogError;
-use crate::fs::{LogDir, LogFile};
+use crate::fs::LogDir;
 
 /// File name of the epoch cache (Kafka's).
 pub const EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
@@ -95,13 +95,7 @@ impl EpochCache {
         for e in &self.entries {
             text.push_str(&format!("{} {}\n", e.epoch, e.start_offset));
         }
-        let tmp = self.path.with_extension("tmp");
-        let fs = self.dir.fs();
-        let f = fs.open(&tmp, true, true)?;
-        f.write_all_at(text.as_bytes(), 0)?;
-        f.sync_data()?;
-        fs.rename(&tmp, &self.path)?;
-        self.dir.sync()?;
+        self.dir.replace_durably(&self.path, text.as_bytes())?;
         Ok(())
     }
 }

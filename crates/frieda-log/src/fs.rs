@@ -261,11 +261,6 @@ impl LogDir {
         &*self.fs
     }
 
-    /// The file system, shared.
-    pub fn fs_arc(&self) -> Arc<dyn FileSystem> {
-        self.fs.clone()
-    }
-
     /// The directory's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -285,6 +280,24 @@ impl LogDir {
     /// `fsync` of this directory.
     pub fn sync(&self) -> io::Result<()> {
         self.fs.sync_dir(&self.path)
+    }
+
+    /// Replaces the file at `path` (in this directory) with `bytes`, at once and durably: a
+    /// temporary `<path>.tmp` (one a crash left is removed first, never reused) written and
+    /// fsynced, renamed over `path`, the directory fsynced. Returns the new file, open.
+    ///
+    /// Errors: the file system's; before the rename the old content stays in place.
+    pub fn replace_durably(&self, path: &Path, bytes: &[u8]) -> io::Result<FileRef> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        self.remove_if_exists(&tmp)?;
+        let f = self.fs.open(&tmp, true, true)?;
+        f.write_all_at(bytes, 0)?;
+        f.sync_data()?;
+        self.fs.rename(&tmp, path)?;
+        self.sync()?;
+        Ok(f)
     }
 }
 

@@ -246,26 +246,6 @@ impl MemFs {
     pub fn stats(&self) -> CrashStats {
         self.state.lock().stats
     }
-
-    /// Bytes of file data in memory (current contents, durable copies and pending writes): a
-    /// simulation's bound on what it holds.
-    pub fn bytes_held(&self) -> usize {
-        let st = self.state.lock();
-        st.inodes
-            .values()
-            .map(|i| {
-                i.data.len()
-                    + i.durable.len()
-                    + i.pending
-                        .iter()
-                        .map(|op| match op {
-                            DataOp::Write(_, b) => b.len(),
-                            DataOp::SetLen(_) => 8,
-                        })
-                        .sum::<usize>()
-            })
-            .sum()
-    }
 }
 
 impl State {

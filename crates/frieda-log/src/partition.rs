@@ -22,7 +22,7 @@ use crate::config::{LogConfig, TimestampType};
 use crate::control::{build_marker_batch, read_control_record, ControlRecord, EndTxnMarker};
 use crate::epoch::{EpochCache, Epochs};
 use crate::error::LogError;
-use crate::fs::{FileSystem, LogDir, LogFile, OsFs};
+use crate::fs::{FileSystem, LogDir, OsFs};
 use crate::limits;
 use crate::producer_state::{
     ProducerError, ProducerInfo, ProducerStateManager, SequenceCheck, TxnFrontier,
@@ -70,14 +70,6 @@ fn read_recovery_ceiling(dir: &LogDir) -> Result<Option<(i64, i64)>, LogError> {
             Ok(Some((i64::MIN, i64::MAX)))
         }
     }
-}
-
-/// Creates `dir/name` with `bytes` and makes it and its directory entry durable.
-fn write_durably(dir: &LogDir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let f = dir.fs().open(&dir.join(name), true, true)?;
-    f.write_all_at(bytes, 0)?;
-    f.sync_data()?;
-    dir.sync()
 }
 
 /// Result of a successful [`PartitionLog::append`].
@@ -565,12 +557,11 @@ impl PartitionLog {
             ceiling,
             truncations: 0,
         };
-        let index_rebuilt = log.load_producer_state()?;
-        // What recovery kept or rebuilt may still be only in the page cache (a crashed process):
-        // make it durable now, so the recovery point (and a high watermark that follows it) is
-        // the log end, and a rebuilt transaction index of a segment below the recovery point
-        // survives the next power cut (found by `crash_tests`, seed 400).
-        if validated > 0 || dropped > 0 || index_rebuilt {
+        log.load_producer_state()?;
+        // What recovery kept may still be only in the page cache (a crashed process): make it
+        // durable now, so the recovery point (and a high watermark that follows it) is the log end.
+        // (A transaction index recovery rebuilt is durable already: `TxnIndexFile::rewrite`.)
+        if validated > 0 || dropped > 0 {
             log.flush()?;
         }
         Ok((log, report))
@@ -987,8 +978,7 @@ impl PartitionLog {
         self.recovery_point = offset;
         self.shared.recovery_point.store(offset, Ordering::Release);
         self.unflushed = 0;
-        self.dir_dirty = true;
-        self.dir_gen += 1;
+        self.mark_dir_dirty();
         let removed_count = removed.len();
         self.truncations += 1;
         // As for `truncate_to`: the old segments and producer snapshots are gone for good
@@ -1035,6 +1025,12 @@ impl PartitionLog {
         Ok(RemovedSegments::none())
     }
 
+    /// Notes that the directory changed (a file created or removed): the next flush fsyncs it.
+    fn mark_dir_dirty(&mut self) {
+        self.dir_dirty = true;
+        self.dir_gen += 1;
+    }
+
     /// Writes (durably: temporary file, fsync, rename, directory fsync) the
     /// [`RECOVERY_CEILING_FILE`] after a truncation to `truncated_to` from a log durable up to
     /// `highest`, merged with one already there (the lower offset, the higher recovery point).
@@ -1045,14 +1041,9 @@ impl PartitionLog {
             Some((t, r)) => (t.min(truncated_to), r.max(highest)),
             None => (truncated_to, highest),
         };
-        let fs = self.dir.fs();
         let path = self.dir.join(RECOVERY_CEILING_FILE);
-        let tmp = self.dir.join(format!("{RECOVERY_CEILING_FILE}.tmp"));
-        let f = fs.open(&tmp, true, true)?;
-        f.write_all_at(format!("{t} {r}\n").as_bytes(), 0)?;
-        f.sync_data()?;
-        fs.rename(&tmp, &path)?;
-        self.dir.sync()?;
+        self.dir
+            .replace_durably(&path, format!("{t} {r}\n").as_bytes())?;
         self.ceiling = Some((t, r));
         Ok(())
     }
@@ -1119,8 +1110,7 @@ impl PartitionLog {
         tracing::debug!(dir = %self.dir.display(), base_offset = base, "rolled segment");
         self.shared.segments.write().push(new.shared.clone());
         self.segments.push(new);
-        self.dir_dirty = true;
-        self.dir_gen += 1;
+        self.mark_dir_dirty();
         Ok(())
     }
 
@@ -1187,9 +1177,11 @@ impl PartitionLog {
         if synced {
             self.unflushed = self.unflushed.saturating_sub(ticket.messages);
             for sync in &ticket.segments {
+                // From the back: a ticket's segments are mostly the active one.
                 if let Some(seg) = self
                     .segments
                     .iter_mut()
+                    .rev()
                     .find(|s| Arc::ptr_eq(&s.shared, sync.segment()))
                 {
                     seg.finish_flush(sync.generation());
@@ -1444,8 +1436,7 @@ impl PartitionLog {
         self.shared.segments.write().drain(..n);
         self.shared.log_start.store(new_start, Ordering::Release);
         self.shared.cache.write().trim_below(new_start);
-        self.dir_dirty = true;
-        self.dir_gen += 1;
+        self.mark_dir_dirty();
         if new_start > 0 {
             self.producers.set_may_have_forgotten();
         }
@@ -1607,8 +1598,7 @@ impl PartitionLog {
                             self.active_mut().append_aborted(e)?;
                             // The segment's first entry creates its `.txnindex`: the
                             // directory entry is synced with the next flush.
-                            self.dir_dirty = true;
-                            self.dir_gen += 1;
+                            self.mark_dir_dirty();
                         }
                     }
                 }
@@ -1636,8 +1626,7 @@ impl PartitionLog {
     /// batch after it (markers read for their type). Snapshots above the log end are deleted.
     ///
     /// Errors: `LogError::Io` / `Corrupt` reading the segments or writing an index.
-    /// Returns whether a segment's transaction index was rewritten.
-    fn load_producer_state(&mut self) -> Result<bool, LogError> {
+    fn load_producer_state(&mut self) -> Result<(), LogError> {
         let leo = self.log_end_offset();
         let mut snaps = snapshot::list(&self.dir)?;
         for &o in snaps.iter().filter(|&&o| o > leo) {
@@ -1645,8 +1634,7 @@ impl PartitionLog {
             // Durable with the next flush: a snapshot of records a power cut took must not
             // come back once other records fill its offsets (found by `crash_tests`, seed
             // 1793: it then described a batch straddling its offset as not written).
-            self.dir_dirty = true;
-            self.dir_gen += 1;
+            self.mark_dir_dirty();
         }
         snaps.retain(|&o| o <= leo);
         let n = self.segments.len();
@@ -1750,12 +1738,6 @@ impl PartitionLog {
             }
         }
         if rebuilt_segments > 0 {
-            // Rewritten (maybe created) `.txnindex` files: synced, entries too, at the next
-            // flush, which `open_in` makes at once.
-            self.dir_dirty = true;
-            self.dir_gen += 1;
-        }
-        if rebuilt_segments > 0 {
             tracing::warn!(dir = %self.dir.display(), segments = rebuilt_segments,
                 "rebuilt the transaction index of recovered segments");
         }
@@ -1773,7 +1755,7 @@ impl PartitionLog {
         }
         self.producers = producers;
         self.publish_frontier();
-        Ok(rebuilt_segments > 0)
+        Ok(())
     }
 
     /// Checks a client's data batch against its producer's state before it is appended (see
@@ -1857,7 +1839,8 @@ impl PartitionLog {
         if !self.producers.may_have_forgotten()
             && self.producers.would_expire(now_ms, expiration_ms)
         {
-            if let Err(e) = write_durably(&self.dir, PRODUCERS_FORGOTTEN_FILE, b"") {
+            let path = self.dir.join(PRODUCERS_FORGOTTEN_FILE);
+            if let Err(e) = self.dir.replace_durably(&path, b"") {
                 tracing::warn!(dir = %self.dir.display(), error = %e,
                     "cannot record a producer expiry; producers kept until the next sweep");
                 return 0;

@@ -173,15 +173,7 @@ impl TxnIndexFile {
             return Ok(());
         }
         let bytes = encode_entries(entries);
-        let fs = self.dir.fs();
-        let tmp = PathBuf::from(format!("{}.tmp", self.path.display()));
-        self.dir.remove_if_exists(&tmp)?;
-        let f = fs.open(&tmp, true, true)?;
-        f.write_all_at(&bytes, 0)?;
-        f.sync_data()?;
-        fs.rename(&tmp, &self.path)?;
-        self.dir.sync()?;
-        self.file = Some(f);
+        self.file = Some(self.dir.replace_durably(&self.path, &bytes)?);
         self.len = bytes.len() as u64;
         Ok(())
     }
