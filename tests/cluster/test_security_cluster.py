@@ -19,7 +19,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
                                    NewTopic, ResourcePatternType, ResourceType, ScramCredentialInfo,
                                    ScramMechanism, UserScramCredentialUpsertion)
@@ -57,10 +57,10 @@ def conf(c: Cluster, node: int, user: str, password: str, mech: str = "PLAIN") -
             "sasl.mechanisms": mech, "sasl.username": user, "sasl.password": password}
 
 
-def produce(cfg: dict, topic: str) -> str:
+def produce(cfg: dict, topic: str, partition: int = -1) -> str:
     p = Producer({**cfg, "acks": "all", "message.timeout.ms": 8000})
     out = []
-    p.produce(topic, b"v", on_delivery=lambda e, m: out.append(e and e.name()))
+    p.produce(topic, b"v", partition=partition, on_delivery=lambda e, m: out.append(e and e.name()))
     p.flush(20)
     p.purge()
     p.flush(1)
@@ -85,6 +85,12 @@ def test_acls_and_scram_credentials_reach_every_broker(secure_cluster):
     cred = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
                                         b"carol-secret")
     admin.alter_user_scram_credentials([cred])["carol"].result(30)
+    # CreateAcls answers once the quorum committed the binding; each broker's authorizer applies
+    # it from the metadata log a moment later (as in Kafka, whose tests wait for it on every
+    # broker): wait until every partition's leader lets alice write.
+    for part in range(3):
+        eventually(f"alice to partition {part}",
+                   lambda: produce(conf(c, 1, "alice", "alice-secret"), "orders", part), "ok")
     # Every broker enforces the ACL: alice writes all three partitions (their leaders are
     # spread over the nodes) bootstrapped from any node; bob is refused.
     for node in (1, 2, 3):
@@ -171,12 +177,31 @@ def test_brokers_replicate_over_sasl_ssl_as_an_authorized_principal(tmp_path):
         acl = AclBinding(ResourceType.TOPIC, "replicated", ResourcePatternType.LITERAL, "User:alice", "*",
                          AclOperation.ALL, AclPermissionType.ALLOW)
         admin.create_acls([acl])[acl].result(30)
-        p = Producer({**sconf(1, "alice", "alice-secret"), "acks": "all", "enable.idempotence": True,
-                      "message.timeout.ms": 60000})
-        acked = []
-        for i in range(200):
+        # CreateAcls answers once the quorum committed the binding; the partition leader's
+        # authorizer applies it from the metadata log a moment later (as in Kafka): until then
+        # alice's produce is refused with TOPIC_AUTHORIZATION_FAILED and nothing is appended.
+        # The first record is sent again (by a new producer) until it is acknowledged.
+        deadline = time.monotonic() + 30
+        while True:
+            p = Producer({**sconf(1, "alice", "alice-secret"), "acks": "all", "enable.idempotence": True,
+                          "message.timeout.ms": 60000})
+            first = []
+            p.produce("replicated", b"v0", on_delivery=lambda e, m: first.append(e))
+            assert p.flush(60) == 0 and len(first) == 1
+            if first[0] is None:
+                break
+            assert first[0].code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                                       KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError._FATAL), str(first[0])
+            assert time.monotonic() < deadline, str(first[0])
+            time.sleep(0.2)
+        acked = [None]
+        for i in range(1, 200):
             p.produce("replicated", f"v{i}".encode(), on_delivery=lambda e, m: acked.append(e))
-        assert p.flush(60) == 0 and acked == [None] * 200, acked[:3]
+        # Compare with `is None`: confluent-kafka's KafkaError == None raises inside the C
+        # extension and pytest then reports a SystemError instead of the delivery error.
+        assert p.flush(60) == 0 and len(acked) == 200, len(acked)
+        failed = [str(e) for e in acked if e is not None]
+        assert not failed, failed[:3]
         md = admin.list_topics("replicated", timeout=15).topics["replicated"].partitions[0]
         assert sorted(md.isrs) == [1, 2, 3], md.isrs  # both followers fetched over SASL_SSL
         leader = md.leader
