@@ -68,6 +68,14 @@ impl LogReader {
 }
 
 impl LogReader {
+    /// The base offset of every segment, ascending, the active one last.
+    pub fn segment_bases(&self) -> Vec<i64> {
+        self.segments_snapshot()
+            .iter()
+            .map(|s| s.base_offset)
+            .collect()
+    }
+
     /// Bytes of the `.log` files of the segments whose first offset is above `offset`, the
     /// active one included: with `offset` the highest offset tiered storage copied, the bytes
     /// only the local tier holds (Kafka's `onlyLocalLogSegmentsSize`).

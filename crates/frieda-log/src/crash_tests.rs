@@ -603,6 +603,19 @@ fn run(seed: u64, steps: usize) -> (u64, u64, u64) {
                     Err(e) => Err(e),
                 }
             }
+            89..=91 => {
+                // The process killed (SIGKILL), the machine up: every write stays in the page
+                // cache, a flush in progress never finishes, and the log is reopened with the
+                // recovery point checkpoint, whose recovery makes what it kept durable (a later
+                // power cut must not take it: the directory entries of segments the killed
+                // process created included).
+                pending = None;
+                drop(log);
+                fs.stop_after(None);
+                log = open(&fs, dir, m.checkpoint);
+                check_reopened(&mut log, &mut m, seed, step);
+                Ok(())
+            }
             _ => {
                 // A power cut (a flush in progress never finishes).
                 pending = None;

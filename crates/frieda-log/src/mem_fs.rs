@@ -69,6 +69,8 @@ struct State {
     /// Changes (writes, truncations, syncs, creations, removals, renames) allowed before the
     /// process "stops": every later change fails, as if it died there ([`MemFs::stop_after`]).
     stop_after: Option<u64>,
+    /// The next fdatasync fails with EIO (a disk fault; [`MemFs::fail_next_sync`]).
+    fail_next_sync: bool,
 }
 
 /// What crashes dropped so far ([`MemFs::stats`]).
@@ -180,11 +182,37 @@ impl MemFs {
     /// of each file's later operations (the last one possibly torn) and of the later namespace
     /// operations. Every handle opened before answers `EIO` from now on.
     pub fn crash(&self, seed: u64) {
-        let mut rng = SplitMix(seed);
+        self.crash_with(Some(seed));
+    }
+
+    /// A power cut that keeps exactly what was synced: nothing unsynced survives (the cluster
+    /// simulator's disk model). Handles from before answer `EIO`.
+    pub fn crash_to_synced(&self) {
+        self.crash_with(None);
+    }
+
+    /// Arms a disk fault: the next fdatasync fails with EIO (the log then goes offline).
+    pub fn fail_next_sync(&self) {
+        self.state.lock().fail_next_sync = true;
+    }
+
+    /// Disarms [`fail_next_sync`](Self::fail_next_sync).
+    pub fn heal(&self) {
+        self.state.lock().fail_next_sync = false;
+    }
+
+    /// `crash` with `None`: every random choice keeps nothing unsynced.
+    fn crash_with(&self, seed: Option<u64>) {
+        let mut rng = SplitMix(seed.unwrap_or(0));
+        let random = seed.is_some();
         let mut st = self.state.lock();
         let st = &mut *st;
         st.stats.crashes += 1;
-        let keep = rng.upto(st.pending_names.len());
+        let keep = if random {
+            rng.upto(st.pending_names.len())
+        } else {
+            0
+        };
         st.stats.name_ops_dropped += (st.pending_names.len() - keep) as u64;
         let mut names = std::mem::take(&mut st.durable_names);
         for op in &st.pending_names[..keep] {
@@ -207,13 +235,13 @@ impl MemFs {
         for id in ids {
             let inode = st.inodes.get_mut(&id).expect("listed");
             let n = inode.pending.len();
-            let keep = rng.upto(n);
+            let keep = if random { rng.upto(n) } else { 0 };
             let mut data = std::mem::take(&mut inode.durable);
             for op in &inode.pending[..keep] {
                 apply_data(&mut data, op);
             }
             let mut dropped = n - keep;
-            if keep < n && rng.next().is_multiple_of(2) {
+            if random && keep < n && rng.next().is_multiple_of(2) {
                 // The next write torn: a prefix of its bytes reached the disk.
                 if let DataOp::Write(pos, bytes) = &inode.pending[keep] {
                     let cut = rng.upto(bytes.len());
@@ -228,6 +256,7 @@ impl MemFs {
         }
         st.generation += 1;
         st.stop_after = None;
+        st.fail_next_sync = false;
     }
 
     /// A crash point: after `changes` more changes (writes, truncations, syncs, creations,
@@ -358,6 +387,9 @@ impl LogFile for MemFile {
     fn sync_data(&self) -> io::Result<()> {
         self.with(|st| {
             st.change()?;
+            if std::mem::take(&mut st.fail_next_sync) {
+                return Err(io::Error::other("memfs: an injected fdatasync failure"));
+            }
             if let Some(i) = st.inodes.get_mut(&self.inode) {
                 i.durable = i.data.clone();
                 i.pending.clear();

@@ -301,9 +301,12 @@ impl RemovedSegments {
     }
 
     /// Unlinks the files of every removed segment (and of producer snapshots below the log
-    /// start). Readers still holding a segment finish their reads from the open file. Errors:
-    /// the first `LogError::Io` (the other files are still attempted); a file already gone is
-    /// not an error.
+    /// start), then fsyncs the partition directory once, so a power cut cannot bring a removed
+    /// segment back and move the local log start back below where retention or DeleteRecords
+    /// left it (found by the cluster simulator running this log on `MemFs`, `frieda-sim`).
+    /// Readers still holding a segment finish their reads from the open file. Errors: the
+    /// first `LogError::Io` (the other files are still attempted); a file already gone is not
+    /// an error.
     pub fn delete_files(self) -> Result<(), LogError> {
         let mut first = None;
         for s in &self.segments {
@@ -313,6 +316,11 @@ impl RemovedSegments {
         }
         for (dir, offset) in &self.snapshots {
             snapshot::delete(dir, *offset);
+        }
+        if let Some(s) = self.segments.first() {
+            if let Err(e) = s.dir().sync() {
+                first.get_or_insert(LogError::Io(e));
+            }
         }
         first.map_or(Ok(()), Err)
     }
@@ -484,7 +492,7 @@ impl PartitionLog {
             let (mut seg, t) = Segment::recover(dir, base, interval, now_ms, next)?;
             // Recovered bytes may still be only in the page cache (a crashed process): the next
             // flush syncs them before the recovery point moves past them.
-            seg.mark_dirty();
+            seg.mark_dirty()?;
             truncated_bytes += t;
             segments.push(seg);
             let end = segments[segments.len() - 1].end_offset();
@@ -547,7 +555,12 @@ impl PartitionLog {
             shared,
             unflushed: 0,
             last_flush_ms: now_ms,
-            dir_dirty: bases.is_empty() || dropped > 0,
+            // The first flush fsyncs the directory: a process that crashed may have created
+            // segment files whose directory entries no fsync reached, and recovery's flush of
+            // their data alone would let a later power cut take whole segments below the
+            // recovery point (found by the cluster simulator running this log on `MemFs`,
+            // `frieda-sim` seed 140: a roll, kill, restart, flush, power cut).
+            dir_dirty: true,
             dir_gen: 0,
             recovery_point: recovery_point.min(log_end),
             leader_epoch: -1,
@@ -1095,6 +1108,19 @@ impl PartitionLog {
         } else {
             self.config.segment_ms
         }
+    }
+
+    /// Rolls now (Kafka's `UnifiedLog.roll`): closes the active segment and starts a new one
+    /// at the log end offset, unless the active one is empty. For a caller that decides the
+    /// segment boundaries itself (the cluster simulator's replicas).
+    ///
+    /// Errors: `LogError::Offline`; `LogError::Io` from creating the segment.
+    pub fn roll_segment(&mut self, now_ms: i64) -> Result<(), LogError> {
+        self.check_online()?;
+        if self.active().is_empty() {
+            return Ok(());
+        }
+        self.roll(now_ms)
     }
 
     /// Closes the active segment and starts a new one at the log end offset, writing a

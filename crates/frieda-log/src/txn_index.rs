@@ -153,6 +153,18 @@ impl TxnIndexFile {
         Ok(self.file.as_ref().expect("opened above"))
     }
 
+    /// Notes that the file may hold bytes no fsync reached (a crashed process wrote them):
+    /// the segment's next flush syncs it, if it has entries.
+    ///
+    /// Errors: `LogError::Io` opening the file.
+    pub fn mark_unsynced(&mut self) -> Result<(), LogError> {
+        if self.len > 0 {
+            self.handle()?;
+            self.dirty = true;
+        }
+        Ok(())
+    }
+
     /// Appends one entry (page cache; synced with the segment).
     pub fn append(&mut self, e: &AbortedTxn) -> Result<(), LogError> {
         let mut buf = Vec::with_capacity(ENTRY_LEN);
