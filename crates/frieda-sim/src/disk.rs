@@ -12,6 +12,8 @@
 use frieda::replication::LogView;
 use frieda_log::Epochs;
 
+use crate::real_log::RealLog;
+
 /// One record batch: `count` records from `base`, appended in leader epoch `epoch`; `id` names
 /// the producer request that wrote it (unique in a run), so copies can be compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +45,7 @@ pub enum DiskError {
 }
 
 /// A partition log on one simulated broker's disk.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct SimLog {
     batches: Vec<Batch>,
     /// Batches `[0, synced)` are on the platter; the rest only in the page cache.
@@ -58,6 +60,8 @@ pub struct SimLog {
     segments: Vec<i64>,
     /// Records a segment takes before the next append rolls it; 0: never.
     segment_records: i64,
+    /// The broker's own log in lock-step (unless `frieda-sim --model-log-only`; see [`RealLog`]).
+    real: Option<Box<RealLog>>,
 }
 
 impl LogView for SimLog {
@@ -76,6 +80,28 @@ impl LogView for SimLog {
 }
 
 impl SimLog {
+    /// A log with the broker's own partition log in lock-step ([`RealLog`]).
+    pub(crate) fn with_real_log() -> SimLog {
+        SimLog {
+            real: Some(Box::new(RealLog::new())),
+            ..SimLog::default()
+        }
+    }
+
+    /// Checks the real log against this one after `what` (with every batch when `full`).
+    fn check_real(&self, what: &str, full: bool) {
+        if let Some(r) = &self.real {
+            r.check(
+                what,
+                self.log_start,
+                self.leo(),
+                &self.epochs.pairs(),
+                &self.segments,
+                full.then_some(&self.batches[..]),
+            );
+        }
+    }
+
     /// The log end offset.
     pub fn leo(&self) -> i64 {
         self.log_end_offset()
@@ -135,9 +161,16 @@ impl SimLog {
             epoch,
             id,
         };
-        self.roll_before(b.base);
+        let rolled = self.roll_before(b.base);
         self.epochs.assign(epoch, b.base);
         self.batches.push(b);
+        if let Some(r) = &mut self.real {
+            if rolled {
+                r.roll();
+            }
+            r.append_leader(&b);
+        }
+        self.check_real("a leader's append", false);
         Ok(b)
     }
 
@@ -157,10 +190,17 @@ impl SimLog {
             leo = b.end();
         }
         for b in batches {
-            self.roll_before(b.base);
+            let rolled = self.roll_before(b.base);
             self.epochs.assign(b.epoch, b.base);
             self.batches.push(*b);
+            if let Some(r) = &mut self.real {
+                if rolled {
+                    r.roll();
+                }
+                r.append_replicated(std::slice::from_ref(b));
+            }
         }
+        self.check_real("a follower's append", false);
         Ok(())
     }
 
@@ -169,6 +209,10 @@ impl SimLog {
     pub fn assign_epoch(&mut self, epoch: i32) {
         let leo = self.leo();
         self.epochs.assign(epoch, leo);
+        if let Some(r) = &mut self.real {
+            r.assign_epoch(epoch);
+        }
+        self.check_real("a new leader's epoch", false);
     }
 
     /// Cuts the log to end before `offset` (the batch containing it goes too). Returns the new
@@ -188,15 +232,28 @@ impl SimLog {
             // `Partition::truncate_from_leader` and Kafka's `truncateFullyAndStartAt` (seed 1478),
             // keeping the epochs below it, where this log and the leader's agree.
             let agreed = self.epochs.pairs();
-            self.start_again(offset, &agreed);
+            self.start_again(offset, &agreed)?;
             return Ok(offset);
         }
+        let cuts = offset < self.leo();
         let keep = self.batches.partition_point(|b| b.end() <= offset);
         self.batches.truncate(keep);
         self.synced = self.synced.min(keep);
         let leo = self.leo();
         self.epochs.truncate_from_end(leo);
         self.segments_cut_at(leo);
+        // A truncation that cuts is made durable by an fsync of the segment it cut, now the active
+        // one (`PartitionLog::make_truncation_durable`): its batches survive a power loss when
+        // everything before them does (found by running the real log beside this one,
+        // `--min-insync-changes --leader-rebalance` seed 202).
+        let active = self.segments.last().copied().unwrap_or(self.log_start);
+        if cuts && self.synced >= self.batches.partition_point(|b| b.base < active) {
+            self.synced = keep;
+        }
+        if let Some(r) = &mut self.real {
+            r.truncate_to(offset);
+        }
+        self.check_real("a truncation", true);
         Ok(leo)
     }
 
@@ -207,7 +264,22 @@ impl SimLog {
         if self.offline {
             return Err(DiskError::Offline);
         }
-        if std::mem::take(&mut self.fail_next_sync) {
+        let fail = std::mem::take(&mut self.fail_next_sync);
+        if let Some(r) = &mut self.real {
+            // The real log fsyncs only what changed: with nothing to sync the armed fault does
+            // not fire, the model goes offline alone, and both meet again at the restart.
+            let synced = r.sync(fail);
+            assert!(
+                synced || fail,
+                "real log: an fsync failed where the model's did not"
+            );
+            assert_eq!(
+                r.is_offline(),
+                !synced,
+                "real log: offline after a failed fsync"
+            );
+        }
+        if fail {
             self.offline = true;
             return Err(DiskError::Offline);
         }
@@ -240,6 +312,22 @@ impl SimLog {
         self.epochs.truncate_from_end(leo);
         self.segments_cut_at(leo);
         self.fail_next_sync = false;
+        if let Some(r) = &mut self.real {
+            r.power_loss();
+            // A segment no fsync reached may vanish with its batches: its file's directory
+            // entry is durable only with the next directory fsync (a flush, a checkpoint's
+            // replace), which the model does not follow. It takes the real log's boundaries,
+            // which may only lack segments starting at or above the surviving log end.
+            let real = r.segment_bases();
+            assert!(
+                self.segments.iter().all(|b| real.contains(b) || *b >= leo)
+                    && (self.segments.is_empty() || real.iter().all(|b| self.segments.contains(b))),
+                "real log after a power loss: segments {real:?}, the model's {:?} (log end {leo})",
+                self.segments
+            );
+            self.segments = real;
+        }
+        self.check_real("a power loss", true);
         lost
     }
 
@@ -269,14 +357,18 @@ impl SimLog {
     }
 
     /// Before appending a batch at `base` (the log end): the first segment, or a new one when
-    /// the active one is full.
-    fn roll_before(&mut self, base: i64) {
+    /// the active one is full. Returns whether a segment was closed (a roll).
+    fn roll_before(&mut self, base: i64) -> bool {
         match self.segments.last() {
-            None => self.segments.push(self.log_start),
-            Some(&active) if self.segment_records > 0 && base - active >= self.segment_records => {
-                self.segments.push(base)
+            None => {
+                self.segments.push(self.log_start);
+                false
             }
-            Some(_) => {}
+            Some(&active) if self.segment_records > 0 && base - active >= self.segment_records => {
+                self.segments.push(base);
+                true
+            }
+            Some(_) => false,
         }
     }
 
@@ -338,6 +430,12 @@ impl SimLog {
             // tiered log does not cut it: `PartitionLog::enforce_local_retention`).
             removed.push((first, last));
         }
+        if !removed.is_empty() {
+            if let Some(r) = &mut self.real {
+                r.remove_local(self.log_start, copied_epochs);
+            }
+            self.check_real("local retention", true);
+        }
         removed
     }
 
@@ -345,13 +443,28 @@ impl SimLog {
     /// only in remote storage): every batch goes, the log starts and ends there, and the epoch
     /// cache becomes `epochs_below` (the copies' lineage below `offset`), as
     /// `PartitionLog::truncate_fully_and_start_at`.
-    pub fn start_again(&mut self, offset: i64, epochs_below: &[(i32, i64)]) {
+    ///
+    /// Errors: [`DiskError::Offline`] (a failed fsync took the log offline: the broker's
+    /// `truncate_fully_and_start_at` refuses it too; found by running the real log beside this one, seed 472).
+    pub fn start_again(
+        &mut self,
+        offset: i64,
+        epochs_below: &[(i32, i64)],
+    ) -> Result<(), DiskError> {
+        if self.offline {
+            return Err(DiskError::Offline);
+        }
         self.batches.clear();
         self.synced = 0;
         self.log_start = offset;
         self.segments = vec![offset];
         self.epochs = Epochs::default();
         self.epochs.assign_lineage(epochs_below, offset);
+        if let Some(r) = &mut self.real {
+            r.start_again(offset, epochs_below);
+        }
+        self.check_real("starting again", true);
+        Ok(())
     }
 
     /// A process restart: the log is recovered from its files (what a crashed process wrote is
@@ -363,9 +476,13 @@ impl SimLog {
         self.synced = self.batches.len();
         // Recovery cuts the epoch cache to the log end: an epoch a leader began at the log end
         // and wrote nothing in goes, as `PartitionLog::open_from` does (Kafka's LogLoader too).
-        // Found by running the broker's own log beside this one (branch sim-real-log).
+        // Found by running the broker's own log beside this one (`real_log.rs`).
         let leo = self.leo();
         self.epochs.truncate_from_end(leo);
+        if let Some(r) = &mut self.real {
+            r.restart();
+        }
+        self.check_real("a restart", true);
     }
 }
 

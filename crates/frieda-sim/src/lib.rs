@@ -42,6 +42,7 @@ mod groups;
 pub mod net;
 pub mod plan;
 pub mod quorum;
+mod real_log;
 mod share;
 pub mod shrink;
 mod tier;

@@ -54,6 +54,11 @@ pub struct Shape {
     pub heal: Time,
     /// The end of the run.
     pub end: Time,
+    /// Every replica's log also runs the broker's own partition log in lock-step on an
+    /// in-memory file system, checked against the model after each operation
+    /// (`real_log.rs`). On in every generated plan (`frieda-sim --model-log-only` turns it
+    /// off).
+    pub real_log: bool,
 }
 
 /// The tiered-storage settings of a run.
@@ -311,6 +316,7 @@ impl Plan {
             share: false,
             heal: 40_000,
             end: 60_000,
+            real_log: true,
         };
         let mut tier_rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5449_4552_4544);
         let mut shape = shape;
@@ -586,6 +592,13 @@ impl Plan {
             t += rng.gen_range(4_000..12_000);
         }
         self.actions.sort_by_key(|(t, _)| *t);
+        self
+    }
+
+    /// The plan without the broker's own partition log beside every replica's model log
+    /// ([`Shape::real_log`]); the seed's actions are unchanged.
+    pub fn without_real_log(mut self) -> Plan {
+        self.shape.real_log = false;
         self
     }
 

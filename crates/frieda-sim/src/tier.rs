@@ -694,7 +694,9 @@ impl World {
         let (Some(d), Some(r)) = (b.disks.get_mut(&p), b.replicas.get_mut(&p)) else {
             return false;
         };
-        d.log.start_again(start, &epochs);
+        if d.log.start_again(start, &epochs).is_err() {
+            return false;
+        }
         r.repl.on_truncated(start);
         r.repl.follower_high_watermark(start, start);
         r.fetch_starts_again();

@@ -306,7 +306,7 @@ impl Ord for Entry {
 }
 
 /// A partition's storage on one broker's disk (survives restarts).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Disk {
     pub(crate) log: SimLog,
     /// `replication-offset-checkpoint`'s entry (durable).
@@ -2060,7 +2060,16 @@ impl World {
         let quorum = self.plan.shape.quorum;
         let b = self.bm(id);
         let existing = b.disks.contains_key(&p);
-        let d = b.disks.entry(p).or_default();
+        let real_log = self.plan.shape.real_log;
+        let b = self.bm(id);
+        let d = b.disks.entry(p).or_insert_with(|| Disk {
+            log: if real_log {
+                SimLog::with_real_log()
+            } else {
+                SimLog::default()
+            },
+            ..Disk::default()
+        });
         let repl = Replication::default();
         repl.set_min_insync(min_isr);
         repl.set_quorum_acks(quorum);

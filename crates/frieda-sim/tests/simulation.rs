@@ -19,6 +19,7 @@ fn shape(brokers: i32, partitions: i32, fsync: bool) -> Shape {
         fetch_max_batches: 32,
         heal: 20_000,
         end: 30_000,
+        real_log: true,
     }
 }
 
