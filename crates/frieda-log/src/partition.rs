@@ -555,12 +555,13 @@ impl PartitionLog {
             shared,
             unflushed: 0,
             last_flush_ms: now_ms,
-            // The first flush fsyncs the directory: a process that crashed may have created
-            // segment files whose directory entries no fsync reached, and recovery's flush of
-            // their data alone would let a later power cut take whole segments below the
-            // recovery point (found by the cluster simulator running this log on `MemFs`,
-            // `frieda-sim` seed 140: a roll, kill, restart, flush, power cut).
-            dir_dirty: true,
+            // After recovery the first flush fsyncs the directory too: a killed process may
+            // have created segment files whose directory entries no fsync reached, and the
+            // recovery flush of their data alone would let a later power cut take whole
+            // segments below the recovery point (found by the cluster simulator running this
+            // log on `MemFs`, `frieda-sim` seed 140: a roll, kill, restart, flush, power cut).
+            // After a clean shutdown (nothing validated) the last flush synced it.
+            dir_dirty: bases.is_empty() || validated > 0 || dropped > 0,
             dir_gen: 0,
             recovery_point: recovery_point.min(log_end),
             leader_epoch: -1,
