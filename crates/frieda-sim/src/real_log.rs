@@ -1,11 +1,13 @@
 //! The broker's own partition log (`frieda_log::PartitionLog`) on an in-memory file system
 //! (`frieda_log::MemFs`), run in lock-step with a [`SimLog`](crate::disk::SimLog) when the plan
-//! asks for it (every generated plan; `frieda-sim --model-log-only` leaves it out): every operation the simulator makes on the model is
-//! made on the real log too, with the same segment boundaries, and after each the two must
-//! agree (log start and end, leader epochs; after a restart, a power loss or a truncation,
-//! every batch and the request it came from). A power loss crashes the file system keeping
-//! exactly what was synced (the model's disk), a restart reopens the log from its files with
-//! the broker's recovery point checkpoint and log start, as `Broker::open_partition` does.
+//! asks for it (every generated plan; `frieda-sim --model-log-only` leaves it out): every
+//! operation the simulator makes on the model is made on the real log too, with the same
+//! segment boundaries, and after each the two must agree (log start and end, leader epochs;
+//! after a restart, a power loss, a truncation, local retention or starting again, the segment
+//! boundaries and every batch with the request it came from). A power loss crashes the file
+//! system keeping exactly what was synced (the model's disk), a restart reopens the log from
+//! its files with the broker's recovery point checkpoint and log start, as
+//! `Broker::open_partition` does. `FRIEDA_REAL_TRACE=1` prints every operation on stderr.
 //!
 //! A model batch `{base, count, epoch, id}` is a real RecordBatch v2 of `count` records, its
 //! partition leader epoch `epoch`, the request id in its base and max timestamps (no producer
