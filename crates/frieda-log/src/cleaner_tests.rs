@@ -42,27 +42,20 @@ type Stored = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Every record of the log, read from the log start.
 fn records(log: &PartitionLog) -> Vec<Stored> {
-    let r = log.reader();
-    let data = r.read(r.log_start_offset(), usize::MAX, i64::MAX).unwrap();
     let mut out = Vec::new();
-    for chunk in &data.chunks {
-        let mut pos = 0;
-        while pos < chunk.len() {
-            let h = BatchHeader::parse(&chunk[pos..]).unwrap();
-            let bytes = &chunk[pos..pos + h.total_size()];
-            assert!(
-                crate::batch::crc_ok(bytes),
-                "every stored batch has a valid CRC"
-            );
-            let section = records_section(bytes, &h).unwrap();
-            for r in parse_records(&section, h.records_count).unwrap() {
-                out.push((
-                    h.base_offset + i64::from(r.offset_delta),
-                    r.key.map(<[u8]>::to_vec),
-                    r.value.map(<[u8]>::to_vec),
-                ));
-            }
-            pos += h.total_size();
+    for bytes in log.reader().read_batches().unwrap() {
+        let h = BatchHeader::parse(&bytes).unwrap();
+        assert!(
+            crate::batch::crc_ok(&bytes),
+            "every stored batch has a valid CRC"
+        );
+        let section = records_section(&bytes, &h).unwrap();
+        for r in parse_records(&section, h.records_count).unwrap() {
+            out.push((
+                h.base_offset + i64::from(r.offset_delta),
+                r.key.map(<[u8]>::to_vec),
+                r.value.map(<[u8]>::to_vec),
+            ));
         }
     }
     out
@@ -660,16 +653,12 @@ fn aborted_writes_go_and_never_supersede_committed_values_and_open_ones_are_not_
     );
     // the three markers are still there
     let r = log.reader();
-    let all = r.read(r.log_start_offset(), usize::MAX, i64::MAX).unwrap();
-    let mut markers = 0;
-    for chunk in &all.chunks {
-        let mut pos = 0;
-        while pos < chunk.len() {
-            let h = BatchHeader::parse(&chunk[pos..]).unwrap();
-            markers += usize::from(h.is_control());
-            pos += h.total_size();
-        }
-    }
+    let markers = r
+        .read_batches()
+        .unwrap()
+        .iter()
+        .filter(|b| BatchHeader::parse(b).unwrap().is_control())
+        .count();
     assert_eq!(markers, 3);
     assert_eq!(
         r.aborted_transactions(0, i64::MAX).len(),

@@ -83,26 +83,12 @@ fn batch(pid: i64, epoch: i16, seq: i32, n: usize, tag: u64, pad: usize) -> Byte
 
 /// Every batch from the log start, `(base offset, bytes)`.
 fn read_all(log: &PartitionLog) -> Vec<(i64, Vec<u8>)> {
-    let reader = log.reader();
-    let mut out = Vec::new();
-    let mut at = log.log_start_offset();
-    while at < log.log_end_offset() {
-        let data = reader.read(at, 1 << 20, i64::MAX).unwrap();
-        assert!(
-            data.next_offset > at,
-            "a read at {at} below the end made no progress"
-        );
-        for chunk in &data.chunks {
-            let mut pos = 0;
-            while pos < chunk.len() {
-                let h = BatchHeader::parse(&chunk[pos..]).unwrap();
-                out.push((h.base_offset, chunk[pos..pos + h.total_size()].to_vec()));
-                pos += h.total_size();
-            }
-        }
-        at = data.next_offset;
-    }
-    out
+    log.reader()
+        .read_batches()
+        .unwrap()
+        .into_iter()
+        .map(|b| (BatchHeader::parse(&b).unwrap().base_offset, b.to_vec()))
+        .collect()
 }
 
 /// What the test knows the log must hold.

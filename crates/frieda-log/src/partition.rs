@@ -2118,6 +2118,42 @@ impl LogReader {
         self.read_disk(offset, max_bytes, max_offset)
     }
 
+    /// Every batch from the log start to the log end, each its own `Bytes` (a slice of what
+    /// [`read`](Self::read) returned, 1 MiB at a time): a whole log for tests, the simulator
+    /// and tools, not for the fetch path.
+    ///
+    /// Errors: those of [`read`](Self::read); `LogError::Batch` for a header that does not
+    /// parse; `LogError::Corrupt` for a batch length that does not fit its read, or a read
+    /// below the log end that makes no progress.
+    pub fn read_batches(&self) -> Result<Vec<Bytes>, LogError> {
+        let mut out = Vec::new();
+        let mut at = self.log_start_offset();
+        while at < self.log_end_offset() {
+            let data = self.read(at, 1 << 20, i64::MAX)?;
+            if data.next_offset <= at {
+                return Err(LogError::Corrupt(format!(
+                    "a read at {at} below the log end made no progress"
+                )));
+            }
+            for chunk in &data.chunks {
+                let mut pos = 0;
+                while pos < chunk.len() {
+                    let size = BatchHeader::parse(&chunk[pos..])?.total_size();
+                    if size < BATCH_HEADER_LEN || pos + size > chunk.len() {
+                        return Err(LogError::Corrupt(format!(
+                            "a batch of {size} bytes at {pos} of a {}-byte read",
+                            chunk.len()
+                        )));
+                    }
+                    out.push(chunk.slice(pos..pos + size));
+                    pos += size;
+                }
+            }
+            at = data.next_offset;
+        }
+        Ok(out)
+    }
+
     /// Fetch from the segment files only (plans and runs a [`DiskRead`] on this thread).
     pub(crate) fn read_disk(
         &self,

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use frieda_log::{
     build_batch, encode_record, BatchHeader, Codec, LogConfig, LogDir, MemFs, PartitionLog,
-    RecordRef, BATCH_HEADER_LEN,
+    RecordRef,
 };
 
 use crate::disk::Batch;
@@ -43,6 +43,12 @@ pub(crate) struct RealLog {
     start_checkpoint: i64,
     /// Names this log in traces (`FRIEDA_REAL_TRACE=1`).
     id: u64,
+}
+
+/// Whether `FRIEDA_REAL_TRACE` is set (read once: the trace is asked after every operation).
+fn tracing_on() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("FRIEDA_REAL_TRACE").is_some())
 }
 
 /// Ids of the real logs made (trace names).
@@ -174,6 +180,7 @@ impl RealLog {
         self.log
             .set_leader_epoch(epoch)
             .expect("the epoch checkpoint is written");
+        self.trace(format_args!("leader epoch {epoch}"));
     }
 
     /// A follower's truncation.
@@ -239,18 +246,15 @@ impl RealLog {
     /// Reopens the log from its files (after a power loss the file system first keeps only
     /// what was synced), with the broker's recovery point and log start checkpoints, and makes
     /// it durable as the broker's recovery does.
+    /// The log before is dropped once the new one is open: it is no longer used (after a
+    /// power loss its handles answer EIO).
     fn reopen(&mut self, power_loss: bool) {
-        let fs = self.fs.clone();
-        let dir = self.dir.clone();
-        let old = std::mem::replace(&mut self.log, RealLog::new().log);
-        drop(old);
         if power_loss {
-            fs.crash_to_synced();
+            self.fs.crash_to_synced();
         }
-        fs.heal();
-        let (mut log, report) = PartitionLog::open_in(&dir, config(), 0, self.checkpoint)
+        let (mut log, report) = PartitionLog::open_in(&self.dir, config(), 0, self.checkpoint)
             .expect("the real log reopens from its files");
-        if std::env::var_os("FRIEDA_REAL_TRACE").is_some() {
+        if tracing_on() {
             eprintln!("real log {}: recovery {report:?}", self.id);
         }
         log.advance_log_start(self.start_checkpoint)
@@ -274,7 +278,7 @@ impl RealLog {
 
     /// With `FRIEDA_REAL_TRACE` set: one line per operation on stderr.
     fn trace(&self, what: std::fmt::Arguments<'_>) {
-        if std::env::var_os("FRIEDA_REAL_TRACE").is_some() {
+        if tracing_on() {
             eprintln!(
                 "real log {}: {what}: [{}, {}) segments {:?} recovery point {} checkpoint {}",
                 self.id,
@@ -294,32 +298,13 @@ impl RealLog {
 
     /// Every batch from the log start.
     fn batches(&self) -> Vec<Batch> {
-        let reader = self.log.reader();
-        let mut out = Vec::new();
-        let mut at = self.log.log_start_offset();
-        while at < self.log.log_end_offset() {
-            let data = reader
-                .read(at, 1 << 20, i64::MAX)
-                .expect("the real log reads");
-            assert!(
-                data.next_offset > at,
-                "real log: a read made no progress at {at}"
-            );
-            for chunk in &data.chunks {
-                let mut pos = 0;
-                while pos < chunk.len() {
-                    let h = BatchHeader::parse(&chunk[pos..]).expect("a stored batch parses");
-                    assert!(
-                        h.total_size() >= BATCH_HEADER_LEN,
-                        "real log: a short batch"
-                    );
-                    out.push(decode(&h));
-                    pos += h.total_size();
-                }
-            }
-            at = data.next_offset;
-        }
-        out
+        self.log
+            .reader()
+            .read_batches()
+            .expect("the real log reads")
+            .iter()
+            .map(|b| decode(&BatchHeader::parse(b).expect("a stored batch parses")))
+            .collect()
     }
 
     /// Panics unless the real log agrees with the model: log start and end, the leader epochs,

@@ -2058,10 +2058,9 @@ impl World {
     fn open_replica(&mut self, id: i32, p: i32) {
         let min_isr = self.b(id).min_insync;
         let quorum = self.plan.shape.quorum;
-        let b = self.bm(id);
-        let existing = b.disks.contains_key(&p);
         let real_log = self.plan.shape.real_log;
         let b = self.bm(id);
+        let existing = b.disks.contains_key(&p);
         let d = b.disks.entry(p).or_insert_with(|| Disk {
             log: if real_log {
                 SimLog::with_real_log()
