@@ -171,8 +171,9 @@ pub struct BrokerConfig {
     /// Threads that append to partition logs and fsync them (`log.writer.threads`), default 1.
     pub log_writer_threads: usize,
     /// The backlog read lane (`backlog.read.threads`, default 2; `backlog.read.priority`,
-    /// `idle` (default), `low` or `normal`): reads that miss the tail cache run there, at that
-    /// CPU priority ([`crate::storage::backlog`]).
+    /// `idle` (default), `low` or `normal`; `backlog.read.max.bytes.per.second`, consumers'
+    /// bytes per second from it, default 0 = no budget): reads that miss the tail cache run
+    /// there, at that CPU priority ([`crate::storage::backlog`]).
     pub backlog: crate::storage::backlog::BacklogConfig,
     /// Tiered storage (`remote.log.storage.system.enable`, `remote.log.manager.*`, the object
     /// store's `rsm.config.*` keys; [`crate::remote::config`]).
@@ -847,6 +848,9 @@ impl BrokerConfig {
             "log.writer.threads" => self.log_writer_threads = positive(&text)? as usize,
             "backlog.read.threads" => self.backlog.threads = positive(&text)? as usize,
             "backlog.read.priority" => self.backlog.priority = text.parse()?,
+            "backlog.read.max.bytes.per.second" => {
+                self.backlog.max_bytes_per_second = text.parse::<u64>()?
+            }
             "bulk.append.min.bytes" => {
                 let n: i64 = text.parse()?;
                 self.bulk.min_bytes = if n < 0 { usize::MAX } else { n as usize };

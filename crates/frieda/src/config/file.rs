@@ -34,6 +34,7 @@ pub const FRIEDA_ONLY_KEYS: &[&str] = &[
     "log.writer.threads",
     "backlog.read.threads",
     "backlog.read.priority",
+    "backlog.read.max.bytes.per.second",
     "bulk.append.min.bytes",
     "bulk.append.priority",
     "overlapped.processing",

@@ -21,6 +21,7 @@ use crate::replication::fetch::fetch_completes;
 use crate::replication::follower::EpochEnd;
 use crate::replication::read_replica::{self, ReadCandidate, ReplicaSelector};
 use crate::security::acl::{op, resource};
+use crate::storage::backlog::ReadFor;
 use crate::storage::partition::Partition;
 use bytes::{Bytes, BytesMut};
 use frieda_log::{AbortedTxn, FetchData, LogError};
@@ -599,7 +600,16 @@ async fn read_all(
             continue;
         }
         let read = p
-            .read_classed(w.fetch_offset, budget.max(1), hw)
+            .read_classed(
+                w.fetch_offset,
+                budget.max(1),
+                hw,
+                if w.replica {
+                    ReadFor::Replica
+                } else {
+                    ReadFor::Consumer
+                },
+            )
             .await
             .map(|(d, from_disk)| {
                 if from_disk && !w.replica && d.bytes > 0 {

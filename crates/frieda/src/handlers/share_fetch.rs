@@ -18,6 +18,7 @@ use crate::coordinator::share::partition::{
 use crate::coordinator::share::session::{FetchContext, SessionPartition, FINAL_EPOCH};
 use crate::coordinator::share::{AutoOffsetReset, GroupShareConfig, ShareKey, SharedPartition};
 use crate::security::acl;
+use crate::storage::backlog::ReadFor;
 use crate::storage::partition::Partition;
 use bytes::{Bytes, BytesMut};
 use frieda_log::{BatchHeader, FetchData, LogError};
@@ -436,7 +437,10 @@ async fn read_span(
                 .max(MIN_READ_BYTES)
         }
         .min(cap.saturating_sub(read_so_far).max(1));
-        let more = p.read(at, budget, limit).await?;
+        let more = p
+            .read_classed(at, budget, limit, ReadFor::Consumer)
+            .await?
+            .0;
         let d = match data.take() {
             None => more,
             Some(mut d) => {

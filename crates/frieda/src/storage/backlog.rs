@@ -15,6 +15,13 @@
 //!
 //! Bounds: `backlog.read.threads` threads (default 2); at most [`MAX_QUEUED_PER_THREAD`] jobs
 //! (reads, writes) per thread queued or running, further ones wait (asynchronously) for a slot.
+//!
+//! A priority alone gives the backlog whatever CPU is idle, and on a machine whose cores are all
+//! busy the kernel's receive and page-cache work for those bytes still lands on others' time.
+//! `backlog.read.max.bytes.per.second` gives consumers' backlog reads a budget of their own
+//! ([`ByteBudget`]): a read over it waits (its fetch is answered later; nothing else waits),
+//! so the readers are slowed and never the producers (issue 58, goal 4). Replicas' reads are
+//! not budgeted: an `acks=all` acknowledgement may wait for them.
 
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
@@ -47,13 +54,16 @@ impl std::str::FromStr for LanePriority {
     }
 }
 
-/// Settings of the backlog lane (`backlog.read.threads`, `backlog.read.priority`).
+/// Settings of the backlog lane (`backlog.read.threads`, `backlog.read.priority`,
+/// `backlog.read.max.bytes.per.second`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BacklogConfig {
     /// Threads (at least 1).
     pub threads: usize,
     /// Their CPU priority.
     pub priority: LanePriority,
+    /// Bytes per second consumers' backlog reads may take together (0: no budget, the default).
+    pub max_bytes_per_second: u64,
 }
 
 impl Default for BacklogConfig {
@@ -61,7 +71,75 @@ impl Default for BacklogConfig {
         BacklogConfig {
             threads: 2,
             priority: LanePriority::Idle,
+            max_bytes_per_second: 0,
         }
+    }
+}
+
+/// Who a read of the segment files is for: only consumers' reads are charged to the lane's
+/// byte budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFor {
+    /// A consumer's (or share consumer's) fetch.
+    Consumer,
+    /// A follower's fetch, or the broker's own reads (coordinators, tests).
+    Replica,
+}
+
+/// A token bucket of bytes: `rate` bytes per second flow in, up to [`BUDGET_BURST_SECS`] of them
+/// banked; a read spends what it read, into debt if need be (its size is known only once read),
+/// and the next read waits until the debt is paid. The debt is capped at
+/// [`BUDGET_MAX_DEBT_SECS`] of the rate, so no read waits longer than that (a fetch must be
+/// answered within the client's request timeout): with more readers than the rate feeds one
+/// large read each per second, each still gets one read per that long. Sans-IO: time comes in
+/// as an argument.
+#[derive(Debug)]
+pub struct ByteBudget {
+    rate: f64,
+    /// Bytes available (negative: owed) at `at`.
+    state: Mutex<(f64, std::time::Instant)>,
+}
+
+/// Seconds of the rate a budget banks while idle.
+pub const BUDGET_BURST_SECS: f64 = 0.1;
+/// Seconds of the rate a budget may owe: the longest a read waits.
+pub const BUDGET_MAX_DEBT_SECS: f64 = 1.0;
+
+impl ByteBudget {
+    /// A budget of `bytes_per_second` (> 0), full at `now`.
+    pub fn new(bytes_per_second: u64, now: std::time::Instant) -> Self {
+        let rate = bytes_per_second.max(1) as f64;
+        ByteBudget {
+            rate,
+            state: Mutex::new((rate * BUDGET_BURST_SECS, now)),
+        }
+    }
+
+    fn refill(
+        &self,
+        now: std::time::Instant,
+    ) -> std::sync::MutexGuard<'_, (f64, std::time::Instant)> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let elapsed = now.saturating_duration_since(st.1).as_secs_f64();
+        st.0 = (st.0 + elapsed * self.rate).min(self.rate * BUDGET_BURST_SECS);
+        st.1 = st.1.max(now);
+        st
+    }
+
+    /// How long a read starting at `now` waits: zero unless the budget is in debt.
+    pub fn wait(&self, now: std::time::Instant) -> std::time::Duration {
+        let st = self.refill(now);
+        if st.0 >= 0.0 {
+            return std::time::Duration::ZERO;
+        }
+        std::time::Duration::from_secs_f64(-st.0 / self.rate)
+    }
+
+    /// Charges `bytes` read at `now`.
+    pub fn spend(&self, bytes: usize, now: std::time::Instant) {
+        let mut st = self.refill(now);
+        st.0 = (st.0 - bytes as f64).max(-self.rate * BUDGET_MAX_DEBT_SECS);
+        debug_assert!(st.0 >= -self.rate * BUDGET_MAX_DEBT_SECS);
     }
 }
 
@@ -71,6 +149,8 @@ type Job = Box<dyn FnOnce() + Send>;
 pub struct BacklogLane {
     jobs: mpsc::Sender<Job>,
     slots: Arc<tokio::sync::Semaphore>,
+    /// Consumers' byte budget (`None`: unlimited).
+    budget: Option<ByteBudget>,
 }
 
 static LANE: OnceLock<BacklogLane> = OnceLock::new();
@@ -87,6 +167,25 @@ pub fn start(config: BacklogConfig) -> &'static BacklogLane {
 /// read (a panic in it, which is logged).
 pub async fn read(plan: DiskRead) -> Result<FetchData, LogError> {
     start(BacklogConfig::default()).run(plan).await
+}
+
+/// [`read`] for `reader`: a consumer's read first waits while the lane's byte budget is in
+/// debt (at most [`BUDGET_MAX_DEBT_SECS`]), then is charged what it read.
+pub async fn read_for(plan: DiskRead, reader: ReadFor) -> Result<FetchData, LogError> {
+    let lane = start(BacklogConfig::default());
+    let budget = match (&lane.budget, reader) {
+        (Some(b), ReadFor::Consumer) => b,
+        _ => return lane.run(plan).await,
+    };
+    let wait = budget.wait(std::time::Instant::now());
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
+    let read = lane.run(plan).await;
+    if let Ok(d) = &read {
+        budget.spend(d.bytes, std::time::Instant::now());
+    }
+    read
 }
 
 /// Writes as much of `data` as the socket `fd` takes now (non-blocking, never waiting for
@@ -169,10 +268,13 @@ impl BacklogLane {
                 tracing::error!(error = %e, "could not start a backlog read thread");
             }
         }
-        tracing::info!(threads, priority = ?config.priority, "backlog read lane started");
+        tracing::info!(threads, priority = ?config.priority,
+            max_bytes_per_second = config.max_bytes_per_second, "backlog read lane started");
         BacklogLane {
             jobs: tx,
             slots: Arc::new(tokio::sync::Semaphore::new(threads * MAX_QUEUED_PER_THREAD)),
+            budget: (config.max_bytes_per_second > 0)
+                .then(|| ByteBudget::new(config.max_bytes_per_second, std::time::Instant::now())),
         }
     }
 
@@ -240,6 +342,64 @@ mod tests {
             LanePriority::Normal
         );
         assert!("high".parse::<LanePriority>().is_err());
+    }
+
+    #[test]
+    fn a_budget_lets_its_rate_through_and_makes_the_next_read_wait_for_the_debt() {
+        let t0 = std::time::Instant::now();
+        let ms = std::time::Duration::from_millis;
+        // 10 MB/s: 1 MB banked (0.1 s), at most 10 MB owed (1 s).
+        let b = ByteBudget::new(10_000_000, t0);
+        assert_eq!(b.wait(t0), std::time::Duration::ZERO);
+        b.spend(1_000_000, t0);
+        assert_eq!(
+            b.wait(t0),
+            std::time::Duration::ZERO,
+            "the banked burst is free"
+        );
+        b.spend(2_000_000, t0);
+        assert_eq!(b.wait(t0), ms(200), "2 MB owed at 10 MB/s");
+        assert_eq!(b.wait(t0 + ms(150)), ms(50));
+        assert_eq!(b.wait(t0 + ms(200)), std::time::Duration::ZERO);
+        // Idle for long banks only the burst.
+        let t1 = t0 + ms(10_000);
+        b.spend(1_000_000, t1);
+        assert_eq!(b.wait(t1), std::time::Duration::ZERO);
+        b.spend(1, t1);
+        assert!(b.wait(t1) > std::time::Duration::ZERO);
+        // A huge read owes at most one second of the rate.
+        b.spend(500_000_000, t1);
+        assert_eq!(b.wait(t1), ms(1000));
+    }
+
+    #[test]
+    fn a_budget_holds_readers_to_its_rate_over_time() {
+        // Four readers of 1 MB each, each reading again as soon as the budget lets it: over
+        // 10 simulated seconds at 5 MB/s they get about 50 MB (plus the banked burst).
+        let t0 = std::time::Instant::now();
+        let b = ByteBudget::new(5_000_000, t0);
+        let mut next = [t0; 4];
+        let mut clock = t0;
+        let mut total = 0usize;
+        loop {
+            let (i, at) = next
+                .iter()
+                .copied()
+                .enumerate()
+                .min_by_key(|(_, t)| *t)
+                .unwrap();
+            // Time only moves forward: a reader ready earlier asks now.
+            let now = at.max(clock);
+            let start = now + b.wait(now);
+            clock = start;
+            if start > t0 + std::time::Duration::from_secs(10) {
+                break;
+            }
+            b.spend(1_000_000, start);
+            total += 1_000_000;
+            next[i] = start + std::time::Duration::from_millis(1);
+        }
+        assert!((50_000_000..=52_000_000).contains(&total), "{total}");
     }
 
     #[test]

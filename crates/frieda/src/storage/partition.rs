@@ -1,6 +1,7 @@
 //! One partition as the handlers see it: the log's read side, the writer-owned state, and the
 //! wake-up for fetches waiting on new data.
 
+use super::backlog::ReadFor;
 use super::leader_append::{decide, Decision, LeaderLog};
 pub use super::leader_append::{producer_error, ProducerCheck};
 use super::log_start::LogStartCheckpoint;
@@ -282,24 +283,29 @@ impl Partition {
         max_bytes: usize,
         max_offset: i64,
     ) -> Result<frieda_log::FetchData, LogError> {
-        self.read_classed(offset, max_bytes, max_offset)
+        self.read_classed(offset, max_bytes, max_offset, ReadFor::Replica)
             .await
             .map(|(d, _)| d)
     }
 
-    /// [`read`](Self::read), also saying whether the data came from the segment files (the
-    /// backlog lane) rather than the tail cache.
+    /// [`read`](Self::read) for `reader` (a consumer's read of the segment files is charged to
+    /// the backlog lane's byte budget, `backlog.read.max.bytes.per.second`, and may wait for
+    /// it), also saying whether the data came from the segment files (the backlog lane) rather
+    /// than the tail cache.
     pub async fn read_classed(
         &self,
         offset: i64,
         max_bytes: usize,
         max_offset: i64,
+        reader: ReadFor,
     ) -> Result<(frieda_log::FetchData, bool), LogError> {
         if let Some(r) = self.reader.read_cached(offset, max_bytes, max_offset) {
             return r.map(|d| (d, false));
         }
         let plan = self.reader.plan_disk_read(offset, max_bytes, max_offset)?;
-        super::backlog::read(plan).await.map(|d| (d, true))
+        super::backlog::read_for(plan, reader)
+            .await
+            .map(|d| (d, true))
     }
 
     /// High watermark (exclusive): what consumers may read. With a single replica the log end
