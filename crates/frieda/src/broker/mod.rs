@@ -421,7 +421,8 @@ impl Broker {
                 .copied()
                 .unwrap_or(0),
             None => {
-                if dir.exists() {
+                // An empty directory is what `create_partition_dirs` just made.
+                if dir.exists() && !dir_is_empty(&dir) {
                     tracing::warn!(dir = %dir.display(), "removing a partition directory left by an interrupted deletion");
                     std::fs::remove_dir_all(&dir)
                         .with_context(|| format!("removing stale {}", dir.display()))?;
@@ -471,6 +472,29 @@ impl Broker {
         ))
     }
 
+    /// Creates the directories of the new partitions `indexes` of `topic` (empty; one left by
+    /// an interrupted deletion is removed when its partition is opened) with one fsync of the
+    /// data directory for all of them: opening each alone fsyncs the data directory once per
+    /// partition (4,000 fsyncs for a topic of 4,000 partitions; issue 58 goal 7).
+    ///
+    /// Errors: the directory creation's or the fsync's.
+    fn create_partition_dirs(
+        &self,
+        topic: &str,
+        indexes: std::ops::Range<i32>,
+    ) -> anyhow::Result<()> {
+        for i in indexes {
+            let dir = self.partition_dir(topic, i);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+            }
+        }
+        sync_dir(&self.config.data_dir)
+            .with_context(|| format!("syncing {}", self.config.data_dir.display()))
+    }
+
     fn open_topic(
         &self,
         meta: &TopicMeta,
@@ -478,6 +502,9 @@ impl Broker {
         recovery: Option<&checkpoint::Offsets>,
     ) -> anyhow::Result<Arc<Topic>> {
         let name: Arc<str> = Arc::from(meta.name.as_str());
+        if recovery.is_none() {
+            self.create_partition_dirs(&name, 0..partitions)?;
+        }
         let parts = (0..partitions)
             .map(|i| self.open_partition(&name, i, &meta.configs, recovery))
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -964,6 +991,7 @@ impl Broker {
         tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
             broker.write_recovery_checkpoint()?;
             let configs = topic.configs.read().clone();
+            broker.create_partition_dirs(&topic.name, current..count)?;
             let added = (current..count)
                 .map(|i| broker.open_partition(&topic.name, i, &configs, None))
                 .collect::<anyhow::Result<Vec<_>>>()?;
@@ -1175,6 +1203,11 @@ fn set_aside_strays(data_dir: &Path, metas: &[TopicMeta]) {
 
 pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
+}
+
+/// Whether `dir` has no entries (false when it cannot be read).
+fn dir_is_empty(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none())
 }
 
 /// Internal topics are not changed by clients: INVALID_TOPIC_EXCEPTION (17).
