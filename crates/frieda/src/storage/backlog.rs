@@ -139,7 +139,6 @@ impl ByteBudget {
     pub fn spend(&self, bytes: usize, now: std::time::Instant) {
         let mut st = self.refill(now);
         st.0 = (st.0 - bytes as f64).max(-self.rate * BUDGET_MAX_DEBT_SECS);
-        debug_assert!(st.0 >= -self.rate * BUDGET_MAX_DEBT_SECS);
     }
 }
 
@@ -161,17 +160,13 @@ pub fn start(config: BacklogConfig) -> &'static BacklogLane {
     LANE.get_or_init(|| BacklogLane::spawn(config))
 }
 
-/// Runs `plan` on the backlog lane; waits for a queue slot when the lane is full.
+/// Runs `plan` on the backlog lane for `reader`; waits for a queue slot when the lane is full.
+/// A consumer's read first waits while the lane's byte budget is in debt (at most
+/// [`BUDGET_MAX_DEBT_SECS`]), then is charged what it read.
 ///
 /// Errors: those of [`DiskRead::run`]; `LogError::Corrupt` if the lane's thread died with the
 /// read (a panic in it, which is logged).
-pub async fn read(plan: DiskRead) -> Result<FetchData, LogError> {
-    start(BacklogConfig::default()).run(plan).await
-}
-
-/// [`read`] for `reader`: a consumer's read first waits while the lane's byte budget is in
-/// debt (at most [`BUDGET_MAX_DEBT_SECS`]), then is charged what it read.
-pub async fn read_for(plan: DiskRead, reader: ReadFor) -> Result<FetchData, LogError> {
+pub async fn read(plan: DiskRead, reader: ReadFor) -> Result<FetchData, LogError> {
     let lane = start(BacklogConfig::default());
     let budget = match (&lane.budget, reader) {
         (Some(b), ReadFor::Consumer) => b,

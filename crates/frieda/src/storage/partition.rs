@@ -303,9 +303,7 @@ impl Partition {
             return r.map(|d| (d, false));
         }
         let plan = self.reader.plan_disk_read(offset, max_bytes, max_offset)?;
-        super::backlog::read_for(plan, reader)
-            .await
-            .map(|d| (d, true))
+        super::backlog::read(plan, reader).await.map(|d| (d, true))
     }
 
     /// High watermark (exclusive): what consumers may read. With a single replica the log end
