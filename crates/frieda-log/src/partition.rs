@@ -246,6 +246,11 @@ impl FlushTicket {
     pub fn messages(&self) -> u64 {
         self.messages
     }
+
+    /// The `fdatasync`s [`sync`](Self::sync) will make (files, and the directory).
+    pub fn syncs(&self) -> usize {
+        self.segments.iter().map(|s| s.files()).sum::<usize>() + usize::from(self.dir.is_some())
+    }
 }
 
 /// Single-writer partition log storing Kafka RecordBatch v2 bytes as received, base offsets patched.
@@ -1169,7 +1174,7 @@ impl PartitionLog {
     /// Errors: `LogError::Io` if a file handle cannot be duplicated.
     pub fn begin_flush(&mut self) -> Result<Option<FlushTicket>, LogError> {
         self.check_online()?;
-        let dirty = self.segments.iter().any(|s| s.dirty);
+        let dirty = self.segments.iter().any(|s| s.is_dirty());
         if self.unflushed == 0
             && !self.dir_dirty
             && !dirty

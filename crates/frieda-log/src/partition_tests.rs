@@ -992,6 +992,45 @@ fn two_phase_flush_covers_only_appends_before_the_ticket() {
 }
 
 #[test]
+fn under_steady_appends_a_flush_syncs_only_the_indexes_written_since_the_last_one() {
+    // The broker's flushes overlap appends: something is always written while a ticket syncs.
+    // An index written before the last finished flush is not synced again (issue 58: it was,
+    // three fdatasyncs per flush instead of one, for as long as appends kept coming).
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
+    log.flush().unwrap();
+    // 5 KiB of batches: past index.interval.bytes, so offset and time index entries.
+    fill(&mut log, 6, 1, 1000, 1000);
+    let first = log.begin_flush().unwrap().expect("records to flush");
+    assert_eq!(first.syncs(), 3, "the log and both indexes were written");
+    fill(&mut log, 1, 1, 3000, 10); // during the sync: the log only
+    first.sync().unwrap();
+    log.finish_flush(&first, true);
+    let second = log.begin_flush().unwrap().expect("one record to flush");
+    assert_eq!(
+        second.syncs(),
+        1,
+        "only the log was written since the first flush"
+    );
+    // A ticket begun while another syncs still syncs what the other covers.
+    let (a, b) = {
+        fill(&mut log, 6, 1, 4000, 1000);
+        let a = log.begin_flush().unwrap().unwrap();
+        fill(&mut log, 1, 1, 5000, 10);
+        (a, log.begin_flush().unwrap().unwrap())
+    };
+    assert_eq!((a.syncs(), b.syncs()), (3, 3));
+    b.sync().unwrap();
+    log.finish_flush(&b, true);
+    a.sync().unwrap();
+    log.finish_flush(&a, true);
+    second.sync().unwrap();
+    log.finish_flush(&second, true);
+    assert!(log.begin_flush().unwrap().is_none(), "everything synced");
+    assert_eq!(log.recovery_point(), log.log_end_offset());
+}
+
+#[test]
 fn a_failed_fsync_takes_the_log_offline_and_is_never_retried() {
     let dir = tempfile::tempdir().unwrap();
     let (mut log, _) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();

@@ -416,6 +416,15 @@ impl SegmentSync {
         self.gen
     }
 
+    /// The files [`sync`](Self::sync) syncs: the log, and each index written since the last
+    /// finished flush.
+    pub fn files(&self) -> usize {
+        1 + [&self.index_file, &self.time_file, &self.txn_file]
+            .into_iter()
+            .flatten()
+            .count()
+    }
+
     /// `fdatasync` of the log and of the indexes written since the last flush. An index
     /// entry comes every `index.interval.bytes` (4 KiB), so a flush of small appends is
     /// usually one `fdatasync`, not three (an `fdatasync` of an unwritten file still flushes
@@ -480,16 +489,24 @@ pub(crate) struct Segment {
     pub rolling_ts: Option<i64>,
     /// Ms of the last append (file mtime after a restart), used when batches carry no timestamps.
     pub last_modified_ms: i64,
-    pub dirty: bool,
-    /// The offset index was written since the last flush (an entry every
-    /// `index.interval.bytes`, so most flushes of small appends skip its `fdatasync`).
-    index_dirty: bool,
-    /// The time index was written since the last flush.
-    time_dirty: bool,
-    /// Bumped by every write that marks the segment dirty: a flush clears the marks only if
-    /// nothing was written since its ticket was taken ([`finish_flush`](Self::finish_flush)),
-    /// so a flush that overlaps another never skips files the other has not synced yet.
+    /// Bumped by every write to any of the segment's files: the segment's write generation.
     write_gen: u64,
+    /// The newest generation a finished flush made durable: every file's writes up to it are
+    /// synced ([`finish_flush`](Self::finish_flush)). The segment is dirty while
+    /// `write_gen > synced_gen`. Only a *finished* flush moves it, so a flush begun while
+    /// another is syncing still syncs every file the other was syncing (`crash_tests`, seed 6).
+    synced_gen: u64,
+    /// The generation of the offset index's last write. Its `fdatasync` is part of a flush only
+    /// when this is above `synced_gen`: an entry comes every `index.interval.bytes` (4 KiB), so
+    /// most flushes of small appends sync the log alone. (Clearing a per-file mark only when
+    /// nothing at all was written during the flush, as before, left the marks set for good
+    /// under a steady stream of appends: three `fdatasync`s per flush instead of one, issue 58.)
+    index_gen: u64,
+    /// The generation of the time index's last write.
+    time_gen: u64,
+    /// The generation of the transaction index's last write (its own `dirty` mark is cleared
+    /// by a flush that covers it).
+    txn_gen: u64,
     /// Bytes of the log file whose writeback was started ([`Segment::plan_writeback`]): a
     /// page boundary at or below `size`.
     written_back: u64,
@@ -577,10 +594,11 @@ impl Segment {
             txn_index: txn.0,
             rolling_ts: None,
             last_modified_ms,
-            dirty: false,
-            index_dirty: false,
-            time_dirty: false,
             write_gen: 0,
+            synced_gen: 0,
+            index_gen: 0,
+            time_gen: 0,
+            txn_gen: 0,
             written_back: 0,
             #[cfg(test)]
             fail_next_write: None,
@@ -1004,10 +1022,13 @@ impl Segment {
         }
         self.rolling_ts.get_or_insert(now_ms);
         self.last_modified_ms = now_ms;
-        self.dirty = true;
         self.write_gen += 1;
-        self.index_dirty |= !offs.is_empty();
-        self.time_dirty |= !times.is_empty();
+        if !offs.is_empty() {
+            self.index_gen = self.write_gen;
+        }
+        if !times.is_empty() {
+            self.time_gen = self.write_gen;
+        }
         let mut st = self.shared.state.write();
         st.offset_index.extend(offs);
         st.time_index.extend(times);
@@ -1086,9 +1107,8 @@ impl Segment {
             self.time_file
                 .write_all_at(&index::encode_times(&[t]), self.time_len)?;
             self.time_len += index::TIME_ENTRY_LEN as u64;
-            self.dirty = true;
             self.write_gen += 1;
-            self.time_dirty = true;
+            self.time_gen = self.write_gen;
             self.shared.state.write().time_index.push(t);
         }
         Ok(())
@@ -1111,11 +1131,16 @@ impl Segment {
     ///
     /// Errors: `LogError::Io` opening the transaction index.
     pub fn mark_dirty(&mut self) -> Result<(), LogError> {
-        self.dirty = true;
         self.write_gen += 1;
-        self.index_dirty = true;
-        self.time_dirty = true;
+        self.index_gen = self.write_gen;
+        self.time_gen = self.write_gen;
+        self.txn_gen = self.write_gen;
         self.txn_index.mark_unsynced()
+    }
+
+    /// Whether any of the segment's files has writes no finished flush synced.
+    pub fn is_dirty(&self) -> bool {
+        self.write_gen > self.synced_gen
     }
 
     /// Takes what a flush of this segment must sync, if anything was written since the last one
@@ -1123,25 +1148,28 @@ impl Segment {
     /// log's lock; the dirty marks stay until [`finish_flush`](Self::finish_flush) (so a
     /// second flush taken meanwhile syncs them too, never counting on the first).
     pub fn begin_flush(&mut self) -> Result<Option<SegmentSync>, LogError> {
-        if !self.dirty {
+        if !self.is_dirty() {
             return Ok(None);
         }
+        let unsynced = |gen: u64| gen > self.synced_gen;
         Ok(Some(SegmentSync {
             shared: self.shared.clone(),
-            index_file: self.index_dirty.then(|| self.index_file.clone()),
-            time_file: self.time_dirty.then(|| self.time_file.clone()),
+            index_file: unsynced(self.index_gen).then(|| self.index_file.clone()),
+            time_file: unsynced(self.time_gen).then(|| self.time_file.clone()),
             txn_file: self.txn_index.sync_handle(),
             gen: self.write_gen,
         }))
     }
 
-    /// After a [`SegmentSync`] of generation `gen` synced: clears the dirty marks unless the
-    /// segment was written since it was taken.
+    /// After a [`SegmentSync`] of generation `gen` synced: every file's writes up to `gen` are
+    /// durable. Flushes may finish out of order; the newest generation wins.
     pub fn finish_flush(&mut self, gen: u64) {
-        if gen == self.write_gen {
-            self.dirty = false;
-            self.index_dirty = false;
-            self.time_dirty = false;
+        debug_assert!(
+            gen <= self.write_gen,
+            "a flush never covers writes not made yet"
+        );
+        self.synced_gen = self.synced_gen.max(gen);
+        if self.txn_gen <= self.synced_gen {
             self.txn_index.dirty = false;
         }
     }
@@ -1165,8 +1193,8 @@ impl Segment {
     pub fn append_aborted(&mut self, e: AbortedTxn) -> Result<(), LogError> {
         self.txn_index.append(&e)?;
         self.shared.aborted.write().push(e);
-        self.dirty = true;
         self.write_gen += 1;
+        self.txn_gen = self.write_gen;
         Ok(())
     }
 
@@ -1178,8 +1206,8 @@ impl Segment {
         }
         self.txn_index.rewrite(&entries)?;
         *self.shared.aborted.write() = entries;
-        self.dirty = true;
         self.write_gen += 1;
+        self.txn_gen = self.write_gen;
         Ok(true)
     }
 
