@@ -1,13 +1,15 @@
 //! Process-wide limits of the log that no topic config may push past (issue 30):
 //!
-//! - **The open-file budget.** Every segment keeps [`FILES_PER_SEGMENT`] files open (`.log`,
-//!   `.index`, `.timeindex`), so the number of segments, not of partitions, decides when the
-//!   process runs out of file descriptors, and an exhausted process can no longer accept
+//! - **The open-file budget.** Every segment keeps its `.log` open, and its `.index` and
+//!   `.timeindex` once it has an index entry (one every `index.interval.bytes`; at most
+//!   [`FILES_PER_SEGMENT`] files), so the number of segments, not of partitions, decides when
+//!   the process runs out of file descriptors, and an exhausted process can no longer accept
 //!   connections or write anything (Kafka's log directory then goes offline). The broker sets a
 //!   budget below its `RLIMIT_NOFILE`; a new segment beyond it is refused with
 //!   [`LogError::OpenFilesBudget`] (nothing is created, the log stays online, the produce gets
-//!   KAFKA_STORAGE_ERROR and a clear log line), and time-based rolls (`segment.ms`) are skipped
-//!   while the budget is nearly used, so the active segment keeps taking appends.
+//!   KAFKA_STORAGE_ERROR and a clear log line), a segment whose indexes no longer fit keeps
+//!   them in memory only (rebuilt from the log at restart), and time-based rolls (`segment.ms`)
+//!   are skipped while the budget is nearly used, so the active segment keeps taking appends.
 //! - **The shortest time-based roll**: `segment.ms` is accepted down to 1 ms as in Kafka 4.4,
 //!   but a segment is rolled by time at most once per [`min_segment_ms`] (Redpanda's
 //!   `log_segment_ms_min`), so a topic config cannot make the broker roll (and write a producer
@@ -19,9 +21,17 @@
 use crate::error::LogError;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
-/// Files a segment keeps open (its transaction index is opened when first written and is not
-/// counted: the budget's headroom covers it).
+/// Files a segment keeps open at most: its `.log` always, its `.index` and `.timeindex` once an
+/// index entry was written (a segment smaller than `index.interval.bytes` never has them). Its
+/// transaction index is opened when first written and is not counted: the budget's headroom
+/// covers it.
 pub const FILES_PER_SEGMENT: usize = 3;
+
+/// Files a segment holds from its creation (the `.log`).
+pub const LOG_FILES_PER_SEGMENT: usize = 1;
+
+/// Files a segment's indexes hold once opened (`.index` and `.timeindex`).
+pub const INDEX_FILES_PER_SEGMENT: usize = 2;
 
 /// Default shortest time-based roll, ms.
 pub const DEFAULT_MIN_SEGMENT_MS: i64 = 1_000;
@@ -55,51 +65,53 @@ pub fn min_segment_ms() -> i64 {
     MIN_SEGMENT_MS.load(Ordering::Relaxed)
 }
 
-/// Whether `segments` more segments fit in the budget with a tenth of it to spare (the margin
-/// time-based rolls keep for size-based rolls and new partitions).
+/// Whether `segments` more new segments (their `.log`: a segment's indexes come with its first
+/// entry) fit in the budget with a tenth of it to spare (the margin time-based rolls keep for
+/// size-based rolls and new partitions).
 pub fn room_for_optional(segments: usize) -> bool {
     let budget = open_files_budget();
     let spare = budget / 10;
-    open_segment_files() + segments * FILES_PER_SEGMENT <= budget.saturating_sub(spare)
+    open_segment_files() + segments * LOG_FILES_PER_SEGMENT <= budget.saturating_sub(spare)
 }
 
-/// One segment's share of the budget, given back when the segment's files close.
+/// Some of a segment's files' share of the budget ([`LOG_FILES_PER_SEGMENT`] or
+/// [`INDEX_FILES_PER_SEGMENT`]), given back when they close.
 #[derive(Debug)]
-pub(crate) struct SegmentFiles(());
+pub(crate) struct SegmentFiles(usize);
 
 impl SegmentFiles {
-    /// Takes a new segment's share of the budget.
+    /// Takes `files` of the budget.
     ///
     /// Errors: [`LogError::OpenFilesBudget`] when it would go past the budget.
-    pub fn reserve() -> Result<SegmentFiles, LogError> {
+    pub fn reserve(files: usize) -> Result<SegmentFiles, LogError> {
         let budget = open_files_budget();
         let mut held = HELD.load(Ordering::Relaxed);
         loop {
-            if held + FILES_PER_SEGMENT > budget {
+            if held + files > budget {
                 return Err(LogError::OpenFilesBudget { held, budget });
             }
             match HELD.compare_exchange_weak(
                 held,
-                held + FILES_PER_SEGMENT,
+                held + files,
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Ok(SegmentFiles(())),
+                Ok(_) => return Ok(SegmentFiles(files)),
                 Err(now) => held = now,
             }
         }
     }
 
-    /// Counts a segment that must open whatever the budget (recovery at startup, the cleaner's
+    /// Counts `files` that must open whatever the budget (recovery at startup, the cleaner's
     /// replacement of segments it then deletes).
-    pub fn force() -> SegmentFiles {
-        HELD.fetch_add(FILES_PER_SEGMENT, Ordering::Relaxed);
-        SegmentFiles(())
+    pub fn force(files: usize) -> SegmentFiles {
+        HELD.fetch_add(files, Ordering::Relaxed);
+        SegmentFiles(files)
     }
 }
 
 impl Drop for SegmentFiles {
     fn drop(&mut self) {
-        HELD.fetch_sub(FILES_PER_SEGMENT, Ordering::Relaxed);
+        HELD.fetch_sub(self.0, Ordering::Relaxed);
     }
 }

@@ -747,6 +747,10 @@ impl PartitionLog {
             }
             return Err(e);
         }
+        if self.active_mut().take_created_files() {
+            // The segment's index files, made with its first index entry.
+            self.mark_dir_dirty();
+        }
         if let Err(e) = self.record_producers(&records, spans, headers) {
             // The batches are written but their transaction index entry is not: the log is
             // suspect until a restart rebuilds the index from the log.
@@ -873,6 +877,9 @@ impl PartitionLog {
         if let Err(e) = self.active_mut().truncate_to_offset(offset, interval) {
             self.go_offline("truncating", &e);
             return Err(e);
+        }
+        if self.active_mut().take_created_files() {
+            self.mark_dir_dirty();
         }
         let leo = self.active().end_offset();
         self.shared.log_end.store(leo, Ordering::Release);
@@ -1139,6 +1146,9 @@ impl PartitionLog {
         }
         let new = Segment::create(&self.dir, base, now_ms)?;
         self.active_mut().close_active()?;
+        // The directory is synced for the new segment anyway (below): index files the closing
+        // segment's final time entry created go with it.
+        self.active_mut().take_created_files();
         tracing::debug!(dir = %self.dir.display(), base_offset = base, "rolled segment");
         self.shared.segments.write().push(new.shared.clone());
         self.segments.push(new);

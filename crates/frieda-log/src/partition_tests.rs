@@ -70,8 +70,9 @@ fn append_assigns_offsets_and_reads_back_from_cache_and_disk() {
     let (mut log, rep) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();
     assert_eq!((rep.segments, rep.log_end_offset), (1, 0));
     assert!(dir.path().join("00000000000000000000.log").exists());
-    assert!(dir.path().join("00000000000000000000.index").exists());
-    assert!(dir.path().join("00000000000000000000.timeindex").exists());
+    // The indexes are made with their first entry (issue 58: one file per idle partition).
+    assert!(!dir.path().join("00000000000000000000.index").exists());
+    assert!(!dir.path().join("00000000000000000000.timeindex").exists());
 
     let a = simple_batch(3, 1000, 10);
     let b = simple_batch(2, 2000, 20);
@@ -1002,7 +1003,11 @@ fn under_steady_appends_a_flush_syncs_only_the_indexes_written_since_the_last_on
     // 5 KiB of batches: past index.interval.bytes, so offset and time index entries.
     fill(&mut log, 6, 1, 1000, 1000);
     let first = log.begin_flush().unwrap().expect("records to flush");
-    assert_eq!(first.syncs(), 3, "the log and both indexes were written");
+    assert_eq!(
+        first.syncs(),
+        4,
+        "the log and both indexes were written, and the indexes' directory entries made"
+    );
     fill(&mut log, 1, 1, 3000, 10); // during the sync: the log only
     first.sync().unwrap();
     log.finish_flush(&first, true);

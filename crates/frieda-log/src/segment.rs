@@ -1,4 +1,7 @@
 //! One segment: `<base>.log` (concatenated batches), `<base>.index` and `<base>.timeindex`.
+//! The two indexes are created when the first entry is written (an entry comes every
+//! `index.interval.bytes`, 4 KiB): a segment smaller than that, such as an idle partition's,
+//! has and holds open its `.log` alone (issue 58, goal 7: one file per idle partition, not three).
 //!
 //! The writer owns a [`Segment`]; readers share its [`SegmentShared`] (the `.log` file for `pread` and
 //! the in-memory indexes behind a short-held lock). File I/O is never done while holding that lock.
@@ -14,7 +17,7 @@ use crate::batch::{BatchHeader, BATCH_HEADER_LEN};
 use crate::error::LogError;
 use crate::fs::{FileRef, LogDir, LogFile};
 use crate::index::{self, IndexBuilder, OffsetEntry, TimeEntry};
-use crate::limits::SegmentFiles;
+use crate::limits::{SegmentFiles, INDEX_FILES_PER_SEGMENT, LOG_FILES_PER_SEGMENT};
 use crate::recovery;
 use crate::txn_index::{AbortedTxn, TxnIndexFile};
 
@@ -472,8 +475,8 @@ impl SegmentWriteback {
 /// Writer side of a segment.
 pub(crate) struct Segment {
     pub shared: Arc<SegmentShared>,
-    index_file: FileRef,
-    time_file: FileRef,
+    /// The `.index` and `.timeindex`, once the first entry is written.
+    indexes: IndexFiles,
     /// The partition's directory (and file system).
     dir: LogDir,
     log_path: PathBuf,
@@ -510,16 +513,74 @@ pub(crate) struct Segment {
     /// Bytes of the log file whose writeback was started ([`Segment::plan_writeback`]): a
     /// page boundary at or below `size`.
     written_back: u64,
+    /// Files were created since [`take_created_files`](Self::take_created_files) was last called.
+    created_files: bool,
     /// Test hook: the next log write stores this many bytes and then fails.
     #[cfg(test)]
     pub fail_next_write: Option<(usize, io::ErrorKind)>,
 }
 
-/// The three files of a segment.
+/// The files of a segment when it is opened or created.
 struct Files {
     log: FileRef,
-    index_file: FileRef,
-    time_file: FileRef,
+    indexes: IndexFiles,
+}
+
+/// A segment's offset and time index files (`.index`, `.timeindex`), opened together.
+enum IndexFiles {
+    /// Neither file exists: no entry was written yet. They are created, taking
+    /// [`INDEX_FILES_PER_SEGMENT`] of the open-file budget, when the first one is.
+    Unopened,
+    /// Open, with their share of the open-file budget.
+    Open {
+        index: FileRef,
+        time: FileRef,
+        _budget: SegmentFiles,
+    },
+    /// The open-file budget was used up when the first entry came: the entries are kept in
+    /// memory only, and a restart rebuilds them from the log (a missing index is rebuilt, as
+    /// Kafka does). An append never fails for its index.
+    MemoryOnly,
+}
+
+impl IndexFiles {
+    /// Opens both files at `paths` if either exists, counting them whatever the budget (a
+    /// segment opened at start-up); `Unopened` when neither does.
+    fn open_existing(dir: &LogDir, paths: [&Path; 2]) -> io::Result<IndexFiles> {
+        if !paths.iter().any(|p| dir.fs().exists(p)) {
+            return Ok(IndexFiles::Unopened);
+        }
+        Ok(IndexFiles::Open {
+            index: open_rw(dir, paths[0], false)?,
+            time: open_rw(dir, paths[1], false)?,
+            _budget: SegmentFiles::force(INDEX_FILES_PER_SEGMENT),
+        })
+    }
+
+    /// Creates (truncating) both files at `paths`, with `budget`.
+    fn create(dir: &LogDir, paths: [&Path; 2], budget: SegmentFiles) -> io::Result<IndexFiles> {
+        Ok(IndexFiles::Open {
+            index: open_rw(dir, paths[0], true)?,
+            time: open_rw(dir, paths[1], true)?,
+            _budget: budget,
+        })
+    }
+
+    /// The two files, if open.
+    fn handles(&self) -> Option<(&FileRef, &FileRef)> {
+        match self {
+            IndexFiles::Open { index, time, .. } => Some((index, time)),
+            _ => None,
+        }
+    }
+
+    /// The bytes of both files (empty when not open).
+    fn read(&self) -> Result<(Vec<u8>, Vec<u8>), LogError> {
+        match self.handles() {
+            Some((i, t)) => Ok((read_all(i.as_ref())?, read_all(t.as_ref())?)),
+            None => Ok((Vec::new(), Vec::new())),
+        }
+    }
 }
 
 /// In-memory content of a segment loaded from disk.
@@ -549,11 +610,7 @@ impl Segment {
         now_ms: i64,
         budget: SegmentFiles,
     ) -> Segment {
-        let Files {
-            log,
-            index_file,
-            time_file,
-        } = files;
+        let Files { log, indexes } = files;
         let Loaded {
             offset_index,
             time_index,
@@ -580,8 +637,7 @@ impl Segment {
                 aborted: RwLock::new(txn.1),
                 _files: budget,
             }),
-            index_file,
-            time_file,
+            indexes,
             dir: dir.clone(),
             log_path: file_name(dir, base_offset, ".log"),
             index_path: file_name(dir, base_offset, ".index"),
@@ -600,18 +656,20 @@ impl Segment {
             time_gen: 0,
             txn_gen: 0,
             written_back: 0,
+            created_files: false,
             #[cfg(test)]
             fail_next_write: None,
         }
     }
 
-    /// Creates a new empty segment (truncating stray index files with the same base).
+    /// Creates a new empty segment: its `.log` (stray index files with the same base are
+    /// removed; the indexes are created with their first entry).
     ///
     /// Errors: [`LogError::OpenFilesBudget`] beyond the open-file budget (nothing created),
     /// `LogError::Io`.
     pub fn create(dir: &LogDir, base_offset: i64, now_ms: i64) -> Result<Segment, LogError> {
-        let budget = SegmentFiles::reserve()?;
-        Self::create_in_budget(dir, base_offset, now_ms, "", budget)
+        let budget = SegmentFiles::reserve(LOG_FILES_PER_SEGMENT)?;
+        Self::create_in_budget(dir, base_offset, now_ms, None, budget)
     }
 
     /// Creates a new empty segment whose files carry `suffix` after their usual names (the
@@ -623,36 +681,45 @@ impl Segment {
         now_ms: i64,
         suffix: &str,
     ) -> Result<Segment, LogError> {
-        Self::create_in_budget(dir, base_offset, now_ms, suffix, SegmentFiles::force())
+        let budget = SegmentFiles::force(LOG_FILES_PER_SEGMENT);
+        Self::create_in_budget(dir, base_offset, now_ms, Some(suffix), budget)
     }
 
+    /// Creates a segment's `.log`; with a `suffix` (the cleaner's) its indexes too, at once
+    /// (they are renamed with the log), else they are created with their first entry.
     fn create_in_budget(
         dir: &LogDir,
         base_offset: i64,
         now_ms: i64,
-        suffix: &str,
+        suffix: Option<&str>,
         budget: SegmentFiles,
     ) -> Result<Segment, LogError> {
+        let sfx = suffix.unwrap_or("");
+        let index_paths = [
+            file_name(dir, base_offset, &format!(".index{sfx}")),
+            file_name(dir, base_offset, &format!(".timeindex{sfx}")),
+        ];
+        let indexes = match suffix {
+            Some(_) => IndexFiles::create(
+                dir,
+                [&index_paths[0], &index_paths[1]],
+                SegmentFiles::force(INDEX_FILES_PER_SEGMENT),
+            )?,
+            None => {
+                // A stray index of an earlier segment with this base must not be taken for
+                // this one's after a restart.
+                for p in &index_paths {
+                    dir.remove_if_exists(p)?;
+                }
+                IndexFiles::Unopened
+            }
+        };
         let log = open_rw(
             dir,
-            &file_name(dir, base_offset, &format!(".log{suffix}")),
+            &file_name(dir, base_offset, &format!(".log{sfx}")),
             true,
         )?;
-        let idx = open_rw(
-            dir,
-            &file_name(dir, base_offset, &format!(".index{suffix}")),
-            true,
-        )?;
-        let tim = open_rw(
-            dir,
-            &file_name(dir, base_offset, &format!(".timeindex{suffix}")),
-            true,
-        )?;
-        let files = Files {
-            log,
-            index_file: idx,
-            time_file: tim,
-        };
+        let files = Files { log, indexes };
         let loaded = Loaded {
             offset_index: Vec::new(),
             time_index: Vec::new(),
@@ -660,10 +727,8 @@ impl Segment {
             end_offset: base_offset,
             builder: IndexBuilder::new(),
         };
-        let txn = TxnIndexFile::create(
-            dir,
-            file_name(dir, base_offset, &format!(".txnindex{suffix}")),
-        );
+        let txn =
+            TxnIndexFile::create(dir, file_name(dir, base_offset, &format!(".txnindex{sfx}")));
         let mut s = Segment::assemble(
             dir,
             base_offset,
@@ -692,10 +757,15 @@ impl Segment {
         let idx_path = file_name(dir, base_offset, ".index");
         let tim_path = file_name(dir, base_offset, ".timeindex");
         let idx_exists = dir.fs().exists(&idx_path) && dir.fs().exists(&tim_path);
-        let index_file = open_rw(dir, &idx_path, false)?;
-        let time_file = open_rw(dir, &tim_path, false)?;
+        let mut indexes = IndexFiles::open_existing(dir, [&idx_path, &tim_path])?;
         let rel_end = u64::try_from(end_offset - base_offset).unwrap_or(0);
-        let loaded = Self::load_indexes(&log, &index_file, &time_file, base_offset, size, rel_end)?;
+        let (ib, tb) = indexes.read()?;
+        // Without both files (a segment with data has a time entry at least) the indexes are
+        // rebuilt.
+        let loaded = match idx_exists || size == 0 {
+            true => Self::load_indexes(&log, &ib, &tb, base_offset, size, rel_end)?,
+            false => None,
+        };
         let (offsets, times, builder) = match loaded {
             Some((o, t)) => {
                 let b = IndexBuilder::from_time_index(base_offset, &t);
@@ -720,16 +790,18 @@ impl Segment {
                 let (o, t, mut b) = rebuild_indexes(base_offset, &headers, index_interval);
                 let mut t = t;
                 t.extend(b.finish(base_offset));
-                write_whole(&index_file, &index::encode_offsets(&o))?;
-                write_whole(&time_file, &index::encode_times(&t))?;
+                indexes = rewrite_indexes(
+                    dir,
+                    indexes,
+                    [&idx_path, &tim_path],
+                    &index::encode_offsets(&o),
+                    &index::encode_times(&t),
+                )?
+                .0;
                 (o, t, b)
             }
         };
-        let files = Files {
-            log,
-            index_file,
-            time_file,
-        };
+        let files = Files { log, indexes };
         let loaded = Loaded {
             offset_index: offsets,
             time_index: times,
@@ -745,22 +817,20 @@ impl Segment {
             loaded,
             txn,
             now_ms,
-            SegmentFiles::force(),
+            SegmentFiles::force(LOG_FILES_PER_SEGMENT),
         ))
     }
 
     /// Loads and sanity-checks a closed segment's indexes; `None` means "rebuild".
     fn load_indexes(
         log: &dyn LogFile,
-        index_file: &dyn LogFile,
-        time_file: &dyn LogFile,
+        ib: &[u8],
+        tb: &[u8],
         base_offset: i64,
         size: u64,
         rel_end: u64,
     ) -> Result<Option<Indexes>, LogError> {
-        let ib = read_all(index_file)?;
-        let tb = read_all(time_file)?;
-        let (Some(o), Some(t)) = (index::decode_offsets(&ib), index::decode_times(&tb)) else {
+        let (Some(o), Some(t)) = (index::decode_offsets(ib), index::decode_times(tb)) else {
             return Ok(None);
         };
         if !index::offsets_consistent(&o, size, rel_end) || !index::times_consistent(&t, rel_end) {
@@ -821,19 +891,10 @@ impl Segment {
         }
         let idx_path = file_name(dir, base_offset, ".index");
         let tim_path = file_name(dir, base_offset, ".timeindex");
-        let index_file = open_rw(dir, &idx_path, false)?;
-        let time_file = open_rw(dir, &tim_path, false)?;
+        let indexes = IndexFiles::open_existing(dir, [&idx_path, &tim_path])?;
         let ob = index::encode_offsets(&offsets);
         let tb = index::encode_times(&times);
-        let mut rewritten = false;
-        if read_all(&index_file)? != ob {
-            write_whole(&index_file, &ob)?;
-            rewritten = true;
-        }
-        if read_all(&time_file)? != tb {
-            write_whole(&time_file, &tb)?;
-            rewritten = true;
-        }
+        let (indexes, rewritten) = rewrite_indexes(dir, indexes, [&idx_path, &tim_path], &ob, &tb)?;
         if rewritten {
             tracing::warn!(segment = %log_path.display(), "rebuilt offset/time index of a recovered segment");
         }
@@ -841,11 +902,7 @@ impl Segment {
             .batches
             .last()
             .map_or(base_offset, |(_, h)| h.last_offset().saturating_add(1));
-        let files = Files {
-            log,
-            index_file,
-            time_file,
-        };
+        let files = Files { log, indexes };
         let loaded = Loaded {
             offset_index: offsets,
             time_index: times,
@@ -861,7 +918,7 @@ impl Segment {
             loaded,
             txn,
             now_ms,
-            SegmentFiles::force(),
+            SegmentFiles::force(LOG_FILES_PER_SEGMENT),
         );
         if !closed && !rec.batches.is_empty() {
             seg.rolling_ts = Some(creation_ms(&seg.shared.log, now_ms));
@@ -888,11 +945,11 @@ impl Segment {
         }
         let log = open_rw(dir, &log_path, false)?;
         let size = log.size()?;
-        let index_file = open_rw(dir, &idx_path, false)?;
-        let time_file = open_rw(dir, &tim_path, false)?;
+        let indexes = IndexFiles::open_existing(dir, [&idx_path, &tim_path])?;
         let rel_end = u64::try_from(recovery_point.saturating_sub(base_offset)).unwrap_or(0);
+        let (ib, tb) = indexes.read()?;
         let Some((offsets, times)) =
-            Self::load_indexes(&log, &index_file, &time_file, base_offset, size, rel_end)?
+            Self::load_indexes(&log, &ib, &tb, base_offset, size, rel_end)?
         else {
             return Ok(None);
         };
@@ -918,11 +975,7 @@ impl Segment {
             end_offset = base_offset;
         }
         builder.set_bytes_since_entry(usize::try_from(size - start).unwrap_or(usize::MAX));
-        let files = Files {
-            log,
-            index_file,
-            time_file,
-        };
+        let files = Files { log, indexes };
         let loaded = Loaded {
             offset_index: offsets,
             time_index: times,
@@ -938,7 +991,7 @@ impl Segment {
             loaded,
             txn,
             now_ms,
-            SegmentFiles::force(),
+            SegmentFiles::force(LOG_FILES_PER_SEGMENT),
         );
         if size > 0 {
             seg.rolling_ts = Some(creation_ms(&seg.shared.log, now_ms));
@@ -1076,25 +1129,58 @@ impl Segment {
             return Err(io::Error::new(kind, "injected write failure"));
         }
         self.shared.log.write_all_at(data, self.size)?;
-        if !offs.is_empty() {
-            self.index_file
-                .write_all_at(&index::encode_offsets(offs), self.index_len)?;
+        if offs.is_empty() && times.is_empty() {
+            return Ok(());
         }
-        if !times.is_empty() {
-            self.time_file
-                .write_all_at(&index::encode_times(times), self.time_len)?;
+        if let Some((index_file, time_file)) = self.index_handles()? {
+            if !offs.is_empty() {
+                index_file.write_all_at(&index::encode_offsets(offs), self.index_len)?;
+            }
+            if !times.is_empty() {
+                time_file.write_all_at(&index::encode_times(times), self.time_len)?;
+            }
         }
         Ok(())
     }
 
-    /// Cuts the three files back to the given lengths after a failed append (best effort: if this
-    /// fails too, recovery at the next open truncates the torn tail).
+    /// The index files, created with the first entry (taking their share of the open-file
+    /// budget); `None` when the budget was used up then (the entries stay in memory only).
+    ///
+    /// Errors: the file system's, creating them.
+    fn index_handles(&mut self) -> io::Result<Option<(FileRef, FileRef)>> {
+        if matches!(self.indexes, IndexFiles::Unopened) {
+            self.indexes = match SegmentFiles::reserve(INDEX_FILES_PER_SEGMENT) {
+                Ok(budget) => {
+                    let files =
+                        IndexFiles::create(&self.dir, [&self.index_path, &self.time_path], budget)?;
+                    self.created_files = true;
+                    files
+                }
+                Err(e) => {
+                    tracing::warn!(segment = %self.log_path.display(), error = %e,
+                        "open-file budget used up: this segment's offset and time indexes are kept in memory only (rebuilt from the log at restart)");
+                    IndexFiles::MemoryOnly
+                }
+            };
+        }
+        Ok(self.indexes.handles().map(|(i, t)| (i.clone(), t.clone())))
+    }
+
+    /// Whether files of the segment were created since the last call (the index files, with
+    /// their first entry): their directory entries need the directory's next fsync.
+    pub fn take_created_files(&mut self) -> bool {
+        std::mem::take(&mut self.created_files)
+    }
+
+    /// Cuts the segment's files back to the given lengths after a failed append (best effort: if
+    /// this fails too, recovery at the next open truncates the torn tail).
     pub(crate) fn truncate_to(&self, log_len: u64, index_len: u64, time_len: u64) {
-        for (f, len, path) in [
-            (&self.shared.log, log_len, &self.log_path),
-            (&self.index_file, index_len, &self.index_path),
-            (&self.time_file, time_len, &self.time_path),
-        ] {
+        let mut files = vec![(&self.shared.log, log_len, &self.log_path)];
+        if let Some((index_file, time_file)) = self.indexes.handles() {
+            files.push((index_file, index_len, &self.index_path));
+            files.push((time_file, time_len, &self.time_path));
+        }
+        for (f, len, path) in files {
             if let Err(e) = f.set_len(len) {
                 tracing::error!(file = %path.display(), error = %e, "cannot truncate after failed append");
             }
@@ -1104,8 +1190,9 @@ impl Segment {
     /// Called when the segment stops being the active one: appends the final time-index entry.
     pub fn close_active(&mut self) -> Result<(), LogError> {
         if let Some(t) = self.builder.finish(self.shared.base_offset) {
-            self.time_file
-                .write_all_at(&index::encode_times(&[t]), self.time_len)?;
+            if let Some((_, time_file)) = self.index_handles()? {
+                time_file.write_all_at(&index::encode_times(&[t]), self.time_len)?;
+            }
             self.time_len += index::TIME_ENTRY_LEN as u64;
             self.write_gen += 1;
             self.time_gen = self.write_gen;
@@ -1154,8 +1241,16 @@ impl Segment {
         let unsynced = |gen: u64| gen > self.synced_gen;
         Ok(Some(SegmentSync {
             shared: self.shared.clone(),
-            index_file: unsynced(self.index_gen).then(|| self.index_file.clone()),
-            time_file: unsynced(self.time_gen).then(|| self.time_file.clone()),
+            index_file: self
+                .indexes
+                .handles()
+                .filter(|_| unsynced(self.index_gen))
+                .map(|(i, _)| i.clone()),
+            time_file: self
+                .indexes
+                .handles()
+                .filter(|_| unsynced(self.time_gen))
+                .map(|(_, t)| t.clone()),
             txn_file: self.txn_index.sync_handle(),
             gen: self.write_gen,
         }))
@@ -1240,8 +1335,13 @@ impl Segment {
         let ob = index::encode_offsets(&offsets);
         let tb = index::encode_times(&times);
         self.shared.log.set_len(cut)?;
-        write_whole(&self.index_file, &ob)?;
-        write_whole(&self.time_file, &tb)?;
+        if !ob.is_empty() || !tb.is_empty() {
+            self.index_handles()?;
+        }
+        if let Some((index_file, time_file)) = self.indexes.handles() {
+            write_whole(index_file.as_ref(), &ob)?;
+            write_whole(time_file.as_ref(), &tb)?;
+        }
         self.size = cut;
         self.index_len = ob.len() as u64;
         self.time_len = tb.len() as u64;
@@ -1313,6 +1413,33 @@ fn read_all(file: &dyn LogFile) -> Result<Vec<u8>, LogError> {
     let len = file.size()?;
     let len = usize::try_from(len).map_err(|_| LogError::Corrupt("index file too large".into()))?;
     read_exact_at(file, 0, len)
+}
+
+/// Makes a segment's index files hold `ob` and `tb` (rebuilt entries): rewrites each that
+/// differs, creating both (counted whatever the budget: a segment opened at start-up) if
+/// needed; none is created for two empty indexes. Returns the files and whether any was
+/// written.
+fn rewrite_indexes(
+    dir: &LogDir,
+    indexes: IndexFiles,
+    paths: [&Path; 2],
+    ob: &[u8],
+    tb: &[u8],
+) -> Result<(IndexFiles, bool), LogError> {
+    let indexes = match indexes {
+        IndexFiles::Unopened if ob.is_empty() && tb.is_empty() => return Ok((indexes, false)),
+        IndexFiles::Open { .. } => indexes,
+        _ => IndexFiles::create(dir, paths, SegmentFiles::force(INDEX_FILES_PER_SEGMENT))?,
+    };
+    let (index_file, time_file) = indexes.handles().expect("opened above");
+    let mut rewritten = false;
+    for (f, bytes) in [(index_file, ob), (time_file, tb)] {
+        if read_all(f.as_ref())? != bytes {
+            write_whole(f.as_ref(), bytes)?;
+            rewritten = true;
+        }
+    }
+    Ok((indexes, rewritten))
 }
 
 fn write_whole(file: &dyn LogFile, data: &[u8]) -> Result<(), LogError> {

@@ -46,7 +46,8 @@ pub fn apply(segment_files_max: Option<usize>, segment_ms_min: i64) -> usize {
     tracing::info!(
         open_file_limit = ?limit,
         segment_files_budget = budget,
-        segments = budget / frieda_log::limits::FILES_PER_SEGMENT,
+        idle_partitions = budget / frieda_log::limits::LOG_FILES_PER_SEGMENT,
+        segments_with_indexes = budget / frieda_log::limits::FILES_PER_SEGMENT,
         "open-file budget of the log (log.segment.files.max)"
     );
     budget
