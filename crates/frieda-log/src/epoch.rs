@@ -87,6 +87,16 @@ impl EpochCache {
         }
     }
 
+    /// The empty cache of a new partition in `dir` (nothing read; its checkpoint is written when
+    /// the first epoch is assigned).
+    pub fn empty(dir: &LogDir) -> EpochCache {
+        EpochCache {
+            dir: dir.clone(),
+            path: dir.join(EPOCH_CHECKPOINT_FILE),
+            epochs: Epochs::new(),
+        }
+    }
+
     /// Writes the checkpoint durably.
     ///
     /// Errors: `LogError::Io`.

@@ -533,6 +533,69 @@ impl PartitionLog {
         if epochs_changed {
             epochs.persist()?;
         }
+        let report = RecoveryReport {
+            segments: segments.len(),
+            validated_segments: validated,
+            truncated_bytes,
+            dropped_segments: dropped,
+            log_start_offset: log_start,
+            log_end_offset: log_end,
+        };
+        tracing::debug!(dir = %dir.display(), ?report, "partition log opened");
+        let mut log = Self::assemble(dir, config, segments, now_ms, recovery_point, epochs);
+        // After recovery the first flush fsyncs the directory too: a killed process may have
+        // created segment files whose directory entries no fsync reached, and the recovery flush
+        // of their data alone would let a later power cut take whole segments below the recovery
+        // point (found by the cluster simulator running this log on `MemFs`, `frieda-sim` seed
+        // 140: a roll, kill, restart, flush, power cut). After a clean shutdown (nothing
+        // validated) the last flush synced it.
+        log.dir_dirty = bases.is_empty() || validated > 0 || dropped > 0;
+        log.reopened = reopened;
+        log.ceiling = ceiling;
+        log.load_producer_state()?;
+        // What recovery kept may still be only in the page cache (a crashed process): make it
+        // durable now, so the recovery point (and a high watermark that follows it) is the log end.
+        // (A transaction index recovery rebuilt is durable already: `TxnIndexFile::rewrite`.)
+        if validated > 0 || dropped > 0 {
+            log.flush()?;
+        }
+        Ok((log, report))
+    }
+
+    /// Creates the log of a new partition in `dir`, a directory just made and still empty (the
+    /// broker's CreateTopics and CreatePartitions): one empty segment, whose `.log` is the one
+    /// file made, and nothing read. [`open_in`](Self::open_in) of an empty directory gives the
+    /// same log after a dozen more file system calls (listings, reads of checkpoints and
+    /// snapshots that cannot exist yet, removals of stray files; issue 58 goal 7). The first
+    /// flush fsyncs the directory.
+    ///
+    /// Errors: [`LogError::OpenFilesBudget`] past the open-file budget, `LogError::Io` creating
+    /// the `.log`.
+    pub fn create_in_empty(
+        dir: &LogDir,
+        config: LogConfig,
+        now_ms: i64,
+    ) -> Result<PartitionLog, LogError> {
+        let segments = vec![Segment::create_in_empty_dir(dir, 0, now_ms)?];
+        let epochs = EpochCache::empty(dir);
+        let mut log = Self::assemble(dir, config, segments, now_ms, 0, epochs);
+        log.dir_dirty = true;
+        Ok(log)
+    }
+
+    /// A log of `segments` (at least one; the last is the active one) with nothing unflushed,
+    /// no producers and its directory not marked for an fsync.
+    fn assemble(
+        dir: &LogDir,
+        config: LogConfig,
+        segments: Vec<Segment>,
+        now_ms: i64,
+        recovery_point: i64,
+        epochs: EpochCache,
+    ) -> PartitionLog {
+        let log_start = segments[0].base_offset();
+        let log_end = segments[segments.len() - 1].end_offset();
+        let interval = config.index_interval_bytes;
         let shared = Arc::new(Shared {
             log_start: AtomicI64::new(log_start),
             log_end: AtomicI64::new(log_end),
@@ -544,46 +607,23 @@ impl PartitionLog {
             frontier: RwLock::new(TxnFrontier::default()),
             dir: dir.clone(),
         });
-        let report = RecoveryReport {
-            segments: segments.len(),
-            validated_segments: validated,
-            truncated_bytes,
-            dropped_segments: dropped,
-            log_start_offset: log_start,
-            log_end_offset: log_end,
-        };
-        tracing::debug!(dir = %dir.display(), ?report, "partition log opened");
-        let mut log = PartitionLog {
+        PartitionLog {
             dir: dir.clone(),
             config,
             segments,
             shared,
             unflushed: 0,
             last_flush_ms: now_ms,
-            // After recovery the first flush fsyncs the directory too: a killed process may
-            // have created segment files whose directory entries no fsync reached, and the
-            // recovery flush of their data alone would let a later power cut take whole
-            // segments below the recovery point (found by the cluster simulator running this
-            // log on `MemFs`, `frieda-sim` seed 140: a roll, kill, restart, flush, power cut).
-            // After a clean shutdown (nothing validated) the last flush synced it.
-            dir_dirty: bases.is_empty() || validated > 0 || dropped > 0,
+            dir_dirty: false,
             dir_gen: 0,
             recovery_point: recovery_point.min(log_end),
             leader_epoch: -1,
             epochs,
             producers: ProducerStateManager::default(),
-            reopened,
-            ceiling,
+            reopened: false,
+            ceiling: None,
             truncations: 0,
-        };
-        log.load_producer_state()?;
-        // What recovery kept may still be only in the page cache (a crashed process): make it
-        // durable now, so the recovery point (and a high watermark that follows it) is the log end.
-        // (A transaction index recovery rebuilt is durable already: `TxnIndexFile::rewrite`.)
-        if validated > 0 || dropped > 0 {
-            log.flush()?;
         }
-        Ok((log, report))
     }
 
     /// Every offset below this was fsync'ed (Kafka's recovery point): persist it in the

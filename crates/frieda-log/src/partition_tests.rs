@@ -1036,6 +1036,36 @@ fn under_steady_appends_a_flush_syncs_only_the_indexes_written_since_the_last_on
 }
 
 #[test]
+fn a_log_created_in_an_empty_directory_works_as_one_opened_there() {
+    // The broker's CreateTopics path: the directory was just made; nothing is read or removed.
+    let dir = tempfile::tempdir().unwrap();
+    let mut log =
+        PartitionLog::create_in_empty(&crate::LogDir::os(dir.path()), cfg(), NOW).unwrap();
+    let names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["00000000000000000000.log"], "one file made");
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 0));
+    let stored = fill(&mut log, 8, 2, 1000, 600);
+    log.set_leader_epoch(3).unwrap();
+    log.append(bm(&simple_batch(1, 9000, 10)), NOW).unwrap();
+    let ticket = log.begin_flush().unwrap().expect("records to flush");
+    assert_eq!(ticket.syncs(), 4, "log, both indexes and the new directory");
+    ticket.sync().unwrap();
+    log.finish_flush(&ticket, true);
+    let end = log.log_end_offset();
+    drop(log);
+    let (log, rep) = PartitionLog::open_from(dir.path(), cfg(), NOW, end).unwrap();
+    assert_eq!((rep.validated_segments, rep.log_end_offset), (0, 17));
+    let r = log.reader();
+    for (base, bytes) in &stored {
+        assert_eq!(&concat(&r.read(*base, 1, i64::MAX).unwrap()), bytes);
+    }
+    assert_eq!(log.epochs().entries().last().map(|e| e.epoch), Some(3));
+}
+
+#[test]
 fn a_failed_fsync_takes_the_log_offline_and_is_never_retried() {
     let dir = tempfile::tempdir().unwrap();
     let (mut log, _) = PartitionLog::open(dir.path(), cfg(), NOW).unwrap();

@@ -520,6 +520,17 @@ pub(crate) struct Segment {
     pub fail_next_write: Option<(usize, io::ErrorKind)>,
 }
 
+/// How a new segment's files come to be ([`Segment::create_in_budget`]).
+#[derive(Clone, Copy)]
+enum Made<'a> {
+    /// Under their own names; stray files of an earlier segment with the same base removed.
+    New,
+    /// Under their own names in a directory just made (nothing to remove).
+    InEmptyDir,
+    /// Under their names plus this suffix (the cleaner's), renamed later.
+    Renamed(&'a str),
+}
+
 /// The files of a segment when it is opened or created.
 struct Files {
     log: FileRef,
@@ -669,7 +680,19 @@ impl Segment {
     /// `LogError::Io`.
     pub fn create(dir: &LogDir, base_offset: i64, now_ms: i64) -> Result<Segment, LogError> {
         let budget = SegmentFiles::reserve(LOG_FILES_PER_SEGMENT)?;
-        Self::create_in_budget(dir, base_offset, now_ms, None, budget)
+        Self::create_in_budget(dir, base_offset, now_ms, Made::New, budget)
+    }
+
+    /// [`create`](Self::create) in a directory just made and empty: no stray files to remove.
+    ///
+    /// Errors: as [`create`](Self::create).
+    pub fn create_in_empty_dir(
+        dir: &LogDir,
+        base_offset: i64,
+        now_ms: i64,
+    ) -> Result<Segment, LogError> {
+        let budget = SegmentFiles::reserve(LOG_FILES_PER_SEGMENT)?;
+        Self::create_in_budget(dir, base_offset, now_ms, Made::InEmptyDir, budget)
     }
 
     /// Creates a new empty segment whose files carry `suffix` after their usual names (the
@@ -682,30 +705,34 @@ impl Segment {
         suffix: &str,
     ) -> Result<Segment, LogError> {
         let budget = SegmentFiles::force(LOG_FILES_PER_SEGMENT);
-        Self::create_in_budget(dir, base_offset, now_ms, Some(suffix), budget)
+        Self::create_in_budget(dir, base_offset, now_ms, Made::Renamed(suffix), budget)
     }
 
-    /// Creates a segment's `.log`; with a `suffix` (the cleaner's) its indexes too, at once
-    /// (they are renamed with the log), else they are created with their first entry.
+    /// Creates a segment's `.log`; for the cleaner (a suffix) its indexes too, at once (they
+    /// are renamed with the log), else they are created with their first entry.
     fn create_in_budget(
         dir: &LogDir,
         base_offset: i64,
         now_ms: i64,
-        suffix: Option<&str>,
+        made: Made<'_>,
         budget: SegmentFiles,
     ) -> Result<Segment, LogError> {
-        let sfx = suffix.unwrap_or("");
+        let sfx = match made {
+            Made::Renamed(suffix) => suffix,
+            Made::New | Made::InEmptyDir => "",
+        };
         let index_paths = [
             file_name(dir, base_offset, &format!(".index{sfx}")),
             file_name(dir, base_offset, &format!(".timeindex{sfx}")),
         ];
-        let indexes = match suffix {
-            Some(_) => IndexFiles::create(
+        let txn_path = file_name(dir, base_offset, &format!(".txnindex{sfx}"));
+        let indexes = match made {
+            Made::Renamed(_) => IndexFiles::create(
                 dir,
                 [&index_paths[0], &index_paths[1]],
                 SegmentFiles::force(INDEX_FILES_PER_SEGMENT),
             )?,
-            None => {
+            Made::New => {
                 // A stray index of an earlier segment with this base must not be taken for
                 // this one's after a restart.
                 for p in &index_paths {
@@ -713,7 +740,12 @@ impl Segment {
                 }
                 IndexFiles::Unopened
             }
+            Made::InEmptyDir => IndexFiles::Unopened,
         };
+        if !matches!(made, Made::InEmptyDir) {
+            // A stray transaction index is truncated when first written anyway.
+            let _ = dir.fs().remove_file(&txn_path);
+        }
         let log = open_rw(
             dir,
             &file_name(dir, base_offset, &format!(".log{sfx}")),
@@ -727,8 +759,7 @@ impl Segment {
             end_offset: base_offset,
             builder: IndexBuilder::new(),
         };
-        let txn =
-            TxnIndexFile::create(dir, file_name(dir, base_offset, &format!(".txnindex{sfx}")));
+        let txn = TxnIndexFile::create(dir, txn_path);
         let mut s = Segment::assemble(
             dir,
             base_offset,

@@ -134,9 +134,9 @@ impl TxnIndexFile {
         }
     }
 
-    /// A new, empty index at `path` (a stray file there is truncated when first written).
+    /// A new, empty index at `path`, created when first written (the segment removed a stray
+    /// file there, or knows there is none).
     pub fn create(dir: &LogDir, path: PathBuf) -> TxnIndexFile {
-        let _ = dir.fs().remove_file(&path);
         TxnIndexFile {
             dir: dir.clone(),
             path,

@@ -414,7 +414,22 @@ impl Broker {
         configs: &TopicConfigs,
         recovery: Option<&checkpoint::Offsets>,
     ) -> anyhow::Result<Arc<Partition>> {
+        self.open_partition_as(topic, index, configs, recovery, false)
+    }
+
+    /// [`open_partition`](Self::open_partition); `made_empty`: a new partition whose directory
+    /// [`create_partition_dirs`](Self::create_partition_dirs) just made, so there is nothing in
+    /// it to check, remove or recover.
+    fn open_partition_as(
+        &self,
+        topic: &Arc<str>,
+        index: i32,
+        configs: &TopicConfigs,
+        recovery: Option<&checkpoint::Offsets>,
+        made_empty: bool,
+    ) -> anyhow::Result<Arc<Partition>> {
         let dir = self.partition_dir(topic, index);
+        let made_empty = made_empty && recovery.is_none();
         let recovery_point = match recovery {
             Some(points) => points
                 .get(&(topic.to_string(), index))
@@ -422,7 +437,7 @@ impl Broker {
                 .unwrap_or(0),
             None => {
                 // An empty directory is what `create_partition_dirs` just made.
-                if dir.exists() && !dir_is_empty(&dir) {
+                if !made_empty && dir.exists() && !dir_is_empty(&dir) {
                     tracing::warn!(dir = %dir.display(), "removing a partition directory left by an interrupted deletion");
                     std::fs::remove_dir_all(&dir)
                         .with_context(|| format!("removing stale {}", dir.display()))?;
@@ -442,7 +457,36 @@ impl Broker {
             log_config.max_message_bytes = usize::MAX / 2;
             log_config.tail_cache_bytes = 0;
         }
-        let (mut log, report) = PartitionLog::open_from(&dir, log_config, now_ms(), recovery_point)
+        let log = if made_empty {
+            PartitionLog::create_in_empty(&frieda_log::LogDir::os(&dir), log_config, now_ms())
+                .with_context(|| format!("creating partition log {}", dir.display()))?
+        } else {
+            self.open_partition_log(topic, index, &dir, log_config, recovery, recovery_point)?
+        };
+        let writer = self
+            .writers
+            .lock()
+            .as_ref()
+            .map(|w| w.for_partition(topic, index))
+            .context("broker is shutting down")?;
+        let policy = configs.produce_policy(&defaults);
+        Ok(Arc::new(
+            Partition::new(topic.clone(), index, log, writer, policy)
+                .with_log_starts(self.log_starts.clone()),
+        ))
+    }
+
+    /// Opens (and recovers) the partition log in `dir`, with its DeleteRecords log start.
+    fn open_partition_log(
+        &self,
+        topic: &Arc<str>,
+        index: i32,
+        dir: &Path,
+        log_config: frieda_log::LogConfig,
+        recovery: Option<&checkpoint::Offsets>,
+        recovery_point: i64,
+    ) -> anyhow::Result<PartitionLog> {
+        let (mut log, report) = PartitionLog::open_from(dir, log_config, now_ms(), recovery_point)
             .with_context(|| format!("opening partition log {}", dir.display()))?;
         if let Some(start) = recovery.and(self.log_starts.get(topic, index)) {
             // Records deleted by DeleteRecords stay deleted across the restart.
@@ -459,17 +503,7 @@ impl Broker {
             tracing::debug!(topic = %topic, partition = index, validated = report.validated_segments,
                 recovery_point, "validated segments above the recovery point");
         }
-        let writer = self
-            .writers
-            .lock()
-            .as_ref()
-            .map(|w| w.for_partition(topic, index))
-            .context("broker is shutting down")?;
-        let policy = configs.produce_policy(&defaults);
-        Ok(Arc::new(
-            Partition::new(topic.clone(), index, log, writer, policy)
-                .with_log_starts(self.log_starts.clone()),
-        ))
+        Ok(log)
     }
 
     /// Creates the directories of the new partitions `indexes` of `topic` (empty; one left by
@@ -477,22 +511,27 @@ impl Broker {
     /// data directory for all of them: opening each alone fsyncs the data directory once per
     /// partition (4,000 fsyncs for a topic of 4,000 partitions; issue 58 goal 7).
     ///
+    /// Returns, for each partition, whether its directory was made here (so is empty) rather
+    /// than found.
+    ///
     /// Errors: the directory creation's or the fsync's.
     fn create_partition_dirs(
         &self,
         topic: &str,
         indexes: std::ops::Range<i32>,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Vec<bool>> {
+        let mut made = Vec::with_capacity(indexes.len());
         for i in indexes {
             let dir = self.partition_dir(topic, i);
             match std::fs::create_dir(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Ok(()) => made.push(true),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => made.push(false),
                 Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
             }
         }
         sync_dir(&self.config.data_dir)
-            .with_context(|| format!("syncing {}", self.config.data_dir.display()))
+            .with_context(|| format!("syncing {}", self.config.data_dir.display()))?;
+        Ok(made)
     }
 
     fn open_topic(
@@ -502,11 +541,15 @@ impl Broker {
         recovery: Option<&checkpoint::Offsets>,
     ) -> anyhow::Result<Arc<Topic>> {
         let name: Arc<str> = Arc::from(meta.name.as_str());
-        if recovery.is_none() {
-            self.create_partition_dirs(&name, 0..partitions)?;
-        }
+        let made = match recovery {
+            None => self.create_partition_dirs(&name, 0..partitions)?,
+            Some(_) => Vec::new(),
+        };
         let parts = (0..partitions)
-            .map(|i| self.open_partition(&name, i, &meta.configs, recovery))
+            .map(|i| {
+                let made_empty = made.get(i as usize).copied().unwrap_or(false);
+                self.open_partition_as(&name, i, &meta.configs, recovery, made_empty)
+            })
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(Arc::new(Topic {
             name,
@@ -991,9 +1034,12 @@ impl Broker {
         tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
             broker.write_recovery_checkpoint()?;
             let configs = topic.configs.read().clone();
-            broker.create_partition_dirs(&topic.name, current..count)?;
+            let made = broker.create_partition_dirs(&topic.name, current..count)?;
             let added = (current..count)
-                .map(|i| broker.open_partition(&topic.name, i, &configs, None))
+                .zip(made)
+                .map(|(i, made_empty)| {
+                    broker.open_partition_as(&topic.name, i, &configs, None, made_empty)
+                })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let mut meta = topic.meta();
             meta.partitions = count;
