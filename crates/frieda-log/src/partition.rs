@@ -787,10 +787,7 @@ impl PartitionLog {
             }
             return Err(e);
         }
-        if self.active_mut().take_created_files() {
-            // The segment's index files, made with its first index entry.
-            self.mark_dir_dirty();
-        }
+        self.note_created_files();
         if let Err(e) = self.record_producers(&records, spans, headers) {
             // The batches are written but their transaction index entry is not: the log is
             // suspect until a restart rebuilds the index from the log.
@@ -918,9 +915,7 @@ impl PartitionLog {
             self.go_offline("truncating", &e);
             return Err(e);
         }
-        if self.active_mut().take_created_files() {
-            self.mark_dir_dirty();
-        }
+        self.note_created_files();
         let leo = self.active().end_offset();
         self.shared.log_end.store(leo, Ordering::Release);
         if self.log_start_offset() > leo {
@@ -1091,6 +1086,14 @@ impl PartitionLog {
         Ok(RemovedSegments::none())
     }
 
+    /// Marks the directory for the next flush's fsync if the active segment made files (its
+    /// index files, made with its first index entry).
+    fn note_created_files(&mut self) {
+        if self.active_mut().take_created_files() {
+            self.mark_dir_dirty();
+        }
+    }
+
     /// Notes that the directory changed (a file created or removed): the next flush fsyncs it.
     fn mark_dir_dirty(&mut self) {
         self.dir_dirty = true;
@@ -1186,9 +1189,7 @@ impl PartitionLog {
         }
         let new = Segment::create(&self.dir, base, now_ms)?;
         self.active_mut().close_active()?;
-        // The directory is synced for the new segment anyway (below): index files the closing
-        // segment's final time entry created go with it.
-        self.active_mut().take_created_files();
+        self.note_created_files();
         tracing::debug!(dir = %self.dir.display(), base_offset = base, "rolled segment");
         self.shared.segments.write().push(new.shared.clone());
         self.segments.push(new);

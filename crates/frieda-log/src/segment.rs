@@ -555,10 +555,20 @@ enum IndexFiles {
 }
 
 impl IndexFiles {
-    /// Opens both files at `paths` if either exists, counting them whatever the budget (a
+    /// Which of the two files at `paths` exist.
+    fn present(dir: &LogDir, paths: [&Path; 2]) -> [bool; 2] {
+        paths.map(|p| dir.fs().exists(p))
+    }
+
+    /// Opens both files at `paths` if either exists (`present`, from
+    /// [`present`](Self::present)), creating the other, and counts them whatever the budget (a
     /// segment opened at start-up); `Unopened` when neither does.
-    fn open_existing(dir: &LogDir, paths: [&Path; 2]) -> io::Result<IndexFiles> {
-        if !paths.iter().any(|p| dir.fs().exists(p)) {
+    fn open_existing(
+        dir: &LogDir,
+        paths: [&Path; 2],
+        present: [bool; 2],
+    ) -> io::Result<IndexFiles> {
+        if present == [false, false] {
             return Ok(IndexFiles::Unopened);
         }
         Ok(IndexFiles::Open {
@@ -787,15 +797,17 @@ impl Segment {
         let size = log.size()?;
         let idx_path = file_name(dir, base_offset, ".index");
         let tim_path = file_name(dir, base_offset, ".timeindex");
-        let idx_exists = dir.fs().exists(&idx_path) && dir.fs().exists(&tim_path);
-        let mut indexes = IndexFiles::open_existing(dir, [&idx_path, &tim_path])?;
+        let present = IndexFiles::present(dir, [&idx_path, &tim_path]);
+        let idx_exists = present == [true, true];
+        let mut indexes = IndexFiles::open_existing(dir, [&idx_path, &tim_path], present)?;
         let rel_end = u64::try_from(end_offset - base_offset).unwrap_or(0);
         let (ib, tb) = indexes.read()?;
         // Without both files (a segment with data has a time entry at least) the indexes are
         // rebuilt.
-        let loaded = match idx_exists || size == 0 {
-            true => Self::load_indexes(&log, &ib, &tb, base_offset, size, rel_end)?,
-            false => None,
+        let loaded = if idx_exists || size == 0 {
+            Self::load_indexes(&log, &ib, &tb, base_offset, size, rel_end)?
+        } else {
+            None
         };
         let (offsets, times, builder) = match loaded {
             Some((o, t)) => {
@@ -922,7 +934,8 @@ impl Segment {
         }
         let idx_path = file_name(dir, base_offset, ".index");
         let tim_path = file_name(dir, base_offset, ".timeindex");
-        let indexes = IndexFiles::open_existing(dir, [&idx_path, &tim_path])?;
+        let present = IndexFiles::present(dir, [&idx_path, &tim_path]);
+        let indexes = IndexFiles::open_existing(dir, [&idx_path, &tim_path], present)?;
         let ob = index::encode_offsets(&offsets);
         let tb = index::encode_times(&times);
         let (indexes, rewritten) = rewrite_indexes(dir, indexes, [&idx_path, &tim_path], &ob, &tb)?;
@@ -971,12 +984,13 @@ impl Segment {
         let log_path = file_name(dir, base_offset, ".log");
         let idx_path = file_name(dir, base_offset, ".index");
         let tim_path = file_name(dir, base_offset, ".timeindex");
-        if !dir.fs().exists(&idx_path) || !dir.fs().exists(&tim_path) {
+        let present = IndexFiles::present(dir, [&idx_path, &tim_path]);
+        if present != [true, true] {
             return Ok(None);
         }
         let log = open_rw(dir, &log_path, false)?;
         let size = log.size()?;
-        let indexes = IndexFiles::open_existing(dir, [&idx_path, &tim_path])?;
+        let indexes = IndexFiles::open_existing(dir, [&idx_path, &tim_path], present)?;
         let rel_end = u64::try_from(recovery_point.saturating_sub(base_offset)).unwrap_or(0);
         let (ib, tb) = indexes.read()?;
         let Some((offsets, times)) =
@@ -1270,16 +1284,13 @@ impl Segment {
             return Ok(None);
         }
         let unsynced = |gen: u64| gen > self.synced_gen;
+        let handles = self.indexes.handles();
         Ok(Some(SegmentSync {
             shared: self.shared.clone(),
-            index_file: self
-                .indexes
-                .handles()
+            index_file: handles
                 .filter(|_| unsynced(self.index_gen))
                 .map(|(i, _)| i.clone()),
-            time_file: self
-                .indexes
-                .handles()
+            time_file: handles
                 .filter(|_| unsynced(self.time_gen))
                 .map(|(_, t)| t.clone()),
             txn_file: self.txn_index.sync_handle(),
