@@ -27,7 +27,8 @@ use kafka_protocol::messages::produce_response::{
     TopicProduceResponse,
 };
 use kafka_protocol::messages::BrokerId;
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -99,7 +100,7 @@ fn point_to_leaders(
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
-    req: ProduceRequest,
+    mut req: ProduceRequest,
 ) -> Option<ProduceResponse> {
     let request_error = if !matches!(req.acks, -1..=1) {
         Some(ResponseError::InvalidRequiredAcks)
@@ -111,7 +112,10 @@ pub async fn handle(
     let acks = req.acks;
     let timeout = Duration::from_millis(req.timeout_ms.max(0) as u64);
     let lease = broker.cluster().map(|n| n.as_ref());
-    let transactional_id = req.transactional_id.as_ref().map(|t| t.0.to_string());
+    // Owned copies of the request's strings (the transactional id, the topic names below): what
+    // still refers to the request's buffer when a batch is prepared decides whether its bytes
+    // can be taken over rather than copied (`prepare`).
+    let transactional_id = req.transactional_id.take().map(|t| t.0.to_string());
     // Kafka: WRITE on the transactional id (the whole request), WRITE on each topic.
     let request_error = match &transactional_id {
         Some(id) if !authorized(broker, ctx, op::WRITE, resource::TRANSACTIONAL_ID, id) => {
@@ -165,7 +169,9 @@ pub async fn handle(
             _ => request_error,
         };
         let ti = names.len();
-        names.push((topic_data.name, topic_data.topic_id));
+        let owned_name = TopicName(StrBytes::from_string(topic_data.name.0.to_string()));
+        drop(topic_data.name);
+        names.push((owned_name, topic_data.topic_id));
         for pd in topic_data.partition_data {
             let partition = topic
                 .as_ref()
@@ -174,7 +180,7 @@ pub async fn handle(
             let prepared = match (request_error, partition) {
                 (Some(e), _) => Err(e.into()),
                 (None, Err(unknown)) => Err(unknown.into()),
-                (None, Ok(p)) => prepare(p, pd.records),
+                (None, Ok(p)) => prepare(p, pd.records, ctx.request_bytes),
             };
             items.push((ti, pd.index, prepared, ProducerCheck::PLAIN));
         }
@@ -359,8 +365,16 @@ struct Prepared {
 }
 
 /// Validates one partition's batch (Kafka's `LogValidator`) and recompresses it if the
-/// topic's `compression.type` asks.
-fn prepare(partition: Arc<Partition>, records: Option<Bytes>) -> Result<Prepared, AppendError> {
+/// topic's `compression.type` asks. The batch's bytes are taken over, not copied, when nothing
+/// else refers to the request's buffer any more (a large frame read into a buffer of its own,
+/// `server::frame`) and the batch is nearly all of the request (`request_bytes`, the frame with
+/// its size prefix, at most an eighth more): the appended batch stays in the tail cache, which
+/// must not hold on to a large request for a small batch of it.
+fn prepare(
+    partition: Arc<Partition>,
+    records: Option<Bytes>,
+    request_bytes: usize,
+) -> Result<Prepared, AppendError> {
     let Some(records) = records.filter(|r| !r.is_empty()) else {
         return Err(AppendError {
             code: ResponseError::InvalidRecord,
@@ -394,12 +408,13 @@ fn prepare(partition: Arc<Partition>, records: Option<Bytes>) -> Result<Prepared
         Some(codec) if codec.id() != header.compression() => {
             recompress(&records, &header, codec).map_err(rejected)?
         }
-        _ => (
+        _ if request_bytes.saturating_sub(records.len()) <= records.len() / 8 => (
             records
                 .try_into_mut()
                 .unwrap_or_else(|shared| BytesMut::from(&shared[..])),
             header,
         ),
+        _ => (BytesMut::from(&records[..]), header),
     };
     Ok(Prepared {
         partition,

@@ -106,7 +106,14 @@ pub struct FrameReader<R> {
     budget: Option<RequestBudget>,
     /// Budget taken for the frame at the head of the buffer (kept if `next` is cancelled).
     held: Option<OwnedSemaphorePermit>,
+    /// `buf` was allocated for the frame at its head alone, exactly its size.
+    own: bool,
 }
+
+/// A frame of at least this many bytes (with its size prefix) that is not complete in the read
+/// buffer continues in a buffer of exactly its size, bytes (8 KiB): the bytes of it already read
+/// (at most one read) are copied once, and its record batch need not be copied later.
+const OWN_ALLOCATION_BYTES: usize = 8 * 1024;
 
 /// Read buffer capacity added when it runs low, bytes. Small, so that thousands of idle
 /// connections cost little; a large frame reserves its whole size at once.
@@ -123,6 +130,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             read_timeout: None,
             budget: None,
             held: None,
+            own: false,
         }
     }
 
@@ -144,6 +152,25 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// True while part of a frame is buffered.
     pub fn has_partial(&self) -> bool {
         !self.buf.is_empty()
+    }
+
+    /// Splits the first frame (`want` bytes with its size prefix) off the buffer: the whole
+    /// buffer when it was allocated for this frame alone (see [`OWN_ALLOCATION_BYTES`]), else a
+    /// part sharing its allocation with the bytes after it.
+    fn split_frame(&mut self, want: usize) -> Bytes {
+        if std::mem::take(&mut self.own) {
+            let mut frame = std::mem::take(&mut self.buf);
+            if frame.len() > want {
+                // Reads stop at the frame's end while the buffer is exactly its size; should
+                // the allocation have been larger, the bytes after it move to a new buffer.
+                self.buf = BytesMut::from(&frame[want..]);
+                frame.truncate(want);
+            }
+            frame.advance(4);
+            return frame.freeze();
+        }
+        self.buf.advance(4);
+        self.buf.split_to(want - 4).freeze()
     }
 
     fn wanted(&self) -> usize {
@@ -180,16 +207,25 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 }
                 let want = 4 + size;
                 if self.buf.len() >= want {
-                    self.buf.advance(4);
-                    let payload = self.buf.split_to(size).freeze();
+                    let payload = self.split_frame(want);
                     return Ok(Frame {
                         payload,
                         permit: self.held.take(),
                     });
                 }
-                // Make room for the whole frame in one go (bounded by max_frame above, and by
-                // the budget just taken).
-                self.buf.reserve(want - self.buf.len());
+                if want >= OWN_ALLOCATION_BYTES && !self.own {
+                    // A large frame gets a buffer of exactly its size: reads stop at its end,
+                    // and once the request's other parts are dropped its record batch can be
+                    // taken over without a copy (`Bytes::try_into_mut` in the produce path).
+                    let mut own = BytesMut::with_capacity(want);
+                    own.extend_from_slice(&self.buf);
+                    self.buf = own;
+                    self.own = true;
+                } else {
+                    // Make room for the whole frame in one go (bounded by max_frame above, and
+                    // by the budget just taken).
+                    self.buf.reserve(want - self.buf.len());
+                }
             } else if self.buf.capacity() - self.buf.len() < 1024 {
                 self.buf.reserve(READ_BUFFER);
             }
@@ -252,6 +288,36 @@ mod tests {
         let mut r = FrameReader::new(&neg[..], 100);
         assert!(matches!(r.next().await, Err(FrameError::BadSize { .. })));
         let mut r = FrameReader::new(&[][..], 100);
+        assert!(matches!(r.next().await, Err(FrameError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn a_large_frame_read_in_parts_owns_its_allocation() {
+        use tokio::io::AsyncWriteExt;
+        let (mut client, server) = tokio::io::duplex(1024);
+        let mut r = FrameReader::new(server, 1 << 20);
+        let big = vec![7u8; 4 * OWN_ALLOCATION_BYTES];
+        let writer = tokio::spawn(async move {
+            for frame in [&big[..], b"abc"] {
+                client
+                    .write_all(&(frame.len() as i32).to_be_bytes())
+                    .await
+                    .unwrap();
+                client.write_all(frame).await.unwrap();
+            }
+            client
+        });
+        let first = r.next().await.unwrap().payload;
+        assert_eq!(first.len(), 4 * OWN_ALLOCATION_BYTES);
+        assert!(first.iter().all(|&b| b == 7));
+        // nothing else refers to its allocation: the produce path can take it over
+        let owned = first
+            .try_into_mut()
+            .expect("a large frame read in parts is the only owner of its buffer");
+        assert_eq!(owned.len(), 4 * OWN_ALLOCATION_BYTES);
+        let second = r.next().await.unwrap().payload;
+        assert_eq!(&second[..], b"abc");
+        drop(writer.await.unwrap());
         assert!(matches!(r.next().await, Err(FrameError::Closed)));
     }
 
