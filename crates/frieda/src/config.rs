@@ -231,10 +231,12 @@ pub struct BrokerConfig {
     /// 104857600); smaller segments let the log cleaner compact it sooner.
     pub offsets_topic_segment_bytes: u64,
     /// Most partitions one topic may have (`max.partitions.per.topic`, default 10000); more is
-    /// INVALID_PARTITIONS. Not a Kafka setting: each partition holds at least three open files.
+    /// INVALID_PARTITIONS. Not a Kafka setting: a guard against a mistyped count (each
+    /// partition holds at least one open file).
     pub max_partitions_per_topic: i32,
-    /// Most partitions the broker hosts (`max.broker.partitions`, KIP-578's name, default 10000);
-    /// more is INVALID_PARTITIONS.
+    /// Most partitions the broker hosts (`max.broker.partitions`, KIP-578's name); more is
+    /// INVALID_PARTITIONS. Default 2147483647, no limit of its own, as Kafka: the open-file
+    /// budget (`log.segment.files.max`, one file per idle partition) is what bounds a broker.
     pub max_broker_partitions: i32,
     /// Most segment files the broker keeps open (`log.segment.files.max`, not a Kafka setting;
     /// `None`, the default: 80% of the process's open-file limit, which the broker first raises
@@ -446,7 +448,7 @@ impl Default for BrokerConfig {
             producer_id_expiration_check_interval_ms: 600_000,
             offsets_topic_segment_bytes: 104_857_600,
             max_partitions_per_topic: 10_000,
-            max_broker_partitions: 10_000,
+            max_broker_partitions: i32::MAX,
             log_segment_files_max: None,
             log_segment_ms_min: frieda_log::limits::DEFAULT_MIN_SEGMENT_MS,
             cluster: ClusterConfig::default(),
