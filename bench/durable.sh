@@ -10,16 +10,20 @@
 #
 #   bench/durable.sh [OUT_DIR]      (scripts/bench --durable runs it)
 #
+# scripts/bench --large runs the same harness for issue 58's goal 3 (large records at ~50 MB/s,
+# Frieda and Kafka both without fsync): a cell may name its record size, rate:producers:bytes.
+#
 # DURABLE_RF=3: 3-node clusters instead (bench/kafka/run-kafka-cluster.sh and
 # bench/frieda/run-frieda-cluster.sh, ports 22092+ / 21092+), topics with RF 3 and
 # min.insync.replicas=2; with flush.messages=1 every replica fsyncs (a follower before its next
 # fetch, which is what moves the high watermark), and all nodes' CPU is summed.
 #
-# Environment: DURABLE_CELLS "1000:1 10000:1 10000:8 50000:1 50000:8" (rate:producers), DURABLE_RF 1,
+# Environment: DURABLE_CELLS "1000:1 10000:1 10000:8 50000:1 50000:8" (rate:producers, or
+#   rate:producers:record bytes; 100 B when not given), DURABLE_RF 1,
 #   DURABLE_W 3 / DURABLE_D 15 (warm-up / measured s per cell), DURABLE_BURNIN 30,
 #   DURABLE_REPEAT 1, DURABLE_BROKERS "kafka frieda-fsync frieda", FRIEDA_BIN, BENCH_BIN,
 #   KAFKA_PORT (bench/kafka/env.sh), FRIEDA_PORT 19192.
-# Output: OUT_DIR/<repeat>/<broker>-<rate>-<producers>.json (frieda-bench --json) and
+# Output: OUT_DIR/<repeat>/<broker>-<rate>-<producers>[-<bytes>].json (frieda-bench --json) and
 # OUT_DIR/summary.txt (one line per cell: p50 p99 p99.9 p99.99 max in µs, broker CPU s per
 # million records).
 set -euo pipefail
@@ -100,7 +104,8 @@ for r in $(seq 1 "$REPEAT"); do
     "$BENCH_BIN" produce --bootstrap "$BOOT" $(topic_args "$b" burnin) --producers 8 --rate 0 \
       --warmup-secs 0 --duration-secs "$BURNIN" > "$OUT/$r/$b-burnin.txt" 2>&1 || true
     for cell in $CELLS; do
-      IFS=: read -r rate prod <<< "$cell"
+      IFS=: read -r rate prod size <<< "$cell"
+      name="$rate-$prod${size:+-$size}"
       # Every cell starts with no dirty pages anywhere: the burn-in's (GBs without fsync), the
       # previous cell's and a stopped broker's deleted data are written back before it, not
       # during it. The fsync of one cell otherwise waits behind another's writeback in the
@@ -108,12 +113,12 @@ for r in $(seq 1 "$REPEAT"); do
       # while 1.9 GB of other writeback went out; without it, 0 stalls in 3 x 60 s).
       sync
       # shellcheck disable=SC2046
-      "$BENCH_BIN" produce --bootstrap "$BOOT" $(topic_args "$b" "d-$rate-$prod") \
-        --producers "$prod" --rate "$rate" --warmup-secs "$W" --duration-secs "$D" \
-        --broker-pid "$BROKER_PID" --json "$OUT/$r/$b-$rate-$prod.json" > "$OUT/$r/$b-$rate-$prod.txt" 2>&1 || true
-      lat="$(grep -h 'latency µs' "$OUT/$r/$b-$rate-$prod.txt" || echo 'no result')"
-      cpu="$(grep -ho '([0-9.]* s per million records)' "$OUT/$r/$b-$rate-$prod.txt" || true)"
-      printf 'repeat %s  %-13s %6s rec/s %2s producers  %s %s\n' "$r" "$b" "$rate" "$prod" "$lat" "$cpu" | tee -a "$OUT/summary.txt"
+      "$BENCH_BIN" produce --bootstrap "$BOOT" $(topic_args "$b" "d-$name") \
+        --producers "$prod" --rate "$rate" --record-size "${size:-100}" --warmup-secs "$W" --duration-secs "$D" \
+        --broker-pid "$BROKER_PID" --json "$OUT/$r/$b-$name.json" > "$OUT/$r/$b-$name.txt" 2>&1 || true
+      lat="$(grep -h 'latency µs' "$OUT/$r/$b-$name.txt" || echo 'no result')"
+      cpu="$(grep -ho '([0-9.]* s per million records)' "$OUT/$r/$b-$name.txt" || true)"
+      printf 'repeat %s  %-13s %6s rec/s %2s producers %6s B  %s %s\n' "$r" "$b" "$rate" "$prod" "${size:-100}" "$lat" "$cpu" | tee -a "$OUT/summary.txt"
     done
     stop_broker
     sleep 5
