@@ -45,11 +45,14 @@ mkdir -p "$OUT"
 # A copy: a rebuild during the run changes nothing.
 cp "$FRIEDA_BIN" "$OUT/frieda"
 BROKER_PID=""
+# A stopped broker's data is deleted: an unthrottled burn-in writes GBs (at RF 3 about 10 GB per
+# cluster), and left behind they filled this machine's disk on 2026-12-06.
 stop_broker() {
   if [ "$RF" = 3 ]; then
     "$ROOT/bench/kafka/stop-kafka-cluster.sh" >/dev/null 2>&1 || true
     "$ROOT/bench/frieda/stop-frieda-cluster.sh" "$FRIEDA_CLUSTER_DIR" >/dev/null 2>&1 || true
     BROKER_PID=""
+    rm -rf "$FRIEDA_CLUSTER_DIR" "${KAFKA_CLUSTER_DIR:-$KAFKA_ANCHOR_DIR/cluster}"
     return
   fi
   if [ -n "$BROKER_PID" ]; then
@@ -58,6 +61,7 @@ stop_broker() {
     BROKER_PID=""
   fi
   if kafka_pid_alive; then "$ROOT/bench/kafka/stop-kafka.sh" >/dev/null 2>&1 || true; fi
+  rm -rf /tmp/frieda-durable-data "$KAFKA_DATA"
 }
 trap stop_broker EXIT
 
