@@ -32,6 +32,7 @@ mod control;
 mod crash_tests;
 mod epoch;
 mod error;
+mod file_slice;
 pub mod fs;
 mod index;
 pub mod limits;
@@ -68,6 +69,7 @@ pub use epoch::{
     UNDEFINED_EPOCH_OFFSET,
 };
 pub use error::LogError;
+pub use file_slice::{FileFetch, FileSlice};
 pub use fs::{FileRef, FileSystem, LogDir, LogFile, OsFs};
 pub use mem_fs::{CrashStats, MemFs};
 pub use partition::{
@@ -79,6 +81,6 @@ pub use producer_state::{
     BATCHES_TO_RETAIN, MAX_PRODUCERS_PER_PARTITION,
 };
 pub use records::{encode_record, parse_records, RecordRef};
-pub use segment::SegmentWriteback;
+pub use segment::{CacheProbe, SegmentWriteback};
 pub use txn_index::AbortedTxn;
 pub use validator::{validate_header, validate_records, RecordPolicy};

@@ -22,6 +22,7 @@ use crate::config::{LogConfig, TimestampType};
 use crate::control::{build_marker_batch, read_control_record, ControlRecord, EndTxnMarker};
 use crate::epoch::{EpochCache, Epochs};
 use crate::error::LogError;
+use crate::file_slice::{FileFetch, FileSlice};
 use crate::fs::{FileSystem, LogDir, OsFs};
 use crate::limits;
 use crate::producer_state::{
@@ -142,6 +143,9 @@ pub struct DiskRead {
     max_offset: i64,
     index_interval: usize,
     segments: Vec<(Arc<SegmentShared>, crate::segment::ReadStart)>,
+    /// Per segment, the offset-index entries a zero-copy read may jump to (empty for a plan
+    /// of [`LogReader::plan_disk_read`]).
+    marks: Vec<Vec<crate::index::OffsetEntry>>,
 }
 
 impl DiskRead {
@@ -171,6 +175,52 @@ impl DiskRead {
                 out.next_offset = r.next_offset;
                 cur = r.next_offset;
                 out.chunks.push(d);
+            }
+            if r.stopped || cur >= self.max_offset {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl DiskRead {
+    /// [`run`](Self::run) without reading the batches: the file ranges that hold them, for a
+    /// zero-copy send (`sendfile`). Reads only the batch headers it needs (see
+    /// [`SegmentShared::slice_batches_at`]); plan it with [`LogReader::plan_file_read`] so
+    /// it can skip ahead by the offset index.
+    ///
+    /// `probe` says how much of a range the page cache lacks (the bytes are counted in
+    /// [`FETCH_READS`](crate::stats::FETCH_READS) as a copying read's would be).
+    ///
+    /// Errors: as [`run`](Self::run).
+    pub fn run_unread(self, probe: crate::segment::CacheProbe) -> Result<FileFetch, LogError> {
+        let mut out = FileFetch {
+            slices: Vec::new(),
+            bytes: 0,
+            first_offset: self.offset,
+            next_offset: self.offset,
+        };
+        let mut cur = self.offset;
+        for (i, (s, at)) in self.segments.iter().enumerate() {
+            let marks = self.marks.get(i).map_or(&[][..], |m| &m[..]);
+            let want = crate::segment::SliceWant {
+                at: *at,
+                marks,
+                offset: cur,
+                max_bytes: self.max_bytes.saturating_sub(out.bytes),
+                max_offset: self.max_offset,
+                include_first_anyway: out.slices.is_empty(),
+            };
+            let r = s.slice_batches_at(want, self.index_interval, probe)?;
+            if r.bytes > 0 {
+                if out.slices.is_empty() {
+                    out.first_offset = r.first_offset;
+                }
+                out.bytes += r.bytes;
+                out.next_offset = r.next_offset;
+                cur = r.next_offset;
+                out.slices.push(FileSlice::new(s.clone(), r.pos, r.bytes));
             }
             if r.stopped || cur >= self.max_offset {
                 break;
@@ -2238,6 +2288,7 @@ impl LogReader {
             index_interval: usize::try_from(self.shared.index_interval.load(Ordering::Relaxed))
                 .unwrap_or(4096),
             segments: Vec::new(),
+            marks: Vec::new(),
         };
         let Some(leo) = self.bounds(offset)? else {
             return Ok(plan);
@@ -2260,6 +2311,35 @@ impl LogReader {
                 (s.clone(), at)
             })
             .collect();
+        Ok(plan)
+    }
+
+    /// [`plan_disk_read`](Self::plan_disk_read) for [`DiskRead::run_unread`]: also takes along
+    /// each segment's offset-index entries within `max_bytes` of where its read starts.
+    ///
+    /// Errors: as [`plan_disk_read`](Self::plan_disk_read).
+    pub fn plan_file_read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+    ) -> Result<DiskRead, LogError> {
+        let mut plan = self.plan_disk_read(offset, max_bytes, max_offset)?;
+        let marked: Vec<_> = plan
+            .segments
+            .iter()
+            .enumerate()
+            .map(|(i, (s, _))| {
+                s.locate_marked(if i == 0 { offset } else { s.base_offset }, max_bytes)
+            })
+            .collect();
+        plan.segments = plan
+            .segments
+            .into_iter()
+            .zip(marked.iter())
+            .map(|((s, _), (at, _))| (s, *at))
+            .collect();
+        plan.marks = marked.into_iter().map(|(_, m)| m).collect();
         Ok(plan)
     }
 

@@ -1570,3 +1570,53 @@ fn a_full_index_rolls_the_segment_as_segment_index_bytes_says() {
     fill(&mut log, 10, 2, 1000, 10);
     assert_eq!(log.segments.len(), 1);
 }
+
+/// A zero-copy read ([`DiskRead::run_unread`]) names exactly the bytes a copying read
+/// ([`DiskRead::run`]) returns, with the same first and next offsets, for every start offset,
+/// byte limit and high watermark, across segments, batches of very different sizes and a sparse
+/// offset index it jumps by.
+#[test]
+fn a_zero_copy_read_names_the_bytes_a_copying_read_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        index_interval_bytes: 700,
+        segment_bytes: 9_000,
+        ..no_cache()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, NOW).unwrap();
+    for i in 0..60usize {
+        // 1-7 records of 20-1,020 bytes: batches of ~100 B to ~7 KiB.
+        let b = simple_batch(1 + i % 7, NOW + i as i64, 20 + (i * 337) % 1000);
+        log.append(bm(&b), NOW).unwrap();
+    }
+    assert!(log.segments.len() >= 5, "{} segments", log.segments.len());
+    let leo = log.log_end_offset();
+    let r = log.reader();
+    let mut jumped = 0;
+    for offset in (0..leo).step_by(3) {
+        for max_bytes in [1usize, 500, 2_000, 6_000, 20_000, 1 << 20] {
+            for max_offset in [offset + 1, offset + 9, leo - 5, leo] {
+                let copied = r
+                    .plan_disk_read(offset, max_bytes, max_offset)
+                    .unwrap()
+                    .run()
+                    .unwrap();
+                let plan = r.plan_file_read(offset, max_bytes, max_offset).unwrap();
+                jumped += usize::from(plan.marks.iter().any(|m| !m.is_empty()));
+                let sliced = plan.run_unread(|_, _, _| None).unwrap();
+                let what = format!("offset {offset} max_bytes {max_bytes} max_offset {max_offset}");
+                assert_eq!(sliced.bytes, copied.bytes, "{what}");
+                assert_eq!(sliced.first_offset, copied.first_offset, "{what}");
+                assert_eq!(sliced.next_offset, copied.next_offset, "{what}");
+                let mut got = Vec::new();
+                for s in &sliced.slices {
+                    let mut buf = vec![0u8; s.len()];
+                    s.read_at(&mut buf, 0).unwrap();
+                    got.extend_from_slice(&buf);
+                }
+                assert_eq!(got, concat(&copied), "{what}");
+            }
+        }
+    }
+    assert!(jumped > 100, "the offset index was used {jumped} times");
+}

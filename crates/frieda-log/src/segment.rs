@@ -94,6 +94,40 @@ pub(crate) struct SegRead {
     pub stopped: bool,
 }
 
+/// Bytes of the pages of `[pos, pos + len)` of a file that the page cache does not hold
+/// (`None`: unknown), for [`SegmentShared::slice_batches_at`]'s counts; the broker gives
+/// `cachestat(2)` (this crate does no `unsafe` system calls of its own).
+pub type CacheProbe = fn(&std::fs::File, u64, usize) -> Option<usize>;
+
+/// Offset-index entries a zero-copy read takes along per segment at most
+/// ([`SegmentShared::locate_marked`]): 8 MiB at the default 4 KiB index interval.
+pub(crate) const MAX_READ_MARKS: usize = 2048;
+
+/// What [`SegmentShared::slice_batches_at`] looks for: from `at` (jumping by `marks`), the
+/// batches from the one containing `offset`, within `max_bytes` (the first whole if
+/// `include_first_anyway`), each with its last offset below `max_offset`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SliceWant<'a> {
+    pub at: ReadStart,
+    pub marks: &'a [OffsetEntry],
+    pub offset: i64,
+    pub max_bytes: usize,
+    pub max_offset: i64,
+    pub include_first_anyway: bool,
+}
+
+/// Whole batches of one segment found for a zero-copy send ([`SegmentShared::slice_batches_at`]):
+/// `bytes` from `pos` of its `.log` (none: nothing to send from this segment).
+#[derive(Debug)]
+pub(crate) struct SegSlice {
+    pub pos: u64,
+    pub bytes: usize,
+    pub first_offset: i64,
+    pub next_offset: i64,
+    /// Stopped because of `max_bytes` or `max_offset` (do not continue into the next segment).
+    pub stopped: bool,
+}
+
 /// Reads `len` bytes at `pos` or fails with `Corrupt` if the file is shorter.
 pub(crate) fn read_exact_at(file: &dyn LogFile, pos: u64, len: usize) -> Result<Vec<u8>, LogError> {
     let mut buf = vec![0u8; len];
@@ -243,6 +277,9 @@ struct Window<'a> {
     chunk: usize,
     start: u64,
     data: Vec<u8>,
+    /// Its reads count in [`FETCH_READS`](crate::stats::FETCH_READS) (a zero-copy read counts
+    /// the bytes it sends instead).
+    counted: bool,
 }
 
 impl<'a> Window<'a> {
@@ -253,6 +290,7 @@ impl<'a> Window<'a> {
             chunk,
             start: 0,
             data: Vec::new(),
+            counted: true,
         }
     }
 
@@ -268,7 +306,11 @@ impl<'a> Window<'a> {
                     self.limit
                 )));
             }
-            self.data = read_for_fetch(self.file, pos, avail as usize)?;
+            self.data = if self.counted {
+                read_for_fetch(self.file, pos, avail as usize)?
+            } else {
+                read_exact_at(self.file, pos, avail as usize)?
+            };
             self.start = pos;
         }
         let at = (pos - self.start) as usize;
@@ -372,6 +414,144 @@ impl SegmentShared {
         } else {
             out.next_offset = offset;
             out.first_offset = offset;
+        }
+        Ok(out)
+    }
+
+    /// [`locate`](Self::locate), plus the offset-index entries a zero-copy read of about
+    /// `max_bytes` from there may jump to ([`slice_batches_at`](Self::slice_batches_at)): those
+    /// after the start position and within `max_bytes` of it, at most [`MAX_READ_MARKS`]
+    /// (a longer read scans the rest header by header).
+    pub fn locate_marked(&self, offset: i64, max_bytes: usize) -> (ReadStart, Vec<OffsetEntry>) {
+        let st = self.state.read();
+        let rel = u32::try_from(offset.saturating_sub(self.base_offset)).unwrap_or(u32::MAX);
+        let first = st.offset_index.partition_point(|e| e.rel_offset <= rel);
+        let pos = first
+            .checked_sub(1)
+            .map_or(0, |i| u64::from(st.offset_index[i].position));
+        let reach = pos.saturating_add(max_bytes as u64);
+        let marks = st.offset_index[first..]
+            .iter()
+            .take_while(|e| u64::from(e.position) <= reach)
+            .take(MAX_READ_MARKS)
+            .copied()
+            .collect();
+        let at = ReadStart {
+            pos,
+            size: st.size,
+            end_offset: st.end_offset,
+        };
+        (at, marks)
+    }
+
+    /// Finds, without reading them, the whole batches [`read_batches_at`](Self::read_batches_at)
+    /// would read (the same rules: from the batch containing `offset`, within `max_bytes` but
+    /// the first batch whole if `include_first_anyway`, only batches whose last offset is below
+    /// `max_offset`) for a zero-copy send of the file range. Reads only the batch headers it
+    /// needs: up to the first batch from `at`, then it jumps to the furthest of `marks` (offset
+    /// index entries from [`locate_marked`](Self::locate_marked)) the limits allow, and scans
+    /// from there. `pread`s only, no lock. Counts the bytes in
+    /// [`FETCH_READS`](crate::stats::FETCH_READS) by what `probe` says of their pages before the
+    /// header reads (whose readahead would fill the page cache).
+    ///
+    /// Errors: `LogError::Io` for a failed `pread`, `LogError::Corrupt` for a batch header that
+    /// does not parse or runs past the segment.
+    pub fn slice_batches_at(
+        &self,
+        want: SliceWant<'_>,
+        index_interval: usize,
+        probe: CacheProbe,
+    ) -> Result<SegSlice, LogError> {
+        let SliceWant {
+            at,
+            marks,
+            offset,
+            max_bytes,
+            max_offset,
+            include_first_anyway,
+        } = want;
+        let ReadStart {
+            mut pos,
+            size,
+            end_offset,
+        } = at;
+        let mut out = SegSlice {
+            pos,
+            bytes: 0,
+            first_offset: offset,
+            next_offset: offset,
+            stopped: false,
+        };
+        if offset >= end_offset {
+            return Ok(out);
+        }
+        // Headers between index entries: one window of about the index interval.
+        let chunk = index_interval
+            .saturating_add(BATCH_HEADER_LEN)
+            .clamp(512, 64 << 10);
+        // Which pages of what may be sent the page cache holds, asked before the header reads
+        // (their readahead would fill it).
+        let span = size.min(pos.saturating_add((max_bytes + chunk) as u64)) - pos;
+        let uncached = self.log.os_file().map(|f| probe(f, pos, span as usize));
+        let mut win = Window::new(&self.log, size, chunk);
+        win.counted = false;
+        let mut header = |pos: u64| -> Result<BatchHeader, LogError> {
+            let h = BatchHeader::parse(win.get(pos, BATCH_HEADER_LEN)?)?;
+            check_header(&h, pos, size)?;
+            Ok(h)
+        };
+        let first = loop {
+            if pos >= size {
+                return Ok(out);
+            }
+            let h = header(pos)?;
+            if h.last_offset() >= offset {
+                break h;
+            }
+            pos += h.total_size() as u64;
+        };
+        let first_pos = pos;
+        let total = first.total_size();
+        if first.last_offset() >= max_offset || total > max_bytes && !include_first_anyway {
+            out.stopped = true;
+            return Ok(out);
+        }
+        out.pos = first_pos;
+        out.first_offset = first.base_offset;
+        out.bytes = total;
+        out.next_offset = first.last_offset() + 1;
+        pos += total as u64;
+        // Every batch before an index entry ends below the entry's base offset, so an entry
+        // within `max_bytes`, inside the located size and at or below `max_offset` may be
+        // jumped to: the batches up to it all qualify.
+        let reach = first_pos.saturating_add(max_bytes as u64).min(size);
+        if let Some(m) = marks.iter().rev().find(|m| {
+            let p = u64::from(m.position);
+            p > pos && p <= reach && self.base_offset + i64::from(m.rel_offset) <= max_offset
+        }) {
+            pos = u64::from(m.position);
+            out.bytes = (pos - first_pos) as usize;
+            out.next_offset = self.base_offset + i64::from(m.rel_offset);
+        }
+        while pos < size {
+            let h = header(pos)?;
+            let total = h.total_size();
+            if h.last_offset() >= max_offset || out.bytes + total > max_bytes {
+                out.stopped = true;
+                break;
+            }
+            out.bytes += total;
+            out.next_offset = h.last_offset() + 1;
+            pos += total as u64;
+        }
+        // Counted as a copying read's bytes would be: a `sendfile` reads the missing pages from
+        // the device.
+        use crate::stats::{FetchReads, FETCH_READS};
+        match uncached {
+            None => FetchReads::note(&FETCH_READS.page_cache, out.bytes),
+            Some(Some(0)) => FetchReads::note(&FETCH_READS.page_cache, out.bytes),
+            Some(Some(missing)) => FetchReads::note(&FETCH_READS.disk, missing.min(out.bytes)),
+            Some(None) => FetchReads::note(&FETCH_READS.unknown, out.bytes),
         }
         Ok(out)
     }

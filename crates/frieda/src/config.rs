@@ -195,6 +195,11 @@ pub struct BrokerConfig {
     /// Design switch (DESIGN.md 2, eager vectored writes; `response.vectored.writes`), default
     /// true: every released response waiting goes out in one `writev`. False: one `write` each.
     pub response_vectored_writes: bool,
+    /// Design switch (issue 58, goal 4; `fetch.zero.copy`), default true: a consumer's Fetch
+    /// answered from the segment files over plain TCP sends them with `sendfile`, as Kafka's
+    /// `FileRecords.writeTo` does; false: they are read into memory and written (with TLS
+    /// always).
+    pub fetch_zero_copy: bool,
     /// Where the Prometheus metrics endpoint listens (`metrics.listen`, `host:port`, HTTP
     /// `GET /metrics`); default unset: no endpoint, and requests are not timed or counted.
     pub metrics_listen: Option<SocketAddr>,
@@ -437,6 +442,7 @@ impl Default for BrokerConfig {
             topic_defaults: TopicConfigs::default(),
             overlapped_processing: true,
             response_vectored_writes: true,
+            fetch_zero_copy: true,
             metrics_listen: None,
             log_append_mode: AppendMode::Inline,
             log_group_commit: true,
@@ -920,6 +926,7 @@ impl BrokerConfig {
             }
             "overlapped.processing" => self.overlapped_processing = text.parse()?,
             "response.vectored.writes" => self.response_vectored_writes = text.parse()?,
+            "fetch.zero.copy" => self.fetch_zero_copy = text.parse()?,
             "metrics.listen" => {
                 self.metrics_listen = if text.trim().is_empty() {
                     None

@@ -39,6 +39,7 @@ pub const FRIEDA_ONLY_KEYS: &[&str] = &[
     "bulk.append.priority",
     "overlapped.processing",
     "response.vectored.writes",
+    "fetch.zero.copy",
     "metrics.listen",
     "log.append.mode",
     "log.group.commit",

@@ -21,10 +21,11 @@ use crate::replication::fetch::fetch_completes;
 use crate::replication::follower::EpochEnd;
 use crate::replication::read_replica::{self, ReadCandidate, ReplicaSelector};
 use crate::security::acl::{op, resource};
+use crate::security::SecurityProtocol;
 use crate::storage::backlog::ReadFor;
-use crate::storage::partition::Partition;
+use crate::storage::partition::{Fetched, Partition};
 use bytes::{Bytes, BytesMut};
-use frieda_log::{AbortedTxn, FetchData, LogError};
+use frieda_log::{AbortedTxn, FetchData, FileFetch, LogError};
 use futures::future::select_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_response::{
@@ -39,6 +40,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// Fetch v12 is the first flexible version (KIP-482: compact bytes for `records`).
+const FLEXIBLE_VERSION: i16 = 12;
 /// Fetch v13 names topics by id (KIP-516).
 const TOPIC_ID_VERSION: i16 = 13;
 /// Longest wait honoured, ms, whatever the client asks.
@@ -391,6 +394,7 @@ pub async fn handle(
     };
     ctx.timing.waited(waited);
 
+    let fetched_bytes: usize = results.iter().map(PartitionRead::bytes).sum();
     for (w, r) in wanted.iter().zip(results) {
         let mut pd = PartitionData::default()
             .with_partition_index(w.partition_index)
@@ -412,6 +416,10 @@ pub async fn handle(
                 (PartitionRead::Data(data), true) => Some(
                     p.reader()
                         .aborted_transactions(w.fetch_offset, data.next_offset),
+                ),
+                (PartitionRead::Files(files), true) => Some(
+                    p.reader()
+                        .aborted_transactions(w.fetch_offset, files.next_offset),
                 ),
                 (PartitionRead::Remote(_, aborted), true) => Some(aborted.clone()),
                 _ => None,
@@ -439,6 +447,12 @@ pub async fn handle(
             PartitionRead::Data(data) | PartitionRead::Remote(data, _) => {
                 pd.with_records(Some(concat(data)))
             }
+            // Sent from the segment files with `sendfile` (the marker is replaced by them
+            // when the response is encoded).
+            PartitionRead::Files(files) => pd.with_records(Some(
+                ctx.splice
+                    .files(files.slices, ctx.api_version >= FLEXIBLE_VERSION),
+            )),
             PartitionRead::Empty => pd.with_records(Some(Bytes::new())),
             // Kafka sends empty (not null) records with an error; librdkafka refuses null here.
             PartitionRead::Error(code) => pd
@@ -451,11 +465,7 @@ pub async fn handle(
     if replica < 0 {
         // consumer_byte_rate (a follower's fetch is not a client's): a fetch that takes the rate
         // over the quota sends nothing (its bytes are taken back) and says how long to wait.
-        let bytes: usize = topics_out
-            .iter()
-            .flat_map(|t| &t.partitions)
-            .map(|p| p.records.as_ref().map_or(0, |r| r.len()))
-            .sum();
+        let bytes = fetched_bytes;
         let user = &ctx.session.principal.name;
         let client = ctx.client_id.as_deref().unwrap_or("");
         let now = std::time::Instant::now();
@@ -464,6 +474,7 @@ pub async fn handle(
         if throttle > 0 {
             quotas.unrecord(QuotaKind::Fetch, user, client, bytes, now);
             ctx.throttle.at_least(throttle);
+            ctx.splice.clear();
             return resp.with_throttle_time_ms(ctx.throttle.get() as i32);
         }
     }
@@ -483,6 +494,8 @@ enum PartitionRead {
     Data(FetchData),
     /// Read from the remote tier (KIP-405), with the aborted transactions of its segment.
     Remote(FetchData, Vec<AbortedTxn>),
+    /// Left in the segment files, to be sent with `sendfile` (`fetch.zero.copy`).
+    Files(FileFetch),
     Empty,
     Error(ResponseError),
 }
@@ -491,6 +504,7 @@ impl PartitionRead {
     fn bytes(&self) -> usize {
         match self {
             PartitionRead::Data(d) | PartitionRead::Remote(d, _) => d.bytes,
+            PartitionRead::Files(f) => f.bytes,
             _ => 0,
         }
     }
@@ -513,6 +527,12 @@ async fn read_all(
 ) -> Vec<PartitionRead> {
     let mut out = Vec::with_capacity(wanted.len());
     let mut used = 0usize;
+    // A consumer's read of the segment files over plain TCP is sent with `sendfile`.
+    let zero_copy = broker.config.fetch_zero_copy
+        && matches!(
+            ctx.session.protocol,
+            SecurityProtocol::Plaintext | SecurityProtocol::SaslPlaintext
+        );
     for w in wanted {
         let p = match &w.partition {
             Ok(p) => p,
@@ -599,8 +619,20 @@ async fn read_all(
             }
             continue;
         }
-        let read = p
-            .read_classed(
+        let read = if zero_copy && !w.replica {
+            p.read_zero_copy(w.fetch_offset, budget.max(1), hw)
+                .await
+                .map(|f| match f {
+                    Fetched::Memory(d) => PartitionRead::Data(d),
+                    Fetched::Files(f) => {
+                        if f.bytes > 0 {
+                            ctx.backlog.set();
+                        }
+                        PartitionRead::Files(f)
+                    }
+                })
+        } else {
+            p.read_classed(
                 w.fetch_offset,
                 budget.max(1),
                 hw,
@@ -615,16 +647,17 @@ async fn read_all(
                 if from_disk && !w.replica && d.bytes > 0 {
                     ctx.backlog.set();
                 }
-                d
-            });
+                PartitionRead::Data(d)
+            })
+        };
         let first = used == 0;
         out.push(match read {
-            Ok(d) if d.bytes == 0 => PartitionRead::Empty,
+            Ok(r) if r.bytes() == 0 => PartitionRead::Empty,
             // Only the response's first batch may exceed the limits (KIP-74).
-            Ok(d) if !first && d.bytes > budget => PartitionRead::Empty,
-            Ok(d) => {
-                used += d.bytes;
-                PartitionRead::Data(d)
+            Ok(r) if !first && r.bytes() > budget => PartitionRead::Empty,
+            Ok(r) => {
+                used += r.bytes();
+                r
             }
             Err(LogError::OffsetOutOfRange { .. }) => {
                 PartitionRead::Error(ResponseError::OffsetOutOfRange)

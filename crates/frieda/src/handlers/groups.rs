@@ -551,6 +551,7 @@ mod tests {
             throttle: Default::default(),
             backlog: Default::default(),
             produce_ticket: Default::default(),
+            splice: Default::default(),
             session: std::sync::Arc::new(crate::security::Session::anonymous(
                 "PLAINTEXT".into(),
                 crate::security::SecurityProtocol::Plaintext,

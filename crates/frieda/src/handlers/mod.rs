@@ -32,6 +32,7 @@ pub mod share_dlq;
 pub mod share_fetch;
 pub mod share_groups;
 pub mod share_state;
+pub mod splice;
 pub mod streams_groups;
 pub mod table;
 pub mod topic_partitions;
@@ -82,6 +83,44 @@ pub struct RequestContext {
     /// A Produce request's place in its connection's order of appends (overlapped
     /// processing; [`produce_order`]).
     pub produce_ticket: produce_order::TicketSlot,
+    /// File ranges the response carries, sent with `sendfile` (a consumer's Fetch of the
+    /// segment files over plain TCP; [`splice`]).
+    pub splice: splice::Splice,
+}
+
+/// An encoded response (size prefix included): bytes, or bytes with file ranges to send with
+/// `sendfile` ([`splice`]).
+#[derive(Debug, Clone)]
+pub enum Response {
+    /// Every byte in memory.
+    Bytes(Bytes),
+    /// Records in the segment files.
+    Spliced(Arc<crate::storage::zero_copy::SplicedResponse>),
+}
+
+impl Response {
+    /// Bytes of the whole response.
+    pub fn len(&self) -> usize {
+        match self {
+            Response::Bytes(b) => b.len(),
+            Response::Spliced(s) => s.len(),
+        }
+    }
+
+    /// Whether it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole response in memory (file ranges read).
+    ///
+    /// Errors: a file's read (a segment shorter than its range now).
+    pub fn to_bytes(&self) -> std::io::Result<Bytes> {
+        match self {
+            Response::Bytes(b) => Ok(b.clone()),
+            Response::Spliced(s) => s.copy_range(0, s.len()),
+        }
+    }
 }
 
 /// Whether a response belongs to the backlog class (see [`RequestContext::backlog`]).
@@ -134,7 +173,7 @@ impl Throttle {
 /// stages when timed, and the quota throttle time (ms) the connection applies after it.
 pub struct Handled {
     /// The encoded response.
-    pub response: Result<Option<Bytes>, CloseConnection>,
+    pub response: Result<Option<Response>, CloseConnection>,
     /// Stage times (metrics on).
     pub times: Option<RequestTimes>,
     /// Throttle time, ms (0: none).
@@ -260,6 +299,7 @@ pub fn parse_request(
         backlog: BacklogResponse::default(),
         timing: RequestTiming::default(),
         produce_ticket: Default::default(),
+        splice: Default::default(),
     };
     Ok((ctx, frame))
 }
@@ -311,6 +351,21 @@ pub fn encode<T: Encodable>(ctx: &RequestContext, response: &T) -> Result<Bytes,
 fn encode_now<T: Encodable>(ctx: &RequestContext, response: &T) -> Result<Bytes, CloseConnection> {
     let header = ResponseHeader::default().with_correlation_id(ctx.correlation_id);
     let header_version = ctx.api_key.response_header_version(ctx.api_version);
+    if ctx.splice.has_files() {
+        // Records left in the segment files (a zero-copy fetch).
+        return ctx
+            .splice
+            .encode(|buf| {
+                buf.put_i32(0);
+                header.encode(buf, header_version)?;
+                response.encode(buf, ctx.api_version)
+            })
+            .map_err(|e| {
+                tracing::error!(peer = %ctx.peer, api = ?ctx.api_key, version = ctx.api_version, error = %e,
+                    "closing connection: could not encode response");
+                CloseConnection
+            });
+    }
     let mut buf = BytesMut::with_capacity(256);
     buf.put_i32(0);
     let result = header
@@ -335,7 +390,7 @@ pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Ha
     let Some(received) = ctx.timing.received else {
         let response = table::dispatch(broker, &ctx, body).await;
         return Handled {
-            response,
+            response: spliced(&ctx, response),
             times: None,
             throttle_ms: ctx.throttle.get(),
             backlog: ctx.backlog.get(),
@@ -367,11 +422,23 @@ pub async fn handle(broker: Arc<Broker>, ctx: RequestContext, body: Bytes) -> Ha
         .saturating_sub(times.append_ns);
     charge_request_quota(&broker, &ctx, busy_ns as f64 / 1e9 * 100.0);
     Handled {
-        response: result,
+        response: spliced(&ctx, result),
         times: Some(times),
         throttle_ms: ctx.throttle.get(),
         backlog: ctx.backlog.get(),
     }
+}
+
+/// The handler's encoded response, or the one with file ranges its encoding made instead.
+fn spliced(
+    ctx: &RequestContext,
+    response: Result<Option<Bytes>, CloseConnection>,
+) -> Result<Option<Response>, CloseConnection> {
+    let response = response?;
+    Ok(match ctx.splice.take_encoded() {
+        Some(s) if response.is_some() => Some(Response::Spliced(s)),
+        _ => response.map(Response::Bytes),
+    })
 }
 
 /// Records `percent_seconds` of request time (KIP-124: percent of one thread for a second) for

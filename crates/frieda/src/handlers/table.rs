@@ -358,6 +358,7 @@ mod tests {
             throttle: Throttle::default(),
             backlog: Default::default(),
             produce_ticket: Default::default(),
+            splice: Default::default(),
             timing: RequestTiming::default(),
         }
     }
@@ -385,6 +386,7 @@ mod tests {
                 .unwrap_or_else(|_| panic!("{:?} v{v}: no answer within 30 s", s.key));
                 match handled.response {
                     Ok(Some(resp)) => {
+                        let resp = resp.to_bytes().unwrap();
                         assert_eq!(&resp[4..8], &7i32.to_be_bytes(), "{:?} v{v}", s.key);
                     }
                     // a default Produce has acks=0: no response is due
@@ -426,7 +428,7 @@ mod tests {
                 .unwrap();
             let body = buf.freeze();
             let resp = handle(broker.clone(), ctx, body).await.response.unwrap();
-            let mut resp = resp.unwrap().slice(8..);
+            let mut resp = resp.unwrap().to_bytes().unwrap().slice(8..);
             // the response header of ApiVersions is v0 at every version (KIP-511)
             let decoded = ApiVersionsResponse::decode(&mut resp, v).unwrap();
             assert_eq!(decoded.error_code, 0);

@@ -285,6 +285,18 @@ impl Collector for BrokerCollector {
                 )
             }),
         )?;
+        family(
+            &mut e,
+            "frieda_fetch_zero_copy_bytes",
+            "Bytes of consumers' Fetch responses sent from the segment files with sendfile, not copied (fetch.zero.copy).",
+            MetricType::Counter,
+            [(
+                vec![],
+                ConstCounter::new(
+                    crate::storage::zero_copy::SENT_BYTES.load(Ordering::Relaxed),
+                ),
+            )],
+        )?;
         let parts = local_partitions(broker);
         let per_partition = |f: &dyn Fn(&crate::storage::partition::Partition) -> i64| {
             parts

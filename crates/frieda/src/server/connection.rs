@@ -8,7 +8,7 @@
 
 use super::authentication::{self as auth, SaslOutcome};
 use super::frame::{FrameError, FrameReader, RequestBudget};
-use super::sequencer::{ResponseQueue, Wrote};
+use super::sequencer::{BacklogFront, ResponseQueue, Wrote};
 use super::transport::{self, Reader, Writer};
 use crate::broker::Broker;
 use crate::handlers::{self, RequestTiming};
@@ -116,7 +116,7 @@ fn queue_sasl(
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
-                (Ok(Some(resp)), None, 0, false)
+                (Ok(Some(handlers::Response::Bytes(resp))), None, 0, false)
             }
             .boxed(),
         );
@@ -163,10 +163,17 @@ async fn write_out(out: &mut ResponseQueue, wr: &Writer) -> std::io::Result<bool
             Wrote::Empty => return Ok(true),
             Wrote::Full => return Ok(false),
             Wrote::Backlog => {
-                let (Some(fd), Some(data)) = (fd, out.backlog_front()) else {
+                let (Some(fd), Some(front)) = (fd, out.backlog_front()) else {
                     return Ok(out.is_empty());
                 };
-                let n = crate::storage::backlog::write_now(fd, data).await?;
+                let n = match front {
+                    BacklogFront::Bytes(data) => {
+                        crate::storage::backlog::write_now(fd, data).await?
+                    }
+                    BacklogFront::Spliced(resp, skip) => {
+                        crate::storage::zero_copy::write_now(fd, resp, skip).await?
+                    }
+                };
                 out.written(n);
                 if n == 0 {
                     // The socket is full. Tokio must see that itself (its WouldBlock clears the
@@ -187,7 +194,7 @@ async fn write_out(out: &mut ResponseQueue, wr: &Writer) -> std::io::Result<bool
 /// stages with when its frame was read and when its handler finished; its quota throttle (ms);
 /// whether it carries backlog data.
 type Handled = (
-    Result<Option<bytes::Bytes>, handlers::CloseConnection>,
+    Result<Option<handlers::Response>, handlers::CloseConnection>,
     Option<(RequestTimes, std::time::Instant, std::time::Instant)>,
     u32,
     bool,
@@ -414,7 +421,7 @@ async fn serve(
                                 // An early answer (ApiVersions of an unsupported version) still
                                 // goes out in order; otherwise the connection closes.
                                 if let Some(resp) = reject {
-                                    inflight.push_back(async move { (Ok(Some(resp)), None, 0, false) }.boxed());
+                                    inflight.push_back(async move { (Ok(Some(handlers::Response::Bytes(resp))), None, 0, false) }.boxed());
                                 } else {
                                     closing = true;
                                 }

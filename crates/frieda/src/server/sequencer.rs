@@ -9,9 +9,12 @@
 //! "Dynamic Eager Flush"), and no hand-off to another task or thread. What the socket does not
 //! take at once stays queued until the socket is writable again.
 
+use crate::handlers::Response;
+use crate::storage::zero_copy::SplicedResponse;
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
+use std::sync::Arc;
 
 /// Responses written per vectored write at most (IOV_MAX is 1024 on Linux).
 pub const MAX_IOVECS: usize = 64;
@@ -44,9 +47,19 @@ pub enum Wrote {
     Backlog,
 }
 
-/// Released responses not yet taken by the socket, oldest first.
+/// The unwritten rest of the oldest response, for the backlog lane to write.
+pub enum BacklogFront {
+    /// Bytes in memory.
+    Bytes(Bytes),
+    /// A response with file ranges ([`SplicedResponse`]), from this byte on.
+    Spliced(Arc<SplicedResponse>, usize),
+}
+
+/// Released responses not yet taken by the socket, oldest first. A response with file ranges
+/// ([`Response::Spliced`]) is written by the backlog lane with `sendfile`; written from here
+/// (TLS, or the one small write after the lane found the socket full), its ranges are read.
 pub struct ResponseQueue {
-    pending: VecDeque<Bytes>,
+    pending: VecDeque<Response>,
     /// Per response in `pending`: whether it carries backlog data (written from the backlog
     /// lane when the connection can, see [`write_until_backlog`](Self::write_until_backlog)).
     backlog: VecDeque<bool>,
@@ -72,23 +85,42 @@ impl ResponseQueue {
 
     /// Appends a released response (its request's turn has come).
     pub fn push(&mut self, response: Bytes) {
-        self.push_classed(response, false);
+        self.push_classed(Response::Bytes(response), false);
     }
 
-    /// Appends a released response; `backlog`: it carries backlog data.
-    pub fn push_classed(&mut self, response: Bytes, backlog: bool) {
+    /// Appends a released response; `backlog`: it carries backlog data (a response with file
+    /// ranges always does).
+    pub fn push_classed(&mut self, response: Response, backlog: bool) {
         if !response.is_empty() {
+            let backlog = backlog || matches!(response, Response::Spliced(_));
             self.pending.push_back(response);
             self.backlog.push_back(backlog);
         }
     }
 
     /// The unwritten rest of the oldest response if it carries backlog data.
-    pub fn backlog_front(&self) -> Option<Bytes> {
+    pub fn backlog_front(&self) -> Option<BacklogFront> {
         match (self.pending.front(), self.backlog.front()) {
-            (Some(b), Some(true)) => Some(b.slice(self.skip..)),
+            (Some(Response::Bytes(b)), Some(true)) => {
+                Some(BacklogFront::Bytes(b.slice(self.skip..)))
+            }
+            (Some(Response::Spliced(s)), Some(true)) => {
+                Some(BacklogFront::Spliced(s.clone(), self.skip))
+            }
             _ => None,
         }
+    }
+
+    /// Reads the file ranges of the first `n` responses into memory (for writes from here).
+    ///
+    /// Errors: a file's read (a segment shorter than its range: the connection must close).
+    fn copy_spliced(&mut self, n: usize) -> io::Result<()> {
+        for r in self.pending.iter_mut().take(n) {
+            if let Response::Spliced(s) = r {
+                *r = Response::Bytes(s.copy_range(0, s.len())?);
+            }
+        }
+        Ok(())
     }
 
     /// Notes `n` bytes of the oldest responses as written by someone else (the backlog lane).
@@ -143,6 +175,7 @@ impl ResponseQueue {
             if n_ready == 0 {
                 return Ok(Wrote::Backlog);
             }
+            self.copy_spliced(n_ready.min(MAX_IOVECS))?;
             let result = if self.vectored && n_ready > 1 {
                 let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
                 let mut n = 0;
@@ -152,12 +185,13 @@ impl ResponseQueue {
                     .take(n_ready.min(MAX_IOVECS))
                     .enumerate()
                 {
+                    let b = bytes_of(b);
                     iov[i] = IoSlice::new(if i == 0 { &b[self.skip..] } else { b });
                     n = i + 1;
                 }
                 sock.try_write_vectored(&iov[..n])
             } else {
-                sock.try_write(&self.pending[0][self.skip..])
+                sock.try_write(&bytes_of(&self.pending[0])[self.skip..])
             };
             match result {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -185,7 +219,15 @@ impl ResponseQueue {
             return Ok(Wrote::Empty);
         };
         let end = front.len().min(self.skip.saturating_add(max.max(1)));
-        match sock.try_write(&front[self.skip..end]) {
+        let copied;
+        let data = match front {
+            Response::Bytes(b) => &b[self.skip..end],
+            Response::Spliced(s) => {
+                copied = s.copy_range(self.skip, end - self.skip)?;
+                &copied[..]
+            }
+        };
+        match sock.try_write(data) {
             Ok(0) => Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => {
                 self.writes += 1;
@@ -203,6 +245,7 @@ impl ResponseQueue {
     }
 
     fn advance(&mut self, mut n: usize) {
+        debug_assert!(n <= self.pending.iter().map(Response::len).sum::<usize>() - self.skip);
         while n > 0 {
             let Some(front) = self.pending.front() else {
                 return;
@@ -218,6 +261,16 @@ impl ResponseQueue {
                 n = 0;
             }
         }
+    }
+}
+
+/// The bytes of a response in memory (one with file ranges is read by `copy_spliced` first).
+fn bytes_of(r: &Response) -> &[u8] {
+    match r {
+        Response::Bytes(b) => b,
+        // Never here: `copy_spliced` reads them first. Nothing written is a closed connection
+        // (`WriteZero`), not a panic.
+        Response::Spliced(_) => &[],
     }
 }
 
@@ -285,6 +338,16 @@ mod tests {
         q.writes()
     }
 
+    /// The unwritten rest of the oldest backlog response, read whole.
+    fn front(q: &ResponseQueue) -> Option<Vec<u8>> {
+        match q.backlog_front()? {
+            BacklogFront::Bytes(b) => Some(b.to_vec()),
+            BacklogFront::Spliced(s, skip) => {
+                Some(s.copy_range(skip, usize::MAX).unwrap().to_vec())
+            }
+        }
+    }
+
     #[test]
     fn writes_everything_in_order() {
         let vectored = check(true);
@@ -306,27 +369,27 @@ mod tests {
         };
         let mut q = ResponseQueue::new(true);
         q.push(Bytes::from_static(b"aa"));
-        q.push_classed(Bytes::from_static(b"BACKLOG"), true);
+        q.push_classed(Response::Bytes(Bytes::from_static(b"BACKLOG")), true);
         q.push(Bytes::from_static(b"cc"));
         assert_eq!(q.write_until_backlog(&sock, true).unwrap(), Wrote::Backlog);
         assert_eq!(*sock.got.borrow(), b"aa");
-        assert_eq!(q.backlog_front().as_deref(), Some(&b"BACKLOG"[..]));
+        assert_eq!(front(&q).as_deref(), Some(&b"BACKLOG"[..]));
         // The lane took 3 bytes; the rest of the response is what it is asked for next.
         sock.got.borrow_mut().extend_from_slice(b"BAC");
         q.written(3);
-        assert_eq!(q.backlog_front().as_deref(), Some(&b"KLOG"[..]));
+        assert_eq!(front(&q).as_deref(), Some(&b"KLOG"[..]));
         sock.calls.set(0); // the next call of the socket takes bytes
         assert_eq!(q.write_one(&sock, 2).unwrap(), Wrote::Backlog);
-        assert_eq!(q.backlog_front().as_deref(), Some(&b"OG"[..]));
+        assert_eq!(front(&q).as_deref(), Some(&b"OG"[..]));
         sock.got.borrow_mut().extend_from_slice(b"OG");
         q.written(2);
-        assert_eq!(q.backlog_front(), None);
+        assert!(q.backlog_front().is_none());
         sock.calls.set(0);
         assert_eq!(q.write_until_backlog(&sock, true).unwrap(), Wrote::Empty);
         assert_eq!(*sock.got.borrow(), b"aaBACKLOGcc");
         // Without the lane (TLS), a backlog response is written like any other.
         let mut q = ResponseQueue::new(true);
-        q.push_classed(Bytes::from_static(b"xy"), true);
+        q.push_classed(Response::Bytes(Bytes::from_static(b"xy")), true);
         sock.calls.set(0);
         assert_eq!(q.write_until_backlog(&sock, false).unwrap(), Wrote::Empty);
     }

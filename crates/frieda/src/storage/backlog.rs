@@ -25,7 +25,7 @@
 
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
-use frieda_log::{DiskRead, FetchData, LogError};
+use frieda_log::{DiskRead, FetchData, FileFetch, LogError};
 
 /// Reads queued or running per backlog thread; a read beyond `threads` times this waits for a
 /// slot (its fetch waits; nothing else does).
@@ -167,18 +167,47 @@ pub fn start(config: BacklogConfig) -> &'static BacklogLane {
 /// Errors: those of [`DiskRead::run`]; `LogError::Corrupt` if the lane's thread died with the
 /// read (a panic in it, which is logged).
 pub async fn read(plan: DiskRead, reader: ReadFor) -> Result<FetchData, LogError> {
+    budgeted(reader, move || plan.run(), |d| d.bytes).await
+}
+
+/// [`read`] without reading the batches: the file ranges that hold them
+/// ([`DiskRead::run_unread`]), for a zero-copy send ([`write_spliced_now`]). The byte budget
+/// counts the bytes to be sent.
+///
+/// Errors: those of [`DiskRead::run_unread`]; as [`read`] for the lane.
+pub async fn read_unread(plan: DiskRead, reader: ReadFor) -> Result<FileFetch, LogError> {
+    budgeted(
+        reader,
+        move || plan.run_unread(super::zero_copy::uncached_bytes),
+        |d| d.bytes,
+    )
+    .await
+}
+
+/// Runs `job` on the backlog lane, for a consumer within the byte budget (`bytes` of its
+/// result are charged).
+async fn budgeted<T: Send + 'static>(
+    reader: ReadFor,
+    job: impl FnOnce() -> Result<T, LogError> + Send + 'static,
+    bytes: impl Fn(&T) -> usize,
+) -> Result<T, LogError> {
     let lane = start(BacklogConfig::default());
     let budget = match (&lane.budget, reader) {
-        (Some(b), ReadFor::Consumer) => b,
-        _ => return lane.run(plan).await,
+        (Some(b), ReadFor::Consumer) => Some(b),
+        _ => None,
     };
-    let wait = budget.wait(std::time::Instant::now());
-    if !wait.is_zero() {
-        tokio::time::sleep(wait).await;
+    if let Some(budget) = budget {
+        let wait = budget.wait(std::time::Instant::now());
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
     }
-    let read = lane.run(plan).await;
-    if let Ok(d) = &read {
-        budget.spend(d.bytes, std::time::Instant::now());
+    let read = lane
+        .call(job)
+        .await
+        .unwrap_or_else(|| Err(LogError::Corrupt("backlog lane closed".into())));
+    if let (Some(budget), Ok(d)) = (budget, &read) {
+        budget.spend(bytes(d), std::time::Instant::now());
     }
     read
 }
@@ -273,16 +302,12 @@ impl BacklogLane {
         }
     }
 
-    /// Runs `plan` on one of the lane's threads (see [`read`]).
-    pub async fn run(&self, plan: DiskRead) -> Result<FetchData, LogError> {
-        self.call(move || plan.run())
-            .await
-            .unwrap_or_else(|| Err(LogError::Corrupt("backlog lane closed".into())))
-    }
-
     /// Runs `f` on one of the lane's threads once a queue slot is free; `None` if the lane is
     /// gone or `f` panicked (logged).
-    async fn call<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    pub(crate) async fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Option<T> {
         let slot = self.slots.clone().acquire_owned().await.ok()?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move || {

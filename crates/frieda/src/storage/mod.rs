@@ -9,6 +9,7 @@
 //! - [`writer`]: the log writer threads (group commit fsync; appends with
 //!   `log.append.mode = "writer"`).
 //! - [`backlog`]: the backlog read lane (reads that miss the tail cache, at idle CPU priority).
+//! - [`zero_copy`]: consumers' reads of the segment files sent with `sendfile`, not copied.
 //! - [`bulk`]: the bulk-append lane (large produced batches, appended off the network threads).
 //! - [`topic`]: a topic (id, partitions, config overrides) and the internal topics' names.
 //! - [`topic_config`]: topic-level configs under Kafka's names, mapped onto the log's.
@@ -29,6 +30,7 @@ pub mod partition;
 pub mod topic;
 pub mod topic_config;
 pub mod writer;
+pub mod zero_copy;
 
 /// Test helpers: record batches as a client encodes them.
 #[cfg(test)]

@@ -40,6 +40,15 @@ enum Submitted {
     Waiting(oneshot::Receiver<Result<AppendOutcome, ResponseError>>),
 }
 
+/// What [`Partition::read_zero_copy`] found.
+#[derive(Debug)]
+pub enum Fetched {
+    /// Batches in memory (the tail cache).
+    Memory(frieda_log::FetchData),
+    /// File ranges holding the batches (the segment files).
+    Files(frieda_log::FileFetch),
+}
+
 /// A topic partition on this broker: the only replica (single-broker mode), or in a cluster its
 /// leader, a follower or an offline replica ([`Replication`]).
 pub struct Partition {
@@ -304,6 +313,26 @@ impl Partition {
         }
         let plan = self.reader.plan_disk_read(offset, max_bytes, max_offset)?;
         super::backlog::read(plan, reader).await.map(|d| (d, true))
+    }
+
+    /// A consumer's [`read`](Self::read) for a zero-copy answer: from the tail cache, else the
+    /// file ranges that hold the batches (found on the backlog lane, within its byte budget),
+    /// to be sent with `sendfile` ([`super::zero_copy`]).
+    ///
+    /// Errors: as [`read`](Self::read).
+    pub async fn read_zero_copy(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+    ) -> Result<Fetched, LogError> {
+        if let Some(r) = self.reader.read_cached(offset, max_bytes, max_offset) {
+            return r.map(Fetched::Memory);
+        }
+        let plan = self.reader.plan_file_read(offset, max_bytes, max_offset)?;
+        super::backlog::read_unread(plan, ReadFor::Consumer)
+            .await
+            .map(Fetched::Files)
     }
 
     /// High watermark (exclusive): what consumers may read. With a single replica the log end
