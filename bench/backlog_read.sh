@@ -17,7 +17,8 @@
 #
 # Environment: BACKLOG_BROKERS "kafka frieda frieda-copy", BACKLOG_MB 2000, BACKLOG_READERS 4,
 #   PROBE_RATE 10000, PROBE_W 3 / PROBE_D 15 (warm-up / measured s), BACKLOG_REPEAT 1,
-#   BACKLOG_DROP_CACHES 0, FRIEDA_BIN, BENCH_BIN, KAFKA_PORT (bench/kafka/env.sh), FRIEDA_PORT
+#   BACKLOG_DROP_CACHES 0, BACKLOG_FRIEDA_OVERRIDE (space-separated KEY=VALUE settings for both
+#   Frieda brokers), FRIEDA_BIN, BENCH_BIN, KAFKA_PORT (bench/kafka/env.sh), FRIEDA_PORT
 #   19192.
 # Output: OUT_DIR/<repeat>/<broker>-{quiet,read}.{json,txt}, <broker>-readers.json and
 # OUT_DIR/summary.txt (per broker: the probe's p50 p99 p99.9 p99.99 max in µs quiet and under
@@ -61,8 +62,10 @@ start_broker() { # <broker> -> sets BOOT, BROKER_PID
       local zc=true
       [ "$1" = frieda-copy ] && zc=false
       rm -rf "$DATA"; mkdir -p "$DATA"
+      local extra=()
+      for kv in ${BACKLOG_FRIEDA_OVERRIDE:-}; do extra+=(--override "$kv"); done
       "$OUT/frieda" serve --listen "127.0.0.1:$FRIEDA_PORT" --data-dir "$DATA" --override "fetch.zero.copy=$zc" \
-        > "$OUT/frieda-broker.log" 2>&1 &
+        "${extra[@]}" > "$OUT/frieda-broker.log" 2>&1 &
       BROKER_PID=$!; BOOT="127.0.0.1:$FRIEDA_PORT"
       for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$FRIEDA_PORT") 2>/dev/null && break; sleep 0.1; done ;;
   esac
@@ -83,7 +86,7 @@ for r in $(seq 1 "$REPEAT"); do
     while [ "$filled" -lt "$MB" ] && [ "$chunk" -lt 60 ]; do
       chunk=$((chunk + 1))
       "$BENCH_BIN" produce --bootstrap "$BOOT" --topic bulk --partitions 1 --acks all --record-size 65536 \
-        --batch-records 1 --producers 2 --rate 0 --warmup-secs 0 --duration-secs 5 \
+        --batch-records 1 --producers 2 --rate 0 --warmup-secs 0 --duration-secs 2 \
         --json "$OUT/$r/$b-fill.json" --progress-secs 0 --quiet >/dev/null 2>&1 || break
       filled=$(( filled + $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(d["acked_total"] * 65536 / 1e6))' "$OUT/$r/$b-fill.json") ))
     done
