@@ -2281,6 +2281,18 @@ impl LogReader {
         max_bytes: usize,
         max_offset: i64,
     ) -> Result<DiskRead, LogError> {
+        self.plan_read(offset, max_bytes, max_offset, false)
+    }
+
+    /// [`plan_disk_read`](Self::plan_disk_read); `marked`: also each segment's offset-index
+    /// entries within `max_bytes` of where its read starts ([`DiskRead::run_unread`]).
+    fn plan_read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        marked: bool,
+    ) -> Result<DiskRead, LogError> {
         let mut plan = DiskRead {
             offset,
             max_bytes,
@@ -2303,14 +2315,16 @@ impl LogReader {
         }
         // Each later segment is read from its start (the read continues at the offset where
         // the previous one ended, at or below the next's base offset).
-        plan.segments = all[n - 1..]
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let at = s.locate(if i == 0 { offset } else { s.base_offset });
-                (s.clone(), at)
-            })
-            .collect();
+        for (i, s) in all[n - 1..].iter().enumerate() {
+            let from = if i == 0 { offset } else { s.base_offset };
+            if marked {
+                let (at, marks) = s.locate_marked(from, max_bytes);
+                plan.segments.push((s.clone(), at));
+                plan.marks.push(marks);
+            } else {
+                plan.segments.push((s.clone(), s.locate(from)));
+            }
+        }
         Ok(plan)
     }
 
@@ -2324,23 +2338,7 @@ impl LogReader {
         max_bytes: usize,
         max_offset: i64,
     ) -> Result<DiskRead, LogError> {
-        let mut plan = self.plan_disk_read(offset, max_bytes, max_offset)?;
-        let marked: Vec<_> = plan
-            .segments
-            .iter()
-            .enumerate()
-            .map(|(i, (s, _))| {
-                s.locate_marked(if i == 0 { offset } else { s.base_offset }, max_bytes)
-            })
-            .collect();
-        plan.segments = plan
-            .segments
-            .into_iter()
-            .zip(marked.iter())
-            .map(|((s, _), (at, _))| (s, *at))
-            .collect();
-        plan.marks = marked.into_iter().map(|(_, m)| m).collect();
-        Ok(plan)
+        self.plan_read(offset, max_bytes, max_offset, true)
     }
 
     /// ListOffsets by timestamp: the earliest offset whose timestamp is `>= ts` (ms), with that

@@ -323,14 +323,8 @@ impl SegmentShared {
     /// under the segment's state lock, which [`read_batches_at`](Self::read_batches_at) then
     /// never takes (so a read on a low-priority thread never holds a lock the appender needs).
     pub fn locate(&self, offset: i64) -> ReadStart {
-        let st = self.state.read();
-        let rel = u32::try_from(offset.saturating_sub(self.base_offset)).unwrap_or(u32::MAX);
-        let pos = index::lookup_offset(&st.offset_index, rel).map_or(0, |e| u64::from(e.position));
-        ReadStart {
-            pos,
-            size: st.size,
-            end_offset: st.end_offset,
-        }
+        // No entry lies after the start position and within 0 bytes of it: no marks.
+        self.locate_marked(offset, 0).0
     }
 
     /// Reads whole batches starting with the one containing `offset`, from `at` (a

@@ -203,11 +203,10 @@ impl ByteBufMut for SpliceBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::testing::one_record_batch;
+    use crate::storage::testing::value_batch;
     use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
     use kafka_protocol::messages::FetchResponse;
     use kafka_protocol::protocol::Encodable;
-    use kafka_protocol::records::Record;
 
     /// A log on disk of 40 one-record batches over several segments, and a zero-copy read of
     /// all of it.
@@ -220,22 +219,8 @@ mod tests {
         };
         let (mut log, _) = frieda_log::PartitionLog::open(dir, config, 0).unwrap();
         for i in 0..40u8 {
-            let record = Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: 0,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: kafka_protocol::records::TimestampType::Creation,
-                offset: 0,
-                sequence: -1,
-                timestamp: 0,
-                key: None,
-                value: Some(Bytes::from(vec![i; 100 + 7 * i as usize])),
-                headers: Default::default(),
-            };
-            log.append(one_record_batch(&record).0, 0).unwrap();
+            log.append(value_batch(vec![i; 100 + 7 * i as usize]).0, 0)
+                .unwrap();
         }
         let r = log.reader();
         let fetch = r

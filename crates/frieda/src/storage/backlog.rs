@@ -220,47 +220,59 @@ async fn budgeted<T: Send + 'static>(
 ///
 /// Errors: the socket's (`EPIPE`, `ECONNRESET`), or `dup`'s.
 pub async fn write_now(fd: std::os::fd::RawFd, data: bytes::Bytes) -> std::io::Result<usize> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let dup = dup_socket(fd)?;
+    start(BacklogConfig::default())
+        .call(move || send_now(&dup, &data, false).map(|(n, _)| n))
+        .await
+        .unwrap_or_else(|| Err(std::io::Error::other("backlog lane closed")))
+}
+
+/// A duplicate of the socket `fd` for the lane to write through (see [`write_now`]).
+///
+/// Errors: `dup`'s.
+pub(crate) fn dup_socket(fd: std::os::fd::RawFd) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
     // SAFETY: duplicates a descriptor the caller holds open for the duration of this call.
     let dup = unsafe { libc::dup(fd) };
     if dup < 0 {
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: `dup` is a fresh descriptor owned only here.
-    let dup = unsafe { OwnedFd::from_raw_fd(dup) };
-    start(BacklogConfig::default())
-        .call(move || {
-            let mut done = 0usize;
-            while done < data.len() {
-                let rest = &data[done..];
-                // SAFETY: sends from a live buffer on a descriptor this closure owns.
-                let n = unsafe {
-                    libc::send(
-                        dup.as_raw_fd(),
-                        rest.as_ptr().cast(),
-                        rest.len(),
-                        libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                    )
-                };
-                if n > 0 {
-                    done += n as usize;
-                    continue;
-                }
-                if n == 0 {
-                    return Err(std::io::ErrorKind::WriteZero.into());
-                }
-                // n < 0: errno says why.
-                let e = std::io::Error::last_os_error();
-                match e.kind() {
-                    std::io::ErrorKind::WouldBlock => break,
-                    std::io::ErrorKind::Interrupted => {}
-                    _ => return Err(e),
-                }
-            }
-            Ok(done)
-        })
-        .await
-        .unwrap_or_else(|| Err(std::io::Error::other("backlog lane closed")))
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(dup) })
+}
+
+/// Sends `data` on `sock` without waiting until done or the socket is full: (bytes sent,
+/// whether all of them). `more`: more of the response follows (`MSG_MORE`).
+///
+/// Errors: the socket's, or `WriteZero`.
+pub(crate) fn send_now(
+    sock: &std::os::fd::OwnedFd,
+    data: &[u8],
+    more: bool,
+) -> std::io::Result<(usize, bool)> {
+    use std::os::fd::AsRawFd;
+    let flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
+    let mut done = 0usize;
+    while done < data.len() {
+        let rest = &data[done..];
+        // SAFETY: sends from a live buffer on a descriptor the caller owns.
+        let n = unsafe { libc::send(sock.as_raw_fd(), rest.as_ptr().cast(), rest.len(), flags) };
+        if n > 0 {
+            done += n as usize;
+            continue;
+        }
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        // n < 0: errno says why.
+        let e = std::io::Error::last_os_error();
+        match e.kind() {
+            std::io::ErrorKind::WouldBlock => return Ok((done, false)),
+            std::io::ErrorKind::Interrupted => {}
+            _ => return Err(e),
+        }
+    }
+    Ok((done, true))
 }
 
 impl BacklogLane {

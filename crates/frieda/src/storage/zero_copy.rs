@@ -11,7 +11,9 @@
 //! [`SplicedResponse::copy_range`].
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd, RawFd};
+
+use super::backlog::send_now;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::{Bytes, BytesMut};
@@ -179,13 +181,7 @@ pub async fn write_now(
     resp: std::sync::Arc<SplicedResponse>,
     skip: usize,
 ) -> io::Result<usize> {
-    // SAFETY: duplicates a descriptor the caller holds open for the duration of this call.
-    let dup = unsafe { libc::dup(fd) };
-    if dup < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `dup` is a fresh descriptor owned only here.
-    let dup = unsafe { OwnedFd::from_raw_fd(dup) };
+    let dup = super::backlog::dup_socket(fd)?;
     super::backlog::start(super::backlog::BacklogConfig::default())
         .call(move || write_parts(&dup, &resp, skip))
         .await
@@ -224,32 +220,6 @@ fn write_parts_now(sock: &OwnedFd, resp: &SplicedResponse, skip: usize) -> io::R
         }
     }
     Ok(done)
-}
-
-/// Sends `data` until done or the socket is full: (bytes sent, whether all of it). `more`:
-/// more of the response follows (`MSG_MORE`, so a small piece waits for the file data).
-fn send_now(sock: &OwnedFd, data: &[u8], more: bool) -> io::Result<(usize, bool)> {
-    let flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
-    let mut done = 0usize;
-    while done < data.len() {
-        let rest = &data[done..];
-        // SAFETY: sends from a live buffer on a descriptor the caller owns.
-        let n = unsafe { libc::send(sock.as_raw_fd(), rest.as_ptr().cast(), rest.len(), flags) };
-        if n > 0 {
-            done += n as usize;
-            continue;
-        }
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::WouldBlock => return Ok((done, false)),
-            io::ErrorKind::Interrupted => {}
-            _ => return Err(e),
-        }
-    }
-    Ok((done, true))
 }
 
 /// `sendfile`s `len` bytes at `pos` of `file` until done or the socket is full: (bytes sent,
