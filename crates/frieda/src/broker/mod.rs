@@ -672,6 +672,11 @@ impl Broker {
         self.groups.set_lease(lease.clone());
         // So do the transaction coordinators (the simulator's always did, issue 57).
         self.txns.set_lease(lease);
+        // A partition the metadata gives this broker is loading until the reconciler loaded it.
+        self.groups
+            .set_leads(leads_check(Arc::downgrade(&node), OFFSETS_TOPIC));
+        self.txns
+            .set_leads(leads_check(Arc::downgrade(&node), TRANSACTION_STATE_TOPIC));
         if self.cluster.set(node).is_err() {
             tracing::error!("attach_cluster called twice; keeping the first");
         }
@@ -1174,6 +1179,15 @@ impl Broker {
 /// Takes the data directory's `.lock` (an exclusive `flock`), as Kafka locks its log directories.
 ///
 /// Errors: another process holds it (two brokers on one directory would corrupt it).
+/// Whether the metadata names this broker the leader of a partition of `topic` (a coordinator's
+/// internal topic; a weak reference: the node outlives no broker).
+fn leads_check(
+    node: std::sync::Weak<ClusterNode>,
+    topic: &'static str,
+) -> crate::coordinator::LeadsCheck {
+    Arc::new(move |index| node.upgrade().is_some_and(|n| n.led_here(topic, index)))
+}
+
 fn lock_data_dir(data_dir: &Path) -> anyhow::Result<std::fs::File> {
     let path = data_dir.join(".lock");
     let file = std::fs::OpenOptions::new()

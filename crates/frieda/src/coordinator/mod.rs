@@ -28,6 +28,33 @@ pub mod transaction;
 /// from the simulator found in issue 57).
 pub type LeaseCheck = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// Whether the cluster metadata names this broker the leader of partition `index` of a
+/// coordinator's internal topic (`__consumer_offsets` for the group coordinators,
+/// `__transaction_state` for the transaction coordinators). Between the metadata naming it and
+/// the reconciler loading that partition's coordinator (a replay of its log, one partition
+/// after another: tens of ms for 50 new partitions, seconds under a tracer), a request for a
+/// key of the partition is answered COORDINATOR_LOAD_IN_PROGRESS (14), as Kafka's coordinator
+/// runtime answers a partition in its loading state, not NOT_COORDINATOR (16): librdkafka
+/// marks a coordinator that answered NOT_COORDINATOR dead and can churn its connection for
+/// tens of seconds before a commit goes through (the packaged broker's sandbox test, CI of
+/// 2026-12-06).
+pub type LeadsCheck = std::sync::Arc<dyn Fn(i32) -> bool + Send + Sync>;
+
+/// The error for a key whose coordinator partition `index` is not loaded here:
+/// COORDINATOR_LOAD_IN_PROGRESS (14) where `leads` says this broker leads it, NOT_COORDINATOR
+/// (16) otherwise (and always without a check: a single broker loads its one partition at start).
+pub(crate) fn not_loaded(
+    leads: Option<&LeadsCheck>,
+    index: i32,
+) -> kafka_protocol::error::ResponseError {
+    use kafka_protocol::error::ResponseError;
+    if leads.is_some_and(|leads| leads(index)) {
+        ResponseError::CoordinatorLoadInProgress
+    } else {
+        ResponseError::NotCoordinator
+    }
+}
+
 /// Whether `lease` holds (always without one: a single broker).
 pub(crate) fn lease_holds(lease: &Option<LeaseCheck>) -> bool {
     lease.as_ref().is_none_or(|holds| holds())

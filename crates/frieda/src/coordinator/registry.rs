@@ -6,7 +6,9 @@
 //! On a single broker the offsets log has one partition, always loaded. In a cluster the
 //! reconciler loads a partition's coordinator when this broker becomes its leader (replaying
 //! the log) and unloads it when leadership moves; requests for a group whose partition is not
-//! loaded here get NOT_COORDINATOR (16), so clients look the coordinator up again.
+//! loaded here get NOT_COORDINATOR (16), so clients look the coordinator up again, unless the
+//! metadata already names this broker the partition's leader: COORDINATOR_LOAD_IN_PROGRESS
+//! (14) until the load is done ([`super::LeadsCheck`]).
 
 use super::group::consumer::{Committer, TopicsView};
 use super::group::state::{JoinRequest, JoinResult, SyncResult};
@@ -14,7 +16,7 @@ use super::group::{CoordinatorConfig, GroupCoordinator, GroupDescription, GroupL
 use super::offsets::codec::OffsetValue;
 use super::offsets::TopicPartition;
 use super::share::SharePartitions;
-use super::LeaseCheck;
+use super::{LeadsCheck, LeaseCheck};
 use crate::storage::partition::Partition;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
@@ -57,6 +59,9 @@ pub struct GroupCoordinators {
     pub shares: Arc<SharePartitions>,
     /// This broker's lease, given to every coordinator loaded (a cluster broker's).
     lease: std::sync::OnceLock<LeaseCheck>,
+    /// Whether the metadata names this broker the leader of an offsets partition (a cluster
+    /// broker's).
+    leads: std::sync::OnceLock<LeadsCheck>,
 }
 
 impl GroupCoordinators {
@@ -70,6 +75,7 @@ impl GroupCoordinators {
             shares: Arc::new(SharePartitions::new(config.share_records.clone())),
             config,
             lease: std::sync::OnceLock::new(),
+            leads: std::sync::OnceLock::new(),
         }
     }
 
@@ -82,6 +88,7 @@ impl GroupCoordinators {
             shares: Arc::new(SharePartitions::new(config.share_records.clone())),
             config,
             lease: std::sync::OnceLock::new(),
+            leads: std::sync::OnceLock::new(),
         }
     }
 
@@ -90,6 +97,16 @@ impl GroupCoordinators {
     pub fn set_lease(&self, lease: LeaseCheck) {
         if self.lease.set(lease).is_err() {
             tracing::error!("the group coordinators' lease was set twice; keeping the first");
+        }
+    }
+
+    /// How a request for a partition not loaded here learns whether this broker is about to
+    /// load it (set once, when the broker joins the cluster).
+    pub fn set_leads(&self, leads: LeadsCheck) {
+        if self.leads.set(leads).is_err() {
+            tracing::error!(
+                "the group coordinators' leadership check was set twice; keeping the first"
+            );
         }
     }
 
@@ -117,19 +134,21 @@ impl GroupCoordinators {
     ///
     /// Errors: COORDINATOR_NOT_AVAILABLE (15) before the offsets topic exists, NOT_COORDINATOR
     /// (16) when another broker leads the group's partition, COORDINATOR_LOAD_IN_PROGRESS (14)
-    /// until what the load read is committed ([`OffsetStore::is_committed`]).
+    /// while this broker leads it by the metadata but has not loaded it yet, and until what the
+    /// load read is committed ([`OffsetStore::is_committed`]).
     ///
     /// [`OffsetStore::is_committed`]: crate::coordinator::offsets::OffsetStore::is_committed
     pub fn for_group(&self, group: &str) -> Result<Arc<GroupCoordinator>, E> {
         if self.partition_count() == 0 {
             return Err(E::CoordinatorNotAvailable);
         }
+        let index = self.partition_for(group);
         let c = self
             .loaded
             .read()
-            .get(&self.partition_for(group))
+            .get(&index)
             .cloned()
-            .ok_or(E::NotCoordinator)?;
+            .ok_or_else(|| super::not_loaded(self.leads.get(), index))?;
         if !c.offsets.is_committed() {
             return Err(E::CoordinatorLoadInProgress);
         }
@@ -393,6 +412,31 @@ impl GroupCoordinators {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partition_led_here_but_not_loaded_is_loading_not_another_brokers() {
+        let groups = GroupCoordinators::cluster(CoordinatorConfig::default());
+        assert_eq!(
+            groups.for_group("g").err(),
+            Some(E::CoordinatorNotAvailable),
+            "no offsets topic yet"
+        );
+        groups.set_partition_count(50);
+        // without a leadership check (before the broker joined): another broker's
+        assert_eq!(groups.for_group("g").err(), Some(E::NotCoordinator));
+        let mine = offsets_partition_for("g", 50);
+        groups.set_leads(Arc::new(move |index| index == mine));
+        assert_eq!(
+            groups.for_group("g").err(),
+            Some(E::CoordinatorLoadInProgress),
+            "the metadata names this broker: loading"
+        );
+        let other = (0..)
+            .map(|i| format!("g{i}"))
+            .find(|g| offsets_partition_for(g, 50) != mine)
+            .unwrap();
+        assert_eq!(groups.for_group(&other).err(), Some(E::NotCoordinator));
+    }
 
     #[test]
     fn groups_map_to_partitions_as_in_kafka() {

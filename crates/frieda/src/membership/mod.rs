@@ -259,6 +259,19 @@ impl ClusterNode {
         self.quorum.image()
     }
 
+    /// Whether the current image names this broker, unfenced, the leader of partition `index`
+    /// of `topic` (the reconciler may not have taken the role yet).
+    pub fn led_here(&self, topic: &str, index: i32) -> bool {
+        !self.is_fenced()
+            && usize::try_from(index).is_ok_and(|i| {
+                self.image()
+                    .topics
+                    .get(topic)
+                    .and_then(|t| t.partitions.get(i))
+                    .is_some_and(|p| p.leader == self.me)
+            })
+    }
+
     /// Whether this broker serves its image yet.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)

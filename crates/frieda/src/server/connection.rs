@@ -433,6 +433,12 @@ async fn serve(
                         tracing::warn!(%peer, error = %e, "closing connection: request read too slowly (request.read.timeout.ms)");
                         closing = true;
                     }
+                    Err(FrameError::Io(e)) if matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted) => {
+                        // A client that closes with unread responses (librdkafka dropping a
+                        // coordinator's connection) resets it: nothing wrong with its frames.
+                        tracing::debug!(%peer, error = %e, "connection reset by the client");
+                        closing = true;
+                    }
                     Err(e) => {
                         tracing::warn!(%peer, error = %e, "closing connection: bad frame");
                         closing = true;

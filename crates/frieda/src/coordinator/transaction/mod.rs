@@ -34,7 +34,7 @@ use parking_lot::RwLock;
 
 use crate::clock::now_ms;
 use crate::coordinator::registry::offsets_partition_for;
-use crate::coordinator::LeaseCheck;
+use crate::coordinator::{LeadsCheck, LeaseCheck};
 use metadata::{epoch_exhausted, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 pub use metadata::{TopicPartition, TxnMetadata, TxnState, TxnTransit, TxnVersion};
 use partition::TxnPartition;
@@ -166,6 +166,8 @@ pub struct TransactionCoordinators {
     markers: OnceLock<Arc<dyn MarkerWriter>>,
     /// This broker's lease, for the writes of every partition loaded from now on.
     lease: OnceLock<LeaseCheck>,
+    /// Whether the metadata names this broker the leader of a `__transaction_state` partition.
+    leads: OnceLock<LeadsCheck>,
 }
 
 impl TransactionCoordinators {
@@ -179,6 +181,7 @@ impl TransactionCoordinators {
             ids: OnceLock::new(),
             markers: OnceLock::new(),
             lease: OnceLock::new(),
+            leads: OnceLock::new(),
         })
     }
 
@@ -187,6 +190,16 @@ impl TransactionCoordinators {
     pub fn set_lease(&self, lease: LeaseCheck) {
         if self.lease.set(lease).is_err() {
             tracing::error!("the transaction coordinators' lease was set twice; keeping the first");
+        }
+    }
+
+    /// How a request for a partition not loaded here learns whether this broker is about to
+    /// load it (set once, when the broker joins the cluster; [`super::LeadsCheck`]).
+    pub fn set_leads(&self, leads: LeadsCheck) {
+        if self.leads.set(leads).is_err() {
+            tracing::error!(
+                "the transaction coordinators' leadership check was set twice; keeping the first"
+            );
         }
     }
 
@@ -226,18 +239,20 @@ impl TransactionCoordinators {
     /// The loaded partition of `id`.
     ///
     /// Errors: COORDINATOR_NOT_AVAILABLE before the topic exists, NOT_COORDINATOR where this
-    /// broker does not lead the partition, COORDINATOR_LOAD_IN_PROGRESS (14) until what the
-    /// load read is committed ([`TxnPartition::is_committed`]).
+    /// broker does not lead the partition, COORDINATOR_LOAD_IN_PROGRESS (14) while the metadata
+    /// names this broker its leader but it has not loaded it yet, and until what the load read
+    /// is committed ([`TxnPartition::is_committed`]).
     fn partition(&self, id: &str) -> Result<Arc<TxnPartition>, E> {
         if self.partition_count() == 0 {
             return Err(E::CoordinatorNotAvailable);
         }
+        let index = self.partition_for(id);
         let p = self
             .loaded
             .read()
-            .get(&self.partition_for(id))
+            .get(&index)
             .cloned()
-            .ok_or(E::NotCoordinator)?;
+            .ok_or_else(|| super::not_loaded(self.leads.get(), index))?;
         if !p.is_committed() {
             return Err(E::CoordinatorLoadInProgress);
         }

@@ -613,3 +613,21 @@ async fn a_coordinator_without_its_lease_writes_and_answers_nothing() {
     assert_eq!(answer, Err(E::NotCoordinator));
     close(f);
 }
+
+#[test]
+fn a_partition_led_here_but_not_loaded_is_loading_not_another_brokers() {
+    let coord = TransactionCoordinators::new(TxnConfig::default(), 50);
+    let mine = coord.partition_for("tx");
+    assert_eq!(coord.partition("tx").err(), Some(E::NotCoordinator));
+    coord.set_leads(std::sync::Arc::new(move |index| index == mine));
+    assert_eq!(
+        coord.partition("tx").err(),
+        Some(E::CoordinatorLoadInProgress),
+        "the metadata names this broker: loading"
+    );
+    let other = (0..)
+        .map(|i| format!("tx{i}"))
+        .find(|id| coord.partition_for(id) != mine)
+        .unwrap();
+    assert_eq!(coord.partition(&other).err(), Some(E::NotCoordinator));
+}
