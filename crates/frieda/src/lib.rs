@@ -42,6 +42,7 @@ pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod coordinator;
+pub mod diskless;
 pub mod durable;
 pub mod features;
 pub mod handlers;

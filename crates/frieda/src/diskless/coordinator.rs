@@ -1,0 +1,515 @@
+//! The batch coordinator of diskless partitions (issue 60; `docs/diskless.md`, "The batch
+//! coordinator"), sans-IO: the state every replica of a coordinator partition holds once it has
+//! applied the same decisions, and the rules that make them.
+//!
+//! A broker uploads an object holding batches of many partitions, then commits it
+//! ([`CommitBatches`]): the coordinator assigns each batch the next offsets of its partition, or
+//! refuses it (producer state, bounds), or answers a retry of an idempotent producer with the
+//! original offsets, exactly as a leader's log would (`frieda_log::ProducerStateManager`, Kafka's
+//! five-batch window). Reads ask where the batches at an offset are ([`BatchCoordinator::find_batches`]);
+//! DeleteRecords and retention move the log start ([`BatchCoordinator::delete_records`]); an
+//! object no live batch refers to is marked for deletion and deleted after a grace period.
+//!
+//! Not here yet (later steps of the build plan): transactions (markers, the last stable
+//! offset), compaction into tiered segments, snapshots, and the partition that replicates the
+//! decisions. Time comes in as arguments (ms); nothing here does IO.
+//!
+//! Invariants (asserted after every decision in debug builds, checked by
+//! [`BatchCoordinator::check_invariants`] in tests): per partition `log_start <= high
+//! watermark`; the coordinates are dense and in order from the first at or below the log start
+//! up to the high watermark; at most `max_batches` of them; each object's reference count is the
+//! number of coordinates naming it, and an object is marked for deletion exactly when none does.
+
+use crate::storage::leader_append::producer_error;
+use frieda_log::{BatchHeader, ProducerStateManager, SequenceCheck};
+use kafka_protocol::error::ResponseError as E;
+use std::collections::{HashMap, VecDeque};
+use uuid::Uuid;
+
+/// The default bound on a partition's batch coordinates
+/// (`diskless.coordinator.max.batches.per.partition`; about 48 bytes each). A commit past it is
+/// refused KAFKA_STORAGE_ERROR (retriable) for that partition until compaction catches up.
+pub const DEFAULT_MAX_BATCHES_PER_PARTITION: usize = 16_384;
+
+/// Objects whose per-batch answers are kept, so a broker that resends a commit (its answer was
+/// lost with the coordinator's leader) gets the same answers; an older object's commit is
+/// refused, never decided twice.
+pub const RECENT_COMMITS: usize = 4_096;
+
+/// An uploaded object (the key's UUIDv7; also the chunk cache's key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectId(pub Uuid);
+
+/// A partition of a diskless topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DisklessPartition {
+    /// The topic's id (KIP-516).
+    pub topic_id: Uuid,
+    /// The partition index.
+    pub partition: i32,
+}
+
+/// One batch of an uploaded object, as its uploader commits it.
+#[derive(Debug, Clone, Copy)]
+pub struct CommittedBatch {
+    /// Its partition.
+    pub partition: DisklessPartition,
+    /// Where its bytes start in the object (bytes).
+    pub byte_offset: u32,
+    /// Its length (bytes, the whole v2 batch).
+    pub byte_len: u32,
+    /// Its v2 header as validated and stored (base offset 0 as the client sent it).
+    pub header: BatchHeader,
+}
+
+/// A broker's commit of one uploaded object (docs/diskless.md, "The write path", step 5).
+#[derive(Debug, Clone)]
+pub struct CommitBatches {
+    /// The object.
+    pub object: ObjectId,
+    /// Its size (bytes).
+    pub object_size: u64,
+    /// The broker that uploaded it.
+    pub uploader: i32,
+    /// Its batches, in the order their producers sent them.
+    pub batches: Vec<CommittedBatch>,
+}
+
+/// The coordinator's answer for one batch of a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchAnswer {
+    /// Stored at these offsets.
+    Appended {
+        /// The first offset.
+        base_offset: i64,
+        /// The last offset.
+        last_offset: i64,
+    },
+    /// A retry of a batch an earlier object stored: answered with its offsets, stored again
+    /// nowhere (its bytes in this object are dead).
+    Duplicate {
+        /// Where the original is.
+        base_offset: i64,
+        /// Its last offset.
+        last_offset: i64,
+    },
+    /// Refused with this error: UNKNOWN_TOPIC_OR_PARTITION (3), KAFKA_STORAGE_ERROR (56, the
+    /// coordinate bound), INVALID_TXN_STATE (48, transactional batches, not supported yet),
+    /// INVALID_RECORD (87, a control batch), or the producer state's: INVALID_PRODUCER_EPOCH
+    /// (47), OUT_OF_ORDER_SEQUENCE_NUMBER (45), NOT_LEADER_OR_FOLLOWER (6, after an earlier
+    /// refused batch of the same producer: resend in order).
+    Refused(E),
+}
+
+/// Why a whole commit is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CommitError {
+    /// A batch's byte range lies outside the object.
+    #[error("a batch's byte range lies outside the object")]
+    OutsideObject,
+    /// The object was committed before and its answers are no longer kept.
+    #[error("the object was committed before; its answers are forgotten")]
+    CommittedBefore,
+}
+
+/// Where a run of offsets is: a byte range of an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coordinate {
+    /// The object.
+    pub object: ObjectId,
+    /// First byte in the object.
+    pub byte_offset: u32,
+    /// Bytes.
+    pub byte_len: u32,
+    /// First offset.
+    pub base_offset: i64,
+    /// Last offset.
+    pub last_offset: i64,
+    /// Largest record timestamp (ms).
+    pub max_timestamp: i64,
+}
+
+/// What a read at an offset gets ([`BatchCoordinator::find_batches`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The coordinates from the one holding the offset, at least one, up to the byte limit.
+    pub coordinates: Vec<Coordinate>,
+    /// The partition's high watermark (its next offset).
+    pub high_watermark: i64,
+    /// Its log start offset.
+    pub log_start: i64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ObjectEntry {
+    size: u64,
+    uploader: i32,
+    /// Coordinates naming it.
+    references: u32,
+    /// Marked for deletion at (ms): no coordinate names it.
+    deleting_since: Option<i64>,
+}
+
+#[derive(Debug, Default)]
+struct PartitionState {
+    log_start: i64,
+    next_offset: i64,
+    coordinates: VecDeque<Coordinate>,
+    producers: ProducerStateManager,
+}
+
+/// The batch coordinator's state for the diskless partitions of one coordinator partition.
+#[derive(Debug)]
+pub struct BatchCoordinator {
+    max_batches: usize,
+    partitions: HashMap<DisklessPartition, PartitionState>,
+    objects: HashMap<ObjectId, ObjectEntry>,
+    /// The last [`RECENT_COMMITS`] objects committed, oldest first, with their answers.
+    recent: VecDeque<ObjectId>,
+    answers: HashMap<ObjectId, Vec<BatchAnswer>>,
+}
+
+impl BatchCoordinator {
+    /// An empty coordinator; `max_batches`: the bound on a partition's coordinates.
+    pub fn new(max_batches: usize) -> BatchCoordinator {
+        BatchCoordinator {
+            max_batches: max_batches.max(1),
+            partitions: HashMap::new(),
+            objects: HashMap::new(),
+            recent: VecDeque::new(),
+            answers: HashMap::new(),
+        }
+    }
+
+    /// Starts serving `partition` at offset 0 (the metadata created it); no effect if known.
+    pub fn create_partition(&mut self, partition: DisklessPartition) {
+        self.partitions.entry(partition).or_default();
+    }
+
+    /// Forgets every partition of `topic_id` (the topic was deleted); their objects are
+    /// marked for deletion at `now_ms` once nothing else names them.
+    pub fn delete_topic(&mut self, now_ms: i64, topic_id: Uuid) {
+        let gone: Vec<DisklessPartition> = self
+            .partitions
+            .keys()
+            .filter(|p| p.topic_id == topic_id)
+            .copied()
+            .collect();
+        for p in gone {
+            if let Some(state) = self.partitions.remove(&p) {
+                for c in state.coordinates {
+                    self.release(now_ms, c.object);
+                }
+            }
+        }
+        self.debug_check();
+    }
+
+    /// Decides the commit of an uploaded object at `now_ms`: one answer per batch, in order.
+    /// A resent commit of an object still among the last [`RECENT_COMMITS`] gets the answers
+    /// it got. An object no accepted batch names is marked for deletion at once.
+    ///
+    /// Errors: [`CommitError::OutsideObject`] (nothing decided) when a batch's range is not in
+    /// the object; [`CommitError::CommittedBefore`] for an object committed before whose answers
+    /// are forgotten.
+    pub fn commit(
+        &mut self,
+        now_ms: i64,
+        commit: &CommitBatches,
+    ) -> Result<Vec<BatchAnswer>, CommitError> {
+        if let Some(answers) = self.answers.get(&commit.object) {
+            return Ok(answers.clone());
+        }
+        if self.objects.contains_key(&commit.object) {
+            return Err(CommitError::CommittedBefore);
+        }
+        if commit
+            .batches
+            .iter()
+            .any(|b| u64::from(b.byte_offset) + u64::from(b.byte_len) > commit.object_size)
+        {
+            return Err(CommitError::OutsideObject);
+        }
+        let mut references = 0u32;
+        let answers: Vec<BatchAnswer> = commit
+            .batches
+            .iter()
+            .map(|b| {
+                let answer = self.decide(commit.object, b);
+                if matches!(answer, BatchAnswer::Appended { .. }) {
+                    references += 1;
+                }
+                answer
+            })
+            .collect();
+        self.objects.insert(
+            commit.object,
+            ObjectEntry {
+                size: commit.object_size,
+                uploader: commit.uploader,
+                references,
+                deleting_since: (references == 0).then_some(now_ms),
+            },
+        );
+        if self.recent.len() == RECENT_COMMITS {
+            if let Some(old) = self.recent.pop_front() {
+                self.answers.remove(&old);
+            }
+        }
+        self.recent.push_back(commit.object);
+        self.answers.insert(commit.object, answers.clone());
+        self.debug_check();
+        Ok(answers)
+    }
+
+    fn decide(&mut self, object: ObjectId, b: &CommittedBatch) -> BatchAnswer {
+        let max_batches = self.max_batches;
+        let Some(p) = self.partitions.get_mut(&b.partition) else {
+            return BatchAnswer::Refused(E::UnknownTopicOrPartition);
+        };
+        let h = &b.header;
+        if h.is_control() {
+            return BatchAnswer::Refused(E::InvalidRecord);
+        }
+        if h.is_transactional() {
+            return BatchAnswer::Refused(E::InvalidTxnState);
+        }
+        match p.producers.check(h, None, false) {
+            Err(e) => BatchAnswer::Refused(producer_error(e)),
+            Ok(SequenceCheck::Duplicate {
+                base_offset,
+                last_offset,
+            }) => BatchAnswer::Duplicate {
+                base_offset,
+                last_offset,
+            },
+            Ok(SequenceCheck::Append) if p.coordinates.len() >= max_batches => {
+                // Refused before it was stored: a later batch of its producer is refused
+                // in turn (resend in order), not called out of order.
+                p.producers.note_refused(h);
+                BatchAnswer::Refused(E::KafkaStorageError)
+            }
+            Ok(SequenceCheck::Append) => {
+                let base_offset = p.next_offset;
+                let last_offset = base_offset + i64::from(h.last_offset_delta.max(0));
+                p.producers.record(h, base_offset);
+                p.coordinates.push_back(Coordinate {
+                    object,
+                    byte_offset: b.byte_offset,
+                    byte_len: b.byte_len,
+                    base_offset,
+                    last_offset,
+                    max_timestamp: h.max_timestamp,
+                });
+                p.next_offset = last_offset + 1;
+                BatchAnswer::Appended {
+                    base_offset,
+                    last_offset,
+                }
+            }
+        }
+    }
+
+    /// The coordinates of `partition` from the one holding `offset`: at least one, then more
+    /// while their bytes stay within `max_bytes`. None at the high watermark.
+    ///
+    /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); OFFSET_OUT_OF_RANGE (1) below the log start or
+    /// above the high watermark.
+    pub fn find_batches(
+        &self,
+        partition: DisklessPartition,
+        offset: i64,
+        max_bytes: u64,
+    ) -> Result<Found, E> {
+        let p = self
+            .partitions
+            .get(&partition)
+            .ok_or(E::UnknownTopicOrPartition)?;
+        if offset < p.log_start || offset > p.next_offset {
+            return Err(E::OffsetOutOfRange);
+        }
+        let first = p.coordinates.partition_point(|c| c.last_offset < offset);
+        let mut coordinates = Vec::new();
+        let mut bytes = 0u64;
+        for c in p.coordinates.iter().skip(first) {
+            bytes += u64::from(c.byte_len);
+            if !coordinates.is_empty() && bytes > max_bytes {
+                break;
+            }
+            coordinates.push(*c);
+        }
+        Ok(Found {
+            coordinates,
+            high_watermark: p.next_offset,
+            log_start: p.log_start,
+        })
+    }
+
+    /// The high watermark of `partition` (its next offset), if served here.
+    pub fn high_watermark(&self, partition: DisklessPartition) -> Option<i64> {
+        self.partitions.get(&partition).map(|p| p.next_offset)
+    }
+
+    /// DeleteRecords (and retention): moves the log start of `partition` to `offset` (-1: the
+    /// high watermark), never back; coordinates wholly below it go, and objects left with no
+    /// coordinate are marked for deletion at `now_ms`. Returns the log start.
+    ///
+    /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); OFFSET_OUT_OF_RANGE (1) above the high watermark
+    /// or below -1.
+    pub fn delete_records(
+        &mut self,
+        now_ms: i64,
+        partition: DisklessPartition,
+        offset: i64,
+    ) -> Result<i64, E> {
+        let p = self
+            .partitions
+            .get_mut(&partition)
+            .ok_or(E::UnknownTopicOrPartition)?;
+        let offset = if offset == -1 { p.next_offset } else { offset };
+        if offset < 0 || offset > p.next_offset {
+            return Err(E::OffsetOutOfRange);
+        }
+        p.log_start = p.log_start.max(offset);
+        let mut released = Vec::new();
+        while p
+            .coordinates
+            .front()
+            .is_some_and(|c| c.last_offset < p.log_start)
+        {
+            released.extend(p.coordinates.pop_front().map(|c| c.object));
+        }
+        let log_start = p.log_start;
+        for object in released {
+            self.release(now_ms, object);
+        }
+        self.debug_check();
+        Ok(log_start)
+    }
+
+    fn release(&mut self, now_ms: i64, object: ObjectId) {
+        if let Some(o) = self.objects.get_mut(&object) {
+            o.references = o.references.saturating_sub(1);
+            if o.references == 0 && o.deleting_since.is_none() {
+                o.deleting_since = Some(now_ms);
+            }
+        }
+    }
+
+    /// Objects marked for deletion at least `delay_ms` before `now_ms` (a reader holding their
+    /// coordinates had that long), oldest mark first, with their sizes (bytes) and uploaders.
+    pub fn deletable(&self, now_ms: i64, delay_ms: i64) -> Vec<(ObjectId, u64, i32)> {
+        let mut out: Vec<(i64, ObjectId, u64, i32)> = self
+            .objects
+            .iter()
+            .filter_map(|(id, o)| {
+                o.deleting_since
+                    .filter(|since| now_ms.saturating_sub(*since) >= delay_ms)
+                    .map(|since| (since, *id, o.size, o.uploader))
+            })
+            .collect();
+        out.sort();
+        out.into_iter().map(|(_, id, s, u)| (id, s, u)).collect()
+    }
+
+    /// Forgets objects the store deleted. Returns how many were forgotten; an object still
+    /// named by a coordinate (never handed out by [`Self::deletable`]) is kept.
+    pub fn objects_deleted(&mut self, deleted: &[ObjectId]) -> usize {
+        let mut n = 0;
+        for id in deleted {
+            if self
+                .objects
+                .get(id)
+                .is_some_and(|o| o.deleting_since.is_some() && o.references == 0)
+            {
+                self.objects.remove(id);
+                n += 1;
+            }
+        }
+        self.debug_check();
+        n
+    }
+
+    /// Objects known (live or marked for deletion).
+    pub fn object_count(&self) -> usize {
+        self.objects.len()
+    }
+
+    fn debug_check(&self) {
+        if cfg!(debug_assertions) {
+            if let Err(e) = self.check_invariants() {
+                panic!("batch coordinator invariant: {e}");
+            }
+        }
+    }
+
+    /// Checks the invariants (module docs). Errors: the first one broken, described.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut references: HashMap<ObjectId, u32> = HashMap::new();
+        for (id, p) in &self.partitions {
+            if p.log_start > p.next_offset {
+                return Err(format!(
+                    "{id:?}: log start {} above the high watermark {}",
+                    p.log_start, p.next_offset
+                ));
+            }
+            if p.coordinates.len() > self.max_batches {
+                return Err(format!("{id:?}: {} coordinates", p.coordinates.len()));
+            }
+            if let Some(first) = p.coordinates.front() {
+                if first.last_offset < p.log_start || first.base_offset > p.log_start {
+                    return Err(format!(
+                        "{id:?}: first coordinate {}..={} does not hold the log start {}",
+                        first.base_offset, first.last_offset, p.log_start
+                    ));
+                }
+            } else if p.log_start != p.next_offset {
+                return Err(format!(
+                    "{id:?}: no coordinates between {} and {}",
+                    p.log_start, p.next_offset
+                ));
+            }
+            let mut expect = p.coordinates.front().map(|c| c.base_offset);
+            for c in &p.coordinates {
+                if Some(c.base_offset) != expect || c.last_offset < c.base_offset {
+                    return Err(format!(
+                        "{id:?}: coordinate {}..={} after {expect:?}",
+                        c.base_offset, c.last_offset
+                    ));
+                }
+                expect = Some(c.last_offset + 1);
+                *references.entry(c.object).or_default() += 1;
+            }
+            if let Some(end) = expect {
+                if end != p.next_offset {
+                    return Err(format!(
+                        "{id:?}: coordinates end at {end}, high watermark {}",
+                        p.next_offset
+                    ));
+                }
+            }
+        }
+        for (id, o) in &self.objects {
+            let named = references.get(id).copied().unwrap_or(0);
+            if named != o.references {
+                return Err(format!(
+                    "{id:?}: {} references counted, {named} coordinates",
+                    o.references
+                ));
+            }
+            if (named == 0) != o.deleting_since.is_some() {
+                return Err(format!(
+                    "{id:?}: {named} coordinates, marked {:?}",
+                    o.deleting_since
+                ));
+            }
+        }
+        if let Some(id) = references.keys().find(|id| !self.objects.contains_key(id)) {
+            return Err(format!("{id:?}: named by a coordinate, not known"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
