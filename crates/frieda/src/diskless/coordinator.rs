@@ -50,7 +50,7 @@ pub struct DisklessPartition {
 }
 
 /// One batch of an uploaded object, as its uploader commits it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommittedBatch {
     /// Its partition.
     pub partition: DisklessPartition,
@@ -63,7 +63,7 @@ pub struct CommittedBatch {
 }
 
 /// A broker's commit of one uploaded object (docs/diskless.md, "The write path", step 5).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitBatches {
     /// The object.
     pub object: ObjectId,
@@ -140,6 +140,43 @@ pub struct Found {
     pub log_start: i64,
 }
 
+/// A decision of the coordinator partition's leader, as every replica applies it
+/// ([`BatchCoordinator::apply`]): the record the leader writes to the coordinator partition
+/// (its encoding comes with the hosting partition, build plan step 3). A replica that applied
+/// the same decisions in the same order holds the same state and would decide the same.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// [`BatchCoordinator::create_partition`].
+    CreatePartition(DisklessPartition),
+    /// [`BatchCoordinator::commit`]: the commit and the answer decided for each batch.
+    Commit {
+        /// When it was decided (the leader's clock, ms).
+        now_ms: i64,
+        /// The commit.
+        commit: CommitBatches,
+        /// One answer per batch.
+        answers: Vec<BatchAnswer>,
+    },
+    /// [`BatchCoordinator::delete_records`]: the log start it moved to.
+    DeleteRecords {
+        /// When (ms).
+        now_ms: i64,
+        /// The partition.
+        partition: DisklessPartition,
+        /// The new log start.
+        log_start: i64,
+    },
+    /// [`BatchCoordinator::delete_topic`].
+    DeleteTopic {
+        /// When (ms).
+        now_ms: i64,
+        /// The topic.
+        topic_id: Uuid,
+    },
+    /// [`BatchCoordinator::objects_deleted`].
+    ObjectsDeleted(Vec<ObjectId>),
+}
+
 #[derive(Debug, Clone, Copy)]
 struct ObjectEntry {
     size: u64,
@@ -148,6 +185,12 @@ struct ObjectEntry {
     references: u32,
     /// Marked for deletion at (ms): no coordinate names it.
     deleting_since: Option<i64>,
+}
+
+impl ObjectEntry {
+    fn is_deletable(&self) -> bool {
+        self.deleting_since.is_some() && self.references == 0
+    }
 }
 
 #[derive(Debug, Default)]
@@ -182,13 +225,57 @@ impl BatchCoordinator {
     }
 
     /// Starts serving `partition` at offset 0 (the metadata created it); no effect if known.
-    pub fn create_partition(&mut self, partition: DisklessPartition) {
-        self.partitions.entry(partition).or_default();
+    pub fn create_partition(&mut self, partition: DisklessPartition) -> Decision {
+        let d = Decision::CreatePartition(partition);
+        self.apply(&d);
+        d
     }
 
     /// Forgets every partition of `topic_id` (the topic was deleted); their objects are
     /// marked for deletion at `now_ms` once nothing else names them.
-    pub fn delete_topic(&mut self, now_ms: i64, topic_id: Uuid) {
+    pub fn delete_topic(&mut self, now_ms: i64, topic_id: Uuid) -> Decision {
+        let d = Decision::DeleteTopic { now_ms, topic_id };
+        self.apply(&d);
+        d
+    }
+
+    /// Applies a decision of the leader (on a replica, or replaying the coordinator
+    /// partition's log). A commit of an object already known is skipped (applied once).
+    pub fn apply(&mut self, decision: &Decision) {
+        match decision {
+            Decision::CreatePartition(p) => {
+                self.partitions.entry(*p).or_default();
+            }
+            Decision::Commit {
+                now_ms,
+                commit,
+                answers,
+            } => {
+                if self.objects.contains_key(&commit.object)
+                    || answers.len() != commit.batches.len()
+                {
+                    tracing::warn!(object = ?commit.object, "a commit applied twice or malformed: skipped");
+                    return;
+                }
+                for (b, a) in commit.batches.iter().zip(answers) {
+                    self.take_answer(commit.object, b, a);
+                }
+                self.register(*now_ms, commit, answers.clone());
+            }
+            Decision::DeleteRecords {
+                now_ms,
+                partition,
+                log_start,
+            } => self.move_log_start(*now_ms, *partition, *log_start),
+            Decision::DeleteTopic { now_ms, topic_id } => self.drop_topic(*now_ms, *topic_id),
+            Decision::ObjectsDeleted(ids) => {
+                self.forget_objects(ids);
+            }
+        }
+        self.debug_check();
+    }
+
+    fn drop_topic(&mut self, now_ms: i64, topic_id: Uuid) {
         let gone: Vec<DisklessPartition> = self
             .partitions
             .keys()
@@ -202,7 +289,6 @@ impl BatchCoordinator {
                 }
             }
         }
-        self.debug_check();
     }
 
     /// Decides the commit of an uploaded object at `now_ms`: one answer per batch, in order.
@@ -212,13 +298,15 @@ impl BatchCoordinator {
     /// Errors: [`CommitError::OutsideObject`] (nothing decided) when a batch's range is not in
     /// the object; [`CommitError::CommittedBefore`] for an object committed before whose answers
     /// are forgotten.
+    ///
+    /// Returns the answers and the decision to replicate (none for a resent commit).
     pub fn commit(
         &mut self,
         now_ms: i64,
         commit: &CommitBatches,
-    ) -> Result<Vec<BatchAnswer>, CommitError> {
+    ) -> Result<(Vec<BatchAnswer>, Option<Decision>), CommitError> {
         if let Some(answers) = self.answers.get(&commit.object) {
-            return Ok(answers.clone());
+            return Ok((answers.clone(), None));
         }
         if self.objects.contains_key(&commit.object) {
             return Err(CommitError::CommittedBefore);
@@ -230,18 +318,31 @@ impl BatchCoordinator {
         {
             return Err(CommitError::OutsideObject);
         }
-        let mut references = 0u32;
-        let answers: Vec<BatchAnswer> = commit
-            .batches
+        // Each batch is judged on the state its predecessors in the object left.
+        let mut answers = Vec::with_capacity(commit.batches.len());
+        for b in &commit.batches {
+            let answer = self.judge(b);
+            self.take_answer(commit.object, b, &answer);
+            answers.push(answer);
+        }
+        self.register(now_ms, commit, answers.clone());
+        self.debug_check();
+        Ok((
+            answers.clone(),
+            Some(Decision::Commit {
+                now_ms,
+                commit: commit.clone(),
+                answers,
+            }),
+        ))
+    }
+
+    /// Records a decided commit's object and its answers (for resent commits).
+    fn register(&mut self, now_ms: i64, commit: &CommitBatches, answers: Vec<BatchAnswer>) {
+        let references = answers
             .iter()
-            .map(|b| {
-                let answer = self.decide(commit.object, b);
-                if matches!(answer, BatchAnswer::Appended { .. }) {
-                    references += 1;
-                }
-                answer
-            })
-            .collect();
+            .filter(|a| matches!(a, BatchAnswer::Appended { .. }))
+            .count() as u32;
         self.objects.insert(
             commit.object,
             ObjectEntry {
@@ -257,14 +358,12 @@ impl BatchCoordinator {
             }
         }
         self.recent.push_back(commit.object);
-        self.answers.insert(commit.object, answers.clone());
-        self.debug_check();
-        Ok(answers)
+        self.answers.insert(commit.object, answers);
     }
 
-    fn decide(&mut self, object: ObjectId, b: &CommittedBatch) -> BatchAnswer {
-        let max_batches = self.max_batches;
-        let Some(p) = self.partitions.get_mut(&b.partition) else {
+    /// The answer for batch `b` on the current state (read-only: [`Self::take_answer`] applies it).
+    fn judge(&self, b: &CommittedBatch) -> BatchAnswer {
+        let Some(p) = self.partitions.get(&b.partition) else {
             return BatchAnswer::Refused(E::UnknownTopicOrPartition);
         };
         let h = &b.header;
@@ -283,30 +382,46 @@ impl BatchCoordinator {
                 base_offset,
                 last_offset,
             },
-            Ok(SequenceCheck::Append) if p.coordinates.len() >= max_batches => {
-                // Refused before it was stored: a later batch of its producer is refused
-                // in turn (resend in order), not called out of order.
-                p.producers.note_refused(h);
+            Ok(SequenceCheck::Append) if p.coordinates.len() >= self.max_batches => {
                 BatchAnswer::Refused(E::KafkaStorageError)
             }
-            Ok(SequenceCheck::Append) => {
-                let base_offset = p.next_offset;
-                let last_offset = base_offset + i64::from(h.last_offset_delta.max(0));
-                p.producers.record(h, base_offset);
+            Ok(SequenceCheck::Append) => BatchAnswer::Appended {
+                base_offset: p.next_offset,
+                last_offset: p.next_offset + i64::from(h.last_offset_delta.max(0)),
+            },
+        }
+    }
+
+    /// Applies the answer decided for batch `b` of `object`: a stored batch takes its offsets
+    /// (the next ones of its partition, asserted) and its producer's state moves; a batch
+    /// refused at the bound is noted, so a later batch of its producer is refused in turn
+    /// (resend in order), not called out of order. Other answers change nothing.
+    fn take_answer(&mut self, object: ObjectId, b: &CommittedBatch, answer: &BatchAnswer) {
+        let Some(p) = self.partitions.get_mut(&b.partition) else {
+            return;
+        };
+        match *answer {
+            BatchAnswer::Appended {
+                base_offset,
+                last_offset,
+            } => {
+                assert_eq!(
+                    base_offset, p.next_offset,
+                    "a batch stored away from its partition's high watermark"
+                );
+                p.producers.record(&b.header, base_offset);
                 p.coordinates.push_back(Coordinate {
                     object,
                     byte_offset: b.byte_offset,
                     byte_len: b.byte_len,
                     base_offset,
                     last_offset,
-                    max_timestamp: h.max_timestamp,
+                    max_timestamp: b.header.max_timestamp,
                 });
                 p.next_offset = last_offset + 1;
-                BatchAnswer::Appended {
-                    base_offset,
-                    last_offset,
-                }
             }
+            BatchAnswer::Refused(E::KafkaStorageError) => p.producers.note_refused(&b.header),
+            BatchAnswer::Duplicate { .. } | BatchAnswer::Refused(_) => {}
         }
     }
 
@@ -361,16 +476,30 @@ impl BatchCoordinator {
         now_ms: i64,
         partition: DisklessPartition,
         offset: i64,
-    ) -> Result<i64, E> {
+    ) -> Result<(i64, Decision), E> {
         let p = self
             .partitions
-            .get_mut(&partition)
+            .get(&partition)
             .ok_or(E::UnknownTopicOrPartition)?;
         let offset = if offset == -1 { p.next_offset } else { offset };
         if offset < 0 || offset > p.next_offset {
             return Err(E::OffsetOutOfRange);
         }
-        p.log_start = p.log_start.max(offset);
+        let log_start = p.log_start.max(offset);
+        let d = Decision::DeleteRecords {
+            now_ms,
+            partition,
+            log_start,
+        };
+        self.apply(&d);
+        Ok((log_start, d))
+    }
+
+    fn move_log_start(&mut self, now_ms: i64, partition: DisklessPartition, log_start: i64) {
+        let Some(p) = self.partitions.get_mut(&partition) else {
+            return;
+        };
+        p.log_start = p.log_start.max(log_start.min(p.next_offset));
         let mut released = Vec::new();
         while p
             .coordinates
@@ -379,12 +508,9 @@ impl BatchCoordinator {
         {
             released.extend(p.coordinates.pop_front().map(|c| c.object));
         }
-        let log_start = p.log_start;
         for object in released {
             self.release(now_ms, object);
         }
-        self.debug_check();
-        Ok(log_start)
     }
 
     fn release(&mut self, now_ms: i64, object: ObjectId) {
@@ -412,22 +538,49 @@ impl BatchCoordinator {
         out.into_iter().map(|(_, id, s, u)| (id, s, u)).collect()
     }
 
-    /// Forgets objects the store deleted. Returns how many were forgotten; an object still
-    /// named by a coordinate (never handed out by [`Self::deletable`]) is kept.
-    pub fn objects_deleted(&mut self, deleted: &[ObjectId]) -> usize {
+    /// Forgets objects the store deleted. Returns how many were forgotten and the decision;
+    /// an object still named by a coordinate (never handed out by [`Self::deletable`]) is kept.
+    pub fn objects_deleted(&mut self, deleted: &[ObjectId]) -> (usize, Decision) {
+        let n = deleted
+            .iter()
+            .filter(|id| self.objects.get(id).is_some_and(ObjectEntry::is_deletable))
+            .count();
+        let d = Decision::ObjectsDeleted(deleted.to_vec());
+        self.apply(&d);
+        (n, d)
+    }
+
+    fn forget_objects(&mut self, deleted: &[ObjectId]) -> usize {
         let mut n = 0;
         for id in deleted {
-            if self
-                .objects
-                .get(id)
-                .is_some_and(|o| o.deleting_since.is_some() && o.references == 0)
-            {
+            if self.objects.get(id).is_some_and(ObjectEntry::is_deletable) {
                 self.objects.remove(id);
                 n += 1;
             }
         }
-        self.debug_check();
         n
+    }
+
+    /// A digest of the whole state (partitions, coordinates, producer state as its snapshot
+    /// keeps it, objects, kept answers), equal on replicas that applied the same decisions.
+    pub fn state_digest(&self) -> u32 {
+        let mut text = String::new();
+        let mut parts: Vec<_> = self.partitions.iter().collect();
+        parts.sort_by_key(|(id, _)| **id);
+        for (id, p) in parts {
+            text += &format!(
+                "{id:?} {} {} {:?}\n",
+                p.log_start, p.next_offset, p.coordinates
+            );
+            text += &format!("{:?}\n", p.producers.snapshot());
+        }
+        let mut objects: Vec<_> = self.objects.iter().collect();
+        objects.sort_by_key(|(id, _)| **id);
+        text += &format!("{objects:?}\n{:?}\n", self.recent);
+        for id in &self.recent {
+            text += &format!("{:?}\n", self.answers.get(id));
+        }
+        crc32c::crc32c(text.as_bytes())
     }
 
     /// Objects known (live or marked for deletion).

@@ -81,11 +81,13 @@ fn offsets_are_dense_per_partition_across_objects_and_found_at_every_offset() {
                 ],
             ),
         )
-        .unwrap();
+        .unwrap()
+        .0;
     assert_eq!(a, vec![appended(0, 2), appended(0, 1), appended(3, 3)]);
     let b = c
         .commit(1, &commit_of(2, &[(0, header(4, -1, -1, 0))]))
-        .unwrap();
+        .unwrap()
+        .0;
     assert_eq!(b, vec![appended(4, 7)]);
     assert_eq!(c.high_watermark(part(0)), Some(8));
     for offset in 0..8 {
@@ -127,13 +129,13 @@ fn an_idempotent_retry_in_a_later_object_gets_the_original_offsets_and_stores_no
     let mut c = coordinator(1);
     let first = commit_of(1, &[(0, header(2, 7, 0, 0)), (0, header(3, 7, 0, 2))]);
     assert_eq!(
-        c.commit(0, &first).unwrap(),
+        c.commit(0, &first).unwrap().0,
         vec![appended(0, 1), appended(2, 4)]
     );
     // the producer's answer was lost; its broker uploads the same batches again
     let retry = commit_of(2, &[(0, header(3, 7, 0, 2))]);
     assert_eq!(
-        c.commit(5, &retry).unwrap(),
+        c.commit(5, &retry).unwrap().0,
         vec![BatchAnswer::Duplicate {
             base_offset: 2,
             last_offset: 4
@@ -145,7 +147,7 @@ fn an_idempotent_retry_in_a_later_object_gets_the_original_offsets_and_stores_no
     assert_eq!(c.deletable(15, 10), vec![(object(2), 100, 1)]);
     // the same commit resent (the coordinator's answer was lost): the same answers
     assert_eq!(
-        c.commit(20, &first).unwrap(),
+        c.commit(20, &first).unwrap().0,
         vec![appended(0, 1), appended(2, 4)]
     );
     assert_eq!(c.high_watermark(part(0)), Some(5));
@@ -156,7 +158,8 @@ fn producer_state_refusals_are_kafkas() {
     let mut c = coordinator(1);
     assert_eq!(
         c.commit(0, &commit_of(1, &[(0, header(2, 7, 3, 0))]))
-            .unwrap(),
+            .unwrap()
+            .0,
         vec![appended(0, 1)]
     );
     let answers = c
@@ -172,7 +175,8 @@ fn producer_state_refusals_are_kafkas() {
                 ],
             ),
         )
-        .unwrap();
+        .unwrap()
+        .0;
     assert_eq!(
         answers,
         vec![
@@ -191,7 +195,8 @@ fn producer_state_refusals_are_kafkas() {
             0,
             &commit_of(3, &[(0, txn), (0, control), (1, header(1, -1, -1, 0))]),
         )
-        .unwrap();
+        .unwrap()
+        .0;
     assert_eq!(
         answers,
         vec![
@@ -219,7 +224,8 @@ fn past_the_coordinate_bound_a_batch_is_refused_and_its_successor_waits_for_it()
                 ],
             ),
         )
-        .unwrap();
+        .unwrap()
+        .0;
     assert_eq!(
         answers,
         vec![
@@ -231,13 +237,14 @@ fn past_the_coordinate_bound_a_batch_is_refused_and_its_successor_waits_for_it()
         ]
     );
     // room again (DeleteRecords), and the resent batches go in order
-    assert_eq!(c.delete_records(1, part(0), 2), Ok(2));
+    assert_eq!(c.delete_records(1, part(0), 2).map(|r| r.0), Ok(2));
     let answers = c
         .commit(
             2,
             &commit_of(2, &[(0, header(1, 7, 0, 2)), (0, header(1, 7, 0, 3))]),
         )
-        .unwrap();
+        .unwrap()
+        .0;
     assert_eq!(answers, vec![appended(2, 2), appended(3, 3)]);
 }
 
@@ -252,31 +259,35 @@ fn delete_records_drops_coordinates_and_frees_objects_no_batch_names() {
     c.commit(0, &commit_of(2, &[(0, header(5, -1, -1, 0))]))
         .unwrap();
     // inside the first batch: it stays (it holds the new log start)
-    assert_eq!(c.delete_records(10, part(0), 3), Ok(3));
+    assert_eq!(c.delete_records(10, part(0), 3).map(|r| r.0), Ok(3));
     assert_eq!(c.find_batches(part(0), 2, 1), Err(E::OffsetOutOfRange));
     assert_eq!(
         c.find_batches(part(0), 3, 1).unwrap().coordinates[0].base_offset,
         0
     );
     // past it: object 1 is still named by partition 1
-    assert_eq!(c.delete_records(20, part(0), 5), Ok(5));
+    assert_eq!(c.delete_records(20, part(0), 5).map(|r| r.0), Ok(5));
     assert!(c.deletable(i64::MAX, 0).is_empty());
     // never back; -1 is the high watermark
-    assert_eq!(c.delete_records(30, part(0), 4), Ok(5));
-    assert_eq!(c.delete_records(40, part(0), -1), Ok(10));
-    assert_eq!(c.delete_records(40, part(0), 11), Err(E::OffsetOutOfRange));
+    assert_eq!(c.delete_records(30, part(0), 4).map(|r| r.0), Ok(5));
+    assert_eq!(c.delete_records(40, part(0), -1).map(|r| r.0), Ok(10));
+    assert_eq!(
+        c.delete_records(40, part(0), 11).map(|r| r.0),
+        Err(E::OffsetOutOfRange)
+    );
     assert_eq!(c.deletable(40, 0), vec![(object(2), 100, 1)]);
     c.delete_topic(50, Uuid::from_u128(0xd15c));
     assert_eq!(
         c.deletable(50, 0),
         vec![(object(2), 100, 1), (object(1), 200, 1)]
     );
-    assert_eq!(c.objects_deleted(&[object(1), object(2), object(9)]), 2);
+    assert_eq!(c.objects_deleted(&[object(1), object(2), object(9)]).0, 2);
     assert_eq!(c.object_count(), 0);
     // a deleted object's commit resent while its answers are kept: the same answers
     assert_eq!(
         c.commit(60, &commit_of(2, &[(0, header(5, -1, -1, 0))]))
-            .unwrap(),
+            .unwrap()
+            .0,
         vec![appended(5, 9)]
     );
 }
@@ -286,7 +297,7 @@ fn a_commit_is_decided_once_and_checked_against_its_object() {
     let mut c = coordinator(1);
     let mut bad = commit_of(1, &[(0, header(1, -1, -1, 0))]);
     bad.object_size = 99;
-    assert_eq!(c.commit(0, &bad), Err(CommitError::OutsideObject));
+    assert_eq!(c.commit(0, &bad).err(), Some(CommitError::OutsideObject));
     assert_eq!(c.high_watermark(part(0)), Some(0));
     for n in 0..=RECENT_COMMITS as u128 {
         c.commit(0, &commit_of(10 + n, &[(0, header(1, -1, -1, 0))]))
@@ -294,8 +305,9 @@ fn a_commit_is_decided_once_and_checked_against_its_object() {
     }
     // the first one's answers are forgotten: refused, not decided again
     assert_eq!(
-        c.commit(0, &commit_of(10, &[(0, header(1, -1, -1, 0))])),
-        Err(CommitError::CommittedBefore)
+        c.commit(0, &commit_of(10, &[(0, header(1, -1, -1, 0))]))
+            .err(),
+        Some(CommitError::CommittedBefore)
     );
     assert_eq!(c.high_watermark(part(0)), Some(RECENT_COMMITS as i64 + 1));
 }
@@ -303,14 +315,17 @@ fn a_commit_is_decided_once_and_checked_against_its_object() {
 /// Seeded random commits (idempotent producers with retries, gaps and epoch bumps, plain
 /// batches, unknown partitions), resent commits, DeleteRecords and object deletions: after each
 /// step the invariants hold, and every batch ever answered Appended at or above its partition's
-/// log start is found at its offsets in the object and byte range it was committed with.
+/// log start is found at its offsets in the object and byte range it was committed with. A
+/// replica applying the leader's decisions holds the same state after every step, and, promoted,
+/// answers the next commits as the leader does.
 #[test]
 fn random_histories_keep_every_invariant_and_every_answer() {
     for seed in 0..40u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut c = BatchCoordinator::new(64);
+        let mut replica = BatchCoordinator::new(64);
         for p in 0..3 {
-            c.create_partition(part(p));
+            replica.apply(&c.create_partition(part(p)));
         }
         // producer id -> (epoch, next sequence per partition)
         let mut producers: HashMap<i64, (i16, [i32; 4])> = HashMap::new();
@@ -349,7 +364,8 @@ fn random_histories_keep_every_invariant_and_every_answer() {
                     }
                     let commit = commit_of(next_object, &batches);
                     next_object += 1;
-                    let answers = c.commit(now, &commit).unwrap();
+                    let (answers, decision) = c.commit(now, &commit).unwrap();
+                    replica.apply(&decision.expect("a new object is a decision"));
                     assert_eq!(answers.len(), commit.batches.len());
                     for (b, a) in commit.batches.iter().zip(&answers) {
                         if let BatchAnswer::Appended {
@@ -380,7 +396,10 @@ fn random_histories_keep_every_invariant_and_every_answer() {
                     // a resent commit: the same answers, nothing new
                     if let Some(old) = sent.last().cloned() {
                         let hw: Vec<_> = (0..3).map(|p| c.high_watermark(part(p))).collect();
-                        c.commit(now, &old).unwrap();
+                        assert!(
+                            c.commit(now, &old).unwrap().1.is_none(),
+                            "a resent commit is no new decision"
+                        );
                         assert_eq!(
                             hw,
                             (0..3)
@@ -393,7 +412,7 @@ fn random_histories_keep_every_invariant_and_every_answer() {
                     let p = part(rng.gen_range(0..3));
                     let hw = c.high_watermark(p).unwrap();
                     let to = rng.gen_range(0..=hw);
-                    c.delete_records(now, p, to).unwrap();
+                    replica.apply(&c.delete_records(now, p, to).unwrap().1);
                 }
                 _ => {
                     let gone: Vec<ObjectId> = c
@@ -401,11 +420,16 @@ fn random_histories_keep_every_invariant_and_every_answer() {
                         .into_iter()
                         .map(|(id, _, _)| id)
                         .collect();
-                    c.objects_deleted(&gone);
+                    replica.apply(&c.objects_deleted(&gone).1);
                 }
             }
             c.check_invariants()
                 .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert_eq!(
+                c.state_digest(),
+                replica.state_digest(),
+                "seed {seed}: the replica differs"
+            );
             for (p, want) in &stored {
                 let found = match c.find_batches(*p, want.base_offset, 1) {
                     Ok(f) => f,
@@ -417,6 +441,24 @@ fn random_histories_keep_every_invariant_and_every_answer() {
                 }
                 assert_eq!(found.coordinates.first(), Some(want), "seed {seed}");
             }
+        }
+        // the replica promoted: the same answers to the same next commits (producer windows,
+        // refusals noted at the bound, kept answers and all)
+        for n in 0..20u128 {
+            let p = (n % 3) as i32;
+            let pid = 1 + (n % 3) as i64;
+            let epoch = producers.get(&pid).map_or(0, |e| e.0);
+            let seq = producers.get(&pid).map_or(0, |e| e.1[p as usize]) - (n % 2) as i32;
+            let commit = commit_of(next_object + n, &[(p, header(1, pid, epoch, seq.max(0)))]);
+            let mine = c.commit(now, &commit).unwrap().0;
+            assert_eq!(mine, replica.commit(now, &commit).unwrap().0, "seed {seed}");
+        }
+        if let Some(old) = sent.last() {
+            assert_eq!(
+                c.commit(now, old).ok(),
+                replica.commit(now, old).ok(),
+                "seed {seed}"
+            );
         }
     }
 }
