@@ -7,9 +7,13 @@
 //!   the log start; each change is a [`coordinator::Decision`] its replicas apply to reach the
 //!   same state.
 //! - [`codec`]: a decision as the record the coordinator partition's leader writes (step 3).
+//! - [`append`]: a broker's append path (step 4), sans-IO: buffer, close into an object, PUT,
+//!   commit in close order, answer the produces.
 //!
-//! The replicated partition that hosts the coordinator (the rest of step 3) is not built yet,
-//! nor is anything that produces to or reads from a diskless topic.
+//! The replicated partition that hosts the coordinator (the rest of step 3) and the drivers
+//! that run these state machines against the network and the bucket are not built yet: no
+//! client can produce to or read from a diskless topic.
 
+pub mod append;
 pub mod codec;
 pub mod coordinator;
