@@ -22,7 +22,8 @@
 //!   brokers.
 //! - [`config`]: the static configuration.
 //! - [`coordinator`]: cross-request state (consumer groups, committed offsets, transactions,
-//!   producer ids).
+//!   producer ids); beside it [`diskless`]: the sans-IO state machines of diskless topics (the
+//!   batch coordinator, a broker's append path; issue 60, not yet driven by anything).
 //! - [`storage`]: topics and partitions as the handlers and coordinators act on them, the log
 //!   writer threads, topic configs, checkpoint files, the internal topics' names.
 //! - [`security`]: who a connection is and what it may do (TLS, SASL, credentials, ACLs).

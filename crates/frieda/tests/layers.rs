@@ -23,7 +23,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["security"],
     &["storage"],
-    &["coordinator"],
+    &["coordinator", "diskless"],
     &["config"],
     &["membership"],
     &["broker"],
