@@ -112,6 +112,27 @@ impl BatchHeader {
         })
     }
 
+    /// The [`BATCH_HEADER_LEN`] (61) bytes of this header as a v2 batch stores them, every field
+    /// as it is (the inverse of [`parse`](Self::parse); nothing is computed, the CRC neither).
+    pub fn encode(&self) -> [u8; BATCH_HEADER_LEN] {
+        let mut b = [0u8; BATCH_HEADER_LEN];
+        b[0..8].copy_from_slice(&self.base_offset.to_be_bytes());
+        b[8..12].copy_from_slice(&self.batch_length.to_be_bytes());
+        b[12..16].copy_from_slice(&self.partition_leader_epoch.to_be_bytes());
+        b[MAGIC_OFFSET] = self.magic as u8;
+        b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&self.crc.to_be_bytes());
+        b[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&self.attributes.to_be_bytes());
+        b[23..27].copy_from_slice(&self.last_offset_delta.to_be_bytes());
+        b[27..35].copy_from_slice(&self.base_timestamp.to_be_bytes());
+        b[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
+            .copy_from_slice(&self.max_timestamp.to_be_bytes());
+        b[43..51].copy_from_slice(&self.producer_id.to_be_bytes());
+        b[51..53].copy_from_slice(&self.producer_epoch.to_be_bytes());
+        b[53..57].copy_from_slice(&self.base_sequence.to_be_bytes());
+        b[57..61].copy_from_slice(&self.records_count.to_be_bytes());
+        b
+    }
+
     /// Total size of the batch in bytes: `LOG_OVERHEAD + batch_length` (0 if `batch_length` is negative).
     pub fn total_size(&self) -> usize {
         LOG_OVERHEAD + usize::try_from(self.batch_length).unwrap_or(0)
@@ -324,20 +345,14 @@ pub fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
 pub fn build_batch(h: &BatchHeader, codec: Codec, records: &[u8]) -> Vec<u8> {
     let body = compression::compress(codec, records);
     let mut b = Vec::with_capacity(BATCH_HEADER_LEN + body.len());
-    let attributes = (h.attributes & !0x7) | i16::from(codec.id());
-    b.extend_from_slice(&h.base_offset.to_be_bytes());
-    b.extend_from_slice(&((BATCH_HEADER_LEN - LOG_OVERHEAD + body.len()) as i32).to_be_bytes());
-    b.extend_from_slice(&h.partition_leader_epoch.to_be_bytes());
-    b.push(2);
-    b.extend_from_slice(&[0; 4]);
-    b.extend_from_slice(&attributes.to_be_bytes());
-    b.extend_from_slice(&h.last_offset_delta.to_be_bytes());
-    b.extend_from_slice(&h.base_timestamp.to_be_bytes());
-    b.extend_from_slice(&h.max_timestamp.to_be_bytes());
-    b.extend_from_slice(&h.producer_id.to_be_bytes());
-    b.extend_from_slice(&h.producer_epoch.to_be_bytes());
-    b.extend_from_slice(&h.base_sequence.to_be_bytes());
-    b.extend_from_slice(&h.records_count.to_be_bytes());
+    let header = BatchHeader {
+        batch_length: (BATCH_HEADER_LEN - LOG_OVERHEAD + body.len()) as i32,
+        magic: 2,
+        crc: 0,
+        attributes: (h.attributes & !0x7) | i16::from(codec.id()),
+        ..*h
+    };
+    b.extend_from_slice(&header.encode());
     b.extend_from_slice(&body);
     let crc = batch_crc(&b);
     b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
@@ -636,6 +651,23 @@ mod tests {
             patch_base_offset(&mut m, 5);
             set_log_append_time(&mut m, 5);
         }
+    }
+
+    #[test]
+    fn a_header_encodes_to_the_bytes_it_was_parsed_from() {
+        let batch = simple_batch(3, 1_700_000_000_000, 20);
+        let h = BatchHeader::parse(&batch).unwrap();
+        assert_eq!(&h.encode()[..], &batch[..BATCH_HEADER_LEN]);
+        let odd = BatchHeader {
+            partition_leader_epoch: -7,
+            attributes: 0x1b,
+            producer_id: i64::MIN,
+            producer_epoch: -2,
+            base_sequence: i32::MAX,
+            crc: 0xdead_beef,
+            ..h
+        };
+        assert_eq!(BatchHeader::parse(&odd.encode()).unwrap(), odd);
     }
 
     #[test]

@@ -72,7 +72,7 @@ pub fn encode(decision: &Decision) -> Vec<u8> {
                 put_partition(&mut body, &b.partition);
                 body.extend_from_slice(&b.byte_offset.to_be_bytes());
                 body.extend_from_slice(&b.byte_len.to_be_bytes());
-                put_header(&mut body, &b.header);
+                body.extend_from_slice(&b.header.encode());
                 match a {
                     BatchAnswer::Appended {
                         base_offset,
@@ -225,23 +225,6 @@ pub fn decode(bytes: &[u8]) -> Result<Decision, DecodeError> {
 fn put_partition(out: &mut Vec<u8>, p: &DisklessPartition) {
     out.extend_from_slice(p.topic_id.as_bytes());
     out.extend_from_slice(&p.partition.to_be_bytes());
-}
-
-/// The 61 bytes of a v2 batch header, as [`BatchHeader::parse`] reads them.
-fn put_header(out: &mut Vec<u8>, h: &BatchHeader) {
-    out.extend_from_slice(&h.base_offset.to_be_bytes());
-    out.extend_from_slice(&h.batch_length.to_be_bytes());
-    out.extend_from_slice(&h.partition_leader_epoch.to_be_bytes());
-    out.push(h.magic as u8);
-    out.extend_from_slice(&h.crc.to_be_bytes());
-    out.extend_from_slice(&h.attributes.to_be_bytes());
-    out.extend_from_slice(&h.last_offset_delta.to_be_bytes());
-    out.extend_from_slice(&h.base_timestamp.to_be_bytes());
-    out.extend_from_slice(&h.max_timestamp.to_be_bytes());
-    out.extend_from_slice(&h.producer_id.to_be_bytes());
-    out.extend_from_slice(&h.producer_epoch.to_be_bytes());
-    out.extend_from_slice(&h.base_sequence.to_be_bytes());
-    out.extend_from_slice(&h.records_count.to_be_bytes());
 }
 
 struct Reader<'a>(&'a [u8]);

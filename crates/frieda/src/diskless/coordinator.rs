@@ -541,13 +541,10 @@ impl BatchCoordinator {
     /// Forgets objects the store deleted. Returns how many were forgotten and the decision;
     /// an object still named by a coordinate (never handed out by [`Self::deletable`]) is kept.
     pub fn objects_deleted(&mut self, deleted: &[ObjectId]) -> (usize, Decision) {
-        let n = deleted
-            .iter()
-            .filter(|id| self.objects.get(id).is_some_and(ObjectEntry::is_deletable))
-            .count();
-        let d = Decision::ObjectsDeleted(deleted.to_vec());
-        self.apply(&d);
-        (n, d)
+        // what `apply` does for this decision, keeping the count
+        let n = self.forget_objects(deleted);
+        self.debug_check();
+        (n, Decision::ObjectsDeleted(deleted.to_vec()))
     }
 
     fn forget_objects(&mut self, deleted: &[ObjectId]) -> usize {

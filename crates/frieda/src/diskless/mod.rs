@@ -17,3 +17,28 @@
 pub mod append;
 pub mod codec;
 pub mod coordinator;
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! What the diskless tests share.
+    use frieda_log::BatchHeader;
+
+    /// A v2 batch header of `records` records from producer `pid` (-1: none) at `seq`.
+    pub(crate) fn header(records: i32, pid: i64, epoch: i16, seq: i32) -> BatchHeader {
+        BatchHeader {
+            base_offset: 0,
+            batch_length: 100,
+            partition_leader_epoch: 0,
+            magic: 2,
+            crc: 0,
+            attributes: 0,
+            last_offset_delta: records - 1,
+            base_timestamp: 1_000,
+            max_timestamp: 1_000 + i64::from(records),
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence: if pid < 0 { -1 } else { seq },
+            records_count: records,
+        }
+    }
+}

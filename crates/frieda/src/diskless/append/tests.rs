@@ -1,5 +1,6 @@
 use super::*;
 use crate::diskless::coordinator::BatchCoordinator;
+use crate::diskless::testing::header;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -19,19 +20,9 @@ fn batch(p: i32, tag: u32, len: usize) -> ProducedBatch {
         partition: part(p),
         bytes: Bytes::from(bytes),
         header: BatchHeader {
-            base_offset: 0,
             batch_length: len as i32 - 12,
-            partition_leader_epoch: 0,
-            magic: 2,
             crc: tag,
-            attributes: 0,
-            last_offset_delta: 0,
-            base_timestamp: 1,
-            max_timestamp: 1,
-            producer_id: -1,
-            producer_epoch: -1,
-            base_sequence: -1,
-            records_count: 1,
+            ..header(1, -1, -1, 0)
         },
     }
 }

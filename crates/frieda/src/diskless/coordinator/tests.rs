@@ -1,4 +1,5 @@
 use super::*;
+use crate::diskless::testing::header;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -11,25 +12,6 @@ fn part(i: i32) -> DisklessPartition {
 
 fn object(n: u128) -> ObjectId {
     ObjectId(Uuid::from_u128(n))
-}
-
-/// A v2 batch header of `records` records from producer `pid` (-1: none) at `seq`.
-fn header(records: i32, pid: i64, epoch: i16, seq: i32) -> BatchHeader {
-    BatchHeader {
-        base_offset: 0,
-        batch_length: 100,
-        partition_leader_epoch: 0,
-        magic: 2,
-        crc: 0,
-        attributes: 0,
-        last_offset_delta: records - 1,
-        base_timestamp: 1_000,
-        max_timestamp: 1_000 + i64::from(records),
-        producer_id: pid,
-        producer_epoch: epoch,
-        base_sequence: if pid < 0 { -1 } else { seq },
-        records_count: records,
-    }
 }
 
 /// A commit of `batches` (partition, header), laid out one after another, 100 bytes each.
