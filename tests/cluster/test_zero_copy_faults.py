@@ -11,15 +11,15 @@ acknowledged record reads back at its offset; and the reads really went by sendf
 
 from __future__ import annotations
 
-import hashlib
-import signal
 import threading
 import time
 import urllib.request
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+import backlog_data
+from backlog_data import digest
 from cluster_clients import ProducerThread, check_acked, read_all
 from conftest import LOG_LEVEL, free_ports
 
@@ -30,48 +30,12 @@ READERS = 3
 FAULT_ROUNDS = 3
 
 
-def value_for(p: int, i: int) -> bytes:
-    """The i-th backlog value of partition p: 300-8,300 bytes, different for every record."""
-    seed = hashlib.blake2b(b"%d/%d" % (p, i), digest_size=32).hexdigest().encode()
-    n = 300 + (i * 7919) % 8000
-    return (seed * (n // 64 + 1))[:n]
-
-
-def digest(b: bytes) -> bytes:
-    return hashlib.blake2b(b, digest_size=16).digest()
-
-
 def produce_backlog(bootstrap: str, topic: str) -> dict[tuple[int, int], bytes]:
     """About BACKLOG_BYTES over the partitions (acks=all, idempotent): the digest of each
     acknowledged value by (partition, offset)."""
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                  "linger.ms": 5, "batch.size": 1 << 20, "compression.type": "none",
-                  "queue.buffering.max.kbytes": 256 << 10, "log_level": LOG_LEVEL})
-    stored: dict[tuple[int, int], bytes] = {}
-    errors: list = []
-
-    def report(err, msg):
-        if err is not None:
-            errors.append(err)
-        else:
-            stored[(msg.partition(), msg.offset())] = digest(msg.value())
-
-    sent, i = 0, 0
-    while sent < BACKLOG_BYTES:
-        for part in range(PARTITIONS):
-            v = value_for(part, i)
-            while True:
-                try:
-                    p.produce(topic, value=v, key=b"bk-%d" % i, partition=part, on_delivery=report)
-                    break
-                except BufferError:
-                    p.poll(0.05)
-            sent += len(v)
-        i += 1
-        p.poll(0)
-    assert p.flush(180) == 0
-    assert not errors, errors[:3]
-    return stored
+    return backlog_data.produce_backlog(bootstrap, topic, PARTITIONS, BACKLOG_BYTES, key_prefix=b"bk-",
+                                        flush_timeout=180, **{"enable.idempotence": True,
+                                                              "log_level": LOG_LEVEL})
 
 
 def zero_copy_bytes(port: int) -> float:

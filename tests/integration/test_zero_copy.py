@@ -10,7 +10,6 @@ anyone a wrong byte nor disturb the broker.
 
 from __future__ import annotations
 
-import hashlib
 import signal
 import shutil
 import subprocess
@@ -18,9 +17,10 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from backlog_data import digest, produce_backlog, value_for
 from conftest import free_port
 from test_metrics import scrape
 
@@ -28,45 +28,10 @@ PARTITIONS = 2
 SEGMENT_BYTES = 8 << 20
 
 
-def value_for(p: int, i: int) -> bytes:
-    """The i-th value produced to partition p: 300-8,300 printable bytes (Kafka's console
-    consumer prints them as they are), different for every record."""
-    seed = hashlib.blake2b(b"%d/%d" % (p, i), digest_size=32).hexdigest().encode()
-    n = 300 + (i * 7919) % 8000
-    return (seed * (n // 64 + 1))[:n]
-
-
 def produce(bootstrap: str, topic: str, total_bytes: int) -> dict[tuple[int, int], bytes]:
-    """Produces about total_bytes over the partitions (acks=all); returns the digest of each
-    record's value by (partition, offset), from the delivery reports."""
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                  "batch.size": 1 << 20, "compression.type": "none",
-                  "queue.buffering.max.kbytes": 256 << 10})
-    stored: dict[tuple[int, int], bytes] = {}
-    errors: list = []
-
-    def report(err, msg):
-        if err is not None:
-            errors.append(err)
-        else:
-            stored[(msg.partition(), msg.offset())] = hashlib.blake2b(msg.value(), digest_size=16).digest()
-
-    sent, i = 0, 0
-    while sent < total_bytes:
-        for part in range(PARTITIONS):
-            v = value_for(part, i)
-            while True:
-                try:
-                    p.produce(topic, value=v, key=b"%d" % i, partition=part, on_delivery=report)
-                    break
-                except BufferError:
-                    p.poll(0.05)
-            sent += len(v)
-        i += 1
-        p.poll(0)
-    assert p.flush(120) == 0
-    assert not errors, errors[:3]
-    return stored
+    """About total_bytes over PARTITIONS (backlog_data.produce_backlog): the digest of each
+    acknowledged value by (partition, offset)."""
+    return produce_backlog(bootstrap, topic, PARTITIONS, total_bytes)
 
 
 def consume_all(bootstrap: str, topic: str, part: int, start: int, end: int) -> dict[int, bytes]:
@@ -80,7 +45,7 @@ def consume_all(bootstrap: str, topic: str, part: int, start: int, end: int) -> 
         for m in c.consume(1000, 0.5):
             assert m.error() is None, m.error()
             assert m.offset() not in got, f"offset {m.offset()} twice"
-            got[m.offset()] = hashlib.blake2b(m.value(), digest_size=16).digest()
+            got[m.offset()] = digest(m.value())
     c.close()
     return got
 
@@ -129,7 +94,7 @@ def test_a_backlog_comes_back_byte_for_byte_with_and_without_zero_copy(make_own_
     n, expect_offset = 0, 100
     for m in kc:
         assert m.offset == expect_offset, (m.offset, expect_offset)
-        assert hashlib.blake2b(m.value, digest_size=16).digest() == stored[(1, m.offset)], m.offset
+        assert digest(m.value) == stored[(1, m.offset)], m.offset
         expect_offset += 1
         n += len(m.value)
         if n >= 20 << 20:
@@ -151,7 +116,7 @@ def test_a_backlog_comes_back_byte_for_byte_with_and_without_zero_copy(make_own_
         for want, line in enumerate(lines):
             meta, _, value = line.rpartition("\t")
             assert meta == f"Offset:{want}", (meta, want)
-            assert hashlib.blake2b(value.encode(), digest_size=16).digest() == stored[(0, want)], want
+            assert digest(value.encode()) == stored[(0, want)], want
 
     # kcat: the sizes of the first 2,000 records of partition 0.
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
@@ -208,7 +173,7 @@ def test_reads_while_retention_deletes_their_segments_and_readers_are_killed(mak
                 if m.offset() <= last[m.partition()]:
                     problems.append(f"reader {idx}: offset {key} after {last[m.partition()]}")
                 last[m.partition()] = m.offset()
-                if hashlib.blake2b(m.value(), digest_size=16).digest() != stored.get(key):
+                if digest(m.value()) != stored.get(key):
                     problems.append(f"reader {idx}: wrong bytes at {key}")
                 received[0] += 1
                 per_reader[idx] += 1
