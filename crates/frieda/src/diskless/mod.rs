@@ -17,11 +17,57 @@
 pub mod append;
 pub mod codec;
 pub mod coordinator;
+pub mod host;
 
 #[cfg(test)]
 pub(crate) mod testing {
     //! What the diskless tests share.
+    use super::coordinator::{
+        BatchAnswer, CommitBatches, CommittedBatch, DisklessPartition, ObjectId,
+    };
     use frieda_log::BatchHeader;
+    use uuid::Uuid;
+
+    /// Partition `i` of the test topic.
+    pub(crate) fn part(i: i32) -> DisklessPartition {
+        DisklessPartition {
+            topic_id: Uuid::from_u128(0xd15c),
+            partition: i,
+        }
+    }
+
+    /// Object `n`.
+    pub(crate) fn object(n: u128) -> ObjectId {
+        ObjectId(Uuid::from_u128(n))
+    }
+
+    /// A commit of object `id` holding `batches` (partition, header), laid out one after
+    /// another, 100 bytes each, uploaded by broker 1.
+    pub(crate) fn commit_of(id: u128, batches: &[(i32, BatchHeader)]) -> CommitBatches {
+        CommitBatches {
+            object: object(id),
+            object_size: 100 * batches.len() as u64,
+            uploader: 1,
+            batches: batches
+                .iter()
+                .enumerate()
+                .map(|(i, (p, h))| CommittedBatch {
+                    partition: part(*p),
+                    byte_offset: 100 * i as u32,
+                    byte_len: 100,
+                    header: *h,
+                })
+                .collect(),
+        }
+    }
+
+    /// A batch stored at `base_offset..=last_offset`.
+    pub(crate) fn appended(base_offset: i64, last_offset: i64) -> BatchAnswer {
+        BatchAnswer::Appended {
+            base_offset,
+            last_offset,
+        }
+    }
 
     /// A v2 batch header of `records` records from producer `pid` (-1: none) at `seq`.
     pub(crate) fn header(records: i32, pid: i64, epoch: i16, seq: i32) -> BatchHeader {

@@ -1,15 +1,8 @@
 use super::*;
 use crate::diskless::coordinator::BatchCoordinator;
-use crate::diskless::testing::header;
+use crate::diskless::testing::{appended, header, part};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-
-fn part(i: i32) -> DisklessPartition {
-    DisklessPartition {
-        topic_id: Uuid::from_u128(0xa99e),
-        partition: i,
-    }
-}
 
 /// A batch of `len` bytes for partition `p` whose bytes name (p, tag); no producer id.
 fn batch(p: i32, tag: u32, len: usize) -> ProducedBatch {
@@ -59,10 +52,7 @@ fn commits(actions: &[Action]) -> Vec<CommitBatches> {
 }
 
 fn stored(base_offset: i64) -> BatchAnswer {
-    BatchAnswer::Appended {
-        base_offset,
-        last_offset: base_offset,
-    }
+    appended(base_offset, base_offset)
 }
 
 #[test]

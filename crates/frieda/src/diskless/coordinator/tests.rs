@@ -1,44 +1,7 @@
 use super::*;
-use crate::diskless::testing::header;
+use crate::diskless::testing::{appended, commit_of, header, object, part};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-
-fn part(i: i32) -> DisklessPartition {
-    DisklessPartition {
-        topic_id: Uuid::from_u128(0xd15c),
-        partition: i,
-    }
-}
-
-fn object(n: u128) -> ObjectId {
-    ObjectId(Uuid::from_u128(n))
-}
-
-/// A commit of `batches` (partition, header), laid out one after another, 100 bytes each.
-fn commit_of(id: u128, batches: &[(i32, BatchHeader)]) -> CommitBatches {
-    CommitBatches {
-        object: object(id),
-        object_size: 100 * batches.len() as u64,
-        uploader: 1,
-        batches: batches
-            .iter()
-            .enumerate()
-            .map(|(i, (p, h))| CommittedBatch {
-                partition: part(*p),
-                byte_offset: 100 * i as u32,
-                byte_len: 100,
-                header: *h,
-            })
-            .collect(),
-    }
-}
-
-fn appended(base_offset: i64, last_offset: i64) -> BatchAnswer {
-    BatchAnswer::Appended {
-        base_offset,
-        last_offset,
-    }
-}
 
 fn coordinator(partitions: i32) -> BatchCoordinator {
     let mut c = BatchCoordinator::new(DEFAULT_MAX_BATCHES_PER_PARTITION);
