@@ -29,6 +29,10 @@
 //!   state written to and read back from the group coordinator; no record accepted twice or
 //!   redelivered after an accepted ACCEPT, none skipped, delivery counts never lower than
 //!   stored, locks expiring so that the group finishes after the faults heal.
+//! - [`diskless`]: diskless topics (issue 60), a separate mode (`--diskless`): three brokers
+//!   running the broker's own append path and batch coordinator host against a simulated
+//!   bucket and a small model of the coordinator partition's ISR; every acknowledged batch
+//!   found at its offset, byte for byte, once, after SIGKILLs, pauses and store outages.
 //! - [`shrink`]: a failing plan made short.
 //!
 //! `cargo run --release -p frieda-sim -- --seeds 1000` runs seeds 0..1000; `--seed N --trace`
@@ -38,6 +42,7 @@
 
 mod check;
 pub mod disk;
+pub mod diskless;
 mod groups;
 pub mod net;
 pub mod plan;

@@ -8,6 +8,8 @@
 //! frieda-sim --seed 42 --without-share-group            the seed's plan without its share group
 //! frieda-sim --quorum --seeds 100 [--start 0]           the metadata quorum's seeds (KIP-853 voter changes)
 //! frieda-sim --quorum --seed 42 --trace                 replay one quorum seed with its event log
+//! frieda-sim --diskless --seeds 200 [--start 0]        diskless topics' seeds (issue 60)
+//! frieda-sim --diskless --seed 42 --trace               replay one diskless seed with its event log
 //! ```
 //! Exits 1 if any seed broke an invariant.
 
@@ -16,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Parser;
+use frieda_sim::diskless::{run_diskless_mutant, DisklessReport, DisklessStats, Mutation};
 use frieda_sim::quorum::{run_quorum_seed, QuorumReport, QuorumStats};
 use frieda_sim::{run_plan, shrink, Plan, Report, Stats};
 
@@ -54,6 +57,15 @@ struct Args {
     /// controller; voter changes, crashes, cuts) instead of the cluster.
     #[arg(long)]
     quorum: bool,
+    /// Simulate diskless topics (`frieda_sim::diskless`: the broker's append path and batch
+    /// coordinator host, a simulated bucket, brokers killed and paused, the store answering 503)
+    /// instead of the cluster.
+    #[arg(long)]
+    diskless: bool,
+    /// With --diskless: put a defect in on purpose (`answer-before-replicated`,
+    /// `put-lost`) to see the checks find it.
+    #[arg(long)]
+    mutation: Option<String>,
     /// Alter the topic's min.insync.replicas while the faults run (`Plan::with_min_insync_changes`;
     /// not in the default plans yet; seeds 0-299 with it run clean).
     #[arg(long)]
@@ -163,6 +175,83 @@ fn quorum_main(args: &Args) -> ! {
     std::process::exit(i32::from(!failures.is_empty()));
 }
 
+fn print_diskless_report(r: &DisklessReport) {
+    match &r.violation {
+        Some(v) => println!(
+            "diskless seed {}: VIOLATION {} at {} ms: {}",
+            r.seed, v.kind, v.time, v.detail
+        ),
+        None => println!("diskless seed {}: ok ({:?})", r.seed, r.stats),
+    }
+}
+
+/// `--diskless`: one seed with its trace, or many seeds on `threads` threads.
+fn diskless_main(args: &Args) -> ! {
+    let mutation = match args.mutation.as_deref() {
+        None => Mutation::None,
+        Some("answer-before-replicated") => Mutation::AnswerBeforeReplicated,
+        Some("put-lost") => Mutation::PutLost,
+        Some(other) => {
+            eprintln!("unknown --mutation {other}");
+            std::process::exit(2);
+        }
+    };
+    if let Some(seed) = args.seed {
+        let report = run_diskless_mutant(seed, args.trace, mutation);
+        for line in &report.trace {
+            println!("{line}");
+        }
+        print_diskless_report(&report);
+        std::process::exit(i32::from(report.violation.is_some()));
+    }
+    let started = Instant::now();
+    let next = Arc::new(AtomicU64::new(args.start));
+    let end = args.start + args.seeds;
+    let results = Arc::new(Mutex::new((0u64, DisklessStats::default(), 0u64)));
+    let workers: Vec<_> = (0..args.threads.max(1))
+        .map(|_| {
+            let (next, results) = (next.clone(), results.clone());
+            std::thread::spawn(move || loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= end {
+                    return;
+                }
+                let r = run_diskless_mutant(seed, false, mutation);
+                let mut t = results.lock().expect("results");
+                t.0 += 1;
+                t.1.add(&r.stats);
+                if r.violation.is_some() {
+                    print_diskless_report(&r);
+                    t.2 += 1;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        let _ = w.join();
+    }
+    let (seeds, t, failed) = results.lock().expect("results").clone();
+    println!(
+        "simulated {seeds} diskless seeds ({}..{end}) in {:.1} s: {} batches acknowledged ({} of them as DUPLICATE, a resend's original; {} acknowledged again, the same), {} objects committed, {} coordinator loads ({} after a write timed out), {} brokers killed, {} paused, {} store outages ({} PUTs failed), {} DeleteRecords, {} objects deleted, {} orphan objects left (no sweep yet); {failed} failed",
+        args.start,
+        started.elapsed().as_secs_f64(),
+        t.acked,
+        t.duplicates,
+        t.acked_again,
+        t.commits,
+        t.loads,
+        t.failed_writes,
+        t.crashes,
+        t.pauses,
+        t.outages,
+        t.puts_failed,
+        t.deletes,
+        t.objects_deleted,
+        t.orphans,
+    );
+    std::process::exit(i32::from(failed > 0));
+}
+
 fn main() {
     let args = Args::parse();
     // `FRIEDA_SIM_LOG=openraft=info,frieda_meta=debug` prints the simulated nodes' own logs
@@ -176,6 +265,9 @@ fn main() {
     }
     if args.quorum {
         quorum_main(&args);
+    }
+    if args.diskless {
+        diskless_main(&args);
     }
     if let Some(seed) = args.seed {
         let mut plan = Plan::generate(seed);

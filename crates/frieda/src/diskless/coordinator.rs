@@ -460,6 +460,11 @@ impl BatchCoordinator {
         })
     }
 
+    /// The log start offset of `partition`, if served here.
+    pub fn log_start(&self, partition: DisklessPartition) -> Option<i64> {
+        self.partitions.get(&partition).map(|p| p.log_start)
+    }
+
     /// The high watermark of `partition` (its next offset), if served here.
     pub fn high_watermark(&self, partition: DisklessPartition) -> Option<i64> {
         self.partitions.get(&partition).map(|p| p.next_offset)

@@ -1,0 +1,146 @@
+//! The invariants: the coordinator's own after every event; at the end, every replica's log,
+//! every partition walked from its log start against the bucket and the acknowledgements.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::*;
+
+impl Sim {
+    pub(super) fn check_hosts(&mut self) {
+        for b in 0..BROKERS {
+            if let Some(h) = &self.brokers[b].host {
+                if let Err(e) = h.coordinator().check_invariants() {
+                    self.violate("coordinator-invariant", format!("broker {b}: {e}"));
+                }
+            }
+        }
+    }
+
+    pub(super) fn final_checks(&mut self) {
+        let Some(l) = self.controller.leader else {
+            self.violate("no-progress", "no coordinator leader at the end".into());
+            return;
+        };
+        let Some(host) = self.brokers[l].host.as_ref() else {
+            self.violate(
+                "no-progress",
+                format!("broker {l} leads but has not loaded"),
+            );
+            return;
+        };
+        // Every replica holds the leader's log and replays to its state.
+        let digest = host.coordinator().state_digest();
+        for b in 0..BROKERS {
+            if self.brokers[b].log != self.brokers[l].log {
+                let (n, m) = (self.brokers[b].log.len(), self.brokers[l].log.len());
+                self.violate(
+                    "replicas-diverged",
+                    format!("broker {b} holds {n} records, the leader {l} {m}"),
+                );
+                return;
+            }
+            let mut replay = CoordinatorHost::<Waiter>::load(DEFAULT_MAX_BATCHES_PER_PARTITION);
+            for (o, r) in self.brokers[b].log.iter().enumerate() {
+                let _ = replay.replay(o as i64, r);
+            }
+            if replay.coordinator().state_digest() != digest {
+                self.violate(
+                    "replicas-diverged",
+                    format!("broker {b}'s log replays to another state"),
+                );
+                return;
+            }
+        }
+        // Walk every partition from its log start.
+        let host = self.brokers[l].host.as_ref().expect("checked");
+        let mut stored: BTreeMap<(i64, i32), (i32, i64)> = BTreeMap::new();
+        let mut problems: Vec<(&'static str, String)> = Vec::new();
+        let mut named: BTreeSet<ObjectId> = BTreeSet::new();
+        let mut log_starts = BTreeMap::new();
+        for p in 0..PARTITIONS {
+            let dp = partition(self.topic, p);
+            let start = host.coordinator().log_start(dp).unwrap_or(0);
+            let first = match host.find_batches(dp, start, u64::MAX) {
+                Ok(f) => f,
+                Err(e) => {
+                    problems.push(("acked-record-lost", format!("{dp:?}: {e:?}")));
+                    continue;
+                }
+            };
+            log_starts.insert(p, first.log_start);
+            let mut last_seen: BTreeMap<i64, i32> = BTreeMap::new();
+            for c in &first.coordinates {
+                named.insert(c.object);
+                let Some(body) = self.store.get(&c.object) else {
+                    problems.push((
+                        "acked-record-lost",
+                        format!(
+                            "{dp:?} offset {}: object {:?} not in the bucket",
+                            c.base_offset, c.object
+                        ),
+                    ));
+                    continue;
+                };
+                let range = c.byte_offset as usize..(c.byte_offset + c.byte_len) as usize;
+                let Some(bytes) = body.get(range) else {
+                    problems.push((
+                        "acked-record-lost",
+                        format!("{dp:?} {}: range outside", c.base_offset),
+                    ));
+                    continue;
+                };
+                let Some((pid, index)) = parse_batch(bytes) else {
+                    problems.push((
+                        "acked-record-lost",
+                        format!("{dp:?} {}: not a batch", c.base_offset),
+                    ));
+                    continue;
+                };
+                if bytes != batch_bytes(pid, index) {
+                    problems.push((
+                        "acked-record-lost",
+                        format!("{dp:?} {}: bytes differ", c.base_offset),
+                    ));
+                }
+                if let Some(prev) = stored.insert((pid, index), (p, c.base_offset)) {
+                    problems.push((
+                        "duplicated",
+                        format!(
+                            "producer {pid} batch {index} at {prev:?} and {}",
+                            c.base_offset
+                        ),
+                    ));
+                }
+                if let Some(&before) = last_seen.get(&pid) {
+                    if before >= index {
+                        problems.push((
+                            "out-of-order",
+                            format!("producer {pid}: batch {index} stored after batch {before}"),
+                        ));
+                    }
+                }
+                last_seen.insert(pid, index);
+            }
+        }
+        for ((pid, index), ack) in &self.acks {
+            let start = log_starts.get(&ack.partition).copied().unwrap_or(0);
+            if ack.base_offset < start {
+                continue;
+            }
+            match stored.get(&(*pid, *index)) {
+                Some(&(p, o)) if p == ack.partition && o == ack.base_offset => {}
+                other => problems.push((
+                    "acked-record-lost",
+                    format!(
+                        "producer {pid} batch {index} acknowledged at {} (partition {}), stored {other:?}",
+                        ack.base_offset, ack.partition
+                    ),
+                )),
+            }
+        }
+        self.stats.orphans = self.store.keys().filter(|k| !named.contains(k)).count() as u64;
+        if let Some((kind, detail)) = problems.into_iter().next() {
+            self.violate(kind, detail);
+        }
+    }
+}

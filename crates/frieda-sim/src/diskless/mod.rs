@@ -1,0 +1,1097 @@
+//! Diskless topics under a seeded simulation (issue 60, docs/diskless.md "The simulator's
+//! diskless mode"): three brokers run the broker's own append path
+//! ([`frieda::diskless::append::AppendTask`]) and, while one leads the coordinator partition,
+//! the broker's own coordinator host ([`frieda::diskless::host::CoordinatorHost`] over
+//! [`frieda::diskless::coordinator::BatchCoordinator`], its decisions encoded by
+//! [`frieda::diskless::codec`]); idempotent producers send batches to any broker; a nemesis
+//! SIGKILLs and pauses brokers (the coordinator's leader too), stops the object store (PUTs
+//! answer 503 or stall) and drops messages. Every random draw comes from the seed, so a seed
+//! replays exactly.
+//!
+//! What is simulated: the network (delays, losses, duplicates), the bucket (a map; PUTs that land after
+//! their sender died), processes and clocks, and the coordinator partition's replication, as a
+//! small model of Kafka's ISR rules (not the cluster simulator's `frieda::replication` code): a
+//! leader chosen from the in-sync replicas, followers copying its log and truncating what
+//! diverges when a new leader appears, the high watermark the least log end of the in-sync
+//! replicas, `min.insync.replicas` 2 checked before a decision, a write not replicated within
+//! [`ACKS_TIMEOUT_MS`] failing the host (which loads again). Logs are fsynced per record
+//! (`flush.messages=1` on the coordinator partition): a SIGKILL keeps them.
+//!
+//! Invariants (each a violation kind):
+//! - `coordinator-invariant`: every loaded host's state keeps the coordinator's invariants;
+//! - `answers-differ`: a batch acknowledged twice (a retry) got the same offsets both times;
+//! - `acked-record-lost`: after the faults heal and the producers finish, every acknowledged
+//!   batch at or above its partition's log start is found at its offset, in an object the
+//!   bucket holds, byte for byte;
+//! - `out-of-order-sequence`: a producer that sends each batch after the one before it was
+//!   acknowledged is never refused OUT_OF_ORDER_SEQUENCE_NUMBER (45);
+//! - `duplicated`: no batch is stored twice; `out-of-order`: a producer's batches are stored in
+//!   sequence order;
+//! - `replicas-diverged`: at the end every replica's log is the leader's, and replaying it
+//!   rebuilds the leader's state;
+//! - `no-progress`: after the heal every producer's batches are all acknowledged.
+//!
+//! Not here yet: transactions, compaction, the orphan sweep (objects no commit names are
+//! counted, not failed), reads by consumers (the end check reads the coordinator and bucket).
+
+mod check;
+mod partition;
+
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+
+use bytes::Bytes;
+use frieda::diskless::append::{Action, AppendConfig, AppendTask, ProducedBatch};
+use frieda::diskless::coordinator::{
+    BatchAnswer, CommitBatches, DisklessPartition, ObjectId, DEFAULT_MAX_BATCHES_PER_PARTITION,
+};
+use frieda::diskless::host::{CoordinatorHost, HostError, Outcome, Step};
+use frieda_log::BatchHeader;
+use kafka_protocol::error::ResponseError as E;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use uuid::Uuid;
+
+/// Brokers (ids 0..BROKERS), each a replica of the coordinator partition.
+pub const BROKERS: usize = 3;
+/// Diskless partitions of the one topic.
+const PARTITIONS: i32 = 2;
+/// Idempotent producers.
+const PRODUCERS: usize = 4;
+/// Batches each producer sends.
+const BATCHES_PER_PRODUCER: i32 = 60;
+/// The nemesis works until then (ms); then everything heals.
+const FAULT_MS: i64 = 30_000;
+/// The run ends by then (ms) at the latest.
+const END_MS: i64 = 90_000;
+/// A coordinator write not below the high watermark within this is failed (ms); shorter than
+/// the session, so a paused follower still in the ISR fails writes and the host loads again.
+pub const ACKS_TIMEOUT_MS: i64 = 1_200;
+/// A broker (or the coordinator's leader) unheard of this long leaves the ISR / its leadership (ms).
+const SESSION_MS: i64 = 1_500;
+/// `min.insync.replicas` of the coordinator partition.
+const MIN_INSYNC: usize = 2;
+/// A producer resends a batch unanswered this long (ms; `request.timeout.ms`, shortened).
+const PRODUCE_TIMEOUT_MS: i64 = 4_000;
+/// A broker resends a commit unanswered this long (ms).
+const COMMIT_TIMEOUT_MS: i64 = 2_000;
+/// Objects no batch names are deleted this long after their mark (ms).
+const DELETE_DELAY_MS: i64 = 1_000;
+/// Trace lines kept.
+const MAX_TRACE: usize = 20_000;
+
+/// A defect put in on purpose, to show the checks find it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutation {
+    /// None: the broker's code as it is.
+    None,
+    /// The coordinator's leader tells its host that its own log end is the high watermark:
+    /// commits are answered before they are replicated (`acked-record-lost` after a failover).
+    AnswerBeforeReplicated,
+    /// The bucket answers one PUT in 50 OK without keeping the object (`acked-record-lost`:
+    /// the end check reads every acknowledged batch's bytes back from the bucket).
+    PutLost,
+}
+
+/// A broken invariant.
+#[derive(Debug, Clone)]
+pub struct DisklessViolation {
+    /// When (simulated ms).
+    pub time: i64,
+    /// Which invariant.
+    pub kind: &'static str,
+    /// What was seen.
+    pub detail: String,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DisklessStats {
+    /// Batches acknowledged to producers (first acknowledgements).
+    pub acked: u64,
+    /// Acknowledgements of a batch acknowledged before (a late answer, a duplicated request).
+    pub acked_again: u64,
+    /// Acknowledgements answered DUPLICATE (a resent batch, answered with its original's
+    /// offsets).
+    pub duplicates: u64,
+    /// Objects committed (records written by coordinator leaders).
+    pub commits: u64,
+    /// Coordinator loads (elections, restarts, failed writes).
+    pub loads: u64,
+    /// Writes failed (acks timeout) and loaded again.
+    pub failed_writes: u64,
+    /// Brokers killed.
+    pub crashes: u64,
+    /// Brokers paused.
+    pub pauses: u64,
+    /// Store outages.
+    pub outages: u64,
+    /// PUTs answered 503.
+    pub puts_failed: u64,
+    /// Objects deleted by the coordinator's garbage collection.
+    pub objects_deleted: u64,
+    /// DeleteRecords answered.
+    pub deletes: u64,
+    /// Objects in the bucket no batch names at the end (the sweep is not built yet).
+    pub orphans: u64,
+}
+
+impl DisklessStats {
+    /// Adds another run's counts.
+    pub fn add(&mut self, o: &DisklessStats) {
+        self.acked += o.acked;
+        self.duplicates += o.duplicates;
+        self.acked_again += o.acked_again;
+        self.commits += o.commits;
+        self.loads += o.loads;
+        self.failed_writes += o.failed_writes;
+        self.crashes += o.crashes;
+        self.pauses += o.pauses;
+        self.outages += o.outages;
+        self.puts_failed += o.puts_failed;
+        self.objects_deleted += o.objects_deleted;
+        self.deletes += o.deletes;
+        self.orphans += o.orphans;
+    }
+}
+
+/// A seed's outcome.
+#[derive(Debug, Clone)]
+pub struct DisklessReport {
+    /// The seed.
+    pub seed: u64,
+    /// The first broken invariant.
+    pub violation: Option<DisklessViolation>,
+    /// Counts.
+    pub stats: DisklessStats,
+    /// The event log (with `trace`).
+    pub trace: Vec<String>,
+}
+
+type Waiter = (usize, u64, u64); // broker, incarnation, attempt
+
+#[derive(Debug, Clone)]
+enum Msg {
+    Produce {
+        to: usize,
+        producer: usize,
+        req: u64,
+        batch: ProducedBatch,
+    },
+    ProduceReply {
+        producer: usize,
+        req: u64,
+        answer: BatchAnswer,
+    },
+    Commit {
+        to: usize,
+        from: Waiter,
+        commit: CommitBatches,
+    },
+    CommitReply {
+        to: Waiter,
+        result: Result<Vec<BatchAnswer>, E>,
+    },
+    Fetch {
+        to: usize,
+        from: usize,
+        epoch: u64,
+        offset: usize,
+    },
+    FetchReply {
+        to: usize,
+        epoch: u64,
+        offset: usize,
+        records: Vec<Vec<u8>>,
+        hw: i64,
+    },
+}
+
+impl Msg {
+    fn target(&self) -> Option<usize> {
+        match self {
+            Msg::Produce { to, .. } | Msg::Fetch { to, .. } | Msg::FetchReply { to, .. } => {
+                Some(*to)
+            }
+            Msg::Commit { to, .. } => Some(*to),
+            Msg::CommitReply { to, .. } => Some(to.0),
+            Msg::ProduceReply { .. } => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Event {
+    Deliver(Msg),
+    Tick(usize, u64),
+    /// A PUT reaches the bucket (whether or not its sender still runs).
+    Put {
+        broker: usize,
+        incarnation: u64,
+        object: ObjectId,
+        body: Bytes,
+        ok: bool,
+    },
+    /// The PUT's answer reaches its sender.
+    PutDone {
+        broker: usize,
+        incarnation: u64,
+        object: ObjectId,
+        stored: bool,
+    },
+    CommitTimeout(Waiter, ObjectId),
+    CommitRetry(Waiter, ObjectId),
+    ProducerSend(usize),
+    ProducerTimeout(usize, u64),
+    Controller,
+    Fault,
+    Restart(usize),
+    Resume(usize),
+    StoreUp,
+    DeleteRecords,
+    Heal,
+}
+
+impl Event {
+    /// The broker whose process runs it (deferred while it is paused).
+    fn broker(&self) -> Option<usize> {
+        match self {
+            Event::Deliver(m) => m.target(),
+            Event::Tick(b, _) => Some(*b),
+            Event::PutDone { broker, .. } => Some(*broker),
+            Event::CommitTimeout(w, _) | Event::CommitRetry(w, _) => Some(w.0),
+            _ => None,
+        }
+    }
+}
+
+struct Broker {
+    up: bool,
+    paused_until: Option<i64>,
+    /// When its current pause began (ms).
+    paused_at: i64,
+    incarnation: u64,
+    /// The coordinator partition's replica (fsynced records).
+    log: Vec<Vec<u8>>,
+    /// The high watermark it last heard (as leader: computed).
+    hw: i64,
+    task: AppendTask,
+    /// Its produce requests: task request id -> (producer, producer's request).
+    produces: HashMap<u64, (usize, u64)>,
+    next_request: u64,
+    /// The commit in flight: (object, attempt).
+    committing: Option<(ObjectId, u64)>,
+    next_attempt: u64,
+    /// The epoch it leads or follows.
+    epoch: u64,
+    host: Option<CoordinatorHost<Waiter>>,
+    /// As leader: each follower's fetch offset and when it last fetched.
+    fetched: BTreeMap<usize, (usize, i64)>,
+    /// When each pending coordinator record was appended (acks timeout).
+    appended_at: BTreeMap<i64, i64>,
+    last_gc: i64,
+}
+
+struct Producer {
+    id: i64,
+    partition: i32,
+    /// Next batch index to send (0..BATCHES_PER_PRODUCER).
+    next: i32,
+    in_flight: Option<(u64, i32)>,
+    next_req: u64,
+    /// Every request it sent: request -> batch index.
+    sent: HashMap<u64, i32>,
+}
+
+#[derive(Debug, Clone)]
+struct Ack {
+    partition: i32,
+    base_offset: i64,
+}
+
+/// The coordinator partition's controller view.
+struct Controller {
+    leader: Option<usize>,
+    epoch: u64,
+    isr: BTreeSet<usize>,
+    /// The leader's incarnation when elected.
+    leader_incarnation: u64,
+}
+
+struct Sim {
+    rng: ChaCha8Rng,
+    now: i64,
+    seq: u64,
+    queue: BinaryHeap<std::cmp::Reverse<(i64, u64, usize)>>,
+    events: HashMap<usize, Event>,
+    next_event: usize,
+    brokers: Vec<Broker>,
+    producers: Vec<Producer>,
+    controller: Controller,
+    store: BTreeMap<ObjectId, Bytes>,
+    store_down: bool,
+    lossy: bool,
+    /// Acknowledged batches: (producer id, batch index) -> where.
+    acks: BTreeMap<(i64, i32), Ack>,
+    stats: DisklessStats,
+    violation: Option<DisklessViolation>,
+    trace: Option<Vec<String>>,
+    topic: Uuid,
+    mutation: Mutation,
+}
+
+fn partition(topic: Uuid, p: i32) -> DisklessPartition {
+    DisklessPartition {
+        topic_id: topic,
+        partition: p,
+    }
+}
+
+/// Records in batch `index` of a producer (1-3), and its first sequence number.
+fn records_of(index: i32) -> i32 {
+    1 + index % 3
+}
+
+fn sequence_of(index: i32) -> i32 {
+    (0..index).map(records_of).sum()
+}
+
+/// The bytes of a producer's batch (the same on every resend, as a real producer's): names it,
+/// then a tail whose length and letter follow from it.
+fn batch_bytes(pid: i64, index: i32) -> Bytes {
+    let mut v = format!("pid={pid} batch={index};").into_bytes();
+    let len = 10 + ((pid * 31 + i64::from(index) * 17) % 390) as usize;
+    v.resize(v.len() + len, b'a' + (index % 26) as u8);
+    Bytes::from(v)
+}
+
+fn parse_batch(bytes: &[u8]) -> Option<(i64, i32)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let head = text.split(';').next()?;
+    let mut it = head.split(' ');
+    let pid = it.next()?.strip_prefix("pid=")?.parse().ok()?;
+    let index = it.next()?.strip_prefix("batch=")?.parse().ok()?;
+    Some((pid, index))
+}
+
+impl Sim {
+    fn new(seed: u64, trace: bool, mutation: Mutation) -> Sim {
+        let rng = ChaCha8Rng::seed_from_u64(seed);
+        let brokers = (0..BROKERS)
+            .map(|b| Broker {
+                up: true,
+                paused_until: None,
+                paused_at: 0,
+                incarnation: 0,
+                log: Vec::new(),
+                hw: 0,
+                task: AppendTask::new(AppendConfig {
+                    broker_id: b as i32,
+                    commit_interval_ms: 50,
+                    buffer_max_bytes: 4096,
+                    max_uploads: 3,
+                    upload_max_attempts: 2,
+                    max_buffered_bytes: 64 << 10,
+                }),
+                produces: HashMap::new(),
+                next_request: 0,
+                committing: None,
+                next_attempt: 0,
+                epoch: 0,
+                host: None,
+                fetched: BTreeMap::new(),
+                appended_at: BTreeMap::new(),
+                last_gc: 0,
+            })
+            .collect();
+        let producers = (0..PRODUCERS)
+            .map(|i| Producer {
+                id: 1_000 + i as i64,
+                partition: (i as i32) % PARTITIONS,
+                next: 0,
+                in_flight: None,
+                next_req: 0,
+                sent: HashMap::new(),
+            })
+            .collect();
+        let mut sim = Sim {
+            rng,
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            events: HashMap::new(),
+            next_event: 0,
+            brokers,
+            producers,
+            controller: Controller {
+                leader: None,
+                epoch: 0,
+                isr: (0..BROKERS).collect(),
+                leader_incarnation: 0,
+            },
+            store: BTreeMap::new(),
+            store_down: false,
+            lossy: false,
+            acks: BTreeMap::new(),
+            stats: DisklessStats::default(),
+            violation: None,
+            trace: trace.then(Vec::new),
+            topic: Uuid::from_u128(0xd15c_1e55),
+            mutation,
+        };
+        sim.elect();
+        for b in 0..BROKERS {
+            sim.schedule(10, Event::Tick(b, 0));
+        }
+        for p in 0..PRODUCERS {
+            let d = sim.rng.gen_range(50..300);
+            sim.schedule(d, Event::ProducerSend(p));
+        }
+        sim.schedule(100, Event::Controller);
+        let first = sim.rng.gen_range(1_000..3_000);
+        sim.schedule(first, Event::Fault);
+        let d = sim.rng.gen_range(3_000..8_000);
+        sim.schedule(d, Event::DeleteRecords);
+        sim.schedule(FAULT_MS, Event::Heal);
+        sim
+    }
+
+    fn log(&mut self, line: impl FnOnce() -> String) {
+        if let Some(t) = &mut self.trace {
+            if t.len() < MAX_TRACE {
+                t.push(format!("{:>6} {}", self.now, line()));
+            }
+        }
+    }
+
+    fn violate(&mut self, kind: &'static str, detail: String) {
+        if self.violation.is_none() {
+            self.log(|| format!("VIOLATION {kind}: {detail}"));
+            self.violation = Some(DisklessViolation {
+                time: self.now,
+                kind,
+                detail,
+            });
+        }
+    }
+
+    fn schedule(&mut self, delay: i64, event: Event) {
+        self.schedule_at(self.now + delay.max(0), event);
+    }
+
+    fn schedule_at(&mut self, at: i64, event: Event) {
+        let id = self.next_event;
+        self.next_event += 1;
+        self.events.insert(id, event);
+        self.seq += 1;
+        self.queue.push(std::cmp::Reverse((at, self.seq, id)));
+    }
+
+    fn send(&mut self, msg: Msg) {
+        if self.lossy && self.rng.gen_bool(0.05) {
+            self.log(|| format!("lost {}", short(&msg)));
+            return;
+        }
+        if self.lossy && self.rng.gen_bool(0.03) {
+            self.log(|| format!("duplicated {}", short(&msg)));
+            let d = self.rng.gen_range(1..100);
+            self.schedule(d, Event::Deliver(msg.clone()));
+        }
+        let d = self.rng.gen_range(1..15);
+        self.schedule(d, Event::Deliver(msg));
+    }
+
+    fn run(mut self) -> DisklessReport {
+        while let Some(std::cmp::Reverse((at, _, id))) = self.queue.pop() {
+            if at > END_MS || self.violation.is_some() {
+                break;
+            }
+            self.now = at;
+            let event = self.events.remove(&id).expect("scheduled");
+            if let Some(b) = event.broker() {
+                if !self.brokers[b].up {
+                    continue;
+                }
+                if let Some(until) = self.brokers[b].paused_until {
+                    self.schedule_at(until, event);
+                    continue;
+                }
+            }
+            self.handle(event);
+            self.check_hosts();
+            if self.now > FAULT_MS
+                && self
+                    .producers
+                    .iter()
+                    .all(|p| p.next >= BATCHES_PER_PRODUCER)
+            {
+                // Quiet: let followers catch up and the last records commit, then check.
+                self.settle();
+                break;
+            }
+        }
+        if self.violation.is_none() {
+            if self.producers.iter().any(|p| p.next < BATCHES_PER_PRODUCER) {
+                let left: Vec<i32> = self.producers.iter().map(|p| p.next).collect();
+                self.violate(
+                    "no-progress",
+                    format!("batches sent per producer by {END_MS} ms: {left:?}"),
+                );
+            } else {
+                self.final_checks();
+            }
+        }
+        DisklessReport {
+            seed: 0,
+            violation: self.violation,
+            stats: self.stats,
+            trace: self.trace.unwrap_or_default(),
+        }
+    }
+
+    /// Runs 5 more simulated seconds of events (no faults are left).
+    fn settle(&mut self) {
+        let until = self.now + 5_000;
+        while let Some(std::cmp::Reverse((at, _, id))) = self.queue.pop() {
+            if at > until || self.violation.is_some() {
+                break;
+            }
+            self.now = at;
+            let event = self.events.remove(&id).expect("scheduled");
+            if matches!(event, Event::Fault | Event::DeleteRecords) {
+                continue;
+            }
+            if let Some(b) = event.broker() {
+                if !self.brokers[b].up || self.brokers[b].paused_until.is_some() {
+                    continue;
+                }
+            }
+            self.handle(event);
+            self.check_hosts();
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Deliver(msg) => self.deliver(msg),
+            Event::Tick(b, inc) => {
+                if self.brokers[b].incarnation != inc {
+                    return;
+                }
+                self.sync_role(b);
+                let actions = self.brokers[b].task.tick(self.now);
+                self.act(b, actions);
+                self.follow(b);
+                self.lead(b);
+                self.schedule(20, Event::Tick(b, inc));
+            }
+            Event::Put {
+                broker,
+                incarnation,
+                object,
+                body,
+                ok,
+            } => {
+                let stored = ok && !self.store_down;
+                let lost = self.mutation == Mutation::PutLost && self.rng.gen_bool(0.02);
+                if stored && !lost {
+                    self.store.insert(object, body);
+                } else {
+                    self.stats.puts_failed += 1;
+                }
+                self.schedule(
+                    0,
+                    Event::PutDone {
+                        broker,
+                        incarnation,
+                        object,
+                        stored,
+                    },
+                );
+            }
+            Event::PutDone {
+                broker,
+                incarnation,
+                object,
+                stored,
+            } => {
+                if self.brokers[broker].incarnation == incarnation {
+                    let actions = self.brokers[broker].task.uploaded(object, stored);
+                    self.act(broker, actions);
+                }
+            }
+            Event::CommitTimeout(w, object) | Event::CommitRetry(w, object) => {
+                let b = &self.brokers[w.0];
+                if b.incarnation != w.1 || b.committing != Some((object, w.2)) {
+                    return;
+                }
+                let actions = self.brokers[w.0].task.commit_failed(object);
+                self.act(w.0, actions);
+            }
+            Event::ProducerSend(p) => self.producer_send(p),
+            Event::ProducerTimeout(p, req) => {
+                if self.producers[p].in_flight.map(|(r, _)| r) == Some(req) {
+                    self.producers[p].in_flight = None;
+                    self.log(|| format!("producer {p} request {req} timed out: resend"));
+                    self.producer_send(p);
+                }
+            }
+            Event::Controller => {
+                self.controller_step();
+                self.schedule(200, Event::Controller);
+            }
+            Event::Fault => {
+                self.fault();
+                let d = self.rng.gen_range(800..3_000);
+                if self.now + d < FAULT_MS {
+                    self.schedule(d, Event::Fault);
+                }
+            }
+            Event::Restart(b) => {
+                if self.brokers[b].up {
+                    return; // the heal restarted it already
+                }
+                let br = &mut self.brokers[b];
+                br.up = true;
+                br.incarnation += 1;
+                let inc = br.incarnation;
+                self.log(|| format!("broker {b} restarts (incarnation {inc})"));
+                self.schedule(1, Event::Tick(b, inc));
+            }
+            Event::Resume(b) => {
+                // It learns of leader changes at its next tick; deliveries queued for it may
+                // come first (a deposed leader taking commits it cannot commit).
+                self.brokers[b].paused_until = None;
+                self.log(|| format!("broker {b} resumes"));
+            }
+            Event::StoreUp => {
+                self.store_down = false;
+                self.log(|| "the store answers again".into());
+            }
+            Event::DeleteRecords => {
+                self.delete_records();
+                let d = self.rng.gen_range(3_000..8_000);
+                if self.now + d < FAULT_MS {
+                    self.schedule(d, Event::DeleteRecords);
+                }
+            }
+            Event::Heal => {
+                self.lossy = false;
+                self.store_down = false;
+                for b in 0..BROKERS {
+                    if !self.brokers[b].up {
+                        self.handle(Event::Restart(b));
+                    }
+                    if self.brokers[b].paused_until.is_some() {
+                        self.handle(Event::Resume(b));
+                    }
+                }
+                self.log(|| "healed".into());
+            }
+        }
+    }
+
+    fn fault(&mut self) {
+        match self.rng.gen_range(0..10) {
+            0..=3 => {
+                // SIGKILL a broker; the coordinator's leader half of the time.
+                let b = match (self.controller.leader, self.rng.gen_bool(0.5)) {
+                    (Some(l), true) => l,
+                    _ => self.rng.gen_range(0..BROKERS),
+                };
+                if !self.brokers[b].up {
+                    return;
+                }
+                self.crash(b);
+                let d = self.rng.gen_range(500..4_000);
+                self.schedule(d, Event::Restart(b));
+            }
+            4..=5 => {
+                let b = match (self.controller.leader, self.rng.gen_bool(0.5)) {
+                    (Some(l), true) => l,
+                    _ => self.rng.gen_range(0..BROKERS),
+                };
+                if !self.brokers[b].up || self.brokers[b].paused_until.is_some() {
+                    return;
+                }
+                let d = self.rng.gen_range(300..4_000);
+                self.brokers[b].paused_until = Some(self.now + d);
+                self.brokers[b].paused_at = self.now;
+                self.stats.pauses += 1;
+                self.log(|| format!("broker {b} paused for {d} ms"));
+                self.schedule(d, Event::Resume(b));
+            }
+            6..=7 => {
+                if self.store_down {
+                    return;
+                }
+                self.store_down = true;
+                self.stats.outages += 1;
+                let d = self.rng.gen_range(300..3_000);
+                self.log(|| format!("the store answers 503 for {d} ms"));
+                self.schedule(d, Event::StoreUp);
+            }
+            _ => {
+                self.lossy = !self.lossy;
+                let lossy = self.lossy;
+                self.log(|| format!("message loss {}", if lossy { "on" } else { "off" }));
+            }
+        }
+    }
+
+    fn crash(&mut self, b: usize) {
+        self.stats.crashes += 1;
+        self.log(|| format!("broker {b} SIGKILLed"));
+        let br = &mut self.brokers[b];
+        br.up = false;
+        br.paused_until = None;
+        br.task = AppendTask::new(AppendConfig {
+            broker_id: b as i32,
+            commit_interval_ms: 50,
+            buffer_max_bytes: 4096,
+            max_uploads: 3,
+            upload_max_attempts: 2,
+            max_buffered_bytes: 64 << 10,
+        });
+        br.produces.clear();
+        br.committing = None;
+        br.host = None;
+        br.fetched.clear();
+        br.appended_at.clear();
+        br.epoch = 0;
+        // the log is fsynced per record: it stays; the high watermark is learnt again
+    }
+
+    fn deliver(&mut self, msg: Msg) {
+        match msg {
+            Msg::Produce {
+                to,
+                producer,
+                req,
+                batch,
+            } => {
+                let br = &mut self.brokers[to];
+                let id = br.next_request;
+                br.next_request += 1;
+                match br.task.produce(self.now, id, vec![batch]) {
+                    Ok(actions) => {
+                        br.produces.insert(id, (producer, req));
+                        self.act(to, actions);
+                    }
+                    Err(_) => self.send(Msg::ProduceReply {
+                        producer,
+                        req,
+                        answer: BatchAnswer::Refused(E::RequestTimedOut),
+                    }),
+                }
+            }
+            Msg::ProduceReply {
+                producer,
+                req,
+                answer,
+            } => self.produce_reply(producer, req, answer),
+            Msg::Commit { to, from, commit } => {
+                let writable = self.controller.isr.len() >= MIN_INSYNC;
+                let Some(host) = self.brokers[to].host.as_mut() else {
+                    self.send(Msg::CommitReply {
+                        to: from,
+                        result: Err(E::NotCoordinator),
+                    });
+                    return;
+                };
+                if !writable {
+                    self.send(Msg::CommitReply {
+                        to: from,
+                        result: Err(E::NotEnoughReplicas),
+                    });
+                    return;
+                }
+                match host.commit(self.now, from, &commit) {
+                    Ok(step) => {
+                        if matches!(step, Step::Append { .. }) {
+                            self.stats.commits += 1;
+                        }
+                        self.append_step(to, step);
+                    }
+                    Err(e) => self.send(Msg::CommitReply {
+                        to: from,
+                        result: Err(HostError::code(e)),
+                    }),
+                }
+            }
+            Msg::CommitReply { to, result, .. } => {
+                let br = &self.brokers[to.0];
+                if br.incarnation != to.1 {
+                    return;
+                }
+                let Some((object, attempt)) = br.committing else {
+                    return;
+                };
+                if attempt != to.2 {
+                    // an answer to an earlier attempt (maybe of an earlier object)
+                    return;
+                }
+                match result {
+                    Ok(answers) => {
+                        self.brokers[to.0].committing = None;
+                        let actions = self.brokers[to.0].task.committed(object, &answers);
+                        self.act(to.0, actions);
+                    }
+                    Err(e) => {
+                        self.log(|| format!("broker {} commit refused {e:?}: retry", to.0));
+                        let d = self.rng.gen_range(50..250);
+                        self.schedule(d, Event::CommitRetry(to, object));
+                    }
+                }
+            }
+            Msg::Fetch {
+                to,
+                from,
+                epoch,
+                offset,
+            } => {
+                if self.brokers[to].host.is_none() || epoch != self.brokers[to].epoch {
+                    return;
+                }
+                let log = &self.brokers[to].log;
+                let offset = offset.min(log.len());
+                let records: Vec<Vec<u8>> = log[offset..].iter().take(20).cloned().collect();
+                let hw = self.brokers[to].hw;
+                self.brokers[to].fetched.insert(from, (offset, self.now));
+                self.send(Msg::FetchReply {
+                    to: from,
+                    epoch,
+                    offset,
+                    records,
+                    hw,
+                });
+                self.lead(to);
+            }
+            Msg::FetchReply {
+                to,
+                epoch,
+                offset,
+                records,
+                hw,
+            } => {
+                let br = &mut self.brokers[to];
+                if br.epoch != epoch || br.host.is_some() || br.log.len() != offset {
+                    return;
+                }
+                br.log.extend(records);
+                br.hw = br.hw.max(hw.min(br.log.len() as i64));
+            }
+        }
+    }
+
+    /// Carries out a broker's append path actions.
+    fn act(&mut self, b: usize, actions: Vec<Action>) {
+        for a in actions {
+            match a {
+                Action::Upload { object, body } => {
+                    let slow = self.store_down && self.rng.gen_bool(0.3);
+                    let d = if slow {
+                        self.rng.gen_range(1_000..3_000)
+                    } else {
+                        self.rng.gen_range(5..60)
+                    };
+                    let ok = !self.store_down;
+                    let incarnation = self.brokers[b].incarnation;
+                    self.schedule(
+                        d,
+                        Event::Put {
+                            broker: b,
+                            incarnation,
+                            object,
+                            body,
+                            ok,
+                        },
+                    );
+                }
+                Action::Commit(commit) => {
+                    let br = &mut self.brokers[b];
+                    br.next_attempt += 1;
+                    let w = (b, br.incarnation, br.next_attempt);
+                    br.committing = Some((commit.object, br.next_attempt));
+                    let object = commit.object;
+                    if let Some(l) = self.controller.leader {
+                        self.send(Msg::Commit {
+                            to: l,
+                            from: w,
+                            commit,
+                        });
+                    }
+                    self.schedule(COMMIT_TIMEOUT_MS, Event::CommitTimeout(w, object));
+                }
+                Action::Answer { request, answers } => {
+                    if let Some((producer, req)) = self.brokers[b].produces.remove(&request) {
+                        let answer = answers[0];
+                        self.send(Msg::ProduceReply {
+                            producer,
+                            req,
+                            answer,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn producer_send(&mut self, p: usize) {
+        let pr = &mut self.producers[p];
+        if pr.next >= BATCHES_PER_PRODUCER || pr.in_flight.is_some() {
+            return;
+        }
+        let index = pr.next;
+        let req = pr.next_req;
+        pr.next_req += 1;
+        pr.in_flight = Some((req, index));
+        pr.sent.insert(req, index);
+        let (pid, part) = (pr.id, pr.partition);
+        let bytes = batch_bytes(pid, index);
+        let records = records_of(index);
+        let header = BatchHeader {
+            base_offset: 0,
+            batch_length: bytes.len() as i32 - 12,
+            partition_leader_epoch: 0,
+            magic: 2,
+            crc: 0,
+            attributes: 0,
+            last_offset_delta: records - 1,
+            base_timestamp: self.now,
+            max_timestamp: self.now,
+            producer_id: pid,
+            producer_epoch: 0,
+            base_sequence: sequence_of(index),
+            records_count: records,
+        };
+        let to = self.rng.gen_range(0..BROKERS);
+        self.log(|| format!("producer {p} sends batch {index} to broker {to} (request {req})"));
+        self.send(Msg::Produce {
+            to,
+            producer: p,
+            req,
+            batch: ProducedBatch {
+                partition: partition(self.topic, part),
+                bytes,
+                header,
+            },
+        });
+        self.schedule(PRODUCE_TIMEOUT_MS, Event::ProducerTimeout(p, req));
+    }
+
+    fn produce_reply(&mut self, p: usize, req: u64, answer: BatchAnswer) {
+        let Some(&index) = self.producers[p].sent.get(&req) else {
+            return;
+        };
+        let pid = self.producers[p].id;
+        // Every acknowledgement counts, a late one of a request given up on too: all of a
+        // batch's acknowledgements name the same offsets.
+        if let BatchAnswer::Appended { base_offset, .. }
+        | BatchAnswer::Duplicate { base_offset, .. } = answer
+        {
+            let partition = self.producers[p].partition;
+            self.log(|| {
+                format!("producer {p} batch {index} acknowledged at {base_offset} (request {req})")
+            });
+            match self.acks.get(&(pid, index)) {
+                Some(a) if a.base_offset != base_offset => {
+                    let was = a.base_offset;
+                    self.violate(
+                        "answers-differ",
+                        format!("producer {pid} batch {index} at {was}, then at {base_offset}"),
+                    );
+                }
+                Some(_) => self.stats.acked_again += 1,
+                None => {
+                    if matches!(answer, BatchAnswer::Duplicate { .. }) {
+                        self.stats.duplicates += 1;
+                    }
+                    self.stats.acked += 1;
+                    self.acks.insert(
+                        (pid, index),
+                        Ack {
+                            partition,
+                            base_offset,
+                        },
+                    );
+                }
+            }
+        }
+        if self.producers[p].in_flight.map(|(r, _)| r) != Some(req) {
+            return;
+        }
+        self.producers[p].in_flight = None;
+        match answer {
+            BatchAnswer::Appended { .. } | BatchAnswer::Duplicate { .. } => {
+                self.producers[p].next = index + 1;
+                let d = self.rng.gen_range(0..60);
+                self.schedule(d, Event::ProducerSend(p));
+            }
+            BatchAnswer::Refused(E::OutOfOrderSequenceNumber) => {
+                // Every batch before this one is acknowledged, so the coordinator's producer
+                // state must expect it: what Kafka Streams' exactly-once producers once got.
+                let seq = sequence_of(index);
+                self.violate(
+                    "out-of-order-sequence",
+                    format!("producer {pid} batch {index} (sequence {seq}) refused OUT_OF_ORDER_SEQUENCE_NUMBER"),
+                );
+            }
+            BatchAnswer::Refused(e) => {
+                self.log(|| format!("producer {p} batch {index} refused {e:?}: retry"));
+                let d = self.rng.gen_range(50..300);
+                self.schedule(d, Event::ProducerSend(p));
+            }
+        }
+    }
+
+    fn delete_records(&mut self) {
+        let Some(l) = self.controller.leader else {
+            return;
+        };
+        if !self.brokers[l].up || self.brokers[l].paused_until.is_some() {
+            return;
+        }
+        let p = partition(self.topic, self.rng.gen_range(0..PARTITIONS));
+        let Some(host) = self.brokers[l].host.as_ref() else {
+            return;
+        };
+        let Some(start) = host.coordinator().log_start(p) else {
+            return;
+        };
+        let Ok(found) = host.find_batches(p, start, 0) else {
+            return;
+        };
+        let to = found.log_start + (found.high_watermark - found.log_start) / 2;
+        self.log(|| format!("DeleteRecords {p:?} below {to}"));
+        let now = self.now;
+        let host = self.brokers[l].host.as_mut().expect("checked");
+        if let Ok(step) = host.delete_records(now, (l, u64::MAX, 0), p, to) {
+            self.append_step(l, step);
+        }
+    }
+}
+
+fn short(msg: &Msg) -> String {
+    match msg {
+        Msg::Produce {
+            to, producer, req, ..
+        } => format!("produce p{producer} r{req} -> {to}"),
+        Msg::ProduceReply { producer, req, .. } => format!("produce reply p{producer} r{req}"),
+        Msg::Commit { to, commit, .. } => format!("commit {:?} -> {to}", commit.object.0),
+        Msg::CommitReply { to, .. } => format!("commit reply -> {}", to.0),
+        Msg::Fetch { to, from, .. } => format!("fetch {from} -> {to}"),
+        Msg::FetchReply { to, .. } => format!("fetch reply -> {to}"),
+    }
+}
+
+/// Runs seed `seed` of the diskless simulation.
+pub fn run_diskless_seed(seed: u64, trace: bool) -> DisklessReport {
+    run_diskless_mutant(seed, trace, Mutation::None)
+}
+
+/// Runs seed `seed` with `mutation` put in.
+pub fn run_diskless_mutant(seed: u64, trace: bool, mutation: Mutation) -> DisklessReport {
+    let mut report = Sim::new(seed, trace, mutation).run();
+    report.seed = seed;
+    report
+}

@@ -1,0 +1,66 @@
+//! Diskless topics' simulation (`frieda-sim --diskless`) as part of `cargo test`: seeds keep
+//! every invariant, a seed replays exactly, and defects put in on purpose are found (see
+//! `frieda_sim::diskless`). Debug builds run a few seeds; `scripts/test` runs 300 in release.
+
+use frieda_sim::diskless::{run_diskless_mutant, run_diskless_seed, DisklessStats, Mutation};
+
+#[test]
+fn diskless_seeds_keep_every_invariant_through_kills_pauses_and_store_outages() {
+    let mut total = DisklessStats::default();
+    for seed in 0..16 {
+        let r = run_diskless_seed(seed, false);
+        assert!(r.violation.is_none(), "seed {seed}: {:?}", r.violation);
+        total.add(&r.stats);
+    }
+    // The faults happened and the paths they open were taken.
+    assert!(total.crashes > 30, "{total:?}");
+    assert!(total.pauses > 15, "{total:?}");
+    assert!(total.puts_failed > 100, "{total:?}");
+    assert!(total.loads > 50, "{total:?}");
+    assert!(total.failed_writes > 0, "no write timed out: {total:?}");
+    assert!(
+        total.duplicates > 0,
+        "no resend answered DUPLICATE: {total:?}"
+    );
+    assert!(total.objects_deleted > 100, "{total:?}");
+    assert!(total.deletes > 20, "{total:?}");
+}
+
+#[test]
+fn a_diskless_seed_replays_exactly() {
+    for seed in [1, 7] {
+        let a = run_diskless_seed(seed, true);
+        let b = run_diskless_seed(seed, true);
+        assert!(a.trace.len() > 100);
+        assert_eq!(a.trace, b.trace, "seed {seed}");
+        assert_eq!(a.stats, b.stats, "seed {seed}");
+    }
+}
+
+/// The checks can fail: answering commits before they are replicated loses acknowledged
+/// batches at a failover (the producer's next batch is then refused out of order), and a
+/// bucket that loses PUTs it answered OK loses acknowledged batches.
+#[test]
+fn defects_put_in_on_purpose_are_found() {
+    for (mutation, kinds) in [
+        (
+            Mutation::AnswerBeforeReplicated,
+            &[
+                "acked-record-lost",
+                "replicas-diverged",
+                "out-of-order-sequence",
+            ][..],
+        ),
+        (Mutation::PutLost, &["acked-record-lost"][..]),
+    ] {
+        let found = (0..60).find_map(|seed| {
+            run_diskless_mutant(seed, false, mutation)
+                .violation
+                .map(|v| (seed, v.kind))
+        });
+        let Some((seed, kind)) = found else {
+            panic!("{mutation:?}: no seed of 60 failed");
+        };
+        assert!(kinds.contains(&kind), "{mutation:?}: seed {seed}: {kind}");
+    }
+}
