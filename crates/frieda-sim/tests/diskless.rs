@@ -24,6 +24,7 @@ fn diskless_seeds_keep_every_invariant_through_kills_pauses_and_store_outages() 
     );
     assert!(total.objects_deleted > 100, "{total:?}");
     assert!(total.deletes > 20, "{total:?}");
+    assert!(total.swept > 0, "no orphan swept: {total:?}");
 }
 
 #[test]
@@ -63,4 +64,18 @@ fn defects_put_in_on_purpose_are_found() {
         };
         assert!(kinds.contains(&kind), "{mutation:?}: seed {seed}: {kind}");
     }
+}
+
+/// Seed 6 with the commit-age bound removed: a commit arrives after its object was swept as an
+/// orphan, and the batches it acknowledges name an object the bucket no longer holds. With the
+/// bound (the broker's code) the late commit is refused and its batches are resent.
+#[test]
+fn without_the_commit_age_bound_the_sweep_deletes_a_committed_object() {
+    let r = run_diskless_mutant(6, false, Mutation::NoCommitAge);
+    let v = r.violation.expect("seed 6 fails without the bound");
+    assert_eq!(v.kind, "acked-record-lost", "{v:?}");
+    assert!(v.detail.contains("not in the bucket"), "{v:?}");
+    let r = run_diskless_seed(6, false);
+    assert!(r.violation.is_none(), "{:?}", r.violation);
+    assert!(r.stats.swept > 0, "{:?}", r.stats);
 }

@@ -39,7 +39,7 @@ impl Sim {
                 );
                 return;
             }
-            let mut replay = CoordinatorHost::<Waiter>::load(DEFAULT_MAX_BATCHES_PER_PARTITION);
+            let mut replay = self.new_host();
             for (o, r) in self.brokers[b].log.iter().enumerate() {
                 let _ = replay.replay(o as i64, r);
             }
@@ -139,6 +139,15 @@ impl Sim {
             }
         }
         self.stats.orphans = self.store.keys().filter(|k| !named.contains(k)).count() as u64;
+        if self.stats.orphans > 0 {
+            problems.push((
+                "orphan-left",
+                format!(
+                    "{} objects in the bucket no batch names after the sweep",
+                    self.stats.orphans
+                ),
+            ));
+        }
         if let Some((kind, detail)) = problems.into_iter().next() {
             self.violate(kind, detail);
         }

@@ -29,10 +29,15 @@
 //!   sequence order;
 //! - `replicas-diverged`: at the end every replica's log is the leader's, and replaying it
 //!   rebuilds the leader's state;
-//! - `no-progress`: after the heal every producer's batches are all acknowledged.
+//! - `no-progress`: after the heal every producer's batches are all acknowledged;
+//! - `orphan-left`: after quiescence, the garbage collection (objects no batch names any more,
+//!   deleted by the coordinator's leader) and the orphan sweep (uploads never committed: the
+//!   leader lists the bucket, which misses young objects, and deletes those older than
+//!   [`SWEEP_MIN_AGE_MS`] the coordinator does not know; commits of objects older than
+//!   [`MAX_COMMIT_AGE_MS`] are refused) leave no object that no batch names.
 //!
-//! Not here yet: transactions, compaction, the orphan sweep (objects no commit names are
-//! counted, not failed), reads by consumers (the end check reads the coordinator and bucket).
+//! Not here yet: transactions, compaction, reads by consumers (the end check reads the
+//! coordinator and the bucket).
 
 mod check;
 mod partition;
@@ -42,7 +47,8 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use bytes::Bytes;
 use frieda::diskless::append::{Action, AppendConfig, AppendTask, ProducedBatch};
 use frieda::diskless::coordinator::{
-    BatchAnswer, CommitBatches, DisklessPartition, ObjectId, DEFAULT_MAX_BATCHES_PER_PARTITION,
+    BatchAnswer, BatchCoordinator, CommitBatches, DisklessPartition, ObjectId,
+    DEFAULT_MAX_BATCHES_PER_PARTITION,
 };
 use frieda::diskless::host::{CoordinatorHost, HostError, Outcome, Step};
 use frieda_log::BatchHeader;
@@ -76,6 +82,16 @@ const PRODUCE_TIMEOUT_MS: i64 = 4_000;
 const COMMIT_TIMEOUT_MS: i64 = 2_000;
 /// Objects no batch names are deleted this long after their mark (ms).
 const DELETE_DELAY_MS: i64 = 1_000;
+/// The coordinator refuses commits of objects older than this (ms;
+/// `diskless.coordinator.max.commit.age.ms`, shortened).
+pub const MAX_COMMIT_AGE_MS: i64 = 3_000;
+/// The orphan sweep deletes unknown objects at least this old (ms): the age bound plus a
+/// margin for clock skew (the simulated brokers share one clock).
+pub const SWEEP_MIN_AGE_MS: i64 = 2 * MAX_COMMIT_AGE_MS;
+/// The leader lists the bucket and sweeps this often (ms).
+const SWEEP_EVERY_MS: i64 = 2_000;
+/// After the producers finish: time for the last commits, the GC and the sweep (ms).
+const SETTLE_MS: i64 = SWEEP_MIN_AGE_MS + 3 * SWEEP_EVERY_MS + 2_000;
 /// Trace lines kept.
 const MAX_TRACE: usize = 20_000;
 
@@ -90,6 +106,10 @@ pub enum Mutation {
     /// The bucket answers one PUT in 50 OK without keeping the object (`acked-record-lost`:
     /// the end check reads every acknowledged batch's bytes back from the bucket).
     PutLost,
+    /// The coordinator takes commits of any age while the sweep still deletes unknown objects
+    /// [`SWEEP_MIN_AGE_MS`] old: a commit that waited longer (a paused uploader) names an
+    /// object already swept (`acked-record-lost`).
+    NoCommitAge,
 }
 
 /// A broken invariant.
@@ -131,7 +151,9 @@ pub struct DisklessStats {
     pub objects_deleted: u64,
     /// DeleteRecords answered.
     pub deletes: u64,
-    /// Objects in the bucket no batch names at the end (the sweep is not built yet).
+    /// Objects the orphan sweep deleted (uploads never committed).
+    pub swept: u64,
+    /// Objects in the bucket no batch names at the end (`orphan-left` if any).
     pub orphans: u64,
 }
 
@@ -151,6 +173,7 @@ impl DisklessStats {
         self.objects_deleted += o.objects_deleted;
         self.deletes += o.deletes;
         self.orphans += o.orphans;
+        self.swept += o.swept;
     }
 }
 
@@ -289,6 +312,7 @@ struct Broker {
     /// When each pending coordinator record was appended (acks timeout).
     appended_at: BTreeMap<i64, i64>,
     last_gc: i64,
+    last_sweep: i64,
 }
 
 struct Producer {
@@ -401,6 +425,7 @@ impl Sim {
                 fetched: BTreeMap::new(),
                 appended_at: BTreeMap::new(),
                 last_gc: 0,
+                last_sweep: 0,
             })
             .collect();
         let producers = (0..PRODUCERS)
@@ -453,6 +478,18 @@ impl Sim {
         sim.schedule(d, Event::DeleteRecords);
         sim.schedule(FAULT_MS, Event::Heal);
         sim
+    }
+
+    /// A coordinator host about to load, configured as every broker's.
+    fn new_host(&self) -> CoordinatorHost<Waiter> {
+        let age = if self.mutation == Mutation::NoCommitAge {
+            i64::MAX / 4
+        } else {
+            MAX_COMMIT_AGE_MS
+        };
+        CoordinatorHost::load_with(
+            BatchCoordinator::new(DEFAULT_MAX_BATCHES_PER_PARTITION).with_max_commit_age(age),
+        )
     }
 
     fn log(&mut self, line: impl FnOnce() -> String) {
@@ -548,9 +585,10 @@ impl Sim {
         }
     }
 
-    /// Runs 5 more simulated seconds of events (no faults are left).
+    /// Runs [`SETTLE_MS`] more simulated ms of events (no faults are left): followers catch up,
+    /// the last records commit, the garbage collection and the orphan sweep run.
     fn settle(&mut self) {
-        let until = self.now + 5_000;
+        let until = self.now + SETTLE_MS;
         while let Some(std::cmp::Reverse((at, _, id))) = self.queue.pop() {
             if at > until || self.violation.is_some() {
                 break;
@@ -836,10 +874,22 @@ impl Sim {
                         let actions = self.brokers[to.0].task.committed(object, &answers);
                         self.act(to.0, actions);
                     }
-                    Err(e) => {
+                    Err(
+                        e @ (E::NotCoordinator
+                        | E::CoordinatorLoadInProgress
+                        | E::RequestTimedOut
+                        | E::NotEnoughReplicas),
+                    ) => {
                         self.log(|| format!("broker {} commit refused {e:?}: retry", to.0));
                         let d = self.rng.gen_range(50..250);
                         self.schedule(d, Event::CommitRetry(to, object));
+                    }
+                    Err(e) => {
+                        // for good (too old): its batches are refused, their producers resend
+                        self.log(|| format!("broker {} commit refused {e:?} for good", to.0));
+                        self.brokers[to.0].committing = None;
+                        let actions = self.brokers[to.0].task.commit_refused(object, e);
+                        self.act(to.0, actions);
                     }
                 }
             }

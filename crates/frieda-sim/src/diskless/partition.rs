@@ -110,7 +110,7 @@ impl Sim {
 
     pub(super) fn load(&mut self, b: usize) {
         self.stats.loads += 1;
-        let mut host = CoordinatorHost::load(DEFAULT_MAX_BATCHES_PER_PARTITION);
+        let mut host = self.new_host();
         for (o, r) in self.brokers[b].log.iter().enumerate() {
             if let Err(e) = host.replay(o as i64, r) {
                 self.violate(
@@ -210,6 +210,7 @@ impl Sim {
                 return;
             }
         }
+        self.sweep(b);
         // Garbage collection.
         if self.now - self.brokers[b].last_gc >= 1_000 {
             self.brokers[b].last_gc = self.now;
@@ -234,6 +235,32 @@ impl Sim {
                 if let Ok(step) = step {
                     self.append_step(b, step);
                 }
+            }
+        }
+    }
+
+    /// The orphan sweep: list the bucket (a LIST misses objects up to 2 s young: listed late)
+    /// and delete what the host finds unknown and old enough.
+    fn sweep(&mut self, b: usize) {
+        if self.now - self.brokers[b].last_sweep < SWEEP_EVERY_MS || self.store_down {
+            return;
+        }
+        self.brokers[b].last_sweep = self.now;
+        let lag = self.rng.gen_range(0..2_000);
+        let listed: Vec<ObjectId> = self
+            .store
+            .keys()
+            .filter(|id| id.created_ms() <= self.now - lag)
+            .copied()
+            .collect();
+        let host = self.brokers[b].host.as_ref().expect("leads");
+        let orphans = host.sweepable(&listed, self.now, SWEEP_MIN_AGE_MS);
+        if !orphans.is_empty() {
+            let n = orphans.len();
+            self.log(|| format!("broker {b} sweeps {n} orphan objects"));
+            self.stats.swept += n as u64;
+            for id in orphans {
+                self.store.remove(&id);
             }
         }
     }

@@ -366,6 +366,25 @@ impl AppendTask {
         }
     }
 
+    /// The coordinator refused the commit of `object` for good (too old, or committed before
+    /// with its answers forgotten): every batch of it is answered `error` (its producer resends
+    /// it in a new object; a batch that was stored is then answered with its offsets), and the
+    /// next object commits.
+    pub fn commit_refused(&mut self, object: ObjectId, error: E) -> Vec<Action> {
+        let mut out = Vec::new();
+        let front = self.closed.front();
+        if front.is_none_or(|c| c.commit.object != object || c.stage != Stage::Committing) {
+            return out;
+        }
+        let c = self.closed.pop_front().expect("front checked");
+        self.held_bytes -= c.body.len();
+        let refused = vec![BatchAnswer::Refused(error); c.slots.len()];
+        self.settle(&c.slots, &refused, &mut out);
+        self.start_uploads(&mut out);
+        self.next_commit(&mut out);
+        out
+    }
+
     fn settle(&mut self, slots: &[Slot], answers: &[BatchAnswer], out: &mut Vec<Action>) {
         for (slot, answer) in slots.iter().zip(answers) {
             let Some(w) = self.requests.get_mut(&slot.request) else {

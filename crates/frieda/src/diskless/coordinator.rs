@@ -36,9 +36,22 @@ pub const DEFAULT_MAX_BATCHES_PER_PARTITION: usize = 16_384;
 /// refused, never decided twice.
 pub const RECENT_COMMITS: usize = 4_096;
 
+/// The default bound on an object's age at its commit
+/// (`diskless.coordinator.max.commit.age.ms`; docs/diskless.md, "Compaction and garbage
+/// collection"): older commits are refused, so an object the coordinator does not know and that is
+/// older than this (plus clock skew) can never be committed and the orphan sweep may delete it.
+pub const DEFAULT_MAX_COMMIT_AGE_MS: i64 = 30_000;
+
 /// An uploaded object (the key's UUIDv7; also the chunk cache's key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectId(pub Uuid);
+
+impl ObjectId {
+    /// When its uploader closed it (ms since the epoch): a UUIDv7's top 48 bits (RFC 9562 §5.7).
+    pub fn created_ms(&self) -> i64 {
+        (self.0.as_u128() >> 80) as i64
+    }
+}
 
 /// A partition of a diskless topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -110,6 +123,9 @@ pub enum CommitError {
     /// The object was committed before and its answers are no longer kept.
     #[error("the object was committed before; its answers are forgotten")]
     CommittedBefore,
+    /// The object is older than the commit-age bound (its batches may be swept as an orphan).
+    #[error("the object is older than the commit-age bound")]
+    TooOld,
 }
 
 /// Where a run of offsets is: a byte range of an object.
@@ -205,6 +221,7 @@ struct PartitionState {
 #[derive(Debug)]
 pub struct BatchCoordinator {
     max_batches: usize,
+    max_commit_age_ms: i64,
     partitions: HashMap<DisklessPartition, PartitionState>,
     objects: HashMap<ObjectId, ObjectEntry>,
     /// The last [`RECENT_COMMITS`] objects committed, oldest first, with their answers.
@@ -217,11 +234,28 @@ impl BatchCoordinator {
     pub fn new(max_batches: usize) -> BatchCoordinator {
         BatchCoordinator {
             max_batches: max_batches.max(1),
+            max_commit_age_ms: DEFAULT_MAX_COMMIT_AGE_MS,
             partitions: HashMap::new(),
             objects: HashMap::new(),
             recent: VecDeque::new(),
             answers: HashMap::new(),
         }
+    }
+
+    /// The same with commits of objects older than `ms` refused ([`CommitError::TooOld`]).
+    pub fn with_max_commit_age(mut self, ms: i64) -> BatchCoordinator {
+        self.max_commit_age_ms = ms;
+        self
+    }
+
+    /// The commit-age bound (ms).
+    pub fn max_commit_age_ms(&self) -> i64 {
+        self.max_commit_age_ms
+    }
+
+    /// Whether `object` is committed here and not yet forgotten (deleted).
+    pub fn knows(&self, object: ObjectId) -> bool {
+        self.objects.contains_key(&object)
     }
 
     /// Starts serving `partition` at offset 0 (the metadata created it); no effect if known.
@@ -295,9 +329,10 @@ impl BatchCoordinator {
     /// A resent commit of an object still among the last [`RECENT_COMMITS`] gets the answers
     /// it got. An object no accepted batch names is marked for deletion at once.
     ///
-    /// Errors: [`CommitError::OutsideObject`] (nothing decided) when a batch's range is not in
+    /// Errors (nothing decided): [`CommitError::OutsideObject`] when a batch's range is not in
     /// the object; [`CommitError::CommittedBefore`] for an object committed before whose answers
-    /// are forgotten.
+    /// are forgotten; [`CommitError::TooOld`] for an object closed more than the commit-age
+    /// bound before `now_ms`.
     ///
     /// Returns the answers and the decision to replicate (none for a resent commit).
     pub fn commit(
@@ -310,6 +345,9 @@ impl BatchCoordinator {
         }
         if self.objects.contains_key(&commit.object) {
             return Err(CommitError::CommittedBefore);
+        }
+        if now_ms.saturating_sub(commit.object.created_ms()) > self.max_commit_age_ms {
+            return Err(CommitError::TooOld);
         }
         if commit
             .batches

@@ -102,7 +102,9 @@ impl HostError {
             HostError::Failed => E::NotCoordinator,
             HostError::Busy => E::RequestTimedOut,
             HostError::Commit(CommitError::OutsideObject) => E::InvalidRequest,
-            HostError::Commit(CommitError::CommittedBefore) => E::KafkaStorageError,
+            HostError::Commit(CommitError::CommittedBefore | CommitError::TooOld) => {
+                E::KafkaStorageError
+            }
             HostError::Refused(e) => e,
         }
     }
@@ -156,8 +158,13 @@ impl<W> CoordinatorHost<W> {
     /// A host about to replay its partition's log; `max_batches`: the coordinate bound per
     /// partition (`diskless.coordinator.max.batches.per.partition`).
     pub fn load(max_batches: usize) -> CoordinatorHost<W> {
+        Self::load_with(BatchCoordinator::new(max_batches))
+    }
+
+    /// A host about to replay its partition's log into `coordinator` (empty, configured).
+    pub fn load_with(coordinator: BatchCoordinator) -> CoordinatorHost<W> {
         CoordinatorHost {
-            coordinator: BatchCoordinator::new(max_batches),
+            coordinator,
             phase: Phase::Replaying,
             log_end: 0,
             loaded_end: 0,
@@ -308,6 +315,24 @@ impl<W> CoordinatorHost<W> {
             return Vec::new();
         }
         self.coordinator.deletable(now_ms, delay_ms)
+    }
+
+    /// The orphan sweep (docs/diskless.md, "Compaction and garbage collection"): of the objects
+    /// a LIST of the bucket found, those at least `min_age_ms` old (by their UUIDv7) that the
+    /// coordinator does not know and no pending decision names: uploads whose commit never came
+    /// (the uploader died, the commit was refused). `min_age_ms` must exceed the commit-age bound
+    /// plus the brokers' clock skew, so no commit of a swept object can still be decided. Their
+    /// deletion needs no record. Empty while not serving.
+    pub fn sweepable(&self, listed: &[ObjectId], now_ms: i64, min_age_ms: i64) -> Vec<ObjectId> {
+        if self.phase != Phase::Serving {
+            return Vec::new();
+        }
+        listed
+            .iter()
+            .filter(|id| now_ms.saturating_sub(id.created_ms()) >= min_age_ms)
+            .filter(|id| !self.coordinator.knows(**id) && !self.pending_objects.contains_key(id))
+            .copied()
+            .collect()
     }
 
     /// The bucket no longer holds `deleted` (ids from [`Self::deletable`]).

@@ -175,6 +175,29 @@ fn a_failing_store_refuses_the_objects_batches_and_later_objects_still_commit() 
 }
 
 #[test]
+fn a_commit_refused_for_good_answers_its_batches_and_the_next_object_commits() {
+    let mut t = AppendTask::new(config());
+    let first = uploads(&t.produce(0, 1, vec![batch(0, 1, 1_000)]).unwrap())[0];
+    let second = uploads(&t.produce(0, 2, vec![batch(0, 2, 1_000)]).unwrap())[0];
+    assert_eq!(commits(&t.uploaded(first, true)).len(), 1);
+    assert!(commits(&t.uploaded(second, true)).is_empty());
+    assert!(
+        t.commit_refused(second, E::KafkaStorageError).is_empty(),
+        "not in flight"
+    );
+    let a = t.commit_refused(first, E::KafkaStorageError);
+    assert!(a.contains(&Action::Answer {
+        request: 1,
+        answers: vec![BatchAnswer::Refused(E::KafkaStorageError)]
+    }));
+    assert_eq!(
+        commits(&a).iter().map(|c| c.object).collect::<Vec<_>>(),
+        vec![second]
+    );
+    assert_eq!(t.held_bytes(), 1_000);
+}
+
+#[test]
 fn held_bytes_are_bounded_and_a_full_task_refuses_without_taking_anything() {
     let mut t = AppendTask::new(config());
     for r in 0..5 {

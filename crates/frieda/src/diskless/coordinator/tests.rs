@@ -257,6 +257,25 @@ fn a_commit_is_decided_once_and_checked_against_its_object() {
     assert_eq!(c.high_watermark(part(0)), Some(RECENT_COMMITS as i64 + 1));
 }
 
+#[test]
+fn a_commit_older_than_the_age_bound_is_refused_and_its_object_stays_unknown() {
+    let mut c = coordinator(1).with_max_commit_age(30_000);
+    // UUIDv7: the close time (ms) in the top 48 bits
+    let closed_at = 1_000_000i64;
+    let id = (closed_at as u128) << 80 | 0x7000 << 64 | 1;
+    let mut commit = commit_of(0, &[(0, header(1, -1, -1, 0))]);
+    commit.object = ObjectId(Uuid::from_u128(id));
+    assert_eq!(commit.object.created_ms(), closed_at);
+    assert_eq!(
+        c.commit(closed_at + 30_001, &commit).err(),
+        Some(CommitError::TooOld)
+    );
+    assert!(!c.knows(commit.object));
+    assert_eq!(c.high_watermark(part(0)), Some(0));
+    c.commit(closed_at + 30_000, &commit).unwrap();
+    assert!(c.knows(commit.object));
+}
+
 /// Seeded random commits (idempotent producers with retries, gaps and epoch bumps, plain
 /// batches, unknown partitions), resent commits, DeleteRecords and object deletions: after each
 /// step the invariants hold, and every batch ever answered Appended at or above its partition's

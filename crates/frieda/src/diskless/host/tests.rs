@@ -240,3 +240,33 @@ fn a_corrupt_record_stops_the_load() {
     assert!(h.replay(0, &bad).is_err());
     assert_eq!(h.log_end(), 0, "nothing applied");
 }
+
+#[test]
+fn the_sweep_takes_old_objects_the_coordinator_does_not_know_and_nothing_pending() {
+    let mut log = Log::new();
+    let mut h = serving(1, &mut log);
+    let at = |ms: i64, n: u128| {
+        crate::diskless::coordinator::ObjectId(uuid::Uuid::from_u128(
+            (ms as u128) << 80 | 0x7000 << 64 | n,
+        ))
+    };
+    let mut committed = commit_of(0, &[(0, header(1, -1, -1, 0))]);
+    committed.object = at(1_000, 1);
+    append(&mut log, h.commit(2_000, 1, &committed).unwrap());
+    let orphan = at(1_000, 2);
+    let young = at(50_000, 3);
+    let listed = [committed.object, orphan, young];
+    assert_eq!(
+        h.sweepable(&listed, 70_000, 60_000),
+        vec![orphan],
+        "not the pending commit's object, not the young one"
+    );
+    h.high_watermark(log.len() as i64);
+    assert_eq!(h.sweepable(&listed, 70_000, 60_000), vec![orphan]);
+    assert_eq!(h.sweepable(&listed, 110_000, 60_000), vec![orphan, young]);
+    h.fail();
+    assert!(
+        h.sweepable(&listed, 110_000, 60_000).is_empty(),
+        "not serving"
+    );
+}
