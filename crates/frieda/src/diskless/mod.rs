@@ -7,12 +7,15 @@
 //!   the log start; each change is a [`coordinator::Decision`] its replicas apply to reach the
 //!   same state.
 //! - [`codec`]: a decision as the record the coordinator partition's leader writes (step 3).
+//! - [`host`]: the coordinator on its partition (step 3), sans-IO: decisions written as records,
+//!   answered and shown to readers only below the high watermark, loaded by replay; the orphan
+//!   sweep's choice of objects.
 //! - [`append`]: a broker's append path (step 4), sans-IO: buffer, close into an object, PUT,
 //!   commit in close order, answer the produces.
 //!
-//! The replicated partition that hosts the coordinator (the rest of step 3) and the drivers
-//! that run these state machines against the network and the bucket are not built yet: no
-//! client can produce to or read from a diskless topic.
+//! `frieda-sim --diskless` runs [`append`] and [`host`] together under faults. The drivers that
+//! run them against the network, a real partition and the bucket are not built yet: no client
+//! can produce to or read from a diskless topic.
 
 pub mod append;
 pub mod codec;
