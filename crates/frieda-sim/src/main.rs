@@ -63,7 +63,7 @@ struct Args {
     #[arg(long)]
     diskless: bool,
     /// With --diskless: put a defect in on purpose (`answer-before-replicated`,
-    /// `put-lost`, `no-commit-age`) to see the checks find it.
+    /// `put-lost`, `no-commit-age`, `read-speculative`) to see the checks find it.
     #[arg(long)]
     mutation: Option<String>,
     /// Alter the topic's min.insync.replicas while the faults run (`Plan::with_min_insync_changes`;
@@ -192,6 +192,7 @@ fn diskless_main(args: &Args) -> ! {
         Some("answer-before-replicated") => Mutation::AnswerBeforeReplicated,
         Some("put-lost") => Mutation::PutLost,
         Some("no-commit-age") => Mutation::NoCommitAge,
+        Some("read-speculative") => Mutation::ReadSpeculative,
         Some(other) => {
             eprintln!("unknown --mutation {other}");
             std::process::exit(2);
@@ -233,7 +234,7 @@ fn diskless_main(args: &Args) -> ! {
     }
     let (seeds, t, failed) = results.lock().expect("results").clone();
     println!(
-        "simulated {seeds} diskless seeds ({}..{end}) in {:.1} s: {} batches acknowledged ({} of them as DUPLICATE, a resend's original; {} acknowledged again, the same), {} objects committed, {} coordinator loads ({} after a write timed out), {} brokers killed, {} paused, {} store outages ({} PUTs failed), {} DeleteRecords, {} objects deleted, {} orphans swept, {} left; {failed} failed",
+        "simulated {seeds} diskless seeds ({}..{end}) in {:.1} s: {} batches acknowledged ({} of them as DUPLICATE, a resend's original; {} acknowledged again, the same), {} objects committed, {} coordinator loads ({} after a write timed out), {} brokers killed, {} paused, {} store outages ({} PUTs failed), {} DeleteRecords, {} objects deleted, {} orphans swept, {} left; {} batches read back by consumers; {failed} failed",
         args.start,
         started.elapsed().as_secs_f64(),
         t.acked,
@@ -250,6 +251,7 @@ fn diskless_main(args: &Args) -> ! {
         t.objects_deleted,
         t.swept,
         t.orphans,
+        t.batches_read,
     );
     std::process::exit(i32::from(failed > 0));
 }

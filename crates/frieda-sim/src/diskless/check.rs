@@ -57,6 +57,7 @@ impl Sim {
         let mut problems: Vec<(&'static str, String)> = Vec::new();
         let mut named: BTreeSet<ObjectId> = BTreeSet::new();
         let mut log_starts = BTreeMap::new();
+        let mut high_watermarks = BTreeMap::new();
         for p in 0..PARTITIONS {
             let dp = partition(self.topic, p);
             let start = host.coordinator().log_start(dp).unwrap_or(0);
@@ -68,6 +69,7 @@ impl Sim {
                 }
             };
             log_starts.insert(p, first.log_start);
+            high_watermarks.insert(p, first.high_watermark);
             let mut last_seen: BTreeMap<i64, i32> = BTreeMap::new();
             for c in &first.coordinates {
                 named.insert(c.object);
@@ -136,6 +138,29 @@ impl Sim {
                         ack.base_offset, ack.partition
                     ),
                 )),
+            }
+        }
+        // What consumers read is what the log holds, and they read it all.
+        for (c, consumer) in self.consumers.iter().enumerate() {
+            let p = consumer.partition;
+            let start = log_starts.get(&p).copied().unwrap_or(0);
+            for (&base, &(pid, index, _)) in consumer.read.range(start..) {
+                if stored.get(&(pid, index)) != Some(&(p, base)) {
+                    problems.push((
+                        "read-uncommitted",
+                        format!(
+                            "consumer {c} read producer {pid} batch {index} at {base}; the log holds it at {:?}",
+                            stored.get(&(pid, index))
+                        ),
+                    ));
+                }
+            }
+            let hw = high_watermarks.get(&p).copied().unwrap_or(0);
+            if consumer.next < hw {
+                problems.push((
+                    "no-progress",
+                    format!("consumer {c} at {} of {hw}", consumer.next),
+                ));
             }
         }
         self.stats.orphans = self.store.keys().filter(|k| !named.contains(k)).count() as u64;

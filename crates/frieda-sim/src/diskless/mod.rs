@@ -40,6 +40,7 @@
 //! coordinator and the bucket).
 
 mod check;
+mod consumer;
 mod partition;
 
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
@@ -47,11 +48,14 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use bytes::Bytes;
 use frieda::diskless::append::{Action, AppendConfig, AppendTask, ProducedBatch};
 use frieda::diskless::coordinator::{
-    BatchAnswer, BatchCoordinator, CommitBatches, DisklessPartition, ObjectId,
+    BatchAnswer, BatchCoordinator, CommitBatches, DisklessPartition, Found, ObjectId,
     DEFAULT_MAX_BATCHES_PER_PARTITION,
 };
 use frieda::diskless::host::{CoordinatorHost, HostError, Outcome, Step};
-use frieda_log::BatchHeader;
+use frieda::diskless::read::Records;
+use frieda_log::{
+    build_batch, encode_record, parse_records, records_section, BatchHeader, Codec, RecordRef,
+};
 use kafka_protocol::error::ResponseError as E;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -110,6 +114,10 @@ pub enum Mutation {
     /// [`SWEEP_MIN_AGE_MS`] old: a commit that waited longer (a paused uploader) names an
     /// object already swept (`acked-record-lost`).
     NoCommitAge,
+    /// FindBatches answers from the leader's speculative state, not only from decisions below
+    /// the high watermark: consumers read batches a failover then takes back
+    /// (`read-uncommitted`, `read-differs`, `consumer-gap`).
+    ReadSpeculative,
 }
 
 /// A broken invariant.
@@ -151,6 +159,8 @@ pub struct DisklessStats {
     pub objects_deleted: u64,
     /// DeleteRecords answered.
     pub deletes: u64,
+    /// Batches consumers read (checked byte for byte).
+    pub batches_read: u64,
     /// Objects the orphan sweep deleted (uploads never committed).
     pub swept: u64,
     /// Objects in the bucket no batch names at the end (`orphan-left` if any).
@@ -174,6 +184,7 @@ impl DisklessStats {
         self.deletes += o.deletes;
         self.orphans += o.orphans;
         self.swept += o.swept;
+        self.batches_read += o.batches_read;
     }
 }
 
@@ -227,17 +238,51 @@ enum Msg {
         records: Vec<Vec<u8>>,
         hw: i64,
     },
+    /// A consumer's Fetch of its partition at `offset`, to any broker.
+    Read {
+        to: usize,
+        consumer: usize,
+        req: u64,
+        offset: i64,
+    },
+    /// That broker's FindBatches to the coordinator's leader of `epoch`.
+    Find {
+        to: usize,
+        from: (usize, u64),
+        epoch: u64,
+        consumer: usize,
+        req: u64,
+        offset: i64,
+    },
+    /// The coordinator's answer, with the partition's log start.
+    Found {
+        to: (usize, u64),
+        consumer: usize,
+        req: u64,
+        offset: i64,
+        result: Result<(Found, i64), (E, i64)>,
+    },
+    /// The records (or the error) for the consumer, with the log start.
+    ReadReply {
+        consumer: usize,
+        req: u64,
+        result: Result<Records, E>,
+        log_start: i64,
+    },
 }
 
 impl Msg {
     fn target(&self) -> Option<usize> {
         match self {
-            Msg::Produce { to, .. } | Msg::Fetch { to, .. } | Msg::FetchReply { to, .. } => {
-                Some(*to)
-            }
+            Msg::Produce { to, .. }
+            | Msg::Fetch { to, .. }
+            | Msg::FetchReply { to, .. }
+            | Msg::Read { to, .. }
+            | Msg::Find { to, .. } => Some(*to),
+            Msg::Found { to, .. } => Some(to.0),
             Msg::Commit { to, .. } => Some(*to),
             Msg::CommitReply { to, .. } => Some(to.0),
-            Msg::ProduceReply { .. } => None,
+            Msg::ProduceReply { .. } | Msg::ReadReply { .. } => None,
         }
     }
 }
@@ -264,6 +309,8 @@ enum Event {
     CommitTimeout(Waiter, ObjectId),
     CommitRetry(Waiter, ObjectId),
     ProducerSend(usize),
+    ConsumerPoll(usize),
+    ConsumerTimeout(usize, u64),
     ProducerTimeout(usize, u64),
     Controller,
     Fault,
@@ -350,6 +397,7 @@ struct Sim {
     next_event: usize,
     brokers: Vec<Broker>,
     producers: Vec<Producer>,
+    consumers: Vec<consumer::Consumer>,
     controller: Controller,
     store: BTreeMap<ObjectId, Bytes>,
     store_down: bool,
@@ -379,19 +427,53 @@ fn sequence_of(index: i32) -> i32 {
     (0..index).map(records_of).sum()
 }
 
-/// The bytes of a producer's batch (the same on every resend, as a real producer's): names it,
-/// then a tail whose length and letter follow from it.
+/// A producer's batch `index`, a real v2 batch as a client sends it (base offset 0), the same on
+/// every resend: [`records_of`] records whose values name the batch, then a tail whose length
+/// and letter follow from it.
 fn batch_bytes(pid: i64, index: i32) -> Bytes {
-    let mut v = format!("pid={pid} batch={index};").into_bytes();
-    let len = 10 + ((pid * 31 + i64::from(index) * 17) % 390) as usize;
-    v.resize(v.len() + len, b'a' + (index % 26) as u8);
-    Bytes::from(v)
+    let mut records = Vec::new();
+    let n = records_of(index);
+    for i in 0..n {
+        let mut value = format!("pid={pid} batch={index} record={i};").into_bytes();
+        let len = 10 + ((pid * 31 + i64::from(index) * 17 + i64::from(i)) % 390) as usize;
+        value.resize(value.len() + len, b'a' + (index % 26) as u8);
+        encode_record(
+            &mut records,
+            &RecordRef {
+                attributes: 0,
+                timestamp_delta: i64::from(i),
+                offset_delta: i,
+                key: None,
+                value: Some(&value),
+                headers: &[0],
+            },
+        );
+    }
+    let header = BatchHeader {
+        base_offset: 0,
+        batch_length: 0,
+        partition_leader_epoch: 0,
+        magic: 2,
+        crc: 0,
+        attributes: 0,
+        last_offset_delta: n - 1,
+        base_timestamp: 1_000 * i64::from(index),
+        max_timestamp: 1_000 * i64::from(index) + i64::from(n - 1),
+        producer_id: pid,
+        producer_epoch: 0,
+        base_sequence: sequence_of(index),
+        records_count: n,
+    };
+    Bytes::from(build_batch(&header, Codec::None, &records))
 }
 
+/// Which producer's batch `bytes` (a whole v2 batch) is, from its first record's value.
 fn parse_batch(bytes: &[u8]) -> Option<(i64, i32)> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let head = text.split(';').next()?;
-    let mut it = head.split(' ');
+    let h = BatchHeader::parse(bytes).ok()?;
+    let section = records_section(bytes, &h).ok()?;
+    let records = parse_records(&section, h.records_count).ok()?;
+    let text = std::str::from_utf8(records.first()?.value?).ok()?;
+    let mut it = text.split(';').next()?.split(' ');
     let pid = it.next()?.strip_prefix("pid=")?.parse().ok()?;
     let index = it.next()?.strip_prefix("batch=")?.parse().ok()?;
     Some((pid, index))
@@ -447,6 +529,7 @@ impl Sim {
             next_event: 0,
             brokers,
             producers,
+            consumers: (0..PARTITIONS).map(consumer::Consumer::new).collect(),
             controller: Controller {
                 leader: None,
                 epoch: 0,
@@ -470,6 +553,10 @@ impl Sim {
         for p in 0..PRODUCERS {
             let d = sim.rng.gen_range(50..300);
             sim.schedule(d, Event::ProducerSend(p));
+        }
+        for c in 0..PARTITIONS as usize {
+            let d = sim.rng.gen_range(50..300);
+            sim.schedule(d, Event::ConsumerPoll(c));
         }
         sim.schedule(100, Event::Controller);
         let first = sim.rng.gen_range(1_000..3_000);
@@ -666,6 +753,8 @@ impl Sim {
                 self.act(w.0, actions);
             }
             Event::ProducerSend(p) => self.producer_send(p),
+            Event::ConsumerPoll(c) => self.consumer_poll(c),
+            Event::ConsumerTimeout(c, req) => self.consumer_timeout(c, req),
             Event::ProducerTimeout(p, req) => {
                 if self.producers[p].in_flight.map(|(r, _)| r) == Some(req) {
                     self.producers[p].in_flight = None;
@@ -916,6 +1005,33 @@ impl Sim {
                 });
                 self.lead(to);
             }
+            Msg::Read {
+                to,
+                consumer,
+                req,
+                offset,
+            } => self.read(to, consumer, req, offset),
+            Msg::Find {
+                to,
+                from,
+                epoch,
+                consumer,
+                req,
+                offset,
+            } => self.find(to, from, epoch, consumer, req, offset),
+            Msg::Found {
+                to,
+                consumer,
+                req,
+                offset,
+                result,
+            } => self.found(to, consumer, req, offset, result),
+            Msg::ReadReply {
+                consumer,
+                req,
+                result,
+                log_start,
+            } => self.read_reply(consumer, req, result, log_start),
             Msg::FetchReply {
                 to,
                 epoch,
@@ -998,22 +1114,7 @@ impl Sim {
         pr.sent.insert(req, index);
         let (pid, part) = (pr.id, pr.partition);
         let bytes = batch_bytes(pid, index);
-        let records = records_of(index);
-        let header = BatchHeader {
-            base_offset: 0,
-            batch_length: bytes.len() as i32 - 12,
-            partition_leader_epoch: 0,
-            magic: 2,
-            crc: 0,
-            attributes: 0,
-            last_offset_delta: records - 1,
-            base_timestamp: self.now,
-            max_timestamp: self.now,
-            producer_id: pid,
-            producer_epoch: 0,
-            base_sequence: sequence_of(index),
-            records_count: records,
-        };
+        let header = BatchHeader::parse(&bytes).expect("a whole batch");
         let to = self.rng.gen_range(0..BROKERS);
         self.log(|| format!("producer {p} sends batch {index} to broker {to} (request {req})"));
         self.send(Msg::Produce {
@@ -1131,6 +1232,12 @@ fn short(msg: &Msg) -> String {
         Msg::CommitReply { to, .. } => format!("commit reply -> {}", to.0),
         Msg::Fetch { to, from, .. } => format!("fetch {from} -> {to}"),
         Msg::FetchReply { to, .. } => format!("fetch reply -> {to}"),
+        Msg::Read {
+            to, consumer, req, ..
+        } => format!("read c{consumer} r{req} -> {to}"),
+        Msg::Find { to, consumer, .. } => format!("find for c{consumer} -> {to}"),
+        Msg::Found { to, consumer, .. } => format!("found for c{consumer} -> {}", to.0),
+        Msg::ReadReply { consumer, req, .. } => format!("read reply c{consumer} r{req}"),
     }
 }
 

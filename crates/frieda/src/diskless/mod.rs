@@ -12,8 +12,10 @@
 //!   sweep's choice of objects.
 //! - [`append`]: a broker's append path (step 4), sans-IO: buffer, close into an object, PUT,
 //!   commit in close order, answer the produces.
+//! - [`read`]: the read path's assembly (step 5), sans-IO: stored batches checked against their
+//!   coordinates and patched with their offsets.
 //!
-//! `frieda-sim --diskless` runs [`append`] and [`host`] together under faults. The drivers that
+//! `frieda-sim --diskless` runs [`append`], [`host`] and [`read`] together under faults. The drivers that
 //! run them against the network, a real partition and the bucket are not built yet: no client
 //! can produce to or read from a diskless topic.
 
@@ -21,6 +23,7 @@ pub mod append;
 pub mod codec;
 pub mod coordinator;
 pub mod host;
+pub mod read;
 
 #[cfg(test)]
 pub(crate) mod testing {

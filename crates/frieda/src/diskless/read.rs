@@ -1,0 +1,118 @@
+//! The read path's assembly (docs/diskless.md, "The read path", steps 3-4; build plan step 5),
+//! sans-IO: the records of a Fetch for a diskless partition, from the coordinates the batch
+//! coordinator found ([`Found`]) and the objects' bytes (GETs through the chunk cache, the
+//! driver's business).
+//!
+//! A stored batch is the client's batch as validated: base offset 0 and partition leader epoch
+//! 0. Each is checked against its coordinate (length, magic, record count: a mismatch means the
+//! object or the coordinate is damaged, CORRUPT_MESSAGE) and patched with its offset and the
+//! leader epoch the reader is answered with; both fields lie outside the CRC (KIP-98's v2
+//! layout), so the client's CRC check still holds.
+
+use super::coordinator::{Coordinate, Found, ObjectId};
+use bytes::Bytes;
+use frieda_log::{patch_base_offset, patch_leader_epoch, BatchHeader, LOG_OVERHEAD};
+
+/// Why the records could not be assembled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The object (or the byte range) is not in the bucket: deleted after the coordinates were
+    /// found (retention, compaction). The driver asks FindBatches again.
+    #[error("object {0:?} is not in the bucket")]
+    Missing(ObjectId),
+    /// The bytes do not match their coordinate: CORRUPT_MESSAGE (2).
+    #[error("object {object:?} at byte {byte_offset}: {why}")]
+    Corrupt {
+        /// The object.
+        object: ObjectId,
+        /// Where the batch should start (bytes).
+        byte_offset: u32,
+        /// What did not match.
+        why: String,
+    },
+}
+
+/// The assembled records of one partition's fetch.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Records {
+    /// Whole v2 batches, patched, one after another.
+    pub bytes: Vec<u8>,
+    /// The offset after the last batch (the reader's next fetch offset), or the fetch offset
+    /// when nothing was assembled.
+    pub next_offset: i64,
+}
+
+/// The batches of `found` holding offsets at or above `fetch_offset`, whole, while their bytes
+/// stay within `max_bytes` (the first always, as Kafka answers at least one batch), each patched
+/// with its base offset and `leader_epoch`. `read(object, byte_offset, byte_len)` gives the
+/// stored bytes of a range (None: not in the bucket).
+///
+/// Errors: [`ReadError::Missing`] for a range the bucket does not have; [`ReadError::Corrupt`]
+/// for bytes that are not the batch the coordinate describes.
+pub fn assemble(
+    found: &Found,
+    fetch_offset: i64,
+    max_bytes: usize,
+    leader_epoch: i32,
+    mut read: impl FnMut(ObjectId, u32, u32) -> Option<Bytes>,
+) -> Result<Records, ReadError> {
+    let mut out = Records {
+        bytes: Vec::new(),
+        next_offset: fetch_offset,
+    };
+    for c in found
+        .coordinates
+        .iter()
+        .filter(|c| c.last_offset >= fetch_offset)
+    {
+        if !out.bytes.is_empty() && out.bytes.len() + c.byte_len as usize > max_bytes {
+            break;
+        }
+        let stored =
+            read(c.object, c.byte_offset, c.byte_len).ok_or(ReadError::Missing(c.object))?;
+        check(c, &stored)?;
+        let start = out.bytes.len();
+        out.bytes.extend_from_slice(&stored);
+        let batch = &mut out.bytes[start..];
+        patch_base_offset(batch, c.base_offset);
+        patch_leader_epoch(batch, leader_epoch);
+        out.next_offset = c.last_offset + 1;
+    }
+    Ok(out)
+}
+
+/// The stored bytes are the batch the coordinate describes.
+fn check(c: &Coordinate, stored: &[u8]) -> Result<(), ReadError> {
+    let corrupt = |why: String| ReadError::Corrupt {
+        object: c.object,
+        byte_offset: c.byte_offset,
+        why,
+    };
+    if stored.len() != c.byte_len as usize {
+        return Err(corrupt(format!(
+            "{} bytes read for a {}-byte batch",
+            stored.len(),
+            c.byte_len
+        )));
+    }
+    let h = BatchHeader::parse(stored).map_err(|e| corrupt(e.to_string()))?;
+    if h.magic != 2 {
+        return Err(corrupt(format!("magic {}", h.magic)));
+    }
+    if i64::from(h.batch_length) + LOG_OVERHEAD as i64 != i64::from(c.byte_len) {
+        return Err(corrupt(format!(
+            "batch length {} in a {}-byte range",
+            h.batch_length, c.byte_len
+        )));
+    }
+    if i64::from(h.last_offset_delta) != c.last_offset - c.base_offset {
+        return Err(corrupt(format!(
+            "last offset delta {} for offsets {}..={}",
+            h.last_offset_delta, c.base_offset, c.last_offset
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

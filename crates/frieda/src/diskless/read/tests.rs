@@ -1,0 +1,158 @@
+use super::*;
+use crate::diskless::coordinator::{
+    BatchCoordinator, CommitBatches, CommittedBatch, DEFAULT_MAX_BATCHES_PER_PARTITION,
+};
+use crate::diskless::testing::{header, object, part};
+use frieda_log::{build_batch, encode_record, parse_records, validate_batches, Codec, RecordRef};
+use std::collections::HashMap;
+
+/// A real v2 batch of `values` (producer `pid` at `seq`), base offset 0 as a client sends it.
+fn batch(values: &[&str], pid: i64, seq: i32) -> Vec<u8> {
+    let mut records = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        encode_record(
+            &mut records,
+            &RecordRef {
+                attributes: 0,
+                timestamp_delta: 0,
+                offset_delta: i as i32,
+                key: None,
+                value: Some(v.as_bytes()),
+                headers: &[0],
+            },
+        );
+    }
+    build_batch(
+        &header(values.len() as i32, pid, 0, seq),
+        Codec::None,
+        &records,
+    )
+}
+
+/// Two objects committed to a coordinator: object 1 holds a 2-record and a 1-record batch,
+/// object 2 a 3-record batch; returns the coordinator and the bucket.
+fn setup() -> (BatchCoordinator, HashMap<ObjectId, Bytes>) {
+    let mut c = BatchCoordinator::new(DEFAULT_MAX_BATCHES_PER_PARTITION);
+    c.create_partition(part(0));
+    let mut bucket = HashMap::new();
+    let objects = [
+        (
+            1u128,
+            vec![batch(&["a0", "a1"], 7, 0), batch(&["b0"], 7, 2)],
+        ),
+        (2, vec![batch(&["c0", "c1", "c2"], 7, 3)]),
+    ];
+    for (id, batches) in objects {
+        let mut body = Vec::new();
+        let mut committed = Vec::new();
+        for b in &batches {
+            committed.push(CommittedBatch {
+                partition: part(0),
+                byte_offset: body.len() as u32,
+                byte_len: b.len() as u32,
+                header: BatchHeader::parse(b).unwrap(),
+            });
+            body.extend_from_slice(b);
+        }
+        let commit = CommitBatches {
+            object: object(id),
+            object_size: body.len() as u64,
+            uploader: 1,
+            batches: committed,
+        };
+        c.commit(0, &commit).unwrap();
+        bucket.insert(object(id), Bytes::from(body));
+    }
+    (c, bucket)
+}
+
+fn reader(
+    bucket: &HashMap<ObjectId, Bytes>,
+) -> impl FnMut(ObjectId, u32, u32) -> Option<Bytes> + '_ {
+    |o, at, len| {
+        bucket
+            .get(&o)
+            .and_then(|b| b.get(at as usize..(at + len) as usize))
+            .map(Bytes::copy_from_slice)
+    }
+}
+
+fn values(records: &[u8]) -> Vec<(i64, String)> {
+    let headers = validate_batches(records, usize::MAX).expect("valid batches, CRCs hold");
+    let mut out = Vec::new();
+    let mut pos = 0;
+    for h in headers {
+        let b = &records[pos..pos + h.total_size()];
+        let section = frieda_log::records_section(b, &h).unwrap();
+        for r in parse_records(&section, h.records_count).unwrap() {
+            out.push((
+                h.base_offset + i64::from(r.offset_delta),
+                String::from_utf8(r.value.unwrap().to_vec()).unwrap(),
+            ));
+        }
+        assert_eq!(h.partition_leader_epoch, 4);
+        pos += h.total_size();
+    }
+    out
+}
+
+#[test]
+fn batches_come_back_at_their_offsets_with_valid_crcs() {
+    let (c, bucket) = setup();
+    let found = c.find_batches(part(0), 0, u64::MAX).unwrap();
+    let r = assemble(&found, 0, usize::MAX, 4, reader(&bucket)).unwrap();
+    assert_eq!(r.next_offset, 6);
+    assert_eq!(
+        values(&r.bytes),
+        vec![
+            (0, "a0".into()),
+            (1, "a1".into()),
+            (2, "b0".into()),
+            (3, "c0".into()),
+            (4, "c1".into()),
+            (5, "c2".into()),
+        ]
+    );
+}
+
+#[test]
+fn a_fetch_inside_a_batch_gets_the_whole_batch_and_max_bytes_keeps_at_least_one() {
+    let (c, bucket) = setup();
+    let found = c.find_batches(part(0), 4, u64::MAX).unwrap();
+    let r = assemble(&found, 4, 1, 4, reader(&bucket)).unwrap();
+    assert_eq!(r.next_offset, 6);
+    assert_eq!(
+        values(&r.bytes)[0],
+        (3, "c0".into()),
+        "the batch holding 4, whole"
+    );
+    let found = c.find_batches(part(0), 0, u64::MAX).unwrap();
+    let r = assemble(&found, 0, 1, 4, reader(&bucket)).unwrap();
+    assert_eq!(
+        r.next_offset, 2,
+        "one batch over the byte limit still comes"
+    );
+}
+
+#[test]
+fn a_missing_object_or_a_mismatched_coordinate_is_an_error_not_records() {
+    let (c, mut bucket) = setup();
+    let mut found = c.find_batches(part(0), 0, u64::MAX).unwrap();
+    found.coordinates[1].last_offset += 1;
+    assert!(matches!(
+        assemble(&found, 0, usize::MAX, 4, reader(&bucket)),
+        Err(ReadError::Corrupt { .. })
+    ));
+    let found = c.find_batches(part(0), 0, u64::MAX).unwrap();
+    bucket.remove(&object(2));
+    assert_eq!(
+        assemble(&found, 0, usize::MAX, 4, reader(&bucket)),
+        Err(ReadError::Missing(object(2)))
+    );
+    bucket.insert(object(2), Bytes::from_static(b"short"));
+    assert_eq!(
+        assemble(&found, 0, usize::MAX, 4, reader(&bucket)),
+        Err(ReadError::Missing(object(2))),
+        "a range beyond the object's end"
+    );
+}
