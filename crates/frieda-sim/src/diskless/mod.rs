@@ -8,14 +8,14 @@
 //! answer 503 or stall) and drops messages. Every random draw comes from the seed, so a seed
 //! replays exactly.
 //!
-//! What is simulated: the network (delays, losses, duplicates), the bucket (a map; PUTs that land after
-//! their sender died), processes and clocks, and the coordinator partition's replication, as a
-//! small model of Kafka's ISR rules (not the cluster simulator's `frieda::replication` code): a
-//! leader chosen from the in-sync replicas, followers copying its log and truncating what
-//! diverges when a new leader appears, the high watermark the least log end of the in-sync
-//! replicas, `min.insync.replicas` 2 checked before a decision, a write not replicated within
-//! [`ACKS_TIMEOUT_MS`] failing the host (which loads again). Logs are fsynced per record
-//! (`flush.messages=1` on the coordinator partition): a SIGKILL keeps them.
+//! What is simulated: the network (delays, losses, duplicates), the bucket (a map; PUTs that
+//! land after their sender died), processes and clocks, and the coordinator partition's
+//! replication, as a small model of Kafka's ISR rules (not the cluster simulator's
+//! `frieda::replication` code): a leader chosen from the in-sync replicas, followers copying its
+//! log and truncating what diverges when a new leader appears, the high watermark the least log
+//! end of the in-sync replicas, `min.insync.replicas` 2 checked before a decision, a write not
+//! replicated within [`ACKS_TIMEOUT_MS`] failing the host (which loads again). Logs are
+//! fsynced per record (`flush.messages=1` on the coordinator partition): a SIGKILL keeps them.
 //!
 //! Invariants (each a violation kind):
 //! - `coordinator-invariant`: every loaded host's state keeps the coordinator's invariants;
@@ -36,8 +36,8 @@
 //!   [`SWEEP_MIN_AGE_MS`] the coordinator does not know; commits of objects older than
 //!   [`MAX_COMMIT_AGE_MS`] are refused) leave no object that no batch names.
 //!
-//! Not here yet: transactions, compaction, reads by consumers (the end check reads the
-//! coordinator and the bucket).
+//! Consumers read every partition through the broker's read path while all this happens; their
+//! invariants are in `consumer.rs`. Not here yet: transactions, compaction, snapshots.
 
 mod check;
 mod consumer;
