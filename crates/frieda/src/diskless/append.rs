@@ -371,18 +371,13 @@ impl AppendTask {
     /// it in a new object; a batch that was stored is then answered with its offsets), and the
     /// next object commits.
     pub fn commit_refused(&mut self, object: ObjectId, error: E) -> Vec<Action> {
-        let mut out = Vec::new();
-        let front = self.closed.front();
-        if front.is_none_or(|c| c.commit.object != object || c.stage != Stage::Committing) {
-            return out;
+        match self.closed.front() {
+            Some(c) if c.commit.object == object && c.stage == Stage::Committing => {
+                let refused = vec![BatchAnswer::Refused(error); c.slots.len()];
+                self.committed(object, &refused)
+            }
+            _ => Vec::new(),
         }
-        let c = self.closed.pop_front().expect("front checked");
-        self.held_bytes -= c.body.len();
-        let refused = vec![BatchAnswer::Refused(error); c.slots.len()];
-        self.settle(&c.slots, &refused, &mut out);
-        self.start_uploads(&mut out);
-        self.next_commit(&mut out);
-        out
     }
 
     fn settle(&mut self, slots: &[Slot], answers: &[BatchAnswer], out: &mut Vec<Action>) {

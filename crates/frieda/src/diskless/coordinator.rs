@@ -248,11 +248,6 @@ impl BatchCoordinator {
         self
     }
 
-    /// The commit-age bound (ms).
-    pub fn max_commit_age_ms(&self) -> i64 {
-        self.max_commit_age_ms
-    }
-
     /// Whether `object` is committed here and not yet forgotten (deleted).
     pub fn knows(&self, object: ObjectId) -> bool {
         self.objects.contains_key(&object)

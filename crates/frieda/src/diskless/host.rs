@@ -204,6 +204,8 @@ impl<W> CoordinatorHost<W> {
         self.log_end = self.log_end.max(log_end);
         self.loaded_end = self.log_end;
         self.phase = Phase::Loaded;
+        // A high watermark reported during the replay passed records replayed after it was
+        // reported: release them (and start serving if it reached the end) by reporting it again.
         let hw = self.high_watermark;
         self.high_watermark = -1;
         let answered = self.high_watermark(hw);

@@ -15,9 +15,9 @@
 //! - [`read`]: the read path's assembly (step 5), sans-IO: stored batches checked against their
 //!   coordinates and patched with their offsets.
 //!
-//! `frieda-sim --diskless` runs [`append`], [`host`] and [`read`] together under faults. The drivers that
-//! run them against the network, a real partition and the bucket are not built yet: no client
-//! can produce to or read from a diskless topic.
+//! `frieda-sim --diskless` runs [`append`], [`host`] and [`read`] together under faults. The
+//! drivers that run them against the network, a real partition and the bucket are not built
+//! yet: no client can produce to or read from a diskless topic.
 
 pub mod append;
 pub mod codec;
