@@ -39,16 +39,19 @@ impl Sim {
                 );
                 return;
             }
-            let mut replay = self.new_host();
-            for (o, r) in self.brokers[b].log.iter().enumerate() {
-                let _ = replay.replay(o as i64, r);
-            }
-            if replay.coordinator().state_digest() != digest {
-                self.violate(
-                    "replicas-diverged",
-                    format!("broker {b}'s log replays to another state"),
-                );
-                return;
+            match self.replay_log(b) {
+                Ok(replay) if replay.coordinator().state_digest() == digest => {}
+                Ok(_) => {
+                    self.violate(
+                        "replicas-diverged",
+                        format!("broker {b}'s log replays to another state"),
+                    );
+                    return;
+                }
+                Err(e) => {
+                    self.violate("replicas-diverged", e);
+                    return;
+                }
             }
         }
         // Walk every partition from its log start.

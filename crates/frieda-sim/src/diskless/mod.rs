@@ -306,8 +306,9 @@ enum Event {
         object: ObjectId,
         stored: bool,
     },
-    CommitTimeout(Waiter, ObjectId),
-    CommitRetry(Waiter, ObjectId),
+    /// The commit of the object is sent again if that attempt is still the one in flight (its
+    /// answer timed out, or it was refused with a retriable error).
+    CommitResend(Waiter, ObjectId),
     ProducerSend(usize),
     ConsumerPoll(usize),
     ConsumerTimeout(usize, u64),
@@ -328,7 +329,7 @@ impl Event {
             Event::Deliver(m) => m.target(),
             Event::Tick(b, _) => Some(*b),
             Event::PutDone { broker, .. } => Some(*broker),
-            Event::CommitTimeout(w, _) | Event::CommitRetry(w, _) => Some(w.0),
+            Event::CommitResend(w, _) => Some(w.0),
             _ => None,
         }
     }
@@ -567,16 +568,22 @@ impl Sim {
         sim
     }
 
-    /// A coordinator host about to load, configured as every broker's.
-    fn new_host(&self) -> CoordinatorHost<Waiter> {
+    /// A coordinator host, configured as every broker's, that replayed broker `b`'s log (not
+    /// yet told the load ended). Errors: the record that does not decode.
+    fn replay_log(&self, b: usize) -> Result<CoordinatorHost<Waiter>, String> {
         let age = if self.mutation == Mutation::NoCommitAge {
             i64::MAX / 4
         } else {
             MAX_COMMIT_AGE_MS
         };
-        CoordinatorHost::load_with(
+        let mut host = CoordinatorHost::load_with(
             BatchCoordinator::new(DEFAULT_MAX_BATCHES_PER_PARTITION).with_max_commit_age(age),
-        )
+        );
+        for (o, r) in self.brokers[b].log.iter().enumerate() {
+            host.replay(o as i64, r)
+                .map_err(|e| format!("broker {b} replays {o}: {e}"))?;
+        }
+        Ok(host)
     }
 
     fn log(&mut self, line: impl FnOnce() -> String) {
@@ -625,33 +632,10 @@ impl Sim {
     }
 
     fn run(mut self) -> DisklessReport {
-        while let Some(std::cmp::Reverse((at, _, id))) = self.queue.pop() {
-            if at > END_MS || self.violation.is_some() {
-                break;
-            }
-            self.now = at;
-            let event = self.events.remove(&id).expect("scheduled");
-            if let Some(b) = event.broker() {
-                if !self.brokers[b].up {
-                    continue;
-                }
-                if let Some(until) = self.brokers[b].paused_until {
-                    self.schedule_at(until, event);
-                    continue;
-                }
-            }
-            self.handle(event);
-            self.check_hosts();
-            if self.now > FAULT_MS
-                && self
-                    .producers
-                    .iter()
-                    .all(|p| p.next >= BATCHES_PER_PRODUCER)
-            {
-                // Quiet: let followers catch up and the last records commit, then check.
-                self.settle();
-                break;
-            }
+        if self.run_until(END_MS, true) {
+            // Quiet: followers catch up, the last records commit, the garbage collection and
+            // the orphan sweep run; then the end checks.
+            self.run_until(self.now + SETTLE_MS, false);
         }
         if self.violation.is_none() {
             if self.producers.iter().any(|p| p.next < BATCHES_PER_PRODUCER) {
@@ -672,27 +656,38 @@ impl Sim {
         }
     }
 
-    /// Runs [`SETTLE_MS`] more simulated ms of events (no faults are left): followers catch up,
-    /// the last records commit, the garbage collection and the orphan sweep run.
-    fn settle(&mut self) {
-        let until = self.now + SETTLE_MS;
+    /// Runs events until `until` (ms) or the first violation: a down broker's are dropped, a
+    /// paused one's wait for it to resume. With `until_done`, stops once the faults have healed
+    /// and every producer has sent all its batches, and says so.
+    fn run_until(&mut self, until: i64, until_done: bool) -> bool {
         while let Some(std::cmp::Reverse((at, _, id))) = self.queue.pop() {
             if at > until || self.violation.is_some() {
-                break;
+                return false;
             }
             self.now = at;
             let event = self.events.remove(&id).expect("scheduled");
-            if matches!(event, Event::Fault | Event::DeleteRecords) {
-                continue;
-            }
             if let Some(b) = event.broker() {
-                if !self.brokers[b].up || self.brokers[b].paused_until.is_some() {
+                if !self.brokers[b].up {
+                    continue;
+                }
+                if let Some(resume) = self.brokers[b].paused_until {
+                    self.schedule_at(resume, event);
                     continue;
                 }
             }
             self.handle(event);
             self.check_hosts();
+            if until_done
+                && self.now > FAULT_MS
+                && self
+                    .producers
+                    .iter()
+                    .all(|p| p.next >= BATCHES_PER_PRODUCER)
+            {
+                return true;
+            }
         }
+        false
     }
 
     fn handle(&mut self, event: Event) {
@@ -744,7 +739,7 @@ impl Sim {
                     self.act(broker, actions);
                 }
             }
-            Event::CommitTimeout(w, object) | Event::CommitRetry(w, object) => {
+            Event::CommitResend(w, object) => {
                 let b = &self.brokers[w.0];
                 if b.incarnation != w.1 || b.committing != Some((object, w.2)) {
                     return;
@@ -971,7 +966,7 @@ impl Sim {
                     ) => {
                         self.log(|| format!("broker {} commit refused {e:?}: retry", to.0));
                         let d = self.rng.gen_range(50..250);
-                        self.schedule(d, Event::CommitRetry(to, object));
+                        self.schedule(d, Event::CommitResend(to, object));
                     }
                     Err(e) => {
                         // for good (too old): its batches are refused, their producers resend
@@ -1086,7 +1081,7 @@ impl Sim {
                             commit,
                         });
                     }
-                    self.schedule(COMMIT_TIMEOUT_MS, Event::CommitTimeout(w, object));
+                    self.schedule(COMMIT_TIMEOUT_MS, Event::CommitResend(w, object));
                 }
                 Action::Answer { request, answers } => {
                     if let Some((producer, req)) = self.brokers[b].produces.remove(&request) {

@@ -110,16 +110,13 @@ impl Sim {
 
     pub(super) fn load(&mut self, b: usize) {
         self.stats.loads += 1;
-        let mut host = self.new_host();
-        for (o, r) in self.brokers[b].log.iter().enumerate() {
-            if let Err(e) = host.replay(o as i64, r) {
-                self.violate(
-                    "coordinator-invariant",
-                    format!("broker {b} replays {o}: {e}"),
-                );
+        let mut host = match self.replay_log(b) {
+            Ok(host) => host,
+            Err(e) => {
+                self.violate("coordinator-invariant", e);
                 return;
             }
-        }
+        };
         host.loaded(self.brokers[b].log.len() as i64);
         let hw = self.brokers[b].hw;
         host.high_watermark(hw);
