@@ -178,6 +178,8 @@ pub struct BrokerConfig {
     /// Tiered storage (`remote.log.storage.system.enable`, `remote.log.manager.*`, the object
     /// store's `rsm.config.*` keys; [`crate::remote::config`]).
     pub tiered: crate::remote::config::TieredConfig,
+    /// Diskless topics (`diskless.*`, issue 60): see [`crate::diskless::config::DisklessConfig`].
+    pub diskless: crate::diskless::config::DisklessConfig,
     /// The bulk-append lane (`bulk.append.min.bytes`, default 65536, -1 for none;
     /// `bulk.append.priority`, `low` (default), `idle` or `normal`): produced batches this
     /// large are appended there ([`crate::storage::bulk`]).
@@ -436,6 +438,7 @@ impl Default for BrokerConfig {
             log_writer_threads: 1,
             backlog: Default::default(),
             tiered: Default::default(),
+            diskless: Default::default(),
             bulk: Default::default(),
             network_threads: cores,
             retention_check_interval_ms: 300_000,
@@ -595,6 +598,13 @@ impl BrokerConfig {
         self.topic_defaults
             .check_tiering(&TopicConfigs::default(), None, self.tiered.enabled)
             .context("topic defaults")?;
+        if self
+            .topic_defaults
+            .get(crate::diskless::config::DISKLESS_ENABLE)
+            == Some("true")
+        {
+            bail!("`diskless.enable=true` is a topic config: a broker-wide default is refused");
+        }
         self.tiered.check(self.cluster.enabled())?;
         for l in &self.listeners {
             let protocol = self.listener_protocol(&l.name).with_context(|| {
@@ -836,6 +846,7 @@ impl BrokerConfig {
             }
             "auto.create.topics.enable" => self.auto_create_topics = text.parse()?,
             k if self.tiered.set(k, &text)? => {}
+            k if self.diskless.set(k, &text)? => {}
             "socket.request.max.bytes" => self.max_request_bytes = positive(&text)? as usize,
             "max.inflight.requests.per.connection" => {
                 self.max_inflight_per_connection = positive(&text)? as usize

@@ -113,6 +113,45 @@ impl Broker {
             .ok_or_else(|| not_seen("the topic"))
     }
 
+    /// Creates `__diskless_coordinator` (one partition, `diskless.coordinator.replication.factor`
+    /// replicas capped at the live brokers) unless it exists: before the first diskless topic.
+    ///
+    /// Errors: the controller's (INVALID_REPLICATION_FACTOR (38), REQUEST_TIMED_OUT (7)).
+    pub(crate) async fn ensure_diskless_coordinator(
+        self: &Arc<Self>,
+        node: &Arc<ClusterNode>,
+    ) -> Result<(), AdminError> {
+        let name = crate::storage::topic::DISKLESS_COORDINATOR_TOPIC;
+        let image = node.image();
+        if image.topics.contains_key(name) {
+            return Ok(());
+        }
+        let live = image.live_brokers().count().max(1);
+        let rf = self
+            .config
+            .diskless
+            .coordinator_replication_factor
+            .min(i16::try_from(live).unwrap_or(i16::MAX));
+        let mut configs = super::diskless_coordinator_topic_configs(&self.config);
+        let min_isr = self.config.diskless.coordinator_min_isr.min(rf as usize);
+        let _ = configs.set("min.insync.replicas", &min_isr.to_string());
+        match self
+            .cluster_create_topic(node, name, 1, rf, None, configs, false)
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(
+                    topic = name,
+                    replication_factor = rf,
+                    "created an internal topic"
+                );
+                Ok(())
+            }
+            Err(e) if e.code == ResponseError::TopicAlreadyExists => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// DeleteTopics in a cluster. Errors: UNKNOWN_TOPIC_OR_PARTITION (3), REQUEST_TIMED_OUT (7).
     pub(crate) async fn cluster_delete_topic(
         &self,

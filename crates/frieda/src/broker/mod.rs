@@ -109,6 +109,8 @@ pub struct Broker {
     cluster: OnceLock<Arc<ClusterNode>>,
     /// Reads from the remote tier (KIP-405), set once the remote-log manager started.
     remote: OnceLock<crate::remote::RemoteAccess>,
+    /// Diskless topics' coordinators and append path (issue 60), set with the remote tier.
+    diskless: OnceLock<Arc<crate::diskless::driver::Diskless>>,
     /// Checkpointed recovery points not yet used by a partition opened (cluster mode opens
     /// partitions as the metadata image assigns them).
     startup_recovery: parking_lot::Mutex<checkpoint::Offsets>,
@@ -263,6 +265,7 @@ impl Broker {
             txn_log,
             cluster: OnceLock::new(),
             remote: OnceLock::new(),
+            diskless: OnceLock::new(),
             startup_recovery: parking_lot::Mutex::new(recovery.clone()),
             startup_hw: parking_lot::Mutex::new(startup_hw),
             cleaner_state: cleaner::CleanerState::load(&data_dir),
@@ -636,6 +639,17 @@ impl Broker {
         self.remote.get()
     }
 
+    /// The diskless service, once the bucket is set up (a cluster with
+    /// `remote.log.storage.system.enable=true`).
+    pub fn diskless(&self) -> Option<&Arc<crate::diskless::driver::Diskless>> {
+        self.diskless.get()
+    }
+
+    /// Sets the diskless service (once).
+    pub fn set_diskless(&self, service: Arc<crate::diskless::driver::Diskless>) {
+        let _ = self.diskless.set(service);
+    }
+
     /// Sets the remote-tier reader (once, at start).
     pub fn set_remote(&self, access: crate::remote::RemoteAccess) {
         let _ = self.remote.set(access);
@@ -802,6 +816,7 @@ impl Broker {
             }
         }
         topic_configs.check_tiering(&self.topic_defaults(), None, self.config.tiered.enabled)?;
+        topic_configs.check_diskless(&self.topic_defaults(), None, self.config.tiered.enabled)?;
         if let Some(node) = self.cluster() {
             if name == OFFSETS_TOPIC {
                 return Err(AdminError::new(
@@ -814,6 +829,9 @@ impl Broker {
             } else {
                 replication_factor
             };
+            if !validate_only && topic_configs.is_diskless(&self.topic_defaults()) {
+                self.ensure_diskless_coordinator(node).await?;
+            }
             return self
                 .cluster_create_topic(
                     node,
@@ -1303,6 +1321,23 @@ fn set_segment_bytes(configs: &mut TopicConfigs, bytes: u64) {
     if let Err(e) = configs.set(key, &bytes.to_string()) {
         tracing::warn!(bytes, error = %e, "internal topic segment size refused; the default applies");
     }
+}
+
+/// `__diskless_coordinator`'s topic configs: records kept forever (the coordinator's state is
+/// its whole log until snapshots come), `min.insync.replicas` = `diskless.coordinator.min.isr`,
+/// unclean election never.
+pub(crate) fn diskless_coordinator_topic_configs(config: &BrokerConfig) -> TopicConfigs {
+    let mut configs = TopicConfigs::default();
+    let _ = configs.set("cleanup.policy", "delete");
+    let _ = configs.set("retention.ms", "-1");
+    let _ = configs.set("retention.bytes", "-1");
+    let _ = configs.set("compression.type", "uncompressed");
+    let _ = configs.set("unclean.leader.election.enable", "false");
+    let _ = configs.set(
+        "min.insync.replicas",
+        &config.diskless.coordinator_min_isr.to_string(),
+    );
+    configs
 }
 
 /// `__transaction_state`'s topic configs: compacted (the latest state of each transactional

@@ -151,6 +151,10 @@ impl Broker {
             self.groups.unload(index);
         } else if &*topic.name == crate::storage::topic::TRANSACTION_STATE_TOPIC {
             self.txns.unload(index);
+        } else if &*topic.name == crate::storage::topic::DISKLESS_COORDINATOR_TOPIC {
+            if let Some(d) = self.diskless() {
+                d.coordinators.unload(index);
+            }
         }
         p.mark_deleted();
         p.repl.stop();

@@ -26,7 +26,9 @@ use crate::membership::ClusterNode;
 use crate::replication::assignment::{self, HostStep, TakesRole};
 use crate::replication::{Role, RoleChange};
 use crate::storage::partition::Partition;
-use crate::storage::topic::{Topic, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
+use crate::storage::topic::{
+    Topic, DISKLESS_COORDINATOR_TOPIC, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC,
+};
 use crate::storage::topic_config::TopicConfigs;
 
 /// Re-applies the image at least this often (retries of replicas that failed to open).
@@ -212,6 +214,7 @@ async fn take_role(
     let me = node.me;
     let internal = &*topic.name == OFFSETS_TOPIC;
     let txn_log = &*topic.name == TRANSACTION_STATE_TOPIC;
+    let diskless_log = &*topic.name == DISKLESS_COORDINATOR_TOPIC;
     let change = assignment::take_role(&mut Hosted { partition, me }, p, me, node.is_fenced());
     match change {
         RoleChange::BecomeLeader => {
@@ -254,6 +257,9 @@ async fn take_role(
                 }
             }
         }
+        if diskless_log {
+            load_diskless(broker, node, partition, p.leader_epoch).await;
+        }
         if internal && !broker.groups.is_loaded(partition.index) {
             let (b, part) = (broker.clone(), partition.clone());
             let index = partition.index;
@@ -274,7 +280,53 @@ async fn take_role(
     if txn_log {
         broker.txns.unload(partition.index);
     }
+    if diskless_log {
+        if let Some(d) = broker.diskless() {
+            d.coordinators.unload(partition.index);
+        }
+    }
     if let Role::Follower { leader, epoch } = partition.repl.role() {
         fetchers.follow(partition.clone(), leader, epoch);
+    }
+}
+
+/// Loads the diskless batch coordinator of `partition` (a `__diskless_coordinator` partition
+/// this broker leads in `epoch`) unless it is loaded and serving at that epoch: a failed host
+/// (a write that did not replicate in time) is loaded again here.
+async fn load_diskless(
+    broker: &Arc<Broker>,
+    node: &Arc<ClusterNode>,
+    partition: &Arc<Partition>,
+    epoch: i32,
+) {
+    let Some(diskless) = broker.diskless().cloned() else {
+        return;
+    };
+    let index = partition.index;
+    if diskless.coordinators.is_loaded(index, epoch) {
+        return;
+    }
+    let min_isr = partition.produce_policy().min_insync_replicas;
+    let weak = Arc::downgrade(node);
+    let lease: crate::diskless::driver::coordinator::Lease =
+        Arc::new(move || weak.upgrade().is_some_and(|n| n.holds_lease()));
+    let (d, part) = (diskless.clone(), partition.clone());
+    let loaded = tokio::task::spawn_blocking(move || {
+        crate::diskless::driver::coordinator::HostedCoordinator::load(
+            index,
+            epoch,
+            part,
+            d.new_coordinator(),
+            min_isr,
+            Some(lease),
+        )
+    })
+    .await;
+    match loaded {
+        Ok(Ok(host)) => diskless.coordinators.install(host),
+        Ok(Err(e)) => tracing::error!(partition = index, error = %format!("{e:#}"),
+            "cannot load the diskless coordinator; retrying"),
+        Err(e) => tracing::error!(partition = index, error = %e,
+            "loading the diskless coordinator panicked"),
     }
 }

@@ -478,6 +478,19 @@ impl<W> CoordinatorHost<W> {
         Ok(found)
     }
 
+    /// The log start and the end readers see of `partition` (ListOffsets earliest and latest).
+    ///
+    /// Errors: COORDINATOR_LOAD_IN_PROGRESS (14) while loading; NOT_COORDINATOR (16) after a
+    /// failure; UNKNOWN_TOPIC_OR_PARTITION (3) for a partition the coordinator does not know.
+    pub fn offsets(&self, partition: DisklessPartition) -> Result<(i64, i64), E> {
+        self.serving().map_err(HostError::code)?;
+        let visible = self
+            .visible_end(partition)
+            .ok_or(E::UnknownTopicOrPartition)?;
+        let log_start = self.coordinator.log_start(partition).unwrap_or(0);
+        Ok((log_start.min(visible), visible))
+    }
+
     fn visible_end(&self, partition: DisklessPartition) -> Option<i64> {
         let v = self.visible.get(&partition).copied();
         // Known to the coordinator but its creation not yet committed: nothing to see.

@@ -15,13 +15,17 @@
 //! - [`read`]: the read path's assembly (step 5), sans-IO: stored batches checked against their
 //!   coordinates and patched with their offsets.
 //!
-//! `frieda-sim --diskless` runs [`append`], [`host`] and [`read`] together under faults. The
-//! drivers that run them against the network, a real partition and the bucket are not built
-//! yet: no client can produce to or read from a diskless topic.
+//! - [`config`]: the broker's `diskless.*` settings.
+//! - [`driver`]: the drivers running [`host`], [`append`] and [`read`] against a real
+//!   `__diskless_coordinator` partition and the bucket.
+//!
+//! `frieda-sim --diskless` runs [`append`], [`host`] and [`read`] together under faults.
 
 pub mod append;
 pub mod codec;
+pub mod config;
 pub mod coordinator;
+pub mod driver;
 pub mod host;
 pub mod read;
 

@@ -849,6 +849,11 @@ async fn alter_topic_configs(
         Some(&previous),
         broker.config.tiered.enabled,
     )?;
+    configs.check_diskless(
+        &broker.topic_defaults(),
+        Some(&previous),
+        broker.config.tiered.enabled,
+    )?;
     if !validate_only {
         broker.set_topic_configs(topic, configs).await?;
     }

@@ -249,6 +249,58 @@ fn count_follower_fetches(
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
+    mut req: FetchRequest,
+) -> FetchResponse {
+    let by_id = ctx.api_version >= TOPIC_ID_VERSION;
+    let replica = if ctx.api_version >= REPLICA_STATE_VERSION {
+        req.replica_state.replica_id.0
+    } else {
+        req.replica_id.0
+    };
+    // Diskless topics (issue 60) are read from the bucket, not from a local log.
+    let diskless = if replica < 0 && broker.diskless().is_some() {
+        super::fetch_diskless::take_diskless(broker, &mut req.topics, by_id)
+    } else {
+        Vec::new()
+    };
+    if diskless.is_empty() {
+        return handle_local(broker, ctx, req).await;
+    }
+    let response_max = if req.max_bytes <= 0 {
+        broker.config.fetch_max_bytes
+    } else {
+        (req.max_bytes as usize).min(broker.config.fetch_max_bytes)
+    };
+    let min_bytes = (req.min_bytes.max(0) as usize).min(response_max);
+    if req.topics.is_empty() {
+        let max_wait = Duration::from_millis(req.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
+        let deadline = Instant::now() + max_wait;
+        let topics = super::fetch_diskless::fetch(
+            broker,
+            ctx,
+            by_id,
+            &diskless,
+            response_max,
+            min_bytes,
+            Some(deadline),
+        )
+        .await;
+        return FetchResponse::default()
+            .with_session_id(0)
+            .with_responses(topics)
+            .with_throttle_time_ms(ctx.throttle.get() as i32);
+    }
+    let mut resp = handle_local(broker, ctx, req).await;
+    let topics =
+        super::fetch_diskless::fetch(broker, ctx, by_id, &diskless, response_max, 0, None).await;
+    resp.responses.extend(topics);
+    resp
+}
+
+/// Fetch of topics with local logs (every topic but the diskless ones).
+async fn handle_local(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
     req: FetchRequest,
 ) -> FetchResponse {
     let by_id = ctx.api_version >= TOPIC_ID_VERSION;

@@ -74,6 +74,34 @@ pub async fn handle(
         } else {
             Err(ResponseError::TopicAuthorizationFailed)
         };
+        // A diskless topic's offsets are its batch coordinator's (issue 60).
+        if let Some(dt) = topic
+            .as_ref()
+            .ok()
+            .filter(|dt| dt.configs.read().is_diskless(&broker.topic_defaults()))
+        {
+            let mut partitions = Vec::with_capacity(t.partitions.len());
+            for lp in &t.partitions {
+                let resp = ListOffsetsPartitionResponse::default()
+                    .with_partition_index(lp.partition_index)
+                    .with_timestamp(-1)
+                    .with_offset(-1)
+                    .with_leader_epoch(epoch(-1));
+                partitions.push(
+                    match diskless_offset(broker, dt, lp.partition_index, lp.timestamp).await {
+                        Ok(Some((offset, ts))) => resp.with_offset(offset).with_timestamp(ts),
+                        Ok(None) => resp,
+                        Err(code) => resp.with_error_code(code.code()),
+                    },
+                );
+            }
+            topics.push(
+                ListOffsetsTopicResponse::default()
+                    .with_name(t.name)
+                    .with_partitions(partitions),
+            );
+            continue;
+        }
         // Tiered storage on for this topic (Kafka's `remoteLogEnabled`), and the remote
         // segments the metadata image knows.
         let tiered = broker.config.tiered.enabled
@@ -262,6 +290,60 @@ pub async fn handle(
         );
     }
     ListOffsetsResponse::default().with_topics(topics)
+}
+
+/// ListOffsets on partition `index` of diskless topic `topic`, from its batch coordinator:
+/// earliest and earliest local are its log start, latest its high watermark (no transactions
+/// yet: the last stable offset is the same), max timestamp and timestamps read the batch the
+/// coordinates point to; the tiered ones (-5, -6) have no offset.
+///
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); NOT_LEADER_OR_FOLLOWER (6) on a broker whose
+/// coordinator does not serve it (Metadata names the one that does); UNSUPPORTED_VERSION (35)
+/// below -6; the read's.
+async fn diskless_offset(
+    broker: &Broker,
+    topic: &crate::storage::topic::Topic,
+    index: i32,
+    timestamp: i64,
+) -> Result<Option<(i64, i64)>, ResponseError> {
+    use crate::diskless::driver::read::{offset_for_time, TimeLookup};
+    if index < 0 || index >= topic.partition_count() {
+        return Err(ResponseError::UnknownTopicOrPartition);
+    }
+    let partition = crate::diskless::coordinator::DisklessPartition {
+        topic_id: topic.id,
+        partition: index,
+    };
+    let diskless = broker
+        .diskless()
+        .ok_or(ResponseError::NotLeaderOrFollower)?;
+    let host = diskless
+        .coordinators
+        .get(crate::diskless::driver::coordinator_partition_for(
+            partition,
+        ))
+        .ok_or(ResponseError::NotLeaderOrFollower)?;
+    let not_here = |e: ResponseError| match e {
+        ResponseError::NotCoordinator | ResponseError::CoordinatorLoadInProgress => {
+            ResponseError::NotLeaderOrFollower
+        }
+        e => e,
+    };
+    let (log_start, end) = host.offsets(partition).map_err(not_here)?;
+    match timestamp {
+        LATEST => Ok(Some((end, -1))),
+        EARLIEST | EARLIEST_LOCAL => Ok(Some((log_start, -1))),
+        LATEST_TIERED | EARLIEST_PENDING_UPLOAD => Ok(None),
+        MAX_TIMESTAMP => offset_for_time(&host, &diskless.store, partition, TimeLookup::Max)
+            .await
+            .map_err(not_here),
+        ts if ts >= 0 => {
+            offset_for_time(&host, &diskless.store, partition, TimeLookup::AtOrAfter(ts))
+                .await
+                .map_err(not_here)
+        }
+        _ => Err(ResponseError::UnsupportedVersion),
+    }
 }
 
 /// Runs a lookup that reads the log on a blocking thread: `(offset, timestamp)` or nothing.

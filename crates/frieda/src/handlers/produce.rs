@@ -9,11 +9,15 @@ use super::{authorized, str_bytes, RequestContext, RequestTiming};
 use crate::broker::txn_verify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
+use crate::diskless::append::ProducedBatch;
+use crate::diskless::coordinator::{BatchAnswer, DisklessPartition};
+use crate::diskless::driver::coordinator_partition_for;
 use crate::membership::{ClusterNode, LeaderHints};
 use crate::quota::QuotaKind;
 use crate::security::acl::{op, resource};
 use crate::storage::leader_append;
 use crate::storage::partition::{Partition, ProducerCheck};
+use crate::storage::topic::Topic;
 use crate::storage::topic_config::ProducePolicy;
 use bytes::{Bytes, BytesMut};
 use frieda_log::{
@@ -150,8 +154,14 @@ pub async fn handle(
     // 1. Validate every partition's batch.
     let mut names = Vec::with_capacity(req.topic_data.len());
     let mut items: Vec<(usize, i32, Result<Prepared, AppendError>, ProducerCheck)> = Vec::new();
+    let mut diskless_items: Vec<DisklessItem> = Vec::new();
     for topic_data in req.topic_data {
         let topic = broker.find_topic(by_id, topic_data.name.0.as_str(), &topic_data.topic_id);
+        let diskless = topic
+            .as_ref()
+            .ok()
+            .filter(|t| t.configs.read().is_diskless(&broker.topic_defaults()))
+            .cloned();
         let name = match &topic {
             Ok(t) => Some(&*t.name),
             Err(_) if !by_id => Some(topic_data.name.0.as_str()),
@@ -173,6 +183,14 @@ pub async fn handle(
         drop(topic_data.name);
         names.push((owned_name, topic_data.topic_id));
         for pd in topic_data.partition_data {
+            if let Some(t) = &diskless {
+                let prepared = match request_error {
+                    Some(e) => Err(e.into()),
+                    None => prepare_diskless(broker, t, pd.index, pd.records, ctx.request_bytes),
+                };
+                diskless_items.push((ti, pd.index, prepared));
+                continue;
+            }
             let partition = topic
                 .as_ref()
                 .map_err(|e| *e)
@@ -192,7 +210,16 @@ pub async fn handle(
     }
     // 2. Transactional batches opening a transaction on their partition: KIP-890.
     verify_transactions(broker, version, transactional_id.as_deref(), &mut items).await;
-    // 3. Append.
+    // 3. Append. A diskless topic's batches go to the append path together (one object).
+    let diskless_gates: Vec<AppendGate> = diskless_items
+        .iter()
+        .filter_map(|(ti, index, _)| {
+            let (name, id) = &names[*ti];
+            let key = (topic_key(name.0.as_str(), id), *index);
+            order.as_mut().and_then(|o| o.gates.remove(&key))
+        })
+        .collect();
+    let diskless_done = append_diskless(broker, diskless_items, timeout, diskless_gates);
     let appends = items
         .into_iter()
         .map(|(ti, index, prepared, check)| {
@@ -209,7 +236,12 @@ pub async fn handle(
             }
         })
         .collect::<Vec<_>>();
-    let done = join_all(appends).await;
+    let (mut done, diskless_done) = futures::join!(join_all(appends), diskless_done);
+    done.extend(
+        diskless_done
+            .into_iter()
+            .map(|(ti, index, result)| (ti, partition_response(version, index, result))),
+    );
     let mut topics: Vec<TopicProduceResponse> = names
         .into_iter()
         .map(|(name, id)| {
@@ -384,10 +416,34 @@ fn prepare(
         });
     };
     let policy = partition.produce_policy();
+    let (buf, header) = validate(
+        records,
+        &policy,
+        request_bytes,
+        (&partition.topic, partition.index),
+        partition.total_log_start_offset(),
+    )?;
+    Ok(Prepared {
+        partition,
+        buf,
+        header,
+        policy,
+    })
+}
+
+/// Validates one partition's batch against `policy` (Kafka's `LogValidator`) and recompresses
+/// it if the topic's `compression.type` asks; `log_start` goes into a refusal's answer.
+fn validate(
+    records: Bytes,
+    policy: &ProducePolicy,
+    request_bytes: usize,
+    (topic, index): (&str, i32),
+    log_start: i64,
+) -> Result<(BytesMut, BatchHeader), AppendError> {
     let rejected = |e: BatchError| {
-        tracing::info!(topic = %partition.topic, partition = partition.index, error = %e, "rejected produce batch");
+        tracing::info!(topic, partition = index, error = %e, "rejected produce batch");
         AppendError {
-            log_start_offset: partition.total_log_start_offset(),
+            log_start_offset: log_start,
             ..batch_error(e)
         }
     };
@@ -416,12 +472,120 @@ fn prepare(
         ),
         _ => (BytesMut::from(&records[..]), header),
     };
-    Ok(Prepared {
+    Ok((buf, header))
+}
+
+/// A diskless topic's batch: its topic's place in the request, its partition, the batch.
+type DisklessItem = (usize, i32, Result<ProducedBatch, AppendError>);
+
+/// Validates a batch for partition `index` of diskless topic `topic`, on the broker whose
+/// coordinator serves it (Metadata names it).
+///
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION (3) for a partition the topic lacks;
+/// NOT_LEADER_OR_FOLLOWER (6) on another broker (or before its coordinator loaded);
+/// the validation's.
+fn prepare_diskless(
+    broker: &Broker,
+    topic: &Topic,
+    index: i32,
+    records: Option<Bytes>,
+    request_bytes: usize,
+) -> Result<ProducedBatch, AppendError> {
+    if index < 0 || index as usize >= topic.partitions.read().len() {
+        return Err(ResponseError::UnknownTopicOrPartition.into());
+    }
+    let partition = DisklessPartition {
+        topic_id: topic.id,
+        partition: index,
+    };
+    let serving = broker.diskless().is_some_and(|d| {
+        d.coordinators
+            .get(coordinator_partition_for(partition))
+            .is_some()
+    });
+    if !serving {
+        return Err(ResponseError::NotLeaderOrFollower.into());
+    }
+    let Some(records) = records.filter(|r| !r.is_empty()) else {
+        return Err(AppendError {
+            code: ResponseError::InvalidRecord,
+            message: Some("no record batch".into()),
+            record_errors: Vec::new(),
+            log_start_offset: -1,
+        });
+    };
+    let policy = topic
+        .configs
+        .read()
+        .produce_policy(&broker.topic_defaults());
+    let (buf, header) = validate(records, &policy, request_bytes, (&topic.name, index), -1)?;
+    Ok(ProducedBatch {
         partition,
-        buf,
+        bytes: buf.freeze(),
         header,
-        policy,
     })
+}
+
+/// Hands a request's diskless batches to the broker's append path at once (one object holds
+/// them), releases their produce-order `gates` (their order is now the buffer's), and waits
+/// for the coordinator's answers. While the append buffers are full it tries again every 5 ms,
+/// for at most `timeout` (then REQUEST_TIMED_OUT).
+async fn append_diskless(
+    broker: &Arc<Broker>,
+    items: Vec<DisklessItem>,
+    timeout: Duration,
+    gates: Vec<AppendGate>,
+) -> Vec<(usize, i32, AppendResult)> {
+    let mut out = Vec::with_capacity(items.len());
+    let mut taken = Vec::new();
+    let mut batches = Vec::new();
+    for (ti, index, prepared) in items {
+        match prepared {
+            Ok(b) => {
+                taken.push((ti, index));
+                batches.push(b);
+            }
+            Err(e) => out.push((ti, index, Err(e))),
+        }
+    }
+    let refuse_all =
+        |out: &mut Vec<(usize, i32, AppendResult)>, taken: &[(usize, i32)], e: ResponseError| {
+            out.extend(taken.iter().map(|&(ti, index)| (ti, index, Err(e.into()))));
+        };
+    let Some(diskless) = broker.diskless().cloned().filter(|_| !batches.is_empty()) else {
+        drop(gates);
+        refuse_all(&mut out, &taken, ResponseError::NotLeaderOrFollower);
+        return out;
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    let answers = loop {
+        match diskless.appender.produce(batches.clone()) {
+            Ok(rx) => break Some(rx),
+            Err(_full) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Err(_full) => break None,
+        }
+    };
+    drop(gates);
+    let Some(rx) = answers else {
+        refuse_all(&mut out, &taken, ResponseError::RequestTimedOut);
+        return out;
+    };
+    match rx.await {
+        Ok(answers) if answers.len() == taken.len() => {
+            for ((ti, index), answer) in taken.into_iter().zip(answers) {
+                let result = match answer {
+                    BatchAnswer::Appended { base_offset, .. }
+                    | BatchAnswer::Duplicate { base_offset, .. } => Ok((base_offset, -1, -1)),
+                    BatchAnswer::Refused(e) => Err(e.into()),
+                };
+                out.push((ti, index, result));
+            }
+        }
+        _ => refuse_all(&mut out, &taken, ResponseError::NotLeaderOrFollower),
+    }
+    out
 }
 
 /// Whether this broker may append to `partition` now, as its leader (produce, and the broker's

@@ -145,6 +145,12 @@ impl RemoteStore {
         ))
     }
 
+    /// The key of a diskless topic's shared object `id` (docs/diskless.md, "The write path"):
+    /// `<prefix>diskless/wal/<UUIDv7, 32 hex digits>.wal`.
+    pub fn wal_key(&self, id: Uuid) -> Path {
+        Path::from(format!("{}diskless/wal/{}.wal", self.prefix, id.simple()))
+    }
+
     /// Writes one object in one PUT.
     ///
     /// Errors: the store's, after the client's retries.

@@ -38,9 +38,14 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// The internal topic holding the transaction coordinators' state.
 pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
-/// Whether `name` is an internal topic (`__consumer_offsets`, `__transaction_state`).
+/// The internal topic whose partition leaders run the batch coordinators of diskless topics
+/// (issue 60; docs/diskless.md, "The batch coordinator").
+pub const DISKLESS_COORDINATOR_TOPIC: &str = "__diskless_coordinator";
+
+/// Whether `name` is an internal topic (`__consumer_offsets`, `__transaction_state`,
+/// `__diskless_coordinator`).
 pub fn is_internal_topic(name: &str) -> bool {
-    name == OFFSETS_TOPIC || name == TRANSACTION_STATE_TOPIC
+    name == OFFSETS_TOPIC || name == TRANSACTION_STATE_TOPIC || name == DISKLESS_COORDINATOR_TOPIC
 }
 
 impl Topic {

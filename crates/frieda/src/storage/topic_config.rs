@@ -208,7 +208,17 @@ pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
         default: "false",
         kind: ValueKind::Boolean,
     },
+    // Diskless topics (issue 60, KIP-1150; docs/diskless.md): [`TopicConfigs::check_diskless`].
+    TopicConfigKey {
+        name: DISKLESS_ENABLE,
+        default: "false",
+        kind: ValueKind::Boolean,
+    },
 ];
+
+/// The topic config that makes a topic diskless (Aiven Inkless's name; docs/diskless.md), fixed
+/// at creation.
+pub const DISKLESS_ENABLE: &str = "diskless.enable";
 
 /// The topic config that puts a topic in tiered storage (KIP-405).
 pub const REMOTE_STORAGE_ENABLE: &str = "remote.storage.enable";
@@ -366,6 +376,56 @@ impl TopicConfigs {
 }
 
 impl TopicConfigs {
+    /// Whether these configs (over `defaults`) make the topic diskless.
+    pub fn is_diskless(&self, defaults: &TopicConfigs) -> bool {
+        self.effective(defaults, DISKLESS_ENABLE) == Some("true")
+    }
+
+    /// The rules of `diskless.enable` (docs/diskless.md, "What a user gets") over a topic's
+    /// whole new config set; `previous` is the set before an alter (`None` on create),
+    /// `system_enabled` the broker's `remote.log.storage.system.enable` (the bucket).
+    ///
+    /// Errors ([`ConfigError`], answered INVALID_CONFIG (40)): `diskless.enable` changed by an
+    /// alter; `diskless.enable=true` without the bucket, with `remote.storage.enable=true`, or
+    /// with a compacted `cleanup.policy`.
+    pub fn check_diskless(
+        &self,
+        defaults: &TopicConfigs,
+        previous: Option<&TopicConfigs>,
+        system_enabled: bool,
+    ) -> Result<(), ConfigError> {
+        let on = self.is_diskless(defaults);
+        if let Some(p) = previous {
+            if p.is_diskless(defaults) != on {
+                return Err(ConfigError::Rule(format!(
+                    "`{DISKLESS_ENABLE}` cannot be changed after the topic is created"
+                )));
+            }
+        }
+        if !on {
+            return Ok(());
+        }
+        if !system_enabled {
+            return Err(ConfigError::Rule(
+                "diskless topics need the broker's bucket: set `remote.log.storage.system.enable=true` and `rsm.config.*`".into(),
+            ));
+        }
+        if self.effective(defaults, REMOTE_STORAGE_ENABLE) == Some("true") {
+            return Err(ConfigError::Rule(
+                "a diskless topic cannot set `remote.storage.enable=true`".into(),
+            ));
+        }
+        if self
+            .effective(defaults, "cleanup.policy")
+            .is_some_and(|p| p.to_ascii_lowercase().contains("compact"))
+        {
+            return Err(ConfigError::Rule(
+                "diskless topics cannot be compacted (`cleanup.policy=compact`)".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Kafka's tiered-storage rules over a topic's whole new config set (these overrides over
     /// `defaults`, the broker's topic defaults), as `LogConfig.validateTopicLogConfigValues`
     /// applies them (Kafka 4.x, KIP-405 and KIP-950). `previous` is the topic's config set
@@ -608,6 +668,41 @@ mod tests {
         let log = topic.log_config(&defaults);
         assert!(log.cleanup_delete && log.cleanup_compact);
         assert!(topic.set("min.cleanable.dirty.ratio", "1.5").is_err());
+    }
+
+    #[test]
+    fn diskless_is_fixed_at_creation_and_needs_the_bucket() {
+        let defaults = TopicConfigs::default();
+        let with = |pairs: &[(&str, &str)]| {
+            let mut c = TopicConfigs::default();
+            for (k, v) in pairs {
+                c.set(k, v).unwrap();
+            }
+            c
+        };
+        let diskless = with(&[(DISKLESS_ENABLE, "true")]);
+        let classic = TopicConfigs::default();
+        assert!(diskless.is_diskless(&defaults) && !classic.is_diskless(&defaults));
+        assert!(diskless.check_diskless(&defaults, None, true).is_ok());
+        assert!(diskless.check_diskless(&defaults, None, false).is_err());
+        for refused in [
+            with(&[(DISKLESS_ENABLE, "true"), ("cleanup.policy", "compact")]),
+            with(&[(DISKLESS_ENABLE, "true"), (REMOTE_STORAGE_ENABLE, "true")]),
+        ] {
+            assert!(refused.check_diskless(&defaults, None, true).is_err());
+        }
+        // An alter keeps it (other keys change freely), either way.
+        let retention = with(&[(DISKLESS_ENABLE, "true"), ("retention.ms", "1000")]);
+        assert!(retention
+            .check_diskless(&defaults, Some(&diskless), true)
+            .is_ok());
+        assert!(classic
+            .check_diskless(&defaults, Some(&diskless), true)
+            .is_err());
+        assert!(diskless
+            .check_diskless(&defaults, Some(&classic), true)
+            .is_err());
+        assert!(classic.check_diskless(&defaults, None, false).is_ok());
     }
 
     #[test]

@@ -162,6 +162,13 @@ impl RemoteLogManager {
                 .fetch_max_bytes_per_second
                 .map(|r| Arc::new(ByteRate::new(r))),
         });
+        // Diskless topics share the bucket; their append path runs on the broker's runtime
+        // (produces wait on it), not on the low-priority remote-log one.
+        broker.set_diskless(crate::diskless::driver::Diskless::start(
+            broker.config.node_id,
+            broker.config.diskless.clone(),
+            store.clone(),
+        ));
         runtime.spawn(copier::refresh_loop(
             broker.clone(),
             node.clone(),

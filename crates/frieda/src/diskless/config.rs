@@ -1,0 +1,100 @@
+//! Broker settings of diskless topics (docs/diskless.md, "What a user gets"). The bucket, its
+//! credentials and the chunk cache are tiered storage's (`rsm.config.*`); a diskless topic needs
+//! `remote.log.storage.system.enable=true`.
+
+use anyhow::{bail, Context};
+
+pub use crate::storage::topic::DISKLESS_COORDINATOR_TOPIC as COORDINATOR_TOPIC;
+
+pub use crate::storage::topic_config::DISKLESS_ENABLE;
+
+/// Broker-wide diskless settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisklessConfig {
+    /// `diskless.append.commit.interval.ms` (default 250): the longest a produced batch waits
+    /// in the broker's buffer before its object is closed and uploaded (ms).
+    pub commit_interval_ms: i64,
+    /// `diskless.append.buffer.max.bytes` (default 8 MiB): a buffer this full is closed at
+    /// once (bytes).
+    pub buffer_max_bytes: usize,
+    /// `diskless.append.upload.max.attempts` (default 3): PUT attempts before the object's
+    /// batches are refused KAFKA_STORAGE_ERROR.
+    pub upload_max_attempts: u32,
+    /// `diskless.commit.max.age.ms` (default 30000): a commit of an object older than this is
+    /// refused (the orphan sweep may delete such an object).
+    pub commit_max_age_ms: i64,
+    /// `diskless.coordinator.replication.factor` (default 3): replicas of
+    /// `__diskless_coordinator`, capped at the brokers registered when it is created.
+    pub coordinator_replication_factor: i16,
+    /// `diskless.coordinator.min.isr` (default 2): the coordinator's writes need this many
+    /// in-sync replicas (`min.insync.replicas` of `__diskless_coordinator`).
+    pub coordinator_min_isr: usize,
+    /// `diskless.coordinator.max.batches.per.partition` (default 16384): the bound on one
+    /// partition's batch coordinates; commits beyond are refused KAFKA_STORAGE_ERROR.
+    pub max_batches_per_partition: usize,
+}
+
+impl Default for DisklessConfig {
+    fn default() -> Self {
+        DisklessConfig {
+            commit_interval_ms: 250,
+            buffer_max_bytes: 8 << 20,
+            upload_max_attempts: 3,
+            commit_max_age_ms: super::coordinator::DEFAULT_MAX_COMMIT_AGE_MS,
+            coordinator_replication_factor: 3,
+            coordinator_min_isr: 2,
+            max_batches_per_partition: 16_384,
+        }
+    }
+}
+
+impl DisklessConfig {
+    /// Sets `key` from `text` if it is a diskless key (`Ok(false)`: not one).
+    ///
+    /// Errors: a value that does not parse or is out of range (named in the message).
+    pub fn set(&mut self, key: &str, text: &str) -> anyhow::Result<bool> {
+        let number = |min: i64| -> anyhow::Result<i64> {
+            let v: i64 = text.trim().parse().context("expected an integer")?;
+            if v < min {
+                bail!("must be at least {min}");
+            }
+            Ok(v)
+        };
+        match key {
+            "diskless.append.commit.interval.ms" => self.commit_interval_ms = number(1)?,
+            "diskless.append.buffer.max.bytes" => {
+                self.buffer_max_bytes = usize::try_from(number(1024)?)?
+            }
+            "diskless.append.upload.max.attempts" => {
+                self.upload_max_attempts = u32::try_from(number(1)?)?
+            }
+            "diskless.commit.max.age.ms" => self.commit_max_age_ms = number(1000)?,
+            "diskless.coordinator.replication.factor" => {
+                self.coordinator_replication_factor = i16::try_from(number(1)?)?
+            }
+            "diskless.coordinator.min.isr" => {
+                self.coordinator_min_isr = usize::try_from(number(1)?)?
+            }
+            "diskless.coordinator.max.batches.per.partition" => {
+                self.max_batches_per_partition = usize::try_from(number(16)?)?
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_parse_and_refuse_nonsense() {
+        let mut c = DisklessConfig::default();
+        assert!(c.set("diskless.append.commit.interval.ms", "50").unwrap());
+        assert_eq!(c.commit_interval_ms, 50);
+        assert!(c.set("diskless.append.commit.interval.ms", "0").is_err());
+        assert!(c.set("diskless.coordinator.min.isr", "x").is_err());
+        assert!(!c.set("log.dirs", "/tmp").unwrap());
+    }
+}

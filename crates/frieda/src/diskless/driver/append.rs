@@ -1,0 +1,152 @@
+//! A broker's append path for diskless partitions, driven (build plan step 4's driver): the
+//! sans-IO [`AppendTask`] with its PUTs going to the bucket and its commits to the batch
+//! coordinator loaded on this broker. Produces wait on a channel for their batches' answers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::error::ResponseError as E;
+use parking_lot::Mutex;
+use tokio::sync::{oneshot, Notify};
+
+use crate::clock::now_ms;
+use crate::diskless::append::{
+    Action, AppendConfig, AppendError, AppendTask, ProducedBatch, RequestId,
+};
+use crate::diskless::coordinator::{BatchAnswer, CommitBatches, ObjectId};
+use crate::remote::store::RemoteStore;
+
+use super::coordinator::DisklessCoordinators;
+
+/// How long a commit waits before it is sent again after the coordinator answered that it is
+/// loading or busy.
+const COMMIT_RETRY: Duration = Duration::from_millis(50);
+
+/// The broker's diskless append path.
+pub struct Appender {
+    task: Mutex<AppendTask>,
+    waiters: Mutex<HashMap<RequestId, oneshot::Sender<Vec<BatchAnswer>>>>,
+    next_request: AtomicU64,
+    /// Wakes the timer loop when a produce opened a buffer.
+    wake: Notify,
+    store: Arc<RemoteStore>,
+    coordinators: Arc<DisklessCoordinators>,
+}
+
+impl Appender {
+    /// An append path uploading to `store` and committing to `coordinators`; call
+    /// [`run`](Self::run) on a task.
+    pub fn new(
+        config: AppendConfig,
+        store: Arc<RemoteStore>,
+        coordinators: Arc<DisklessCoordinators>,
+    ) -> Arc<Appender> {
+        Arc::new(Appender {
+            task: Mutex::new(AppendTask::new(config)),
+            waiters: Mutex::new(HashMap::new()),
+            next_request: AtomicU64::new(1),
+            wake: Notify::new(),
+            store,
+            coordinators,
+        })
+    }
+
+    /// Takes a produce's batches; the receiver gets one answer per batch, in order.
+    ///
+    /// Errors: [`AppendError::Full`] while the buffers are full (nothing taken).
+    pub fn produce(
+        self: &Arc<Self>,
+        batches: Vec<ProducedBatch>,
+    ) -> Result<oneshot::Receiver<Vec<BatchAnswer>>, AppendError> {
+        let request = self.next_request.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.waiters.lock().insert(request, tx);
+        let actions = match self.task.lock().produce(now_ms(), request, batches) {
+            Ok(actions) => actions,
+            Err(e) => {
+                self.waiters.lock().remove(&request);
+                return Err(e);
+            }
+        };
+        self.execute(actions);
+        self.wake.notify_one();
+        Ok(rx)
+    }
+
+    /// Runs the commit-interval timer until the runtime stops.
+    pub async fn run(self: Arc<Self>) {
+        loop {
+            let deadline = self.task.lock().next_deadline();
+            match deadline {
+                Some(at) => {
+                    let wait = (at - now_ms()).max(0) as u64;
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
+                        _ = self.wake.notified() => {}
+                    }
+                }
+                None => self.wake.notified().await,
+            }
+            let actions = self.task.lock().tick(now_ms());
+            self.execute(actions);
+        }
+    }
+
+    fn execute(self: &Arc<Self>, actions: Vec<Action>) {
+        for action in actions {
+            match action {
+                Action::Upload { object, body } => {
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        let key = me.store.wal_key(object.0);
+                        let ok = match me.store.put(&key, body).await {
+                            Ok(()) => true,
+                            Err(e) => {
+                                tracing::warn!(object = %object.0, error = %e,
+                                    "uploading a diskless object failed");
+                                false
+                            }
+                        };
+                        let next = me.task.lock().uploaded(object, ok);
+                        me.execute(next);
+                    });
+                }
+                Action::Commit(commit) => {
+                    let me = self.clone();
+                    tokio::spawn(async move { me.commit(commit).await });
+                }
+                Action::Answer { request, answers } => {
+                    if let Some(tx) = self.waiters.lock().remove(&request) {
+                        let _ = tx.send(answers);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn commit(self: Arc<Self>, commit: CommitBatches) {
+        let object: ObjectId = commit.object;
+        let result = match self.coordinators.get(0) {
+            Some(host) => host.commit(&commit).await,
+            None => Err(E::NotCoordinator),
+        };
+        let next = match result {
+            Ok(answers) => self.task.lock().committed(object, &answers),
+            Err(E::CoordinatorLoadInProgress | E::RequestTimedOut) => {
+                tokio::time::sleep(COMMIT_RETRY).await;
+                self.task.lock().commit_failed(object)
+            }
+            // The coordinator is elsewhere now (or failed and reloads): its producers resend
+            // to the broker Metadata names; an idempotent resend of a batch the log did decide
+            // is answered with its offsets.
+            Err(E::NotCoordinator) => self
+                .task
+                .lock()
+                .commit_refused(object, E::NotLeaderOrFollower),
+            Err(e) => self.task.lock().commit_refused(object, e),
+        };
+        self.execute(next);
+    }
+}

@@ -1,0 +1,93 @@
+//! The drivers that run the sans-IO diskless pieces against a real partition and the bucket
+//! (build plan steps 3-5): [`coordinator`] hosts the batch coordinator on a
+//! `__diskless_coordinator` partition this broker leads, [`append`] uploads produced batches
+//! and commits them, [`read`] answers a fetch from the coordinates and the objects.
+//!
+//! This first version has one coordinator partition and no inter-broker commit: Metadata names
+//! the leader of `__diskless_coordinator-0` as the leader of every diskless partition, so
+//! produces and fetches reach the broker whose coordinator is local (docs/diskless.md, build
+//! plan: leaderless produce and rack-aware Metadata come with the internal CommitBatches and
+//! FindBatches requests).
+
+pub mod append;
+pub mod coordinator;
+pub mod read;
+
+use std::sync::Arc;
+
+use crate::diskless::append::AppendConfig;
+use crate::diskless::config::DisklessConfig;
+use crate::diskless::coordinator::{BatchCoordinator, DisklessPartition};
+use crate::remote::store::RemoteStore;
+
+/// The `__diskless_coordinator` partition that coordinates `partition` (one partition for now).
+pub fn coordinator_partition_for(_partition: DisklessPartition) -> i32 {
+    0
+}
+
+/// A broker's diskless service: its coordinators, its append path and the bucket.
+pub struct Diskless {
+    /// The settings.
+    pub config: DisklessConfig,
+    /// Coordinators loaded here.
+    pub coordinators: Arc<coordinator::DisklessCoordinators>,
+    /// The append path.
+    pub appender: Arc<append::Appender>,
+    /// The bucket.
+    pub store: Arc<RemoteStore>,
+}
+
+impl Diskless {
+    /// The service of broker `broker_id` over `store`; its append timer runs on the current
+    /// runtime.
+    pub fn start(broker_id: i32, config: DisklessConfig, store: Arc<RemoteStore>) -> Arc<Diskless> {
+        let coordinators = Arc::new(coordinator::DisklessCoordinators::default());
+        let appender = append::Appender::new(
+            AppendConfig {
+                broker_id,
+                commit_interval_ms: config.commit_interval_ms,
+                buffer_max_bytes: config.buffer_max_bytes,
+                upload_max_attempts: config.upload_max_attempts,
+                ..AppendConfig::default()
+            },
+            store.clone(),
+            coordinators.clone(),
+        );
+        tokio::spawn(appender.clone().run());
+        Arc::new(Diskless {
+            config,
+            coordinators,
+            appender,
+            store,
+        })
+    }
+
+    /// An empty coordinator with this broker's bounds, to load into.
+    pub fn new_coordinator(&self) -> BatchCoordinator {
+        BatchCoordinator::new(self.config.max_batches_per_partition)
+            .with_max_commit_age(self.config.commit_max_age_ms)
+    }
+}
+
+/// Whether `topic` is a diskless topic (`diskless.enable=true`, set at creation).
+pub fn is_diskless(topic: &frieda_meta::TopicImage) -> bool {
+    topic
+        .configs
+        .get(crate::diskless::config::DISKLESS_ENABLE)
+        .is_some_and(|v| v == "true")
+}
+
+/// The leader and leader epoch Metadata names for every partition of a diskless topic: those of
+/// `__diskless_coordinator-0` (whose leader runs the coordinator and takes the produces and
+/// fetches in this version); `None` while that partition does not exist.
+pub fn routed_leader(image: &frieda_meta::MetadataImage) -> Option<(i32, i32)> {
+    let p = image
+        .topics
+        .get(crate::diskless::config::COORDINATOR_TOPIC)?
+        .partitions
+        .first()?;
+    Some((p.leader, p.leader_epoch))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+//! The read path of a diskless partition, driven (build plan step 5's driver): the coordinates
+//! at the fetch offset from the coordinator loaded here, one ranged GET per object they name
+//! (the span of the batches needed), then [`assemble`]. Every batch is answered with partition
+//! leader epoch 0 (docs/diskless.md, "What differs").
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError as E;
+
+use crate::diskless::coordinator::{DisklessPartition, ObjectId};
+use crate::diskless::read::{assemble, ReadError};
+use crate::remote::store::RemoteStore;
+
+use super::coordinator::HostedCoordinator;
+
+/// What a fetch of one diskless partition gets.
+#[derive(Debug, Clone)]
+pub struct Read {
+    /// Whole v2 batches (empty when nothing is at the offset yet).
+    pub records: Bytes,
+    /// The partition's high watermark (its next offset, as readers see it).
+    pub high_watermark: i64,
+    /// Its log start offset.
+    pub log_start: i64,
+}
+
+/// Reads `partition` at `offset`, at most about `max_bytes` (the first batch whole).
+///
+/// Errors: the coordinator's (OFFSET_OUT_OF_RANGE (1), UNKNOWN_TOPIC_OR_PARTITION (3),
+/// COORDINATOR_LOAD_IN_PROGRESS (14) answered as NOT_LEADER_OR_FOLLOWER (6) so the client
+/// retries); KAFKA_STORAGE_ERROR (56) when the bucket fails; CORRUPT_MESSAGE (2) when the bytes
+/// are not the batch the coordinate describes.
+pub async fn read(
+    host: &HostedCoordinator,
+    store: &RemoteStore,
+    partition: DisklessPartition,
+    offset: i64,
+    max_bytes: usize,
+) -> Result<Read, E> {
+    for _attempt in 0..3 {
+        let found = match host.find_batches(partition, offset, max_bytes as u64) {
+            Ok(found) => found,
+            Err(E::CoordinatorLoadInProgress | E::NotCoordinator) => {
+                return Err(E::NotLeaderOrFollower)
+            }
+            Err(e) => return Err(e),
+        };
+        // The coordinates assemble will take: from the one holding the offset, within the bytes.
+        let mut spans: HashMap<ObjectId, (u32, u32)> = HashMap::new();
+        let mut taken = 0usize;
+        for c in found.coordinates.iter().filter(|c| c.last_offset >= offset) {
+            if taken > 0 && taken + c.byte_len as usize > max_bytes {
+                break;
+            }
+            taken += c.byte_len as usize;
+            let end = c.byte_offset + c.byte_len;
+            spans
+                .entry(c.object)
+                .and_modify(|(s, e)| {
+                    *s = (*s).min(c.byte_offset);
+                    *e = (*e).max(end);
+                })
+                .or_insert((c.byte_offset, end));
+        }
+        let mut got: HashMap<ObjectId, (u32, Bytes)> = HashMap::new();
+        let mut missing = false;
+        for (object, (start, end)) in spans {
+            let key = store.wal_key(object.0);
+            match store
+                .get_range(&key, u64::from(start), u64::from(end - start))
+                .await
+            {
+                Ok(bytes) => {
+                    got.insert(object, (start, bytes));
+                }
+                Err(object_store::Error::NotFound { .. }) => missing = true,
+                Err(e) => {
+                    tracing::warn!(object = %object.0, error = %e, "reading a diskless object failed");
+                    return Err(E::KafkaStorageError);
+                }
+            }
+        }
+        if missing {
+            continue;
+        }
+        let assembled = assemble(&found, offset, max_bytes, 0, |object, at, len| {
+            let (start, bytes) = got.get(&object)?;
+            let from = (at - start) as usize;
+            bytes
+                .get(from..from + len as usize)
+                .map(Bytes::copy_from_slice)
+        });
+        match assembled {
+            Ok(records) => {
+                return Ok(Read {
+                    records: Bytes::from(records.bytes),
+                    high_watermark: found.high_watermark,
+                    log_start: found.log_start,
+                })
+            }
+            Err(ReadError::Missing(_)) => continue,
+            Err(e @ ReadError::Corrupt { .. }) => {
+                tracing::error!(error = %e, "a diskless batch does not match its coordinate");
+                return Err(E::CorruptMessage);
+            }
+        }
+    }
+    Err(E::KafkaStorageError)
+}
+
+/// What a ListOffsets by time looks for.
+#[derive(Debug, Clone, Copy)]
+pub enum TimeLookup {
+    /// The first record with a timestamp at or after this (ms).
+    AtOrAfter(i64),
+    /// The earliest record carrying the partition's largest timestamp (KIP-734).
+    Max,
+}
+
+/// ListOffsets by time on `partition`: `(offset, timestamp)` of the record found, or none. The
+/// batch is chosen by its coordinate's largest timestamp and read from the bucket to find the
+/// record.
+///
+/// Errors: as [`read`].
+pub async fn offset_for_time(
+    host: &HostedCoordinator,
+    store: &RemoteStore,
+    partition: DisklessPartition,
+    lookup: TimeLookup,
+) -> Result<Option<(i64, i64)>, E> {
+    let (log_start, end) = host.offsets(partition)?;
+    if log_start >= end {
+        return Ok(None);
+    }
+    let found = host.find_batches(partition, log_start, u64::MAX)?;
+    let coordinate = match lookup {
+        TimeLookup::AtOrAfter(ts) => found.coordinates.iter().find(|c| c.max_timestamp >= ts),
+        // the first batch holding the largest timestamp
+        TimeLookup::Max => found
+            .coordinates
+            .iter()
+            .rev()
+            .max_by_key(|c| c.max_timestamp),
+    };
+    let Some(c) = coordinate.copied() else {
+        return Ok(None);
+    };
+    let target = match lookup {
+        TimeLookup::AtOrAfter(ts) => ts,
+        TimeLookup::Max => c.max_timestamp,
+    };
+    let batch = read(host, store, partition, c.base_offset, c.byte_len as usize).await?;
+    let mut bytes = batch.records.clone();
+    let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut bytes)
+        .map_err(|_| E::CorruptMessage)?;
+    Ok(sets
+        .into_iter()
+        .flat_map(|s| s.records)
+        .filter(|r| r.offset >= log_start)
+        .find(|r| r.timestamp >= target)
+        .map(|r| (r.offset, r.timestamp)))
+}

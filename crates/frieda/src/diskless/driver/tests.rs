@@ -1,0 +1,237 @@
+//! The drivers against a real (unreplicated) partition log and an in-memory bucket: produced
+//! batches come back at their offsets, an idempotent resend is answered with the first offsets,
+//! and a coordinator loaded again from the log serves the same partitions.
+
+use super::coordinator::HostedCoordinator;
+use super::*;
+use crate::clock::now_ms;
+use crate::diskless::append::ProducedBatch;
+use crate::diskless::coordinator::BatchAnswer;
+use crate::storage::partition::Partition;
+use crate::storage::topic_config::TopicConfigs;
+use crate::storage::writer::LogWriters;
+use bytes::{Bytes, BytesMut};
+use frieda_log::{BatchHeader, LogConfig, PartitionLog};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use std::path::Path;
+use std::time::Duration;
+
+fn open_log(dir: &Path, writers: &LogWriters) -> Arc<Partition> {
+    let (log, _) = PartitionLog::open(dir, LogConfig::default(), now_ms()).unwrap();
+    let name: Arc<str> = Arc::from(crate::diskless::config::COORDINATOR_TOPIC);
+    Arc::new(Partition::new(
+        name.clone(),
+        0,
+        log,
+        writers.for_partition(&name, 0),
+        TopicConfigs::default().produce_policy(&TopicConfigs::default()),
+    ))
+}
+
+/// An idempotent producer's batch of `n` records (`value-<first + i>`) at sequence `seq`.
+fn batch(pid: i64, seq: i32, first: usize, n: usize) -> (Bytes, BatchHeader) {
+    let records: Vec<Record> = (0..n)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: pid,
+            producer_epoch: 0,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: seq + i as i32,
+            timestamp: 1_000 + (first + i) as i64,
+            key: None,
+            value: Some(Bytes::from(format!("value-{}", first + i))),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        records.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .unwrap();
+    let header = BatchHeader::parse(&buf).unwrap();
+    (buf.freeze(), header)
+}
+
+fn part(i: i32) -> DisklessPartition {
+    DisklessPartition {
+        topic_id: uuid::Uuid::from_u128(0xd15c_1e55),
+        partition: i,
+    }
+}
+
+async fn produce(d: &Diskless, batches: Vec<(i32, (Bytes, BatchHeader))>) -> Vec<BatchAnswer> {
+    let batches = batches
+        .into_iter()
+        .map(|(p, (bytes, header))| ProducedBatch {
+            partition: part(p),
+            bytes,
+            header,
+        })
+        .collect();
+    let rx = d.appender.produce(batches).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), rx)
+        .await
+        .expect("answered within 10 s")
+        .unwrap()
+}
+
+async fn load(d: &Diskless, log: &Arc<Partition>) {
+    let host = HostedCoordinator::load(0, 0, log.clone(), d.new_coordinator(), 1, None).unwrap();
+    d.coordinators.install(host);
+    for _ in 0..500 {
+        if d.coordinators
+            .get(0)
+            .is_some_and(|h| h.offsets(part(0)).is_ok())
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("the coordinator did not start serving");
+}
+
+/// Every value of `partition` read from offset 0, with its offset.
+async fn read_all(d: &Diskless, partition: DisklessPartition) -> Vec<(i64, String)> {
+    let host = d.coordinators.get(0).unwrap();
+    let mut out = Vec::new();
+    let mut offset = 0;
+    loop {
+        let r = read::read(&host, &d.store, partition, offset, 100)
+            .await
+            .unwrap();
+        if r.records.is_empty() {
+            assert_eq!(
+                offset, r.high_watermark,
+                "nothing read below the high watermark"
+            );
+            return out;
+        }
+        let mut buf = r.records.clone();
+        for set in RecordBatchDecoder::decode_all(&mut buf).unwrap() {
+            for rec in set.records {
+                out.push((
+                    rec.offset,
+                    String::from_utf8(rec.value.unwrap().to_vec()).unwrap(),
+                ));
+                offset = rec.offset + 1;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let writers = LogWriters::start(1);
+    let log = open_log(dir.path(), &writers);
+    let config = DisklessConfig {
+        commit_interval_ms: 5,
+        ..DisklessConfig::default()
+    };
+    let d = Diskless::start(1, config, Arc::new(RemoteStore::in_memory()));
+    load(&d, &log).await;
+
+    // Two partitions in one produce (one object), then more.
+    let answers = produce(&d, vec![(0, batch(7, 0, 0, 3)), (1, batch(8, 0, 0, 2))]).await;
+    assert_eq!(
+        answers,
+        vec![
+            BatchAnswer::Appended {
+                base_offset: 0,
+                last_offset: 2
+            },
+            BatchAnswer::Appended {
+                base_offset: 0,
+                last_offset: 1
+            },
+        ]
+    );
+    let answers = produce(&d, vec![(0, batch(7, 3, 3, 4))]).await;
+    assert_eq!(
+        answers,
+        vec![BatchAnswer::Appended {
+            base_offset: 3,
+            last_offset: 6
+        }]
+    );
+    // An idempotent resend (a new object) is answered with the first offsets, stored once.
+    let answers = produce(&d, vec![(0, batch(7, 3, 3, 4))]).await;
+    assert_eq!(
+        answers,
+        vec![BatchAnswer::Duplicate {
+            base_offset: 3,
+            last_offset: 6
+        }]
+    );
+    // A gap in the sequence is refused.
+    let answers = produce(&d, vec![(0, batch(7, 9, 9, 1))]).await;
+    assert!(
+        matches!(answers[..], [BatchAnswer::Refused(_)]),
+        "{answers:?}"
+    );
+
+    let want: Vec<(i64, String)> = (0..7).map(|i| (i, format!("value-{i}"))).collect();
+    assert_eq!(read_all(&d, part(0)).await, want);
+    assert_eq!(read_all(&d, part(1)).await.len(), 2);
+    let host = d.coordinators.get(0).unwrap();
+    assert_eq!(host.offsets(part(0)), Ok((0, 7)));
+    // By time: the record with timestamp 1_004 is value-4 at offset 4.
+    let found = read::offset_for_time(&host, &d.store, part(0), read::TimeLookup::AtOrAfter(1_004))
+        .await
+        .unwrap();
+    assert_eq!(found, Some((4, 1_004)));
+    let max = read::offset_for_time(&host, &d.store, part(0), read::TimeLookup::Max)
+        .await
+        .unwrap();
+    assert_eq!(max, Some((6, 1_006)));
+
+    // Loaded again from the log: the same offsets, and the producer state (the resend is
+    // still a duplicate).
+    d.coordinators.unload(0);
+    assert!(d.coordinators.get(0).is_none());
+    load(&d, &log).await;
+    assert_eq!(read_all(&d, part(0)).await, want);
+    let answers = produce(&d, vec![(0, batch(7, 3, 3, 4))]).await;
+    assert_eq!(
+        answers,
+        vec![BatchAnswer::Duplicate {
+            base_offset: 3,
+            last_offset: 6
+        }]
+    );
+    let answers = produce(&d, vec![(0, batch(7, 7, 7, 1))]).await;
+    assert_eq!(
+        answers,
+        vec![BatchAnswer::Appended {
+            base_offset: 7,
+            last_offset: 7
+        }]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_coordinator_produces_are_refused_not_leader() {
+    let config = DisklessConfig {
+        commit_interval_ms: 5,
+        ..DisklessConfig::default()
+    };
+    let d = Diskless::start(1, config, Arc::new(RemoteStore::in_memory()));
+    let answers = produce(&d, vec![(0, batch(7, 0, 0, 1))]).await;
+    assert_eq!(
+        answers,
+        vec![BatchAnswer::Refused(
+            kafka_protocol::error::ResponseError::NotLeaderOrFollower
+        )]
+    );
+}

@@ -1,0 +1,155 @@
+//! Fetch of diskless partitions (issue 60; docs/diskless.md, "The read path"): the topics of a
+//! consumer's Fetch that are diskless are taken out of the request and answered from the batch
+//! coordinator loaded here and the bucket ([`crate::diskless::driver::read`]). A fetch of only
+//! diskless partitions that finds fewer than `min_bytes` waits, looking again every
+//! [`POLL`], until `max_wait_ms`.
+
+use super::{authorized, RequestContext};
+use crate::broker::Broker;
+use crate::diskless::coordinator::DisklessPartition;
+use crate::diskless::driver::{coordinator_partition_for, read};
+use crate::security::acl::{op, resource};
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::fetch_request::FetchTopic;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How often a waiting diskless fetch looks again (the commit interval is 250 ms by default).
+const POLL: Duration = Duration::from_millis(10);
+
+/// Takes the diskless topics out of `topics` (a consumer's fetch only: followers never fetch
+/// them); `by_id`: the request names topics by id.
+pub(super) fn take_diskless(
+    broker: &Broker,
+    topics: &mut Vec<FetchTopic>,
+    by_id: bool,
+) -> Vec<FetchTopic> {
+    let defaults = broker.topic_defaults();
+    let is_diskless = |ft: &FetchTopic| {
+        broker
+            .find_topic(by_id, ft.topic.0.as_str(), &ft.topic_id)
+            .is_ok_and(|t| t.configs.read().is_diskless(&defaults))
+    };
+    if !topics.iter().any(is_diskless) {
+        return Vec::new();
+    }
+    let (diskless, rest): (Vec<FetchTopic>, Vec<FetchTopic>) =
+        std::mem::take(topics).into_iter().partition(is_diskless);
+    *topics = rest;
+    diskless
+}
+
+/// Reads every partition of `topics` once; `wait_until` (a fetch of only these) reads again
+/// until `min_bytes` are found or the deadline passes.
+pub(super) async fn fetch(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    by_id: bool,
+    topics: &[FetchTopic],
+    response_max: usize,
+    min_bytes: usize,
+    wait_until: Option<Instant>,
+) -> Vec<FetchableTopicResponse> {
+    loop {
+        let (out, bytes) = read_once(broker, ctx, by_id, topics, response_max).await;
+        match wait_until {
+            Some(deadline) if bytes < min_bytes.max(1) && Instant::now() + POLL < deadline => {
+                tokio::time::sleep(POLL).await;
+            }
+            _ => return out,
+        }
+    }
+}
+
+async fn read_once(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    by_id: bool,
+    topics: &[FetchTopic],
+    response_max: usize,
+) -> (Vec<FetchableTopicResponse>, usize) {
+    let mut used = 0usize;
+    let mut out = Vec::with_capacity(topics.len());
+    for ft in topics {
+        let topic = broker.find_topic(by_id, ft.topic.0.as_str(), &ft.topic_id);
+        let topic = match topic {
+            Ok(t) if !authorized(broker, ctx, op::READ, resource::TOPIC, &t.name) => {
+                Err(ResponseError::TopicAuthorizationFailed)
+            }
+            other => other,
+        };
+        let mut resp = FetchableTopicResponse::default()
+            .with_topic(ft.topic.clone())
+            .with_topic_id(ft.topic_id);
+        for fp in &ft.partitions {
+            let mut pd = PartitionData::default()
+                .with_partition_index(fp.partition)
+                .with_high_watermark(-1)
+                .with_last_stable_offset(-1)
+                .with_log_start_offset(-1)
+                .with_aborted_transactions(Some(Vec::new()))
+                .with_records(Some(Bytes::new()));
+            let result = match &topic {
+                Err(e) => Err(*e),
+                Ok(t) if fp.partition < 0 || fp.partition >= t.partition_count() => {
+                    Err(ResponseError::UnknownTopicOrPartition)
+                }
+                Ok(t) => {
+                    let partition = DisklessPartition {
+                        topic_id: t.id,
+                        partition: fp.partition,
+                    };
+                    let budget = (fp.partition_max_bytes.max(0) as usize)
+                        .min(response_max.saturating_sub(used));
+                    read_partition(broker, partition, fp.fetch_offset, budget.max(1)).await
+                }
+            };
+            pd = match result {
+                Ok(r) => {
+                    used += r.records.len();
+                    let pd = pd
+                        .with_high_watermark(r.high_watermark)
+                        .with_last_stable_offset(r.high_watermark)
+                        .with_records(Some(r.records));
+                    if ctx.api_version >= 5 {
+                        pd.with_log_start_offset(r.log_start)
+                    } else {
+                        pd
+                    }
+                }
+                Err(e) => pd.with_error_code(e.code()),
+            };
+            resp.partitions.push(pd);
+        }
+        out.push(resp);
+    }
+    (out, used)
+}
+
+/// One partition's read: empty at offset 0 of a partition nothing was committed to yet.
+async fn read_partition(
+    broker: &Broker,
+    partition: DisklessPartition,
+    offset: i64,
+    max_bytes: usize,
+) -> Result<read::Read, ResponseError> {
+    let diskless = broker
+        .diskless()
+        .ok_or(ResponseError::NotLeaderOrFollower)?;
+    let host = diskless
+        .coordinators
+        .get(coordinator_partition_for(partition))
+        .ok_or(ResponseError::NotLeaderOrFollower)?;
+    match read::read(&host, &diskless.store, partition, offset, max_bytes).await {
+        Err(ResponseError::UnknownTopicOrPartition) if offset == 0 => Ok(read::Read {
+            records: Bytes::new(),
+            high_watermark: 0,
+            log_start: 0,
+        }),
+        Err(ResponseError::UnknownTopicOrPartition) => Err(ResponseError::OffsetOutOfRange),
+        other => other,
+    }
+}

@@ -1,0 +1,514 @@
+"""Diskless topics (issue 60, docs/diskless.md) on a 3-broker cluster with a real S3 store
+(SeaweedFS, ``weed mini``, as in test_tiered_storage.py; the bucket settings are tiered storage's
+``remote.log.storage.system.enable`` and ``rsm.config.*``).
+
+What this file proves, as a user sees it:
+
+- A topic created with ``diskless.enable=true`` keeps its records in the bucket only: WAL objects
+  under ``<rsm.config.key.prefix>diskless/wal/<32 hex digits>.wal`` that hold every acknowledged
+  record's key, value and headers, while no broker's local directories of the topic hold a record
+  byte (a classic topic beside it, checked the same way, does). Metadata names the leader of
+  ``__diskless_coordinator-0`` as the leader of each of its partitions (Kafka's kafka-topics
+  describes it so too). About 20,000 records of varied sizes (null keys, tombstones, headers,
+  values up to 100 KB) from an idempotent acks=all confluent-kafka producer are read back by a
+  consumer group from the beginning at their acknowledged offsets byte for byte, offsets dense
+  from 0 in every partition; ListOffsets earliest/latest (confluent-kafka and Kafka's
+  GetOffsetShell) agree; the group's committed offsets are the ends.
+- ``diskless.enable=true`` is refused with INVALID_CONFIG on a cluster without a bucket, together
+  with ``cleanup.policy=compact`` or ``remote.storage.enable=true``, and changing ``diskless.enable``
+  of an existing topic either way (SET and DELETE) is refused too; nothing is created or changed.
+- The broker leading ``__diskless_coordinator-0`` SIGKILLed (by PID) under an idempotent acks=all
+  producer at about 2 MB/s, and restarted seconds later: production goes on once the coordinator
+  partition has a new leader, every acknowledged record is read back at its acknowledged offset
+  byte for byte, offsets are dense, no record is stored twice or out of its producer's order, and
+  the log holds exactly the acknowledged records.
+
+Transactions on diskless topics are not built yet and are not tested here.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections import defaultdict
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+
+from cluster_clients import ProducerThread, check_log, read_all, watermarks
+from conftest import LOG_LEVEL, wait_until
+from kafka_wire_extra import parse_batches
+from seaweedfs import started
+from test_cluster import create
+from test_kafka_tools_cluster import ROW, TOPICS, classpath, tool  # noqa: F401 (classpath: a fixture)
+
+COORDINATOR = "__diskless_coordinator"
+OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
+KEY_PREFIX = "frieda-dl/"
+WAL_KEY = re.compile(rf"^{re.escape(KEY_PREFIX)}diskless/wal/[0-9a-fA-F]{{32}}\.wal$")
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+@pytest.fixture
+def store(tmp_path):
+    """SeaweedFS with the bucket of seaweedfs.py. Requested before ``cluster`` by each test, so
+    the brokers stop before the store goes."""
+    s = started(tmp_path)
+    yield s
+    s.kill()  # nothing of it is needed afterwards (SIGTERM may take up to 10 s)
+
+
+# ---------------------------------------------------------------- helpers
+
+def create_diskless(c, topic: str, partitions: int, config: dict | None = None) -> None:
+    """CreateTopics (confluent-kafka's AdminClient) with ``diskless.enable=true``. (Kafka 4.4.0's
+    kafka-topics cannot: it checks ``--config`` names against its own list before sending,
+    ``LogConfig.validate``, and refuses ``diskless.enable`` as an unknown name.)"""
+    nt = NewTopic(topic, num_partitions=partitions, replication_factor=3,
+                  config={"diskless.enable": "true", **(config or {})})
+    adm = c.admin()  # kept referenced until the result is in
+    adm.create_topics([nt], operation_timeout=20, request_timeout=30)[topic].result(timeout=30)
+
+
+def create_error(c, topic: str, config: dict, partitions: int = 1, rf: int = 3) -> KafkaError | None:
+    """CreateTopics; the error it is answered with (None: created)."""
+    adm = c.admin()
+    try:
+        adm.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=rf, config=config)],
+                          operation_timeout=20, request_timeout=30)[topic].result(timeout=30)
+        return None
+    except KafkaException as e:
+        return e.args[0]
+
+
+def alter_error(c, topic: str, name: str, value: str | None) -> KafkaError | None:
+    """IncrementalAlterConfigs of one topic config (SET ``value``, or DELETE when None); the
+    error it is answered with (None: altered)."""
+    op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+    res = ConfigResource("TOPIC", topic, incremental_configs=[ConfigEntry(name, value, incremental_operation=op)])
+    adm = c.admin()
+    try:
+        adm.incremental_alter_configs([res], request_timeout=30)[res].result(timeout=30)
+        return None
+    except KafkaException as e:
+        return e.args[0]
+
+
+def topic_config(c, topic: str, name: str) -> str | None:
+    """DescribeConfigs: the topic's value of ``name`` (None: not described)."""
+    res = ConfigResource("TOPIC", topic)
+    adm = c.admin()
+    entries = adm.describe_configs([res], request_timeout=30)[res].result(timeout=30)
+    e = entries.get(name)
+    return None if e is None else e.value
+
+
+def assert_invalid_config(err: KafkaError | None, what: str) -> None:
+    assert err is not None, f"{what}: accepted (want INVALID_CONFIG)"
+    assert err.code() == KafkaError.INVALID_CONFIG, f"{what}: {err} (want INVALID_CONFIG)"
+    print(f"{what}: {err.name()}: {err.str()}")
+
+
+def assert_not_created(c, topic: str) -> None:
+    """Metadata (allow_auto_topic_creation=false) of every running node does not know ``topic``."""
+    for i in c.running():
+        err, _parts = c.raw_metadata(i, [topic]).topics.get(topic, (UNKNOWN_TOPIC_OR_PARTITION, {}))
+        assert err == UNKNOWN_TOPIC_OR_PARTITION, f"node {i}: a refused {topic} exists (Metadata error {err})"
+
+
+def diskless_leader(c, topic: str, partitions: int, timeout: float = 30, exclude: int | None = None) -> int:
+    """Until every running node's Metadata shows ``topic`` with ``partitions`` partitions, each
+    led by the broker that node names as the leader of ``__diskless_coordinator-0``, the same
+    broker on every node and not ``exclude``; returns it. (Raw Metadata v7, which does not
+    auto-create.)"""
+    last = {}
+
+    def ok():
+        seen = set()
+        for i in c.running():
+            md = c.raw_metadata(i, [topic, COORDINATOR])
+            err, parts = md.topics.get(topic, (UNKNOWN_TOPIC_OR_PARTITION, {}))
+            cerr, cparts = md.topics.get(COORDINATOR, (UNKNOWN_TOPIC_OR_PARTITION, {}))
+            last[i] = (err, {p: x.leader for p, x in parts.items()}, cerr,
+                       {p: x.leader for p, x in cparts.items()})
+            if err or cerr or len(parts) != partitions or 0 not in cparts:
+                return False
+            lead = cparts[0].leader
+            if lead < 0 or lead == exclude or any(x.leader != lead for x in parts.values()):
+                return False
+            seen.add(lead)
+        return seen.pop() if len(seen) == 1 else False
+    try:
+        return wait_until(ok, timeout, f"every partition of {topic} led by the leader of {COORDINATOR}-0"
+                          + (f" (not node {exclude})" if exclude is not None else ""))
+    except AssertionError as e:
+        raise AssertionError(f"{e}; per node (topic error, leaders, {COORDINATOR} error, leaders): {last}") from None
+
+
+def local_log_bytes(c, topic: str) -> dict[tuple[int, str], int]:
+    """(node, partition directory) -> bytes of the ``.log`` segment files in it, for every
+    directory of ``topic``'s partitions under each node's data dir."""
+    pattern = re.compile(rf"^{re.escape(topic)}-\d+$")
+    out = {}
+    for nid, node in c.nodes.items():
+        if not node.data_dir.exists():
+            continue
+        for d in node.data_dir.rglob(f"{topic}-*"):
+            if d.is_dir() and pattern.match(d.name):
+                out[(nid, str(d.relative_to(node.data_dir)))] = sum(f.stat().st_size for f in d.glob("*.log"))
+    return out
+
+
+def offsets_by_partition(cp: str, boot: str, topic: str, spec: int) -> dict[int, int]:
+    """Kafka's GetOffsetShell (kafka-get-offsets) ``--time spec``: partition -> offset."""
+    out = tool(cp, OFFSETS, "--bootstrap-server", boot, "--topic", topic, "--time", str(spec))
+    return {int(p): int(o) for p, o in re.findall(rf"^{re.escape(topic)}:(\d+):(-?\d+)$", out, re.M)}
+
+
+# ---- v2 record batches as a WAL object holds them (uncompressed)
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def batch_records(data: bytes, position: int, size: int, count: int) -> list[tuple]:
+    """The records of the uncompressed v2 batch at ``position``: (key, value, headers), headers a
+    tuple of (name, value) pairs; None for a null key, value or header value."""
+    pos, end = position + 61, position + size
+    out = []
+    for _ in range(count):
+        length, pos = _varint(data, pos)
+        rec_end = pos + length
+        pos += 1  # attributes
+        _, pos = _varint(data, pos)  # timestamp delta
+        _, pos = _varint(data, pos)  # offset delta
+        fields = []
+        for _ in range(2):
+            n, pos = _varint(data, pos)
+            fields.append(None if n < 0 else data[pos:pos + n])
+            pos += max(n, 0)
+        hcount, pos = _varint(data, pos)
+        headers = []
+        for _ in range(hcount):
+            n, pos = _varint(data, pos)
+            hk = data[pos:pos + n].decode()
+            pos += n
+            n, pos = _varint(data, pos)
+            headers.append((hk, None if n < 0 else data[pos:pos + n]))
+            pos += max(n, 0)
+        assert pos == rec_end, f"record at {pos}: its fields end at {pos}, its length says {rec_end}"
+        out.append((fields[0], fields[1], tuple(headers)))
+    assert pos == end, f"batch at {position}: records end at {pos}, the batch at {end}"
+    return out
+
+
+def wal_contents(store) -> tuple[dict[str, int], set[tuple]]:
+    """The WAL objects in the bucket (key -> size) and every record their batches hold."""
+    objects = store.objects()
+    outside = [k for k in objects if not k.startswith(KEY_PREFIX)]
+    assert not outside, f"objects outside rsm.config.key.prefix {KEY_PREFIX!r}: {outside[:5]}"
+    under = {k: s for k, s in objects.items() if k.startswith(KEY_PREFIX + "diskless/")}
+    odd = [k for k in under if not WAL_KEY.match(k)]
+    assert not odd, f"keys under {KEY_PREFIX}diskless/ that are not WAL objects: {odd[:5]}"
+    records: set[tuple] = set()
+    for key in sorted(under):
+        data = store.get(key)
+        assert len(data) == under[key], (key, len(data), under[key])
+        batches = parse_batches(data, allow_partial_tail=False)
+        assert batches, f"{key}: no record batch"
+        for b in batches:
+            assert b.crc_ok, f"{key}: the batch at byte {b.position} fails its CRC"
+            assert b.codec == 0, f"{key}: the batch at byte {b.position} is compressed ({b.codec})"
+            if b.attributes & 0x20:  # a control batch (none expected without transactions)
+                continue
+            records.update(batch_records(data, b.position, b.size, b.count))
+    return under, records
+
+
+# ---- a consumer group reading everything
+
+def consume_group(bootstrap: str, topic: str, ends: dict[int, int], group: str,
+                  timeout: float = 120) -> dict[tuple[int, int], tuple]:
+    """A consumer group member (auto.offset.reset=earliest) subscribed to ``topic`` reads until it
+    has each partition's records below ``ends``, then commits the ends and checks them committed.
+    Returns {(partition, offset): (key, value, headers)}."""
+    cons = Consumer({"bootstrap.servers": bootstrap, "log_level": LOG_LEVEL, "group.id": group,
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False, "check.crcs": True,
+                     "fetch.wait.max.ms": 100})
+    got: dict[tuple[int, int], tuple] = {}
+    try:
+        cons.subscribe([topic])
+        todo = {p for p, e in ends.items() if e > 0}
+        deadline = time.monotonic() + timeout
+        while todo:
+            assert time.monotonic() < deadline, \
+                f"the group read {len(got)} records in {timeout}s; partitions not complete: {sorted(todo)}"
+            for m in cons.consume(1000, 0.5):
+                if m.error():
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise KafkaException(m.error())
+                got[(m.partition(), m.offset())] = (m.key(), m.value(), tuple(m.headers() or ()))
+                if m.offset() + 1 >= ends.get(m.partition(), 0):
+                    todo.discard(m.partition())
+        tps = [TopicPartition(topic, p, e) for p, e in sorted(ends.items())]
+        cons.commit(offsets=tps, asynchronous=False)
+        committed = {tp.partition: tp.offset for tp in cons.committed(tps, timeout=30)}
+        assert committed == ends, f"committed offsets {committed} != {ends}"
+    finally:
+        cons.close()
+    return got
+
+
+# ---------------------------------------------------------------- 1. produce and read back
+
+def test_diskless_roundtrip(store, cluster, topic_name, classpath):  # noqa: F811
+    """Three partitions of a diskless topic; ~20,000 records of varied sizes from an idempotent
+    acks=all producer; a consumer group reads them all back byte for byte at their acknowledged
+    offsets; watermarks, the bucket and the local disks as the module docstring says."""
+    c = cluster(3, **store.broker_settings(), **{"rsm.config.key.prefix": KEY_PREFIX})
+    topic = topic_name()
+    parts = 3
+    create_diskless(c, topic, parts)
+    leader = diskless_leader(c, topic, parts)
+    print(f"{COORDINATOR}-0 and every partition of {topic} led by node {leader}")
+
+    # Kafka's kafka-topics describes it: 3 partitions led by that node, diskless.enable=true.
+    out = tool(classpath, TOPICS, "--bootstrap-server", c.bootstrap, "--describe", "--topic", topic)
+    rows = {int(m[1]): int(m[2]) for m in ROW.finditer(out)}
+    assert rows == {p: leader for p in range(parts)}, out
+    assert "diskless.enable=true" in out, out
+
+    # ~20,000 records: null keys, tombstones, headers (repeated names, a null value), values of
+    # 0.1-1 KB and every 400th of 30-100 KB; each with its own seeded random bytes (NUL, 0xff).
+    n = 20_000
+    rnd = random.Random(60)
+    sent = []
+    for i in range(n):
+        key = None if i % 7 == 3 else b"k-%d-" % i + rnd.randbytes(rnd.randint(0, 40))
+        if i % 501 == 17:
+            value = None
+        elif i % 400 == 5:
+            value = b"v-%d-" % i + rnd.randbytes(rnd.randint(30_000, 100_000))
+        else:
+            value = b"v-%d-" % i + rnd.randbytes(rnd.randint(100, 1000))
+        if i % 5 == 0:
+            headers = (("seq", b"%d" % i), ("h", rnd.randbytes(rnd.randint(1, 30))), ("h", None))
+        elif i % 5 == 1:
+            headers = (("only", b"\x00\xff"),)
+        else:
+            headers = ()
+        sent.append((i % parts, key, value, headers))
+
+    acks: dict[int, tuple[int, int]] = {}
+    errors = []
+    reported = {}
+
+    def report(i):
+        def cb(err, msg):
+            if err is not None:
+                errors.append((i, err))
+            else:
+                acks[i] = (msg.partition(), msg.offset())
+                reported[i] = (msg.key(), msg.value())
+        return cb
+
+    prod = Producer({"bootstrap.servers": c.bootstrap, "log_level": LOG_LEVEL, "enable.idempotence": True,
+                     "acks": "all", "compression.type": "none", "linger.ms": 20, "message.timeout.ms": 120000})
+    t0 = time.monotonic()
+    for i, (part, key, value, headers) in enumerate(sent):
+        while True:
+            try:
+                prod.produce(topic, value=value, key=key, partition=part, headers=list(headers) or None,
+                             on_delivery=report(i))
+                break
+            except BufferError:
+                prod.poll(0.05)
+        prod.poll(0)
+    left = prod.flush(120)
+    took = time.monotonic() - t0
+    total = sum(len(k or b"") + len(v or b"") for _p, k, v, _h in sent)
+    print(f"{n} records ({total / 1e6:.1f} MB) acknowledged in {took:.1f} s")
+    assert left == 0, f"{left} records without a delivery report after 120 s"
+    assert not errors, f"{len(errors)} delivery errors, e.g. {errors[:5]}"
+    assert len(acks) == n
+    wrong = [i for i in range(n) if reported[i] != sent[i][1:3] or acks[i][0] != sent[i][0]]
+    assert not wrong, f"delivery reports not of the records sent: {wrong[:10]}"
+    prod = None
+
+    # Acknowledged offsets: dense from 0 in every partition, in the order produced.
+    ends = {}
+    for p in range(parts):
+        mine = sorted(i for i in acks if acks[i][0] == p)
+        offs = [acks[i][1] for i in mine]
+        assert None not in offs, f"partition {p}: a delivery report without an offset"
+        assert offs == list(range(len(mine))), f"partition {p}: acknowledged offsets not 0..{len(mine) - 1} in order"
+        ends[p] = len(mine)
+
+    # ListOffsets earliest/latest: confluent-kafka and Kafka's GetOffsetShell.
+    wm = watermarks(c.bootstrap, topic, parts, timeout=30)
+    assert wm == {p: (0, ends[p]) for p in range(parts)}, (wm, ends)
+    assert offsets_by_partition(classpath, c.bootstrap, topic, -1) == ends
+    assert offsets_by_partition(classpath, c.bootstrap, topic, -2) == {p: 0 for p in range(parts)}
+
+    # A consumer group from the beginning: every record at its acknowledged offset, byte for byte.
+    got = consume_group(c.bootstrap, topic, ends, group=f"g-{topic}")
+    for p in range(parts):
+        offs = sorted(o for (q, o) in got if q == p)
+        assert offs == list(range(ends[p])), f"partition {p}: offsets read are not 0..{ends[p] - 1}"
+    for i, (p, off) in acks.items():
+        _part, key, value, headers = sent[i]
+        k, v, h = got[(p, off)]
+        at = f"{topic}[{p}]@{off} (record {i})"
+        assert k == key, f"{at}: key {k!r:.60} != {key!r:.60}"
+        assert v == value, f"{at}: value {v!r:.60} != {value!r:.60}"
+        assert h == headers, f"{at}: headers {h!r:.120} != {headers!r:.120}"
+
+    # The bucket holds WAL objects only, and in them every acknowledged record.
+    objects, stored = wal_contents(store)
+    wal_bytes = sum(objects.values())
+    print(f"{len(objects)} WAL objects, {wal_bytes / 1e6:.1f} MB, {len(stored)} distinct records in them")
+    assert objects, f"no object under {KEY_PREFIX}diskless/wal/"
+    assert wal_bytes >= total, f"the WAL objects hold {wal_bytes} bytes, fewer than the {total} produced"
+    missing = [i for i, (_p, k, v, h) in enumerate(sent) if (k, v, h) not in stored]
+    assert not missing, f"{len(missing)} acknowledged records in no WAL object, e.g. records {missing[:10]}"
+
+    # No broker holds a record byte of the diskless topic locally; a classic topic beside it,
+    # seen the same way, does (so the look is at the right place).
+    classic = topic_name("classic")
+    create(c, classic, partitions=1, rf=3)
+    cp = Producer({"bootstrap.servers": c.bootstrap, "log_level": LOG_LEVEL, "acks": "all"})
+    for i in range(10):
+        cp.produce(classic, value=b"classic %d" % i, partition=0)
+    assert cp.flush(30) == 0
+    cp = None
+    wait_until(lambda: (lambda b: len(b) == 3 and all(v > 0 for v in b.values()))(local_log_bytes(c, classic)),
+               30, "the classic topic's records in its local partition directories on all 3 nodes")
+    local = local_log_bytes(c, topic)
+    print(f"local partition directories of {topic}: {local}")
+    held = {k: v for k, v in local.items() if v}
+    assert not held, f"local .log bytes of the diskless topic: {held}"
+
+
+# ---------------------------------------------------------------- 2. refused configurations
+
+def test_diskless_config_refusals(store, cluster, topic_name):
+    """INVALID_CONFIG, and nothing created or changed: ``diskless.enable=true`` on a broker
+    without the bucket settings; with the bucket, ``diskless.enable=true`` with
+    ``cleanup.policy=compact`` or with ``remote.storage.enable=true``; ``diskless.enable`` of an
+    existing diskless topic set to false or deleted (back to the default false), and of an
+    existing classic topic set to true."""
+    # One node without remote.log.storage.system.enable / rsm.config.*: no bucket to keep records.
+    bare = cluster(1, **{"default.replication.factor": 1, "offsets.topic.replication.factor": 1,
+                         "min.insync.replicas": 1})
+    t = topic_name("nobucket")
+    assert_invalid_config(create_error(bare, t, {"diskless.enable": "true"}, rf=1), "diskless without a bucket")
+    assert_not_created(bare, t)
+    bare.stop(1)
+
+    c = cluster(3, **store.broker_settings())
+    for what, config in (("with cleanup.policy=compact", {"cleanup.policy": "compact"}),
+                         ("with remote.storage.enable=true", {"remote.storage.enable": "true"})):
+        t = topic_name("refused")
+        assert_invalid_config(create_error(c, t, {"diskless.enable": "true", **config}), f"diskless {what}")
+        assert_not_created(c, t)
+
+    diskless = topic_name("diskless")
+    create_diskless(c, diskless, 1)
+    diskless_leader(c, diskless, 1)
+    classic = topic_name("classic")
+    create(c, classic, partitions=1, rf=3)
+
+    assert_invalid_config(alter_error(c, diskless, "diskless.enable", "false"), "diskless.enable set to false")
+    assert_invalid_config(alter_error(c, diskless, "diskless.enable", None), "diskless.enable deleted")
+    assert_invalid_config(alter_error(c, classic, "diskless.enable", "true"), "diskless.enable set on a classic topic")
+
+    assert topic_config(c, diskless, "diskless.enable") == "true"
+    assert topic_config(c, classic, "diskless.enable") in (None, "false")
+    # still diskless: led by the coordinator's leader
+    diskless_leader(c, diskless, 1, timeout=10)
+
+
+# ---------------------------------------------------------------- 3. the coordinator's leader killed
+
+class SizedProducer(ProducerThread):
+    """ProducerThread whose values carry their tag and sequence number and 0-1,600 seeded random
+    bytes (~0.8 KB on average), so that 2,500 records/s are about 2 MB/s."""
+
+    def value_of(self, seq: int) -> bytes:
+        rnd = random.Random(b"%s|%d" % (self.tag, seq))
+        return b"%s|%d|" % (self.tag, seq) + rnd.randbytes(rnd.randint(0, 1600))
+
+
+def test_diskless_coordinator_leader_killed(store, cluster, topic_name):
+    """An idempotent acks=all producer (message.timeout.ms 120 s) at 2,500 records/s (~2 MB/s)
+    to 3 partitions of a diskless topic for about 20 s; after ~5 s the broker leading
+    ``__diskless_coordinator-0`` (found with confluent-kafka's list_topics) is SIGKILLed, and
+    restarted ~5 s later. Session timeout 3 s (the fixture's): a new coordinator leader within
+    60 s, which Metadata names as every partition's leader, acknowledgements resume. Then every
+    record is read back from offset 0: exactly the acknowledged records (no delivery error), at
+    their offsets, byte for byte, dense, none twice, each partition in its producer's order."""
+    c = cluster(3, **store.broker_settings())
+    topic = topic_name()
+    parts = 3
+    create_diskless(c, topic, parts)
+    raw_leader = diskless_leader(c, topic, parts)
+    victim = c.leader_of(COORDINATOR, 0)  # confluent-kafka list_topics("__diskless_coordinator")
+    assert victim == raw_leader, (victim, raw_leader)
+
+    prod = SizedProducer(c.bootstrap, topic, parts, rate=2500, tag="dl")
+    t0 = time.monotonic()
+    prod.start()
+    try:
+        prod.wait_acked(1000, 60, "before the kill")
+        time.sleep(max(0.0, t0 + 5 - time.monotonic()))
+        acked_before = len(prod.acks)
+        c.kill(victim)
+        t_kill = time.monotonic()
+        print(f"node {victim} ({COORDINATOR}-0's leader) SIGKILLed {t_kill - t0:.1f} s in, "
+              f"{acked_before} records acknowledged")
+
+        new = diskless_leader(c, topic, parts, timeout=60, exclude=victim)
+        print(f"node {new} leads {COORDINATOR}-0 and {topic} {time.monotonic() - t_kill:.1f} s after the kill")
+        prod.wait_more(1000, 60, "after the coordinator's leader was killed")
+        print(f"acknowledgements resumed {time.monotonic() - t_kill:.1f} s after the kill")
+
+        time.sleep(max(0.0, t_kill + 5 - time.monotonic()))
+        c.start(victim)
+        print(f"node {victim} restarted {time.monotonic() - t_kill:.1f} s after the kill")
+        prod.wait_more(1000, 60, "after the killed node restarted")
+        time.sleep(max(0.0, t0 + 20 - time.monotonic()))
+    finally:
+        prod.stop(flush_timeout=120)
+    assert not prod.errors, f"{len(prod.errors)} delivery errors, e.g. {prod.errors[:5]}"
+    assert len(prod.acks) == prod.sent, (len(prod.acks), prod.sent)
+    print(f"{prod.sent} records acknowledged; slowest acknowledgement {prod.max_latency():.1f} s")
+
+    got, hw = read_all(c.bootstrap, topic, parts, timeout=120)
+    check_log(prod, got, hw, topic, exact=True)
+    counts = defaultdict(int)
+    for a in prod.acks:
+        counts[a.partition] += 1
+    assert hw == {p: counts[p] for p in range(parts)}, (hw, dict(counts))
+    assert {p: low for p, (low, _high) in watermarks(c.bootstrap, topic, parts, timeout=30).items()} == \
+        {p: 0 for p in range(parts)}
+
+    # An idempotent producer keeps each partition in the order it produced.
+    seqs = defaultdict(list)
+    for (p, _off), (key, _value) in sorted(got.items()):
+        seq = int(key.rpartition(b"-")[2])
+        assert seq % parts == p, f"record {key!r} in partition {p}"
+        seqs[p].append(seq)
+    for p, s in seqs.items():
+        bad = next((j for j in range(1, len(s)) if s[j] <= s[j - 1]), None)
+        assert bad is None, f"{topic}[{p}]: sequence {s[bad]} at offset {bad} after {s[bad - 1]}"
