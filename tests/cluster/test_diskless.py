@@ -22,6 +22,14 @@ What this file proves, as a user sees it:
   partition has a new leader, every acknowledged record is read back at its acknowledged offset
   byte for byte, offsets are dense, no record is stored twice or out of its producer's order, and
   the log holds exactly the acknowledged records.
+- Faults one after another under an idempotent acks=all producer at about 4 MB/s to 6 partitions
+  (``test_diskless_faults_under_load``, the bucket behind tests/cluster/s3_fault_proxy.py): the
+  store answers every request 503, then leaves every request hanging, then the coordinator's
+  leader is paused (SIGSTOP) past its lease and resumed deposed, then the next coordinator leader
+  is SIGKILLed and restarted. Acknowledgements resume after each fault, and every acknowledged
+  record is read back at its offset byte for byte, offsets dense, none stored twice, nothing
+  stored that was not acknowledged (only records whose delivery failed, with a retriable-class
+  error, may or may not be stored).
 
 Transactions on diskless topics are not built yet and are not tested here.
 """
@@ -512,3 +520,220 @@ def test_diskless_coordinator_leader_killed(store, cluster, topic_name):
     for p, s in seqs.items():
         bad = next((j for j in range(1, len(s)) if s[j] <= s[j - 1]), None)
         assert bad is None, f"{topic}[{p}]: sequence {s[bad]} at offset {bad} after {s[bad - 1]}"
+
+
+# ---------------------------------------------------------------- 4. store faults and coordinator failovers under load
+
+class LoadProducer(ProducerThread):
+    """ProducerThread whose values carry their tag and sequence number and 1,000-4,000 seeded
+    random bytes (~2.5 KB on average)."""
+
+    def value_of(self, seq: int) -> bytes:
+        rnd = random.Random(b"%s|%d" % (self.tag, seq))
+        return b"%s|%d|" % (self.tag, seq) + rnd.randbytes(rnd.randint(1000, 4000))
+
+
+# Errors a client retries (KafkaError.retriable() aside): a delivery report with another error,
+# or more than a few of these, fails the test.
+RETRIABLE_CLASS = {KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError._TRANSPORT,
+                   KafkaError.REQUEST_TIMED_OUT, KafkaError.KAFKA_STORAGE_ERROR,
+                   KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                   KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                   KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NETWORK_EXCEPTION}
+
+
+class AckWatch:
+    """How many of ``prod``'s records sent at or after a moment are acknowledged (the list of
+    acknowledgements is scanned once, incrementally)."""
+
+    def __init__(self, prod: ProducerThread):
+        self.prod = prod
+        self.seen = 0
+        self.sent_at: list[float] = []
+
+    def acked_sent_since(self, t: float) -> int:
+        acks = self.prod.acks
+        n = len(acks)
+        self.sent_at.extend(a.sent for a in acks[self.seen:n])
+        self.seen = n
+        return sum(1 for s in self.sent_at if s >= t)
+
+    def wait(self, t: float, n: int, timeout: float, what: str) -> float:
+        """Until ``n`` records sent at or after ``t`` are acknowledged; returns when (monotonic)."""
+        deadline = time.monotonic() + timeout
+        while self.acked_sent_since(t) < n:
+            assert self.prod.exc is None, f"producer thread failed: {self.prod.exc!r}"
+            assert self.prod.is_alive(), "producer thread ended"
+            assert time.monotonic() < deadline, (
+                f"only {self.acked_sent_since(t)} of {n} records sent after {what} acknowledged within "
+                f"{timeout} s; {len(self.prod.acks)} acknowledged in all; errors {self.prod.errors[:5]}")
+            time.sleep(0.1)
+        return time.monotonic()
+
+
+@pytest.mark.timeout(240)
+def test_diskless_faults_under_load(store, cluster, topic_name):
+    """A 3-broker cluster whose bucket is reached through s3_fault_proxy.FaultProxy in front of
+    SeaweedFS; a diskless topic of 6 partitions; an idempotent acks=all confluent-kafka producer
+    (message.timeout.ms 120 s, other settings librdkafka's defaults but linger.ms 5) sends
+    1,600 records/s of 1-4 KB values (~4 MB/s, catching up after a stall; librdkafka's queue
+    bounded to 64 MB), while a nemesis, a few seconds apart:
+
+    1. the store answers every request 503 SlowDown for 4 s;
+    2. the store leaves every request hanging for 4 s (open connections reset when it heals);
+    3. the broker leading ``__diskless_coordinator-0`` is SIGSTOPped for 12 s (session timeout
+       3 s: another broker takes the coordinator over), then SIGCONTed, deposed;
+    4. the (new) coordinator leader is SIGKILLed and restarted 5 s later.
+
+    After each fault, acknowledgements of records sent after it ended resume (500 within 60 s).
+    Then production stops and every record is read back from offset 0: every acknowledged record
+    at its acknowledged offset byte for byte, offsets dense from 0 (low watermark 0, every offset
+    below the high watermark readable), none stored twice, each partition in its producer's
+    order, and nothing stored that was not acknowledged, except records whose delivery report
+    was an error: those may or may not be stored (at most once). Delivery errors must be few (at
+    most 1% of the records) and each of a retriable class (``RETRIABLE_CLASS`` or
+    ``KafkaError.retriable()``); they are printed."""
+    from s3_fault_proxy import FaultProxy
+    proxy = FaultProxy(store.ports["s3.port"])
+    try:
+        settings = dict(store.broker_settings(), **{"rsm.config.storage.s3.endpoint.url": proxy.endpoint,
+                                                    "rsm.config.key.prefix": KEY_PREFIX})
+        c = cluster(3, **settings)
+        print(f"cluster in {c.workdir}")
+        topic = topic_name()
+        parts = 6
+        create_diskless(c, topic, parts)
+        first = diskless_leader(c, topic, parts)
+        print(f"{COORDINATOR}-0 and every partition of {topic} led by node {first}")
+
+        rate = 1600
+        prod = LoadProducer(c.bootstrap, topic, parts, rate=rate, tag="load",
+                            queue_buffering_max_kbytes=65536, queue_buffering_max_messages=100000)
+        watch = AckWatch(prod)
+        phases: list[str] = []
+        t0 = time.monotonic()
+
+        def at(t: float) -> str:
+            return f"{t - t0:5.1f} s"
+
+        def resumed(what: str, since: float, healed: float) -> None:
+            """Acknowledgements of records sent after ``healed`` resume; records the phase."""
+            ok = watch.wait(healed, 500, 60, what)
+            slowest = prod.max_latency(since)
+            line = (f"{what}: fault {at(since)} .. {at(healed)}, acknowledgements of records sent after it "
+                    f"resumed {ok - healed:.1f} s after it; slowest acknowledgement since its start "
+                    f"{slowest:.1f} s; {len(prod.acks)} acknowledged so far")
+            phases.append(line)
+            print(line)
+
+        prod.start()
+        finished = False
+        try:
+            prod.wait_acked(2000, 60, "before the faults")
+            time.sleep(max(0.0, t0 + 4 - time.monotonic()))
+
+            # (1) 503 SlowDown, (2) hanging requests: 4 s each
+            for mode in ("slowdown", "stall"):
+                since = time.monotonic()
+                proxy.set_mode(mode)
+                time.sleep(4)
+                proxy.set_mode("pass")
+                healed = time.monotonic()
+                assert proxy.faults[mode] > 0, f"no request reached the proxy in mode {mode}"
+                print(f"{mode}: {proxy.faults[mode]} store requests faulted")
+                resumed(f"store {mode}", since, healed)
+                time.sleep(3)
+
+            # (3) the coordinator's leader paused for 12 s, then resumed deposed
+            paused = diskless_leader(c, topic, parts)
+            since = time.monotonic()
+            c.pause(paused)
+            print(f"node {paused} ({COORDINATOR}-0's leader) SIGSTOPped at {at(since)}")
+            new = diskless_leader(c, topic, parts, timeout=30, exclude=paused)
+            print(f"node {new} leads {COORDINATOR}-0 {time.monotonic() - since:.1f} s after the pause")
+            time.sleep(max(0.0, since + 12 - time.monotonic()))
+            during = watch.acked_sent_since(since)
+            c.resume(paused)
+            healed = time.monotonic()
+            print(f"node {paused} SIGCONTed at {at(healed)}; {during} records sent during the pause "
+                  f"were acknowledged before it ended")
+            resumed(f"node {paused} paused", since, healed)
+            time.sleep(3)
+
+            # (4) the coordinator's leader SIGKILLed, restarted 5 s later
+            victim = diskless_leader(c, topic, parts, timeout=30)
+            since = time.monotonic()
+            c.kill(victim)
+            print(f"node {victim} ({COORDINATOR}-0's leader) SIGKILLed at {at(since)}")
+            new = diskless_leader(c, topic, parts, timeout=60, exclude=victim)
+            print(f"node {new} leads {COORDINATOR}-0 {time.monotonic() - since:.1f} s after the kill")
+            time.sleep(max(0.0, since + 5 - time.monotonic()))
+            c.start(victim)
+            healed = time.monotonic()
+            print(f"node {victim} restarted at {at(healed)}")
+            resumed(f"node {victim} killed", since, healed)
+            time.sleep(3)
+            finished = True
+        finally:
+            t_stop = time.monotonic()
+            if finished:
+                prod.stop(flush_timeout=90)
+            else:  # the failure above is the one to report
+                try:
+                    prod.stop(flush_timeout=20)
+                except AssertionError as e:
+                    print(f"after the failure: {e}")
+        flushed = time.monotonic()
+        c.assert_alive()
+
+        acked_bytes = sum(len(a.key) + len(a.value) for a in prod.acks)
+        print(f"produced {t_stop - t0:.1f} s, flushed in {flushed - t_stop:.1f} s: {prod.sent} records sent, "
+              f"{len(prod.acks)} acknowledged ({acked_bytes / 1e6:.1f} MB), {len(prod.errors)} delivery errors; "
+              f"slowest acknowledgement {prod.max_latency():.1f} s; store faults {dict(proxy.faults)}")
+        for line in phases:
+            print("  " + line)
+        by_code = defaultdict(list)
+        for seq, err in prod.errors:
+            by_code[err.name()].append(seq)
+        for name, seqs in sorted(by_code.items()):
+            print(f"delivery error {name}: {len(seqs)} records, e.g. seqs {sorted(seqs)[:10]}")
+        assert len(prod.acks) + len(prod.errors) == prod.sent, (len(prod.acks), len(prod.errors), prod.sent)
+        bad = [(seq, err) for seq, err in prod.errors if err.code() not in RETRIABLE_CLASS and not err.retriable()]
+        assert not bad, f"{len(bad)} delivery errors not of a retriable class, e.g. {bad[:5]}"
+        assert len(prod.errors) <= prod.sent // 100, f"{len(prod.errors)} delivery errors of {prod.sent} records"
+        assert acked_bytes >= 100e6, f"only {acked_bytes / 1e6:.1f} MB acknowledged"
+
+        t_read = time.monotonic()
+        got, hw = read_all(c.bootstrap, topic, parts, timeout=90)
+        print(f"read back {len(got)} records in {time.monotonic() - t_read:.1f} s; high watermarks {hw}")
+        # every acknowledged record at its offset byte for byte, no gap below the high
+        # watermarks, every stored record one produced, none twice; exact unless some failed
+        failed = {seq for seq, _err in prod.errors}
+        check_log(prod, got, hw, topic, exact=not failed)
+        acked_keys = {(a.partition, a.key) for a in prod.acks}
+        extra = [(p, off, key) for (p, off), (key, _v) in sorted(got.items()) if (p, key) not in acked_keys]
+        unexplained = [x for x in extra if int(x[2].rpartition(b"-")[2]) not in failed]
+        assert not unexplained, (f"{len(unexplained)} records stored that were never acknowledged nor reported "
+                                 f"failed, e.g. {unexplained[:10]}")
+        if failed:
+            print(f"{len(extra)} of the {len(failed)} records whose delivery failed are stored")
+        counts = defaultdict(int)
+        for a in prod.acks:
+            counts[a.partition] += 1
+        for p, _off, _key in extra:
+            counts[p] += 1
+        assert hw == {p: counts[p] for p in range(parts)}, (hw, dict(counts))
+        assert {p: low for p, (low, _high) in watermarks(c.bootstrap, topic, parts, timeout=30).items()} == \
+            {p: 0 for p in range(parts)}
+
+        # An idempotent producer keeps each partition in the order it produced.
+        seqs = defaultdict(list)
+        for (p, _off), (key, _value) in sorted(got.items()):
+            seq = int(key.rpartition(b"-")[2])
+            assert seq % parts == p, f"record {key!r} in partition {p}"
+            seqs[p].append(seq)
+        for p, s in seqs.items():
+            bad = next((j for j in range(1, len(s)) if s[j] <= s[j - 1]), None)
+            assert bad is None, f"{topic}[{p}]: sequence {s[bad]} at offset {bad} after {s[bad - 1]}"
+    finally:
+        proxy.close()

@@ -606,6 +606,7 @@ impl BrokerConfig {
             bail!("`diskless.enable=true` is a topic config: a broker-wide default is refused");
         }
         self.tiered.check(self.cluster.enabled())?;
+        self.diskless.check()?;
         for l in &self.listeners {
             let protocol = self.listener_protocol(&l.name).with_context(|| {
                 format!(

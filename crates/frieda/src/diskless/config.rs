@@ -32,6 +32,13 @@ pub struct DisklessConfig {
     /// `diskless.coordinator.max.batches.per.partition` (default 16384): the bound on one
     /// partition's batch coordinates; commits beyond are refused KAFKA_STORAGE_ERROR.
     pub max_batches_per_partition: usize,
+    /// `diskless.object.delete.delay.ms` (default 60000): grace between the last batch of an
+    /// object going (DeleteRecords, topic deletion) and the object's deletion, so reads that
+    /// found it still finish (ms).
+    pub object_delete_delay_ms: i64,
+    /// `diskless.orphan.grace.ms` (default 600000): an object no commit names is deleted only
+    /// when older than this (ms; above the commit-age bound plus clock skew).
+    pub orphan_grace_ms: i64,
 }
 
 impl Default for DisklessConfig {
@@ -44,11 +51,28 @@ impl Default for DisklessConfig {
             coordinator_replication_factor: 3,
             coordinator_min_isr: 2,
             max_batches_per_partition: 16_384,
+            object_delete_delay_ms: 60_000,
+            orphan_grace_ms: 600_000,
         }
     }
 }
 
 impl DisklessConfig {
+    /// Checks what no single key can.
+    ///
+    /// Errors: `diskless.orphan.grace.ms` not above `diskless.commit.max.age.ms` (an upload
+    /// whose commit may still come could be swept).
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.orphan_grace_ms <= self.commit_max_age_ms {
+            bail!(
+                "`diskless.orphan.grace.ms` ({}) must exceed `diskless.commit.max.age.ms` ({})",
+                self.orphan_grace_ms,
+                self.commit_max_age_ms
+            );
+        }
+        Ok(())
+    }
+
     /// Sets `key` from `text` if it is a diskless key (`Ok(false)`: not one).
     ///
     /// Errors: a value that does not parse or is out of range (named in the message).
@@ -78,6 +102,8 @@ impl DisklessConfig {
             "diskless.coordinator.max.batches.per.partition" => {
                 self.max_batches_per_partition = usize::try_from(number(16)?)?
             }
+            "diskless.object.delete.delay.ms" => self.object_delete_delay_ms = number(0)?,
+            "diskless.orphan.grace.ms" => self.orphan_grace_ms = number(0)?,
             _ => return Ok(false),
         }
         Ok(true)

@@ -618,6 +618,11 @@ impl BatchCoordinator {
         crc32c::crc32c(text.as_bytes())
     }
 
+    /// The topics of the partitions served (by id).
+    pub fn topic_ids(&self) -> std::collections::BTreeSet<Uuid> {
+        self.partitions.keys().map(|p| p.topic_id).collect()
+    }
+
     /// Objects known (live or marked for deletion).
     pub fn object_count(&self) -> usize {
         self.objects.len()

@@ -507,6 +507,11 @@ impl<W> CoordinatorHost<W> {
         self.log_end
     }
 
+    /// Records at or above the high watermark (written, not yet replicated).
+    pub fn pending_records(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Waiters held.
     pub fn waiters(&self) -> usize {
         self.waiters

@@ -70,6 +70,15 @@ pub async fn handle(
                 .with_low_watermark(-1);
             let moved = match topic.as_ref() {
                 Err(e) => Err(*e),
+                Ok(topic) if topic.configs.read().is_diskless(&broker.topic_defaults()) => {
+                    let result =
+                        match delete_diskless(broker, topic, dp.partition_index, dp.offset).await {
+                            Ok(low) => result.with_low_watermark(low),
+                            Err(e) => result.with_error_code(e.code()),
+                        };
+                    partitions.push(result);
+                    continue;
+                }
                 Ok(topic) => match topic.replica(dp.partition_index) {
                     Ok(p) => delete_below(broker, &p, dp.offset).await.map(|o| (p, o)),
                     Err(e) => Err(e),
@@ -194,4 +203,44 @@ async fn commit_remote_log_start(
 /// The partition's low watermark: its own log start, and on a leader its in-sync followers'.
 fn low_watermark(p: &Partition) -> i64 {
     p.repl.low_watermark(p.total_log_start_offset())
+}
+
+/// DeleteRecords on partition `index` of diskless topic `topic`: its batch coordinator moves the
+/// log start (issue 60; the objects left with no batch are deleted by the garbage collection,
+/// not built yet). Answered once the decision is replicated; the low watermark is the new log
+/// start.
+///
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); NOT_LEADER_OR_FOLLOWER (6) off the coordinator's
+/// leader (Metadata names it) or while it loads; OFFSET_OUT_OF_RANGE (1); REQUEST_TIMED_OUT (7).
+async fn delete_diskless(
+    broker: &Broker,
+    topic: &crate::storage::topic::Topic,
+    index: i32,
+    offset: i64,
+) -> Result<i64, ResponseError> {
+    if index < 0 || index >= topic.partition_count() {
+        return Err(ResponseError::UnknownTopicOrPartition);
+    }
+    if offset < HIGH_WATERMARK {
+        return Err(ResponseError::OffsetOutOfRange);
+    }
+    let partition = crate::diskless::coordinator::DisklessPartition {
+        topic_id: topic.id,
+        partition: index,
+    };
+    let host = broker
+        .diskless()
+        .and_then(|d| {
+            d.coordinators
+                .get(crate::diskless::driver::coordinator_partition_for(
+                    partition,
+                ))
+        })
+        .ok_or(ResponseError::NotLeaderOrFollower)?;
+    match host.delete_records(partition, offset).await {
+        Err(ResponseError::NotCoordinator | ResponseError::CoordinatorLoadInProgress) => {
+            Err(ResponseError::NotLeaderOrFollower)
+        }
+        other => other,
+    }
 }

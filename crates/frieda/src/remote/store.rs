@@ -148,7 +148,12 @@ impl RemoteStore {
     /// The key of a diskless topic's shared object `id` (docs/diskless.md, "The write path"):
     /// `<prefix>diskless/wal/<UUIDv7, 32 hex digits>.wal`.
     pub fn wal_key(&self, id: Uuid) -> Path {
-        Path::from(format!("{}diskless/wal/{}.wal", self.prefix, id.simple()))
+        Path::from(format!("{}{}.wal", self.wal_prefix(), id.simple()))
+    }
+
+    /// The key prefix of diskless topics' shared objects: `<prefix>diskless/wal/`.
+    pub fn wal_prefix(&self) -> String {
+        format!("{}diskless/wal/", self.prefix)
     }
 
     /// Writes one object in one PUT.

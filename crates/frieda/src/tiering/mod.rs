@@ -164,10 +164,24 @@ impl RemoteLogManager {
         });
         // Diskless topics share the bucket; their append path runs on the broker's runtime
         // (produces wait on it), not on the low-priority remote-log one.
+        let weak = Arc::downgrade(node);
+        let live: crate::diskless::driver::LiveTopics = Arc::new(move || {
+            let node = weak.upgrade().filter(|n| n.is_ready())?;
+            let image = node.image();
+            Some(
+                image
+                    .topics
+                    .values()
+                    .filter(|t| crate::diskless::driver::is_diskless(t))
+                    .map(|t| t.id)
+                    .collect(),
+            )
+        });
         broker.set_diskless(crate::diskless::driver::Diskless::start(
             broker.config.node_id,
             broker.config.diskless.clone(),
             store.clone(),
+            Some(live),
         ));
         runtime.spawn(copier::refresh_loop(
             broker.clone(),

@@ -24,9 +24,10 @@ use tokio::sync::oneshot;
 
 use crate::clock::now_ms;
 use crate::diskless::coordinator::{
-    BatchAnswer, BatchCoordinator, CommitBatches, DisklessPartition, Found,
+    BatchAnswer, BatchCoordinator, CommitBatches, DisklessPartition, Found, ObjectId,
 };
 use crate::diskless::host::{CoordinatorHost, HostError, Outcome, Step};
+use crate::remote::store::RemoteStore;
 use crate::storage::leader_append::admit_produce;
 use crate::storage::partition::Partition;
 
@@ -139,19 +140,23 @@ impl HostedCoordinator {
     }
 
     /// Runs until unloaded or failed: moves the high watermark into the host while it loads or
-    /// has waiters; fails the host when a waiter has waited past [`WRITE_TIMEOUT`].
+    /// has records not yet replicated; fails the host when the high watermark has not moved
+    /// for [`WRITE_TIMEOUT`] while records wait.
     pub async fn run(self: Arc<Self>) {
         let mut stuck_since: Option<tokio::time::Instant> = None;
         let mut last_hw = -1;
         while self.is_active() {
-            let (busy, waiters) = {
+            let (busy, pending) = {
                 let h = self.host.lock();
-                (!h.is_serving() || h.waiters() > 0, h.waiters())
+                (
+                    !h.is_serving() || h.pending_records() > 0,
+                    h.pending_records(),
+                )
             };
             if busy {
                 self.pump();
                 let hw = self.log.high_watermark();
-                if waiters > 0 && hw == last_hw {
+                if pending > 0 && hw == last_hw {
                     let since = *stuck_since.get_or_insert_with(tokio::time::Instant::now);
                     if since.elapsed() > WRITE_TIMEOUT {
                         tracing::warn!(
@@ -217,6 +222,115 @@ impl HostedCoordinator {
             Ok(_) => Err(E::UnknownServerError),
             Err(_) => Err(E::NotCoordinator),
         }
+    }
+
+    /// DeleteRecords of `partition` below `offset` (-1: its high watermark): the new log start,
+    /// once the decision is below the high watermark. A partition nothing was committed to
+    /// yet has log start 0.
+    ///
+    /// Errors: OFFSET_OUT_OF_RANGE (1) above the high watermark; NOT_COORDINATOR (16),
+    /// COORDINATOR_LOAD_IN_PROGRESS (14), REQUEST_TIMED_OUT (7) as [`commit`](Self::commit).
+    pub async fn delete_records(
+        &self,
+        partition: DisklessPartition,
+        offset: i64,
+    ) -> Result<i64, E> {
+        if !self.is_active() {
+            return Err(E::NotCoordinator);
+        }
+        let (tx, rx) = oneshot::channel();
+        {
+            let _order = self.write_order.lock().await;
+            let step = self
+                .host
+                .lock()
+                .delete_records(now_ms(), tx, partition, offset);
+            match step {
+                Err(HostError::Refused(E::UnknownTopicOrPartition)) if offset <= 0 => return Ok(0),
+                Err(HostError::Refused(E::UnknownTopicOrPartition)) => {
+                    return Err(E::OffsetOutOfRange)
+                }
+                step => self.take(step).await?,
+            }
+        }
+        self.pump();
+        match rx.await {
+            Ok(Outcome::LogStart(log_start)) => Ok(log_start),
+            Ok(_) => Err(E::UnknownServerError),
+            Err(_) => Err(E::NotCoordinator),
+        }
+    }
+
+    /// Forgets the topics the metadata no longer has (`live`: the ids of the diskless topics
+    /// in the image): their partitions go and their objects become deletable. Returns how
+    /// many were forgotten.
+    ///
+    /// Errors: as [`commit`](Self::commit) (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS).
+    pub async fn forget_deleted_topics(
+        &self,
+        live: &std::collections::HashSet<uuid::Uuid>,
+    ) -> Result<usize, E> {
+        let gone: Vec<uuid::Uuid> = self
+            .host
+            .lock()
+            .coordinator()
+            .topic_ids()
+            .into_iter()
+            .filter(|id| !live.contains(id))
+            .collect();
+        for topic_id in &gone {
+            let _order = self.write_order.lock().await;
+            let step = self.host.lock().delete_topic(now_ms(), *topic_id);
+            self.take(step).await?;
+            tracing::info!(partition = self.index, topic_id = %topic_id,
+                "diskless coordinator forgot a deleted topic");
+        }
+        Ok(gone.len())
+    }
+
+    /// One round of garbage collection: deletes from `store` the objects no batch names any
+    /// more (marked at least `delay_ms` ago), records their deletion, and sweeps the orphans a
+    /// LIST finds (objects no commit names, older than `orphan_grace_ms`). Returns (deleted,
+    /// swept).
+    ///
+    /// Errors: the store's (logged; the next round tries again) or the record's.
+    pub async fn collect_garbage(
+        &self,
+        store: &RemoteStore,
+        delay_ms: i64,
+        orphan_grace_ms: i64,
+    ) -> anyhow::Result<(usize, usize)> {
+        let deletable: Vec<ObjectId> = self
+            .host
+            .lock()
+            .deletable(now_ms(), delay_ms)
+            .into_iter()
+            .map(|(id, _, _)| id)
+            .collect();
+        for id in &deletable {
+            store.delete(&store.wal_key(id.0)).await?;
+        }
+        if !deletable.is_empty() {
+            let _order = self.write_order.lock().await;
+            let step = self.host.lock().objects_deleted(&deletable);
+            self.take(step)
+                .await
+                .map_err(|e| anyhow::anyhow!("recording deleted objects: {e:?}"))?;
+        }
+        let listed: Vec<ObjectId> = store
+            .list(&store.wal_prefix())
+            .await?
+            .into_iter()
+            .filter_map(|(key, _)| wal_object(&key))
+            .collect();
+        let sweepable = self
+            .host
+            .lock()
+            .sweepable(&listed, now_ms(), orphan_grace_ms);
+        for id in &sweepable {
+            store.delete(&store.wal_key(id.0)).await?;
+        }
+        Ok((deletable.len(), sweepable.len()))
     }
 
     /// Carries out a host step under the write order: appends its record.
@@ -296,6 +410,12 @@ impl HostedCoordinator {
             other => other,
         }
     }
+}
+
+/// The object a key under `diskless/wal/` names (`<32 hex>.wal`), if it is one.
+fn wal_object(key: &str) -> Option<ObjectId> {
+    let name = key.rsplit('/').next()?.strip_suffix(".wal")?;
+    uuid::Uuid::try_parse(name).ok().map(ObjectId)
 }
 
 /// One uncompressed v2 batch holding one record: no key, `value`, stamped `now` (ms).

@@ -25,6 +25,13 @@ pub fn coordinator_partition_for(_partition: DisklessPartition) -> i32 {
     0
 }
 
+/// How often the coordinators loaded here collect garbage (deleted topics, unreferenced
+/// objects, orphans).
+const GC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The ids of the diskless topics in the latest metadata image (`None` before there is one).
+pub type LiveTopics = Arc<dyn Fn() -> Option<std::collections::HashSet<uuid::Uuid>> + Send + Sync>;
+
 /// A broker's diskless service: its coordinators, its append path and the bucket.
 pub struct Diskless {
     /// The settings.
@@ -39,8 +46,14 @@ pub struct Diskless {
 
 impl Diskless {
     /// The service of broker `broker_id` over `store`; its append timer runs on the current
-    /// runtime.
-    pub fn start(broker_id: i32, config: DisklessConfig, store: Arc<RemoteStore>) -> Arc<Diskless> {
+    /// runtime, and so does the garbage collection of the coordinators loaded here (`live`:
+    /// which diskless topics exist; `None`: no collection).
+    pub fn start(
+        broker_id: i32,
+        config: DisklessConfig,
+        store: Arc<RemoteStore>,
+        live: Option<LiveTopics>,
+    ) -> Arc<Diskless> {
         let coordinators = Arc::new(coordinator::DisklessCoordinators::default());
         let appender = append::Appender::new(
             AppendConfig {
@@ -54,18 +67,59 @@ impl Diskless {
             coordinators.clone(),
         );
         tokio::spawn(appender.clone().run());
-        Arc::new(Diskless {
+        let service = Arc::new(Diskless {
             config,
             coordinators,
             appender,
             store,
-        })
+        });
+        if let Some(live) = live {
+            tokio::spawn(collect_garbage(Arc::downgrade(&service), live));
+        }
+        service
     }
 
     /// An empty coordinator with this broker's bounds, to load into.
     pub fn new_coordinator(&self) -> BatchCoordinator {
         BatchCoordinator::new(self.config.max_batches_per_partition)
             .with_max_commit_age(self.config.commit_max_age_ms)
+    }
+}
+
+/// Every [`GC_INTERVAL`] while the service lives: each coordinator loaded here forgets the
+/// topics the metadata deleted, deletes the objects no batch names (after
+/// `diskless.object.delete.delay.ms`) and sweeps orphans (after `diskless.orphan.grace.ms`).
+async fn collect_garbage(service: std::sync::Weak<Diskless>, live: LiveTopics) {
+    loop {
+        tokio::time::sleep(GC_INTERVAL).await;
+        let Some(d) = service.upgrade() else {
+            return;
+        };
+        let Some(host) = d.coordinators.get(0) else {
+            continue;
+        };
+        if let Some(topics) = live() {
+            if let Err(e) = host.forget_deleted_topics(&topics).await {
+                tracing::debug!(error = ?e, "diskless topic deletions not recorded yet");
+                continue;
+            }
+        }
+        match host
+            .collect_garbage(
+                &d.store,
+                d.config.object_delete_delay_ms,
+                d.config.orphan_grace_ms,
+            )
+            .await
+        {
+            Ok((0, 0)) => {}
+            Ok((deleted, swept)) => {
+                tracing::info!(deleted, swept, "diskless objects deleted from the bucket")
+            }
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "diskless garbage collection failed")
+            }
+        }
     }
 }
 

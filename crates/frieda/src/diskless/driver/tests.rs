@@ -12,6 +12,7 @@ use crate::storage::topic_config::TopicConfigs;
 use crate::storage::writer::LogWriters;
 use bytes::{Bytes, BytesMut};
 use frieda_log::{BatchHeader, LogConfig, PartitionLog};
+use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
@@ -139,7 +140,7 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
         commit_interval_ms: 5,
         ..DisklessConfig::default()
     };
-    let d = Diskless::start(1, config, Arc::new(RemoteStore::in_memory()));
+    let d = Diskless::start(1, config, Arc::new(RemoteStore::in_memory()), None);
     load(&d, &log).await;
 
     // Two partitions in one produce (one object), then more.
@@ -218,6 +219,24 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
             last_offset: 7
         }]
     );
+
+    // DeleteRecords: the log start moves (and stays over a reload); below it is out of range.
+    let host = d.coordinators.get(0).unwrap();
+    assert_eq!(host.delete_records(part(0), 3).await, Ok(3));
+    assert_eq!(
+        host.delete_records(part(0), 99).await,
+        Err(E::OffsetOutOfRange)
+    );
+    assert_eq!(host.delete_records(part(5), -1).await, Ok(0));
+    assert_eq!(host.offsets(part(0)), Ok((3, 8)));
+    let below = read::read(&host, &d.store, part(0), 0, 100).await;
+    assert_eq!(
+        below.map(|r| r.high_watermark).err(),
+        Some(E::OffsetOutOfRange)
+    );
+    d.coordinators.unload(0);
+    load(&d, &log).await;
+    assert_eq!(d.coordinators.get(0).unwrap().offsets(part(0)), Ok((3, 8)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -226,7 +245,7 @@ async fn without_a_coordinator_produces_are_refused_not_leader() {
         commit_interval_ms: 5,
         ..DisklessConfig::default()
     };
-    let d = Diskless::start(1, config, Arc::new(RemoteStore::in_memory()));
+    let d = Diskless::start(1, config, Arc::new(RemoteStore::in_memory()), None);
     let answers = produce(&d, vec![(0, batch(7, 0, 0, 1))]).await;
     assert_eq!(
         answers,
@@ -234,4 +253,60 @@ async fn without_a_coordinator_produces_are_refused_not_leader() {
             kafka_protocol::error::ResponseError::NotLeaderOrFollower
         )]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_topics_objects_and_orphans_leave_the_bucket() {
+    let dir = tempfile::tempdir().unwrap();
+    let writers = LogWriters::start(1);
+    let log = open_log(dir.path(), &writers);
+    let config = DisklessConfig {
+        commit_interval_ms: 5,
+        ..DisklessConfig::default()
+    };
+    let store = Arc::new(RemoteStore::in_memory());
+    let d = Diskless::start(1, config, store.clone(), None);
+    load(&d, &log).await;
+    for seq in 0..3 {
+        produce(&d, vec![(0, batch(7, seq, seq as usize, 1))]).await;
+    }
+    // An upload whose commit never came, from long ago (its UUIDv7 time is 1 s after the epoch).
+    let orphan = uuid::Uuid::from_u128((1_000u128 << 80) | (0x7 << 76) | (0b10 << 62) | 42);
+    store
+        .put(&store.wal_key(orphan), Bytes::from_static(b"lost"))
+        .await
+        .unwrap();
+    let listed = || async { store.list(&store.wal_prefix()).await.unwrap().len() };
+    assert_eq!(listed().await, 4);
+    let host = d.coordinators.get(0).unwrap();
+    // The topic lives: nothing to delete but the orphan.
+    let live = std::collections::HashSet::from([part(0).topic_id]);
+    assert_eq!(host.forget_deleted_topics(&live).await, Ok(0));
+    assert_eq!(
+        host.collect_garbage(&store, 0, 60_000).await.unwrap(),
+        (0, 1)
+    );
+    assert_eq!(listed().await, 3);
+    // The topic deleted: its objects go once the delay passed.
+    assert_eq!(host.forget_deleted_topics(&Default::default()).await, Ok(1));
+    assert_eq!(
+        host.collect_garbage(&store, 60_000, 60_000).await.unwrap(),
+        (0, 0)
+    );
+    for _ in 0..100 {
+        if host.collect_garbage(&store, 0, 60_000).await.unwrap().0 > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(listed().await, 0);
+    // Replayed, the coordinator knows the objects are gone.
+    d.coordinators.unload(0);
+    load(&d, &log).await;
+    let host = d.coordinators.get(0).unwrap();
+    assert_eq!(
+        host.collect_garbage(&store, 0, 60_000).await.unwrap(),
+        (0, 0)
+    );
+    assert_eq!(host.offsets(part(0)), Ok((0, 0)));
 }
