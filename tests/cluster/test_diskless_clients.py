@@ -7,6 +7,8 @@ bucket: 3 brokers, SeaweedFS (as test_diskless.py).
   fullest partition's start to a third of its records: it reports that low_watermark,
   GetOffsetShell's earliest says it, and a read from the beginning starts there with every
   acknowledged record from there on.
+- ``retention.bytes`` on a diskless topic moves its log start past the oldest batches; a read from
+  the beginning starts there.
 - Deleting the topic empties the bucket: the coordinator forgets its partitions, their objects
   are deleted (``diskless.object.delete.delay.ms=0``), and an orphan (an object under
   ``diskless/wal/`` that no commit names, older than ``diskless.orphan.grace.ms``) is swept too,
@@ -133,8 +135,34 @@ def test_deleting_a_diskless_topic_empties_the_bucket(store, cluster, topic_name
     for key in (old, young):
         store.client().put_object(Bucket=BUCKET, Key=key, Body=b"orphan")
 
+    # Retention by bytes on another diskless topic: 40 batches of ~1 KB, 4,000 bytes kept.
+    r = topic_name()
+    create_diskless(c, r, 1, {"retention.bytes": "4000"})
+    diskless_leader(c, r, 1)
+    for i in range(40):
+        p.produce(r, value=b"%04d" % i + b"r" * 1000, partition=0)
+        assert p.flush(30) == 0
+    cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "unused"})
+    try:
+        def moved():
+            lo, hi = cons.get_watermark_offsets(TopicPartition(r, 0), timeout=10)
+            return (lo, hi) if hi == 40 and 40 - 4 <= lo < 40 else None
+        lo, hi = wait_until(moved, 30, "retention.bytes=4000 moved the log start to keep <= 4 batches")
+        print(f"retention.bytes: log start {lo}, high watermark {hi}")
+        cons.assign([TopicPartition(r, 0, OFFSET_BEGINNING)])
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < hi - lo and time.monotonic() < deadline:
+            m = cons.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append((m.offset(), m.value()[:4]))
+        assert got == [(o, b"%04d" % o) for o in range(lo, hi)], got
+    finally:
+        cons.close()
+
     adm = c.admin()  # kept referenced until the result is in
     adm.delete_topics([t], operation_timeout=30)[t].result(timeout=30)
-    wait_until(lambda: set(wal_objects(store)) == {young}, 40,
+    retained = {k for k in wal_objects(store) if k not in made and k not in (old, young)}
+    wait_until(lambda: set(wal_objects(store)) - retained == {young}, 40,
                "the deleted topic's objects and the old orphan gone from the bucket, the young one kept")
     print(f"{len(made)} objects of the deleted topic and the orphan deleted; the young upload kept")

@@ -618,6 +618,13 @@ impl BatchCoordinator {
         crc32c::crc32c(text.as_bytes())
     }
 
+    /// The partitions served.
+    pub fn partitions(&self) -> Vec<DisklessPartition> {
+        let mut out: Vec<DisklessPartition> = self.partitions.keys().copied().collect();
+        out.sort();
+        out
+    }
+
     /// The topics of the partitions served (by id).
     pub fn topic_ids(&self) -> std::collections::BTreeSet<Uuid> {
         self.partitions.keys().map(|p| p.topic_id).collect()

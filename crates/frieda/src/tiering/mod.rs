@@ -164,16 +164,30 @@ impl RemoteLogManager {
         });
         // Diskless topics share the bucket; their append path runs on the broker's runtime
         // (produces wait on it), not on the low-priority remote-log one.
-        let weak = Arc::downgrade(node);
+        let (weak, weak_broker) = (Arc::downgrade(node), Arc::downgrade(broker));
         let live: crate::diskless::driver::LiveTopics = Arc::new(move || {
             let node = weak.upgrade().filter(|n| n.is_ready())?;
+            let defaults = weak_broker.upgrade()?.topic_defaults();
             let image = node.image();
             Some(
                 image
                     .topics
                     .values()
                     .filter(|t| crate::diskless::driver::is_diskless(t))
-                    .map(|t| t.id)
+                    .map(|t| {
+                        let configs = crate::storage::topic_config::TopicConfigs(t.configs.clone());
+                        let long = |name: &str| {
+                            configs
+                                .effective(&defaults, name)
+                                .and_then(|v| v.trim().parse().ok())
+                                .unwrap_or(-1)
+                        };
+                        let retention = crate::diskless::driver::Retention {
+                            ms: long("retention.ms"),
+                            bytes: long("retention.bytes"),
+                        };
+                        (t.id, retention)
+                    })
                     .collect(),
             )
         });

@@ -261,6 +261,56 @@ impl HostedCoordinator {
         }
     }
 
+    /// Retention (`retention.ms`, `retention.bytes`; -1: unlimited) of every partition of
+    /// `topic_id` at `now_ms`: the log start moves past the batches whose largest timestamp is
+    /// older than `retention_ms`, and past the oldest batches while the rest stays above
+    /// `retention_bytes`, as DeleteRecords moves it. Returns how many partitions moved.
+    ///
+    /// Errors: as [`delete_records`](Self::delete_records).
+    pub async fn apply_retention(
+        &self,
+        topic_id: uuid::Uuid,
+        now_ms: i64,
+        retention_ms: i64,
+        retention_bytes: i64,
+    ) -> Result<usize, E> {
+        if retention_ms < 0 && retention_bytes < 0 {
+            return Ok(0);
+        }
+        let partitions: Vec<DisklessPartition> = self
+            .host
+            .lock()
+            .coordinator()
+            .partitions()
+            .into_iter()
+            .filter(|p| p.topic_id == topic_id)
+            .collect();
+        let mut moved = 0;
+        for partition in partitions {
+            let target = {
+                let host = self.host.lock();
+                let (log_start, end) = match host.offsets(partition) {
+                    Ok(o) => o,
+                    Err(E::UnknownTopicOrPartition) => continue,
+                    Err(e) => return Err(e),
+                };
+                if log_start >= end {
+                    continue;
+                }
+                let found = host.find_batches(partition, log_start, u64::MAX)?;
+                retention_point(&found, now_ms, retention_ms, retention_bytes)
+                    .filter(|&t| t > log_start)
+            };
+            if let Some(target) = target {
+                let start = self.delete_records(partition, target).await?;
+                tracing::info!(topic_id = %topic_id, partition = partition.partition,
+                    log_start = start, "diskless retention moved the log start");
+                moved += 1;
+            }
+        }
+        Ok(moved)
+    }
+
     /// Forgets the topics the metadata no longer has (`live`: the ids of the diskless topics
     /// in the image): their partitions go and their objects become deletable. Returns how
     /// many were forgotten.
@@ -410,6 +460,44 @@ impl HostedCoordinator {
             other => other,
         }
     }
+}
+
+/// Where retention moves a partition's log start (its batches `found` from the log start, in
+/// offset order): past every batch whose largest timestamp is below `now_ms - retention_ms`, and
+/// past the oldest batches while the bytes after them exceed `retention_bytes` (either -1:
+/// unlimited). `None`: nothing to delete.
+pub fn retention_point(
+    found: &Found,
+    now_ms: i64,
+    retention_ms: i64,
+    retention_bytes: i64,
+) -> Option<i64> {
+    let mut target = None;
+    if retention_ms >= 0 {
+        let horizon = now_ms.saturating_sub(retention_ms);
+        // batches whose every record is older than the horizon, from the oldest on
+        let expired = found
+            .coordinates
+            .iter()
+            .take_while(|c| c.max_timestamp < horizon)
+            .last();
+        target = expired.map(|c| c.last_offset + 1);
+    }
+    if retention_bytes >= 0 {
+        let mut kept: i64 = found
+            .coordinates
+            .iter()
+            .map(|c| i64::from(c.byte_len))
+            .sum();
+        for c in &found.coordinates {
+            if kept <= retention_bytes {
+                break;
+            }
+            kept -= i64::from(c.byte_len);
+            target = Some(target.unwrap_or(0).max(c.last_offset + 1));
+        }
+    }
+    target.map(|t| t.min(found.high_watermark))
 }
 
 /// The object a key under `diskless/wal/` names (`<32 hex>.wal`), if it is one.

@@ -29,8 +29,20 @@ pub fn coordinator_partition_for(_partition: DisklessPartition) -> i32 {
 /// objects, orphans).
 const GC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The ids of the diskless topics in the latest metadata image (`None` before there is one).
-pub type LiveTopics = Arc<dyn Fn() -> Option<std::collections::HashSet<uuid::Uuid>> + Send + Sync>;
+/// A diskless topic's retention: `retention.ms` and `retention.bytes` (per partition), -1 for
+/// unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// `retention.ms`.
+    pub ms: i64,
+    /// `retention.bytes`.
+    pub bytes: i64,
+}
+
+/// The diskless topics in the latest metadata image, by id, with their retention (`None`
+/// before there is an image).
+pub type LiveTopics =
+    Arc<dyn Fn() -> Option<std::collections::HashMap<uuid::Uuid, Retention>> + Send + Sync>;
 
 /// A broker's diskless service: its coordinators, its append path and the bucket.
 pub struct Diskless {
@@ -87,7 +99,7 @@ impl Diskless {
 }
 
 /// Every [`GC_INTERVAL`] while the service lives: each coordinator loaded here forgets the
-/// topics the metadata deleted, deletes the objects no batch names (after
+/// topics the metadata deleted, applies retention (time and bytes), deletes the objects no batch names (after
 /// `diskless.object.delete.delay.ms`) and sweeps orphans (after `diskless.orphan.grace.ms`).
 async fn collect_garbage(service: std::sync::Weak<Diskless>, live: LiveTopics) {
     loop {
@@ -99,9 +111,18 @@ async fn collect_garbage(service: std::sync::Weak<Diskless>, live: LiveTopics) {
             continue;
         };
         if let Some(topics) = live() {
-            if let Err(e) = host.forget_deleted_topics(&topics).await {
+            let ids = topics.keys().copied().collect();
+            if let Err(e) = host.forget_deleted_topics(&ids).await {
                 tracing::debug!(error = ?e, "diskless topic deletions not recorded yet");
                 continue;
+            }
+            for (id, r) in &topics {
+                if let Err(e) = host
+                    .apply_retention(*id, crate::clock::now_ms(), r.ms, r.bytes)
+                    .await
+                {
+                    tracing::debug!(error = ?e, topic_id = %id, "diskless retention not applied yet");
+                }
             }
         }
         match host

@@ -310,3 +310,37 @@ async fn deleted_topics_objects_and_orphans_leave_the_bucket() {
     );
     assert_eq!(host.offsets(part(0)), Ok((0, 0)));
 }
+
+#[test]
+fn retention_moves_past_old_batches_and_beyond_the_byte_bound() {
+    use crate::diskless::coordinator::{Coordinate, Found, ObjectId};
+    // Four batches of 100 bytes, offsets 0-9, 10-19, ..., largest timestamps 1_000, 2_000, ...
+    let coordinates = (0..4)
+        .map(|i| Coordinate {
+            object: ObjectId(uuid::Uuid::from_u128(i as u128)),
+            byte_offset: 0,
+            byte_len: 100,
+            base_offset: i * 10,
+            last_offset: i * 10 + 9,
+            max_timestamp: (i + 1) * 1_000,
+        })
+        .collect();
+    let found = Found {
+        coordinates,
+        high_watermark: 40,
+        log_start: 0,
+    };
+    use coordinator::retention_point as at;
+    assert_eq!(at(&found, 10_000, -1, -1), None);
+    // time: at 3_500 with 1_000 ms kept, batches with timestamps 1_000 and 2_000 expire
+    assert_eq!(at(&found, 3_500, 1_000, -1), Some(20));
+    assert_eq!(at(&found, 3_500, 10_000, -1), None);
+    assert_eq!(at(&found, 100_000, 0, -1), Some(40));
+    // bytes: 250 kept means the oldest two go
+    assert_eq!(at(&found, 0, -1, 250), Some(20));
+    assert_eq!(at(&found, 0, -1, 400), None);
+    assert_eq!(at(&found, 0, -1, 0), Some(40));
+    // both: the further one
+    assert_eq!(at(&found, 2_500, 1_000, 350), Some(10));
+    assert_eq!(at(&found, 3_500, 1_000, 350), Some(20));
+}
