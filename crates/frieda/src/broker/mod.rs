@@ -1324,8 +1324,8 @@ fn set_segment_bytes(configs: &mut TopicConfigs, bytes: u64) {
 }
 
 /// `__diskless_coordinator`'s topic configs: records kept forever (the coordinator's state is
-/// its whole log until snapshots come), `min.insync.replicas` = `diskless.coordinator.min.isr`,
-/// unclean election never.
+/// its whole log until snapshots come), each fsynced (`flush.messages=1`),
+/// `min.insync.replicas` = `diskless.coordinator.min.isr`, unclean election never.
 pub(crate) fn diskless_coordinator_topic_configs(config: &BrokerConfig) -> TopicConfigs {
     let mut configs = TopicConfigs::default();
     let _ = configs.set("cleanup.policy", "delete");
@@ -1333,6 +1333,9 @@ pub(crate) fn diskless_coordinator_topic_configs(config: &BrokerConfig) -> Topic
     let _ = configs.set("retention.bytes", "-1");
     let _ = configs.set("compression.type", "uncompressed");
     let _ = configs.set("unclean.leader.election.enable", "false");
+    // Each decision fsynced before it counts (docs/diskless.md, "The write path", step 6): an
+    // acknowledged produce is only as durable as its commit record.
+    let _ = configs.set("flush.messages", "1");
     let _ = configs.set(
         "min.insync.replicas",
         &config.diskless.coordinator_min_isr.to_string(),

@@ -42,6 +42,11 @@ pub async fn handle(
             } else {
                 Err(ResponseError::TopicAuthorizationFailed)
             };
+            let diskless = topic
+                .as_ref()
+                .ok()
+                .filter(|t| t.configs.read().is_diskless(&broker.topic_defaults()))
+                .cloned();
             let partitions = t
                 .partitions
                 .into_iter()
@@ -50,6 +55,9 @@ pub async fn handle(
                         .with_partition(p.partition)
                         .with_leader_epoch(-1)
                         .with_end_offset(-1);
+                    if let Some(t) = &diskless {
+                        return diskless_end(broker, t, p.partition, p.leader_epoch, answer);
+                    }
                     let found = topic
                         .as_ref()
                         .map_err(|e| *e)
@@ -86,4 +94,44 @@ pub async fn handle(
         })
         .collect();
     OffsetForLeaderEpochResponse::default().with_topics(topics)
+}
+
+/// OffsetsForLeaderEpoch on a diskless partition (issue 60): every stored batch carries leader
+/// epoch 0 and nothing is ever truncated, so any epoch from 0 on ends at the high watermark in
+/// epoch 0 (a consumer validating its position after a leader change finds no divergence).
+///
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); NOT_LEADER_OR_FOLLOWER (6) off the broker whose
+/// coordinator serves it, or while it loads.
+fn diskless_end(
+    broker: &Broker,
+    topic: &crate::storage::topic::Topic,
+    index: i32,
+    leader_epoch: i32,
+    answer: EpochEndOffset,
+) -> EpochEndOffset {
+    if index < 0 || index >= topic.partition_count() {
+        return answer.with_error_code(ResponseError::UnknownTopicOrPartition.code());
+    }
+    let partition = crate::diskless::coordinator::DisklessPartition {
+        topic_id: topic.id,
+        partition: index,
+    };
+    let offsets = broker
+        .diskless()
+        .and_then(|d| {
+            d.coordinators
+                .get(crate::diskless::driver::coordinator_partition_for(
+                    partition,
+                ))
+        })
+        .ok_or(ResponseError::NotLeaderOrFollower)
+        .and_then(|host| {
+            host.offsets(partition)
+                .map_err(|_| ResponseError::NotLeaderOrFollower)
+        });
+    match offsets {
+        Err(e) => answer.with_error_code(e.code()),
+        Ok(_) if leader_epoch < 0 => answer,
+        Ok((_, end)) => answer.with_leader_epoch(0).with_end_offset(end),
+    }
 }
