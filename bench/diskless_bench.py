@@ -40,6 +40,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -147,9 +148,9 @@ def produce(f: Frieda, store: SeaweedFS, a, topic: str, rate: int, js: Path) -> 
     return r
 
 
-def diskless_cell(f: Frieda, store: SeaweedFS, a, interval: int, rate: int) -> dict:
-    prefix = f"i{interval}/"
-    topic = f"dl-i{interval}-r{rate}"
+def diskless_cell(f: Frieda, store: SeaweedFS, a, rep: int, interval: int, rate: int) -> dict:
+    prefix = f"r{rep}-i{interval}/"
+    topic = f"dl-i{interval}-r{rate}-rep{rep}"
     bench("create-topic", "--bootstrap", f.bootstrap, "--topic", topic, "--partitions", str(a.partitions),
           "--replication-factor", "1", "--topic-config", "diskless.enable=true")
     keys0 = wal_objects(store, prefix)
@@ -159,7 +160,7 @@ def diskless_cell(f: Frieda, store: SeaweedFS, a, interval: int, rate: int) -> d
     req1 = store_requests(store)
     new = {k: s for k, s in wal_objects(store, prefix).items() if k not in keys0}
     produced_mb = r["acked_total"] * a.record_size / 1e6
-    r.update(cell="produce", kind="diskless", interval_ms=interval, rate=rate, topic=topic,
+    r.update(cell="produce", kind="diskless", rep=rep, interval_ms=interval, rate=rate, topic=topic,
              wal_objects=len(new), wal_mb=sum(new.values()) / 1e6,
              wal_mean_object_bytes=(sum(new.values()) / len(new)) if new else 0,
              store_requests_produce=diff(req0, req1), produced_mb=produced_mb,
@@ -180,13 +181,13 @@ def diskless_cell(f: Frieda, store: SeaweedFS, a, interval: int, rate: int) -> d
     return r
 
 
-def classic_cell(f: Frieda, store: SeaweedFS, a, interval: int, rate: int) -> dict:
-    topic = f"classic-r{rate}"
+def classic_cell(f: Frieda, store: SeaweedFS, a, rep: int, interval: int, rate: int) -> dict:
+    topic = f"classic-r{rate}-rep{rep}"
     bench("create-topic", "--bootstrap", f.bootstrap, "--topic", topic, "--partitions", str(a.partitions),
           "--replication-factor", "1")
     req0 = store_requests(store)
     r = produce(f, store, a, topic, rate, a.out / "raw" / f"{topic}.json")
-    r.update(cell="produce", kind="classic", interval_ms=interval, rate=rate, topic=topic,
+    r.update(cell="produce", kind="classic", rep=rep, interval_ms=interval, rate=rate, topic=topic,
              store_requests_produce=diff(req0, store_requests(store)),
              produced_mb=r["acked_total"] * a.record_size / 1e6)
     bench("delete-topic", "--bootstrap", f.bootstrap, "--topic", topic)
@@ -203,6 +204,7 @@ def log_problems(path: Path) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
+    ap.add_argument("--repeat", type=int, default=1, help="runs of every node and cell; the report gives medians")
     ap.add_argument("--rates", default="10000,50000")
     ap.add_argument("--intervals", default="250,100", help="diskless.append.commit.interval.ms values, ms")
     ap.add_argument("--secs", type=int, default=20)
@@ -233,34 +235,37 @@ def main() -> None:
         # The store's first PUTs after its start are slow (volumes being created): a few seconds
         # of 1 MiB PUTs first, not reported.
         put_latency(store, MIB, 3)
-        for i, interval in enumerate(intervals):
-            work = a.workdir / f"i{interval}"
-            work.mkdir()
-            f = Frieda(work, store, [f"diskless.append.commit.interval.ms={interval}",
-                                     f"rsm.config.key.prefix=i{interval}/"])
-            f.start()
-            time.sleep(2)
-            for rate in rates:
-                cells = [("diskless", diskless_cell)]
-                if i == 0 and not a.no_classic:
-                    cells.append(("classic", classic_cell))
-                for kind, cell in cells:
-                    try:
-                        r = cell(f, store, a, interval, rate)
-                    except Exception as e:  # a failed cell is reported, the others still run
-                        r = {"cell": "produce", "kind": kind, "interval_ms": interval, "rate": rate, "failed": str(e)[-1500:]}
-                        print(f"[diskless] {kind} i{interval} r{rate} FAILED: {e}", flush=True)
-                    else:
-                        print(f"[diskless] {kind} i{interval} r{rate}: {r['throughput_rps']:.0f}/s p99.9 {r['p999_us']} µs "
-                              f"max {r['max_us']} µs errors {r['errors']}"
-                              + (f", {r['wal_objects']} objects, PUT p99.9 {r['put_p999_us']:.0f} µs, GETs "
-                                 f"{r['store_requests_read'].get('GET', 0):.0f} for {r['read_mb']:.0f} MB"
-                                 if kind == "diskless" else ""), flush=True)
-                    runs.append(r)
-            f.stop()
-            runs.append({"cell": "log", "interval_ms": interval, "problems": log_problems(work / "frieda.log")[:200]})
-            shutil.copy(work / "frieda.log", a.out / "logs" / f"frieda-i{interval}.log")
-            f = None
+        for rep in range(a.repeat):
+            for i, interval in enumerate(intervals):
+                work = a.workdir / f"r{rep}-i{interval}"
+                work.mkdir()
+                f = Frieda(work, store, [f"diskless.append.commit.interval.ms={interval}",
+                                         f"rsm.config.key.prefix=r{rep}-i{interval}/"])
+                f.start()
+                time.sleep(2)
+                for rate in rates:
+                    cells = [("diskless", diskless_cell)]
+                    if i == 0 and not a.no_classic:
+                        cells.append(("classic", classic_cell))
+                    for kind, cell in cells:
+                        try:
+                            r = cell(f, store, a, rep, interval, rate)
+                        except Exception as e:  # a failed cell is reported, the others still run
+                            r = {"cell": "produce", "kind": kind, "rep": rep, "interval_ms": interval, "rate": rate,
+                                 "failed": str(e)[-1500:]}
+                            print(f"[diskless] {kind} i{interval} r{rate} rep {rep} FAILED: {e}", flush=True)
+                        else:
+                            print(f"[diskless] {kind} i{interval} r{rate} rep {rep}: {r['throughput_rps']:.0f}/s "
+                                  f"p99.9 {r['p999_us']} µs max {r['max_us']} µs errors {r['errors']}"
+                                  + (f", {r['wal_objects']} objects, PUT p99.9 {r['put_p999_us']:.0f} µs, GETs "
+                                     f"{r['store_requests_read'].get('GET', 0):.0f} for {r['read_mb']:.0f} MB"
+                                     if kind == "diskless" else ""), flush=True)
+                        runs.append(r)
+                f.stop()
+                runs.append({"cell": "log", "rep": rep, "interval_ms": interval,
+                             "problems": log_problems(work / "frieda.log")[:200]})
+                shutil.copy(work / "frieda.log", a.out / "logs" / f"frieda-{work.name}.log")
+                f = None
     finally:
         if f:
             f.stop()
@@ -275,8 +280,33 @@ def main() -> None:
     report(a, runs, rates, intervals)
 
 
+def merged(rs: list[dict]) -> dict:
+    """One row of the median of every number of `rs` (runs of one cell; dicts of numbers key by
+    key), the rest from the first."""
+    out = dict(rs[0])
+    for k, v in rs[0].items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = statistics.median(r[k] for r in rs if isinstance(r.get(k), (int, float)))
+        elif isinstance(v, dict) and all(isinstance(x, (int, float)) for x in v.values()):
+            keys = {kk for r in rs for kk in r.get(k, {})}
+            out[k] = {kk: statistics.median(r.get(k, {}).get(kk, 0) for r in rs) for kk in keys}
+    out["read_complete"] = all(r.get("read_complete", True) for r in rs)
+    out["errors"] = sum(r["errors"] for r in rs)  # all runs' failed records, not a median
+    out["unacked"] = sum(r["sent_total"] - r["acked_total"] for r in rs)
+    if "put_p999_us" in out:
+        out["goal_bound_us"] = out["interval_ms"] * 1000 + 2 * out["put_p999_us"]
+        out["goal_pass"] = out["p999_us"] <= out["goal_bound_us"]
+        out["goal_runs_passed"] = sum(bool(r["goal_pass"]) for r in rs)
+    out["runs"] = len(rs)
+    return out
+
+
 def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
-    ok = [r for r in runs if r.get("cell") == "produce" and "failed" not in r]
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        if r.get("cell") == "produce" and "failed" not in r:
+            groups.setdefault((r["kind"], r["interval_ms"], r["rate"]), []).append(r)
+    ok = [merged(rs) for rs in groups.values()]
     dl = [r for r in ok if r["kind"] == "diskless"]
     rows = sorted(ok, key=lambda r: (r["rate"], r["kind"] != "classic", -r["interval_ms"]))
     nice = os.environ.get("TIERED_STORE_NICE")
@@ -289,8 +319,9 @@ def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
             f"batch limit {a.batch_bytes} B per partition, linger 0, {a.warmup} s warm-up then {a.secs} s measured. "
             f"Fsync: Frieda's default (classic topic: none; the coordinator's partition: `flush.messages=1`). "
             f"Diskless: `diskless.enable=true`, `diskless.append.commit.interval.ms` as stated (one fresh node per "
-            f"interval), buffer max 8 MiB (default). Classic: the same load on the first interval's node. One run "
-            f"(no repeats); wall time {a.wall_s:.0f} s.")
+            f"interval), buffer max 8 MiB (default). Classic: the same load on the first interval's node. "
+            + ("One run" if a.repeat == 1 else f"Medians of {a.repeat} runs (errors: all runs' sum)")
+            + f"; wall time {a.wall_s:.0f} s.")
     lines = ["# Diskless topics (issue 60), `scripts/bench --diskless`", "", cond, ""]
     failed = [r for r in runs if "failed" in r]
     if failed:
@@ -302,7 +333,7 @@ def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
     for r in rows:
         lines.append(f"| {r['kind']} | {r['interval_ms'] if r['kind'] == 'diskless' else '-'} | {r['rate']} | "
                      f"{r['throughput_rps']:.0f} | " + " | ".join(f"{r[p]}" for p in PCTS)
-                     + f" | {r['errors']} | {r['sent_total'] - r['acked_total']} |")
+                     + f" | {r['errors']} | {r['unacked']} |")
     lines += ["", f"## 2. The store's PUT latency and the goal (diskless p99.9 <= interval + 2 x PUT p99.9)", "",
               f"boto3 PUTs one at a time for {a.put_secs:.0f} s right after each diskless cell, of objects of rate x "
               f"{a.record_size} B x interval (at most 8 MiB); µs.", "",
@@ -343,11 +374,13 @@ def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
     logs = [r for r in runs if r.get("cell") == "log"]
     lines += ["", "## Broker log warnings", ""]
     for r in logs:
-        lines.append(f"- interval {r['interval_ms']} ms node: {len(r['problems'])} WARN/ERROR lines"
+        lines.append(f"- interval {r['interval_ms']} ms node, run {r['rep']}: {len(r['problems'])} WARN/ERROR lines "
+                     f"(logs/frieda-r{r['rep']}-i{r['interval_ms']}.log)"
                      + "".join(f"\n  - `{p[:240]}`" for p in r["problems"][:5]))
-    errs = [r for r in ok if r["errors"]]
+    errs = [r for rs in groups.values() for r in rs if r["errors"]]
     for r in errs:
-        lines.append(f"- producer errors, {r['kind']} i{r['interval_ms']} r{r['rate']}: {json.dumps(r['error_detail'])[:400]}")
+        lines.append(f"- producer errors, {r['kind']} interval {r['interval_ms']} ms, {r['rate']}/s, run {r['rep']}: "
+                     f"{r['errors']} records, {json.dumps(r['error_detail'])[:400]}")
     lines.append("")
     (a.out / "report.md").write_text("\n".join(lines))
     print("\n".join(lines))
