@@ -30,7 +30,7 @@ Writes OUT/runs.jsonl, OUT/report.md and OUT/logs/ (the broker's and the store's
 process it starts is stopped by PID.
 
 Usage: diskless_bench.py OUT [--rates 10000,50000] [--intervals 250,100] [--secs 20]
-                             [--put-secs 10] [--partitions 3] [--producers 4]
+                             [--put-secs 10] [--partitions 3] [--producers 4] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -310,8 +310,8 @@ def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
     dl = [r for r in ok if r["kind"] == "diskless"]
     rows = sorted(ok, key=lambda r: (r["rate"], r["kind"] != "classic", -r["interval_ms"]))
     nice = os.environ.get("TIERED_STORE_NICE")
-    cond = (f"One Frieda node (its own metadata quorum, replication factor 1; `__diskless_coordinator-0` RF 1, "
-            f"min ISR 1, `flush.messages=1`), SeaweedFS `weed mini` on the same 2-core VM"
+    cond = ("One Frieda node (its own metadata quorum, replication factor 1; `__diskless_coordinator-0` RF 1, "
+            "min ISR 1, `flush.messages=1`), SeaweedFS `weed mini` on the same 2-core VM"
             + (f" at nice {nice} (process and autogroup)" if nice else " at normal priority")
             + (f", its data in {os.environ['TIERED_STORE_DIR']}" if os.environ.get("TIERED_STORE_DIR") else "")
             + f". frieda-bench produce, open loop, acks=all, {a.record_size}-B records (no key, sticky per batch), "
@@ -332,9 +332,9 @@ def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
               + " | errors | unacked |", "|---|" + "---|" * (len(PCTS) + 5)]
     for r in rows:
         lines.append(f"| {r['kind']} | {r['interval_ms'] if r['kind'] == 'diskless' else '-'} | {r['rate']} | "
-                     f"{r['throughput_rps']:.0f} | " + " | ".join(f"{r[p]}" for p in PCTS)
+                     f"{r['throughput_rps']:.0f} | " + " | ".join(f"{r[p]:.0f}" for p in PCTS)
                      + f" | {r['errors']} | {r['unacked']} |")
-    lines += ["", f"## 2. The store's PUT latency and the goal (diskless p99.9 <= interval + 2 x PUT p99.9)", "",
+    lines += ["", "## 2. The store's PUT latency and the goal (diskless p99.9 <= interval + 2 x PUT p99.9)", "",
               f"boto3 PUTs one at a time for {a.put_secs:.0f} s right after each diskless cell, of objects of rate x "
               f"{a.record_size} B x interval (at most 8 MiB); µs.", "",
               "| commit interval ms | rate/s | PUT object B | broker's mean WAL object B | PUTs | PUT p50 | PUT p99 "

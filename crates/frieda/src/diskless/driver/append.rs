@@ -33,6 +33,10 @@ pub struct Appender {
     wake: Notify,
     store: Arc<RemoteStore>,
     coordinators: Arc<DisklessCoordinators>,
+    /// `diskless.commit.max.age.ms`: a commit still unanswered (its coordinator loading or
+    /// busy) when its object is this old is given up: its batches are answered
+    /// REQUEST_TIMED_OUT and their producers resend (the coordinator refuses it from then on).
+    commit_max_age_ms: i64,
 }
 
 impl Appender {
@@ -42,6 +46,7 @@ impl Appender {
         config: AppendConfig,
         store: Arc<RemoteStore>,
         coordinators: Arc<DisklessCoordinators>,
+        commit_max_age_ms: i64,
     ) -> Arc<Appender> {
         Arc::new(Appender {
             task: Mutex::new(AppendTask::new(config)),
@@ -50,6 +55,7 @@ impl Appender {
             wake: Notify::new(),
             store,
             coordinators,
+            commit_max_age_ms,
         })
     }
 
@@ -134,6 +140,13 @@ impl Appender {
         };
         let next = match result {
             Ok(answers) => self.task.lock().committed(object, &answers),
+            Err(E::CoordinatorLoadInProgress | E::RequestTimedOut)
+                if now_ms() - object.created_ms() > self.commit_max_age_ms =>
+            {
+                tracing::warn!(object = %object.0,
+                    "a diskless commit found no serving coordinator within the commit-age bound");
+                self.task.lock().commit_refused(object, E::RequestTimedOut)
+            }
             Err(E::CoordinatorLoadInProgress | E::RequestTimedOut) => {
                 tokio::time::sleep(COMMIT_RETRY).await;
                 self.task.lock().commit_failed(object)

@@ -77,6 +77,7 @@ impl Diskless {
             },
             store.clone(),
             coordinators.clone(),
+            config.commit_max_age_ms,
         );
         tokio::spawn(appender.clone().run());
         let service = Arc::new(Diskless {
