@@ -7,13 +7,17 @@
 //! - [`registry`]: which group coordinators run here (one per offsets partition led).
 //! - [`transaction`]: the transaction coordinator (KIP-98, KIP-890), one per
 //!   `__transaction_state` partition led.
-//! - [`records`]: the batches coordinators write to their internal logs.
+//! - [`records`]: the batches coordinators write to their internal logs (`storage::records`).
 //! - [`share`]: share-partitions and share sessions (KIP-932), on each partition's leader.
 
 pub mod group;
 pub mod offsets;
 pub mod producer_ids;
-pub mod records;
+/// The batches coordinators write to their internal logs (moved to [`crate::storage::records`],
+/// which the diskless coordinator shares).
+pub mod records {
+    pub use crate::storage::records::{encode_batch, TxnProducer};
+}
 pub mod registry;
 pub mod share;
 pub mod transaction;

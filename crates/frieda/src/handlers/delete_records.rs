@@ -218,29 +218,11 @@ async fn delete_diskless(
     index: i32,
     offset: i64,
 ) -> Result<i64, ResponseError> {
-    if index < 0 || index >= topic.partition_count() {
-        return Err(ResponseError::UnknownTopicOrPartition);
-    }
     if offset < HIGH_WATERMARK {
         return Err(ResponseError::OffsetOutOfRange);
     }
-    let partition = crate::diskless::coordinator::DisklessPartition {
-        topic_id: topic.id,
-        partition: index,
-    };
-    let host = broker
-        .diskless()
-        .and_then(|d| {
-            d.coordinators
-                .get(crate::diskless::driver::coordinator_partition_for(
-                    partition,
-                ))
-        })
-        .ok_or(ResponseError::NotLeaderOrFollower)?;
-    match host.delete_records(partition, offset).await {
-        Err(ResponseError::NotCoordinator | ResponseError::CoordinatorLoadInProgress) => {
-            Err(ResponseError::NotLeaderOrFollower)
-        }
-        other => other,
-    }
+    let (partition, _, host) = super::fetch_diskless::diskless_host(broker, topic, index)?;
+    host.delete_records(partition, offset)
+        .await
+        .map_err(super::fetch_diskless::not_here)
 }

@@ -252,11 +252,7 @@ pub async fn handle(
     mut req: FetchRequest,
 ) -> FetchResponse {
     let by_id = ctx.api_version >= TOPIC_ID_VERSION;
-    let replica = if ctx.api_version >= REPLICA_STATE_VERSION {
-        req.replica_state.replica_id.0
-    } else {
-        req.replica_id.0
-    };
+    let replica = replica_id(ctx, &req);
     // Diskless topics (issue 60) are read from the bucket, not from a local log.
     let diskless = if replica < 0 && broker.diskless().is_some() {
         super::fetch_diskless::take_diskless(broker, &mut req.topics, by_id)
@@ -297,6 +293,15 @@ pub async fn handle(
     resp
 }
 
+/// The fetching replica's id (-1: a consumer): in `replica_state` from v15 (KIP-903).
+fn replica_id(ctx: &RequestContext, req: &FetchRequest) -> i32 {
+    if ctx.api_version >= REPLICA_STATE_VERSION {
+        req.replica_state.replica_id.0
+    } else {
+        req.replica_id.0
+    }
+}
+
 /// Fetch of topics with local logs (every topic but the diskless ones).
 async fn handle_local(
     broker: &Arc<Broker>,
@@ -304,11 +309,7 @@ async fn handle_local(
     req: FetchRequest,
 ) -> FetchResponse {
     let by_id = ctx.api_version >= TOPIC_ID_VERSION;
-    let replica = if ctx.api_version >= REPLICA_STATE_VERSION {
-        req.replica_state.replica_id.0
-    } else {
-        req.replica_id.0
-    };
+    let replica = replica_id(ctx, &req);
     // Kafka's `FetchParams.fetchOnlyFromLeader`: false for a consumer's fetch v11+.
     let any_replica = replica < 0 && ctx.api_version >= RACK_ID_VERSION;
     let client_rack = if any_replica {

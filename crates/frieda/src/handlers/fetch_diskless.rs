@@ -7,8 +7,10 @@
 use super::{authorized, RequestContext};
 use crate::broker::Broker;
 use crate::diskless::coordinator::DisklessPartition;
-use crate::diskless::driver::{coordinator_partition_for, read};
+use crate::diskless::driver::coordinator::HostedCoordinator;
+use crate::diskless::driver::{coordinator_partition_for, read, Diskless};
 use crate::security::acl::{op, resource};
+use crate::storage::topic::Topic;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchTopic;
@@ -94,17 +96,10 @@ async fn read_once(
                 .with_records(Some(Bytes::new()));
             let result = match &topic {
                 Err(e) => Err(*e),
-                Ok(t) if fp.partition < 0 || fp.partition >= t.partition_count() => {
-                    Err(ResponseError::UnknownTopicOrPartition)
-                }
                 Ok(t) => {
-                    let partition = DisklessPartition {
-                        topic_id: t.id,
-                        partition: fp.partition,
-                    };
                     let budget = (fp.partition_max_bytes.max(0) as usize)
                         .min(response_max.saturating_sub(used));
-                    read_partition(broker, partition, fp.fetch_offset, budget.max(1)).await
+                    read_partition(broker, t, fp.partition, fp.fetch_offset, budget.max(1)).await
                 }
             };
             pd = match result {
@@ -129,13 +124,24 @@ async fn read_once(
     (out, used)
 }
 
-/// One partition's read: empty at offset 0 of a partition nothing was committed to yet.
-async fn read_partition(
+/// What a handler needs to serve partition `index` of diskless topic `topic` here: the
+/// partition, the service and the coordinator loaded here that serves it. Shared by the
+/// handlers of Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch and DeleteRecords.
+///
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION (3) for an index the topic lacks; NOT_LEADER_OR_FOLLOWER
+/// (6) on a broker whose coordinator does not serve it (Metadata names the one that does).
+pub(super) fn diskless_host(
     broker: &Broker,
-    partition: DisklessPartition,
-    offset: i64,
-    max_bytes: usize,
-) -> Result<read::Read, ResponseError> {
+    topic: &Topic,
+    index: i32,
+) -> Result<(DisklessPartition, Arc<Diskless>, Arc<HostedCoordinator>), ResponseError> {
+    if index < 0 || index >= topic.partition_count() {
+        return Err(ResponseError::UnknownTopicOrPartition);
+    }
+    let partition = DisklessPartition {
+        topic_id: topic.id,
+        partition: index,
+    };
     let diskless = broker
         .diskless()
         .ok_or(ResponseError::NotLeaderOrFollower)?;
@@ -143,6 +149,30 @@ async fn read_partition(
         .coordinators
         .get(coordinator_partition_for(partition))
         .ok_or(ResponseError::NotLeaderOrFollower)?;
+    Ok((partition, diskless.clone(), host))
+}
+
+/// A coordinator's "not here (yet)" as the partition error clients act on: NOT_COORDINATOR and
+/// COORDINATOR_LOAD_IN_PROGRESS become NOT_LEADER_OR_FOLLOWER (they refresh their metadata and
+/// retry).
+pub(super) fn not_here(e: ResponseError) -> ResponseError {
+    match e {
+        ResponseError::NotCoordinator | ResponseError::CoordinatorLoadInProgress => {
+            ResponseError::NotLeaderOrFollower
+        }
+        e => e,
+    }
+}
+
+/// One partition's read: empty at offset 0 of a partition nothing was committed to yet.
+async fn read_partition(
+    broker: &Broker,
+    topic: &Topic,
+    index: i32,
+    offset: i64,
+    max_bytes: usize,
+) -> Result<read::Read, ResponseError> {
+    let (partition, diskless, host) = diskless_host(broker, topic, index)?;
     match read::read(&host, &diskless.store, partition, offset, max_bytes).await {
         Err(ResponseError::UnknownTopicOrPartition) if offset == 0 => Ok(read::Read {
             records: Bytes::new(),

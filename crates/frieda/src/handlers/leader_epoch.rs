@@ -109,26 +109,12 @@ fn diskless_end(
     leader_epoch: i32,
     answer: EpochEndOffset,
 ) -> EpochEndOffset {
-    if index < 0 || index >= topic.partition_count() {
-        return answer.with_error_code(ResponseError::UnknownTopicOrPartition.code());
-    }
-    let partition = crate::diskless::coordinator::DisklessPartition {
-        topic_id: topic.id,
-        partition: index,
-    };
-    let offsets = broker
-        .diskless()
-        .and_then(|d| {
-            d.coordinators
-                .get(crate::diskless::driver::coordinator_partition_for(
-                    partition,
-                ))
-        })
-        .ok_or(ResponseError::NotLeaderOrFollower)
-        .and_then(|host| {
+    let offsets = super::fetch_diskless::diskless_host(broker, topic, index).and_then(
+        |(partition, _, host)| {
             host.offsets(partition)
-                .map_err(|_| ResponseError::NotLeaderOrFollower)
-        });
+                .map_err(super::fetch_diskless::not_here)
+        },
+    );
     match offsets {
         Err(e) => answer.with_error_code(e.code()),
         Ok(_) if leader_epoch < 0 => answer,

@@ -306,29 +306,9 @@ async fn diskless_offset(
     index: i32,
     timestamp: i64,
 ) -> Result<Option<(i64, i64)>, ResponseError> {
+    use super::fetch_diskless::{diskless_host, not_here};
     use crate::diskless::driver::read::{offset_for_time, TimeLookup};
-    if index < 0 || index >= topic.partition_count() {
-        return Err(ResponseError::UnknownTopicOrPartition);
-    }
-    let partition = crate::diskless::coordinator::DisklessPartition {
-        topic_id: topic.id,
-        partition: index,
-    };
-    let diskless = broker
-        .diskless()
-        .ok_or(ResponseError::NotLeaderOrFollower)?;
-    let host = diskless
-        .coordinators
-        .get(crate::diskless::driver::coordinator_partition_for(
-            partition,
-        ))
-        .ok_or(ResponseError::NotLeaderOrFollower)?;
-    let not_here = |e: ResponseError| match e {
-        ResponseError::NotCoordinator | ResponseError::CoordinatorLoadInProgress => {
-            ResponseError::NotLeaderOrFollower
-        }
-        e => e,
-    };
+    let (partition, diskless, host) = diskless_host(broker, topic, index)?;
     let (log_start, end) = host.offsets(partition).map_err(not_here)?;
     match timestamp {
         LATEST => Ok(Some((end, -1))),

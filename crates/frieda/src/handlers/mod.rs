@@ -15,7 +15,7 @@ pub mod delegation_tokens;
 pub mod delete_records;
 pub mod features;
 pub mod fetch;
-mod fetch_diskless;
+pub(crate) mod fetch_diskless;
 pub mod groups;
 pub mod leader_epoch;
 pub mod leadership;

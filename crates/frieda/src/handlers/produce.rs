@@ -10,8 +10,7 @@ use crate::broker::txn_verify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::diskless::append::ProducedBatch;
-use crate::diskless::coordinator::{BatchAnswer, DisklessPartition};
-use crate::diskless::driver::coordinator_partition_for;
+use crate::diskless::coordinator::BatchAnswer;
 use crate::membership::{ClusterNode, LeaderHints};
 use crate::quota::QuotaKind;
 use crate::security::acl::{op, resource};
@@ -407,14 +406,9 @@ fn prepare(
     records: Option<Bytes>,
     request_bytes: usize,
 ) -> Result<Prepared, AppendError> {
-    let Some(records) = records.filter(|r| !r.is_empty()) else {
-        return Err(AppendError {
-            code: ResponseError::InvalidRecord,
-            message: Some("no record batch".into()),
-            record_errors: Vec::new(),
-            log_start_offset: -1,
-        });
-    };
+    let records = records
+        .filter(|r| !r.is_empty())
+        .ok_or_else(no_record_batch)?;
     let policy = partition.produce_policy();
     let (buf, header) = validate(
         records,
@@ -475,6 +469,16 @@ fn validate(
     Ok((buf, header))
 }
 
+/// A partition's data without a record batch: INVALID_RECORD.
+fn no_record_batch() -> AppendError {
+    AppendError {
+        code: ResponseError::InvalidRecord,
+        message: Some("no record batch".into()),
+        record_errors: Vec::new(),
+        log_start_offset: -1,
+    }
+}
+
 /// A diskless topic's batch: its topic's place in the request, its partition, the batch.
 type DisklessItem = (usize, i32, Result<ProducedBatch, AppendError>);
 
@@ -491,29 +495,10 @@ fn prepare_diskless(
     records: Option<Bytes>,
     request_bytes: usize,
 ) -> Result<ProducedBatch, AppendError> {
-    if index < 0 || index as usize >= topic.partitions.read().len() {
-        return Err(ResponseError::UnknownTopicOrPartition.into());
-    }
-    let partition = DisklessPartition {
-        topic_id: topic.id,
-        partition: index,
-    };
-    let serving = broker.diskless().is_some_and(|d| {
-        d.coordinators
-            .get(coordinator_partition_for(partition))
-            .is_some()
-    });
-    if !serving {
-        return Err(ResponseError::NotLeaderOrFollower.into());
-    }
-    let Some(records) = records.filter(|r| !r.is_empty()) else {
-        return Err(AppendError {
-            code: ResponseError::InvalidRecord,
-            message: Some("no record batch".into()),
-            record_errors: Vec::new(),
-            log_start_offset: -1,
-        });
-    };
+    let (partition, _, _) = super::fetch_diskless::diskless_host(broker, topic, index)?;
+    let records = records
+        .filter(|r| !r.is_empty())
+        .ok_or_else(no_record_batch)?;
     let policy = topic
         .configs
         .read()

@@ -14,6 +14,7 @@
 //! - [`topic`]: a topic (id, partitions, config overrides) and the internal topics' names.
 //! - [`topic_config`]: topic-level configs under Kafka's names, mapped onto the log's.
 //! - [`checkpoint`], [`log_start`]: Kafka's offset checkpoint files.
+//! - [`records`]: the batches coordinators write to their internal logs, and their replay.
 //!
 //! Below the coordinators and the [`Broker`](crate::broker::Broker) that holds the topic
 //! registry: nothing here knows of either.
@@ -27,6 +28,7 @@ pub mod leader_append;
 pub mod log_start;
 pub mod meta_properties;
 pub mod partition;
+pub mod records;
 pub mod topic;
 pub mod topic_config;
 pub mod writer;

@@ -37,7 +37,6 @@ use crate::storage::writer::AppendOutcome;
 use bytes::Bytes;
 use codec::{GroupValue, LogKey, OffsetValue};
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::records::RecordBatchDecoder;
 use parking_lot::Mutex;
 use state::{Landed, LogRecord, OffsetsState};
 use std::future::Future;
@@ -140,38 +139,22 @@ impl OffsetStore {
     /// Replays the log into memory.
     pub fn open(log: Arc<Partition>) -> anyhow::Result<OffsetStore> {
         let mut inner = Inner::default();
-        let reader = log.reader().clone();
-        let mut offset = reader.log_start_offset();
-        let end = reader.log_end_offset();
         let (mut records, mut skipped) = (0u64, 0u64);
-        while offset < end {
-            let data = reader.read(offset, 8 << 20, end)?;
-            if data.chunks.is_empty() || data.next_offset <= offset {
-                break;
+        let end = crate::storage::records::replay(&log, "the offsets log", |r| {
+            records += 1;
+            let read = LogRecord {
+                offset: r.offset,
+                producer_id: r.producer_id,
+                transactional: r.transactional,
+                control: r.control,
+                key: r.key.as_deref(),
+                value: r.value.as_deref(),
+            };
+            if !inner.replay(read) {
+                skipped += 1;
             }
-            for chunk in &data.chunks {
-                let mut buf = chunk.clone();
-                let sets = RecordBatchDecoder::decode_all(&mut buf)
-                    .map_err(|e| anyhow::anyhow!("decoding the offsets log at {offset}: {e}"))?;
-                for set in sets {
-                    for r in set.records {
-                        records += 1;
-                        let read = LogRecord {
-                            offset: r.offset,
-                            producer_id: r.producer_id,
-                            transactional: r.transactional,
-                            control: r.control,
-                            key: r.key.as_deref(),
-                            value: r.value.as_deref(),
-                        };
-                        if !inner.replay(read) {
-                            skipped += 1;
-                        }
-                    }
-                }
-            }
-            offset = data.next_offset;
-        }
+            Ok(())
+        })?;
         inner.replayed_upto(end);
         tracing::info!(
             records,

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
-use kafka_protocol::records::RecordBatchDecoder;
 use parking_lot::Mutex;
 
 use super::log;
@@ -19,6 +18,7 @@ use crate::coordinator::records::encode_batch;
 use crate::coordinator::{lease_holds, LeaseCheck};
 use crate::storage::leader_append::{admit_produce, answer_produce};
 use crate::storage::partition::Partition;
+use crate::storage::records::replay;
 
 /// How long a write to `__transaction_state` waits for its in-sync replicas (Kafka's
 /// `transaction.state.log` appends use the request timeout; 5 s here).
@@ -60,45 +60,28 @@ impl TxnPartition {
         lease: Option<LeaseCheck>,
     ) -> anyhow::Result<TxnPartition> {
         let mut txns: HashMap<String, TxnMetadata> = HashMap::new();
-        let reader = log.reader().clone();
-        let mut offset = reader.log_start_offset();
-        let end = reader.log_end_offset();
         let mut skipped = 0u64;
-        while offset < end {
-            let data = reader.read(offset, 8 << 20, end)?;
-            if data.chunks.is_empty() || data.next_offset <= offset {
-                break;
-            }
-            for chunk in &data.chunks {
-                let mut buf = chunk.clone();
-                let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| {
-                    anyhow::anyhow!("decoding __transaction_state-{index} at {offset}: {e}")
-                })?;
-                for set in sets {
-                    for r in set.records {
-                        let Some(id) = r.key.as_deref().and_then(log::decode_key) else {
-                            skipped += 1;
-                            continue;
-                        };
-                        let value = match r.value.as_deref() {
-                            None => None,
-                            Some(v) => match log::decode_value(v) {
-                                Some(t) => Some(t),
-                                None => {
-                                    skipped += 1;
-                                    continue;
-                                }
-                            },
-                        };
-                        match replayed(&id, value.as_ref()) {
-                            Some(m) => txns.insert(id, m),
-                            None => txns.remove(&id),
-                        };
+        let end = replay(&log, &format!("__transaction_state-{index}"), |r| {
+            let Some(id) = r.key.as_deref().and_then(log::decode_key) else {
+                skipped += 1;
+                return Ok(());
+            };
+            let value = match r.value.as_deref() {
+                None => None,
+                Some(v) => match log::decode_value(v) {
+                    Some(t) => Some(t),
+                    None => {
+                        skipped += 1;
+                        return Ok(());
                     }
-                }
-            }
-            offset = data.next_offset;
-        }
+                },
+            };
+            match replayed(&id, value.as_ref()) {
+                Some(m) => txns.insert(id, m),
+                None => txns.remove(&id),
+            };
+            Ok(())
+        })?;
         tracing::info!(
             partition = index,
             coordinator_epoch,

@@ -13,12 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use frieda_log::BatchHeader;
+use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::oneshot;
 
@@ -30,6 +26,7 @@ use crate::diskless::host::{CoordinatorHost, HostError, Outcome, Step};
 use crate::remote::store::RemoteStore;
 use crate::storage::leader_append::admit_produce;
 use crate::storage::partition::Partition;
+use crate::storage::records::{encode_batch, replay};
 
 /// How long a decision's record may take to be replicated before the host fails (ms).
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -70,40 +67,17 @@ impl HostedCoordinator {
         lease: Option<Lease>,
     ) -> anyhow::Result<HostedCoordinator> {
         let mut host = CoordinatorHost::load_with(coordinator);
-        let reader = log.reader().clone();
-        let mut offset = reader.log_start_offset();
-        let end = reader.log_end_offset();
         let mut records = 0u64;
-        while offset < end {
-            let data = reader.read(offset, 8 << 20, end)?;
-            if data.chunks.is_empty() || data.next_offset <= offset {
-                break;
-            }
-            for chunk in &data.chunks {
-                let mut buf = chunk.clone();
-                let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| {
-                    anyhow::anyhow!("decoding __diskless_coordinator-{index} at {offset}: {e}")
-                })?;
-                for set in sets {
-                    for r in set.records {
-                        if r.offset < offset {
-                            continue;
-                        }
-                        let Some(value) = r.value.as_deref() else {
-                            continue;
-                        };
-                        host.replay(r.offset, value).map_err(|e| {
-                            anyhow::anyhow!(
-                                "__diskless_coordinator-{index} offset {}: {e}",
-                                r.offset
-                            )
-                        })?;
-                        records += 1;
-                    }
-                }
-            }
-            offset = data.next_offset;
-        }
+        let what = format!("__diskless_coordinator-{index}");
+        let end = replay(&log, &what, |r| {
+            let Some(value) = r.value.as_deref() else {
+                return Ok(());
+            };
+            host.replay(r.offset, value)
+                .map_err(|e| anyhow::anyhow!("{what} offset {}: {e}", r.offset))?;
+            records += 1;
+            Ok(())
+        })?;
         host.loaded(end);
         tracing::info!(
             partition = index,
@@ -405,7 +379,9 @@ impl HostedCoordinator {
         let result = match refused {
             Some(e) => Err(e),
             None => {
-                let (batch, header) = encode_record(Bytes::from(record), now_ms());
+                // one record: no key (an empty one), the decision as its value
+                let (batch, header) =
+                    encode_batch(&[(Bytes::new(), Some(Bytes::from(record)))], now_ms(), None);
                 self.log.append(batch, header).await
             }
         };
@@ -504,37 +480,6 @@ pub fn retention_point(
 fn wal_object(key: &str) -> Option<ObjectId> {
     let name = key.rsplit('/').next()?.strip_suffix(".wal")?;
     uuid::Uuid::try_parse(name).ok().map(ObjectId)
-}
-
-/// One uncompressed v2 batch holding one record: no key, `value`, stamped `now` (ms).
-fn encode_record(value: Bytes, now: i64) -> (BytesMut, BatchHeader) {
-    let record = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: 0,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: now,
-        key: None,
-        value: Some(value),
-        headers: Default::default(),
-    };
-    let mut buf = BytesMut::with_capacity(128);
-    RecordBatchEncoder::encode(
-        &mut buf,
-        std::iter::once(&record),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("encoding an uncompressed v2 batch cannot fail");
-    let header = BatchHeader::parse(&buf).expect("a batch just encoded parses");
-    (buf, header)
 }
 
 /// The coordinators loaded on this broker, by `__diskless_coordinator` partition.

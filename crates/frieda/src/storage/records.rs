@@ -1,12 +1,15 @@
 //! Record batches the coordinators write to their internal logs (`__consumer_offsets`,
-//! `__transaction_state`): uncompressed v2 batches of key/value records, encoded with
-//! `kafka-protocol`.
+//! `__transaction_state`, `__diskless_coordinator`): uncompressed v2 batches of key/value
+//! records, encoded with `kafka-protocol` ([`encode_batch`]); and the replay of such a log at a
+//! coordinator's load ([`replay`]).
 
 use bytes::{Bytes, BytesMut};
 use frieda_log::BatchHeader;
 use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
+
+use super::partition::Partition;
 
 /// The producer of a transactional coordinator write (TxnOffsetCommit): its id and epoch;
 /// the batch is marked transactional and carries no sequence (Kafka's coordinator appends).
@@ -56,4 +59,34 @@ pub fn encode_batch(
     .expect("encoding an uncompressed v2 batch cannot fail");
     let header = BatchHeader::parse(&buf).expect("a batch we just encoded parses");
     (buf, header)
+}
+
+/// Replays every record of `log` from its log start to its log end offset then, in offset
+/// order, through `each`; returns that log end offset. `what` names the log in errors.
+///
+/// Errors: the log cannot be read, a batch does not decode, or `each` fails (the replay stops).
+pub fn replay(
+    log: &Partition,
+    what: &str,
+    mut each: impl FnMut(Record) -> anyhow::Result<()>,
+) -> anyhow::Result<i64> {
+    let reader = log.reader().clone();
+    let mut offset = reader.log_start_offset();
+    let end = reader.log_end_offset();
+    while offset < end {
+        let data = reader.read(offset, 8 << 20, end)?;
+        if data.chunks.is_empty() || data.next_offset <= offset {
+            break;
+        }
+        for chunk in &data.chunks {
+            let mut buf = chunk.clone();
+            let sets = RecordBatchDecoder::decode_all(&mut buf)
+                .map_err(|e| anyhow::anyhow!("decoding {what} at {offset}: {e}"))?;
+            for record in sets.into_iter().flat_map(|set| set.records) {
+                each(record)?;
+            }
+        }
+        offset = data.next_offset;
+    }
+    Ok(end)
 }
