@@ -139,10 +139,12 @@ def produce(f: Frieda, store: SeaweedFS, a, topic: str, rate: int, js: Path) -> 
                 "--producers", str(a.producers), "--rate", str(rate), "--record-size", str(a.record_size),
                 "--acks", "all", "--batch-bytes", str(a.batch_bytes), "--warmup-secs", str(a.warmup),
                 "--duration-secs", str(a.secs), "--broker-pid", str(f.proc.p.pid), "--json", str(js),
-                "--progress-secs", "0", timeout=a.secs + a.warmup + 150)
+                "--timeline", "--progress-secs", "0", timeout=a.secs + a.warmup + 150)
     (js.with_suffix(".stderr")).write_text(out.stderr)
     r = json.loads(js.read_text())
     r.pop("percentiles", None)
+    timeline = r.pop("timeline", None) or {}  # per second and every pause in acks: raw/<topic>.json
+    r["longest_ack_gap_ms"] = timeline.get("longest_ack_gap_ms")
     r["store_cpu_s"] = store.cpu_s() - store_cpu0
     r["store_cpu_s_per_million"] = r["store_cpu_s"] / max(r["acked_total"], 1) * 1e6
     return r
@@ -243,24 +245,25 @@ def main() -> None:
                                          f"rsm.config.key.prefix=r{rep}-i{interval}/"])
                 f.start()
                 time.sleep(2)
-                for rate in rates:
-                    cells = [("diskless", diskless_cell)]
-                    if i == 0 and not a.no_classic:
-                        cells.append(("classic", classic_cell))
-                    for kind, cell in cells:
-                        try:
-                            r = cell(f, store, a, rep, interval, rate)
-                        except Exception as e:  # a failed cell is reported, the others still run
-                            r = {"cell": "produce", "kind": kind, "rep": rep, "interval_ms": interval, "rate": rate,
-                                 "failed": str(e)[-1500:]}
-                            print(f"[diskless] {kind} i{interval} r{rate} rep {rep} FAILED: {e}", flush=True)
-                        else:
-                            print(f"[diskless] {kind} i{interval} r{rate} rep {rep}: {r['throughput_rps']:.0f}/s "
-                                  f"p99.9 {r['p999_us']} µs max {r['max_us']} µs errors {r['errors']}"
-                                  + (f", {r['wal_objects']} objects, PUT p99.9 {r['put_p999_us']:.0f} µs, GETs "
-                                     f"{r['store_requests_read'].get('GET', 0):.0f} for {r['read_mb']:.0f} MB"
-                                     if kind == "diskless" else ""), flush=True)
-                        runs.append(r)
+                # The classic cells after the node's diskless ones: their page-cache writeback
+                # would otherwise share the disk with the next diskless cell's coordinator fsyncs.
+                cells = [("diskless", diskless_cell, rate) for rate in rates]
+                if i == 0 and not a.no_classic:
+                    cells += [("classic", classic_cell, rate) for rate in rates]
+                for kind, cell, rate in cells:
+                    try:
+                        r = cell(f, store, a, rep, interval, rate)
+                    except Exception as e:  # a failed cell is reported, the others still run
+                        r = {"cell": "produce", "kind": kind, "rep": rep, "interval_ms": interval, "rate": rate,
+                             "failed": str(e)[-1500:]}
+                        print(f"[diskless] {kind} i{interval} r{rate} rep {rep} FAILED: {e}", flush=True)
+                    else:
+                        print(f"[diskless] {kind} i{interval} r{rate} rep {rep}: {r['throughput_rps']:.0f}/s "
+                              f"p99.9 {r['p999_us']} µs max {r['max_us']} µs errors {r['errors']}"
+                              + (f", {r['wal_objects']} objects, PUT p99.9 {r['put_p999_us']:.0f} µs, GETs "
+                                 f"{r['store_requests_read'].get('GET', 0):.0f} for {r['read_mb']:.0f} MB"
+                                 if kind == "diskless" else ""), flush=True)
+                    runs.append(r)
                 f.stop()
                 runs.append({"cell": "log", "rep": rep, "interval_ms": interval,
                              "problems": log_problems(work / "frieda.log")[:200]})
@@ -285,11 +288,14 @@ def merged(rs: list[dict]) -> dict:
     key), the rest from the first."""
     out = dict(rs[0])
     for k, v in rs[0].items():
+        if k in ("rep", "interval_ms", "rate"):
+            continue
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             out[k] = statistics.median(r[k] for r in rs if isinstance(r.get(k), (int, float)))
         elif isinstance(v, dict) and all(isinstance(x, (int, float)) for x in v.values()):
             keys = {kk for r in rs for kk in r.get(k, {})}
-            out[k] = {kk: statistics.median(r.get(k, {}).get(kk, 0) for r in rs) for kk in keys}
+            m = {kk: statistics.median(r.get(k, {}).get(kk, 0) for r in rs) for kk in keys}
+            out[k] = {kk: x for kk, x in m.items() if x}
     out["read_complete"] = all(r.get("read_complete", True) for r in rs)
     out["errors"] = sum(r["errors"] for r in rs)  # all runs' failed records, not a median
     out["unacked"] = sum(r["sent_total"] - r["acked_total"] for r in rs)
@@ -319,7 +325,7 @@ def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
             f"batch limit {a.batch_bytes} B per partition, linger 0, {a.warmup} s warm-up then {a.secs} s measured. "
             f"Fsync: Frieda's default (classic topic: none; the coordinator's partition: `flush.messages=1`). "
             f"Diskless: `diskless.enable=true`, `diskless.append.commit.interval.ms` as stated (one fresh node per "
-            f"interval), buffer max 8 MiB (default). Classic: the same load on the first interval's node. "
+            f"interval), buffer max 8 MiB (default). Classic: the same load on the first interval's node, after its diskless cells. "
             + ("One run" if a.repeat == 1 else f"Medians of {a.repeat} runs (errors: all runs' sum)")
             + f"; wall time {a.wall_s:.0f} s.")
     lines = ["# Diskless topics (issue 60), `scripts/bench --diskless`", "", cond, ""]
@@ -329,11 +335,15 @@ def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
                                                f"`{r['failed'].splitlines()[-1][:300]}`" for r in failed] + [""]
     lines += ["## 1. Produce latency (µs, from each record's scheduled send time)", "",
               "| topic | commit interval ms | offered/s | achieved/s | " + " | ".join(p.replace("_us", "") for p in PCTS)
-              + " | errors | unacked |", "|---|" + "---|" * (len(PCTS) + 5)]
+              + " | longest ack gap ms | errors | unacked |", "|---|" + "---|" * (len(PCTS) + 6)]
     for r in rows:
         lines.append(f"| {r['kind']} | {r['interval_ms'] if r['kind'] == 'diskless' else '-'} | {r['rate']} | "
                      f"{r['throughput_rps']:.0f} | " + " | ".join(f"{r[p]:.0f}" for p in PCTS)
+                     + f" | {r.get('longest_ack_gap_ms') if r.get('longest_ack_gap_ms') is not None else '-'}"
                      + f" | {r['errors']} | {r['unacked']} |")
+    lines += ["", "longest ack gap: the longest time in which none of the producers got an acknowledgement "
+              "(frieda-bench --timeline; per-second percentiles in raw/<topic>.json); errors: records answered "
+              "with an error; unacked: records sent but not acknowledged (all runs)."]
     lines += ["", "## 2. The store's PUT latency and the goal (diskless p99.9 <= interval + 2 x PUT p99.9)", "",
               f"boto3 PUTs one at a time for {a.put_secs:.0f} s right after each diskless cell, of objects of rate x "
               f"{a.record_size} B x interval (at most 8 MiB); µs.", "",
@@ -342,7 +352,7 @@ def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
     for r in sorted(dl, key=lambda r: (-r["interval_ms"], r["rate"])):
         lines.append(f"| {r['interval_ms']} | {r['rate']} | {r['put_size']} | {r['wal_mean_object_bytes']:.0f} | "
                      f"{r['puts']} | {r['put_p50_us']:.0f} | {r['put_p99_us']:.0f} | {r['put_p999_us']:.0f} | "
-                     f"{r['goal_bound_us']:.0f} | {r['p999_us']} | {'PASS' if r['goal_pass'] else 'FAIL'} |")
+                     f"{r['goal_bound_us']:.0f} | {r['p999_us']:.0f} | {'PASS' if r['goal_pass'] else 'FAIL'} |")
     lines += ["", "## 3. Object-store requests per MB", "",
               "MB = 10^6 B of record values. PUTs: SeaweedFS's `SeaweedFS_s3_request_total{type=\"PUT\"}` over the "
               "produce (warm-up, measured and drain); WAL objects: new keys under `<prefix>diskless/wal/`. GETs: the "
@@ -360,17 +370,18 @@ def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
                      f"{r['read_secs']:.1f} | {', '.join(f'{k} {v:.0f}' for k, v in sorted(other.items())) or '-'} |")
     cl = [r for r in ok if r["kind"] == "classic"]
     if cl:
-        lines += ["", "Store requests during the classic cells (expected none): "
+        lines += ["", "Store requests during the classic cells (no diskless traffic; a LIST is the broker's garbage collection, every 5 s): "
                   + "; ".join(f"{r['rate']}/s: {r['store_requests_produce'] or 'none'}" for r in cl)]
     lines += ["", "## 4. CPU (s per million records acknowledged, over the produce)", "",
               "Broker: frieda-bench's /proc/PID/stat over the measured window / measured records; store: SeaweedFS's "
               "/proc/PID/stat over the whole produce (warm-up and drain too) / all acknowledged records.", "",
               "| topic | commit interval ms | rate/s | broker CPU s/M | broker CPU s | store CPU s/M | store CPU s "
-              "| broker CPU s, read pass |", "|---|---|---|---|---|---|---|---|"]
+              "| records/request | broker CPU s, read pass |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['kind']} | {r['interval_ms'] if r['kind'] == 'diskless' else '-'} | {r['rate']} | "
                      f"{r['broker_cpu_s_per_million']:.2f} | {r['broker_cpu_s']:.2f} | {r['store_cpu_s_per_million']:.2f} | "
-                     f"{r['store_cpu_s']:.2f} | {r.get('read_broker_cpu_s', float('nan')):.2f} |")
+                     f"{r['store_cpu_s']:.2f} | {r['records_per_request']:.1f} | "
+                     + (f"{r['read_broker_cpu_s']:.2f} |" if "read_broker_cpu_s" in r else "- |"))
     logs = [r for r in runs if r.get("cell") == "log"]
     lines += ["", "## Broker log warnings", ""]
     for r in logs:
