@@ -95,6 +95,7 @@ async fn acknowledge(
         return Ok(());
     }
     let t = broker.topic(topic).ok_or(E::UnknownTopicOrPartition)?;
+    not_diskless(broker, &t)?;
     let p = t.replica(index)?;
     p.repl.check_leader(-1)?;
     let shares = &broker.groups.shares;
@@ -550,6 +551,16 @@ async fn acknowledge_partition(
 
 /// ShareFetch: acknowledges what the request carries, then acquires records of every partition
 /// of the member's share session that this broker leads, waiting up to `MaxWaitMs` for some.
+/// Share groups do not read diskless topics yet (issue 60): their partitions are answered
+/// INVALID_REQUEST (42), not read from the empty local replica.
+fn not_diskless(broker: &Broker, topic: &crate::storage::topic::Topic) -> Result<(), E> {
+    if topic.configs.read().is_diskless(&broker.topic_defaults()) {
+        tracing::debug!(topic = %topic.name, "share fetch of a diskless topic refused");
+        return Err(E::InvalidRequest);
+    }
+    Ok(())
+}
+
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -690,6 +701,7 @@ pub async fn handle(
                     broker
                         .topic(&name)
                         .ok_or(E::UnknownTopicOrPartition)
+                        .and_then(|t| not_diskless(broker, &t).map(|()| t))
                         .and_then(|t| t.replica(*index))
                         .and_then(|p| p.repl.check_leader(-1).map(|_| p))
                         .map(|p| (name, p))

@@ -386,8 +386,8 @@ impl TopicConfigs {
     /// `system_enabled` the broker's `remote.log.storage.system.enable` (the bucket).
     ///
     /// Errors ([`ConfigError`], answered INVALID_CONFIG (40)): `diskless.enable` changed by an
-    /// alter; `diskless.enable=true` without the bucket, with `remote.storage.enable=true`, or
-    /// with a compacted `cleanup.policy`.
+    /// alter; `diskless.enable=true` without the bucket, with `remote.storage.enable=true`, with
+    /// a compacted `cleanup.policy`, or with `message.timestamp.type=LogAppendTime` (not built).
     pub fn check_diskless(
         &self,
         defaults: &TopicConfigs,
@@ -421,6 +421,11 @@ impl TopicConfigs {
         {
             return Err(ConfigError::Rule(
                 "diskless topics cannot be compacted (`cleanup.policy=compact`)".into(),
+            ));
+        }
+        if self.effective(defaults, "message.timestamp.type") == Some("LogAppendTime") {
+            return Err(ConfigError::Rule(
+                "diskless topics do not support `message.timestamp.type=LogAppendTime` yet".into(),
             ));
         }
         Ok(())
@@ -688,6 +693,10 @@ mod tests {
         for refused in [
             with(&[(DISKLESS_ENABLE, "true"), ("cleanup.policy", "compact")]),
             with(&[(DISKLESS_ENABLE, "true"), (REMOTE_STORAGE_ENABLE, "true")]),
+            with(&[
+                (DISKLESS_ENABLE, "true"),
+                ("message.timestamp.type", "LogAppendTime"),
+            ]),
         ] {
             assert!(refused.check_diskless(&defaults, None, true).is_err());
         }
