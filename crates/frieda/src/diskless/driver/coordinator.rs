@@ -52,6 +52,8 @@ pub struct HostedCoordinator {
     /// Held from a decision until its record is in the log: records land in decision order.
     write_order: tokio::sync::Mutex<()>,
     active: AtomicBool,
+    /// Wakes [`run`](Self::run) from its idle wait when a record was appended.
+    appended: tokio::sync::Notify,
 }
 
 impl HostedCoordinator {
@@ -96,6 +98,7 @@ impl HostedCoordinator {
             host: Mutex::new(host),
             write_order: tokio::sync::Mutex::new(()),
             active: AtomicBool::new(true),
+            appended: tokio::sync::Notify::new(),
         })
     }
 
@@ -148,7 +151,11 @@ impl HostedCoordinator {
                 tokio::time::sleep(HW_POLL).await;
             } else {
                 stuck_since = None;
-                tokio::time::sleep(HW_POLL * 10).await;
+                // idle: until a record is appended (not a 50 ms sleep in a commit's answer)
+                tokio::select! {
+                    _ = tokio::time::sleep(HW_POLL * 10) => {}
+                    _ = self.appended.notified() => {}
+                }
             }
         }
     }
@@ -386,7 +393,10 @@ impl HostedCoordinator {
             }
         };
         match result {
-            Ok(outcome) if outcome.base_offset == offset => Ok(()),
+            Ok(outcome) if outcome.base_offset == offset => {
+                self.appended.notify_one();
+                Ok(())
+            }
             Ok(outcome) => {
                 tracing::error!(
                     partition = self.index,
