@@ -346,23 +346,13 @@ fn describe_image_topic(
     version: i16,
 ) -> MetadataResponseTopic {
     let ids = |v: &[i32]| v.iter().map(|b| BrokerId(*b)).collect::<Vec<_>>();
-    // A diskless topic's partitions are served by the coordinator's leader (this version).
-    let routed = crate::diskless::driver::is_diskless(t).then(|| {
-        crate::diskless::driver::routed_leader(image).unwrap_or((frieda_meta::NO_LEADER, -1))
-    });
     let partitions = t
         .partitions
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let mut p = p.clone();
-            if let Some((leader, epoch)) = routed {
-                p.leader = leader;
-                p.leader_epoch = epoch;
-                p.isr = vec![leader];
-                p.replicas = vec![leader];
-            }
-            let p = &p;
+            // a diskless topic's partitions as served (the coordinator's leader)
+            let p = crate::diskless::driver::served(image, t, p);
             let offline: Vec<i32> = p
                 .replicas
                 .iter()

@@ -42,15 +42,13 @@ fn view(broker: &Broker, names: &[String]) -> Vec<TopicView> {
                 .topics
                 .iter()
                 .map(|(name, t)| {
-                    let routed = crate::diskless::driver::is_diskless(t)
-                        .then(|| crate::diskless::driver::routed_leader(&image))
-                        .flatten();
                     let parts = t
                         .partitions
                         .iter()
+                        .map(|p| crate::diskless::driver::served(&image, t, p))
                         .map(|p| PartitionView {
-                            leader: routed.map_or(p.leader, |r| r.0),
-                            epoch: routed.map_or(p.leader_epoch, |r| r.1),
+                            leader: p.leader,
+                            epoch: p.leader_epoch,
                             replicas: p.replicas.clone(),
                             isr: p.isr.clone(),
                             offline: p

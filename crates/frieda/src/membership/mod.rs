@@ -356,7 +356,10 @@ impl ClusterNode {
     /// without a live leader (or one without that listener).
     pub fn leader_hint(&self, topic: &str, partition: i32, listener: &str) -> Option<LeaderHint> {
         let image = self.image();
-        let p = image.partition(topic, partition)?;
+        let t = image.topics.get(topic)?;
+        let p = t.partitions.get(usize::try_from(partition).ok()?)?;
+        // as clients are told it (a diskless partition: the broker that serves it)
+        let p = crate::diskless::driver::served(&image, t, p);
         let b = image.brokers.get(&p.leader).filter(|b| !b.fenced)?;
         let e = endpoint_on(b, listener)?;
         Some(LeaderHint {

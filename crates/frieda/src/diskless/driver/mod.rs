@@ -153,16 +153,37 @@ pub fn is_diskless(topic: &frieda_meta::TopicImage) -> bool {
         .is_some_and(|v| v == "true")
 }
 
-/// The leader and leader epoch Metadata names for every partition of a diskless topic: those of
-/// `__diskless_coordinator-0` (whose leader runs the coordinator and takes the produces and
+/// The leader and leader epoch clients are told for every partition of a diskless topic: those
+/// of `__diskless_coordinator-0` (whose leader runs the coordinator and takes the produces and
 /// fetches in this version); `None` while that partition does not exist.
-pub fn routed_leader(image: &frieda_meta::MetadataImage) -> Option<(i32, i32)> {
+fn routed_leader(image: &frieda_meta::MetadataImage) -> Option<(i32, i32)> {
     let p = image
         .topics
         .get(crate::diskless::config::COORDINATOR_TOPIC)?
         .partitions
         .first()?;
     Some((p.leader, p.leader_epoch))
+}
+
+/// Partition `p` of `topic` as clients are told it (Metadata, DescribeTopicPartitions, the
+/// leader hints of KIP-951): for a diskless topic the leader of `__diskless_coordinator-0`
+/// (no leader while it does not exist) with its epoch, as the leader and only replica; any
+/// other partition as the image has it.
+pub fn served<'a>(
+    image: &frieda_meta::MetadataImage,
+    topic: &frieda_meta::TopicImage,
+    p: &'a frieda_meta::PartitionState,
+) -> std::borrow::Cow<'a, frieda_meta::PartitionState> {
+    if !is_diskless(topic) {
+        return std::borrow::Cow::Borrowed(p);
+    }
+    let (leader, epoch) = routed_leader(image).unwrap_or((frieda_meta::NO_LEADER, -1));
+    let mut routed = p.clone();
+    routed.leader = leader;
+    routed.leader_epoch = epoch;
+    routed.isr = vec![leader];
+    routed.replicas = vec![leader];
+    std::borrow::Cow::Owned(routed)
 }
 
 #[cfg(test)]
