@@ -175,6 +175,24 @@ def offsets_by_partition(cp: str, boot: str, topic: str, spec: int) -> dict[int,
     return {int(p): int(o) for p, o in re.findall(rf"^{re.escape(topic)}:(\d+):(-?\d+)$", out, re.M)}
 
 
+def assert_stored_in_order(c, topic: str, parts: int, got: dict, hw: dict[int, int],
+                           counts: dict[int, int]) -> None:
+    """Each partition's high watermark is its count of stored records (``counts``), its low
+    watermark 0, and an idempotent producer's records (keys ending in ``-<sequence>``, the
+    sequence's partition ``seq % parts``) sit in the order it produced them."""
+    assert hw == {p: counts[p] for p in range(parts)}, (hw, dict(counts))
+    assert {p: low for p, (low, _high) in watermarks(c.bootstrap, topic, parts, timeout=30).items()} == \
+        {p: 0 for p in range(parts)}
+    seqs = defaultdict(list)
+    for (p, _off), (key, _value) in sorted(got.items()):
+        seq = int(key.rpartition(b"-")[2])
+        assert seq % parts == p, f"record {key!r} in partition {p}"
+        seqs[p].append(seq)
+    for p, s in seqs.items():
+        bad = next((j for j in range(1, len(s)) if s[j] <= s[j - 1]), None)
+        assert bad is None, f"{topic}[{p}]: sequence {s[bad]} at offset {bad} after {s[bad - 1]}"
+
+
 # ---- v2 record batches as a WAL object holds them (uncompressed)
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -507,19 +525,7 @@ def test_diskless_coordinator_leader_killed(store, cluster, topic_name):
     counts = defaultdict(int)
     for a in prod.acks:
         counts[a.partition] += 1
-    assert hw == {p: counts[p] for p in range(parts)}, (hw, dict(counts))
-    assert {p: low for p, (low, _high) in watermarks(c.bootstrap, topic, parts, timeout=30).items()} == \
-        {p: 0 for p in range(parts)}
-
-    # An idempotent producer keeps each partition in the order it produced.
-    seqs = defaultdict(list)
-    for (p, _off), (key, _value) in sorted(got.items()):
-        seq = int(key.rpartition(b"-")[2])
-        assert seq % parts == p, f"record {key!r} in partition {p}"
-        seqs[p].append(seq)
-    for p, s in seqs.items():
-        bad = next((j for j in range(1, len(s)) if s[j] <= s[j - 1]), None)
-        assert bad is None, f"{topic}[{p}]: sequence {s[bad]} at offset {bad} after {s[bad - 1]}"
+    assert_stored_in_order(c, topic, parts, got, hw, counts)
 
 
 # ---------------------------------------------------------------- 4. store faults and coordinator failovers under load
@@ -722,18 +728,6 @@ def test_diskless_faults_under_load(store, cluster, topic_name):
             counts[a.partition] += 1
         for p, _off, _key in extra:
             counts[p] += 1
-        assert hw == {p: counts[p] for p in range(parts)}, (hw, dict(counts))
-        assert {p: low for p, (low, _high) in watermarks(c.bootstrap, topic, parts, timeout=30).items()} == \
-            {p: 0 for p in range(parts)}
-
-        # An idempotent producer keeps each partition in the order it produced.
-        seqs = defaultdict(list)
-        for (p, _off), (key, _value) in sorted(got.items()):
-            seq = int(key.rpartition(b"-")[2])
-            assert seq % parts == p, f"record {key!r} in partition {p}"
-            seqs[p].append(seq)
-        for p, s in seqs.items():
-            bad = next((j for j in range(1, len(s)) if s[j] <= s[j - 1]), None)
-            assert bad is None, f"{topic}[{p}]: sequence {s[bad]} at offset {bad} after {s[bad - 1]}"
+        assert_stored_in_order(c, topic, parts, got, hw, counts)
     finally:
         proxy.close()

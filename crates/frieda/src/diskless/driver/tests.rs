@@ -7,6 +7,7 @@ use super::*;
 use crate::clock::now_ms;
 use crate::diskless::append::ProducedBatch;
 use crate::diskless::coordinator::BatchAnswer;
+use crate::diskless::testing::appended;
 use crate::storage::partition::Partition;
 use crate::storage::topic_config::TopicConfigs;
 use crate::storage::writer::LogWriters;
@@ -145,27 +146,9 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
 
     // Two partitions in one produce (one object), then more.
     let answers = produce(&d, vec![(0, batch(7, 0, 0, 3)), (1, batch(8, 0, 0, 2))]).await;
-    assert_eq!(
-        answers,
-        vec![
-            BatchAnswer::Appended {
-                base_offset: 0,
-                last_offset: 2
-            },
-            BatchAnswer::Appended {
-                base_offset: 0,
-                last_offset: 1
-            },
-        ]
-    );
+    assert_eq!(answers, vec![appended(0, 2), appended(0, 1),]);
     let answers = produce(&d, vec![(0, batch(7, 3, 3, 4))]).await;
-    assert_eq!(
-        answers,
-        vec![BatchAnswer::Appended {
-            base_offset: 3,
-            last_offset: 6
-        }]
-    );
+    assert_eq!(answers, vec![appended(3, 6)]);
     // An idempotent resend (a new object) is answered with the first offsets, stored once.
     let answers = produce(&d, vec![(0, batch(7, 3, 3, 4))]).await;
     assert_eq!(
@@ -212,13 +195,7 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
         }]
     );
     let answers = produce(&d, vec![(0, batch(7, 7, 7, 1))]).await;
-    assert_eq!(
-        answers,
-        vec![BatchAnswer::Appended {
-            base_offset: 7,
-            last_offset: 7
-        }]
-    );
+    assert_eq!(answers, vec![appended(7, 7)]);
 
     // DeleteRecords: the log start moves (and stays over a reload); below it is out of range.
     let host = d.coordinators.get(0).unwrap();
