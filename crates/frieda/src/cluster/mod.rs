@@ -19,6 +19,7 @@
 //! `ReplicaManager.applyDelta`. The design (Kafka's ISR protocol over a Raft metadata log) is in
 //! `docs/cluster.md`.
 
+pub mod diskless_link;
 pub mod fetcher;
 pub mod heartbeat;
 pub mod isr;

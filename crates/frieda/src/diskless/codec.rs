@@ -69,32 +69,8 @@ pub fn encode(decision: &Decision) -> Vec<u8> {
             body.extend_from_slice(&commit.uploader.to_be_bytes());
             body.extend_from_slice(&(commit.batches.len() as u32).to_be_bytes());
             for (b, a) in commit.batches.iter().zip(answers) {
-                put_partition(&mut body, &b.partition);
-                body.extend_from_slice(&b.byte_offset.to_be_bytes());
-                body.extend_from_slice(&b.byte_len.to_be_bytes());
-                body.extend_from_slice(&b.header.encode());
-                match a {
-                    BatchAnswer::Appended {
-                        base_offset,
-                        last_offset,
-                    } => {
-                        body.push(0);
-                        body.extend_from_slice(&base_offset.to_be_bytes());
-                        body.extend_from_slice(&last_offset.to_be_bytes());
-                    }
-                    BatchAnswer::Duplicate {
-                        base_offset,
-                        last_offset,
-                    } => {
-                        body.push(1);
-                        body.extend_from_slice(&base_offset.to_be_bytes());
-                        body.extend_from_slice(&last_offset.to_be_bytes());
-                    }
-                    BatchAnswer::Refused(e) => {
-                        body.push(2);
-                        body.extend_from_slice(&e.code().to_be_bytes());
-                    }
-                }
+                put_batch(&mut body, b);
+                put_answer(&mut body, a);
             }
         }
         Decision::DeleteRecords {
@@ -156,32 +132,8 @@ pub fn decode(bytes: &[u8]) -> Result<Decision, DecodeError> {
             let mut batches = Vec::with_capacity(n as usize);
             let mut answers = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                let partition = r.partition()?;
-                let byte_offset = r.u32()?;
-                let byte_len = r.u32()?;
-                let header = BatchHeader::parse(r.take(BATCH_HEADER_LEN)?)
-                    .map_err(|_| DecodeError::Malformed("batch header"))?;
-                batches.push(CommittedBatch {
-                    partition,
-                    byte_offset,
-                    byte_len,
-                    header,
-                });
-                answers.push(match r.u8()? {
-                    0 => BatchAnswer::Appended {
-                        base_offset: r.i64()?,
-                        last_offset: r.i64()?,
-                    },
-                    1 => BatchAnswer::Duplicate {
-                        base_offset: r.i64()?,
-                        last_offset: r.i64()?,
-                    },
-                    2 => BatchAnswer::Refused(
-                        E::try_from_code(r.i16()?)
-                            .ok_or(DecodeError::Malformed("unknown error code"))?,
-                    ),
-                    _ => return Err(DecodeError::Malformed("unknown answer")),
-                });
+                batches.push(r.batch()?);
+                answers.push(r.answer()?);
             }
             Decision::Commit {
                 now_ms,
@@ -222,15 +174,53 @@ pub fn decode(bytes: &[u8]) -> Result<Decision, DecodeError> {
     Ok(decision)
 }
 
-fn put_partition(out: &mut Vec<u8>, p: &DisklessPartition) {
+/// Appends `p`: topic id [16], partition i32.
+pub(super) fn put_partition(out: &mut Vec<u8>, p: &DisklessPartition) {
     out.extend_from_slice(p.topic_id.as_bytes());
     out.extend_from_slice(&p.partition.to_be_bytes());
 }
 
-struct Reader<'a>(&'a [u8]);
+/// Appends `b`: partition, byte_offset u32, byte_len u32, header [61].
+pub(super) fn put_batch(out: &mut Vec<u8>, b: &CommittedBatch) {
+    put_partition(out, &b.partition);
+    out.extend_from_slice(&b.byte_offset.to_be_bytes());
+    out.extend_from_slice(&b.byte_len.to_be_bytes());
+    out.extend_from_slice(&b.header.encode());
+}
+
+/// Appends `a`: kind u8, then 0 Appended / 1 Duplicate base_offset i64 last_offset i64, or
+/// 2 Refused error_code i16.
+pub(super) fn put_answer(out: &mut Vec<u8>, a: &BatchAnswer) {
+    match a {
+        BatchAnswer::Appended {
+            base_offset,
+            last_offset,
+        } => {
+            out.push(0);
+            out.extend_from_slice(&base_offset.to_be_bytes());
+            out.extend_from_slice(&last_offset.to_be_bytes());
+        }
+        BatchAnswer::Duplicate {
+            base_offset,
+            last_offset,
+        } => {
+            out.push(1);
+            out.extend_from_slice(&base_offset.to_be_bytes());
+            out.extend_from_slice(&last_offset.to_be_bytes());
+        }
+        BatchAnswer::Refused(e) => {
+            out.push(2);
+            out.extend_from_slice(&e.code().to_be_bytes());
+        }
+    }
+}
+
+/// Reads the fields of a big-endian encoding front to back; every read fails with
+/// [`DecodeError::Malformed`] past the end.
+pub(super) struct Reader<'a>(pub(super) &'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if self.0.len() < n {
             return Err(DecodeError::Malformed("truncated"));
         }
@@ -239,45 +229,77 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+    pub(super) fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.take(N)?);
         Ok(a)
     }
 
-    fn u8(&mut self) -> Result<u8, DecodeError> {
+    pub(super) fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.take(1)?[0])
     }
 
-    fn i16(&mut self) -> Result<i16, DecodeError> {
+    pub(super) fn i16(&mut self) -> Result<i16, DecodeError> {
         Ok(i16::from_be_bytes(self.array()?))
     }
 
-    fn i32(&mut self) -> Result<i32, DecodeError> {
+    pub(super) fn i32(&mut self) -> Result<i32, DecodeError> {
         Ok(i32::from_be_bytes(self.array()?))
     }
 
-    fn u32(&mut self) -> Result<u32, DecodeError> {
+    pub(super) fn u32(&mut self) -> Result<u32, DecodeError> {
         Ok(u32::from_be_bytes(self.array()?))
     }
 
-    fn i64(&mut self) -> Result<i64, DecodeError> {
+    pub(super) fn i64(&mut self) -> Result<i64, DecodeError> {
         Ok(i64::from_be_bytes(self.array()?))
     }
 
-    fn u64(&mut self) -> Result<u64, DecodeError> {
+    pub(super) fn u64(&mut self) -> Result<u64, DecodeError> {
         Ok(u64::from_be_bytes(self.array()?))
     }
 
-    fn uuid(&mut self) -> Result<Uuid, DecodeError> {
+    pub(super) fn uuid(&mut self) -> Result<Uuid, DecodeError> {
         Ok(Uuid::from_bytes(self.array()?))
     }
 
-    fn partition(&mut self) -> Result<DisklessPartition, DecodeError> {
+    pub(super) fn partition(&mut self) -> Result<DisklessPartition, DecodeError> {
         Ok(DisklessPartition {
             topic_id: self.uuid()?,
             partition: self.i32()?,
         })
+    }
+
+    /// What [`put_batch`] wrote.
+    pub(super) fn batch(&mut self) -> Result<CommittedBatch, DecodeError> {
+        Ok(CommittedBatch {
+            partition: self.partition()?,
+            byte_offset: self.u32()?,
+            byte_len: self.u32()?,
+            header: BatchHeader::parse(self.take(BATCH_HEADER_LEN)?)
+                .map_err(|_| DecodeError::Malformed("batch header"))?,
+        })
+    }
+
+    /// What [`put_answer`] wrote.
+    pub(super) fn answer(&mut self) -> Result<BatchAnswer, DecodeError> {
+        Ok(match self.u8()? {
+            0 => BatchAnswer::Appended {
+                base_offset: self.i64()?,
+                last_offset: self.i64()?,
+            },
+            1 => BatchAnswer::Duplicate {
+                base_offset: self.i64()?,
+                last_offset: self.i64()?,
+            },
+            2 => BatchAnswer::Refused(self.error()?),
+            _ => return Err(DecodeError::Malformed("unknown answer")),
+        })
+    }
+
+    /// A Kafka error code (i16) that names an error (not NONE).
+    pub(super) fn error(&mut self) -> Result<E, DecodeError> {
+        E::try_from_code(self.i16()?).ok_or(DecodeError::Malformed("unknown error code"))
     }
 }
 

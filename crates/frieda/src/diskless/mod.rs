@@ -15,6 +15,8 @@
 //! - [`read`]: the read path's assembly (step 5), sans-IO: stored batches checked against their
 //!   coordinates and patched with their offsets.
 //!
+//! - [`wire`]: the requests a broker sends to a coordinator loaded on another broker (commit,
+//!   find batches, offsets, delete records) and their answers, carried in Kafka's Envelope.
 //! - [`config`]: the broker's `diskless.*` settings.
 //! - [`driver`]: the drivers running [`host`], [`append`] and [`read`] against a real
 //!   `__diskless_coordinator` partition and the bucket.
@@ -28,6 +30,7 @@ pub mod coordinator;
 pub mod driver;
 pub mod host;
 pub mod read;
+pub mod wire;
 
 #[cfg(test)]
 pub(crate) mod testing {

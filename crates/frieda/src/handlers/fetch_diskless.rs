@@ -1,14 +1,15 @@
 //! Fetch of diskless partitions (issue 60; docs/diskless.md, "The read path"): the topics of a
 //! consumer's Fetch that are diskless are taken out of the request and answered from the batch
-//! coordinator loaded here and the bucket ([`crate::diskless::driver::read`]). A fetch of only
-//! diskless partitions that finds fewer than `min_bytes` waits, looking again every
-//! [`POLL`], until `max_wait_ms`.
+//! coordinator (loaded here or on another broker) and the bucket
+//! ([`crate::diskless::driver::read`]). A fetch of only diskless partitions that finds fewer
+//! than `min_bytes` waits, looking again every [`POLL`] ([`POLL_REMOTE`] when the coordinator
+//! is elsewhere), until `max_wait_ms`.
 
 use super::{authorized, RequestContext};
 use crate::broker::Broker;
 use crate::diskless::coordinator::DisklessPartition;
-use crate::diskless::driver::coordinator::HostedCoordinator;
-use crate::diskless::driver::{coordinator_partition_for, read, Diskless};
+use crate::diskless::driver::route::CoordinatorRef;
+use crate::diskless::driver::{read, Diskless};
 use crate::security::acl::{op, resource};
 use crate::storage::topic::Topic;
 use bytes::Bytes;
@@ -19,8 +20,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// How often a waiting diskless fetch looks again (the commit interval is 250 ms by default).
+/// How often a waiting diskless fetch looks again when the coordinator is loaded here (the
+/// commit interval is 250 ms by default).
 const POLL: Duration = Duration::from_millis(10);
+/// How often it looks again when the coordinator is on another broker (each look is a
+/// FindBatches request there per partition).
+const POLL_REMOTE: Duration = Duration::from_millis(25);
 
 /// Takes the diskless topics out of `topics` (a consumer's fetch only: followers never fetch
 /// them); `by_id`: the request names topics by id.
@@ -55,11 +60,15 @@ pub(super) async fn fetch(
     min_bytes: usize,
     wait_until: Option<Instant>,
 ) -> Vec<FetchableTopicResponse> {
+    let remote = broker
+        .diskless()
+        .is_some_and(|d| d.coordinators.get(0).is_none());
+    let poll = if remote { POLL_REMOTE } else { POLL };
     loop {
         let (out, bytes) = read_once(broker, ctx, by_id, topics, response_max).await;
         match wait_until {
-            Some(deadline) if bytes < min_bytes.max(1) && Instant::now() + POLL < deadline => {
-                tokio::time::sleep(POLL).await;
+            Some(deadline) if bytes < min_bytes.max(1) && Instant::now() + poll < deadline => {
+                tokio::time::sleep(poll).await;
             }
             _ => return out,
         }
@@ -124,17 +133,15 @@ async fn read_once(
     (out, used)
 }
 
-/// What a handler needs to serve partition `index` of diskless topic `topic` here: the
-/// partition, the service and the coordinator loaded here that serves it. Shared by the
-/// handlers of Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch and DeleteRecords.
+/// Partition `index` of diskless topic `topic`, on a broker with the diskless service.
 ///
 /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3) for an index the topic lacks; NOT_LEADER_OR_FOLLOWER
-/// (6) on a broker whose coordinator does not serve it (Metadata names the one that does).
-pub(super) fn diskless_host(
+/// (6) on a broker without the service (no bucket configured).
+pub(super) fn diskless_partition(
     broker: &Broker,
     topic: &Topic,
     index: i32,
-) -> Result<(DisklessPartition, Arc<Diskless>, Arc<HostedCoordinator>), ResponseError> {
+) -> Result<(DisklessPartition, Arc<Diskless>), ResponseError> {
     if index < 0 || index >= topic.partition_count() {
         return Err(ResponseError::UnknownTopicOrPartition);
     }
@@ -145,21 +152,34 @@ pub(super) fn diskless_host(
     let diskless = broker
         .diskless()
         .ok_or(ResponseError::NotLeaderOrFollower)?;
-    let host = diskless
-        .coordinators
-        .get(coordinator_partition_for(partition))
-        .ok_or(ResponseError::NotLeaderOrFollower)?;
-    Ok((partition, diskless.clone(), host))
+    Ok((partition, diskless.clone()))
 }
 
-/// A coordinator's "not here (yet)" as the partition error clients act on: NOT_COORDINATOR and
-/// COORDINATOR_LOAD_IN_PROGRESS become NOT_LEADER_OR_FOLLOWER (they refresh their metadata and
-/// retry).
+/// What a handler needs to serve partition `index` of diskless topic `topic` on this broker
+/// (any broker serves every diskless partition): the partition, the service and the
+/// coordinator that serves it, here or on another broker. Shared by the handlers of Fetch,
+/// ListOffsets, OffsetsForLeaderEpoch and DeleteRecords.
+///
+/// Errors: as [`diskless_partition`]; NOT_LEADER_OR_FOLLOWER (6) while no coordinator serves
+/// (its partition has no leader, or this broker leads it and is loading it).
+pub(super) fn diskless_host(
+    broker: &Broker,
+    topic: &Topic,
+    index: i32,
+) -> Result<(DisklessPartition, Arc<Diskless>, CoordinatorRef), ResponseError> {
+    let (partition, diskless) = diskless_partition(broker, topic, index)?;
+    let host = diskless.coordinator(partition).map_err(not_here)?;
+    Ok((partition, diskless, host))
+}
+
+/// A coordinator's "not here (yet)" as the partition error clients act on: NOT_COORDINATOR,
+/// COORDINATOR_LOAD_IN_PROGRESS and REQUEST_TIMED_OUT (another broker's coordinator not
+/// reached) become NOT_LEADER_OR_FOLLOWER (they refresh their metadata and retry).
 pub(super) fn not_here(e: ResponseError) -> ResponseError {
     match e {
-        ResponseError::NotCoordinator | ResponseError::CoordinatorLoadInProgress => {
-            ResponseError::NotLeaderOrFollower
-        }
+        ResponseError::NotCoordinator
+        | ResponseError::CoordinatorLoadInProgress
+        | ResponseError::RequestTimedOut => ResponseError::NotLeaderOrFollower,
         e => e,
     }
 }

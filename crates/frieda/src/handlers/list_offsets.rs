@@ -297,9 +297,8 @@ pub async fn handle(
 /// yet: the last stable offset is the same), max timestamp and timestamps read the batch the
 /// coordinates point to; the tiered ones (-5, -6) have no offset.
 ///
-/// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); NOT_LEADER_OR_FOLLOWER (6) on a broker whose
-/// coordinator does not serve it (Metadata names the one that does); UNSUPPORTED_VERSION (35)
-/// below -6; the read's.
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); NOT_LEADER_OR_FOLLOWER (6) while no coordinator
+/// serves it (loading, moving, not reached); UNSUPPORTED_VERSION (35) below -6; the read's.
 async fn diskless_offset(
     broker: &Broker,
     topic: &crate::storage::topic::Topic,
@@ -309,7 +308,7 @@ async fn diskless_offset(
     use super::fetch_diskless::{diskless_host, not_here};
     use crate::diskless::driver::read::{offset_for_time, TimeLookup};
     let (partition, diskless, host) = diskless_host(broker, topic, index)?;
-    let (log_start, end) = host.offsets(partition).map_err(not_here)?;
+    let (log_start, end) = host.offsets(partition).await.map_err(not_here)?;
     match timestamp {
         LATEST => Ok(Some((end, -1))),
         EARLIEST | EARLIEST_LOCAL => Ok(Some((log_start, -1))),

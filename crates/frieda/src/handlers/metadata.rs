@@ -260,7 +260,13 @@ async fn cluster_metadata(
     if all {
         for (name, t) in &image.topics {
             if may_see(broker, ctx, name) {
-                topics.push(describe_image_topic(name, t, &image, v));
+                topics.push(describe_image_topic(
+                    name,
+                    t,
+                    &image,
+                    v,
+                    ctx.client_id.as_deref(),
+                ));
             }
         }
     } else {
@@ -289,7 +295,7 @@ async fn cluster_metadata(
                 continue;
             }
             topics.push(match found {
-                Some((n, t)) => describe_image_topic(n, t, &image, v),
+                Some((n, t)) => describe_image_topic(n, t, &image, v, ctx.client_id.as_deref()),
                 None => {
                     let code = match &name {
                         Some(n) if !crate::storage::topic::valid_topic_name(n) => {
@@ -344,6 +350,7 @@ fn describe_image_topic(
     t: &frieda_meta::TopicImage,
     image: &frieda_meta::MetadataImage,
     version: i16,
+    client_id: Option<&str>,
 ) -> MetadataResponseTopic {
     let ids = |v: &[i32]| v.iter().map(|b| BrokerId(*b)).collect::<Vec<_>>();
     let partitions = t
@@ -351,8 +358,8 @@ fn describe_image_topic(
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            // a diskless topic's partitions as served (the coordinator's leader)
-            let p = crate::diskless::driver::served(image, t, p);
+            // a diskless topic's partitions as served (any broker; one of the client's rack)
+            let p = crate::diskless::driver::served(image, t, i as i32, p, client_id);
             let offline: Vec<i32> = p
                 .replicas
                 .iter()

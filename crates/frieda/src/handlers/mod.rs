@@ -13,6 +13,7 @@ pub mod configs;
 pub mod consumer_groups;
 pub mod delegation_tokens;
 pub mod delete_records;
+pub mod envelope;
 pub mod features;
 pub mod fetch;
 pub(crate) mod fetch_diskless;

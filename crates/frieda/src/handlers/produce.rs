@@ -482,12 +482,10 @@ fn no_record_batch() -> AppendError {
 /// A diskless topic's batch: its topic's place in the request, its partition, the batch.
 type DisklessItem = (usize, i32, Result<ProducedBatch, AppendError>);
 
-/// Validates a batch for partition `index` of diskless topic `topic`, on the broker whose
-/// coordinator serves it (Metadata names it).
+/// Validates a batch for partition `index` of diskless topic `topic` (any broker takes it).
 ///
 /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3) for a partition the topic lacks;
-/// NOT_LEADER_OR_FOLLOWER (6) on another broker (or before its coordinator loaded);
-/// the validation's.
+/// NOT_LEADER_OR_FOLLOWER (6) on a broker without the diskless service; the validation's.
 fn prepare_diskless(
     broker: &Broker,
     topic: &Topic,
@@ -495,7 +493,7 @@ fn prepare_diskless(
     records: Option<Bytes>,
     request_bytes: usize,
 ) -> Result<ProducedBatch, AppendError> {
-    let (partition, _, _) = super::fetch_diskless::diskless_host(broker, topic, index)?;
+    let (partition, _) = super::fetch_diskless::diskless_partition(broker, topic, index)?;
     let records = records
         .filter(|r| !r.is_empty())
         .ok_or_else(no_record_batch)?;

@@ -15,7 +15,7 @@
 
 use super::{
     acls, admin, api_versions, cluster, config_resources, configs, consumer_groups,
-    delegation_tokens, delete_records, features, fetch, groups, leader_epoch, leadership,
+    delegation_tokens, delete_records, envelope, features, fetch, groups, leader_epoch, leadership,
     list_offsets, log_dirs, metadata, offsets, produce, producer_id, quorum, quotas, scram,
     share_fetch, share_groups, share_state, streams_groups, topic_partitions, transactions,
 };
@@ -62,6 +62,13 @@ impl ApiSpec {
     /// Whether `version` is served (within `min..=max`).
     pub fn serves(&self, version: i16) -> bool {
         (self.min..=self.max).contains(&version)
+    }
+
+    /// Whether ApiVersions advertises it: every API but Envelope, which Frieda's brokers send
+    /// only to each other (diskless coordinator requests); Kafka 4.4's brokers do not advertise
+    /// it either.
+    pub fn advertised(&self) -> bool {
+        self.key != ApiKey::Envelope
     }
 
     /// Whether the request quota leaves it out (KIP-124): ApiVersions and the SASL requests,
@@ -223,6 +230,8 @@ api_table! {
     // Inter-broker: a partition leader's share-partition state, to the share group's coordinator
     ReadShareGroupState(ReadShareGroupStateRequest) 0..=0,  Required, share_state::handle_read;
     WriteShareGroupState(WriteShareGroupStateRequest) 0..=1, Required, share_state::handle_write;
+    // Inter-broker, not advertised (Kafka's brokers do not): a diskless coordinator request
+    Envelope(EnvelopeRequest) 0..=0,                        Required, envelope::handle;
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest) 2..=4, Required, leader_epoch::handle;
     ElectLeaders(ElectLeadersRequest) 0..=2,                Required, leadership::elect_leaders;
     AlterPartitionReassignments(AlterPartitionReassignmentsRequest) 0..=1,
@@ -409,6 +418,7 @@ mod tests {
         let broker = Broker::open(cfg).unwrap();
         let expected: Vec<ApiVersion> = APIS
             .iter()
+            .filter(|s| s.advertised())
             .map(|s| {
                 ApiVersion::default()
                     .with_api_key(s.key as i16)
@@ -437,6 +447,55 @@ mod tests {
         let early = api_versions::unsupported_version_response(3).slice(8..);
         let decoded = ApiVersionsResponse::decode(&mut early.clone(), 0).unwrap();
         assert_eq!(decoded.api_keys, expected);
+    }
+
+    /// Envelope carries only a diskless coordinator request: a Kafka request forwarded in one
+    /// (here a Metadata header) is refused INVALID_REQUEST; a coordinator request on a broker
+    /// that loads no coordinator is answered NOT_COORDINATOR inside the envelope.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn envelope_takes_only_diskless_coordinator_requests() {
+        use crate::diskless::wire;
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = crate::config::BrokerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        };
+        let broker = Broker::open(cfg).unwrap();
+        let call = wire::Call::Offsets(crate::diskless::coordinator::DisklessPartition {
+            topic_id: uuid::Uuid::from_u128(1),
+            partition: 0,
+        });
+        let request = wire::encode_request(&wire::CoordinatorRequest {
+            index: 0,
+            call: call.clone(),
+        });
+        for (data, code) in [
+            (Bytes::from_static(&[0, 3, 0, 12, 0, 0, 0, 1, 0, 0]), 42),
+            (Bytes::from(request), 0),
+        ] {
+            let mut buf = bytes::BytesMut::new();
+            EnvelopeRequest::default()
+                .with_request_data(data)
+                .encode(&mut buf, 0)
+                .unwrap();
+            let ctx = context(ApiKey::Envelope, 0);
+            let resp = handle(broker.clone(), ctx, buf.freeze())
+                .await
+                .response
+                .unwrap();
+            let mut resp = resp.unwrap().to_bytes().unwrap().slice(4..);
+            use kafka_protocol::protocol::HeaderVersion;
+            ResponseHeader::decode(&mut resp, EnvelopeResponse::header_version(0)).unwrap();
+            let decoded = EnvelopeResponse::decode(&mut resp, 0).unwrap();
+            assert_eq!(decoded.error_code, code);
+            if code == 0 {
+                let answer = wire::decode_response(&call, &decoded.response_data.unwrap());
+                assert_eq!(
+                    answer,
+                    Ok(Err(kafka_protocol::error::ResponseError::NotCoordinator))
+                );
+            }
+        }
     }
 
     /// The fuzz targets' decoder agrees with dispatch on every default request.

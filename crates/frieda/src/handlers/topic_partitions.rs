@@ -34,7 +34,7 @@ struct PartitionView {
 type TopicView = (String, Option<(Uuid, Vec<PartitionView>)>);
 
 /// The topics (all when `names` is empty), sorted by name.
-fn view(broker: &Broker, names: &[String]) -> Vec<TopicView> {
+fn view(broker: &Broker, names: &[String], client_id: Option<&str>) -> Vec<TopicView> {
     let mut all: Vec<(String, Uuid, Vec<PartitionView>)> = match broker.cluster() {
         Some(node) => {
             let image = node.image();
@@ -45,7 +45,10 @@ fn view(broker: &Broker, names: &[String]) -> Vec<TopicView> {
                     let parts = t
                         .partitions
                         .iter()
-                        .map(|p| crate::diskless::driver::served(&image, t, p))
+                        .enumerate()
+                        .map(|(i, p)| {
+                            crate::diskless::driver::served(&image, t, i as i32, p, client_id)
+                        })
                         .map(|p| PartitionView {
                             leader: p.leader,
                             epoch: p.leader_epoch,
@@ -126,7 +129,7 @@ pub async fn handle(
     let mut topics = Vec::new();
     let mut used = 0usize;
     let mut next_cursor = None;
-    for (name, found) in view(broker, &names) {
+    for (name, found) in view(broker, &names, ctx.client_id.as_deref()) {
         if start_topic.as_ref().is_some_and(|s| name < *s) {
             continue;
         }

@@ -359,7 +359,7 @@ impl ClusterNode {
         let t = image.topics.get(topic)?;
         let p = t.partitions.get(usize::try_from(partition).ok()?)?;
         // as clients are told it (a diskless partition: the broker that serves it)
-        let p = crate::diskless::driver::served(&image, t, p);
+        let p = crate::diskless::driver::served(&image, t, partition, p, None);
         let b = image.brokers.get(&p.leader).filter(|b| !b.fenced)?;
         let e = endpoint_on(b, listener)?;
         Some(LeaderHint {

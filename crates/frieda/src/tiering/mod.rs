@@ -196,6 +196,7 @@ impl RemoteLogManager {
             broker.config.diskless.clone(),
             store.clone(),
             Some(live),
+            Some(crate::cluster::diskless_link::NodeLink::link(node)),
         ));
         runtime.spawn(copier::refresh_loop(
             broker.clone(),

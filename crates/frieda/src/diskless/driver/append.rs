@@ -1,6 +1,7 @@
 //! A broker's append path for diskless partitions, driven (build plan step 4's driver): the
 //! sans-IO [`AppendTask`] with its PUTs going to the bucket and its commits to the batch
-//! coordinator loaded on this broker. Produces wait on a channel for their batches' answers.
+//! coordinator, loaded here or on another broker ([`super::route`]). Produces wait on a channel
+//! for their batches' answers.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +20,7 @@ use crate::diskless::coordinator::{BatchAnswer, CommitBatches, ObjectId};
 use crate::remote::store::RemoteStore;
 
 use super::coordinator::DisklessCoordinators;
+use super::route::{resolve, CoordinatorLink};
 
 /// How long a commit waits before it is sent again after the coordinator answered that it is
 /// loading or busy.
@@ -33,6 +35,7 @@ pub struct Appender {
     wake: Notify,
     store: Arc<RemoteStore>,
     coordinators: Arc<DisklessCoordinators>,
+    link: Option<Arc<dyn CoordinatorLink>>,
     /// `diskless.commit.max.age.ms`: a commit still unanswered (its coordinator loading or
     /// busy) when its object is this old is given up: its batches are answered
     /// REQUEST_TIMED_OUT and their producers resend (the coordinator refuses it from then on).
@@ -40,12 +43,13 @@ pub struct Appender {
 }
 
 impl Appender {
-    /// An append path uploading to `store` and committing to `coordinators`; call
-    /// [`run`](Self::run) on a task.
+    /// An append path uploading to `store` and committing to `coordinators` (or, through
+    /// `link`, to the coordinator on another broker); call [`run`](Self::run) on a task.
     pub fn new(
         config: AppendConfig,
         store: Arc<RemoteStore>,
         coordinators: Arc<DisklessCoordinators>,
+        link: Option<Arc<dyn CoordinatorLink>>,
         commit_max_age_ms: i64,
     ) -> Arc<Appender> {
         Arc::new(Appender {
@@ -55,6 +59,7 @@ impl Appender {
             wake: Notify::new(),
             store,
             coordinators,
+            link,
             commit_max_age_ms,
         })
     }
@@ -134,30 +139,26 @@ impl Appender {
 
     async fn commit(self: Arc<Self>, commit: CommitBatches) {
         let object: ObjectId = commit.object;
-        let result = match self.coordinators.get(0) {
-            Some(host) => host.commit(&commit).await,
-            None => Err(E::NotCoordinator),
+        let result = match resolve(&self.coordinators, self.link.as_ref(), 0) {
+            Ok(coordinator) => coordinator.commit(&commit).await,
+            Err(e) => Err(e),
         };
         let next = match result {
             Ok(answers) => self.task.lock().committed(object, &answers),
-            Err(E::CoordinatorLoadInProgress | E::RequestTimedOut)
+            // Not loaded (yet), moved, or not reached: the commit is sent again (to the leader
+            // the metadata names then) until the commit-age bound; a commit the coordinator did
+            // decide is answered again as it was.
+            Err(E::CoordinatorLoadInProgress | E::RequestTimedOut | E::NotCoordinator)
                 if now_ms() - object.created_ms() > self.commit_max_age_ms =>
             {
                 tracing::warn!(object = %object.0,
                     "a diskless commit found no serving coordinator within the commit-age bound");
                 self.task.lock().commit_refused(object, E::RequestTimedOut)
             }
-            Err(E::CoordinatorLoadInProgress | E::RequestTimedOut) => {
+            Err(E::CoordinatorLoadInProgress | E::RequestTimedOut | E::NotCoordinator) => {
                 tokio::time::sleep(COMMIT_RETRY).await;
                 self.task.lock().commit_failed(object)
             }
-            // The coordinator is elsewhere now (or failed and reloads): its producers resend
-            // to the broker Metadata names; an idempotent resend of a batch the log did decide
-            // is answered with its offsets.
-            Err(E::NotCoordinator) => self
-                .task
-                .lock()
-                .commit_refused(object, E::NotLeaderOrFollower),
             Err(e) => self.task.lock().commit_refused(object, e),
         };
         self.execute(next);

@@ -3,15 +3,15 @@
 //! `__diskless_coordinator` partition this broker leads, [`append`] uploads produced batches
 //! and commits them, [`read`] answers a fetch from the coordinates and the objects.
 //!
-//! This first version has one coordinator partition and no inter-broker commit: Metadata names
-//! the leader of `__diskless_coordinator-0` as the leader of every diskless partition, so
-//! produces and fetches reach the broker whose coordinator is local (docs/diskless.md, build
-//! plan: leaderless produce and rack-aware Metadata come with the internal CommitBatches and
-//! FindBatches requests).
+//! [`route`] says which coordinator a broker asks: the one loaded here, or the one on the leader
+//! of the `__diskless_coordinator` partition, through Kafka's Envelope. Any broker takes
+//! produces and fetches of every diskless partition (leaderless); [`served`] says which broker
+//! Metadata names for a partition (one of the client's rack when its `client.id` says it).
 
 pub mod append;
 pub mod coordinator;
 pub mod read;
+pub mod route;
 
 use std::sync::Arc;
 
@@ -54,17 +54,21 @@ pub struct Diskless {
     pub appender: Arc<append::Appender>,
     /// The bucket.
     pub store: Arc<RemoteStore>,
+    /// The way to coordinators loaded on other brokers (`None`: only local ones).
+    pub link: Option<Arc<dyn route::CoordinatorLink>>,
 }
 
 impl Diskless {
     /// The service of broker `broker_id` over `store`; its append timer runs on the current
     /// runtime, and so does the garbage collection of the coordinators loaded here (`live`:
-    /// which diskless topics exist; `None`: no collection).
+    /// which diskless topics exist; `None`: no collection). `link` reaches coordinators on
+    /// other brokers (`None`: only the ones loaded here serve).
     pub fn start(
         broker_id: i32,
         config: DisklessConfig,
         store: Arc<RemoteStore>,
         live: Option<LiveTopics>,
+        link: Option<Arc<dyn route::CoordinatorLink>>,
     ) -> Arc<Diskless> {
         let coordinators = Arc::new(coordinator::DisklessCoordinators::default());
         let appender = append::Appender::new(
@@ -77,6 +81,7 @@ impl Diskless {
             },
             store.clone(),
             coordinators.clone(),
+            link.clone(),
             config.commit_max_age_ms,
         );
         tokio::spawn(appender.clone().run());
@@ -85,11 +90,27 @@ impl Diskless {
             coordinators,
             appender,
             store,
+            link,
         });
         if let Some(live) = live {
             tokio::spawn(collect_garbage(Arc::downgrade(&service), live));
         }
         service
+    }
+
+    /// The coordinator serving `partition`: loaded here, or on the broker leading its
+    /// `__diskless_coordinator` partition.
+    ///
+    /// Errors: as [`route::resolve`].
+    pub fn coordinator(
+        &self,
+        partition: DisklessPartition,
+    ) -> Result<route::CoordinatorRef, kafka_protocol::error::ResponseError> {
+        route::resolve(
+            &self.coordinators,
+            self.link.as_ref(),
+            coordinator_partition_for(partition),
+        )
     }
 
     /// An empty coordinator with this broker's bounds, to load into.
@@ -153,34 +174,70 @@ pub fn is_diskless(topic: &frieda_meta::TopicImage) -> bool {
         .is_some_and(|v| v == "true")
 }
 
-/// The leader and leader epoch clients are told for every partition of a diskless topic: those
-/// of `__diskless_coordinator-0` (whose leader runs the coordinator and takes the produces and
-/// fetches in this version); `None` while that partition does not exist.
-fn routed_leader(image: &frieda_meta::MetadataImage) -> Option<(i32, i32)> {
-    let p = image
-        .topics
-        .get(crate::diskless::config::COORDINATOR_TOPIC)?
-        .partitions
-        .first()?;
-    Some((p.leader, p.leader_epoch))
+/// The rack a client names in its `client.id` for diskless routing: the value of a
+/// `diskless_az=<rack>` item, or Inkless's `inkless_az=<rack>`, where items are separated by
+/// `,` or spaces (Inkless's pattern `(^|[ ,])inkless_az=([^=, ]*)`: Kafka's Metadata request
+/// carries no rack, KIP-1123 would add `client.rack` to producers).
+pub fn client_rack(client_id: &str) -> Option<&str> {
+    client_id
+        .split([',', ' '])
+        .find_map(|item| {
+            item.strip_prefix("diskless_az=")
+                .or_else(|| item.strip_prefix("inkless_az="))
+        })
+        .filter(|rack| !rack.is_empty() && !rack.contains('='))
 }
 
-/// Partition `p` of `topic` as clients are told it (Metadata, DescribeTopicPartitions, the
-/// leader hints of KIP-951): for a diskless topic the leader of `__diskless_coordinator-0`
-/// (no leader while it does not exist) with its epoch, as the leader and only replica; any
-/// other partition as the image has it.
+/// One of `brokers` (not empty) for partition `index` of topic `topic_id`: consecutive
+/// partitions go to consecutive brokers, from a start that depends on the topic.
+fn spread(brokers: &[i32], topic_id: uuid::Uuid, index: i32) -> i32 {
+    let start = topic_id.as_u64_pair().0 ^ topic_id.as_u64_pair().1;
+    let at = start.wrapping_add(index as u64) % brokers.len() as u64;
+    brokers[at as usize]
+}
+
+/// Partition `p` (index `index`) of `topic` as clients are told it (Metadata, DescribeTopicPartitions, the
+/// leader hints of KIP-951). A diskless partition has no leader of its own: any live broker
+/// takes its produces and fetches, so it is told with one broker as its leader and only
+/// replica, chosen as Inkless does (docs/diskless.md, "Leaderless produce"): one of the
+/// client's rack (`client_id` with [`client_rack`]) when a live broker is there, else the
+/// partition's leader in the image while it is live (the controller spreads and moves them),
+/// else one of the live brokers; the epoch is the image's. Any other partition as the image
+/// has it.
 pub fn served<'a>(
     image: &frieda_meta::MetadataImage,
     topic: &frieda_meta::TopicImage,
+    index: i32,
     p: &'a frieda_meta::PartitionState,
+    client_id: Option<&str>,
 ) -> std::borrow::Cow<'a, frieda_meta::PartitionState> {
     if !is_diskless(topic) {
         return std::borrow::Cow::Borrowed(p);
     }
-    let (leader, epoch) = routed_leader(image).unwrap_or((frieda_meta::NO_LEADER, -1));
+    let in_rack: Vec<i32> = client_id
+        .and_then(client_rack)
+        .map(|rack| {
+            image
+                .live_brokers()
+                .filter(|b| b.rack.as_deref() == Some(rack))
+                .map(|b| b.id)
+                .collect()
+        })
+        .unwrap_or_default();
+    let leader = if !in_rack.is_empty() {
+        spread(&in_rack, topic.id, index)
+    } else if image.is_live(p.leader) {
+        p.leader
+    } else {
+        let live: Vec<i32> = image.live_brokers().map(|b| b.id).collect();
+        if live.is_empty() {
+            frieda_meta::NO_LEADER
+        } else {
+            spread(&live, topic.id, index)
+        }
+    };
     let mut routed = p.clone();
     routed.leader = leader;
-    routed.leader_epoch = epoch;
     routed.isr = vec![leader];
     routed.replicas = vec![leader];
     std::borrow::Cow::Owned(routed)

@@ -1,5 +1,5 @@
 //! The read path of a diskless partition, driven (build plan step 5's driver): the coordinates
-//! at the fetch offset from the coordinator loaded here, one ranged GET per object they name
+//! at the fetch offset from the coordinator (loaded here or on another broker), one ranged GET per object they name
 //! (the span of the batches needed), then [`assemble`]. Every batch is answered with partition
 //! leader epoch 0 (docs/diskless.md, "What differs").
 
@@ -12,7 +12,7 @@ use crate::diskless::coordinator::{DisklessPartition, ObjectId};
 use crate::diskless::read::{assemble, ReadError};
 use crate::remote::store::RemoteStore;
 
-use super::coordinator::HostedCoordinator;
+use super::route::CoordinatorRef;
 
 /// What a fetch of one diskless partition gets.
 #[derive(Debug, Clone)]
@@ -27,21 +27,21 @@ pub struct Read {
 
 /// Reads `partition` at `offset`, at most about `max_bytes` (the first batch whole).
 ///
-/// Errors: the coordinator's (OFFSET_OUT_OF_RANGE (1), UNKNOWN_TOPIC_OR_PARTITION (3),
-/// COORDINATOR_LOAD_IN_PROGRESS (14) answered as NOT_LEADER_OR_FOLLOWER (6) so the client
-/// retries); KAFKA_STORAGE_ERROR (56) when the bucket fails; CORRUPT_MESSAGE (2) when the bytes
+/// Errors: the coordinator's (OFFSET_OUT_OF_RANGE (1), UNKNOWN_TOPIC_OR_PARTITION (3);
+/// COORDINATOR_LOAD_IN_PROGRESS (14), NOT_COORDINATOR (16) and an unreached coordinator's
+/// REQUEST_TIMED_OUT (7) answered as NOT_LEADER_OR_FOLLOWER (6) so the client retries); KAFKA_STORAGE_ERROR (56) when the bucket fails; CORRUPT_MESSAGE (2) when the bytes
 /// are not the batch the coordinate describes.
 pub async fn read(
-    host: &HostedCoordinator,
+    host: &CoordinatorRef,
     store: &RemoteStore,
     partition: DisklessPartition,
     offset: i64,
     max_bytes: usize,
 ) -> Result<Read, E> {
     for _attempt in 0..3 {
-        let found = match host.find_batches(partition, offset, max_bytes as u64) {
+        let found = match host.find_batches(partition, offset, max_bytes as u64).await {
             Ok(found) => found,
-            Err(E::CoordinatorLoadInProgress | E::NotCoordinator) => {
+            Err(E::CoordinatorLoadInProgress | E::NotCoordinator | E::RequestTimedOut) => {
                 return Err(E::NotLeaderOrFollower)
             }
             Err(e) => return Err(e),
@@ -124,16 +124,16 @@ pub enum TimeLookup {
 ///
 /// Errors: as [`read`].
 pub async fn offset_for_time(
-    host: &HostedCoordinator,
+    host: &CoordinatorRef,
     store: &RemoteStore,
     partition: DisklessPartition,
     lookup: TimeLookup,
 ) -> Result<Option<(i64, i64)>, E> {
-    let (log_start, end) = host.offsets(partition)?;
+    let (log_start, end) = host.offsets(partition).await?;
     if log_start >= end {
         return Ok(None);
     }
-    let found = host.find_batches(partition, log_start, u64::MAX)?;
+    let found = host.find_batches(partition, log_start, u64::MAX).await?;
     let coordinate = match lookup {
         TimeLookup::AtOrAfter(ts) => found.coordinates.iter().find(|c| c.max_timestamp >= ts),
         // the first batch holding the largest timestamp

@@ -3,6 +3,7 @@
 //! and a coordinator loaded again from the log serves the same partitions.
 
 use super::coordinator::HostedCoordinator;
+use super::route::CoordinatorRef;
 use super::*;
 use crate::clock::now_ms;
 use crate::diskless::append::ProducedBatch;
@@ -109,9 +110,15 @@ async fn read_all(d: &Diskless, partition: DisklessPartition) -> Vec<(i64, Strin
     let mut out = Vec::new();
     let mut offset = 0;
     loop {
-        let r = read::read(&host, &d.store, partition, offset, 100)
-            .await
-            .unwrap();
+        let r = read::read(
+            &CoordinatorRef::Local(host.clone()),
+            &d.store,
+            partition,
+            offset,
+            100,
+        )
+        .await
+        .unwrap();
         if r.records.is_empty() {
             assert_eq!(
                 offset, r.high_watermark,
@@ -141,7 +148,7 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
         commit_interval_ms: 5,
         ..DisklessConfig::default()
     };
-    let d = Diskless::start(1, config, Arc::new(RemoteStore::in_memory()), None);
+    let d = Diskless::start(1, config, Arc::new(RemoteStore::in_memory()), None, None);
     load(&d, &log).await;
 
     // Two partitions in one produce (one object), then more.
@@ -171,13 +178,23 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
     let host = d.coordinators.get(0).unwrap();
     assert_eq!(host.offsets(part(0)), Ok((0, 7)));
     // By time: the record with timestamp 1_004 is value-4 at offset 4.
-    let found = read::offset_for_time(&host, &d.store, part(0), read::TimeLookup::AtOrAfter(1_004))
-        .await
-        .unwrap();
+    let found = read::offset_for_time(
+        &CoordinatorRef::Local(host.clone()),
+        &d.store,
+        part(0),
+        read::TimeLookup::AtOrAfter(1_004),
+    )
+    .await
+    .unwrap();
     assert_eq!(found, Some((4, 1_004)));
-    let max = read::offset_for_time(&host, &d.store, part(0), read::TimeLookup::Max)
-        .await
-        .unwrap();
+    let max = read::offset_for_time(
+        &CoordinatorRef::Local(host.clone()),
+        &d.store,
+        part(0),
+        read::TimeLookup::Max,
+    )
+    .await
+    .unwrap();
     assert_eq!(max, Some((6, 1_006)));
 
     // Loaded again from the log: the same offsets, and the producer state (the resend is
@@ -206,7 +223,14 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
     );
     assert_eq!(host.delete_records(part(5), -1).await, Ok(0));
     assert_eq!(host.offsets(part(0)), Ok((3, 8)));
-    let below = read::read(&host, &d.store, part(0), 0, 100).await;
+    let below = read::read(
+        &CoordinatorRef::Local(host.clone()),
+        &d.store,
+        part(0),
+        0,
+        100,
+    )
+    .await;
     assert_eq!(
         below.map(|r| r.high_watermark).err(),
         Some(E::OffsetOutOfRange)
@@ -217,19 +241,17 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_coordinator_produces_are_refused_not_leader() {
+async fn without_a_coordinator_a_commit_is_retried_until_the_commit_age_bound() {
     let config = DisklessConfig {
         commit_interval_ms: 5,
+        commit_max_age_ms: 400,
         ..DisklessConfig::default()
     };
-    let d = Diskless::start(1, config, Arc::new(RemoteStore::in_memory()), None);
+    let d = Diskless::start(1, config, Arc::new(RemoteStore::in_memory()), None, None);
+    let started = std::time::Instant::now();
     let answers = produce(&d, vec![(0, batch(7, 0, 0, 1))]).await;
-    assert_eq!(
-        answers,
-        vec![BatchAnswer::Refused(
-            kafka_protocol::error::ResponseError::NotLeaderOrFollower
-        )]
-    );
+    assert_eq!(answers, vec![BatchAnswer::Refused(E::RequestTimedOut)]);
+    assert!(started.elapsed() >= Duration::from_millis(400));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -242,7 +264,7 @@ async fn deleted_topics_objects_and_orphans_leave_the_bucket() {
         ..DisklessConfig::default()
     };
     let store = Arc::new(RemoteStore::in_memory());
-    let d = Diskless::start(1, config, store.clone(), None);
+    let d = Diskless::start(1, config, store.clone(), None, None);
     load(&d, &log).await;
     for seq in 0..3 {
         produce(&d, vec![(0, batch(7, seq, seq as usize, 1))]).await;
@@ -320,4 +342,110 @@ fn retention_moves_past_old_batches_and_beyond_the_byte_bound() {
     // both: the further one
     assert_eq!(at(&found, 2_500, 1_000, 350), Some(10));
     assert_eq!(at(&found, 3_500, 1_000, 350), Some(20));
+}
+
+/// Broker 2's link to broker 1 (whose coordinator `to` is loaded), in process: each request is
+/// encoded, served by [`route::serve`] on broker 1 and its answer encoded back, as the Envelope
+/// handler does; `down` makes broker 1 unreachable.
+struct InProcessLink {
+    to: Arc<Diskless>,
+    down: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl route::CoordinatorLink for InProcessLink {
+    fn leader_of(&self, _index: i32) -> Option<i32> {
+        Some(1)
+    }
+
+    fn me(&self) -> i32 {
+        2
+    }
+
+    fn call(&self, to: i32, request: Vec<u8>, _timeout: Duration) -> route::Reply {
+        assert_eq!(to, 1);
+        let (d, down) = (self.to.clone(), self.down.clone());
+        Box::pin(async move {
+            if down.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(std::io::Error::other("broker 1 unreachable"));
+            }
+            let req = crate::diskless::wire::decode_request(&request).unwrap();
+            let answer = route::serve(&d.coordinators, req).await;
+            Ok(Bytes::from(crate::diskless::wire::encode_response(&answer)))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_without_the_coordinator_commits_and_reads_through_the_one_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let writers = LogWriters::start(1);
+    let log = open_log(dir.path(), &writers);
+    let store = Arc::new(RemoteStore::in_memory());
+    let config = DisklessConfig {
+        commit_interval_ms: 5,
+        ..DisklessConfig::default()
+    };
+    let one = Diskless::start(1, config.clone(), store.clone(), None, None);
+    load(&one, &log).await;
+    let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let link: Arc<dyn route::CoordinatorLink> = Arc::new(InProcessLink {
+        to: one.clone(),
+        down: down.clone(),
+    });
+    let two = Diskless::start(2, config, store.clone(), None, Some(link));
+    assert!(two.coordinator(part(0)).unwrap().is_remote());
+
+    // Both brokers take produces of the same partitions; offsets are dense across them.
+    let a = produce(&one, vec![(0, batch(7, 0, 0, 3))]).await;
+    let b = produce(&two, vec![(0, batch(8, 0, 3, 2)), (1, batch(8, 0, 0, 1))]).await;
+    assert_eq!(a, vec![appended(0, 2)]);
+    assert_eq!(b, vec![appended(3, 4), appended(0, 0)]);
+    // broker 2 uploaded its own object
+    assert_eq!(store.list(&store.wal_prefix()).await.unwrap().len(), 2);
+
+    // While broker 1 is unreachable, broker 2's commit waits and is sent again.
+    down.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rx = two
+        .appender
+        .produce(vec![ProducedBatch {
+            partition: part(0),
+            bytes: batch(8, 2, 5, 1).0,
+            header: batch(8, 2, 5, 1).1,
+        }])
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    down.store(false, std::sync::atomic::Ordering::Relaxed);
+    let answers = tokio::time::timeout(Duration::from_secs(10), rx)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(answers, vec![appended(5, 5)]);
+
+    // Reads, offsets and DeleteRecords through broker 2 see what broker 1's coordinator holds.
+    let remote = two.coordinator(part(0)).unwrap();
+    assert_eq!(remote.offsets(part(0)).await, Ok((0, 6)));
+    let r = read::read(&remote, &two.store, part(0), 3, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(r.high_watermark, 6);
+    let mut bytes = r.records.clone();
+    let offsets: Vec<i64> = RecordBatchDecoder::decode_all(&mut bytes)
+        .unwrap()
+        .into_iter()
+        .flat_map(|s| s.records)
+        .map(|rec| rec.offset)
+        .collect();
+    assert_eq!(offsets, vec![3, 4, 5]);
+    assert_eq!(remote.delete_records(part(0), 3).await, Ok(3));
+    assert_eq!(
+        one.coordinators.get(0).unwrap().offsets(part(0)),
+        Ok((3, 6))
+    );
+    assert_eq!(
+        remote.find_batches(part(0), 1, 100).await.err(),
+        Some(E::OffsetOutOfRange)
+    );
+    // Unreachable: a lookup fails as not reached (the handlers answer NOT_LEADER_OR_FOLLOWER).
+    down.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(remote.offsets(part(0)).await, Err(E::RequestTimedOut));
 }

@@ -1,0 +1,234 @@
+//! Which coordinator a broker asks, here or on another broker (docs/diskless.md, "Leaderless
+//! produce"): any broker takes produces and fetches of every diskless partition; it commits and
+//! looks up batches at the coordinator loaded on the leader of the `__diskless_coordinator`
+//! partition, directly when that is itself, else with a [`wire`](crate::diskless::wire)
+//! request in a Kafka Envelope through a [`CoordinatorLink`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError as E;
+
+use crate::diskless::coordinator::{BatchAnswer, CommitBatches, DisklessPartition, Found};
+use crate::diskless::wire::{self, Answer, Call, CoordinatorRequest};
+
+use super::coordinator::{DisklessCoordinators, HostedCoordinator};
+
+/// How long a remote commit may take: the coordinator's own bound on a write stuck below its
+/// high watermark is 5 s.
+pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a remote lookup (FindBatches, Offsets, DeleteRecords) may take.
+pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An encoded answer on its way back from another broker.
+pub type Reply = Pin<Box<dyn Future<Output = std::io::Result<Bytes>> + Send>>;
+
+/// The broker's way to the other brokers, as the diskless drivers need it (implemented over the
+/// cluster's metadata image and broker connections, a layer above).
+pub trait CoordinatorLink: Send + Sync {
+    /// The broker the latest metadata names leader of `__diskless_coordinator` partition
+    /// `index` (`None`: no leader now).
+    fn leader_of(&self, index: i32) -> Option<i32>;
+    /// This broker's id.
+    fn me(&self) -> i32;
+    /// Sends an encoded [`CoordinatorRequest`] to broker `to`; the encoded answer, within
+    /// `timeout`.
+    fn call(&self, to: i32, request: Vec<u8>, timeout: Duration) -> Reply;
+}
+
+/// The coordinator a request goes to.
+#[derive(Clone)]
+pub enum CoordinatorRef {
+    /// Loaded on this broker.
+    Local(Arc<HostedCoordinator>),
+    /// Loaded on broker `broker`, partition `index`.
+    Remote {
+        /// The way there.
+        link: Arc<dyn CoordinatorLink>,
+        /// The broker leading the coordinator partition.
+        broker: i32,
+        /// The coordinator partition.
+        index: i32,
+    },
+}
+
+/// The coordinator of `__diskless_coordinator` partition `index`: the one loaded here, else the
+/// partition leader's through `link`.
+///
+/// Errors: COORDINATOR_LOAD_IN_PROGRESS (14) while this broker leads it but has not loaded it,
+/// or no broker leads it; NOT_COORDINATOR (16) without a link (a broker outside a cluster).
+pub fn resolve(
+    coordinators: &DisklessCoordinators,
+    link: Option<&Arc<dyn CoordinatorLink>>,
+    index: i32,
+) -> Result<CoordinatorRef, E> {
+    if let Some(host) = coordinators.get(index) {
+        return Ok(CoordinatorRef::Local(host));
+    }
+    let link = link.ok_or(E::NotCoordinator)?;
+    match link.leader_of(index) {
+        Some(broker) if broker != link.me() => Ok(CoordinatorRef::Remote {
+            link: link.clone(),
+            broker,
+            index,
+        }),
+        _ => Err(E::CoordinatorLoadInProgress),
+    }
+}
+
+impl CoordinatorRef {
+    /// Whether the coordinator is on another broker.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, CoordinatorRef::Remote { .. })
+    }
+
+    async fn remote(
+        link: &Arc<dyn CoordinatorLink>,
+        broker: i32,
+        index: i32,
+        call: Call,
+        timeout: Duration,
+    ) -> Result<Answer, E> {
+        let request = wire::encode_request(&CoordinatorRequest {
+            index,
+            call: call.clone(),
+        });
+        let bytes = match link.call(broker, request, timeout).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::debug!(broker, error = %e, "a diskless coordinator request failed");
+                return Err(E::RequestTimedOut);
+            }
+        };
+        wire::decode_response(&call, &bytes).unwrap_or_else(|e| {
+            tracing::warn!(broker, error = %e, "a diskless coordinator answer does not decode");
+            Err(E::UnknownServerError)
+        })
+    }
+
+    /// Commits an uploaded object: one answer per batch.
+    ///
+    /// Errors: the coordinator's ([`HostedCoordinator::commit`]); REQUEST_TIMED_OUT (7) when the
+    /// other broker did not answer (a resend of the commit is answered as the first was).
+    pub async fn commit(&self, commit: &CommitBatches) -> Result<Vec<BatchAnswer>, E> {
+        match self {
+            CoordinatorRef::Local(host) => host.commit(commit).await,
+            CoordinatorRef::Remote {
+                link,
+                broker,
+                index,
+            } => {
+                let call = Call::Commit(commit.clone());
+                match Self::remote(link, *broker, *index, call, COMMIT_TIMEOUT).await? {
+                    Answer::Committed(a) if a.len() == commit.batches.len() => Ok(a),
+                    _ => Err(E::UnknownServerError),
+                }
+            }
+        }
+    }
+
+    /// Where the batches of `partition` at `offset` are.
+    ///
+    /// Errors: [`HostedCoordinator::find_batches`]'s; REQUEST_TIMED_OUT (7) as
+    /// [`commit`](Self::commit).
+    pub async fn find_batches(
+        &self,
+        partition: DisklessPartition,
+        offset: i64,
+        max_bytes: u64,
+    ) -> Result<Found, E> {
+        match self {
+            CoordinatorRef::Local(host) => host.find_batches(partition, offset, max_bytes),
+            CoordinatorRef::Remote {
+                link,
+                broker,
+                index,
+            } => {
+                let call = Call::FindBatches {
+                    partition,
+                    offset,
+                    max_bytes,
+                };
+                match Self::remote(link, *broker, *index, call, LOOKUP_TIMEOUT).await? {
+                    Answer::Found(found) => Ok(found),
+                    _ => Err(E::UnknownServerError),
+                }
+            }
+        }
+    }
+
+    /// The log start and high watermark of `partition` ((0, 0) before its first commit).
+    ///
+    /// Errors: [`HostedCoordinator::offsets`]'s; REQUEST_TIMED_OUT (7).
+    pub async fn offsets(&self, partition: DisklessPartition) -> Result<(i64, i64), E> {
+        match self {
+            CoordinatorRef::Local(host) => host.offsets(partition),
+            CoordinatorRef::Remote {
+                link,
+                broker,
+                index,
+            } => {
+                let call = Call::Offsets(partition);
+                match Self::remote(link, *broker, *index, call, LOOKUP_TIMEOUT).await? {
+                    Answer::Offsets(log_start, hw) => Ok((log_start, hw)),
+                    _ => Err(E::UnknownServerError),
+                }
+            }
+        }
+    }
+
+    /// DeleteRecords of `partition` below `offset` (-1: the high watermark): the new log start.
+    ///
+    /// Errors: [`HostedCoordinator::delete_records`]'s; REQUEST_TIMED_OUT (7).
+    pub async fn delete_records(
+        &self,
+        partition: DisklessPartition,
+        offset: i64,
+    ) -> Result<i64, E> {
+        match self {
+            CoordinatorRef::Local(host) => host.delete_records(partition, offset).await,
+            CoordinatorRef::Remote {
+                link,
+                broker,
+                index,
+            } => {
+                let call = Call::DeleteRecords { partition, offset };
+                match Self::remote(link, *broker, *index, call, COMMIT_TIMEOUT).await? {
+                    Answer::LogStart(log_start) => Ok(log_start),
+                    _ => Err(E::UnknownServerError),
+                }
+            }
+        }
+    }
+}
+
+/// Serves a [`CoordinatorRequest`] from another broker with the coordinator loaded here.
+///
+/// Errors: NOT_COORDINATOR (16) when partition `index` is not loaded here (the asker looks up
+/// the leader again); the coordinator's.
+pub async fn serve(
+    coordinators: &DisklessCoordinators,
+    request: CoordinatorRequest,
+) -> Result<Answer, E> {
+    let host = coordinators.get(request.index).ok_or(E::NotCoordinator)?;
+    match request.call {
+        Call::Commit(commit) => host.commit(&commit).await.map(Answer::Committed),
+        Call::FindBatches {
+            partition,
+            offset,
+            max_bytes,
+        } => host
+            .find_batches(partition, offset, max_bytes)
+            .map(Answer::Found),
+        Call::Offsets(partition) => host
+            .offsets(partition)
+            .map(|(start, hw)| Answer::Offsets(start, hw)),
+        Call::DeleteRecords { partition, offset } => host
+            .delete_records(partition, offset)
+            .await
+            .map(Answer::LogStart),
+    }
+}

@@ -1,0 +1,437 @@
+//! The requests a broker sends to the batch coordinator of another broker, and their answers
+//! (docs/diskless.md, "Leaderless produce"): the uploader's CommitBatches and a reader's
+//! FindBatches, Offsets and DeleteRecords. They travel as the `request_data` and
+//! `response_data` of Kafka's EnvelopeRequest (API 58), which only broker principals may send
+//! (CLUSTER_ACTION); [`MAGIC`] tells them from a Kafka request forwarded in an envelope.
+//!
+//! Layout (all integers big-endian; partitions, batches and answers as in [`super::codec`]):
+//!
+//! ```text
+//! request:  magic "FDLS", version u8 (1), kind u8, coordinator partition i32, then by kind:
+//!   1 Commit:        object [16], object_size u64, uploader i32, batches u32, batch each
+//!   2 FindBatches:   partition, offset i64, max_bytes u64
+//!   3 Offsets:       partition
+//!   4 DeleteRecords: partition, offset i64
+//! response: magic "FDLS", version u8 (1), error_code i16; when 0, by the request's kind:
+//!   1 answers u32, answer each
+//!   2 high_watermark i64, log_start i64, coordinates u32, then each: object [16],
+//!     byte_offset u32, byte_len u32, base_offset i64, last_offset i64, max_timestamp i64
+//!   3 log_start i64, high_watermark i64
+//!   4 log_start i64
+//! ```
+
+use super::codec::{put_answer, put_batch, put_partition, DecodeError, Reader};
+use super::coordinator::{
+    BatchAnswer, CommitBatches, Coordinate, DisklessPartition, Found, ObjectId,
+};
+use kafka_protocol::error::ResponseError as E;
+
+/// The first bytes of every request and response.
+pub const MAGIC: [u8; 4] = *b"FDLS";
+/// The encoding's version.
+pub const VERSION: u8 = 1;
+/// The most coordinates a FindBatches answer may hold when decoded (the coordinator's bound
+/// per partition, `diskless.coordinator.max.batches.per.partition`, is 16,384 by default).
+pub const MAX_COORDINATES: u32 = 1 << 20;
+
+/// A request to the coordinator loaded on partition `index` of `__diskless_coordinator`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoordinatorRequest {
+    /// The `__diskless_coordinator` partition.
+    pub index: i32,
+    /// What is asked.
+    pub call: Call,
+}
+
+/// What a [`CoordinatorRequest`] asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// Commit an uploaded object ([`super::driver::coordinator::HostedCoordinator::commit`]).
+    Commit(CommitBatches),
+    /// Where the batches at `offset` are, up to `max_bytes`.
+    FindBatches {
+        /// The partition.
+        partition: DisklessPartition,
+        /// The offset.
+        offset: i64,
+        /// Bytes of batches wanted (the first whole).
+        max_bytes: u64,
+    },
+    /// The partition's log start and high watermark.
+    Offsets(DisklessPartition),
+    /// DeleteRecords below `offset` (-1: the high watermark).
+    DeleteRecords {
+        /// The partition.
+        partition: DisklessPartition,
+        /// The new log start asked for.
+        offset: i64,
+    },
+}
+
+/// The answer to a [`Call`] (the same kind).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Commit: one answer per batch, in order.
+    Committed(Vec<BatchAnswer>),
+    /// FindBatches.
+    Found(Found),
+    /// Offsets: (log start, high watermark).
+    Offsets(i64, i64),
+    /// DeleteRecords: the new log start.
+    LogStart(i64),
+}
+
+impl Call {
+    fn kind(&self) -> u8 {
+        match self {
+            Call::Commit(_) => 1,
+            Call::FindBatches { .. } => 2,
+            Call::Offsets(_) => 3,
+            Call::DeleteRecords { .. } => 4,
+        }
+    }
+}
+
+fn head(out: &mut Vec<u8>) {
+    out.extend_from_slice(&MAGIC);
+    out.push(VERSION);
+}
+
+fn check_head(r: &mut Reader<'_>) -> Result<(), DecodeError> {
+    if r.take(4)? != MAGIC {
+        return Err(DecodeError::Malformed("not a diskless coordinator message"));
+    }
+    match r.u8()? {
+        VERSION => Ok(()),
+        v => Err(DecodeError::Version(v)),
+    }
+}
+
+/// Encodes `request`.
+pub fn encode_request(request: &CoordinatorRequest) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    head(&mut out);
+    out.push(request.call.kind());
+    out.extend_from_slice(&request.index.to_be_bytes());
+    match &request.call {
+        Call::Commit(c) => {
+            out.extend_from_slice(c.object.0.as_bytes());
+            out.extend_from_slice(&c.object_size.to_be_bytes());
+            out.extend_from_slice(&c.uploader.to_be_bytes());
+            out.extend_from_slice(&(c.batches.len() as u32).to_be_bytes());
+            for b in &c.batches {
+                put_batch(&mut out, b);
+            }
+        }
+        Call::FindBatches {
+            partition,
+            offset,
+            max_bytes,
+        } => {
+            put_partition(&mut out, partition);
+            out.extend_from_slice(&offset.to_be_bytes());
+            out.extend_from_slice(&max_bytes.to_be_bytes());
+        }
+        Call::Offsets(partition) => put_partition(&mut out, partition),
+        Call::DeleteRecords { partition, offset } => {
+            put_partition(&mut out, partition);
+            out.extend_from_slice(&offset.to_be_bytes());
+        }
+    }
+    out
+}
+
+/// Decodes what [`encode_request`] wrote.
+///
+/// Errors: [`DecodeError`]: another magic (a Kafka request in the envelope), version or kind,
+/// bytes short of or past the fields, more than [`super::codec::MAX_BATCHES_PER_COMMIT`]
+/// batches.
+pub fn decode_request(bytes: &[u8]) -> Result<CoordinatorRequest, DecodeError> {
+    let mut r = Reader(bytes);
+    check_head(&mut r)?;
+    let kind = r.u8()?;
+    let index = r.i32()?;
+    let call = match kind {
+        1 => {
+            let object = ObjectId(r.uuid()?);
+            let object_size = r.u64()?;
+            let uploader = r.i32()?;
+            let n = r.u32()?;
+            if n > super::codec::MAX_BATCHES_PER_COMMIT || n as usize * 89 > r.0.len() {
+                return Err(DecodeError::Malformed("batch count past the end"));
+            }
+            let mut batches = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                batches.push(r.batch()?);
+            }
+            Call::Commit(CommitBatches {
+                object,
+                object_size,
+                uploader,
+                batches,
+            })
+        }
+        2 => Call::FindBatches {
+            partition: r.partition()?,
+            offset: r.i64()?,
+            max_bytes: r.u64()?,
+        },
+        3 => Call::Offsets(r.partition()?),
+        4 => Call::DeleteRecords {
+            partition: r.partition()?,
+            offset: r.i64()?,
+        },
+        _ => return Err(DecodeError::Malformed("unknown request kind")),
+    };
+    if !r.0.is_empty() {
+        return Err(DecodeError::Malformed("bytes after the request"));
+    }
+    Ok(CoordinatorRequest { index, call })
+}
+
+/// Encodes the answer (or the coordinator's error) to a request.
+pub fn encode_response(answer: &Result<Answer, E>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32);
+    head(&mut out);
+    let answer = match answer {
+        Err(e) => {
+            out.extend_from_slice(&e.code().to_be_bytes());
+            return out;
+        }
+        Ok(a) => a,
+    };
+    out.extend_from_slice(&0i16.to_be_bytes());
+    match answer {
+        Answer::Committed(answers) => {
+            out.extend_from_slice(&(answers.len() as u32).to_be_bytes());
+            for a in answers {
+                put_answer(&mut out, a);
+            }
+        }
+        Answer::Found(found) => {
+            out.extend_from_slice(&found.high_watermark.to_be_bytes());
+            out.extend_from_slice(&found.log_start.to_be_bytes());
+            out.extend_from_slice(&(found.coordinates.len() as u32).to_be_bytes());
+            for c in &found.coordinates {
+                out.extend_from_slice(c.object.0.as_bytes());
+                out.extend_from_slice(&c.byte_offset.to_be_bytes());
+                out.extend_from_slice(&c.byte_len.to_be_bytes());
+                out.extend_from_slice(&c.base_offset.to_be_bytes());
+                out.extend_from_slice(&c.last_offset.to_be_bytes());
+                out.extend_from_slice(&c.max_timestamp.to_be_bytes());
+            }
+        }
+        Answer::Offsets(log_start, high_watermark) => {
+            out.extend_from_slice(&log_start.to_be_bytes());
+            out.extend_from_slice(&high_watermark.to_be_bytes());
+        }
+        Answer::LogStart(log_start) => out.extend_from_slice(&log_start.to_be_bytes()),
+    }
+    out
+}
+
+/// Decodes the answer to a request of `call`'s kind: the coordinator's answer or its error.
+///
+/// Errors: [`DecodeError`] as [`decode_request`], an unknown error code, more than
+/// [`MAX_COORDINATES`] coordinates.
+pub fn decode_response(call: &Call, bytes: &[u8]) -> Result<Result<Answer, E>, DecodeError> {
+    let mut r = Reader(bytes);
+    check_head(&mut r)?;
+    if r.0.len() >= 2 && r.0[..2] != [0, 0] {
+        let e = r.error()?;
+        return if r.0.is_empty() {
+            Ok(Err(e))
+        } else {
+            Err(DecodeError::Malformed("bytes after the error"))
+        };
+    }
+    r.i16()?;
+    let answer = match call {
+        Call::Commit(_) => {
+            let n = r.u32()?;
+            if n as usize * 3 > r.0.len() {
+                return Err(DecodeError::Malformed("answer count past the end"));
+            }
+            let mut answers = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                answers.push(r.answer()?);
+            }
+            Answer::Committed(answers)
+        }
+        Call::FindBatches { .. } => {
+            let high_watermark = r.i64()?;
+            let log_start = r.i64()?;
+            let n = r.u32()?;
+            if n > MAX_COORDINATES || n as usize * 48 > r.0.len() {
+                return Err(DecodeError::Malformed("coordinate count past the end"));
+            }
+            let mut coordinates = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                coordinates.push(Coordinate {
+                    object: ObjectId(r.uuid()?),
+                    byte_offset: r.u32()?,
+                    byte_len: r.u32()?,
+                    base_offset: r.i64()?,
+                    last_offset: r.i64()?,
+                    max_timestamp: r.i64()?,
+                });
+            }
+            Answer::Found(Found {
+                coordinates,
+                high_watermark,
+                log_start,
+            })
+        }
+        Call::Offsets(_) => Answer::Offsets(r.i64()?, r.i64()?),
+        Call::DeleteRecords { .. } => Answer::LogStart(r.i64()?),
+    };
+    if !r.0.is_empty() {
+        return Err(DecodeError::Malformed("bytes after the answer"));
+    }
+    Ok(Ok(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diskless::coordinator::CommittedBatch;
+    use frieda_log::BatchHeader;
+    use uuid::Uuid;
+
+    fn p() -> DisklessPartition {
+        DisklessPartition {
+            topic_id: Uuid::from_u128(7),
+            partition: 3,
+        }
+    }
+
+    fn calls() -> Vec<Call> {
+        let header = BatchHeader {
+            base_offset: 0,
+            batch_length: 88,
+            partition_leader_epoch: 0,
+            magic: 2,
+            crc: 1,
+            attributes: 0,
+            last_offset_delta: 2,
+            base_timestamp: 10,
+            max_timestamp: 12,
+            producer_id: 42,
+            producer_epoch: 1,
+            base_sequence: 5,
+            records_count: 3,
+        };
+        vec![
+            Call::Commit(CommitBatches {
+                object: ObjectId(Uuid::from_u128(99)),
+                object_size: 298,
+                uploader: 2,
+                batches: vec![
+                    CommittedBatch {
+                        partition: p(),
+                        byte_offset: 0,
+                        byte_len: 149,
+                        header,
+                    },
+                    CommittedBatch {
+                        partition: p(),
+                        byte_offset: 149,
+                        byte_len: 149,
+                        header,
+                    },
+                ],
+            }),
+            Call::FindBatches {
+                partition: p(),
+                offset: 17,
+                max_bytes: 1 << 20,
+            },
+            Call::Offsets(p()),
+            Call::DeleteRecords {
+                partition: p(),
+                offset: -1,
+            },
+        ]
+    }
+
+    fn answers() -> Vec<Answer> {
+        vec![
+            Answer::Committed(vec![
+                BatchAnswer::Appended {
+                    base_offset: 0,
+                    last_offset: 2,
+                },
+                BatchAnswer::Duplicate {
+                    base_offset: 0,
+                    last_offset: 2,
+                },
+                BatchAnswer::Refused(E::OutOfOrderSequenceNumber),
+            ]),
+            Answer::Found(Found {
+                coordinates: vec![Coordinate {
+                    object: ObjectId(Uuid::from_u128(99)),
+                    byte_offset: 149,
+                    byte_len: 149,
+                    base_offset: 3,
+                    last_offset: 5,
+                    max_timestamp: 12,
+                }],
+                high_watermark: 6,
+                log_start: 0,
+            }),
+            Answer::Offsets(2, 6),
+            Answer::LogStart(4),
+        ]
+    }
+
+    #[test]
+    fn requests_and_answers_read_back_as_written() {
+        for (call, answer) in calls().into_iter().zip(answers()) {
+            let req = CoordinatorRequest {
+                index: 0,
+                call: call.clone(),
+            };
+            assert_eq!(decode_request(&encode_request(&req)), Ok(req));
+            let ok = Ok(answer);
+            assert_eq!(decode_response(&call, &encode_response(&ok)), Ok(ok));
+            let err = Err(E::NotCoordinator);
+            assert_eq!(decode_response(&call, &encode_response(&err)), Ok(err));
+        }
+    }
+
+    #[test]
+    fn damaged_or_foreign_messages_are_refused() {
+        for (call, answer) in calls().into_iter().zip(answers()) {
+            let req = encode_request(&CoordinatorRequest {
+                index: 0,
+                call: call.clone(),
+            });
+            for cut in 0..req.len() {
+                assert!(
+                    decode_request(&req[..cut]).is_err(),
+                    "{call:?} cut at {cut}"
+                );
+            }
+            let mut long = req.clone();
+            long.push(0);
+            assert!(decode_request(&long).is_err());
+            let resp = encode_response(&Ok(answer));
+            for cut in 0..resp.len() {
+                assert!(
+                    decode_response(&call, &resp[..cut]).is_err(),
+                    "cut at {cut}"
+                );
+            }
+        }
+        // a Kafka request header (api key 0, version 9) forwarded in an envelope
+        assert!(decode_request(&[0, 0, 0, 9, 0, 0, 0, 1]).is_err());
+        // a commit claiming more batches than its bytes hold: refused before allocating them
+        let mut req = encode_request(&CoordinatorRequest {
+            index: 0,
+            call: calls().remove(0),
+        });
+        req.truncate(10 + 16 + 8 + 4);
+        req.extend_from_slice(&u32::MAX.to_be_bytes());
+        assert!(decode_request(&req).is_err());
+    }
+}
