@@ -133,14 +133,14 @@ def _i32_array(r: kw.Reader) -> list:
 
 
 def raw_metadata(port: int, topics: list[str] | None = None, timeout: float = 5,
-                 host: str = "127.0.0.1") -> RawMetadata:
+                 host: str = "127.0.0.1", client_id: str = "frieda-it") -> RawMetadata:
     """Metadata v7 asked of the broker at ``host:port`` itself (a client library would pick
-    any broker): what this very node believes."""
+    any broker): what this very node believes (``client_id``: the request header's)."""
     body = (kw.i32(-1) if topics is None else kw.i32(len(topics)) + b"".join(kw.string(t) for t in topics))
     body += kw.i8(0)  # allow_auto_topic_creation = false
     s = kw.connect(host, port, timeout=timeout)
     try:
-        payload = kw.request(s, kw.frame(kw.header_v1(kw.METADATA, 7, 7) + body), timeout=timeout)
+        payload = kw.request(s, kw.frame(kw.header_v1(kw.METADATA, 7, 7, client_id) + body), timeout=timeout)
     finally:
         s.close()
     r = kw.Reader(payload)
@@ -478,8 +478,8 @@ class Cluster:
     def replicas_of(self, topic: str, partition: int, via: int | None = None) -> list[int]:
         return list(self.partitions(topic, via)[partition].replicas)
 
-    def raw_metadata(self, i: int, topics: list[str] | None = None) -> RawMetadata:
-        return raw_metadata(self.nodes[i].client_port, topics, host=self.nodes[i].host)
+    def raw_metadata(self, i: int, topics: list[str] | None = None, client_id: str = "frieda-it") -> RawMetadata:
+        return raw_metadata(self.nodes[i].client_port, topics, host=self.nodes[i].host, client_id=client_id)
 
     def controller(self, via: int | None = None) -> int:
         """The controller id that Metadata (v7, asked of node ``via``) reports."""

@@ -7,9 +7,9 @@ What this file proves, as a user sees it:
 - A topic created with ``diskless.enable=true`` keeps its records in the bucket only: WAL objects
   under ``<rsm.config.key.prefix>diskless/wal/<32 hex digits>.wal`` that hold every acknowledged
   record's key, value and headers, while no broker's local directories of the topic hold a record
-  byte (a classic topic beside it, checked the same way, does). Metadata names the leader of
-  ``__diskless_coordinator-0`` as the leader of each of its partitions (Kafka's kafka-topics
-  describes it so too). About 20,000 records of varied sizes (null keys, tombstones, headers,
+  byte (a classic topic beside it, checked the same way, does). Metadata names a running broker
+  as the leader of each of its partitions (any broker serves them; Kafka's kafka-topics
+  describes them so too). About 20,000 records of varied sizes (null keys, tombstones, headers,
   values up to 100 KB) from an idempotent acks=all confluent-kafka producer are read back by a
   consumer group from the beginning at their acknowledged offsets byte for byte, offsets dense
   from 0 in every partition; ListOffsets earliest/latest (confluent-kafka and Kafka's
@@ -22,6 +22,10 @@ What this file proves, as a user sees it:
   partition has a new leader, every acknowledged record is read back at its acknowledged offset
   byte for byte, offsets are dense, no record is stored twice or out of its producer's order, and
   the log holds exactly the acknowledged records.
+- Leaderless produce by rack (``test_diskless_leaderless_produce_by_rack_and_a_serving_broker_killed``):
+  Metadata names a broker of the rack a client's ``client.id`` names (``diskless_az=``); three
+  producers, one per rack, write every partition through their own broker; a broker that does
+  not lead the coordinator is SIGKILLed and restarted; every acknowledged record reads back.
 - Faults one after another under an idempotent acks=all producer at about 4 MB/s to 6 partitions
   (``test_diskless_faults_under_load``, the bucket behind tests/cluster/s3_fault_proxy.py): the
   store answers every request 503, then leaves every request hanging, then the coordinator's
@@ -128,13 +132,14 @@ def assert_not_created(c, topic: str) -> None:
 
 def diskless_leader(c, topic: str, partitions: int, timeout: float = 30, exclude: int | None = None) -> int:
     """Until every running node's Metadata shows ``topic`` with ``partitions`` partitions, each
-    led by the broker that node names as the leader of ``__diskless_coordinator-0``, the same
-    broker on every node and not ``exclude``; returns it. (Raw Metadata v7, which does not
-    auto-create.)"""
+    led by a running broker other than ``exclude`` (any broker serves a diskless partition), and
+    ``__diskless_coordinator-0`` led by the same broker on every node, not ``exclude``; returns
+    that broker, the coordinator's leader. (Raw Metadata v7, which does not auto-create.)"""
     last = {}
 
     def ok():
         seen = set()
+        running = set(c.running()) - {exclude}
         for i in c.running():
             md = c.raw_metadata(i, [topic, COORDINATOR])
             err, parts = md.topics.get(topic, (UNKNOWN_TOPIC_OR_PARTITION, {}))
@@ -144,15 +149,22 @@ def diskless_leader(c, topic: str, partitions: int, timeout: float = 30, exclude
             if err or cerr or len(parts) != partitions or 0 not in cparts:
                 return False
             lead = cparts[0].leader
-            if lead < 0 or lead == exclude or any(x.leader != lead for x in parts.values()):
+            if lead not in running or any(x.leader not in running for x in parts.values()):
                 return False
             seen.add(lead)
         return seen.pop() if len(seen) == 1 else False
     try:
-        return wait_until(ok, timeout, f"every partition of {topic} led by the leader of {COORDINATOR}-0"
+        return wait_until(ok, timeout, f"every partition of {topic} and {COORDINATOR}-0 led by running brokers"
                           + (f" (not node {exclude})" if exclude is not None else ""))
     except AssertionError as e:
         raise AssertionError(f"{e}; per node (topic error, leaders, {COORDINATOR} error, leaders): {last}") from None
+
+
+def served_leaders(c, topic: str, via: int, client_id: str = "frieda-it") -> dict[int, int]:
+    """partition -> the broker node ``via``'s Metadata names as its leader, asked with
+    ``client_id``."""
+    _err, parts = c.raw_metadata(via, [topic], client_id=client_id).topics[topic]
+    return {p: x.leader for p, x in parts.items()}
 
 
 def local_log_bytes(c, topic: str) -> dict[tuple[int, str], int]:
@@ -307,12 +319,14 @@ def test_diskless_roundtrip(store, cluster, topic_name, classpath):  # noqa: F81
     parts = 3
     create_diskless(c, topic, parts)
     leader = diskless_leader(c, topic, parts)
-    print(f"{COORDINATOR}-0 and every partition of {topic} led by node {leader}")
+    served = served_leaders(c, topic, c.running()[0])
+    print(f"{COORDINATOR}-0 led by node {leader}; the partitions of {topic} served by {served}")
 
-    # Kafka's kafka-topics describes it: 3 partitions led by that node, diskless.enable=true.
+    # Kafka's kafka-topics describes it: 3 partitions, each with the broker Metadata names,
+    # diskless.enable=true.
     out = tool(classpath, TOPICS, "--bootstrap-server", c.bootstrap, "--describe", "--topic", topic)
     rows = {int(m[1]): int(m[2]) for m in ROW.finditer(out)}
-    assert rows == {p: leader for p in range(parts)}, out
+    assert rows == served, out
     assert "diskless.enable=true" in out, out
 
     # ~20,000 records: null keys, tombstones, headers (repeated names, a null value), values of
@@ -461,7 +475,7 @@ def test_diskless_config_refusals(store, cluster, topic_name):
 
     assert topic_config(c, diskless, "diskless.enable") == "true"
     assert topic_config(c, classic, "diskless.enable") in (None, "false")
-    # still diskless: led by the coordinator's leader
+    # still diskless: served by a running broker
     diskless_leader(c, diskless, 1, timeout=10)
 
 
@@ -481,7 +495,7 @@ def test_diskless_coordinator_leader_killed(store, cluster, topic_name):
     to 3 partitions of a diskless topic for about 20 s; after ~5 s the broker leading
     ``__diskless_coordinator-0`` (found with confluent-kafka's list_topics) is SIGKILLed, and
     restarted ~5 s later. Session timeout 3 s (the fixture's): a new coordinator leader within
-    60 s, which Metadata names as every partition's leader, acknowledgements resume. Then every
+    60 s, acknowledgements resume. Then every
     record is read back from offset 0: exactly the acknowledged records (no delivery error), at
     their offsets, byte for byte, dense, none twice, each partition in its producer's order."""
     c = cluster(3, **store.broker_settings())
@@ -526,6 +540,78 @@ def test_diskless_coordinator_leader_killed(store, cluster, topic_name):
     for a in prod.acks:
         counts[a.partition] += 1
     assert_stored_in_order(c, topic, parts, got, hw, counts)
+
+
+# ---------------------------------------------------------------- 3b. leaderless: any broker, racks
+
+RACKS = {1: "rack-a", 2: "rack-b", 3: "rack-c"}
+
+
+def test_diskless_leaderless_produce_by_rack_and_a_serving_broker_killed(store, cluster, topic_name):
+    """Three brokers in three racks (``broker.rack``), a diskless topic of 6 partitions.
+    Metadata asked with a ``client.id`` naming a rack (``app,diskless_az=rack-b``, or Inkless's
+    ``inkless_az=``) names that rack's broker as the leader of every partition; without one, the
+    partitions are spread over the brokers. Three idempotent acks=all producers, one per rack
+    (each ~1,000 records/s to all 6 partitions), so every broker takes produces for every
+    partition and commits them (two of them at the coordinator on another broker). After ~5 s
+    the broker of a rack that does not lead ``__diskless_coordinator-0`` is SIGKILLed: its rack's
+    producer is told another broker and goes on; the broker restarts ~5 s later. Every
+    acknowledged record of the three is read back at its offset byte for byte, offsets dense,
+    none twice, nothing stored that was not acknowledged, each partition in each producer's
+    order."""
+    c = cluster(3, node_settings={i: {"broker.rack": r} for i, r in RACKS.items()}, **store.broker_settings())
+    topic = topic_name()
+    parts = 6
+    create_diskless(c, topic, parts)
+    coordinator = diskless_leader(c, topic, parts)
+    via = c.running()[0]
+    for node, rack in RACKS.items():
+        for client_id in (f"app,diskless_az={rack}", f"inkless_az={rack} x=y"):
+            served = served_leaders(c, topic, via, client_id)
+            assert served == {p: node for p in range(parts)}, (client_id, served)
+    spread = served_leaders(c, topic, via)
+    assert len(set(spread.values())) > 1, f"without a rack every partition is served by one broker: {spread}"
+    print(f"{COORDINATOR}-0 led by node {coordinator}; without a rack the partitions go to {spread}")
+
+    producers = [SizedProducer(c.bootstrap, topic, parts, rate=1000, tag=f"r{node}",
+                               client_id=f"producer-{node},diskless_az={rack}")
+                 for node, rack in RACKS.items()]
+    victim = next(n for n in RACKS if n != coordinator)
+    t0 = time.monotonic()
+    for prod in producers:
+        prod.start()
+    try:
+        for prod in producers:
+            prod.wait_acked(500, 60, f"{prod.tag} before the kill")
+        time.sleep(max(0.0, t0 + 5 - time.monotonic()))
+        c.kill(victim)
+        t_kill = time.monotonic()
+        print(f"node {victim} ({RACKS[victim]}, not the coordinator's leader) SIGKILLed {t_kill - t0:.1f} s in")
+        for prod in producers:
+            prod.wait_more(500, 60, f"{prod.tag} after node {victim} was killed")
+        print(f"every producer acknowledged again {time.monotonic() - t_kill:.1f} s after the kill")
+        time.sleep(max(0.0, t_kill + 5 - time.monotonic()))
+        c.start(victim)
+        for prod in producers:
+            prod.wait_more(500, 60, f"{prod.tag} after node {victim} restarted")
+        time.sleep(max(0.0, t0 + 20 - time.monotonic()))
+    finally:
+        for prod in producers:
+            prod.stop(flush_timeout=120)
+    for prod in producers:
+        assert not prod.errors, f"{prod.tag}: {len(prod.errors)} delivery errors, e.g. {prod.errors[:5]}"
+        assert len(prod.acks) == prod.sent, (prod.tag, len(prod.acks), prod.sent)
+    print(f"{sum(p.sent for p in producers)} records acknowledged; slowest acknowledgement "
+          f"{max(p.max_latency() for p in producers):.1f} s")
+
+    got, hw = read_all(c.bootstrap, topic, parts, timeout=120)
+    check_log(producers, got, hw, topic, exact=True)
+    for prod in producers:
+        # each producer's records, partition by partition, in the order it sent them
+        last = {}
+        for a in sorted(prod.acks, key=lambda a: a.seq):
+            assert a.offset > last.get(a.partition, -1), (prod.tag, a)
+            last[a.partition] = a.offset
 
 
 # ---------------------------------------------------------------- 4. store faults and coordinator failovers under load
