@@ -64,10 +64,7 @@ pub fn encode(decision: &Decision) -> Vec<u8> {
         } => {
             body.push(1);
             body.extend_from_slice(&now_ms.to_be_bytes());
-            body.extend_from_slice(commit.object.0.as_bytes());
-            body.extend_from_slice(&commit.object_size.to_be_bytes());
-            body.extend_from_slice(&commit.uploader.to_be_bytes());
-            body.extend_from_slice(&(commit.batches.len() as u32).to_be_bytes());
+            put_commit_head(&mut body, commit);
             for (b, a) in commit.batches.iter().zip(answers) {
                 put_batch(&mut body, b);
                 put_answer(&mut body, a);
@@ -122,13 +119,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decision, DecodeError> {
         0 => Decision::CreatePartition(r.partition()?),
         1 => {
             let now_ms = r.i64()?;
-            let object = ObjectId(r.uuid()?);
-            let object_size = r.u64()?;
-            let uploader = r.i32()?;
-            let n = r.u32()?;
-            if n > MAX_BATCHES_PER_COMMIT {
-                return Err(DecodeError::Malformed("too many batches"));
-            }
+            let (object, object_size, uploader, n) = r.commit_head()?;
             let mut batches = Vec::with_capacity(n as usize);
             let mut answers = Vec::with_capacity(n as usize);
             for _ in 0..n {
@@ -178,6 +169,14 @@ pub fn decode(bytes: &[u8]) -> Result<Decision, DecodeError> {
 pub(super) fn put_partition(out: &mut Vec<u8>, p: &DisklessPartition) {
     out.extend_from_slice(p.topic_id.as_bytes());
     out.extend_from_slice(&p.partition.to_be_bytes());
+}
+
+/// Appends the head of `commit`: object [16], object_size u64, uploader i32, batches u32.
+pub(super) fn put_commit_head(out: &mut Vec<u8>, commit: &CommitBatches) {
+    out.extend_from_slice(commit.object.0.as_bytes());
+    out.extend_from_slice(&commit.object_size.to_be_bytes());
+    out.extend_from_slice(&commit.uploader.to_be_bytes());
+    out.extend_from_slice(&(commit.batches.len() as u32).to_be_bytes());
 }
 
 /// Appends `b`: partition, byte_offset u32, byte_len u32, header [61].
@@ -268,6 +267,22 @@ impl<'a> Reader<'a> {
             topic_id: self.uuid()?,
             partition: self.i32()?,
         })
+    }
+
+    /// What [`put_commit_head`] wrote: (object, object_size, uploader, batches).
+    ///
+    /// Errors: more than [`MAX_BATCHES_PER_COMMIT`] batches.
+    pub(super) fn commit_head(&mut self) -> Result<(ObjectId, u64, i32, u32), DecodeError> {
+        let head = (
+            ObjectId(self.uuid()?),
+            self.u64()?,
+            self.i32()?,
+            self.u32()?,
+        );
+        if head.3 > MAX_BATCHES_PER_COMMIT {
+            return Err(DecodeError::Malformed("too many batches"));
+        }
+        Ok(head)
     }
 
     /// What [`put_batch`] wrote.

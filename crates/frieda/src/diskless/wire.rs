@@ -20,7 +20,7 @@
 //!   4 log_start i64
 //! ```
 
-use super::codec::{put_answer, put_batch, put_partition, DecodeError, Reader};
+use super::codec::{put_answer, put_batch, put_commit_head, put_partition, DecodeError, Reader};
 use super::coordinator::{
     BatchAnswer, CommitBatches, Coordinate, DisklessPartition, Found, ObjectId,
 };
@@ -115,10 +115,7 @@ pub fn encode_request(request: &CoordinatorRequest) -> Vec<u8> {
     out.extend_from_slice(&request.index.to_be_bytes());
     match &request.call {
         Call::Commit(c) => {
-            out.extend_from_slice(c.object.0.as_bytes());
-            out.extend_from_slice(&c.object_size.to_be_bytes());
-            out.extend_from_slice(&c.uploader.to_be_bytes());
-            out.extend_from_slice(&(c.batches.len() as u32).to_be_bytes());
+            put_commit_head(&mut out, c);
             for b in &c.batches {
                 put_batch(&mut out, b);
             }
@@ -153,11 +150,8 @@ pub fn decode_request(bytes: &[u8]) -> Result<CoordinatorRequest, DecodeError> {
     let index = r.i32()?;
     let call = match kind {
         1 => {
-            let object = ObjectId(r.uuid()?);
-            let object_size = r.u64()?;
-            let uploader = r.i32()?;
-            let n = r.u32()?;
-            if n > super::codec::MAX_BATCHES_PER_COMMIT || n as usize * 89 > r.0.len() {
+            let (object, object_size, uploader, n) = r.commit_head()?;
+            if n as usize * 89 > r.0.len() {
                 return Err(DecodeError::Malformed("batch count past the end"));
             }
             let mut batches = Vec::with_capacity(n as usize);
