@@ -449,3 +449,119 @@ async fn a_broker_without_the_coordinator_commits_and_reads_through_the_one_with
     down.store(true, std::sync::atomic::Ordering::Relaxed);
     assert_eq!(remote.offsets(part(0)).await, Err(E::RequestTimedOut));
 }
+
+#[test]
+fn the_client_rack_is_read_from_its_client_id() {
+    assert_eq!(client_rack("app,diskless_az=rack-b"), Some("rack-b"));
+    assert_eq!(client_rack("diskless_az=a"), Some("a"));
+    assert_eq!(client_rack("inkless_az=az1, aaa=bbb"), Some("az1"));
+    assert_eq!(client_rack("x inkless_az=az2"), Some("az2"));
+    for none in [
+        "",
+        "app",
+        "mydiskless_az=a",
+        "diskless_az=",
+        "diskless_az=a=b",
+    ] {
+        assert_eq!(client_rack(none), None, "{none:?}");
+    }
+}
+
+/// A 3-broker image (racks r1, r2, r2; broker 3 fenced when `fenced3`) with a diskless topic of
+/// 4 partitions whose image leaders are broker 1, 2, 3 and none.
+fn racked_image(fenced3: bool) -> frieda_meta::MetadataImage {
+    let mut image = frieda_meta::MetadataImage::default();
+    for (id, rack) in [(1, "r1"), (2, "r2"), (3, "r2")] {
+        image.brokers.insert(
+            id,
+            frieda_meta::BrokerRegistration {
+                id,
+                incarnation: uuid::Uuid::from_u128(id as u128),
+                endpoints: Vec::new(),
+                rack: Some(rack.to_string()),
+                fenced: id == 3 && fenced3,
+                epoch: 1,
+                offline_replicas: Default::default(),
+                clean_shutdown: false,
+            },
+        );
+    }
+    let partitions = [1, 2, 3, frieda_meta::NO_LEADER]
+        .into_iter()
+        .map(|leader| frieda_meta::PartitionState {
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2, 3],
+            leader,
+            leader_epoch: 4,
+            ..crate::coordinator::led_with_a_follower()
+        })
+        .collect();
+    let configs = [(
+        crate::diskless::config::DISKLESS_ENABLE.to_string(),
+        "true".to_string(),
+    )];
+    image.topics.insert(
+        "dl".into(),
+        frieda_meta::TopicImage {
+            id: uuid::Uuid::from_u128(0xd1),
+            configs: configs.into_iter().collect(),
+            partitions,
+            remote: Default::default(),
+        },
+    );
+    image
+}
+
+#[test]
+fn a_diskless_partition_is_served_by_a_broker_of_the_clients_rack_else_by_a_live_one() {
+    let image = racked_image(false);
+    let t = &image.topics["dl"];
+    let leaders = |client: Option<&str>| -> Vec<i32> {
+        t.partitions
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let s = served(&image, t, i as i32, p, client);
+                assert_eq!(
+                    (s.replicas.clone(), s.isr.clone()),
+                    (vec![s.leader], vec![s.leader])
+                );
+                assert_eq!(s.leader_epoch, 4);
+                s.leader
+            })
+            .collect()
+    };
+    // rack r1 has broker 1 only; rack r2 brokers 2 and 3, alternating over the partitions
+    assert_eq!(leaders(Some("c,diskless_az=r1")), vec![1, 1, 1, 1]);
+    let r2 = leaders(Some("c,diskless_az=r2"));
+    assert!(r2.iter().all(|b| [2, 3].contains(b)), "{r2:?}");
+    assert_ne!(r2[0], r2[1]);
+    assert_eq!(r2[0], r2[2]);
+    // no rack, or a rack without a live broker: the image's leader, and for the leaderless
+    // partition one of the live brokers
+    for client in [None, Some("c"), Some("diskless_az=r9")] {
+        let got = leaders(client);
+        assert_eq!(got[..3], [1, 2, 3], "{client:?}");
+        assert!([1, 2, 3].contains(&got[3]), "{client:?}");
+    }
+    // a fenced broker serves nothing: not for its rack, not as the image's leader
+    let image = racked_image(true);
+    let t = &image.topics["dl"];
+    for (i, p) in t.partitions.iter().enumerate() {
+        for client in [None, Some("diskless_az=r2")] {
+            let leader = served(&image, t, i as i32, p, client).leader;
+            assert!(
+                [1, 2].contains(&leader),
+                "partition {i}, {client:?}: {leader}"
+            );
+        }
+    }
+    // a classic topic is told as the image has it
+    let mut classic = t.clone();
+    classic.configs.clear();
+    let p = &classic.partitions[3];
+    assert_eq!(
+        served(&image, &classic, 3, p, None).leader,
+        frieda_meta::NO_LEADER
+    );
+}
