@@ -25,6 +25,10 @@ active controller", "node 3"); ``Nemesis.run`` resolves it against the cluster w
                      partition's leader while segments upload (restart after 2-8 s), SIGSTOP a
                      leader past the session, SIGSTOP the object store for 5-15 s (a leader
                      SIGKILLed during the stop), the store answering 503 SlowDown or hanging
+    diskless         on a diskless topic (diskless.enable, issue 60; the same store and proxy):
+                     SIGKILL or SIGSTOP the leader of ``__diskless_coordinator-0`` (the batch
+                     coordinator) or a broker serving a partition, the store stopped (with a
+                     broker killed meanwhile), answering 503 or hanging
 
 Every fault is undone by the step itself (restart, SIGCONT, the proxy back to ``pass``) and
 ``heal()`` restarts or resumes whatever is left before the final reads. Processes are signalled
@@ -49,7 +53,9 @@ sys.path.insert(0, str(HERE))
 from history import HistoryWriter  # noqa: E402
 
 KINDS = ["kill-leader", "kill-controller", "pause", "rolling", "reassign", "partition", "power-loss", "mixed",
-         "tiered"]
+         "tiered", "diskless"]
+# the partition whose leader hosts the diskless batch coordinator (``{"coordinator": True}`` targets)
+DISKLESS_COORDINATOR = "__diskless_coordinator"
 
 
 def load_cluster_module():
@@ -178,6 +184,14 @@ def make_schedule(kind: str, seed: int, secs: float, n_nodes: int, partitions: i
         return {"op": "store-fault", "mode": rnd.choice(["slowdown", "stall"]),
                 "down": round(rnd.uniform(3.0, 10.0), 2), "after": round(rnd.uniform(1.0, 3.0), 2)}
 
+    if kind == "diskless":
+        # first the coordinator's broker killed while commits run, and the store stopped with
+        # a broker killed meanwhile, in a seeded order
+        first = [tkill({"coordinator": True}), store_pause(True)]
+        rnd.shuffle(first)
+        for step in first:
+            steps.append(step)
+            t += step["down"] + step["after"] + 2
     if kind == "tiered":
         # the first two steps are the report's (issue 57): a leader killed while copies run, and
         # the store stopped with a leader killed meanwhile, in a seeded order; a short schedule
@@ -218,6 +232,12 @@ def make_schedule(kind: str, seed: int, secs: float, n_nodes: int, partitions: i
             r = rnd.random()
             step = (tkill(leader()) if r < 0.35 else pause(leader()) if r < 0.5
                     else store_pause(rnd.random() < 0.8) if r < 0.7 else store_fault() if r < 0.9
+                    else tkill({"controller": True}))
+        elif kind == "diskless":
+            r = rnd.random()
+            step = (tkill({"coordinator": True}) if r < 0.25 else tkill(leader()) if r < 0.4
+                    else pause({"coordinator": True}) if r < 0.5 else pause(leader()) if r < 0.55
+                    else store_pause(rnd.random() < 0.8) if r < 0.75 else store_fault() if r < 0.95
                     else tkill({"controller": True}))
         else:
             raise ValueError(f"unknown fault kind {kind!r}; one of {KINDS}")
@@ -297,6 +317,11 @@ class Nemesis:
                 node = p.leader if p is not None else None
             elif target.get("controller"):
                 node = self.cluster.controller(alive[0])
+            elif target.get("coordinator"):
+                md = self.cluster.raw_metadata(alive[0], [DISKLESS_COORDINATOR])
+                _e, parts = md.topics.get(DISKLESS_COORDINATOR, (3, {}))
+                p = parts.get(0)
+                node = p.leader if p is not None else None
             else:
                 node = target["node"]
         except Exception as e:  # noqa: BLE001

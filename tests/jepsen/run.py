@@ -3,7 +3,8 @@
 
     tests/jepsen/run.py --fault KIND|all --schedules N --seed S --secs 25 --out DIR
 
-KIND: kill-leader, kill-controller, pause, rolling, reassign, partition, power-loss, mixed, tiered.
+KIND: kill-leader, kill-controller, pause, rolling, reassign, partition, power-loss, mixed, tiered,
+diskless.
 
 Schedule i of a kind uses seed S+i (printed; ``--schedules 1 --seed S+i`` runs it again). Per
 schedule: a fresh cluster (3 voters; reassign and mixed add a broker-only node 4) under
@@ -16,7 +17,10 @@ the cluster tiers to its own SeaweedFS behind the S3 fault proxy, one topic of 4
 tiered with 1 MiB segments and one segment kept locally, the producers write MB/s of padded
 values, the two assign() consumers keep going back to offset 0 (no subscribed consumers), and
 once the copies are done the bucket is recorded (``history/bucket.jsonl``) for the checker,
-before the final reads. A passing run's data is deleted (its
+before the final reads. The ``diskless`` kind (issue 60) runs the tiered kind's store, proxy and
+clients against a topic with ``diskless.enable=true`` (4 partitions, records only in the
+bucket), with its own faults (nemesis.py); there is no bucket record and no replica comparison
+(the partitions' local logs stay empty). A passing run's data is deleted (its
 result.json stays); a failing run keeps its histories and node logs. Prints a table per fault
 kind and exits 1 if any run found an anomaly or failed.
 
@@ -68,9 +72,11 @@ TIERED_SETTINGS = {"remote.log.manager.task.interval.ms": 200, "log.retention.ch
 TIERED_TOPIC = {"remote.storage.enable": "true", "segment.bytes": str(MIB), "local.retention.bytes": str(MIB),
                 "retention.ms": "-1", "retention.bytes": "-1"}
 TIERED_VALUE_BYTES = [1024, 4096]  # each value padded to a seeded size in this range (2.5 KiB mean)
-DEFAULT_PARTITIONS = {"tiered": 4}
-# records/s per producer (2 producers): tiered ~2.5 MB/s each, 5 MB/s in all
-DEFAULT_RATE = {"tiered": 1000}
+# the diskless kind's topic: every record in the bucket only (issue 60)
+DISKLESS_TOPIC = {"diskless.enable": "true"}
+DEFAULT_PARTITIONS = {"tiered": 4, "diskless": 4}
+# records/s per producer (2 producers): tiered and diskless ~2.5 MB/s each, 5 MB/s in all
+DEFAULT_RATE = {"tiered": 1000, "diskless": 1000}
 # the runner writes HEALED_FILE (in the history dir) once the nemesis healed the cluster; the
 # producers go on for TAIL_SECS after it (workload.LoadWindow)
 HEALED_FILE = "healed"
@@ -459,6 +465,7 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
     partitions = partitions or DEFAULT_PARTITIONS.get(kind, 5)
     rate = rate or DEFAULT_RATE.get(kind, 100)
     tiered = kind == "tiered"
+    diskless = kind == "diskless"
     cm = load_cluster_module()
     n = n_nodes or nodes_for(kind)
     rundir = Path(out).resolve() / f"{kind}-{'txn-' if txn else ''}{seed}"
@@ -481,7 +488,7 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
     settings = dict(SETTINGS)
     cluster_kw: dict = {}
     try:
-        if tiered:
+        if tiered or diskless:
             # the object store of this schedule: its own ports and directory, behind the fault proxy
             seaweedfs, s3_fault_proxy = load_store_modules()
             store = seaweedfs.SeaweedFS(rundir)
@@ -489,7 +496,8 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
             proxy = s3_fault_proxy.FaultProxy(store.ports["s3.port"])
             settings.update(store.broker_settings())
             settings["rsm.config.storage.s3.endpoint.url"] = proxy.endpoint
-            settings.update(TIERED_SETTINGS)
+            if tiered:
+                settings.update(TIERED_SETTINGS)
         elif kind == "partition":
             sys.path.append(str(HERE.parent / "cluster"))
             from netns import Net
@@ -527,16 +535,16 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
         cluster.start_all()
         from confluent_kafka.admin import NewTopic
         admin = cluster.admin()  # kept referenced until the future resolves
-        config = {"min.insync.replicas": "2", **(TIERED_TOPIC if tiered else {})}
+        config = {"min.insync.replicas": "2", **(TIERED_TOPIC if tiered else DISKLESS_TOPIC if diskless else {})}
         fs = admin.create_topics([NewTopic(topic, partitions, 3, config=config)])
         fs[topic].result(30)
         cluster.wait_topic(topic, partitions)
-        if not tiered:  # the tiered kind has no subscribed consumers
+        if not (tiered or diskless):  # the tiered and diskless kinds have no subscribed consumers
             commit_start_offsets(admin, group, topic, partitions)
         del admin
         base = {"bootstrap": cluster.bootstrap, "topic": topic, "partitions": partitions, "out": str(hist),
                 "secs": secs, "healed_file": str(hist / HEALED_FILE), "tail_secs": TAIL_SECS}
-        if tiered:
+        if tiered or diskless:
             procs += spawn_tiered_clients(base, seed, rate, logs)
         else:
             procs += spawn_clients(base, seed, rate, txn, group, logs)
@@ -553,14 +561,14 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
             # the copies done and the bucket quiet (>= 3 s: the chunk caches expire meanwhile)
             bucket = record_bucket(store, cluster, topic, hist)
         # the final reads: two independent readers bootstrapped from different nodes
-        read_secs = TIERED_FINAL_READ_SECS if tiered else 60
-        finals = spawn_finals(base, None if tiered else group, [cluster.nodes[1 + i % n].addr for i in range(2)],
+        read_secs = TIERED_FINAL_READ_SECS if tiered or diskless else 60
+        finals = spawn_finals(base, None if tiered or diskless else group, [cluster.nodes[1 + i % n].addr for i in range(2)],
                               logs, read_secs=read_secs)
         problems += wait_procs(finals, timeout=read_secs + 60)
         procs += finals
         if tiered:
             problems += replicas_agree(cluster, topic)
-        else:
+        elif not diskless:
             problems += replicas_identical(cluster, topic)
     except Exception as e:  # noqa: BLE001 - the run could not be carried out: kept, reported
         import traceback
