@@ -493,7 +493,12 @@ fn racked_image(fenced3: bool) -> frieda_meta::MetadataImage {
             isr: vec![1, 2, 3],
             leader,
             leader_epoch: 4,
-            ..crate::coordinator::led_with_a_follower()
+            partition_epoch: 1,
+            adding: vec![],
+            removing: vec![],
+            elr: vec![],
+            last_known_elr: vec![],
+            electing: None,
         })
         .collect();
     let configs = [(
