@@ -75,18 +75,31 @@ impl Sim {
             high_watermarks.insert(p, first.high_watermark);
             let mut last_seen: BTreeMap<i64, i32> = BTreeMap::new();
             for c in &first.coordinates {
-                named.insert(c.object);
-                let Some(body) = self.store.get(&c.object) else {
+                // (the simulated producers are not transactional: no markers)
+                let Location::Object {
+                    object,
+                    byte_offset,
+                    byte_len,
+                } = c.location
+                else {
+                    problems.push((
+                        "acked-record-lost",
+                        format!("{dp:?} offset {}: a marker", c.base_offset),
+                    ));
+                    continue;
+                };
+                named.insert(object);
+                let Some(body) = self.store.get(&object) else {
                     problems.push((
                         "acked-record-lost",
                         format!(
-                            "{dp:?} offset {}: object {:?} not in the bucket",
-                            c.base_offset, c.object
+                            "{dp:?} offset {}: object {object:?} not in the bucket",
+                            c.base_offset
                         ),
                     ));
                     continue;
                 };
-                let range = c.byte_offset as usize..(c.byte_offset + c.byte_len) as usize;
+                let range = byte_offset as usize..(byte_offset + byte_len) as usize;
                 let Some(bytes) = body.get(range) else {
                     problems.push((
                         "acked-record-lost",

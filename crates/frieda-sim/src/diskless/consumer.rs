@@ -154,12 +154,19 @@ impl Sim {
             Ok(_) if self.store_down => (Err(E::KafkaStorageError), -1),
             Ok((found, log_start)) => {
                 let store = &self.store;
-                let read = assemble(&found, offset, READ_MAX_BYTES, 0, |o, at, len| {
-                    store
-                        .get(&o)
-                        .and_then(|b| b.get(at as usize..(at + len) as usize))
-                        .map(Bytes::copy_from_slice)
-                });
+                let read = assemble(
+                    &found,
+                    offset,
+                    found.high_watermark,
+                    READ_MAX_BYTES,
+                    0,
+                    |o, at, len| {
+                        store
+                            .get(&o)
+                            .and_then(|b| b.get(at as usize..(at + len) as usize))
+                            .map(Bytes::copy_from_slice)
+                    },
+                );
                 match read {
                     Ok(records) => (Ok(records), log_start),
                     // deleted since it was found (DeleteRecords, then GC): ask again

@@ -19,8 +19,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::Broker;
 use crate::coordinator::transaction::{MarkerRequest, MarkerWriter, TopicPartition, TxnVersion};
+use crate::diskless::coordinator::{DisklessPartition, TxnMarker};
 use crate::storage::leader_append::{admit_produce, answer_produce};
 use crate::storage::partition::Partition;
+use crate::storage::topic::Topic;
 use crate::storage::topic::OFFSETS_TOPIC;
 
 /// WriteTxnMarkers version sent to other brokers (v2 carries the transaction version).
@@ -103,9 +105,59 @@ pub async fn write_marker_locally(
     waited
 }
 
+/// Writes `m` on partition `index` of diskless topic `topic` at its batch coordinator, from
+/// any broker (no broker leads a diskless partition; issue 60, docs/diskless.md, "Idempotence
+/// and transactions").
+///
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION (3) for a partition the topic lacks;
+/// NOT_LEADER_OR_FOLLOWER (6) on a broker without the diskless service or while no coordinator
+/// serves the partition (loading, moving, not reached: the transaction coordinator retries);
+/// INVALID_PRODUCER_EPOCH (47), TRANSACTION_COORDINATOR_FENCED (52), KAFKA_STORAGE_ERROR (56)
+/// from the coordinator.
+pub async fn write_marker_diskless(
+    broker: &Broker,
+    topic: &Topic,
+    index: i32,
+    m: LocalMarker,
+) -> Result<(), E> {
+    if index < 0 || index >= topic.partition_count() {
+        return Err(E::UnknownTopicOrPartition);
+    }
+    let partition = DisklessPartition {
+        topic_id: topic.id,
+        partition: index,
+    };
+    let diskless = broker.diskless().ok_or(E::NotLeaderOrFollower)?;
+    let marker = TxnMarker {
+        producer_id: m.producer_id,
+        producer_epoch: m.producer_epoch,
+        coordinator_epoch: m.coordinator_epoch,
+        commit: m.commit,
+    };
+    let written = match diskless.coordinator(partition) {
+        Ok(host) => host.marker(partition, marker, m.bumps_epoch).await,
+        Err(e) => Err(e),
+    };
+    written.map(|_| ()).map_err(|e| match e {
+        E::NotCoordinator | E::CoordinatorLoadInProgress | E::RequestTimedOut => {
+            E::NotLeaderOrFollower
+        }
+        e => e,
+    })
+}
+
+/// The topic of `tp` when it is diskless.
+fn diskless_topic(broker: &Broker, tp: &TopicPartition) -> Option<Arc<Topic>> {
+    broker
+        .topic(&tp.0)
+        .filter(|t| t.configs.read().is_diskless(&broker.topic_defaults()))
+}
+
 /// Where a partition's marker goes.
 enum Target {
     Local(Arc<Partition>),
+    /// A diskless partition: its batch coordinator, from here.
+    Diskless(Arc<Topic>),
     Remote(BrokerId),
     /// The topic no longer exists: no marker is due.
     Gone,
@@ -114,6 +166,9 @@ enum Target {
 }
 
 fn target(broker: &Broker, tp: &TopicPartition) -> Target {
+    if let Some(topic) = diskless_topic(broker, tp) {
+        return Target::Diskless(topic);
+    }
     let local = broker
         .topic(&tp.0)
         .and_then(|t| t.replica(tp.1).ok())
@@ -181,10 +236,12 @@ impl MarkerWriter for BrokerMarkers {
             };
             let mut out = Vec::with_capacity(req.partitions.len());
             let mut local = Vec::new();
+            let mut diskless = Vec::new();
             let mut remote: HashMap<BrokerId, Vec<TopicPartition>> = HashMap::new();
             for tp in req.partitions {
                 match target(&broker, &tp) {
                     Target::Local(p) => local.push((tp, p)),
+                    Target::Diskless(t) => diskless.push((tp, t)),
                     Target::Remote(b) => remote.entry(b).or_default().push(tp),
                     Target::Gone => out.push((tp, Err(E::UnknownTopicOrPartition))),
                     Target::Unavailable(e) => out.push((tp, Err(e))),
@@ -198,9 +255,17 @@ impl MarkerWriter for BrokerMarkers {
                 let broker = broker.clone();
                 async move { send(&broker, to, m, req.version, parts).await }
             });
-            let (l, r) = futures::join!(join_all(locals), join_all(remotes));
+            let bucket = diskless.into_iter().map(|(tp, topic)| {
+                let broker = broker.clone();
+                async move {
+                    let r = write_marker_diskless(&broker, &topic, tp.1, m).await;
+                    (tp, r)
+                }
+            });
+            let (l, r, d) = futures::join!(join_all(locals), join_all(remotes), join_all(bucket));
             out.extend(l);
             out.extend(r.into_iter().flatten());
+            out.extend(d);
             out
         })
     }

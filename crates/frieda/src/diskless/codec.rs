@@ -16,13 +16,15 @@
 //!   2 DeleteRecords:   now_ms i64, topic_id [16], partition i32, log_start i64
 //!   3 DeleteTopic:     now_ms i64, topic_id [16]
 //!   4 ObjectsDeleted:  count u32, object [16] each
+//!   5 Marker:          now_ms i64, topic_id [16], partition i32, offset i64, then the marker:
+//!                      producer_id i64, producer_epoch i16, coordinator_epoch i32, commit u8
 //! ```
 //!
 //! A commit costs 46 bytes plus 89 per batch and its answer (17 bytes stored or duplicate, 3
 //! refused).
 
 use super::coordinator::{
-    BatchAnswer, CommitBatches, CommittedBatch, Decision, DisklessPartition, ObjectId,
+    BatchAnswer, CommitBatches, CommittedBatch, Decision, DisklessPartition, ObjectId, TxnMarker,
 };
 use frieda_log::{BatchHeader, BATCH_HEADER_LEN};
 use kafka_protocol::error::ResponseError as E;
@@ -84,6 +86,18 @@ pub fn encode(decision: &Decision) -> Vec<u8> {
             body.push(3);
             body.extend_from_slice(&now_ms.to_be_bytes());
             body.extend_from_slice(topic_id.as_bytes());
+        }
+        Decision::Marker {
+            now_ms,
+            partition,
+            marker,
+            offset,
+        } => {
+            body.push(5);
+            body.extend_from_slice(&now_ms.to_be_bytes());
+            put_partition(&mut body, partition);
+            body.extend_from_slice(&offset.to_be_bytes());
+            put_marker(&mut body, marker);
         }
         Decision::ObjectsDeleted(ids) => {
             body.push(4);
@@ -157,6 +171,12 @@ pub fn decode(bytes: &[u8]) -> Result<Decision, DecodeError> {
             }
             Decision::ObjectsDeleted(ids)
         }
+        5 => Decision::Marker {
+            now_ms: r.i64()?,
+            partition: r.partition()?,
+            offset: r.i64()?,
+            marker: r.marker()?,
+        },
         _ => return Err(DecodeError::Malformed("unknown kind")),
     };
     if !r.0.is_empty() {
@@ -169,6 +189,14 @@ pub fn decode(bytes: &[u8]) -> Result<Decision, DecodeError> {
 pub(super) fn put_partition(out: &mut Vec<u8>, p: &DisklessPartition) {
     out.extend_from_slice(p.topic_id.as_bytes());
     out.extend_from_slice(&p.partition.to_be_bytes());
+}
+
+/// Appends `m`: producer_id i64, producer_epoch i16, coordinator_epoch i32, commit u8 (0, 1).
+pub(super) fn put_marker(out: &mut Vec<u8>, m: &TxnMarker) {
+    out.extend_from_slice(&m.producer_id.to_be_bytes());
+    out.extend_from_slice(&m.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&m.coordinator_epoch.to_be_bytes());
+    out.push(u8::from(m.commit));
 }
 
 /// Appends the head of `commit`: object [16], object_size u64, uploader i32, batches u32.
@@ -285,6 +313,20 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
+    /// What [`put_marker`] wrote.
+    pub(super) fn marker(&mut self) -> Result<TxnMarker, DecodeError> {
+        Ok(TxnMarker {
+            producer_id: self.i64()?,
+            producer_epoch: self.i16()?,
+            coordinator_epoch: self.i32()?,
+            commit: match self.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::Malformed("marker result")),
+            },
+        })
+    }
+
     /// What [`put_batch`] wrote.
     pub(super) fn batch(&mut self) -> Result<CommittedBatch, DecodeError> {
         Ok(CommittedBatch {
@@ -373,6 +415,17 @@ mod tests {
                     },
                     BatchAnswer::Refused(E::OutOfOrderSequenceNumber),
                 ],
+            },
+            Decision::Marker {
+                now_ms: 6,
+                partition: p,
+                marker: TxnMarker {
+                    producer_id: 42,
+                    producer_epoch: 4,
+                    coordinator_epoch: 9,
+                    commit: false,
+                },
+                offset: 3,
             },
             Decision::DeleteRecords {
                 now_ms: 6,

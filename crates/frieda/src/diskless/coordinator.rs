@@ -10,9 +10,16 @@
 //! DeleteRecords and retention move the log start ([`BatchCoordinator::delete_records`]); an
 //! object no live batch refers to is marked for deletion and deleted after a grace period.
 //!
-//! Not here yet (later steps of the build plan): transactions (markers, the last stable
-//! offset), compaction into tiered segments, snapshots, and the partition that replicates the
-//! decisions. Time comes in as arguments (ms); nothing here does IO.
+//! Transactions (KIP-98): a transactional batch opens its producer's transaction on the
+//! partition; a marker the transaction coordinator asks for ([`BatchCoordinator::marker`])
+//! takes one offset, closes it and, when it aborts, enters the aborted transactions a
+//! `read_committed` reader skips; the last stable offset is the first offset of the oldest
+//! transaction still open (or closed by a marker not yet visible). The KIP-890 verification
+//! happens at the broker that took the produce (docs/diskless.md, "Idempotence and
+//! transactions").
+//!
+//! Not here yet (later steps of the build plan): compaction into tiered segments and snapshots.
+//! Time comes in as arguments (ms); nothing here does IO.
 //!
 //! Invariants (asserted after every decision in debug builds, checked by
 //! [`BatchCoordinator::check_invariants`] in tests): per partition `log_start <= high
@@ -21,7 +28,9 @@
 //! number of coordinates naming it, and an object is marked for deletion exactly when none does.
 
 use crate::storage::leader_append::producer_error;
-use frieda_log::{BatchHeader, ProducerStateManager, SequenceCheck};
+use frieda_log::{
+    AbortedTxn, BatchHeader, ControlType, EndTxnMarker, ProducerStateManager, SequenceCheck,
+};
 use kafka_protocol::error::ResponseError as E;
 use std::collections::{HashMap, VecDeque};
 use uuid::Uuid;
@@ -107,10 +116,10 @@ pub enum BatchAnswer {
         last_offset: i64,
     },
     /// Refused with this error: UNKNOWN_TOPIC_OR_PARTITION (3), KAFKA_STORAGE_ERROR (56, the
-    /// coordinate bound), INVALID_TXN_STATE (48, transactional batches, not supported yet),
-    /// INVALID_RECORD (87, a control batch), or the producer state's: INVALID_PRODUCER_EPOCH
-    /// (47), OUT_OF_ORDER_SEQUENCE_NUMBER (45), NOT_LEADER_OR_FOLLOWER (6, after an earlier
-    /// refused batch of the same producer: resend in order).
+    /// coordinate bound), INVALID_RECORD (87, a control batch), or the producer state's:
+    /// INVALID_PRODUCER_EPOCH (47), OUT_OF_ORDER_SEQUENCE_NUMBER (45), INVALID_TXN_STATE (48, a
+    /// plain batch while the producer's transaction is open), NOT_LEADER_OR_FOLLOWER (6, after
+    /// an earlier refused batch of the same producer: resend in order).
     Refused(E),
 }
 
@@ -128,21 +137,79 @@ pub enum CommitError {
     TooOld,
 }
 
-/// Where a run of offsets is: a byte range of an object.
+/// A transaction marker (KIP-98's control batch) as the coordinator stores it: no object
+/// holds it; a reader builds its batch from these fields (`frieda_log::build_marker_batch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnMarker {
+    /// The transaction's producer.
+    pub producer_id: i64,
+    /// The epoch the marker carries (transactions v2: the one the coordinator bumped to).
+    pub producer_epoch: i16,
+    /// The transaction coordinator's epoch.
+    pub coordinator_epoch: i32,
+    /// Commit (true) or abort.
+    pub commit: bool,
+}
+
+impl TxnMarker {
+    /// The marker as the log's producer state takes it.
+    pub fn end_txn(&self) -> EndTxnMarker {
+        EndTxnMarker {
+            control: if self.commit {
+                ControlType::Commit
+            } else {
+                ControlType::Abort
+            },
+            coordinator_epoch: self.coordinator_epoch,
+        }
+    }
+}
+
+/// Where the records of a [`Coordinate`] are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    /// A byte range of an uploaded object.
+    Object {
+        /// The object.
+        object: ObjectId,
+        /// First byte in the object.
+        byte_offset: u32,
+        /// Bytes.
+        byte_len: u32,
+    },
+    /// A transaction marker, one offset, held by the coordinator alone.
+    Marker(TxnMarker),
+}
+
+/// Where a run of offsets is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Coordinate {
-    /// The object.
-    pub object: ObjectId,
-    /// First byte in the object.
-    pub byte_offset: u32,
-    /// Bytes.
-    pub byte_len: u32,
+    /// Where its batch is.
+    pub location: Location,
     /// First offset.
     pub base_offset: i64,
     /// Last offset.
     pub last_offset: i64,
-    /// Largest record timestamp (ms).
+    /// Largest record timestamp (ms); a marker's: when it was decided.
     pub max_timestamp: i64,
+}
+
+impl Coordinate {
+    /// The object holding it (none for a marker).
+    pub fn object(&self) -> Option<ObjectId> {
+        match self.location {
+            Location::Object { object, .. } => Some(object),
+            Location::Marker(_) => None,
+        }
+    }
+
+    /// Bytes of its batch in an object (0 for a marker, which takes no object bytes).
+    pub fn byte_len(&self) -> u32 {
+        match self.location {
+            Location::Object { byte_len, .. } => byte_len,
+            Location::Marker(_) => 0,
+        }
+    }
 }
 
 /// What a read at an offset gets ([`BatchCoordinator::find_batches`]).
@@ -154,6 +221,22 @@ pub struct Found {
     pub high_watermark: i64,
     /// Its log start offset.
     pub log_start: i64,
+    /// Its last stable offset (KIP-98): `read_committed` readers stop below it.
+    pub last_stable_offset: i64,
+    /// The aborted transactions whose offsets overlap the coordinates found, by marker offset
+    /// (Fetch's `aborted_transactions`).
+    pub aborted: Vec<AbortedTxn>,
+}
+
+/// A partition's offsets ([`BatchCoordinator::offsets`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offsets {
+    /// The log start offset.
+    pub log_start: i64,
+    /// The high watermark (the next offset).
+    pub high_watermark: i64,
+    /// The last stable offset (KIP-98).
+    pub last_stable_offset: i64,
 }
 
 /// A decision of the coordinator partition's leader, as every replica applies it
@@ -172,6 +255,17 @@ pub enum Decision {
         commit: CommitBatches,
         /// One answer per batch.
         answers: Vec<BatchAnswer>,
+    },
+    /// [`BatchCoordinator::marker`]: a transaction marker stored at `offset`.
+    Marker {
+        /// When it was decided (ms): the marker record's timestamp.
+        now_ms: i64,
+        /// The partition.
+        partition: DisklessPartition,
+        /// The marker.
+        marker: TxnMarker,
+        /// Its offset (the partition's next one, asserted).
+        offset: i64,
     },
     /// [`BatchCoordinator::delete_records`]: the log start it moved to.
     DeleteRecords {
@@ -215,6 +309,16 @@ struct PartitionState {
     next_offset: i64,
     coordinates: VecDeque<Coordinate>,
     producers: ProducerStateManager,
+    /// Aborted transactions whose markers are at or above the log start, by marker offset
+    /// (each names a marker coordinate, so the coordinate bound bounds them).
+    aborted: VecDeque<AbortedTxn>,
+}
+
+impl PartitionState {
+    /// The last stable offset when the partition's records are visible below `end`.
+    fn last_stable_offset(&self, end: i64) -> i64 {
+        self.producers.frontier().last_stable_offset(end)
+    }
 }
 
 /// The batch coordinator's state for the diskless partitions of one coordinator partition.
@@ -291,6 +395,12 @@ impl BatchCoordinator {
                 }
                 self.register(*now_ms, commit, answers.clone());
             }
+            Decision::Marker {
+                now_ms,
+                partition,
+                marker,
+                offset,
+            } => self.store_marker(*now_ms, *partition, *marker, *offset),
             Decision::DeleteRecords {
                 now_ms,
                 partition,
@@ -313,8 +423,8 @@ impl BatchCoordinator {
             .collect();
         for p in gone {
             if let Some(state) = self.partitions.remove(&p) {
-                for c in state.coordinates {
-                    self.release(now_ms, c.object);
+                for object in state.coordinates.iter().filter_map(Coordinate::object) {
+                    self.release(now_ms, object);
                 }
             }
         }
@@ -403,9 +513,7 @@ impl BatchCoordinator {
         if h.is_control() {
             return BatchAnswer::Refused(E::InvalidRecord);
         }
-        if h.is_transactional() {
-            return BatchAnswer::Refused(E::InvalidTxnState);
-        }
+        // A transactional batch was verified (KIP-890) by the broker that took it.
         match p.producers.check(h, None, false) {
             Err(e) => BatchAnswer::Refused(producer_error(e)),
             Ok(SequenceCheck::Duplicate {
@@ -444,9 +552,11 @@ impl BatchCoordinator {
                 );
                 p.producers.record(&b.header, base_offset);
                 p.coordinates.push_back(Coordinate {
-                    object,
-                    byte_offset: b.byte_offset,
-                    byte_len: b.byte_len,
+                    location: Location::Object {
+                        object,
+                        byte_offset: b.byte_offset,
+                        byte_len: b.byte_len,
+                    },
                     base_offset,
                     last_offset,
                     max_timestamp: b.header.max_timestamp,
@@ -459,7 +569,8 @@ impl BatchCoordinator {
     }
 
     /// The coordinates of `partition` from the one holding `offset`: at least one, then more
-    /// while their bytes stay within `max_bytes`. None at the high watermark.
+    /// while their bytes stay within `max_bytes`. None at the high watermark. (Everything
+    /// decided: [`Self::find_visible`] with no bound.)
     ///
     /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); OFFSET_OUT_OF_RANGE (1) below the log start or
     /// above the high watermark.
@@ -469,28 +580,140 @@ impl BatchCoordinator {
         offset: i64,
         max_bytes: u64,
     ) -> Result<Found, E> {
+        self.find_visible(partition, offset, max_bytes, i64::MAX)
+    }
+
+    /// [`Self::find_batches`] of the records below `end` (the partition's visible end, at most
+    /// its high watermark): coordinates, high watermark, last stable offset and aborted
+    /// transactions as readers may see them when the decisions below `end` are replicated.
+    ///
+    /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); OFFSET_OUT_OF_RANGE (1) below the log start or
+    /// above the end.
+    pub fn find_visible(
+        &self,
+        partition: DisklessPartition,
+        offset: i64,
+        max_bytes: u64,
+        end: i64,
+    ) -> Result<Found, E> {
         let p = self
             .partitions
             .get(&partition)
             .ok_or(E::UnknownTopicOrPartition)?;
-        if offset < p.log_start || offset > p.next_offset {
+        let end = end.min(p.next_offset);
+        if offset < p.log_start || offset > end {
             return Err(E::OffsetOutOfRange);
         }
         let first = p.coordinates.partition_point(|c| c.last_offset < offset);
         let mut coordinates = Vec::new();
         let mut bytes = 0u64;
         for c in p.coordinates.iter().skip(first) {
-            bytes += u64::from(c.byte_len);
+            if c.last_offset >= end {
+                break;
+            }
+            bytes += u64::from(c.byte_len());
             if !coordinates.is_empty() && bytes > max_bytes {
                 break;
             }
             coordinates.push(*c);
         }
+        let upto = coordinates.last().map_or(offset, |c| c.last_offset + 1);
+        let aborted = p
+            .aborted
+            .iter()
+            .filter(|a| a.last_offset >= offset && a.last_offset < end && a.first_offset < upto)
+            .copied()
+            .collect();
         Ok(Found {
             coordinates,
-            high_watermark: p.next_offset,
+            high_watermark: end,
             log_start: p.log_start,
+            last_stable_offset: p.last_stable_offset(end),
+            aborted,
         })
+    }
+
+    /// The offsets of `partition` when its records are visible below `end` (`i64::MAX`: all
+    /// decided ones), if served here.
+    pub fn offsets(&self, partition: DisklessPartition, end: i64) -> Option<Offsets> {
+        self.partitions.get(&partition).map(|p| {
+            let end = end.min(p.next_offset);
+            Offsets {
+                log_start: p.log_start.min(end),
+                high_watermark: end,
+                last_stable_offset: p.last_stable_offset(end),
+            }
+        })
+    }
+
+    /// Decides transaction marker `marker` on `partition` at `now_ms` (WriteTxnMarkers, Kafka's
+    /// `appendEndTxnMarker`): it takes the partition's next offset and closes its producer's
+    /// transaction there, if one is open (an abort enters the aborted transactions).
+    /// `bumps_epoch`: transactions v2, the marker's epoch must be above the producer's.
+    /// Returns the marker's offset and the decision.
+    ///
+    /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); INVALID_PRODUCER_EPOCH (47) for an older epoch;
+    /// TRANSACTION_COORDINATOR_FENCED (52) for an older coordinator epoch; KAFKA_STORAGE_ERROR
+    /// (56) at the coordinate bound.
+    pub fn marker(
+        &mut self,
+        now_ms: i64,
+        partition: DisklessPartition,
+        marker: TxnMarker,
+        bumps_epoch: bool,
+    ) -> Result<(i64, Decision), E> {
+        let p = self
+            .partitions
+            .get(&partition)
+            .ok_or(E::UnknownTopicOrPartition)?;
+        p.producers
+            .check_marker(
+                marker.producer_id,
+                marker.producer_epoch,
+                marker.coordinator_epoch,
+                bumps_epoch,
+            )
+            .map_err(producer_error)?;
+        if p.coordinates.len() >= self.max_batches {
+            return Err(E::KafkaStorageError);
+        }
+        let offset = p.next_offset;
+        let d = Decision::Marker {
+            now_ms,
+            partition,
+            marker,
+            offset,
+        };
+        self.apply(&d);
+        Ok((offset, d))
+    }
+
+    fn store_marker(&mut self, now_ms: i64, partition: DisklessPartition, m: TxnMarker, at: i64) {
+        let Some(p) = self.partitions.get_mut(&partition) else {
+            return;
+        };
+        assert_eq!(
+            at, p.next_offset,
+            "a marker stored away from its partition's end"
+        );
+        let closed =
+            p.producers
+                .record_marker(m.producer_id, m.producer_epoch, m.end_txn(), at, now_ms);
+        if let Some(txn) = closed.filter(|t| t.aborted) {
+            p.aborted.push_back(AbortedTxn {
+                producer_id: txn.producer_id,
+                first_offset: txn.first_offset,
+                last_offset: txn.last_offset,
+                last_stable_offset: p.producers.last_stable_offset_after(&txn),
+            });
+        }
+        p.coordinates.push_back(Coordinate {
+            location: Location::Marker(m),
+            base_offset: at,
+            last_offset: at,
+            max_timestamp: now_ms,
+        });
+        p.next_offset = at + 1;
     }
 
     /// The log start offset of `partition`, if served here.
@@ -544,7 +767,14 @@ impl BatchCoordinator {
             .front()
             .is_some_and(|c| c.last_offset < p.log_start)
         {
-            released.extend(p.coordinates.pop_front().map(|c| c.object));
+            released.extend(p.coordinates.pop_front().and_then(|c| c.object()));
+        }
+        while p
+            .aborted
+            .front()
+            .is_some_and(|a| a.last_offset < p.log_start)
+        {
+            p.aborted.pop_front();
         }
         for object in released {
             self.release(now_ms, object);
@@ -604,8 +834,8 @@ impl BatchCoordinator {
         parts.sort_by_key(|(id, _)| **id);
         for (id, p) in parts {
             text += &format!(
-                "{id:?} {} {} {:?}\n",
-                p.log_start, p.next_offset, p.coordinates
+                "{id:?} {} {} {:?} {:?}\n",
+                p.log_start, p.next_offset, p.coordinates, p.aborted
             );
             text += &format!("{:?}\n", p.producers.snapshot());
         }
@@ -678,7 +908,27 @@ impl BatchCoordinator {
                     ));
                 }
                 expect = Some(c.last_offset + 1);
-                *references.entry(c.object).or_default() += 1;
+                if let Some(object) = c.object() {
+                    *references.entry(object).or_default() += 1;
+                }
+            }
+            let markers = p
+                .coordinates
+                .iter()
+                .filter(|c| matches!(c.location, Location::Marker(_)))
+                .count();
+            let mut previous = i64::MIN;
+            for a in &p.aborted {
+                if a.last_offset < p.log_start.max(previous) || a.first_offset > a.last_offset {
+                    return Err(format!("{id:?}: aborted transaction {a:?} out of place"));
+                }
+                previous = a.last_offset;
+            }
+            if p.aborted.len() > markers {
+                return Err(format!(
+                    "{id:?}: {} aborted transactions, {markers} markers",
+                    p.aborted.len()
+                ));
             }
             if let Some(end) = expect {
                 if end != p.next_offset {

@@ -33,7 +33,7 @@
 use super::codec::{self, DecodeError};
 use super::coordinator::{
     BatchAnswer, BatchCoordinator, CommitBatches, CommitError, Decision, DisklessPartition, Found,
-    ObjectId,
+    ObjectId, Offsets, TxnMarker,
 };
 use crate::invariant;
 use kafka_protocol::error::ResponseError as E;
@@ -52,6 +52,8 @@ pub enum Outcome {
     Batches(Vec<BatchAnswer>),
     /// DeleteRecords: the partition's log start.
     LogStart(i64),
+    /// A transaction marker: its offset.
+    MarkerAt(i64),
     /// Another decision (a partition created, a topic deleted, objects forgotten).
     Written,
 }
@@ -373,6 +375,9 @@ impl<W> CoordinatorHost<W> {
                     }
                 }
             }
+            Decision::Marker {
+                partition, offset, ..
+            } => p.ends.push((*partition, offset + 1)),
             Decision::DeleteTopic { topic_id, .. } => p.deleted_topic = Some(*topic_id),
             Decision::DeleteRecords { .. } | Decision::ObjectsDeleted(_) => {}
         }
@@ -462,33 +467,52 @@ impl<W> CoordinatorHost<W> {
         let visible = self
             .visible_end(partition)
             .ok_or(E::UnknownTopicOrPartition)?;
-        if offset > visible {
-            return Err(E::OffsetOutOfRange);
-        }
-        let mut found = self
+        let found = self
             .coordinator
-            .find_batches(partition, offset, max_bytes)?;
-        found.coordinates.retain(|c| c.last_offset < visible);
+            .find_visible(partition, offset, max_bytes, visible)?;
         invariant!(
-            visible <= found.high_watermark,
+            found.high_watermark == visible,
             "a diskless partition's visible end {visible} passed its coordinator's {}",
             found.high_watermark
         );
-        found.high_watermark = visible;
         Ok(found)
     }
 
-    /// The log start and the end readers see of `partition` (ListOffsets earliest and latest).
+    /// The log start, the end readers see and the last stable offset of `partition`
+    /// (ListOffsets earliest, latest, and latest for `read_committed`).
     ///
     /// Errors: COORDINATOR_LOAD_IN_PROGRESS (14) while loading; NOT_COORDINATOR (16) after a
     /// failure; UNKNOWN_TOPIC_OR_PARTITION (3) for a partition the coordinator does not know.
-    pub fn offsets(&self, partition: DisklessPartition) -> Result<(i64, i64), E> {
+    pub fn offsets(&self, partition: DisklessPartition) -> Result<Offsets, E> {
         self.serving().map_err(HostError::code)?;
         let visible = self
             .visible_end(partition)
             .ok_or(E::UnknownTopicOrPartition)?;
-        let log_start = self.coordinator.log_start(partition).unwrap_or(0);
-        Ok((log_start.min(visible), visible))
+        self.coordinator
+            .offsets(partition, visible)
+            .ok_or(E::UnknownTopicOrPartition)
+    }
+
+    /// Decides transaction marker `marker` on `partition` ([`BatchCoordinator::marker`]);
+    /// `waiter` gets its offset once it is below the high watermark.
+    ///
+    /// Errors: as [`Self::commit`]'s loading/failure/busy; the coordinator's refusal
+    /// ([`HostError::Refused`]).
+    pub fn marker(
+        &mut self,
+        now_ms: i64,
+        waiter: W,
+        partition: DisklessPartition,
+        marker: TxnMarker,
+        bumps_epoch: bool,
+    ) -> Result<Step<W>, HostError> {
+        self.serving()?;
+        self.room()?;
+        let (offset, decision) = self
+            .coordinator
+            .marker(now_ms, partition, marker, bumps_epoch)
+            .map_err(HostError::Refused)?;
+        Ok(self.write(decision, Some((waiter, Outcome::MarkerAt(offset)))))
     }
 
     fn visible_end(&self, partition: DisklessPartition) -> Option<i64> {

@@ -7,11 +7,14 @@
 //! 0. Each is checked against its coordinate (length, magic, record count: a mismatch means the
 //! object or the coordinate is damaged, CORRUPT_MESSAGE) and patched with its offset and the
 //! leader epoch the reader is answered with; both fields lie outside the CRC (KIP-98's v2
-//! layout), so the client's CRC check still holds.
+//! layout), so the client's CRC check still holds. A transaction marker is no object's: its
+//! control batch is built from the coordinate (the same bytes at every read).
 
-use super::coordinator::{Coordinate, Found, ObjectId};
+use super::coordinator::{Coordinate, Found, Location, ObjectId};
 use bytes::Bytes;
-use frieda_log::{patch_base_offset, patch_leader_epoch, BatchHeader, LOG_OVERHEAD};
+use frieda_log::{
+    build_marker_batch, patch_base_offset, patch_leader_epoch, BatchHeader, LOG_OVERHEAD,
+};
 
 /// Why the records could not be assembled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,16 +45,18 @@ pub struct Records {
     pub next_offset: i64,
 }
 
-/// The batches of `found` holding offsets at or above `fetch_offset`, whole, while their bytes
-/// stay within `max_bytes` (the first always, as Kafka answers at least one batch), each patched
-/// with its base offset and `leader_epoch`. `read(object, byte_offset, byte_len)` gives the
-/// stored bytes of a range (None: not in the bucket).
+/// The batches of `found` holding offsets at or above `fetch_offset` and starting below `end`
+/// (the last stable offset for a `read_committed` reader, else the high watermark), whole,
+/// while their bytes stay within `max_bytes` (the first always, as Kafka answers at least one
+/// batch), each patched with its base offset and `leader_epoch`. `read(object, byte_offset,
+/// byte_len)` gives the stored bytes of a range (None: not in the bucket); markers are built.
 ///
 /// Errors: [`ReadError::Missing`] for a range the bucket does not have; [`ReadError::Corrupt`]
 /// for bytes that are not the batch the coordinate describes.
 pub fn assemble(
     found: &Found,
     fetch_offset: i64,
+    end: i64,
     max_bytes: usize,
     leader_epoch: i32,
     mut read: impl FnMut(ObjectId, u32, u32) -> Option<Bytes>,
@@ -60,19 +65,26 @@ pub fn assemble(
         bytes: Vec::new(),
         next_offset: fetch_offset,
     };
-    for c in found
-        .coordinates
-        .iter()
-        .filter(|c| c.last_offset >= fetch_offset)
-    {
-        if !out.bytes.is_empty() && out.bytes.len() + c.byte_len as usize > max_bytes {
-            break;
-        }
-        let stored =
-            read(c.object, c.byte_offset, c.byte_len).ok_or(ReadError::Missing(c.object))?;
-        check(c, &stored)?;
+    for c in wanted(found, fetch_offset, end, max_bytes) {
         let start = out.bytes.len();
-        out.bytes.extend_from_slice(&stored);
+        match c.location {
+            Location::Object {
+                object,
+                byte_offset,
+                byte_len,
+            } => {
+                let stored =
+                    read(object, byte_offset, byte_len).ok_or(ReadError::Missing(object))?;
+                check(c, &stored)?;
+                out.bytes.extend_from_slice(&stored);
+            }
+            Location::Marker(m) => out.bytes.extend_from_slice(&build_marker_batch(
+                m.producer_id,
+                m.producer_epoch,
+                m.end_txn(),
+                c.max_timestamp,
+            )),
+        }
         let batch = &mut out.bytes[start..];
         patch_base_offset(batch, c.base_offset);
         patch_leader_epoch(batch, leader_epoch);
@@ -81,28 +93,59 @@ pub fn assemble(
     Ok(out)
 }
 
+/// The coordinates of `found` that [`assemble`] takes: from the one holding `fetch_offset`,
+/// starting below `end`, the first whatever its size, then while their object bytes stay within
+/// `max_bytes`.
+pub fn wanted(
+    found: &Found,
+    fetch_offset: i64,
+    end: i64,
+    max_bytes: usize,
+) -> impl Iterator<Item = &Coordinate> {
+    let mut taken = 0usize;
+    let mut first = true;
+    found
+        .coordinates
+        .iter()
+        .filter(move |c| c.last_offset >= fetch_offset && c.base_offset < end)
+        .take_while(move |c| {
+            let len = c.byte_len() as usize;
+            let fits = first || taken + len <= max_bytes;
+            first = false;
+            taken += len;
+            fits
+        })
+}
+
 /// The stored bytes are the batch the coordinate describes.
 fn check(c: &Coordinate, stored: &[u8]) -> Result<(), ReadError> {
+    let Location::Object {
+        object,
+        byte_offset,
+        byte_len,
+    } = c.location
+    else {
+        return Ok(());
+    };
     let corrupt = |why: String| ReadError::Corrupt {
-        object: c.object,
-        byte_offset: c.byte_offset,
+        object,
+        byte_offset,
         why,
     };
-    if stored.len() != c.byte_len as usize {
+    if stored.len() != byte_len as usize {
         return Err(corrupt(format!(
-            "{} bytes read for a {}-byte batch",
-            stored.len(),
-            c.byte_len
+            "{} bytes read for a {byte_len}-byte batch",
+            stored.len()
         )));
     }
     let h = BatchHeader::parse(stored).map_err(|e| corrupt(e.to_string()))?;
     if h.magic != 2 {
         return Err(corrupt(format!("magic {}", h.magic)));
     }
-    if i64::from(h.batch_length) + LOG_OVERHEAD as i64 != i64::from(c.byte_len) {
+    if i64::from(h.batch_length) + LOG_OVERHEAD as i64 != i64::from(byte_len) {
         return Err(corrupt(format!(
-            "batch length {} in a {}-byte range",
-            h.batch_length, c.byte_len
+            "batch length {} in a {byte_len}-byte range",
+            h.batch_length
         )));
     }
     if i64::from(h.last_offset_delta) != c.last_offset - c.base_offset {

@@ -7,29 +7,43 @@
 //! Layout (all integers big-endian; partitions, batches and answers as in [`super::codec`]):
 //!
 //! ```text
-//! request:  magic "FDLS", version u8 (1), kind u8, coordinator partition i32, then by kind:
+//! request:  magic "FDLS", version u8 (2), kind u8, coordinator partition i32, then by kind:
 //!   1 Commit:        object [16], object_size u64, uploader i32, batches u32, batch each
 //!   2 FindBatches:   partition, offset i64, max_bytes u64
 //!   3 Offsets:       partition
 //!   4 DeleteRecords: partition, offset i64
-//! response: magic "FDLS", version u8 (1), error_code i16; when 0, by the request's kind:
+//!   5 Marker:        partition, bumps_epoch u8 (0, 1), marker (as in the codec)
+//! response: magic "FDLS", version u8 (2), error_code i16; when 0, by the request's kind:
 //!   1 answers u32, answer each
-//!   2 high_watermark i64, log_start i64, coordinates u32, then each: object [16],
-//!     byte_offset u32, byte_len u32, base_offset i64, last_offset i64, max_timestamp i64
-//!   3 log_start i64, high_watermark i64
+//!   2 high_watermark i64, log_start i64, last_stable_offset i64, coordinates u32, then each:
+//!     base_offset i64, last_offset i64, max_timestamp i64, location u8:
+//!       0 object [16], byte_offset u32, byte_len u32
+//!       1 marker
+//!     then aborted u32, each: producer_id i64, first_offset i64, last_offset i64,
+//!     last_stable_offset i64
+//!   3 log_start i64, high_watermark i64, last_stable_offset i64
 //!   4 log_start i64
+//!   5 the marker's offset i64
 //! ```
+//!
+//! Version 2 (2026-12-07) added markers and the last stable offset (transactions); brokers of
+//! version 1 and 2 do not understand each other's messages (a decode error, answered as
+//! UNKNOWN_SERVER_ERROR and retried).
 
-use super::codec::{put_answer, put_batch, put_commit_head, put_partition, DecodeError, Reader};
-use super::coordinator::{
-    BatchAnswer, CommitBatches, Coordinate, DisklessPartition, Found, ObjectId,
+use super::codec::{
+    put_answer, put_batch, put_commit_head, put_marker, put_partition, DecodeError, Reader,
 };
+use super::coordinator::{
+    BatchAnswer, CommitBatches, Coordinate, DisklessPartition, Found, Location, ObjectId, Offsets,
+    TxnMarker,
+};
+use frieda_log::AbortedTxn;
 use kafka_protocol::error::ResponseError as E;
 
 /// The first bytes of every request and response.
 pub const MAGIC: [u8; 4] = *b"FDLS";
 /// The encoding's version.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// The most coordinates a FindBatches answer may hold when decoded (the coordinator's bound
 /// per partition, `diskless.coordinator.max.batches.per.partition`, is 16,384 by default).
 pub const MAX_COORDINATES: u32 = 1 << 20;
@@ -66,6 +80,15 @@ pub enum Call {
         /// The new log start asked for.
         offset: i64,
     },
+    /// Write a transaction marker (WriteTxnMarkers).
+    Marker {
+        /// The partition.
+        partition: DisklessPartition,
+        /// The marker.
+        marker: TxnMarker,
+        /// Transactions v2: its epoch must be above the producer's.
+        bumps_epoch: bool,
+    },
 }
 
 /// The answer to a [`Call`] (the same kind).
@@ -75,10 +98,12 @@ pub enum Answer {
     Committed(Vec<BatchAnswer>),
     /// FindBatches.
     Found(Found),
-    /// Offsets: (log start, high watermark).
-    Offsets(i64, i64),
+    /// Offsets.
+    Offsets(Offsets),
     /// DeleteRecords: the new log start.
     LogStart(i64),
+    /// Marker: its offset.
+    MarkerAt(i64),
 }
 
 impl Call {
@@ -88,6 +113,7 @@ impl Call {
             Call::FindBatches { .. } => 2,
             Call::Offsets(_) => 3,
             Call::DeleteRecords { .. } => 4,
+            Call::Marker { .. } => 5,
         }
     }
 }
@@ -134,6 +160,15 @@ pub fn encode_request(request: &CoordinatorRequest) -> Vec<u8> {
             put_partition(&mut out, partition);
             out.extend_from_slice(&offset.to_be_bytes());
         }
+        Call::Marker {
+            partition,
+            marker,
+            bumps_epoch,
+        } => {
+            put_partition(&mut out, partition);
+            out.push(u8::from(*bumps_epoch));
+            put_marker(&mut out, marker);
+        }
     }
     out
 }
@@ -175,6 +210,15 @@ pub fn decode_request(bytes: &[u8]) -> Result<CoordinatorRequest, DecodeError> {
             partition: r.partition()?,
             offset: r.i64()?,
         },
+        5 => Call::Marker {
+            partition: r.partition()?,
+            bumps_epoch: match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::Malformed("bumps_epoch")),
+            },
+            marker: r.marker()?,
+        },
         _ => return Err(DecodeError::Malformed("unknown request kind")),
     };
     if !r.0.is_empty() {
@@ -205,21 +249,48 @@ pub fn encode_response(answer: &Result<Answer, E>) -> Vec<u8> {
         Answer::Found(found) => {
             out.extend_from_slice(&found.high_watermark.to_be_bytes());
             out.extend_from_slice(&found.log_start.to_be_bytes());
+            out.extend_from_slice(&found.last_stable_offset.to_be_bytes());
             out.extend_from_slice(&(found.coordinates.len() as u32).to_be_bytes());
             for c in &found.coordinates {
-                out.extend_from_slice(c.object.0.as_bytes());
-                out.extend_from_slice(&c.byte_offset.to_be_bytes());
-                out.extend_from_slice(&c.byte_len.to_be_bytes());
                 out.extend_from_slice(&c.base_offset.to_be_bytes());
                 out.extend_from_slice(&c.last_offset.to_be_bytes());
                 out.extend_from_slice(&c.max_timestamp.to_be_bytes());
+                match &c.location {
+                    Location::Object {
+                        object,
+                        byte_offset,
+                        byte_len,
+                    } => {
+                        out.push(0);
+                        out.extend_from_slice(object.0.as_bytes());
+                        out.extend_from_slice(&byte_offset.to_be_bytes());
+                        out.extend_from_slice(&byte_len.to_be_bytes());
+                    }
+                    Location::Marker(m) => {
+                        out.push(1);
+                        put_marker(&mut out, m);
+                    }
+                }
+            }
+            out.extend_from_slice(&(found.aborted.len() as u32).to_be_bytes());
+            for a in &found.aborted {
+                for v in [
+                    a.producer_id,
+                    a.first_offset,
+                    a.last_offset,
+                    a.last_stable_offset,
+                ] {
+                    out.extend_from_slice(&v.to_be_bytes());
+                }
             }
         }
-        Answer::Offsets(log_start, high_watermark) => {
-            out.extend_from_slice(&log_start.to_be_bytes());
-            out.extend_from_slice(&high_watermark.to_be_bytes());
+        Answer::Offsets(o) => {
+            out.extend_from_slice(&o.log_start.to_be_bytes());
+            out.extend_from_slice(&o.high_watermark.to_be_bytes());
+            out.extend_from_slice(&o.last_stable_offset.to_be_bytes());
         }
         Answer::LogStart(log_start) => out.extend_from_slice(&log_start.to_be_bytes()),
+        Answer::MarkerAt(offset) => out.extend_from_slice(&offset.to_be_bytes()),
     }
     out
 }
@@ -255,29 +326,59 @@ pub fn decode_response(call: &Call, bytes: &[u8]) -> Result<Result<Answer, E>, D
         Call::FindBatches { .. } => {
             let high_watermark = r.i64()?;
             let log_start = r.i64()?;
+            let last_stable_offset = r.i64()?;
             let n = r.u32()?;
-            if n > MAX_COORDINATES || n as usize * 48 > r.0.len() {
+            // each at least 25 + 15 bytes (a marker)
+            if n > MAX_COORDINATES || n as usize * 40 > r.0.len() {
                 return Err(DecodeError::Malformed("coordinate count past the end"));
             }
             let mut coordinates = Vec::with_capacity(n as usize);
             for _ in 0..n {
+                let (base_offset, last_offset, max_timestamp) = (r.i64()?, r.i64()?, r.i64()?);
+                let location = match r.u8()? {
+                    0 => Location::Object {
+                        object: ObjectId(r.uuid()?),
+                        byte_offset: r.u32()?,
+                        byte_len: r.u32()?,
+                    },
+                    1 => Location::Marker(r.marker()?),
+                    _ => return Err(DecodeError::Malformed("unknown location")),
+                };
                 coordinates.push(Coordinate {
-                    object: ObjectId(r.uuid()?),
-                    byte_offset: r.u32()?,
-                    byte_len: r.u32()?,
-                    base_offset: r.i64()?,
+                    location,
+                    base_offset,
+                    last_offset,
+                    max_timestamp,
+                });
+            }
+            let n = r.u32()?;
+            if n as usize * 32 > r.0.len() {
+                return Err(DecodeError::Malformed("aborted count past the end"));
+            }
+            let mut aborted = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                aborted.push(AbortedTxn {
+                    producer_id: r.i64()?,
+                    first_offset: r.i64()?,
                     last_offset: r.i64()?,
-                    max_timestamp: r.i64()?,
+                    last_stable_offset: r.i64()?,
                 });
             }
             Answer::Found(Found {
                 coordinates,
                 high_watermark,
                 log_start,
+                last_stable_offset,
+                aborted,
             })
         }
-        Call::Offsets(_) => Answer::Offsets(r.i64()?, r.i64()?),
+        Call::Offsets(_) => Answer::Offsets(Offsets {
+            log_start: r.i64()?,
+            high_watermark: r.i64()?,
+            last_stable_offset: r.i64()?,
+        }),
         Call::DeleteRecords { .. } => Answer::LogStart(r.i64()?),
+        Call::Marker { .. } => Answer::MarkerAt(r.i64()?),
     };
     if !r.0.is_empty() {
         return Err(DecodeError::Malformed("bytes after the answer"));
@@ -345,7 +446,21 @@ mod tests {
                 partition: p(),
                 offset: -1,
             },
+            Call::Marker {
+                partition: p(),
+                marker: marker(),
+                bumps_epoch: true,
+            },
         ]
+    }
+
+    fn marker() -> TxnMarker {
+        TxnMarker {
+            producer_id: 42,
+            producer_epoch: 3,
+            coordinator_epoch: 7,
+            commit: false,
+        }
     }
 
     fn answers() -> Vec<Answer> {
@@ -362,19 +477,41 @@ mod tests {
                 BatchAnswer::Refused(E::OutOfOrderSequenceNumber),
             ]),
             Answer::Found(Found {
-                coordinates: vec![Coordinate {
-                    object: ObjectId(Uuid::from_u128(99)),
-                    byte_offset: 149,
-                    byte_len: 149,
-                    base_offset: 3,
-                    last_offset: 5,
-                    max_timestamp: 12,
-                }],
-                high_watermark: 6,
+                coordinates: vec![
+                    Coordinate {
+                        location: Location::Object {
+                            object: ObjectId(Uuid::from_u128(99)),
+                            byte_offset: 149,
+                            byte_len: 149,
+                        },
+                        base_offset: 3,
+                        last_offset: 5,
+                        max_timestamp: 12,
+                    },
+                    Coordinate {
+                        location: Location::Marker(marker()),
+                        base_offset: 6,
+                        last_offset: 6,
+                        max_timestamp: 13,
+                    },
+                ],
+                high_watermark: 7,
                 log_start: 0,
+                last_stable_offset: 7,
+                aborted: vec![AbortedTxn {
+                    producer_id: 42,
+                    first_offset: 3,
+                    last_offset: 6,
+                    last_stable_offset: 7,
+                }],
             }),
-            Answer::Offsets(2, 6),
+            Answer::Offsets(Offsets {
+                log_start: 2,
+                high_watermark: 6,
+                last_stable_offset: 4,
+            }),
             Answer::LogStart(4),
+            Answer::MarkerAt(9),
         ]
     }
 

@@ -268,27 +268,32 @@ pub async fn handle(
         (req.max_bytes as usize).min(broker.config.fetch_max_bytes)
     };
     let min_bytes = (req.min_bytes.max(0) as usize).min(response_max);
+    let read_committed = req.isolation_level == 1;
     if req.topics.is_empty() {
         let max_wait = Duration::from_millis(req.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
         let deadline = Instant::now() + max_wait;
-        let topics = super::fetch_diskless::fetch(
-            broker,
-            ctx,
+        let spec = super::fetch_diskless::FetchSpec {
             by_id,
-            &diskless,
             response_max,
             min_bytes,
-            Some(deadline),
-        )
-        .await;
+            wait_until: Some(deadline),
+            read_committed,
+        };
+        let topics = super::fetch_diskless::fetch(broker, ctx, &diskless, spec).await;
         return FetchResponse::default()
             .with_session_id(0)
             .with_responses(topics)
             .with_throttle_time_ms(ctx.throttle.get() as i32);
     }
     let mut resp = handle_local(broker, ctx, req).await;
-    let topics =
-        super::fetch_diskless::fetch(broker, ctx, by_id, &diskless, response_max, 0, None).await;
+    let spec = super::fetch_diskless::FetchSpec {
+        by_id,
+        response_max,
+        min_bytes: 0,
+        wait_until: None,
+        read_committed,
+    };
+    let topics = super::fetch_diskless::fetch(broker, ctx, &diskless, spec).await;
     resp.responses.extend(topics);
     resp
 }

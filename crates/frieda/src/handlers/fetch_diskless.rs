@@ -15,7 +15,10 @@ use crate::storage::topic::Topic;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchTopic;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::ProducerId;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -49,25 +52,37 @@ pub(super) fn take_diskless(
     diskless
 }
 
-/// Reads every partition of `topics` once; `wait_until` (a fetch of only these) reads again
-/// until `min_bytes` are found or the deadline passes.
+/// How a Fetch reads its diskless partitions.
+pub(super) struct FetchSpec {
+    /// Topics named by id (Fetch v13+).
+    pub by_id: bool,
+    /// The response's byte budget (bytes).
+    pub response_max: usize,
+    /// Bytes to wait for (with `wait_until`).
+    pub min_bytes: usize,
+    /// A fetch of only diskless partitions waits until then for `min_bytes`.
+    pub wait_until: Option<Instant>,
+    /// `isolation_level` 1 (KIP-98): only below the last stable offset, with the aborted
+    /// transactions.
+    pub read_committed: bool,
+}
+
+/// Reads every partition of `topics` once; `spec.wait_until` (a fetch of only these) reads
+/// again until `spec.min_bytes` are found or the deadline passes.
 pub(super) async fn fetch(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
-    by_id: bool,
     topics: &[FetchTopic],
-    response_max: usize,
-    min_bytes: usize,
-    wait_until: Option<Instant>,
+    spec: FetchSpec,
 ) -> Vec<FetchableTopicResponse> {
     let remote = broker
         .diskless()
         .is_some_and(|d| d.coordinators.get(0).is_none());
     let poll = if remote { POLL_REMOTE } else { POLL };
     loop {
-        let (out, bytes) = read_once(broker, ctx, by_id, topics, response_max).await;
-        match wait_until {
-            Some(deadline) if bytes < min_bytes.max(1) && Instant::now() + poll < deadline => {
+        let (out, bytes) = read_once(broker, ctx, topics, &spec).await;
+        match spec.wait_until {
+            Some(deadline) if bytes < spec.min_bytes.max(1) && Instant::now() + poll < deadline => {
                 tokio::time::sleep(poll).await;
             }
             _ => return out,
@@ -78,10 +93,11 @@ pub(super) async fn fetch(
 async fn read_once(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
-    by_id: bool,
     topics: &[FetchTopic],
-    response_max: usize,
+    spec: &FetchSpec,
 ) -> (Vec<FetchableTopicResponse>, usize) {
+    let (by_id, response_max, read_committed) =
+        (spec.by_id, spec.response_max, spec.read_committed);
     let mut used = 0usize;
     let mut out = Vec::with_capacity(topics.len());
     for ft in topics {
@@ -108,15 +124,27 @@ async fn read_once(
                 Ok(t) => {
                     let budget = (fp.partition_max_bytes.max(0) as usize)
                         .min(response_max.saturating_sub(used));
-                    read_partition(broker, t, fp.partition, fp.fetch_offset, budget.max(1)).await
+                    let at = (fp.partition, fp.fetch_offset);
+                    read_partition(broker, t, at, budget.max(1), read_committed).await
                 }
             };
             pd = match result {
                 Ok(r) => {
                     used += r.records.len();
+                    let aborted = read_committed.then(|| {
+                        r.aborted
+                            .iter()
+                            .map(|a| {
+                                AbortedTransaction::default()
+                                    .with_producer_id(ProducerId(a.producer_id))
+                                    .with_first_offset(a.first_offset)
+                            })
+                            .collect()
+                    });
                     let pd = pd
                         .with_high_watermark(r.high_watermark)
-                        .with_last_stable_offset(r.high_watermark)
+                        .with_last_stable_offset(r.last_stable_offset)
+                        .with_aborted_transactions(aborted)
                         .with_records(Some(r.records));
                     if ctx.api_version >= 5 {
                         pd.with_log_start_offset(r.log_start)
@@ -188,16 +216,26 @@ pub(super) fn not_here(e: ResponseError) -> ResponseError {
 async fn read_partition(
     broker: &Broker,
     topic: &Topic,
-    index: i32,
-    offset: i64,
+    (index, offset): (i32, i64),
     max_bytes: usize,
+    read_committed: bool,
 ) -> Result<read::Read, ResponseError> {
     let (partition, diskless, host) = diskless_host(broker, topic, index)?;
-    match read::read(&host, &diskless.store, partition, offset, max_bytes).await {
+    let read = read::read(
+        &host,
+        &diskless.store,
+        partition,
+        offset,
+        max_bytes,
+        read_committed,
+    );
+    match read.await {
         Err(ResponseError::UnknownTopicOrPartition) if offset == 0 => Ok(read::Read {
             records: Bytes::new(),
             high_watermark: 0,
             log_start: 0,
+            last_stable_offset: 0,
+            aborted: Vec::new(),
         }),
         Err(ResponseError::UnknownTopicOrPartition) => Err(ResponseError::OffsetOutOfRange),
         other => other,

@@ -113,6 +113,8 @@ async fn diskless_end(
     match offsets {
         Err(e) => answer.with_error_code(e.code()),
         Ok(_) if leader_epoch < 0 => answer,
-        Ok((_, end)) => answer.with_leader_epoch(0).with_end_offset(end),
+        Ok(o) => answer
+            .with_leader_epoch(0)
+            .with_end_offset(o.high_watermark),
     }
 }

@@ -88,7 +88,15 @@ pub async fn handle(
                     .with_offset(-1)
                     .with_leader_epoch(epoch(-1));
                 partitions.push(
-                    match diskless_offset(broker, dt, lp.partition_index, lp.timestamp).await {
+                    match diskless_offset(
+                        broker,
+                        dt,
+                        lp.partition_index,
+                        lp.timestamp,
+                        read_committed,
+                    )
+                    .await
+                    {
                         Ok(Some((offset, ts))) => resp.with_offset(offset).with_timestamp(ts),
                         Ok(None) => resp,
                         Err(code) => resp.with_error_code(code.code()),
@@ -293,9 +301,9 @@ pub async fn handle(
 }
 
 /// ListOffsets on partition `index` of diskless topic `topic`, from its batch coordinator:
-/// earliest and earliest local are its log start, latest its high watermark (no transactions
-/// yet: the last stable offset is the same), max timestamp and timestamps read the batch the
-/// coordinates point to; the tiered ones (-5, -6) have no offset.
+/// earliest and earliest local are its log start, latest its high watermark (`read_committed`:
+/// its last stable offset), max timestamp and timestamps read the batch the coordinates point
+/// to; the tiered ones (-5, -6) have no offset.
 ///
 /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3); NOT_LEADER_OR_FOLLOWER (6) while no coordinator
 /// serves it (loading, moving, not reached); UNSUPPORTED_VERSION (35) below -6; the read's.
@@ -304,14 +312,16 @@ async fn diskless_offset(
     topic: &crate::storage::topic::Topic,
     index: i32,
     timestamp: i64,
+    read_committed: bool,
 ) -> Result<Option<(i64, i64)>, ResponseError> {
     use super::fetch_diskless::{diskless_host, not_here};
     use crate::diskless::driver::read::{offset_for_time, TimeLookup};
     let (partition, diskless, host) = diskless_host(broker, topic, index)?;
-    let (log_start, end) = host.offsets(partition).await.map_err(not_here)?;
+    let offsets = host.offsets(partition).await.map_err(not_here)?;
     match timestamp {
-        LATEST => Ok(Some((end, -1))),
-        EARLIEST | EARLIEST_LOCAL => Ok(Some((log_start, -1))),
+        LATEST if read_committed => Ok(Some((offsets.last_stable_offset, -1))),
+        LATEST => Ok(Some((offsets.high_watermark, -1))),
+        EARLIEST | EARLIEST_LOCAL => Ok(Some((offsets.log_start, -1))),
         LATEST_TIERED | EARLIEST_PENDING_UPLOAD => Ok(None),
         MAX_TIMESTAMP => offset_for_time(&host, &diskless.store, partition, TimeLookup::Max)
             .await

@@ -9,6 +9,7 @@ use super::{authorized, str_bytes, RequestContext, RequestTiming};
 use crate::broker::txn_verify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
+use crate::coordinator::transaction::TopicPartition;
 use crate::diskless::append::ProducedBatch;
 use crate::diskless::coordinator::BatchAnswer;
 use crate::membership::{ClusterNode, LeaderHints};
@@ -32,6 +33,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::BrokerId;
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -207,8 +209,17 @@ pub async fn handle(
     if let Some(o) = order.as_mut() {
         o.wait_for_earlier().await;
     }
-    // 2. Transactional batches opening a transaction on their partition: KIP-890.
+    // 2. Transactional batches opening a transaction on their partition: KIP-890 (on a
+    // diskless topic: every transactional batch).
     verify_transactions(broker, version, transactional_id.as_deref(), &mut items).await;
+    verify_diskless(
+        broker,
+        version,
+        transactional_id.as_deref(),
+        &names,
+        &mut diskless_items,
+    )
+    .await;
     // 3. Append. A diskless topic's batches go to the append path together (one object).
     let diskless_gates: Vec<AppendGate> = diskless_items
         .iter()
@@ -321,11 +332,11 @@ async fn verify_transactions(
             }
         }
     }
-    let (Some(id), Some((pid, epoch))) = (transactional_id, round.producer()) else {
+    let Some(id) = transactional_id else {
         return;
     };
     // each waiting item's partition (the set only shrinks)
-    let tp: std::collections::HashMap<usize, (String, i32)> = round
+    let tp: HashMap<usize, TopicPartition> = round
         .waiting()
         .iter()
         .filter_map(|&i| {
@@ -333,35 +344,112 @@ async fn verify_transactions(
             Some((i, (p.partition.topic.to_string(), p.partition.index)))
         })
         .collect();
+    let Some((pid, epoch)) = round.producer() else {
+        return;
+    };
+    let tv2 = round.tv2();
+    let (checks, refused) = ask_coordinator(broker, id, &mut round, &tp, |&i| match &items[i].2 {
+        Ok(p) => p.partition.begin_verification(pid, epoch, tv2),
+        Err(_) => None,
+    })
+    .await;
+    for (i, check) in checks {
+        items[i].3 = check;
+    }
+    for (i, code) in refused {
+        items[i].2 = Err(code.into());
+    }
+}
+
+/// Transactional batches of a diskless topic: every one is added to (v12+) or verified in its
+/// producer's transaction before it is buffered, one request for the whole produce request
+/// (the batch coordinator, on another broker, cannot hold a verification token: a transactions
+/// v1 write of a finished transaction arriving late may still open a new one there, see
+/// docs/diskless.md, "Idempotence and transactions"). A refusal becomes the partition's error.
+async fn verify_diskless(
+    broker: &Arc<Broker>,
+    version: i16,
+    transactional_id: Option<&str>,
+    names: &[(TopicName, uuid::Uuid)],
+    items: &mut [DisklessItem],
+) {
+    let mut round: txn_verify::VerifyRound<usize> =
+        txn_verify::VerifyRound::new(version, broker.config.transactions.partition_verification);
+    let mut tp: HashMap<usize, TopicPartition> = HashMap::new();
+    for (i, (ti, index, prepared)) in items.iter_mut().enumerate() {
+        let Ok(b) = prepared else { continue };
+        let h = b.header;
+        if !h.is_transactional() {
+            continue;
+        }
+        match round.admit(transactional_id.is_some(), h.producer_id, h.producer_epoch) {
+            Err(msg) => {
+                *prepared = Err(AppendError {
+                    code: ResponseError::InvalidRecord,
+                    message: Some(msg.into()),
+                    record_errors: Vec::new(),
+                    log_start_offset: -1,
+                });
+            }
+            Ok(false) => {}
+            Ok(true) => {
+                // no token: the whole round waits for the coordinator
+                round.wait_for(i, Some(0));
+                tp.insert(i, (names[*ti].0 .0.to_string(), *index));
+            }
+        }
+    }
+    let Some(id) = transactional_id else {
+        return;
+    };
+    let (_, refused) = ask_coordinator(broker, id, &mut round, &tp, |_| Some(0)).await;
+    for (i, code) in refused {
+        items[i].2 = Err(code.into());
+    }
+}
+
+/// Asks `transactional_id`'s coordinator about the partitions waiting in `round` (`tp`: each
+/// one's topic and index) until the round is over: after a pause (transactions v2,
+/// CONCURRENT_TRANSACTIONS) `begin` starts a waiting partition's verification again. Returns
+/// the producer checks those restarts gave (the last per partition) and the partitions refused,
+/// with the produce error to answer.
+async fn ask_coordinator(
+    broker: &Arc<Broker>,
+    transactional_id: &str,
+    round: &mut txn_verify::VerifyRound<usize>,
+    tp: &HashMap<usize, TopicPartition>,
+    mut begin: impl FnMut(&usize) -> Option<u64>,
+) -> (HashMap<usize, ProducerCheck>, Vec<(usize, ResponseError)>) {
+    let mut checks = HashMap::new();
+    let Some((pid, epoch)) = round.producer() else {
+        return (checks, Vec::new());
+    };
     let tv2 = round.tv2();
     let started = std::time::Instant::now();
     while !round.waiting().is_empty() {
-        let tps: Vec<(String, i32)> = round
+        let tps: Vec<TopicPartition> = round
             .waiting()
             .iter()
             .filter_map(|i| tp.get(i).cloned())
             .collect();
-        let failed = txn_verify::add_or_verify(broker, id, pid, epoch, &tps, tv2).await;
+        let failed =
+            txn_verify::add_or_verify(broker, transactional_id, pid, epoch, &tps, tv2).await;
         let refusal = |i: &usize| tp.get(i).and_then(|tp| failed.get(tp).copied());
         match round.answered(refusal, started.elapsed()) {
             txn_verify::VerifyStep::Pause(backoff) => {
                 tokio::time::sleep(backoff).await;
-                let checks = round.restart(|&i| match &items[i].2 {
-                    Ok(p) => p.partition.begin_verification(pid, epoch, tv2),
-                    Err(_) => None,
-                });
-                for (i, check) in checks {
-                    items[i].3 = check;
-                }
+                checks.extend(round.restart(&mut begin));
             }
             txn_verify::VerifyStep::Done(refused) => {
-                for (i, code) in refused {
-                    tracing::debug!(transactional_id = id, partition = ?tp.get(&i), error = ?code, "transaction verification refused a batch");
-                    items[i].2 = Err(code.into());
+                for (i, code) in &refused {
+                    tracing::debug!(transactional_id, partition = ?tp.get(i), error = ?code,
+                        "transaction verification refused a batch");
                 }
+                return (checks, refused);
             }
         }
     }
+    (checks, Vec::new())
 }
 
 /// Why a partition's append failed: the error code, the `error_message` (v8+) and the

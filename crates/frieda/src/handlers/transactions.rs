@@ -36,7 +36,7 @@ use kafka_protocol::messages::{
 };
 
 use super::{authorized, authorized_cluster, str_bytes, RequestContext};
-use crate::broker::txn_markers::{write_marker_locally, LocalMarker};
+use crate::broker::txn_markers::{write_marker_diskless, write_marker_locally, LocalMarker};
 use crate::broker::txn_verify;
 use crate::broker::Broker;
 use crate::clock::now_ms;
@@ -359,8 +359,9 @@ pub async fn end_txn(
     }
 }
 
-/// WriteTxnMarkers v1-2: appends each marker to the partitions this broker leads (acks=all)
-/// and answers per partition. From transaction coordinators, and from `kafka-transactions
+/// WriteTxnMarkers v1-2: appends each marker to the partitions this broker leads (acks=all),
+/// and for a diskless topic's partitions writes it at their batch coordinator (any broker
+/// can), and answers per partition. From transaction coordinators, and from `kafka-transactions
 /// abort` (Admin.abortTransaction) for a hanging transaction.
 ///
 /// Errors per partition: UNKNOWN_TOPIC_OR_PARTITION (3), NOT_LEADER_OR_FOLLOWER (6),
@@ -391,14 +392,19 @@ pub async fn write_txn_markers(
                 let topic = topic.clone();
                 let broker = broker.clone();
                 async move {
-                    let r = match topic.map(|t| t.replica(index)) {
+                    // a diskless partition's marker goes to its batch coordinator
+                    let diskless = topic
+                        .as_ref()
+                        .filter(|t| t.configs.read().is_diskless(&broker.topic_defaults()));
+                    let r = match (diskless, topic.as_ref().map(|t| t.replica(index))) {
                         _ if !allowed => Err(E::ClusterAuthorizationFailed),
-                        None => Err(E::UnknownTopicOrPartition),
-                        Some(Err(e)) => Err(e),
-                        Some(Ok(p)) if !p.repl.is_leader_or_sole() => {
+                        (Some(t), _) => write_marker_diskless(&broker, t, index, local).await,
+                        (None, None) => Err(E::UnknownTopicOrPartition),
+                        (None, Some(Err(e))) => Err(e),
+                        (None, Some(Ok(p))) if !p.repl.is_leader_or_sole() => {
                             Err(E::NotLeaderOrFollower)
                         }
-                        Some(Ok(p)) => write_marker_locally(&broker, &p, local).await,
+                        (None, Some(Ok(p))) => write_marker_locally(&broker, &p, local).await,
                     };
                     if let Err(e) = &r {
                         tracing::debug!(producer_id = local.producer_id, partition = index, error = ?e,

@@ -52,7 +52,14 @@ fn offsets_are_dense_per_partition_across_objects_and_found_at_every_offset() {
     assert_eq!(
         all.coordinates
             .iter()
-            .map(|c| (c.object, c.byte_offset))
+            .map(|c| match c.location {
+                Location::Object {
+                    object,
+                    byte_offset,
+                    ..
+                } => (object, byte_offset),
+                Location::Marker(_) => panic!("no markers here"),
+            })
             .collect::<Vec<_>>(),
         vec![(object(1), 0), (object(1), 200), (object(2), 0)]
     );
@@ -145,11 +152,129 @@ fn producer_state_refusals_are_kafkas() {
     assert_eq!(
         answers,
         vec![
-            BatchAnswer::Refused(E::InvalidTxnState),
+            appended(3, 3),
             BatchAnswer::Refused(E::InvalidRecord),
             BatchAnswer::Refused(E::UnknownTopicOrPartition),
         ]
     );
+}
+
+fn txn(records: i32, pid: i64, epoch: i16, seq: i32) -> BatchHeader {
+    let mut h = header(records, pid, epoch, seq);
+    h.attributes |= 0x10;
+    h
+}
+
+fn marker(pid: i64, epoch: i16, coordinator_epoch: i32, commit: bool) -> TxnMarker {
+    TxnMarker {
+        producer_id: pid,
+        producer_epoch: epoch,
+        coordinator_epoch,
+        commit,
+    }
+}
+
+#[test]
+fn transactions_hold_the_last_stable_offset_and_aborted_ones_are_listed_for_readers() {
+    let mut c = coordinator(1);
+    let mut decisions = Vec::new();
+    let commit = |c: &mut BatchCoordinator, id, batches: &[(i32, BatchHeader)]| {
+        let (answers, d) = c.commit(0, &commit_of(id, batches)).unwrap();
+        (answers, d.unwrap())
+    };
+    // producer 7 opens a transaction at 0-2; a plain producer's batch follows at 3
+    let (a, d1) = commit(
+        &mut c,
+        1,
+        &[(0, txn(3, 7, 0, 0)), (0, header(1, -1, -1, 0))],
+    );
+    decisions.push(d1);
+    assert_eq!(a, vec![appended(0, 2), appended(3, 3)]);
+    let found = c.find_batches(part(0), 0, u64::MAX).unwrap();
+    assert_eq!((found.high_watermark, found.last_stable_offset), (4, 0));
+    // a plain batch of the producer while its transaction is open
+    let (a, d2) = commit(&mut c, 2, &[(0, header(1, 7, 0, 3))]);
+    decisions.push(d2);
+    assert_eq!(a, vec![BatchAnswer::Refused(E::InvalidTxnState)]);
+    // aborted (transactions v2: the marker carries the bumped epoch 1) at offset 4
+    let (at, d) = c.marker(5, part(0), marker(7, 1, 3, false), true).unwrap();
+    decisions.push(d);
+    assert_eq!(at, 4);
+    let found = c.find_batches(part(0), 0, u64::MAX).unwrap();
+    assert_eq!((found.high_watermark, found.last_stable_offset), (5, 5));
+    assert_eq!(
+        found.aborted,
+        vec![AbortedTxn {
+            producer_id: 7,
+            first_offset: 0,
+            last_offset: 4,
+            last_stable_offset: 5,
+        }]
+    );
+    assert_eq!(
+        found.coordinates[2].location,
+        Location::Marker(marker(7, 1, 3, false))
+    );
+    assert_eq!(found.coordinates[2].max_timestamp, 5);
+    // readers that see only the records below the marker: the transaction still holds the
+    // last stable offset, and no aborted transaction is listed yet
+    let below = c.find_visible(part(0), 0, u64::MAX, 4).unwrap();
+    assert_eq!((below.high_watermark, below.last_stable_offset), (4, 0));
+    assert!(below.aborted.is_empty());
+    assert_eq!(c.offsets(part(0), 4).map(|o| o.last_stable_offset), Some(0));
+    // a late batch of the aborted transaction (epoch 0) is fenced by the bumped epoch
+    let (a, d3) = commit(&mut c, 3, &[(0, txn(1, 7, 0, 3))]);
+    decisions.push(d3);
+    assert_eq!(a, vec![BatchAnswer::Refused(E::InvalidProducerEpoch)]);
+    // the next transaction at epoch 1, committed at epoch 2
+    let (a, d4) = commit(&mut c, 4, &[(0, txn(2, 7, 1, 0))]);
+    decisions.push(d4);
+    assert_eq!(a, vec![appended(5, 6)]);
+    assert_eq!(
+        c.offsets(part(0), i64::MAX).map(|o| o.last_stable_offset),
+        Some(5)
+    );
+    assert_eq!(
+        c.marker(6, part(0), marker(7, 1, 3, true), true)
+            .map(|r| r.0),
+        Err(E::InvalidProducerEpoch),
+        "a v2 marker must bump the epoch"
+    );
+    assert_eq!(
+        c.marker(6, part(0), marker(7, 2, 2, true), true)
+            .map(|r| r.0),
+        Err(E::TransactionCoordinatorFenced)
+    );
+    let (at, d) = c.marker(6, part(0), marker(7, 2, 3, true), true).unwrap();
+    decisions.push(d);
+    assert_eq!(at, 7);
+    let found = c.find_batches(part(0), 5, u64::MAX).unwrap();
+    assert_eq!((found.high_watermark, found.last_stable_offset), (8, 8));
+    assert!(found.aborted.is_empty(), "the abort lies before offset 5");
+    // a resent marker of a closed transaction at the same epoch passes (KAFKA-19999)
+    let (at, d) = c.marker(7, part(0), marker(7, 2, 3, true), true).unwrap();
+    decisions.push(d);
+    assert_eq!(at, 8);
+    // a marker for a producer that never wrote here still takes its offset
+    let (at, d) = c.marker(7, part(0), marker(9, 0, 3, false), false).unwrap();
+    decisions.push(d);
+    assert_eq!(at, 9);
+    assert!(c.find_batches(part(0), 0, u64::MAX).unwrap().aborted.len() == 1);
+    // DeleteRecords past the aborted transaction's marker forgets it
+    let (_, d) = c.delete_records(8, part(0), 5).unwrap();
+    decisions.push(d);
+    assert!(c
+        .find_batches(part(0), 5, u64::MAX)
+        .unwrap()
+        .aborted
+        .is_empty());
+    c.check_invariants().unwrap();
+    // a replica fed the encoded decisions holds the same state
+    let mut replica = coordinator(1);
+    for d in &decisions {
+        replica.apply(&crate::diskless::codec::decode(&crate::diskless::codec::encode(d)).unwrap());
+    }
+    assert_eq!(replica.state_digest(), c.state_digest());
 }
 
 #[test]
@@ -344,9 +469,11 @@ fn random_histories_keep_every_invariant_and_every_answer() {
                             stored.push((
                                 b.partition,
                                 Coordinate {
-                                    object: commit.object,
-                                    byte_offset: b.byte_offset,
-                                    byte_len: b.byte_len,
+                                    location: Location::Object {
+                                        object: commit.object,
+                                        byte_offset: b.byte_offset,
+                                        byte_len: b.byte_len,
+                                    },
                                     base_offset,
                                     last_offset,
                                     max_timestamp: b.header.max_timestamp,

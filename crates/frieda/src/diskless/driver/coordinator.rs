@@ -20,7 +20,8 @@ use tokio::sync::oneshot;
 
 use crate::clock::now_ms;
 use crate::diskless::coordinator::{
-    BatchAnswer, BatchCoordinator, CommitBatches, DisklessPartition, Found, ObjectId,
+    BatchAnswer, BatchCoordinator, CommitBatches, DisklessPartition, Found, ObjectId, Offsets,
+    TxnMarker,
 };
 use crate::diskless::host::{CoordinatorHost, HostError, Outcome, Step};
 use crate::remote::store::RemoteStore;
@@ -271,7 +272,7 @@ impl HostedCoordinator {
             let target = {
                 let host = self.host.lock();
                 let (log_start, end) = match host.offsets(partition) {
-                    Ok(o) => o,
+                    Ok(o) => (o.log_start, o.high_watermark),
                     Err(E::UnknownTopicOrPartition) => continue,
                     Err(e) => return Err(e),
                 };
@@ -433,17 +434,64 @@ impl HostedCoordinator {
 }
 
 impl HostedCoordinator {
-    /// The log start and high watermark readers see of `partition`; (0, 0) for a partition
-    /// nothing was committed to yet.
+    /// The log start, high watermark and last stable offset readers see of `partition`; all 0
+    /// for a partition nothing was committed to yet.
     ///
     /// Errors: NOT_COORDINATOR (16) once failed; COORDINATOR_LOAD_IN_PROGRESS (14).
-    pub fn offsets(&self, partition: DisklessPartition) -> Result<(i64, i64), E> {
+    pub fn offsets(&self, partition: DisklessPartition) -> Result<Offsets, E> {
         if !self.is_active() {
             return Err(E::NotCoordinator);
         }
         match self.host.lock().offsets(partition) {
-            Err(E::UnknownTopicOrPartition) => Ok((0, 0)),
+            Err(E::UnknownTopicOrPartition) => Ok(Offsets {
+                log_start: 0,
+                high_watermark: 0,
+                last_stable_offset: 0,
+            }),
             other => other,
+        }
+    }
+
+    /// Writes transaction marker `marker` on `partition` (WriteTxnMarkers; a partition nothing
+    /// was committed to yet is created first): its offset, once the decision is below the high
+    /// watermark. `bumps_epoch`: transactions v2.
+    ///
+    /// Errors: INVALID_PRODUCER_EPOCH (47), TRANSACTION_COORDINATOR_FENCED (52),
+    /// KAFKA_STORAGE_ERROR (56) ([`BatchCoordinator::marker`]); NOT_COORDINATOR (16),
+    /// COORDINATOR_LOAD_IN_PROGRESS (14), REQUEST_TIMED_OUT (7) as [`commit`](Self::commit).
+    pub async fn marker(
+        &self,
+        partition: DisklessPartition,
+        marker: TxnMarker,
+        bumps_epoch: bool,
+    ) -> Result<i64, E> {
+        if !self.is_active() {
+            return Err(E::NotCoordinator);
+        }
+        let (tx, rx) = oneshot::channel();
+        {
+            let _order = self.write_order.lock().await;
+            let known = self
+                .host
+                .lock()
+                .coordinator()
+                .high_watermark(partition)
+                .is_some();
+            if !known {
+                let step = self.host.lock().create_partition(partition);
+                self.take(step).await?;
+            }
+            let step = self
+                .host
+                .lock()
+                .marker(now_ms(), tx, partition, marker, bumps_epoch);
+            self.take(step).await?;
+        }
+        self.pump();
+        match rx.await {
+            Ok(Outcome::MarkerAt(offset)) => Ok(offset),
+            Ok(_) => Err(E::UnknownServerError),
+            Err(_) => Err(E::NotCoordinator),
         }
     }
 }
@@ -473,13 +521,13 @@ pub fn retention_point(
         let mut kept: i64 = found
             .coordinates
             .iter()
-            .map(|c| i64::from(c.byte_len))
+            .map(|c| i64::from(c.byte_len()))
             .sum();
         for c in &found.coordinates {
             if kept <= retention_bytes {
                 break;
             }
-            kept -= i64::from(c.byte_len);
+            kept -= i64::from(c.byte_len());
             target = Some(target.unwrap_or(0).max(c.last_offset + 1));
         }
     }

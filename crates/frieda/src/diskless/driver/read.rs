@@ -8,9 +8,10 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
 
-use crate::diskless::coordinator::{DisklessPartition, ObjectId};
-use crate::diskless::read::{assemble, ReadError};
+use crate::diskless::coordinator::{DisklessPartition, Location, ObjectId};
+use crate::diskless::read::{assemble, wanted, ReadError};
 use crate::remote::store::RemoteStore;
+use frieda_log::AbortedTxn;
 
 use super::route::CoordinatorRef;
 
@@ -23,9 +24,14 @@ pub struct Read {
     pub high_watermark: i64,
     /// Its log start offset.
     pub log_start: i64,
+    /// Its last stable offset (KIP-98).
+    pub last_stable_offset: i64,
+    /// The aborted transactions overlapping the records (for `read_committed` readers).
+    pub aborted: Vec<AbortedTxn>,
 }
 
-/// Reads `partition` at `offset`, at most about `max_bytes` (the first batch whole).
+/// Reads `partition` at `offset`, at most about `max_bytes` (the first batch whole); with
+/// `read_committed`, only below the last stable offset (KIP-98).
 ///
 /// Errors: the coordinator's (OFFSET_OUT_OF_RANGE (1), UNKNOWN_TOPIC_OR_PARTITION (3);
 /// COORDINATOR_LOAD_IN_PROGRESS (14), NOT_COORDINATOR (16) and an unreached coordinator's
@@ -37,6 +43,7 @@ pub async fn read(
     partition: DisklessPartition,
     offset: i64,
     max_bytes: usize,
+    read_committed: bool,
 ) -> Result<Read, E> {
     for _attempt in 0..3 {
         let found = match host.find_batches(partition, offset, max_bytes as u64).await {
@@ -46,22 +53,30 @@ pub async fn read(
             }
             Err(e) => return Err(e),
         };
-        // The coordinates assemble will take: from the one holding the offset, within the bytes.
+        let end = if read_committed {
+            found.last_stable_offset
+        } else {
+            found.high_watermark
+        };
+        // The object bytes assemble will take: per object, the span of its batches needed.
         let mut spans: HashMap<ObjectId, (u32, u32)> = HashMap::new();
-        let mut taken = 0usize;
-        for c in found.coordinates.iter().filter(|c| c.last_offset >= offset) {
-            if taken > 0 && taken + c.byte_len as usize > max_bytes {
-                break;
-            }
-            taken += c.byte_len as usize;
-            let end = c.byte_offset + c.byte_len;
+        for c in wanted(&found, offset, end, max_bytes) {
+            let Location::Object {
+                object,
+                byte_offset,
+                byte_len,
+            } = c.location
+            else {
+                continue;
+            };
+            let stop = byte_offset + byte_len;
             spans
-                .entry(c.object)
+                .entry(object)
                 .and_modify(|(s, e)| {
-                    *s = (*s).min(c.byte_offset);
-                    *e = (*e).max(end);
+                    *s = (*s).min(byte_offset);
+                    *e = (*e).max(stop);
                 })
-                .or_insert((c.byte_offset, end));
+                .or_insert((byte_offset, stop));
         }
         let mut got: HashMap<ObjectId, (u32, Bytes)> = HashMap::new();
         let mut missing = false;
@@ -84,7 +99,7 @@ pub async fn read(
         if missing {
             continue;
         }
-        let assembled = assemble(&found, offset, max_bytes, 0, |object, at, len| {
+        let assembled = assemble(&found, offset, end, max_bytes, 0, |object, at, len| {
             let (start, bytes) = got.get(&object)?;
             let from = (at - start) as usize;
             bytes
@@ -97,6 +112,8 @@ pub async fn read(
                     records: Bytes::from(records.bytes),
                     high_watermark: found.high_watermark,
                     log_start: found.log_start,
+                    last_stable_offset: found.last_stable_offset,
+                    aborted: found.aborted,
                 })
             }
             Err(ReadError::Missing(_)) => continue,
@@ -129,19 +146,18 @@ pub async fn offset_for_time(
     partition: DisklessPartition,
     lookup: TimeLookup,
 ) -> Result<Option<(i64, i64)>, E> {
-    let (log_start, end) = host.offsets(partition).await?;
+    let offsets = host.offsets(partition).await?;
+    let (log_start, end) = (offsets.log_start, offsets.high_watermark);
     if log_start >= end {
         return Ok(None);
     }
     let found = host.find_batches(partition, log_start, u64::MAX).await?;
+    // (markers hold no data records)
+    let mut batches = found.coordinates.iter().filter(|c| c.object().is_some());
     let coordinate = match lookup {
-        TimeLookup::AtOrAfter(ts) => found.coordinates.iter().find(|c| c.max_timestamp >= ts),
+        TimeLookup::AtOrAfter(ts) => batches.find(|c| c.max_timestamp >= ts),
         // the first batch holding the largest timestamp
-        TimeLookup::Max => found
-            .coordinates
-            .iter()
-            .rev()
-            .max_by_key(|c| c.max_timestamp),
+        TimeLookup::Max => batches.rev().max_by_key(|c| c.max_timestamp),
     };
     let Some(c) = coordinate.copied() else {
         return Ok(None);
@@ -150,7 +166,15 @@ pub async fn offset_for_time(
         TimeLookup::AtOrAfter(ts) => ts,
         TimeLookup::Max => c.max_timestamp,
     };
-    let batch = read(host, store, partition, c.base_offset, c.byte_len as usize).await?;
+    let batch = read(
+        host,
+        store,
+        partition,
+        c.base_offset,
+        c.byte_len() as usize,
+        false,
+    )
+    .await?;
     let mut bytes = batch.records.clone();
     let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut bytes)
         .map_err(|_| E::CorruptMessage)?;

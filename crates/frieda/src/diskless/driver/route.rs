@@ -12,7 +12,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
 
-use crate::diskless::coordinator::{BatchAnswer, CommitBatches, DisklessPartition, Found};
+use crate::diskless::coordinator::{
+    BatchAnswer, CommitBatches, DisklessPartition, Found, Offsets, TxnMarker,
+};
 use crate::diskless::wire::{self, Answer, Call, CoordinatorRequest};
 
 use super::coordinator::{DisklessCoordinators, HostedCoordinator};
@@ -160,10 +162,11 @@ impl CoordinatorRef {
         }
     }
 
-    /// The log start and high watermark of `partition` ((0, 0) before its first commit).
+    /// The log start, high watermark and last stable offset of `partition` (all 0 before its
+    /// first commit).
     ///
     /// Errors: [`HostedCoordinator::offsets`]'s; REQUEST_TIMED_OUT (7).
-    pub async fn offsets(&self, partition: DisklessPartition) -> Result<(i64, i64), E> {
+    pub async fn offsets(&self, partition: DisklessPartition) -> Result<Offsets, E> {
         match self {
             CoordinatorRef::Local(host) => host.offsets(partition),
             CoordinatorRef::Remote {
@@ -173,7 +176,7 @@ impl CoordinatorRef {
             } => {
                 let call = Call::Offsets(partition);
                 match Self::remote(link, *broker, *index, call, LOOKUP_TIMEOUT).await? {
-                    Answer::Offsets(log_start, hw) => Ok((log_start, hw)),
+                    Answer::Offsets(offsets) => Ok(offsets),
                     _ => Err(E::UnknownServerError),
                 }
             }
@@ -203,6 +206,36 @@ impl CoordinatorRef {
             }
         }
     }
+
+    /// Writes transaction marker `marker` on `partition`: its offset.
+    ///
+    /// Errors: [`HostedCoordinator::marker`]'s; REQUEST_TIMED_OUT (7) as
+    /// [`commit`](Self::commit).
+    pub async fn marker(
+        &self,
+        partition: DisklessPartition,
+        marker: TxnMarker,
+        bumps_epoch: bool,
+    ) -> Result<i64, E> {
+        match self {
+            CoordinatorRef::Local(host) => host.marker(partition, marker, bumps_epoch).await,
+            CoordinatorRef::Remote {
+                link,
+                broker,
+                index,
+            } => {
+                let call = Call::Marker {
+                    partition,
+                    marker,
+                    bumps_epoch,
+                };
+                match Self::remote(link, *broker, *index, call, COMMIT_TIMEOUT).await? {
+                    Answer::MarkerAt(offset) => Ok(offset),
+                    _ => Err(E::UnknownServerError),
+                }
+            }
+        }
+    }
 }
 
 /// Serves a [`CoordinatorRequest`] from another broker with the coordinator loaded here.
@@ -223,12 +256,18 @@ pub async fn serve(
         } => host
             .find_batches(partition, offset, max_bytes)
             .map(Answer::Found),
-        Call::Offsets(partition) => host
-            .offsets(partition)
-            .map(|(start, hw)| Answer::Offsets(start, hw)),
+        Call::Offsets(partition) => host.offsets(partition).map(Answer::Offsets),
         Call::DeleteRecords { partition, offset } => host
             .delete_records(partition, offset)
             .await
             .map(Answer::LogStart),
+        Call::Marker {
+            partition,
+            marker,
+            bumps_epoch,
+        } => host
+            .marker(partition, marker, bumps_epoch)
+            .await
+            .map(Answer::MarkerAt),
     }
 }

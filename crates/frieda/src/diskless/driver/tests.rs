@@ -116,6 +116,7 @@ async fn read_all(d: &Diskless, partition: DisklessPartition) -> Vec<(i64, Strin
             partition,
             offset,
             100,
+            false,
         )
         .await
         .unwrap();
@@ -176,7 +177,11 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
     assert_eq!(read_all(&d, part(0)).await, want);
     assert_eq!(read_all(&d, part(1)).await.len(), 2);
     let host = d.coordinators.get(0).unwrap();
-    assert_eq!(host.offsets(part(0)), Ok((0, 7)));
+    assert_eq!(
+        host.offsets(part(0))
+            .map(|o| (o.log_start, o.high_watermark)),
+        Ok((0, 7))
+    );
     // By time: the record with timestamp 1_004 is value-4 at offset 4.
     let found = read::offset_for_time(
         &CoordinatorRef::Local(host.clone()),
@@ -222,13 +227,18 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
         Err(E::OffsetOutOfRange)
     );
     assert_eq!(host.delete_records(part(5), -1).await, Ok(0));
-    assert_eq!(host.offsets(part(0)), Ok((3, 8)));
+    assert_eq!(
+        host.offsets(part(0))
+            .map(|o| (o.log_start, o.high_watermark)),
+        Ok((3, 8))
+    );
     let below = read::read(
         &CoordinatorRef::Local(host.clone()),
         &d.store,
         part(0),
         0,
         100,
+        false,
     )
     .await;
     assert_eq!(
@@ -237,7 +247,14 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
     );
     d.coordinators.unload(0);
     load(&d, &log).await;
-    assert_eq!(d.coordinators.get(0).unwrap().offsets(part(0)), Ok((3, 8)));
+    assert_eq!(
+        d.coordinators
+            .get(0)
+            .unwrap()
+            .offsets(part(0))
+            .map(|o| (o.log_start, o.high_watermark)),
+        Ok((3, 8))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -307,18 +324,24 @@ async fn deleted_topics_objects_and_orphans_leave_the_bucket() {
         host.collect_garbage(&store, 0, 60_000).await.unwrap(),
         (0, 0)
     );
-    assert_eq!(host.offsets(part(0)), Ok((0, 0)));
+    assert_eq!(
+        host.offsets(part(0))
+            .map(|o| (o.log_start, o.high_watermark)),
+        Ok((0, 0))
+    );
 }
 
 #[test]
 fn retention_moves_past_old_batches_and_beyond_the_byte_bound() {
-    use crate::diskless::coordinator::{Coordinate, Found, ObjectId};
+    use crate::diskless::coordinator::{Coordinate, Found, Location, ObjectId};
     // Four batches of 100 bytes, offsets 0-9, 10-19, ..., largest timestamps 1_000, 2_000, ...
     let coordinates = (0..4)
         .map(|i| Coordinate {
-            object: ObjectId(uuid::Uuid::from_u128(i as u128)),
-            byte_offset: 0,
-            byte_len: 100,
+            location: Location::Object {
+                object: ObjectId(uuid::Uuid::from_u128(i as u128)),
+                byte_offset: 0,
+                byte_len: 100,
+            },
             base_offset: i * 10,
             last_offset: i * 10 + 9,
             max_timestamp: (i + 1) * 1_000,
@@ -328,6 +351,8 @@ fn retention_moves_past_old_batches_and_beyond_the_byte_bound() {
         coordinates,
         high_watermark: 40,
         log_start: 0,
+        last_stable_offset: 40,
+        aborted: Vec::new(),
     };
     use coordinator::retention_point as at;
     assert_eq!(at(&found, 10_000, -1, -1), None);
@@ -423,8 +448,14 @@ async fn a_broker_without_the_coordinator_commits_and_reads_through_the_one_with
 
     // Reads, offsets and DeleteRecords through broker 2 see what broker 1's coordinator holds.
     let remote = two.coordinator(part(0)).unwrap();
-    assert_eq!(remote.offsets(part(0)).await, Ok((0, 6)));
-    let r = read::read(&remote, &two.store, part(0), 3, 1 << 20)
+    assert_eq!(
+        remote
+            .offsets(part(0))
+            .await
+            .map(|o| (o.log_start, o.high_watermark)),
+        Ok((0, 6))
+    );
+    let r = read::read(&remote, &two.store, part(0), 3, 1 << 20, false)
         .await
         .unwrap();
     assert_eq!(r.high_watermark, 6);
@@ -438,7 +469,11 @@ async fn a_broker_without_the_coordinator_commits_and_reads_through_the_one_with
     assert_eq!(offsets, vec![3, 4, 5]);
     assert_eq!(remote.delete_records(part(0), 3).await, Ok(3));
     assert_eq!(
-        one.coordinators.get(0).unwrap().offsets(part(0)),
+        one.coordinators
+            .get(0)
+            .unwrap()
+            .offsets(part(0))
+            .map(|o| (o.log_start, o.high_watermark)),
         Ok((3, 6))
     );
     assert_eq!(

@@ -100,7 +100,7 @@ fn values(records: &[u8]) -> Vec<(i64, String)> {
 fn batches_come_back_at_their_offsets_with_valid_crcs() {
     let (c, bucket) = setup();
     let found = c.find_batches(part(0), 0, u64::MAX).unwrap();
-    let r = assemble(&found, 0, usize::MAX, 4, reader(&bucket)).unwrap();
+    let r = assemble(&found, 0, i64::MAX, usize::MAX, 4, reader(&bucket)).unwrap();
     assert_eq!(r.next_offset, 6);
     assert_eq!(
         values(&r.bytes),
@@ -119,7 +119,7 @@ fn batches_come_back_at_their_offsets_with_valid_crcs() {
 fn a_fetch_inside_a_batch_gets_the_whole_batch_and_max_bytes_keeps_at_least_one() {
     let (c, bucket) = setup();
     let found = c.find_batches(part(0), 4, u64::MAX).unwrap();
-    let r = assemble(&found, 4, 1, 4, reader(&bucket)).unwrap();
+    let r = assemble(&found, 4, i64::MAX, 1, 4, reader(&bucket)).unwrap();
     assert_eq!(r.next_offset, 6);
     assert_eq!(
         values(&r.bytes)[0],
@@ -127,7 +127,7 @@ fn a_fetch_inside_a_batch_gets_the_whole_batch_and_max_bytes_keeps_at_least_one(
         "the batch holding 4, whole"
     );
     let found = c.find_batches(part(0), 0, u64::MAX).unwrap();
-    let r = assemble(&found, 0, 1, 4, reader(&bucket)).unwrap();
+    let r = assemble(&found, 0, i64::MAX, 1, 4, reader(&bucket)).unwrap();
     assert_eq!(
         r.next_offset, 2,
         "one batch over the byte limit still comes"
@@ -140,19 +140,69 @@ fn a_missing_object_or_a_mismatched_coordinate_is_an_error_not_records() {
     let mut found = c.find_batches(part(0), 0, u64::MAX).unwrap();
     found.coordinates[1].last_offset += 1;
     assert!(matches!(
-        assemble(&found, 0, usize::MAX, 4, reader(&bucket)),
+        assemble(&found, 0, i64::MAX, usize::MAX, 4, reader(&bucket)),
         Err(ReadError::Corrupt { .. })
     ));
     let found = c.find_batches(part(0), 0, u64::MAX).unwrap();
     bucket.remove(&object(2));
     assert_eq!(
-        assemble(&found, 0, usize::MAX, 4, reader(&bucket)),
+        assemble(&found, 0, i64::MAX, usize::MAX, 4, reader(&bucket)),
         Err(ReadError::Missing(object(2)))
     );
     bucket.insert(object(2), Bytes::from_static(b"short"));
     assert_eq!(
-        assemble(&found, 0, usize::MAX, 4, reader(&bucket)),
+        assemble(&found, 0, i64::MAX, usize::MAX, 4, reader(&bucket)),
         Err(ReadError::Missing(object(2))),
         "a range beyond the object's end"
     );
+}
+
+#[test]
+fn a_marker_is_built_as_a_control_batch_and_reads_stop_at_the_end_given() {
+    use crate::diskless::coordinator::TxnMarker;
+    use frieda_log::{read_control_record, ControlRecord, ControlType};
+    let (mut c, bucket) = setup();
+    let m = TxnMarker {
+        producer_id: 7,
+        producer_epoch: 0,
+        coordinator_epoch: 5,
+        commit: false,
+    };
+    let (at, _) = c.marker(1_234, part(0), m, false).unwrap();
+    assert_eq!(at, 6);
+    let found = c.find_batches(part(0), 0, u64::MAX).unwrap();
+    let r = assemble(&found, 0, i64::MAX, usize::MAX, 4, reader(&bucket)).unwrap();
+    assert_eq!(r.next_offset, 7);
+    let headers = validate_batches(&r.bytes, usize::MAX).expect("valid batches, CRCs hold");
+    assert_eq!(headers.len(), 4);
+    let h = headers[3];
+    assert!(h.is_control());
+    assert_eq!(
+        (
+            h.base_offset,
+            h.producer_id,
+            h.producer_epoch,
+            h.max_timestamp
+        ),
+        (6, 7, 0, 1_234)
+    );
+    assert_eq!(h.partition_leader_epoch, 4);
+    let start = r.bytes.len() - h.total_size();
+    match read_control_record(&r.bytes[start..], &h).unwrap() {
+        ControlRecord::Marker(marker) => {
+            assert_eq!(marker.control, ControlType::Abort);
+            assert_eq!(marker.coordinator_epoch, 5);
+        }
+        other => panic!("{other:?}"),
+    }
+    // the same bytes at every read (the CRC the client checks does not change)
+    let again = assemble(&found, 6, i64::MAX, usize::MAX, 4, reader(&bucket)).unwrap();
+    assert_eq!(&again.bytes[..], &r.bytes[start..]);
+    // a read_committed reader with the last stable offset at 3 gets the batches below it only
+    let r = assemble(&found, 0, 3, usize::MAX, 4, reader(&bucket)).unwrap();
+    assert_eq!(r.next_offset, 3);
+    assert_eq!(values(&r.bytes).len(), 3);
+    let r = assemble(&found, 3, 3, usize::MAX, 4, reader(&bucket)).unwrap();
+    assert!(r.bytes.is_empty());
+    assert_eq!(r.next_offset, 3);
 }
