@@ -1,0 +1,183 @@
+"""Transactions on diskless topics (issue 60; docs/diskless.md, "Idempotence and transactions"):
+3 brokers, SeaweedFS (as test_diskless.py), confluent-kafka's transactional producer.
+
+- 40 transactions of 60 records over 3 partitions, every third one aborted, while the broker
+  leading ``__diskless_coordinator-0`` (the batch coordinator, which decides the markers) is
+  SIGKILLed after the 12th and restarted ~5 s later. A transaction whose commit the client
+  could not finish is aborted and counted so. Then a ``read_committed`` consumer reads every
+  record of exactly the committed transactions, each once, in the order produced per
+  partition; a ``read_uncommitted`` one reads those at the same offsets plus the aborted ones'
+  that were written, and each partition's offsets have a gap (the marker) after every
+  transaction that wrote there.
+- An open transaction holds the last stable offset: a ``read_committed`` consumer gets nothing
+  of it (nor what a plain producer writes after it) until it commits, a ``read_uncommitted``
+  one gets it at once; ListOffsets latest with ``read_committed`` (the last stable offset) stays
+  at its first offsets meanwhile.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
+
+from conftest import wait_until
+from test_diskless import KEY_PREFIX, create_diskless, diskless_leader, store  # noqa: F401
+
+PARTS = 3
+
+
+def read_all(boot: str, topic: str, isolation: str, until: dict[int, int], timeout: float = 60) -> dict:
+    """(partition, offset) -> (key, value) of every record a consumer with ``isolation.level``
+    reads from the beginning until its position in each partition reaches ``until``."""
+    cons = Consumer({"bootstrap.servers": boot, "group.id": f"unused-{isolation}", "enable.auto.commit": False,
+                     "isolation.level": isolation, "fetch.wait.max.ms": 100})
+    got: dict = {}
+    try:
+        cons.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTS)])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = cons.poll(0.3)
+            if m is not None and m.error() is None:
+                key = (m.partition(), m.offset())
+                assert key not in got, f"{isolation}: offset {key} delivered twice"
+                got[key] = (m.key(), m.value())
+            pos = {tp.partition: tp.offset for tp in cons.position(
+                [TopicPartition(topic, p) for p in range(PARTS)])}
+            if all(pos.get(p, -1) >= until[p] for p in range(PARTS)):
+                return got
+        raise AssertionError(f"{isolation}: positions {pos} short of {until} after {timeout} s")
+    finally:
+        cons.close()
+
+
+def high_watermarks(boot: str, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
+    """ListOffsets latest per partition: the high watermark, or with ``read_committed`` the
+    last stable offset."""
+    cons = Consumer({"bootstrap.servers": boot, "group.id": "unused-hw", "isolation.level": isolation})
+    try:
+        return {p: cons.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTS)}
+    finally:
+        cons.close()
+
+
+def settled(boot: str, topic: str) -> dict[int, int]:
+    """The high watermarks once every transaction's markers are written (the last stable offset
+    is the high watermark: EndTxn of transactions v2 answers before its markers land)."""
+    def same():
+        hw = high_watermarks(boot, topic)
+        return hw if high_watermarks(boot, topic, "read_committed") == hw else None
+    return wait_until(same, 30, f"{topic}: last stable offsets at the high watermarks")
+
+
+def run_transaction(p: Producer, topic: str, n: int, commit: bool, records: int) -> bool:
+    """Transaction ``n`` of ``records`` records (keys ``t<n>-<j>``, partition ``j % PARTS``):
+    committed (True) or aborted, on purpose or because the client could not commit it."""
+    p.begin_transaction()
+    for j in range(records):
+        p.produce(topic, key=b"t%d-%d" % (n, j), value=b"v%d-%d-" % (n, j) + b"x" * 200, partition=j % PARTS)
+    if not commit:
+        p.flush(60)  # written, then aborted (librdkafka would drop unsent records at the abort)
+        p.abort_transaction(60)
+        return False
+    for _attempt in range(10):
+        try:
+            p.commit_transaction(60)
+            return True
+        except KafkaException as e:
+            err = e.args[0]
+            if err.retriable():
+                continue
+            if err.txn_requires_abort():
+                print(f"transaction {n}: {err}; aborted")
+                p.abort_transaction(60)
+                return False
+            raise
+    raise AssertionError(f"transaction {n}: commit not finished after 10 retries")
+
+
+def test_transactions_on_a_diskless_topic_with_the_coordinator_killed(store, cluster, topic_name):  # noqa: F811
+    c = cluster(3, **store.broker_settings(), **{
+        "rsm.config.key.prefix": KEY_PREFIX,
+        "diskless.append.commit.interval.ms": 50,
+    })
+    t = topic_name()
+    create_diskless(c, t, PARTS)
+    lead = diskless_leader(c, t, PARTS)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": f"txn-{t}", "linger.ms": 5,
+                  "transaction.timeout.ms": 60000})
+    p.init_transactions(60)
+    committed, aborted = [], []
+    t0 = time.monotonic()
+    for n in range(40):
+        if n == 12:
+            c.kill(lead)
+            t_kill = time.monotonic()
+            print(f"node {lead} (leading the batch coordinator) SIGKILLed {t_kill - t0:.1f} s in")
+        if n == 20:
+            time.sleep(max(0.0, t_kill + 5 - time.monotonic()))
+            c.start(lead)
+            print(f"node {lead} restarted {time.monotonic() - t0:.1f} s in")
+        (committed if run_transaction(p, t, n, n % 3 != 2, 60) else aborted).append(n)
+    print(f"{len(committed)} transactions committed, {len(aborted)} aborted, {time.monotonic() - t0:.1f} s")
+    assert len(committed) >= 20, (committed, aborted)
+
+    hw = settled(c.bootstrap, t)
+    rc = read_all(c.bootstrap, t, "read_committed", hw)
+    ru = read_all(c.bootstrap, t, "read_uncommitted", hw)
+    want = {b"t%d-%d" % (n, j) for n in committed for j in range(60)}
+    got_keys = [k for k, _ in rc.values()]
+    assert len(got_keys) == len(set(got_keys)), "a committed record read twice"
+    assert set(got_keys) == want, (f"missing {sorted(want - set(got_keys))[:5]}, "
+                                   f"not committed {sorted(set(got_keys) - want)[:5]}")
+    for (part, off), (key, value) in rc.items():
+        n, j = (int(x) for x in key[1:].split(b"-"))
+        assert part == j % PARTS and value.startswith(b"v%d-%d-" % (n, j)), (part, off, key)
+        assert ru.get((part, off)) == (key, value), f"read_uncommitted has another record at {part}/{off}"
+    # per partition: the committed records in the order produced, and a marker after each
+    # transaction (an offset no data record holds)
+    by_part = defaultdict(list)
+    for (part, off), (key, _) in sorted(ru.items()):
+        n, j = (int(x) for x in key[1:].split(b"-"))
+        by_part[part].append((off, n, j))
+    for part, recs in by_part.items():
+        assert [(n, j) for _, n, j in recs] == sorted((n, j) for _, n, j in recs), f"partition {part} out of order"
+        gaps = sum(1 for a, b in zip(recs, recs[1:]) if b[1] != a[1] and b[0] > a[0] + 1)
+        transactions = len({n for _, n, _ in recs})
+        assert gaps >= transactions - 1, f"partition {part}: {gaps} marker gaps for {transactions} transactions"
+    aborted_seen = {key for key, _ in ru.values()} - want
+    assert all(int(k[1:].split(b"-")[0]) in aborted for k in aborted_seen)
+    assert len(aborted_seen) >= 60 * len([n for n in aborted if n % 3 == 2]) // 2, "aborted records not written"
+    print(f"read_committed: {len(rc)} records; read_uncommitted: {len(ru)} ({len(aborted_seen)} of aborted "
+          f"transactions); high watermarks {hw}")
+
+    # An open transaction holds read_committed readers back; a plain producer's records after it too.
+    p.begin_transaction()
+    for j in range(30):
+        p.produce(t, key=b"open-%d" % j, value=b"o", partition=j % PARTS)
+    p.flush(30)
+    plain = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True})
+    for j in range(PARTS):
+        plain.produce(t, key=b"plain-%d" % j, value=b"p", partition=j)
+    assert plain.flush(30) == 0
+    hw_open = high_watermarks(c.bootstrap, t)
+    assert all(hw_open[q] == hw[q] + 10 + 1 for q in range(PARTS)), (hw, hw_open)
+    lso_open = high_watermarks(c.bootstrap, t, "read_committed")
+    assert lso_open == hw, f"read_committed latest {lso_open} is not the open transaction's first offsets {hw}"
+    ru_open = read_all(c.bootstrap, t, "read_uncommitted", hw_open)
+    assert {k for k, _ in ru_open.values()} >= {b"open-%d" % j for j in range(30)} | {b"plain-%d" % j for j in range(PARTS)}
+    cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "unused-lso", "isolation.level": "read_committed"})
+    try:
+        cons.assign([TopicPartition(t, q, OFFSET_END) for q in range(PARTS)])
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            m = cons.poll(0.2)
+            assert m is None or m.error() is not None, f"read_committed read {m.key()} past an open transaction"
+    finally:
+        cons.close()
+    p.commit_transaction(60)
+    hw_done = settled(c.bootstrap, t)
+    rc_done = read_all(c.bootstrap, t, "read_committed", hw_done)
+    keys = {k for k, _ in rc_done.values()}
+    assert {b"open-%d" % j for j in range(30)} | {b"plain-%d" % j for j in range(PARTS)} <= keys
+    assert len(rc_done) == len(rc) + 30 + PARTS
