@@ -76,12 +76,7 @@ impl Sim {
             let mut last_seen: BTreeMap<i64, i32> = BTreeMap::new();
             for c in &first.coordinates {
                 // (the simulated producers are not transactional: no markers)
-                let Location::Object {
-                    object,
-                    byte_offset,
-                    byte_len,
-                } = c.location
-                else {
+                let Some((object, byte_offset, byte_len)) = c.object_range() else {
                     problems.push((
                         "acked-record-lost",
                         format!("{dp:?} offset {}: a marker", c.base_offset),

@@ -48,7 +48,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use bytes::Bytes;
 use frieda::diskless::append::{Action, AppendConfig, AppendTask, ProducedBatch};
 use frieda::diskless::coordinator::{
-    BatchAnswer, BatchCoordinator, CommitBatches, DisklessPartition, Found, Location, ObjectId,
+    BatchAnswer, BatchCoordinator, CommitBatches, DisklessPartition, Found, ObjectId,
     DEFAULT_MAX_BATCHES_PER_PARTITION,
 };
 use frieda::diskless::host::{CoordinatorHost, HostError, Outcome, Step};

@@ -197,8 +197,17 @@ pub struct Coordinate {
 impl Coordinate {
     /// The object holding it (none for a marker).
     pub fn object(&self) -> Option<ObjectId> {
+        self.object_range().map(|(object, _, _)| object)
+    }
+
+    /// The object and byte range holding it: (object, first byte, bytes); none for a marker.
+    pub fn object_range(&self) -> Option<(ObjectId, u32, u32)> {
         match self.location {
-            Location::Object { object, .. } => Some(object),
+            Location::Object {
+                object,
+                byte_offset,
+                byte_len,
+            } => Some((object, byte_offset, byte_len)),
             Location::Marker(_) => None,
         }
     }

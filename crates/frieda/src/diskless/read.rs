@@ -119,12 +119,7 @@ pub fn wanted(
 
 /// The stored bytes are the batch the coordinate describes.
 fn check(c: &Coordinate, stored: &[u8]) -> Result<(), ReadError> {
-    let Location::Object {
-        object,
-        byte_offset,
-        byte_len,
-    } = c.location
-    else {
+    let Some((object, byte_offset, byte_len)) = c.object_range() else {
         return Ok(());
     };
     let corrupt = |why: String| ReadError::Corrupt {

@@ -315,14 +315,7 @@ async fn verify_transactions(
         }
         let h = p.header;
         match round.admit(transactional_id.is_some(), h.producer_id, h.producer_epoch) {
-            Err(msg) => {
-                *prepared = Err(AppendError {
-                    code: ResponseError::InvalidRecord,
-                    message: Some(msg.into()),
-                    record_errors: Vec::new(),
-                    log_start_offset: -1,
-                });
-            }
+            Err(msg) => *prepared = Err(AppendError::invalid_record(msg)),
             Ok(false) => {}
             Ok(true) => {
                 let token =
@@ -383,14 +376,7 @@ async fn verify_diskless(
             continue;
         }
         match round.admit(transactional_id.is_some(), h.producer_id, h.producer_epoch) {
-            Err(msg) => {
-                *prepared = Err(AppendError {
-                    code: ResponseError::InvalidRecord,
-                    message: Some(msg.into()),
-                    record_errors: Vec::new(),
-                    log_start_offset: -1,
-                });
-            }
+            Err(msg) => *prepared = Err(AppendError::invalid_record(msg)),
             Ok(false) => {}
             Ok(true) => {
                 // no token: the whole round waits for the coordinator
@@ -460,6 +446,18 @@ struct AppendError {
     record_errors: Vec<(i32, String)>,
     /// The partition's log start offset when known (Kafka fills it in for validation errors).
     log_start_offset: i64,
+}
+
+impl AppendError {
+    /// INVALID_RECORD (87) with `message`.
+    fn invalid_record(message: &str) -> AppendError {
+        AppendError {
+            code: ResponseError::InvalidRecord,
+            message: Some(message.into()),
+            record_errors: Vec::new(),
+            log_start_offset: -1,
+        }
+    }
 }
 
 impl From<ResponseError> for AppendError {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::diskless::coordinator::{BatchCoordinator, Location};
+use crate::diskless::coordinator::BatchCoordinator;
 use crate::diskless::testing::{appended, header, part};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -345,14 +345,8 @@ fn random_runs_answer_every_produce_once_with_the_bytes_at_their_offsets() {
                             .unwrap();
                         let c = found.coordinates[0];
                         assert_eq!(c.base_offset, *base_offset);
-                        let Location::Object {
-                            object,
-                            byte_offset,
-                            byte_len,
-                        } = c.location
-                        else {
-                            panic!("a batch stored as a marker")
-                        };
+                        let (object, byte_offset, byte_len) =
+                            c.object_range().expect("a batch, not a marker");
                         let body = &bodies[&object];
                         let at = byte_offset as usize;
                         assert_eq!(

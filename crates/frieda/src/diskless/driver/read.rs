@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
 
-use crate::diskless::coordinator::{DisklessPartition, Location, ObjectId};
+use crate::diskless::coordinator::{DisklessPartition, ObjectId};
 use crate::diskless::read::{assemble, wanted, ReadError};
 use crate::remote::store::RemoteStore;
 use frieda_log::AbortedTxn;
@@ -61,12 +61,7 @@ pub async fn read(
         // The object bytes assemble will take: per object, the span of its batches needed.
         let mut spans: HashMap<ObjectId, (u32, u32)> = HashMap::new();
         for c in wanted(&found, offset, end, max_bytes) {
-            let Location::Object {
-                object,
-                byte_offset,
-                byte_len,
-            } = c.location
-            else {
+            let Some((object, byte_offset, byte_len)) = c.object_range() else {
                 continue;
             };
             let stop = byte_offset + byte_len;
