@@ -216,7 +216,6 @@ pub async fn handle(
         broker,
         version,
         transactional_id.as_deref(),
-        &names,
         &mut diskless_items,
     )
     .await;
@@ -363,13 +362,12 @@ async fn verify_diskless(
     broker: &Arc<Broker>,
     version: i16,
     transactional_id: Option<&str>,
-    names: &[(TopicName, uuid::Uuid)],
     items: &mut [DisklessItem],
 ) {
     let mut round: txn_verify::VerifyRound<usize> =
         txn_verify::VerifyRound::new(version, broker.config.transactions.partition_verification);
     let mut tp: HashMap<usize, TopicPartition> = HashMap::new();
-    for (i, (ti, index, prepared)) in items.iter_mut().enumerate() {
+    for (i, (_, index, prepared)) in items.iter_mut().enumerate() {
         let Ok(b) = prepared else { continue };
         let h = b.header;
         if !h.is_transactional() {
@@ -379,9 +377,14 @@ async fn verify_diskless(
             Err(msg) => *prepared = Err(AppendError::invalid_record(msg)),
             Ok(false) => {}
             Ok(true) => {
-                // no token: the whole round waits for the coordinator
+                // no token: the whole round waits for the coordinator. The topic by its name
+                // (a Produce v13+ request names it by id only).
+                let Some(topic) = broker.topic_by_id(&b.partition.topic_id) else {
+                    *prepared = Err(ResponseError::UnknownTopicOrPartition.into());
+                    continue;
+                };
                 round.wait_for(i, Some(0));
-                tp.insert(i, (names[*ti].0 .0.to_string(), *index));
+                tp.insert(i, (topic.name.to_string(), *index));
             }
         }
     }
