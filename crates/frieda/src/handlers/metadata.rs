@@ -256,17 +256,13 @@ async fn cluster_metadata(
         }
     }
     let image = cluster.image();
+    // where this client's diskless partitions are served from (any broker; one of its rack)
+    let routing = crate::diskless::driver::Routing::new(&image, ctx.client_id.as_deref());
     let mut topics = Vec::new();
     if all {
         for (name, t) in &image.topics {
             if may_see(broker, ctx, name) {
-                topics.push(describe_image_topic(
-                    name,
-                    t,
-                    &image,
-                    v,
-                    ctx.client_id.as_deref(),
-                ));
+                topics.push(describe_image_topic(name, t, &routing, v));
             }
         }
     } else {
@@ -295,7 +291,7 @@ async fn cluster_metadata(
                 continue;
             }
             topics.push(match found {
-                Some((n, t)) => describe_image_topic(n, t, &image, v, ctx.client_id.as_deref()),
+                Some((n, t)) => describe_image_topic(n, t, &routing, v),
                 None => {
                     let code = match &name {
                         Some(n) if !crate::storage::topic::valid_topic_name(n) => {
@@ -348,10 +344,10 @@ async fn cluster_metadata(
 fn describe_image_topic(
     name: &str,
     t: &frieda_meta::TopicImage,
-    image: &frieda_meta::MetadataImage,
+    routing: &crate::diskless::driver::Routing<'_>,
     version: i16,
-    client_id: Option<&str>,
 ) -> MetadataResponseTopic {
+    let image = routing.image();
     let ids = |v: &[i32]| v.iter().map(|b| BrokerId(*b)).collect::<Vec<_>>();
     let partitions = t
         .partitions
@@ -359,7 +355,7 @@ fn describe_image_topic(
         .enumerate()
         .map(|(i, p)| {
             // a diskless topic's partitions as served (any broker; one of the client's rack)
-            let p = crate::diskless::driver::served(image, t, i as i32, p, client_id);
+            let p = routing.served(t, i as i32, p);
             let offline: Vec<i32> = p
                 .replicas
                 .iter()

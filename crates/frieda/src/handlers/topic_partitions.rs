@@ -38,6 +38,7 @@ fn view(broker: &Broker, names: &[String], client_id: Option<&str>) -> Vec<Topic
     let mut all: Vec<(String, Uuid, Vec<PartitionView>)> = match broker.cluster() {
         Some(node) => {
             let image = node.image();
+            let routing = crate::diskless::driver::Routing::new(&image, client_id);
             image
                 .topics
                 .iter()
@@ -46,9 +47,7 @@ fn view(broker: &Broker, names: &[String], client_id: Option<&str>) -> Vec<Topic
                         .partitions
                         .iter()
                         .enumerate()
-                        .map(|(i, p)| {
-                            crate::diskless::driver::served(&image, t, i as i32, p, client_id)
-                        })
+                        .map(|(i, p)| routing.served(t, i as i32, p))
                         .map(|p| PartitionView {
                             leader: p.leader,
                             epoch: p.leader_epoch,

@@ -196,51 +196,84 @@ fn spread(brokers: &[i32], topic_id: uuid::Uuid, index: i32) -> i32 {
     brokers[at as usize]
 }
 
-/// Partition `p` (index `index`) of `topic` as clients are told it (Metadata, DescribeTopicPartitions, the
-/// leader hints of KIP-951). A diskless partition has no leader of its own: any live broker
-/// takes its produces and fetches, so it is told with one broker as its leader and only
-/// replica, chosen as Inkless does (docs/diskless.md, "Leaderless produce"): one of the
-/// client's rack (`client_id` with [`client_rack`]) when a live broker is there, else the
-/// partition's leader in the image while it is live (the controller spreads and moves them),
-/// else one of the live brokers; the epoch is the image's. Any other partition as the image
-/// has it.
-pub fn served<'a>(
+/// Where a client's diskless partitions are served from, worked out once per request from the
+/// metadata image: the live brokers of the client's rack (from its `client_id`, see
+/// [`client_rack`]) and all live brokers.
+pub struct Routing<'a> {
+    image: &'a frieda_meta::MetadataImage,
+    in_rack: Vec<i32>,
+    live: Vec<i32>,
+}
+
+impl<'a> Routing<'a> {
+    /// The routing of a client with `client_id` on `image`.
+    pub fn new(image: &'a frieda_meta::MetadataImage, client_id: Option<&str>) -> Routing<'a> {
+        let in_rack = client_id
+            .and_then(client_rack)
+            .map(|rack| {
+                image
+                    .live_brokers()
+                    .filter(|b| b.rack.as_deref() == Some(rack))
+                    .map(|b| b.id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Routing {
+            image,
+            in_rack,
+            live: image.live_brokers().map(|b| b.id).collect(),
+        }
+    }
+
+    /// The image it was worked out on.
+    pub fn image(&self) -> &'a frieda_meta::MetadataImage {
+        self.image
+    }
+
+    /// Partition `p` (index `index`) of `topic` as clients are told it (Metadata,
+    /// DescribeTopicPartitions, the leader hints of KIP-951). A diskless partition has no
+    /// leader of its own: any live broker takes its produces and fetches, so it is told with
+    /// one broker as its leader and only replica, chosen as Inkless does (docs/diskless.md,
+    /// "Leaderless produce"): one of the client's rack when a live broker is there, else the
+    /// partition's leader in the image while it is live (the controller spreads and moves
+    /// them), else one of the live brokers; the epoch is the image's. Any other partition as
+    /// the image has it.
+    pub fn served<'p>(
+        &self,
+        topic: &frieda_meta::TopicImage,
+        index: i32,
+        p: &'p frieda_meta::PartitionState,
+    ) -> std::borrow::Cow<'p, frieda_meta::PartitionState> {
+        if !is_diskless(topic) {
+            return std::borrow::Cow::Borrowed(p);
+        }
+        let leader = if !self.in_rack.is_empty() {
+            spread(&self.in_rack, topic.id, index)
+        } else if self.image.is_live(p.leader) {
+            p.leader
+        } else if self.live.is_empty() {
+            frieda_meta::NO_LEADER
+        } else {
+            spread(&self.live, topic.id, index)
+        };
+        let mut routed = p.clone();
+        routed.leader = leader;
+        routed.isr = vec![leader];
+        routed.replicas = vec![leader];
+        std::borrow::Cow::Owned(routed)
+    }
+}
+
+/// One partition as [`Routing::served`] tells it (a single lookup; a request about many
+/// partitions makes one [`Routing`]).
+pub fn served<'p>(
     image: &frieda_meta::MetadataImage,
     topic: &frieda_meta::TopicImage,
     index: i32,
-    p: &'a frieda_meta::PartitionState,
+    p: &'p frieda_meta::PartitionState,
     client_id: Option<&str>,
-) -> std::borrow::Cow<'a, frieda_meta::PartitionState> {
-    if !is_diskless(topic) {
-        return std::borrow::Cow::Borrowed(p);
-    }
-    let in_rack: Vec<i32> = client_id
-        .and_then(client_rack)
-        .map(|rack| {
-            image
-                .live_brokers()
-                .filter(|b| b.rack.as_deref() == Some(rack))
-                .map(|b| b.id)
-                .collect()
-        })
-        .unwrap_or_default();
-    let leader = if !in_rack.is_empty() {
-        spread(&in_rack, topic.id, index)
-    } else if image.is_live(p.leader) {
-        p.leader
-    } else {
-        let live: Vec<i32> = image.live_brokers().map(|b| b.id).collect();
-        if live.is_empty() {
-            frieda_meta::NO_LEADER
-        } else {
-            spread(&live, topic.id, index)
-        }
-    };
-    let mut routed = p.clone();
-    routed.leader = leader;
-    routed.isr = vec![leader];
-    routed.replicas = vec![leader];
-    std::borrow::Cow::Owned(routed)
+) -> std::borrow::Cow<'p, frieda_meta::PartitionState> {
+    Routing::new(image, client_id).served(topic, index, p)
 }
 
 #[cfg(test)]
