@@ -75,10 +75,11 @@ pub(super) async fn fetch(
     topics: &[FetchTopic],
     spec: FetchSpec,
 ) -> Vec<FetchableTopicResponse> {
-    let remote = broker
-        .diskless()
-        .is_some_and(|d| d.coordinators.get(0).is_none());
-    let poll = if remote { POLL_REMOTE } else { POLL };
+    let poll = if any_remote(broker, topics, spec.by_id) {
+        POLL_REMOTE
+    } else {
+        POLL
+    };
     loop {
         let (out, bytes) = read_once(broker, ctx, topics, &spec).await;
         match spec.wait_until {
@@ -88,6 +89,19 @@ pub(super) async fn fetch(
             _ => return out,
         }
     }
+}
+
+/// Whether the batch coordinator of any partition of `topics` is on another broker (a waiting
+/// fetch then asks it less often).
+fn any_remote(broker: &Broker, topics: &[FetchTopic], by_id: bool) -> bool {
+    topics.iter().any(|ft| {
+        let Ok(topic) = broker.find_topic(by_id, ft.topic.0.as_str(), &ft.topic_id) else {
+            return false;
+        };
+        ft.partitions.iter().any(|fp| {
+            diskless_host(broker, &topic, fp.partition).is_ok_and(|(_, _, host)| host.is_remote())
+        })
+    })
 }
 
 async fn read_once(
