@@ -13,9 +13,16 @@
   of it (nor what a plain producer writes after it) until it commits, a ``read_uncommitted``
   one gets it at once; ListOffsets latest with ``read_committed`` (the last stable offset) stays
   at its first offsets meanwhile.
+- Kafka's own exactly-once copier (``TransactionalMessageCopier``, the Java clients of Kafka's
+  system tests ``transactions_test.py``): two copiers, one per partition, read a diskless topic
+  ``read_committed`` and write each poll to another diskless topic in a transaction with the
+  consumed offsets (TxnOffsetCommit), aborting a third of them at random and rewinding to the
+  committed offsets, while the batch coordinator's broker is SIGKILLed and restarted. The
+  output, read ``read_committed``, is the input: every record once, in order per partition.
 """
 from __future__ import annotations
 
+import subprocess
 import time
 from collections import defaultdict
 
@@ -23,6 +30,9 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaExcepti
 
 from conftest import wait_until
 from test_diskless import KEY_PREFIX, create_diskless, diskless_leader, store  # noqa: F401
+from test_kafka_tools_cluster import classpath, java  # noqa: F401
+
+COPIER = "org.apache.kafka.tools.TransactionalMessageCopier"
 
 PARTS = 3
 
@@ -34,7 +44,7 @@ def read_all(boot: str, topic: str, isolation: str, until: dict[int, int], timeo
                      "isolation.level": isolation, "fetch.wait.max.ms": 100})
     got: dict = {}
     try:
-        cons.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTS)])
+        cons.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in until])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             m = cons.poll(0.3)
@@ -43,31 +53,37 @@ def read_all(boot: str, topic: str, isolation: str, until: dict[int, int], timeo
                 assert key not in got, f"{isolation}: offset {key} delivered twice"
                 got[key] = (m.key(), m.value())
             pos = {tp.partition: tp.offset for tp in cons.position(
-                [TopicPartition(topic, p) for p in range(PARTS)])}
-            if all(pos.get(p, -1) >= until[p] for p in range(PARTS)):
+                [TopicPartition(topic, p) for p in until])}
+            if all(pos.get(p, -1) >= until[p] for p in until):
                 return got
         raise AssertionError(f"{isolation}: positions {pos} short of {until} after {timeout} s")
     finally:
         cons.close()
 
 
-def high_watermarks(boot: str, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
+def high_watermarks(boot: str, topic: str, isolation: str = "read_uncommitted", parts: int = PARTS) -> dict[int, int]:
     """ListOffsets latest per partition: the high watermark, or with ``read_committed`` the
     last stable offset."""
     cons = Consumer({"bootstrap.servers": boot, "group.id": "unused-hw", "isolation.level": isolation})
     try:
-        return {p: cons.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTS)}
+        return {p: cons.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(parts)}
     finally:
         cons.close()
 
 
-def settled(boot: str, topic: str) -> dict[int, int]:
+def settled(boot: str, topic: str, parts: int = PARTS) -> dict[int, int]:
     """The high watermarks once every transaction's markers are written (the last stable offset
     is the high watermark: EndTxn of transactions v2 answers before its markers land)."""
+    last = {}
+
     def same():
-        hw = high_watermarks(boot, topic)
-        return hw if high_watermarks(boot, topic, "read_committed") == hw else None
-    return wait_until(same, 30, f"{topic}: last stable offsets at the high watermarks")
+        hw = high_watermarks(boot, topic, parts=parts)
+        last["lso"], last["hw"] = high_watermarks(boot, topic, "read_committed", parts), hw
+        return hw if last["lso"] == hw else None
+    try:
+        return wait_until(same, 30, f"{topic}: last stable offsets at the high watermarks")
+    except AssertionError as e:
+        raise AssertionError(f"{e}: last stable offsets {last.get('lso')}, high watermarks {last.get('hw')}") from None
 
 
 def run_transaction(p: Producer, topic: str, n: int, commit: bool, records: int) -> bool:
@@ -181,3 +197,57 @@ def test_transactions_on_a_diskless_topic_with_the_coordinator_killed(store, clu
     keys = {k for k, _ in rc_done.values()}
     assert {b"open-%d" % j for j in range(30)} | {b"plain-%d" % j for j in range(PARTS)} <= keys
     assert len(rc_done) == len(rc) + 30 + PARTS
+
+
+def test_kafkas_transactional_copier_between_diskless_topics(store, cluster, topic_name, classpath, tmp_path):  # noqa: F811
+    c = cluster(3, **store.broker_settings(), **{
+        "rsm.config.key.prefix": KEY_PREFIX,
+        "diskless.append.commit.interval.ms": 50,
+    })
+    src, dst = topic_name(), topic_name()
+    create_diskless(c, src, 2)
+    create_diskless(c, dst, 2)
+    diskless_leader(c, dst, 2)
+    lead = diskless_leader(c, src, 2)
+    n = 3000  # records per partition
+    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    for i in range(2 * n):
+        p.produce(src, key=b"k%d" % i, value=b"s%d-%05d" % (i % 2, i // 2), partition=i % 2)
+    assert p.flush(60) == 0
+    copiers = []
+    for q in range(2):
+        out = open(tmp_path / f"copier-{q}.out", "w")
+        err = open(tmp_path / f"copier-{q}.err", "w")
+        copiers.append(subprocess.Popen(java(
+            classpath, COPIER, "--broker-list", c.bootstrap, "--input-topic", src, "--input-partition", str(q),
+            "--output-topic", dst, "--transactional-id", f"copier-{dst}-{q}", "--consumer-group", f"copier-{dst}-{q}",
+            "--transaction-size", "100", "--transaction-timeout", "30000", "--enable-random-aborts"),
+            stdout=out, stderr=err))
+    try:
+        t0 = time.monotonic()
+        time.sleep(4)
+        c.kill(lead)
+        print(f"node {lead} (leading the batch coordinator) SIGKILLed {time.monotonic() - t0:.1f} s in")
+        time.sleep(5)
+        c.start(lead)
+        print(f"node {lead} restarted {time.monotonic() - t0:.1f} s in")
+        for q, cp in enumerate(copiers):
+            rc = cp.wait(timeout=240)
+            assert rc == 0, f"copier {q} exited {rc}: {(tmp_path / f'copier-{q}.err').read_text()[-3000:]}"
+        print(f"both copiers done {time.monotonic() - t0:.1f} s in")
+    finally:
+        for cp in copiers:
+            if cp.poll() is None:
+                cp.kill()
+                cp.wait()
+    status = [line for q in range(2) for line in (tmp_path / f"copier-{q}.out").read_text().splitlines()]
+    print(status[-2:])
+    hw = settled(c.bootstrap, dst, 2)
+    got = read_all(c.bootstrap, dst, "read_committed", hw)
+    for q in range(2):
+        values = [v for (part, _off), (_k, v) in sorted(got.items()) if part == q]
+        want = [b"s%d-%05d" % (q, j) for j in range(n)]
+        assert values == want, (f"partition {q}: {len(values)} records, first difference at "
+                                f"{next((i for i, (a, b) in enumerate(zip(values, want)) if a != b), min(len(values), n))}")
+    ru = read_all(c.bootstrap, dst, "read_uncommitted", hw)
+    print(f"output: {len(got)} records committed, {len(ru) - len(got)} of aborted transactions; high watermarks {hw}")
