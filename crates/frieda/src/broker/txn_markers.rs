@@ -20,6 +20,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::Broker;
 use crate::coordinator::transaction::{MarkerRequest, MarkerWriter, TopicPartition, TxnVersion};
 use crate::diskless::coordinator::{DisklessPartition, TxnMarker};
+use crate::diskless::driver::route::not_served;
 use crate::storage::leader_append::{admit_produce, answer_produce};
 use crate::storage::partition::Partition;
 use crate::storage::topic::Topic;
@@ -138,12 +139,7 @@ pub async fn write_marker_diskless(
         Ok(host) => host.marker(partition, marker, m.bumps_epoch).await,
         Err(e) => Err(e),
     };
-    written.map(|_| ()).map_err(|e| match e {
-        E::NotCoordinator | E::CoordinatorLoadInProgress | E::RequestTimedOut => {
-            E::NotLeaderOrFollower
-        }
-        e => e,
-    })
+    written.map(|_| ()).map_err(not_served)
 }
 
 /// The topic of `tp` when it is diskless.

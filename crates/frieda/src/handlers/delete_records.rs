@@ -224,5 +224,5 @@ async fn delete_diskless(
     let (partition, _, host) = super::fetch_diskless::diskless_host(broker, topic, index)?;
     host.delete_records(partition, offset)
         .await
-        .map_err(super::fetch_diskless::not_here)
+        .map_err(crate::diskless::driver::route::not_served)
 }

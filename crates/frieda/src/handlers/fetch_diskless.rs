@@ -8,7 +8,7 @@
 use super::{authorized, RequestContext};
 use crate::broker::Broker;
 use crate::diskless::coordinator::DisklessPartition;
-use crate::diskless::driver::route::CoordinatorRef;
+use crate::diskless::driver::route::{not_served, CoordinatorRef};
 use crate::diskless::driver::{read, Diskless};
 use crate::security::acl::{op, resource};
 use crate::storage::topic::Topic;
@@ -210,20 +210,8 @@ pub(super) fn diskless_host(
     index: i32,
 ) -> Result<(DisklessPartition, Arc<Diskless>, CoordinatorRef), ResponseError> {
     let (partition, diskless) = diskless_partition(broker, topic, index)?;
-    let host = diskless.coordinator(partition).map_err(not_here)?;
+    let host = diskless.coordinator(partition).map_err(not_served)?;
     Ok((partition, diskless, host))
-}
-
-/// A coordinator's "not here (yet)" as the partition error clients act on: NOT_COORDINATOR,
-/// COORDINATOR_LOAD_IN_PROGRESS and REQUEST_TIMED_OUT (another broker's coordinator not
-/// reached) become NOT_LEADER_OR_FOLLOWER (they refresh their metadata and retry).
-pub(super) fn not_here(e: ResponseError) -> ResponseError {
-    match e {
-        ResponseError::NotCoordinator
-        | ResponseError::CoordinatorLoadInProgress
-        | ResponseError::RequestTimedOut => ResponseError::NotLeaderOrFollower,
-        e => e,
-    }
 }
 
 /// One partition's read: empty at offset 0 of a partition nothing was committed to yet.

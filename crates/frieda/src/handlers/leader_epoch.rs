@@ -107,7 +107,7 @@ async fn diskless_end(
         Ok((partition, _, host)) => host
             .offsets(partition)
             .await
-            .map_err(super::fetch_diskless::not_here),
+            .map_err(crate::diskless::driver::route::not_served),
         Err(e) => Err(e),
     };
     match offsets {

@@ -314,10 +314,11 @@ async fn diskless_offset(
     timestamp: i64,
     read_committed: bool,
 ) -> Result<Option<(i64, i64)>, ResponseError> {
-    use super::fetch_diskless::{diskless_host, not_here};
+    use super::fetch_diskless::diskless_host;
     use crate::diskless::driver::read::{offset_for_time, TimeLookup};
+    use crate::diskless::driver::route::not_served;
     let (partition, diskless, host) = diskless_host(broker, topic, index)?;
-    let offsets = host.offsets(partition).await.map_err(not_here)?;
+    let offsets = host.offsets(partition).await.map_err(not_served)?;
     match timestamp {
         LATEST if read_committed => Ok(Some((offsets.last_stable_offset, -1))),
         LATEST => Ok(Some((offsets.high_watermark, -1))),
@@ -325,11 +326,11 @@ async fn diskless_offset(
         LATEST_TIERED | EARLIEST_PENDING_UPLOAD => Ok(None),
         MAX_TIMESTAMP => offset_for_time(&host, &diskless.store, partition, TimeLookup::Max)
             .await
-            .map_err(not_here),
+            .map_err(not_served),
         ts if ts >= 0 => {
             offset_for_time(&host, &diskless.store, partition, TimeLookup::AtOrAfter(ts))
                 .await
-                .map_err(not_here)
+                .map_err(not_served)
         }
         _ => Err(ResponseError::UnsupportedVersion),
     }

@@ -13,7 +13,7 @@ use crate::diskless::read::{assemble, wanted, ReadError};
 use crate::remote::store::RemoteStore;
 use frieda_log::AbortedTxn;
 
-use super::route::CoordinatorRef;
+use super::route::{not_served, CoordinatorRef};
 
 /// What a fetch of one diskless partition gets.
 #[derive(Debug, Clone)]
@@ -46,13 +46,10 @@ pub async fn read(
     read_committed: bool,
 ) -> Result<Read, E> {
     for _attempt in 0..3 {
-        let found = match host.find_batches(partition, offset, max_bytes as u64).await {
-            Ok(found) => found,
-            Err(E::CoordinatorLoadInProgress | E::NotCoordinator | E::RequestTimedOut) => {
-                return Err(E::NotLeaderOrFollower)
-            }
-            Err(e) => return Err(e),
-        };
+        let found = host
+            .find_batches(partition, offset, max_bytes as u64)
+            .await
+            .map_err(not_served)?;
         let end = if read_committed {
             found.last_stable_offset
         } else {

@@ -81,6 +81,19 @@ pub fn resolve(
     }
 }
 
+/// A coordinator's "not serving it here (yet)" as the partition error clients act on:
+/// NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and REQUEST_TIMED_OUT (another broker's
+/// coordinator not reached) become NOT_LEADER_OR_FOLLOWER (6: they refresh their metadata and
+/// retry; a transaction coordinator writes the marker again); other errors stay.
+pub fn not_served(e: E) -> E {
+    match e {
+        E::NotCoordinator | E::CoordinatorLoadInProgress | E::RequestTimedOut => {
+            E::NotLeaderOrFollower
+        }
+        e => e,
+    }
+}
+
 impl CoordinatorRef {
     /// Whether the coordinator is on another broker.
     pub fn is_remote(&self) -> bool {
