@@ -183,18 +183,8 @@ impl HostedCoordinator {
         let (tx, rx) = oneshot::channel();
         {
             let _order = self.write_order.lock().await;
-            let mut new_partitions: Vec<DisklessPartition> = commit
-                .batches
-                .iter()
-                .map(|b| b.partition)
-                .filter(|p| self.host.lock().coordinator().high_watermark(*p).is_none())
-                .collect();
-            new_partitions.sort();
-            new_partitions.dedup();
-            for p in new_partitions {
-                let step = self.host.lock().create_partition(p);
-                self.take(step).await?;
-            }
+            self.create_unknown(commit.batches.iter().map(|b| b.partition))
+                .await?;
             let step = self.host.lock().commit(now_ms(), tx, commit);
             self.take(step).await?;
         }
@@ -365,6 +355,25 @@ impl HostedCoordinator {
         Ok((deletable.len(), sweepable.len()))
     }
 
+    /// Writes the creation of each of `partitions` the coordinator does not know yet, once
+    /// each, in partition order (the caller holds `write_order`).
+    async fn create_unknown(
+        &self,
+        partitions: impl IntoIterator<Item = DisklessPartition>,
+    ) -> Result<(), E> {
+        let mut unknown: Vec<DisklessPartition> = partitions
+            .into_iter()
+            .filter(|p| self.host.lock().coordinator().high_watermark(*p).is_none())
+            .collect();
+        unknown.sort();
+        unknown.dedup();
+        for p in unknown {
+            let step = self.host.lock().create_partition(p);
+            self.take(step).await?;
+        }
+        Ok(())
+    }
+
     /// Carries out a host step under the write order: appends its record.
     async fn take(&self, step: Result<Step<Waiter>, HostError>) -> Result<(), E> {
         match step.map_err(HostError::code)? {
@@ -471,16 +480,7 @@ impl HostedCoordinator {
         let (tx, rx) = oneshot::channel();
         {
             let _order = self.write_order.lock().await;
-            let known = self
-                .host
-                .lock()
-                .coordinator()
-                .high_watermark(partition)
-                .is_some();
-            if !known {
-                let step = self.host.lock().create_partition(partition);
-                self.take(step).await?;
-            }
+            self.create_unknown([partition]).await?;
             let step = self
                 .host
                 .lock()
