@@ -19,6 +19,10 @@
   consumed offsets (TxnOffsetCommit), aborting a third of them at random and rewinding to the
   committed offsets, while the batch coordinator's broker is SIGKILLed and restarted. The
   output, read ``read_committed``, is the input: every record once, in order per partition.
+- Kafka's ``kafka-transactions`` tool on a transaction left open on a diskless topic:
+  ``describe-producers`` (DescribeProducers, answered from the batch coordinator), also after
+  the coordinator's broker is SIGKILLed; ``find-hanging``; ``abort --start-offset`` (its
+  WriteTxnMarkers) releases the last stable offset of that partition only.
 """
 from __future__ import annotations
 
@@ -29,8 +33,11 @@ from collections import defaultdict
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
 
 from conftest import wait_until
-from test_diskless import KEY_PREFIX, create_diskless, diskless_leader, store  # noqa: F401
-from test_kafka_tools_cluster import classpath, java  # noqa: F401
+from test_diskless import COORDINATOR, KEY_PREFIX, create_diskless, diskless_leader, store  # noqa: F401
+from test_kafka_tools_cluster import classpath, java, tool  # noqa: F401
+from txn_helpers import parse_table
+
+TXN_TOOL = "org.apache.kafka.tools.TransactionsCommand"
 
 COPIER = "org.apache.kafka.tools.TransactionalMessageCopier"
 
@@ -251,3 +258,87 @@ def test_kafkas_transactional_copier_between_diskless_topics(store, cluster, top
                                 f"{next((i for i, (a, b) in enumerate(zip(values, want)) if a != b), min(len(values), n))}")
     ru = read_all(c.bootstrap, dst, "read_uncommitted", hw)
     print(f"output: {len(got)} records committed, {len(ru) - len(got)} of aborted transactions; high watermarks {hw}")
+
+
+def test_kafka_transactions_tool_describes_and_aborts_a_diskless_transaction(store, cluster, topic_name,  # noqa: F811
+                                                                             classpath):  # noqa: F811
+    """A confluent-kafka transactional producer commits 2 records to partition 1 of a diskless
+    topic (offsets 0-1, marker 2), then leaves a transaction open with 3 records there (3-5) and
+    1 on partition 0 (0). Kafka 4.4.0's kafka-transactions: `describe-producers` shows the
+    producer with last sequence 4 and current transaction start offset 3 on partition 1 (0 on
+    partition 0), the same after the broker leading ``__diskless_coordinator-0`` is SIGKILLed
+    (another broker's coordinator has the producer state from the replicated decisions);
+    `find-hanging --topic` lists nothing (its transaction coordinator knows it); `abort --topic
+    T --partition 1 --start-offset 3` writes an abort marker there (6): the open transaction is
+    gone from describe-producers, read_committed latest of partition 1 moves from 3 to 7 and
+    partition 0 stays at 0. The producer's own abort then ends it on both partitions."""
+    c = cluster(3, **store.broker_settings(), **{
+        "rsm.config.key.prefix": KEY_PREFIX,
+        "diskless.append.commit.interval.ms": 50,
+    })
+    t = topic_name()
+    create_diskless(c, t, 2)
+    lead = diskless_leader(c, t, 2)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": f"txn-{t}", "linger.ms": 5,
+                  "transaction.timeout.ms": 60000})
+    p.init_transactions(60)
+    acked: list[tuple[int, int]] = []
+
+    def report(err, msg):
+        assert err is None, err
+        acked.append((msg.partition(), msg.offset()))
+
+    p.begin_transaction()
+    for i in range(2):
+        p.produce(t, key=b"c%d" % i, value=b"committed", partition=1, on_delivery=report)
+    p.commit_transaction(60)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(t, key=b"o%d" % i, value=b"open", partition=1, on_delivery=report)
+    p.produce(t, key=b"o-p0", value=b"open", partition=0, on_delivery=report)
+    assert p.flush(60) == 0
+    assert sorted(acked) == [(0, 0), (1, 0), (1, 1), (1, 3), (1, 4), (1, 5)], acked
+    assert high_watermarks(c.bootstrap, t, "read_committed", parts=2) == {0: 0, 1: 3}
+
+    def producers(part: int) -> list[dict]:
+        out = tool(classpath, TXN_TOOL, "--bootstrap-server", c.live_bootstrap, "describe-producers",
+                   "--topic", t, "--partition", str(part))
+        return parse_table(out)
+
+    def open_transactions() -> dict:
+        rows = {q: producers(q) for q in (0, 1)}
+        assert all(len(r) == 1 for r in rows.values()), rows
+        return {q: (r[0]["ProducerId"], r[0]["LastSequence"], r[0]["CurrentTransactionStartOffset"])
+                for q, r in rows.items()}
+
+    before = open_transactions()
+    pid = before[1][0]
+    assert int(pid) >= 0 and before == {0: (pid, "0", "0"), 1: (pid, "4", "3")}, before
+
+    c.kill(lead)
+    new = diskless_leader(c, t, 2, exclude=lead)
+    print(f"node {lead} (leading {COORDINATOR}-0) SIGKILLed; node {new} leads it now")
+    assert open_transactions() == before
+
+    out = tool(classpath, TXN_TOOL, "--bootstrap-server", c.live_bootstrap, "find-hanging", "--topic", t,
+               "--max-transaction-timeout", "0")
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines and lines[0].split()[:3] == ["Topic", "Partition", "ProducerId"], out
+    assert not any(t in line for line in lines[1:]), out
+
+    tool(classpath, TXN_TOOL, "--bootstrap-server", c.live_bootstrap, "abort", "--topic", t, "--partition", "1",
+         "--start-offset", "3")
+    rows = producers(1)
+    assert len(rows) == 1 and rows[0]["ProducerId"] == pid, rows
+    assert rows[0]["CurrentTransactionStartOffset"] in ("None", "-1"), rows
+    assert high_watermarks(c.live_bootstrap, t, parts=2) == {0: 1, 1: 7}
+    assert high_watermarks(c.live_bootstrap, t, "read_committed", parts=2) == {0: 0, 1: 7}
+    rc = read_all(c.live_bootstrap, t, "read_committed", {1: 7})
+    assert sorted((off, key) for (_, off), (key, _) in rc.items()) == [(0, b"c0"), (1, b"c1")], rc
+
+    # the producer ends its own transaction: aborted on both partitions (0 -> 2, 1 -> 8)
+    p.abort_transaction(60)
+    # (transactions v2: EndTxn is answered before its markers are written)
+    wait_until(lambda: high_watermarks(c.live_bootstrap, t, "read_committed", parts=2) == {0: 2, 1: 8}, 30,
+               "the producer's abort markers on both partitions")
+    assert producers(0)[0]["CurrentTransactionStartOffset"] in ("None", "-1")

@@ -29,7 +29,8 @@
 
 use crate::storage::leader_append::producer_error;
 use frieda_log::{
-    AbortedTxn, BatchHeader, ControlType, EndTxnMarker, ProducerStateManager, SequenceCheck,
+    AbortedTxn, BatchHeader, ControlType, EndTxnMarker, ProducerInfo, ProducerStateManager,
+    SequenceCheck,
 };
 use kafka_protocol::error::ResponseError as E;
 use std::collections::{HashMap, VecDeque};
@@ -653,6 +654,17 @@ impl BatchCoordinator {
                 last_stable_offset: p.last_stable_offset(end),
             }
         })
+    }
+
+    /// The producers `partition` remembers (DescribeProducers, KIP-664), by producer id: each
+    /// one's epoch, last sequence, last batch's max timestamp (ms), its transaction
+    /// coordinator's epoch and the first offset of its open transaction (-1: none), as decided
+    /// (decisions not yet below the high watermark included, as Kafka's leader reports what it
+    /// appended). `None` when the partition is not served here.
+    pub fn producers(&self, partition: DisklessPartition) -> Option<Vec<ProducerInfo>> {
+        self.partitions
+            .get(&partition)
+            .map(|p| p.producers.describe())
     }
 
     /// Decides transaction marker `marker` on `partition` at `now_ms` (WriteTxnMarkers, Kafka's

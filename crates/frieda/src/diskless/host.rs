@@ -36,6 +36,7 @@ use super::coordinator::{
     ObjectId, Offsets, TxnMarker,
 };
 use crate::invariant;
+use frieda_log::ProducerInfo;
 use kafka_protocol::error::ResponseError as E;
 use std::collections::{BTreeMap, HashMap};
 
@@ -490,6 +491,17 @@ impl<W> CoordinatorHost<W> {
             .ok_or(E::UnknownTopicOrPartition)?;
         self.coordinator
             .offsets(partition, visible)
+            .ok_or(E::UnknownTopicOrPartition)
+    }
+
+    /// The producers `partition` remembers ([`BatchCoordinator::producers`]; DescribeProducers).
+    ///
+    /// Errors: COORDINATOR_LOAD_IN_PROGRESS (14) while loading; NOT_COORDINATOR (16) after a
+    /// failure; UNKNOWN_TOPIC_OR_PARTITION (3) for a partition the coordinator does not know.
+    pub fn producers(&self, partition: DisklessPartition) -> Result<Vec<ProducerInfo>, E> {
+        self.serving().map_err(HostError::code)?;
+        self.coordinator
+            .producers(partition)
             .ok_or(E::UnknownTopicOrPartition)
     }
 

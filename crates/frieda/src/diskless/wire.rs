@@ -13,6 +13,7 @@
 //!   3 Offsets:       partition
 //!   4 DeleteRecords: partition, offset i64
 //!   5 Marker:        partition, bumps_epoch u8 (0, 1), marker (as in the codec)
+//!   6 Producers:     partition
 //! response: magic "FDLS", version u8 (2), error_code i16; when 0, by the request's kind:
 //!   1 answers u32, answer each
 //!   2 high_watermark i64, log_start i64, last_stable_offset i64, coordinates u32, then each:
@@ -24,11 +25,14 @@
 //!   3 log_start i64, high_watermark i64, last_stable_offset i64
 //!   4 log_start i64
 //!   5 the marker's offset i64
+//!   6 producers u32, each: producer_id i64, epoch i16, last_sequence i32, last_timestamp i64,
+//!     coordinator_epoch i32, current_txn_start_offset i64
 //! ```
 //!
 //! Version 2 (2026-12-07) added markers and the last stable offset (transactions); brokers of
 //! version 1 and 2 do not understand each other's messages (a decode error, answered as
-//! UNKNOWN_SERVER_ERROR and retried).
+//! UNKNOWN_SERVER_ERROR and retried). Kind 6 (Producers) came later in version 2: a broker
+//! without it answers it UNKNOWN_SERVER_ERROR.
 
 use super::codec::{
     put_answer, put_batch, put_commit_head, put_marker, put_partition, DecodeError, Reader,
@@ -37,7 +41,7 @@ use super::coordinator::{
     BatchAnswer, CommitBatches, Coordinate, DisklessPartition, Found, Location, ObjectId, Offsets,
     TxnMarker,
 };
-use frieda_log::AbortedTxn;
+use frieda_log::{AbortedTxn, ProducerInfo, MAX_PRODUCERS_PER_PARTITION};
 use kafka_protocol::error::ResponseError as E;
 
 /// The first bytes of every request and response.
@@ -89,6 +93,8 @@ pub enum Call {
         /// Transactions v2: its epoch must be above the producer's.
         bumps_epoch: bool,
     },
+    /// The producers the partition remembers (DescribeProducers).
+    Producers(DisklessPartition),
 }
 
 /// The answer to a [`Call`] (the same kind).
@@ -104,6 +110,8 @@ pub enum Answer {
     LogStart(i64),
     /// Marker: its offset.
     MarkerAt(i64),
+    /// Producers: by producer id.
+    Producers(Vec<ProducerInfo>),
 }
 
 impl Call {
@@ -114,6 +122,7 @@ impl Call {
             Call::Offsets(_) => 3,
             Call::DeleteRecords { .. } => 4,
             Call::Marker { .. } => 5,
+            Call::Producers(_) => 6,
         }
     }
 }
@@ -169,6 +178,7 @@ pub fn encode_request(request: &CoordinatorRequest) -> Vec<u8> {
             out.push(u8::from(*bumps_epoch));
             put_marker(&mut out, marker);
         }
+        Call::Producers(partition) => put_partition(&mut out, partition),
     }
     out
 }
@@ -219,6 +229,7 @@ pub fn decode_request(bytes: &[u8]) -> Result<CoordinatorRequest, DecodeError> {
             },
             marker: r.marker()?,
         },
+        6 => Call::Producers(r.partition()?),
         _ => return Err(DecodeError::Malformed("unknown request kind")),
     };
     if !r.0.is_empty() {
@@ -291,6 +302,17 @@ pub fn encode_response(answer: &Result<Answer, E>) -> Vec<u8> {
         }
         Answer::LogStart(log_start) => out.extend_from_slice(&log_start.to_be_bytes()),
         Answer::MarkerAt(offset) => out.extend_from_slice(&offset.to_be_bytes()),
+        Answer::Producers(producers) => {
+            out.extend_from_slice(&(producers.len() as u32).to_be_bytes());
+            for p in producers {
+                out.extend_from_slice(&p.producer_id.to_be_bytes());
+                out.extend_from_slice(&p.epoch.to_be_bytes());
+                out.extend_from_slice(&p.last_sequence.to_be_bytes());
+                out.extend_from_slice(&p.last_timestamp.to_be_bytes());
+                out.extend_from_slice(&p.coordinator_epoch.to_be_bytes());
+                out.extend_from_slice(&p.current_txn_start_offset.to_be_bytes());
+            }
+        }
     }
     out
 }
@@ -298,7 +320,7 @@ pub fn encode_response(answer: &Result<Answer, E>) -> Vec<u8> {
 /// Decodes the answer to a request of `call`'s kind: the coordinator's answer or its error.
 ///
 /// Errors: [`DecodeError`] as [`decode_request`], an unknown error code, more than
-/// [`MAX_COORDINATES`] coordinates.
+/// [`MAX_COORDINATES`] coordinates or [`MAX_PRODUCERS_PER_PARTITION`] producers.
 pub fn decode_response(call: &Call, bytes: &[u8]) -> Result<Result<Answer, E>, DecodeError> {
     let mut r = Reader(bytes);
     check_head(&mut r)?;
@@ -379,6 +401,25 @@ pub fn decode_response(call: &Call, bytes: &[u8]) -> Result<Result<Answer, E>, D
         }),
         Call::DeleteRecords { .. } => Answer::LogStart(r.i64()?),
         Call::Marker { .. } => Answer::MarkerAt(r.i64()?),
+        Call::Producers(_) => {
+            let n = r.u32()?;
+            // each 34 bytes
+            if n as usize > MAX_PRODUCERS_PER_PARTITION || n as usize * 34 > r.0.len() {
+                return Err(DecodeError::Malformed("producer count past the end"));
+            }
+            let mut producers = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                producers.push(ProducerInfo {
+                    producer_id: r.i64()?,
+                    epoch: r.i16()?,
+                    last_sequence: r.i32()?,
+                    last_timestamp: r.i64()?,
+                    coordinator_epoch: r.i32()?,
+                    current_txn_start_offset: r.i64()?,
+                });
+            }
+            Answer::Producers(producers)
+        }
     };
     if !r.0.is_empty() {
         return Err(DecodeError::Malformed("bytes after the answer"));
@@ -451,6 +492,7 @@ mod tests {
                 marker: marker(),
                 bumps_epoch: true,
             },
+            Call::Producers(p()),
         ]
     }
 
@@ -512,6 +554,24 @@ mod tests {
             }),
             Answer::LogStart(4),
             Answer::MarkerAt(9),
+            Answer::Producers(vec![
+                ProducerInfo {
+                    producer_id: 42,
+                    epoch: 3,
+                    last_sequence: 17,
+                    last_timestamp: 1_700_000_000_000,
+                    coordinator_epoch: 7,
+                    current_txn_start_offset: 3,
+                },
+                ProducerInfo {
+                    producer_id: 43,
+                    epoch: 0,
+                    last_sequence: -1,
+                    last_timestamp: -1,
+                    coordinator_epoch: -1,
+                    current_txn_start_offset: -1,
+                },
+            ]),
         ]
     }
 

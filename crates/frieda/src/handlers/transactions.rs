@@ -740,60 +740,76 @@ pub async fn list_transactions(
 
 /// DescribeProducers v0 (KIP-664): the producers of partitions this broker holds a replica of,
 /// leader or follower (their epochs, last sequences and open transactions' first offsets, for
-/// `kafka-transactions describe-producers` and `find-hanging`).
+/// `kafka-transactions describe-producers`, `find-hanging` and `abort`). A diskless topic's
+/// partitions are answered by any broker, from their batch coordinator.
 ///
 /// Errors per partition: TOPIC_AUTHORIZATION_FAILED (29) without READ on the topic,
 /// UNKNOWN_TOPIC_OR_PARTITION (3), NOT_LEADER_OR_FOLLOWER (6) when this broker holds no replica
-/// with an open log.
+/// with an open log (a diskless partition: while its batch coordinator is not reached).
 pub async fn describe_producers(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     req: DescribeProducersRequest,
 ) -> DescribeProducersResponse {
-    let topics = req
-        .topics
-        .into_iter()
-        .map(|t| {
-            // Kafka: READ on the topic.
-            let readable = authorized(broker, ctx, op::READ, resource::TOPIC, &t.name.0);
-            let topic = broker.topic(&t.name.0);
-            let partitions = t
-                .partition_indexes
-                .iter()
-                .map(|&index| {
-                    let out = PartitionResponse::default().with_partition_index(index);
-                    let found = match &topic {
-                        _ if !readable => Err(E::TopicAuthorizationFailed),
-                        None => Err(E::UnknownTopicOrPartition),
-                        // Any replica with a log answers, as Kafka's `Partition.activeProducerState`
-                        // (`kafka-transactions find-hanging --broker-id` asks every replica).
-                        Some(t) => t
-                            .replica(index)
-                            .and_then(|p| p.describe_producers().ok_or(E::NotLeaderOrFollower)),
-                    };
-                    match found {
-                        Err(e) => out.with_error_code(e.code()),
-                        Ok(producers) => out.with_active_producers(
-                            producers
-                                .into_iter()
-                                .map(|s| {
-                                    ProducerState::default()
-                                        .with_producer_id(ProducerId(s.producer_id))
-                                        .with_producer_epoch(i32::from(s.epoch))
-                                        .with_last_sequence(s.last_sequence)
-                                        .with_last_timestamp(s.last_timestamp)
-                                        .with_coordinator_epoch(s.coordinator_epoch)
-                                        .with_current_txn_start_offset(s.current_txn_start_offset)
-                                })
-                                .collect(),
-                        ),
-                    }
-                })
-                .collect();
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for t in req.topics {
+        // Kafka: READ on the topic.
+        let readable = authorized(broker, ctx, op::READ, resource::TOPIC, &t.name.0);
+        let topic = broker.topic(&t.name.0);
+        let diskless = topic
+            .as_ref()
+            .is_some_and(|t| t.configs.read().is_diskless(&broker.topic_defaults()));
+        let mut partitions = Vec::with_capacity(t.partition_indexes.len());
+        for &index in &t.partition_indexes {
+            let out = PartitionResponse::default().with_partition_index(index);
+            let found = match &topic {
+                _ if !readable => Err(E::TopicAuthorizationFailed),
+                None => Err(E::UnknownTopicOrPartition),
+                Some(t) if diskless => diskless_producers(broker, t, index).await,
+                // Any replica with a log answers, as Kafka's `Partition.activeProducerState`
+                // (`kafka-transactions find-hanging --broker-id` asks every replica).
+                Some(t) => t
+                    .replica(index)
+                    .and_then(|p| p.describe_producers().ok_or(E::NotLeaderOrFollower)),
+            };
+            partitions.push(match found {
+                Err(e) => out.with_error_code(e.code()),
+                Ok(producers) => out.with_active_producers(
+                    producers
+                        .into_iter()
+                        .map(|s| {
+                            ProducerState::default()
+                                .with_producer_id(ProducerId(s.producer_id))
+                                .with_producer_epoch(i32::from(s.epoch))
+                                .with_last_sequence(s.last_sequence)
+                                .with_last_timestamp(s.last_timestamp)
+                                .with_coordinator_epoch(s.coordinator_epoch)
+                                .with_current_txn_start_offset(s.current_txn_start_offset)
+                        })
+                        .collect(),
+                ),
+            });
+        }
+        topics.push(
             TopicResponse::default()
                 .with_name(t.name)
-                .with_partitions(partitions)
-        })
-        .collect();
+                .with_partitions(partitions),
+        );
+    }
     DescribeProducersResponse::default().with_topics(topics)
+}
+
+/// The producers partition `index` of diskless topic `topic` remembers, asked of its batch
+/// coordinator.
+///
+/// Errors: UNKNOWN_TOPIC_OR_PARTITION (3) for an index the topic lacks; NOT_LEADER_OR_FOLLOWER
+/// (6) while no coordinator serves it (loading, moving, not reached).
+async fn diskless_producers(
+    broker: &Broker,
+    topic: &crate::storage::topic::Topic,
+    index: i32,
+) -> Result<Vec<frieda_log::ProducerInfo>, E> {
+    use crate::diskless::driver::route::not_served;
+    let (partition, _, host) = super::fetch_diskless::diskless_host(broker, topic, index)?;
+    host.producers(partition).await.map_err(not_served)
 }

@@ -192,6 +192,17 @@ fn transactions_hold_the_last_stable_offset_and_aborted_ones_are_listed_for_read
     assert_eq!(a, vec![appended(0, 2), appended(3, 3)]);
     let found = c.find_batches(part(0), 0, u64::MAX).unwrap();
     assert_eq!((found.high_watermark, found.last_stable_offset), (4, 0));
+    // DescribeProducers: the open transaction's first offset, its last sequence
+    let described = c.producers(part(0)).unwrap();
+    assert_eq!(described.len(), 1, "{described:?}");
+    let p7 = described[0];
+    assert_eq!(
+        (p7.producer_id, p7.epoch, p7.last_sequence),
+        (7, 0, 2),
+        "{p7:?}"
+    );
+    assert_eq!((p7.coordinator_epoch, p7.current_txn_start_offset), (-1, 0));
+    assert_eq!(c.producers(part(1)), None, "a partition not served here");
     // a plain batch of the producer while its transaction is open
     let (a, d2) = commit(&mut c, 2, &[(0, header(1, 7, 0, 3))]);
     decisions.push(d2);
@@ -216,6 +227,13 @@ fn transactions_hold_the_last_stable_offset_and_aborted_ones_are_listed_for_read
         Location::Marker(marker(7, 1, 3, false))
     );
     assert_eq!(found.coordinates[2].max_timestamp, 5);
+    // the marker closed the transaction and carried the coordinator's epoch
+    let p7 = c.producers(part(0)).unwrap()[0];
+    assert_eq!(
+        (p7.epoch, p7.coordinator_epoch, p7.current_txn_start_offset),
+        (1, 3, -1),
+        "{p7:?}"
+    );
     // readers that see only the records below the marker: the transaction still holds the
     // last stable offset, and no aborted transaction is listed yet
     let below = c.find_visible(part(0), 0, u64::MAX, 4).unwrap();
@@ -275,6 +293,7 @@ fn transactions_hold_the_last_stable_offset_and_aborted_ones_are_listed_for_read
         replica.apply(&crate::diskless::codec::decode(&crate::diskless::codec::encode(d)).unwrap());
     }
     assert_eq!(replica.state_digest(), c.state_digest());
+    assert_eq!(replica.producers(part(0)), c.producers(part(0)));
 }
 
 #[test]

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use frieda_log::ProducerInfo;
 use kafka_protocol::error::ResponseError as E;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::oneshot;
@@ -457,6 +458,20 @@ impl HostedCoordinator {
                 high_watermark: 0,
                 last_stable_offset: 0,
             }),
+            other => other,
+        }
+    }
+
+    /// The producers `partition` remembers (DescribeProducers); none for a partition nothing
+    /// was committed to yet.
+    ///
+    /// Errors: NOT_COORDINATOR (16) once failed; COORDINATOR_LOAD_IN_PROGRESS (14).
+    pub fn producers(&self, partition: DisklessPartition) -> Result<Vec<ProducerInfo>, E> {
+        if !self.is_active() {
+            return Err(E::NotCoordinator);
+        }
+        match self.host.lock().producers(partition) {
+            Err(E::UnknownTopicOrPartition) => Ok(Vec::new()),
             other => other,
         }
     }

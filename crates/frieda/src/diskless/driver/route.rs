@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use frieda_log::ProducerInfo;
 use kafka_protocol::error::ResponseError as E;
 
 use crate::diskless::coordinator::{
@@ -249,6 +250,27 @@ impl CoordinatorRef {
             }
         }
     }
+
+    /// The producers `partition` remembers (DescribeProducers, KIP-664); none before its first
+    /// commit.
+    ///
+    /// Errors: [`HostedCoordinator::producers`]'s; REQUEST_TIMED_OUT (7).
+    pub async fn producers(&self, partition: DisklessPartition) -> Result<Vec<ProducerInfo>, E> {
+        match self {
+            CoordinatorRef::Local(host) => host.producers(partition),
+            CoordinatorRef::Remote {
+                link,
+                broker,
+                index,
+            } => {
+                let call = Call::Producers(partition);
+                match Self::remote(link, *broker, *index, call, LOOKUP_TIMEOUT).await? {
+                    Answer::Producers(producers) => Ok(producers),
+                    _ => Err(E::UnknownServerError),
+                }
+            }
+        }
+    }
 }
 
 /// Serves a [`CoordinatorRequest`] from another broker with the coordinator loaded here.
@@ -282,5 +304,6 @@ pub async fn serve(
             .marker(partition, marker, bumps_epoch)
             .await
             .map(Answer::MarkerAt),
+        Call::Producers(partition) => host.producers(partition).map(Answer::Producers),
     }
 }
