@@ -63,7 +63,8 @@ struct Args {
     #[arg(long)]
     diskless: bool,
     /// With --diskless: put a defect in on purpose (`answer-before-replicated`,
-    /// `put-lost`, `no-commit-age`, `read-speculative`) to see the checks find it.
+    /// `put-lost`, `no-commit-age`, `read-speculative`, `no-aborted-list`,
+    /// `committed-reads-to-hw`) to see the checks find it.
     #[arg(long)]
     mutation: Option<String>,
     /// Alter the topic's min.insync.replicas while the faults run (`Plan::with_min_insync_changes`;
@@ -193,6 +194,8 @@ fn diskless_main(args: &Args) -> ! {
         Some("put-lost") => Mutation::PutLost,
         Some("no-commit-age") => Mutation::NoCommitAge,
         Some("read-speculative") => Mutation::ReadSpeculative,
+        Some("no-aborted-list") => Mutation::NoAbortedList,
+        Some("committed-reads-to-hw") => Mutation::CommittedReadsToHighWatermark,
         Some(other) => {
             eprintln!("unknown --mutation {other}");
             std::process::exit(2);
@@ -234,7 +237,7 @@ fn diskless_main(args: &Args) -> ! {
     }
     let (seeds, t, failed) = results.lock().expect("results").clone();
     println!(
-        "simulated {seeds} diskless seeds ({}..{end}) in {:.1} s: {} batches acknowledged ({} of them as DUPLICATE, a resend's original; {} acknowledged again, the same), {} objects committed, {} coordinator loads ({} after a write timed out), {} brokers killed, {} paused, {} store outages ({} PUTs failed), {} DeleteRecords, {} objects deleted, {} orphans swept, {} left; {} batches read back by consumers; {failed} failed",
+        "simulated {seeds} diskless seeds ({}..{end}) in {:.1} s: {} batches acknowledged ({} of them as DUPLICATE, a resend's original; {} acknowledged again, the same), {} objects committed, {} coordinator loads ({} after a write timed out), {} brokers killed, {} paused, {} store outages ({} PUTs failed), {} DeleteRecords, {} objects deleted, {} orphans swept, {} left; {} batches read back by consumers; {} transactions committed and {} aborted, read_committed consumers delivered {} batches and skipped {} aborted; {failed} failed",
         args.start,
         started.elapsed().as_secs_f64(),
         t.acked,
@@ -252,6 +255,10 @@ fn diskless_main(args: &Args) -> ! {
         t.swept,
         t.orphans,
         t.batches_read,
+        t.txns_committed,
+        t.txns_aborted,
+        t.committed_delivered,
+        t.aborted_skipped,
     );
     std::process::exit(i32::from(failed > 0));
 }

@@ -43,8 +43,9 @@ fn a_diskless_seed_replays_exactly() {
 }
 
 /// The checks can fail: answering commits before they are replicated loses acknowledged
-/// batches at a failover (the producer's next batch is then refused out of order), and a
-/// bucket that loses PUTs it answered OK loses acknowledged batches.
+/// batches at a failover (the producer's next batch is then refused out of order), a bucket
+/// that loses PUTs it answered OK loses acknowledged batches, and `read_committed` readers
+/// given no aborted transactions, or reading to the high watermark, deliver aborted batches.
 #[test]
 fn defects_put_in_on_purpose_are_found() {
     for (mutation, kinds) in [
@@ -57,6 +58,14 @@ fn defects_put_in_on_purpose_are_found() {
             ][..],
         ),
         (Mutation::PutLost, &["acked-record-lost"][..]),
+        (
+            Mutation::NoAbortedList,
+            &["aborted-delivered", "aborted-list"][..],
+        ),
+        (
+            Mutation::CommittedReadsToHighWatermark,
+            &["aborted-delivered"][..],
+        ),
     ] {
         let found = (0..60).find_map(|seed| {
             run_diskless_mutant(seed, false, mutation)
@@ -70,27 +79,27 @@ fn defects_put_in_on_purpose_are_found() {
     }
 }
 
-/// Seed 70 with the commit-age bound removed (4 of seeds 0-299 fail so): a commit arrives after its object was swept as an
+/// Seed 33 with the commit-age bound removed (3 of seeds 0-299 fail so): a commit arrives after its object was swept as an
 /// orphan, and the batches it acknowledges name an object the bucket no longer holds. With the
 /// bound (the broker's code) the late commit is refused and its batches are resent.
 #[test]
 fn without_the_commit_age_bound_the_sweep_deletes_a_committed_object() {
-    let r = run_diskless_mutant(70, false, Mutation::NoCommitAge);
-    let v = r.violation.expect("seed 70 fails without the bound");
+    let r = run_diskless_mutant(33, false, Mutation::NoCommitAge);
+    let v = r.violation.expect("seed 33 fails without the bound");
     assert_eq!(v.kind, "acked-record-lost", "{v:?}");
     assert!(v.detail.contains("not in the bucket"), "{v:?}");
-    let r = run_diskless_seed(70, false);
+    let r = run_diskless_seed(33, false);
     assert!(r.violation.is_none(), "{:?}", r.violation);
     assert!(r.stats.swept > 0, "{:?}", r.stats);
 }
 
-/// Seed 102 with FindBatches answered from the leader's speculative state: a consumer reads a
-/// batch whose decision a failover then takes back (16 of seeds 0-999 fail so). The broker's
+/// Seed 32 with FindBatches answered from the leader's speculative state: a consumer reads a
+/// batch whose decision a failover then takes back (24 of seeds 0-999 fail so). The broker's
 /// host answers readers only from decisions below the high watermark.
 #[test]
 fn readers_see_only_decisions_below_the_high_watermark() {
-    let r = run_diskless_mutant(102, false, Mutation::ReadSpeculative);
-    let v = r.violation.expect("seed 102 fails with speculative reads");
+    let r = run_diskless_mutant(32, false, Mutation::ReadSpeculative);
+    let v = r.violation.expect("seed 32 fails with speculative reads");
     assert!(
         [
             "read-uncommitted",
@@ -101,7 +110,7 @@ fn readers_see_only_decisions_below_the_high_watermark() {
         .contains(&v.kind),
         "{v:?}"
     );
-    let r = run_diskless_seed(102, false);
+    let r = run_diskless_seed(32, false);
     assert!(r.violation.is_none(), "{:?}", r.violation);
     assert!(r.stats.batches_read > 200, "{:?}", r.stats);
 }

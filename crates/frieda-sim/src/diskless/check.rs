@@ -61,6 +61,8 @@ impl Sim {
         let mut named: BTreeSet<ObjectId> = BTreeSet::new();
         let mut log_starts = BTreeMap::new();
         let mut high_watermarks = BTreeMap::new();
+        let mut aborted_lists = BTreeMap::new();
+        let mut markers: BTreeMap<(i64, i16), i64> = BTreeMap::new();
         for p in 0..PARTITIONS {
             let dp = partition(self.topic, p);
             let start = host.coordinator().log_start(dp).unwrap_or(0);
@@ -73,14 +75,23 @@ impl Sim {
             };
             log_starts.insert(p, first.log_start);
             high_watermarks.insert(p, first.high_watermark);
+            if first.last_stable_offset != first.high_watermark {
+                problems.push((
+                    "hanging-transaction",
+                    format!(
+                        "{dp:?}: last stable offset {} below the high watermark {} at the end",
+                        first.last_stable_offset, first.high_watermark
+                    ),
+                ));
+            }
+            aborted_lists.insert(p, first.aborted.clone());
             let mut last_seen: BTreeMap<i64, i32> = BTreeMap::new();
             for c in &first.coordinates {
-                // (the simulated producers are not transactional: no markers)
                 let Some((object, byte_offset, byte_len)) = c.object_range() else {
-                    problems.push((
-                        "acked-record-lost",
-                        format!("{dp:?} offset {}: a marker", c.base_offset),
-                    ));
+                    // a transaction marker: the producer's transaction at its epoch - 1 ended
+                    if let frieda::diskless::coordinator::Location::Marker(m) = &c.location {
+                        markers.insert((m.producer_id, m.producer_epoch), c.base_offset);
+                    }
                     continue;
                 };
                 named.insert(object);
@@ -151,6 +162,48 @@ impl Sim {
                 )),
             }
         }
+        // Transactions: each one's first batch, if stored at or above the log start, opens an
+        // aborted transaction listed by the partition exactly when its producer aborted it, and
+        // a marker at its bumped epoch follows it.
+        for pr in self.producers.iter().filter(|p| p.transactional()) {
+            let start = log_starts.get(&pr.partition).copied().unwrap_or(0);
+            let listed = aborted_lists
+                .get(&pr.partition)
+                .cloned()
+                .unwrap_or_default();
+            for txn in 0..pr.decided {
+                let Some(&(_, first)) = stored.get(&(pr.id, txn * TXN_BATCHES)) else {
+                    continue; // below the log start (checked above for acknowledged batches)
+                };
+                if first < start {
+                    continue;
+                }
+                let in_list = listed
+                    .iter()
+                    .any(|a| a.producer_id == pr.id && a.first_offset == first);
+                if in_list != aborts(pr.id, txn) {
+                    problems.push((
+                        "aborted-list",
+                        format!(
+                            "producer {} transaction {txn} at {first} ({}): {} the partition's aborted transactions {listed:?}",
+                            pr.id,
+                            if aborts(pr.id, txn) { "aborted" } else { "committed" },
+                            if in_list { "in" } else { "not in" }
+                        ),
+                    ));
+                }
+                match markers.get(&(pr.id, (txn + 1) as i16)) {
+                    Some(&at) if at > first => {}
+                    other => problems.push((
+                        "aborted-list",
+                        format!(
+                            "producer {} transaction {txn} at {first}: its marker at {other:?}",
+                            pr.id
+                        ),
+                    )),
+                }
+            }
+        }
         // What consumers read is what the log holds, and they read it all.
         for (c, consumer) in self.consumers.iter().enumerate() {
             let p = consumer.partition;
@@ -164,6 +217,25 @@ impl Sim {
                             stored.get(&(pid, index))
                         ),
                     ));
+                }
+            }
+            if consumer.committed {
+                // every batch of a committed transaction at or above the log start, delivered
+                for (&(pid, index), &(q, o)) in &stored {
+                    if q == p
+                        && o >= start
+                        && transactional(pid)
+                        && !aborts(pid, index / TXN_BATCHES)
+                        && !consumer.delivered.contains(&(pid, index))
+                    {
+                        problems.push((
+                            "committed-missed",
+                            format!(
+                                "consumer {c} (read_committed) did not deliver producer {pid} batch {index} at {o}"
+                            ),
+                        ));
+                        break;
+                    }
                 }
             }
             let hw = high_watermarks.get(&p).copied().unwrap_or(0);

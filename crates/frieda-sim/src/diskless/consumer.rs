@@ -12,11 +12,18 @@
 //! the current coordinator serves (`read-beyond-hw`: a high watermark that went back). At the
 //! end (in `check`): every batch read is in the final log at its offset (`read-uncommitted`) and
 //! every consumer reached its partition's high watermark (`no-progress`).
+//!
+//! A `read_committed` consumer reads up to the last stable offset and filters each answer's
+//! batches with the aborted transactions it lists, as Kafka's `CompletedFetch` does (a
+//! producer's batches from the first offset of one of its aborted transactions on are skipped
+//! until its abort marker): it must never deliver a batch of a transaction its producer
+//! aborted (`aborted-delivered`), and at the end must have delivered every batch of every
+//! committed one at or above the log start (`committed-missed`, in `check`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use frieda::diskless::read::{assemble, ReadError};
-use frieda_log::{patch_base_offset, validate_batches};
+use frieda_log::{patch_base_offset, validate_batches, AbortedTxn};
 
 use super::*;
 
@@ -28,6 +35,10 @@ const READ_TIMEOUT_MS: i64 = 2_000;
 /// One partition's consumer.
 pub(super) struct Consumer {
     pub(super) partition: i32,
+    /// `read_committed`: reads to the last stable offset, skips aborted transactions.
+    pub(super) committed: bool,
+    /// (`read_committed`) the transactional batches it delivered: (producer id, batch index).
+    pub(super) delivered: BTreeSet<(i64, i32)>,
     /// Its next fetch offset.
     pub(super) next: i64,
     in_flight: Option<u64>,
@@ -37,9 +48,11 @@ pub(super) struct Consumer {
 }
 
 impl Consumer {
-    pub(super) fn new(partition: i32) -> Consumer {
+    pub(super) fn new(partition: i32, committed: bool) -> Consumer {
         Consumer {
             partition,
+            committed,
+            delivered: BTreeSet::new(),
             next: 0,
             in_flight: None,
             next_req: 0,
@@ -124,7 +137,14 @@ impl Sim {
                 } else {
                     host.find_batches(p, offset, READ_MAX_BYTES as u64)
                 };
-                found.map(|f| (f, log_start)).map_err(|e| (e, log_start))
+                found
+                    .map(|mut f| {
+                        if self.mutation == Mutation::NoAbortedList {
+                            f.aborted.clear();
+                        }
+                        (f, log_start)
+                    })
+                    .map_err(|e| (e, log_start))
             }
             _ => Err((E::NotCoordinator, -1)),
         };
@@ -149,26 +169,25 @@ impl Sim {
         if self.brokers[to.0].incarnation != to.1 {
             return;
         }
+        let committed = self.consumers[consumer].committed;
         let (result, log_start) = match result {
             Err((e, log_start)) => (Err(e), log_start),
             Ok(_) if self.store_down => (Err(E::KafkaStorageError), -1),
             Ok((found, log_start)) => {
                 let store = &self.store;
-                let read = assemble(
-                    &found,
-                    offset,
-                    found.high_watermark,
-                    READ_MAX_BYTES,
-                    0,
-                    |o, at, len| {
-                        store
-                            .get(&o)
-                            .and_then(|b| b.get(at as usize..(at + len) as usize))
-                            .map(Bytes::copy_from_slice)
-                    },
-                );
+                let end = if committed && self.mutation != Mutation::CommittedReadsToHighWatermark {
+                    found.last_stable_offset
+                } else {
+                    found.high_watermark
+                };
+                let read = assemble(&found, offset, end, READ_MAX_BYTES, 0, |o, at, len| {
+                    store
+                        .get(&o)
+                        .and_then(|b| b.get(at as usize..(at + len) as usize))
+                        .map(Bytes::copy_from_slice)
+                });
                 match read {
-                    Ok(records) => (Ok(records), log_start),
+                    Ok(records) => (Ok((records, found.aborted)), log_start),
                     // deleted since it was found (DeleteRecords, then GC): ask again
                     Err(ReadError::Missing(_)) => (Err(E::KafkaStorageError), log_start),
                     Err(e) => {
@@ -190,16 +209,16 @@ impl Sim {
         &mut self,
         c: usize,
         req: u64,
-        result: Result<Records, E>,
+        result: Result<(Records, Vec<AbortedTxn>), E>,
         log_start: i64,
     ) {
         if self.consumers[c].in_flight != Some(req) {
             return;
         }
         match result {
-            Ok(records) => {
+            Ok((records, aborted)) => {
                 if !records.bytes.is_empty() {
-                    self.consume(c, &records.bytes);
+                    self.consume(c, &records.bytes, aborted);
                 }
             }
             Err(E::OffsetOutOfRange) if self.consumers[c].next < log_start => {
@@ -219,7 +238,7 @@ impl Sim {
         self.poll_later(c);
     }
 
-    fn consume(&mut self, c: usize, bytes: &[u8]) {
+    fn consume(&mut self, c: usize, bytes: &[u8], mut aborted: Vec<AbortedTxn>) {
         let headers = match validate_batches(bytes, usize::MAX) {
             Ok(h) => h,
             Err(e) => {
@@ -227,6 +246,10 @@ impl Sim {
                 return;
             }
         };
+        // (read_committed) the aborted transactions by first offset, and the producers whose
+        // aborted transaction the batches are in
+        aborted.sort_by_key(|a| std::cmp::Reverse(a.first_offset));
+        let mut aborting: BTreeSet<i64> = BTreeSet::new();
         let mut pos = 0;
         for h in headers {
             let batch = &bytes[pos..pos + h.total_size()];
@@ -235,6 +258,10 @@ impl Sim {
                 h.base_offset,
                 h.base_offset + i64::from(h.last_offset_delta),
             );
+            while aborted.last().is_some_and(|a| a.first_offset <= last) {
+                let a = aborted.pop().expect("checked");
+                aborting.insert(a.producer_id);
+            }
             let next = self.consumers[c].next;
             if last < next {
                 continue;
@@ -245,6 +272,12 @@ impl Sim {
                     format!("consumer {c} at {next} got a batch at {base}"),
                 );
                 return;
+            }
+            if h.attributes & 0x20 != 0 {
+                // a control batch: a transaction marker, which ends its producer's abort
+                aborting.remove(&h.producer_id);
+                self.consumers[c].next = last + 1;
+                continue;
             }
             let Some((pid, index)) = parse_batch(batch) else {
                 self.violate("corrupt-read", format!("consumer {c}: no batch at {base}"));
@@ -286,6 +319,23 @@ impl Sim {
             self.consumers[c].read.insert(base, (pid, index, last));
             self.stats.batches_read += 1;
             self.consumers[c].next = last + 1;
+            if self.consumers[c].committed && transactional(pid) {
+                if aborting.contains(&pid) {
+                    self.stats.aborted_skipped += 1;
+                } else if aborts(pid, index / TXN_BATCHES) {
+                    self.violate(
+                        "aborted-delivered",
+                        format!(
+                            "consumer {c} (read_committed) delivered producer {pid} batch {index} at {base}, of its aborted transaction {}",
+                            index / TXN_BATCHES
+                        ),
+                    );
+                    return;
+                } else {
+                    self.stats.committed_delivered += 1;
+                    self.consumers[c].delivered.insert((pid, index));
+                }
+            }
         }
     }
 }

@@ -36,8 +36,24 @@
 //!   [`SWEEP_MIN_AGE_MS`] the coordinator does not know; commits of objects older than
 //!   [`MAX_COMMIT_AGE_MS`] are refused) leave no object that no batch names.
 //!
+//! Transactions (transactions v2, as Kafka 4.x producers run them): the last
+//! [`TXN_PRODUCERS`] producers send their batches in transactions of [`TXN_BATCHES`], each at
+//! its own producer epoch with sequences from 0, and end each with a marker (commit, or abort
+//! as [`aborts`] decides) that the coordinator's leader decides through the broker's own
+//! [`CoordinatorHost::marker`], at the bumped epoch; a marker unanswered is sent again (a
+//! resend of a decided one passes, KAFKA-19999). Their invariants:
+//! - `marker-refused`: a marker is never refused for its epochs;
+//! - `hanging-transaction`: at the end every partition's last stable offset is its high
+//!   watermark (every transaction closed);
+//! - `aborted-list`: at the end the partition lists each aborted transaction (producer id,
+//!   first offset) at or above its log start, and no committed one;
+//! - `aborted-delivered` / `committed-missed` (`consumer.rs`): a `read_committed` consumer per
+//!   partition, filtering with the aborted transactions its reads return as a Kafka client
+//!   does, never delivers a batch of an aborted transaction and, at the end, has delivered every
+//!   batch of the committed ones at or above the log start.
+//!
 //! Consumers read every partition through the broker's read path while all this happens; their
-//! invariants are in `consumer.rs`. Not here yet: transactions, compaction, snapshots.
+//! invariants are in `consumer.rs`. Not here yet: compaction, snapshots.
 
 mod check;
 mod consumer;
@@ -48,7 +64,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use bytes::Bytes;
 use frieda::diskless::append::{Action, AppendConfig, AppendTask, ProducedBatch};
 use frieda::diskless::coordinator::{
-    BatchAnswer, BatchCoordinator, CommitBatches, DisklessPartition, Found, ObjectId,
+    BatchAnswer, BatchCoordinator, CommitBatches, DisklessPartition, Found, ObjectId, TxnMarker,
     DEFAULT_MAX_BATCHES_PER_PARTITION,
 };
 use frieda::diskless::host::{CoordinatorHost, HostError, Outcome, Step};
@@ -67,8 +83,12 @@ pub const BROKERS: usize = 3;
 const PARTITIONS: i32 = 2;
 /// Idempotent producers.
 const PRODUCERS: usize = 4;
-/// Batches each producer sends.
+/// Batches each producer sends (a multiple of [`TXN_BATCHES`]).
 const BATCHES_PER_PRODUCER: i32 = 60;
+/// The last this many producers are transactional.
+const TXN_PRODUCERS: usize = 2;
+/// Batches per transaction.
+const TXN_BATCHES: i32 = 3;
 /// The nemesis works until then (ms); then everything heals.
 const FAULT_MS: i64 = 30_000;
 /// The run ends by then (ms) at the latest.
@@ -118,6 +138,12 @@ pub enum Mutation {
     /// the high watermark: consumers read batches a failover then takes back
     /// (`read-uncommitted`, `read-differs`, `consumer-gap`).
     ReadSpeculative,
+    /// FindBatches answers no aborted transactions: `read_committed` consumers deliver aborted
+    /// batches (`aborted-delivered`).
+    NoAbortedList,
+    /// `read_committed` reads end at the high watermark, not the last stable offset: a
+    /// transaction is read before its marker tells whether it aborted (`aborted-delivered`).
+    CommittedReadsToHighWatermark,
 }
 
 /// A broken invariant.
@@ -165,6 +191,14 @@ pub struct DisklessStats {
     pub swept: u64,
     /// Objects in the bucket no batch names at the end (`orphan-left` if any).
     pub orphans: u64,
+    /// Transactions ended (first marker answers), committed and aborted.
+    pub txns_committed: u64,
+    /// See `txns_committed`.
+    pub txns_aborted: u64,
+    /// Batches `read_committed` consumers delivered (and skipped as aborted).
+    pub committed_delivered: u64,
+    /// See `committed_delivered`.
+    pub aborted_skipped: u64,
 }
 
 impl DisklessStats {
@@ -185,6 +219,10 @@ impl DisklessStats {
         self.orphans += o.orphans;
         self.swept += o.swept;
         self.batches_read += o.batches_read;
+        self.txns_committed += o.txns_committed;
+        self.txns_aborted += o.txns_aborted;
+        self.committed_delivered += o.committed_delivered;
+        self.aborted_skipped += o.aborted_skipped;
     }
 }
 
@@ -201,7 +239,13 @@ pub struct DisklessReport {
     pub trace: Vec<String>,
 }
 
-type Waiter = (usize, u64, u64); // broker, incarnation, attempt
+/// Who waits for a coordinator write: (broker, incarnation, attempt) of a commit; a producer's
+/// marker as ([`BROKERS`] + producer, request, 0) (see [`marker_waiter`]).
+type Waiter = (usize, u64, u64);
+
+fn marker_waiter(producer: usize, req: u64) -> Waiter {
+    (BROKERS + producer, req, 0)
+}
 
 #[derive(Debug, Clone)]
 enum Msg {
@@ -215,6 +259,21 @@ enum Msg {
         producer: usize,
         req: u64,
         answer: BatchAnswer,
+    },
+    /// A transactional producer's marker (as the transaction coordinator's WriteTxnMarkers), to
+    /// the coordinator's leader it knows of.
+    Marker {
+        to: usize,
+        producer: usize,
+        req: u64,
+        partition: i32,
+        marker: TxnMarker,
+    },
+    /// The marker's offset, or why not.
+    MarkerReply {
+        producer: usize,
+        req: u64,
+        result: Result<i64, E>,
     },
     Commit {
         to: usize,
@@ -262,11 +321,12 @@ enum Msg {
         offset: i64,
         result: Result<(Found, i64), (E, i64)>,
     },
-    /// The records (or the error) for the consumer, with the log start.
+    /// The records and the aborted transactions among them (or the error) for the consumer,
+    /// with the log start.
     ReadReply {
         consumer: usize,
         req: u64,
-        result: Result<Records, E>,
+        result: Result<(Records, Vec<frieda_log::AbortedTxn>), E>,
         log_start: i64,
     },
 }
@@ -275,6 +335,7 @@ impl Msg {
     fn target(&self) -> Option<usize> {
         match self {
             Msg::Produce { to, .. }
+            | Msg::Marker { to, .. }
             | Msg::Fetch { to, .. }
             | Msg::FetchReply { to, .. }
             | Msg::Read { to, .. }
@@ -282,7 +343,7 @@ impl Msg {
             Msg::Found { to, .. } => Some(to.0),
             Msg::Commit { to, .. } => Some(*to),
             Msg::CommitReply { to, .. } => Some(to.0),
-            Msg::ProduceReply { .. } | Msg::ReadReply { .. } => None,
+            Msg::ProduceReply { .. } | Msg::MarkerReply { .. } | Msg::ReadReply { .. } => None,
         }
     }
 }
@@ -372,6 +433,24 @@ struct Producer {
     next_req: u64,
     /// Every request it sent: request -> batch index.
     sent: HashMap<u64, i32>,
+    /// Transactions whose marker was answered (transactional producers).
+    decided: i32,
+    /// Its marker request in flight: (request, transaction).
+    marker: Option<(u64, i32)>,
+    /// Every marker request it sent: request -> transaction.
+    markers_sent: HashMap<u64, i32>,
+}
+
+impl Producer {
+    fn transactional(&self) -> bool {
+        transactional(self.id)
+    }
+
+    /// Every batch acknowledged and, if transactional, every transaction's marker answered.
+    fn finished(&self) -> bool {
+        self.next >= BATCHES_PER_PRODUCER
+            && (!self.transactional() || self.decided * TXN_BATCHES >= self.next)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -428,6 +507,29 @@ fn sequence_of(index: i32) -> i32 {
     (0..index).map(records_of).sum()
 }
 
+/// Whether producer `pid` is one of the last [`TXN_PRODUCERS`]: transactional.
+fn transactional(pid: i64) -> bool {
+    pid >= 1_000 + (PRODUCERS - TXN_PRODUCERS) as i64
+}
+
+/// Whether producer `pid` aborts its transaction `txn` (about one in three).
+fn aborts(pid: i64, txn: i32) -> bool {
+    (pid + 7 * i64::from(txn)) % 3 == 0
+}
+
+/// Batch `index`'s producer epoch and first sequence: a transactional producer's transaction
+/// `index / TXN_BATCHES` runs at that epoch (transactions v2 bumps it at every marker) with
+/// sequences from 0; a plain producer's batches at epoch 0, in one sequence.
+fn epoch_and_sequence(pid: i64, index: i32) -> (i16, i32) {
+    if transactional(pid) {
+        let txn = index / TXN_BATCHES;
+        let first = txn * TXN_BATCHES;
+        (txn as i16, (first..index).map(records_of).sum())
+    } else {
+        (0, sequence_of(index))
+    }
+}
+
 /// A producer's batch `index`, a real v2 batch as a client sends it (base offset 0), the same on
 /// every resend: [`records_of`] records whose values name the batch, then a tail whose length
 /// and letter follow from it.
@@ -450,19 +552,21 @@ fn batch_bytes(pid: i64, index: i32) -> Bytes {
             },
         );
     }
+    let (producer_epoch, base_sequence) = epoch_and_sequence(pid, index);
     let header = BatchHeader {
         base_offset: 0,
         batch_length: 0,
         partition_leader_epoch: 0,
         magic: 2,
         crc: 0,
-        attributes: 0,
+        // bit 4: transactional
+        attributes: if transactional(pid) { 0x10 } else { 0 },
         last_offset_delta: n - 1,
         base_timestamp: 1_000 * i64::from(index),
         max_timestamp: 1_000 * i64::from(index) + i64::from(n - 1),
         producer_id: pid,
-        producer_epoch: 0,
-        base_sequence: sequence_of(index),
+        producer_epoch,
+        base_sequence,
         records_count: n,
     };
     Bytes::from(build_batch(&header, Codec::None, &records))
@@ -519,6 +623,9 @@ impl Sim {
                 in_flight: None,
                 next_req: 0,
                 sent: HashMap::new(),
+                decided: 0,
+                marker: None,
+                markers_sent: HashMap::new(),
             })
             .collect();
         let mut sim = Sim {
@@ -530,7 +637,11 @@ impl Sim {
             next_event: 0,
             brokers,
             producers,
-            consumers: (0..PARTITIONS).map(consumer::Consumer::new).collect(),
+            // one read_uncommitted and one read_committed consumer per partition
+            consumers: (0..PARTITIONS)
+                .map(|p| consumer::Consumer::new(p, false))
+                .chain((0..PARTITIONS).map(|p| consumer::Consumer::new(p, true)))
+                .collect(),
             controller: Controller {
                 leader: None,
                 epoch: 0,
@@ -555,7 +666,7 @@ impl Sim {
             let d = sim.rng.gen_range(50..300);
             sim.schedule(d, Event::ProducerSend(p));
         }
-        for c in 0..PARTITIONS as usize {
+        for c in 0..sim.consumers.len() {
             let d = sim.rng.gen_range(50..300);
             sim.schedule(d, Event::ConsumerPoll(c));
         }
@@ -638,11 +749,12 @@ impl Sim {
             self.run_until(self.now + SETTLE_MS, false);
         }
         if self.violation.is_none() {
-            if self.producers.iter().any(|p| p.next < BATCHES_PER_PRODUCER) {
-                let left: Vec<i32> = self.producers.iter().map(|p| p.next).collect();
+            if self.producers.iter().any(|p| !p.finished()) {
+                let left: Vec<(i32, i32)> =
+                    self.producers.iter().map(|p| (p.next, p.decided)).collect();
                 self.violate(
                     "no-progress",
-                    format!("batches sent per producer by {END_MS} ms: {left:?}"),
+                    format!("(batches, transactions ended) per producer by {END_MS} ms: {left:?}"),
                 );
             } else {
                 self.final_checks();
@@ -677,13 +789,7 @@ impl Sim {
             }
             self.handle(event);
             self.check_hosts();
-            if until_done
-                && self.now > FAULT_MS
-                && self
-                    .producers
-                    .iter()
-                    .all(|p| p.next >= BATCHES_PER_PRODUCER)
-            {
+            if until_done && self.now > FAULT_MS && self.producers.iter().all(|p| p.finished()) {
                 return true;
             }
         }
@@ -754,6 +860,11 @@ impl Sim {
                 if self.producers[p].in_flight.map(|(r, _)| r) == Some(req) {
                     self.producers[p].in_flight = None;
                     self.log(|| format!("producer {p} request {req} timed out: resend"));
+                    self.producer_send(p);
+                }
+                if self.producers[p].marker.map(|(r, _)| r) == Some(req) {
+                    self.producers[p].marker = None;
+                    self.log(|| format!("producer {p} marker request {req} timed out: resend"));
                     self.producer_send(p);
                 }
             }
@@ -911,6 +1022,40 @@ impl Sim {
                 req,
                 answer,
             } => self.produce_reply(producer, req, answer),
+            Msg::Marker {
+                to,
+                producer,
+                req,
+                partition: part,
+                marker,
+            } => {
+                let writable = self.controller.isr.len() >= MIN_INSYNC;
+                let now = self.now;
+                let dp = partition(self.topic, part);
+                let result = match self.brokers[to].host.as_mut() {
+                    None => Err(E::NotCoordinator),
+                    Some(_) if !writable => Err(E::NotEnoughReplicas),
+                    Some(host) => host
+                        .marker(now, marker_waiter(producer, req), dp, marker, true)
+                        .map_err(HostError::code),
+                };
+                match result {
+                    Ok(step) => {
+                        self.stats.commits += u64::from(matches!(step, Step::Append { .. }));
+                        self.append_step(to, step);
+                    }
+                    Err(e) => self.send(Msg::MarkerReply {
+                        producer,
+                        req,
+                        result: Err(e),
+                    }),
+                }
+            }
+            Msg::MarkerReply {
+                producer,
+                req,
+                result,
+            } => self.marker_reply(producer, req, result),
             Msg::Commit { to, from, commit } => {
                 let writable = self.controller.isr.len() >= MIN_INSYNC;
                 let Some(host) = self.brokers[to].host.as_mut() else {
@@ -1098,8 +1243,20 @@ impl Sim {
     }
 
     fn producer_send(&mut self, p: usize) {
+        let pr = &self.producers[p];
+        if pr.in_flight.is_some() || pr.marker.is_some() {
+            return;
+        }
+        // a transactional producer whose transaction's batches are all acknowledged ends it
+        if pr.transactional() && pr.next > 0 && pr.next % TXN_BATCHES == 0 {
+            let txn = pr.next / TXN_BATCHES - 1;
+            if pr.decided <= txn {
+                self.send_marker(p, txn);
+                return;
+            }
+        }
         let pr = &mut self.producers[p];
-        if pr.next >= BATCHES_PER_PRODUCER || pr.in_flight.is_some() {
+        if pr.next >= BATCHES_PER_PRODUCER {
             return;
         }
         let index = pr.next;
@@ -1190,6 +1347,100 @@ impl Sim {
         }
     }
 
+    /// Sends transaction `txn`'s marker to the coordinator's leader (transactions v2: at the
+    /// bumped epoch `txn + 1`).
+    fn send_marker(&mut self, p: usize, txn: i32) {
+        let pr = &mut self.producers[p];
+        let req = pr.next_req;
+        pr.next_req += 1;
+        pr.marker = Some((req, txn));
+        pr.markers_sent.insert(req, txn);
+        let (pid, part) = (pr.id, pr.partition);
+        let marker = TxnMarker {
+            producer_id: pid,
+            producer_epoch: (txn + 1) as i16,
+            coordinator_epoch: 0,
+            commit: !aborts(pid, txn),
+        };
+        let verb = if marker.commit { "commits" } else { "aborts" };
+        match self.controller.leader {
+            Some(to) => {
+                self.log(|| {
+                    format!("producer {p} {verb} transaction {txn} via broker {to} (request {req})")
+                });
+                self.send(Msg::Marker {
+                    to,
+                    producer: p,
+                    req,
+                    partition: part,
+                    marker,
+                });
+            }
+            None => self.log(|| format!("producer {p}: no coordinator for its marker")),
+        }
+        self.schedule(PRODUCE_TIMEOUT_MS, Event::ProducerTimeout(p, req));
+    }
+
+    fn marker_reply(&mut self, p: usize, req: u64, result: Result<i64, E>) {
+        let Some(&txn) = self.producers[p].markers_sent.get(&req) else {
+            return;
+        };
+        let pid = self.producers[p].id;
+        if self.producers[p].marker.map(|(r, _)| r) != Some(req) {
+            return;
+        }
+        self.producers[p].marker = None;
+        match result {
+            Ok(offset) => {
+                self.log(|| {
+                    format!("producer {p} transaction {txn} ended by a marker at {offset}")
+                });
+                if self.producers[p].decided == txn {
+                    self.producers[p].decided = txn + 1;
+                    if aborts(pid, txn) {
+                        self.stats.txns_aborted += 1;
+                    } else {
+                        self.stats.txns_committed += 1;
+                    }
+                }
+                let d = self.rng.gen_range(0..60);
+                self.schedule(d, Event::ProducerSend(p));
+            }
+            Err(
+                e @ (E::NotCoordinator
+                | E::CoordinatorLoadInProgress
+                | E::RequestTimedOut
+                | E::NotEnoughReplicas),
+            ) => {
+                self.log(|| {
+                    format!("producer {p} marker of transaction {txn} refused {e:?}: retry")
+                });
+                let d = self.rng.gen_range(50..300);
+                self.schedule(d, Event::ProducerSend(p));
+            }
+            Err(e) => self.violate(
+                "marker-refused",
+                format!("producer {pid} transaction {txn}: marker refused {e:?}"),
+            ),
+        }
+    }
+
+    /// Answers waiter `w` with error `e` (its write failed).
+    pub(super) fn refuse(&mut self, w: Waiter, e: E) {
+        if w.0 >= BROKERS {
+            self.send(Msg::MarkerReply {
+                producer: w.0 - BROKERS,
+                req: w.1,
+                result: Err(e),
+            });
+        } else {
+            self.send(Msg::CommitReply {
+                to: w,
+                result: Err(e),
+            });
+        }
+    }
+
     fn delete_records(&mut self) {
         let Some(l) = self.controller.leader else {
             return;
@@ -1223,6 +1474,10 @@ fn short(msg: &Msg) -> String {
             to, producer, req, ..
         } => format!("produce p{producer} r{req} -> {to}"),
         Msg::ProduceReply { producer, req, .. } => format!("produce reply p{producer} r{req}"),
+        Msg::Marker {
+            to, producer, req, ..
+        } => format!("marker p{producer} r{req} -> {to}"),
+        Msg::MarkerReply { producer, req, .. } => format!("marker reply p{producer} r{req}"),
         Msg::Commit { to, commit, .. } => format!("commit {:?} -> {to}", commit.object.0),
         Msg::CommitReply { to, .. } => format!("commit reply -> {}", to.0),
         Msg::Fetch { to, from, .. } => format!("fetch {from} -> {to}"),

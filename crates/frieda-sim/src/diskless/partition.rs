@@ -73,10 +73,7 @@ impl Sim {
         }
         if let Some(host) = self.brokers[b].host.take() {
             for w in host.unload() {
-                self.send(Msg::CommitReply {
-                    to: w,
-                    result: Err(E::NotCoordinator),
-                });
+                self.refuse(w, E::NotCoordinator);
             }
             self.log(|| format!("broker {b} unloads the coordinator"));
         }
@@ -197,10 +194,7 @@ impl Sim {
                 self.log(|| format!("broker {b}: a coordinator write timed out; loading again"));
                 let back = self.brokers[b].host.as_mut().expect("leads").fail();
                 for w in back {
-                    self.send(Msg::CommitReply {
-                        to: w,
-                        result: Err(E::RequestTimedOut),
-                    });
+                    self.refuse(w, E::RequestTimedOut);
                 }
                 self.brokers[b].appended_at.clear();
                 self.load(b);
@@ -271,7 +265,11 @@ impl Sim {
                 });
             }
             Outcome::LogStart(_) => self.stats.deletes += 1,
-            // (the simulated producers are not transactional: no marker is written)
+            Outcome::MarkerAt(offset) if w.0 >= BROKERS => self.send(Msg::MarkerReply {
+                producer: w.0 - BROKERS,
+                req: w.1,
+                result: Ok(offset),
+            }),
             Outcome::MarkerAt(_) | Outcome::Written => {}
         }
     }
