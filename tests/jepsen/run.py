@@ -107,10 +107,18 @@ def spawn_clients(base: dict, seed: int, rate: int, txn: bool, group: str, logdi
     return procs
 
 
-def spawn_tiered_clients(base: dict, seed: int, rate: int, logdir: Path) -> list[subprocess.Popen]:
+def spawn_tiered_clients(base: dict, seed: int, rate: int, logdir: Path, txn: bool = False) -> list[subprocess.Popen]:
     """The tiered kind's four client processes: two producers of padded values (MB/s), two
     assign() consumers that keep going back to offset 0 (history read from the bucket while
-    copies, local retention and faults go on)."""
+    copies, local retention and faults go on). With ``txn`` (the diskless kind) the producers
+    are transactional (role txn-producer: unpadded values, transactions of 1-4 records) and the
+    consumers read ``read_committed`` as always."""
+    if txn:
+        procs = [spawn("txn-producer", dict(base, proc=f"prod-{i}", index=i + 1, seed=seed * 100 + i, rate=rate,
+                                            flush_secs=40), logdir) for i in range(2)]
+        procs += [spawn("assign", dict(base, proc=f"asg-{i}", seed=seed * 100 + 10 + i, rewind=TIERED_REWIND),
+                        logdir) for i in range(2)]
+        return procs
     # message.timeout.ms 120 s, not 30: under this load and these faults an acknowledgement can
     # take 30 s, and when an in-flight message times out librdkafka bumps the idempotent
     # producer's epoch and renumbers the messages it retries ("epoch bump ... message(s) timed
@@ -460,12 +468,16 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
                  txn: bool = False) -> dict:
     """One seeded schedule on a fresh cluster; returns its result (also in ``<dir>/result.json``).
     ``txn``: the producers are transactional (workload role txn-producer) and the checker adds
-    its transactional checks. ``partitions`` and ``rate`` (records/s per producer) default per
-    kind (5 and 100; tiered 4 and 1000 padded values)."""
+    its transactional checks (not with the tiered kind: ValueError; the diskless kind's
+    transactional producers send unpadded values, at most ``rate`` records/s each in transactions
+    of 1-4). ``partitions`` and ``rate`` (records/s per producer) default per kind (5 and 100;
+    tiered 4 and 1000 padded values)."""
     partitions = partitions or DEFAULT_PARTITIONS.get(kind, 5)
     rate = rate or DEFAULT_RATE.get(kind, 100)
     tiered = kind == "tiered"
     diskless = kind == "diskless"
+    if txn and tiered:
+        raise ValueError("the tiered kind has no transactional workload")
     cm = load_cluster_module()
     n = n_nodes or nodes_for(kind)
     rundir = Path(out).resolve() / f"{kind}-{'txn-' if txn else ''}{seed}"
@@ -545,7 +557,7 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
         base = {"bootstrap": cluster.bootstrap, "topic": topic, "partitions": partitions, "out": str(hist),
                 "secs": secs, "healed_file": str(hist / HEALED_FILE), "tail_secs": TAIL_SECS}
         if tiered or diskless:
-            procs += spawn_tiered_clients(base, seed, rate, logs)
+            procs += spawn_tiered_clients(base, seed, rate, logs, txn=txn)
         else:
             procs += spawn_clients(base, seed, rate, txn, group, logs)
         nemesis = Nemesis(cluster, topic, partitions, hist, seed, net=net, disks=disks, store=store, proxy=proxy)
