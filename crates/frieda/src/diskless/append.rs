@@ -65,6 +65,9 @@ pub struct ProducedBatch {
     pub bytes: Bytes,
     /// Its header.
     pub header: BatchHeader,
+    /// Its verification token from the batch coordinator (transactional batches; see
+    /// [`CommittedBatch::verification`]).
+    pub verification: Option<u64>,
 }
 
 /// What the broker does next.
@@ -254,6 +257,7 @@ impl AppendTask {
                 byte_offset: body.len() as u32,
                 byte_len: b.bytes.len() as u32,
                 header: b.header,
+                verification: b.verification,
             });
             body.extend_from_slice(&b.bytes);
             slots.push(slot);

@@ -335,6 +335,8 @@ impl<'a> Reader<'a> {
             byte_len: self.u32()?,
             header: BatchHeader::parse(self.take(BATCH_HEADER_LEN)?)
                 .map_err(|_| DecodeError::Malformed("batch header"))?,
+            // not in a decision (its answer is decided); the Commit call adds it (wire.rs)
+            verification: None,
         })
     }
 
@@ -393,6 +395,7 @@ mod tests {
             byte_offset: at,
             byte_len: 149,
             header: header(seq),
+            verification: None,
         };
         vec![
             Decision::CreatePartition(p),
@@ -474,6 +477,7 @@ mod tests {
                         byte_offset: 149 * i as u32,
                         byte_len: 149,
                         header: header(*seq),
+                        verification: None,
                     })
                     .collect(),
             };

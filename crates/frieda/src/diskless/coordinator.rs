@@ -83,6 +83,14 @@ pub struct CommittedBatch {
     pub byte_len: u32,
     /// Its v2 header as validated and stored (base offset 0 as the client sent it).
     pub header: BatchHeader,
+    /// For a transactional batch: the token [`BatchCoordinator::begin_verification`] gave the
+    /// broker that took it, asked before that broker verified the batch with the transaction
+    /// coordinator (KIP-890). A batch that would open a transaction is refused
+    /// INVALID_TXN_STATE unless the token is still valid (a marker for its producer decided
+    /// since voids it: a late batch of a finished transaction cannot open a new one). `None`:
+    /// not checked. Carried by the Commit call ([`super::wire`]), not by the decision (whose
+    /// answers are decided): a replica reads it back as `None`.
+    pub verification: Option<u64>,
 }
 
 /// A broker's commit of one uploaded object (docs/diskless.md, "The write path", step 5).
@@ -341,6 +349,9 @@ pub struct BatchCoordinator {
     /// The last [`RECENT_COMMITS`] objects committed, oldest first, with their answers.
     recent: VecDeque<ObjectId>,
     answers: HashMap<ObjectId, Vec<BatchAnswer>>,
+    /// The high 32 bits of the verification tokens this coordinator hands out (see
+    /// [`Self::with_token_epoch`]); a token of another is no longer valid.
+    token_epoch: u32,
 }
 
 impl BatchCoordinator {
@@ -353,7 +364,43 @@ impl BatchCoordinator {
             objects: HashMap::new(),
             recent: VecDeque::new(),
             answers: HashMap::new(),
+            token_epoch: 0,
         }
+    }
+
+    /// The same handing out verification tokens of `epoch`: each load of a coordinator takes a
+    /// new one (tokens live only on the leader that gave them, as Kafka's verification state;
+    /// after a failover a token of the old leader is no longer valid, and its batch, if it
+    /// opens a transaction, is refused INVALID_TXN_STATE).
+    pub fn with_token_epoch(mut self, epoch: u32) -> BatchCoordinator {
+        self.token_epoch = epoch;
+        self
+    }
+
+    /// Starts verifying that `producer_id`'s transaction at `epoch` includes `partition`
+    /// (KIP-890; `supports_epoch_bump`: transactions v2): the token a transactional batch's
+    /// commit must carry ([`CommittedBatch::verification`]) to open a transaction there. With
+    /// the producer's transaction already open at `epoch`, a token that lets its batches
+    /// continue it only. Not a decision: tokens are the leader's alone.
+    ///
+    /// Errors: UNKNOWN_TOPIC_OR_PARTITION (3) for a partition not served here.
+    pub fn begin_verification(
+        &mut self,
+        partition: DisklessPartition,
+        producer_id: i64,
+        epoch: i16,
+        supports_epoch_bump: bool,
+    ) -> Result<u64, E> {
+        let p = self
+            .partitions
+            .get_mut(&partition)
+            .ok_or(E::UnknownTopicOrPartition)?;
+        // None: open at this epoch, nothing to verify; local token 0 matches no verification
+        let local = p
+            .producers
+            .begin_verification(producer_id, epoch, supports_epoch_bump)
+            .unwrap_or(0);
+        Ok((u64::from(self.token_epoch) << 32) | (local & 0xffff_ffff))
     }
 
     /// The same with commits of objects older than `ms` refused ([`CommitError::TooOld`]).
@@ -523,8 +570,13 @@ impl BatchCoordinator {
         if h.is_control() {
             return BatchAnswer::Refused(E::InvalidRecord);
         }
-        // A transactional batch was verified (KIP-890) by the broker that took it.
-        match p.producers.check(h, None, false) {
+        // A transactional batch was verified (KIP-890) by the broker that took it, with a token
+        // from this coordinator (of this load) asked first: a marker since voided it.
+        let token = b
+            .verification
+            .and_then(|t| (t >> 32 == u64::from(self.token_epoch)).then_some(t & 0xffff_ffff));
+        let token = token.filter(|&t| t != 0);
+        match p.producers.check(h, token, b.verification.is_some()) {
             Err(e) => BatchAnswer::Refused(producer_error(e)),
             Ok(SequenceCheck::Duplicate {
                 base_offset,

@@ -494,6 +494,23 @@ impl<W> CoordinatorHost<W> {
             .ok_or(E::UnknownTopicOrPartition)
     }
 
+    /// A verification token for `producer_id`'s transactional batch at `epoch` on `partition`
+    /// ([`BatchCoordinator::begin_verification`], KIP-890; not a decision).
+    ///
+    /// Errors: COORDINATOR_LOAD_IN_PROGRESS (14) while loading; NOT_COORDINATOR (16) after a
+    /// failure; UNKNOWN_TOPIC_OR_PARTITION (3) for a partition the coordinator does not know.
+    pub fn begin_verification(
+        &mut self,
+        partition: DisklessPartition,
+        producer_id: i64,
+        epoch: i16,
+        supports_epoch_bump: bool,
+    ) -> Result<u64, E> {
+        self.serving().map_err(HostError::code)?;
+        self.coordinator
+            .begin_verification(partition, producer_id, epoch, supports_epoch_bump)
+    }
+
     /// The producers `partition` remembers ([`BatchCoordinator::producers`]; DescribeProducers).
     ///
     /// Errors: COORDINATOR_LOAD_IN_PROGRESS (14) while loading; NOT_COORDINATOR (16) after a

@@ -69,6 +69,7 @@ pub(crate) mod testing {
                     byte_offset: 100 * i as u32,
                     byte_len: 100,
                     header: *h,
+                    verification: None,
                 })
                 .collect(),
         }

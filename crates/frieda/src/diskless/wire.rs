@@ -9,11 +9,13 @@
 //! ```text
 //! request:  magic "FDLS", version u8 (2), kind u8, coordinator partition i32, then by kind:
 //!   1 Commit:        object [16], object_size u64, uploader i32, batches u32, batch each
+//!                    (as in the codec), then its verification: u8 0, or 1 and token u64
 //!   2 FindBatches:   partition, offset i64, max_bytes u64
 //!   3 Offsets:       partition
 //!   4 DeleteRecords: partition, offset i64
 //!   5 Marker:        partition, bumps_epoch u8 (0, 1), marker (as in the codec)
 //!   6 Producers:     partition
+//!   7 Verify:        partition, producer_id i64, producer_epoch i16, supports_epoch_bump u8
 //! response: magic "FDLS", version u8 (2), error_code i16; when 0, by the request's kind:
 //!   1 answers u32, answer each
 //!   2 high_watermark i64, log_start i64, last_stable_offset i64, coordinates u32, then each:
@@ -27,12 +29,13 @@
 //!   5 the marker's offset i64
 //!   6 producers u32, each: producer_id i64, epoch i16, last_sequence i32, last_timestamp i64,
 //!     coordinator_epoch i32, current_txn_start_offset i64
+//!   7 the token u64
 //! ```
 //!
 //! Version 2 (2026-12-07) added markers and the last stable offset (transactions); brokers of
 //! version 1 and 2 do not understand each other's messages (a decode error, answered as
-//! UNKNOWN_SERVER_ERROR and retried). Kind 6 (Producers) came later in version 2: a broker
-//! without it answers it UNKNOWN_SERVER_ERROR.
+//! UNKNOWN_SERVER_ERROR and retried). Version 3 (2026-12-07) added the commit's verification
+//! tokens and kinds 6 (Producers) and 7 (Verify).
 
 use super::codec::{
     put_answer, put_batch, put_commit_head, put_marker, put_partition, DecodeError, Reader,
@@ -47,7 +50,7 @@ use kafka_protocol::error::ResponseError as E;
 /// The first bytes of every request and response.
 pub const MAGIC: [u8; 4] = *b"FDLS";
 /// The encoding's version.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 /// The most coordinates a FindBatches answer may hold when decoded (the coordinator's bound
 /// per partition, `diskless.coordinator.max.batches.per.partition`, is 16,384 by default).
 pub const MAX_COORDINATES: u32 = 1 << 20;
@@ -95,6 +98,17 @@ pub enum Call {
     },
     /// The producers the partition remembers (DescribeProducers).
     Producers(DisklessPartition),
+    /// A verification token for a transactional batch (KIP-890).
+    Verify {
+        /// The partition.
+        partition: DisklessPartition,
+        /// The producer.
+        producer_id: i64,
+        /// Its epoch.
+        producer_epoch: i16,
+        /// Transactions v2.
+        supports_epoch_bump: bool,
+    },
 }
 
 /// The answer to a [`Call`] (the same kind).
@@ -112,6 +126,8 @@ pub enum Answer {
     MarkerAt(i64),
     /// Producers: by producer id.
     Producers(Vec<ProducerInfo>),
+    /// Verify: the token.
+    Token(u64),
 }
 
 impl Call {
@@ -123,6 +139,7 @@ impl Call {
             Call::DeleteRecords { .. } => 4,
             Call::Marker { .. } => 5,
             Call::Producers(_) => 6,
+            Call::Verify { .. } => 7,
         }
     }
 }
@@ -153,6 +170,13 @@ pub fn encode_request(request: &CoordinatorRequest) -> Vec<u8> {
             put_commit_head(&mut out, c);
             for b in &c.batches {
                 put_batch(&mut out, b);
+                match b.verification {
+                    None => out.push(0),
+                    Some(token) => {
+                        out.push(1);
+                        out.extend_from_slice(&token.to_be_bytes());
+                    }
+                }
             }
         }
         Call::FindBatches {
@@ -179,6 +203,17 @@ pub fn encode_request(request: &CoordinatorRequest) -> Vec<u8> {
             put_marker(&mut out, marker);
         }
         Call::Producers(partition) => put_partition(&mut out, partition),
+        Call::Verify {
+            partition,
+            producer_id,
+            producer_epoch,
+            supports_epoch_bump,
+        } => {
+            put_partition(&mut out, partition);
+            out.extend_from_slice(&producer_id.to_be_bytes());
+            out.extend_from_slice(&producer_epoch.to_be_bytes());
+            out.push(u8::from(*supports_epoch_bump));
+        }
     }
     out
 }
@@ -201,7 +236,13 @@ pub fn decode_request(bytes: &[u8]) -> Result<CoordinatorRequest, DecodeError> {
             }
             let mut batches = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                batches.push(r.batch()?);
+                let mut b = r.batch()?;
+                b.verification = match r.u8()? {
+                    0 => None,
+                    1 => Some(r.u64()?),
+                    _ => return Err(DecodeError::Malformed("verification")),
+                };
+                batches.push(b);
             }
             Call::Commit(CommitBatches {
                 object,
@@ -230,6 +271,16 @@ pub fn decode_request(bytes: &[u8]) -> Result<CoordinatorRequest, DecodeError> {
             marker: r.marker()?,
         },
         6 => Call::Producers(r.partition()?),
+        7 => Call::Verify {
+            partition: r.partition()?,
+            producer_id: r.i64()?,
+            producer_epoch: r.i16()?,
+            supports_epoch_bump: match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::Malformed("supports_epoch_bump")),
+            },
+        },
         _ => return Err(DecodeError::Malformed("unknown request kind")),
     };
     if !r.0.is_empty() {
@@ -302,6 +353,7 @@ pub fn encode_response(answer: &Result<Answer, E>) -> Vec<u8> {
         }
         Answer::LogStart(log_start) => out.extend_from_slice(&log_start.to_be_bytes()),
         Answer::MarkerAt(offset) => out.extend_from_slice(&offset.to_be_bytes()),
+        Answer::Token(token) => out.extend_from_slice(&token.to_be_bytes()),
         Answer::Producers(producers) => {
             out.extend_from_slice(&(producers.len() as u32).to_be_bytes());
             for p in producers {
@@ -420,6 +472,7 @@ pub fn decode_response(call: &Call, bytes: &[u8]) -> Result<Result<Answer, E>, D
             }
             Answer::Producers(producers)
         }
+        Call::Verify { .. } => Answer::Token(r.u64()?),
     };
     if !r.0.is_empty() {
         return Err(DecodeError::Malformed("bytes after the answer"));
@@ -468,12 +521,14 @@ mod tests {
                         byte_offset: 0,
                         byte_len: 149,
                         header,
+                        verification: Some(7 << 32 | 3),
                     },
                     CommittedBatch {
                         partition: p(),
                         byte_offset: 149,
                         byte_len: 149,
                         header,
+                        verification: None,
                     },
                 ],
             }),
@@ -493,6 +548,12 @@ mod tests {
                 bumps_epoch: true,
             },
             Call::Producers(p()),
+            Call::Verify {
+                partition: p(),
+                producer_id: 42,
+                producer_epoch: 3,
+                supports_epoch_bump: true,
+            },
         ]
     }
 
@@ -572,6 +633,7 @@ mod tests {
                     current_txn_start_offset: -1,
                 },
             ]),
+            Answer::Token(7 << 32 | 5),
         ]
     }
 

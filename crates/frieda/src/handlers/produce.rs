@@ -354,10 +354,14 @@ async fn verify_transactions(
 }
 
 /// Transactional batches of a diskless topic: every one is added to (v12+) or verified in its
-/// producer's transaction before it is buffered, one request for the whole produce request
-/// (the batch coordinator, on another broker, cannot hold a verification token: a transactions
-/// v1 write of a finished transaction arriving late may still open a new one there, see
-/// docs/diskless.md, "Idempotence and transactions"). A refusal becomes the partition's error.
+/// producer's transaction before it is buffered, one request for the whole produce request.
+/// Before that, each takes a verification token from its partition's batch coordinator (on
+/// this broker or another), which its commit carries: a marker for the producer decided in
+/// between voids it, and the coordinator then refuses the batch INVALID_TXN_STATE if it would
+/// open a transaction (a transactions v1 batch verified before its transaction ended and
+/// committed after, found by tests/jepsen's diskless kind with librdkafka: it opened a new
+/// transaction, which the producer's next commit then committed). A refusal becomes the
+/// partition's error (NOT_LEADER_OR_FOLLOWER while the batch coordinator is not reached).
 async fn verify_diskless(
     broker: &Arc<Broker>,
     version: i16,
@@ -377,12 +381,19 @@ async fn verify_diskless(
             Err(msg) => *prepared = Err(AppendError::invalid_record(msg)),
             Ok(false) => {}
             Ok(true) => {
-                // no token: the whole round waits for the coordinator. The topic by its name
-                // (a Produce v13+ request names it by id only).
+                // The topic by its name (a Produce v13+ request names it by id only).
                 let Some(topic) = broker.topic_by_id(&b.partition.topic_id) else {
                     *prepared = Err(ResponseError::UnknownTopicOrPartition.into());
                     continue;
                 };
+                match diskless_token(broker, b, round.tv2()).await {
+                    Ok(token) => b.verification = Some(token),
+                    Err(e) => {
+                        *prepared = Err(e.into());
+                        continue;
+                    }
+                }
+                // the whole round waits for the transaction coordinator
                 round.wait_for(i, Some(0));
                 tp.insert(i, (topic.name.to_string(), *index));
             }
@@ -395,6 +406,27 @@ async fn verify_diskless(
     for (i, code) in refused {
         items[i].2 = Err(code.into());
     }
+}
+
+/// The verification token of transactional batch `b` from its partition's batch coordinator
+/// ([`crate::diskless::driver::route::CoordinatorRef::begin_verification`]).
+///
+/// Errors: NOT_LEADER_OR_FOLLOWER (6) while the coordinator is not reached (loading, moving,
+/// on a broker that does not answer) or on a broker without the diskless service.
+async fn diskless_token(
+    broker: &Broker,
+    b: &ProducedBatch,
+    tv2: bool,
+) -> Result<u64, ResponseError> {
+    use crate::diskless::driver::route::not_served;
+    let diskless = broker
+        .diskless()
+        .ok_or(ResponseError::NotLeaderOrFollower)?;
+    let host = diskless.coordinator(b.partition).map_err(not_served)?;
+    let h = &b.header;
+    host.begin_verification(b.partition, h.producer_id, h.producer_epoch, tv2)
+        .await
+        .map_err(not_served)
 }
 
 /// Asks `transactional_id`'s coordinator about the partitions waiting in `round` (`tp`: each
@@ -595,6 +627,7 @@ fn prepare_diskless(
         partition,
         bytes: buf.freeze(),
         header,
+        verification: None,
     })
 }
 

@@ -17,6 +17,7 @@ fn batch(p: i32, tag: u32, len: usize) -> ProducedBatch {
             crc: tag,
             ..header(1, -1, -1, 0)
         },
+        verification: None,
     }
 }
 

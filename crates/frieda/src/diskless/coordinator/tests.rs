@@ -296,6 +296,78 @@ fn transactions_hold_the_last_stable_offset_and_aborted_ones_are_listed_for_read
     assert_eq!(replica.producers(part(0)), c.producers(part(0)));
 }
 
+/// KIP-890 at the coordinator: a transactional batch that opens a transaction needs a
+/// verification token still valid. A transactions v1 producer (no epoch bump) whose batch was
+/// verified before its transaction's marker and committed after it is refused, not let open a
+/// transaction its next commit would commit (the librdkafka case of tests/jepsen's diskless
+/// kind); so is a token of another load of the coordinator, and a batch that meant to continue
+/// a transaction a marker has closed meanwhile.
+#[test]
+fn a_late_transactional_batch_verified_before_a_marker_opens_no_transaction() {
+    let mut c = coordinator(1).with_token_epoch(5);
+    let mut n = 0;
+    let mut commit = |c: &mut BatchCoordinator, h: BatchHeader, token: Option<u64>| {
+        n += 1;
+        let mut batches = commit_of(n, &[(0, h)]);
+        batches.batches[0].verification = token;
+        c.commit(0, &batches).unwrap().0[0]
+    };
+    let t1 = c.begin_verification(part(0), 7, 0, false).unwrap();
+    assert_eq!(
+        t1 >> 32,
+        5,
+        "the token carries the coordinator's token epoch"
+    );
+    // the late copy's token was asked before the marker; the first copy opens the transaction
+    let late = t1;
+    assert_eq!(commit(&mut c, txn(2, 7, 0, 0), Some(t1)), appended(0, 1));
+    // a batch of the open transaction continues it with the token a verification answers then
+    let ongoing = c.begin_verification(part(0), 7, 0, false).unwrap();
+    assert_eq!(
+        ongoing & 0xffff_ffff,
+        0,
+        "nothing to verify while it is open"
+    );
+    assert_eq!(
+        commit(&mut c, txn(1, 7, 0, 2), Some(ongoing)),
+        appended(2, 2)
+    );
+    // aborted (transactions v1: the same epoch)
+    c.marker(1, part(0), marker(7, 0, 3, false), false).unwrap();
+    // the late batch (the next sequence, the same epoch) would open a transaction: refused
+    assert_eq!(
+        commit(&mut c, txn(1, 7, 0, 3), Some(late)),
+        BatchAnswer::Refused(E::InvalidTxnState)
+    );
+    assert_eq!(
+        commit(&mut c, txn(1, 7, 0, 3), Some(ongoing)),
+        BatchAnswer::Refused(E::InvalidTxnState),
+        "a continuation of a transaction the marker closed"
+    );
+    // a token of another load of the coordinator
+    let other = BatchCoordinator::new(DEFAULT_MAX_BATCHES_PER_PARTITION).with_token_epoch(6);
+    let mut other_part = other;
+    other_part.create_partition(part(0));
+    let foreign = other_part.begin_verification(part(0), 7, 0, false).unwrap();
+    assert_eq!(
+        commit(&mut c, txn(1, 7, 0, 3), Some(foreign)),
+        BatchAnswer::Refused(E::InvalidTxnState)
+    );
+    // the next transaction, verified after the marker, opens
+    let t2 = c.begin_verification(part(0), 7, 0, false).unwrap();
+    assert_eq!(commit(&mut c, txn(1, 7, 0, 3), Some(t2)), appended(4, 4));
+    let found = c.find_batches(part(0), 0, u64::MAX).unwrap();
+    assert_eq!(
+        found.last_stable_offset, 4,
+        "the new transaction is open at 4"
+    );
+    assert_eq!(found.aborted.len(), 1);
+    // without a token (verification off) a batch is not checked
+    c.marker(2, part(0), marker(7, 0, 3, true), false).unwrap();
+    assert_eq!(commit(&mut c, txn(1, 7, 0, 4), None), appended(6, 6));
+    c.check_invariants().unwrap();
+}
+
 #[test]
 fn past_the_coordinate_bound_a_batch_is_refused_and_its_successor_waits_for_it() {
     let mut c = BatchCoordinator::new(2);

@@ -462,6 +462,32 @@ impl HostedCoordinator {
         }
     }
 
+    /// A verification token for `producer_id`'s transactional batch at `epoch` on `partition`
+    /// (KIP-890; a partition nothing was committed to yet is created first), asked before the
+    /// batch is verified with the transaction coordinator and carried by its commit
+    /// ([`crate::diskless::coordinator::CommittedBatch::verification`]).
+    ///
+    /// Errors: NOT_COORDINATOR (16) once failed; COORDINATOR_LOAD_IN_PROGRESS (14);
+    /// REQUEST_TIMED_OUT (7) creating the partition.
+    pub async fn begin_verification(
+        &self,
+        partition: DisklessPartition,
+        producer_id: i64,
+        epoch: i16,
+        supports_epoch_bump: bool,
+    ) -> Result<u64, E> {
+        if !self.is_active() {
+            return Err(E::NotCoordinator);
+        }
+        {
+            let _order = self.write_order.lock().await;
+            self.create_unknown([partition]).await?;
+        }
+        self.host
+            .lock()
+            .begin_verification(partition, producer_id, epoch, supports_epoch_bump)
+    }
+
     /// The producers `partition` remembers (DescribeProducers); none for a partition nothing
     /// was committed to yet.
     ///

@@ -117,6 +117,9 @@ impl Diskless {
     pub fn new_coordinator(&self) -> BatchCoordinator {
         BatchCoordinator::new(self.config.max_batches_per_partition)
             .with_max_commit_age(self.config.commit_max_age_ms)
+            // each load hands out verification tokens of its own (a new leader's do not match
+            // the old one's)
+            .with_token_epoch(rand::random())
     }
 }
 

@@ -251,6 +251,41 @@ impl CoordinatorRef {
         }
     }
 
+    /// A verification token for `producer_id`'s transactional batch at `epoch` on `partition`
+    /// (KIP-890).
+    ///
+    /// Errors: [`HostedCoordinator::begin_verification`]'s; REQUEST_TIMED_OUT (7).
+    pub async fn begin_verification(
+        &self,
+        partition: DisklessPartition,
+        producer_id: i64,
+        epoch: i16,
+        supports_epoch_bump: bool,
+    ) -> Result<u64, E> {
+        match self {
+            CoordinatorRef::Local(host) => {
+                host.begin_verification(partition, producer_id, epoch, supports_epoch_bump)
+                    .await
+            }
+            CoordinatorRef::Remote {
+                link,
+                broker,
+                index,
+            } => {
+                let call = Call::Verify {
+                    partition,
+                    producer_id,
+                    producer_epoch: epoch,
+                    supports_epoch_bump,
+                };
+                match Self::remote(link, *broker, *index, call, COMMIT_TIMEOUT).await? {
+                    Answer::Token(token) => Ok(token),
+                    _ => Err(E::UnknownServerError),
+                }
+            }
+        }
+    }
+
     /// The producers `partition` remembers (DescribeProducers, KIP-664); none before its first
     /// commit.
     ///
@@ -305,5 +340,14 @@ pub async fn serve(
             .await
             .map(Answer::MarkerAt),
         Call::Producers(partition) => host.producers(partition).map(Answer::Producers),
+        Call::Verify {
+            partition,
+            producer_id,
+            producer_epoch,
+            supports_epoch_bump,
+        } => host
+            .begin_verification(partition, producer_id, producer_epoch, supports_epoch_bump)
+            .await
+            .map(Answer::Token),
     }
 }

@@ -80,6 +80,7 @@ async fn produce(d: &Diskless, batches: Vec<(i32, (Bytes, BatchHeader))>) -> Vec
             partition: part(p),
             bytes,
             header,
+            verification: None,
         })
         .collect();
     let rx = d.appender.produce(batches).unwrap();
@@ -436,6 +437,7 @@ async fn a_broker_without_the_coordinator_commits_and_reads_through_the_one_with
             partition: part(0),
             bytes: batch(8, 2, 5, 1).0,
             header: batch(8, 2, 5, 1).1,
+            verification: None,
         }])
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;

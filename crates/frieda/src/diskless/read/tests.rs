@@ -51,6 +51,7 @@ fn setup() -> (BatchCoordinator, HashMap<ObjectId, Bytes>) {
                 byte_offset: body.len() as u32,
                 byte_len: b.len() as u32,
                 header: BatchHeader::parse(b).unwrap(),
+                verification: None,
             });
             body.extend_from_slice(b);
         }
