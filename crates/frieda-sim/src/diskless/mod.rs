@@ -507,6 +507,18 @@ fn sequence_of(index: i32) -> i32 {
     (0..index).map(records_of).sum()
 }
 
+/// Whether a coordinator write refused with `e` is tried again (the coordinator not reached,
+/// loading, timed out, too few in-sync replicas); any other refusal is for good.
+fn retriable(e: E) -> bool {
+    matches!(
+        e,
+        E::NotCoordinator
+            | E::CoordinatorLoadInProgress
+            | E::RequestTimedOut
+            | E::NotEnoughReplicas
+    )
+}
+
 /// Whether producer `pid` is one of the last [`TXN_PRODUCERS`]: transactional.
 fn transactional(pid: i64) -> bool {
     pid >= 1_000 + (PRODUCERS - TXN_PRODUCERS) as i64
@@ -1103,12 +1115,7 @@ impl Sim {
                         let actions = self.brokers[to.0].task.committed(object, &answers);
                         self.act(to.0, actions);
                     }
-                    Err(
-                        e @ (E::NotCoordinator
-                        | E::CoordinatorLoadInProgress
-                        | E::RequestTimedOut
-                        | E::NotEnoughReplicas),
-                    ) => {
+                    Err(e) if retriable(e) => {
                         self.log(|| format!("broker {} commit refused {e:?}: retry", to.0));
                         let d = self.rng.gen_range(50..250);
                         self.schedule(d, Event::CommitResend(to, object));
@@ -1409,12 +1416,7 @@ impl Sim {
                 let d = self.rng.gen_range(0..60);
                 self.schedule(d, Event::ProducerSend(p));
             }
-            Err(
-                e @ (E::NotCoordinator
-                | E::CoordinatorLoadInProgress
-                | E::RequestTimedOut
-                | E::NotEnoughReplicas),
-            ) => {
+            Err(e) if retriable(e) => {
                 self.log(|| {
                     format!("producer {p} marker of transaction {txn} refused {e:?}: retry")
                 });
