@@ -386,7 +386,7 @@ async fn verify_diskless(
                     *prepared = Err(ResponseError::UnknownTopicOrPartition.into());
                     continue;
                 };
-                match diskless_token(broker, b, round.tv2()).await {
+                match diskless_token(broker, (&topic, *index), b, round.tv2()).await {
                     Ok(token) => b.verification = Some(token),
                     Err(e) => {
                         *prepared = Err(e.into());
@@ -408,23 +408,22 @@ async fn verify_diskless(
     }
 }
 
-/// The verification token of transactional batch `b` from its partition's batch coordinator
+/// The verification token of transactional batch `b` (of partition `index` of diskless topic
+/// `topic`) from its partition's batch coordinator
 /// ([`crate::diskless::driver::route::CoordinatorRef::begin_verification`]).
 ///
 /// Errors: NOT_LEADER_OR_FOLLOWER (6) while the coordinator is not reached (loading, moving,
 /// on a broker that does not answer) or on a broker without the diskless service.
 async fn diskless_token(
     broker: &Broker,
+    (topic, index): (&Topic, i32),
     b: &ProducedBatch,
     tv2: bool,
 ) -> Result<u64, ResponseError> {
     use crate::diskless::driver::route::not_served;
-    let diskless = broker
-        .diskless()
-        .ok_or(ResponseError::NotLeaderOrFollower)?;
-    let host = diskless.coordinator(b.partition).map_err(not_served)?;
+    let (partition, _, host) = super::fetch_diskless::diskless_host(broker, topic, index)?;
     let h = &b.header;
-    host.begin_verification(b.partition, h.producer_id, h.producer_epoch, tv2)
+    host.begin_verification(partition, h.producer_id, h.producer_epoch, tv2)
         .await
         .map_err(not_served)
 }
