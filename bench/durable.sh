@@ -21,7 +21,8 @@
 # Environment: DURABLE_CELLS "1000:1 10000:1 10000:8 50000:1 50000:8" (rate:producers, or
 #   rate:producers:record bytes; 100 B when not given), DURABLE_RF 1,
 #   DURABLE_W 3 / DURABLE_D 15 (warm-up / measured s per cell), DURABLE_BURNIN 30,
-#   DURABLE_REPEAT 1, DURABLE_BROKERS "kafka frieda-fsync frieda", FRIEDA_BIN, BENCH_BIN,
+#   DURABLE_REPEAT 1, DURABLE_BROKERS "kafka frieda-fsync frieda" (frieda-fsync-pre: Frieda
+#   with flush.messages=1 and preallocate=true), FRIEDA_BIN, BENCH_BIN,
 #   KAFKA_PORT (bench/kafka/env.sh), FRIEDA_PORT 19192.
 # Output: OUT_DIR/<repeat>/<broker>-<rate>-<producers>[-<bytes>].json (frieda-bench --json) and
 # OUT_DIR/summary.txt (one line per cell: p50 p99 p99.9 p99.99 max in µs, broker CPU s per
@@ -95,6 +96,7 @@ topic_args() { # <broker> <topic>
   local a=(--topic "$2" --create-topic)
   [ "$RF" = 3 ] && a+=(--replication-factor 3 --topic-config min.insync.replicas=2)
   [ "$1" = frieda-fsync ] && a+=(--topic-config flush.messages=1)
+  [ "$1" = frieda-fsync-pre ] && a+=(--topic-config flush.messages=1 --topic-config preallocate=true)
   echo "${a[@]}"
 }
 
@@ -122,7 +124,7 @@ for r in $(seq 1 "$REPEAT"); do
         --broker-pid "$BROKER_PID" --json "$OUT/$r/$b-$name.json" > "$OUT/$r/$b-$name.txt" 2>&1 || true
       lat="$(grep -h 'latency µs' "$OUT/$r/$b-$name.txt" || echo 'no result')"
       cpu="$(grep -ho '([0-9.]* s per million records)' "$OUT/$r/$b-$name.txt" || true)"
-      printf 'repeat %s  %-13s %6s rec/s %2s producers %6s B  %s %s\n' "$r" "$b" "$rate" "$prod" "${size:-100}" "$lat" "$cpu" | tee -a "$OUT/summary.txt"
+      printf 'repeat %s  %-16s %6s rec/s %2s producers %6s B  %s %s\n' "$r" "$b" "$rate" "$prod" "${size:-100}" "$lat" "$cpu" | tee -a "$OUT/summary.txt"
     done
     stop_broker
     sleep 5

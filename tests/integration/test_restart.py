@@ -340,3 +340,40 @@ def test_damaged_newest_segment_truncates_to_last_valid_batch(own_broker, topic_
     b.restart()
     assert _truncation_lines(b.stderr_text())[before + 1:] == []
     _check_topic(b.bootstrap, topic, survivors, 1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_preallocated_segments_across_rolls_and_restarts(own_broker, topic_name, sig):
+    """preallocate=true (Kafka's topic config) with flush.messages=1: a new segment's file is
+    segment.bytes long at once (sparse), a rolled one holds exactly its batches, and after a
+    clean stop (cut) or a SIGKILL (zeros left, cut by recovery) every acknowledged record reads
+    back at its offset, and offsets go on from the log end."""
+    b = own_broker
+    topic = topic_name()
+    seg_bytes = 1 << 20
+    h.create_topic(b.bootstrap, topic, partitions=1, config={
+        "segment.bytes": str(seg_bytes), "preallocate": "true", "flush.messages": "1"})
+    rnd = random.Random(58)
+    now = int(time.time() * 1000)
+    recs = [h.Rec(b"%d" % i, rnd.randbytes(rnd.choice([10, 1000, 30_000])), None, now + i) for i in range(200)]
+    log = h.produce_all(h.producer(b.bootstrap, acks="all"), topic, recs)
+    assert not log.errors, log.errors[:3]
+    segs = _segments(_partition_dir(b, topic, 0))
+    assert len(segs) >= 2, f"want a roll: {[s.name for s in segs]}"
+    *closed, active = segs
+    assert active.stat().st_size == seg_bytes, "the active segment is preallocated to segment.bytes"
+    for s in closed:
+        size = s.stat().st_size
+        assert 0 < size <= seg_bytes and s.read_bytes()[-12:] != b"\x00" * 12, \
+            f"{s.name}: a rolled segment is cut to its batches ({size} bytes)"
+    b.stop(sig)
+    if sig == signal.SIGTERM:
+        assert active.stat().st_size < seg_bytes, "a clean stop cuts the preallocated zeros"
+    else:
+        assert active.stat().st_size == seg_bytes
+    b.start()
+    _check_topic(b.bootstrap, topic, log.acked, 1)
+    assert active.stat().st_size < seg_bytes, "the zeros are gone after the restart"
+    if sig == signal.SIGKILL:
+        assert re.search(r"truncat", b.stderr_text(), re.I), "no log line about cutting the zeros"
+    _produce_more_and_check_offsets_continue(b.bootstrap, topic, 1, log.acked)

@@ -35,6 +35,11 @@ pub struct LogConfig {
     pub flush_messages: u64,
     /// `flush.ms`: the broker fsyncs when the last flush is older than this. Default `u64::MAX` (never).
     pub flush_ms: u64,
+    /// `preallocate` (`log.preallocate`): a new active segment's `.log` file is made
+    /// `segment_bytes` long at once (sparse) and cut to its size when the segment rolls or the
+    /// broker stops, so an fsync'ed append need not journal a new file length (about a third
+    /// off an append-and-`fdatasync` here, issue 58 goal 6). Default false, as Kafka's.
+    pub preallocate: bool,
     /// `message.timestamp.type`. Default `CreateTime`.
     pub message_timestamp_type: TimestampType,
     /// Bytes of the most recent batches kept in memory so tail fetches skip the disk. Default 4 MiB;
@@ -73,6 +78,7 @@ impl Default for LogConfig {
             segment_index_bytes: 10 << 20,
             flush_messages: u64::MAX,
             flush_ms: u64::MAX,
+            preallocate: false,
             message_timestamp_type: TimestampType::CreateTime,
             tail_cache_bytes: 4 << 20,
             cleanup_delete: true,

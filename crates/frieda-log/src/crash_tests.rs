@@ -52,10 +52,18 @@ const PRODUCERS: i64 = 3;
 /// The transactional producer's id.
 const TXN_PID: i64 = 10;
 
+thread_local! {
+    /// Whether this thread's seed runs with `preallocate` (odd seeds): new segments' files made
+    /// `segment.bytes` long at once, their zeros cut at a roll or a clean close, and cut as a
+    /// torn tail by recovery after a crash.
+    static PREALLOCATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 2048,
         index_interval_bytes: 256,
+        preallocate: PREALLOCATE.with(std::cell::Cell::get),
         ..LogConfig::default()
     }
 }
@@ -360,6 +368,7 @@ fn power_cut(
 }
 
 fn run(seed: u64, steps: usize) -> (u64, u64, u64) {
+    PREALLOCATE.with(|p| p.set(seed % 2 == 1));
     let mut rng = Rng(SplitMix(seed));
     let fs = MemFs::new();
     let dir = Path::new("/data/topic-0");
@@ -576,7 +585,7 @@ fn run(seed: u64, steps: usize) -> (u64, u64, u64) {
                     }
                     None => Ok(()),
                 };
-                match finished.and_then(|()| log.flush()) {
+                match finished.and_then(|()| log.flush_for_shutdown()) {
                     Ok(()) => {
                         let rp = log.recovery_point();
                         drop(log);

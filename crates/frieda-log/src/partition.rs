@@ -567,7 +567,9 @@ impl PartitionLog {
         }
         let reopened = !segments.is_empty();
         if segments.is_empty() {
-            segments.push(Segment::create(dir, 0, now_ms)?);
+            let mut seg = Segment::create(dir, 0, now_ms)?;
+            preallocate(&mut seg, &config);
+            segments.push(seg);
         }
         let log_start = segments[0].base_offset();
         let log_end = segments[segments.len() - 1].end_offset();
@@ -626,7 +628,9 @@ impl PartitionLog {
         config: LogConfig,
         now_ms: i64,
     ) -> Result<PartitionLog, LogError> {
-        let segments = vec![Segment::create_in_empty_dir(dir, 0, now_ms)?];
+        let mut seg = Segment::create_in_empty_dir(dir, 0, now_ms)?;
+        preallocate(&mut seg, &config);
+        let segments = vec![seg];
         let epochs = EpochCache::empty(dir);
         let mut log = Self::assemble(dir, config, segments, now_ms, 0, epochs);
         log.dir_dirty = true;
@@ -1066,13 +1070,14 @@ impl PartitionLog {
                 return Err(e);
             }
         }
-        let new = match Segment::create(&self.dir, offset, now_ms) {
+        let mut new = match Segment::create(&self.dir, offset, now_ms) {
             Ok(s) => s,
             Err(e) => {
                 self.go_offline("starting the log again", &e);
                 return Err(e);
             }
         };
+        preallocate(&mut new, &self.config);
         let mut removed: Vec<Segment> = self.segments.drain(..).collect();
         if let Some(i) = collision {
             drop(removed.swap_remove(i));
@@ -1237,7 +1242,12 @@ impl PartitionLog {
             // Only a longer replay at the next recovery.
             tracing::warn!(dir = %self.dir.display(), offset = base, error = %e, "cannot write a producer snapshot");
         }
-        let new = Segment::create(&self.dir, base, now_ms)?;
+        // A preallocated segment is cut to its size before the next one exists (as Kafka's
+        // `LocalLog.roll`): a segment followed by another is trusted at a restart once the
+        // recovery point passes it, and must not end in zeros then.
+        self.active_mut().trim()?;
+        let mut new = Segment::create(&self.dir, base, now_ms)?;
+        preallocate(&mut new, &self.config);
         self.active_mut().close_active()?;
         self.note_created_files();
         tracing::debug!(dir = %self.dir.display(), base_offset = base, "rolled segment");
@@ -2058,6 +2068,20 @@ impl PartitionLog {
 
     /// Flushes everything to disk and closes the files.
     pub fn close(mut self) -> Result<(), LogError> {
+        self.flush_for_shutdown()
+    }
+
+    /// The last flush before the broker stops: cuts a preallocated active segment to its size
+    /// (so a clean restart finds the log end without validating the segment), then
+    /// [`flush`](Self::flush)es.
+    ///
+    /// Errors: as `flush`; `LogError::Io` cutting the file (the log goes offline).
+    pub fn flush_for_shutdown(&mut self) -> Result<(), LogError> {
+        self.check_online()?;
+        if let Err(e) = self.active_mut().trim() {
+            self.go_offline("cutting a preallocated segment", &e);
+            return Err(e);
+        }
         self.flush()
     }
 
@@ -2449,6 +2473,19 @@ fn first_record_where(
     match err {
         Some(e) => Err(e),
         None => Ok(found),
+    }
+}
+
+/// [`Segment::preallocate`]s a new active segment to `segment.bytes` when the log's config asks
+/// for it (`preallocate`); best effort: a file system that refuses leaves the segment growing
+/// as it is written (logged).
+fn preallocate(seg: &mut Segment, config: &LogConfig) {
+    if !config.preallocate {
+        return;
+    }
+    if let Err(e) = seg.preallocate(config.segment_bytes) {
+        tracing::warn!(dir = %seg.dir().display(), base_offset = seg.base_offset(), error = %e,
+            "cannot preallocate the new segment; it grows as it is written");
     }
 }
 

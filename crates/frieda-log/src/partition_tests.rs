@@ -1620,3 +1620,80 @@ fn a_zero_copy_read_names_the_bytes_a_copying_read_returns() {
     }
     assert!(jumped > 100, "the offset index was used {jumped} times");
 }
+
+/// `preallocate` (issue 58, goal 6): a new segment's `.log` is `segment.bytes` long at once;
+/// the zeros after the log end are cut at a roll and at the last flush before a stop, and a
+/// crash that leaves them is recovered like a torn tail; every record reads back at its offset.
+#[test]
+fn preallocated_segments_are_cut_at_roll_and_shutdown_and_recover_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = simple_batch(2, 0, 200).len() as u64;
+    let config = LogConfig {
+        segment_bytes: one * 4,
+        // An index entry per batch: a clean restart trusts a segment with its index files.
+        index_interval_bytes: 256,
+        preallocate: true,
+        ..no_cache()
+    };
+    let file_len = |base: i64| {
+        fs::metadata(dir.path().join(format!("{base:020}.log")))
+            .unwrap()
+            .len()
+    };
+    let read_back =
+        |log: &PartitionLog| concat(&log.reader().read_disk(0, usize::MAX, i64::MAX).unwrap());
+    let (mut log, _) = PartitionLog::open(dir.path(), config.clone(), NOW).unwrap();
+    assert_eq!(file_len(0), one * 4, "made segment.bytes long at creation");
+    let written = fill(&mut log, 6, 2, 1000, 200);
+    let expect: Vec<u8> = written.iter().flat_map(|(_, b)| b.clone()).collect();
+    // Four batches filled the first segment; the fifth rolled it.
+    assert_eq!(log.segment_count(), 2);
+    assert_eq!(
+        file_len(0),
+        one * 4,
+        "the rolled segment holds exactly its batches"
+    );
+    assert_eq!(
+        file_len(8),
+        one * 4,
+        "the new active segment is preallocated"
+    );
+    assert_eq!(log.size_bytes(), one * 6);
+    assert_eq!(read_back(&log), expect);
+
+    // A crash (no cut, nothing flushed) leaves the zeros: recovery cuts them and keeps all.
+    log.flush().unwrap();
+    drop(log);
+    let (mut log, rep) = PartitionLog::open(dir.path(), config.clone(), NOW).unwrap();
+    assert_eq!((rep.log_end_offset, rep.validated_segments), (12, 2));
+    assert_eq!(file_len(8), one * 2);
+    assert_eq!(read_back(&log), expect);
+
+    // The recovery point at the log end but the zeros still there (a flush without the cut):
+    // the segment fails the clean-restart check and is validated instead.
+    log.roll_segment(NOW).unwrap();
+    log.append(bm(&simple_batch(2, 2000, 200)), NOW).unwrap();
+    log.flush().unwrap();
+    assert_eq!(file_len(12), one * 4);
+    let rp = log.recovery_point();
+    drop(log);
+    let (mut log, rep) = PartitionLog::open_from(dir.path(), config.clone(), NOW, rp).unwrap();
+    assert_eq!((rep.log_end_offset, rep.validated_segments), (14, 1));
+    assert_eq!(file_len(12), one);
+
+    // A clean stop cuts the preallocated active segment: the restart validates nothing.
+    // (Two batches: the first index entry comes with the second.)
+    log.roll_segment(NOW).unwrap();
+    log.append(bm(&simple_batch(2, 3000, 200)), NOW).unwrap();
+    log.append(bm(&simple_batch(2, 3010, 200)), NOW).unwrap();
+    assert_eq!(file_len(14), one * 4);
+    log.flush_for_shutdown().unwrap();
+    assert_eq!(file_len(14), one * 2);
+    let rp = log.recovery_point();
+    let before = read_back(&log);
+    drop(log);
+    let (log, rep) = PartitionLog::open_from(dir.path(), config, NOW, rp).unwrap();
+    assert_eq!((rep.log_end_offset, rep.validated_segments), (18, 0));
+    assert_eq!(read_back(&log), before);
+    assert_eq!(&before[..expect.len()], &expect[..]);
+}

@@ -1168,7 +1168,7 @@ impl Broker {
             for p in topic.local_partitions().iter() {
                 p.mark_deleted();
                 if let Some(mut state) = p.state.lock().take() {
-                    match state.log.flush() {
+                    match state.log.flush_for_shutdown() {
                         Ok(()) => {
                             points
                                 .insert((p.topic.to_string(), p.index), state.log.recovery_point());

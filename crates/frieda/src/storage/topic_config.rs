@@ -126,6 +126,13 @@ pub const TOPIC_CONFIG_KEYS: &[TopicConfigKey] = &[
         default: "isr",
         kind: ValueKind::Choice(&["isr", "quorum"]),
     },
+    // A new segment's `.log` is made `segment.bytes` long (sparse) at once and cut when it rolls
+    // (LogConfig::preallocate).
+    TopicConfigKey {
+        name: "preallocate",
+        default: "false",
+        kind: ValueKind::Boolean,
+    },
     TopicConfigKey {
         name: "retention.bytes",
         default: "-1",
@@ -366,6 +373,7 @@ impl TopicConfigs {
             segment_index_bytes: unsigned("segment.index.bytes"),
             flush_messages: unsigned("flush.messages"),
             flush_ms: unsigned("flush.ms"),
+            preallocate: self.effective(defaults, "preallocate") == Some("true"),
             message_timestamp_type: match self.effective(defaults, "message.timestamp.type") {
                 Some("LogAppendTime") => TimestampType::LogAppendTime,
                 _ => TimestampType::CreateTime,
