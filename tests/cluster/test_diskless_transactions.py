@@ -342,3 +342,64 @@ def test_kafka_transactions_tool_describes_and_aborts_a_diskless_transaction(sto
     wait_until(lambda: high_watermarks(c.live_bootstrap, t, "read_committed", parts=2) == {0: 2, 1: 8}, 30,
                "the producer's abort markers on both partitions")
     assert producers(0)[0]["CurrentTransactionStartOffset"] in ("None", "-1")
+
+
+def test_idle_producers_expire_on_a_diskless_topic(store, cluster, topic_name, classpath):  # noqa: F811
+    """``producer.id.expiration.ms`` on diskless partitions (the batch coordinator's producer
+    state stays bounded by the producers active in that window): with 4 s, an idempotent
+    producer writes 5 records to partition 0 and a transactional one leaves a transaction open
+    on partition 1. ``describe-producers`` lists both; once the idempotent one has been idle
+    past the expiration (checked every second) it is gone and the open transaction stays, also
+    after the broker leading ``__diskless_coordinator-0`` is SIGKILLed (the expiry is a
+    replicated decision). The expired producer then writes 5 more: accepted, at offsets 5-9,
+    all 10 read back byte for byte."""
+    c = cluster(3, **store.broker_settings(), **{
+        "rsm.config.key.prefix": KEY_PREFIX,
+        "diskless.append.commit.interval.ms": 50,
+        "producer.id.expiration.ms": 4000,
+        "producer.id.expiration.check.interval.ms": 1000,
+    })
+    t = topic_name()
+    create_diskless(c, t, 2)
+    lead = diskless_leader(c, t, 2)
+    idem = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    acked: list[tuple[int, int, bytes]] = []
+
+    def report(err, msg):
+        assert err is None, err
+        acked.append((msg.partition(), msg.offset(), msg.value()))
+
+    for i in range(5):
+        idem.produce(t, key=b"k%d" % i, value=b"idempotent %d" % i, partition=0, on_delivery=report)
+    assert idem.flush(60) == 0
+    txn = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": f"txn-{t}", "linger.ms": 5,
+                    "transaction.timeout.ms": 60000})
+    txn.init_transactions(60)
+    txn.begin_transaction()
+    txn.produce(t, key=b"open", value=b"open", partition=1, on_delivery=report)
+    assert txn.flush(60) == 0
+
+    def producers(part: int) -> list[dict]:
+        out = tool(classpath, TXN_TOOL, "--bootstrap-server", c.live_bootstrap, "describe-producers",
+                   "--topic", t, "--partition", str(part))
+        return parse_table(out)
+
+    assert len(producers(0)) == 1 and len(producers(1)) == 1
+    opened = producers(1)[0]
+    wait_until(lambda: producers(0) == [], 30, "the idle idempotent producer expired")
+    # the transaction keeps its producer however long it stays open
+    assert producers(1) == [opened]
+
+    c.kill(lead)
+    new = diskless_leader(c, t, 2, exclude=lead)
+    print(f"node {lead} (leading {COORDINATOR}-0) SIGKILLed; node {new} leads it now")
+    assert producers(0) == [] and producers(1) == [opened]
+
+    for i in range(5, 10):
+        idem.produce(t, key=b"k%d" % i, value=b"idempotent %d" % i, partition=0, on_delivery=report)
+    assert idem.flush(60) == 0
+    mine = sorted((off, v) for part, off, v in acked if part == 0)
+    assert mine == [(i, b"idempotent %d" % i) for i in range(10)], mine
+    got = read_all(c.live_bootstrap, t, "read_uncommitted", {0: 10})
+    assert sorted((off, v) for (part, off), (_, v) in got.items() if part == 0) == mine
+    txn.abort_transaction(60)

@@ -912,10 +912,14 @@ impl BrokerConfig {
                 self.cleaner.io_max_bytes_per_second = n;
             }
             "producer.id.expiration.ms" => {
-                self.producer_id_expiration_ms = i64::try_from(positive(&text)?)?
+                self.producer_id_expiration_ms = i64::try_from(positive(&text)?)?;
+                // diskless partitions' batch coordinators expire producers by it too
+                self.diskless.producer_id_expiration_ms = self.producer_id_expiration_ms;
             }
             "producer.id.expiration.check.interval.ms" => {
-                self.producer_id_expiration_check_interval_ms = positive(&text)?
+                self.producer_id_expiration_check_interval_ms = positive(&text)?;
+                self.diskless.producer_id_expiration_check_interval_ms =
+                    self.producer_id_expiration_check_interval_ms;
             }
             "offsets.topic.segment.bytes" => {
                 let n = positive(&text)?;

@@ -106,6 +106,14 @@ pub fn encode(decision: &Decision) -> Vec<u8> {
                 body.extend_from_slice(id.0.as_bytes());
             }
         }
+        Decision::ExpireProducers {
+            now_ms,
+            expiration_ms,
+        } => {
+            body.push(6);
+            body.extend_from_slice(&now_ms.to_be_bytes());
+            body.extend_from_slice(&expiration_ms.to_be_bytes());
+        }
     }
     let mut out = Vec::with_capacity(5 + body.len());
     out.push(VERSION);
@@ -176,6 +184,10 @@ pub fn decode(bytes: &[u8]) -> Result<Decision, DecodeError> {
             partition: r.partition()?,
             offset: r.i64()?,
             marker: r.marker()?,
+        },
+        6 => Decision::ExpireProducers {
+            now_ms: r.i64()?,
+            expiration_ms: r.i64()?,
         },
         _ => return Err(DecodeError::Malformed("unknown kind")),
     };
@@ -441,6 +453,10 @@ mod tests {
             },
             Decision::ObjectsDeleted(vec![ObjectId(Uuid::from_u128(99)), ObjectId(Uuid::nil())]),
             Decision::ObjectsDeleted(vec![]),
+            Decision::ExpireProducers {
+                now_ms: 8,
+                expiration_ms: 86_400_000,
+            },
         ]
     }
 

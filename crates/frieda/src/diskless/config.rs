@@ -39,6 +39,12 @@ pub struct DisklessConfig {
     /// `diskless.orphan.grace.ms` (default 600000): an object no commit names is deleted only
     /// when older than this (ms; above the commit-age bound plus clock skew).
     pub orphan_grace_ms: i64,
+    /// The broker's `producer.id.expiration.ms` (default 86400000): a diskless partition's
+    /// batch coordinator forgets a producer whose last batch is this old (ms).
+    pub producer_id_expiration_ms: i64,
+    /// The broker's `producer.id.expiration.check.interval.ms` (default 600000): how often the
+    /// coordinators loaded on a broker look for such producers (ms).
+    pub producer_id_expiration_check_interval_ms: u64,
 }
 
 impl Default for DisklessConfig {
@@ -53,6 +59,8 @@ impl Default for DisklessConfig {
             max_batches_per_partition: 16_384,
             object_delete_delay_ms: 60_000,
             orphan_grace_ms: 600_000,
+            producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
         }
     }
 }

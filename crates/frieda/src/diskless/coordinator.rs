@@ -303,6 +303,14 @@ pub enum Decision {
     },
     /// [`BatchCoordinator::objects_deleted`].
     ObjectsDeleted(Vec<ObjectId>),
+    /// [`BatchCoordinator::expire_producers`]: every partition forgets its producers whose last
+    /// batch is `expiration_ms` older than `now_ms` and that have no open transaction.
+    ExpireProducers {
+        /// When (the leader's clock, ms).
+        now_ms: i64,
+        /// `producer.id.expiration.ms` then.
+        expiration_ms: i64,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -467,8 +475,44 @@ impl BatchCoordinator {
             Decision::ObjectsDeleted(ids) => {
                 self.forget_objects(ids);
             }
+            Decision::ExpireProducers {
+                now_ms,
+                expiration_ms,
+            } => {
+                for p in self.partitions.values_mut() {
+                    p.producers.expire(*now_ms, *expiration_ms);
+                }
+            }
         }
         self.debug_check();
+    }
+
+    /// Producer expiry (`producer.id.expiration.ms`, Kafka's `ProducerStateManager`
+    /// `removeExpiredProducers`; KIP-854 separated it from the transactional id's expiry): the
+    /// producers of every partition whose last batch's timestamp is at least `expiration_ms`
+    /// before `now_ms` and that have no open transaction are forgotten, so the producer state
+    /// stays bounded by the producers active in that window. A forgotten producer's next batch
+    /// is accepted at any sequence, as on a classic partition after expiry. `None` when no
+    /// producer is that old (nothing to record).
+    pub fn expire_producers(&mut self, now_ms: i64, expiration_ms: i64) -> Option<Decision> {
+        if !self
+            .partitions
+            .values()
+            .any(|p| p.producers.would_expire(now_ms, expiration_ms))
+        {
+            return None;
+        }
+        let d = Decision::ExpireProducers {
+            now_ms,
+            expiration_ms,
+        };
+        self.apply(&d);
+        Some(d)
+    }
+
+    /// How many producers the partitions remember in all (each partition's producer state).
+    pub fn producer_count(&self) -> usize {
+        self.partitions.values().map(|p| p.producers.len()).sum()
     }
 
     fn drop_topic(&mut self, now_ms: i64, topic_id: Uuid) {

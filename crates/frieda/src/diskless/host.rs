@@ -349,6 +349,22 @@ impl<W> CoordinatorHost<W> {
         Ok(self.write(d, None))
     }
 
+    /// [`BatchCoordinator::expire_producers`] at `now_ms`: the step that records it, `None`
+    /// when no producer is that old.
+    ///
+    /// Errors: [`HostError`] when not serving (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS).
+    pub fn expire_producers(
+        &mut self,
+        now_ms: i64,
+        expiration_ms: i64,
+    ) -> Result<Option<Step<W>>, HostError> {
+        self.serving()?;
+        Ok(self
+            .coordinator
+            .expire_producers(now_ms, expiration_ms)
+            .map(|d| self.write(d, None)))
+    }
+
     fn write(&mut self, decision: Decision, waiter: Option<(W, Outcome)>) -> Step<W> {
         let offset = self.log_end;
         let record = codec::encode(&decision);
@@ -380,7 +396,9 @@ impl<W> CoordinatorHost<W> {
                 partition, offset, ..
             } => p.ends.push((*partition, offset + 1)),
             Decision::DeleteTopic { topic_id, .. } => p.deleted_topic = Some(*topic_id),
-            Decision::DeleteRecords { .. } | Decision::ObjectsDeleted(_) => {}
+            Decision::DeleteRecords { .. }
+            | Decision::ObjectsDeleted(_)
+            | Decision::ExpireProducers { .. } => {}
         }
         if let Some(object) = p.object {
             self.pending_objects.insert(object, offset);

@@ -644,3 +644,63 @@ fn random_histories_keep_every_invariant_and_every_answer() {
         }
     }
 }
+
+/// `producer.id.expiration.ms` on diskless partitions: an idle producer is forgotten (its next
+/// batch accepted at any sequence, as after expiry on a classic partition), one with an open
+/// transaction or a recent batch is kept, and a replica applying the decision agrees.
+#[test]
+fn idle_producers_expire_by_a_recorded_decision_and_open_transactions_stay() {
+    let mut c = coordinator(2);
+    let mut replica = coordinator(2);
+    let at = |mut h: BatchHeader, ts: i64| {
+        h.max_timestamp = ts;
+        h
+    };
+    let mut decisions = Vec::new();
+    for (id, batches) in [
+        (1, vec![(0, at(header(2, 7, 0, 0), 1_000))]),
+        (2, vec![(1, at(txn(1, 8, 0, 0), 1_000))]),
+        (3, vec![(0, at(header(1, 9, 0, 0), 50_000))]),
+    ] {
+        let (answers, d) = c.commit(0, &commit_of(id, &batches)).unwrap();
+        assert!(matches!(answers[0], BatchAnswer::Appended { .. }));
+        decisions.push(d.unwrap());
+    }
+    assert_eq!(c.producer_count(), 3);
+    assert_eq!(
+        c.expire_producers(5_000, 86_400_000),
+        None,
+        "nobody that old"
+    );
+    let d = c
+        .expire_producers(10_000, 5_000)
+        .expect("producer 7 is idle");
+    assert_eq!(
+        d,
+        Decision::ExpireProducers {
+            now_ms: 10_000,
+            expiration_ms: 5_000
+        }
+    );
+    decisions.push(d);
+    let ids = |c: &BatchCoordinator, p| {
+        c.producers(part(p))
+            .unwrap()
+            .iter()
+            .map(|i| i.producer_id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&c, 0), vec![9], "7 forgotten, 9 recent");
+    assert_eq!(ids(&c, 1), vec![8], "an open transaction is never expired");
+    assert_eq!(c.expire_producers(10_000, 5_000), None);
+    for d in &decisions {
+        replica.apply(d);
+    }
+    assert_eq!(replica.state_digest(), c.state_digest());
+    // the forgotten producer goes on at a later sequence: accepted, as Kafka does after expiry
+    let (answers, _) = c
+        .commit(0, &commit_of(4, &[(0, at(header(1, 7, 0, 5), 60_000))]))
+        .unwrap();
+    assert_eq!(answers, vec![appended(3, 3)]);
+    c.check_invariants().unwrap();
+}

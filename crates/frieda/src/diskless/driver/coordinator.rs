@@ -311,6 +311,33 @@ impl HostedCoordinator {
         Ok(gone.len())
     }
 
+    /// Producer expiry at `now_ms` (`producer.id.expiration.ms` = `expiration_ms`; see
+    /// [`BatchCoordinator::expire_producers`](crate::diskless::coordinator::BatchCoordinator::expire_producers)),
+    /// recorded in the coordinator partition when any producer is that old. Returns how many
+    /// producers were forgotten.
+    ///
+    /// Errors: as [`commit`](Self::commit) (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS).
+    pub async fn expire_producers(&self, now_ms: i64, expiration_ms: i64) -> Result<usize, E> {
+        if !self.is_active() {
+            return Err(E::NotCoordinator);
+        }
+        let _order = self.write_order.lock().await;
+        let (before, step, after) = {
+            let mut host = self.host.lock();
+            let before = host.coordinator().producer_count();
+            let step = host.expire_producers(now_ms, expiration_ms);
+            (before, step, host.coordinator().producer_count())
+        };
+        match step {
+            Ok(None) => Ok(0),
+            Ok(Some(step)) => {
+                self.take(Ok(step)).await?;
+                Ok(before.saturating_sub(after))
+            }
+            Err(e) => Err(e.code()),
+        }
+    }
+
     /// One round of garbage collection: deletes from `store` the objects no batch names any
     /// more (marked at least `delay_ms` ago), records their deletion, and sweeps the orphans a
     /// LIST finds (objects no commit names, older than `orphan_grace_ms`). Returns (deleted,

@@ -125,8 +125,16 @@ impl Diskless {
 
 /// Every [`GC_INTERVAL`] while the service lives: each coordinator loaded here forgets the
 /// topics the metadata deleted, applies retention (time and bytes), deletes the objects no batch names (after
-/// `diskless.object.delete.delay.ms`) and sweeps orphans (after `diskless.orphan.grace.ms`).
+/// `diskless.object.delete.delay.ms`) and sweeps orphans (after `diskless.orphan.grace.ms`);
+/// every `producer.id.expiration.check.interval.ms`, it expires producers.
 async fn collect_garbage(service: std::sync::Weak<Diskless>, live: LiveTopics) {
+    let expiry_every = match service.upgrade() {
+        Some(d) => {
+            std::time::Duration::from_millis(d.config.producer_id_expiration_check_interval_ms)
+        }
+        None => return,
+    };
+    let mut last_expiry = std::time::Instant::now();
     loop {
         tokio::time::sleep(GC_INTERVAL).await;
         let Some(d) = service.upgrade() else {
@@ -148,6 +156,22 @@ async fn collect_garbage(service: std::sync::Weak<Diskless>, live: LiveTopics) {
                 {
                     tracing::debug!(error = ?e, topic_id = %id, "diskless retention not applied yet");
                 }
+            }
+        }
+        if last_expiry.elapsed() >= expiry_every {
+            last_expiry = std::time::Instant::now();
+            let expiration_ms = d.config.producer_id_expiration_ms;
+            match host
+                .expire_producers(crate::clock::now_ms(), expiration_ms)
+                .await
+            {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    producers = n,
+                    expiration_ms,
+                    "diskless partitions forgot producers idle longer than producer.id.expiration.ms"
+                ),
+                Err(e) => tracing::debug!(error = ?e, "diskless producer expiry not recorded yet"),
             }
         }
         match host
