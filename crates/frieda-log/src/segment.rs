@@ -1011,7 +1011,11 @@ impl Segment {
         // A preallocated segment whose cut at the roll a power cut took (the cut and the next
         // segment's creation reach the disk in either order) still ends in zeros: its batches
         // end where they begin. Found from the last offset-index entry on (a few headers).
-        let scan_from = index::decode_offsets(&ib)
+        // (Only the last entry is decoded here; `load_indexes` decodes them all.)
+        let last_entry = ib.len().checked_sub(index::OFFSET_ENTRY_LEN);
+        let scan_from = last_entry
+            .filter(|_| ib.len() % index::OFFSET_ENTRY_LEN == 0)
+            .and_then(|at| index::decode_offsets(&ib[at..]))
             .and_then(|o| o.last().map(|e| u64::from(e.position)))
             .filter(|&p| p < file_len)
             .unwrap_or(0);
