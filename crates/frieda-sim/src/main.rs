@@ -237,7 +237,7 @@ fn diskless_main(args: &Args) -> ! {
     }
     let (seeds, t, failed) = results.lock().expect("results").clone();
     println!(
-        "simulated {seeds} diskless seeds ({}..{end}) in {:.1} s: {} batches acknowledged ({} of them as DUPLICATE, a resend's original; {} acknowledged again, the same), {} objects committed, {} coordinator loads ({} after a write timed out), {} brokers killed, {} paused, {} store outages ({} PUTs failed), {} DeleteRecords, {} objects deleted, {} orphans swept, {} left; {} batches read back by consumers; {} transactions committed and {} aborted, read_committed consumers delivered {} batches and skipped {} aborted; {failed} failed",
+        "simulated {seeds} diskless seeds ({}..{end}) in {:.1} s: {} batches acknowledged ({} of them as DUPLICATE, a resend's original; {} acknowledged again, the same), {} objects committed, {} coordinator loads ({} after a write timed out), {} brokers killed, {} paused, {} store outages ({} PUTs failed), {} DeleteRecords, {} objects deleted, {} orphans swept, {} left; {} batches read back by consumers; {} transactions committed and {} aborted, read_committed consumers delivered {} batches and skipped {} aborted; {} runs compacted ({} refused); {failed} failed",
         args.start,
         started.elapsed().as_secs_f64(),
         t.acked,
@@ -259,6 +259,8 @@ fn diskless_main(args: &Args) -> ! {
         t.txns_aborted,
         t.committed_delivered,
         t.aborted_skipped,
+        t.compactions,
+        t.compactions_refused,
     );
     std::process::exit(i32::from(failed > 0));
 }

@@ -53,9 +53,12 @@
 //!   batch of the committed ones at or above the log start.
 //!
 //! Consumers read every partition through the broker's read path while all this happens; their
-//! invariants are in `consumer.rs`. Not here yet: compaction, snapshots.
+//! invariants are in `consumer.rs`. Compaction (`compaction.rs`) runs on the coordinator's
+//! leader throughout: its objects are PUT, lost with their writer, refused as stale or too old,
+//! and swept like uploads. Not here yet: snapshots.
 
 mod check;
+mod compaction;
 mod consumer;
 mod partition;
 
@@ -199,6 +202,10 @@ pub struct DisklessStats {
     pub committed_delivered: u64,
     /// See `committed_delivered`.
     pub aborted_skipped: u64,
+    /// Compactions decided (runs of batches rewritten into one object of their partition).
+    pub compactions: u64,
+    /// Compactions whose decision the coordinator refused (the run changed, the object too old).
+    pub compactions_refused: u64,
 }
 
 impl DisklessStats {
@@ -223,6 +230,8 @@ impl DisklessStats {
         self.txns_aborted += o.txns_aborted;
         self.committed_delivered += o.committed_delivered;
         self.aborted_skipped += o.aborted_skipped;
+        self.compactions += o.compactions;
+        self.compactions_refused += o.compactions_refused;
     }
 }
 
@@ -381,6 +390,10 @@ enum Event {
     StoreUp,
     DeleteRecords,
     Heal,
+    /// A compaction's PUT reaches the bucket (whether or not its writer still runs).
+    CompactPut(Box<compaction::CompactPut>),
+    /// Its answer reaches the writer: stored or not.
+    CompactDone(Box<compaction::CompactPut>, bool),
 }
 
 impl Event {
@@ -391,6 +404,7 @@ impl Event {
             Event::Tick(b, _) => Some(*b),
             Event::PutDone { broker, .. } => Some(*broker),
             Event::CommitResend(w, _) => Some(w.0),
+            Event::CompactDone(put, _) => Some(put.broker),
             _ => None,
         }
     }
@@ -422,6 +436,10 @@ struct Broker {
     appended_at: BTreeMap<i64, i64>,
     last_gc: i64,
     last_sweep: i64,
+    /// When it last looked for a run to compact (as the coordinator's leader).
+    last_compact: i64,
+    /// The incarnation whose compaction is in flight.
+    compacting: Option<u64>,
 }
 
 struct Producer {
@@ -489,6 +507,10 @@ struct Sim {
     trace: Option<Vec<String>>,
     topic: Uuid,
     mutation: Mutation,
+    /// Compaction's draws (apart, so the other draws of a seed stay as they were).
+    compaction_rng: ChaCha8Rng,
+    /// `diskless.compaction.max.bytes` of this seed.
+    compaction_max_bytes: u64,
 }
 
 fn partition(topic: Uuid, p: i32) -> DisklessPartition {
@@ -625,6 +647,8 @@ impl Sim {
                 appended_at: BTreeMap::new(),
                 last_gc: 0,
                 last_sweep: 0,
+                last_compact: 0,
+                compacting: None,
             })
             .collect();
         let producers = (0..PRODUCERS)
@@ -669,6 +693,8 @@ impl Sim {
             trace: trace.then(Vec::new),
             topic: Uuid::from_u128(0xd15c_1e55),
             mutation,
+            compaction_rng: ChaCha8Rng::seed_from_u64(seed ^ 0xc0a1_e5ce),
+            compaction_max_bytes: [2_000, 8_000, 40_000][(seed % 3) as usize],
         };
         sim.elect();
         for b in 0..BROKERS {
@@ -908,6 +934,8 @@ impl Sim {
                 self.brokers[b].paused_until = None;
                 self.log(|| format!("broker {b} resumes"));
             }
+            Event::CompactPut(put) => self.compact_put(*put),
+            Event::CompactDone(put, stored) => self.compact_done(*put, stored),
             Event::StoreUp => {
                 self.store_down = false;
                 self.log(|| "the store answers again".into());

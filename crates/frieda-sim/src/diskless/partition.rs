@@ -202,6 +202,7 @@ impl Sim {
             }
         }
         self.sweep(b);
+        self.compact(b);
         // Garbage collection.
         if self.now - self.brokers[b].last_gc >= 1_000 {
             self.brokers[b].last_gc = self.now;

@@ -18,13 +18,17 @@
 //!   4 ObjectsDeleted:  count u32, object [16] each
 //!   5 Marker:          now_ms i64, topic_id [16], partition i32, offset i64, then the marker:
 //!                      producer_id i64, producer_epoch i16, coordinator_epoch i32, commit u8
+//!   6 ExpireProducers: now_ms i64, expiration_ms i64
+//!   7 Compacted:       now_ms i64, topic_id [16], partition i32, object [16], size u64,
+//!                      compactor i32, base_offset i64, last_offset i64, max_timestamp i64
 //! ```
 //!
 //! A commit costs 46 bytes plus 89 per batch and its answer (17 bytes stored or duplicate, 3
 //! refused).
 
 use super::coordinator::{
-    BatchAnswer, CommitBatches, CommittedBatch, Decision, DisklessPartition, ObjectId, TxnMarker,
+    BatchAnswer, CommitBatches, CommittedBatch, CompactedRun, Decision, DisklessPartition,
+    ObjectId, TxnMarker,
 };
 use frieda_log::{BatchHeader, BATCH_HEADER_LEN};
 use kafka_protocol::error::ResponseError as E;
@@ -114,6 +118,17 @@ pub fn encode(decision: &Decision) -> Vec<u8> {
             body.extend_from_slice(&now_ms.to_be_bytes());
             body.extend_from_slice(&expiration_ms.to_be_bytes());
         }
+        Decision::Compacted { now_ms, run } => {
+            body.push(7);
+            body.extend_from_slice(&now_ms.to_be_bytes());
+            put_partition(&mut body, &run.partition);
+            body.extend_from_slice(run.object.0.as_bytes());
+            body.extend_from_slice(&run.size.to_be_bytes());
+            body.extend_from_slice(&run.compactor.to_be_bytes());
+            body.extend_from_slice(&run.base_offset.to_be_bytes());
+            body.extend_from_slice(&run.last_offset.to_be_bytes());
+            body.extend_from_slice(&run.max_timestamp.to_be_bytes());
+        }
     }
     let mut out = Vec::with_capacity(5 + body.len());
     out.push(VERSION);
@@ -188,6 +203,18 @@ pub fn decode(bytes: &[u8]) -> Result<Decision, DecodeError> {
         6 => Decision::ExpireProducers {
             now_ms: r.i64()?,
             expiration_ms: r.i64()?,
+        },
+        7 => Decision::Compacted {
+            now_ms: r.i64()?,
+            run: CompactedRun {
+                partition: r.partition()?,
+                object: ObjectId(r.uuid()?),
+                size: r.u64()?,
+                compactor: r.i32()?,
+                base_offset: r.i64()?,
+                last_offset: r.i64()?,
+                max_timestamp: r.i64()?,
+            },
         },
         _ => return Err(DecodeError::Malformed("unknown kind")),
     };
@@ -457,6 +484,18 @@ mod tests {
                 now_ms: 8,
                 expiration_ms: 86_400_000,
             },
+            Decision::Compacted {
+                now_ms: 9,
+                run: CompactedRun {
+                    partition: p,
+                    object: ObjectId(Uuid::from_u128(100)),
+                    size: 10_000,
+                    compactor: 1,
+                    base_offset: 0,
+                    last_offset: 3,
+                    max_timestamp: 1_700_000_000_009,
+                },
+            },
         ]
     }
 
@@ -500,6 +539,26 @@ mod tests {
             let (_, d) = leader.commit(i64::from(n), &commit).unwrap();
             log.push(encode(&d.unwrap()));
         }
+        // the first three coordinates (offsets 0..=8) compacted into one object
+        let compacted = ObjectId::v7(1_000, 7);
+        let now = compacted.created_ms();
+        log.push(encode(
+            &leader
+                .compacted(
+                    now,
+                    CompactedRun {
+                        partition: p,
+                        object: compacted,
+                        size: 447,
+                        compactor: 1,
+                        base_offset: 0,
+                        last_offset: 8,
+                        max_timestamp: 1_700_000_000_009,
+                    },
+                )
+                .unwrap(),
+        ));
+        assert_eq!(leader.compacted_coordinates(p), Some((1, 8)));
         log.push(encode(&leader.delete_records(20, p, 9).unwrap().1));
         let deletable: Vec<ObjectId> = leader.deletable(100, 0).into_iter().map(|d| d.0).collect();
         assert!(!deletable.is_empty());

@@ -45,6 +45,13 @@ pub struct DisklessConfig {
     /// The broker's `producer.id.expiration.check.interval.ms` (default 600000): how often the
     /// coordinators loaded on a broker look for such producers (ms).
     pub producer_id_expiration_check_interval_ms: u64,
+    /// `diskless.compaction.max.bytes` (default 8 MiB): the most bytes of one partition's
+    /// batches compaction rewrites into one object; a run of uncompacted batches this large is
+    /// compacted at once (bytes, 1 KiB to 1 GiB).
+    pub compaction_max_bytes: u64,
+    /// `diskless.compaction.max.age.ms` (default 600000): uncompacted batches this old are
+    /// compacted however few (ms; 0 compacts every batch at the next round).
+    pub compaction_max_age_ms: i64,
 }
 
 impl Default for DisklessConfig {
@@ -61,6 +68,8 @@ impl Default for DisklessConfig {
             orphan_grace_ms: 600_000,
             producer_id_expiration_ms: 86_400_000,
             producer_id_expiration_check_interval_ms: 600_000,
+            compaction_max_bytes: 8 << 20,
+            compaction_max_age_ms: 600_000,
         }
     }
 }
@@ -112,6 +121,14 @@ impl DisklessConfig {
             }
             "diskless.object.delete.delay.ms" => self.object_delete_delay_ms = number(0)?,
             "diskless.orphan.grace.ms" => self.orphan_grace_ms = number(0)?,
+            "diskless.compaction.max.bytes" => {
+                let v = number(1024)?;
+                if v > 1 << 30 {
+                    bail!("must be at most 1 GiB (1073741824)");
+                }
+                self.compaction_max_bytes = v as u64
+            }
+            "diskless.compaction.max.age.ms" => self.compaction_max_age_ms = number(0)?,
             _ => return Ok(false),
         }
         Ok(true)

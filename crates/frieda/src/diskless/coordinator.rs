@@ -18,7 +18,10 @@
 //! happens at the broker that took the produce (docs/diskless.md, "Idempotence and
 //! transactions").
 //!
-//! Not here yet (later steps of the build plan): compaction into tiered segments and snapshots.
+//! Compaction ([`compaction`]) rewrites a partition's oldest batches from the shared objects
+//! into one object of that partition and names them with one coordinate, which bounds the
+//! coordinates a partition holds by its retained bytes. Not here yet: the tiered layout for the
+//! compacted objects, and snapshots.
 //! Time comes in as arguments (ms); nothing here does IO.
 //!
 //! Invariants (asserted after every decision in debug builds, checked by
@@ -35,6 +38,9 @@ use frieda_log::{
 use kafka_protocol::error::ResponseError as E;
 use std::collections::{HashMap, VecDeque};
 use uuid::Uuid;
+
+pub mod compaction;
+pub use compaction::{CompactError, CompactedRun, CompactionPlan, CompactionPolicy};
 
 /// The default bound on a partition's batch coordinates
 /// (`diskless.coordinator.max.batches.per.partition`; about 48 bytes each). A commit past it is
@@ -57,6 +63,18 @@ pub const DEFAULT_MAX_COMMIT_AGE_MS: i64 = 30_000;
 pub struct ObjectId(pub Uuid);
 
 impl ObjectId {
+    /// A UUIDv7 (RFC 9562 §5.7) made at `now_ms` with `random`'s low 74 bits in its random
+    /// fields (compaction's new objects: random, so they never meet an uploader's
+    /// broker-and-counter ids but by chance).
+    pub fn v7(now_ms: i64, random: u128) -> ObjectId {
+        let ms = (now_ms.max(0) as u128) & ((1 << 48) - 1);
+        let rand_a = (random >> 62) & 0xfff;
+        let rand_b = random & ((1 << 62) - 1);
+        ObjectId(Uuid::from_u128(
+            (ms << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b,
+        ))
+    }
+
     /// When its uploader closed it (ms since the epoch): a UUIDv7's top 48 bits (RFC 9562 §5.7).
     pub fn created_ms(&self) -> i64 {
         (self.0.as_u128() >> 80) as i64
@@ -311,6 +329,13 @@ pub enum Decision {
         /// `producer.id.expiration.ms` then.
         expiration_ms: i64,
     },
+    /// [`BatchCoordinator::compacted`]: the run's coordinates become one naming its object.
+    Compacted {
+        /// When (the leader's clock, ms): the replaced objects' deletion marks.
+        now_ms: i64,
+        /// The run.
+        run: CompactedRun,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -321,6 +346,8 @@ struct ObjectEntry {
     references: u32,
     /// Marked for deletion at (ms): no coordinate names it.
     deleting_since: Option<i64>,
+    /// Written by compaction (one partition's batches, offsets patched in), not by a produce.
+    compacted: bool,
 }
 
 impl ObjectEntry {
@@ -336,7 +363,8 @@ struct PartitionState {
     coordinates: VecDeque<Coordinate>,
     producers: ProducerStateManager,
     /// Aborted transactions whose markers are at or above the log start, by marker offset
-    /// (each names a marker coordinate, so the coordinate bound bounds them).
+    /// (one per abort marker retained: bounded by the retained records, as a classic log's
+    /// transaction index).
     aborted: VecDeque<AbortedTxn>,
 }
 
@@ -483,6 +511,7 @@ impl BatchCoordinator {
                     p.producers.expire(*now_ms, *expiration_ms);
                 }
             }
+            Decision::Compacted { now_ms, run } => self.replace_run(*now_ms, run),
         }
         self.debug_check();
     }
@@ -594,6 +623,7 @@ impl BatchCoordinator {
                 uploader: commit.uploader,
                 references,
                 deleting_since: (references == 0).then_some(now_ms),
+                compacted: false,
             },
         );
         if self.recent.len() == RECENT_COMMITS {
@@ -1029,23 +1059,17 @@ impl BatchCoordinator {
                     *references.entry(object).or_default() += 1;
                 }
             }
-            let markers = p
-                .coordinates
-                .iter()
-                .filter(|c| matches!(c.location, Location::Marker(_)))
-                .count();
+            // (compaction folds markers into compacted objects: each aborted transaction's
+            // marker lies in the partition, after the previous one's)
             let mut previous = i64::MIN;
             for a in &p.aborted {
-                if a.last_offset < p.log_start.max(previous) || a.first_offset > a.last_offset {
+                if a.last_offset < p.log_start.max(previous)
+                    || a.last_offset >= p.next_offset
+                    || a.first_offset > a.last_offset
+                {
                     return Err(format!("{id:?}: aborted transaction {a:?} out of place"));
                 }
                 previous = a.last_offset;
-            }
-            if p.aborted.len() > markers {
-                return Err(format!(
-                    "{id:?}: {} aborted transactions, {markers} markers",
-                    p.aborted.len()
-                ));
             }
             if let Some(end) = expect {
                 if end != p.next_offset {

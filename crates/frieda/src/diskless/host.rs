@@ -32,8 +32,9 @@
 
 use super::codec::{self, DecodeError};
 use super::coordinator::{
-    BatchAnswer, BatchCoordinator, CommitBatches, CommitError, Decision, DisklessPartition, Found,
-    ObjectId, Offsets, TxnMarker,
+    BatchAnswer, BatchCoordinator, CommitBatches, CommitError, CompactError, CompactedRun,
+    CompactionPlan, CompactionPolicy, Decision, DisklessPartition, Found, ObjectId, Offsets,
+    TxnMarker,
 };
 use crate::invariant;
 use frieda_log::ProducerInfo;
@@ -95,6 +96,10 @@ pub enum HostError {
     /// A DeleteRecords refused (its error code).
     #[error("refused: {0:?}")]
     Refused(E),
+    /// A compaction's decision refused (its new object is left to the orphan sweep or deleted
+    /// by its compactor).
+    #[error(transparent)]
+    Compaction(#[from] CompactError),
 }
 
 impl HostError {
@@ -109,6 +114,7 @@ impl HostError {
                 E::KafkaStorageError
             }
             HostError::Refused(e) => e,
+            HostError::Compaction(_) => E::KafkaStorageError,
         }
     }
 }
@@ -365,6 +371,42 @@ impl<W> CoordinatorHost<W> {
             .map(|d| self.write(d, None)))
     }
 
+    /// The run of `partition` to compact now ([`BatchCoordinator::compaction_plan`] over what
+    /// readers see: decisions below the high watermark). None while not serving.
+    pub fn compaction_plan(
+        &self,
+        partition: DisklessPartition,
+        now_ms: i64,
+        policy: &CompactionPolicy,
+    ) -> Option<CompactionPlan> {
+        if self.phase != Phase::Serving {
+            return None;
+        }
+        let end = self.visible_end(partition)?;
+        self.coordinator
+            .compaction_plan(partition, now_ms, end, policy)
+    }
+
+    /// Decides `run` ([`BatchCoordinator::compacted`]); `waiter` gets [`Outcome::Written`] once
+    /// the record is below the high watermark.
+    ///
+    /// Errors: [`HostError::Loading`], [`HostError::Failed`], [`HostError::Busy`];
+    /// [`HostError::Compaction`] when the coordinator refuses it (nothing decided).
+    pub fn compacted(
+        &mut self,
+        now_ms: i64,
+        waiter: W,
+        run: CompactedRun,
+    ) -> Result<Step<W>, HostError> {
+        self.serving()?;
+        self.room()?;
+        let d = self
+            .coordinator
+            .compacted(now_ms, run)
+            .map_err(HostError::Compaction)?;
+        Ok(self.write(d, Some((waiter, Outcome::Written))))
+    }
+
     fn write(&mut self, decision: Decision, waiter: Option<(W, Outcome)>) -> Step<W> {
         let offset = self.log_end;
         let record = codec::encode(&decision);
@@ -396,6 +438,8 @@ impl<W> CoordinatorHost<W> {
                 partition, offset, ..
             } => p.ends.push((*partition, offset + 1)),
             Decision::DeleteTopic { topic_id, .. } => p.deleted_topic = Some(*topic_id),
+            // the new object is pending: the orphan sweep leaves it alone until it lands
+            Decision::Compacted { run, .. } => p.object = Some(run.object),
             Decision::DeleteRecords { .. }
             | Decision::ObjectsDeleted(_)
             | Decision::ExpireProducers { .. } => {}

@@ -4,16 +4,18 @@
 //! driver's business).
 //!
 //! A stored batch is the client's batch as validated: base offset 0 and partition leader epoch
-//! 0. Each is checked against its coordinate (length, magic, record count: a mismatch means the
+//! 0 (a compacted run: the batches one after another, their offsets patched in). Each is
+//! checked against its coordinate (length, magic, record count: a mismatch means the
 //! object or the coordinate is damaged, CORRUPT_MESSAGE) and patched with its offset and the
 //! leader epoch the reader is answered with; both fields lie outside the CRC (KIP-98's v2
 //! layout), so the client's CRC check still holds. A transaction marker is no object's: its
 //! control batch is built from the coordinate (the same bytes at every read).
 
-use super::coordinator::{Coordinate, Found, Location, ObjectId};
+use super::coordinator::{CompactionPlan, Coordinate, Found, Location, ObjectId};
 use bytes::Bytes;
 use frieda_log::{
-    build_marker_batch, patch_base_offset, patch_leader_epoch, BatchHeader, LOG_OVERHEAD,
+    build_marker_batch, patch_base_offset, patch_leader_epoch, BatchHeader, BATCH_HEADER_LEN,
+    LOG_OVERHEAD,
 };
 
 /// Why the records could not be assembled.
@@ -65,8 +67,7 @@ pub fn assemble(
         bytes: Vec::new(),
         next_offset: fetch_offset,
     };
-    for c in wanted(found, fetch_offset, end, max_bytes) {
-        let start = out.bytes.len();
+    'coordinates: for c in wanted(found, fetch_offset, end, max_bytes) {
         match c.location {
             Location::Object {
                 object,
@@ -75,20 +76,153 @@ pub fn assemble(
             } => {
                 let stored =
                     read(object, byte_offset, byte_len).ok_or(ReadError::Missing(object))?;
-                check(c, &stored)?;
-                out.bytes.extend_from_slice(&stored);
+                // one batch, or a compacted run of them
+                for b in batches_of(c, &stored)? {
+                    if b.last_offset < fetch_offset {
+                        continue;
+                    }
+                    let len = b.bytes.len();
+                    if b.base_offset >= end
+                        || (!out.bytes.is_empty() && out.bytes.len() + len > max_bytes)
+                    {
+                        break 'coordinates;
+                    }
+                    let start = out.bytes.len();
+                    out.bytes.extend_from_slice(&stored[b.bytes]);
+                    let batch = &mut out.bytes[start..];
+                    patch_base_offset(batch, b.base_offset);
+                    patch_leader_epoch(batch, leader_epoch);
+                    out.next_offset = b.last_offset + 1;
+                }
             }
-            Location::Marker(m) => out.bytes.extend_from_slice(&build_marker_batch(
-                m.producer_id,
-                m.producer_epoch,
-                m.end_txn(),
-                c.max_timestamp,
-            )),
+            Location::Marker(m) => {
+                let start = out.bytes.len();
+                out.bytes.extend_from_slice(&build_marker_batch(
+                    m.producer_id,
+                    m.producer_epoch,
+                    m.end_txn(),
+                    c.max_timestamp,
+                ));
+                let batch = &mut out.bytes[start..];
+                patch_base_offset(batch, c.base_offset);
+                patch_leader_epoch(batch, leader_epoch);
+                out.next_offset = c.last_offset + 1;
+            }
         }
-        let batch = &mut out.bytes[start..];
-        patch_base_offset(batch, c.base_offset);
-        patch_leader_epoch(batch, leader_epoch);
-        out.next_offset = c.last_offset + 1;
+    }
+    Ok(out)
+}
+
+/// The bytes of a compacted object for `plan` (docs/diskless.md, "Compaction"): its batches as a
+/// reader gets them (offsets patched in, leader epoch 0, markers built), one after another.
+///
+/// Errors: as [`assemble`]; [`ReadError::Corrupt`] when the batches do not reach the run's end.
+pub fn assemble_run(
+    plan: &CompactionPlan,
+    read: impl FnMut(ObjectId, u32, u32) -> Option<Bytes>,
+) -> Result<Vec<u8>, ReadError> {
+    let end = plan.last_offset() + 1;
+    let run = Found {
+        coordinates: plan.coordinates.clone(),
+        high_watermark: end,
+        log_start: plan.base_offset(),
+        last_stable_offset: end,
+        aborted: Vec::new(),
+    };
+    let records = assemble(&run, plan.base_offset(), end, usize::MAX, 0, read)?;
+    if records.next_offset != end {
+        let (object, byte_offset, _) = plan
+            .coordinates
+            .iter()
+            .find_map(Coordinate::object_range)
+            .unwrap_or((ObjectId(uuid::Uuid::nil()), 0, 0));
+        return Err(ReadError::Corrupt {
+            object,
+            byte_offset,
+            why: format!(
+                "the run {}..={} assembled to offset {}",
+                plan.base_offset(),
+                plan.last_offset(),
+                records.next_offset
+            ),
+        });
+    }
+    Ok(records.bytes)
+}
+
+/// One stored batch of a coordinate's bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBatch {
+    /// Where it is in the bytes read for the coordinate.
+    pub bytes: std::ops::Range<usize>,
+    /// Its first offset.
+    pub base_offset: i64,
+    /// Its last offset.
+    pub last_offset: i64,
+}
+
+/// The batches of `stored`, the bytes of coordinate `c` (one batch as produced, or a
+/// compacted run), with their offsets: they must fill the bytes exactly and their offsets the
+/// coordinate's (each batch's last offset delta + 1 in turn).
+///
+/// Errors: [`ReadError::Corrupt`] for bytes that are not the batches the coordinate describes
+/// (length, magic, offsets).
+pub fn batches_of(c: &Coordinate, stored: &[u8]) -> Result<Vec<StoredBatch>, ReadError> {
+    let Some((object, byte_offset, byte_len)) = c.object_range() else {
+        return Ok(Vec::new());
+    };
+    let corrupt = |at: usize, why: String| ReadError::Corrupt {
+        object,
+        byte_offset: byte_offset + at as u32,
+        why,
+    };
+    if stored.len() != byte_len as usize {
+        return Err(corrupt(
+            0,
+            format!("{} bytes read for a {byte_len}-byte range", stored.len()),
+        ));
+    }
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    let mut next = c.base_offset;
+    while at < stored.len() {
+        let h = BatchHeader::parse(&stored[at..]).map_err(|e| corrupt(at, e.to_string()))?;
+        if h.magic != 2 {
+            return Err(corrupt(at, format!("magic {}", h.magic)));
+        }
+        let len = i64::from(h.batch_length) + LOG_OVERHEAD as i64;
+        if len < BATCH_HEADER_LEN as i64 || at as i64 + len > stored.len() as i64 {
+            return Err(corrupt(
+                at,
+                format!("batch length {} in a {byte_len}-byte range", h.batch_length),
+            ));
+        }
+        let last = next + i64::from(h.last_offset_delta);
+        if h.last_offset_delta < 0 || last > c.last_offset {
+            return Err(corrupt(
+                at,
+                format!(
+                    "last offset delta {} at offset {next} for offsets {}..={}",
+                    h.last_offset_delta, c.base_offset, c.last_offset
+                ),
+            ));
+        }
+        out.push(StoredBatch {
+            bytes: at..at + len as usize,
+            base_offset: next,
+            last_offset: last,
+        });
+        next = last + 1;
+        at += len as usize;
+    }
+    if next != c.last_offset + 1 {
+        return Err(corrupt(
+            at,
+            format!(
+                "batches end at offset {next} for offsets {}..={}",
+                c.base_offset, c.last_offset
+            ),
+        ));
     }
     Ok(out)
 }
@@ -115,41 +249,6 @@ pub fn wanted(
             taken += len;
             fits
         })
-}
-
-/// The stored bytes are the batch the coordinate describes.
-fn check(c: &Coordinate, stored: &[u8]) -> Result<(), ReadError> {
-    let Some((object, byte_offset, byte_len)) = c.object_range() else {
-        return Ok(());
-    };
-    let corrupt = |why: String| ReadError::Corrupt {
-        object,
-        byte_offset,
-        why,
-    };
-    if stored.len() != byte_len as usize {
-        return Err(corrupt(format!(
-            "{} bytes read for a {byte_len}-byte batch",
-            stored.len()
-        )));
-    }
-    let h = BatchHeader::parse(stored).map_err(|e| corrupt(e.to_string()))?;
-    if h.magic != 2 {
-        return Err(corrupt(format!("magic {}", h.magic)));
-    }
-    if i64::from(h.batch_length) + LOG_OVERHEAD as i64 != i64::from(byte_len) {
-        return Err(corrupt(format!(
-            "batch length {} in a {byte_len}-byte range",
-            h.batch_length
-        )));
-    }
-    if i64::from(h.last_offset_delta) != c.last_offset - c.base_offset {
-        return Err(corrupt(format!(
-            "last offset delta {} for offsets {}..={}",
-            h.last_offset_delta, c.base_offset, c.last_offset
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -500,6 +500,7 @@ fn a_commit_older_than_the_age_bound_is_refused_and_its_object_stays_unknown() {
 /// answers the next commits as the leader does.
 #[test]
 fn random_histories_keep_every_invariant_and_every_answer() {
+    let mut total_compactions = 0;
     for seed in 0..40u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut c = BatchCoordinator::new(64);
@@ -513,6 +514,7 @@ fn random_histories_keep_every_invariant_and_every_answer() {
         let mut sent: Vec<CommitBatches> = Vec::new();
         let mut next_object = 1u128;
         let mut now = 0i64;
+        let mut compactions = 0;
         for _ in 0..300 {
             now += rng.gen_range(0..50);
             match rng.gen_range(0..10) {
@@ -590,11 +592,52 @@ fn random_histories_keep_every_invariant_and_every_answer() {
                         );
                     }
                 }
-                8 => {
+                8 if rng.gen_bool(0.5) => {
                     let p = part(rng.gen_range(0..3));
                     let hw = c.high_watermark(p).unwrap();
                     let to = rng.gen_range(0..=hw);
                     replica.apply(&c.delete_records(now, p, to).unwrap().1);
+                }
+                8 => {
+                    // compaction of a run (the bytes are the compactor's business here)
+                    let p = part(rng.gen_range(0..3));
+                    let policy = CompactionPolicy {
+                        max_bytes: rng.gen_range(100..2_000),
+                        max_age_ms: rng.gen_range(0..500),
+                    };
+                    let hw = c.high_watermark(p).unwrap();
+                    if let Some(plan) = c.compaction_plan(p, now, hw, &policy) {
+                        let id = ObjectId::v7(now, next_object);
+                        next_object += 1;
+                        let run = plan.compacted(id, 1_000, 1);
+                        let d = c
+                            .compacted(now, run)
+                            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                        replica.apply(&d);
+                        assert_eq!(c.compacted(now, run), Err(CompactError::CommittedBefore));
+                        let fresh = ObjectId::v7(now, next_object << 20);
+                        let shifted = CompactedRun {
+                            object: fresh,
+                            base_offset: run.base_offset + 1,
+                            ..run
+                        };
+                        assert_eq!(
+                            c.compacted(now, shifted),
+                            Err(CompactError::Stale),
+                            "a run that does not start at a coordinate's start"
+                        );
+                        assert_eq!(
+                            c.compacted(
+                                now + 40_000,
+                                CompactedRun {
+                                    object: fresh,
+                                    ..run
+                                }
+                            ),
+                            Err(CompactError::TooOld)
+                        );
+                        compactions += 1;
+                    }
                 }
                 _ => {
                     let gone: Vec<ObjectId> = c
@@ -621,9 +664,20 @@ fn random_histories_keep_every_invariant_and_every_answer() {
                 if found.log_start > want.last_offset {
                     continue;
                 }
-                assert_eq!(found.coordinates.first(), Some(want), "seed {seed}");
+                let first = found.coordinates.first().expect("a coordinate");
+                if first != want {
+                    // compacted: one coordinate holds it, in an object compaction wrote
+                    assert!(
+                        first.base_offset <= want.base_offset
+                            && want.last_offset <= first.last_offset
+                            && first.max_timestamp >= want.max_timestamp
+                            && matches!(first.location, Location::Object { byte_offset: 0, .. }),
+                        "seed {seed}: {want:?} in {first:?}"
+                    );
+                }
             }
         }
+        total_compactions += compactions;
         // the replica promoted: the same answers to the same next commits (producer windows,
         // refusals noted at the bound, kept answers and all)
         for n in 0..20u128 {
@@ -643,6 +697,10 @@ fn random_histories_keep_every_invariant_and_every_answer() {
             );
         }
     }
+    assert!(
+        total_compactions > 40,
+        "{total_compactions} compactions in 40 histories"
+    );
 }
 
 /// `producer.id.expiration.ms` on diskless partitions: an idle producer is forgotten (its next
@@ -702,5 +760,74 @@ fn idle_producers_expire_by_a_recorded_decision_and_open_transactions_stay() {
         .commit(0, &commit_of(4, &[(0, at(header(1, 7, 0, 5), 60_000))]))
         .unwrap();
     assert_eq!(answers, vec![appended(3, 3)]);
+    c.check_invariants().unwrap();
+}
+
+/// Which runs compaction takes: full runs at once, young small ones only when old or when the
+/// partition is crowded; never a batch alone in its object that is already large (it is left
+/// as it is and later runs go on past it), and runs stop at compacted objects.
+#[test]
+fn compaction_takes_due_runs_and_steps_over_large_batches_alone_in_their_object() {
+    let mut c = coordinator(2);
+    // objects 1-4: one 100-byte batch of partition 0 each (alone), object 5 shares one with
+    // partition 1
+    for id in 1..=4u128 {
+        c.commit(0, &commit_of(id, &[(0, header(2, -1, -1, 0))]))
+            .unwrap();
+    }
+    c.commit(
+        0,
+        &commit_of(5, &[(0, header(1, -1, -1, 0)), (1, header(1, -1, -1, 0))]),
+    )
+    .unwrap();
+    let young = CompactionPolicy {
+        max_bytes: 1_000,
+        max_age_ms: 60_000,
+    };
+    assert_eq!(
+        c.compaction_plan(part(0), 10, 9, &young),
+        None,
+        "young and not full"
+    );
+    // full: 300 bytes of room take three batches
+    let full = CompactionPolicy {
+        max_bytes: 300,
+        max_age_ms: 60_000,
+    };
+    let plan = c.compaction_plan(part(0), 10, 9, &full).unwrap();
+    assert_eq!((plan.base_offset(), plan.last_offset()), (0, 5));
+    // 100-byte batches alone in their objects are "large" at max_bytes 200: settled, so the
+    // run worth taking is the one sharing object 5, and only once it is old
+    let small = CompactionPolicy {
+        max_bytes: 200,
+        max_age_ms: 5,
+    };
+    let plan = c.compaction_plan(part(0), 10, 9, &small).unwrap();
+    assert_eq!((plan.base_offset(), plan.last_offset()), (8, 8), "{plan:?}");
+    // the end readers see bounds the run
+    assert_eq!(c.compaction_plan(part(0), 10, 8, &small), None);
+    // compacted objects are not compacted again; what follows them is
+    let d = c
+        .compacted(
+            10,
+            CompactedRun {
+                partition: part(0),
+                object: ObjectId::v7(10, 1),
+                size: 300,
+                compactor: 1,
+                base_offset: 0,
+                last_offset: 5,
+                max_timestamp: 1_002,
+            },
+        )
+        .unwrap();
+    assert!(matches!(d, Decision::Compacted { .. }));
+    let old = CompactionPolicy {
+        max_bytes: 1_000,
+        max_age_ms: 0,
+    };
+    let plan = c.compaction_plan(part(0), 10, 9, &old).unwrap();
+    assert_eq!((plan.base_offset(), plan.last_offset()), (6, 8));
+    assert_eq!(c.compacted_coordinates(part(0)), Some((1, 3)));
     c.check_invariants().unwrap();
 }

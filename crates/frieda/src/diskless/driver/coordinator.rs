@@ -30,6 +30,8 @@ use crate::storage::leader_append::admit_produce;
 use crate::storage::partition::Partition;
 use crate::storage::records::{encode_batch, replay};
 
+pub mod compaction;
+
 /// How long a decision's record may take to be replicated before the host fails (ms).
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -44,8 +44,17 @@ pub struct Retention {
 pub type LiveTopics =
     Arc<dyn Fn() -> Option<std::collections::HashMap<uuid::Uuid, Retention>> + Send + Sync>;
 
+/// How often the coordinators loaded here look for partitions due for compaction.
+const COMPACTION_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The most runs one partition compacts per round (the next round goes on), so one busy
+/// partition does not hold the others back.
+const COMPACTIONS_PER_PARTITION_ROUND: usize = 8;
+
 /// A broker's diskless service: its coordinators, its append path and the bucket.
 pub struct Diskless {
+    /// This broker's id.
+    pub broker_id: i32,
     /// The settings.
     pub config: DisklessConfig,
     /// Coordinators loaded here.
@@ -86,6 +95,7 @@ impl Diskless {
         );
         tokio::spawn(appender.clone().run());
         let service = Arc::new(Diskless {
+            broker_id,
             config,
             coordinators,
             appender,
@@ -94,6 +104,7 @@ impl Diskless {
         });
         if let Some(live) = live {
             tokio::spawn(collect_garbage(Arc::downgrade(&service), live));
+            tokio::spawn(compact(Arc::downgrade(&service)));
         }
         service
     }
@@ -189,6 +200,55 @@ async fn collect_garbage(service: std::sync::Weak<Diskless>, live: LiveTopics) {
             Err(e) => {
                 tracing::warn!(error = %format!("{e:#}"), "diskless garbage collection failed")
             }
+        }
+    }
+}
+
+/// Every [`COMPACTION_INTERVAL`] while the service lives: each coordinator loaded here compacts
+/// the partitions that are due (`diskless.compaction.max.bytes`, `diskless.compaction.max.age.ms`;
+/// [`coordinator::HostedCoordinator::compact`]), one partition after another.
+async fn compact(service: std::sync::Weak<Diskless>) {
+    loop {
+        tokio::time::sleep(COMPACTION_INTERVAL).await;
+        let Some(d) = service.upgrade() else {
+            return;
+        };
+        let Some(host) = d.coordinators.get(0) else {
+            continue;
+        };
+        let policy = crate::diskless::coordinator::CompactionPolicy {
+            max_bytes: d.config.compaction_max_bytes,
+            max_age_ms: d.config.compaction_max_age_ms,
+        };
+        let (mut runs, mut coordinates, mut bytes) = (0usize, 0usize, 0u64);
+        'partitions: for partition in host.partitions() {
+            for _ in 0..COMPACTIONS_PER_PARTITION_ROUND {
+                match host
+                    .compact(&d.store, partition, &policy, d.broker_id)
+                    .await
+                {
+                    Ok(Some(c)) => {
+                        runs += 1;
+                        coordinates += c.coordinates;
+                        bytes += c.bytes;
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::warn!(topic_id = %partition.topic_id,
+                            partition = partition.partition, error = %e,
+                            "diskless compaction failed; next round tries again");
+                        break 'partitions;
+                    }
+                }
+            }
+        }
+        if runs > 0 {
+            tracing::info!(
+                runs,
+                coordinates,
+                bytes,
+                "diskless compaction: runs of batches rewritten into objects of their partition"
+            );
         }
     }
 }

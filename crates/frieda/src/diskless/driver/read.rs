@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
 
-use crate::diskless::coordinator::{DisklessPartition, ObjectId};
+use crate::diskless::coordinator::{Coordinate, DisklessPartition, ObjectId};
 use crate::diskless::read::{assemble, wanted, ReadError};
 use crate::remote::store::RemoteStore;
 use frieda_log::AbortedTxn;
@@ -55,48 +55,11 @@ pub async fn read(
         } else {
             found.high_watermark
         };
-        // The object bytes assemble will take: per object, the span of its batches needed.
-        let mut spans: HashMap<ObjectId, (u32, u32)> = HashMap::new();
-        for c in wanted(&found, offset, end, max_bytes) {
-            let Some((object, byte_offset, byte_len)) = c.object_range() else {
-                continue;
-            };
-            let stop = byte_offset + byte_len;
-            spans
-                .entry(object)
-                .and_modify(|(s, e)| {
-                    *s = (*s).min(byte_offset);
-                    *e = (*e).max(stop);
-                })
-                .or_insert((byte_offset, stop));
-        }
-        let mut got: HashMap<ObjectId, (u32, Bytes)> = HashMap::new();
-        let mut missing = false;
-        for (object, (start, end)) in spans {
-            let key = store.wal_key(object.0);
-            match store
-                .get_range(&key, u64::from(start), u64::from(end - start))
-                .await
-            {
-                Ok(bytes) => {
-                    got.insert(object, (start, bytes));
-                }
-                Err(object_store::Error::NotFound { .. }) => missing = true,
-                Err(e) => {
-                    tracing::warn!(object = %object.0, error = %e, "reading a diskless object failed");
-                    return Err(E::KafkaStorageError);
-                }
-            }
-        }
-        if missing {
+        let Some(got) = get_spans(store, wanted(&found, offset, end, max_bytes)).await? else {
             continue;
-        }
+        };
         let assembled = assemble(&found, offset, end, max_bytes, 0, |object, at, len| {
-            let (start, bytes) = got.get(&object)?;
-            let from = (at - start) as usize;
-            bytes
-                .get(from..from + len as usize)
-                .map(Bytes::copy_from_slice)
+            range_of(&got, object, at, len)
         });
         match assembled {
             Ok(records) => {
@@ -116,6 +79,59 @@ pub async fn read(
         }
     }
     Err(E::KafkaStorageError)
+}
+
+/// Per object, the first byte fetched and the bytes.
+pub type Spans = HashMap<ObjectId, (u32, Bytes)>;
+
+/// GETs the bytes of `coordinates` from the bucket: one ranged GET per object, the span from
+/// its first to its last byte needed. `None` when an object is gone (deleted after the
+/// coordinates were found: ask again).
+///
+/// Errors: KAFKA_STORAGE_ERROR (56) when the bucket fails.
+pub async fn get_spans<'a>(
+    store: &RemoteStore,
+    coordinates: impl Iterator<Item = &'a Coordinate>,
+) -> Result<Option<Spans>, E> {
+    let mut spans: HashMap<ObjectId, (u32, u32)> = HashMap::new();
+    for c in coordinates {
+        let Some((object, byte_offset, byte_len)) = c.object_range() else {
+            continue;
+        };
+        let stop = byte_offset + byte_len;
+        spans
+            .entry(object)
+            .and_modify(|(s, e)| {
+                *s = (*s).min(byte_offset);
+                *e = (*e).max(stop);
+            })
+            .or_insert((byte_offset, stop));
+    }
+    let mut got = Spans::new();
+    for (object, (start, end)) in spans {
+        let key = store.wal_key(object.0);
+        match store
+            .get_range(&key, u64::from(start), u64::from(end - start))
+            .await
+        {
+            Ok(bytes) => {
+                got.insert(object, (start, bytes));
+            }
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => {
+                tracing::warn!(object = %object.0, error = %e, "reading a diskless object failed");
+                return Err(E::KafkaStorageError);
+            }
+        }
+    }
+    Ok(Some(got))
+}
+
+/// The bytes `len` long at byte `at` of `object`, from what [`get_spans`] fetched.
+pub fn range_of(got: &Spans, object: ObjectId, at: u32, len: u32) -> Option<Bytes> {
+    let (start, bytes) = got.get(&object)?;
+    let from = at.checked_sub(*start)? as usize;
+    (from + len as usize <= bytes.len()).then(|| bytes.slice(from..from + len as usize))
 }
 
 /// What a ListOffsets by time looks for.
@@ -173,7 +189,8 @@ pub async fn offset_for_time(
     Ok(sets
         .into_iter()
         .flat_map(|s| s.records)
-        .filter(|r| r.offset >= log_start)
+        // (a compacted run holds its markers' control batches too)
+        .filter(|r| r.offset >= log_start && !r.control)
         .find(|r| r.timestamp >= target)
         .map(|r| (r.offset, r.timestamp)))
 }

@@ -220,6 +220,50 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
     let answers = produce(&d, vec![(0, batch(7, 7, 7, 1))]).await;
     assert_eq!(answers, vec![appended(7, 7)]);
 
+    // Compaction: partition 0's three batches (in three shared objects) become one object of
+    // its own and one coordinate; reads, time lookups and a reload see the same records.
+    let host = d.coordinators.get(0).unwrap();
+    let policy = crate::diskless::coordinator::CompactionPolicy {
+        max_bytes: 1 << 20,
+        max_age_ms: 0,
+    };
+    let done = host.compact(&d.store, part(0), &policy, 1).await.unwrap();
+    let done = done.expect("due by age");
+    assert_eq!(
+        (done.coordinates, done.base_offset, done.last_offset),
+        (3, 0, 7)
+    );
+    assert!(host
+        .compact(&d.store, part(0), &policy, 1)
+        .await
+        .unwrap()
+        .is_none());
+    let mut want = want;
+    want.push((7, "value-7".into()));
+    assert_eq!(read_all(&d, part(0)).await, want);
+    assert_eq!(
+        read_all(&d, part(1)).await.len(),
+        2,
+        "the other partition's batches stay"
+    );
+    let found = read::offset_for_time(
+        &CoordinatorRef::Local(host.clone()),
+        &d.store,
+        part(0),
+        read::TimeLookup::AtOrAfter(1_004),
+    )
+    .await
+    .unwrap();
+    assert_eq!(found, Some((4, 1_004)));
+    d.coordinators.unload(0);
+    load(&d, &log).await;
+    assert_eq!(read_all(&d, part(0)).await, want);
+    let answers = produce(&d, vec![(0, batch(7, 3, 3, 4))]).await;
+    assert!(
+        matches!(answers[..], [BatchAnswer::Duplicate { base_offset: 3, .. }]),
+        "the producer state is compaction's no business: {answers:?}"
+    );
+
     // DeleteRecords: the log start moves (and stays over a reload); below it is out of range.
     let host = d.coordinators.get(0).unwrap();
     assert_eq!(host.delete_records(part(0), 3).await, Ok(3));

@@ -207,3 +207,66 @@ fn a_marker_is_built_as_a_control_batch_and_reads_stop_at_the_end_given() {
     assert!(r.bytes.is_empty());
     assert_eq!(r.next_offset, 3);
 }
+
+/// Compaction's object: the run's batches as a reader gets them (offsets patched in, markers
+/// built), written one after another; read back through its one coordinate exactly as before.
+#[test]
+fn a_compacted_run_reads_back_batch_by_batch_as_the_batches_it_replaced() {
+    use crate::diskless::coordinator::{CompactionPolicy, TxnMarker};
+    let (mut c, mut bucket) = setup();
+    let m = TxnMarker {
+        producer_id: 7,
+        producer_epoch: 0,
+        coordinator_epoch: 5,
+        commit: true,
+    };
+    c.marker(1_234, part(0), m, false).unwrap();
+    let before = c.find_batches(part(0), 0, u64::MAX).unwrap();
+    let whole = assemble(&before, 0, i64::MAX, usize::MAX, 4, reader(&bucket)).unwrap();
+    let policy = CompactionPolicy {
+        max_bytes: 1 << 20,
+        max_age_ms: 0,
+    };
+    let plan = c
+        .compaction_plan(part(0), 10, 7, &policy)
+        .expect("due by age");
+    assert_eq!((plan.base_offset(), plan.last_offset()), (0, 6));
+    let body = assemble_run(&plan, reader(&bucket)).unwrap();
+    let id = ObjectId::v7(10, 99);
+    c.compacted(10, plan.compacted(id, body.len() as u64, 1))
+        .unwrap();
+    bucket.insert(id, Bytes::from(body));
+    assert_eq!(c.compacted_coordinates(part(0)), Some((1, 1)));
+    assert!(
+        c.compaction_plan(part(0), 10, 7, &policy).is_none(),
+        "nothing left to compact"
+    );
+    assert_eq!(
+        c.deletable(10, 0).len(),
+        2,
+        "both shared objects unreferenced"
+    );
+    let after = c.find_batches(part(0), 0, u64::MAX).unwrap();
+    assert_eq!(after.coordinates.len(), 1);
+    let r = assemble(&after, 0, i64::MAX, usize::MAX, 4, reader(&bucket)).unwrap();
+    assert_eq!(r, whole, "the same bytes, CRCs and all");
+    // a fetch inside the run starts at the batch holding its offset
+    let found = c.find_batches(part(0), 4, u64::MAX).unwrap();
+    let r = assemble(&found, 4, i64::MAX, usize::MAX, 4, reader(&bucket)).unwrap();
+    assert_eq!(r.next_offset, 7);
+    assert_eq!(values(&r.bytes)[0], (3, "c0".into()));
+    // max bytes: one batch at least, then whole batches within the limit
+    let r = assemble(&found, 0, i64::MAX, 1, 4, reader(&bucket)).unwrap();
+    assert_eq!(r.next_offset, 2);
+    // a read_committed reader's end inside the run
+    let r = assemble(&found, 0, 3, usize::MAX, 4, reader(&bucket)).unwrap();
+    assert_eq!(r.next_offset, 3);
+    assert_eq!(values(&r.bytes).len(), 3);
+    // damaged: a coordinate claiming one offset more than its batches hold
+    let mut bad = after.clone();
+    bad.coordinates[0].last_offset += 1;
+    assert!(matches!(
+        assemble(&bad, 0, i64::MAX, usize::MAX, 4, reader(&bucket)),
+        Err(ReadError::Corrupt { .. })
+    ));
+}
