@@ -35,7 +35,12 @@ What this file proves, as a user sees it:
   stored that was not acknowledged (only records whose delivery failed, with a retriable-class
   error, may or may not be stored).
 
-Transactions on diskless topics are not built yet and are not tested here.
+- Compaction (``test_diskless_compaction_bounds_coordinates_through_a_coordinator_kill``): with
+  a coordinate bound of 64 per partition, thousands of batches per partition are acknowledged
+  and read back while the compacting coordinator leader is SIGKILLed and restarted, and the
+  bucket ends with about one object per compaction size.
+
+Transactions on diskless topics are tested in test_diskless_transactions.py.
 """
 
 from __future__ import annotations
@@ -542,6 +547,104 @@ def test_diskless_coordinator_leader_killed(store, cluster, topic_name):
     assert_stored_in_order(c, topic, parts, got, hw, counts)
 
 
+COMPACTION_LINE = re.compile(r"diskless compaction: runs of batches rewritten.*?runs=(\d+) coordinates=(\d+) bytes=(\d+)")
+
+
+def compaction_totals(c) -> tuple[int, int, int]:
+    """(runs, coordinates, bytes) compacted, summed over every broker's log lines."""
+    runs = coords = size = 0
+    for path in sorted(c.workdir.glob("node-*.stderr")):
+        for m in COMPACTION_LINE.finditer(path.read_text(errors="replace")):
+            runs += int(m.group(1))
+            coords += int(m.group(2))
+            size += int(m.group(3))
+    return runs, coords, size
+
+
+def test_diskless_compaction_bounds_coordinates_through_a_coordinator_kill(store, cluster, topic_name):
+    """Compaction (docs/diskless.md, "Compaction and garbage collection") keeps a diskless
+    partition writable past its coordinate bound and its history readable.
+
+    Brokers with ``diskless.coordinator.max.batches.per.partition=64`` (each produced batch is one
+    coordinate: without compaction a partition refuses KAFKA_STORAGE_ERROR from its 65th batch
+    on), ``diskless.compaction.max.bytes=131072``, ``diskless.compaction.max.age.ms=3000`` and
+    ``diskless.object.delete.delay.ms=1000``. An idempotent acks=all producer (linger.ms 0 and
+    batch.size 16 KiB, so batches are small and many: each produce request waits for an upload
+    and a commit, about 4 batches per partition per second) sends 150 records/s to 2
+    partitions for about 45 s, about 180 batches per partition (3x the bound); 10 s in, the broker leading ``__diskless_coordinator-0`` (which runs
+    the compactions) is SIGKILLed and restarted 5 s later.
+
+    Then: no delivery error, every record read back from offset 0 at its acknowledged offset byte
+    for byte, dense, in its producer's order (each fetch of history reads compacted objects); the
+    brokers' logs count the compacted runs (more coordinates replaced than the bound allows one
+    partition to hold); and once quiet, the bucket holds few objects: the shared objects are
+    deleted once compacted, so their count is about the bytes over the compaction size, far below
+    the number of uploads."""
+    settings = dict(store.broker_settings(), **{
+        "diskless.coordinator.max.batches.per.partition": 64,
+        "diskless.compaction.max.bytes": 131072,
+        "diskless.compaction.max.age.ms": 3000,
+        "diskless.object.delete.delay.ms": 1000,
+    })
+    c = cluster(3, **settings)
+    topic = topic_name()
+    parts = 2
+    create_diskless(c, topic, parts)
+    victim = diskless_leader(c, topic, parts)
+
+    prod = SizedProducer(c.bootstrap, topic, parts, rate=150, tag="cp", linger_ms=0, batch_size=16384)
+    t0 = time.monotonic()
+    prod.start()
+    try:
+        prod.wait_acked(500, 60, "before the kill")
+        time.sleep(max(0.0, t0 + 10 - time.monotonic()))
+        c.kill(victim)
+        t_kill = time.monotonic()
+        print(f"node {victim} ({COORDINATOR}-0's leader, the compactor) SIGKILLed {t_kill - t0:.1f} s in, "
+              f"{len(prod.acks)} records acknowledged")
+        new = diskless_leader(c, topic, parts, timeout=60, exclude=victim)
+        print(f"node {new} leads {COORDINATOR}-0 {time.monotonic() - t_kill:.1f} s after the kill")
+        time.sleep(max(0.0, t_kill + 5 - time.monotonic()))
+        c.start(victim)
+        prod.wait_more(500, 60, "after the killed node restarted")
+        time.sleep(max(0.0, t0 + 45 - time.monotonic()))
+    finally:
+        prod.stop(flush_timeout=120)
+    assert not prod.errors, f"{len(prod.errors)} delivery errors, e.g. {prod.errors[:5]}"
+    assert len(prod.acks) == prod.sent, (len(prod.acks), prod.sent)
+
+    got, hw = read_all(c.bootstrap, topic, parts, timeout=120)
+    check_log(prod, got, hw, topic, exact=True)
+    counts = defaultdict(int)
+    for a in prod.acks:
+        counts[a.partition] += 1
+    assert_stored_in_order(c, topic, parts, got, hw, counts)
+
+    # quiet: the last runs are compacted (max age 3 s), their shared objects deleted (1 s delay,
+    # collected every 5 s)
+    acked_bytes = sum(len(a.key or b"") + len(a.value) for a in prod.acks)
+    bound = acked_bytes // 65536 + 4 * parts + 8
+
+    def wal_objects() -> int:
+        return len([k for k in store.objects() if "diskless/wal/" in k])
+
+    def few_objects():
+        return wal_objects() <= bound
+
+    try:
+        wait_until(few_objects, 60, f"at most {bound} objects in the bucket")
+    finally:
+        runs, coords, size = compaction_totals(c)
+        n = wal_objects()
+        print(f"{prod.sent} records ({acked_bytes / 1e6:.1f} MB) acknowledged; compaction: {runs} runs "
+              f"replaced {coords} coordinates with {runs} ({size / 1e6:.1f} MB written); {n} objects in "
+              f"the bucket (bound {bound})")
+    assert coords > 3 * 64 * parts // 2, f"only {coords} coordinates compacted"
+    # the history reads back the same after compaction settled (every record from a compacted object)
+    again, hw2 = read_all(c.bootstrap, topic, parts, timeout=120)
+    assert hw2 == hw and again == got
+
+
 # ---------------------------------------------------------------- 3b. leaderless: any broker, racks
 
 RACKS = {1: "rack-a", 2: "rack-b", 3: "rack-c"}
@@ -675,7 +778,11 @@ def test_diskless_faults_under_load(store, cluster, topic_name):
     2. the store leaves every request hanging for 4 s (open connections reset when it heals);
     3. the broker leading ``__diskless_coordinator-0`` is SIGSTOPped for 12 s (session timeout
        3 s: another broker takes the coordinator over), then SIGCONTed, deposed;
-    4. the (new) coordinator leader is SIGKILLed and restarted 5 s later.
+    4. the (new) coordinator leader is SIGKILLed and restarted 5 s later;
+
+    all the while compaction rewrites the partitions into 1 MiB objects
+    (``diskless.compaction.max.bytes``) and the objects it replaces are deleted 2 s after
+    (``diskless.object.delete.delay.ms``), so both meet every fault.
 
     After each fault, acknowledgements of records sent after it ended resume (500 within 60 s).
     Then production stops and every record is read back from offset 0: every acknowledged record
@@ -684,12 +791,16 @@ def test_diskless_faults_under_load(store, cluster, topic_name):
     order, and nothing stored that was not acknowledged, except records whose delivery report
     was an error: those may or may not be stored (at most once). Delivery errors must be few (at
     most 1% of the records) and each of a retriable class (``RETRIABLE_CLASS`` or
-    ``KafkaError.retriable()``); they are printed."""
+    ``KafkaError.retriable()``); they are printed. Compaction rewrote at least 50 MB (the
+    brokers' log lines)."""
     from s3_fault_proxy import FaultProxy
     proxy = FaultProxy(store.ports["s3.port"])
     try:
+        # compaction into 1 MiB objects and the deletion of what it replaces run all along
         settings = dict(store.broker_settings(), **{"rsm.config.storage.s3.endpoint.url": proxy.endpoint,
-                                                    "rsm.config.key.prefix": KEY_PREFIX})
+                                                    "rsm.config.key.prefix": KEY_PREFIX,
+                                                    "diskless.compaction.max.bytes": 1 << 20,
+                                                    "diskless.object.delete.delay.ms": 2000})
         c = cluster(3, **settings)
         print(f"cluster in {c.workdir}")
         topic = topic_name()
@@ -815,5 +926,8 @@ def test_diskless_faults_under_load(store, cluster, topic_name):
         for p, _off, _key in extra:
             counts[p] += 1
         assert_stored_in_order(c, topic, parts, got, hw, counts)
+        runs, coords, size = compaction_totals(c)
+        print(f"compaction during the faults: {runs} runs replaced {coords} coordinates ({size / 1e6:.1f} MB)")
+        assert size >= 50e6, f"compaction rewrote only {size / 1e6:.1f} MB"
     finally:
         proxy.close()

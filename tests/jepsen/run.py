@@ -74,6 +74,9 @@ TIERED_TOPIC = {"remote.storage.enable": "true", "segment.bytes": str(MIB), "loc
 TIERED_VALUE_BYTES = [1024, 4096]  # each value padded to a seeded size in this range (2.5 KiB mean)
 # the diskless kind's topic: every record in the bucket only (issue 60)
 DISKLESS_TOPIC = {"diskless.enable": "true"}
+# compaction into 1 MiB objects (about one per partition per second at the default rate) and the
+# deletion of the objects it replaces 2 s later, so both run through every fault of a schedule
+DISKLESS_SETTINGS = {"diskless.compaction.max.bytes": MIB, "diskless.object.delete.delay.ms": 2000}
 DEFAULT_PARTITIONS = {"tiered": 4, "diskless": 4}
 # records/s per producer (2 producers): tiered and diskless ~2.5 MB/s each, 5 MB/s in all
 DEFAULT_RATE = {"tiered": 1000, "diskless": 1000}
@@ -510,6 +513,8 @@ def run_schedule(kind: str, seed: int, secs: float, out: Path, partitions: int |
             settings["rsm.config.storage.s3.endpoint.url"] = proxy.endpoint
             if tiered:
                 settings.update(TIERED_SETTINGS)
+            if diskless:
+                settings.update(DISKLESS_SETTINGS)
         elif kind == "partition":
             sys.path.append(str(HERE.parent / "cluster"))
             from netns import Net
