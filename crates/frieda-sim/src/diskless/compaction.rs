@@ -54,12 +54,7 @@ impl Sim {
             return;
         };
         let store = &self.store;
-        let assembled = assemble_run(&plan, |o, at, len| {
-            store
-                .get(&o)
-                .and_then(|body| body.get(at as usize..(at + len) as usize))
-                .map(Bytes::copy_from_slice)
-        });
+        let assembled = assemble_run(&plan, |o, at, len| stored_range(store, o, at, len));
         let Ok(bytes) = assembled else {
             return; // an object of the run was deleted meanwhile: next time
         };

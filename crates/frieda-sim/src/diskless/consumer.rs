@@ -181,10 +181,7 @@ impl Sim {
                     found.high_watermark
                 };
                 let read = assemble(&found, offset, end, READ_MAX_BYTES, 0, |o, at, len| {
-                    store
-                        .get(&o)
-                        .and_then(|b| b.get(at as usize..(at + len) as usize))
-                        .map(Bytes::copy_from_slice)
+                    stored_range(store, o, at, len)
                 });
                 match read {
                     Ok(records) => (Ok((records, found.aborted)), log_start),

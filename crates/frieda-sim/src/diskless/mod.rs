@@ -606,6 +606,19 @@ fn batch_bytes(pid: i64, index: i32) -> Bytes {
     Bytes::from(build_batch(&header, Codec::None, &records))
 }
 
+/// The bytes `len` long at byte `at` of `object` in the simulated bucket (None: not there).
+fn stored_range(
+    store: &BTreeMap<ObjectId, Bytes>,
+    object: ObjectId,
+    at: u32,
+    len: u32,
+) -> Option<Bytes> {
+    store
+        .get(&object)
+        .and_then(|body| body.get(at as usize..(at + len) as usize))
+        .map(Bytes::copy_from_slice)
+}
+
 /// Which producer's batch `bytes` (a whole v2 batch) is, from its first record's value.
 fn parse_batch(bytes: &[u8]) -> Option<(i64, i32)> {
     let h = BatchHeader::parse(bytes).ok()?;

@@ -47,6 +47,19 @@ pub struct Records {
     pub next_offset: i64,
 }
 
+impl Records {
+    /// Appends one whole batch at `base_offset..=last_offset`, patched with that base offset and
+    /// `leader_epoch` (both outside the CRC).
+    fn push(&mut self, batch: &[u8], base_offset: i64, last_offset: i64, leader_epoch: i32) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(batch);
+        let batch = &mut self.bytes[start..];
+        patch_base_offset(batch, base_offset);
+        patch_leader_epoch(batch, leader_epoch);
+        self.next_offset = last_offset + 1;
+    }
+}
+
 /// The batches of `found` holding offsets at or above `fetch_offset` and starting below `end`
 /// (the last stable offset for a `read_committed` reader, else the high watermark), whole,
 /// while their bytes stay within `max_bytes` (the first always, as Kafka answers at least one
@@ -87,27 +100,20 @@ pub fn assemble(
                     {
                         break 'coordinates;
                     }
-                    let start = out.bytes.len();
-                    out.bytes.extend_from_slice(&stored[b.bytes]);
-                    let batch = &mut out.bytes[start..];
-                    patch_base_offset(batch, b.base_offset);
-                    patch_leader_epoch(batch, leader_epoch);
-                    out.next_offset = b.last_offset + 1;
+                    out.push(&stored[b.bytes], b.base_offset, b.last_offset, leader_epoch);
                 }
             }
-            Location::Marker(m) => {
-                let start = out.bytes.len();
-                out.bytes.extend_from_slice(&build_marker_batch(
+            Location::Marker(m) => out.push(
+                &build_marker_batch(
                     m.producer_id,
                     m.producer_epoch,
                     m.end_txn(),
                     c.max_timestamp,
-                ));
-                let batch = &mut out.bytes[start..];
-                patch_base_offset(batch, c.base_offset);
-                patch_leader_epoch(batch, leader_epoch);
-                out.next_offset = c.last_offset + 1;
-            }
+                ),
+                c.base_offset,
+                c.last_offset,
+                leader_epoch,
+            ),
         }
     }
     Ok(out)
