@@ -210,6 +210,22 @@ def assert_stored_in_order(c, topic: str, parts: int, got: dict, hw: dict[int, i
         assert bad is None, f"{topic}[{p}]: sequence {s[bad]} at offset {bad} after {s[bad - 1]}"
 
 
+def assert_one_producer_read_back(c, prod, topic: str, parts: int) -> tuple[dict, dict[int, int]]:
+    """``prod`` (one idempotent producer, stopped) had no delivery error and every record it
+    sent acknowledged; reading ``topic`` from offset 0 gives exactly those records at their
+    offsets, byte for byte, dense, none twice, each partition in the producer's order
+    (``check_log``, ``assert_stored_in_order``). Returns what was read and the high watermarks."""
+    assert not prod.errors, f"{len(prod.errors)} delivery errors, e.g. {prod.errors[:5]}"
+    assert len(prod.acks) == prod.sent, (len(prod.acks), prod.sent)
+    got, hw = read_all(c.bootstrap, topic, parts, timeout=120)
+    check_log(prod, got, hw, topic, exact=True)
+    counts = defaultdict(int)
+    for a in prod.acks:
+        counts[a.partition] += 1
+    assert_stored_in_order(c, topic, parts, got, hw, counts)
+    return got, hw
+
+
 # ---- v2 record batches as a WAL object holds them (uncompressed)
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -535,16 +551,8 @@ def test_diskless_coordinator_leader_killed(store, cluster, topic_name):
         time.sleep(max(0.0, t0 + 20 - time.monotonic()))
     finally:
         prod.stop(flush_timeout=120)
-    assert not prod.errors, f"{len(prod.errors)} delivery errors, e.g. {prod.errors[:5]}"
-    assert len(prod.acks) == prod.sent, (len(prod.acks), prod.sent)
-    print(f"{prod.sent} records acknowledged; slowest acknowledgement {prod.max_latency():.1f} s")
-
-    got, hw = read_all(c.bootstrap, topic, parts, timeout=120)
-    check_log(prod, got, hw, topic, exact=True)
-    counts = defaultdict(int)
-    for a in prod.acks:
-        counts[a.partition] += 1
-    assert_stored_in_order(c, topic, parts, got, hw, counts)
+    print(f"{prod.sent} records sent; slowest acknowledgement {prod.max_latency():.1f} s")
+    assert_one_producer_read_back(c, prod, topic, parts)
 
 
 COMPACTION_LINE = re.compile(r"diskless compaction: runs of batches rewritten.*?runs=(\d+) coordinates=(\d+) bytes=(\d+)")
@@ -610,15 +618,7 @@ def test_diskless_compaction_bounds_coordinates_through_a_coordinator_kill(store
         time.sleep(max(0.0, t0 + 45 - time.monotonic()))
     finally:
         prod.stop(flush_timeout=120)
-    assert not prod.errors, f"{len(prod.errors)} delivery errors, e.g. {prod.errors[:5]}"
-    assert len(prod.acks) == prod.sent, (len(prod.acks), prod.sent)
-
-    got, hw = read_all(c.bootstrap, topic, parts, timeout=120)
-    check_log(prod, got, hw, topic, exact=True)
-    counts = defaultdict(int)
-    for a in prod.acks:
-        counts[a.partition] += 1
-    assert_stored_in_order(c, topic, parts, got, hw, counts)
+    got, hw = assert_one_producer_read_back(c, prod, topic, parts)
 
     # quiet: the last runs are compacted (max age 3 s), their shared objects deleted (1 s delay,
     # collected every 5 s)
@@ -643,6 +643,48 @@ def test_diskless_compaction_bounds_coordinates_through_a_coordinator_kill(store
     # the history reads back the same after compaction settled (every record from a compacted object)
     again, hw2 = read_all(c.bootstrap, topic, parts, timeout=120)
     assert hw2 == hw and again == got
+
+
+def test_diskless_compaction_budget_holds_back_all_but_crowded_partitions(store, cluster, topic_name):
+    """Compaction's byte budget (``diskless.compaction.max.bytes.per.second``) keeps the rewrite
+    off the produce path without ever refusing a produce: past it, only a partition holding half
+    its coordinate bound is compacted.
+
+    Brokers with the smallest budget (1024 B/s: after its first run, spent for minutes),
+    ``diskless.coordinator.max.batches.per.partition=64``, ``diskless.compaction.max.bytes=1048576``
+    and ``diskless.compaction.max.age.ms=0`` (without the budget every batch would be compacted
+    within a second of its commit, a few per run). An idempotent acks=all producer (linger.ms 0,
+    batch.size 16 KiB: about 4 batches per partition per second) sends 150 records/s to 2
+    partitions for 30 s, about 120 batches per partition (nearly twice the bound).
+
+    Then: no delivery error (the bound is never reached: crowded partitions compact past the
+    budget), every record read back at its acknowledged offset byte for byte, in order; the
+    compactions that ran were the crowded ones, each replacing about half the bound (on average
+    at least 16 coordinates per run; without the budget about 4)."""
+    settings = dict(store.broker_settings(), **{
+        "diskless.coordinator.max.batches.per.partition": 64,
+        "diskless.compaction.max.bytes": 1048576,
+        "diskless.compaction.max.age.ms": 0,
+        "diskless.compaction.max.bytes.per.second": 1024,
+    })
+    c = cluster(3, **settings)
+    topic = topic_name()
+    parts = 2
+    create_diskless(c, topic, parts)
+    prod = SizedProducer(c.bootstrap, topic, parts, rate=150, tag="bg", linger_ms=0, batch_size=16384)
+    t0 = time.monotonic()
+    prod.start()
+    try:
+        prod.wait_acked(500, 60, "at the start")
+        time.sleep(max(0.0, t0 + 30 - time.monotonic()))
+    finally:
+        prod.stop(flush_timeout=120)
+    assert_one_producer_read_back(c, prod, topic, parts)
+    runs, coords, size = compaction_totals(c)
+    print(f"{prod.sent} records acknowledged; compaction: {runs} runs replaced {coords} coordinates "
+          f"({size / 1e6:.2f} MB written)")
+    assert runs >= parts, f"only {runs} compactions: the crowded partitions were not compacted"
+    assert coords >= 16 * runs, f"{coords} coordinates in {runs} runs: compaction ran past the budget"
 
 
 # ---------------------------------------------------------------- 3b. leaderless: any broker, racks

@@ -52,6 +52,13 @@ pub struct DisklessConfig {
     /// `diskless.compaction.max.age.ms` (default 600000): uncompacted batches this old are
     /// compacted however few (ms; 0 compacts every batch at the next round).
     pub compaction_max_age_ms: i64,
+    /// `diskless.compaction.max.bytes.per.second` (default `-1`, no budget, as Kafka's
+    /// `remote.log.manager.copy.max.bytes.per.second`, KIP-956, for tiered storage's copies):
+    /// the bytes compaction rewrites per second on this broker (each run's object counted once;
+    /// its GETs read about as much), so the rewrite leaves the bucket and the broker to the
+    /// produce path. A partition holding half its coordinate bound compacts past the budget
+    /// (before its produces are refused at the bound). At least 1024.
+    pub compaction_max_bytes_per_second: Option<u64>,
 }
 
 impl Default for DisklessConfig {
@@ -70,6 +77,7 @@ impl Default for DisklessConfig {
             producer_id_expiration_check_interval_ms: 600_000,
             compaction_max_bytes: 8 << 20,
             compaction_max_age_ms: 600_000,
+            compaction_max_bytes_per_second: None,
         }
     }
 }
@@ -129,6 +137,12 @@ impl DisklessConfig {
                 self.compaction_max_bytes = v as u64
             }
             "diskless.compaction.max.age.ms" => self.compaction_max_age_ms = number(0)?,
+            "diskless.compaction.max.bytes.per.second" => {
+                self.compaction_max_bytes_per_second = match text.trim() {
+                    "-1" => None,
+                    _ => Some(number(1024)? as u64),
+                }
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -147,5 +161,16 @@ mod tests {
         assert!(c.set("diskless.append.commit.interval.ms", "0").is_err());
         assert!(c.set("diskless.coordinator.min.isr", "x").is_err());
         assert!(!c.set("log.dirs", "/tmp").unwrap());
+        assert!(c
+            .set("diskless.compaction.max.bytes.per.second", "-1")
+            .unwrap());
+        assert_eq!(c.compaction_max_bytes_per_second, None);
+        assert!(c
+            .set("diskless.compaction.max.bytes.per.second", "5000000")
+            .unwrap());
+        assert_eq!(c.compaction_max_bytes_per_second, Some(5_000_000));
+        assert!(c
+            .set("diskless.compaction.max.bytes.per.second", "0")
+            .is_err());
     }
 }

@@ -43,6 +43,10 @@ pub struct CompactionPlan {
     pub partition: DisklessPartition,
     /// The coordinates, consecutive, oldest first.
     pub coordinates: Vec<Coordinate>,
+    /// The partition holds at least half its coordinate bound
+    /// (`diskless.coordinator.max.batches.per.partition`): compact whatever the byte budget
+    /// (`diskless.compaction.max.bytes.per.second`), before produces are refused at the bound.
+    pub crowded: bool,
 }
 
 impl CompactionPlan {
@@ -186,6 +190,7 @@ impl BatchCoordinator {
                 return Some(CompactionPlan {
                     partition,
                     coordinates: run,
+                    crowded,
                 });
             }
         }

@@ -831,3 +831,38 @@ fn compaction_takes_due_runs_and_steps_over_large_batches_alone_in_their_object(
     assert_eq!(c.compacted_coordinates(part(0)), Some((1, 3)));
     c.check_invariants().unwrap();
 }
+
+/// A plan says whether the partition is crowded (at least half its coordinate bound), the one
+/// case compaction goes on past its byte budget: a young, small run is then due too.
+#[test]
+fn compaction_plans_say_when_the_partition_is_crowded() {
+    let mut c = BatchCoordinator::new(8);
+    c.create_partition(part(0));
+    let policy = CompactionPolicy {
+        max_bytes: 300,
+        max_age_ms: 60_000,
+    };
+    for id in 1..=3u128 {
+        c.commit(0, &commit_of(id, &[(0, header(1, -1, -1, 0))]))
+            .unwrap();
+    }
+    // three 100-byte batches fill 300 bytes: due, the partition not crowded (3 of 8)
+    let plan = c.compaction_plan(part(0), 10, 3, &policy).unwrap();
+    assert_eq!(
+        (plan.base_offset(), plan.last_offset(), plan.crowded),
+        (0, 2, false)
+    );
+    c.commit(0, &commit_of(4, &[(0, header(1, -1, -1, 0))]))
+        .unwrap();
+    // four of eight: crowded, and so the run is due before it is full or old
+    let young = CompactionPolicy {
+        max_bytes: 1_000,
+        max_age_ms: 60_000,
+    };
+    let plan = c.compaction_plan(part(0), 10, 4, &young).unwrap();
+    assert_eq!(
+        (plan.base_offset(), plan.last_offset(), plan.crowded),
+        (0, 3, true)
+    );
+    c.check_invariants().unwrap();
+}

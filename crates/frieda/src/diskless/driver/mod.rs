@@ -18,6 +18,7 @@ use std::sync::Arc;
 use crate::diskless::append::AppendConfig;
 use crate::diskless::config::DisklessConfig;
 use crate::diskless::coordinator::{BatchCoordinator, DisklessPartition};
+use crate::remote::quota::ByteRate;
 use crate::remote::store::RemoteStore;
 
 /// The `__diskless_coordinator` partition that coordinates `partition` (one partition for now).
@@ -65,6 +66,8 @@ pub struct Diskless {
     pub store: Arc<RemoteStore>,
     /// The way to coordinators loaded on other brokers (`None`: only local ones).
     pub link: Option<Arc<dyn route::CoordinatorLink>>,
+    /// Compaction's byte budget (`diskless.compaction.max.bytes.per.second`; `None`: none).
+    pub compaction_budget: Option<ByteRate>,
 }
 
 impl Diskless {
@@ -94,8 +97,10 @@ impl Diskless {
             config.commit_max_age_ms,
         );
         tokio::spawn(appender.clone().run());
+        let compaction_budget = config.compaction_max_bytes_per_second.map(ByteRate::new);
         let service = Arc::new(Diskless {
             broker_id,
+            compaction_budget,
             config,
             coordinators,
             appender,
@@ -206,7 +211,8 @@ async fn collect_garbage(service: std::sync::Weak<Diskless>, live: LiveTopics) {
 
 /// Every [`COMPACTION_INTERVAL`] while the service lives: each coordinator loaded here compacts
 /// the partitions that are due (`diskless.compaction.max.bytes`, `diskless.compaction.max.age.ms`;
-/// [`coordinator::HostedCoordinator::compact`]), one partition after another.
+/// [`coordinator::HostedCoordinator::compact`]), one partition after another, within the byte
+/// budget (`diskless.compaction.max.bytes.per.second`; crowded partitions past it).
 async fn compact(service: std::sync::Weak<Diskless>) {
     loop {
         tokio::time::sleep(COMPACTION_INTERVAL).await;
@@ -224,7 +230,13 @@ async fn compact(service: std::sync::Weak<Diskless>) {
         'partitions: for partition in host.partitions() {
             for _ in 0..COMPACTIONS_PER_PARTITION_ROUND {
                 match host
-                    .compact(&d.store, partition, &policy, d.broker_id)
+                    .compact(
+                        &d.store,
+                        partition,
+                        &policy,
+                        d.compaction_budget.as_ref(),
+                        d.broker_id,
+                    )
                     .await
                 {
                     Ok(Some(c)) => {

@@ -227,14 +227,24 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
         max_bytes: 1 << 20,
         max_age_ms: 0,
     };
-    let done = host.compact(&d.store, part(0), &policy, 1).await.unwrap();
-    let done = done.expect("due by age");
+    // a spent byte budget holds the run back (the partition is not crowded)
+    let budget = crate::remote::quota::ByteRate::new(1);
+    budget.spend(1 << 20, std::time::Instant::now());
+    let held = host.compact(&d.store, part(0), &policy, Some(&budget), 1);
+    assert!(held.await.unwrap().is_none(), "the budget is spent");
+    let budget = crate::remote::quota::ByteRate::new(1);
+    let done = host.compact(&d.store, part(0), &policy, Some(&budget), 1);
+    let done = done.await.unwrap().expect("due by age");
+    assert!(
+        !budget.throttle(std::time::Instant::now()).is_zero(),
+        "the run spent its object's bytes"
+    );
     assert_eq!(
         (done.coordinates, done.base_offset, done.last_offset),
         (3, 0, 7)
     );
     assert!(host
-        .compact(&d.store, part(0), &policy, 1)
+        .compact(&d.store, part(0), &policy, None, 1)
         .await
         .unwrap()
         .is_none());

@@ -17,7 +17,9 @@ use crate::diskless::coordinator::{CompactionPolicy, DisklessPartition, ObjectId
 use crate::diskless::driver::read::{get_spans, range_of};
 use crate::diskless::host::{HostError, Outcome};
 use crate::diskless::read::assemble_run;
+use crate::remote::quota::ByteRate;
 use crate::remote::store::RemoteStore;
+use std::time::Instant;
 
 /// One compaction's result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,8 +46,10 @@ pub enum CompactFailed {
 }
 
 impl HostedCoordinator {
-    /// Compacts one run of `partition` if one is due under `policy`, writing as broker
-    /// `compactor`. `Ok(None)`: nothing due (or an object of the run was deleted meanwhile).
+    /// Compacts one run of `partition` if one is due under `policy` and `budget` allows it
+    /// (a run of a crowded partition goes whatever the budget; each run's object spends its
+    /// size), writing as broker `compactor`. `Ok(None)`: nothing due, the budget spent, or an
+    /// object of the run was deleted meanwhile.
     ///
     /// Errors: [`CompactFailed`]; a refused decision's object is deleted at once (else the
     /// orphan sweep would, after `diskless.orphan.grace.ms`).
@@ -54,6 +58,7 @@ impl HostedCoordinator {
         store: &RemoteStore,
         partition: DisklessPartition,
         policy: &CompactionPolicy,
+        budget: Option<&ByteRate>,
         compactor: i32,
     ) -> Result<Option<Compacted>, CompactFailed> {
         if !self.is_active() {
@@ -66,6 +71,9 @@ impl HostedCoordinator {
         else {
             return Ok(None);
         };
+        if !plan.crowded && budget.is_some_and(|b| !b.throttle(Instant::now()).is_zero()) {
+            return Ok(None);
+        }
         tracing::debug!(topic_id = %partition.topic_id, partition = partition.partition,
             coordinates = plan.coordinates.len(), base_offset = plan.base_offset(),
             last_offset = plan.last_offset(), "diskless compaction of a run starts");
@@ -82,6 +90,9 @@ impl HostedCoordinator {
         let bytes = assemble_run(&plan, |object, at, len| range_of(&spans, object, at, len))
             .map_err(|e| CompactFailed::Store(e.to_string()))?;
         let size = bytes.len() as u64;
+        if let Some(b) = budget {
+            b.spend(size, Instant::now());
+        }
         // the id (and so the age bound's clock) starts now, after the reads
         let object = ObjectId::v7(now_ms(), rand::random());
         let key = store.wal_key(object.0);
