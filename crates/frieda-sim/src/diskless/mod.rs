@@ -42,7 +42,8 @@
 //! as [`aborts`] decides) that the coordinator's leader decides through the broker's own
 //! [`CoordinatorHost::marker`], at the bumped epoch; a marker unanswered is sent again (a
 //! resend of a decided one passes, KAFKA-19999). Their invariants:
-//! - `marker-refused`: a marker is never refused for its epochs;
+//! - `marker-refused`: a marker is never refused for its epochs (KAFKA_STORAGE_ERROR at the
+//!   coordinate bound is retried, as the broker's transaction coordinator does);
 //! - `hanging-transaction`: at the end every partition's last stable offset is its high
 //!   watermark (every transaction closed);
 //! - `aborted-list`: at the end the partition lists each aborted transaction (producer id,
@@ -88,6 +89,9 @@ const PARTITIONS: i32 = 2;
 const PRODUCERS: usize = 4;
 /// Batches each producer sends (a multiple of [`TXN_BATCHES`]).
 const BATCHES_PER_PRODUCER: i32 = 60;
+
+/// The coordinate bound of every fourth seed (a partition takes 120 batches and their markers).
+const TIGHT_MAX_BATCHES: usize = 32;
 /// The last this many producers are transactional.
 const TXN_PRODUCERS: usize = 2;
 /// Batches per transaction.
@@ -206,6 +210,8 @@ pub struct DisklessStats {
     pub compactions: u64,
     /// Compactions whose decision the coordinator refused (the run changed, the object too old).
     pub compactions_refused: u64,
+    /// Batches refused KAFKA_STORAGE_ERROR at the coordinate bound (and sent again).
+    pub refused_at_bound: u64,
 }
 
 impl DisklessStats {
@@ -232,6 +238,7 @@ impl DisklessStats {
         self.aborted_skipped += o.aborted_skipped;
         self.compactions += o.compactions;
         self.compactions_refused += o.compactions_refused;
+        self.refused_at_bound += o.refused_at_bound;
     }
 }
 
@@ -511,6 +518,13 @@ struct Sim {
     compaction_rng: ChaCha8Rng,
     /// `diskless.compaction.max.bytes` of this seed.
     compaction_max_bytes: u64,
+    /// `diskless.coordinator.max.batches.per.partition` of this seed: the default, or (every
+    /// fourth seed) a tight bound with compaction's byte budget always spent, so only crowded
+    /// partitions are compacted (into 40,000-byte objects) and produces and markers meet the
+    /// bound's KAFKA_STORAGE_ERROR.
+    max_batches: usize,
+    /// Compaction takes only crowded partitions' runs (the budget spent).
+    compaction_crowded_only: bool,
 }
 
 fn partition(topic: Uuid, p: i32) -> DisklessPartition {
@@ -707,7 +721,18 @@ impl Sim {
             topic: Uuid::from_u128(0xd15c_1e55),
             mutation,
             compaction_rng: ChaCha8Rng::seed_from_u64(seed ^ 0xc0a1_e5ce),
-            compaction_max_bytes: [2_000, 8_000, 40_000][(seed % 3) as usize],
+            compaction_max_bytes: if seed % 4 == 3 {
+                // a partition's history must fit the tight bound once compacted
+                40_000
+            } else {
+                [2_000, 8_000, 40_000][(seed % 3) as usize]
+            },
+            max_batches: if seed % 4 == 3 {
+                TIGHT_MAX_BATCHES
+            } else {
+                DEFAULT_MAX_BATCHES_PER_PARTITION
+            },
+            compaction_crowded_only: seed % 4 == 3,
         };
         sim.elect();
         for b in 0..BROKERS {
@@ -739,7 +764,7 @@ impl Sim {
             MAX_COMMIT_AGE_MS
         };
         let mut host = CoordinatorHost::load_with(
-            BatchCoordinator::new(DEFAULT_MAX_BATCHES_PER_PARTITION).with_max_commit_age(age),
+            BatchCoordinator::new(self.max_batches).with_max_commit_age(age),
         );
         for (o, r) in self.brokers[b].log.iter().enumerate() {
             host.replay(o as i64, r)
@@ -1391,6 +1416,9 @@ impl Sim {
                 );
             }
             BatchAnswer::Refused(e) => {
+                if e == E::KafkaStorageError {
+                    self.stats.refused_at_bound += 1;
+                }
                 self.log(|| format!("producer {p} batch {index} refused {e:?}: retry"));
                 let d = self.rng.gen_range(50..300);
                 self.schedule(d, Event::ProducerSend(p));
@@ -1457,7 +1485,13 @@ impl Sim {
                 let d = self.rng.gen_range(0..60);
                 self.schedule(d, Event::ProducerSend(p));
             }
-            Err(e) if retriable(e) => {
+            Err(e) if retriable(e) || e == E::KafkaStorageError => {
+                // KAFKA_STORAGE_ERROR: the partition is at its coordinate bound; the broker's
+                // transaction coordinator retries it as every error but a stale epoch
+                // (`marker_outcome`), and compaction of the crowded partition makes room
+                if e == E::KafkaStorageError {
+                    self.stats.refused_at_bound += 1;
+                }
                 self.log(|| {
                     format!("producer {p} marker of transaction {txn} refused {e:?}: retry")
                 });
