@@ -157,8 +157,10 @@ def diskless_cell(f: Frieda, store: SeaweedFS, a, rep: int, interval: int, rate:
           "--replication-factor", "1", "--topic-config", "diskless.enable=true")
     keys0 = wal_objects(store, prefix)
     req0 = store_requests(store)
+    comp0 = compacted_mb(f)
     r = produce(f, store, a, topic, rate, a.out / "raw" / f"{topic}.json")
     time.sleep(1)
+    r["compacted_mb_produce"] = compacted_mb(f) - comp0
     req1 = store_requests(store)
     new = {k: s for k, s in wal_objects(store, prefix).items() if k not in keys0}
     produced_mb = r["acked_total"] * a.record_size / 1e6
@@ -180,6 +182,7 @@ def diskless_cell(f: Frieda, store: SeaweedFS, a, rep: int, interval: int, rate:
     r.update(put_latency(store, size, a.put_secs))
     bound = interval * 1000 + 2 * r["put_p999_us"]
     r.update(goal_bound_us=bound, goal_pass=r["p999_us"] <= bound)
+    r["compacted_mb_cell"] = compacted_mb(f) - comp0
     return r
 
 
@@ -203,6 +206,16 @@ def log_problems(path: Path) -> list[str]:
     return [l.rstrip() for l in path.read_text(errors="replace").splitlines() if re.search(r"\b(WARN|ERROR)\b", l)]
 
 
+def compacted_mb(f: Frieda) -> float:
+    """MB the node's compaction has rewritten so far (its "diskless compaction: runs of batches
+    rewritten" log lines, `bytes=`)."""
+    path = f.work / "frieda.log"
+    if not path.exists():
+        return 0.0
+    return sum(int(m.group(1)) for m in re.finditer(r"diskless compaction: runs of batches rewritten.*?\bbytes=(\d+)",
+                                                     path.read_text(errors="replace"))) / 1e6
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
@@ -221,6 +234,8 @@ def main() -> None:
                          "made batches just over message.max.bytes (1048588): MESSAGE_TOO_LARGE")
     ap.add_argument("--read-timeout", type=float, default=120)
     ap.add_argument("--no-classic", action="store_true", help="leave out the classic topic's cells")
+    ap.add_argument("--node-config", default="",
+                    help="more broker settings for every node, key=value separated by spaces")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/frieda-bench-diskless"))
     a = ap.parse_args()
     rates = [int(x) for x in a.rates.replace(",", " ").split()]
@@ -242,7 +257,8 @@ def main() -> None:
                 work = a.workdir / f"r{rep}-i{interval}"
                 work.mkdir()
                 f = Frieda(work, store, [f"diskless.append.commit.interval.ms={interval}",
-                                         f"rsm.config.key.prefix=r{rep}-i{interval}/"])
+                                         f"rsm.config.key.prefix=r{rep}-i{interval}/"]
+                           + a.node_config.split())
                 f.start()
                 time.sleep(2)
                 # The classic cells after the node's diskless ones: their page-cache writeback
@@ -325,7 +341,9 @@ def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
             f"batch limit {a.batch_bytes} B per partition, linger 0, {a.warmup} s warm-up then {a.secs} s measured. "
             f"Fsync: Frieda's default (classic topic: none; the coordinator's partition: `flush.messages=1`). "
             f"Diskless: `diskless.enable=true`, `diskless.append.commit.interval.ms` as stated (one fresh node per "
-            f"interval), buffer max 8 MiB (default). Classic: the same load on the first interval's node, after its diskless cells. "
+            f"interval), buffer max 8 MiB (default)"
+            + (f"; every node also `{a.node_config}`" if a.node_config.strip() else "")
+            + ". Classic: the same load on the first interval's node, after its diskless cells. "
             + ("One run" if a.repeat == 1 else f"Medians of {a.repeat} runs (errors: all runs' sum)")
             + f"; wall time {a.wall_s:.0f} s.")
     lines = ["# Diskless topics (issue 60), `scripts/bench --diskless`", "", cond, ""]
@@ -357,14 +375,17 @@ def report(a, runs: list[dict], rates: list[int], intervals: list[int]) -> None:
               "MB = 10^6 B of record values. PUTs: SeaweedFS's `SeaweedFS_s3_request_total{type=\"PUT\"}` over the "
               "produce (warm-up, measured and drain); WAL objects: new keys under `<prefix>diskless/wal/`. GETs: the "
               "same counter over the read pass (one confluent-kafka consumer, all partitions, from the beginning, "
-              "librdkafka's fetch defaults).", "",
-              "| commit interval ms | rate/s | MB produced | WAL objects | object MB | PUTs | PUTs/MB | MB read "
-              "| GETs | GETs/MB read | read s | other requests |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "librdkafka's fetch defaults). Compacted MB: what the node's compaction rewrote (its log's `bytes=`) "
+              "over the produce, and over the whole cell (produce, read pass and the PUT measurement).", "",
+              "| commit interval ms | rate/s | MB produced | WAL objects | object MB | PUTs | PUTs/MB | compacted MB "
+              "produce / cell | MB read | GETs | GETs/MB read | read s | other requests |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(dl, key=lambda r: (-r["interval_ms"], r["rate"])):
         other = {**{f"{k}(produce)": v for k, v in r["store_requests_produce"].items() if k != "PUT"},
                  **{f"{k}(read)": v for k, v in r["store_requests_read"].items() if k != "GET"}}
         lines.append(f"| {r['interval_ms']} | {r['rate']} | {r['produced_mb']:.1f} | {r['wal_objects']} | "
                      f"{r['wal_mb']:.1f} | {r['store_requests_produce'].get('PUT', 0):.0f} | {r['put_requests_per_mb']:.3f} | "
+                     f"{r.get('compacted_mb_produce', 0):.1f} / {r.get('compacted_mb_cell', 0):.1f} | "
                      f"{r['read_mb']:.1f}{'' if r['read_complete'] else ' (incomplete)'} | "
                      f"{r['store_requests_read'].get('GET', 0):.0f} | {r['get_requests_per_mb']:.3f} | "
                      f"{r['read_secs']:.1f} | {', '.join(f'{k} {v:.0f}' for k, v in sorted(other.items())) or '-'} |")
