@@ -56,8 +56,9 @@ pub struct DisklessConfig {
     /// `remote.log.manager.copy.max.bytes.per.second`, KIP-956, for tiered storage's copies):
     /// the bytes compaction rewrites per second on this broker (each run's object counted once;
     /// its GETs read about as much), so the rewrite leaves the bucket and the broker to the
-    /// produce path. A partition holding half its coordinate bound compacts past the budget
-    /// (before its produces are refused at the bound). At least 1024.
+    /// produce path; a token bucket of one second's bytes, and a run goes whole once it is not
+    /// in debt (so a burst is one second plus one run). A partition holding half its coordinate
+    /// bound compacts past the budget without spending from it. `None` (`-1`) or at least 1024.
     pub compaction_max_bytes_per_second: Option<u64>,
 }
 
@@ -140,7 +141,9 @@ impl DisklessConfig {
             "diskless.compaction.max.bytes.per.second" => {
                 self.compaction_max_bytes_per_second = match text.trim() {
                     "-1" => None,
-                    _ => Some(number(1024)? as u64),
+                    _ => Some(
+                        number(1024).context("must be -1 (no budget) or at least 1024")? as u64,
+                    ),
                 }
             }
             _ => return Ok(false),

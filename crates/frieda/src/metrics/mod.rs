@@ -517,6 +517,76 @@ impl Collector for BrokerCollector {
             MetricType::Counter,
             archived,
         )?;
+        diskless(broker, &mut e)?;
         process::encode(&mut e)
     }
+}
+
+/// Diskless topics (issue 60, docs/diskless.md): what compaction did on this broker, and the
+/// coordinates each partition holds at the coordinators loaded here (so an operator sees a
+/// partition nearing `diskless.coordinator.max.batches.per.partition`, where its produces are
+/// refused KAFKA_STORAGE_ERROR). Nothing on a broker without the diskless service.
+fn diskless(broker: &Broker, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    let Some(d) = broker.diskless() else {
+        return Ok(());
+    };
+    let stats = &d.compaction_stats;
+    let counters = [
+        (
+            "frieda_diskless_compaction_runs",
+            "Compactions decided here: runs of a partition's batches rewritten into one object.",
+            &stats.runs,
+        ),
+        (
+            "frieda_diskless_compaction_coordinates",
+            "Batch coordinates those compactions replaced (each run's became one).",
+            &stats.coordinates,
+        ),
+        (
+            "frieda_diskless_compaction_bytes",
+            "Bytes of the objects compaction wrote.",
+            &stats.bytes,
+        ),
+        (
+            "frieda_diskless_compaction_failures",
+            "Compactions that failed (the bucket, or the decision refused or not written); tried again.",
+            &stats.failures,
+        ),
+    ];
+    for (name, help, v) in counters {
+        family(
+            e,
+            name,
+            help,
+            MetricType::Counter,
+            [(Labels::new(), ConstCounter::new(v.load(Ordering::Relaxed)))],
+        )?;
+    }
+    let (mut all, mut compacted) = (Vec::new(), Vec::new());
+    for index in d.coordinators.indexes() {
+        let Some(host) = d.coordinators.get(index) else {
+            continue;
+        };
+        for (p, c, n) in host.coordinate_counts() {
+            let topic = broker
+                .topic_by_id(&p.topic_id)
+                .map_or_else(|| p.topic_id.to_string(), |t| t.name.to_string());
+            all.push((tp(&topic, p.partition), ConstGauge::new(n as i64)));
+            compacted.push((tp(&topic, p.partition), ConstGauge::new(c as i64)));
+        }
+    }
+    family(
+        e,
+        "frieda_diskless_partition_coordinates",
+        "Batch coordinates a diskless partition holds at its coordinator (loaded here); produces are refused KAFKA_STORAGE_ERROR at diskless.coordinator.max.batches.per.partition.",
+        MetricType::Gauge,
+        all,
+    )?;
+    family(
+        e,
+        "frieda_diskless_partition_compacted_coordinates",
+        "Those of a diskless partition's coordinates that name objects compaction wrote.",
+        MetricType::Gauge,
+        compacted,
+    )
 }

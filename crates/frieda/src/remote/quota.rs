@@ -5,6 +5,8 @@
 //! throttles once the rate is over the quota (`RLMQuotaManager`); this is a token bucket holding
 //! at most one second of the rate: each transfer spends its bytes (possibly into debt), and the
 //! next waits (copies) or is skipped (fetches answer without records) until the debt is repaid.
+//! Diskless compaction (`diskless.compaction.max.bytes.per.second`) uses it as the copies do: a
+//! run waits while the bucket is in debt, then spends its object's size.
 
 use parking_lot::Mutex;
 use std::time::{Duration, Instant};

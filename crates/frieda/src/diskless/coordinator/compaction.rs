@@ -134,9 +134,9 @@ pub enum CompactError {
 
 impl BatchCoordinator {
     /// The run of `partition` to compact now, if any. Runs are the stretches of consecutive
-    /// coordinates below `end` (the partition's visible end) that are not settled (settled: in
-    /// an object compaction wrote, or a batch at least half `policy.max_bytes` large alone in
-    /// its object), each cut where its bytes would pass `policy.max_bytes` (the first
+    /// coordinates below `end` (the partition's visible end) that are not settled (settled: a
+    /// batch or a compacted run at least half `policy.max_bytes` large alone in its object),
+    /// each cut where its bytes would pass `policy.max_bytes` (the first
     /// coordinate whatever its size). The oldest run is taken that is due: full (cut by the
     /// size), its oldest batch `policy.max_age_ms` old at `now_ms`, or the partition holding half
     /// its coordinate bound; and worth it: two coordinates or more, or one sharing its object.
@@ -275,11 +275,13 @@ impl BatchCoordinator {
         }
     }
 
-    /// Whether `c` needs no compaction: in an object compaction wrote, or a batch at least half
-    /// `policy.max_bytes` large alone in its object.
+    /// Whether `c` needs no compaction: alone in its object (a batch uploaded alone, or a
+    /// compacted run) and at least half `policy.max_bytes` large. A smaller compacted run is
+    /// merged again with what follows it, so a partition compacted in small runs (its budget
+    /// spent until it was crowded, or its runs due by age) still ends with about one
+    /// coordinate per `max_bytes` and never fills its bound with small compacted objects.
     fn is_settled(&self, c: &Coordinate, policy: &CompactionPolicy) -> bool {
-        self.is_compacted(c)
-            || (self.is_alone(c) && u64::from(c.byte_len()) >= policy.max_bytes / 2)
+        self.is_alone(c) && u64::from(c.byte_len()) >= policy.max_bytes / 2
     }
 
     /// Whether `c` is a batch its object holds alone.

@@ -764,8 +764,9 @@ fn idle_producers_expire_by_a_recorded_decision_and_open_transactions_stay() {
 }
 
 /// Which runs compaction takes: full runs at once, young small ones only when old or when the
-/// partition is crowded; never a batch alone in its object that is already large (it is left
-/// as it is and later runs go on past it), and runs stop at compacted objects.
+/// partition is crowded; never a batch or compacted run alone in its object that is already
+/// large (it is left as it is and later runs go on past it); smaller compacted runs are merged
+/// again.
 #[test]
 fn compaction_takes_due_runs_and_steps_over_large_batches_alone_in_their_object() {
     let mut c = coordinator(2);
@@ -822,13 +823,21 @@ fn compaction_takes_due_runs_and_steps_over_large_batches_alone_in_their_object(
         )
         .unwrap();
     assert!(matches!(d, Decision::Compacted { .. }));
+    // a compacted run at least half max_bytes large is not compacted again; what follows it is
     let old = CompactionPolicy {
-        max_bytes: 1_000,
+        max_bytes: 600,
         max_age_ms: 0,
     };
     let plan = c.compaction_plan(part(0), 10, 9, &old).unwrap();
     assert_eq!((plan.base_offset(), plan.last_offset()), (6, 8));
     assert_eq!(c.compacted_coordinates(part(0)), Some((1, 3)));
+    // a smaller one is merged again with what follows it
+    let larger = CompactionPolicy {
+        max_bytes: 1_000,
+        max_age_ms: 0,
+    };
+    let plan = c.compaction_plan(part(0), 10, 9, &larger).unwrap();
+    assert_eq!((plan.base_offset(), plan.last_offset()), (0, 8));
     c.check_invariants().unwrap();
 }
 

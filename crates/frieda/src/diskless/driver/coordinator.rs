@@ -617,6 +617,13 @@ pub struct DisklessCoordinators {
 }
 
 impl DisklessCoordinators {
+    /// The `__diskless_coordinator` partitions loaded here (active or not), in order.
+    pub fn indexes(&self) -> Vec<i32> {
+        let mut out: Vec<i32> = self.hosts.read().keys().copied().collect();
+        out.sort_unstable();
+        out
+    }
+
     /// The active host of partition `index`, if loaded here.
     pub fn get(&self, index: i32) -> Option<Arc<HostedCoordinator>> {
         self.hosts

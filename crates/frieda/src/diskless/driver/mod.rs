@@ -13,6 +13,7 @@ pub mod coordinator;
 pub mod read;
 pub mod route;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::diskless::append::AppendConfig;
@@ -68,6 +69,23 @@ pub struct Diskless {
     pub link: Option<Arc<dyn route::CoordinatorLink>>,
     /// Compaction's byte budget (`diskless.compaction.max.bytes.per.second`; `None`: none).
     pub compaction_budget: Option<ByteRate>,
+    /// What compaction did on this broker since it started (the metrics' counters).
+    pub compaction_stats: CompactionStats,
+}
+
+/// Counters of the compactions this broker made since it started (`/metrics`:
+/// `frieda_diskless_compaction_*`).
+#[derive(Debug, Default)]
+pub struct CompactionStats {
+    /// Runs decided (each one new object).
+    pub runs: AtomicU64,
+    /// Coordinates those runs replaced (each run's became one).
+    pub coordinates: AtomicU64,
+    /// Bytes of the objects written (bytes).
+    pub bytes: AtomicU64,
+    /// Compactions that failed (the bucket failed, or the decision was refused or not written);
+    /// the next round tries again.
+    pub failures: AtomicU64,
 }
 
 impl Diskless {
@@ -101,6 +119,7 @@ impl Diskless {
         let service = Arc::new(Diskless {
             broker_id,
             compaction_budget,
+            compaction_stats: CompactionStats::default(),
             config,
             coordinators,
             appender,
@@ -214,6 +233,7 @@ async fn collect_garbage(service: std::sync::Weak<Diskless>, live: LiveTopics) {
 /// [`coordinator::HostedCoordinator::compact`]), one partition after another, within the byte
 /// budget (`diskless.compaction.max.bytes.per.second`; crowded partitions past it).
 async fn compact(service: std::sync::Weak<Diskless>) {
+    let mut round = 0usize;
     loop {
         tokio::time::sleep(COMPACTION_INTERVAL).await;
         let Some(d) = service.upgrade() else {
@@ -226,8 +246,15 @@ async fn compact(service: std::sync::Weak<Diskless>) {
             max_bytes: d.config.compaction_max_bytes,
             max_age_ms: d.config.compaction_max_age_ms,
         };
-        let (mut runs, mut coordinates, mut bytes) = (0usize, 0usize, 0u64);
-        'partitions: for partition in host.partitions() {
+        let (mut runs, mut coordinates, mut bytes, mut crowded) = (0usize, 0usize, 0u64, 0usize);
+        // from a partition one further each round, so none has the budget first every time
+        round = round.wrapping_add(1);
+        let mut partitions = host.partitions();
+        if !partitions.is_empty() {
+            let first = round % partitions.len();
+            partitions.rotate_left(first);
+        }
+        'partitions: for partition in partitions {
             for _ in 0..COMPACTIONS_PER_PARTITION_ROUND {
                 match host
                     .compact(
@@ -243,13 +270,24 @@ async fn compact(service: std::sync::Weak<Diskless>) {
                         runs += 1;
                         coordinates += c.coordinates;
                         bytes += c.bytes;
+                        crowded += usize::from(c.crowded);
+                        let stats = &d.compaction_stats;
+                        stats.runs.fetch_add(1, Ordering::Relaxed);
+                        stats
+                            .coordinates
+                            .fetch_add(c.coordinates as u64, Ordering::Relaxed);
+                        stats.bytes.fetch_add(c.bytes, Ordering::Relaxed);
                     }
                     Ok(None) => break,
                     Err(e) => {
+                        if !host.is_active() {
+                            break 'partitions; // no longer the coordinator's leader
+                        }
+                        d.compaction_stats.failures.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!(topic_id = %partition.topic_id,
                             partition = partition.partition, error = %e,
-                            "diskless compaction failed; next round tries again");
-                        break 'partitions;
+                            "diskless compaction failed; the other partitions go on, this one next round");
+                        break;
                     }
                 }
             }
@@ -259,6 +297,7 @@ async fn compact(service: std::sync::Weak<Diskless>) {
                 runs,
                 coordinates,
                 bytes,
+                crowded,
                 "diskless compaction: runs of batches rewritten into objects of their partition"
             );
         }

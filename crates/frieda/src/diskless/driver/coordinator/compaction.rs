@@ -32,6 +32,8 @@ pub struct Compacted {
     pub base_offset: i64,
     /// Its last offset.
     pub last_offset: i64,
+    /// Its partition was crowded (compacted past the byte budget, not spending from it).
+    pub crowded: bool,
 }
 
 /// Why a compaction did not land.
@@ -47,9 +49,11 @@ pub enum CompactFailed {
 
 impl HostedCoordinator {
     /// Compacts one run of `partition` if one is due under `policy` and `budget` allows it
-    /// (a run of a crowded partition goes whatever the budget; each run's object spends its
-    /// size), writing as broker `compactor`. `Ok(None)`: nothing due, the budget spent, or an
-    /// object of the run was deleted meanwhile.
+    /// (`None`: no budget), writing as broker `compactor`. A run goes when the budget is not in
+    /// debt and spends its object's size once assembled (before its PUT, so a failed PUT or a
+    /// refused decision costs it too); a run of a crowded partition goes whatever the budget
+    /// and spends nothing from it. `Ok(None)`: nothing due, the budget in debt, or an object of
+    /// the run was deleted meanwhile.
     ///
     /// Errors: [`CompactFailed`]; a refused decision's object is deleted at once (else the
     /// orphan sweep would, after `diskless.orphan.grace.ms`).
@@ -90,7 +94,7 @@ impl HostedCoordinator {
         let bytes = assemble_run(&plan, |object, at, len| range_of(&spans, object, at, len))
             .map_err(|e| CompactFailed::Store(e.to_string()))?;
         let size = bytes.len() as u64;
-        if let Some(b) = budget {
+        if let Some(b) = budget.filter(|_| !plan.crowded) {
             b.spend(size, Instant::now());
         }
         // the id (and so the age bound's clock) starts now, after the reads
@@ -129,6 +133,7 @@ impl HostedCoordinator {
                 bytes: size,
                 base_offset: plan.base_offset(),
                 last_offset: plan.last_offset(),
+                crowded: plan.crowded,
             })),
             Ok(_) => Err(CompactFailed::Decision(E::UnknownServerError)),
             Err(_) => Err(CompactFailed::Decision(E::NotCoordinator)),
@@ -138,5 +143,19 @@ impl HostedCoordinator {
     /// The partitions this coordinator serves.
     pub fn partitions(&self) -> Vec<DisklessPartition> {
         self.host.lock().coordinator().partitions()
+    }
+
+    /// Per partition served here: (the partition, its coordinates naming compacted objects, its
+    /// coordinates in all; the bound is `diskless.coordinator.max.batches.per.partition`).
+    pub fn coordinate_counts(&self) -> Vec<(DisklessPartition, usize, usize)> {
+        let host = self.host.lock();
+        let c = host.coordinator();
+        c.partitions()
+            .into_iter()
+            .filter_map(|p| {
+                c.compacted_coordinates(p)
+                    .map(|(compacted, all)| (p, compacted, all))
+            })
+            .collect()
     }
 }
