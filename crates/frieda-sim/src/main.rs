@@ -237,7 +237,7 @@ fn diskless_main(args: &Args) -> ! {
     }
     let (seeds, t, failed) = results.lock().expect("results").clone();
     println!(
-        "simulated {seeds} diskless seeds ({}..{end}) in {:.1} s: {} batches acknowledged ({} of them as DUPLICATE, a resend's original; {} acknowledged again, the same), {} objects committed, {} coordinator loads ({} after a write timed out), {} brokers killed, {} paused, {} store outages ({} PUTs failed), {} DeleteRecords, {} objects deleted, {} orphans swept, {} left; {} batches read back by consumers; {} transactions committed and {} aborted, read_committed consumers delivered {} batches and skipped {} aborted; {} runs compacted ({} refused), {} batches refused at the coordinate bound (every fourth seed: bound 32, only crowded partitions compacted); {failed} failed",
+        "simulated {seeds} diskless seeds ({}..{end}) in {:.1} s: {} batches acknowledged ({} of them as DUPLICATE, a resend's original; {} acknowledged again, the same), {} objects committed, {} coordinator loads ({} after a write timed out), {} brokers killed, {} paused, {} store outages ({} PUTs failed), {} DeleteRecords, {} objects deleted, {} orphans swept, {} left; {} batches read back by consumers; {} transactions committed and {} aborted, read_committed consumers delivered {} batches and skipped {} aborted; {} runs compacted ({} refused), {} batches and markers refused KAFKA_STORAGE_ERROR and resent (every fourth seed: coordinate bound 32, only crowded partitions compacted); {failed} failed",
         args.start,
         started.elapsed().as_secs_f64(),
         t.acked,
@@ -261,7 +261,7 @@ fn diskless_main(args: &Args) -> ! {
         t.aborted_skipped,
         t.compactions,
         t.compactions_refused,
-        t.refused_at_bound,
+        t.storage_refusals,
     );
     std::process::exit(i32::from(failed > 0));
 }

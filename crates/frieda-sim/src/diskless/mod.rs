@@ -42,8 +42,9 @@
 //! as [`aborts`] decides) that the coordinator's leader decides through the broker's own
 //! [`CoordinatorHost::marker`], at the bumped epoch; a marker unanswered is sent again (a
 //! resend of a decided one passes, KAFKA-19999). Their invariants:
-//! - `marker-refused`: a marker is never refused for its epochs (KAFKA_STORAGE_ERROR at the
-//!   coordinate bound is retried, as the broker's transaction coordinator does);
+//! - `marker-refused`: a marker is never refused for its epochs, nor for room except on the
+//!   tight seeds (KAFKA_STORAGE_ERROR at the coordinate bound, retried there as the broker's
+//!   transaction coordinator does);
 //! - `hanging-transaction`: at the end every partition's last stable offset is its high
 //!   watermark (every transaction closed);
 //! - `aborted-list`: at the end the partition lists each aborted transaction (producer id,
@@ -210,8 +211,10 @@ pub struct DisklessStats {
     pub compactions: u64,
     /// Compactions whose decision the coordinator refused (the run changed, the object too old).
     pub compactions_refused: u64,
-    /// Batches refused KAFKA_STORAGE_ERROR at the coordinate bound (and sent again).
-    pub refused_at_bound: u64,
+    /// Batches and markers refused KAFKA_STORAGE_ERROR and sent again: a batch at the
+    /// coordinate bound or in a commit refused as too old (or its upload failed); a marker only
+    /// at the bound (tight seeds).
+    pub storage_refusals: u64,
 }
 
 impl DisklessStats {
@@ -238,7 +241,7 @@ impl DisklessStats {
         self.aborted_skipped += o.aborted_skipped;
         self.compactions += o.compactions;
         self.compactions_refused += o.compactions_refused;
-        self.refused_at_bound += o.refused_at_bound;
+        self.storage_refusals += o.storage_refusals;
     }
 }
 
@@ -520,8 +523,8 @@ struct Sim {
     compaction_max_bytes: u64,
     /// `diskless.coordinator.max.batches.per.partition` of this seed: the default, or (every
     /// fourth seed) a tight bound with compaction's byte budget always spent, so only crowded
-    /// partitions are compacted (into 40,000-byte objects) and produces and markers meet the
-    /// bound's KAFKA_STORAGE_ERROR.
+    /// partitions are compacted (into 8,000-byte objects, their small compacted runs merged
+    /// again) and produces and markers meet the bound's KAFKA_STORAGE_ERROR.
     max_batches: usize,
     /// Compaction takes only crowded partitions' runs (the budget spent).
     compaction_crowded_only: bool,
@@ -722,8 +725,8 @@ impl Sim {
             mutation,
             compaction_rng: ChaCha8Rng::seed_from_u64(seed ^ 0xc0a1_e5ce),
             compaction_max_bytes: if seed % 4 == 3 {
-                // a partition's history must fit the tight bound once compacted
-                40_000
+                // a partition's history must fit 32 coordinates of at least half this
+                8_000
             } else {
                 [2_000, 8_000, 40_000][(seed % 3) as usize]
             },
@@ -1417,7 +1420,7 @@ impl Sim {
             }
             BatchAnswer::Refused(e) => {
                 if e == E::KafkaStorageError {
-                    self.stats.refused_at_bound += 1;
+                    self.stats.storage_refusals += 1;
                 }
                 self.log(|| format!("producer {p} batch {index} refused {e:?}: retry"));
                 let d = self.rng.gen_range(50..300);
@@ -1485,12 +1488,16 @@ impl Sim {
                 let d = self.rng.gen_range(0..60);
                 self.schedule(d, Event::ProducerSend(p));
             }
-            Err(e) if retriable(e) || e == E::KafkaStorageError => {
-                // KAFKA_STORAGE_ERROR: the partition is at its coordinate bound; the broker's
-                // transaction coordinator retries it as every error but a stale epoch
-                // (`marker_outcome`), and compaction of the crowded partition makes room
+            Err(e)
+                if retriable(e)
+                    || (e == E::KafkaStorageError && self.max_batches == TIGHT_MAX_BATCHES) =>
+            {
+                // KAFKA_STORAGE_ERROR (tight seeds only): the partition is at its coordinate
+                // bound; the broker's transaction coordinator retries it as every error but a
+                // stale epoch (`marker_outcome`), and compaction of the crowded partition makes
+                // room
                 if e == E::KafkaStorageError {
-                    self.stats.refused_at_bound += 1;
+                    self.stats.storage_refusals += 1;
                 }
                 self.log(|| {
                     format!("producer {p} marker of transaction {txn} refused {e:?}: retry")
