@@ -1007,6 +1007,12 @@ impl BatchCoordinator {
         self.partitions.keys().map(|p| p.topic_id).collect()
     }
 
+    /// The coordinates `partition` holds (`None`: not served here); at most the bound given to
+    /// [`BatchCoordinator::new`].
+    pub fn coordinate_count(&self, partition: DisklessPartition) -> Option<usize> {
+        self.partitions.get(&partition).map(|p| p.coordinates.len())
+    }
+
     /// Objects known (live or marked for deletion).
     pub fn object_count(&self) -> usize {
         self.objects.len()

@@ -562,17 +562,16 @@ fn diskless(broker: &Broker, e: &mut DescriptorEncoder) -> Result<(), std::fmt::
             [(Labels::new(), ConstCounter::new(v.load(Ordering::Relaxed)))],
         )?;
     }
-    let (mut all, mut compacted) = (Vec::new(), Vec::new());
+    let mut all = Vec::new();
     for index in d.coordinators.indexes() {
         let Some(host) = d.coordinators.get(index) else {
             continue;
         };
-        for (p, c, n) in host.coordinate_counts() {
+        for (p, n) in host.coordinate_counts() {
             let topic = broker
                 .topic_by_id(&p.topic_id)
                 .map_or_else(|| p.topic_id.to_string(), |t| t.name.to_string());
             all.push((tp(&topic, p.partition), ConstGauge::new(n as i64)));
-            compacted.push((tp(&topic, p.partition), ConstGauge::new(c as i64)));
         }
     }
     family(
@@ -581,12 +580,5 @@ fn diskless(broker: &Broker, e: &mut DescriptorEncoder) -> Result<(), std::fmt::
         "Batch coordinates a diskless partition holds at its coordinator (loaded here); produces are refused KAFKA_STORAGE_ERROR at diskless.coordinator.max.batches.per.partition.",
         MetricType::Gauge,
         all,
-    )?;
-    family(
-        e,
-        "frieda_diskless_partition_compacted_coordinates",
-        "Those of a diskless partition's coordinates that name objects compaction wrote.",
-        MetricType::Gauge,
-        compacted,
     )
 }

@@ -145,17 +145,15 @@ impl HostedCoordinator {
         self.host.lock().coordinator().partitions()
     }
 
-    /// Per partition served here: (the partition, its coordinates naming compacted objects, its
-    /// coordinates in all; the bound is `diskless.coordinator.max.batches.per.partition`).
-    pub fn coordinate_counts(&self) -> Vec<(DisklessPartition, usize, usize)> {
+    /// Per partition served here: (the partition, its coordinates; the bound is
+    /// `diskless.coordinator.max.batches.per.partition`). One map lookup per partition under
+    /// the host's lock, which commits wait for.
+    pub fn coordinate_counts(&self) -> Vec<(DisklessPartition, usize)> {
         let host = self.host.lock();
         let c = host.coordinator();
         c.partitions()
             .into_iter()
-            .filter_map(|p| {
-                c.compacted_coordinates(p)
-                    .map(|(compacted, all)| (p, compacted, all))
-            })
+            .filter_map(|p| c.coordinate_count(p).map(|n| (p, n)))
             .collect()
     }
 }
