@@ -50,7 +50,7 @@ impl Sim {
         let Some(plan) = (0..PARTITIONS).find_map(|i| {
             let p = (first + i).rem_euclid(PARTITIONS);
             host.compaction_plan(partition(self.topic, p), self.now, &policy)
-                .filter(|plan| plan.crowded || !self.compaction_crowded_only)
+                .filter(|plan| plan.crowded || !self.tight())
         }) else {
             return;
         };

@@ -522,12 +522,10 @@ struct Sim {
     /// `diskless.compaction.max.bytes` of this seed.
     compaction_max_bytes: u64,
     /// `diskless.coordinator.max.batches.per.partition` of this seed: the default, or (every
-    /// fourth seed) a tight bound with compaction's byte budget always spent, so only crowded
-    /// partitions are compacted (into 8,000-byte objects, their small compacted runs merged
-    /// again) and produces and markers meet the bound's KAFKA_STORAGE_ERROR.
+    /// fourth seed, [`Sim::tight`]) a tight bound with compaction's byte budget always spent,
+    /// so only crowded partitions are compacted (into 8,000-byte objects, their small compacted
+    /// runs merged again) and produces and markers meet the bound's KAFKA_STORAGE_ERROR.
     max_batches: usize,
-    /// Compaction takes only crowded partitions' runs (the budget spent).
-    compaction_crowded_only: bool,
 }
 
 fn partition(topic: Uuid, p: i32) -> DisklessPartition {
@@ -651,6 +649,7 @@ fn parse_batch(bytes: &[u8]) -> Option<(i64, i32)> {
 impl Sim {
     fn new(seed: u64, trace: bool, mutation: Mutation) -> Sim {
         let rng = ChaCha8Rng::seed_from_u64(seed);
+        let tight = seed % 4 == 3;
         let brokers = (0..BROKERS)
             .map(|b| Broker {
                 up: true,
@@ -724,18 +723,17 @@ impl Sim {
             topic: Uuid::from_u128(0xd15c_1e55),
             mutation,
             compaction_rng: ChaCha8Rng::seed_from_u64(seed ^ 0xc0a1_e5ce),
-            compaction_max_bytes: if seed % 4 == 3 {
+            compaction_max_bytes: if tight {
                 // a partition's history must fit 32 coordinates of at least half this
                 8_000
             } else {
                 [2_000, 8_000, 40_000][(seed % 3) as usize]
             },
-            max_batches: if seed % 4 == 3 {
+            max_batches: if tight {
                 TIGHT_MAX_BATCHES
             } else {
                 DEFAULT_MAX_BATCHES_PER_PARTITION
             },
-            compaction_crowded_only: seed % 4 == 3,
         };
         sim.elect();
         for b in 0..BROKERS {
@@ -756,6 +754,12 @@ impl Sim {
         sim.schedule(d, Event::DeleteRecords);
         sim.schedule(FAULT_MS, Event::Heal);
         sim
+    }
+
+    /// Whether this seed runs with the tight coordinate bound ([`TIGHT_MAX_BATCHES`]) and
+    /// compaction's budget always spent.
+    fn tight(&self) -> bool {
+        self.max_batches == TIGHT_MAX_BATCHES
     }
 
     /// A coordinator host, configured as every broker's, that replayed broker `b`'s log (not
@@ -1488,10 +1492,7 @@ impl Sim {
                 let d = self.rng.gen_range(0..60);
                 self.schedule(d, Event::ProducerSend(p));
             }
-            Err(e)
-                if retriable(e)
-                    || (e == E::KafkaStorageError && self.max_batches == TIGHT_MAX_BATCHES) =>
-            {
+            Err(e) if retriable(e) || (e == E::KafkaStorageError && self.tight()) => {
                 // KAFKA_STORAGE_ERROR (tight seeds only): the partition is at its coordinate
                 // bound; the broker's transaction coordinator retries it as every error but a
                 // stale epoch (`marker_outcome`), and compaction of the crowded partition makes

@@ -271,12 +271,6 @@ async fn compact(service: std::sync::Weak<Diskless>) {
                         coordinates += c.coordinates;
                         bytes += c.bytes;
                         crowded += usize::from(c.crowded);
-                        let stats = &d.compaction_stats;
-                        stats.runs.fetch_add(1, Ordering::Relaxed);
-                        stats
-                            .coordinates
-                            .fetch_add(c.coordinates as u64, Ordering::Relaxed);
-                        stats.bytes.fetch_add(c.bytes, Ordering::Relaxed);
                     }
                     Ok(None) => break,
                     Err(e) => {
@@ -293,6 +287,13 @@ async fn compact(service: std::sync::Weak<Diskless>) {
             }
         }
         if runs > 0 {
+            // the counters move with the log line, once a round
+            let stats = &d.compaction_stats;
+            stats.runs.fetch_add(runs as u64, Ordering::Relaxed);
+            stats
+                .coordinates
+                .fetch_add(coordinates as u64, Ordering::Relaxed);
+            stats.bytes.fetch_add(bytes, Ordering::Relaxed);
             tracing::info!(
                 runs,
                 coordinates,
