@@ -5,10 +5,17 @@ Ports come from below the kernel's ephemeral range (``/proc/sys/net/ipv4/ip_loca
 a port in that range can be handed out as the source port of some outgoing connection between
 the check here and the broker's bind (a node binds its client port only after it joined the
 quorum, while its peers already connect to each other; a broker restarted on the same port is
-down for a moment), and the broker then fails with "Address already in use" (stop 75's CI)."""
+down for a moment), and the broker then fails with "Address already in use" (stop 75's CI).
+
+Each pytest-xdist worker draws from its own slice of that range, and a process never hands out a
+port twice (until its slice runs out): a port of a node that a test has stopped is bindable
+again, and when the other worker took it for a cluster of its own, the node could not restart
+and the two clusters' quorums talked to each other (stop 90's CI: test_quorum_acks and
+test_quorum_logs failed together)."""
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 from pathlib import Path
@@ -34,17 +41,41 @@ def bindable(port: int) -> bool:
             return False
 
 
+# every port this process handed out (never handed out again while others are left)
+_HANDED_OUT: set[int] = set()
+
+
+def worker_slice() -> tuple[int, int]:
+    """The ports ``[low, high)`` of this pytest-xdist worker: the range between ``LOWEST`` and
+    the ephemeral range cut into ``PYTEST_XDIST_WORKER_COUNT`` slices, one per worker (the whole
+    range outside xdist)."""
+    low, high = LOWEST, ephemeral_low()
+    try:
+        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    except ValueError:
+        return low, high
+    if count <= 1 or not 0 <= index < count:
+        return low, high
+    width = (high - low) // count
+    return low + index * width, low + (index + 1) * width
+
+
 def free_ports(n: int) -> list[int]:
-    """``n`` distinct free loopback ports between ``LOWEST`` and the ephemeral range."""
-    high = ephemeral_low()
+    """``n`` distinct free loopback ports of this worker's slice (``worker_slice``), none handed
+    out before by this process unless the slice has no others left."""
+    low, high = worker_slice()
+    fresh = len(_HANDED_OUT) + n < (high - low) // 2
     ports: list[int] = []
     for _ in range(1000 * n):
-        port = random.randrange(LOWEST, high)
-        if port not in ports and bindable(port):
-            ports.append(port)
-            if len(ports) == n:
-                return ports
-    raise AssertionError(f"no {n} free ports in {LOWEST}..{high}")
+        port = random.randrange(low, high)
+        if port in ports or (fresh and port in _HANDED_OUT) or not bindable(port):
+            continue
+        ports.append(port)
+        if len(ports) == n:
+            _HANDED_OUT.update(ports)
+            return ports
+    raise AssertionError(f"no {n} free ports in {low}..{high}")
 
 
 def free_port() -> int:
