@@ -422,9 +422,19 @@ def sasl_plain(s, user: str, password: str) -> bool:
     return r.i16() == 0
 
 
-def attempt(port: int, request, tls: ssl.SSLContext | None = None, login: tuple | None = None):
+def hello(s, to: int | None) -> None:
+    """The Hello a node opens each quorum connection with (meant for node ``to``, from a node
+    id no node has, its cluster id not known), as a node sends it; asserts it is admitted."""
+    kw.send(s, quorum_frame({"Hello": {"from": 99, "to": to, "cluster_id": None}}))
+    got = read_quorum_frame(s)
+    assert got == "Hello", got
+
+
+def attempt(port: int, request, tls: ssl.SSLContext | None = None, login: tuple | None = None,
+            greet: bool = False):
     """Sends one quorum frame to the controller listener on ``port`` over plain TCP or
-    ``tls``, after a SASL PLAIN ``login`` if given. Returns ("answer", json) or ("closed", why)."""
+    ``tls``, after a SASL PLAIN ``login`` and a ``hello`` (``greet``: what a node sends first)
+    if given. Returns ("answer", json) or ("closed", why)."""
     raw = socket.create_connection(("127.0.0.1", port), timeout=10)
     s = raw
     try:
@@ -432,6 +442,8 @@ def attempt(port: int, request, tls: ssl.SSLContext | None = None, login: tuple 
             s = tls.wrap_socket(raw, server_hostname="127.0.0.1")
         if login is not None and not sasl_plain(s, *login):
             return "closed", "SASL login refused"
+        if greet:
+            hello(s, None)
         kw.send(s, quorum_frame(request))
         return "answer", read_quorum_frame(s)
     except (OSError, AssertionError, ValueError, kw.Closed) as e:
@@ -536,7 +548,7 @@ def test_unauthenticated_and_unauthorized_peers_are_refused_without_effect(all_s
     done = []
     for i in (1, 2, 3):
         kind, got = attempt(controller_port(c, i), {"Controller": {"AlterSecurity": {"AlterAcls": {
-            "create": [acl_json("User:carol", "control")], "delete": []}}}}, node_tls, node_login)
+            "create": [acl_json("User:carol", "control")], "delete": []}}}}, node_tls, node_login, greet=True)
         assert kind == "answer", (i, got)
         done.append(got == {"Controller": {"Ok": "Done"}})
     assert done.count(True) == 1, done
@@ -633,10 +645,14 @@ def sasl_quorum_term(port: int, user: str, password: str) -> int:
         s.close()
 
 
-def plaintext_attempt(port: int, request, check_closed: bool = True) -> tuple[str, object, bool]:
-    """One quorum frame over plain TCP: ("answer", json, closed after it) or ("closed", why, True)."""
+def plaintext_attempt(port: int, request, check_closed: bool = True,
+                      greet: bool = False) -> tuple[str, object, bool]:
+    """One quorum frame over plain TCP (after a ``hello`` if ``greet``): ("answer", json, closed
+    after it) or ("closed", why, True)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
+        if greet:
+            hello(s, None)
         kw.send(s, quorum_frame(request))
         got = read_quorum_frame(s)
         if not check_closed:
@@ -736,7 +752,8 @@ def test_a_plaintext_controller_listener_with_anonymous_a_super_user_forms_the_c
     done = []
     for i in (1, 2, 3):
         kind, got, _closed = plaintext_attempt(c.node(i).quorum_port, {"Controller": {"AlterSecurity": {
-            "AlterAcls": {"create": [acl_json("User:carol", "control")], "delete": []}}}}, check_closed=False)
+            "AlterAcls": {"create": [acl_json("User:carol", "control")], "delete": []}}}}, check_closed=False,
+            greet=True)
         assert kind == "answer" and "Refused" not in got, (i, got)
         done.append(got == {"Controller": {"Ok": "Done"}})
     assert done.count(True) == 1, done  # the active controller takes it, the others name it

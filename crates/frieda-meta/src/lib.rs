@@ -400,6 +400,23 @@ async fn resign_when_removed(raft: Raft, me: u64) {
     }
 }
 
+/// Gives `identity` the cluster id once the metadata image holds it (the first InitCluster),
+/// then ends.
+async fn learn_cluster_id(
+    mut image: watch::Receiver<Arc<MetadataImage>>,
+    identity: Arc<network::Identity>,
+) {
+    loop {
+        if let Some(id) = image.borrow_and_update().cluster_id.clone() {
+            identity.set_cluster_id(&id);
+            return;
+        }
+        if image.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// Idle controller-request connections kept per node.
 const POOLED_PER_NODE: usize = 4;
 
@@ -413,6 +430,8 @@ pub struct MetadataQuorum {
     /// See [`QuorumConfig::bootstrap`].
     bootstrap: Vec<String>,
     transport: Arc<dyn QuorumTransport>,
+    /// This node on its quorum connections (their Hello).
+    identity: Arc<network::Identity>,
     /// Idle connections to other nodes' controller listeners, by node id (a secured
     /// connection's handshake is paid once, not per heartbeat).
     pool: parking_lot::Mutex<BTreeMap<u64, Vec<Conn>>>,
@@ -437,11 +456,12 @@ impl MetadataQuorum {
             LOGS_KEPT_BEHIND_SNAPSHOT,
         )?;
         let contacts = Arc::new(network::Reachability::default());
+        let identity = Arc::new(network::Identity::new(cfg.node_id));
         let (raft, image, fresh) = open_raft(
             cfg.node_id,
             &cfg.dir,
             config,
-            Network::with_reachability(cfg.transport.clone(), contacts.clone()),
+            Network::with_reachability(cfg.transport.clone(), identity.clone(), contacts.clone()),
         )
         .await?;
         let listener = tokio::net::TcpListener::bind(cfg.listen)
@@ -470,8 +490,12 @@ impl MetadataQuorum {
             raft.clone(),
             controller.clone(),
             cfg.transport.clone(),
+            identity.clone(),
         ));
-        let mut tasks = vec![tokio::spawn(controller.clone().run(stop_rx))];
+        let mut tasks = vec![
+            tokio::spawn(controller.clone().run(stop_rx)),
+            tokio::spawn(learn_cluster_id(image.clone(), identity.clone())),
+        ];
         if let Some(task) = propose_initial_voters(&raft, cfg.node_id, &cfg.voters, fresh) {
             tasks.push(task);
         }
@@ -485,6 +509,7 @@ impl MetadataQuorum {
             voters: cfg.voters,
             bootstrap: cfg.bootstrap,
             transport: cfg.transport,
+            identity,
             pool: parking_lot::Mutex::new(BTreeMap::new()),
             stop,
             server: parking_lot::Mutex::new(Some(server)),
@@ -591,7 +616,7 @@ impl MetadataQuorum {
                 None if !self.bootstrap.is_empty() => {
                     turn += 1;
                     let addr = self.bootstrap[turn % self.bootstrap.len()].clone();
-                    let conn = Conn::new(addr, self.transport.clone());
+                    let conn = Conn::new(addr, self.transport.clone(), self.identity.clone(), None);
                     self.call_at(None, conn, &req, deadline).await
                 }
                 None => Err(ControllerError::Unavailable("no active controller".into())),
@@ -641,7 +666,7 @@ impl MetadataQuorum {
             }
             Ok(Response::Refused(why)) => {
                 tracing::warn!(node = ?id, addr = %conn.addr(), reason = %why, request = req.kind(),
-                    "the active controller refused this node's request: is this node's principal a super user there?");
+                    "the active controller refused this node's request (a principal that is not a super user there, or an address that reaches another node or cluster)");
                 Err(ControllerError::Refused(why))
             }
             Ok(_) => Err(ControllerError::Unavailable("unexpected answer".into())),
@@ -658,7 +683,12 @@ impl MetadataQuorum {
                 return c;
             }
         }
-        Conn::new(addr, self.transport.clone())
+        Conn::new(
+            addr,
+            self.transport.clone(),
+            self.identity.clone(),
+            Some(id),
+        )
     }
 
     /// Gives a connection that just answered back to the pool (at most [`POOLED_PER_NODE`]

@@ -22,6 +22,15 @@
 //! controller listener does without an authorizer; with `authorizer.class.name` set the
 //! `frieda` crate wraps it in a transport that authorizes every peer as `User:ANONYMOUS`
 //! (CLUSTER_ACTION, `super.users`), as Kafka's `ControllerApis` does.
+//!
+//! Every connection begins with a [`Hello`]: the node it is meant for and the sender's cluster
+//! id. A node answers a Hello meant for another node, or from another cluster, with
+//! [`Response::Refused`] and closes the connection, and serves no other request on a connection
+//! that did not begin with one: a voter address that reaches the wrong node (a port reused by
+//! another cluster's node, a stale address) is refused before any Raft request could take a term
+//! or entries from a quorum it does not belong to. Kafka's KRaft checks the same: `ClusterId` on
+//! every Raft request (INCONSISTENT_CLUSTER_ID) and, since KIP-853, the receiving voter's id
+//! (`VoterId`, INVALID_VOTER_KEY).
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -171,9 +180,91 @@ impl QuorumTransport for PlaintextTransport {
     }
 }
 
+/// Who this node is on its quorum connections: its node id and, once the metadata log holds
+/// it, the cluster id. Shared by the controller listener (checks each connection's [`Hello`])
+/// and this node's connections (send it).
+#[derive(Debug)]
+pub struct Identity {
+    node_id: NodeId,
+    /// The metadata image's cluster id, set once it is known (never changes after).
+    cluster_id: std::sync::OnceLock<String>,
+}
+
+impl Identity {
+    /// Node `node_id`, its cluster id not known yet.
+    pub fn new(node_id: NodeId) -> Self {
+        Identity {
+            node_id,
+            cluster_id: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> NodeId {
+        self.node_id
+    }
+
+    /// Records the cluster id (the first call wins; a cluster id never changes).
+    pub fn set_cluster_id(&self, cluster_id: &str) {
+        let _ = self.cluster_id.set(cluster_id.to_string());
+    }
+
+    /// The cluster id, once the metadata log holds it.
+    pub fn cluster_id(&self) -> Option<&str> {
+        self.cluster_id.get().map(String::as_str)
+    }
+
+    /// The Hello this node opens a connection to node `to` with (`None`: an address whose node
+    /// is not known, a `controller.quorum.bootstrap.servers` entry).
+    pub fn hello(&self, to: Option<NodeId>) -> Hello {
+        Hello {
+            from: self.node_id,
+            to,
+            cluster_id: self.cluster_id().map(str::to_string),
+        }
+    }
+
+    /// Whether a connection opened with `hello` may be served here.
+    ///
+    /// Errors (why, for the Refused answer and the log line): the Hello is meant for another
+    /// node; both sides know their cluster ids and they differ.
+    pub fn admit(&self, hello: &Hello) -> Result<(), String> {
+        if let Some(to) = hello.to {
+            if to != self.node_id {
+                return Err(format!(
+                    "this is node {}, not node {to}: node {}'s address for node {to} reaches another node",
+                    self.node_id, hello.from
+                ));
+            }
+        }
+        if let (Some(ours), Some(theirs)) = (self.cluster_id(), hello.cluster_id.as_deref()) {
+            if ours != theirs {
+                return Err(format!(
+                    "node {} of cluster {theirs} reached node {} of cluster {ours}",
+                    hello.from, self.node_id
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first frame of every quorum connection: who sends, to whom, in which cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The sender's node id.
+    pub from: NodeId,
+    /// The node the sender means to reach (`None`: a bootstrap address).
+    pub to: Option<NodeId>,
+    /// The sender's cluster id, if its metadata log holds one yet.
+    pub cluster_id: Option<String>,
+}
+
 /// A request between nodes.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Request {
+    /// The first frame of a connection (answered [`Response::Hello`] or refused).
+    Hello(Hello),
     /// Raft AppendEntries.
     AppendEntries(AppendEntriesRequest<TypeConfig>),
     /// Raft RequestVote.
@@ -188,6 +279,7 @@ impl Request {
     /// The request's kind, for log lines.
     fn kind(&self) -> &'static str {
         match self {
+            Request::Hello(_) => "Hello",
             Request::AppendEntries(_) => "AppendEntries",
             Request::Vote(_) => "Vote",
             Request::InstallSnapshot(_) => "InstallSnapshot",
@@ -199,6 +291,8 @@ impl Request {
 /// The answer to a [`Request`].
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Response {
+    /// To a Hello the node admits.
+    Hello,
     /// To AppendEntries.
     AppendEntries(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
     /// To RequestVote.
@@ -245,19 +339,32 @@ pub(crate) async fn read_frame<T: for<'de> Deserialize<'de>>(
     serde_json::from_slice(&body).map_err(std::io::Error::other)
 }
 
-/// A connection to one node, opened on first use and reopened after an error.
+/// A connection to one node, opened on first use (with a [`Hello`]) and reopened after an
+/// error.
 pub struct Conn {
     addr: String,
     transport: Arc<dyn QuorumTransport>,
+    /// This node, for the Hello.
+    identity: Arc<Identity>,
+    /// The node meant at `addr` (`None`: a bootstrap address).
+    to: Option<NodeId>,
     stream: Option<Box<dyn QuorumStream>>,
 }
 
 impl Conn {
-    /// A connection to `addr` (host:port) secured by `transport`, not yet open.
-    pub fn new(addr: String, transport: Arc<dyn QuorumTransport>) -> Self {
+    /// A connection from `identity` to node `to` at `addr` (host:port) secured by `transport`,
+    /// not yet open.
+    pub fn new(
+        addr: String,
+        transport: Arc<dyn QuorumTransport>,
+        identity: Arc<Identity>,
+        to: Option<NodeId>,
+    ) -> Self {
         Conn {
             addr,
             transport,
+            identity,
+            to,
             stream: None,
         }
     }
@@ -270,12 +377,22 @@ impl Conn {
     /// Sends `req` and waits for its answer, at most `timeout` (connecting and authenticating
     /// included).
     ///
+    /// A new connection's Hello refused is answered as `Ok(Response::Refused(why))`, as a
+    /// refused request is.
+    ///
     /// Errors: connecting, authenticating, writing, reading or the timeout (the connection is
     /// then dropped).
     pub async fn call(&mut self, req: &Request, timeout: Duration) -> std::io::Result<Response> {
         let r = tokio::time::timeout(timeout, async {
             if self.stream.is_none() {
-                self.stream = Some(self.transport.connect(&self.addr, timeout).await?);
+                let mut s = self.transport.connect(&self.addr, timeout).await?;
+                write_frame(s.as_mut(), &Request::Hello(self.identity.hello(self.to))).await?;
+                match read_frame(s.as_mut(), MAX_FRAME_BYTES).await? {
+                    Response::Hello => {}
+                    Response::Refused(why) => return Ok(Response::Refused(why)),
+                    _ => return Err(std::io::Error::other("unexpected answer to Hello")),
+                }
+                self.stream = Some(s);
             }
             let s = self.stream.as_mut().expect("just connected");
             write_frame(s.as_mut(), req).await?;
@@ -302,18 +419,21 @@ impl Conn {
 #[derive(Clone)]
 pub struct Network {
     transport: Arc<dyn QuorumTransport>,
+    identity: Arc<Identity>,
     reachability: Arc<Reachability>,
 }
 
 impl Network {
-    /// Connects with `transport`, recording each peer's answers in `reachability` (which
-    /// DescribeQuorum reads).
+    /// Connects as `identity` with `transport`, recording each peer's answers in
+    /// `reachability` (which DescribeQuorum reads).
     pub fn with_reachability(
         transport: Arc<dyn QuorumTransport>,
+        identity: Arc<Identity>,
         reachability: Arc<Reachability>,
     ) -> Self {
         Network {
             transport,
+            identity,
             reachability,
         }
     }
@@ -427,7 +547,12 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> NodeClient {
         NodeClient {
             target,
-            conn: Conn::new(node.addr.clone(), self.transport.clone()),
+            conn: Conn::new(
+                node.addr.clone(),
+                self.transport.clone(),
+                self.identity.clone(),
+                Some(target),
+            ),
             refusal_logged: false,
             reachability: self.reachability.clone(),
         }
@@ -453,7 +578,7 @@ impl NodeClient {
                 if !self.refusal_logged {
                     self.refusal_logged = true;
                     tracing::warn!(node = self.target, addr = %self.conn.addr(), reason = %why,
-                        "node refused this node's Raft requests: is this node's principal a super user there?");
+                        "node refused this node's Raft requests (a principal that is not a super user there, or an address that reaches another node or cluster)");
                 }
                 Err(RPCError::Unreachable(Unreachable::new(
                     &std::io::Error::other(format!("refused: {why}")),
@@ -538,13 +663,15 @@ impl RaftNetwork<TypeConfig> for NodeClient {
 }
 
 /// Serves the controller listener until the task is aborted: each connection is authenticated
-/// by `transport`, then its frames are handled in order (Raft RPCs by `raft`, controller
-/// requests by `controller`), each only if `transport` authorizes the peer.
+/// by `transport` and must begin with a [`Hello`] that `identity` admits, then its frames are
+/// handled in order (Raft RPCs by `raft`, controller requests by `controller`), each only if
+/// `transport` authorizes the peer.
 pub async fn serve(
     listener: TcpListener,
     raft: Raft,
     controller: Arc<Controller>,
     transport: Arc<dyn QuorumTransport>,
+    identity: Arc<Identity>,
 ) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let authenticating = Arc::new(Semaphore::new(MAX_AUTHENTICATING));
@@ -579,6 +706,7 @@ pub async fn serve(
         let raft = raft.clone();
         let controller = controller.clone();
         let transport = transport.clone();
+        let identity = identity.clone();
         connections.spawn(async move {
             let _slot = slot;
             let limit = transport.authentication_timeout();
@@ -601,7 +729,15 @@ pub async fn serve(
                 }
             };
             drop(auth_slot);
-            serve_connection(stream.as_mut(), &who, &raft, &controller, &*transport).await;
+            serve_connection(
+                stream.as_mut(),
+                &who,
+                &raft,
+                &controller,
+                &*transport,
+                &identity,
+            )
+            .await;
             let _ = tokio::time::timeout(Duration::from_secs(1), stream.shutdown()).await;
         });
     }
@@ -615,9 +751,11 @@ async fn serve_connection(
     raft: &Raft,
     controller: &Controller,
     transport: &dyn QuorumTransport,
+    identity: &Identity,
 ) {
     let peer = who.addr;
     let mut authorized = transport.authorize(who);
+    let mut greeted = false;
     loop {
         let max = if authorized {
             MAX_FRAME_BYTES
@@ -648,7 +786,25 @@ async fn serve_connection(
             let _ = write_frame(stream, &Response::Refused(why)).await;
             return;
         }
+        let refusal = match &req {
+            Request::Hello(hello) => identity.admit(hello).err(),
+            _ if !greeted => Some(format!(
+                "a quorum connection must begin with Hello (node {} speaks a newer protocol than the sender)",
+                identity.node_id()
+            )),
+            _ => None,
+        };
+        if let Some(why) = refusal {
+            tracing::warn!(%peer, request = req.kind(), reason = %why,
+                "refused a quorum connection: it is not meant for this node or cluster");
+            let _ = write_frame(stream, &Response::Refused(why)).await;
+            return;
+        }
         let resp = match req {
+            Request::Hello(_) => {
+                greeted = true;
+                Response::Hello
+            }
             Request::AppendEntries(r) => Response::AppendEntries(raft.append_entries(r).await),
             Request::Vote(r) => Response::Vote(raft.vote(r).await),
             Request::InstallSnapshot(r) => {

@@ -496,6 +496,89 @@ async fn unauthorized_peers_are_refused_and_change_nothing() {
     }
 }
 
+/// A quorum connection that reaches the wrong node (a Hello meant for another node id, or from
+/// another cluster) or does not begin with a Hello is refused and closed, and its Raft request
+/// never reaches Raft: the term stays. Stop 90's CI: a port of a stopped node reused by another
+/// test's cluster let two quorums talk to each other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_meant_for_another_node_or_cluster_are_refused() {
+    use network::{read_frame, write_frame, Hello, Request, Response};
+    let mut c = Cluster::new(3);
+    for id in 1..=3 {
+        c.start(id).await;
+    }
+    let leader = c.leader().await;
+    let via = c.nodes[&leader].clone();
+    via.wait_for(T, |i| i.cluster_id.is_some())
+        .await
+        .expect("cluster id");
+    let cluster_id = via.image().cluster_id.clone().unwrap();
+    let term = via.status().term;
+    let vote = Request::Vote(openraft::raft::VoteRequest::new(
+        openraft::Vote::new(term + 5, 99),
+        None,
+    ));
+    let other = (1..=3).find(|&n| n != leader).unwrap();
+    let hellos = [
+        Some(Hello {
+            from: 99,
+            to: Some(other),
+            cluster_id: Some(cluster_id.clone()),
+        }),
+        Some(Hello {
+            from: 99,
+            to: Some(leader),
+            cluster_id: Some("another-cluster".into()),
+        }),
+        None,
+    ];
+    for hello in hellos {
+        let mut s = tokio::net::TcpStream::connect(&c.voters[&leader])
+            .await
+            .unwrap();
+        if let Some(h) = &hello {
+            write_frame(&mut s, &Request::Hello(h.clone()))
+                .await
+                .unwrap();
+        } else {
+            write_frame(&mut s, &vote).await.unwrap();
+        }
+        let resp: Response = read_frame(&mut s, MAX_FRAME_BYTES).await.unwrap();
+        let expected = match &hello {
+            Some(h) if h.to == Some(other) => format!("this is node {leader}, not node {other}"),
+            Some(_) => "of cluster another-cluster".into(),
+            None => "must begin with Hello".into(),
+        };
+        assert!(
+            matches!(&resp, Response::Refused(why) if why.contains(&expected)),
+            "{hello:?}: {resp:?}"
+        );
+        assert!(closed(&mut s).await, "connection left open after a refusal");
+    }
+    // A Hello meant for this node of this cluster (or from a node not knowing its cluster yet)
+    // is admitted.
+    for cluster in [Some(cluster_id.clone()), None] {
+        let mut s = tokio::net::TcpStream::connect(&c.voters[&leader])
+            .await
+            .unwrap();
+        let hello = Hello {
+            from: 99,
+            to: Some(leader),
+            cluster_id: cluster,
+        };
+        write_frame(&mut s, &Request::Hello(hello)).await.unwrap();
+        let resp: Response = read_frame(&mut s, MAX_FRAME_BYTES).await.unwrap();
+        assert!(matches!(resp, Response::Hello), "{resp:?}");
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(via.status().term, term, "a refused Vote reached Raft");
+    assert!(via.is_leader());
+    via.request(heartbeat(1, 1), T).await.unwrap();
+    for id in 1..=3 {
+        c.stop(id).await;
+    }
+}
+
 /// Kafka's `Uuid.randomUuid` rule: a new id's text never starts with `-` (tools would read it as
 /// an option) and is never the zero id. About 1 in 64 plain random ids starts with `-`, so
 /// 20,000 draws would hit one with overwhelming likelihood without the rule.
