@@ -39,6 +39,9 @@ What this file proves, as a user sees it:
   a coordinate bound of 64 per partition, thousands of batches per partition are acknowledged
   and read back while the compacting coordinator leader is SIGKILLed and restarted, and the
   bucket ends with about one object per compaction size.
+- The coordinate bound met (``test_diskless_partition_at_its_bound_refuses_and_producers_resend``):
+  4 producers outrun a bound of 16; the batches refused KAFKA_STORAGE_ERROR are resent by
+  librdkafka unseen, every record is read back in order, /metrics counts the refusals.
 
 Transactions on diskless topics are tested in test_diskless_transactions.py.
 """
@@ -727,6 +730,62 @@ def test_diskless_compaction_budget_holds_back_all_but_crowded_partitions(store,
     print(f"coordinates per partition: {held}")
     assert len(held) == parts and all(f'topic="{topic}"' in lb for lb in held), held
     assert all(1 <= v <= 64 for v in held.values()), held
+
+
+def test_diskless_partition_at_its_bound_refuses_and_producers_resend(store, cluster, topic_name):
+    """The coordinate bound as producers meet it: brokers with the least bound
+    (``diskless.coordinator.max.batches.per.partition=16``), compaction only of crowded partitions
+    (``diskless.compaction.max.age.ms`` 10 minutes, ``max.bytes`` 16 MiB: a run is rewritten only
+    once its partition holds 8 coordinates, once a second; 16 coordinates of up to 16 MiB hold
+    far more than the test writes, ~12 MB) and 4 idempotent acks=all producers (linger.ms 0, so
+    each produce request is a batch of its own; up to 5 in flight each) sending 250 records/s
+    each to one partition for 15 s: far more batches a second than 16.
+
+    The partition's coordinator refuses the batches past the bound KAFKA_STORAGE_ERROR (and the
+    ones behind them NOT_LEADER_OR_FOLLOWER), and librdkafka resends them, so the application
+    sees no delivery error: every record acknowledged and read back at its offset byte for byte,
+    none twice, each producer's records in its order. /metrics shows the refusals
+    (``frieda_diskless_partition_refused_at_bound_total`` > 0 at the coordinator's broker) and
+    the partition within the bound."""
+    settings = dict(store.broker_settings(), **{
+        "diskless.coordinator.max.batches.per.partition": 16,
+        "diskless.compaction.max.bytes": 16 << 20,
+        "diskless.compaction.max.age.ms": 600000,
+    })
+    ports = dict(zip((1, 2, 3), free_ports(3)))
+    c = cluster(3, node_settings={i: {"metrics.listen": f"127.0.0.1:{ports[i]}"} for i in ports}, **settings)
+    topic = topic_name()
+    create_diskless(c, topic, 1)
+    prods = [SizedProducer(c.bootstrap, topic, 1, rate=250, tag=f"b{i}", linger_ms=0) for i in range(4)]
+    t0 = time.monotonic()
+    for prod in prods:
+        prod.start()
+    try:
+        for prod in prods:
+            prod.wait_acked(100, 30, "at the start")
+        time.sleep(max(0.0, t0 + 15 - time.monotonic()))
+    finally:
+        for prod in prods:
+            prod.stop(flush_timeout=120)
+    for prod in prods:
+        assert not prod.errors, f"{len(prod.errors)} delivery errors, e.g. {prod.errors[:5]}"
+        assert len(prod.acks) == prod.sent, (prod.tag, len(prod.acks), prod.sent)
+    got, hw = read_all(c.bootstrap, topic, 1, timeout=120)
+    check_log(prods, got, hw, topic, exact=True)
+    assert hw == {0: sum(p.sent for p in prods)}, hw
+    last: dict[bytes, int] = {}
+    for (_p, off), (key, _value) in sorted(got.items()):
+        tag, _, seq = key.rpartition(b"-")
+        assert int(seq) > last.get(tag, -1), f"{key!r} at offset {off} after sequence {last[tag]} of {tag!r}"
+        last[tag] = int(seq)
+    samples = [x for port in ports.values() for x in scrape(port)]
+    refused = sum(v for n, _lb, v in samples if n == "frieda_diskless_partition_refused_at_bound_total")
+    held = [v for n, _lb, v in samples if n == "frieda_diskless_partition_coordinates"]
+    runs, coords, _size = compaction_totals(c)
+    print(f"{hw[0]} records acknowledged; {refused:.0f} batches refused at the bound and resent; "
+          f"compaction: {runs} runs replaced {coords} coordinates; coordinates held: {held}")
+    assert refused > 0, "no batch met the bound: the test did not test it"
+    assert held and all(1 <= v <= 16 for v in held), held
 
 
 # ---------------------------------------------------------------- 3b. leaderless: any broker, racks

@@ -366,6 +366,11 @@ struct PartitionState {
     /// (one per abort marker retained: bounded by the retained records, as a classic log's
     /// transaction index).
     aborted: VecDeque<AbortedTxn>,
+    /// Batches and markers this coordinator refused KAFKA_STORAGE_ERROR at the coordinate bound
+    /// since it was built: counted where decided ([`BatchCoordinator::commit`],
+    /// [`BatchCoordinator::marker`]), not replicated (a replica, or a reload, starts at 0). For
+    /// /metrics.
+    refused_at_bound: u64,
 }
 
 impl PartitionState {
@@ -595,6 +600,11 @@ impl BatchCoordinator {
         let mut answers = Vec::with_capacity(commit.batches.len());
         for b in &commit.batches {
             let answer = self.judge(b);
+            if answer == BatchAnswer::Refused(E::KafkaStorageError) {
+                if let Some(p) = self.partitions.get_mut(&b.partition) {
+                    p.refused_at_bound += 1;
+                }
+            }
             self.take_answer(commit.object, b, &answer);
             answers.push(answer);
         }
@@ -811,7 +821,7 @@ impl BatchCoordinator {
     ) -> Result<(i64, Decision), E> {
         let p = self
             .partitions
-            .get(&partition)
+            .get_mut(&partition)
             .ok_or(E::UnknownTopicOrPartition)?;
         p.producers
             .check_marker(
@@ -822,6 +832,7 @@ impl BatchCoordinator {
             )
             .map_err(producer_error)?;
         if p.coordinates.len() >= self.max_batches {
+            p.refused_at_bound += 1;
             return Err(E::KafkaStorageError);
         }
         let offset = p.next_offset;
@@ -1011,6 +1022,13 @@ impl BatchCoordinator {
     /// [`BatchCoordinator::new`].
     pub fn coordinate_count(&self, partition: DisklessPartition) -> Option<usize> {
         self.partitions.get(&partition).map(|p| p.coordinates.len())
+    }
+
+    /// Batches and markers of `partition` this coordinator refused at the coordinate bound since
+    /// it was built (leader-side, not replicated; see [`Self::commit`]). None for a partition it
+    /// does not know.
+    pub fn refused_at_bound(&self, partition: DisklessPartition) -> Option<u64> {
+        self.partitions.get(&partition).map(|p| p.refused_at_bound)
     }
 
     /// Objects known (live or marked for deletion).

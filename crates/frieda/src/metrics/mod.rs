@@ -562,16 +562,18 @@ fn diskless(broker: &Broker, e: &mut DescriptorEncoder) -> Result<(), std::fmt::
             [(Labels::new(), ConstCounter::new(v.load(Ordering::Relaxed)))],
         )?;
     }
-    let mut all = Vec::new();
+    let mut coordinates = Vec::new();
+    let mut refused = Vec::new();
     for index in d.coordinators.indexes() {
         let Some(host) = d.coordinators.get(index) else {
             continue;
         };
-        for (p, n) in host.coordinate_counts() {
+        for (p, n, r) in host.coordinate_counts() {
             let topic = broker
                 .topic_by_id(&p.topic_id)
                 .map_or_else(|| p.topic_id.to_string(), |t| t.name.to_string());
-            all.push((tp(&topic, p.partition), ConstGauge::new(n as i64)));
+            coordinates.push((tp(&topic, p.partition), ConstGauge::new(n as i64)));
+            refused.push((tp(&topic, p.partition), ConstCounter::new(r)));
         }
     }
     family(
@@ -579,6 +581,13 @@ fn diskless(broker: &Broker, e: &mut DescriptorEncoder) -> Result<(), std::fmt::
         "frieda_diskless_partition_coordinates",
         "Batch coordinates a diskless partition holds at its coordinator (loaded here); produces are refused KAFKA_STORAGE_ERROR at diskless.coordinator.max.batches.per.partition.",
         MetricType::Gauge,
-        all,
+        coordinates,
+    )?;
+    family(
+        e,
+        "frieda_diskless_partition_refused_at_bound",
+        "Batches and transaction markers of a diskless partition its coordinator (loaded here) refused KAFKA_STORAGE_ERROR because the partition held diskless.coordinator.max.batches.per.partition coordinates (producers resend them); from 0 when the coordinator is loaded.",
+        MetricType::Counter,
+        refused,
     )
 }

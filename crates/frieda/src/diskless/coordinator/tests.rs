@@ -371,22 +371,26 @@ fn a_late_transactional_batch_verified_before_a_marker_opens_no_transaction() {
 #[test]
 fn past_the_coordinate_bound_a_batch_is_refused_and_its_successor_waits_for_it() {
     let mut c = BatchCoordinator::new(2);
-    c.create_partition(part(0));
-    let answers = c
-        .commit(
-            0,
-            &commit_of(
-                1,
-                &[
-                    (0, header(1, 7, 0, 0)),
-                    (0, header(1, 7, 0, 1)),
-                    (0, header(1, 7, 0, 2)),
-                    (0, header(1, 7, 0, 3)),
-                ],
-            ),
-        )
-        .unwrap()
-        .0;
+    let mut replica = BatchCoordinator::new(2);
+    replica.apply(&c.create_partition(part(0)));
+    let first = commit_of(
+        1,
+        &[
+            (0, header(1, 7, 0, 0)),
+            (0, header(1, 7, 0, 1)),
+            (0, header(1, 7, 0, 2)),
+            (0, header(1, 7, 0, 3)),
+        ],
+    );
+    let (answers, decision) = c.commit(0, &first).unwrap();
+    // the refusal at the bound is counted where decided (/metrics), once: not for the batch
+    // refused after it, not for a resent commit, not on a replica applying the decision
+    assert_eq!(c.refused_at_bound(part(0)), Some(1));
+    assert_eq!(c.commit(0, &first).unwrap().0, answers);
+    assert_eq!(c.refused_at_bound(part(0)), Some(1));
+    replica.apply(&decision.unwrap());
+    assert_eq!(replica.refused_at_bound(part(0)), Some(0));
+    assert_eq!(c.refused_at_bound(part(1)), None);
     assert_eq!(
         answers,
         vec![
@@ -407,6 +411,7 @@ fn past_the_coordinate_bound_a_batch_is_refused_and_its_successor_waits_for_it()
         .unwrap()
         .0;
     assert_eq!(answers, vec![appended(2, 2), appended(3, 3)]);
+    assert_eq!(c.refused_at_bound(part(0)), Some(1));
 }
 
 #[test]

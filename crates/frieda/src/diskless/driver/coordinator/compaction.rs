@@ -145,15 +145,19 @@ impl HostedCoordinator {
         self.host.lock().coordinator().partitions()
     }
 
-    /// Per partition served here: (the partition, its coordinates; the bound is
-    /// `diskless.coordinator.max.batches.per.partition`). One map lookup per partition under
+    /// Per partition served here: (the partition, its coordinates, the batches and markers
+    /// refused at the bound since this host was loaded; the bound is
+    /// `diskless.coordinator.max.batches.per.partition`). Two map lookups per partition under
     /// the host's lock, which commits wait for.
-    pub fn coordinate_counts(&self) -> Vec<(DisklessPartition, usize)> {
+    pub fn coordinate_counts(&self) -> Vec<(DisklessPartition, usize, u64)> {
         let host = self.host.lock();
         let c = host.coordinator();
         c.partitions()
             .into_iter()
-            .filter_map(|p| c.coordinate_count(p).map(|n| (p, n)))
+            .filter_map(|p| {
+                let n = c.coordinate_count(p)?;
+                Some((p, n, c.refused_at_bound(p).unwrap_or(0)))
+            })
             .collect()
     }
 }
