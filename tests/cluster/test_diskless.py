@@ -214,13 +214,20 @@ def assert_stored_in_order(c, topic: str, parts: int, got: dict, hw: dict[int, i
         assert bad is None, f"{topic}[{p}]: sequence {s[bad]} at offset {bad} after {s[bad - 1]}"
 
 
+def assert_all_acknowledged(producers) -> None:
+    """Each of ``producers`` (stopped) had no delivery error and every record it sent
+    acknowledged."""
+    for prod in producers:
+        assert not prod.errors, f"{prod.tag}: {len(prod.errors)} delivery errors, e.g. {prod.errors[:5]}"
+        assert len(prod.acks) == prod.sent, (prod.tag, len(prod.acks), prod.sent)
+
+
 def assert_one_producer_read_back(c, prod, topic: str, parts: int) -> tuple[dict, dict[int, int]]:
     """``prod`` (one idempotent producer, stopped) had no delivery error and every record it
     sent acknowledged; reading ``topic`` from offset 0 gives exactly those records at their
     offsets, byte for byte, dense, none twice, each partition in the producer's order
     (``check_log``, ``assert_stored_in_order``). Returns what was read and the high watermarks."""
-    assert not prod.errors, f"{len(prod.errors)} delivery errors, e.g. {prod.errors[:5]}"
-    assert len(prod.acks) == prod.sent, (len(prod.acks), prod.sent)
+    assert_all_acknowledged([prod])
     got, hw = read_all(c.bootstrap, topic, parts, timeout=120)
     check_log(prod, got, hw, topic, exact=True)
     counts = defaultdict(int)
@@ -767,9 +774,7 @@ def test_diskless_partition_at_its_bound_refuses_and_producers_resend(store, clu
     finally:
         for prod in prods:
             prod.stop(flush_timeout=120)
-    for prod in prods:
-        assert not prod.errors, f"{len(prod.errors)} delivery errors, e.g. {prod.errors[:5]}"
-        assert len(prod.acks) == prod.sent, (prod.tag, len(prod.acks), prod.sent)
+    assert_all_acknowledged(prods)
     got, hw = read_all(c.bootstrap, topic, 1, timeout=120)
     check_log(prods, got, hw, topic, exact=True)
     assert hw == {0: sum(p.sent for p in prods)}, hw
@@ -844,9 +849,7 @@ def test_diskless_leaderless_produce_by_rack_and_a_serving_broker_killed(store, 
     finally:
         for prod in producers:
             prod.stop(flush_timeout=120)
-    for prod in producers:
-        assert not prod.errors, f"{prod.tag}: {len(prod.errors)} delivery errors, e.g. {prod.errors[:5]}"
-        assert len(prod.acks) == prod.sent, (prod.tag, len(prod.acks), prod.sent)
+    assert_all_acknowledged(producers)
     print(f"{sum(p.sent for p in producers)} records acknowledged; slowest acknowledgement "
           f"{max(p.max_latency() for p in producers):.1f} s")
 

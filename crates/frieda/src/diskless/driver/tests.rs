@@ -312,6 +312,65 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
     );
 }
 
+/// Compaction's byte budget past the half of the coordinate bound, through the driver: a
+/// partition holding half its bound is compacted although the budget is in debt, and its run
+/// spends nothing from it (so the budget never makes a partition reach the bound); below half,
+/// the same spent budget holds a run back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowded_partition_is_compacted_past_a_spent_budget_without_spending_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let writers = LogWriters::start(1);
+    let log = open_log(dir.path(), &writers);
+    let config = DisklessConfig {
+        commit_interval_ms: 5,
+        max_batches_per_partition: 8,
+        ..DisklessConfig::default()
+    };
+    let d = Diskless::start(1, config, Arc::new(RemoteStore::in_memory()), None, None);
+    load(&d, &log).await;
+    let host = d.coordinators.get(0).unwrap();
+    let policy = crate::diskless::coordinator::CompactionPolicy {
+        max_bytes: 1 << 20,
+        max_age_ms: i64::MAX,
+    };
+    let now = std::time::Instant::now;
+    let budget = crate::remote::quota::ByteRate::new(1);
+    budget.spend(1 << 20, now());
+    let debt = budget.throttle(now());
+    // three batches of partition 0 (each its own object), four of partition 1
+    for i in 0..4 {
+        if i < 3 {
+            produce(&d, vec![(0, batch(7, i, i as usize, 1))]).await;
+        }
+        produce(&d, vec![(1, batch(8, i, i as usize, 1))]).await;
+    }
+    // partition 0 holds 3 of 8: not crowded, not due by age or size, and the budget is spent
+    let held = host.compact(&d.store, part(0), &policy, Some(&budget), 1);
+    assert!(held.await.unwrap().is_none());
+    // partition 1 holds 4 of 8: crowded, compacted in debt, spending nothing
+    let done = host.compact(&d.store, part(1), &policy, Some(&budget), 1);
+    let done = done
+        .await
+        .unwrap()
+        .expect("a crowded partition is compacted");
+    assert!(done.crowded);
+    assert_eq!(
+        (done.coordinates, done.base_offset, done.last_offset),
+        (4, 0, 3)
+    );
+    assert!(
+        budget.throttle(now()) <= debt,
+        "a crowded run spent from the budget"
+    );
+    let want: Vec<(i64, String)> = (0..4).map(|i| (i, format!("value-{i}"))).collect();
+    assert_eq!(read_all(&d, part(1)).await, want);
+    assert_eq!(host.coordinate_counts().len(), 2);
+    assert!(host
+        .coordinate_counts()
+        .iter()
+        .all(|&(p, n, refused)| refused == 0 && n == if p == part(1) { 1 } else { 3 }));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_coordinator_a_commit_is_retried_until_the_commit_age_bound() {
     let config = DisklessConfig {
