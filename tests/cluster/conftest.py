@@ -41,7 +41,7 @@ from confluent_kafka import KafkaException  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
 import kafka_wire as kw  # noqa: E402
-from ports import bindable, ephemeral_low, free_ports  # noqa: E402,F401 (the tests import them from here)
+from ports import bindable, ephemeral_low, free_block, free_ports  # noqa: E402,F401 (the tests import them from here)
 
 START_TIMEOUT_S = float(os.environ.get("FRIEDA_START_TIMEOUT", "15"))
 # SIGTERM is a controlled shutdown (leaderships move first): exit 0 within this bound

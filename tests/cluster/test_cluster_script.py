@@ -6,14 +6,13 @@ Every process is found and stopped by PID."""
 from __future__ import annotations
 
 import os
-import random
 import re
 import socket
 import subprocess
 import time
 from pathlib import Path
 
-from conftest import bindable, ephemeral_low
+from conftest import free_block
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "scripts" / "cluster"
@@ -21,13 +20,11 @@ BIN = os.environ.get("FRIEDA_BIN", str(REPO_ROOT / "target" / "release" / "fried
 
 
 def free_base(nodes: int) -> int:
-    """A base port P with P+100*i and P+1+100*i free for i in 1..nodes, all below the kernel's
-    ephemeral range, so no outgoing connection takes one before the node binds it."""
-    for _ in range(200):
-        base = random.randrange(20000, ephemeral_low() - 100 * (nodes + 1), 2)
-        if all(bindable(port) for i in range(1, nodes + 1) for port in (base + 100 * i, base + 1 + 100 * i)):
-            return base
-    raise AssertionError("no free port range")
+    """A base port P with P+100*i and P+1+100*i free for i in 1..nodes, from this pytest-xdist
+    worker's ports (ports.free_block: below the kernel's ephemeral range, so no outgoing
+    connection takes one before the node binds it, and never the other worker's: stop 91's
+    check had this test hold a port the other worker's SeaweedFS was about to bind)."""
+    return free_block([o for i in range(1, nodes + 1) for o in (100 * i, 100 * i + 1)])
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -78,6 +78,21 @@ def free_ports(n: int) -> list[int]:
     raise AssertionError(f"no {n} free ports in {low}..{high}")
 
 
+def free_block(offsets: list[int]) -> int:
+    """A base port P of this worker's slice with P + each of ``offsets`` free and not handed out
+    before by this process (scripts/cluster's ``--base-port``: node i on P+100*i and
+    P+1+100*i); those ports count as handed out."""
+    low, high = worker_slice()
+    span = max(offsets) + 1
+    for _ in range(1000):
+        base = random.randrange(low, high - span)
+        ports = [base + o for o in offsets]
+        if not any(port in _HANDED_OUT for port in ports) and all(bindable(port) for port in ports):
+            _HANDED_OUT.update(ports)
+            return base
+    raise AssertionError(f"no free block of {span} ports in {low}..{high}")
+
+
 def free_port() -> int:
     """One free loopback port (see ``free_ports``)."""
     return free_ports(1)[0]
