@@ -3,7 +3,8 @@
 topic (RF 3, min.insync.replicas 2) while the share group's coordinator and then a partition
 leader are SIGKILLed and restarted, and then one of the consumers is SIGKILLed. Afterwards every record the producer got acknowledged was
 accepted at least once, and no record was delivered again after a consumer's acknowledgement of
-it was reported stored (commitSync without an error for its partition).
+it was reported stored (commitSync without an error for its partition). The same on a diskless
+topic (issue 60) with SeaweedFS, where the batch coordinator's broker is SIGKILLed too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import pytest
 from confluent_kafka import Producer
 
 from test_cluster import create
+from test_diskless import (SizedProducer, assert_one_producer_read_back, create_diskless, diskless_leader,
+                           store)  # noqa: F401 (store: a fixture)
 from test_kafka_tools_cluster import classpath, java  # noqa: F401 (fixture)
 from test_offsets_min_isr import find_coordinator
 from conftest import REPO_ROOT, port_open, wait_until
@@ -187,13 +190,40 @@ def three(request, cluster, tmp_path):
         k.close()
 
 
+def kill_and_restart(c, node: int, what: str) -> None:
+    """SIGKILL ``node`` (by PID), and start it again 3 s later."""
+    print(f"SIGKILL {what}, node {node}")
+    c.kill(node)
+    time.sleep(3)
+    c.start(node)
+
+
+def share_coordinator(c, group: str) -> int:
+    """The node coordinating share group ``group`` (FindCoordinator)."""
+    err, coordinator = find_coordinator(c.node(c.running()[0]).client_port, group)
+    assert err == 0, err
+    return coordinator
+
+
 @pytest.mark.timeout(400)
 def test_share_group_accepts_every_record_once_through_sigkills_of_the_coordinator_and_a_leader(
         three, topic_name, classpath, tmp_path):
     c = three
     topic = topic_name("jobs")
-    group = "workers-" + topic
     create(c, topic, partitions=3, rf=3, config={"min.insync.replicas": "2"})
+    group = "workers-" + topic
+    share_scenario(c, topic, group, classpath, tmp_path, faults=[
+        (0.25, lambda: kill_and_restart(c, share_coordinator(c, group), "the share group's coordinator")),
+        (0.5, lambda: kill_and_restart(c, c.leader_of(topic, 1), f"the leader of {topic}-1")),
+    ])
+
+
+def share_scenario(c, topic: str, group: str, classpath: str, tmp_path: Path, faults) -> None:
+    """Three ShareWorkers of ``group`` accept every record of ``topic`` (3 partitions) while
+    3,000 records are produced; each of ``faults`` ``(fraction, action)`` runs once that
+    fraction of the records is accepted, then a worker is SIGKILLed holding records. Every
+    acknowledged record is accepted at least once, the group's lag ends 0, and no record is
+    delivered again after its acceptance was reported stored."""
     workers = [Worker(classpath, c.bootstrap, group, topic, f"w{i}", tmp_path / f"w{i}.stderr") for i in range(3)]
     producer = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "enable.idempotence": True,
                          "message.timeout.ms": 120000, "linger.ms": 5})
@@ -244,20 +274,10 @@ def test_share_group_accepts_every_record_once_through_sigkills_of_the_coordinat
         def accepted(k: int) -> bool:
             return len([v for v in acked_values(workers) if v.startswith("v")]) >= k
 
-        c.wait_until(lambda: accepted(n // 4), 90, f"{n // 4} records accepted")
-        err, coordinator = find_coordinator(c.node(c.running()[0]).client_port, group)
-        assert err == 0, err
-        print(f"SIGKILL the share group's coordinator, node {coordinator}")
-        c.kill(coordinator)
-        time.sleep(3)
-        c.start(coordinator)
-
-        c.wait_until(lambda: accepted(n // 2), 120, f"{n // 2} records accepted")
-        leader = c.leader_of(topic, 1)
-        print(f"SIGKILL the leader of {topic}-1, node {leader}")
-        c.kill(leader)
-        time.sleep(3)
-        c.start(leader)
+        for fraction, action in faults:
+            k = int(n * fraction)
+            c.wait_until(lambda: accepted(k), 120, f"{k} records accepted")
+            action()
 
         # A consumer SIGKILLed mid-batch: the records it held come back to the other two (its
         # connections close, so its share sessions end and its records are released).
@@ -322,9 +342,53 @@ def test_share_group_accepts_every_record_once_through_sigkills_of_the_coordinat
     redelivered = sum(1 for w in workers for g in w.got if g[4] > 1)
     print(f"{len(produced)} produced, {len(acked_at)} accepted, {deliveries} deliveries "
           f"({redelivered} with delivery count > 1), worker errors: {[w.errors[:2] for w in workers]}")
+    # where the redeliveries were: per partition, per second of the run
+    t_first = min((g[0] for w in workers for g in w.got), default=0)
+    again_at: dict[int, dict[int, int]] = {}
+    for w in workers:
+        for ms, p, _o, _v, dc in w.got:
+            if dc > 1:
+                per = again_at.setdefault(p, {})
+                per[(ms - t_first) // 1000] = per.get((ms - t_first) // 1000, 0) + 1
+    print(f"delivery count > 1 by partition and second: {again_at}")
     assert not again, f"delivered again after an acknowledgement was stored: {again[:10]}"
     per_worker = {w.name: len(w.acked) for w in workers}
     assert sum(1 for k in per_worker.values() if k > 0) >= 2, f"records were shared: {per_worker}"
+
+
+@pytest.mark.timeout(500)
+def test_share_group_on_a_diskless_topic_through_sigkills_of_the_coordinators_and_a_leader(
+        store, cluster, topic_name, classpath, tmp_path):
+    """The same on a diskless topic (issue 60, docs/diskless.md "Share groups"): its
+    share-partitions live on the partitions' leaders in the metadata image, which read the
+    records through the batch coordinator and the bucket; besides the share group's coordinator
+    and a partition's leader, the batch coordinator's broker is SIGKILLed and restarted.
+    Meanwhile a second diskless topic takes about 2 MB/s (SizedProducer, 2,500 records/s), so
+    the records shared with the group travel in shared objects that compaction (every 3 s,
+    objects deleted 1 s after) rewrites and deletes while the share-partitions read them; that
+    topic reads back exactly as acknowledged afterwards."""
+    c = cluster(3, **store.broker_settings(), **{
+        "diskless.compaction.max.bytes": 1 << 20,
+        "diskless.compaction.max.age.ms": 3000,
+        "diskless.object.delete.delay.ms": 1000,
+    })
+    topic, bulk = topic_name("jobs"), topic_name("bulk")
+    create_diskless(c, topic, 3)
+    create_diskless(c, bulk, 3)
+    diskless_leader(c, topic, 3)
+    group = "workers-" + topic
+    load = SizedProducer(c.bootstrap, bulk, 3, rate=2500, tag="bulk")
+    load.start()
+    try:
+        share_scenario(c, topic, group, classpath, tmp_path, faults=[
+            (0.2, lambda: kill_and_restart(c, share_coordinator(c, group), "the share group's coordinator")),
+            (0.4, lambda: kill_and_restart(c, c.leader_of(topic, 1), f"the leader of {topic}-1")),
+            (0.6, lambda: kill_and_restart(c, diskless_leader(c, topic, 3), "the batch coordinator's broker")),
+        ])
+    finally:
+        load.stop(flush_timeout=120)
+    print(f"{load.sent} records of load acknowledged beside the share group")
+    assert_one_producer_read_back(c, load, bulk, 3)
 
 
 def share_lag(cp: str, bootstrap: str, group: str, topic: str) -> dict[int, int]:

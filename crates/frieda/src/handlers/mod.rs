@@ -33,6 +33,7 @@ pub mod scram;
 pub mod share_dlq;
 pub mod share_fetch;
 pub mod share_groups;
+mod share_source;
 pub mod share_state;
 pub mod splice;
 pub mod streams_groups;

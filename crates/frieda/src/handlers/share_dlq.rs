@@ -21,11 +21,11 @@
 //! state is durable, not before (Kafka persists an intermediate ARCHIVING state first): a crash
 //! between the two leaves the record archived without its DLQ copy.
 
+use super::share_source::ShareSource;
 use super::str_bytes;
 use crate::broker::Broker;
 use crate::coordinator::share::partition::ArchiveReason;
 use crate::coordinator::share::{GroupShareConfig, ShareKey};
-use crate::storage::partition::Partition;
 use bytes::{Bytes, BytesMut};
 use frieda_log::BatchHeader;
 use kafka_protocol::error::ResponseError as E;
@@ -58,10 +58,10 @@ fn message(reason: ArchiveReason) -> &'static str {
 
 /// Writes the records of share-partition `key` (on `source`) just archived to the group's DLQ,
 /// if `share.version` >= 2 and the group has one; a failure is logged, never returned.
-pub async fn publish(
+pub(super) async fn publish(
     broker: &Arc<Broker>,
     key: &ShareKey,
-    source: &Arc<Partition>,
+    source: &ShareSource,
     archived: Vec<(i64, ArchiveReason, u16)>,
     config: &GroupShareConfig,
 ) {
@@ -210,44 +210,44 @@ async fn dlq_topic(
     Ok(t)
 }
 
-/// The original records at the archived offsets (for `copy.record.enable`), read from `source`.
+/// The original records at the archived offsets (for `copy.record.enable`), read from `source`
+/// (a local log, or a diskless partition through its batch coordinator and the bucket).
 async fn originals(
-    source: &Arc<Partition>,
+    source: &ShareSource,
     archived: &[(i64, ArchiveReason, u16)],
 ) -> BTreeMap<i64, Record> {
     let wanted: std::collections::BTreeSet<i64> = archived.iter().map(|a| a.0).collect();
     let (Some(&lo), Some(&hi)) = (wanted.first(), wanted.last()) else {
         return BTreeMap::new();
     };
-    let reader = source.reader().clone();
-    let limit = source.high_watermark();
-    let read = tokio::task::spawn_blocking(move || {
-        let mut out = BTreeMap::new();
-        let mut at = lo;
-        while at <= hi && at < limit {
-            let Ok(data) = reader.read(at, COPY_READ_BYTES, limit) else {
-                break;
+    let mut out = BTreeMap::new();
+    let Ok(offsets) = source.offsets().await else {
+        return out;
+    };
+    let limit = offsets.high_watermark;
+    let mut at = lo;
+    while at <= hi && at < limit {
+        let Ok(read) = source.read(at, COPY_READ_BYTES, limit, false).await else {
+            break;
+        };
+        let data = read.data;
+        if data.chunks.is_empty() || data.next_offset <= at {
+            break;
+        }
+        for chunk in &data.chunks {
+            let mut b = chunk.clone();
+            let Ok(sets) = RecordBatchDecoder::decode_all(&mut b) else {
+                continue;
             };
-            if data.chunks.is_empty() || data.next_offset <= at {
-                break;
-            }
-            for chunk in &data.chunks {
-                let mut b = chunk.clone();
-                let Ok(sets) = RecordBatchDecoder::decode_all(&mut b) else {
-                    continue;
-                };
-                for r in sets.into_iter().flat_map(|s| s.records) {
-                    if wanted.contains(&r.offset) {
-                        out.insert(r.offset, r);
-                    }
+            for r in sets.into_iter().flat_map(|s| s.records) {
+                if wanted.contains(&r.offset) {
+                    out.insert(r.offset, r);
                 }
             }
-            at = data.next_offset;
         }
-        out
-    })
-    .await;
-    read.unwrap_or_default()
+        at = data.next_offset;
+    }
+    out
 }
 
 /// Appends one batch to partition `index` of the DLQ topic `dlq`, on this broker if it leads

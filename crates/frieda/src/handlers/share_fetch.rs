@@ -8,6 +8,7 @@
 //! partition; acknowledgement batches are validated as `KafkaApis.validateAcknowledgementBatches`.
 
 use super::share_groups::valid_member_id;
+use super::share_source::{ShareSource, SourceError, DISKLESS_POLL};
 use super::share_state;
 use super::{authorized, str_bytes, RequestContext};
 use crate::broker::Broker;
@@ -18,10 +19,8 @@ use crate::coordinator::share::partition::{
 use crate::coordinator::share::session::{FetchContext, SessionPartition, FINAL_EPOCH};
 use crate::coordinator::share::{AutoOffsetReset, GroupShareConfig, ShareKey, SharedPartition};
 use crate::security::acl;
-use crate::storage::backlog::ReadFor;
-use crate::storage::partition::Partition;
 use bytes::{Bytes, BytesMut};
-use frieda_log::{BatchHeader, FetchData, LogError};
+use frieda_log::{BatchHeader, FetchData};
 use kafka_protocol::error::ResponseError as E;
 use kafka_protocol::messages::share_acknowledge_response as ack_resp;
 use kafka_protocol::messages::share_fetch_response::{
@@ -95,9 +94,9 @@ async fn acknowledge(
         return Ok(());
     }
     let t = broker.topic(topic).ok_or(E::UnknownTopicOrPartition)?;
-    not_diskless(broker, &t)?;
     let p = t.replica(index)?;
     p.repl.check_leader(-1)?;
+    let source = ShareSource::of(broker, &t, p.clone())?;
     let shares = &broker.groups.shares;
     let key = (group.to_string(), topic.to_string(), index);
     let entry = shares
@@ -168,7 +167,7 @@ async fn acknowledge(
     // fetch of every group on each acknowledgement.
     entry.acknowledged.notify_waiters();
     let archived = entry.state.lock().take_archived();
-    super::share_dlq::publish(broker, &key, &p, archived, config).await;
+    super::share_dlq::publish(broker, &key, &source, archived, config).await;
     result
 }
 
@@ -177,13 +176,13 @@ async fn acknowledge(
 /// a new leader starts there too).
 async fn load(
     broker: &Broker,
-    p: &Arc<Partition>,
+    source: &ShareSource,
     key: &ShareKey,
     topic_id: Uuid,
     config: &GroupShareConfig,
 ) -> Result<SharedPartition, E> {
     let shares = &broker.groups.shares;
-    let leader_epoch = p.repl.leader_epoch();
+    let leader_epoch = source.p.repl.leader_epoch();
     if let Some(e) = shares.get(key, leader_epoch) {
         return Ok(e);
     }
@@ -205,18 +204,17 @@ async fn load(
             )
         }
         None => {
+            let offsets = source.offsets().await?;
             let start = match config.auto_offset_reset {
-                AutoOffsetReset::Earliest => p.log_start_offset(),
-                AutoOffsetReset::Latest => p.high_watermark(),
+                AutoOffsetReset::Earliest => offsets.log_start,
+                AutoOffsetReset::Latest => offsets.high_watermark,
                 AutoOffsetReset::ByDurationMs(ms) => {
                     let ts = crate::clock::now_ms().saturating_sub(ms);
-                    let reader = p.reader().clone();
-                    let hw = p.high_watermark();
-                    match tokio::task::spawn_blocking(move || reader.offset_for_timestamp(ts)).await
-                    {
-                        Ok(Ok(Some((offset, _)))) => offset.min(hw),
-                        _ => hw,
-                    }
+                    let hw = offsets.high_watermark;
+                    source
+                        .offset_for_timestamp(ts)
+                        .await
+                        .map_or(hw, |offset| offset.min(hw))
                 }
             };
             let value = ShareStateValue {
@@ -301,7 +299,7 @@ impl Acquired {
 /// a scan of the window, which a fetch needs only until it has its `held_wait`).
 async fn acquire(
     broker: &Arc<Broker>,
-    p: &Arc<Partition>,
+    source: &ShareSource,
     key: &ShareKey,
     (member, ask_held): (&str, bool),
     (max_records, max_bytes): (usize, usize),
@@ -312,7 +310,7 @@ async fn acquire(
         .topic(&key.1)
         .map(|t| t.id)
         .ok_or(E::UnknownTopicOrPartition)?;
-    let entry = load(broker, p, key, topic_id, config).await?;
+    let entry = load(broker, source, key, topic_id, config).await?;
     let archived = {
         let mut state = entry.state.lock();
         if *state.config() != config.partition {
@@ -321,14 +319,15 @@ async fn acquire(
         state.take_archived()
     };
     // Archived by expired locks since the last look: to the dead-letter queue.
-    super::share_dlq::publish(broker, key, p, archived, config).await;
+    super::share_dlq::publish(broker, key, source, archived, config).await;
     // One fetch at a time reads and acquires: with 16 consumers on one partition, the fetches
     // woken by an acknowledgement all read the same records and one acquired them (15.6k reads,
     // 0.85 GB, per 1M records delivered).
     let _turn = entry.acquiring.lock().await;
+    let offsets = source.offsets().await?;
     let (from, span) = {
         let mut state = entry.state.lock();
-        state.on_log_start(p.log_start_offset());
+        state.on_log_start(offsets.log_start);
         match state.fetch_span(max_records) {
             Some(s) => s,
             None => {
@@ -340,9 +339,9 @@ async fn acquire(
         }
     };
     let limit = if read_committed {
-        p.last_stable_offset()
+        offsets.last_stable_offset
     } else {
-        p.high_watermark()
+        offsets.high_watermark
     };
     if from >= limit {
         return Ok(Acquired {
@@ -358,29 +357,24 @@ async fn acquire(
     // copies). The first batch comes whole anyway (KIP-74).
     let per_record = entry.bytes_per_record.load(Ordering::Relaxed) as usize;
     let cap = READ_BUDGET_BYTES.min(max_bytes.max(1));
-    let data = match read_span(p, (from, from + span as i64), limit, per_record, cap).await {
-        Ok(d) => d,
-        Err(LogError::OffsetOutOfRange { .. }) => {
-            entry.state.lock().on_log_start(p.log_start_offset());
-            return Ok(Acquired::none());
-        }
-        Err(_) => return Err(E::KafkaStorageError),
-    };
+    let span = (from, from + span as i64);
+    let (data, aborted) =
+        match read_span(source, span, limit, per_record, cap, read_committed).await {
+            Ok(d) => d,
+            Err(SourceError::OutOfRange) => {
+                if let Ok(offsets) = source.offsets().await {
+                    entry.state.lock().on_log_start(offsets.log_start);
+                }
+                return Ok(Acquired::none());
+            }
+            Err(SourceError::Failed(e)) => return Err(e),
+        };
     if data.next_offset > data.first_offset && data.bytes > 0 {
         let per = data.bytes as u64 / (data.next_offset - data.first_offset) as u64;
         entry
             .bytes_per_record
             .store(per.clamp(1, u32::MAX as u64) as u32, Ordering::Relaxed);
     }
-    let aborted: Vec<(i64, i64)> = if read_committed {
-        p.reader()
-            .aborted_transactions(from, data.next_offset)
-            .into_iter()
-            .map(|a| (a.producer_id, a.first_offset))
-            .collect()
-    } else {
-        Vec::new()
-    };
     let batches = batches_of(&data.chunks, &aborted);
     let spans: Vec<ReadSpan> = batches.iter().map(|(_, s)| *s).collect();
     let ranges = entry
@@ -410,22 +404,25 @@ async fn acquire(
     })
 }
 
-/// Reads `p`'s log from `from` (up to `limit`, exclusive) until the batches returned cover
+/// Reads `source` from `from` (up to `limit`, exclusive) until the batches returned cover
 /// `until` (exclusive) or `cap` bytes are read: each read asks for the rest of the span at
 /// `per_record` bytes per record (+25%; [`MIN_READ_BYTES`] when unknown) and returns whole
 /// batches (at least one), so a span whose batches are larger than the estimate takes another
-/// read rather than coming back short.
+/// read rather than coming back short. With `read_committed`, also the aborted transactions
+/// overlapping the batches read, as (producer id, first offset).
 ///
-/// Errors: the log's (`OffsetOutOfRange` below the log start; I/O errors).
+/// Errors: [`SourceError::OutOfRange`] below the log start; the read's.
 async fn read_span(
-    p: &Arc<Partition>,
+    source: &ShareSource,
     (from, until): (i64, i64),
     limit: i64,
     per_record: usize,
     cap: usize,
-) -> Result<FetchData, LogError> {
+    read_committed: bool,
+) -> Result<(FetchData, Vec<(i64, i64)>), SourceError> {
     let until = until.min(limit);
     let mut data: Option<FetchData> = None;
+    let mut aborted: Vec<(i64, i64)> = Vec::new();
     loop {
         let at = data.as_ref().map_or(from, |d| d.next_offset);
         let read_so_far = data.as_ref().map_or(0, |d| d.bytes);
@@ -438,15 +435,18 @@ async fn read_span(
                 .max(MIN_READ_BYTES)
         }
         .min(cap.saturating_sub(read_so_far).max(1));
-        let more = p
-            .read_classed(at, budget, limit, ReadFor::Consumer)
-            .await?
-            .0;
+        let read = source.read(at, budget, limit, read_committed).await?;
+        for a in read.aborted {
+            if !aborted.contains(&a) {
+                aborted.push(a);
+            }
+        }
+        let more = read.data;
         let d = match data.take() {
             None => more,
             Some(mut d) => {
                 if more.chunks.is_empty() {
-                    return Ok(d);
+                    return Ok((d, aborted));
                 }
                 d.bytes += more.bytes;
                 d.next_offset = more.next_offset;
@@ -455,7 +455,7 @@ async fn read_span(
             }
         };
         if d.chunks.is_empty() || d.next_offset >= until || d.bytes >= cap {
-            return Ok(d);
+            return Ok((d, aborted));
         }
         data = Some(d);
     }
@@ -551,16 +551,8 @@ async fn acknowledge_partition(
 
 /// ShareFetch: acknowledges what the request carries, then acquires records of every partition
 /// of the member's share session that this broker leads, waiting up to `MaxWaitMs` for some.
-/// Share groups do not read diskless topics yet (issue 60): their partitions are answered
-/// INVALID_REQUEST (42), not read from the empty local replica.
-fn not_diskless(broker: &Broker, topic: &crate::storage::topic::Topic) -> Result<(), E> {
-    if topic.configs.read().is_diskless(&broker.topic_defaults()) {
-        tracing::debug!(topic = %topic.name, "share fetch of a diskless topic refused");
-        return Err(E::InvalidRequest);
-    }
-    Ok(())
-}
-
+/// A diskless topic's partitions (issue 60) are served by their leader in the metadata image
+/// too, which reads their records through the diskless read path ([`ShareSource`]).
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -691,20 +683,17 @@ pub async fn handle(
             let changed = broker.groups.shares.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            let mut live: Vec<((Uuid, i32), String, Arc<Partition>)> = Vec::new();
+            let mut live: Vec<((Uuid, i32), String, ShareSource)> = Vec::new();
             for (id, index) in &partitions {
                 let slot = (*id, *index);
                 let found = name_of(id).ok_or(E::UnknownTopicId).and_then(|name| {
                     if !authorized(broker, ctx, acl::op::READ, acl::resource::TOPIC, &name) {
                         return Err(E::TopicAuthorizationFailed);
                     }
-                    broker
-                        .topic(&name)
-                        .ok_or(E::UnknownTopicOrPartition)
-                        .and_then(|t| not_diskless(broker, &t).map(|()| t))
-                        .and_then(|t| t.replica(*index))
-                        .and_then(|p| p.repl.check_leader(-1).map(|_| p))
-                        .map(|p| (name, p))
+                    let t = broker.topic(&name).ok_or(E::UnknownTopicOrPartition)?;
+                    let p = t.replica(*index)?;
+                    p.repl.check_leader(-1)?;
+                    Ok((name, ShareSource::of(broker, &t, p)?))
                 });
                 match found {
                     Ok((name, p)) => live.push((slot, name, p)),
@@ -719,9 +708,13 @@ pub async fn handle(
                     }
                 }
             }
+            // A diskless partition's records arrive unannounced: looked at again every
+            // `DISKLESS_POLL`.
+            let polled = live.iter().any(|(_, _, s)| s.is_diskless());
             let mut arrivals: Vec<_> = live
                 .iter()
-                .map(|(_, _, p)| Box::pin(p.data_arrived()))
+                .filter(|(_, _, s)| !s.is_diskless())
+                .map(|(_, _, s)| Box::pin(s.p.data_arrived()))
                 .collect();
             for a in &mut arrivals {
                 a.as_mut().enable();
@@ -747,7 +740,7 @@ pub async fn handle(
             let mut got_any = false;
             let mut own_block = false;
             let mut left = max_records;
-            for ((slot, _, p), key) in live.iter().zip(&keys) {
+            for ((slot, _, source), key) in live.iter().zip(&keys) {
                 if left == 0 {
                     break;
                 }
@@ -758,7 +751,7 @@ pub async fn handle(
                         .with_records(Some(Bytes::new()))
                 });
                 let asked = (member.as_str(), !held);
-                match acquire(broker, p, key, asked, (left, max_bytes), &config).await {
+                match acquire(broker, source, key, asked, (left, max_bytes), &config).await {
                     Ok(a) if !a.ranges.is_empty() => {
                         got_any = true;
                         let n: i64 = a.ranges.iter().map(|r| r.last - r.first + 1).sum();
@@ -803,7 +796,20 @@ pub async fn handle(
             if rearm {
                 continue;
             }
-            let any_arrival = futures::future::select_all(arrivals);
+            let any_arrival = async {
+                if arrivals.is_empty() {
+                    std::future::pending::<()>().await;
+                } else {
+                    futures::future::select_all(arrivals).await;
+                }
+            };
+            let poll = async {
+                if polled {
+                    tokio::time::sleep(DISKLESS_POLL).await;
+                } else {
+                    std::future::pending::<()>().await;
+                }
+            };
             let any_acknowledged = async {
                 if acknowledged.is_empty() {
                     std::future::pending::<()>().await;
@@ -814,6 +820,7 @@ pub async fn handle(
             let woke = tokio::time::timeout_at(deadline.into(), async {
                 tokio::select! {
                     _ = any_arrival => {}
+                    _ = poll => {}
                     _ = any_acknowledged => {}
                     _ = &mut changed => {}
                 }

@@ -273,6 +273,18 @@ async fn remote_watermarks(broker: &Broker, wanted: BTreeSet<(String, i32)>) -> 
     let image = node.image();
     let mut by_leader: BTreeMap<i32, BTreeMap<String, Vec<i32>>> = BTreeMap::new();
     for (topic, index) in wanted {
+        // A diskless partition's watermarks: its batch coordinator's, which any broker asks.
+        if let Some(t) = broker.topic(&topic).filter(|t| is_diskless(broker, t)) {
+            match diskless_watermarks(broker, &t, index).await {
+                Ok(w) => {
+                    out.insert((topic, index), w);
+                }
+                Err(e) => {
+                    tracing::warn!(topic, partition = index, error = ?e, "diskless watermarks for a share group lag not read: lag -1");
+                }
+            }
+            continue;
+        }
         let leader = image.partition(&topic, index).map_or(-1, |p| p.leader);
         if leader >= 0 && leader != node.me {
             by_leader
@@ -336,6 +348,26 @@ async fn remote_watermarks(broker: &Broker, wanted: BTreeSet<(String, i32)>) -> 
     out
 }
 
+/// Whether `t` is a diskless topic (issue 60).
+fn is_diskless(broker: &Broker, t: &crate::storage::topic::Topic) -> bool {
+    t.configs.read().is_diskless(&broker.topic_defaults())
+}
+
+/// `(high watermark, log start)` of partition `index` of diskless topic `t`, from its batch
+/// coordinator. Errors: the coordinator's (NOT_LEADER_OR_FOLLOWER while none serves).
+async fn diskless_watermarks(
+    broker: &Broker,
+    t: &crate::storage::topic::Topic,
+    index: i32,
+) -> Result<(i64, i64), E> {
+    let (partition, _, host) = super::fetch_diskless::diskless_host(broker, t, index)?;
+    let offsets = host
+        .offsets(partition)
+        .await
+        .map_err(crate::diskless::driver::route::not_served)?;
+    Ok((offsets.high_watermark, offsets.log_start))
+}
+
 /// The lag of a share-partition (DescribeShareGroupOffsets v1, KIP-1226): the partition's high
 /// watermark less the start offset less the records done above it. The watermarks are this
 /// broker's when it leads the partition, else those its leader gave (`remote`); -1 when
@@ -343,6 +375,7 @@ async fn remote_watermarks(broker: &Broker, wanted: BTreeSet<(String, i32)>) -> 
 fn lag(broker: &Broker, topic: &str, index: i32, v: &ShareStateValue, remote: &Watermarks) -> i64 {
     let local = broker
         .topic(topic)
+        .filter(|t| !is_diskless(broker, t))
         .and_then(|t| t.replica(index).ok())
         .filter(|p| p.repl.check_leader(-1).is_ok())
         .map(|p| (p.high_watermark(), p.log_start_offset()));
@@ -382,16 +415,17 @@ fn group_states(broker: &Broker, ctx: &RequestContext, group: &str) -> GroupStat
 }
 
 /// The partitions with a stored state in `groups` that this broker does not lead (their lags
-/// need their leaders' watermarks).
+/// need their leaders' watermarks), and those of diskless topics (their watermarks are their
+/// batch coordinators', not the empty local replica's).
 fn led_elsewhere(broker: &Broker, groups: &[GroupStates]) -> BTreeSet<(String, i32)> {
     let mut out = BTreeSet::new();
     for (id, index) in groups.iter().flatten().flat_map(|s| s.keys()) {
         let Some(t) = broker.topic_by_id(id) else {
             continue;
         };
-        let here = t
-            .replica(*index)
-            .is_ok_and(|p| p.repl.check_leader(-1).is_ok());
+        let here = !is_diskless(broker, &t)
+            && t.replica(*index)
+                .is_ok_and(|p| p.repl.check_leader(-1).is_ok());
         if !here {
             out.insert((t.name.to_string(), *index));
         }
