@@ -96,11 +96,11 @@ async fn acknowledge(
     let t = broker.topic(topic).ok_or(E::UnknownTopicOrPartition)?;
     let p = t.replica(index)?;
     p.repl.check_leader(-1)?;
-    let source = ShareSource::of(broker, &t, p.clone())?;
+    let source = ShareSource::of(broker, &t, p)?;
     let shares = &broker.groups.shares;
     let key = (group.to_string(), topic.to_string(), index);
     let entry = shares
-        .get(&key, p.repl.leader_epoch())
+        .get(&key, source.p.repl.leader_epoch())
         .ok_or(E::UnknownTopicOrPartition)?;
     // Stage the outcomes, then write: acknowledgements staged while another write is in flight
     // go out together in the next one (a group commit), each answered once a write that

@@ -26,7 +26,6 @@ pub(super) const DISKLESS_POLL: Duration = Duration::from_millis(25);
 
 /// A share-partition's records: the local replica (whose leadership owns the share-partition)
 /// and, for a diskless topic, the diskless partition and the service that reads it.
-#[derive(Clone)]
 pub(super) struct ShareSource {
     /// The local replica of the partition.
     pub p: Arc<Partition>,
