@@ -346,7 +346,9 @@ def test_diskless_roundtrip(store, cluster, topic_name, classpath):  # noqa: F81
     """Three partitions of a diskless topic; ~20,000 records of varied sizes from an idempotent
     acks=all producer; a consumer group reads them all back byte for byte at their acknowledged
     offsets; watermarks, the bucket and the local disks as the module docstring says."""
-    c = cluster(3, **store.broker_settings(), **{"rsm.config.key.prefix": KEY_PREFIX})
+    ports = dict(zip((1, 2, 3), free_ports(3)))
+    c = cluster(3, node_settings={i: {"metrics.listen": f"127.0.0.1:{ports[i]}"} for i in ports},
+                **store.broker_settings(), **{"rsm.config.key.prefix": KEY_PREFIX})
     topic = topic_name()
     parts = 3
     create_diskless(c, topic, parts)
@@ -445,6 +447,22 @@ def test_diskless_roundtrip(store, cluster, topic_name, classpath):  # noqa: F81
         assert k == key, f"{at}: key {k!r:.60} != {key!r:.60}"
         assert v == value, f"{at}: value {v!r:.60} != {value!r:.60}"
         assert h == headers, f"{at}: headers {h!r:.120} != {headers!r:.120}"
+
+    # A second group reads the same records from the brokers' fetch caches
+    # (diskless.fetch.cache.*): byte for byte again, and (almost) no GET of its own, where
+    # without the cache it would GET every object again.
+    def fetch_cache(name):
+        return sum(v for port in ports.values() for (n, _l, v) in scrape(port)
+                   if n == f"frieda_diskless_fetch_cache_{name}_total")
+    gets, hits = fetch_cache("gets"), fetch_cache("hits")
+    assert gets > 0, "the first read GET nothing through the fetch cache"
+    again = consume_group(c.bootstrap, topic, ends, group=f"g2-{topic}")
+    assert again == got, "the second group read other records than the first"
+    gets2, hits2 = fetch_cache("gets"), fetch_cache("hits")
+    print(f"fetch cache: {gets:.0f} GETs for the first group's read, {gets2 - gets:.0f} for the second's "
+          f"({hits2 - hits:.0f} blocks found cached)")
+    assert gets2 - gets <= max(2, gets // 10), f"the second read GET {gets2 - gets} blocks again (the first {gets})"
+    assert hits2 > hits
 
     # The bucket holds WAL objects only, and in them every acknowledged record.
     objects, stored = wal_contents(store)

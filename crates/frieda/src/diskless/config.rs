@@ -1,6 +1,7 @@
-//! Broker settings of diskless topics (docs/diskless.md, "What a user gets"). The bucket, its
-//! credentials and the chunk cache are tiered storage's (`rsm.config.*`); a diskless topic needs
-//! `remote.log.storage.system.enable=true`.
+//! Broker settings of diskless topics (docs/diskless.md, "What a user gets"). The bucket and its
+//! credentials are tiered storage's (`rsm.config.*`); a diskless topic needs
+//! `remote.log.storage.system.enable=true`. The fetch cache is a chunk cache of its own, in
+//! memory (`diskless.fetch.cache.*`).
 
 use anyhow::{bail, Context};
 
@@ -60,6 +61,15 @@ pub struct DisklessConfig {
     /// in debt (so a burst is one second plus one run). A partition holding half its coordinate
     /// bound compacts past the budget without spending from it. `None` (`-1`) or at least 1024.
     pub compaction_max_bytes_per_second: Option<u64>,
+    /// `diskless.fetch.cache.max.bytes` (default 256 MiB): the broker memory the fetch cache
+    /// of diskless objects' blocks takes at most (bytes; 0: no cache, every read GETs its own
+    /// byte ranges). Blocks live 60 s at most (`driver::objects`).
+    pub fetch_cache_max_bytes: u64,
+    /// `diskless.fetch.cache.block.bytes` (default 4 MiB, tiered storage's `chunk.size`;
+    /// Inkless's `consume.cache.block.bytes` is 16 MiB): a read missing the cache GETs whole
+    /// blocks of this size, so the other partitions of the object find theirs cached (bytes,
+    /// 64 KiB to 1 GiB).
+    pub fetch_cache_block_bytes: u64,
 }
 
 impl Default for DisklessConfig {
@@ -79,6 +89,8 @@ impl Default for DisklessConfig {
             compaction_max_bytes: 8 << 20,
             compaction_max_age_ms: 600_000,
             compaction_max_bytes_per_second: None,
+            fetch_cache_max_bytes: 256 << 20,
+            fetch_cache_block_bytes: 4 << 20,
         }
     }
 }
@@ -146,6 +158,14 @@ impl DisklessConfig {
                     ),
                 }
             }
+            "diskless.fetch.cache.max.bytes" => self.fetch_cache_max_bytes = number(0)? as u64,
+            "diskless.fetch.cache.block.bytes" => {
+                let v = number(64 << 10)?;
+                if v > 1 << 30 {
+                    bail!("must be at most 1 GiB (1073741824)");
+                }
+                self.fetch_cache_block_bytes = v as u64
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -163,6 +183,16 @@ mod tests {
         assert_eq!(c.commit_interval_ms, 50);
         assert!(c.set("diskless.append.commit.interval.ms", "0").is_err());
         assert!(c.set("diskless.coordinator.min.isr", "x").is_err());
+        assert!(c.set("diskless.fetch.cache.max.bytes", "0").unwrap());
+        assert_eq!(c.fetch_cache_max_bytes, 0);
+        assert!(c.set("diskless.fetch.cache.block.bytes", "1000").is_err());
+        assert!(c
+            .set("diskless.fetch.cache.block.bytes", "2147483648")
+            .is_err());
+        assert!(c
+            .set("diskless.fetch.cache.block.bytes", "1048576")
+            .unwrap());
+        assert_eq!(c.fetch_cache_block_bytes, 1 << 20);
         assert!(!c.set("log.dirs", "/tmp").unwrap());
         assert!(c
             .set("diskless.compaction.max.bytes.per.second", "-1")

@@ -225,7 +225,7 @@ async fn read_partition(
     let (partition, diskless, host) = diskless_host(broker, topic, index)?;
     let read = read::read(
         &host,
-        &diskless.store,
+        &diskless.objects,
         partition,
         offset,
         max_bytes,

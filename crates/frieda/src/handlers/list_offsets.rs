@@ -324,14 +324,17 @@ async fn diskless_offset(
         LATEST => Ok(Some((offsets.high_watermark, -1))),
         EARLIEST | EARLIEST_LOCAL => Ok(Some((offsets.log_start, -1))),
         LATEST_TIERED | EARLIEST_PENDING_UPLOAD => Ok(None),
-        MAX_TIMESTAMP => offset_for_time(&host, &diskless.store, partition, TimeLookup::Max)
+        MAX_TIMESTAMP => offset_for_time(&host, &diskless.objects, partition, TimeLookup::Max)
             .await
             .map_err(not_served),
-        ts if ts >= 0 => {
-            offset_for_time(&host, &diskless.store, partition, TimeLookup::AtOrAfter(ts))
-                .await
-                .map_err(not_served)
-        }
+        ts if ts >= 0 => offset_for_time(
+            &host,
+            &diskless.objects,
+            partition,
+            TimeLookup::AtOrAfter(ts),
+        )
+        .await
+        .map_err(not_served),
         _ => Err(ResponseError::UnsupportedVersion),
     }
 }

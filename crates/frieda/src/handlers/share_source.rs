@@ -123,7 +123,7 @@ impl ShareSource {
             .map_err(|e| SourceError::Failed(not_served(e)))?;
         let got = read::read(
             &host,
-            &diskless.store,
+            &diskless.objects,
             *partition,
             at,
             budget,
@@ -167,7 +167,7 @@ impl ShareSource {
             Some((partition, diskless)) => {
                 let host = diskless.coordinator(*partition).ok()?;
                 let lookup = TimeLookup::AtOrAfter(timestamp_ms);
-                offset_for_time(&host, &diskless.store, *partition, lookup)
+                offset_for_time(&host, &diskless.objects, *partition, lookup)
                     .await
                     .ok()?
                     .map(|(offset, _)| offset)

@@ -522,7 +522,8 @@ impl Collector for BrokerCollector {
     }
 }
 
-/// Diskless topics (issue 60, docs/diskless.md): what compaction did on this broker, and the
+/// Diskless topics (issue 60, docs/diskless.md): what compaction did on this broker, its fetch
+/// cache's hits, misses and GETs, and the
 /// coordinates each partition holds at the coordinators loaded here (so an operator sees a
 /// partition nearing `diskless.coordinator.max.batches.per.partition`, where its produces are
 /// refused KAFKA_STORAGE_ERROR). Nothing on a broker without the diskless service.
@@ -553,13 +554,32 @@ fn diskless(broker: &Broker, e: &mut DescriptorEncoder) -> Result<(), std::fmt::
             &stats.failures,
         ),
     ];
-    for (name, help, v) in counters {
+    let (hits, misses, gets) = d.objects.cache_counts();
+    let counters = counters.map(|(name, help, v)| (name, help, v.load(Ordering::Relaxed)));
+    let cache = [
+        (
+            "frieda_diskless_fetch_cache_hits",
+            "Blocks of diskless objects reads found in the fetch cache (diskless.fetch.cache.*).",
+            hits,
+        ),
+        (
+            "frieda_diskless_fetch_cache_misses",
+            "Blocks of diskless objects reads did not find in the fetch cache.",
+            misses,
+        ),
+        (
+            "frieda_diskless_fetch_cache_gets",
+            "GETs of blocks of diskless objects for reads (a miss finding the block's GET under way waits for it).",
+            gets,
+        ),
+    ];
+    for (name, help, v) in counters.into_iter().chain(cache) {
         family(
             e,
             name,
             help,
             MetricType::Counter,
-            [(Labels::new(), ConstCounter::new(v.load(Ordering::Relaxed)))],
+            [(Labels::new(), ConstCounter::new(v))],
         )?;
     }
     let mut coordinates = Vec::new();

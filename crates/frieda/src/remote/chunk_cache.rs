@@ -1,6 +1,7 @@
 //! The chunk cache of remote reads (docs/tiered-storage.md, "Reading from the bucket";
 //! HuronFS's burst buffer): chunks of segments' `.log` objects by `(segment id, chunk index)`,
-//! evicted least recently used beyond a byte bound or once older than a retention. The two
+//! evicted least recently used beyond a byte bound or once older than a retention (diskless
+//! topics' fetch cache, `diskless::driver::objects`, is one too, memory kind). The two
 //! kinds of Aiven's plugin (`rsm.config.fetch.chunk.cache.class`):
 //!
 //! - **disk** (`DiskChunkCache`): one file under `fetch.chunk.cache.path` of
@@ -57,7 +58,8 @@ pub enum CacheKind {
 /// A chunk's key: the segment id (new per copy) and the chunk's index in its `.log`.
 type Key = (Uuid, u64);
 
-/// The chunk cache; see the module documentation.
+/// The chunk cache; see the module documentation. A clone is the same cache.
+#[derive(Clone)]
 pub struct ChunkCache {
     inner: Arc<Inner>,
 }
@@ -182,7 +184,6 @@ impl ChunkCache {
             st.by_use.remove(&old);
             st.by_use.insert(tick, (id, chunk));
             st.hits += 1;
-            super::READS.cache_hits.fetch_add(1, Ordering::Relaxed);
             match found {
                 Err(bytes) => return Some(bytes),
                 Ok(found) => found,
@@ -406,7 +407,6 @@ impl State {
 
     fn miss(&mut self) {
         self.misses += 1;
-        super::READS.cache_misses.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Adds an entry (replacing one of the same key), then evicts beyond the byte bound.

@@ -6,6 +6,7 @@
 //! `remote.fetch.max.wait.ms`, so a slow object store delays only these fetches.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -129,8 +130,10 @@ impl RemoteReader {
     /// after it is returned.
     async fn chunk(&self, key: &SegmentKey<'_>, size: u64, chunk: u64) -> Result<Bytes, ReadError> {
         if let Some(b) = self.cache.get(key.segment_id, chunk) {
+            super::READS.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(b);
         }
+        super::READS.cache_misses.fetch_add(1, Ordering::Relaxed);
         let cs = self.chunk_size;
         let start = chunk * cs;
         let end = ((chunk + 1 + self.prefetch_chunks) * cs).min(size);

@@ -10,6 +10,7 @@
 
 pub mod append;
 pub mod coordinator;
+pub mod objects;
 pub mod read;
 pub mod route;
 
@@ -65,6 +66,8 @@ pub struct Diskless {
     pub appender: Arc<append::Appender>,
     /// The bucket.
     pub store: Arc<RemoteStore>,
+    /// Reads of the objects for fetches, through the fetch cache.
+    pub objects: objects::ObjectReader,
     /// The way to coordinators loaded on other brokers (`None`: only local ones).
     pub link: Option<Arc<dyn route::CoordinatorLink>>,
     /// Compaction's byte budget (`diskless.compaction.max.bytes.per.second`; `None`: none).
@@ -120,9 +123,14 @@ impl Diskless {
             broker_id,
             compaction_budget,
             compaction_stats: CompactionStats::default(),
-            config,
             coordinators,
             appender,
+            objects: objects::ObjectReader::new(
+                store.clone(),
+                config.fetch_cache_max_bytes,
+                config.fetch_cache_block_bytes,
+            ),
+            config,
             store,
             link,
         });

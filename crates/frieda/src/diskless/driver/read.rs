@@ -1,18 +1,17 @@
 //! The read path of a diskless partition, driven (build plan step 5's driver): the coordinates
-//! at the fetch offset from the coordinator (loaded here or on another broker), one ranged GET per object they name
-//! (the span of the batches needed), then [`assemble`]. Every batch is answered with partition
+//! at the fetch offset from the coordinator (loaded here or on another broker), the bytes of
+//! the batches needed from the objects they name (through the fetch cache, [`super::objects`]),
+//! then [`assemble`]. Every batch is answered with partition
 //! leader epoch 0 (docs/diskless.md, "What differs").
-
-use std::collections::HashMap;
 
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
 
-use crate::diskless::coordinator::{Coordinate, DisklessPartition, ObjectId};
+use crate::diskless::coordinator::DisklessPartition;
 use crate::diskless::read::{assemble, wanted, ReadError};
-use crate::remote::store::RemoteStore;
 use frieda_log::AbortedTxn;
 
+use super::objects::{range_of, ObjectReader};
 use super::route::{not_served, CoordinatorRef};
 
 /// What a fetch of one diskless partition gets.
@@ -39,7 +38,7 @@ pub struct Read {
 /// are not the batch the coordinate describes.
 pub async fn read(
     host: &CoordinatorRef,
-    store: &RemoteStore,
+    objects: &ObjectReader,
     partition: DisklessPartition,
     offset: i64,
     max_bytes: usize,
@@ -55,7 +54,10 @@ pub async fn read(
         } else {
             found.high_watermark
         };
-        let Some(got) = get_spans(store, wanted(&found, offset, end, max_bytes)).await? else {
+        let Some(got) = objects
+            .get_spans(wanted(&found, offset, end, max_bytes))
+            .await?
+        else {
             continue;
         };
         let assembled = assemble(&found, offset, end, max_bytes, 0, |object, at, len| {
@@ -81,59 +83,6 @@ pub async fn read(
     Err(E::KafkaStorageError)
 }
 
-/// Per object, the first byte fetched and the bytes.
-pub type Spans = HashMap<ObjectId, (u32, Bytes)>;
-
-/// GETs the bytes of `coordinates` from the bucket: one ranged GET per object, the span from
-/// its first to its last byte needed. `None` when an object is gone (deleted after the
-/// coordinates were found: ask again).
-///
-/// Errors: KAFKA_STORAGE_ERROR (56) when the bucket fails.
-pub async fn get_spans<'a>(
-    store: &RemoteStore,
-    coordinates: impl Iterator<Item = &'a Coordinate>,
-) -> Result<Option<Spans>, E> {
-    let mut spans: HashMap<ObjectId, (u32, u32)> = HashMap::new();
-    for c in coordinates {
-        let Some((object, byte_offset, byte_len)) = c.object_range() else {
-            continue;
-        };
-        let stop = byte_offset + byte_len;
-        spans
-            .entry(object)
-            .and_modify(|(s, e)| {
-                *s = (*s).min(byte_offset);
-                *e = (*e).max(stop);
-            })
-            .or_insert((byte_offset, stop));
-    }
-    let mut got = Spans::new();
-    for (object, (start, end)) in spans {
-        let key = store.wal_key(object.0);
-        match store
-            .get_range(&key, u64::from(start), u64::from(end - start))
-            .await
-        {
-            Ok(bytes) => {
-                got.insert(object, (start, bytes));
-            }
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => {
-                tracing::warn!(object = %object.0, error = %e, "reading a diskless object failed");
-                return Err(E::KafkaStorageError);
-            }
-        }
-    }
-    Ok(Some(got))
-}
-
-/// The bytes `len` long at byte `at` of `object`, from what [`get_spans`] fetched.
-pub fn range_of(got: &Spans, object: ObjectId, at: u32, len: u32) -> Option<Bytes> {
-    let (start, bytes) = got.get(&object)?;
-    let from = at.checked_sub(*start)? as usize;
-    (from + len as usize <= bytes.len()).then(|| bytes.slice(from..from + len as usize))
-}
-
 /// What a ListOffsets by time looks for.
 #[derive(Debug, Clone, Copy)]
 pub enum TimeLookup {
@@ -150,7 +99,7 @@ pub enum TimeLookup {
 /// Errors: as [`read`].
 pub async fn offset_for_time(
     host: &CoordinatorRef,
-    store: &RemoteStore,
+    objects: &ObjectReader,
     partition: DisklessPartition,
     lookup: TimeLookup,
 ) -> Result<Option<(i64, i64)>, E> {
@@ -176,7 +125,7 @@ pub async fn offset_for_time(
     };
     let batch = read(
         host,
-        store,
+        objects,
         partition,
         c.base_offset,
         c.byte_len() as usize,

@@ -113,7 +113,7 @@ async fn read_all(d: &Diskless, partition: DisklessPartition) -> Vec<(i64, Strin
     loop {
         let r = read::read(
             &CoordinatorRef::Local(host.clone()),
-            &d.store,
+            &d.objects,
             partition,
             offset,
             100,
@@ -186,7 +186,7 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
     // By time: the record with timestamp 1_004 is value-4 at offset 4.
     let found = read::offset_for_time(
         &CoordinatorRef::Local(host.clone()),
-        &d.store,
+        &d.objects,
         part(0),
         read::TimeLookup::AtOrAfter(1_004),
     )
@@ -195,7 +195,7 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
     assert_eq!(found, Some((4, 1_004)));
     let max = read::offset_for_time(
         &CoordinatorRef::Local(host.clone()),
-        &d.store,
+        &d.objects,
         part(0),
         read::TimeLookup::Max,
     )
@@ -258,7 +258,7 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
     );
     let found = read::offset_for_time(
         &CoordinatorRef::Local(host.clone()),
-        &d.store,
+        &d.objects,
         part(0),
         read::TimeLookup::AtOrAfter(1_004),
     )
@@ -289,7 +289,7 @@ async fn produced_batches_read_back_at_their_offsets_and_survive_a_reload() {
     );
     let below = read::read(
         &CoordinatorRef::Local(host.clone()),
-        &d.store,
+        &d.objects,
         part(0),
         0,
         100,
@@ -570,7 +570,7 @@ async fn a_broker_without_the_coordinator_commits_and_reads_through_the_one_with
             .map(|o| (o.log_start, o.high_watermark)),
         Ok((0, 6))
     );
-    let r = read::read(&remote, &two.store, part(0), 3, 1 << 20, false)
+    let r = read::read(&remote, &two.objects, part(0), 3, 1 << 20, false)
         .await
         .unwrap();
     assert_eq!(r.high_watermark, 6);

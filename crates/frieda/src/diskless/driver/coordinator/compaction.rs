@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use super::HostedCoordinator;
 use crate::clock::now_ms;
 use crate::diskless::coordinator::{CompactionPolicy, DisklessPartition, ObjectId};
-use crate::diskless::driver::read::{get_spans, range_of};
+use crate::diskless::driver::objects::{get_spans, range_of};
 use crate::diskless::host::{HostError, Outcome};
 use crate::diskless::read::assemble_run;
 use crate::remote::quota::ByteRate;
