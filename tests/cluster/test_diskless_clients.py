@@ -9,6 +9,9 @@ bucket: 3 brokers, SeaweedFS (as test_diskless.py).
   acknowledged record from there on.
 - ``retention.bytes`` on a diskless topic moves its log start past the oldest batches; a read from
   the beginning starts there.
+- A consumer of a diskless topic is held to its ``consumer_byte_rate`` (set with Kafka's
+  kafka-configs for its client id) as on other topics, while another client id reads everything
+  in the same time.
 - Deleting the topic empties the bucket: the coordinator forgets its partitions, their objects
   are deleted (``diskless.object.delete.delay.ms=0``), and an orphan (an object under
   ``diskless/wal/`` that no commit names, older than ``diskless.orphan.grace.ms``) is swept too,
@@ -23,7 +26,7 @@ import subprocess
 import time
 import uuid
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from conftest import wait_until
 from seaweedfs import BUCKET
@@ -31,6 +34,7 @@ from test_diskless import KEY_PREFIX, create_diskless, diskless_leader, offsets_
 from test_kafka_tools_cluster import CONSUMER, PRODUCER, classpath, java, tool  # noqa: F401
 
 DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
+CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 WAL = KEY_PREFIX + "diskless/wal/"
 
 
@@ -107,6 +111,53 @@ def test_java_clients_and_kafka_tools_on_a_diskless_topic(store, cluster, topic_
         assert all(got[o] == values0[o] for o in got)
     finally:
         cons.close()
+
+
+def test_a_consumer_of_a_diskless_topic_is_held_to_its_quota(store, cluster, topic_name, classpath):  # noqa: F811
+    """consumer_byte_rate 50 kB/s for client id quota-reader (kafka-configs); 3 MB in the topic.
+    Kafka measures over 11 one-second windows (at least 10 s), so a client first gets about ten
+    seconds' worth at once: in 8 s the quota's reader gets at most quota x (8 + 11) plus a fetch,
+    about a third of it; a reader of another client id gets all 3 MB in the same 8 s (as
+    tests/integration/test_quotas.py on a classic topic, where Kafka 4.4.0 holds to the same
+    bound)."""
+    c = cluster(3, **store.broker_settings(), **{"rsm.config.key.prefix": KEY_PREFIX})
+    cp, boot, t = classpath, c.bootstrap, topic_name()
+    create_diskless(c, t, 1)
+    diskless_leader(c, t, 1)
+    quota, n = 50_000, 3000
+    # small batches: a fetch returns whole batches, and one larger than the quota allows in its
+    # window would be throttled for ever (on Kafka too)
+    p = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 20, "batch.size": 16384})
+    for i in range(n):
+        p.produce(t, b"r" * 1000, partition=0)
+        if i % 500 == 0:
+            p.poll(0)
+    assert p.flush(60) == 0
+    tool(cp, CONFIGS, "--bootstrap-server", boot, "--alter", "--add-config", f"consumer_byte_rate={quota}",
+         "--entity-type", "clients", "--entity-name", "quota-reader")
+    out = tool(cp, CONFIGS, "--bootstrap-server", boot, "--describe", "--entity-type", "clients",
+               "--entity-name", "quota-reader")
+    assert f"consumer_byte_rate={quota}" in out, out
+    time.sleep(2)
+
+    def read(client_id: str, secs: float) -> int:
+        r = Consumer({"bootstrap.servers": boot, "client.id": client_id, "group.id": f"g-{client_id}",
+                      "enable.auto.commit": False, "fetch.max.bytes": 1_100_000,
+                      "max.partition.fetch.bytes": 100_000})
+        r.assign([TopicPartition(t, 0, 0)])
+        got, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < secs and got < n * 1000:
+            m = r.poll(0.2)
+            if m is not None and m.error() is None:
+                got += len(m.value())
+        r.close()
+        return got
+
+    free = read("free-reader", 8.0)
+    held = read("quota-reader", 8.0)
+    print(f"in 8 s: {free} bytes without a quota, {held} held to {quota} B/s")
+    assert free == n * 1000, f"the reader without a quota got {free} of {n * 1000} bytes in 8 s"
+    assert 0 < held <= quota * (8 + 11) + 200_000, held
 
 
 def test_deleting_a_diskless_topic_empties_the_bucket(store, cluster, topic_name):  # noqa: F811

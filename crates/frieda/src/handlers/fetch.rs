@@ -279,7 +279,10 @@ pub async fn handle(
             wait_until: Some(deadline),
             read_committed,
         };
-        let topics = super::fetch_diskless::fetch(broker, ctx, &diskless, spec).await;
+        let mut topics = super::fetch_diskless::fetch(broker, ctx, &diskless, spec).await;
+        if over_fetch_quota(broker, ctx, records_bytes(&topics)) {
+            topics.clear();
+        }
         return FetchResponse::default()
             .with_session_id(0)
             .with_responses(topics)
@@ -294,8 +297,38 @@ pub async fn handle(
         read_committed,
     };
     let topics = super::fetch_diskless::fetch(broker, ctx, &diskless, spec).await;
-    resp.responses.extend(topics);
-    resp
+    // The local part was charged (and answered no topic if it took the rate over); the
+    // diskless part is charged on its own and left out when it would.
+    if !resp.responses.is_empty() && !over_fetch_quota(broker, ctx, records_bytes(&topics)) {
+        resp.responses.extend(topics);
+    }
+    resp.with_throttle_time_ms(ctx.throttle.get() as i32)
+}
+
+/// Charges a consumer's fetch of `bytes` to its `consumer_byte_rate` (KIP-13, KIP-219): a
+/// fetch that takes the rate over the quota is to send nothing (`true`: its bytes are taken
+/// back and `ctx.throttle` says how long to wait), as Kafka answers it.
+fn over_fetch_quota(broker: &Broker, ctx: &RequestContext, bytes: usize) -> bool {
+    let user = &ctx.session.principal.name;
+    let client = ctx.client_id.as_deref().unwrap_or("");
+    let now = std::time::Instant::now();
+    let quotas = &broker.security.quotas;
+    let throttle = quotas.record(QuotaKind::Fetch, user, client, bytes as f64, now);
+    if throttle == 0 {
+        return false;
+    }
+    quotas.unrecord(QuotaKind::Fetch, user, client, bytes, now);
+    ctx.throttle.at_least(throttle);
+    true
+}
+
+/// The bytes of records in diskless partitions' answers.
+fn records_bytes(topics: &[FetchableTopicResponse]) -> usize {
+    topics
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .map(|p| p.records.as_ref().map_or(0, Bytes::len))
+        .sum()
 }
 
 /// The fetching replica's id (-1: a consumer): in `replica_state` from v15 (KIP-903).
@@ -520,21 +553,10 @@ async fn handle_local(
         topics_out[w.topic_index].partitions.push(pd);
     }
     let mut resp = FetchResponse::default().with_session_id(0);
-    if replica < 0 {
-        // consumer_byte_rate (a follower's fetch is not a client's): a fetch that takes the rate
-        // over the quota sends nothing (its bytes are taken back) and says how long to wait.
-        let bytes = fetched_bytes;
-        let user = &ctx.session.principal.name;
-        let client = ctx.client_id.as_deref().unwrap_or("");
-        let now = std::time::Instant::now();
-        let quotas = &broker.security.quotas;
-        let throttle = quotas.record(QuotaKind::Fetch, user, client, bytes as f64, now);
-        if throttle > 0 {
-            quotas.unrecord(QuotaKind::Fetch, user, client, bytes, now);
-            ctx.throttle.at_least(throttle);
-            ctx.splice.clear();
-            return resp.with_throttle_time_ms(ctx.throttle.get() as i32);
-        }
+    // (a follower's fetch is not a client's)
+    if replica < 0 && over_fetch_quota(broker, ctx, fetched_bytes) {
+        ctx.splice.clear();
+        return resp.with_throttle_time_ms(ctx.throttle.get() as i32);
     }
     if ctx.api_version >= CURRENT_LEADER_VERSION {
         if let Some(node) = broker.cluster() {
