@@ -20,6 +20,7 @@ use crate::diskless::coordinator::{BatchAnswer, CommitBatches, ObjectId};
 use crate::remote::store::RemoteStore;
 
 use super::coordinator::DisklessCoordinators;
+use super::objects::ObjectReader;
 use super::route::{resolve, CoordinatorLink};
 
 /// How long a commit waits before it is sent again after the coordinator answered that it is
@@ -34,6 +35,8 @@ pub struct Appender {
     /// Wakes the timer loop when a produce opened a buffer.
     wake: Notify,
     store: Arc<RemoteStore>,
+    /// The fetch cache, which takes each object uploaded.
+    objects: Arc<ObjectReader>,
     coordinators: Arc<DisklessCoordinators>,
     link: Option<Arc<dyn CoordinatorLink>>,
     /// `diskless.commit.max.age.ms`: a commit still unanswered (its coordinator loading or
@@ -43,11 +46,12 @@ pub struct Appender {
 }
 
 impl Appender {
-    /// An append path uploading to `store` and committing to `coordinators` (or, through
-    /// `link`, to the coordinator on another broker); call [`run`](Self::run) on a task.
+    /// An append path uploading to the bucket of `objects` (and into its fetch cache) and
+    /// committing to `coordinators` (or, through `link`, to the coordinator on another
+    /// broker); call [`run`](Self::run) on a task.
     pub fn new(
         config: AppendConfig,
-        store: Arc<RemoteStore>,
+        objects: Arc<ObjectReader>,
         coordinators: Arc<DisklessCoordinators>,
         link: Option<Arc<dyn CoordinatorLink>>,
         commit_max_age_ms: i64,
@@ -57,7 +61,8 @@ impl Appender {
             waiters: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             wake: Notify::new(),
-            store,
+            store: objects.store().clone(),
+            objects,
             coordinators,
             link,
             commit_max_age_ms,
@@ -112,8 +117,11 @@ impl Appender {
                     let me = self.clone();
                     tokio::spawn(async move {
                         let key = me.store.wal_key(object.0);
-                        let ok = match me.store.put(&key, body).await {
-                            Ok(()) => true,
+                        let ok = match me.store.put(&key, body.clone()).await {
+                            Ok(()) => {
+                                me.objects.cache_uploaded(object, &body);
+                                true
+                            }
                             Err(e) => {
                                 tracing::warn!(object = %object.0, error = %e,
                                     "uploading a diskless object failed");

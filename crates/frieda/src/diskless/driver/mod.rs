@@ -66,8 +66,9 @@ pub struct Diskless {
     pub appender: Arc<append::Appender>,
     /// The bucket.
     pub store: Arc<RemoteStore>,
-    /// Reads of the objects for fetches, through the fetch cache.
-    pub objects: objects::ObjectReader,
+    /// Reads of the objects for fetches, through the fetch cache (which the append path
+    /// fills with what it uploads).
+    pub objects: Arc<objects::ObjectReader>,
     /// The way to coordinators loaded on other brokers (`None`: only local ones).
     pub link: Option<Arc<dyn route::CoordinatorLink>>,
     /// Compaction's byte budget (`diskless.compaction.max.bytes.per.second`; `None`: none).
@@ -104,6 +105,11 @@ impl Diskless {
         link: Option<Arc<dyn route::CoordinatorLink>>,
     ) -> Arc<Diskless> {
         let coordinators = Arc::new(coordinator::DisklessCoordinators::default());
+        let objects = Arc::new(objects::ObjectReader::new(
+            store.clone(),
+            config.fetch_cache_max_bytes,
+            config.fetch_cache_block_bytes,
+        ));
         let appender = append::Appender::new(
             AppendConfig {
                 broker_id,
@@ -112,7 +118,7 @@ impl Diskless {
                 upload_max_attempts: config.upload_max_attempts,
                 ..AppendConfig::default()
             },
-            store.clone(),
+            objects.clone(),
             coordinators.clone(),
             link.clone(),
             config.commit_max_age_ms,
@@ -125,11 +131,7 @@ impl Diskless {
             compaction_stats: CompactionStats::default(),
             coordinators,
             appender,
-            objects: objects::ObjectReader::new(
-                store.clone(),
-                config.fetch_cache_max_bytes,
-                config.fetch_cache_block_bytes,
-            ),
+            objects,
             config,
             store,
             link,

@@ -6,7 +6,8 @@
 //! cache is tiered storage's chunk cache ([`ChunkCache`], memory kind); a block is GET once
 //! however many reads want it at the same time (single flight), and kept
 //! [`BLOCK_LIFESPAN`] at most, as Inkless's `consume.cache.*` (per broker, in memory, 16 MiB
-//! blocks, 60 s). Objects never change once written (a new UUIDv7 key per upload and per
+//! blocks, 60 s). A broker caches the objects it uploads as well, so the tail reads it serves
+//! need no GET. Objects never change once written (a new UUIDv7 key per upload and per
 //! compaction), so a cached block is never stale; a block of an object deleted since stays
 //! until evicted and is only read by a reader holding its coordinates.
 //!
@@ -93,6 +94,22 @@ impl ObjectReader {
             .as_ref()
             .map_or((0, 0), ChunkCache::hits_and_misses);
         (hits, misses, self.gets.load(Ordering::Relaxed))
+    }
+
+    /// Caches the blocks of `object`, just uploaded by this broker with `body` (slices of it,
+    /// no copy): the tail readers this broker serves are mostly of the partitions it takes
+    /// produces for (Metadata sends a partition's producers and consumers of one rack, or
+    /// without a rack all of them, to one broker), so they find what it uploaded without a GET.
+    pub fn cache_uploaded(&self, object: ObjectId, body: &Bytes) {
+        let Some(cache) = &self.cache else {
+            return;
+        };
+        let bs = self.block_bytes as usize;
+        let blocks = (0..body.len())
+            .step_by(bs)
+            .map(|at| body.slice(at..(at + bs).min(body.len())))
+            .collect();
+        cache.put(object.0, 0, blocks);
     }
 
     /// The bytes of `coordinates`, per object the span from its first to its last byte needed:
@@ -330,6 +347,22 @@ mod tests {
         }
         assert_eq!(reader.cache_counts().2, 4);
         assert!(reader.in_flight.lock().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_uploaded_object_is_read_without_a_get() {
+        let store = Arc::new(RemoteStore::in_memory());
+        let (a, data) = stored(&store, 10_000).await;
+        let reader = ObjectReader::new(store.clone(), 1 << 20, 4096);
+        reader.cache_uploaded(a, &data);
+        let c = [coordinate(a, 4000, 6000)];
+        let got = reader.get_spans(c.iter()).await.unwrap().unwrap();
+        assert_eq!(got[&a].1, &data[4000..]);
+        assert_eq!(reader.cache_counts(), (3, 0, 0));
+        // without a cache, nothing is kept
+        let none = ObjectReader::new(store, 0, 4096);
+        none.cache_uploaded(a, &data);
+        assert_eq!(none.cache_counts(), (0, 0, 0));
     }
 
     #[tokio::test]
