@@ -58,8 +58,7 @@ pub enum CacheKind {
 /// A chunk's key: the segment id (new per copy) and the chunk's index in its `.log`.
 type Key = (Uuid, u64);
 
-/// The chunk cache; see the module documentation. A clone is the same cache.
-#[derive(Clone)]
+/// The chunk cache; see the module documentation.
 pub struct ChunkCache {
     inner: Arc<Inner>,
 }
@@ -251,6 +250,16 @@ impl ChunkCache {
         let st = self.inner.state.lock();
         (st.entries.len(), st.bytes)
     }
+}
+
+/// `data` cut into chunks of `chunk_size` bytes (the last one shorter), slices of it (no copy):
+/// what [`ChunkCache::put`] takes of bytes read or written in one piece.
+pub fn chunks_of(data: &Bytes, chunk_size: usize) -> Vec<Bytes> {
+    let size = chunk_size.max(1);
+    (0..data.len())
+        .step_by(size)
+        .map(|at| data.slice(at..(at + size).min(data.len())))
+        .collect()
 }
 
 fn pages_path(dir: &Path) -> PathBuf {

@@ -15,7 +15,7 @@ use frieda_meta::remote_log::{RemoteLog, RemoteSegment};
 use parking_lot::Mutex;
 use uuid::Uuid;
 
-use super::chunk_cache::ChunkCache;
+use super::chunk_cache::{chunks_of, ChunkCache};
 use super::store::{ObjectKind, RemoteStore, SegmentKey};
 
 /// Parsed `.indexes` objects kept in memory, by segment id (each a few KiB); beyond, the one
@@ -147,10 +147,7 @@ impl RemoteReader {
                 key.segment_id
             )));
         }
-        let parts: Vec<Bytes> = (0..data.len())
-            .step_by(cs as usize)
-            .map(|at| data.slice(at..(at + cs as usize).min(data.len())))
-            .collect();
+        let parts = chunks_of(&data, cs as usize);
         let first = parts[0].clone();
         self.cache.put(key.segment_id, chunk, parts);
         Ok(first)

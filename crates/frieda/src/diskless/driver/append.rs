@@ -17,7 +17,6 @@ use crate::diskless::append::{
     Action, AppendConfig, AppendError, AppendTask, ProducedBatch, RequestId,
 };
 use crate::diskless::coordinator::{BatchAnswer, CommitBatches, ObjectId};
-use crate::remote::store::RemoteStore;
 
 use super::coordinator::DisklessCoordinators;
 use super::objects::ObjectReader;
@@ -34,8 +33,7 @@ pub struct Appender {
     next_request: AtomicU64,
     /// Wakes the timer loop when a produce opened a buffer.
     wake: Notify,
-    store: Arc<RemoteStore>,
-    /// The fetch cache, which takes each object uploaded.
+    /// The bucket (its `store()`) and the fetch cache, which takes each object uploaded.
     objects: Arc<ObjectReader>,
     coordinators: Arc<DisklessCoordinators>,
     link: Option<Arc<dyn CoordinatorLink>>,
@@ -61,7 +59,6 @@ impl Appender {
             waiters: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             wake: Notify::new(),
-            store: objects.store().clone(),
             objects,
             coordinators,
             link,
@@ -116,8 +113,9 @@ impl Appender {
                 Action::Upload { object, body } => {
                     let me = self.clone();
                     tokio::spawn(async move {
-                        let key = me.store.wal_key(object.0);
-                        let ok = match me.store.put(&key, body.clone()).await {
+                        let store = me.objects.store();
+                        let key = store.wal_key(object.0);
+                        let ok = match store.put(&key, body.clone()).await {
                             Ok(()) => {
                                 me.objects.cache_uploaded(object, &body);
                                 true

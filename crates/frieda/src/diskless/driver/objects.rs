@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 use tokio::sync::OnceCell;
 
 use crate::diskless::coordinator::{Coordinate, ObjectId};
-use crate::remote::chunk_cache::{CacheKind, ChunkCache};
+use crate::remote::chunk_cache::{chunks_of, CacheKind, ChunkCache};
 use crate::remote::store::RemoteStore;
 
 /// How long a block stays cached at most (Inkless's `consume.cache.expiration.lifespan.sec`
@@ -104,12 +104,7 @@ impl ObjectReader {
         let Some(cache) = &self.cache else {
             return;
         };
-        let bs = self.block_bytes as usize;
-        let blocks = (0..body.len())
-            .step_by(bs)
-            .map(|at| body.slice(at..(at + bs).min(body.len())))
-            .collect();
-        cache.put(object.0, 0, blocks);
+        cache.put(object.0, 0, chunks_of(body, self.block_bytes as usize));
     }
 
     /// The bytes of `coordinates`, per object the span from its first to its last byte needed:
