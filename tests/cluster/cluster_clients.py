@@ -201,10 +201,11 @@ def _watermark(c: Consumer, topic: str, p: int, timeout: float) -> tuple[int, in
 
 
 def read_partitions(bootstrap: str, topic: str, ends: dict[int, int], timeout: float = 60,
-                    start: int = 0) -> dict:
+                    start: int = 0, **conf) -> dict:
     """Reads each partition p from offset ``start`` up to ``ends[p]`` (exclusive) by assignment,
-    without a group. Returns {(partition, offset): (key, value)}."""
-    c = consumer(bootstrap)
+    without a group (``conf``: more consumer settings, as ``consumer``'s). Returns
+    {(partition, offset): (key, value)}."""
+    c = consumer(bootstrap, **conf)
     got = {}
     try:
         todo = {p: e for p, e in ends.items() if e > start}

@@ -26,6 +26,13 @@ What this file proves, as a user sees it:
   Metadata names a broker of the rack a client's ``client.id`` names (``diskless_az=``); three
   producers, one per rack, write every partition through their own broker; a broker that does
   not lead the coordinator is SIGKILLed and restarted; every acknowledged record reads back.
+- Object affinity (``test_diskless_rack_reads_each_object_once_and_survives_a_paused_owner``):
+  brokers 1 and 2 in rack-a, broker 3 in rack-b; a producer of rack-b writes every partition
+  through broker 3, a consumer of rack-a reads them through brokers 1 and 2, so both read every
+  object. Together they GET each block of the bucket at most once (each asks the object's owner
+  in the rack for the other's), /metrics counts blocks given and served between them; then with
+  broker 2 paused (SIGSTOP) while a second read runs, broker 1 reads from the bucket what broker
+  2 owns, and every acknowledged record reads back byte for byte.
 - Faults one after another under an idempotent acks=all producer at about 4 MB/s to 6 partitions
   (``test_diskless_faults_under_load``, the bucket behind tests/cluster/s3_fault_proxy.py): the
   store answers every request 503, then leaves every request hanging, then the coordinator's
@@ -50,6 +57,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 import time
 import urllib.request
 from collections import defaultdict
@@ -58,7 +66,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
-from cluster_clients import ProducerThread, check_log, read_all, watermarks
+from cluster_clients import ProducerThread, check_log, read_all, read_partitions, watermarks
 from conftest import LOG_LEVEL, free_ports, wait_until
 from kafka_wire_extra import parse_batches
 from seaweedfs import started
@@ -879,6 +887,103 @@ def test_diskless_leaderless_produce_by_rack_and_a_serving_broker_killed(store, 
         for a in sorted(prod.acks, key=lambda a: a.seq):
             assert a.offset > last.get(a.partition, -1), (prod.tag, a)
             last[a.partition] = a.offset
+
+
+def metric_sum(port: int, name: str) -> float:
+    """The value of counter ``name`` (its ``_total`` sample) on the node with /metrics at
+    ``port``."""
+    return sum(v for (n, _l, v) in scrape(port) if n == f"{name}_total")
+
+
+AFFINITY_RACKS = {1: "rack-a", 2: "rack-a", 3: "rack-b"}
+BLOCK = 4 << 20  # diskless.fetch.cache.block.bytes' default
+
+
+@pytest.mark.timeout(240)
+def test_diskless_rack_reads_each_object_once_and_survives_a_paused_owner(store, cluster, topic_name):
+    """Object affinity (diskless.fetch.cache.affinity.enable, on by default). Brokers 1 and 2 in
+    rack-a, broker 3 in rack-b; a diskless topic of 6 partitions. An idempotent acks=all producer
+    with ``client.id`` naming rack-b writes all partitions through broker 3 (~2 MB/s for 8 s), so
+    every object holds every partition; a consumer naming rack-a is told brokers 1 and 2 for
+    them, three partitions each, so both brokers read every object. Before affinity each GET
+    every block (about twice the blocks in the bucket); now each block is GET once in rack-a,
+    by its owner, and the other broker asks the owner: brokers 1 and 2 together make at most
+    the bucket's block count of GETs (+2), and each both got and served blocks. Then a second
+    8 s of records, and broker 2 paused (SIGSTOP) for 8 s while a second consumer reads
+    everything: broker 1's asks of broker 2 time out (2 s) and it GETs those blocks itself
+    (/metrics: peer fallbacks); every acknowledged record reads back at its offset byte for
+    byte, offsets dense, exactly the acknowledged ones."""
+    ports = dict(zip((1, 2, 3), free_ports(3)))
+    # no compaction: reads go through the shared objects the producer's broker uploaded
+    settings = {**store.broker_settings(), "rsm.config.key.prefix": KEY_PREFIX,
+                "diskless.compaction.max.bytes": 1 << 30}
+    c = cluster(3, node_settings={i: {"broker.rack": AFFINITY_RACKS[i], "metrics.listen": f"127.0.0.1:{ports[i]}"}
+                                  for i in ports}, **settings)
+    topic = topic_name()
+    parts = 6
+    create_diskless(c, topic, parts)
+    diskless_leader(c, topic, parts)
+    via = c.running()[0]
+    assert set(served_leaders(c, topic, via, "p,diskless_az=rack-b").values()) == {3}
+    readers = served_leaders(c, topic, via, "c,diskless_az=rack-a")
+    assert set(readers.values()) == {1, 2}, readers
+
+    prod = SizedProducer(c.bootstrap, topic, parts, rate=2500, tag="aff", client_id="p,diskless_az=rack-b")
+    prod.start()
+    try:
+        prod.wait_acked(2000, 60, "phase 1")
+        time.sleep(8)
+        prod.pause()
+        time.sleep(1)
+        hw = {p: high for p, (_low, high) in watermarks(c.bootstrap, topic, parts, timeout=30).items()}
+        before = {i: (metric_sum(ports[i], "frieda_diskless_fetch_cache_gets"),
+                      metric_sum(ports[i], "frieda_diskless_fetch_cache_peer_reads"),
+                      metric_sum(ports[i], "frieda_diskless_fetch_cache_peer_served")) for i in (1, 2)}
+        got = read_partitions(c.bootstrap, topic, hw, timeout=120, client_id="c,diskless_az=rack-a")
+        after = {i: (metric_sum(ports[i], "frieda_diskless_fetch_cache_gets"),
+                     metric_sum(ports[i], "frieda_diskless_fetch_cache_peer_reads"),
+                     metric_sum(ports[i], "frieda_diskless_fetch_cache_peer_served")) for i in (1, 2)}
+        wal = {k: n for k, n in store.objects().items() if WAL_KEY.match(k)}
+        blocks = sum(-(-n // BLOCK) for n in wal.values())
+        gets = {i: after[i][0] - before[i][0] for i in (1, 2)}
+        peer_reads = {i: after[i][1] - before[i][1] for i in (1, 2)}
+        served = {i: after[i][2] - before[i][2] for i in (1, 2)}
+        print(f"{sum(hw.values())} records in {len(wal)} objects ({blocks} blocks of 4 MiB): rack-a GET "
+              f"{gets} blocks, got {peer_reads} from the other broker, served {served}")
+        assert len(got) == sum(hw.values())
+        assert sum(gets.values()) <= blocks + 2, \
+            f"rack-a GET {gets} blocks for {blocks} in the bucket: each broker read the objects itself"
+        assert all(v > 0 for v in peer_reads.values()), f"a broker got no block from the other: {peer_reads}"
+        assert all(v > 0 for v in served.values()), f"a broker served no block to the other: {served}"
+
+        # Phase 2: more records, then broker 2 paused while everything is read again.
+        prod.resume()
+        prod.wait_more(2000, 60, "phase 2")
+        time.sleep(8)
+    finally:
+        prod.stop(flush_timeout=120)
+    assert_all_acknowledged([prod])
+    fallbacks0 = metric_sum(ports[1], "frieda_diskless_fetch_cache_peer_fallbacks")
+    hw = {p: high for p, (_low, high) in watermarks(c.bootstrap, topic, parts, timeout=30).items()}
+    c.pause(2)
+    resumer = threading.Timer(8, c.resume, args=(2,))
+    resumer.start()
+    t0 = time.monotonic()
+    try:
+        got = read_partitions(c.bootstrap, topic, hw, timeout=150, client_id="c2,diskless_az=rack-a")
+    finally:
+        resumer.join()
+        if c.nodes[2].paused:
+            c.resume(2)
+    fallbacks = metric_sum(ports[1], "frieda_diskless_fetch_cache_peer_fallbacks") - fallbacks0
+    print(f"read {len(got)} records in {time.monotonic() - t0:.1f} s with broker 2 paused for 8 s; "
+          f"broker 1 read {fallbacks:.0f} blocks from the bucket that broker 2 owns")
+    assert fallbacks >= 1, "broker 1 never asked the paused broker 2 for a block"
+    check_log(prod, {k: v for k, v in got.items()}, hw, topic, exact=True)
+    counts = defaultdict(int)
+    for a in prod.acks:
+        counts[a.partition] += 1
+    assert_stored_in_order(c, topic, parts, got, hw, counts)
 
 
 # ---------------------------------------------------------------- 4. store faults and coordinator failovers under load

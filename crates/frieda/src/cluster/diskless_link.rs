@@ -47,6 +47,21 @@ impl CoordinatorLink for NodeLink {
         self.me
     }
 
+    fn rack_peers(&self) -> Vec<i32> {
+        let Some(node) = self.node.upgrade() else {
+            return Vec::new();
+        };
+        let image = node.image();
+        // this broker's registration (before it registered: none of a rack, so no peers in a
+        // cluster with racks)
+        let rack = image.brokers.get(&self.me).and_then(|b| b.rack.as_deref());
+        image
+            .live_brokers()
+            .filter(|b| b.rack.as_deref() == rack)
+            .map(|b| b.id)
+            .collect()
+    }
+
     fn call(&self, to: i32, request: Vec<u8>, timeout: Duration) -> Reply {
         let node = self.node.clone();
         Box::pin(async move {

@@ -70,6 +70,13 @@ pub struct DisklessConfig {
     /// blocks of this size, so the other partitions of the object find theirs cached (bytes,
     /// 64 KiB to 1 GiB).
     pub fetch_cache_block_bytes: u64,
+    /// `diskless.fetch.cache.affinity.enable` (default `true`): the brokers of a rack share
+    /// their fetch caches, each object read from the bucket by one of them (its owner by
+    /// rendezvous hashing) and asked of it by the others, so an object is read about once per
+    /// rack rather than once per broker serving its partitions (`driver::objects`; KIP-1163's
+    /// rack-aware caching; Inkless hashes partitions, not objects). Brokers without a rack
+    /// form one rack. `false`: each broker GETs what it misses.
+    pub fetch_cache_affinity: bool,
 }
 
 impl Default for DisklessConfig {
@@ -91,6 +98,7 @@ impl Default for DisklessConfig {
             compaction_max_bytes_per_second: None,
             fetch_cache_max_bytes: 256 << 20,
             fetch_cache_block_bytes: 4 << 20,
+            fetch_cache_affinity: true,
         }
     }
 }
@@ -166,6 +174,13 @@ impl DisklessConfig {
                 }
                 self.fetch_cache_block_bytes = v as u64
             }
+            "diskless.fetch.cache.affinity.enable" => {
+                self.fetch_cache_affinity = match text.trim() {
+                    "true" => true,
+                    "false" => false,
+                    _ => bail!("expected true or false"),
+                }
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -193,6 +208,14 @@ mod tests {
             .set("diskless.fetch.cache.block.bytes", "1048576")
             .unwrap());
         assert_eq!(c.fetch_cache_block_bytes, 1 << 20);
+        assert!(c.fetch_cache_affinity);
+        assert!(c
+            .set("diskless.fetch.cache.affinity.enable", "false")
+            .unwrap());
+        assert!(!c.fetch_cache_affinity);
+        assert!(c
+            .set("diskless.fetch.cache.affinity.enable", "yes")
+            .is_err());
         assert!(!c.set("log.dirs", "/tmp").unwrap());
         assert!(c
             .set("diskless.compaction.max.bytes.per.second", "-1")

@@ -16,6 +16,7 @@
 //!   5 Marker:        partition, bumps_epoch u8 (0, 1), marker (as in the codec)
 //!   6 Producers:     partition
 //!   7 Verify:        partition, producer_id i64, producer_epoch i16, supports_epoch_bump u8
+//!   8 Block:         object [16], block index u64, block_bytes u64 (coordinator partition -1)
 //! response: magic "FDLS", version u8 (2), error_code i16; when 0, by the request's kind:
 //!   1 answers u32, answer each
 //!   2 high_watermark i64, log_start i64, last_stable_offset i64, coordinates u32, then each:
@@ -30,12 +31,16 @@
 //!   6 producers u32, each: producer_id i64, epoch i16, last_sequence i32, last_timestamp i64,
 //!     coordinator_epoch i32, current_txn_start_offset i64
 //!   7 the token u64
+//!   8 u8 0 (the object is gone), or 1, length u32 and the block's bytes
 //! ```
 //!
 //! Version 2 (2026-12-07) added markers and the last stable offset (transactions); brokers of
 //! version 1 and 2 do not understand each other's messages (a decode error, answered as
 //! UNKNOWN_SERVER_ERROR and retried). Version 3 (2026-12-07) added the commit's verification
-//! tokens and kinds 6 (Producers) and 7 (Verify).
+//! tokens and kinds 6 (Producers) and 7 (Verify). Kind 8 (Block, 2026-12-08: one broker of a
+//! rack asks another for a block of an object, `driver::objects`) came without a new version: a
+//! broker that does not know it refuses the envelope, and the asker reads the block from the
+//! bucket itself.
 
 use super::codec::{
     put_answer, put_batch, put_commit_head, put_marker, put_partition, DecodeError, Reader,
@@ -44,6 +49,7 @@ use super::coordinator::{
     BatchAnswer, CommitBatches, Coordinate, DisklessPartition, Found, Location, ObjectId, Offsets,
     TxnMarker,
 };
+use bytes::Bytes;
 use frieda_log::{AbortedTxn, ProducerInfo, MAX_PRODUCERS_PER_PARTITION};
 use kafka_protocol::error::ResponseError as E;
 
@@ -109,9 +115,23 @@ pub enum Call {
         /// Transactions v2.
         supports_epoch_bump: bool,
     },
+    /// Block `index` (`block_bytes` long, shorter at the object's end) of `object`, from the
+    /// broker of the asker's rack that reads it from the bucket for the rack
+    /// ([`super::driver::objects`]).
+    Block {
+        /// The object.
+        object: ObjectId,
+        /// Which block: bytes from `index * block_bytes`.
+        index: u64,
+        /// The asker's block size (bytes).
+        block_bytes: u64,
+    },
 }
 
 /// The answer to a [`Call`] (the same kind).
+///
+/// (`Block` is asked of any broker, not of a coordinator: `driver::objects` sends it and
+/// `driver::Diskless::serve` answers it.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     /// Commit: one answer per batch, in order.
@@ -128,6 +148,8 @@ pub enum Answer {
     Producers(Vec<ProducerInfo>),
     /// Verify: the token.
     Token(u64),
+    /// Block: its bytes (`None`: the object is gone from the bucket).
+    Block(Option<Bytes>),
 }
 
 impl Call {
@@ -140,6 +162,7 @@ impl Call {
             Call::Marker { .. } => 5,
             Call::Producers(_) => 6,
             Call::Verify { .. } => 7,
+            Call::Block { .. } => 8,
         }
     }
 }
@@ -214,6 +237,15 @@ pub fn encode_request(request: &CoordinatorRequest) -> Vec<u8> {
             out.extend_from_slice(&producer_epoch.to_be_bytes());
             out.push(u8::from(*supports_epoch_bump));
         }
+        Call::Block {
+            object,
+            index,
+            block_bytes,
+        } => {
+            out.extend_from_slice(object.0.as_bytes());
+            out.extend_from_slice(&index.to_be_bytes());
+            out.extend_from_slice(&block_bytes.to_be_bytes());
+        }
     }
     out
 }
@@ -280,6 +312,11 @@ pub fn decode_request(bytes: &[u8]) -> Result<CoordinatorRequest, DecodeError> {
                 1 => true,
                 _ => return Err(DecodeError::Malformed("supports_epoch_bump")),
             },
+        },
+        8 => Call::Block {
+            object: ObjectId(r.uuid()?),
+            index: r.u64()?,
+            block_bytes: r.u64()?,
         },
         _ => return Err(DecodeError::Malformed("unknown request kind")),
     };
@@ -354,6 +391,13 @@ pub fn encode_response(answer: &Result<Answer, E>) -> Vec<u8> {
         Answer::LogStart(log_start) => out.extend_from_slice(&log_start.to_be_bytes()),
         Answer::MarkerAt(offset) => out.extend_from_slice(&offset.to_be_bytes()),
         Answer::Token(token) => out.extend_from_slice(&token.to_be_bytes()),
+        Answer::Block(None) => out.push(0),
+        Answer::Block(Some(bytes)) => {
+            out.reserve(5 + bytes.len());
+            out.push(1);
+            out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+            out.extend_from_slice(bytes);
+        }
         Answer::Producers(producers) => {
             out.extend_from_slice(&(producers.len() as u32).to_be_bytes());
             for p in producers {
@@ -473,6 +517,14 @@ pub fn decode_response(call: &Call, bytes: &[u8]) -> Result<Result<Answer, E>, D
             Answer::Producers(producers)
         }
         Call::Verify { .. } => Answer::Token(r.u64()?),
+        Call::Block { .. } => Answer::Block(match r.u8()? {
+            0 => None,
+            1 => {
+                let len = r.u32()? as usize;
+                Some(Bytes::copy_from_slice(r.take(len)?))
+            }
+            _ => return Err(DecodeError::Malformed("block presence")),
+        }),
     };
     if !r.0.is_empty() {
         return Err(DecodeError::Malformed("bytes after the answer"));
@@ -554,6 +606,16 @@ mod tests {
                 producer_epoch: 3,
                 supports_epoch_bump: true,
             },
+            Call::Block {
+                object: ObjectId(Uuid::from_u128(99)),
+                index: 2,
+                block_bytes: 4 << 20,
+            },
+            Call::Block {
+                object: ObjectId(Uuid::from_u128(98)),
+                index: 0,
+                block_bytes: 1 << 16,
+            },
         ]
     }
 
@@ -634,6 +696,8 @@ mod tests {
                 },
             ]),
             Answer::Token(7 << 32 | 5),
+            Answer::Block(Some(Bytes::from_static(b"some bytes of an object"))),
+            Answer::Block(None),
         ]
     }
 

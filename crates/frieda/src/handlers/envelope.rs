@@ -1,8 +1,9 @@
 //! Envelope (key 58, v0): in Kafka, a broker forwarding a client's request to the controller.
-//! Frieda's brokers send each other one thing in it: a request to the diskless batch coordinator
-//! loaded on the receiving broker ([`crate::diskless::wire`], told apart by its magic), from a
-//! broker that took a produce or fetch of a diskless partition (docs/diskless.md, "Leaderless
-//! produce"). Only brokers may send it (CLUSTER_ACTION on the cluster, as Kafka checks
+//! Frieda's brokers send each other one thing in it: a diskless request
+//! ([`crate::diskless::wire`], told apart by its magic) to the batch coordinator loaded on the
+//! receiving broker, from a broker that took a produce or fetch of a diskless partition
+//! (docs/diskless.md, "Leaderless produce"), or for a block of an object the receiving broker
+//! owns in their rack (object affinity). Only brokers may send it (CLUSTER_ACTION on the cluster, as Kafka checks
 //! Envelope). It is served on every listener but not advertised in ApiVersions: Kafka 4.4's
 //! brokers do not advertise it either (its controllers do).
 //!
@@ -13,7 +14,7 @@
 
 use super::{authorized_cluster, RequestContext};
 use crate::broker::Broker;
-use crate::diskless::{driver::route, wire};
+use crate::diskless::wire;
 use crate::security::acl::op;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError as E;
@@ -38,7 +39,7 @@ pub async fn handle(
         }
     };
     let answer = match broker.diskless() {
-        Some(d) => route::serve(&d.coordinators, request).await,
+        Some(d) => d.serve(request).await,
         None => Err(E::NotCoordinator),
     };
     EnvelopeResponse::default()

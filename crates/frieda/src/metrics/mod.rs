@@ -555,6 +555,7 @@ fn diskless(broker: &Broker, e: &mut DescriptorEncoder) -> Result<(), std::fmt::
         ),
     ];
     let (hits, misses, gets) = d.objects.cache_counts();
+    let peers = d.objects.peer_counts();
     let counters = counters.map(|(name, help, v)| (name, help, v.load(Ordering::Relaxed)));
     let cache = [
         (
@@ -571,6 +572,21 @@ fn diskless(broker: &Broker, e: &mut DescriptorEncoder) -> Result<(), std::fmt::
             "frieda_diskless_fetch_cache_gets",
             "GETs of blocks of diskless objects for reads (a miss finding the block's GET under way waits for it).",
             gets,
+        ),
+        (
+            "frieda_diskless_fetch_cache_peer_reads",
+            "Blocks of diskless objects this broker got from their owner in its rack instead of the bucket (diskless.fetch.cache.affinity.enable).",
+            peers.reads,
+        ),
+        (
+            "frieda_diskless_fetch_cache_peer_fallbacks",
+            "Blocks asked of their owner in the rack that it did not give (down, paused, or the bucket failed there); GET here instead.",
+            peers.fallbacks,
+        ),
+        (
+            "frieda_diskless_fetch_cache_peer_served",
+            "Blocks of diskless objects this broker served to other brokers of its rack as their owner.",
+            peers.served,
         ),
     ];
     for (name, help, v) in counters.into_iter().chain(cache) {

@@ -105,11 +105,15 @@ impl Diskless {
         link: Option<Arc<dyn route::CoordinatorLink>>,
     ) -> Arc<Diskless> {
         let coordinators = Arc::new(coordinator::DisklessCoordinators::default());
-        let objects = Arc::new(objects::ObjectReader::new(
+        let mut objects = objects::ObjectReader::new(
             store.clone(),
             config.fetch_cache_max_bytes,
             config.fetch_cache_block_bytes,
-        ));
+        );
+        if let (true, Some(link)) = (config.fetch_cache_affinity, &link) {
+            objects = objects.with_peers(link.clone());
+        }
+        let objects = Arc::new(objects);
         let appender = append::Appender::new(
             AppendConfig {
                 broker_id,
@@ -156,6 +160,30 @@ impl Diskless {
             self.link.as_ref(),
             coordinator_partition_for(partition),
         )
+    }
+
+    /// Answers a request another broker sent in an Envelope: a block of an object this broker
+    /// owns in their rack ([`objects::ObjectReader::serve_block`]), else a call to the
+    /// coordinator loaded here ([`route::serve`]).
+    ///
+    /// Errors: theirs.
+    pub async fn serve(
+        &self,
+        request: crate::diskless::wire::CoordinatorRequest,
+    ) -> Result<crate::diskless::wire::Answer, kafka_protocol::error::ResponseError> {
+        use crate::diskless::wire::{Answer, Call};
+        match request.call {
+            Call::Block {
+                object,
+                index,
+                block_bytes,
+            } => self
+                .objects
+                .serve_block(object, index, block_bytes)
+                .await
+                .map(Answer::Block),
+            _ => route::serve(&self.coordinators, request).await,
+        }
     }
 
     /// An empty coordinator with this broker's bounds, to load into.

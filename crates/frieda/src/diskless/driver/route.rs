@@ -29,14 +29,19 @@ pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// An encoded answer on its way back from another broker.
 pub type Reply = Pin<Box<dyn Future<Output = std::io::Result<Bytes>> + Send>>;
 
-/// The broker's way to the other brokers, as the diskless drivers need it (implemented over the
-/// cluster's metadata image and broker connections, a layer above).
+/// The broker's way to the other brokers, as the diskless drivers need it: to coordinators, and
+/// to the brokers of its rack for blocks of objects (implemented over the cluster's metadata
+/// image and broker connections, a layer above).
 pub trait CoordinatorLink: Send + Sync {
     /// The broker the latest metadata names leader of `__diskless_coordinator` partition
     /// `index` (`None`: no leader now).
     fn leader_of(&self, index: i32) -> Option<i32>;
     /// This broker's id.
     fn me(&self) -> i32;
+    /// The live brokers of this broker's rack, this one among them when it is live (all live
+    /// brokers when it names no rack): the ones that share their fetch caches
+    /// ([`super::objects`]).
+    fn rack_peers(&self) -> Vec<i32>;
     /// Sends an encoded [`CoordinatorRequest`] to broker `to`; the encoded answer, within
     /// `timeout`.
     fn call(&self, to: i32, request: Vec<u8>, timeout: Duration) -> Reply;
@@ -349,5 +354,7 @@ pub async fn serve(
             .begin_verification(partition, producer_id, producer_epoch, supports_epoch_bump)
             .await
             .map(Answer::Token),
+        // not a coordinator's: `Diskless::serve` answers it before coming here
+        Call::Block { .. } => Err(E::InvalidRequest),
     }
 }
