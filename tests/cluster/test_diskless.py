@@ -33,6 +33,10 @@ What this file proves, as a user sees it:
   in the rack for the other's), /metrics counts blocks given and served between them; then with
   broker 2 paused (SIGSTOP) while a second read runs, broker 1 reads from the bucket what broker
   2 owns, and every acknowledged record reads back byte for byte.
+- Long polls (``test_diskless_waiting_consumers_long_poll_the_coordinator``): consumers waiting
+  at the end of every partition, through brokers without the coordinator, cost the
+  coordinator's broker about one Envelope request per partition and fetch, not one FindBatches
+  per partition every 25 ms, and a record produced then reaches them within 3 s.
 - Faults one after another under an idempotent acks=all producer at about 4 MB/s to 6 partitions
   (``test_diskless_faults_under_load``, the bucket behind tests/cluster/s3_fault_proxy.py): the
   store answers every request 503, then leaves every request hanging, then the coordinator's
@@ -984,6 +988,104 @@ def test_diskless_rack_reads_each_object_once_and_survives_a_paused_owner(store,
     for a in prod.acks:
         counts[a.partition] += 1
     assert_stored_in_order(c, topic, parts, got, hw, counts)
+
+
+def envelopes(port: int) -> float:
+    """Envelope requests the node with /metrics at ``port`` has served (diskless calls from the
+    other brokers)."""
+    return sum(v for (n, labels, v) in scrape(port)
+               if n == "kafka_network_requests_total" and 'request="Envelope"' in labels)
+
+
+def test_diskless_waiting_consumers_long_poll_the_coordinator(store, cluster, topic_name):
+    """Six partitions of a diskless topic, spread over the three brokers; four consumers
+    (confluent-kafka, fetch.wait.max.ms 500) assigned to every partition at its end, so their
+    fetches wait at each broker. A waiting fetch on a broker without the coordinator waits for
+    the coordinator to change (one long poll per broker, ``Changed``, held up to 1 s) instead of
+    asking it FindBatches per partition every 25 ms: over 5 idle seconds the coordinator's broker
+    serves fewer than 150 Envelope requests a second (638 before long polls, one run; 4 consumers
+    x 2 brokers x 2 partitions x 40 looks a second, fewer where a look takes a while; about 35
+    with them: each fetch's one look per partition and the long polls). Then 20 records, one at
+    a time: every consumer reads each within 3 s of its acknowledgement (a commit wakes the
+    waiting fetches), byte for byte."""
+    ports = dict(zip((1, 2, 3), free_ports(3)))
+    c = cluster(3, node_settings={i: {"metrics.listen": f"127.0.0.1:{ports[i]}"} for i in ports},
+                **store.broker_settings())
+    topic = topic_name()
+    parts = 6
+    create_diskless(c, topic, parts)
+    coordinator = diskless_leader(c, topic, parts)
+    spread = served_leaders(c, topic, c.running()[0])
+    assert set(spread.values()) - {coordinator}, f"every partition on the coordinator's broker: {spread}"
+    prod = Producer({"bootstrap.servers": c.bootstrap, "log_level": LOG_LEVEL, "acks": "all",
+                     "enable.idempotence": True, "linger.ms": 0})
+    for p in range(parts):
+        prod.produce(topic, value=b"first-%d" % p, partition=p)
+    assert prod.flush(60) == 0
+    ends = {p: high for p, (_low, high) in watermarks(c.bootstrap, topic, parts, timeout=30).items()}
+    assert ends == {p: 1 for p in range(parts)}, ends
+
+    seen: list[dict] = [dict() for _ in range(4)]
+    stop = threading.Event()
+    errors = []
+
+    def consume(k: int) -> None:
+        cons = Consumer({"bootstrap.servers": c.bootstrap, "log_level": LOG_LEVEL, "group.id": f"unused-{k}",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 500, "check.crcs": True})
+        try:
+            cons.assign([TopicPartition(topic, p, ends[p]) for p in range(parts)])
+            while not stop.is_set():
+                m = cons.poll(0.2)
+                if m is None:
+                    continue
+                if m.error():
+                    errors.append(m.error())
+                    continue
+                seen[k][(m.partition(), m.offset())] = (m.value(), time.monotonic())
+        except Exception as e:  # noqa: BLE001 (reported by the test)
+            errors.append(e)
+        finally:
+            cons.close()
+
+    threads = [threading.Thread(target=consume, args=(k,), daemon=True) for k in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(3)
+        e0, t0 = envelopes(ports[coordinator]), time.monotonic()
+        time.sleep(5)
+        rate = (envelopes(ports[coordinator]) - e0) / (time.monotonic() - t0)
+        print(f"coordinator on node {coordinator}, partitions on {spread}: {rate:.1f} Envelope requests/s "
+              "with 4 consumers waiting")
+        assert rate < 150, f"{rate:.0f} Envelope requests/s at the coordinator's broker with idle consumers"
+
+        sent = {}
+        for i in range(20):
+            p = i % parts
+            prod.produce(topic, value=b"later-%d" % i, partition=p,
+                         on_delivery=lambda err, msg, i=i: sent.__setitem__(i, (err, msg.offset(), time.monotonic())))
+            assert prod.flush(30) == 0
+        assert all(err is None for err, _o, _t in sent.values()), sent
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(
+                (i % parts, sent[i][1]) not in seen[k] for k in range(4) for i in range(20)):
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert not errors, errors[:5]
+    lags = []
+    for k in range(4):
+        for i in range(20):
+            at = (i % parts, sent[i][1])
+            assert at in seen[k], f"consumer {k} never read record {i} at {topic}[{at[0]}]@{at[1]}"
+            value, t_read = seen[k][at]
+            assert value == b"later-%d" % i, (k, i, value)
+            lags.append(t_read - sent[i][2])
+    print(f"read after acknowledgement: median {sorted(lags)[len(lags) // 2] * 1000:.0f} ms, "
+          f"max {max(lags) * 1000:.0f} ms")
+    assert max(lags) < 3, f"a record reached a waiting consumer {max(lags):.1f} s after its acknowledgement"
 
 
 # ---------------------------------------------------------------- 4. store faults and coordinator failovers under load

@@ -17,6 +17,7 @@
 //!   6 Producers:     partition
 //!   7 Verify:        partition, producer_id i64, producer_epoch i16, supports_epoch_bump u8
 //!   8 Block:         object [16], block index u64, block_bytes u64 (coordinator partition -1)
+//!   9 Changed:       since u64, max_wait_ms u32
 //! response: magic "FDLS", version u8 (2), error_code i16; when 0, by the request's kind:
 //!   1 answers u32, answer each
 //!   2 high_watermark i64, log_start i64, last_stable_offset i64, coordinates u32, then each:
@@ -32,6 +33,7 @@
 //!     coordinator_epoch i32, current_txn_start_offset i64
 //!   7 the token u64
 //!   8 u8 0 (the object is gone), or 1, length u32 and the block's bytes
+//!   9 the change count u64
 //! ```
 //!
 //! Version 2 (2026-12-07) added markers and the last stable offset (transactions); brokers of
@@ -40,7 +42,9 @@
 //! tokens and kinds 6 (Producers) and 7 (Verify). Kind 8 (Block, 2026-12-08: one broker of a
 //! rack asks another for a block of an object, `driver::objects`) came without a new version: a
 //! broker that does not know it refuses the envelope, and the asker reads the block from the
-//! bucket itself.
+//! bucket itself. Kind 9 (Changed, 2026-12-08: a broker's long poll of the coordinator for its
+//! waiting fetches, `driver::watch`) likewise: refused by an older broker, the waiting fetches
+//! look again every 25 ms as before.
 
 use super::codec::{
     put_answer, put_batch, put_commit_head, put_marker, put_partition, DecodeError, Reader,
@@ -126,6 +130,14 @@ pub enum Call {
         /// The asker's block size (bytes).
         block_bytes: u64,
     },
+    /// Answer once the coordinator's change count differs from `since`, or after
+    /// `max_wait_ms` (a long poll for the fetches waiting on another broker).
+    Changed {
+        /// The count the asker knows.
+        since: u64,
+        /// The longest the answer waits (ms; the coordinator caps it).
+        max_wait_ms: u32,
+    },
 }
 
 /// The answer to a [`Call`] (the same kind).
@@ -150,6 +162,8 @@ pub enum Answer {
     Token(u64),
     /// Block: its bytes (`None`: the object is gone from the bucket).
     Block(Option<Bytes>),
+    /// Changed: the change count now.
+    Changes(u64),
 }
 
 impl Call {
@@ -163,6 +177,7 @@ impl Call {
             Call::Producers(_) => 6,
             Call::Verify { .. } => 7,
             Call::Block { .. } => 8,
+            Call::Changed { .. } => 9,
         }
     }
 }
@@ -246,6 +261,10 @@ pub fn encode_request(request: &CoordinatorRequest) -> Vec<u8> {
             out.extend_from_slice(&index.to_be_bytes());
             out.extend_from_slice(&block_bytes.to_be_bytes());
         }
+        Call::Changed { since, max_wait_ms } => {
+            out.extend_from_slice(&since.to_be_bytes());
+            out.extend_from_slice(&max_wait_ms.to_be_bytes());
+        }
     }
     out
 }
@@ -317,6 +336,10 @@ pub fn decode_request(bytes: &[u8]) -> Result<CoordinatorRequest, DecodeError> {
             object: ObjectId(r.uuid()?),
             index: r.u64()?,
             block_bytes: r.u64()?,
+        },
+        9 => Call::Changed {
+            since: r.u64()?,
+            max_wait_ms: r.u32()?,
         },
         _ => return Err(DecodeError::Malformed("unknown request kind")),
     };
@@ -391,6 +414,7 @@ pub fn encode_response(answer: &Result<Answer, E>) -> Vec<u8> {
         Answer::LogStart(log_start) => out.extend_from_slice(&log_start.to_be_bytes()),
         Answer::MarkerAt(offset) => out.extend_from_slice(&offset.to_be_bytes()),
         Answer::Token(token) => out.extend_from_slice(&token.to_be_bytes()),
+        Answer::Changes(count) => out.extend_from_slice(&count.to_be_bytes()),
         Answer::Block(None) => out.push(0),
         Answer::Block(Some(bytes)) => {
             out.reserve(5 + bytes.len());
@@ -525,6 +549,7 @@ pub fn decode_response(call: &Call, bytes: &[u8]) -> Result<Result<Answer, E>, D
             }
             _ => return Err(DecodeError::Malformed("block presence")),
         }),
+        Call::Changed { .. } => Answer::Changes(r.u64()?),
     };
     if !r.0.is_empty() {
         return Err(DecodeError::Malformed("bytes after the answer"));
@@ -616,6 +641,10 @@ mod tests {
                 index: 0,
                 block_bytes: 1 << 16,
             },
+            Call::Changed {
+                since: 41,
+                max_wait_ms: 500,
+            },
         ]
     }
 
@@ -698,6 +727,7 @@ mod tests {
             Answer::Token(7 << 32 | 5),
             Answer::Block(Some(Bytes::from_static(b"some bytes of an object"))),
             Answer::Block(None),
+            Answer::Changes(42),
         ]
     }
 

@@ -2,14 +2,15 @@
 //! consumer's Fetch that are diskless are taken out of the request and answered from the batch
 //! coordinator (loaded here or on another broker) and the bucket
 //! ([`crate::diskless::driver::read`]). A fetch of only diskless partitions that finds fewer
-//! than `min_bytes` waits, looking again every [`POLL`] ([`POLL_REMOTE`] when the coordinator
-//! is elsewhere), until `max_wait_ms`.
+//! than `min_bytes` waits until `max_wait_ms` for the coordinator to change
+//! ([`crate::diskless::driver::watch`]: loaded here, or long-polled on its broker), then looks
+//! again; while no coordinator serves, every [`POLL`].
 
 use super::{authorized, RequestContext};
 use crate::broker::Broker;
 use crate::diskless::coordinator::DisklessPartition;
 use crate::diskless::driver::route::{not_served, CoordinatorRef};
-use crate::diskless::driver::{read, Diskless};
+use crate::diskless::driver::{read, watch, Diskless};
 use crate::security::acl::{op, resource};
 use crate::storage::topic::Topic;
 use bytes::Bytes;
@@ -23,12 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// How often a waiting diskless fetch looks again when the coordinator is loaded here (the
-/// commit interval is 250 ms by default).
-const POLL: Duration = Duration::from_millis(10);
-/// How often it looks again when the coordinator is on another broker (each look is a
-/// FindBatches request there per partition).
-const POLL_REMOTE: Duration = Duration::from_millis(25);
+/// How often a waiting diskless fetch looks again while no coordinator serves.
+const POLL: Duration = Duration::from_millis(25);
 
 /// Takes the diskless topics out of `topics` (a consumer's fetch only: followers never fetch
 /// them); `by_id`: the request names topics by id.
@@ -75,33 +72,29 @@ pub(super) async fn fetch(
     topics: &[FetchTopic],
     spec: FetchSpec,
 ) -> Vec<FetchableTopicResponse> {
-    let poll = if any_remote(broker, topics, spec.by_id) {
-        POLL_REMOTE
-    } else {
-        POLL
-    };
     loop {
+        // subscribed before the read: a change after it wakes the wait below
+        let changes = match (spec.wait_until, broker.diskless()) {
+            (Some(_), Some(d)) => watch::changes(d),
+            _ => None,
+        };
         let (out, bytes) = read_once(broker, ctx, topics, &spec).await;
         match spec.wait_until {
-            Some(deadline) if bytes < spec.min_bytes.max(1) && Instant::now() + poll < deadline => {
-                tokio::time::sleep(poll).await;
+            Some(deadline) if bytes < spec.min_bytes.max(1) && Instant::now() + POLL < deadline => {
+                match changes {
+                    Some(mut changes) => {
+                        let waited = tokio::time::timeout_at(deadline, changes.changed()).await;
+                        if waited.is_err() {
+                            // nothing changed at the coordinator: what was read is the answer
+                            return out;
+                        }
+                    }
+                    None => tokio::time::sleep(POLL).await,
+                }
             }
             _ => return out,
         }
     }
-}
-
-/// Whether the batch coordinator of any partition of `topics` is on another broker (a waiting
-/// fetch then asks it less often).
-fn any_remote(broker: &Broker, topics: &[FetchTopic], by_id: bool) -> bool {
-    topics.iter().any(|ft| {
-        let Ok(topic) = broker.find_topic(by_id, ft.topic.0.as_str(), &ft.topic_id) else {
-            return false;
-        };
-        ft.partitions.iter().any(|fp| {
-            diskless_host(broker, &topic, fp.partition).is_ok_and(|(_, _, host)| host.is_remote())
-        })
-    })
 }
 
 async fn read_once(

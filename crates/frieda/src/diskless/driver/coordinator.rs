@@ -58,6 +58,12 @@ pub struct HostedCoordinator {
     active: AtomicBool,
     /// Wakes [`run`](Self::run) from its idle wait when a record was appended.
     appended: tokio::sync::Notify,
+    /// Counts the moves of the high watermark reported to the host (what readers see moves
+    /// only then), and once more when the host fails: waiting fetches wait on it
+    /// ([`changes`](Self::changes)) instead of asking again and again.
+    changes: tokio::sync::watch::Sender<u64>,
+    /// The high watermark last reported to the host.
+    reported_hw: std::sync::atomic::AtomicI64,
 }
 
 impl HostedCoordinator {
@@ -103,6 +109,8 @@ impl HostedCoordinator {
             write_order: tokio::sync::Mutex::new(()),
             active: AtomicBool::new(true),
             appended: tokio::sync::Notify::new(),
+            changes: tokio::sync::watch::channel(0).0,
+            reported_hw: std::sync::atomic::AtomicI64::new(-1),
         })
     }
 
@@ -118,6 +126,25 @@ impl HostedCoordinator {
         for (w, outcome) in answered {
             let _ = w.send(outcome);
         }
+        if self.reported_hw.swap(hw, Ordering::AcqRel) != hw {
+            self.changes.send_modify(|v| *v = v.wrapping_add(1));
+        }
+    }
+
+    /// A receiver of the coordinator's changes: it sees a new value whenever what readers
+    /// see may have moved (a decision came below the high watermark) and when the host
+    /// fails. Subscribed before a read, a wait on it misses no change after the read.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Waits until the change count differs from `since` (at once when it does), at most
+    /// `max_wait`: the count then (another broker's long poll, `wire::Call::Changed`).
+    pub async fn changed_since(&self, since: u64, max_wait: Duration) -> u64 {
+        let mut rx = self.changes();
+        let _ = tokio::time::timeout(max_wait, rx.wait_for(|v| *v != since)).await;
+        let now = *rx.borrow();
+        now
     }
 
     /// Runs until unloaded or failed: moves the high watermark into the host while it loads or
@@ -169,6 +196,7 @@ impl HostedCoordinator {
         self.active.store(false, Ordering::Release);
         let dropped = self.host.lock().fail();
         drop(dropped);
+        self.changes.send_modify(|v| *v = v.wrapping_add(1));
     }
 
     /// Commits an uploaded object: the answers once the decision is below the high watermark.

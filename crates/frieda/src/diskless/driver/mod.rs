@@ -13,6 +13,7 @@ pub mod coordinator;
 pub mod objects;
 pub mod read;
 pub mod route;
+pub mod watch;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -75,6 +76,8 @@ pub struct Diskless {
     pub compaction_budget: Option<ByteRate>,
     /// What compaction did on this broker since it started (the metrics' counters).
     pub compaction_stats: CompactionStats,
+    /// The mirror of a coordinator on another broker, for waiting fetches.
+    pub watch: Arc<watch::CoordinatorWatch>,
 }
 
 /// Counters of the compactions this broker made since it started (`/metrics`:
@@ -133,6 +136,7 @@ impl Diskless {
             broker_id,
             compaction_budget,
             compaction_stats: CompactionStats::default(),
+            watch: Arc::default(),
             coordinators,
             appender,
             objects,

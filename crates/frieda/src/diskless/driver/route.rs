@@ -26,6 +26,9 @@ pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a remote lookup (FindBatches, Offsets, DeleteRecords) may take.
 pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The longest a coordinator holds another broker's long poll ([`Call::Changed`]).
+pub const MAX_LONG_POLL: Duration = Duration::from_secs(5);
+
 /// An encoded answer on its way back from another broker.
 pub type Reply = Pin<Box<dyn Future<Output = std::io::Result<Bytes>> + Send>>;
 
@@ -291,6 +294,32 @@ impl CoordinatorRef {
         }
     }
 
+    /// The coordinator's change count once it differs from `since`, or after `max_wait` (at
+    /// most [`MAX_LONG_POLL`]): a long poll for the fetches waiting on this broker.
+    ///
+    /// Errors: REQUEST_TIMED_OUT (7) when the other broker did not answer in time; its own.
+    pub async fn changed_since(&self, since: u64, max_wait: Duration) -> Result<u64, E> {
+        let max_wait = max_wait.min(MAX_LONG_POLL);
+        match self {
+            CoordinatorRef::Local(host) => Ok(host.changed_since(since, max_wait).await),
+            CoordinatorRef::Remote {
+                link,
+                broker,
+                index,
+            } => {
+                let call = Call::Changed {
+                    since,
+                    max_wait_ms: max_wait.as_millis() as u32,
+                };
+                let timeout = max_wait + LOOKUP_TIMEOUT;
+                match Self::remote(link, *broker, *index, call, timeout).await? {
+                    Answer::Changes(count) => Ok(count),
+                    _ => Err(E::UnknownServerError),
+                }
+            }
+        }
+    }
+
     /// The producers `partition` remembers (DescribeProducers, KIP-664); none before its first
     /// commit.
     ///
@@ -354,6 +383,13 @@ pub async fn serve(
             .begin_verification(partition, producer_id, producer_epoch, supports_epoch_bump)
             .await
             .map(Answer::Token),
+        Call::Changed { since, max_wait_ms } => Ok(Answer::Changes(
+            host.changed_since(
+                since,
+                Duration::from_millis(u64::from(max_wait_ms)).min(MAX_LONG_POLL),
+            )
+            .await,
+        )),
         // not a coordinator's: `Diskless::serve` answers it before coming here
         Call::Block { .. } => Err(E::InvalidRequest),
     }

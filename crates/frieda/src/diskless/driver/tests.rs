@@ -599,9 +599,65 @@ async fn a_broker_without_the_coordinator_commits_and_reads_through_the_one_with
         remote.find_batches(part(0), 1, 100).await.err(),
         Some(E::OffsetOutOfRange)
     );
+
+    // Long polls: a count the asker does not know is answered at once; the current one is
+    // held until a commit comes below the high watermark, and on broker 2 the waiting fetches'
+    // mirror moves with it.
+    let local = one.coordinators.get(0).unwrap();
+    let now = *local.changes().borrow();
+    assert_eq!(
+        remote
+            .changed_since(now.wrapping_add(7), Duration::from_secs(3))
+            .await,
+        Ok(now)
+    );
+    let t0 = std::time::Instant::now();
+    assert_eq!(
+        remote.changed_since(now, Duration::from_millis(200)).await,
+        Ok(now)
+    );
+    assert!(
+        t0.elapsed() >= Duration::from_millis(200),
+        "answered before anything changed"
+    );
+    let mut mirror = watch::changes(&two).unwrap();
+    // (the mirror's poller first learns the count: one move, then none without a commit)
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    mirror.borrow_and_update();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(
+        !mirror.has_changed().unwrap(),
+        "the mirror moved without a commit"
+    );
+    let poll = tokio::spawn({
+        let remote = remote.clone();
+        async move { remote.changed_since(now, Duration::from_secs(5)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let t0 = std::time::Instant::now();
+    assert_eq!(
+        produce(&one, vec![(0, batch(7, 3, 6, 1))]).await,
+        vec![appended(6, 6)]
+    );
+    let changed = tokio::time::timeout(Duration::from_secs(3), poll)
+        .await
+        .expect("the long poll was not answered after the commit")
+        .unwrap()
+        .unwrap();
+    assert_ne!(changed, now);
+    tokio::time::timeout(Duration::from_secs(3), mirror.changed())
+        .await
+        .expect("broker 2's mirror did not move")
+        .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3));
+
     // Unreachable: a lookup fails as not reached (the handlers answer NOT_LEADER_OR_FOLLOWER).
     down.store(true, std::sync::atomic::Ordering::Relaxed);
     assert_eq!(remote.offsets(part(0)).await, Err(E::RequestTimedOut));
+    assert_eq!(
+        remote.changed_since(now, Duration::from_secs(1)).await,
+        Err(E::RequestTimedOut)
+    );
 }
 
 #[test]
