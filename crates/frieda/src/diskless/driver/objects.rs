@@ -300,17 +300,17 @@ impl ObjectReader {
         let flight = self.in_flight.lock().entry(key).or_default().clone();
         let got = flight
             .get_or_init(|| async {
-                if let Some(owner) = owner {
-                    if let Some(got) = self.ask_owner(owner, object, index).await {
-                        if let Ok(bytes) = &got {
-                            cache.put(object.0, index, vec![bytes.clone()]);
-                        }
-                        return got;
+                let from_owner = match owner {
+                    Some(owner) => self.ask_owner(owner, object, index).await,
+                    None => None,
+                };
+                let got = match from_owner {
+                    Some(got) => got,
+                    None => {
+                        self.get(object, index * self.block_bytes, self.block_bytes)
+                            .await
                     }
-                }
-                let got = self
-                    .get(object, index * self.block_bytes, self.block_bytes)
-                    .await;
+                };
                 if let Ok(bytes) = &got {
                     cache.put(object.0, index, vec![bytes.clone()]);
                 }
@@ -328,12 +328,7 @@ impl ObjectReader {
     /// One GET of `len` bytes at byte `at` of `object` (fewer at its end).
     async fn get(&self, object: ObjectId, at: u64, len: u64) -> Result<Bytes, BlockError> {
         self.gets.fetch_add(1, Ordering::Relaxed);
-        let key = self.store.wal_key(object.0);
-        match self.store.get_range(&key, at, len).await {
-            Ok(bytes) => Ok(bytes),
-            Err(object_store::Error::NotFound { .. }) => Err(BlockError::Gone),
-            Err(e) => Err(BlockError::Failed(e.to_string().into())),
-        }
+        get_range(&self.store, object, at, len).await
     }
 
     /// Block `index` of `object` from broker `owner`; `None` when it did not give it (then
@@ -452,22 +447,33 @@ pub async fn get_spans<'a>(
 ) -> Result<Option<Spans>, E> {
     let mut got = Spans::new();
     for (object, (start, end)) in spans_of(coordinates) {
-        let key = store.wal_key(object.0);
-        match store
-            .get_range(&key, u64::from(start), u64::from(end - start))
-            .await
-        {
+        match get_range(store, object, u64::from(start), u64::from(end - start)).await {
             Ok(bytes) => {
                 got.insert(object, (start, bytes));
             }
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => {
+            Err(BlockError::Gone) => return Ok(None),
+            Err(BlockError::Failed(e)) => {
                 tracing::warn!(object = %object.0, error = %e, "reading a diskless object failed");
                 return Err(E::KafkaStorageError);
             }
         }
     }
     Ok(Some(got))
+}
+
+/// One ranged GET of `len` bytes at byte `at` of `object` (fewer at its end); a 404 is
+/// [`BlockError::Gone`].
+async fn get_range(
+    store: &RemoteStore,
+    object: ObjectId,
+    at: u64,
+    len: u64,
+) -> Result<Bytes, BlockError> {
+    match store.get_range(&store.wal_key(object.0), at, len).await {
+        Ok(bytes) => Ok(bytes),
+        Err(object_store::Error::NotFound { .. }) => Err(BlockError::Gone),
+        Err(e) => Err(BlockError::Failed(e.to_string().into())),
+    }
 }
 
 /// The bytes `len` long at byte `at` of `object`, from what [`get_spans`] or

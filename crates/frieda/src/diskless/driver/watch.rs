@@ -67,6 +67,16 @@ impl CoordinatorWatch {
 /// here or mirrored from another broker (`None`: no coordinator serves now; it looks again
 /// after a short sleep).
 pub fn changes(service: &Arc<Diskless>) -> Option<watch::Receiver<u64>> {
+    match coordinator(service) {
+        Ok(CoordinatorRef::Local(host)) => Some(host.changes()),
+        Ok(CoordinatorRef::Remote { .. }) => Some(service.watch.subscribe(service)),
+        Err(_) => None,
+    }
+}
+
+/// The coordinator of every diskless partition (one `__diskless_coordinator` partition for
+/// now), here or on another broker.
+fn coordinator(service: &Diskless) -> Result<CoordinatorRef, kafka_protocol::error::ResponseError> {
     let any = DisklessPartition {
         topic_id: uuid::Uuid::nil(),
         partition: 0,
@@ -76,11 +86,7 @@ pub fn changes(service: &Arc<Diskless>) -> Option<watch::Receiver<u64>> {
         0,
         "one coordinator partition"
     );
-    match service.coordinator(any) {
-        Ok(CoordinatorRef::Local(host)) => Some(host.changes()),
-        Ok(CoordinatorRef::Remote { .. }) => Some(service.watch.subscribe(service)),
-        Err(_) => None,
-    }
+    service.coordinator(any)
 }
 
 /// While the service lives: while a fetch waits on the mirror and the coordinator is on
@@ -98,14 +104,12 @@ async fn poll(watch: Arc<CoordinatorWatch>, service: Weak<Diskless>) {
             }
             continue;
         }
-        let coordinator = match service.upgrade() {
-            Some(d) => d.coordinator(DisklessPartition {
-                topic_id: uuid::Uuid::nil(),
-                partition: 0,
-            }),
-            None => return,
+        let Some(d) = service.upgrade() else {
+            return;
         };
-        match coordinator {
+        let found = coordinator(&d);
+        drop(d); // not held through the long poll
+        match found {
             Ok(remote @ CoordinatorRef::Remote { .. }) => {
                 match remote.changed_since(since, LONG_POLL).await {
                     Ok(count) if count == since => {}
